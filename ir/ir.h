@@ -1,0 +1,325 @@
+/*
+ * ir.h: pcc's core intermediate representation, the one interface of ir/.
+ *
+ * A graph is a list of nodes in topological order over values. A value is a
+ * tensor with a dtype and a static shape; it is a graph input (fed at run
+ * time), a parameter (an ONNX initializer: bytes inline or in an external
+ * file that is only read when the graph runs) or the output of a node.
+ * Everything a graph points to lives in its arena and is freed with it.
+ *
+ * Errors: functions that can fail on bad input return a negative errno-style
+ * code and record a one-line message (what is wrong, with shapes and op
+ * names) readable with ir_error(); callers add file and node context.
+ * Broken invariants are bugs and abort through IR_ASSERT.
+ */
+#ifndef IR_IR_H
+#define IR_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ops.h"
+
+/* ---- errors and assertions -------------------------------------------- */
+
+/* Records a message (printf-style) and returns code (a negative errno). */
+int ir_errorf(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prefixes the recorded message with printf-style context and ": ". */
+void ir_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *ir_error(void);
+void ir_error_clear(void);
+
+_Noreturn void ir_assert_fail(const char *file, int line, const char *expr);
+#define IR_ASSERT(e) ((e) ? (void)0 : ir_assert_fail(__FILE__, __LINE__, #e))
+
+/* All heap allocation in pcc goes through these; tests install a hook that
+ * makes the n-th allocation fail (ir_alloc_fail_after). NULL on failure. */
+void *ir_malloc(size_t n);
+void *ir_calloc(size_t count, size_t size);
+void *ir_realloc(void *p, size_t n);
+void ir_free(void *p);
+/* After n more successful allocations, every allocation fails; n < 0 turns
+ * injection off. For tests only. */
+void ir_alloc_fail_after(long n);
+
+/* ---- dtypes and shapes ------------------------------------------------ */
+
+enum ir_dtype {
+	IR_F64,
+	IR_F32,
+	IR_F16,
+	IR_BF16,
+	IR_I64,
+	IR_I32,
+	IR_I8,
+	IR_U8,
+	IR_BOOL,
+	IR_DTYPE_COUNT
+};
+
+size_t ir_dtype_size(enum ir_dtype t);            /* bytes per element */
+const char *ir_dtype_name(enum ir_dtype t);       /* "f32", "i64", ... */
+int ir_dtype_parse(const char *s, enum ir_dtype *out); /* 0 or -EINVAL */
+bool ir_dtype_is_float(enum ir_dtype t);
+bool ir_dtype_is_int(enum ir_dtype t);            /* signed or unsigned ints, not bool */
+
+#define IR_MAX_RANK 8
+/* No tensor may hold more elements than this (about 1.8e13): larger shapes
+ * are rejected as absurd input rather than overflowing size arithmetic. */
+#define IR_MAX_NUMEL (INT64_C(1) << 44)
+
+struct ir_shape {
+	int rank;
+	int64_t dims[IR_MAX_RANK];
+};
+
+/* Number of elements; 1 for rank 0. Shapes in a graph are always valid
+ * (dims >= 0, numel <= IR_MAX_NUMEL): ir_shape_check enforces it. */
+int64_t ir_shape_numel(const struct ir_shape *s);
+int ir_shape_check(const struct ir_shape *s); /* 0 or -EINVAL with message */
+bool ir_shape_eq(const struct ir_shape *a, const struct ir_shape *b);
+/* Writes "[2,3,4]" into buf (always NUL-terminated); returns buf. */
+char *ir_shape_str(const struct ir_shape *s, char *buf, size_t n);
+#define IR_SHAPE_STR_MAX (IR_MAX_RANK * 22 + 3)
+
+/* ---- tensors (host buffers used by the interpreter and I/O) ----------- */
+
+struct ir_tensor {
+	enum ir_dtype dtype;
+	struct ir_shape shape;
+	void *data; /* ir_tensor_bytes() bytes, row-major; owned by the holder */
+};
+
+size_t ir_tensor_bytes(const struct ir_tensor *t);
+/* Allocates zeroed data for dtype and shape; 0 or -ENOMEM with message. */
+int ir_tensor_alloc(struct ir_tensor *t, enum ir_dtype dtype, const struct ir_shape *shape);
+void ir_tensor_free(struct ir_tensor *t); /* frees data, leaves t empty */
+/* Element i converted to double / int64 (any dtype). */
+double ir_tensor_get_f64(const struct ir_tensor *t, int64_t i);
+int64_t ir_tensor_get_i64(const struct ir_tensor *t, int64_t i);
+/* Stores v converted to t's dtype (round to nearest even for f16/bf16). */
+void ir_tensor_set_f64(struct ir_tensor *t, int64_t i, double v);
+void ir_tensor_set_i64(struct ir_tensor *t, int64_t i, int64_t v);
+
+float ir_f16_to_f32(uint16_t h);
+uint16_t ir_f32_to_f16(float f);
+float ir_bf16_to_f32(uint16_t h);
+uint16_t ir_f32_to_bf16(float f);
+
+/* ---- ops ---------------------------------------------------------------- */
+
+enum ir_op {
+#define X(e, name, nin, nout, flags) IR_OP_##e,
+	IR_OPS(X)
+#undef X
+	IR_OP_COUNT
+};
+
+enum {
+	IR_OPF_UNARY = 1 << 0,      /* elementwise, one operand */
+	IR_OPF_BINARY = 1 << 1,     /* elementwise, two operands of one shape */
+	IR_OPF_ELEMENTWISE = 1 << 2,/* other elementwise (select) */
+	IR_OPF_FLOAT = 1 << 3,      /* operands must be floating point */
+	IR_OPF_LOGIC = 1 << 4,      /* operands must be bool */
+	IR_OPF_PREDICATE = 1 << 5,  /* result is bool */
+	IR_OPF_REDUCE = 1 << 6,     /* reduction over attrs.axes */
+	IR_OPF_MOVE = 1 << 7,       /* moves data, computes nothing */
+	IR_OPF_HEAVY = 1 << 8,      /* dot and convolution */
+	IR_OPF_COMPOSITE = 1 << 9,  /* has a reference decomposition */
+};
+
+const char *ir_op_name(enum ir_op op);            /* "dot", "reduce_sum", ... */
+int ir_op_parse(const char *name, enum ir_op *out); /* 0 or -EINVAL */
+int ir_op_ninputs(enum ir_op op);                 /* -1: variadic */
+int ir_op_noutputs(enum ir_op op);
+unsigned ir_op_flags(enum ir_op op);
+static inline bool ir_op_is_elementwise(enum ir_op op)
+{
+	return ir_op_flags(op) & (IR_OPF_UNARY | IR_OPF_BINARY | IR_OPF_ELEMENTWISE);
+}
+
+/* ---- attributes ---------------------------------------------------------
+ * One plain struct for every op; each op reads only the fields named here
+ * (the text form prints exactly those). Axes are 0-based and non-negative.
+ *
+ * CONVERT     dtype: the result dtype.
+ * DOT         lhs_batch, rhs_batch, lhs_contract, rhs_contract (pairwise
+ *             equal sizes). Result dims: batch dims (lhs order), then lhs
+ *             free dims, then rhs free dims, each in operand order.
+ * CONV        input [N, C, s1..sk], weight [O, C/groups, k1..kk]; stride,
+ *             pad_lo, pad_hi, dilation (k entries each), groups.
+ *             Result [N, O, o1..ok], o = (s + lo + hi - d(k-1) - 1)/stride + 1.
+ * REDUCE_*    axes: sorted, distinct dims reduced away (no keepdims).
+ * ARGMAX/MIN  axis (reduced away); mode IR_ARG_LAST picks the last of equal
+ *             extremes. Result i64.
+ * WINDOW_*    window, stride, pad_lo, pad_hi, dilation: one entry per dim.
+ *             Padding reads -inf (max) or 0 (sum).
+ * CUMSUM      axis; mode bits IR_CUMSUM_EXCLUSIVE, IR_CUMSUM_REVERSE.
+ * RESHAPE     shape: result shape (same element count).
+ * TRANSPOSE   axes: permutation; result dim i is operand dim axes[i].
+ * BROADCAST   shape: result shape; axes[i]: the result dim that operand dim
+ *             i maps to (increasing); operand dim size is 1 or equal.
+ * SLICE       start, limit, stride (one per dim; 0 <= start <= limit <= dim,
+ *             stride >= 1); result dim ceil((limit - start) / stride).
+ * CONCAT      axis.
+ * PAD         pad_lo, pad_hi (>= 0, one per dim); mode IR_PAD_CONSTANT
+ *             (value), IR_PAD_EDGE or IR_PAD_REFLECT.
+ * REVERSE     axes.
+ * GATHER      (data, indices) axis; indices integer of any shape, negative
+ *             ones count from the end; result data[:axis]+idx+data[axis+1:].
+ * SCATTER     (data, indices, updates): data [N, r...], integer indices of
+ *             shape I selecting rows, updates I + [r...]; result is data
+ *             with the rows replaced (mode IR_SCATTER_NONE) or combined
+ *             (IR_SCATTER_ADD, _MUL, _MAX, _MIN) in index order.
+ * IOTA        shape, dtype, axis: element = its index along axis.
+ * CONSTANT    shape, dtype, data (ir_tensor_bytes of it, in the arena).
+ * SOFTMAX     axis.
+ * LAYER_NORM  (x, scale, bias) axis: normalize over dims axis..rank-1;
+ *             scale and bias have shape x.dims[axis:]; eps.
+ * TOPK        axis, k; mode IR_TOPK_SMALLEST for the smallest; results
+ *             (values, i64 indices), sorted, ties to the lower index.
+ */
+struct ir_ilist {
+	int n;
+	int64_t v[IR_MAX_RANK];
+};
+
+enum { IR_ARG_LAST = 1 };
+enum { IR_CUMSUM_EXCLUSIVE = 1, IR_CUMSUM_REVERSE = 2 };
+enum { IR_PAD_CONSTANT = 0, IR_PAD_EDGE = 1, IR_PAD_REFLECT = 2 };
+enum { IR_SCATTER_NONE = 0, IR_SCATTER_ADD, IR_SCATTER_MUL, IR_SCATTER_MAX, IR_SCATTER_MIN };
+enum { IR_TOPK_SMALLEST = 1 };
+
+struct ir_attrs {
+	enum ir_dtype dtype;
+	struct ir_shape shape;
+	struct ir_ilist axes;
+	struct ir_ilist lhs_batch, rhs_batch, lhs_contract, rhs_contract;
+	struct ir_ilist start, limit, stride;
+	struct ir_ilist pad_lo, pad_hi, window, dilation;
+	int64_t axis;
+	int64_t k;
+	int64_t groups;
+	int64_t mode;
+	double eps;
+	double value;
+	const void *data; /* CONSTANT: arena bytes */
+};
+
+/* An ilist from a literal: IR_ILIST(2, 0, 1) has n = 3. */
+#define IR_ILIST(...)                                                      \
+	((struct ir_ilist){ .n = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), \
+			    .v = { __VA_ARGS__ } })
+
+/* ---- graph ---------------------------------------------------------------- */
+
+struct ir_graph; /* opaque: owns everything below */
+
+enum ir_value_kind { IR_VAL_INPUT, IR_VAL_PARAM, IR_VAL_NODE, IR_VAL_KIND_COUNT };
+
+/* Where a parameter's bytes are. Exactly one of bytes / path is set. */
+struct ir_data {
+	const void *bytes;  /* inline, owned by the graph */
+	const char *path;   /* external file: absolute, or relative to base_dir */
+	const char *base_dir; /* directory of the model file, or NULL */
+	int64_t offset;     /* bytes into path */
+	int64_t nbytes;     /* == ir_tensor_bytes of the value */
+};
+
+struct ir_node;
+
+struct ir_value {
+	int id;                 /* dense index in ir_graph_values, stable until compact */
+	const char *name;       /* ONNX name, or NULL */
+	enum ir_dtype dtype;
+	struct ir_shape shape;
+	enum ir_value_kind kind;
+	struct ir_node *def;    /* IR_VAL_NODE: producer */
+	int def_index;          /* IR_VAL_NODE: which output of def */
+	struct ir_data data;    /* IR_VAL_PARAM only */
+};
+
+struct ir_node {
+	int id;                 /* position in ir_graph_nodes */
+	enum ir_op op;
+	const char *name;       /* ONNX node name it came from (for messages), or NULL */
+	int nin, nout;
+	struct ir_value **in;
+	struct ir_value **out;
+	struct ir_attrs a;
+};
+
+struct ir_graph *ir_graph_new(void);  /* NULL on allocation failure */
+void ir_graph_free(struct ir_graph *g);
+/* Arena allocation, zeroed, freed with the graph. NULL on failure. */
+void *ir_graph_alloc(struct ir_graph *g, size_t n);
+const char *ir_graph_strdup(struct ir_graph *g, const char *s);
+/* Runs fn(ctx) when the graph is freed (e.g. to release a buffer that
+ * parameter bytes point into). 0 or -ENOMEM. */
+int ir_graph_on_free(struct ir_graph *g, void (*fn)(void *), void *ctx);
+
+struct ir_value *ir_graph_add_input(struct ir_graph *g, const char *name,
+				    enum ir_dtype dtype, const struct ir_shape *shape);
+struct ir_value *ir_graph_add_param(struct ir_graph *g, const char *name,
+				    enum ir_dtype dtype, const struct ir_shape *shape,
+				    const struct ir_data *data);
+/* Appends a node; infers its results' dtypes and shapes (ir_infer). NULL on
+ * invalid operands or attributes, with the reason in ir_error(). */
+struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char *name,
+				  int nin, struct ir_value *const *in,
+				  const struct ir_attrs *a);
+/* Marks v as graph output number ir_graph_noutputs(); name may be NULL. */
+int ir_graph_add_output(struct ir_graph *g, struct ir_value *v, const char *name);
+/* Replaces output i by v (same dtype and shape). */
+void ir_graph_set_output(struct ir_graph *g, int i, struct ir_value *v);
+
+int ir_graph_ninputs(const struct ir_graph *g);
+struct ir_value *ir_graph_input(const struct ir_graph *g, int i);
+int ir_graph_nparams(const struct ir_graph *g);
+struct ir_value *ir_graph_param(const struct ir_graph *g, int i);
+int ir_graph_noutputs(const struct ir_graph *g);
+struct ir_value *ir_graph_output(const struct ir_graph *g, int i);
+const char *ir_graph_output_name(const struct ir_graph *g, int i);
+int ir_graph_nnodes(const struct ir_graph *g);
+struct ir_node *ir_graph_node(const struct ir_graph *g, int i);
+int ir_graph_nvalues(const struct ir_graph *g);
+struct ir_value *ir_graph_value(const struct ir_graph *g, int i);
+
+/* Replaces every use of old by new (same dtype and shape), outputs too. */
+void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_value *new_);
+/* Drops nodes whose results are unused (transitively) and params no one
+ * reads; renumbers node and value ids densely. Returns nodes removed. */
+int ir_graph_dce(struct ir_graph *g);
+
+/* ---- shape inference and verification -------------------------------- */
+
+/* Result dtypes and shapes of op on operands in[] with attributes a.
+ * 0, or -EINVAL with a message naming op, operand shapes and the rule. */
+int ir_infer(enum ir_op op, int nin, struct ir_value *const *in,
+	     const struct ir_attrs *a, enum ir_dtype *out_dtype,
+	     struct ir_shape *out_shape);
+
+/* Checks the whole graph: topological order, operand counts, shapes and
+ * dtypes agree with ir_infer, ids dense, outputs defined. 0 or -EINVAL
+ * with a message naming the node, its op and shapes. */
+int ir_verify(const struct ir_graph *g);
+
+/* ---- text form -------------------------------------------------------------
+ * Printed and parsed with exact round trip: print(parse(print(g))) equals
+ * print(g). Parameter bytes print as a reference to their file, or inline as
+ * hex when inline (so small test graphs are self-contained). */
+int ir_print(const struct ir_graph *g, FILE *f);
+/* Parses text (NUL-terminated). NULL on error, message like
+ * "line 12: unknown op 'dott'" in ir_error(). */
+struct ir_graph *ir_parse(const char *text);
+
+/* ---- statistics ------------------------------------------------------------ */
+
+/* FLOPs of one execution of node n (2 per multiply-add for dot and conv,
+ * 1 per element for elementwise and reductions, 0 for data movement). */
+double ir_node_flops(const struct ir_node *n);
+
+#endif

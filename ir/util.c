@@ -1,0 +1,239 @@
+/*
+ * util.c: errors, the allocation hook, dtypes, shapes and the op table's
+ * accessors. Everything here is leaf code with no knowledge of graphs.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* ---- errors ----------------------------------------------------------- */
+
+#define ERR_MAX 1024
+static _Thread_local char err_msg[ERR_MAX];
+
+int ir_errorf(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void ir_error_prefix(const char *fmt, ...)
+{
+	char prefix[ERR_MAX], old[ERR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	memcpy(old, err_msg, sizeof old);
+	size_t n = strlen(prefix);
+	if (n > ERR_MAX / 2)
+		n = ERR_MAX / 2;
+	memcpy(err_msg, prefix, n);
+	memcpy(err_msg + n, ": ", 2);
+	size_t rest = strlen(old);
+	if (rest > ERR_MAX - n - 3)
+		rest = ERR_MAX - n - 3;
+	memcpy(err_msg + n + 2, old, rest);
+	err_msg[n + 2 + rest] = 0;
+}
+
+const char *ir_error(void)
+{
+	return err_msg[0] ? err_msg : "unknown error";
+}
+
+void ir_error_clear(void)
+{
+	err_msg[0] = 0;
+}
+
+void ir_assert_fail(const char *file, int line, const char *expr)
+{
+	fprintf(stderr, "pcc: internal error: %s:%d: assertion '%s' failed\n", file, line, expr);
+	abort();
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+static long fail_after = -1;
+
+static bool alloc_allowed(void)
+{
+	if (fail_after < 0)
+		return true;
+	if (fail_after == 0)
+		return false;
+	fail_after--;
+	return true;
+}
+
+void ir_alloc_fail_after(long n)
+{
+	fail_after = n;
+}
+
+void *ir_malloc(size_t n)
+{
+	return alloc_allowed() ? malloc(n ? n : 1) : NULL;
+}
+
+void *ir_calloc(size_t count, size_t size)
+{
+	return alloc_allowed() ? calloc(count ? count : 1, size ? size : 1) : NULL;
+}
+
+void *ir_realloc(void *p, size_t n)
+{
+	return alloc_allowed() ? realloc(p, n ? n : 1) : NULL;
+}
+
+void ir_free(void *p)
+{
+	free(p);
+}
+
+/* ---- dtypes ---------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	size_t size;
+} dtypes[IR_DTYPE_COUNT] = {
+	[IR_F64] = { "f64", 8 }, [IR_F32] = { "f32", 4 }, [IR_F16] = { "f16", 2 },
+	[IR_BF16] = { "bf16", 2 }, [IR_I64] = { "i64", 8 }, [IR_I32] = { "i32", 4 },
+	[IR_I8] = { "i8", 1 },   [IR_U8] = { "u8", 1 },   [IR_BOOL] = { "bool", 1 },
+};
+
+size_t ir_dtype_size(enum ir_dtype t)
+{
+	IR_ASSERT((unsigned)t < IR_DTYPE_COUNT);
+	return dtypes[t].size;
+}
+
+const char *ir_dtype_name(enum ir_dtype t)
+{
+	return (unsigned)t < IR_DTYPE_COUNT ? dtypes[t].name : "?";
+}
+
+int ir_dtype_parse(const char *s, enum ir_dtype *out)
+{
+	for (int i = 0; i < IR_DTYPE_COUNT; i++) {
+		if (strcmp(s, dtypes[i].name) == 0) {
+			*out = (enum ir_dtype)i;
+			return 0;
+		}
+	}
+	return ir_errorf(-EINVAL, "unknown dtype '%s'", s);
+}
+
+bool ir_dtype_is_float(enum ir_dtype t)
+{
+	return t == IR_F64 || t == IR_F32 || t == IR_F16 || t == IR_BF16;
+}
+
+bool ir_dtype_is_int(enum ir_dtype t)
+{
+	return t == IR_I64 || t == IR_I32 || t == IR_I8 || t == IR_U8;
+}
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+int64_t ir_shape_numel(const struct ir_shape *s)
+{
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++)
+		n *= s->dims[i];
+	return n;
+}
+
+int ir_shape_check(const struct ir_shape *s)
+{
+	char buf[IR_SHAPE_STR_MAX];
+	if (s->rank < 0 || s->rank > IR_MAX_RANK)
+		return ir_errorf(-EINVAL, "rank %d exceeds the limit of %d", s->rank, IR_MAX_RANK);
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++) {
+		int64_t d = s->dims[i];
+		if (d < 0)
+			return ir_errorf(-EINVAL, "negative dimension in shape %s",
+					 ir_shape_str(s, buf, sizeof buf));
+		if (d > 0 && n > IR_MAX_NUMEL / d)
+			return ir_errorf(-EINVAL, "shape %s has more than 2^44 elements",
+					 ir_shape_str(s, buf, sizeof buf));
+		n *= d;
+	}
+	return 0;
+}
+
+bool ir_shape_eq(const struct ir_shape *a, const struct ir_shape *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int i = 0; i < a->rank; i++)
+		if (a->dims[i] != b->dims[i])
+			return false;
+	return true;
+}
+
+char *ir_shape_str(const struct ir_shape *s, char *buf, size_t n)
+{
+	size_t at = 0;
+	int rank = s->rank < 0 ? 0 : s->rank > IR_MAX_RANK ? IR_MAX_RANK : s->rank;
+	at += (size_t)snprintf(buf, n, "[");
+	for (int i = 0; i < rank && at < n; i++)
+		at += (size_t)snprintf(buf + at, n - at, i ? ",%lld" : "%lld", (long long)s->dims[i]);
+	if (at < n)
+		snprintf(buf + at, n - at, "]");
+	return buf;
+}
+
+/* ---- op table ---------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int nin, nout;
+	unsigned flags;
+} ops[IR_OP_COUNT] = {
+#define X(e, name, nin, nout, flags) [IR_OP_##e] = { #name, nin, nout, flags },
+	IR_OPS(X)
+#undef X
+};
+
+const char *ir_op_name(enum ir_op op)
+{
+	return (unsigned)op < IR_OP_COUNT ? ops[op].name : "?";
+}
+
+int ir_op_parse(const char *name, enum ir_op *out)
+{
+	for (int i = 0; i < IR_OP_COUNT; i++) {
+		if (strcmp(name, ops[i].name) == 0) {
+			*out = (enum ir_op)i;
+			return 0;
+		}
+	}
+	return ir_errorf(-EINVAL, "unknown op '%s'", name);
+}
+
+int ir_op_ninputs(enum ir_op op)
+{
+	IR_ASSERT((unsigned)op < IR_OP_COUNT);
+	return ops[op].nin;
+}
+
+int ir_op_noutputs(enum ir_op op)
+{
+	IR_ASSERT((unsigned)op < IR_OP_COUNT);
+	return ops[op].nout;
+}
+
+unsigned ir_op_flags(enum ir_op op)
+{
+	IR_ASSERT((unsigned)op < IR_OP_COUNT);
+	return ops[op].flags;
+}

@@ -1,0 +1,50 @@
+/*
+ * tap.h: a minimal TAP producer for pcc's C tests. Each check is one test
+ * case ("ok N - what" / "not ok N - what"); scripts/test counts them.
+ *
+ *   TAP_OK(cond, "fmt", ...)        one case
+ *   TAP_NEAR(got, want, tol, "fmt", ...)  |got - want| <= tol * max(1, |want|)
+ *   return tap_done();              prints the plan, exit status 0 or 1
+ */
+#ifndef PCC_TESTS_TAP_H
+#define PCC_TESTS_TAP_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static int tap_n, tap_failed;
+
+__attribute__((format(printf, 4, 5), unused)) static int
+tap_ok_at(int cond, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	tap_n++;
+	printf("%s %d - ", cond ? "ok" : "not ok", tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond) {
+		tap_failed++;
+		printf("#   failed at %s:%d\n", file, line);
+	}
+	fflush(stdout);
+	return cond;
+}
+
+#define TAP_OK(cond, ...) tap_ok_at(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define TAP_NEAR(got, want, tol, ...)                                            \
+	(tap_ok_at(fabs((double)(got) - (double)(want)) <=                        \
+			   (tol) * fmax(1.0, fabs((double)(want))),                \
+		   __FILE__, __LINE__, __VA_ARGS__) ||                              \
+	 (printf("#   got %.17g want %.17g\n", (double)(got), (double)(want)), 0))
+#define TAP_DIAG(...) (printf("# "), printf(__VA_ARGS__), printf("\n"))
+
+__attribute__((unused)) static int tap_done(void)
+{
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}
+
+#endif
