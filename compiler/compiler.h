@@ -65,4 +65,19 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t);
 int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs,
 	       struct ir_tensor *outputs);
 
+/* ---- statistics and `pcc inspect` (compiler/inspect.c) ------------------ */
+
+struct inspect_stats {
+	int64_t params;           /* elements of floating-point parameters */
+	int64_t param_bytes;
+	double flops;             /* one forward pass, 2 per multiply-add */
+	int64_t activation_bytes; /* bytes of all node results (constants excluded) */
+	int core_ops[IR_OP_COUNT];
+};
+
+void inspect_stats_compute(const struct ir_graph *g, struct inspect_stats *s);
+/* Text table, or one JSON object with at least params, param_bytes, flops,
+ * onnx_ops, inputs, outputs. */
+int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, bool json, FILE *f);
+
 #endif

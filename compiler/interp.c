@@ -1,0 +1,850 @@
+/*
+ * interp.c: the reference interpreter, the oracle every other execution
+ * path is compared with. This file holds the dtype conversions shared by
+ * all kernels, the elementwise ops, the one switch mapping ops to kernels,
+ * parameter loading and the graph walk.
+ *
+ * Numerics contract (what "correct" means for every later path):
+ *  - floating-point elementwise math is done in double per element and
+ *    rounded once to the result dtype (nearest even; f16/bf16 too, through a
+ *    round-to-odd f32 step so that double -> half never double-rounds);
+ *  - reductions, softmax, layer_norm, cumsum and window sums accumulate in
+ *    double (integers: in int64 with wrap-around);
+ *  - dots and convolutions use OpenBLAS: sgemm for f32, dgemm for f64,
+ *    f16/bf16 converted to f32 and through sgemm, integers by an int64 loop;
+ *  - integer math is done in int64 and wrapped to the result width; integer
+ *    division or remainder by zero gives 0 (INT64_MIN / -1 wraps); REM is C
+ *    fmod for floats and C % for integers (ONNX Mod with fmod=1); integer POW
+ *    is repeated squaring, a negative exponent gives 1/b^e truncated;
+ *  - bool is one byte holding 0 or 1; predicates yield bool;
+ *  - CONVERT float -> int truncates toward zero (NaN -> 0, beyond the int64
+ *    range clamps, then wraps to the width); float -> bool is x != 0;
+ *  - MAX/MIN, REDUCE_MAX/MIN propagate NaN; ROUND is half to even; SIGN and
+ *    RELU keep NaN; ARGMAX/ARGMIN and TOPK rank NaN above every number.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compiler/interp_internal.h"
+
+int interp_nomem(const char *what)
+{
+	return ir_errorf(-ENOMEM, "out of memory (%s)", what);
+}
+
+/* ---- dtype conversions ------------------------------------------------- */
+
+/* d rounded to f32 with round-to-odd: a later round-to-nearest-even to a
+ * format of at most 22 significant bits then equals rounding d directly. */
+static float f64_to_f32_odd(double d)
+{
+	float f = (float)d;
+	uint32_t b;
+	if (d != d || (double)f == d)
+		return f;
+	memcpy(&b, &f, sizeof b);
+	if (!(b & 1)) {
+		b = fabs((double)f) > fabs(d) ? b - 1 : b + 1;
+		memcpy(&f, &b, sizeof f);
+	}
+	return f;
+}
+
+/* Truncation toward zero; NaN -> 0; clamps beyond the int64 range. */
+static int64_t f64_to_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9.2233720368547758e18)
+		return INT64_MAX;
+	if (v <= -9.2233720368547758e18)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
+/* One typed loop: dst[i] = E for i < n, where p[i] is the tensor side. */
+#define LOAD(T, E)                                         \
+	do {                                               \
+		const T *p = (const T *)t->data + off;     \
+		for (int64_t i = 0; i < n; i++)            \
+			dst[i] = (E);                      \
+	} while (0)
+#define STORE(T, E)                                        \
+	do {                                               \
+		T *p = (T *)t->data + off;                 \
+		for (int64_t i = 0; i < n; i++)            \
+			p[i] = (E);                        \
+	} while (0)
+
+void interp_load_f64(const struct ir_tensor *t, int64_t off, int64_t n, double *dst)
+{
+	switch (t->dtype) {
+	case IR_F64: LOAD(double, p[i]); return;
+	case IR_F32: LOAD(float, p[i]); return;
+	case IR_F16: LOAD(uint16_t, ir_f16_to_f32(p[i])); return;
+	case IR_BF16: LOAD(uint16_t, ir_bf16_to_f32(p[i])); return;
+	case IR_I64: LOAD(int64_t, (double)p[i]); return;
+	case IR_I32: LOAD(int32_t, p[i]); return;
+	case IR_I8: LOAD(int8_t, p[i]); return;
+	case IR_U8: LOAD(uint8_t, p[i]); return;
+	case IR_BOOL: LOAD(uint8_t, p[i] != 0); return;
+	case IR_DTYPE_COUNT: break;
+	}
+	IR_ASSERT(!"bad dtype");
+}
+
+void interp_load_i64(const struct ir_tensor *t, int64_t off, int64_t n, int64_t *dst)
+{
+	switch (t->dtype) {
+	case IR_F64: LOAD(double, f64_to_i64(p[i])); return;
+	case IR_F32: LOAD(float, f64_to_i64(p[i])); return;
+	case IR_F16: LOAD(uint16_t, f64_to_i64(ir_f16_to_f32(p[i]))); return;
+	case IR_BF16: LOAD(uint16_t, f64_to_i64(ir_bf16_to_f32(p[i]))); return;
+	case IR_I64: LOAD(int64_t, p[i]); return;
+	case IR_I32: LOAD(int32_t, p[i]); return;
+	case IR_I8: LOAD(int8_t, p[i]); return;
+	case IR_U8: LOAD(uint8_t, p[i]); return;
+	case IR_BOOL: LOAD(uint8_t, p[i] != 0); return;
+	case IR_DTYPE_COUNT: break;
+	}
+	IR_ASSERT(!"bad dtype");
+}
+
+void interp_store_f64(struct ir_tensor *t, int64_t off, int64_t n, const double *src)
+{
+	switch (t->dtype) {
+	case IR_F64: STORE(double, src[i]); return;
+	case IR_F32: STORE(float, (float)src[i]); return;
+	case IR_F16: STORE(uint16_t, ir_f32_to_f16(f64_to_f32_odd(src[i]))); return;
+	case IR_BF16: STORE(uint16_t, ir_f32_to_bf16(f64_to_f32_odd(src[i]))); return;
+	case IR_I64: STORE(int64_t, f64_to_i64(src[i])); return;
+	case IR_I32: STORE(int32_t, (int32_t)(uint32_t)f64_to_i64(src[i])); return;
+	case IR_I8: STORE(int8_t, (int8_t)(uint8_t)f64_to_i64(src[i])); return;
+	case IR_U8: STORE(uint8_t, (uint8_t)f64_to_i64(src[i])); return;
+	case IR_BOOL: STORE(uint8_t, src[i] != 0); return;
+	case IR_DTYPE_COUNT: break;
+	}
+	IR_ASSERT(!"bad dtype");
+}
+
+void interp_store_i64(struct ir_tensor *t, int64_t off, int64_t n, const int64_t *src)
+{
+	/* (float)int64 and (double)int64 round once; f16/bf16 go through double
+	 * (exact below 2^53) and then the round-to-odd step. */
+	switch (t->dtype) {
+	case IR_F64: STORE(double, (double)src[i]); return;
+	case IR_F32: STORE(float, (float)src[i]); return;
+	case IR_F16: STORE(uint16_t, ir_f32_to_f16(f64_to_f32_odd((double)src[i]))); return;
+	case IR_BF16: STORE(uint16_t, ir_f32_to_bf16(f64_to_f32_odd((double)src[i]))); return;
+	case IR_I64: STORE(int64_t, src[i]); return;
+	case IR_I32: STORE(int32_t, (int32_t)(uint32_t)src[i]); return;
+	case IR_I8: STORE(int8_t, (int8_t)(uint8_t)src[i]); return;
+	case IR_U8: STORE(uint8_t, (uint8_t)src[i]); return;
+	case IR_BOOL: STORE(uint8_t, src[i] != 0); return;
+	case IR_DTYPE_COUNT: break;
+	}
+	IR_ASSERT(!"bad dtype");
+}
+#undef LOAD
+#undef STORE
+
+double *interp_dup_f64(const struct ir_tensor *t)
+{
+	int64_t n = ir_shape_numel(&t->shape);
+	double *p = ir_malloc((size_t)n * sizeof *p);
+	if (!p) {
+		interp_nomem("a double copy of an operand");
+		return NULL;
+	}
+	interp_load_f64(t, 0, n, p);
+	return p;
+}
+
+int64_t *interp_dup_i64(const struct ir_tensor *t)
+{
+	int64_t n = ir_shape_numel(&t->shape);
+	int64_t *p = ir_malloc((size_t)n * sizeof *p);
+	if (!p) {
+		interp_nomem("an int64 copy of an operand");
+		return NULL;
+	}
+	interp_load_i64(t, 0, n, p);
+	return p;
+}
+
+int64_t interp_int_lowest(enum ir_dtype t)
+{
+	switch (t) {
+	case IR_I64: return INT64_MIN;
+	case IR_I32: return INT32_MIN;
+	case IR_I8: return INT8_MIN;
+	case IR_U8: return 0;
+	case IR_BOOL: return 0;
+	case IR_F64: case IR_F32: case IR_F16: case IR_BF16: case IR_DTYPE_COUNT:
+		break;
+	}
+	IR_ASSERT(!"not an integer dtype");
+}
+
+int64_t interp_int_highest(enum ir_dtype t)
+{
+	switch (t) {
+	case IR_I64: return INT64_MAX;
+	case IR_I32: return INT32_MAX;
+	case IR_I8: return INT8_MAX;
+	case IR_U8: return UINT8_MAX;
+	case IR_BOOL: return 1;
+	case IR_F64: case IR_F32: case IR_F16: case IR_BF16: case IR_DTYPE_COUNT:
+		break;
+	}
+	IR_ASSERT(!"not an integer dtype");
+}
+
+/* ---- layout ----------------------------------------------------------- */
+
+void interp_strides(const struct ir_shape *s, int64_t *strides)
+{
+	int64_t st = 1;
+	for (int d = s->rank - 1; d >= 0; d--) {
+		strides[d] = st;
+		st *= s->dims[d];
+	}
+}
+
+int64_t interp_dims_prod(const struct ir_shape *s, int lo, int hi)
+{
+	int64_t p = 1;
+	for (int d = lo; d < hi; d++)
+		p *= s->dims[d];
+	return p;
+}
+
+void interp_index_next(int64_t *idx, const int64_t *dims, int rank)
+{
+	for (int k = rank - 1; k >= 0; k--) {
+		if (++idx[k] < dims[k])
+			return;
+		idx[k] = 0;
+	}
+}
+
+/* n elements of esize bytes from src with a stride (elements) to dst. */
+static void copy_run(char *dst, const char *src, size_t esize, int64_t n, int64_t stride)
+{
+	int64_t i;
+	if (stride == 1) {
+		memcpy(dst, src, (size_t)n * esize);
+		return;
+	}
+	switch (esize) {
+	case 1:
+		for (i = 0; i < n; i++)
+			dst[i] = src[i * stride];
+		return;
+	case 2: {
+		uint16_t *d = (uint16_t *)(void *)dst;
+		const uint16_t *s = (const uint16_t *)(const void *)src;
+		for (i = 0; i < n; i++)
+			d[i] = s[i * stride];
+		return;
+	}
+	case 4: {
+		uint32_t *d = (uint32_t *)(void *)dst;
+		const uint32_t *s = (const uint32_t *)(const void *)src;
+		for (i = 0; i < n; i++)
+			d[i] = s[i * stride];
+		return;
+	}
+	case 8: {
+		uint64_t *d = (uint64_t *)(void *)dst;
+		const uint64_t *s = (const uint64_t *)(const void *)src;
+		for (i = 0; i < n; i++)
+			d[i] = s[i * stride];
+		return;
+	}
+	}
+	IR_ASSERT(!"element size not 1, 2, 4 or 8");
+}
+
+void interp_copy_view(void *dst, const void *src, size_t esize, int rank, const int64_t *dims,
+		      const int64_t *strides, int64_t offset)
+{
+	int64_t idx[IR_MAX_RANK] = { 0 }, total = 1;
+	const char *s = src;
+	char *d = dst;
+	for (int k = 0; k < rank; k++)
+		total *= dims[k];
+	if (total == 0)
+		return;
+	if (rank == 0) {
+		memcpy(d, s + offset * (int64_t)esize, esize);
+		return;
+	}
+	int64_t inner = dims[rank - 1], outer = total / inner, so = offset;
+	for (int64_t o = 0; o < outer; o++) {
+		copy_run(d, s + so * (int64_t)esize, esize, inner, strides[rank - 1]);
+		d += inner * (int64_t)esize;
+		/* odometer over the outer dims, keeping the source offset */
+		for (int k = rank - 2; k >= 0; k--) {
+			so += strides[k];
+			if (++idx[k] < dims[k])
+				break;
+			so -= idx[k] * strides[k];
+			idx[k] = 0;
+		}
+	}
+}
+
+/* ---- elementwise ops ---------------------------------------------------- */
+
+static double sign_f(double x)
+{
+	return x > 0 ? 1.0 : x < 0 ? -1.0 : x; /* keeps NaN and signed zero */
+}
+
+static double max_f(double x, double z)
+{
+	return x != x || z != z ? NAN : x > z ? x : z;
+}
+
+static double min_f(double x, double z)
+{
+	return x != x || z != z ? NAN : x < z ? x : z;
+}
+
+/* Elementwise op on m doubles: y = op(a) or op(a, b); predicates give 0/1. */
+static void eval_f64(enum ir_op op, const double *a, const double *b, double *y, int64_t m)
+{
+	int64_t i;
+#define MAP1(e)                                    \
+	for (i = 0; i < m; i++) {                  \
+		double x = a[i];                   \
+		y[i] = (e);                        \
+	}                                          \
+	return
+#define MAP2(e)                                    \
+	for (i = 0; i < m; i++) {                  \
+		double x = a[i], z = b[i];         \
+		y[i] = (e);                        \
+	}                                          \
+	return
+	switch (op) {
+	case IR_OP_NEG: MAP1(-x);
+	case IR_OP_ABS: MAP1(fabs(x));
+	case IR_OP_SIGN: MAP1(sign_f(x));
+	case IR_OP_EXP: MAP1(exp(x));
+	case IR_OP_LOG: MAP1(log(x));
+	case IR_OP_SQRT: MAP1(sqrt(x));
+	case IR_OP_RSQRT: MAP1(1.0 / sqrt(x));
+	case IR_OP_RECIP: MAP1(1.0 / x);
+	case IR_OP_TANH: MAP1(tanh(x));
+	case IR_OP_ERF: MAP1(erf(x));
+	case IR_OP_SIGMOID: MAP1(1.0 / (1.0 + exp(-x)));
+	case IR_OP_RELU: MAP1(x > 0 || x != x ? x : 0.0);
+	case IR_OP_SIN: MAP1(sin(x));
+	case IR_OP_COS: MAP1(cos(x));
+	case IR_OP_TAN: MAP1(tan(x));
+	case IR_OP_ASIN: MAP1(asin(x));
+	case IR_OP_ACOS: MAP1(acos(x));
+	case IR_OP_ATAN: MAP1(atan(x));
+	case IR_OP_SINH: MAP1(sinh(x));
+	case IR_OP_COSH: MAP1(cosh(x));
+	case IR_OP_ASINH: MAP1(asinh(x));
+	case IR_OP_ACOSH: MAP1(acosh(x));
+	case IR_OP_ATANH: MAP1(atanh(x));
+	case IR_OP_FLOOR: MAP1(floor(x));
+	case IR_OP_CEIL: MAP1(ceil(x));
+	case IR_OP_ROUND: MAP1(nearbyint(x)); /* default rounding mode: half to even */
+	case IR_OP_NOT: MAP1(x == 0);
+	case IR_OP_IS_NAN: MAP1(x != x);
+	case IR_OP_IS_INF: MAP1(isinf(x) != 0);
+	case IR_OP_CONVERT: MAP1(x); /* the store converts */
+	case IR_OP_ADD: MAP2(x + z);
+	case IR_OP_SUB: MAP2(x - z);
+	case IR_OP_MUL: MAP2(x * z);
+	case IR_OP_DIV: MAP2(x / z);
+	case IR_OP_REM: MAP2(fmod(x, z));
+	case IR_OP_POW: MAP2(pow(x, z));
+	case IR_OP_MAX: MAP2(max_f(x, z));
+	case IR_OP_MIN: MAP2(min_f(x, z));
+	case IR_OP_AND: MAP2(x != 0 && z != 0);
+	case IR_OP_OR: MAP2(x != 0 || z != 0);
+	case IR_OP_XOR: MAP2((x != 0) != (z != 0));
+	case IR_OP_EQ: MAP2(x == z);
+	case IR_OP_NE: MAP2(x != z);
+	case IR_OP_LT: MAP2(x < z);
+	case IR_OP_LE: MAP2(x <= z);
+	case IR_OP_GT: MAP2(x > z);
+	case IR_OP_GE: MAP2(x >= z);
+	case IR_OP_SELECT: case IR_OP_DOT: case IR_OP_CONV: case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE:
+	case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_GATHER:
+	case IR_OP_SCATTER: case IR_OP_IOTA: case IR_OP_CONSTANT: case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM: case IR_OP_TOPK: case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"not a unary or binary elementwise op");
+}
+
+/* b^e with wrap-around; e < 0 gives 1/b^e truncated toward zero (0 for b 0). */
+static int64_t ipow(int64_t b, int64_t e)
+{
+	if (e < 0)
+		return b == 1 ? 1 : b == -1 ? ((e & 1) ? -1 : 1) : 0;
+	uint64_t r = 1, x = (uint64_t)b;
+	for (; e; e >>= 1) {
+		if (e & 1)
+			r *= x;
+		x *= x;
+	}
+	return (int64_t)r;
+}
+
+static int64_t idiv(int64_t x, int64_t z)
+{
+	if (z == 0)
+		return 0;
+	if (z == -1) /* INT64_MIN / -1 overflows in C; wrap instead */
+		return (int64_t)(0 - (uint64_t)x);
+	return x / z;
+}
+
+static int64_t irem(int64_t x, int64_t z)
+{
+	return z == 0 || z == -1 ? 0 : x % z;
+}
+
+/* Integer (and bool) elementwise math in int64, wrapping through uint64. */
+static void eval_i64(enum ir_op op, const int64_t *a, const int64_t *b, int64_t *y, int64_t m)
+{
+	int64_t i;
+#define IMAP1(e)                                   \
+	for (i = 0; i < m; i++) {                  \
+		int64_t x = a[i];                  \
+		y[i] = (e);                        \
+	}                                          \
+	return
+#define IMAP2(e)                                   \
+	for (i = 0; i < m; i++) {                  \
+		int64_t x = a[i], z = b[i];        \
+		y[i] = (e);                        \
+	}                                          \
+	return
+	switch (op) {
+	case IR_OP_NEG: IMAP1((int64_t)(0 - (uint64_t)x));
+	case IR_OP_ABS: IMAP1(x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+	case IR_OP_SIGN: IMAP1((x > 0) - (x < 0));
+	case IR_OP_RELU: IMAP1(x > 0 ? x : 0);
+	case IR_OP_NOT: IMAP1(x == 0);
+	case IR_OP_CONVERT: IMAP1(x);
+	case IR_OP_ADD: IMAP2((int64_t)((uint64_t)x + (uint64_t)z));
+	case IR_OP_SUB: IMAP2((int64_t)((uint64_t)x - (uint64_t)z));
+	case IR_OP_MUL: IMAP2((int64_t)((uint64_t)x * (uint64_t)z));
+	case IR_OP_DIV: IMAP2(idiv(x, z));
+	case IR_OP_REM: IMAP2(irem(x, z));
+	case IR_OP_POW: IMAP2(ipow(x, z));
+	case IR_OP_MAX: IMAP2(x > z ? x : z);
+	case IR_OP_MIN: IMAP2(x < z ? x : z);
+	case IR_OP_AND: IMAP2(x != 0 && z != 0);
+	case IR_OP_OR: IMAP2(x != 0 || z != 0);
+	case IR_OP_XOR: IMAP2((x != 0) != (z != 0));
+	case IR_OP_EQ: IMAP2(x == z);
+	case IR_OP_NE: IMAP2(x != z);
+	case IR_OP_LT: IMAP2(x < z);
+	case IR_OP_LE: IMAP2(x <= z);
+	case IR_OP_GT: IMAP2(x > z);
+	case IR_OP_GE: IMAP2(x >= z);
+	/* float-only ops: ir_infer rejects integer operands */
+	case IR_OP_EXP: case IR_OP_LOG: case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP:
+	case IR_OP_TANH: case IR_OP_ERF: case IR_OP_SIGMOID: case IR_OP_SIN: case IR_OP_COS:
+	case IR_OP_TAN: case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH:
+	case IR_OP_COSH: case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR:
+	case IR_OP_CEIL: case IR_OP_ROUND: case IR_OP_IS_NAN: case IR_OP_IS_INF:
+	/* not elementwise */
+	case IR_OP_SELECT: case IR_OP_DOT: case IR_OP_CONV: case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE:
+	case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_GATHER:
+	case IR_OP_SCATTER: case IR_OP_IOTA: case IR_OP_CONSTANT: case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM: case IR_OP_TOPK: case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"not an integer elementwise op");
+#undef MAP1
+#undef MAP2
+#undef IMAP1
+#undef IMAP2
+}
+
+/* y = op(a) or op(a, b) in blocks: load into the operand's domain, compute,
+ * store with one rounding to y's dtype. b is NULL for unary ops. */
+static void elementwise(enum ir_op op, const struct ir_tensor *a, const struct ir_tensor *b,
+			struct ir_tensor *y)
+{
+	int64_t total = ir_shape_numel(&y->shape);
+	if (ir_dtype_is_float(a->dtype)) {
+		double xa[INTERP_BLOCK], xb[INTERP_BLOCK], r[INTERP_BLOCK];
+		for (int64_t off = 0; off < total; off += INTERP_BLOCK) {
+			int64_t m = total - off < INTERP_BLOCK ? total - off : INTERP_BLOCK;
+			interp_load_f64(a, off, m, xa);
+			if (b)
+				interp_load_f64(b, off, m, xb);
+			eval_f64(op, xa, xb, r, m);
+			interp_store_f64(y, off, m, r);
+		}
+		return;
+	}
+	int64_t xa[INTERP_BLOCK], xb[INTERP_BLOCK], r[INTERP_BLOCK];
+	for (int64_t off = 0; off < total; off += INTERP_BLOCK) {
+		int64_t m = total - off < INTERP_BLOCK ? total - off : INTERP_BLOCK;
+		interp_load_i64(a, off, m, xa);
+		if (b)
+			interp_load_i64(b, off, m, xb);
+		eval_i64(op, xa, xb, r, m);
+		interp_store_i64(y, off, m, r);
+	}
+}
+
+/* select(cond, t, f): moves bytes, so exact for every dtype. */
+static void select_op(const struct ir_tensor *in, struct ir_tensor *y)
+{
+	int64_t n = ir_shape_numel(&y->shape), i;
+	const uint8_t *c = in[0].data;
+	switch (ir_dtype_size(y->dtype)) {
+	case 1: {
+		const uint8_t *t = in[1].data, *f = in[2].data;
+		uint8_t *o = y->data;
+		for (i = 0; i < n; i++)
+			o[i] = c[i] ? t[i] : f[i];
+		return;
+	}
+	case 2: {
+		const uint16_t *t = in[1].data, *f = in[2].data;
+		uint16_t *o = y->data;
+		for (i = 0; i < n; i++)
+			o[i] = c[i] ? t[i] : f[i];
+		return;
+	}
+	case 4: {
+		const uint32_t *t = in[1].data, *f = in[2].data;
+		uint32_t *o = y->data;
+		for (i = 0; i < n; i++)
+			o[i] = c[i] ? t[i] : f[i];
+		return;
+	}
+	case 8: {
+		const uint64_t *t = in[1].data, *f = in[2].data;
+		uint64_t *o = y->data;
+		for (i = 0; i < n; i++)
+			o[i] = c[i] ? t[i] : f[i];
+		return;
+	}
+	}
+	IR_ASSERT(!"element size not 1, 2, 4 or 8");
+}
+
+/* ---- one node ------------------------------------------------------------ */
+
+static int dispatch(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	switch (n->op) {
+	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
+	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
+	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
+	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
+	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
+	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+		elementwise(n->op, &in[0], NULL, &out[0]);
+		return 0;
+	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
+	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
+	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE:
+	case IR_OP_GT: case IR_OP_GE:
+		elementwise(n->op, &in[0], &in[1], &out[0]);
+		return 0;
+	case IR_OP_SELECT:
+		select_op(in, &out[0]);
+		return 0;
+	case IR_OP_DOT: return interp_dot(n, in, out);
+	case IR_OP_CONV: return interp_conv(n, in, out);
+	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+		return interp_reduce(n, in, out);
+	case IR_OP_ARGMAX: case IR_OP_ARGMIN: return interp_arg(n, in, out);
+	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: return interp_window(n, in, out);
+	case IR_OP_CUMSUM: return interp_cumsum(n, in, out);
+	case IR_OP_RESHAPE:
+		memcpy(out[0].data, in[0].data, ir_tensor_bytes(&in[0]));
+		return 0;
+	case IR_OP_TRANSPOSE: return interp_transpose(n, in, out);
+	case IR_OP_BROADCAST: return interp_broadcast(n, in, out);
+	case IR_OP_SLICE: return interp_slice(n, in, out);
+	case IR_OP_CONCAT: return interp_concat(n, in, out);
+	case IR_OP_PAD: return interp_pad(n, in, out);
+	case IR_OP_REVERSE: return interp_reverse(n, in, out);
+	case IR_OP_GATHER: return interp_gather(n, in, out);
+	case IR_OP_SCATTER: return interp_scatter(n, in, out);
+	case IR_OP_IOTA: return interp_iota(n, in, out);
+	case IR_OP_CONSTANT: return interp_constant(n, in, out);
+	case IR_OP_SOFTMAX: return interp_softmax(n, in, out);
+	case IR_OP_LAYER_NORM: return interp_layer_norm(n, in, out);
+	case IR_OP_TOPK: return interp_topk(n, in, out);
+	case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"unknown op");
+}
+
+int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	int rc = 0, j;
+	for (int i = 0; i < n->nin; i++)
+		IR_ASSERT(in[i].dtype == n->in[i]->dtype && ir_shape_eq(&in[i].shape, &n->in[i]->shape));
+	for (j = 0; j < n->nout; j++)
+		out[j].data = NULL;
+	for (j = 0; j < n->nout && rc == 0; j++)
+		rc = ir_tensor_alloc(&out[j], n->out[j]->dtype, &n->out[j]->shape);
+	if (rc == 0)
+		rc = dispatch(n, in, out);
+	if (rc < 0) {
+		for (j = 0; j < n->nout; j++)
+			ir_tensor_free(&out[j]);
+		if (n->name)
+			ir_error_prefix("node \"%s\" (%s)", n->name, ir_op_name(n->op));
+		else
+			ir_error_prefix("node %d (%s)", n->id, ir_op_name(n->op));
+	}
+	return rc;
+}
+
+/* ---- parameters ------------------------------------------------------------ */
+
+static const char *value_name(const struct ir_value *v, char *buf, size_t n)
+{
+	if (v->name)
+		return v->name;
+	snprintf(buf, n, "%%%d", v->id);
+	return buf;
+}
+
+/* Reads nbytes at offset of file into dst; -ENOENT (or another errno from
+ * fopen) / -EIO with a message naming the file. */
+static int read_external(const char *file, const char *pname, int64_t offset, size_t nbytes,
+			 void *dst)
+{
+	FILE *f = fopen(file, "rb");
+	struct stat st;
+	int rc = 0;
+	if (!f) {
+		int e = errno ? errno : ENOENT;
+		return ir_errorf(-e, "%s: cannot open external data of parameter \"%s\": %s", file,
+				 pname, strerror(e));
+	}
+	if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
+		long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
+		rc = ir_errorf(-EIO, "%s: external data of parameter \"%s\" is short: needs %zu bytes "
+				     "at offset %lld, the file has %lld bytes",
+			       file, pname, nbytes, (long long)offset, size);
+	}
+	fclose(f);
+	return rc;
+}
+
+int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
+{
+	const struct ir_data *d = &v->data;
+	char nbuf[32], sbuf[IR_SHAPE_STR_MAX];
+	const char *pname = value_name(v, nbuf, sizeof nbuf);
+	IR_ASSERT(v->kind == IR_VAL_PARAM);
+	int rc = ir_tensor_alloc(t, v->dtype, &v->shape);
+	if (rc < 0)
+		return rc;
+	size_t want = ir_tensor_bytes(t);
+	if (d->nbytes != (int64_t)want || d->offset < 0 || (!d->bytes && !d->path)) {
+		rc = ir_errorf(-EINVAL, "parameter \"%s\" (%s%s, %zu bytes) has %lld bytes of data at offset %lld%s",
+			       pname, ir_dtype_name(v->dtype), ir_shape_str(&v->shape, sbuf, sizeof sbuf),
+			       want, (long long)d->nbytes, (long long)d->offset,
+			       !d->bytes && !d->path ? " and no source" : "");
+		goto fail;
+	}
+	if (d->bytes) {
+		memcpy(t->data, d->bytes, want);
+		return 0;
+	}
+	if (d->path[0] == '/' || !d->base_dir || !d->base_dir[0]) {
+		rc = read_external(d->path, pname, d->offset, want, t->data);
+	} else {
+		size_t len = strlen(d->base_dir) + strlen(d->path) + 2;
+		char *full = ir_malloc(len);
+		if (!full) {
+			rc = interp_nomem("an external data path");
+			goto fail;
+		}
+		snprintf(full, len, "%s/%s", d->base_dir, d->path);
+		rc = read_external(full, pname, d->offset, want, t->data);
+		ir_free(full);
+	}
+	if (rc == 0)
+		return 0;
+fail:
+	ir_tensor_free(t);
+	return rc;
+}
+
+/* ---- the graph walk ------------------------------------------------------- */
+
+struct slot {
+	struct ir_tensor t;
+	int last;   /* index of the last node reading the value; -1: none */
+	bool live;  /* t holds the value */
+	bool owned; /* t.data is ours to free (not a caller's input) */
+	bool keep;  /* a graph output: never freed by the walk */
+};
+
+static int check_inputs(const struct ir_graph *g, const struct ir_tensor *inputs)
+{
+	char nbuf[32], want[IR_SHAPE_STR_MAX], got[IR_SHAPE_STR_MAX];
+	for (int i = 0; i < ir_graph_ninputs(g); i++) {
+		const struct ir_value *v = ir_graph_input(g, i);
+		const struct ir_tensor *t = &inputs[i];
+		if (t->dtype != v->dtype || !ir_shape_eq(&t->shape, &v->shape))
+			return ir_errorf(-EINVAL, "input %d \"%s\": expected %s%s, got %s%s", i,
+					 value_name(v, nbuf, sizeof nbuf), ir_dtype_name(v->dtype),
+					 ir_shape_str(&v->shape, want, sizeof want),
+					 (unsigned)t->dtype < IR_DTYPE_COUNT ? ir_dtype_name(t->dtype) : "?",
+					 ir_shape_str(&t->shape, got, sizeof got));
+		if (!t->data && ir_tensor_bytes(t) > 0)
+			return ir_errorf(-EINVAL, "input %d \"%s\" has no data", i,
+					 value_name(v, nbuf, sizeof nbuf));
+	}
+	return 0;
+}
+
+/* Makes s hold param v, loading it on first use. */
+static int ensure_param(struct slot *s, const struct ir_value *v)
+{
+	if (s->live)
+		return 0;
+	IR_ASSERT(v->kind == IR_VAL_PARAM);
+	int rc = interp_load_param(v, &s->t);
+	if (rc < 0)
+		return rc;
+	s->live = s->owned = true;
+	return 0;
+}
+
+static void release(struct slot *s)
+{
+	if (s->live && s->owned)
+		ir_tensor_free(&s->t);
+	s->live = s->owned = false;
+}
+
+/* Runs every node in order, freeing values after their last reader. */
+static int walk(const struct ir_graph *g, struct slot *slots, struct ir_tensor *scratch_in)
+{
+	enum { MAX_RESULTS = 4 };
+	struct ir_tensor res[MAX_RESULTS];
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		IR_ASSERT(n->nout <= MAX_RESULTS);
+		for (int k = 0; k < n->nin; k++) {
+			struct slot *s = &slots[n->in[k]->id];
+			int rc = ensure_param(s, n->in[k]);
+			if (rc < 0)
+				return rc;
+			scratch_in[k] = s->t;
+		}
+		int rc = interp_node(n, scratch_in, res);
+		if (rc < 0)
+			return rc;
+		for (int j = 0; j < n->nout; j++) {
+			struct slot *s = &slots[n->out[j]->id];
+			s->t = res[j];
+			s->live = s->owned = true;
+			if (s->last < 0 && !s->keep)
+				release(s);
+		}
+		for (int k = 0; k < n->nin; k++) {
+			struct slot *s = &slots[n->in[k]->id];
+			if (s->last == i && !s->keep)
+				release(s);
+		}
+	}
+	return 0;
+}
+
+/* Moves (or, for inputs and repeated outputs, copies) the results out. */
+static int collect(const struct ir_graph *g, struct slot *slots, struct ir_tensor *outputs)
+{
+	for (int o = 0; o < ir_graph_noutputs(g); o++) {
+		const struct ir_value *v = ir_graph_output(g, o);
+		struct slot *s = &slots[v->id];
+		int rc = ensure_param(s, v);
+		if (rc < 0)
+			return rc;
+		if (s->owned) {
+			outputs[o] = s->t; /* s->t stays readable for later duplicates */
+			s->owned = false;
+			continue;
+		}
+		rc = ir_tensor_alloc(&outputs[o], s->t.dtype, &s->t.shape);
+		if (rc < 0)
+			return rc;
+		memcpy(outputs[o].data, s->t.data, ir_tensor_bytes(&s->t));
+	}
+	return 0;
+}
+
+int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs, struct ir_tensor *outputs)
+{
+	int nv = ir_graph_nvalues(g), nn = ir_graph_nnodes(g), no = ir_graph_noutputs(g);
+	int maxin = 1, rc;
+	rc = check_inputs(g, inputs);
+	if (rc < 0)
+		return rc;
+	for (int o = 0; o < no; o++)
+		outputs[o].data = NULL;
+	for (int i = 0; i < nn; i++)
+		if (ir_graph_node(g, i)->nin > maxin)
+			maxin = ir_graph_node(g, i)->nin;
+	struct slot *slots = ir_calloc((size_t)nv, sizeof *slots);
+	struct ir_tensor *scratch = ir_calloc((size_t)maxin, sizeof *scratch);
+	if (!slots || !scratch) {
+		rc = interp_nomem("interpreter state");
+		goto done;
+	}
+	for (int v = 0; v < nv; v++)
+		slots[v].last = -1;
+	for (int i = 0; i < nn; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int k = 0; k < n->nin; k++)
+			slots[n->in[k]->id].last = i;
+	}
+	for (int o = 0; o < no; o++)
+		slots[ir_graph_output(g, o)->id].keep = true;
+	for (int i = 0; i < ir_graph_ninputs(g); i++) {
+		struct slot *s = &slots[ir_graph_input(g, i)->id];
+		s->t = inputs[i];
+		s->live = true;
+	}
+	rc = walk(g, slots, scratch);
+	if (rc == 0)
+		rc = collect(g, slots, outputs);
+	if (rc < 0)
+		for (int o = 0; o < no; o++)
+			ir_tensor_free(&outputs[o]);
+done:
+	for (int v = 0; slots && v < nv; v++)
+		release(&slots[v]);
+	ir_free(slots);
+	ir_free(scratch);
+	return rc;
+}

@@ -1,0 +1,240 @@
+/*
+ * main.c: the pcc driver. Parses the command line, runs one subcommand and
+ * turns a recorded error into one line "pcc: ..." with exit status 1.
+ *
+ *   pcc inspect MODEL [--dim N=V]... [--json]
+ *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
+ *   pcc print MODEL [--dim N=V]...          the core IR in its text form
+ *   pcc version
+ */
+#include <errno.h>
+#include <glpk.h>
+#include <jansson.h>
+#include <llvm-c/Core.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compiler/compiler.h"
+
+#define MAX_DIMS 64
+
+struct args {
+	const char *cmd, *model, *in_dir, *out_dir;
+	bool json;
+	struct onnx_dim_binding dims[MAX_DIMS];
+	int ndims;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json]\n"
+		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]...\n"
+		"       pcc print MODEL [--dim NAME=VALUE]...\n"
+		"       pcc version\n"
+		"\n"
+		"  inspect  inputs, outputs, op histograms, parameters, FLOPs of a forward pass\n"
+		"  eval     run the reference interpreter on DIR/input_N.pb (ONNX TensorProto),\n"
+		"           writing OUTDIR/output_N.pb, or printing a summary without -o\n"
+		"  print    the model imported into pcc's core IR, as text\n"
+		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
+}
+
+static int parse_dim(struct args *a, const char *s)
+{
+	const char *eq = strchr(s, '=');
+	char *end;
+	if (!eq || eq == s)
+		return ir_errorf(-EINVAL, "--dim expects NAME=VALUE, got '%s'", s);
+	long long v = strtoll(eq + 1, &end, 10);
+	if (*end || v < 0 || end == eq + 1)
+		return ir_errorf(-EINVAL, "--dim %s: value must be a non-negative integer", s);
+	if (a->ndims == MAX_DIMS)
+		return ir_errorf(-EINVAL, "more than %d --dim bindings", MAX_DIMS);
+	char *name = strndup(s, (size_t)(eq - s));
+	if (!name)
+		return -ENOMEM;
+	a->dims[a->ndims++] = (struct onnx_dim_binding){ name, v };
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	memset(a, 0, sizeof *a);
+	if (argc < 2)
+		return ir_errorf(-EINVAL, "no command given (try 'pcc --help')");
+	a->cmd = argv[1];
+	for (int i = 2; i < argc; i++) {
+		const char *s = argv[i];
+		bool has_next = i + 1 < argc;
+		if (!strcmp(s, "--json")) {
+			a->json = true;
+		} else if (!strcmp(s, "--dim") && has_next) {
+			if (parse_dim(a, argv[++i]) < 0)
+				return -EINVAL;
+		} else if (!strncmp(s, "--dim=", 6)) {
+			if (parse_dim(a, s + 6) < 0)
+				return -EINVAL;
+		} else if (!strcmp(s, "-i") && has_next) {
+			a->in_dir = argv[++i];
+		} else if (!strcmp(s, "-o") && has_next) {
+			a->out_dir = argv[++i];
+		} else if (s[0] == '-') {
+			return ir_errorf(-EINVAL, "unknown or incomplete option '%s'", s);
+		} else if (!a->model) {
+			a->model = s;
+		} else {
+			return ir_errorf(-EINVAL, "unexpected argument '%s'", s);
+		}
+	}
+	return 0;
+}
+
+static struct ir_graph *load(const struct args *a, struct onnx_model_info *info)
+{
+	struct onnx_import_opts o;
+	onnx_import_opts_init(&o);
+	o.dims = a->dims;
+	o.ndims = a->ndims;
+	if (!a->model) {
+		ir_errorf(-EINVAL, "%s: no model given", a->cmd);
+		return NULL;
+	}
+	return onnx_import(a->model, &o, info);
+}
+
+static int cmd_inspect(const struct args *a)
+{
+	struct onnx_model_info info;
+	struct ir_graph *g = load(a, &info);
+	if (!g)
+		return -EINVAL;
+	int rc = inspect_print(g, &info, a->json, stdout);
+	ir_graph_free(g);
+	return rc;
+}
+
+static int cmd_print(const struct args *a)
+{
+	struct ir_graph *g = load(a, NULL);
+	if (!g)
+		return -EINVAL;
+	int rc = ir_print(g, stdout);
+	ir_graph_free(g);
+	return rc;
+}
+
+static void summarize(const char *name, const struct ir_tensor *t)
+{
+	char sh[IR_SHAPE_STR_MAX];
+	int64_t n = ir_shape_numel(&t->shape);
+	printf("%s: %s%s =", name ? name : "", ir_dtype_name(t->dtype),
+	       ir_shape_str(&t->shape, sh, sizeof sh));
+	for (int64_t i = 0; i < n && i < 8; i++)
+		printf(" %.6g", ir_tensor_get_f64(t, i));
+	printf(n > 8 ? " ...\n" : "\n");
+}
+
+static int cmd_eval(const struct args *a)
+{
+	char path[4096];
+	int rc = 0, nin, nout;
+	struct ir_tensor *ins = NULL, *outs = NULL;
+	if (!a->in_dir)
+		return ir_errorf(-EINVAL, "eval: -i DIR is required");
+	struct ir_graph *g = load(a, NULL);
+	if (!g)
+		return -EINVAL;
+	nin = ir_graph_ninputs(g);
+	nout = ir_graph_noutputs(g);
+	ins = ir_calloc((size_t)nin + 1, sizeof *ins);
+	outs = ir_calloc((size_t)nout + 1, sizeof *outs);
+	if (!ins || !outs) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < nin; i++) {
+		struct ir_value *v = ir_graph_input(g, i);
+		char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
+		snprintf(path, sizeof path, "%s/input_%d.pb", a->in_dir, i);
+		if ((rc = onnx_tensor_read(path, &ins[i], NULL)) < 0)
+			goto out;
+		if (ins[i].dtype != v->dtype || !ir_shape_eq(&ins[i].shape, &v->shape)) {
+			rc = ir_errorf(-EINVAL, "%s: holds %s%s but input \"%s\" is %s%s", path,
+				       ir_dtype_name(ins[i].dtype), ir_shape_str(&ins[i].shape, s1, sizeof s1),
+				       v->name ? v->name : "", ir_dtype_name(v->dtype),
+				       ir_shape_str(&v->shape, s2, sizeof s2));
+			goto out;
+		}
+	}
+	if ((rc = interp_run(g, ins, outs)) < 0) {
+		ir_error_prefix("%s", a->model);
+		goto out;
+	}
+	if (a->out_dir && mkdir(a->out_dir, 0777) < 0 && errno != EEXIST) {
+		rc = ir_errorf(-EIO, "%s: cannot create: %s", a->out_dir, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < nout; i++) {
+		if (!a->out_dir) {
+			summarize(ir_graph_output_name(g, i), &outs[i]);
+			continue;
+		}
+		snprintf(path, sizeof path, "%s/output_%d.pb", a->out_dir, i);
+		if ((rc = onnx_tensor_write(path, &outs[i], ir_graph_output_name(g, i))) < 0)
+			goto out;
+	}
+out:
+	for (int i = 0; ins && i < nin; i++)
+		ir_tensor_free(&ins[i]);
+	for (int i = 0; outs && i < nout; i++)
+		ir_tensor_free(&outs[i]);
+	ir_free(ins);
+	ir_free(outs);
+	ir_graph_free(g);
+	return rc;
+}
+
+static int cmd_version(void)
+{
+	unsigned maj, min, patch;
+	LLVMGetVersion(&maj, &min, &patch);
+	printf("pcc 0.1.0\n");
+	printf("  GLPK %s, LLVM %u.%u.%u, protobuf-c %s, jansson %s\n", glp_version(), maj, min, patch,
+	       protobuf_c_version(), jansson_version_str());
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	int rc;
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (parse_args(argc, argv, &a) < 0) {
+		fprintf(stderr, "pcc: %s\n", ir_error());
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(a.cmd, "inspect"))
+		rc = cmd_inspect(&a);
+	else if (!strcmp(a.cmd, "eval"))
+		rc = cmd_eval(&a);
+	else if (!strcmp(a.cmd, "print"))
+		rc = cmd_print(&a);
+	else if (!strcmp(a.cmd, "version") || !strcmp(a.cmd, "--version"))
+		rc = cmd_version();
+	else
+		rc = ir_errorf(-EINVAL, "unknown command '%s' (try 'pcc --help')", a.cmd);
+	for (int i = 0; i < a.ndims; i++)
+		free((char *)a.dims[i].name);
+	if (rc < 0) {
+		fprintf(stderr, "pcc: %s\n", ir_error());
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,945 @@
+/*
+ * onnx_import.c: ONNX model -> core IR.
+ *
+ * 1. Read and unpack the ModelProto (bounded by the file size; protobuf-c
+ *    rejects malformed input). Only opsets 13..17 of the default domain.
+ * 2. Graph inputs get static shapes: symbolic dims are bound by --dim.
+ * 3. Initializers: floating point ones become parameters that keep a
+ *    reference to their bytes (inline, owned by the unpacked model, or an
+ *    external file that is never read here); integer and bool ones become
+ *    constants so shape arithmetic folds.
+ * 4. Nodes are visited in dependency order (the file's order need not be
+ *    topological); each is decomposed by its handler (onnx_ops*.c).
+ * 5. Builders fold any op whose operands are all constants and whose result
+ *    is small, so Shape -> Gather -> Concat -> Reshape chains vanish.
+ * 6. Dead nodes are removed and the graph is verified.
+ *
+ * Example: MatMul(x[2,8,32], W[32,64]) becomes one dot with lhs_contract=[2]
+ * rhs_contract=[0]; Gemm becomes dot + broadcast + add.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compiler/onnx_internal.h"
+
+#define OPSET_MIN 13
+#define OPSET_MAX 17
+/* Results of constant folding stay this small (elements); larger constant
+ * subgraphs are left for the runtime. */
+#define FOLD_MAX_NUMEL (1 << 16)
+/* The ONNX file itself (weights may live in external files) */
+#define MODEL_MAX_BYTES (INT64_C(1) << 31)
+
+/* ---- name table: open addressing, arena keys --------------------------- */
+
+struct symtab {
+	const char **keys;
+	struct ir_value **vals;
+	size_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static size_t sym_slot(const struct symtab *t, const char *k)
+{
+	size_t i = hash_str(k) & (t->cap - 1);
+	while (t->keys[i] && strcmp(t->keys[i], k) != 0)
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+static struct ir_value *sym_get(const struct symtab *t, const char *k)
+{
+	if (!t->cap)
+		return NULL;
+	size_t i = sym_slot(t, k);
+	return t->keys[i] ? t->vals[i] : NULL;
+}
+
+static int sym_put(struct symtab *t, const char *k, struct ir_value *v)
+{
+	if (2 * (t->n + 1) > t->cap) {
+		struct symtab big = { 0 };
+		big.cap = t->cap ? 2 * t->cap : 256;
+		big.keys = ir_calloc(big.cap, sizeof *big.keys);
+		big.vals = ir_calloc(big.cap, sizeof *big.vals);
+		if (!big.keys || !big.vals) {
+			ir_free(big.keys);
+			ir_free(big.vals);
+			return ir_errorf(-ENOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < t->cap; i++) {
+			if (t->keys[i]) {
+				size_t j = sym_slot(&big, t->keys[i]);
+				big.keys[j] = t->keys[i];
+				big.vals[j] = t->vals[i];
+			}
+		}
+		big.n = t->n;
+		ir_free(t->keys);
+		ir_free(t->vals);
+		*t = big;
+	}
+	size_t i = sym_slot(t, k);
+	if (!t->keys[i])
+		t->n++;
+	t->keys[i] = k;
+	t->vals[i] = v;
+	return 0;
+}
+
+static void sym_free(struct symtab *t)
+{
+	ir_free(t->keys);
+	ir_free(t->vals);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static const char *node_label(const Onnx__NodeProto *n)
+{
+	if (n->name && n->name[0])
+		return n->name;
+	return n->n_output && n->output[0] ? n->output[0] : "";
+}
+
+int onnx_fail(struct onnx_ctx *c, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return ir_errorf(-EINVAL, "%s", msg);
+}
+
+int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int64_t *out)
+{
+	if (axis < -rank || axis >= rank || (rank == 0 && axis != 0 && axis != -1))
+		return onnx_fail(c, "axis %lld out of range for rank %d", (long long)axis, rank);
+	*out = axis < 0 ? axis + rank : axis;
+	return 0;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+const Onnx__AttributeProto *attr_find(struct onnx_ctx *c, const char *name)
+{
+	for (size_t i = 0; i < c->node->n_attribute; i++)
+		if (c->node->attribute[i]->name && strcmp(c->node->attribute[i]->name, name) == 0)
+			return c->node->attribute[i];
+	return NULL;
+}
+
+int64_t attr_int(struct onnx_ctx *c, const char *name, int64_t dflt)
+{
+	const Onnx__AttributeProto *a = attr_find(c, name);
+	return a && a->has_i ? a->i : dflt;
+}
+
+double attr_float(struct onnx_ctx *c, const char *name, double dflt)
+{
+	const Onnx__AttributeProto *a = attr_find(c, name);
+	return a && a->has_f ? a->f : dflt;
+}
+
+const char *attr_string(struct onnx_ctx *c, const char *name, const char *dflt, char *buf, size_t n)
+{
+	const Onnx__AttributeProto *a = attr_find(c, name);
+	if (!a || !a->has_s)
+		return dflt;
+	size_t len = a->s.len < n - 1 ? a->s.len : n - 1;
+	memcpy(buf, a->s.data, len);
+	buf[len] = 0;
+	return buf;
+}
+
+int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max)
+{
+	const Onnx__AttributeProto *a = attr_find(c, name);
+	if (!a)
+		return 0;
+	if (a->n_ints > (size_t)max)
+		return onnx_fail(c, "attribute '%s' has %zu entries (at most %d supported)", name,
+				 a->n_ints, max);
+	memcpy(out, a->ints, a->n_ints * sizeof *out);
+	return (int)a->n_ints;
+}
+
+/* ---- constants ---------------------------------------------------------------- */
+
+bool onnx_is_const(const struct ir_value *v)
+{
+	return v && v->kind == IR_VAL_NODE && v->def->op == IR_OP_CONSTANT;
+}
+
+int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t, const char *what)
+{
+	if (!v)
+		return onnx_fail(c, "%s is missing", what);
+	t->dtype = v->dtype;
+	t->shape = v->shape;
+	if (onnx_is_const(v)) {
+		t->data = (void *)v->def->a.data;
+		return 0;
+	}
+	if (v->kind == IR_VAL_PARAM && v->data.bytes) {
+		t->data = (void *)v->data.bytes;
+		return 0;
+	}
+	return onnx_fail(c, "%s must be a constant known at compile time (it is computed at run time)",
+			 what);
+}
+
+int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int max, const char *what)
+{
+	struct ir_tensor t;
+	if (onnx_const_view(c, v, &t, what) < 0)
+		return -EINVAL;
+	if (!ir_dtype_is_int(t.dtype))
+		return onnx_fail(c, "%s must be integers, not %s", what, ir_dtype_name(t.dtype));
+	int64_t n = ir_shape_numel(&t.shape);
+	if (n > max)
+		return onnx_fail(c, "%s has %lld entries (at most %d supported)", what, (long long)n, max);
+	for (int64_t i = 0; i < n; i++)
+		out[i] = ir_tensor_get_i64(&t, i);
+	return (int)n;
+}
+
+/* ---- builders ---------------------------------------------------------------- */
+
+static bool foldable(const struct ir_node *n)
+{
+	if (n->op == IR_OP_CONSTANT)
+		return false;
+	for (int i = 0; i < n->nin; i++)
+		if (!onnx_is_const(n->in[i]))
+			return false;
+	for (int i = 0; i < n->nout; i++)
+		if (ir_shape_numel(&n->out[i]->shape) > FOLD_MAX_NUMEL)
+			return false;
+	return true;
+}
+
+/* Evaluates n with the interpreter and returns the CONSTANT node whose
+ * results replace n's (n itself becomes dead and is removed later). */
+static struct ir_node *fold(struct onnx_ctx *c, struct ir_node *n)
+{
+	struct ir_tensor in[8], out[2] = { 0 };
+	if (n->nin > 8)
+		return n;
+	for (int i = 0; i < n->nin; i++)
+		in[i] = (struct ir_tensor){ n->in[i]->dtype, n->in[i]->shape, (void *)n->in[i]->def->a.data };
+	if (interp_node(n, in, out) < 0)
+		return NULL;
+	struct ir_node *k = NULL;
+	if (n->nout == 1) {
+		struct ir_attrs a = { .dtype = out[0].dtype, .shape = out[0].shape, .data = out[0].data };
+		k = ir_graph_add_node(c->g, IR_OP_CONSTANT, n->name, 0, NULL, &a);
+	} else {
+		/* multi-result ops (topk) fold into one constant per result;
+		 * return the original node with its results redirected */
+		k = n;
+		for (int i = 0; i < n->nout; i++) {
+			struct ir_attrs a = { .dtype = out[i].dtype, .shape = out[i].shape, .data = out[i].data };
+			struct ir_node *ki = ir_graph_add_node(c->g, IR_OP_CONSTANT, n->name, 0, NULL, &a);
+			if (!ki) {
+				k = NULL;
+				break;
+			}
+			ir_graph_replace_uses(c->g, n->out[i], ki->out[0]);
+			n->out[i] = ki->out[0];
+		}
+	}
+	for (int i = 0; i < n->nout; i++)
+		ir_tensor_free(&out[i]);
+	return k;
+}
+
+struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
+		       const struct ir_attrs *a)
+{
+	struct ir_node *n = ir_graph_add_node(c->g, op, node_label(c->node), nin, in, a);
+	if (n && foldable(n))
+		return fold(c, n);
+	return n;
+}
+
+struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
+		      const struct ir_attrs *a)
+{
+	struct ir_node *n = b_node(c, op, nin, in, a);
+	return n ? n->out[0] : NULL;
+}
+
+struct ir_value *b_unary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x)
+{
+	struct ir_attrs a = { 0 };
+	return x ? b_op(c, op, 1, &x, &a) : NULL;
+}
+
+struct ir_value *b_broadcast_to(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s)
+{
+	char bx[IR_SHAPE_STR_MAX], bs[IR_SHAPE_STR_MAX];
+	if (!x)
+		return NULL;
+	if (ir_shape_eq(&x->shape, s))
+		return x;
+	int off = s->rank - x->shape.rank;
+	if (off < 0)
+		goto bad;
+	struct ir_attrs a = { .shape = *s };
+	/* Drop size-1 dims that broadcast so the op sees only real dims. */
+	struct ir_shape keep = { 0 };
+	for (int i = 0; i < x->shape.rank; i++) {
+		int64_t d = x->shape.dims[i];
+		if (d != 1 && d != s->dims[off + i])
+			goto bad;
+		if (d == s->dims[off + i]) {
+			keep.dims[keep.rank++] = d;
+			a.axes.v[a.axes.n++] = off + i;
+		}
+	}
+	if (keep.rank != x->shape.rank && !(x = b_reshape(c, x, &keep)))
+		return NULL;
+	return b_op(c, IR_OP_BROADCAST, 1, &x, &a);
+bad:
+	ir_errorf(-EINVAL, "shape %s does not broadcast to %s", ir_shape_str(&x->shape, bx, sizeof bx),
+		  ir_shape_str(s, bs, sizeof bs));
+	return NULL;
+}
+
+static int broadcast_shape(const struct ir_shape *x, const struct ir_shape *y, struct ir_shape *s)
+{
+	char bx[IR_SHAPE_STR_MAX], by[IR_SHAPE_STR_MAX];
+	s->rank = x->rank > y->rank ? x->rank : y->rank;
+	for (int i = 0; i < s->rank; i++) {
+		int xi = i - (s->rank - x->rank), yi = i - (s->rank - y->rank);
+		int64_t dx = xi >= 0 ? x->dims[xi] : 1, dy = yi >= 0 ? y->dims[yi] : 1;
+		if (dx != dy && dx != 1 && dy != 1)
+			return ir_errorf(-EINVAL, "shapes %s and %s do not broadcast",
+					 ir_shape_str(x, bx, sizeof bx), ir_shape_str(y, by, sizeof by));
+		s->dims[i] = dx == 1 ? dy : dx;
+	}
+	return 0;
+}
+
+struct ir_value *b_binary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, struct ir_value *y)
+{
+	struct ir_shape s;
+	if (!x || !y || broadcast_shape(&x->shape, &y->shape, &s) < 0)
+		return NULL;
+	struct ir_value *in[2] = { b_broadcast_to(c, x, &s), b_broadcast_to(c, y, &s) };
+	struct ir_attrs a = { 0 };
+	return in[0] && in[1] ? b_op(c, op, 2, in, &a) : NULL;
+}
+
+struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x,
+			  struct ir_value *y)
+{
+	struct ir_shape s, s2;
+	if (!cond || !x || !y || broadcast_shape(&x->shape, &y->shape, &s) < 0 ||
+	    broadcast_shape(&cond->shape, &s, &s2) < 0)
+		return NULL;
+	struct ir_value *in[3] = { b_broadcast_to(c, cond, &s2), b_broadcast_to(c, x, &s2),
+				   b_broadcast_to(c, y, &s2) };
+	struct ir_attrs a = { 0 };
+	return in[0] && in[1] && in[2] ? b_op(c, IR_OP_SELECT, 3, in, &a) : NULL;
+}
+
+struct ir_value *b_convert(struct onnx_ctx *c, struct ir_value *x, enum ir_dtype t)
+{
+	if (!x || x->dtype == t)
+		return x;
+	struct ir_attrs a = { .dtype = t };
+	return b_op(c, IR_OP_CONVERT, 1, &x, &a);
+}
+
+struct ir_value *b_reshape(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s)
+{
+	if (!x || ir_shape_eq(&x->shape, s))
+		return x;
+	struct ir_attrs a = { .shape = *s };
+	return b_op(c, IR_OP_RESHAPE, 1, &x, &a);
+}
+
+struct ir_value *b_transpose(struct onnx_ctx *c, struct ir_value *x, const int64_t *perm)
+{
+	if (!x)
+		return NULL;
+	struct ir_attrs a = { .axes.n = x->shape.rank };
+	bool identity = true;
+	for (int i = 0; i < x->shape.rank; i++) {
+		a.axes.v[i] = perm[i];
+		identity &= perm[i] == i;
+	}
+	return identity ? x : b_op(c, IR_OP_TRANSPOSE, 1, &x, &a);
+}
+
+struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, const int64_t *axes,
+			  int naxes, bool keepdims)
+{
+	if (!x)
+		return NULL;
+	int rank = x->shape.rank;
+	bool mark[IR_MAX_RANK] = { 0 };
+	for (int i = 0; i < naxes; i++) {
+		int64_t ax;
+		if (onnx_axis(c, axes[i], rank, &ax) < 0)
+			return NULL;
+		if (mark[ax]) {
+			onnx_fail(c, "axis %lld repeated", (long long)axes[i]);
+			return NULL;
+		}
+		mark[ax] = true;
+	}
+	struct ir_attrs a = { 0 };
+	struct ir_shape kept = x->shape;
+	for (int i = 0; i < rank; i++) {
+		if (mark[i]) {
+			a.axes.v[a.axes.n++] = i;
+			kept.dims[i] = 1;
+		}
+	}
+	struct ir_value *r = b_op(c, op, 1, &x, &a);
+	return keepdims ? b_reshape(c, r, &kept) : r;
+}
+
+struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start,
+			 int64_t limit, int64_t stride)
+{
+	if (!x)
+		return NULL;
+	struct ir_attrs a = { 0 };
+	int r = x->shape.rank;
+	a.start.n = a.limit.n = a.stride.n = r;
+	for (int i = 0; i < r; i++) {
+		a.start.v[i] = i == axis ? start : 0;
+		a.limit.v[i] = i == axis ? limit : x->shape.dims[i];
+		a.stride.v[i] = i == axis ? stride : 1;
+	}
+	if (start == 0 && limit == x->shape.dims[axis] && stride == 1)
+		return x;
+	return b_op(c, IR_OP_SLICE, 1, &x, &a);
+}
+
+struct ir_value *b_concat(struct onnx_ctx *c, int n, struct ir_value *const *in, int axis)
+{
+	if (n == 1)
+		return in[0];
+	struct ir_attrs a = { .axis = axis };
+	return b_op(c, IR_OP_CONCAT, n, in, &a);
+}
+
+struct ir_value *b_const(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, const void *data)
+{
+	struct ir_attrs a = { .dtype = t, .shape = *s, .data = data };
+	return b_op(c, IR_OP_CONSTANT, 0, NULL, &a);
+}
+
+struct ir_value *b_scalar(struct onnx_ctx *c, enum ir_dtype t, double v)
+{
+	unsigned char buf[8];
+	struct ir_tensor x = { t, { 0 }, buf };
+	ir_tensor_set_f64(&x, 0, v);
+	return b_const(c, t, &x.shape, buf);
+}
+
+struct ir_value *b_const_i64(struct onnx_ctx *c, int n, const int64_t *v)
+{
+	struct ir_shape s = { 1, { n } };
+	return b_const(c, IR_I64, &s, v);
+}
+
+struct ir_value *b_iota(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, int axis)
+{
+	struct ir_attrs a = { .dtype = t, .shape = *s, .axis = axis };
+	return b_op(c, IR_OP_IOTA, 0, NULL, &a);
+}
+
+/* ---- model-level import ---------------------------------------------------- */
+
+static int read_file(const char *path, uint8_t **buf, size_t *len)
+{
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ir_errorf(-ENOENT, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return ir_errorf(-EINVAL, "%s: not a regular file", path);
+	}
+	if (st.st_size > MODEL_MAX_BYTES) {
+		fclose(f);
+		return ir_errorf(-EFBIG, "%s: %lld bytes; ONNX files over 2 GiB must keep weights as external data",
+				 path, (long long)st.st_size);
+	}
+	*len = (size_t)st.st_size;
+	*buf = ir_malloc(*len ? *len : 1);
+	if (!*buf) {
+		fclose(f);
+		return ir_errorf(-ENOMEM, "%s: out of memory reading %zu bytes", path, *len);
+	}
+	if (fread(*buf, 1, *len, f) != *len) {
+		ir_free(*buf);
+		fclose(f);
+		return ir_errorf(-EIO, "%s: read error", path);
+	}
+	fclose(f);
+	return 0;
+}
+
+static void free_model(void *m)
+{
+	onnx__model_proto__free_unpacked(m, NULL);
+}
+
+static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
+{
+	c->opset = -1;
+	for (size_t i = 0; i < m->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+		if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0)
+			c->opset = o->has_version ? o->version : 1;
+	}
+	if (c->opset < 0)
+		return ir_errorf(-EINVAL, "%s: the model imports no default-domain opset", c->path);
+	if (c->opset < OPSET_MIN || c->opset > OPSET_MAX)
+		return ir_errorf(-EINVAL, "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
+				 "re-export with opset_version=%d or newer)", c->path,
+				 (long long)c->opset, OPSET_MIN, OPSET_MAX, OPSET_MIN);
+	return 0;
+}
+
+static int bind_dim(struct onnx_ctx *c, const char *input, const Onnx__TensorShapeProto__Dimension *d,
+		    int i, int64_t *out)
+{
+	if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+		if (d->dim_value < 0)
+			return ir_errorf(-EINVAL, "%s: input \"%s\": dimension %d is negative", c->path, input, i);
+		*out = d->dim_value;
+		return 0;
+	}
+	if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param) {
+		for (int k = 0; k < c->opts->ndims; k++) {
+			if (strcmp(c->opts->dims[k].name, d->dim_param) == 0) {
+				*out = c->opts->dims[k].value;
+				return 0;
+			}
+		}
+		return ir_errorf(-EINVAL, "%s: input \"%s\": dimension %d is symbolic \"%s\"; bind it with --dim %s=N",
+				 c->path, input, i, d->dim_param, d->dim_param);
+	}
+	return ir_errorf(-EINVAL, "%s: input \"%s\": dimension %d has neither a size nor a name", c->path,
+			 input, i);
+}
+
+static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
+{
+	const char *name = vi->name ? vi->name : "";
+	const Onnx__TypeProto *tp = vi->type;
+	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+		return ir_errorf(-EINVAL, "%s: input \"%s\": only tensor inputs are supported", c->path, name);
+	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+	enum ir_dtype dt;
+	if (onnx_dtype_to_ir(tt->elem_type, &dt) < 0) {
+		ir_error_prefix("%s: input \"%s\"", c->path, name);
+		return -EINVAL;
+	}
+	if (!tt->shape)
+		return ir_errorf(-EINVAL, "%s: input \"%s\" has no shape", c->path, name);
+	struct ir_shape s = { 0 };
+	if (tt->shape->n_dim > IR_MAX_RANK)
+		return ir_errorf(-EINVAL, "%s: input \"%s\": rank %zu exceeds %d", c->path, name,
+				 tt->shape->n_dim, IR_MAX_RANK);
+	s.rank = (int)tt->shape->n_dim;
+	for (int i = 0; i < s.rank; i++)
+		if (bind_dim(c, name, tt->shape->dim[i], i, &s.dims[i]) < 0)
+			return -EINVAL;
+	struct ir_value *v = ir_graph_add_input(c->g, name, dt, &s);
+	if (!v) {
+		ir_error_prefix("%s: input \"%s\"", c->path, name);
+		return -EINVAL;
+	}
+	return sym_put(c->names, v->name, v);
+}
+
+static int external_ref(struct onnx_ctx *c, const Onnx__TensorProto *t, struct ir_data *d)
+{
+	d->base_dir = c->base_dir;
+	d->offset = 0;
+	d->nbytes = -1;
+	for (size_t i = 0; i < t->n_external_data; i++) {
+		const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
+		if (!k || !v)
+			continue;
+		char *end;
+		if (strcmp(k, "location") == 0) {
+			if (v[0] == '/' || strstr(v, ".."))
+				return ir_errorf(-EINVAL, "external data location \"%s\" must be a path inside the model's directory", v);
+			d->path = v;
+		} else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
+			long long x = strtoll(v, &end, 10);
+			if (*end || x < 0)
+				return ir_errorf(-EINVAL, "external data %s \"%s\" is not a size", k, v);
+			*(k[0] == 'o' ? &d->offset : &d->nbytes) = x;
+		}
+	}
+	if (!d->path)
+		return ir_errorf(-EINVAL, "external data has no location");
+	return 0;
+}
+
+static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
+{
+	const char *name = t->name ? t->name : "";
+	enum ir_dtype dt;
+	struct ir_shape s;
+	struct ir_data d = { 0 };
+	struct ir_tensor host = { 0 };
+	struct ir_value *v = NULL;
+	if (onnx_tensor_type(t, &dt, &s) < 0)
+		goto fail;
+	size_t want = (size_t)ir_shape_numel(&s) * ir_dtype_size(dt);
+	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		if (external_ref(c, t, &d) < 0)
+			goto fail;
+		if (d.nbytes < 0)
+			d.nbytes = (int64_t)want;
+		if ((size_t)d.nbytes != want) {
+			ir_errorf(-EINVAL, "external data holds %lld bytes, shape %s of %s needs %zu",
+				  (long long)d.nbytes, ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX),
+				  ir_dtype_name(dt), want);
+			goto fail;
+		}
+		if (!ir_dtype_is_float(dt)) {
+			ir_errorf(-EINVAL, "integer initializers must be stored inline");
+			goto fail;
+		}
+		v = ir_graph_add_param(c->g, name, dt, &s, &d);
+	} else if (t->has_raw_data && ir_dtype_is_float(dt)) {
+		if (t->raw_data.len != want) {
+			ir_errorf(-EINVAL, "raw_data holds %zu bytes, shape %s of %s needs %zu", t->raw_data.len,
+				  ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX),
+				  ir_dtype_name(dt), want);
+			goto fail;
+		}
+		d.bytes = t->raw_data.data; /* owned by the unpacked model */
+		d.nbytes = (int64_t)want;
+		v = ir_graph_add_param(c->g, name, dt, &s, &d);
+	} else {
+		if (onnx_tensor_decode(t, &host) < 0)
+			goto fail;
+		if (ir_dtype_is_float(dt)) {
+			void *bytes = ir_graph_alloc(c->g, want);
+			if (!bytes)
+				goto fail;
+			memcpy(bytes, host.data, want);
+			d.bytes = bytes;
+			d.nbytes = (int64_t)want;
+			v = ir_graph_add_param(c->g, name, dt, &s, &d);
+		} else {
+			struct ir_attrs a = { .dtype = dt, .shape = s, .data = host.data };
+			struct ir_node *n = ir_graph_add_node(c->g, IR_OP_CONSTANT, name, 0, NULL, &a);
+			v = n ? n->out[0] : NULL;
+			if (v)
+				v->name = ir_graph_strdup(c->g, name);
+		}
+		ir_tensor_free(&host);
+	}
+	if (!v)
+		goto fail;
+	return sym_put(c->names, v->name, v);
+fail:
+	ir_tensor_free(&host);
+	ir_error_prefix("%s: initializer \"%s\"", c->path, name);
+	return -EINVAL;
+}
+
+static const struct onnx_op_def *find_op(const char *name)
+{
+	for (int i = 0; i < onnx_ops_basic_count; i++)
+		if (strcmp(onnx_ops_basic[i].name, name) == 0)
+			return &onnx_ops_basic[i];
+	for (int i = 0; i < onnx_ops_nn_count; i++)
+		if (strcmp(onnx_ops_nn[i].name, name) == 0)
+			return &onnx_ops_nn[i];
+	return NULL;
+}
+
+static bool attr_accepted(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+			return true;
+	return false;
+}
+
+#define NODE_MAX_IO 64
+
+static int import_node(struct onnx_ctx *c, const Onnx__NodeProto *n)
+{
+	const char *op = n->op_type ? n->op_type : "";
+	struct ir_value *in[NODE_MAX_IO] = { 0 }, *out[NODE_MAX_IO] = { 0 };
+	int rc;
+	c->node = n;
+	if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) {
+		rc = ir_errorf(-ENOTSUP, "unsupported op domain \"%s\"", n->domain);
+		goto fail;
+	}
+	const struct onnx_op_def *def = find_op(op);
+	if (!def) {
+		rc = ir_errorf(-ENOTSUP, "unsupported op");
+		goto fail;
+	}
+	if (n->n_input > NODE_MAX_IO || n->n_output > NODE_MAX_IO) {
+		rc = ir_errorf(-EINVAL, "more than %d inputs or outputs", NODE_MAX_IO);
+		goto fail;
+	}
+	for (size_t i = 0; i < n->n_attribute; i++) {
+		const char *a = n->attribute[i]->name ? n->attribute[i]->name : "";
+		if (!attr_accepted(def->attrs, a)) {
+			rc = ir_errorf(-ENOTSUP, "unsupported attribute '%s'", a);
+			goto fail;
+		}
+		if (n->attribute[i]->ref_attr_name) {
+			rc = ir_errorf(-ENOTSUP, "attribute references are only valid inside functions");
+			goto fail;
+		}
+	}
+	for (size_t i = 0; i < n->n_input; i++) {
+		if (!n->input[i] || !n->input[i][0])
+			continue;
+		in[i] = sym_get(c->names, n->input[i]);
+		IR_ASSERT(in[i]); /* dependency order guarantees definition */
+	}
+	ir_error_clear();
+	rc = def->fn(c, in, (int)n->n_input, out, (int)n->n_output);
+	if (rc < 0)
+		goto fail;
+	for (size_t i = 0; i < n->n_output; i++) {
+		if (!n->output[i] || !n->output[i][0])
+			continue;
+		if (!out[i]) {
+			rc = ir_errorf(-ENOTSUP, "output %zu (\"%s\") is not supported", i, n->output[i]);
+			goto fail;
+		}
+		if (!out[i]->name && out[i]->kind == IR_VAL_NODE)
+			out[i]->name = ir_graph_strdup(c->g, n->output[i]);
+		if ((rc = sym_put(c->names, n->output[i], out[i])) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	ir_error_prefix("%s: node \"%s\" (%s)", c->path, node_label(n), op);
+	return rc < 0 ? rc : -EINVAL;
+}
+
+/* Imports nodes so every input is defined first: a depth-first walk from
+ * each node to the producers of its inputs (explicit stack, no recursion),
+ * reporting a cycle or a name that nothing defines. */
+static int import_nodes(struct onnx_ctx *c, const Onnx__GraphProto *gp)
+{
+	size_t nn = gp->n_node;
+	int rc = 0;
+	struct symtab producers = { 0 };
+	unsigned char *state = ir_calloc(nn ? nn : 1, 1); /* 0 new, 1 on stack, 2 done */
+	size_t *stack = ir_calloc(nn ? nn : 1, sizeof *stack);
+	size_t *next_in = ir_calloc(nn ? nn : 1, sizeof *next_in);
+	if (!state || !stack || !next_in) {
+		rc = ir_errorf(-ENOMEM, "%s: out of memory", c->path);
+		goto out;
+	}
+	/* producers maps an output name to (node index + 1) smuggled in a pointer */
+	for (size_t i = 0; i < nn; i++) {
+		const Onnx__NodeProto *n = gp->node[i];
+		for (size_t k = 0; k < n->n_output; k++) {
+			if (!n->output[k] || !n->output[k][0])
+				continue;
+			if (sym_get(&producers, n->output[k]) || sym_get(c->names, n->output[k])) {
+				rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): value \"%s\" is defined twice",
+					       c->path, node_label(n), n->op_type, n->output[k]);
+				goto out;
+			}
+			if ((rc = sym_put(&producers, n->output[k], (struct ir_value *)(uintptr_t)(i + 1))) < 0)
+				goto out;
+		}
+	}
+	for (size_t root = 0; root < nn; root++) {
+		size_t sp = 0;
+		if (state[root])
+			continue;
+		stack[sp++] = root;
+		state[root] = 1;
+		while (sp) {
+			size_t i = stack[sp - 1];
+			const Onnx__NodeProto *n = gp->node[i];
+			if (next_in[i] < n->n_input) {
+				const char *name = n->input[next_in[i]++];
+				if (!name || !name[0] || sym_get(c->names, name))
+					continue;
+				uintptr_t p = (uintptr_t)sym_get(&producers, name);
+				if (!p) {
+					rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): input \"%s\" is not defined by any node, input or initializer",
+						       c->path, node_label(n), n->op_type, name);
+					goto out;
+				}
+				if (state[p - 1] == 1) {
+					rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): input \"%s\" depends on this node's own output (cycle)",
+						       c->path, node_label(n), n->op_type, name);
+					goto out;
+				}
+				if (state[p - 1] == 0) {
+					state[p - 1] = 1;
+					stack[sp++] = p - 1;
+				}
+				continue;
+			}
+			if ((rc = import_node(c, n)) < 0)
+				goto out;
+			state[i] = 2;
+			sp--;
+		}
+	}
+out:
+	sym_free(&producers);
+	ir_free(state);
+	ir_free(stack);
+	ir_free(next_in);
+	return rc;
+}
+
+static void fill_info(struct onnx_ctx *c, const Onnx__ModelProto *m, struct onnx_model_info *info)
+{
+	const Onnx__GraphProto *gp = m->graph;
+	memset(info, 0, sizeof *info);
+	info->opset = c->opset;
+	info->producer = ir_graph_strdup(c->g, m->producer_name);
+	info->op_names = ir_graph_alloc(c->g, (gp->n_node + 1) * sizeof *info->op_names);
+	info->op_counts = ir_graph_alloc(c->g, (gp->n_node + 1) * sizeof *info->op_counts);
+	if (!info->op_names || !info->op_counts)
+		return;
+	for (size_t i = 0; i < gp->n_node; i++) {
+		const char *op = gp->node[i]->op_type ? gp->node[i]->op_type : "";
+		int k = 0;
+		while (k < info->nops && strcmp(info->op_names[k], op) != 0)
+			k++;
+		if (k == info->nops) {
+			/* insertion keeps names sorted */
+			while (k > 0 && strcmp(info->op_names[k - 1], op) > 0) {
+				info->op_names[k] = info->op_names[k - 1];
+				info->op_counts[k] = info->op_counts[k - 1];
+				k--;
+			}
+			info->op_names[k] = ir_graph_strdup(c->g, op);
+			info->op_counts[k] = 0;
+			info->nops++;
+		}
+		info->op_counts[k]++;
+	}
+}
+
+void onnx_import_opts_init(struct onnx_import_opts *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+static char *dir_of(struct ir_graph *g, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return (char *)ir_graph_strdup(g, ".");
+	size_t n = (size_t)(slash - path);
+	char *d = ir_graph_alloc(g, n + 2);
+	if (d)
+		memcpy(d, path, n ? n : 1);
+	return d;
+}
+
+struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *opts,
+			     struct onnx_model_info *info)
+{
+	struct onnx_import_opts dflt;
+	struct symtab names = { 0 };
+	struct onnx_ctx c = { .path = path, .opts = opts, .names = &names };
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	Onnx__ModelProto *m = NULL;
+	if (!opts) {
+		onnx_import_opts_init(&dflt);
+		c.opts = &dflt;
+	}
+	if (read_file(path, &buf, &len) < 0)
+		return NULL;
+	m = onnx__model_proto__unpack(NULL, len, buf);
+	ir_free(buf);
+	if (!m) {
+		ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
+		return NULL;
+	}
+	if (!m->graph) {
+		onnx__model_proto__free_unpacked(m, NULL);
+		ir_errorf(-EINVAL, "%s: the model has no graph", path);
+		return NULL;
+	}
+	c.g = ir_graph_new();
+	if (!c.g || ir_graph_on_free(c.g, free_model, m) < 0) {
+		onnx__model_proto__free_unpacked(m, NULL);
+		ir_graph_free(c.g);
+		ir_errorf(-ENOMEM, "%s: out of memory", path);
+		return NULL;
+	}
+	c.base_dir = dir_of(c.g, path);
+	const Onnx__GraphProto *gp = m->graph;
+	if (import_opset(&c, m) < 0)
+		goto fail;
+	for (size_t i = 0; i < gp->n_initializer; i++)
+		if (import_initializer(&c, gp->initializer[i]) < 0)
+			goto fail;
+	for (size_t i = 0; i < gp->n_input; i++) {
+		/* old exporters list initializers among the inputs too */
+		if (gp->input[i]->name && sym_get(&names, gp->input[i]->name))
+			continue;
+		if (import_input(&c, gp->input[i]) < 0)
+			goto fail;
+	}
+	if (gp->n_sparse_initializer) {
+		ir_errorf(-ENOTSUP, "%s: sparse initializers are not supported", path);
+		goto fail;
+	}
+	if (import_nodes(&c, gp) < 0)
+		goto fail;
+	for (size_t i = 0; i < gp->n_output; i++) {
+		const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+		struct ir_value *v = sym_get(&names, name);
+		if (!v) {
+			ir_errorf(-EINVAL, "%s: graph output \"%s\" is not produced by any node", path, name);
+			goto fail;
+		}
+		if (ir_graph_add_output(c.g, v, name) < 0)
+			goto fail;
+	}
+	ir_graph_dce(c.g);
+	if (ir_verify(c.g) < 0) {
+		ir_error_prefix("%s: internal error after import", path);
+		goto fail;
+	}
+	if (info)
+		fill_info(&c, m, info);
+	sym_free(&names);
+	return c.g;
+fail:
+	sym_free(&names);
+	ir_graph_free(c.g);
+	return NULL;
+}

@@ -1,0 +1,113 @@
+/*
+ * onnx_internal.h: shared by the ONNX importer's files (and nothing else:
+ * this is the only place protobuf-c ONNX types meet the IR).
+ *
+ * Each ONNX op has one handler (onnx_ops*.c) that reads the node's
+ * attributes, decomposes it into core ops through the b_* builders below,
+ * and sets the node's results. The builders fold operations whose operands
+ * are all constants (shape computations) into CONSTANT nodes as they go.
+ */
+#ifndef PCC_ONNX_INTERNAL_H
+#define PCC_ONNX_INTERNAL_H
+
+#include "compiler/compiler.h"
+#include "onnx.pb-c.h"
+
+struct symtab;
+
+struct onnx_ctx {
+	const char *path;        /* model file, for messages */
+	const char *base_dir;    /* its directory, for external data */
+	struct ir_graph *g;
+	int64_t opset;           /* default-domain opset */
+	const struct onnx_import_opts *opts;
+	struct symtab *names;    /* ONNX value name -> ir_value */
+	const Onnx__NodeProto *node; /* node being imported */
+};
+
+/* A handler gets the node's inputs (NULL where an optional input is
+ * omitted) and must fill out[i] for each declared output i < nout
+ * (entries for omitted optional outputs may stay NULL). 0 or negative. */
+typedef int (*onnx_handler_fn)(struct onnx_ctx *c, struct ir_value **in, int nin,
+			       struct ir_value **out, int nout);
+
+struct onnx_op_def {
+	const char *name;
+	onnx_handler_fn fn;
+	const char *attrs; /* accepted attribute names, space separated */
+};
+
+/* Tables of handlers, each sorted by nothing in particular. */
+extern const struct onnx_op_def onnx_ops_basic[];
+extern const int onnx_ops_basic_count;
+extern const struct onnx_op_def onnx_ops_nn[];
+extern const int onnx_ops_nn_count;
+
+/* ---- errors: record a message about the current node; returns -EINVAL */
+int onnx_fail(struct onnx_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- dtypes */
+int onnx_dtype_to_ir(int32_t onnx_type, enum ir_dtype *out); /* -EINVAL if unsupported */
+int32_t onnx_dtype_from_ir(enum ir_dtype t);
+const char *onnx_dtype_name(int32_t onnx_type);
+
+/* ---- TensorProto decoding (onnx_tensor.c) ----------------------------
+ * Shape and dtype of a tensor proto, with all checks (rank, absurd size). */
+int onnx_tensor_type(const Onnx__TensorProto *t, enum ir_dtype *dt, struct ir_shape *s);
+/* Decodes an inline tensor proto into t (ir_malloc'd). Fails on external
+ * data (-ENOTSUP), size mismatch or unsupported dtype (-EINVAL). */
+int onnx_tensor_decode(const Onnx__TensorProto *p, struct ir_tensor *t);
+
+/* ---- attributes */
+const Onnx__AttributeProto *attr_find(struct onnx_ctx *c, const char *name);
+int64_t attr_int(struct onnx_ctx *c, const char *name, int64_t dflt);
+double attr_float(struct onnx_ctx *c, const char *name, double dflt);
+/* Copies a string attribute into buf (dflt when absent). */
+const char *attr_string(struct onnx_ctx *c, const char *name, const char *dflt, char *buf,
+			size_t n);
+/* Reads an ints attribute; returns its length (0 when absent), or -EINVAL
+ * when longer than max. */
+int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max);
+
+/* ---- builders (onnx_import.c): every builder returns NULL on error with
+ * the message in ir_error(); the dispatcher adds the node context. */
+struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
+		       const struct ir_attrs *a);
+struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
+		      const struct ir_attrs *a);
+struct ir_value *b_unary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x);
+/* Numpy-broadcasts x and y to a common shape, then applies op. */
+struct ir_value *b_binary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, struct ir_value *y);
+struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x,
+			  struct ir_value *y);
+/* Numpy-style (right-aligned) broadcast of x to shape. */
+struct ir_value *b_broadcast_to(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s);
+struct ir_value *b_convert(struct onnx_ctx *c, struct ir_value *x, enum ir_dtype t);
+struct ir_value *b_reshape(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s);
+struct ir_value *b_transpose(struct onnx_ctx *c, struct ir_value *x, const int64_t *perm);
+/* Reduces axes (any order, duplicates rejected) and keeps them as size 1
+ * when keepdims. */
+struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x,
+			  const int64_t *axes, int naxes, bool keepdims);
+struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start,
+			 int64_t limit, int64_t stride);
+struct ir_value *b_concat(struct onnx_ctx *c, int n, struct ir_value *const *in, int axis);
+struct ir_value *b_scalar(struct onnx_ctx *c, enum ir_dtype t, double v);
+/* A constant of the given shape and dtype from host data (copied). */
+struct ir_value *b_const(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s,
+			 const void *data);
+struct ir_value *b_const_i64(struct onnx_ctx *c, int n, const int64_t *v);
+struct ir_value *b_iota(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, int axis);
+
+/* The value of a constant (a CONSTANT node's result, or an inline
+ * parameter) as a tensor view: t->data points at graph-owned bytes. -EINVAL
+ * with a message when v is not a compile-time constant. */
+int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t, const char *what);
+/* Integer constant values (up to max) into out; returns the count or -EINVAL. */
+int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int max, const char *what);
+bool onnx_is_const(const struct ir_value *v);
+
+/* Normalizes a possibly negative axis against rank; -EINVAL if out of range. */
+int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int64_t *out);
+
+#endif
