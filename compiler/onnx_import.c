@@ -122,6 +122,16 @@ int onnx_fail(struct onnx_ctx *c, const char *fmt, ...)
 	return ir_errorf(-EINVAL, "%s", msg);
 }
 
+int onnx_unsupported(struct onnx_ctx *c, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return ir_errorf(-ENOTSUP, "%s", msg);
+}
+
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int64_t *out)
 {
 	if (axis < -rank || axis >= rank || (rank == 0 && axis != 0 && axis != -1))
@@ -514,7 +524,7 @@ static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
 	if (c->opset < 0)
 		return ir_errorf(-EINVAL, "%s: the model imports no default-domain opset", c->path);
 	if (c->opset < OPSET_MIN || c->opset > OPSET_MAX)
-		return ir_errorf(-EINVAL, "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
+		return ir_errorf(-ENOTSUP, "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
 				 "re-export with opset_version=%d or newer)", c->path,
 				 (long long)c->opset, OPSET_MIN, OPSET_MAX, OPSET_MIN);
 	return 0;
@@ -548,12 +558,12 @@ static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 	const char *name = vi->name ? vi->name : "";
 	const Onnx__TypeProto *tp = vi->type;
 	if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-		return ir_errorf(-EINVAL, "%s: input \"%s\": only tensor inputs are supported", c->path, name);
+		return ir_errorf(-ENOTSUP, "%s: input \"%s\": only tensor inputs are supported", c->path, name);
 	const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
 	enum ir_dtype dt;
 	if (onnx_dtype_to_ir(tt->elem_type, &dt) < 0) {
 		ir_error_prefix("%s: input \"%s\"", c->path, name);
-		return -EINVAL;
+		return -ENOTSUP;
 	}
 	if (!tt->shape)
 		return ir_errorf(-EINVAL, "%s: input \"%s\" has no shape", c->path, name);

@@ -45,6 +45,8 @@ extern const int onnx_ops_nn_count;
 
 /* ---- errors: record a message about the current node; returns -EINVAL */
 int onnx_fail(struct onnx_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Same for a valid model using a feature pcc does not support; -ENOTSUP. */
+int onnx_unsupported(struct onnx_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- dtypes */
 int onnx_dtype_to_ir(int32_t onnx_type, enum ir_dtype *out); /* -EINVAL if unsupported */

@@ -138,7 +138,7 @@ static int h_dropout(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 		if (onnx_const_view(c, in[2], &t, "training_mode") < 0)
 			return -EINVAL;
 		if (ir_tensor_get_i64(&t, 0))
-			return onnx_fail(c, "training-mode dropout is not supported yet");
+			return onnx_unsupported(c, "training-mode dropout is not supported yet");
 	}
 	out[0] = in[0];
 	if (nout > 1)
@@ -688,7 +688,7 @@ static int h_gather_nd(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 	NEED(0);
 	NEED(1);
 	if (attr_int(c, "batch_dims", 0) != 0)
-		return onnx_fail(c, "batch_dims other than 0 is not supported");
+		return onnx_unsupported(c, "batch_dims other than 0 is not supported");
 	const struct ir_shape *x = &in[0]->shape, *s = &in[1]->shape;
 	int64_t k = s->rank ? s->dims[s->rank - 1] : 0;
 	if (s->rank < 1 || k < 1 || k > x->rank)

@@ -143,7 +143,7 @@ static int ein_reduce(struct onnx_ctx *c, struct ein_term *t, const char *keep)
 	char lab[IR_MAX_RANK + 1];
 	for (int i = 0; t->lab[i]; i++) {
 		if (strchr(t->lab + i + 1, t->lab[i]))
-			return onnx_fail(c, "repeated label '%c' (diagonals) is not supported", t->lab[i]);
+			return onnx_unsupported(c, "repeated label '%c' (diagonals) is not supported", t->lab[i]);
 		if (!strchr(keep, t->lab[i]))
 			axes[n++] = i;
 		else
@@ -390,9 +390,9 @@ static int h_pool(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 	if (attr_ints(c, "kernel_shape", w.kernel, IR_MAX_RANK) != w.k)
 		return onnx_fail(c, "kernel_shape must have %d entries", w.k);
 	if (max && nout > 1)
-		return onnx_fail(c, "the Indices output is not supported");
+		return onnx_unsupported(c, "the Indices output is not supported");
 	if (max && attr_int(c, "storage_order", 0))
-		return onnx_fail(c, "storage_order=1 is not supported");
+		return onnx_unsupported(c, "storage_order=1 is not supported");
 	if (window_attrs(c, &x->shape, &w, attr_int(c, "ceil_mode", 0)) < 0)
 		return -EINVAL;
 	int r = x->shape.rank;

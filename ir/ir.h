@@ -30,6 +30,7 @@ int ir_errorf(int code, const char *fmt, ...)
 /* Prefixes the recorded message with printf-style context and ": ". */
 void ir_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *ir_error(void);
+int ir_error_code(void); /* the code of the last ir_errorf, 0 after clear */
 void ir_error_clear(void);
 
 _Noreturn void ir_assert_fail(const char *file, int line, const char *expr);

@@ -13,6 +13,7 @@
 
 #define ERR_MAX 1024
 static _Thread_local char err_msg[ERR_MAX];
+static _Thread_local int err_code;
 
 int ir_errorf(int code, const char *fmt, ...)
 {
@@ -20,6 +21,7 @@ int ir_errorf(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err_msg, sizeof err_msg, fmt, ap);
 	va_end(ap);
+	err_code = code;
 	return code;
 }
 
@@ -48,8 +50,14 @@ const char *ir_error(void)
 	return err_msg[0] ? err_msg : "unknown error";
 }
 
+int ir_error_code(void)
+{
+	return err_code;
+}
+
 void ir_error_clear(void)
 {
+	err_code = 0;
 	err_msg[0] = 0;
 }
 

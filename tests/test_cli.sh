@@ -1,0 +1,31 @@
+#!/bin/sh
+# test_cli.sh PCC MODELS_DIR: the pcc command line, end to end (TAP).
+pcc=$1
+models=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fail=0
+check() { # check DESCRIPTION COMMAND...
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@" >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc"; else
+		echo "not ok $n - $desc"
+		sed 's/^/# /' "$tmp/err" | head -5
+		fail=1
+	fi
+}
+
+check "inspect prints parameters" sh -c "'$pcc' inspect '$models/gpt_op17/model.onnx' | grep -q 'parameters: 29568'"
+check "inspect --json has the keys" sh -c "'$pcc' inspect '$models/mlp_op13/model.onnx' --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"params\"]==808 and o[\"param_bytes\"]==3232 and o[\"flops\"]>0 and \"Gemm\" in o[\"onnx_ops\"] and o[\"inputs\"][0][\"shape\"]==[4,16] and o[\"outputs\"]'"
+check "unbound symbolic dim is an error naming it" sh -c "! '$pcc' inspect '$models/gpt_dyn_op17/model.onnx' 2>&1 | grep -q 'bind it with --dim batch=N'; '$pcc' inspect '$models/gpt_dyn_op17/model.onnx' 2>&1 | grep -q 'dimension 0 is symbolic \"batch\"'"
+check "bound symbolic dims import" "$pcc" inspect "$models/gpt_dyn_op17/model.onnx" --dim batch=2 --dim seq=8
+check "eval writes output_0.pb" sh -c "'$pcc' eval '$models/mlp_op17/model.onnx' -i '$models/mlp_op17/test_data_set_0' -o '$tmp/o' && test -s '$tmp/o/output_0.pb'"
+check "eval output round-trips through eval's own reader" sh -c "'$pcc' eval '$models/mlp_op17/model.onnx' -i '$models/mlp_op17/test_data_set_0' | grep -q 'f32\[4,8\]'"
+check "eval of external-data model reads weights.bin" "$pcc" eval "$models/mlp_ext_op17/model.onnx" -i "$models/mlp_ext_op17/test_data_set_0"
+check "missing model: exit 1, one line" sh -c "'$pcc' inspect '$tmp/nope.onnx' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q '^pcc: .*nope.onnx: cannot open' '$tmp/e'"
+check "unknown command is an error" sh -c "! '$pcc' frobnicate 2>/dev/null"
+check "print emits the core IR" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' | grep -q 'dot'"
+echo "1..$n"
+exit $fail

@@ -1,0 +1,159 @@
+/*
+ * test_conformance.c: the ONNX backend node tests (Debian's
+ * libonnx-testdata: one model.onnx and test_data_set_N directories per test) through
+ * import and the reference interpreter.
+ *
+ * Each test directory is one TAP case: ok (all data sets match), not ok
+ * (a supported op computed something else, or failed), or skipped as
+ * unsupported (the importer said -ENOTSUP: an op, attribute, dtype or
+ * opset pcc does not take). Per-op counts are printed at the end; with
+ * --markdown they are printed as the README's table.
+ *
+ * Tolerance: the ONNX backend test runner's defaults, rtol 1e-3 and
+ * atol 1e-7 (onnx/backend/test/runner), so a pass here means what it
+ * means for any ONNX backend.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "onnx.pb-c.h"
+#include "tests/harness.h"
+#include "tests/tap.h"
+
+#define RTOL 1e-3
+#define ATOL 1e-7
+
+struct op_count {
+	char op[64];
+	int passed, failed, unsupported;
+};
+
+static struct op_count ops[1024];
+static int nops;
+
+static struct op_count *op_entry(const char *op)
+{
+	for (int i = 0; i < nops; i++)
+		if (!strcmp(ops[i].op, op))
+			return &ops[i];
+	if (nops == 1024)
+		return &ops[1023];
+	snprintf(ops[nops].op, sizeof ops[nops].op, "%s", op);
+	return &ops[nops++];
+}
+
+/* The op a test is about: its single node's type, or "(expanded)" for the
+ * function-body expansions that hold several nodes. */
+static void test_op(const char *model, char *op, size_t n)
+{
+	snprintf(op, n, "?");
+	FILE *f = fopen(model, "rb");
+	if (!f)
+		return;
+	static uint8_t buf[1 << 22];
+	size_t len = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	if (!m)
+		return;
+	if (m->graph && m->graph->n_node == 1)
+		snprintf(op, n, "%s", m->graph->node[0]->op_type);
+	else if (m->graph)
+		snprintf(op, n, "(expanded)");
+	onnx__model_proto__free_unpacked(m, NULL);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_ops(const void *a, const void *b)
+{
+	return strcmp(((const struct op_count *)a)->op, ((const struct op_count *)b)->op);
+}
+
+static void run_test(const char *root, const char *name)
+{
+	char model[2048], data[2048], op[64];
+	snprintf(model, sizeof model, "%s/%s/model.onnx", root, name);
+	test_op(model, op, sizeof op);
+	struct op_count *e = op_entry(op);
+	struct ir_graph *g = onnx_import(model, NULL, NULL);
+	if (!g) {
+		if (ir_error_code() == -ENOTSUP) {
+			e->unsupported++;
+			const char *msg = ir_error(), *p = strstr(msg, "): ");
+			TAP_OK(1, "%s (%s) # SKIP unsupported: %s", name, op, p ? p + 3 : msg);
+		} else {
+			e->failed++;
+			TAP_OK(0, "%s (%s) imports", name, op);
+			TAP_DIAG("%s", ir_error());
+		}
+		return;
+	}
+	bool ok = true;
+	char what[512] = "";
+	for (int k = 0; k < 16; k++) {
+		struct cmp c;
+		snprintf(data, sizeof data, "%s/%s/test_data_set_%d", root, name, k);
+		if (!file_exists(data))
+			break;
+		run_data_set(g, data, RTOL, ATOL, &c);
+		if (c.bad && ok) {
+			ok = false;
+			snprintf(what, sizeof what, "data set %d: %s", k, c.what);
+		}
+	}
+	ok ? e->passed++ : e->failed++;
+	if (!TAP_OK(ok, "%s (%s)", name, op))
+		TAP_DIAG("%s", what);
+	ir_graph_free(g);
+}
+
+int main(int argc, char **argv)
+{
+	const char *root = "/usr/share/libonnx-testdata/data/node";
+	bool markdown = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--markdown"))
+			markdown = true;
+		else
+			root = argv[i];
+	}
+	DIR *d = opendir(root);
+	if (!d) {
+		printf("Bail out! cannot open %s (install libonnx-testdata)\n", root);
+		return 1;
+	}
+	static char *names[4096];
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) && n < 4096;)
+		if (!strncmp(e->d_name, "test_", 5))
+			names[n++] = strdup(e->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof *names, cmp_names);
+	for (int i = 0; i < n; i++) {
+		run_test(root, names[i]);
+		free(names[i]);
+	}
+	qsort(ops, (size_t)nops, sizeof *ops, cmp_ops);
+	int tp = 0, tf = 0, tu = 0, sup = 0;
+	if (markdown)
+		printf("| op | passed | failed | unsupported |\n|---|---|---|---|\n");
+	for (int i = 0; i < nops; i++) {
+		tp += ops[i].passed;
+		tf += ops[i].failed;
+		tu += ops[i].unsupported;
+		sup += ops[i].passed + ops[i].failed > 0;
+		if (markdown)
+			printf("| %s | %d | %d | %d |\n", ops[i].op, ops[i].passed, ops[i].failed, ops[i].unsupported);
+		else
+			TAP_DIAG("%-32s passed %3d  failed %3d  unsupported %3d", ops[i].op, ops[i].passed,
+				 ops[i].failed, ops[i].unsupported);
+	}
+	TAP_DIAG("node tests: %d passed, %d failed, %d unsupported; %d op types exercised", tp, tf, tu, sup);
+	if (markdown)
+		printf("\n%d passed, %d failed, %d unsupported (of %d node tests)\n", tp, tf, tu, tp + tf + tu);
+	return markdown ? 0 : tap_done();
+}
