@@ -16,9 +16,18 @@ struct onnx_dim_binding {
 	int64_t value;
 };
 
+/* A graph input replaced by a constant at import (e.g. a shape tensor that
+ * a model takes as input), so what depends on it folds. */
+struct onnx_const_input {
+	const char *name;
+	struct ir_tensor value; /* must match the input's dtype and shape */
+};
+
 struct onnx_import_opts {
 	const struct onnx_dim_binding *dims; /* --dim NAME=VALUE */
 	int ndims;
+	const struct onnx_const_input *consts;
+	int nconsts;
 };
 void onnx_import_opts_init(struct onnx_import_opts *o);
 

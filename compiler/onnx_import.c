@@ -522,7 +522,7 @@ static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
 			c->opset = o->has_version ? o->version : 1;
 	}
 	if (c->opset < 0)
-		return ir_errorf(-EINVAL, "%s: the model imports no default-domain opset", c->path);
+		return ir_errorf(-ENOTSUP, "%s: the model imports no default-domain opset (only other domains, which pcc does not support)", c->path);
 	if (c->opset < OPSET_MIN || c->opset > OPSET_MAX)
 		return ir_errorf(-ENOTSUP, "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
 				 "re-export with opset_version=%d or newer)", c->path,
@@ -575,7 +575,21 @@ static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 	for (int i = 0; i < s.rank; i++)
 		if (bind_dim(c, name, tt->shape->dim[i], i, &s.dims[i]) < 0)
 			return -EINVAL;
-	struct ir_value *v = ir_graph_add_input(c->g, name, dt, &s);
+	struct ir_value *v = NULL;
+	for (int i = 0; i < c->opts->nconsts; i++) {
+		const struct onnx_const_input *k = &c->opts->consts[i];
+		if (strcmp(k->name, name) != 0)
+			continue;
+		if (k->value.dtype != dt || !ir_shape_eq(&k->value.shape, &s))
+			return ir_errorf(-EINVAL, "%s: input \"%s\": the constant bound to it has another type", c->path, name);
+		struct ir_attrs a = { .dtype = dt, .shape = s, .data = k->value.data };
+		struct ir_node *n = ir_graph_add_node(c->g, IR_OP_CONSTANT, name, 0, NULL, &a);
+		if (!n)
+			return -ENOMEM;
+		n->out[0]->name = ir_graph_strdup(c->g, name);
+		return sym_put(c->names, n->out[0]->name, n->out[0]);
+	}
+	v = ir_graph_add_input(c->g, name, dt, &s);
 	if (!v) {
 		ir_error_prefix("%s: input \"%s\"", c->path, name);
 		return -EINVAL;
