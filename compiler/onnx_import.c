@@ -953,7 +953,8 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 		if (ir_graph_add_output(c.g, v, name) < 0)
 			goto fail;
 	}
-	ir_graph_dce(c.g);
+	if (ir_graph_dce(c.g) < 0)
+		goto fail;
 	if (ir_verify(c.g) < 0) {
 		ir_error_prefix("%s: internal error after import", path);
 		goto fail;

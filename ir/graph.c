@@ -305,7 +305,8 @@ int ir_graph_dce(struct ir_graph *g)
 {
 	int nv = g->values.n;
 	unsigned char *live = ir_calloc((size_t)nv, 1);
-	IR_ASSERT(live); /* a few bytes per value; failure here is not recoverable */
+	if (!live)
+		return ir_errorf(-ENOMEM, "out of memory removing dead nodes");
 	for (int i = 0; i < g->outputs.n; i++)
 		live[((struct ir_value *)g->outputs.v[i])->id] = 1;
 	for (int i = g->nodes.n - 1; i >= 0; i--) {

@@ -292,7 +292,8 @@ struct ir_value *ir_graph_value(const struct ir_graph *g, int i);
 /* Replaces every use of old by new (same dtype and shape), outputs too. */
 void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_value *new_);
 /* Drops nodes whose results are unused (transitively) and params no one
- * reads; renumbers node and value ids densely. Returns nodes removed. */
+ * reads; renumbers node and value ids densely. Returns nodes removed, or
+ * -ENOMEM (graph unchanged). */
 int ir_graph_dce(struct ir_graph *g);
 
 /* ---- shape inference and verification -------------------------------- */

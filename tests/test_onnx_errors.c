@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "compiler/compiler.h"
 #include "onnx.pb-c.h"
@@ -349,8 +350,9 @@ static struct ir_graph *expect_import(const char *what, const char *path,
 	return g;
 }
 
-/* Runs g on zero inputs; returns interp_run's code (outputs freed). */
-static int run_zeros(const struct ir_graph *g)
+/* Runs g on zero inputs with allocations failing after fail_after (-1:
+ * never); returns interp_run's code (outputs freed). */
+static int run_zeros(const struct ir_graph *g, long fail_after)
 {
 	struct ir_tensor in[4] = { 0 }, out[4] = { 0 };
 	int nin = ir_graph_ninputs(g), nout = ir_graph_noutputs(g);
@@ -362,7 +364,9 @@ static int run_zeros(const struct ir_graph *g)
 			abort();
 	}
 	ir_error_clear();
+	ir_alloc_fail_after(fail_after);
 	int rc = interp_run(g, in, out);
+	ir_alloc_fail_after(-1);
 	for (int i = 0; i < nin; i++)
 		ir_tensor_free(&in[i]);
 	for (int i = 0; rc == 0 && i < nout; i++)
@@ -649,7 +653,7 @@ static void test_external(void)
 	const char *p = mb_write(b, "external_missing.onnx");
 	struct ir_graph *g = expect_import("import with missing external data succeeds", p, NULL);
 	if (g) {
-		int rc = run_zeros(g);
+		int rc = run_zeros(g, -1);
 		TAP_OK(rc == -ENOENT && strstr(ir_error(), "w_missing.bin"),
 		       "interp_run: -ENOENT naming the missing file");
 		TAP_DIAG("  rc %d: %s", rc, ir_error());
@@ -719,7 +723,7 @@ static void test_gather(void)
 	const char *p = mb_write(b, "gather_runtime.onnx");
 	struct ir_graph *g = expect_import("Gather with bad indices imports", p, NULL);
 	if (g) {
-		int rc = run_zeros(g);
+		int rc = run_zeros(g, -1);
 		TAP_OK(rc < 0 && strstr(ir_error(), "lookup") && strstr(ir_error(), "gather") &&
 			       strstr(ir_error(), "out of range"),
 		       "interp_run: Gather index 7 of 4 fails naming the op");
@@ -740,37 +744,84 @@ static void test_gather(void)
 	mb_free(b);
 }
 
-/* ---- allocation failures ------------------------------------------------------- */
+/* ---- allocation failures -------------------------------------------------------
+ * Each failure point runs in a child process so that an abort is reported
+ * as one failing case (and, under ASan or valgrind, a leak fails the
+ * child's exit status). */
+
+enum { CLEAN_FAILURE, BAD_MESSAGE, SUCCEEDED };
+
+struct fail_point {
+	long k;                   /* allocations that succeed first */
+	const char *path;         /* model to import */
+	const struct ir_graph *g; /* graph to run */
+};
+
+static int import_at(const struct fail_point *f)
+{
+	ir_error_clear();
+	ir_alloc_fail_after(f->k);
+	struct ir_graph *g = onnx_import(f->path, NULL, NULL);
+	ir_alloc_fail_after(-1);
+	ir_graph_free(g);
+	if (g)
+		return SUCCEEDED;
+	if (strstr(ir_error(), f->path))
+		return CLEAN_FAILURE;
+	TAP_DIAG("  failing allocation %ld: %s", f->k, ir_error());
+	return BAD_MESSAGE;
+}
+
+static int run_at(const struct fail_point *f)
+{
+	int rc = run_zeros(f->g, f->k);
+	if (rc == 0 || rc == -ENOMEM)
+		return rc == 0 ? SUCCEEDED : CLEAN_FAILURE;
+	TAP_DIAG("  failing allocation %ld: rc %d: %s", f->k, rc, ir_error());
+	return BAD_MESSAGE;
+}
+
+/* fn(f) in a child: its result, or -signal when it crashed. */
+static int in_child(int (*fn)(const struct fail_point *), const struct fail_point *f)
+{
+	int st;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		exit(fn(f));
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		abort();
+	return WIFSIGNALED(st) ? -WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+/* Fails allocation k = 0, 1, ... until fn succeeds; one case. */
+static void sweep_failures(const char *what, int (*fn)(const struct fail_point *),
+			   struct fail_point *f)
+{
+	long bad = 0;
+	int r = -1;
+	for (f->k = 0; f->k < 100000; f->k++) {
+		r = in_child(fn, f);
+		if (r == SUCCEEDED)
+			break;
+		if (r != CLEAN_FAILURE)
+			bad++;
+		if (r < 0 || r > SUCCEEDED)
+			TAP_DIAG("  failing allocation %ld: %s", f->k,
+				 r < 0 ? strsignal(-r) : "unexpected exit status");
+	}
+	TAP_OK(r == SUCCEEDED && bad == 0, "%s: %ld failure points, %ld not clean", what, f->k, bad);
+}
 
 static void test_alloc_failures(void)
 {
 	struct mb *b = mb_mlp();
-	const char *p = mb_write(b, "alloc.onnx");
-	struct ir_graph *g = NULL;
-	long k, bad = 0;
-	for (k = 0; k < 100000 && !g; k++) {
-		ir_error_clear();
-		ir_alloc_fail_after(k);
-		g = onnx_import(p, NULL, NULL);
-		ir_alloc_fail_after(-1);
-		if (!g && !strstr(ir_error(), p) && bad++ < 5)
-			TAP_DIAG("  fail after %ld: message without the file: %s", k, ir_error());
-	}
-	TAP_OK(g && bad == 0, "import under allocation failure: %ld failing points, %ld without a message naming the file",
-	       k - 1, bad);
-
-	long nrun = 0;
-	int rc = -1;
-	bad = 0;
-	for (k = 0; g && k < 100000 && rc < 0; k++, nrun++) {
-		ir_alloc_fail_after(k);
-		rc = run_zeros(g);
-		ir_alloc_fail_after(-1);
-		if (rc < 0 && rc != -ENOMEM && bad++ < 5)
-			TAP_DIAG("  fail after %ld: rc %d: %s", k, rc, ir_error());
-	}
-	TAP_OK(rc == 0 && bad == 0, "interp_run under allocation failure: %ld failing points end in -ENOMEM",
-	       nrun - 1);
+	struct fail_point f = { .path = mb_write(b, "alloc.onnx") };
+	sweep_failures("import under allocation failure (NULL, message naming the file)",
+		       import_at, &f);
+	struct ir_graph *g = onnx_import(f.path, NULL, NULL);
+	if ((f.g = g))
+		sweep_failures("interp_run under allocation failure (-ENOMEM)", run_at, &f);
 	ir_graph_free(g);
 	mb_free(b);
 }
