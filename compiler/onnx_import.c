@@ -25,7 +25,10 @@
 
 #include "compiler/onnx_internal.h"
 
-#define OPSET_MIN 13
+/* Opsets 7..12 are read where an op's meaning did not change, and through
+ * their attribute forms (Squeeze axes, Split sizes, Pad, Slice, Clip, TopK,
+ * 2-D Softmax) where it did. */
+#define OPSET_MIN 7
 #define OPSET_MAX 17
 /* Results of constant folding stay this small (elements); larger constant
  * subgraphs are left for the runtime. */
@@ -526,7 +529,7 @@ static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
 	if (c->opset < OPSET_MIN || c->opset > OPSET_MAX)
 		return ir_errorf(-ENOTSUP, "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
 				 "re-export with opset_version=%d or newer)", c->path,
-				 (long long)c->opset, OPSET_MIN, OPSET_MAX, OPSET_MIN);
+				 (long long)c->opset, OPSET_MIN, OPSET_MAX, 13);
 	return 0;
 }
 

@@ -189,6 +189,10 @@ static int h_clip(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 {
 	NEED(0);
 	struct ir_value *x = in[0];
+	if (c->opset < 11) {
+		x = b_binary(c, IR_OP_MAX, x, b_scalar(c, x->dtype, attr_float(c, "min", -INFINITY)));
+		return OUT1(b_binary(c, IR_OP_MIN, x, b_scalar(c, x->dtype, attr_float(c, "max", INFINITY))));
+	}
 	if (nin > 1 && in[1])
 		x = b_binary(c, IR_OP_MAX, x, in[1]);
 	if (nin > 2 && in[2])
@@ -342,6 +346,8 @@ static int h_flatten(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 /* Axes of Squeeze/Unsqueeze: an input since opset 13. */
 static int axes_input(struct onnx_ctx *c, struct ir_value **in, int nin, int64_t *axes)
 {
+	if (c->opset < 13)
+		return attr_ints(c, "axes", axes, IR_MAX_RANK);
 	if (nin > 1 && in[1])
 		return onnx_const_ints(c, in[1], axes, IR_MAX_RANK, "axes");
 	return 0;
@@ -374,7 +380,8 @@ static int h_squeeze(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 static int h_unsqueeze(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
-	NEED(1);
+	if (c->opset >= 13)
+		NEED(1);
 	int64_t axes[IR_MAX_RANK];
 	int n = axes_input(c, in, nin, axes);
 	const struct ir_shape *x = &in[0]->shape;
@@ -468,7 +475,11 @@ static int h_split(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	if (onnx_axis(c, attr_int(c, "axis", 0), x->rank, &axis) < 0)
 		return -EINVAL;
 	int n = 0;
-	if (nin > 1 && in[1]) {
+	if (c->opset < 13 && attr_find(c, "split")) {
+		n = attr_ints(c, "split", sizes, 64);
+		if (n != nout)
+			return onnx_fail(c, "split has %d sizes for %d outputs", n, nout);
+	} else if (nin > 1 && in[1]) {
 		n = onnx_const_ints(c, in[1], sizes, 64, "split");
 		if (n < 0)
 			return -EINVAL;
@@ -499,21 +510,32 @@ static int h_split(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 static int h_slice(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
-	NEED(1);
-	NEED(2);
 	const struct ir_shape *x = &in[0]->shape;
 	int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
-	int n = onnx_const_ints(c, in[1], st, IR_MAX_RANK, "starts");
-	if (n < 0 || onnx_const_ints(c, in[2], en, IR_MAX_RANK, "ends") != n)
-		return n < 0 ? -EINVAL : onnx_fail(c, "starts and ends differ in length");
-	if (nin > 3 && in[3]) {
+	int n;
+	bool attrs = c->opset < 10; /* Slice-1 takes starts, ends, axes as attributes */
+	if (attrs) {
+		n = attr_ints(c, "starts", st, IR_MAX_RANK);
+		if (n < 0 || attr_ints(c, "ends", en, IR_MAX_RANK) != n)
+			return onnx_fail(c, "starts and ends differ in length");
+	} else {
+		NEED(1);
+		NEED(2);
+		n = onnx_const_ints(c, in[1], st, IR_MAX_RANK, "starts");
+		if (n < 0 || onnx_const_ints(c, in[2], en, IR_MAX_RANK, "ends") != n)
+			return n < 0 ? -EINVAL : onnx_fail(c, "starts and ends differ in length");
+	}
+	if (attrs && attr_find(c, "axes")) {
+		if (attr_ints(c, "axes", ax, IR_MAX_RANK) != n)
+			return onnx_fail(c, "axes and starts differ in length");
+	} else if (!attrs && nin > 3 && in[3]) {
 		if (onnx_const_ints(c, in[3], ax, IR_MAX_RANK, "axes") != n)
 			return onnx_fail(c, "axes and starts differ in length");
 	} else {
 		for (int i = 0; i < n; i++)
 			ax[i] = i;
 	}
-	if (nin > 4 && in[4]) {
+	if (!attrs && nin > 4 && in[4]) {
 		if (onnx_const_ints(c, in[4], sp, IR_MAX_RANK, "steps") != n)
 			return onnx_fail(c, "steps and starts differ in length");
 	} else {
@@ -830,10 +852,10 @@ static int h_onehot(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	NEED(0);
 	NEED(1);
 	NEED(2);
-	struct ir_tensor dt, vt;
-	if (onnx_const_view(c, in[1], &dt, "depth") < 0 || onnx_const_view(c, in[2], &vt, "values") < 0)
+	struct ir_tensor dt;
+	if (onnx_const_view(c, in[1], &dt, "depth") < 0)
 		return -EINVAL;
-	if (ir_shape_numel(&vt.shape) != 2)
+	if (in[2]->shape.rank != 1 || in[2]->shape.dims[0] != 2)
 		return onnx_fail(c, "values must hold [off, on]");
 	int64_t depth = (int64_t)ir_tensor_get_f64(&dt, 0);
 	const struct ir_shape *s = &in[0]->shape;
@@ -854,8 +876,8 @@ static int h_onehot(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	ks.dims[axis] = 1;
 	struct ir_value *hot = b_binary(c, IR_OP_EQ, b_reshape(c, idx, &ks), b_iota(c, IR_I64, &r, (int)axis));
 	struct ir_shape one = { 0 };
-	struct ir_value *off = b_const(c, vt.dtype, &one, vt.data);
-	struct ir_value *on = b_const(c, vt.dtype, &one, (char *)vt.data + ir_dtype_size(vt.dtype));
+	struct ir_value *off = b_reshape(c, b_slice(c, in[2], 0, 0, 1, 1), &one);
+	struct ir_value *on = b_reshape(c, b_slice(c, in[2], 0, 1, 2, 1), &one);
 	return OUT1(b_select(c, hot, on, off));
 }
 
@@ -892,11 +914,16 @@ static int h_trilu(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
-	NEED(1);
 	const struct ir_shape *x = &in[0]->shape;
 	int64_t pads[2 * IR_MAX_RANK], axes[IR_MAX_RANK];
 	char buf[16];
-	int n = onnx_const_ints(c, in[1], pads, 2 * IR_MAX_RANK, "pads");
+	int n;
+	if (c->opset < 11) /* Pad-2: pads and value are attributes */
+		n = attr_ints(c, "pads", pads, 2 * IR_MAX_RANK);
+	else if (nin > 1 && in[1])
+		n = onnx_const_ints(c, in[1], pads, 2 * IR_MAX_RANK, "pads");
+	else
+		return onnx_fail(c, "input 1 is required");
 	if (n < 0)
 		return -EINVAL;
 	int naxes = x->rank;
@@ -918,7 +945,9 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 	       : !strcmp(mode, "reflect") ? IR_PAD_REFLECT : -1;
 	if (a.mode < 0)
 		return onnx_fail(c, "unknown mode '%s'", mode);
-	if (nin > 2 && in[2]) {
+	if (c->opset < 11) {
+		a.value = attr_float(c, "value", 0);
+	} else if (nin > 2 && in[2]) {
 		struct ir_tensor v;
 		if (onnx_const_view(c, in[2], &v, "constant_value") < 0)
 			return -EINVAL;
@@ -971,7 +1000,7 @@ static int h_reduce(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	const char *op = op_type(c) + strlen("Reduce");
 	int64_t axes[IR_MAX_RANK];
 	/* ReduceSum takes axes as an input from opset 13, the others from 18 */
-	int n = reduce_axes(c, in, nin, axes, strcmp(op, "Sum") == 0 || c->opset >= 18);
+	int n = reduce_axes(c, in, nin, axes, (strcmp(op, "Sum") == 0 && c->opset >= 13) || c->opset >= 18);
 	if (n < 0)
 		return -EINVAL;
 	bool keep = attr_int(c, "keepdims", 1);
@@ -1048,8 +1077,8 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "GreaterOrEqual", h_binary, BIN }, { "Max", h_binary, BIN }, { "Min", h_binary, BIN },
 	{ "Sum", h_binary, BIN }, { "Mean", h_binary, BIN },
 	{ "Pow", h_pow, "" }, { "Mod", h_mod, "fmod" }, { "Where", h_where, "" },
-	{ "Identity", h_identity, "" }, { "Dropout", h_dropout, "seed" },
-	{ "Cast", h_cast, "to saturate" }, { "CastLike", h_cast, "" }, { "Clip", h_clip, "" },
+	{ "Identity", h_identity, "" }, { "Dropout", h_dropout, "seed ratio" },
+	{ "Cast", h_cast, "to saturate" }, { "CastLike", h_cast, "" }, { "Clip", h_clip, "min max" },
 	{ "LeakyRelu", h_activation, "alpha" }, { "Elu", h_activation, "alpha" },
 	{ "Selu", h_activation, "alpha gamma" }, { "Celu", h_activation, "alpha" },
 	{ "HardSigmoid", h_activation, "alpha beta" }, { "HardSwish", h_activation, "" },
@@ -1058,9 +1087,9 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "Mish", h_activation, "" },
 	{ "Shape", h_shape, "start end" }, { "Size", h_size, "" },
 	{ "Reshape", h_reshape, "allowzero" }, { "Flatten", h_flatten, "axis" },
-	{ "Squeeze", h_squeeze, "" }, { "Unsqueeze", h_unsqueeze, "" },
+	{ "Squeeze", h_squeeze, "axes" }, { "Unsqueeze", h_unsqueeze, "axes" },
 	{ "Transpose", h_transpose, "perm" }, { "Expand", h_expand, "" },
-	{ "Concat", h_concat, "axis" }, { "Split", h_split, "axis" }, { "Slice", h_slice, "" },
+	{ "Concat", h_concat, "axis" }, { "Split", h_split, "axis split" }, { "Slice", h_slice, "starts ends axes" },
 	{ "Gather", h_gather, "axis" }, { "GatherElements", h_gather_elements, "axis" },
 	{ "GatherND", h_gather_nd, "batch_dims" },
 	{ "ScatterElements", h_scatter_elements, "axis reduction" },
@@ -1069,8 +1098,8 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "ConstantOfShape", h_constant_of_shape, "value" }, { "Range", h_range, "" },
 	{ "Tile", h_tile, "" }, { "OneHot", h_onehot, "axis" },
 	{ "CumSum", h_cumsum, "exclusive reverse" }, { "Trilu", h_trilu, "upper" },
-	{ "Pad", h_pad, "mode" },
-	{ "ReduceSum", h_reduce, "keepdims noop_with_empty_axes" },
+	{ "Pad", h_pad, "mode pads value" },
+	{ "ReduceSum", h_reduce, "axes keepdims noop_with_empty_axes" },
 	{ "ReduceMean", h_reduce, "axes keepdims" }, { "ReduceMax", h_reduce, "axes keepdims" },
 	{ "ReduceMin", h_reduce, "axes keepdims" }, { "ReduceProd", h_reduce, "axes keepdims" },
 	{ "ReduceL1", h_reduce, "axes keepdims" }, { "ReduceL2", h_reduce, "axes keepdims" },

@@ -469,6 +469,8 @@ static int h_batchnorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 	if (r < 2)
 		return onnx_fail(c, "input needs rank >= 2");
 	double eps = attr_float(c, "epsilon", 1e-5), mom = attr_float(c, "momentum", 0.9);
+	if (attr_int(c, "spatial", 1) != 1)
+		return onnx_unsupported(c, "spatial=0 is not supported");
 	/* BatchNormalization-9 (opset < 14) trains when it has several outputs */
 	bool train = c->opset >= 14 ? attr_int(c, "training_mode", 0) != 0 : nout > 1;
 	struct ir_value *mean = per_channel(c, in[3], r), *var = per_channel(c, in[4], r);
@@ -591,9 +593,23 @@ static int h_softmax(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 	NEED(0);
 	struct ir_value *x = in[0];
 	int64_t axis;
+	bool logsm = strcmp(c->node->op_type, "LogSoftmax") == 0;
+	if (c->opset < 13) {
+		/* before opset 13: over all dims from axis (default 1), as a
+		 * [prod(dims[:axis]), prod(dims[axis:])] matrix */
+		if (onnx_axis(c, attr_int(c, "axis", 1), x->shape.rank, &axis) < 0)
+			return -EINVAL;
+		struct ir_shape m = { 2, { 1, 1 } };
+		for (int i = 0; i < x->shape.rank; i++)
+			m.dims[i < axis ? 0 : 1] *= x->shape.dims[i];
+		struct ir_value *xm = b_reshape(c, x, &m);
+		struct ir_attrs a = { .axis = 1 };
+		struct ir_value *y = logsm ? log_softmax(c, xm, 1) : b_op(c, IR_OP_SOFTMAX, 1, &xm, &a);
+		return OUT1(b_reshape(c, y, &x->shape));
+	}
 	if (onnx_axis(c, attr_int(c, "axis", -1), x->shape.rank, &axis) < 0)
 		return -EINVAL;
-	if (strcmp(c->node->op_type, "LogSoftmax") == 0)
+	if (logsm)
 		return OUT1(log_softmax(c, x, axis));
 	struct ir_attrs a = { .axis = axis };
 	return OUT1(b_op(c, IR_OP_SOFTMAX, 1, &x, &a));
@@ -658,11 +674,12 @@ static int h_loss(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 static int h_topk(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
-	NEED(1);
 	struct ir_value *x = in[0];
 	int64_t k, axis;
-	if (onnx_const_ints(c, in[1], &k, 1, "K") != 1)
-		return -EINVAL;
+	if (c->opset < 10)
+		k = attr_int(c, "k", -1);
+	else if (nin < 2 || !in[1] || onnx_const_ints(c, in[1], &k, 1, "K") != 1)
+		return nin < 2 || !in[1] ? onnx_fail(c, "input 1 (K) is required") : -EINVAL;
 	if (onnx_axis(c, attr_int(c, "axis", -1), x->shape.rank, &axis) < 0)
 		return -EINVAL;
 	struct ir_attrs a = { .axis = axis, .k = k, .mode = attr_int(c, "largest", 1) ? 0 : IR_TOPK_SMALLEST };
@@ -684,13 +701,13 @@ const struct onnx_op_def onnx_ops_nn[] = {
 	{ "AveragePool", h_pool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides" },
 	{ "GlobalAveragePool", h_global_pool, "" },
 	{ "GlobalMaxPool", h_global_pool, "" },
-	{ "BatchNormalization", h_batchnorm, "epsilon momentum training_mode" },
+	{ "BatchNormalization", h_batchnorm, "epsilon momentum training_mode spatial" },
 	{ "LayerNormalization", h_layernorm, "axis epsilon stash_type" },
 	{ "InstanceNormalization", h_instancenorm, "epsilon" },
 	{ "Softmax", h_softmax, "axis" },
 	{ "LogSoftmax", h_softmax, "axis" },
 	{ "SoftmaxCrossEntropyLoss", h_loss, "ignore_index reduction" },
 	{ "NegativeLogLikelihoodLoss", h_loss, "ignore_index reduction" },
-	{ "TopK", h_topk, "axis largest sorted" },
+	{ "TopK", h_topk, "axis largest sorted k" },
 };
 const int onnx_ops_nn_count = sizeof onnx_ops_nn / sizeof onnx_ops_nn[0];

@@ -2,8 +2,8 @@
  * fuzz_onnx.c: libFuzzer target for the ONNX importer (tests/fuzz/run-fuzz.sh
  * builds and runs it).
  *
- * Each input is written to one file per process (onnx_import reads paths)
- * and imported. A graph that comes back must verify and print; a small one
+ * Each input is written to one file per process (onnx_import reads paths),
+ * in $FUZZ_ONNX_TMP or /tmp, and imported. A graph that comes back must verify and print; a small one
  * is then run by the reference interpreter on zero inputs, so folding and
  * run-time checks (indices, external data) are fuzzed too. Any outcome but
  * a crash, a sanitizer report, a leak or an assertion is fine: NULL with a
@@ -24,12 +24,13 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char path[64];
+static char path[4096];
 static FILE *devnull;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	snprintf(path, sizeof path, "/tmp/fuzz_onnx_%ld.onnx", (long)getpid());
+	const char *dir = getenv("FUZZ_ONNX_TMP");
+	snprintf(path, sizeof path, "%s/fuzz_onnx_%ld.onnx", dir ? dir : "/tmp", (long)getpid());
 	devnull = fopen("/dev/null", "w");
 	if (!devnull)
 		abort();

@@ -1,0 +1,381 @@
+#!/usr/bin/env python3
+"""Benchmark pcc's reference interpreter on GPT-2 small against PyTorch.
+
+    python3 benchmarks/gpt2_small.py [--pcc build/compiler/pcc] [--keep DIR]
+
+Steps:
+
+1. Build a GPT-2-small model in torch (12 layers, d_model 768, 12 heads,
+   vocab 50257, context 1024, tied LM head, GPT-2 initialization from a
+   fixed seed; nothing is downloaded) and export it as ONNX opset 17 for
+   batch 1, sequence 128, with the weights as external data (weights.bin),
+   plus test_data_set_0/input_0.pb (token ids) and output_0.pb (torch's
+   logits), the layout of tests/models/.
+2. Run `pcc inspect --json` (parameters, forward FLOPs) and time `pcc eval`
+   (wall clock of the whole process: load, import, interpret, write) and,
+   to separate loading from interpreting, `pcc inspect` (load and import
+   only); compare pcc's logits with torch's.
+3. Time torch's own forward pass on the same input with 2 threads.
+4. Print a table and write it, with date, machine and command, to
+   benchmarks/results/gpt2_small_interp.md.
+
+--layers and --seq select a smaller variant (e.g. for profiling); such a
+run writes no results file unless --results is given.
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+try:
+    import numpy as np
+    import onnx
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from onnx import numpy_helper
+except ImportError:
+    # A pyenv (or venv) python3 may shadow Debian's, which has the packages.
+    if os.path.exists("/usr/bin/python3") and sys.executable != "/usr/bin/python3":
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    raise
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_RESULTS = os.path.join(REPO, "benchmarks", "results", "gpt2_small_interp.md")
+
+# GPT-2 small
+N_LAYER, D_MODEL, N_HEAD, VOCAB, N_CTX = 12, 768, 12, 50257, 1024
+BATCH, SEQ = 1, 128
+OPSET = 17
+SEED = 1234
+THREADS = 2  # torch.set_num_threads for the torch baseline
+
+
+# --------------------------------------------------------------------------
+# Model: a standard GPT-2 (pre-LayerNorm, tanh GELU, learned positions)
+# --------------------------------------------------------------------------
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, n_head, n_ctx):
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn = nn.Linear(d_model, 3 * d_model)
+        self.c_proj = nn.Linear(d_model, d_model)
+        mask = torch.tril(torch.ones(n_ctx, n_ctx, dtype=torch.bool))
+        self.register_buffer("mask", mask.view(1, 1, n_ctx, n_ctx), persistent=False)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        hd = C // self.n_head
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)  # [B, H, T, hd]
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.c_fc = nn.Linear(d_model, 4 * d_model)
+        self.c_proj = nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, n_head, n_ctx):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_head, n_ctx)
+        self.ln_2 = nn.LayerNorm(d_model)
+        self.mlp = MLP(d_model)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2(nn.Module):
+    def __init__(self, n_layer, d_model=D_MODEL, n_head=N_HEAD, vocab=VOCAB, n_ctx=N_CTX):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d_model)
+        self.wpe = nn.Embedding(n_ctx, d_model)
+        self.h = nn.ModuleList([Block(d_model, n_head, n_ctx) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+        self.apply(self._init_weights)
+        # GPT-2 scales the residual projections by 1/sqrt(2 * n_layer).
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+
+    @staticmethod
+    def _init_weights(m):
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    def forward(self, ids):
+        T = ids.size(1)
+        pos = torch.arange(0, T, dtype=torch.long, device=ids.device)
+        x = self.wte(ids) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+# --------------------------------------------------------------------------
+# Export
+# --------------------------------------------------------------------------
+
+
+def write_tensor(path, array, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(np.ascontiguousarray(array), name=name).SerializeToString())
+
+
+def export(model, ids, out_dir):
+    """Write model.onnx + weights.bin + test_data_set_0/ into out_dir;
+    return torch's logits."""
+    model_path = os.path.join(out_dir, "model.onnx")
+    with torch.no_grad():
+        logits = model(ids).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer warnings about constants are expected
+        torch.onnx.export(
+            model,
+            (ids,),
+            model_path,
+            opset_version=OPSET,
+            input_names=["ids"],
+            output_names=["logits"],
+            do_constant_folding=True,
+        )
+    # torch writes a single protobuf here (< 2 GB); move the weights out.
+    proto = onnx.load(model_path)
+    onnx.save_model(
+        proto,
+        model_path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="weights.bin",
+    )
+    onnx.checker.check_model(model_path)
+    data_dir = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(data_dir, exist_ok=True)
+    write_tensor(os.path.join(data_dir, "input_0.pb"), ids.numpy(), "ids")
+    write_tensor(os.path.join(data_dir, "output_0.pb"), logits, "logits")
+    return logits
+
+
+# --------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------
+
+
+def run_timed(cmd):
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    return elapsed, proc.stdout
+
+
+def time_torch(model, ids, runs):
+    """Median forward time after one warm-up run."""
+    times = []
+    with torch.no_grad():
+        model(ids)
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            model(ids)
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def compare(got, want):
+    diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    rel = diff / np.maximum(np.abs(want.astype(np.float64)), 1e-6)
+    return float(diff.max()), float(rel.max()), float(np.abs(want).max())
+
+
+# --------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------
+
+
+def machine():
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}"
+
+
+def fmt_s(seconds):
+    return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1e3:.1f} ms"
+
+
+def fmt_runs(times):
+    return ", ".join(f"{t:.2f}" for t in times)
+
+
+def report(r):
+    gflop = r["flops"] / 1e9
+    rows = [
+        ("model", r["model"]),
+        ("parameters (pcc inspect)", f"{r['params']:,} ({r['params'] / 1e6:.1f} M)"),
+        ("parameters (torch, tied)", f"{r['torch_params']:,} ({r['torch_params'] / 1e6:.1f} M)"),
+        ("forward FLOPs (pcc inspect)", f"{r['flops']:.4g} ({gflop:.1f} GFLOP)"),
+        (
+            "pcc eval, wall clock (median)",
+            f"{fmt_s(r['pcc_eval'])}  [runs: {fmt_runs(r['pcc_eval_runs'])} s]",
+        ),
+        (
+            "pcc inspect = load + import (median)",
+            f"{fmt_s(r['pcc_load'])}  [runs: {fmt_runs(r['pcc_load_runs'])} s]",
+        ),
+        (
+            "pcc interpret ≈ eval − inspect",
+            f"{fmt_s(r['pcc_interp'])}  ({gflop / r['pcc_interp']:.2f} GFLOP/s)",
+        ),
+        (
+            f"torch forward, {THREADS} threads (median)",
+            f"{fmt_s(r['torch'])}  ({gflop / r['torch']:.1f} GFLOP/s)  "
+            f"[runs: {', '.join(f'{t:.3f}' for t in r['torch_runs'])} s]",
+        ),
+        ("pcc eval / torch forward", f"{r['pcc_eval'] / r['torch']:.0f}x"),
+        ("pcc interpret / torch forward", f"{r['pcc_interp'] / r['torch']:.0f}x"),
+        ("max abs error vs torch", f"{r['max_abs']:.3g} (max |logit| {r['max_logit']:.3g})"),
+        ("max rel error vs torch", f"{r['max_rel']:.3g}"),
+        ("outputs match (allclose rtol 1e-3, atol 1e-4)", "yes" if r["match"] else "NO"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    table = [f"| {'metric':<{w}} | value |", f"|{'-' * (w + 2)}|-------|"]
+    table += [f"| {k:<{w}} | {v} |" for k, v in rows]
+    return "\n".join(table)
+
+
+def write_markdown(path, r, table):
+    date = subprocess.run(["date", "-u"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    text = f"""# GPT-2 small in pcc's reference interpreter
+
+- date: {date}
+- machine: {r['machine']}
+- pcc: `{r['pcc_version']}`
+- torch {torch.__version__}, onnx {onnx.__version__}, numpy {np.__version__}
+- command: `{r['command']}`
+
+{r['model']}: ONNX opset {OPSET}, weights as external data, fixed seed {SEED}.
+pcc times are the wall clock of the whole `pcc` process (median of
+{r['runs']}); `pcc inspect` loads and imports the model without interpreting
+it, so eval − inspect approximates the interpreter alone.  torch is timed on
+`model(ids)` under `torch.no_grad()` after one warm-up run.
+
+{table}
+"""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+# --------------------------------------------------------------------------
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pcc", default=os.path.join(REPO, "build", "compiler", "pcc"))
+    parser.add_argument("--keep", metavar="DIR", help="write the model here and keep it")
+    parser.add_argument("--layers", type=int, default=N_LAYER, help="smaller variant")
+    parser.add_argument("--seq", type=int, default=SEQ, help="sequence length")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of each")
+    parser.add_argument("--results", help=f"markdown output (default for the full model: "
+                        f"{os.path.relpath(DEFAULT_RESULTS, REPO)})")
+    args = parser.parse_args()
+    full = args.layers == N_LAYER and args.seq == SEQ
+    results = args.results or (DEFAULT_RESULTS if full else None)
+    pcc = os.path.abspath(args.pcc)
+
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(SEED)
+    model = GPT2(args.layers).eval()
+    ids = torch.randint(0, VOCAB, (BATCH, args.seq), generator=torch.Generator().manual_seed(SEED))
+    name = "GPT-2 small" if args.layers == N_LAYER else f"GPT-2 small, {args.layers} layers"
+    r = dict(
+        model=f"{name}, batch {BATCH}, sequence {args.seq}",
+        torch_params=sum(p.numel() for p in model.parameters()),
+        runs=args.runs,
+        machine=machine(),
+        command=shlex.join(["python3", os.path.relpath(sys.argv[0], os.getcwd())] + sys.argv[1:]),
+    )
+
+    out_dir = args.keep or tempfile.mkdtemp(prefix="pcc_gpt2_")
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        print(f"exporting to {out_dir} ...", flush=True)
+        want = export(model, ids, out_dir)
+        model_path = os.path.join(out_dir, "model.onnx")
+        data_dir = os.path.join(out_dir, "test_data_set_0")
+        pcc_out = os.path.join(out_dir, "pcc_out")
+
+        r["pcc_version"] = run_timed([pcc, "version"])[1].strip()
+        info = json.loads(run_timed([pcc, "inspect", model_path, "--json"])[1])
+        r["params"], r["flops"] = info["params"], info["flops"]
+        print(f"pcc inspect: {r['params']:,} params, {r['flops']:.4g} FLOPs", flush=True)
+
+        r["pcc_load_runs"] = [run_timed([pcc, "inspect", model_path])[0] for _ in range(args.runs)]
+        r["pcc_eval_runs"] = []
+        for i in range(args.runs):
+            t, _ = run_timed([pcc, "eval", model_path, "-i", data_dir, "-o", pcc_out])
+            r["pcc_eval_runs"].append(t)
+            print(f"pcc eval run {i + 1}/{args.runs}: {t:.2f} s", flush=True)
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(pcc_out, "output_0.pb")))
+        if got.shape != want.shape:
+            sys.exit(f"pcc output shape {got.shape} != torch {want.shape}")
+        r["max_abs"], r["max_rel"], r["max_logit"] = compare(got, want)
+        r["match"] = bool(np.allclose(got, want, rtol=1e-3, atol=1e-4))
+
+        r["torch_runs"] = time_torch(model, ids, args.runs)
+    finally:
+        if not args.keep:
+            shutil.rmtree(out_dir, ignore_errors=True)
+
+    r["pcc_eval"] = statistics.median(r["pcc_eval_runs"])
+    r["pcc_load"] = statistics.median(r["pcc_load_runs"])
+    r["pcc_interp"] = max(r["pcc_eval"] - r["pcc_load"], 1e-9)
+    r["torch"] = statistics.median(r["torch_runs"])
+    table = report(r)
+    print()
+    print(table)
+    if results:
+        write_markdown(results, r, table)
+        print(f"\nwrote {os.path.relpath(results, os.getcwd())}")
+
+
+if __name__ == "__main__":
+    main()
