@@ -129,10 +129,16 @@ class GPT2(nn.Module):
 
     @staticmethod
     def _init_weights(m):
+        # GPT-2's N(0, 0.02) weights.  Biases and LayerNorm affine params get
+        # small random values instead of zeros/ones: a trained model's are
+        # not constant, and the ONNX exporter would merge equal initializers.
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, mean=0.0, std=0.02)
         if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
+            nn.init.normal_(m.bias, mean=0.0, std=0.02)
+        if isinstance(m, nn.LayerNorm):
+            nn.init.normal_(m.weight, mean=1.0, std=0.02)
+            nn.init.normal_(m.bias, mean=0.0, std=0.02)
 
     def forward(self, ids):
         T = ids.size(1)
@@ -168,7 +174,10 @@ def export(model, ids, out_dir):
             opset_version=OPSET,
             input_names=["ids"],
             output_names=["logits"],
-            do_constant_folding=True,
+            # Folding would bake the LM head's transpose of the tied wte into
+            # a second 38.6M-float initializer (and wpe[arange(T)] into a
+            # constant); unfolded, the ONNX parameters are torch's.
+            do_constant_folding=False,
         )
     # torch writes a single protobuf here (< 2 GB); move the weights out.
     proto = onnx.load(model_path)

@@ -634,6 +634,8 @@ static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 	struct ir_data d = { 0 };
 	struct ir_tensor host = { 0 };
 	struct ir_value *v = NULL;
+	if (sym_get(c->names, name))
+		goto dup;
 	if (onnx_tensor_type(t, &dt, &s) < 0)
 		goto fail;
 	size_t want = (size_t)ir_shape_numel(&s) * ir_dtype_size(dt);
@@ -686,6 +688,8 @@ static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 	if (!v)
 		goto fail;
 	return sym_put(c->names, v->name, v);
+dup:
+	ir_errorf(-EINVAL, "name \"%s\" is defined twice", name);
 fail:
 	ir_tensor_free(&host);
 	ir_error_prefix("%s: initializer \"%s\"", c->path, name);
@@ -967,6 +971,9 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 	sym_free(&names);
 	return c.g;
 fail:
+	/* every message names the file, whatever failed */
+	if (strncmp(ir_error(), path, strlen(path)) != 0)
+		ir_error_prefix("%s", path);
 	sym_free(&names);
 	ir_graph_free(c.g);
 	return NULL;
