@@ -190,6 +190,7 @@ static int prepare(const struct ir_tensor *t, enum dom d, const struct ir_ilist 
 	void *buf = ir_malloc((size_t)ir_shape_numel(&t->shape) * dom_size(d));
 	if (!buf) {
 		ir_free(src_own);
+		op->own = NULL;
 		return interp_nomem("a permuted dot operand");
 	}
 	interp_strides(&t->shape, st);

@@ -11,7 +11,7 @@
  *   param %1 "fc.weight" : f32[3,4] = external "w.bin" offset 0 bytes 48
  *   param %2 "fc.bias" : f32[4] = hex "0000803f0000803f0000803f0000803f"
  *   %3 : f32[2,4] = dot %0, %1 lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0] @"/fc/MatMul"
- *   %4 : f32[2,4] = broadcast %2 shape=[2,4] axes=[0]
+ *   %4 : f32[2,4] = broadcast %2 shape=[2,4] axes=[1]
  *   %5 "y" : f32[2,4] = add %3, %4
  *   output %5 "y"
  *
@@ -34,7 +34,8 @@
  * nothing; an empty name prints "". Doubles print in the shortest %.Ng that
  * reads back to the same bits, and inf, -inf, nan, -nan by name (other
  * NaN payloads as nan:0x<16 hex digits>). Modes print by name (mode=last,
- * mode=reflect, ...) and numerically when outside the op's names.
+ * mode=reflect, ...) and numerically when outside the op's names. Numbers
+ * assume the C locale for LC_NUMERIC (pcc never calls setlocale).
  *
  * The parser is lenient where it costs nothing (attributes in any order,
  * missing ones zero, sparse %ids, statements in any order as long as values
@@ -51,7 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* ---- the attributes each op reads ------------------------------------- */
 
@@ -412,9 +413,9 @@ static void put_node(FILE *f, const int *num, const struct ir_node *n)
 	fputc('\n', f);
 }
 
-static void number(int *num, int *next, const struct ir_value *v)
+static void number(int *num, int nv, int *next, const struct ir_value *v)
 {
-	IR_ASSERT(num[v->id] < 0);
+	IR_ASSERT(v->id >= 0 && v->id < nv && num[v->id] < 0);
 	num[v->id] = (*next)++;
 }
 
@@ -428,13 +429,13 @@ int ir_print(const struct ir_graph *g, FILE *f)
 	for (int i = 0; i < nv; i++)
 		num[i] = -1;
 	for (int i = 0; i < ir_graph_ninputs(g); i++)
-		number(num, &next, ir_graph_input(g, i));
+		number(num, nv, &next, ir_graph_input(g, i));
 	for (int i = 0; i < ir_graph_nparams(g); i++)
-		number(num, &next, ir_graph_param(g, i));
+		number(num, nv, &next, ir_graph_param(g, i));
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int j = 0; j < n->nout; j++)
-			number(num, &next, n->out[j]);
+			number(num, nv, &next, n->out[j]);
 	}
 
 	fputs("pcc-ir 1\n", f);
@@ -1152,14 +1153,13 @@ static int check_node(struct parser *ps, enum ir_op op, int nres, int nin,
 	if (op_syntax(op).attrs & A(DATA)) {
 		/* a.shape passed ir_shape_check if given, and is [] if not */
 		int64_t need = type_bytes(a->dtype, &a->shape);
+		char shape[IR_SHAPE_STR_MAX];
 		if (!(seen & A(DATA)) && need > 0)
 			return fail(ps, "%s needs data=hex \"...\"", name);
 		if ((seen & A(DATA)) && data_bytes != need)
 			return fail(ps, "%s data has %" PRId64 " bytes, %s%s needs %" PRId64, name,
 				    data_bytes, ir_dtype_name(a->dtype),
-				    ir_shape_str(&a->shape, (char[IR_SHAPE_STR_MAX]){ 0 },
-						 IR_SHAPE_STR_MAX),
-				    need);
+				    ir_shape_str(&a->shape, shape, sizeof shape), need);
 	}
 	return 0;
 }

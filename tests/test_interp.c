@@ -1344,6 +1344,81 @@ static void test_graph(void)
 	unlink(path);
 }
 
+/* A graph touching every kernel that allocates scratch memory: making each
+ * allocation fail in turn must give -ENOMEM and leak nothing (ASan). */
+static void test_alloc_failures(void)
+{
+	struct ir_graph *g = ir_graph_new();
+	static const float wv[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, sv[4] = { 1, 1, 2, 2 };
+	struct ir_value *x16 = ir_graph_add_input(g, "x", IR_F16, &SH(2, 3, 4));
+	struct ir_value *idx = ir_graph_add_input(g, "idx", IR_I64, &SH(2));
+	struct ir_data wd = { .bytes = wv, .nbytes = sizeof wv }, sd = { .bytes = sv, .nbytes = sizeof sv };
+	struct ir_value *w = ir_graph_add_param(g, "w", IR_F32, &SH(2, 1, 2, 2), &wd);
+	struct ir_value *sc = ir_graph_add_param(g, "s", IR_F32, &SH(4), &sd);
+	struct ir_attrs cv = { .dtype = IR_F32 };
+	struct ir_value *x = ir_graph_add_node(g, IR_OP_CONVERT, "cvt", 1, &x16, &cv)->out[0];
+	struct ir_value *outs[16];
+	int no = 0;
+	struct ir_attrs dot = { .lhs_batch = IR_ILIST(0), .rhs_batch = IR_ILIST(0),
+				.lhs_contract = IR_ILIST(2, 1), .rhs_contract = IR_ILIST(2, 1) };
+	outs[no++] = ir_graph_add_node(g, IR_OP_DOT, "dot", 2, (struct ir_value *[]){ x16, x16 }, &dot)->out[0];
+	struct ir_attrs rs = { .shape = SH(1, 2, 3, 4) };
+	struct ir_value *x4 = ir_graph_add_node(g, IR_OP_RESHAPE, "rs", 1, &x, &rs)->out[0];
+	struct ir_attrs conv = { .stride = IR_ILIST(1, 1), .pad_lo = IR_ILIST(1, 0), .pad_hi = IR_ILIST(0, 1),
+				 .dilation = IR_ILIST(1, 1), .groups = 2 };
+	outs[no++] = ir_graph_add_node(g, IR_OP_CONV, "conv", 2, (struct ir_value *[]){ x4, w }, &conv)->out[0];
+	struct ir_attrs red = { .axes = IR_ILIST(1) };
+	outs[no++] = ir_graph_add_node(g, IR_OP_REDUCE_SUM, "red", 1, &x, &red)->out[0];
+	struct ir_attrs win = { .window = IR_ILIST(1, 2, 2), .stride = IR_ILIST(1, 1, 1),
+				.pad_lo = IR_ILIST(0, 1, 1), .pad_hi = IR_ILIST(0, 0, 0),
+				.dilation = IR_ILIST(1, 1, 1) };
+	outs[no++] = ir_graph_add_node(g, IR_OP_WINDOW_MAX, "win", 1, &x, &win)->out[0];
+	struct ir_attrs tk = { .axis = 2, .k = 2 };
+	struct ir_node *topk = ir_graph_add_node(g, IR_OP_TOPK, "topk", 1, &x, &tk);
+	outs[no++] = topk->out[0];
+	outs[no++] = topk->out[1];
+	struct ir_attrs ax1 = { .axis = 1 }, ax2 = { .axis = 2, .eps = 1e-5 }, ax0 = { .axis = 0 };
+	outs[no++] = ir_graph_add_node(g, IR_OP_SOFTMAX, "sm", 1, &x, &ax1)->out[0];
+	outs[no++] = ir_graph_add_node(g, IR_OP_LAYER_NORM, "ln", 3, (struct ir_value *[]){ x, sc, sc }, &ax2)->out[0];
+	outs[no++] = ir_graph_add_node(g, IR_OP_CUMSUM, "cs", 1, &x, &ax1)->out[0];
+	outs[no++] = ir_graph_add_node(g, IR_OP_ARGMAX, "am", 1, &x, &ax1)->out[0];
+	struct ir_value *ga = ir_graph_add_node(g, IR_OP_GATHER, "ga", 2, (struct ir_value *[]){ x, idx }, &ax0)->out[0];
+	struct ir_attrs sa = { .mode = IR_SCATTER_ADD };
+	outs[no++] = ir_graph_add_node(g, IR_OP_SCATTER, "sc", 3, (struct ir_value *[]){ x, idx, ga }, &sa)->out[0];
+	struct ir_attrs pad = { .pad_lo = IR_ILIST(0, 1, 1), .pad_hi = IR_ILIST(1, 1, 0), .mode = IR_PAD_REFLECT };
+	outs[no++] = ir_graph_add_node(g, IR_OP_PAD, "pad", 1, &x, &pad)->out[0];
+	struct ir_attrs io = { .shape = SH(2, 2), .dtype = IR_F16, .axis = 1 };
+	outs[no++] = ir_graph_add_node(g, IR_OP_IOTA, "iota", 0, NULL, &io)->out[0];
+	for (int o = 0; o < no; o++)
+		ir_graph_add_output(g, outs[o], NULL);
+	TAP_OK(ir_verify(g) == 0, "allocation-failure graph verifies (%s)", ir_error());
+
+	uint16_t xs[24];
+	for (int i = 0; i < 24; i++)
+		xs[i] = f16((float)((i * 7) % 5) - 1.5f);
+	static const int64_t iv[2] = { 1, -1 };
+	struct ir_tensor in[2] = { T(IR_F16, SH(2, 3, 4), xs), T(IR_I64, SH(2), iv) }, out[16];
+	bool clean = true;
+	int fails = 0, rc = -1;
+	for (long k = 0; k < 1000 && rc != 0; k++) {
+		ir_alloc_fail_after(k);
+		rc = interp_run(g, in, out);
+		ir_alloc_fail_after(-1);
+		if (rc == 0)
+			break;
+		fails++;
+		if (rc != -ENOMEM) {
+			TAP_DIAG("allocation %ld: %d %s", k, rc, ir_error());
+			clean = false;
+		}
+	}
+	TAP_OK(rc == 0 && clean && fails > 30,
+	       "each of %d allocation failures across all kernels gives -ENOMEM", fails);
+	for (int o = 0; rc == 0 && o < no; o++)
+		ir_tensor_free(&out[o]);
+	ir_graph_free(g);
+}
+
 /* A chain long enough that freeing intermediates matters: 200 adds of a
  * 1 MiB tensor would need 200 MiB if nothing were freed; the result is x +
  * 200 exactly. */
@@ -1402,6 +1477,7 @@ int main(void)
 	test_movement();
 	test_sources();
 	test_graph();
+	test_alloc_failures();
 	test_chain();
 	rmdir(tmpdir);
 	return tap_done();

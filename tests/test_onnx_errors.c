@@ -305,6 +305,21 @@ static struct mb *mb_mlp(void)
 	return b;
 }
 
+/* mb_mlp, then y2 = Reshape(y, Concat(Gather(Shape(y), [0]), [-1])): the
+ * shape computation folds into constants through the interpreter. */
+static struct mb *mb_folding(void)
+{
+	struct mb *b = mb_mlp();
+	mb_init_i64(b, "zero", 1, (int64_t[]){ 0 });
+	mb_init_i64(b, "minus1", 1, (int64_t[]){ -1 });
+	mb_node(b, "Shape", "shape", "y", "s");
+	mb_node(b, "Gather", "dim0", "s,zero", "d0");
+	mb_attr_int(b, mb_node(b, "Concat", "target", "d0,minus1", "t"), "axis", 0);
+	mb_node(b, "Reshape", "same", "y,t", "y2");
+	b->g.output[0]->name = "y2";
+	return b;
+}
+
 /* ---- checks ------------------------------------------------------------ */
 
 static bool has_all(const char *msg, va_list ap, const char **missing)
@@ -741,6 +756,8 @@ static void test_gather(void)
 	p = mb_write(b, "gather_fold.onnx");
 	EXPECT_ERROR("Gather of constants out of range (folded at import)", p, NULL, p,
 		     "node \"lookup\" (Gather)", "out of range");
+	const char *first = strstr(ir_error(), "node \"lookup\"");
+	TAP_OK(first && !strstr(first + 1, "node \"lookup\""), "folding error names the node once");
 	mb_free(b);
 }
 
@@ -813,17 +830,24 @@ static void sweep_failures(const char *what, int (*fn)(const struct fail_point *
 	TAP_OK(r == SUCCEEDED && bad == 0, "%s: %ld failure points, %ld not clean", what, f->k, bad);
 }
 
-static void test_alloc_failures(void)
+static void alloc_failures(struct mb *b, const char *name)
 {
-	struct mb *b = mb_mlp();
-	struct fail_point f = { .path = mb_write(b, "alloc.onnx") };
-	sweep_failures("import under allocation failure (NULL, message naming the file)",
-		       import_at, &f);
+	char what[128];
+	struct fail_point f = { .path = mb_write(b, name) };
+	snprintf(what, sizeof what, "%s: import under allocation failure (NULL, message naming the file)", name);
+	sweep_failures(what, import_at, &f);
 	struct ir_graph *g = onnx_import(f.path, NULL, NULL);
+	snprintf(what, sizeof what, "%s: interp_run under allocation failure (-ENOMEM)", name);
 	if ((f.g = g))
-		sweep_failures("interp_run under allocation failure (-ENOMEM)", run_at, &f);
+		sweep_failures(what, run_at, &f);
 	ir_graph_free(g);
 	mb_free(b);
+}
+
+static void test_alloc_failures(void)
+{
+	alloc_failures(mb_mlp(), "alloc_mlp.onnx");
+	alloc_failures(mb_folding(), "alloc_folding.onnx");
 }
 
 /* ---- the pcc binary ---------------------------------------------------------- */
