@@ -252,8 +252,14 @@ static struct ir_node *fold(struct onnx_ctx *c, struct ir_node *n)
 		return n;
 	for (int i = 0; i < n->nin; i++)
 		in[i] = (struct ir_tensor){ n->in[i]->dtype, n->in[i]->shape, (void *)n->in[i]->def->a.data };
-	if (interp_node(n, in, out) < 0)
+	if (interp_node(n, in, out) < 0) {
+		/* the importer names the ONNX node; keep only the kernel's reason */
+		char why[1024];
+		const char *m = ir_error(), *p = strstr(m, "): ");
+		snprintf(why, sizeof why, "%s", p ? p + 3 : m);
+		ir_errorf(ir_error_code(), "%s", why);
 		return NULL;
+	}
 	struct ir_node *k = NULL;
 	if (n->nout == 1) {
 		struct ir_attrs a = { .dtype = out[0].dtype, .shape = out[0].shape, .data = out[0].data };

@@ -566,6 +566,9 @@ static const struct {
 	{ H "input %0 : f32[1000000000000000]\n", "line 2: shape [1000000000000000] has more than 2^44 elements" },
 	{ H "input %0 : f32[100000,100000,100000]\n", "line 2: shape [100000,100000,100000] has more than 2^44" },
 	{ H "input %0 : f32[99999999999999999999]\n", "line 2: integer out of range" },
+	/* no elements but a huge dim: inference must not overflow (UBSan) */
+	{ H "input %0 : f32[0,9223372036854775807]\n"
+	    "%1 : f32[0,9223372036854775807] = pad %0 pad_lo=[0,1] pad_hi=[0,1]\n", "line " },
 	{ H "input %0 : f32[1,1,1,1,1,1,1,1,1]\n", "line 2: more than 8 dims" },
 	{ H "input %0 : f32[2]\n", "" }, /* placeholder replaced below: must parse */
 	{ H X "%1 : f32[2,3] = neg %9\n", "line 3: %9 used before definition" },
