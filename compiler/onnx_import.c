@@ -716,6 +716,8 @@ static const struct onnx_op_def *find_op(const char *name)
 static bool attr_accepted(const char *list, const char *name)
 {
 	size_t n = strlen(name);
+	if (n == 0)
+		return false;
 	for (const char *p = list; (p = strstr(p, name)); p += n)
 		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
 			return true;

@@ -170,7 +170,7 @@ int ir_shape_check(const struct ir_shape *s)
 		if (d < 0)
 			return ir_errorf(-EINVAL, "negative dimension in shape %s",
 					 ir_shape_str(s, buf, sizeof buf));
-		if (d > 0 && n > IR_MAX_NUMEL / d)
+		if (d > IR_MAX_NUMEL || (d > 0 && n > IR_MAX_NUMEL / d))
 			return ir_errorf(-EINVAL, "shape %s has more than 2^44 elements",
 					 ir_shape_str(s, buf, sizeof buf));
 		n *= d;

@@ -27,5 +27,9 @@ check "eval of external-data model reads weights.bin" "$pcc" eval "$models/mlp_e
 check "missing model: exit 1, one line" sh -c "'$pcc' inspect '$tmp/nope.onnx' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q '^pcc: .*nope.onnx: cannot open' '$tmp/e'"
 check "unknown command is an error" sh -c "! '$pcc' frobnicate 2>/dev/null"
 check "print emits the core IR" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' | grep -q 'dot'"
+# inputs the fuzzer once found a crash or hang on: a clean error, quickly
+for f in "$models/../fuzz/regressions/"*.onnx; do
+	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"
+done
 echo "1..$n"
 exit $fail

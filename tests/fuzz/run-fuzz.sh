@@ -67,7 +67,9 @@ fuzz_target() {
 	fi
 	artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
 	echo "not ok $n - $name: crash after ${runs:-?} runs in $took s: ${artifact:-no reproducer} (log $log)"
-	grep -m 1 -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|pcc: internal error)' "$log" | sed 's/^/# /' || true
+	# the report's first line and the first frames in pcc's own sources
+	grep -a -m 1 -E '^==[0-9]+== ?ERROR|runtime error|pcc: internal error' "$log" | sed 's/^/# /' || true
+	grep -a -E '^ +#[0-9]+ .* in .*/(ir|compiler|tests)/' "$log" | head -n 4 | sed 's/^/# /' || true
 	failed=1
 }
 
