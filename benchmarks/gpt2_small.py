@@ -27,6 +27,7 @@ import json
 import math
 import os
 import platform
+import resource
 import shlex
 import shutil
 import statistics
@@ -251,7 +252,7 @@ def machine():
                     break
     except OSError:
         pass
-    return f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}"
+    return f"nproc {len(os.sched_getaffinity(0))}, {cpu}"
 
 
 def git_describe():
@@ -269,7 +270,7 @@ def fmt_s(seconds):
 
 
 def fmt_runs(times):
-    return ", ".join(f"{t:.2f}" for t in times)
+    return ", ".join(f"{t:.3g}" for t in times)
 
 
 def report(r):
@@ -281,14 +282,17 @@ def report(r):
         ("forward FLOPs (pcc inspect)", f"{r['flops']:.4g} ({gflop:.1f} GFLOP)"),
         (
             "pcc eval, wall clock (median)",
-            f"{fmt_s(r['pcc_eval'])}  ({gflop / r['pcc_eval']:.2f} GFLOP/s)  [runs: {fmt_runs(r['pcc_eval_runs'])} s]",
+            f"{fmt_s(r['pcc_eval'])}  ({gflop / r['pcc_eval']:.1f} GFLOP/s)  "
+            f"[runs: {fmt_runs(r['pcc_eval_runs'])} s]",
         ),
         (
             f"torch forward, {THREADS} threads (median)",
             f"{fmt_s(r['torch'])}  ({gflop / r['torch']:.1f} GFLOP/s)  "
-            f"[runs: {', '.join(f'{t:.3f}' for t in r['torch_runs'])} s]",
+            f"[runs: {fmt_runs(r['torch_runs'])} s]",
         ),
-        ("pcc eval / torch forward", f"{r['pcc_eval'] / r['torch']:.0f}x"),
+        ("pcc eval peak RSS", f"{r['pcc_rss_mb']:,.0f} MB"),
+        ("pcc eval / torch forward", f"{r['pcc_eval'] / r['torch']:.1f}x"),
+        ("target: seconds, not minutes (< 60 s)", "met" if r["pcc_eval"] < 60 else "NOT met"),
         ("max abs error vs torch", f"{r['max_abs']:.3g}"),
         ("max abs error / max abs torch logit", f"{r['max_abs'] / r['max_logit']:.3g}"),
         ("max rel error vs torch, elementwise", f"{r['max_rel']:.3g}"),
@@ -306,17 +310,19 @@ def write_markdown(path, r, table):
     text = f"""# GPT-2 small in pcc's reference interpreter
 
 - date: {date}
-- machine: {r['machine']}
+- machine: {r['machine']}; load average before the run {r['load']}
 - pcc: `{r['pcc_version']}`, binary `{r['pcc']}`, repository at {r['git']}
 - torch {torch.__version__}, onnx {onnx.__version__}, numpy {np.__version__}
 - command: `{r['command']}`
 
 {r['model']}: ONNX opset {OPSET}, weights as external data, fixed seed {SEED}.
-pcc's time is the wall clock of the whole `pcc eval` process (median of
-{r['runs']}): import, reading weights.bin, interpreting, writing the output.
-torch's is `model(ids)` under `torch.no_grad()` with
-`torch.set_num_threads({THREADS})`, median of {r['runs']} after one warm-up
-run.
+
+pcc's time is the wall clock of the whole `pcc eval` process, median of
+{r['runs']}: import, reading weights.bin (from the page cache), interpreting
+and writing the output.  Its dots call OpenBLAS `cblas_sgemm` with OpenBLAS's
+default thread count.  torch's time is `model(ids)` under `torch.no_grad()`
+with `torch.set_num_threads({THREADS})`, median of {r['runs']} after one
+warm-up run.
 
 {table}
 """
@@ -352,6 +358,7 @@ def main():
         torch_params=sum(p.numel() for p in model.parameters()),
         runs=args.runs,
         machine=machine(),
+        load=" ".join(f"{x:.2f}" for x in os.getloadavg()),
         pcc=args.pcc,
         git=git_describe(),
         command=shlex.join(["python3", os.path.relpath(sys.argv[0], os.getcwd())] + sys.argv[1:]),
@@ -380,6 +387,8 @@ def main():
         if got.shape != want.shape:
             sys.exit(f"pcc output shape {got.shape} != torch {want.shape}")
         r.update(compare(got, want))
+        # ru_maxrss of the largest child so far (KiB): the pcc eval runs
+        r["pcc_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
         r["torch_runs"] = time_torch(model, ids, args.runs)
     finally:
@@ -393,7 +402,7 @@ def main():
     print(table)
     if results:
         write_markdown(results, r, table)
-        print(f"\nwrote {os.path.relpath(results, os.getcwd())}")
+        print(f"\nwrote {results}")
 
 
 if __name__ == "__main__":

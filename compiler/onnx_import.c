@@ -213,6 +213,33 @@ int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t,
 			 what);
 }
 
+int onnx_const_scalar(struct onnx_ctx *c, struct ir_value *v, double *out, const char *what)
+{
+	struct ir_tensor t;
+	if (onnx_const_view(c, v, &t, what) < 0)
+		return -EINVAL;
+	if (ir_shape_numel(&t.shape) != 1)
+		return onnx_fail(c, "%s must hold one element, not %lld", what,
+				 (long long)ir_shape_numel(&t.shape));
+	*out = ir_tensor_get_f64(&t, 0);
+	return 0;
+}
+
+/* A relative path that stays inside the model's directory: no leading '/',
+ * no ".." component. */
+static bool path_inside(const char *p)
+{
+	if (!p[0] || p[0] == '/')
+		return false;
+	for (const char *s = p; *s;) {
+		size_t n = strcspn(s, "/");
+		if (n == 2 && s[0] == '.' && s[1] == '.')
+			return false;
+		s += n + (s[n] == '/');
+	}
+	return true;
+}
+
 int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int max, const char *what)
 {
 	struct ir_tensor t;
@@ -617,8 +644,8 @@ static int external_ref(struct onnx_ctx *c, const Onnx__TensorProto *t, struct i
 			continue;
 		char *end;
 		if (strcmp(k, "location") == 0) {
-			if (v[0] == '/' || strstr(v, ".."))
-				return ir_errorf(-EINVAL, "external data location \"%s\" must be a path inside the model's directory", v);
+			if (!path_inside(v))
+				return ir_errorf(-EINVAL, "external data location \"%s\" must be a relative path inside the model's directory", v);
 			d->path = v;
 		} else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
 			long long x = strtoll(v, &end, 10);

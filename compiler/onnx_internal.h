@@ -108,6 +108,9 @@ int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t,
 /* Integer constant values (up to max) into out; returns the count or -EINVAL. */
 int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int max, const char *what);
 bool onnx_is_const(const struct ir_value *v);
+/* The single element of a constant (any dtype) as a double; -EINVAL unless
+ * it holds exactly one element. */
+int onnx_const_scalar(struct onnx_ctx *c, struct ir_value *v, double *out, const char *what);
 
 /* Normalizes a possibly negative axis against rank; -EINVAL if out of range. */
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int64_t *out);

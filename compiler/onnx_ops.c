@@ -134,10 +134,10 @@ static int h_dropout(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 {
 	NEED(0);
 	if (nin > 2 && in[2]) {
-		struct ir_tensor t;
-		if (onnx_const_view(c, in[2], &t, "training_mode") < 0)
+		double training;
+		if (onnx_const_scalar(c, in[2], &training, "training_mode") < 0)
 			return -EINVAL;
-		if (ir_tensor_get_i64(&t, 0))
+		if (training != 0)
 			return onnx_unsupported(c, "training-mode dropout is not supported yet");
 	}
 	out[0] = in[0];
@@ -561,6 +561,9 @@ static int h_slice(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 		int64_t s = st[i], e = en[i], step = sp[i];
 		if (step == 0)
 			return onnx_fail(c, "step 0 on axis %lld", (long long)axis);
+		/* a step beyond the dim selects one element, like the dim itself */
+		int64_t dmax = d > 1 ? d : 1;
+		step = step > dmax ? dmax : step < -dmax ? -dmax : step;
 		if (s < 0)
 			s += d;
 		if (e < 0 && e > INT64_MIN / 2)
@@ -786,6 +789,10 @@ static int h_constant_of_shape(struct onnx_ctx *c, struct ir_value **in, int nin
 	const Onnx__AttributeProto *a = attr_find(c, "value");
 	if (a && a->t && onnx_tensor_decode(a->t, &t) < 0)
 		return -EINVAL;
+	if (t.data && ir_shape_numel(&t.shape) != 1) {
+		ir_tensor_free(&t);
+		return onnx_fail(c, "value must hold one element");
+	}
 	struct ir_shape scalar = { 0 };
 	struct ir_value *v = b_const(c, t.dtype, &scalar, t.data ? t.data : &zero);
 	if (t.data)
@@ -798,12 +805,11 @@ static int h_range(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	NEED(0);
 	NEED(1);
 	NEED(2);
-	struct ir_tensor st, li, de;
-	if (onnx_const_view(c, in[0], &st, "start") < 0 || onnx_const_view(c, in[1], &li, "limit") < 0 ||
-	    onnx_const_view(c, in[2], &de, "delta") < 0)
+	double s, l, d;
+	if (onnx_const_scalar(c, in[0], &s, "start") < 0 || onnx_const_scalar(c, in[1], &l, "limit") < 0 ||
+	    onnx_const_scalar(c, in[2], &d, "delta") < 0)
 		return -EINVAL;
 	enum ir_dtype t = in[0]->dtype;
-	double s = ir_tensor_get_f64(&st, 0), l = ir_tensor_get_f64(&li, 0), d = ir_tensor_get_f64(&de, 0);
 	if (d == 0)
 		return onnx_fail(c, "delta is 0");
 	double n = ceil((l - s) / d);
@@ -852,12 +858,14 @@ static int h_onehot(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	NEED(0);
 	NEED(1);
 	NEED(2);
-	struct ir_tensor dt;
-	if (onnx_const_view(c, in[1], &dt, "depth") < 0)
+	double depth_f;
+	if (onnx_const_scalar(c, in[1], &depth_f, "depth") < 0)
 		return -EINVAL;
+	if (!(depth_f >= 1 && depth_f <= (double)IR_MAX_NUMEL))
+		return onnx_fail(c, "depth %g is not a positive size", depth_f);
 	if (in[2]->shape.rank != 1 || in[2]->shape.dims[0] != 2)
 		return onnx_fail(c, "values must hold [off, on]");
-	int64_t depth = (int64_t)ir_tensor_get_f64(&dt, 0);
+	int64_t depth = (int64_t)depth_f;
 	const struct ir_shape *s = &in[0]->shape;
 	if (depth < 1 || s->rank + 1 > IR_MAX_RANK)
 		return onnx_fail(c, "depth %lld or rank invalid", (long long)depth);
@@ -947,11 +955,8 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 		return onnx_fail(c, "unknown mode '%s'", mode);
 	if (c->opset < 11) {
 		a.value = attr_float(c, "value", 0);
-	} else if (nin > 2 && in[2]) {
-		struct ir_tensor v;
-		if (onnx_const_view(c, in[2], &v, "constant_value") < 0)
-			return -EINVAL;
-		a.value = ir_tensor_get_f64(&v, 0);
+	} else if (nin > 2 && in[2] && onnx_const_scalar(c, in[2], &a.value, "constant_value") < 0) {
+		return -EINVAL;
 	}
 	/* negative pads crop: slice first, then pad the positive parts */
 	struct ir_value *v = in[0];

@@ -104,7 +104,8 @@ int onnx_tensor_decode(const Onnx__TensorProto *p, struct ir_tensor *t)
 	if (ir_tensor_alloc(t, dt, &s) < 0)
 		return -ENOMEM;
 	if (p->has_raw_data) {
-		memcpy(t->data, p->raw_data.data, want);
+		if (want)
+			memcpy(t->data, p->raw_data.data, want);
 		return 0;
 	}
 	for (int64_t i = 0; i < n; i++) {

@@ -126,7 +126,8 @@ static void mb_free(struct mb *b)
 	free(b);
 }
 
-static Onnx__ValueInfoProto *mb_value(struct mb *b, const char *name, int32_t type, const char *dims)
+static Onnx__ValueInfoProto *mb_value(struct mb *b, const char *name, int32_t type,
+				      const char *dims)
 {
 	Onnx__ValueInfoProto *v = mb_alloc(b, sizeof *v);
 	Onnx__TypeProto *tp = mb_alloc(b, sizeof *tp);
@@ -668,6 +669,19 @@ static void test_external(void)
 		snprintf(what, sizeof what, "external data location \"%s\" rejected", escapes[i]);
 		EXPECT_MODEL_ERROR(b, "external_escape.onnx", what, "initializer \"W\"", escapes[i]);
 	}
+
+	b = mb_mlp();
+	mb_external(b, b->g.initializer[0], "");
+	EXPECT_MODEL_ERROR(b, "external_empty.onnx", "empty external data location rejected",
+			   "initializer \"W\"", "location");
+
+	/* ".." inside a file name is not a parent directory */
+	b = mb_mlp();
+	mb_external(b, b->g.initializer[0], "w..v2.bin");
+	g = expect_import("external data file \"w..v2.bin\" accepted", mb_write(b, "external_dots.onnx"),
+			  NULL);
+	ir_graph_free(g);
+	mb_free(b);
 }
 
 /* ---- shape errors ----------------------------------------------------------- */
@@ -700,6 +714,69 @@ static void test_shapes(void)
 	b = mb_reshape_to(5, 7);
 	EXPECT_MODEL_ERROR(b, "reshape_count.onnx", "Reshape [2,3] to [5,7]",
 			   "node \"rs\" (Reshape)", "[2,3]", "[5,7]");
+}
+
+/* x[:, -1::INT64_MIN] is valid ONNX (one column, walking backwards); the
+ * step must not be negated as is. */
+static void test_slice_extreme_step(void)
+{
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_init_i64(b, "starts", 1, (int64_t[]){ -1 });
+	mb_init_i64(b, "ends", 1, (int64_t[]){ INT64_MIN });
+	mb_init_i64(b, "axes", 1, (int64_t[]){ 1 });
+	mb_init_i64(b, "steps", 1, (int64_t[]){ INT64_MIN });
+	mb_node(b, "Slice", "sl", "x,starts,ends,axes,steps", "y");
+	mb_output(b, "y", T_FLOAT, "2,1");
+	struct ir_graph *g = expect_import("Slice with step INT64_MIN imports", mb_write(b, "slice.onnx"),
+					   NULL);
+	struct ir_shape want = { 2, { 2, 1 } };
+	TAP_OK(g && ir_shape_eq(&ir_graph_output(g, 0)->shape, &want), "Slice result is [2,1]");
+	ir_graph_free(g);
+	mb_free(b);
+}
+
+/* ---- constants of the wrong size -------------------------------------------
+ * Operands that ONNX defines as one number (Range's start, OneHot's depth,
+ * Pad's constant_value, Dropout's training_mode, ConstantOfShape's value),
+ * given as an empty tensor: the importer must not read element 0. */
+
+static struct mb *mb_with_empty(const char *op, const char *ins, const char *empty)
+{
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_INT64, "2,3");
+	mb_init_i64(b, "one", 1, (int64_t[]){ 1 });
+	mb_init_i64(b, "pads", 4, (int64_t[]){ 0, 0, 0, 0 });
+	mb_init_i64(b, "values", 2, (int64_t[]){ 0, 1 });
+	mb_tensor(b, empty, T_INT64, "0");
+	mb_node(b, op, "op", ins, "y");
+	mb_output(b, "y", T_INT64, "");
+	return b;
+}
+
+static void test_empty_scalars(void)
+{
+	struct mb *b = mb_with_empty("Range", "empty,one,one", "empty");
+	EXPECT_MODEL_ERROR(b, "range_empty.onnx", "Range with an empty start", "(Range)", "start");
+	b = mb_with_empty("OneHot", "x,empty,values", "empty");
+	EXPECT_MODEL_ERROR(b, "onehot_empty.onnx", "OneHot with an empty depth", "(OneHot)", "depth");
+	b = mb_with_empty("Pad", "x,pads,empty", "empty");
+	EXPECT_MODEL_ERROR(b, "pad_empty.onnx", "Pad with an empty constant_value", "(Pad)",
+			   "constant_value");
+	b = mb_with_empty("Dropout", "x,,empty", "empty");
+	EXPECT_MODEL_ERROR(b, "dropout_empty.onnx", "Dropout with an empty training_mode",
+			   "(Dropout)", "training_mode");
+
+	b = mb_with_empty("ConstantOfShape", "pads", "unused");
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = "value";
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+	a->t = b->g.initializer[--b->g.n_initializer]; /* the empty tensor, moved */
+	PUSH(b, b->g.node[0]->attribute, b->g.node[0]->n_attribute, a);
+	EXPECT_MODEL_ERROR(b, "constant_of_shape_empty.onnx", "ConstantOfShape with an empty value",
+			   "(ConstantOfShape)", "value");
 }
 
 /* ---- run-time errors ---------------------------------------------------------- */
@@ -903,6 +980,8 @@ int main(int argc, char **argv)
 	test_symbolic_dim();
 	test_external();
 	test_shapes();
+	test_slice_extreme_step();
+	test_empty_scalars();
 	test_gather();
 	test_nameless_attribute();
 	test_alloc_failures();

@@ -3,11 +3,12 @@
  * builds and runs it).
  *
  * Each input is written to one file per process (onnx_import reads paths),
- * in $FUZZ_ONNX_TMP or /tmp, and imported. A graph that comes back must verify and print; a small one
- * is then run by the reference interpreter on zero inputs, so folding and
- * run-time checks (indices, external data) are fuzzed too. Any outcome but
- * a crash, a sanitizer report, a leak or an assertion is fine: NULL with a
- * message is the importer rejecting bad input.
+ * in $FUZZ_ONNX_TMP or /tmp, and imported. A graph that comes back must
+ * verify and print; a small one is then run by the reference interpreter on
+ * zero inputs, so folding and run-time checks (indices, external data) are
+ * fuzzed too. Any outcome but a crash, a sanitizer report, a leak or an
+ * assertion is fine: NULL with a message is the importer rejecting bad
+ * input.
  */
 #include <stdint.h>
 #include <stdio.h>

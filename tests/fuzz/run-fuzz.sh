@@ -4,7 +4,8 @@
 # Builds tests/fuzz/fuzz_onnx.c with clang's libFuzzer, ASan and UBSan,
 # compiling pcc's sources directly (ir/*.c, compiler/onnx_*.c,
 # compiler/interp*.c and onnx.pb-c.c regenerated with protoc-c), then fuzzes
-# for SECONDS (default 30) starting from a copy of tests/fuzz/corpus.
+# for SECONDS (default 30) starting from a copy of tests/fuzz/corpus and
+# tests/fuzz/regressions.
 # Prints TAP, one line per target; exits 1 if a target crashed.
 #
 # Everything goes to build-fuzz/ (or $FUZZ_OUT): the binary, the growing
@@ -53,7 +54,11 @@ fuzz_target() {
 		failed=1
 		return
 	fi
+	# seeds, plus past reproducers so a regression fails at once
 	cp "$src/tests/fuzz/corpus/"* "$out/corpus/"
+	if [ -d "$src/tests/fuzz/regressions" ]; then
+		cp "$src/tests/fuzz/regressions/"* "$out/corpus/" 2>/dev/null || true
+	fi
 	start=$(date +%s)
 	rc=0
 	FUZZ_ONNX_TMP="$out/tmp" "$out/$name" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
@@ -61,6 +66,8 @@ fuzz_target() {
 		-artifact_prefix="$out/crashes/" "$@" "$out/corpus" >"$log" 2>&1 || rc=$?
 	took=$(($(date +%s) - start))
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	# -fork=N prints no final stats: take the last progress line "#RUNS: ..."
+	[ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9][0-9]*\):.*/\1/p' "$log" | tail -n 1)
 	if [ "$rc" -eq 0 ]; then
 		echo "ok $n - $name: ${runs:-?} runs in $took s, no crash"
 		return
