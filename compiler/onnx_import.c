@@ -10,8 +10,9 @@
  *    constants so shape arithmetic folds.
  * 4. Nodes are visited in dependency order (the file's order need not be
  *    topological); each is decomposed by its handler (onnx_ops*.c).
- * 5. Builders fold any op whose operands are all constants and whose result
- *    is small, so Shape -> Gather -> Concat -> Reshape chains vanish.
+ * 5. Builders (onnx_build.c) fold any op whose operands are all constants
+ *    and whose result is small, so Shape -> Gather -> Concat -> Reshape
+ *    chains vanish.
  * 6. Dead nodes are removed and the graph is verified.
  *
  * Example: MatMul(x[2,8,32], W[32,64]) becomes one dot with lhs_contract=[2]
@@ -30,9 +31,6 @@
  * 2-D Softmax) where it did. */
 #define OPSET_MIN 7
 #define OPSET_MAX 17
-/* Results of constant folding stay this small (elements); larger constant
- * subgraphs are left for the runtime. */
-#define FOLD_MAX_NUMEL (1 << 16)
 /* The ONNX file itself (weights may live in external files) */
 #define MODEL_MAX_BYTES (INT64_C(1) << 31)
 
@@ -108,31 +106,36 @@ static void sym_free(struct symtab *t)
 
 /* ---- errors ---------------------------------------------------------------- */
 
-static const char *node_label(const Onnx__NodeProto *n)
+const char *onnx_node_label(const Onnx__NodeProto *n)
 {
 	if (n->name && n->name[0])
 		return n->name;
 	return n->n_output && n->output[0] ? n->output[0] : "";
 }
 
-int onnx_fail(struct onnx_ctx *c, const char *fmt, ...)
+static int vfail(int code, const char *fmt, va_list ap)
 {
 	char msg[768];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	return ir_errorf(code, "%s", msg);
+}
+
+int onnx_fail(struct onnx_ctx *c, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int rc = vfail(-EINVAL, fmt, ap);
 	va_end(ap);
-	return ir_errorf(-EINVAL, "%s", msg);
+	return rc;
 }
 
 int onnx_unsupported(struct onnx_ctx *c, const char *fmt, ...)
 {
-	char msg[768];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	int rc = vfail(-ENOTSUP, fmt, ap);
 	va_end(ap);
-	return ir_errorf(-ENOTSUP, "%s", msg);
+	return rc;
 }
 
 int onnx_axis(struct onnx_ctx *c, int64_t axis, int rank, int64_t *out)
@@ -186,330 +189,6 @@ int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max)
 				 a->n_ints, max);
 	memcpy(out, a->ints, a->n_ints * sizeof *out);
 	return (int)a->n_ints;
-}
-
-/* ---- constants ---------------------------------------------------------------- */
-
-bool onnx_is_const(const struct ir_value *v)
-{
-	return v && v->kind == IR_VAL_NODE && v->def->op == IR_OP_CONSTANT;
-}
-
-int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t, const char *what)
-{
-	if (!v)
-		return onnx_fail(c, "%s is missing", what);
-	t->dtype = v->dtype;
-	t->shape = v->shape;
-	if (onnx_is_const(v)) {
-		t->data = (void *)v->def->a.data;
-		return 0;
-	}
-	if (v->kind == IR_VAL_PARAM && v->data.bytes) {
-		t->data = (void *)v->data.bytes;
-		return 0;
-	}
-	return onnx_fail(c, "%s must be a constant known at compile time (it is computed at run time)",
-			 what);
-}
-
-int onnx_const_scalar(struct onnx_ctx *c, struct ir_value *v, double *out, const char *what)
-{
-	struct ir_tensor t;
-	if (onnx_const_view(c, v, &t, what) < 0)
-		return -EINVAL;
-	if (ir_shape_numel(&t.shape) != 1)
-		return onnx_fail(c, "%s must hold one element, not %lld", what,
-				 (long long)ir_shape_numel(&t.shape));
-	*out = ir_tensor_get_f64(&t, 0);
-	return 0;
-}
-
-/* A relative path that stays inside the model's directory: no leading '/',
- * no ".." component. */
-static bool path_inside(const char *p)
-{
-	if (!p[0] || p[0] == '/')
-		return false;
-	for (const char *s = p; *s;) {
-		size_t n = strcspn(s, "/");
-		if (n == 2 && s[0] == '.' && s[1] == '.')
-			return false;
-		s += n + (s[n] == '/');
-	}
-	return true;
-}
-
-int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int max, const char *what)
-{
-	struct ir_tensor t;
-	if (onnx_const_view(c, v, &t, what) < 0)
-		return -EINVAL;
-	if (!ir_dtype_is_int(t.dtype))
-		return onnx_fail(c, "%s must be integers, not %s", what, ir_dtype_name(t.dtype));
-	int64_t n = ir_shape_numel(&t.shape);
-	if (n > max)
-		return onnx_fail(c, "%s has %lld entries (at most %d supported)", what, (long long)n, max);
-	for (int64_t i = 0; i < n; i++)
-		out[i] = ir_tensor_get_i64(&t, i);
-	return (int)n;
-}
-
-/* ---- builders ---------------------------------------------------------------- */
-
-static bool foldable(const struct ir_node *n)
-{
-	if (n->op == IR_OP_CONSTANT)
-		return false;
-	for (int i = 0; i < n->nin; i++)
-		if (!onnx_is_const(n->in[i]))
-			return false;
-	for (int i = 0; i < n->nout; i++)
-		if (ir_shape_numel(&n->out[i]->shape) > FOLD_MAX_NUMEL)
-			return false;
-	return true;
-}
-
-/* Evaluates n with the interpreter and returns the CONSTANT node whose
- * results replace n's (n itself becomes dead and is removed later). */
-static struct ir_node *fold(struct onnx_ctx *c, struct ir_node *n)
-{
-	struct ir_tensor in[8], out[2] = { 0 };
-	if (n->nin > 8)
-		return n;
-	for (int i = 0; i < n->nin; i++)
-		in[i] = (struct ir_tensor){ n->in[i]->dtype, n->in[i]->shape, (void *)n->in[i]->def->a.data };
-	if (interp_node(n, in, out) < 0) {
-		/* the importer names the ONNX node; keep only the kernel's reason */
-		char why[1024];
-		const char *m = ir_error(), *p = strstr(m, "): ");
-		snprintf(why, sizeof why, "%s", p ? p + 3 : m);
-		ir_errorf(ir_error_code(), "%s", why);
-		return NULL;
-	}
-	struct ir_node *k = NULL;
-	if (n->nout == 1) {
-		struct ir_attrs a = { .dtype = out[0].dtype, .shape = out[0].shape, .data = out[0].data };
-		k = ir_graph_add_node(c->g, IR_OP_CONSTANT, n->name, 0, NULL, &a);
-	} else {
-		/* multi-result ops (topk) fold into one constant per result;
-		 * return the original node with its results redirected */
-		k = n;
-		for (int i = 0; i < n->nout; i++) {
-			struct ir_attrs a = { .dtype = out[i].dtype, .shape = out[i].shape, .data = out[i].data };
-			struct ir_node *ki = ir_graph_add_node(c->g, IR_OP_CONSTANT, n->name, 0, NULL, &a);
-			if (!ki) {
-				k = NULL;
-				break;
-			}
-			ir_graph_replace_uses(c->g, n->out[i], ki->out[0]);
-			n->out[i] = ki->out[0];
-		}
-	}
-	for (int i = 0; i < n->nout; i++)
-		ir_tensor_free(&out[i]);
-	return k;
-}
-
-struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
-		       const struct ir_attrs *a)
-{
-	struct ir_node *n = ir_graph_add_node(c->g, op, node_label(c->node), nin, in, a);
-	if (n && foldable(n))
-		return fold(c, n);
-	return n;
-}
-
-struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
-		      const struct ir_attrs *a)
-{
-	struct ir_node *n = b_node(c, op, nin, in, a);
-	return n ? n->out[0] : NULL;
-}
-
-struct ir_value *b_unary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x)
-{
-	struct ir_attrs a = { 0 };
-	return x ? b_op(c, op, 1, &x, &a) : NULL;
-}
-
-struct ir_value *b_broadcast_to(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s)
-{
-	char bx[IR_SHAPE_STR_MAX], bs[IR_SHAPE_STR_MAX];
-	if (!x)
-		return NULL;
-	if (ir_shape_eq(&x->shape, s))
-		return x;
-	int off = s->rank - x->shape.rank;
-	if (off < 0)
-		goto bad;
-	struct ir_attrs a = { .shape = *s };
-	/* Drop size-1 dims that broadcast so the op sees only real dims. */
-	struct ir_shape keep = { 0 };
-	for (int i = 0; i < x->shape.rank; i++) {
-		int64_t d = x->shape.dims[i];
-		if (d != 1 && d != s->dims[off + i])
-			goto bad;
-		if (d == s->dims[off + i]) {
-			keep.dims[keep.rank++] = d;
-			a.axes.v[a.axes.n++] = off + i;
-		}
-	}
-	if (keep.rank != x->shape.rank && !(x = b_reshape(c, x, &keep)))
-		return NULL;
-	return b_op(c, IR_OP_BROADCAST, 1, &x, &a);
-bad:
-	ir_errorf(-EINVAL, "shape %s does not broadcast to %s", ir_shape_str(&x->shape, bx, sizeof bx),
-		  ir_shape_str(s, bs, sizeof bs));
-	return NULL;
-}
-
-static int broadcast_shape(const struct ir_shape *x, const struct ir_shape *y, struct ir_shape *s)
-{
-	char bx[IR_SHAPE_STR_MAX], by[IR_SHAPE_STR_MAX];
-	s->rank = x->rank > y->rank ? x->rank : y->rank;
-	for (int i = 0; i < s->rank; i++) {
-		int xi = i - (s->rank - x->rank), yi = i - (s->rank - y->rank);
-		int64_t dx = xi >= 0 ? x->dims[xi] : 1, dy = yi >= 0 ? y->dims[yi] : 1;
-		if (dx != dy && dx != 1 && dy != 1)
-			return ir_errorf(-EINVAL, "shapes %s and %s do not broadcast",
-					 ir_shape_str(x, bx, sizeof bx), ir_shape_str(y, by, sizeof by));
-		s->dims[i] = dx == 1 ? dy : dx;
-	}
-	return 0;
-}
-
-struct ir_value *b_binary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, struct ir_value *y)
-{
-	struct ir_shape s;
-	if (!x || !y || broadcast_shape(&x->shape, &y->shape, &s) < 0)
-		return NULL;
-	struct ir_value *in[2] = { b_broadcast_to(c, x, &s), b_broadcast_to(c, y, &s) };
-	struct ir_attrs a = { 0 };
-	return in[0] && in[1] ? b_op(c, op, 2, in, &a) : NULL;
-}
-
-struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x,
-			  struct ir_value *y)
-{
-	struct ir_shape s, s2;
-	if (!cond || !x || !y || broadcast_shape(&x->shape, &y->shape, &s) < 0 ||
-	    broadcast_shape(&cond->shape, &s, &s2) < 0)
-		return NULL;
-	struct ir_value *in[3] = { b_broadcast_to(c, cond, &s2), b_broadcast_to(c, x, &s2),
-				   b_broadcast_to(c, y, &s2) };
-	struct ir_attrs a = { 0 };
-	return in[0] && in[1] && in[2] ? b_op(c, IR_OP_SELECT, 3, in, &a) : NULL;
-}
-
-struct ir_value *b_convert(struct onnx_ctx *c, struct ir_value *x, enum ir_dtype t)
-{
-	if (!x || x->dtype == t)
-		return x;
-	struct ir_attrs a = { .dtype = t };
-	return b_op(c, IR_OP_CONVERT, 1, &x, &a);
-}
-
-struct ir_value *b_reshape(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s)
-{
-	if (!x || ir_shape_eq(&x->shape, s))
-		return x;
-	struct ir_attrs a = { .shape = *s };
-	return b_op(c, IR_OP_RESHAPE, 1, &x, &a);
-}
-
-struct ir_value *b_transpose(struct onnx_ctx *c, struct ir_value *x, const int64_t *perm)
-{
-	if (!x)
-		return NULL;
-	struct ir_attrs a = { .axes.n = x->shape.rank };
-	bool identity = true;
-	for (int i = 0; i < x->shape.rank; i++) {
-		a.axes.v[i] = perm[i];
-		identity &= perm[i] == i;
-	}
-	return identity ? x : b_op(c, IR_OP_TRANSPOSE, 1, &x, &a);
-}
-
-struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, const int64_t *axes,
-			  int naxes, bool keepdims)
-{
-	if (!x)
-		return NULL;
-	int rank = x->shape.rank;
-	bool mark[IR_MAX_RANK] = { 0 };
-	for (int i = 0; i < naxes; i++) {
-		int64_t ax;
-		if (onnx_axis(c, axes[i], rank, &ax) < 0)
-			return NULL;
-		if (mark[ax]) {
-			onnx_fail(c, "axis %lld repeated", (long long)axes[i]);
-			return NULL;
-		}
-		mark[ax] = true;
-	}
-	struct ir_attrs a = { 0 };
-	struct ir_shape kept = x->shape;
-	for (int i = 0; i < rank; i++) {
-		if (mark[i]) {
-			a.axes.v[a.axes.n++] = i;
-			kept.dims[i] = 1;
-		}
-	}
-	struct ir_value *r = b_op(c, op, 1, &x, &a);
-	return keepdims ? b_reshape(c, r, &kept) : r;
-}
-
-struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start,
-			 int64_t limit, int64_t stride)
-{
-	if (!x)
-		return NULL;
-	struct ir_attrs a = { 0 };
-	int r = x->shape.rank;
-	a.start.n = a.limit.n = a.stride.n = r;
-	for (int i = 0; i < r; i++) {
-		a.start.v[i] = i == axis ? start : 0;
-		a.limit.v[i] = i == axis ? limit : x->shape.dims[i];
-		a.stride.v[i] = i == axis ? stride : 1;
-	}
-	if (start == 0 && limit == x->shape.dims[axis] && stride == 1)
-		return x;
-	return b_op(c, IR_OP_SLICE, 1, &x, &a);
-}
-
-struct ir_value *b_concat(struct onnx_ctx *c, int n, struct ir_value *const *in, int axis)
-{
-	if (n == 1)
-		return in[0];
-	struct ir_attrs a = { .axis = axis };
-	return b_op(c, IR_OP_CONCAT, n, in, &a);
-}
-
-struct ir_value *b_const(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, const void *data)
-{
-	struct ir_attrs a = { .dtype = t, .shape = *s, .data = data };
-	return b_op(c, IR_OP_CONSTANT, 0, NULL, &a);
-}
-
-struct ir_value *b_scalar(struct onnx_ctx *c, enum ir_dtype t, double v)
-{
-	unsigned char buf[8];
-	struct ir_tensor x = { t, { 0 }, buf };
-	ir_tensor_set_f64(&x, 0, v);
-	return b_const(c, t, &x.shape, buf);
-}
-
-struct ir_value *b_const_i64(struct onnx_ctx *c, int n, const int64_t *v)
-{
-	struct ir_shape s = { 1, { n } };
-	return b_const(c, IR_I64, &s, v);
-}
-
-struct ir_value *b_iota(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, int axis)
-{
-	struct ir_attrs a = { .dtype = t, .shape = *s, .axis = axis };
-	return b_op(c, IR_OP_IOTA, 0, NULL, &a);
 }
 
 /* ---- model-level import ---------------------------------------------------- */
@@ -633,6 +312,21 @@ static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 	return sym_put(c->names, v->name, v);
 }
 
+/* A relative path that stays inside the model's directory: no leading '/',
+ * no ".." component. */
+static bool path_inside(const char *p)
+{
+	if (!p[0] || p[0] == '/')
+		return false;
+	for (const char *s = p; *s;) {
+		size_t n = strcspn(s, "/");
+		if (n == 2 && s[0] == '.' && s[1] == '.')
+			return false;
+		s += n + (s[n] == '/');
+	}
+	return true;
+}
+
 static int external_ref(struct onnx_ctx *c, const Onnx__TensorProto *t, struct ir_data *d)
 {
 	d->base_dir = c->base_dir;
@@ -731,12 +425,16 @@ fail:
 
 static const struct onnx_op_def *find_op(const char *name)
 {
-	for (int i = 0; i < onnx_ops_basic_count; i++)
-		if (strcmp(onnx_ops_basic[i].name, name) == 0)
-			return &onnx_ops_basic[i];
-	for (int i = 0; i < onnx_ops_nn_count; i++)
-		if (strcmp(onnx_ops_nn[i].name, name) == 0)
-			return &onnx_ops_nn[i];
+	static const struct {
+		const struct onnx_op_def *defs;
+		const int *count;
+	} tables[] = { { onnx_ops_basic, &onnx_ops_basic_count },
+		       { onnx_ops_shape, &onnx_ops_shape_count },
+		       { onnx_ops_nn, &onnx_ops_nn_count } };
+	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+		for (int i = 0; i < *tables[t].count; i++)
+			if (strcmp(tables[t].defs[i].name, name) == 0)
+				return &tables[t].defs[i];
 	return NULL;
 }
 
@@ -807,7 +505,7 @@ static int import_node(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	}
 	return 0;
 fail:
-	ir_error_prefix("%s: node \"%s\" (%s)", c->path, node_label(n), op);
+	ir_error_prefix("%s: node \"%s\" (%s)", c->path, onnx_node_label(n), op);
 	return rc < 0 ? rc : -EINVAL;
 }
 
@@ -834,7 +532,7 @@ static int import_nodes(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 				continue;
 			if (sym_get(&producers, n->output[k]) || sym_get(c->names, n->output[k])) {
 				rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): value \"%s\" is defined twice",
-					       c->path, node_label(n), n->op_type, n->output[k]);
+					       c->path, onnx_node_label(n), n->op_type, n->output[k]);
 				goto out;
 			}
 			if ((rc = sym_put(&producers, n->output[k], (struct ir_value *)(uintptr_t)(i + 1))) < 0)
@@ -857,12 +555,12 @@ static int import_nodes(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 				uintptr_t p = (uintptr_t)sym_get(&producers, name);
 				if (!p) {
 					rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): input \"%s\" is not defined by any node, input or initializer",
-						       c->path, node_label(n), n->op_type, name);
+						       c->path, onnx_node_label(n), n->op_type, name);
 					goto out;
 				}
 				if (state[p - 1] == 1) {
 					rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): input \"%s\" depends on this node's own output (cycle)",
-						       c->path, node_label(n), n->op_type, name);
+						       c->path, onnx_node_label(n), n->op_type, name);
 					goto out;
 				}
 				if (state[p - 1] == 0) {

@@ -37,11 +37,25 @@ struct onnx_op_def {
 	const char *attrs; /* accepted attribute names, space separated */
 };
 
-/* Tables of handlers, each sorted by nothing in particular. */
+/* In handlers: set the single result, or fail; require input k. */
+#define OUT1(v) (out[0] = (v), out[0] ? 0 : -EINVAL)
+#define NEED(k)                                                           \
+	do {                                                              \
+		if (nin <= (k) || !in[k])                                 \
+			return onnx_fail(c, "input %d is required", (k)); \
+	} while (0)
+
+/* The handler tables: elementwise (onnx_ops.c), shapes and data movement
+ * (onnx_ops_shape.c), contractions and nn ops (onnx_ops_nn.c). */
 extern const struct onnx_op_def onnx_ops_basic[];
 extern const int onnx_ops_basic_count;
+extern const struct onnx_op_def onnx_ops_shape[];
+extern const int onnx_ops_shape_count;
 extern const struct onnx_op_def onnx_ops_nn[];
 extern const int onnx_ops_nn_count;
+
+/* "name", or the first output's name for unnamed nodes (for messages). */
+const char *onnx_node_label(const Onnx__NodeProto *n);
 
 /* ---- errors: record a message about the current node; returns -EINVAL */
 int onnx_fail(struct onnx_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -71,7 +85,7 @@ const char *attr_string(struct onnx_ctx *c, const char *name, const char *dflt, 
  * when longer than max. */
 int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max);
 
-/* ---- builders (onnx_import.c): every builder returns NULL on error with
+/* ---- builders (onnx_build.c): every builder returns NULL on error with
  * the message in ir_error(); the dispatcher adds the node context. */
 struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
 		       const struct ir_attrs *a);

@@ -13,12 +13,6 @@
 
 #include "compiler/onnx_internal.h"
 
-#define OUT1(v) (out[0] = (v), out[0] ? 0 : -EINVAL)
-#define NEED(k)                                                                   \
-	do {                                                                      \
-		if (nin <= (k) || !in[k])                                         \
-			return onnx_fail(c, "input %d is required", (k));         \
-	} while (0)
 
 static struct ir_value *dot(struct onnx_ctx *c, struct ir_value *l, struct ir_value *r,
 			    const struct ir_attrs *a)
@@ -112,8 +106,6 @@ static int ein_labels(struct onnx_ctx *c, const char *s, size_t n, int rank, int
 		if (s[i] == '.') {
 			if (i + 2 >= n + 0 || s[i + 1] != '.' || s[i + 2] != '.')
 				return onnx_fail(c, "malformed ellipsis in the equation");
-			int e = rank >= 0 ? rank - (int)(n - 3 - (size_t)(i > 0 ? 0 : 0)) : ell_rank;
-			(void)e;
 			int fixed = 0;
 			for (size_t j = 0; j < n; j++)
 				fixed += (s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z');
