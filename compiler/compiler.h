@@ -8,6 +8,7 @@
 #define PCC_COMPILER_H
 
 #include "ir/ir.h"
+#include "compiler/cost.h"
 
 /* ---- ONNX import (compiler/onnx_*.c) --------------------------------- */
 
@@ -80,6 +81,7 @@ struct inspect_stats {
 	int64_t params;           /* elements of floating-point parameters */
 	int64_t param_bytes;
 	double flops;             /* one forward pass, 2 per multiply-add */
+	double dot_flops;         /* the part in dots and convolutions */
 	int64_t activation_bytes; /* bytes of all node results (constants excluded) */
 	int core_ops[IR_OP_COUNT];
 };

@@ -23,6 +23,8 @@ void inspect_stats_compute(const struct ir_graph *g, struct inspect_stats *s)
 		const struct ir_node *n = ir_graph_node(g, i);
 		s->core_ops[n->op]++;
 		s->flops += ir_node_flops(n);
+		if (ir_op_flags(n->op) & IR_OPF_HEAVY)
+			s->dot_flops += ir_node_flops(n);
 		if (n->op == IR_OP_CONSTANT)
 			continue;
 		for (int j = 0; j < n->nout; j++)
@@ -60,6 +62,7 @@ static int print_json(const struct ir_graph *g, const struct onnx_model_info *in
 	json_object_set_new(o, "params", json_integer(s->params));
 	json_object_set_new(o, "param_bytes", json_integer(s->param_bytes));
 	json_object_set_new(o, "flops", json_real(s->flops));
+	json_object_set_new(o, "dot_flops", json_real(s->dot_flops));
 	json_object_set_new(o, "activation_bytes", json_integer(s->activation_bytes));
 	json_object_set_new(o, "onnx_ops", onnx);
 	json_object_set_new(o, "core_ops", core);
@@ -105,6 +108,7 @@ int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, 
 	fprintf(f, "parameters: %lld (%s)\n", (long long)s.params,
 		human((double)s.param_bytes, b1, sizeof b1, "B"));
 	fprintf(f, "forward FLOPs: %.6g (%s)\n", s.flops, human(s.flops, b2, sizeof b2, "FLOP"));
+	fprintf(f, "  of which dot/conv: %.6g (%s)\n", s.dot_flops, human(s.dot_flops, b2, sizeof b2, "FLOP"));
 	fprintf(f, "activation bytes: %lld (%s)\n", (long long)s.activation_bytes,
 		human((double)s.activation_bytes, b1, sizeof b1, "B"));
 	fprintf(f, "ONNX ops (%d kinds):\n", info->nops);

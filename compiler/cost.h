@@ -1,0 +1,283 @@
+/*
+ * cost.h: the cost model, the single source of truth for the passes (which
+ * plan is best) and for `pcc report` (how fast, how much memory, where).
+ * Included by compiler.h; not used on its own.
+ *
+ * Units everywhere: seconds, bytes, FLOP/s, bytes/s. "Per device" unless a
+ * field says otherwise. Every figure in a preset names its public source
+ * where it is defined (cost_device.c).
+ *
+ *   cost_device.c   device presets and the measured CPU host
+ *   cost_cluster.c  clusters (short form, JSON file), axes and 2-D meshes
+ *   cost_comm.c     collectives on an axis (ring, tree, hierarchical)
+ *   cost_compute.c  roofline per op class, calibration files
+ *   cost_train.c    training state memory (ZeRO), pipeline schedules
+ */
+#ifndef PCC_COST_H
+#define PCC_COST_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* ---- devices (cost_device.c) -------------------------------------------- */
+
+/* Arithmetic precisions a device may have a peak for. TF32 and the 16-bit
+ * and 8-bit types are tensor-core rates; F32/F64 the plain (non-tensor)
+ * vector rates. */
+enum cost_prec {
+	COST_PREC_F64,
+	COST_PREC_F32,
+	COST_PREC_TF32,
+	COST_PREC_BF16,
+	COST_PREC_F16,
+	COST_PREC_FP8,
+	COST_PREC_COUNT
+};
+const char *cost_prec_name(enum cost_prec p);            /* "f32", "bf16", ... */
+int cost_prec_parse(const char *s, enum cost_prec *out); /* 0 or -EINVAL with message */
+
+struct cost_device {
+	char name[32];                        /* preset key, e.g. "h100-80g" */
+	char desc[80];                        /* e.g. "NVIDIA H100 SXM5 80 GB" */
+	double peak_flops[COST_PREC_COUNT];   /* FLOP/s, dense; 0 = no hardware support */
+	double mem_bytes;                     /* device memory capacity, bytes */
+	double mem_bw;                        /* device memory bandwidth, bytes/s */
+};
+
+/* Presets: "v100-16g", "v100-32g", "a100-40g", "a100-80g", "h100-80g",
+ * "h200-141g" (also the aliases "v100", "a100", "h100", "h200" for the
+ * largest memory of each). Case-insensitive. -ENOENT with a message listing
+ * the presets. */
+int cost_device_preset(const char *name, struct cost_device *d);
+int cost_device_npresets(void);
+const struct cost_device *cost_device_preset_at(int i);
+
+/* The CPU host this process runs on, one rank out of `ranks` sharing it:
+ * peak from a short OpenBLAS sgemm/dgemm timing, bandwidth from a memcpy
+ * timing, capacity from sysconf, each divided by ranks (cores and memory are
+ * shared). Takes well under a second. */
+int cost_device_host(int ranks, struct cost_device *d);
+
+/* The peak for p; where the device lacks p, the next wider precision it has
+ * (FP8 -> BF16/F16 -> TF32 -> F32 -> F64): a V100 runs bf16 at its f32 rate. */
+double cost_device_peak(const struct cost_device *d, enum cost_prec p);
+
+/* ---- clusters, axes, meshes (cost_cluster.c) ---------------------------- */
+
+/* One direction of a link as one device sees it. */
+struct cost_link {
+	double bw;      /* bytes/s per device per direction */
+	double latency; /* s per hop (NCCL's per-step latency) */
+};
+
+/* Nodes of one kind. */
+struct cost_node_group {
+	int count;             /* nodes */
+	int devices;           /* devices per node */
+	struct cost_device dev;
+	struct cost_link intra; /* NVLink/NVSwitch (GPU), shared memory (CPU) */
+	struct cost_link inter; /* this device's share of the node's NICs */
+};
+
+#define COST_MAX_GROUPS 16
+
+struct cost_cluster {
+	char name[64];         /* the spec or the file's "name" */
+	int ngroups;
+	struct cost_node_group groups[COST_MAX_GROUPS];
+	int nodes;             /* sum of groups[].count */
+	int ndevices;          /* sum of count * devices */
+	bool cpu;              /* local CPU ranks ("cpu:N") */
+};
+
+/* Parses a short form or a JSON file (any spec naming an existing file, or
+ * ending in ".json"):
+ *   "4x8:a100-80g"                      4 nodes of 8 A100 80 GB
+ *   "4x8:a100-80g,ib=200gbps,nvlink=600GBps,ib_lat=5us,nvlink_lat=1us"
+ *   "8:h100"                            one node of 8
+ *   "cpu:4"                             4 local CPU ranks (host measured)
+ * Bandwidth units: Gbps/Mbps/Tbps (bits/s), GBps or GB/s (bytes/s), case of
+ * the b/B significant. Errors name the offending part of the spec (or the
+ * file and JSON path) and return -EINVAL / -ENOENT. */
+int cost_cluster_parse(const char *spec, struct cost_cluster *c);
+
+/* True when every group has the same device and links. */
+bool cost_cluster_uniform(const struct cost_cluster *c);
+
+/* What the search assumes for a non-uniform cluster: the slowest device
+ * (least peak per precision, memory and bandwidth, each taken separately)
+ * and the slowest links. devices_per_node: the smallest group's. */
+void cost_cluster_effective(const struct cost_cluster *c, struct cost_device *d,
+			    struct cost_link *intra, struct cost_link *inter,
+			    int *devices_per_node);
+
+/* One line per group: "2 x 8 h100-80g, NVLink 450 GB/s 1 us, NIC 50 GB/s 5 us". */
+void cost_cluster_print(const struct cost_cluster *c, FILE *f);
+
+/* A set of devices taking part in one collective: n devices, `local` of
+ * them on each of `nodes` nodes (n = local * nodes). */
+struct cost_axis {
+	int n, local, nodes;
+	struct cost_link intra, inter;
+};
+
+/* The axis of n devices whose consecutive members are `stride` device ids
+ * apart, device ids numbered node-major (node k holds ids k*M .. k*M+M-1).
+ * stride * n must not exceed the cluster; strides that straddle nodes
+ * unevenly are rejected with -EINVAL. Uses cost_cluster_effective. */
+int cost_axis_make(const struct cost_cluster *c, int stride, int n, struct cost_axis *ax);
+
+/* A logical 2-D mesh n0 x n1 over the first n0*n1 devices: device (i, j) is
+ * id i*n1 + j, so axis 1 (stride 1) is the fast, node-local one and axis 0
+ * (stride n1) crosses nodes once n0*n1 exceeds a node. */
+struct cost_mesh {
+	int n0, n1;
+	struct cost_axis ax[2];
+};
+int cost_mesh_make(const struct cost_cluster *c, int n0, int n1, struct cost_mesh *m);
+
+/* ---- collectives (cost_comm.c) ------------------------------------------ */
+
+enum cost_coll {
+	COST_ALL_REDUCE,
+	COST_ALL_GATHER,
+	COST_REDUCE_SCATTER,
+	COST_ALL_TO_ALL,
+	COST_BROADCAST,
+	COST_SEND_RECV,
+	COST_COLL_COUNT
+};
+const char *cost_coll_name(enum cost_coll op); /* "all-reduce", ... */
+
+enum cost_algo {
+	COST_ALGO_NONE,   /* n == 1 or bytes == 0: free */
+	COST_ALGO_RING,   /* NCCL ring (one channel per NIC when crossing nodes) */
+	COST_ALGO_TREE,   /* NCCL double binary tree (all-reduce only) */
+	COST_ALGO_HIER,   /* intra-node, then inter-node on 1/local of the data, then intra */
+	COST_ALGO_DIRECT, /* all-to-all and send/recv: direct transfers */
+	COST_ALGO_COUNT
+};
+const char *cost_algo_name(enum cost_algo a);
+
+/* Time of one collective on ax. bytes is per device:
+ *   all-reduce, broadcast, send/recv: the buffer;
+ *   all-gather: the gathered result (each device contributes bytes/n);
+ *   reduce-scatter: the input (each device keeps bytes/n);
+ *   all-to-all: the buffer each device sends out (and receives).
+ * The fastest algorithm applicable is chosen and returned in *algo (may be
+ * NULL). Send/recv is between two members of the axis that sit on different
+ * nodes when the axis spans nodes. */
+double cost_collective(const struct cost_axis *ax, enum cost_coll op, double bytes,
+		       enum cost_algo *algo);
+
+/* NCCL's bus bandwidth of a measured collective: algbw = bytes / t, and
+ * busbw = algbw * 2(n-1)/n for all-reduce, (n-1)/n for all-gather and
+ * reduce-scatter, 1 for the others. */
+double cost_busbw(enum cost_coll op, int n, double bytes, double seconds);
+
+/* ---- compute (cost_compute.c) ------------------------------------------- */
+
+struct ir_node;
+
+/* Op classes with their own efficiencies. */
+enum cost_class {
+	COST_CLASS_DOT,         /* dot: compute-bound when large */
+	COST_CLASS_CONV,
+	COST_CLASS_ELEMENTWISE, /* unary, binary, select, convert */
+	COST_CLASS_REDUCE,      /* reductions, arg-reductions, windows, cumsum */
+	COST_CLASS_NORM,        /* softmax, layer norm */
+	COST_CLASS_MOVE,        /* transpose, slice, concat, pad, ... */
+	COST_CLASS_GATHER,      /* gather, scatter, topk */
+	COST_CLASS_SOURCE,      /* iota, constant: free at run time */
+	COST_CLASS_COUNT
+};
+const char *cost_class_name(enum cost_class c);
+int cost_class_parse(const char *s, enum cost_class *out);
+enum cost_class cost_op_class(int op); /* op: an enum ir_op */
+
+/* Efficiency of one op class for ops of up to max_flops FLOPs. */
+struct cost_eff {
+	double max_flops;   /* this row applies to ops with flops <= max_flops (last row: any) */
+	double compute_eff; /* fraction of peak FLOP/s reached */
+	double memory_eff;  /* fraction of memory bandwidth reached */
+};
+
+#define COST_MAX_EFF_ROWS 8
+
+/* Per-class efficiency tables plus a fixed launch overhead per op. The
+ * defaults are assumptions stated in cost_compute.c; a calibration file
+ * measured on the device (pcc-run --calibrate, later) replaces them:
+ *   { "device": "h100-80g",
+ *     "classes": { "dot": { "overhead_us": 4,
+ *                           "rows": [ { "max_flops": 1e9, "compute_eff": 0.35, "memory_eff": 0.6 },
+ *                                     { "compute_eff": 0.8, "memory_eff": 0.8 } ] },
+ *                  "elementwise": { ... } } }
+ * Classes absent from the file keep their defaults. */
+struct cost_calib {
+	char device[32]; /* what it was measured on, "" for the defaults */
+	struct {
+		int nrows;
+		struct cost_eff rows[COST_MAX_EFF_ROWS]; /* increasing max_flops */
+		double overhead;                         /* s per op */
+	} cls[COST_CLASS_COUNT];
+};
+void cost_calib_init(struct cost_calib *cal); /* the defaults */
+int cost_calib_load(const char *path, struct cost_calib *cal); /* -ENOENT/-EINVAL naming file and key */
+int cost_calib_save(const char *path, const struct cost_calib *cal);
+
+/* The roofline: overhead + max(flops / (peak(prec) * compute_eff),
+ * bytes / (mem_bw * memory_eff)), with the row chosen by flops. Zero for
+ * COST_CLASS_SOURCE. */
+double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
+		     enum cost_class cls, enum cost_prec prec, double flops, double bytes);
+
+/* Bytes a node moves: all operands read plus all results written, with
+ * elem_bytes replacing floating-point element sizes when > 0 (mixed
+ * precision) and integer/bool sizes kept. */
+double cost_node_bytes(const struct ir_node *n, int elem_bytes);
+
+/* ---- training state, schedules (cost_train.c) --------------------------- */
+
+enum cost_optim { COST_OPT_SGD, COST_OPT_MOMENTUM, COST_OPT_ADAM, COST_OPT_ADAMW, COST_OPT_COUNT };
+const char *cost_optim_name(enum cost_optim o);
+int cost_optim_parse(const char *s, enum cost_optim *out);
+
+/* Bytes per parameter of each kind of training state. Mixed precision
+ * (ZeRO paper's accounting): 16-bit parameters 2, 16-bit gradients 2,
+ * optimizer K = fp32 master copy 4 + 4 per moment (SGD 4, momentum 8,
+ * Adam/AdamW 12). Full fp32: 4, 4, and 4 per moment (SGD 0). */
+struct cost_state_bytes {
+	double params, grads, optim;
+};
+void cost_state_bytes_per_param(enum cost_optim o, bool mixed, struct cost_state_bytes *b);
+
+/* Per-device bytes of nparams parameters (already divided by tensor and
+ * pipeline parallelism) under ZeRO stage zero (0..3) over dp replicas:
+ * stage 1 divides optimizer state by dp, 2 also gradients, 3 also
+ * parameters. */
+void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams,
+		       struct cost_state_bytes *out);
+
+enum cost_sched { COST_SCHED_GPIPE, COST_SCHED_1F1B, COST_SCHED_INTERLEAVED, COST_SCHED_COUNT };
+const char *cost_sched_name(enum cost_sched s);
+int cost_sched_parse(const char *s, enum cost_sched *out);
+
+/* Idle fraction of a pipeline relative to its ideal time m * t: (p-1)/m
+ * for GPipe and 1F1B, (p-1)/(v m) interleaved with v chunks per device. */
+double cost_bubble_fraction(enum cost_sched s, int p, int m, int v);
+
+/* Step time of a pipeline of p stages, stage i taking t[i] per micro-batch
+ * (forward plus backward, its own communication included) and t_p2p per
+ * micro-batch boundary transfer (forward activation plus backward
+ * gradient): sum_i (t[i] + t_p2p) - t_p2p + (m - 1) max_i (t[i] + t_p2p)
+ * for GPipe and 1F1B; interleaved with v chunks per device:
+ * (m + (p - 1) / v) * max_i (t[i] + v * t_p2p). p = 1 gives m * t[0]
+ * (t_p2p ignored). */
+double cost_pipeline_time(enum cost_sched s, int p, int m, int v, const double *t, double t_p2p);
+
+/* Micro-batches of activations stage i (0-based) holds at its peak, in
+ * units of one micro-batch of the whole stage: GPipe m; 1F1B min(m, p - i);
+ * interleaved min(m, p - i) + (p - 1) / v (Megatron's accounting). */
+double cost_inflight(enum cost_sched s, int p, int m, int v, int stage);
+
+#endif
