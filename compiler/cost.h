@@ -53,9 +53,11 @@ int cost_device_npresets(void);
 const struct cost_device *cost_device_preset_at(int i);
 
 /* The CPU host this process runs on, one rank out of `ranks` sharing it:
- * peak from a short OpenBLAS sgemm/dgemm timing, bandwidth from a memcpy
- * timing, capacity from sysconf, each divided by ranks (cores and memory are
- * shared). Takes well under a second. */
+ * f32/f64 peaks from a short OpenBLAS sgemm/dgemm timing (all cores; the
+ * other precisions 0, so they run at the f32 rate), bandwidth from one
+ * core's memcpy (mem_bw = 2 x bytes copied per second, as a copy reads and
+ * writes each byte), capacity from sysconf, each divided by ranks (cores
+ * and memory are shared). Takes well under a second. */
 int cost_device_host(int ranks, struct cost_device *d);
 
 /* The peak for p; where the device lacks p, the next wider precision it has
@@ -97,16 +99,24 @@ struct cost_cluster {
  *   "8:h100"                            one node of 8
  *   "cpu:4"                             4 local CPU ranks (host measured)
  * Bandwidth units: Gbps/Mbps/Tbps (bits/s), GBps or GB/s (bytes/s), case of
- * the b/B significant. Errors name the offending part of the spec (or the
- * file and JSON path) and return -EINVAL / -ENOENT. */
+ * the b/B significant. ib= is one device's NIC share, one direction (a bare
+ * number is Gb/s); nvlink= is one GPU's NVLink figure as NVIDIA quotes it,
+ * both directions summed (a bare number is GB/s; a direction gets half);
+ * latencies take ns/us/ms/s (bare: us). Defaults per device kind are the
+ * DGX systems' (cost_cluster.c, with the JSON format). Errors name the
+ * offending part of the spec (or the file and JSON path) and return
+ * -EINVAL, or -ENOENT for a file that does not exist. */
 int cost_cluster_parse(const char *spec, struct cost_cluster *c);
 
-/* True when every group has the same device and links. */
+/* True when every group has the same device, devices per node and links. */
 bool cost_cluster_uniform(const struct cost_cluster *c);
 
 /* What the search assumes for a non-uniform cluster: the slowest device
- * (least peak per precision, memory and bandwidth, each taken separately)
- * and the slowest links. devices_per_node: the smallest group's. */
+ * (least peak per precision, memory and bandwidth, each taken separately;
+ * the peaks after cost_device_peak's fallback, so none is 0 where every
+ * group can run the precision) and the slowest links (least bandwidth,
+ * most latency). devices_per_node: the smallest group's. Any pointer may
+ * be NULL. */
 void cost_cluster_effective(const struct cost_cluster *c, struct cost_device *d,
 			    struct cost_link *intra, struct cost_link *inter,
 			    int *devices_per_node);
@@ -158,8 +168,13 @@ enum cost_algo {
 	COST_ALGO_COUNT
 };
 const char *cost_algo_name(enum cost_algo a);
+/* Names as above, case and '-'/'_' ignored ("allreduce", "all_gather");
+ * "hier" for hierarchical. 0 or -EINVAL with a message. */
+int cost_coll_parse(const char *s, enum cost_coll *out);
+int cost_algo_parse(const char *s, enum cost_algo *out);
 
-/* Time of one collective on ax. bytes is per device:
+/* Time of one collective on ax (NCCL's alpha-beta model; the formulas are
+ * in cost_comm.c). bytes is per device:
  *   all-reduce, broadcast, send/recv: the buffer;
  *   all-gather: the gathered result (each device contributes bytes/n);
  *   reduce-scatter: the input (each device keeps bytes/n);
@@ -188,7 +203,8 @@ enum cost_class {
 	COST_CLASS_NORM,        /* softmax, layer norm */
 	COST_CLASS_MOVE,        /* transpose, slice, concat, pad, ... */
 	COST_CLASS_GATHER,      /* gather, scatter, topk */
-	COST_CLASS_SOURCE,      /* iota, constant: free at run time */
+	COST_CLASS_FREE,        /* iota, constant (folded), reshape and broadcast
+				 * (views, or folded into their consumers) */
 	COST_CLASS_COUNT
 };
 const char *cost_class_name(enum cost_class c);
@@ -227,7 +243,8 @@ int cost_calib_save(const char *path, const struct cost_calib *cal);
 
 /* The roofline: overhead + max(flops / (peak(prec) * compute_eff),
  * bytes / (mem_bw * memory_eff)), with the row chosen by flops. Zero for
- * COST_CLASS_SOURCE. */
+ * COST_CLASS_FREE. A fused group is costed as one op of its class with its
+ * summed FLOPs and the bytes crossing its boundary. */
 double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
 		     enum cost_class cls, enum cost_prec prec, double flops, double bytes);
 

@@ -5,6 +5,7 @@
  *   pcc inspect MODEL [--dim N=V]... [--json]
  *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
+ *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
  *   pcc version
  */
 #include <errno.h>
@@ -22,7 +23,9 @@
 
 struct args {
 	const char *cmd, *model, *in_dir, *out_dir;
-	bool json;
+	const char *cluster, *plan, *calib;
+	long long batch;
+	bool json, explain;
 	struct onnx_dim_binding dims[MAX_DIMS];
 	int ndims;
 };
@@ -33,12 +36,17 @@ static void usage(FILE *f)
 		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json]\n"
 		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]...\n"
 		"       pcc print MODEL [--dim NAME=VALUE]...\n"
+		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
+		"                  [,recompute=0|1][,optim=O][,precision=P] [--batch B] [--calib FILE] [--json] [--explain]\n"
 		"       pcc version\n"
 		"\n"
 		"  inspect  inputs, outputs, op histograms, parameters, FLOPs of a forward pass\n"
 		"  eval     run the reference interpreter on DIR/input_N.pb (ONNX TensorProto),\n"
 		"           writing OUTDIR/output_N.pb, or printing a summary without -o\n"
 		"  print    the model imported into pcc's core IR, as text\n"
+		"  report   time, memory and throughput of one training step under a manual plan\n"
+		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
+		"  --batch  global batch of one step (samples)\n"
 		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
 }
 
@@ -71,12 +79,25 @@ static int parse_args(int argc, char **argv, struct args *a)
 		bool has_next = i + 1 < argc;
 		if (!strcmp(s, "--json")) {
 			a->json = true;
+		} else if (!strcmp(s, "--explain")) {
+			a->explain = true;
 		} else if (!strcmp(s, "--dim") && has_next) {
 			if (parse_dim(a, argv[++i]) < 0)
 				return -EINVAL;
 		} else if (!strncmp(s, "--dim=", 6)) {
 			if (parse_dim(a, s + 6) < 0)
 				return -EINVAL;
+		} else if (!strcmp(s, "--cluster") && has_next) {
+			a->cluster = argv[++i];
+		} else if (!strcmp(s, "--plan") && has_next) {
+			a->plan = argv[++i];
+		} else if (!strcmp(s, "--calib") && has_next) {
+			a->calib = argv[++i];
+		} else if (!strcmp(s, "--batch") && has_next) {
+			char *end;
+			a->batch = strtoll(argv[++i], &end, 10);
+			if (*end || a->batch <= 0 || end == argv[i])
+				return ir_errorf(-EINVAL, "--batch %s: expected a positive integer", argv[i]);
 		} else if (!strcmp(s, "-i") && has_next) {
 			a->in_dir = argv[++i];
 		} else if (!strcmp(s, "-o") && has_next) {
@@ -197,6 +218,36 @@ out:
 	return rc;
 }
 
+static int cmd_report(const struct args *a)
+{
+	struct onnx_import_opts o;
+	struct cost_cluster c;
+	struct report_plan p;
+	struct cost_calib cal;
+	struct report r;
+	int rc;
+	if (!a->model)
+		return ir_errorf(-EINVAL, "report: no model given");
+	if (!a->cluster || !a->plan)
+		return ir_errorf(-EINVAL, "report: --cluster and --plan are required");
+	onnx_import_opts_init(&o);
+	o.dims = a->dims;
+	o.ndims = a->ndims;
+	report_plan_init(&p);
+	cost_calib_init(&cal);
+	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0 || (rc = report_plan_parse(a->plan, &p)) < 0)
+		return rc;
+	if (a->calib && (rc = cost_calib_load(a->calib, &cal)) < 0)
+		return rc;
+	if ((rc = report_evaluate(a->model, &o, a->batch, &c, &p, &cal, &r)) < 0)
+		return rc;
+	rc = report_print(&r, a->json, stdout);
+	if (rc == 0 && a->explain && !a->json)
+		rc = report_explain(&r, stdout);
+	report_free(&r);
+	return rc;
+}
+
 static int cmd_version(void)
 {
 	unsigned maj, min, patch;
@@ -226,6 +277,8 @@ int main(int argc, char **argv)
 		rc = cmd_eval(&a);
 	else if (!strcmp(a.cmd, "print"))
 		rc = cmd_print(&a);
+	else if (!strcmp(a.cmd, "report"))
+		rc = cmd_report(&a);
 	else if (!strcmp(a.cmd, "version") || !strcmp(a.cmd, "--version"))
 		rc = cmd_version();
 	else

@@ -711,3 +711,43 @@ fail:
 	ir_graph_free(c.g);
 	return NULL;
 }
+
+int onnx_batch_dim(const char *path, char *name, size_t namelen, int64_t *size)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	if (read_file(path, &buf, &len) < 0)
+		return ir_error_code();
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	ir_free(buf);
+	if (!m || !m->graph) {
+		if (m)
+			onnx__model_proto__free_unpacked(m, NULL);
+		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
+	}
+	const Onnx__GraphProto *gp = m->graph;
+	int rc = ir_errorf(-EINVAL, "%s: the model has no input with a batch dimension", path);
+	for (size_t i = 0; i < gp->n_input; i++) {
+		const Onnx__ValueInfoProto *vi = gp->input[i];
+		bool init = false;
+		for (size_t k = 0; k < gp->n_initializer && !init; k++)
+			init = vi->name && gp->initializer[k]->name && strcmp(vi->name, gp->initializer[k]->name) == 0;
+		if (init || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+		    !vi->type->tensor_type || !vi->type->tensor_type->shape ||
+		    vi->type->tensor_type->shape->n_dim == 0)
+			continue;
+		const Onnx__TensorShapeProto__Dimension *d = vi->type->tensor_type->shape->dim[0];
+		name[0] = 0;
+		*size = 0;
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param)
+			snprintf(name, namelen, "%s", d->dim_param);
+		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value > 0)
+			*size = d->dim_value;
+		else
+			continue;
+		rc = 0;
+		break;
+	}
+	onnx__model_proto__free_unpacked(m, NULL);
+	return rc;
+}

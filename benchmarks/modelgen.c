@@ -1,0 +1,296 @@
+/*
+ * modelgen.c: pcc-modelgen, benchmark models as ONNX (opset 17) with
+ * unwritten external weights.
+ *
+ *   pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N]
+ *   pcc-modelgen --list
+ *
+ * The weights are named in OUT.onnx as external data in OUT.weights (next
+ * to it), which is never written: pcc compiles from the graph and shapes
+ * alone. The batch dimension is symbolic ("batch", bind it with
+ * `pcc inspect --dim batch=N`) unless --batch is given. Bad arguments exit
+ * with status 2, I/O errors with 1, each with one line "pcc-modelgen: ...".
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "benchmarks/modelgen.h"
+
+#define GPT3 "Brown et al. 2020 (GPT-3), Table 2.1"
+#define MEGATRON "Narayanan et al. 2021 (Megatron-LM), Table 1"
+#define ALPA "Zheng et al. 2022 (Alpa), Table 4 + benchmark code"
+
+/*
+ * GPT-3: "Language Models are Few-Shot Learners", Brown et al. 2020,
+ * arXiv:2005.14165, Table 2.1 (n_layers, d_model, n_heads; context 2048,
+ * BPE vocabulary 50257). Two entries of that table do not multiply out:
+ * 1.3B lists 24 heads of 128 for d_model 2048, so we keep d_head 128 (16
+ * heads); 13B lists d_model 5140, a typo for 40 x 128 = 5120. "2.6b" is
+ * the table's 2.7B.
+ * 39b, 76b: "Efficient Large-Scale Language Model Training on GPU Clusters
+ * Using Megatron-LM", Narayanan et al. 2021, arXiv:2104.04473, Table 1
+ * (39.1B: 48 layers, h 8192, 64 heads; 76.1B: 60, 10240, 80), with GPT-3's
+ * context and vocabulary here (Megatron pads its vocabulary to 51200).
+ *
+ * GShard MoE and Wide-ResNet: "Alpa: Automating Inter- and Intra-Operator
+ * Parallelism for Distributed Deep Learning", Zheng et al., OSDI 2022,
+ * arXiv:2201.12023, Table 4 (model sizes) and §8.1, with the layer
+ * configurations of its benchmark code (github.com/alpa-projects/alpa:
+ * benchmark/alpa/suite_manual_moe.py moe_specs: sequence 1024, vocabulary
+ * 32000, 16 heads, and MLPs 8h wide, "intermediate_size = hidden_size * 8"
+ * in benchmark_one_case_moe.py, which the published sizes need;
+ * suite_wresnet.py wresnet_specs: image 224, depth, base channels, width
+ * factor; 1024 classes in benchmark_one_case_wresnet.py).
+ */
+static const struct mg_config models[] = {
+#define G(n, l, h, a, p, src) { .name = n, .family = MG_GPT, .layers = l, .hidden = h, .heads = a, \
+				.seq = 2048, .vocab = 50257, .mlp_ratio = 4, .published = p, .source = src }
+	G("gpt3-125m", 12, 768, 12, 125e6, GPT3),
+	G("gpt3-350m", 24, 1024, 16, 350e6, GPT3),
+	G("gpt3-760m", 24, 1536, 16, 760e6, GPT3),
+	G("gpt3-1.3b", 24, 2048, 16, 1.3e9, GPT3),
+	G("gpt3-2.6b", 32, 2560, 32, 2.7e9, GPT3),
+	G("gpt3-6.7b", 32, 4096, 32, 6.7e9, GPT3),
+	G("gpt3-13b", 40, 5120, 40, 13e9, GPT3),
+	G("gpt3-39b", 48, 8192, 64, 39.1e9, MEGATRON),
+	G("gpt3-76b", 60, 10240, 80, 76.1e9, MEGATRON),
+	G("gpt3-175b", 96, 12288, 96, 175e9, GPT3),
+#undef G
+#define M(n, l, h, e, p) { .name = n, .family = MG_MOE, .layers = l, .hidden = h, .heads = 16, .seq = 1024, \
+			   .vocab = 32000, .mlp_ratio = 8, .experts = e, .published = p, .source = ALPA }
+	M("moe-380m", 8, 768, 8, 380e6),
+	M("moe-690m", 8, 768, 16, 690e6),
+	M("moe-1.3b", 16, 768, 16, 1.3e9),
+	M("moe-2.4b", 16, 1024, 16, 2.4e9),
+	M("moe-10b", 16, 1536, 32, 10e9),
+	M("moe-27b", 16, 2048, 48, 27e9),
+	M("moe-70b", 32, 2048, 64, 70e9),
+#undef M
+#define W(n, d, ch, w, p) { .name = n, .family = MG_WRESNET, .layers = d, .channels = ch, .width = w, \
+			    .classes = 1024, .image = 224, .published = p, .source = ALPA }
+	W("wresnet-250m", 50, 160, 2, 250e6),
+	W("wresnet-1b", 50, 320, 2, 1e9),
+	W("wresnet-2b", 50, 448, 2, 2e9),
+	W("wresnet-4b", 50, 640, 2, 4e9),
+	W("wresnet-6.8b", 50, 320, 16, 6.8e9),
+	W("wresnet-13b", 101, 320, 16, 13e9),
+#undef W
+};
+
+#define NMODELS ((int)(sizeof models / sizeof models[0]))
+#define MAX_BATCH (INT64_C(1) << 20)
+#define MAX_SEQ (INT64_C(1) << 20)
+#define MAX_VOCAB (INT64_C(1) << 24)
+
+struct args {
+	const char *model, *out;
+	int64_t batch, seq, vocab; /* 0: the model's own */
+	bool list, help;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N]\n"
+		"       pcc-modelgen --list\n"
+		"\n"
+		"Writes a benchmark model as ONNX (opset 17): graph and shapes, with the\n"
+		"weights as external data in OUT.weights, which is never written.\n"
+		"  --batch N  a fixed batch size (default: symbolic dimension \"batch\")\n"
+		"  --seq N    sequence length (transformers)\n"
+		"  --vocab N  vocabulary size (transformers)\n"
+		"  --list     every model with its configuration and parameter counts\n");
+}
+
+static int64_t params(const struct mg_config *c)
+{
+	return c->family == MG_WRESNET ? mg_wresnet_params(c) : mg_transformer_params(c);
+}
+
+static const struct mg_config *find_model(const char *name)
+{
+	for (int i = 0; i < NMODELS; i++)
+		if (strcmp(models[i].name, name) == 0)
+			return &models[i];
+	return NULL;
+}
+
+/* ---- --list ------------------------------------------------------------- */
+
+static const char *human(double x, char *buf, size_t n)
+{
+	if (x >= 1e9)
+		snprintf(buf, n, "%.4gB", x / 1e9);
+	else
+		snprintf(buf, n, "%.4gM", x / 1e6);
+	return buf;
+}
+
+static void describe(const struct mg_config *c, char *buf, size_t n)
+{
+	switch (c->family) {
+	case MG_GPT:
+		snprintf(buf, n, "layers %lld, hidden %lld, heads %lld, seq %lld, vocab %lld", (long long)c->layers,
+			 (long long)c->hidden, (long long)c->heads, (long long)c->seq, (long long)c->vocab);
+		return;
+	case MG_MOE:
+		snprintf(buf, n, "layers %lld, hidden %lld, heads %lld, experts %lld, mlp %lldh, seq %lld, vocab %lld",
+			 (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->experts,
+			 (long long)c->mlp_ratio, (long long)c->seq, (long long)c->vocab);
+		return;
+	case MG_WRESNET:
+		snprintf(buf, n, "depth %lld, channels %lld, width %lld, image %lld, classes %lld", (long long)c->layers,
+			 (long long)c->channels, (long long)c->width, (long long)c->image, (long long)c->classes);
+		return;
+	case MG_FAMILY_COUNT:
+		break;
+	}
+	assert(!"bad family");
+}
+
+static void list(FILE *f)
+{
+	char cfg[160], pub[32];
+	fprintf(f, "%-13s %-76s %13s %9s %7s  %s\n", "model", "configuration", "params", "published", "diff",
+		"source");
+	for (int i = 0; i < NMODELS; i++) {
+		const struct mg_config *c = &models[i];
+		int64_t p = params(c);
+		describe(c, cfg, sizeof cfg);
+		fprintf(f, "%-13s %-76s %13lld %9s %+6.2f%%  %s\n", c->name, cfg, (long long)p,
+			human(c->published, pub, sizeof pub), 100 * ((double)p / c->published - 1), c->source);
+	}
+}
+
+/* ---- arguments ----------------------------------------------------------- */
+
+static int parse_count(const char *opt, const char *s, int64_t max, int64_t *out)
+{
+	char *end = (char *)s;
+	errno = 0;
+	long long v = s[0] >= '0' && s[0] <= '9' ? strtoll(s, &end, 10) : -1;
+	if (v < 1 || v > max || errno || *end)
+		return mg_errorf(-EINVAL, "%s expects an integer from 1 to %lld, not '%s'", opt, (long long)max, s);
+	*out = v;
+	return 0;
+}
+
+/* "--name N" or "--name=N"; 1 if argv[*i] is this option, 0 if not, <0 on error */
+static int count_option(int argc, char **argv, int *i, const char *name, int64_t max, int64_t *out)
+{
+	size_t n = strlen(name);
+	const char *s = argv[*i];
+	if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '='))
+		return 0;
+	if (s[n] == '=')
+		return parse_count(name, s + n + 1, max, out) < 0 ? -EINVAL : 1;
+	if (*i + 1 >= argc)
+		return mg_errorf(-EINVAL, "%s needs a value", name);
+	return parse_count(name, argv[++*i], max, out) < 0 ? -EINVAL : 1;
+}
+
+static int parse_one(int argc, char **argv, int *i, struct args *a)
+{
+	const char *s = argv[*i];
+	int rc;
+	if (!strcmp(s, "--list"))
+		a->list = true;
+	else if (!strcmp(s, "-h") || !strcmp(s, "--help"))
+		a->help = true;
+	else if (!strcmp(s, "-o") && *i + 1 < argc)
+		a->out = argv[++*i];
+	else if (!strcmp(s, "-o"))
+		return mg_errorf(-EINVAL, "-o needs a file name");
+	else if ((rc = count_option(argc, argv, i, "--batch", MAX_BATCH, &a->batch)) ||
+		 (rc = count_option(argc, argv, i, "--seq", MAX_SEQ, &a->seq)) ||
+		 (rc = count_option(argc, argv, i, "--vocab", MAX_VOCAB, &a->vocab)))
+		return rc < 0 ? rc : 0;
+	else if (s[0] == '-')
+		return mg_errorf(-EINVAL, "unknown option '%s' (try --help)", s);
+	else if (a->model)
+		return mg_errorf(-EINVAL, "one model at a time ('%s' and '%s')", a->model, s);
+	else
+		a->model = s;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	memset(a, 0, sizeof *a);
+	for (int i = 1; i < argc; i++)
+		if (parse_one(argc, argv, &i, a) < 0)
+			return -EINVAL;
+	if (a->list || a->help)
+		return 0;
+	if (!a->model)
+		return mg_errorf(-EINVAL, "no model given (try --list)");
+	if (!find_model(a->model))
+		return mg_errorf(-EINVAL, "unknown model '%s' (try --list)", a->model);
+	if (!a->out)
+		return mg_errorf(-EINVAL, "no output file given (-o OUT.onnx)");
+	if (find_model(a->model)->family == MG_WRESNET && (a->seq || a->vocab))
+		return mg_errorf(-EINVAL, "%s is not a transformer: --seq and --vocab do not apply", a->model);
+	return 0;
+}
+
+/* ---- generation ---------------------------------------------------------- */
+
+/* OUT.onnx -> OUT.weights, relative to the model's directory */
+static void weights_location(const char *out, char *buf, size_t n)
+{
+	const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+	size_t len = strlen(base);
+	if (len > 5 && strcmp(base + len - 5, ".onnx") == 0)
+		len -= 5;
+	snprintf(buf, n, "%.*s.weights", (int)len, base);
+}
+
+static int generate(const struct args *a)
+{
+	struct mg_config c = *find_model(a->model);
+	char loc[256];
+	c.batch = a->batch;
+	c.seq = a->seq ? a->seq : c.seq;
+	c.vocab = a->vocab ? a->vocab : c.vocab;
+	weights_location(a->out, loc, sizeof loc);
+	struct mg_builder *b = mgb_new(loc);
+	if (!b)
+		return -ENOMEM;
+	int rc = c.family == MG_WRESNET ? mg_build_wresnet(b, &c) : mg_build_transformer(b, &c);
+	if (rc == 0)
+		rc = mgb_write(b, a->out, c.name);
+	if (rc == 0) {
+		/* the closed form and the graph are written separately; they must agree */
+		assert(mgb_params(b) == params(&c));
+		printf("%s: %s, %lld parameters, weights in %s (not written)\n", a->out, c.name,
+		       (long long)mgb_params(b), loc);
+	}
+	mgb_free(b);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	if (parse_args(argc, argv, &a) < 0) {
+		fprintf(stderr, "pcc-modelgen: %s\n", mg_error());
+		return 2;
+	}
+	if (a.help) {
+		usage(stdout);
+		return 0;
+	}
+	if (a.list) {
+		list(stdout);
+		return 0;
+	}
+	if (generate(&a) < 0) {
+		fprintf(stderr, "pcc-modelgen: %s\n", mg_error());
+		return 1;
+	}
+	return 0;
+}

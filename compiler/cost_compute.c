@@ -1,0 +1,263 @@
+/*
+ * cost_compute.c: how long one op (or one fused group) takes on one device.
+ *
+ * The roofline: an op is bound either by arithmetic, FLOPs / (peak x
+ * compute efficiency), or by memory traffic, bytes / (bandwidth x memory
+ * efficiency), whichever is slower, plus a fixed launch overhead. The
+ * efficiencies depend on the op class and, for contractions, on the size
+ * (small GEMMs cannot fill a GPU). The defaults below are assumptions, not
+ * measurements; a calibration file written on the real device replaces them
+ * per class and size. Example: a [2048 x 12288] x [12288 x 36864] bf16 dot on
+ * an H100 is 1.86e12 FLOPs, 0.8 x 989.4e12 FLOP/s -> 2.35 ms, compute-bound.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+
+static const char *const class_names[COST_CLASS_COUNT] = {
+	[COST_CLASS_DOT] = "dot",       [COST_CLASS_CONV] = "conv",
+	[COST_CLASS_ELEMENTWISE] = "elementwise", [COST_CLASS_REDUCE] = "reduce",
+	[COST_CLASS_NORM] = "norm",     [COST_CLASS_MOVE] = "move",
+	[COST_CLASS_GATHER] = "gather", [COST_CLASS_FREE] = "free",
+};
+
+const char *cost_class_name(enum cost_class c)
+{
+	IR_ASSERT(c >= 0 && c < COST_CLASS_COUNT);
+	return class_names[c];
+}
+
+int cost_class_parse(const char *s, enum cost_class *out)
+{
+	for (int c = 0; c < COST_CLASS_COUNT; c++)
+		if (strcmp(s, class_names[c]) == 0) {
+			*out = c;
+			return 0;
+		}
+	return ir_errorf(-EINVAL, "unknown op class \"%s\" (dot, conv, elementwise, reduce, norm, move, gather, free)", s);
+}
+
+/* The cost concern of the op table: which efficiency row an op uses. */
+enum cost_class cost_op_class(int op_)
+{
+	enum ir_op op = op_;
+	switch (op) {
+	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
+	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
+	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
+	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
+	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
+	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_CONVERT:
+	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
+	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
+	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE:
+	case IR_OP_GT: case IR_OP_GE: case IR_OP_SELECT:
+		return COST_CLASS_ELEMENTWISE;
+	case IR_OP_DOT:
+		return COST_CLASS_DOT;
+	case IR_OP_CONV:
+		return COST_CLASS_CONV;
+	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+		return COST_CLASS_REDUCE;
+	case IR_OP_TRANSPOSE: case IR_OP_SLICE: case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE:
+		return COST_CLASS_MOVE;
+	case IR_OP_RESHAPE: case IR_OP_BROADCAST: case IR_OP_IOTA: case IR_OP_CONSTANT:
+		return COST_CLASS_FREE;
+	case IR_OP_GATHER: case IR_OP_SCATTER: case IR_OP_TOPK:
+		return COST_CLASS_GATHER;
+	case IR_OP_SOFTMAX: case IR_OP_LAYER_NORM:
+		return COST_CLASS_NORM;
+	case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"op out of range");
+	return COST_CLASS_FREE;
+}
+
+static void set_rows(struct cost_calib *cal, enum cost_class c, double overhead_us, int n,
+		     const struct cost_eff *rows)
+{
+	cal->cls[c].nrows = n;
+	memcpy(cal->cls[c].rows, rows, (size_t)n * sizeof *rows);
+	cal->cls[c].overhead = overhead_us * 1e-6;
+}
+
+/*
+ * Default efficiencies (assumptions until calibrated): large GEMMs reach
+ * about 80% of the tensor-core peak in cuBLAS, small ones far less
+ * (a GEMM of 1e8 FLOPs is a few microseconds of work, too little to fill
+ * 100+ SMs); convolutions somewhat less than GEMMs; memory-bound kernels
+ * reach 70-80% of the HBM bandwidth (STREAM-like), gathers and transposes
+ * less for their irregular access. Launch overhead: a few microseconds per
+ * kernel, the cost CUDA graphs and fusion later remove.
+ */
+void cost_calib_init(struct cost_calib *cal)
+{
+	memset(cal, 0, sizeof *cal);
+	set_rows(cal, COST_CLASS_DOT, 3, 4, (const struct cost_eff[]){
+		{ 1e8, 0.25, 0.5 }, { 1e10, 0.55, 0.7 }, { 1e12, 0.7, 0.8 }, { INFINITY, 0.8, 0.8 } });
+	set_rows(cal, COST_CLASS_CONV, 3, 4, (const struct cost_eff[]){
+		{ 1e8, 0.2, 0.5 }, { 1e10, 0.45, 0.6 }, { 1e12, 0.6, 0.7 }, { INFINITY, 0.7, 0.7 } });
+	set_rows(cal, COST_CLASS_ELEMENTWISE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.8 } });
+	set_rows(cal, COST_CLASS_REDUCE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.7 } });
+	set_rows(cal, COST_CLASS_NORM, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.7 } });
+	set_rows(cal, COST_CLASS_MOVE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.6 } });
+	set_rows(cal, COST_CLASS_GATHER, 3, 1, (const struct cost_eff[]){ { INFINITY, 0.3, 0.4 } });
+	set_rows(cal, COST_CLASS_FREE, 0, 1, (const struct cost_eff[]){ { INFINITY, 1, 1 } });
+}
+
+static const struct cost_eff *pick_row(const struct cost_calib *cal, enum cost_class cls, double flops)
+{
+	int n = cal->cls[cls].nrows;
+	IR_ASSERT(n > 0);
+	for (int i = 0; i < n - 1; i++)
+		if (flops <= cal->cls[cls].rows[i].max_flops)
+			return &cal->cls[cls].rows[i];
+	return &cal->cls[cls].rows[n - 1];
+}
+
+double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
+		     enum cost_class cls, enum cost_prec prec, double flops, double bytes)
+{
+	IR_ASSERT(cls >= 0 && cls < COST_CLASS_COUNT);
+	if (cls == COST_CLASS_FREE || (flops <= 0 && bytes <= 0))
+		return 0;
+	const struct cost_eff *r = pick_row(cal, cls, flops);
+	double peak = cost_device_peak(d, prec);
+	double tc = flops > 0 && peak > 0 ? flops / (peak * r->compute_eff) : 0;
+	double tm = bytes > 0 && d->mem_bw > 0 ? bytes / (d->mem_bw * r->memory_eff) : 0;
+	return cal->cls[cls].overhead + (tc > tm ? tc : tm);
+}
+
+static double value_bytes(const struct ir_value *v, int elem_bytes)
+{
+	double e = ir_dtype_is_float(v->dtype) && elem_bytes > 0 ? elem_bytes : (double)ir_dtype_size(v->dtype);
+	return (double)ir_shape_numel(&v->shape) * e;
+}
+
+double cost_node_bytes(const struct ir_node *n, int elem_bytes)
+{
+	double b = 0;
+	for (int i = 0; i < n->nin; i++)
+		b += value_bytes(n->in[i], elem_bytes);
+	for (int i = 0; i < n->nout; i++)
+		b += value_bytes(n->out[i], elem_bytes);
+	return b;
+}
+
+/* ---- calibration files (JSON, format in cost.h) ------------------------ */
+
+static int load_class(const char *path, const char *cname, json_t *o, struct cost_calib *cal,
+		      enum cost_class c)
+{
+	const char *key;
+	json_t *val;
+	if (!json_is_object(o))
+		return ir_errorf(-EINVAL, "%s: classes.%s must be an object", path, cname);
+	json_object_foreach(o, key, val) {
+		if (strcmp(key, "overhead_us") == 0) {
+			if (!json_is_number(val) || json_number_value(val) < 0)
+				return ir_errorf(-EINVAL, "%s: classes.%s.overhead_us must be a number >= 0", path, cname);
+			cal->cls[c].overhead = json_number_value(val) * 1e-6;
+		} else if (strcmp(key, "rows") == 0) {
+			size_t n = json_array_size(val);
+			if (!json_is_array(val) || n == 0 || n > COST_MAX_EFF_ROWS)
+				return ir_errorf(-EINVAL, "%s: classes.%s.rows must be an array of 1 to %d rows",
+						 path, cname, COST_MAX_EFF_ROWS);
+			for (size_t i = 0; i < n; i++) {
+				json_t *r = json_array_get(val, i), *mf = json_object_get(r, "max_flops"),
+				       *ce = json_object_get(r, "compute_eff"), *me = json_object_get(r, "memory_eff");
+				if (!json_is_object(r) || !json_is_number(ce) || !json_is_number(me) ||
+				    (mf && !json_is_number(mf)) || json_object_size(r) != 2u + (mf != NULL))
+					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu] needs compute_eff, memory_eff "
+							 "and optionally max_flops, nothing else", path, cname, i);
+				struct cost_eff *e = &cal->cls[c].rows[i];
+				e->max_flops = mf ? json_number_value(mf) : INFINITY;
+				e->compute_eff = json_number_value(ce);
+				e->memory_eff = json_number_value(me);
+				if (!(e->compute_eff > 0 && e->compute_eff <= 1 && e->memory_eff > 0 && e->memory_eff <= 1))
+					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: efficiencies must be in (0, 1]",
+							 path, cname, i);
+				if (i > 0 && !(e->max_flops > e[-1].max_flops))
+					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: max_flops must increase",
+							 path, cname, i);
+			}
+			cal->cls[c].nrows = (int)n;
+		} else {
+			return ir_errorf(-EINVAL, "%s: classes.%s: unknown key \"%s\" (overhead_us, rows)", path, cname, key);
+		}
+	}
+	return 0;
+}
+
+int cost_calib_load(const char *path, struct cost_calib *cal)
+{
+	json_error_t jerr;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return ir_errorf(-ENOENT, "%s: cannot open calibration file: %s", path, strerror(errno));
+	json_t *root = json_loadf(f, 0, &jerr);
+	fclose(f);
+	if (!root)
+		return ir_errorf(-EINVAL, "%s:%d: %s", path, jerr.line, jerr.text);
+	int rc = 0;
+	const char *key;
+	json_t *val;
+	if (!json_is_object(root)) {
+		rc = ir_errorf(-EINVAL, "%s: a calibration file is one JSON object", path);
+		goto out;
+	}
+	json_object_foreach(root, key, val) {
+		if (strcmp(key, "device") == 0 && json_is_string(val)) {
+			snprintf(cal->device, sizeof cal->device, "%s", json_string_value(val));
+		} else if (strcmp(key, "classes") == 0 && json_is_object(val)) {
+			const char *ck;
+			json_t *cv;
+			json_object_foreach(val, ck, cv) {
+				enum cost_class c;
+				if ((rc = cost_class_parse(ck, &c)) < 0) {
+					ir_error_prefix("%s: classes: ", path);
+					goto out;
+				}
+				if ((rc = load_class(path, ck, cv, cal, c)) < 0)
+					goto out;
+			}
+		} else {
+			rc = ir_errorf(-EINVAL, "%s: unknown or mistyped key \"%s\" (device: string, classes: object)",
+				       path, key);
+			goto out;
+		}
+	}
+out:
+	json_decref(root);
+	return rc;
+}
+
+int cost_calib_save(const char *path, const struct cost_calib *cal)
+{
+	json_t *root = json_object(), *classes = json_object();
+	json_object_set_new(root, "device", json_string(cal->device));
+	for (int c = 0; c < COST_CLASS_COUNT; c++) {
+		json_t *rows = json_array();
+		for (int i = 0; i < cal->cls[c].nrows; i++) {
+			const struct cost_eff *e = &cal->cls[c].rows[i];
+			json_t *r = json_object();
+			if (isfinite(e->max_flops))
+				json_object_set_new(r, "max_flops", json_real(e->max_flops));
+			json_object_set_new(r, "compute_eff", json_real(e->compute_eff));
+			json_object_set_new(r, "memory_eff", json_real(e->memory_eff));
+			json_array_append_new(rows, r);
+		}
+		json_object_set_new(classes, class_names[c],
+				    json_pack("{s:f, s:o}", "overhead_us", cal->cls[c].overhead * 1e6, "rows", rows));
+	}
+	json_object_set_new(root, "classes", classes);
+	int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	return rc < 0 ? ir_errorf(-EIO, "%s: cannot write calibration file", path) : 0;
+}

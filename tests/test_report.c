@@ -1,0 +1,443 @@
+/*
+ * test_report.c: the compute roofline, calibration files, training-state
+ * memory (ZeRO), pipeline schedules, and `pcc report` on generated GPT-3
+ * models: Megatron's collectives per layer, Korthikanti et al.'s activation
+ * memory, the ZeRO paper's state memory, the time breakdown, verdicts and
+ * error messages. Expected numbers are worked out by hand in the comments.
+ *
+ * Usage: test_report MODELGEN (the pcc-modelgen executable).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compiler/compiler.h"
+#include "tests/tap.h"
+
+#define REL 1e-9
+
+static const char *modelgen;
+static char tmpdir[] = "/tmp/pcc-test-report-XXXXXX";
+
+static bool has(const char *s)
+{
+	return strstr(ir_error(), s) != NULL;
+}
+
+static const char *model(const char *name)
+{
+	static char path[4][512];
+	static int k;
+	char cmd[2048];
+	char *p = path[k++ % 4];
+	snprintf(p, 512, "%s/%s.onnx", tmpdir, name);
+	if (access(p, R_OK) == 0)
+		return p;
+	snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' >/dev/null", modelgen, name, p);
+	if (system(cmd) != 0)
+		TAP_DIAG("cannot generate %s", name);
+	return p;
+}
+
+/* ---- schedules and state ------------------------------------------------ */
+
+static void test_state(void)
+{
+	struct cost_state_bytes b, m;
+	cost_state_bytes_per_param(COST_OPT_ADAM, true, &b);
+	TAP_OK(b.params == 2 && b.grads == 2 && b.optim == 12, "mixed-precision Adam: 2 + 2 + K=12 bytes per parameter");
+	cost_state_bytes_per_param(COST_OPT_SGD, true, &b);
+	TAP_OK(b.params == 2 && b.grads == 2 && b.optim == 4, "mixed-precision SGD: master copy only, K=4");
+	cost_state_bytes_per_param(COST_OPT_MOMENTUM, false, &b);
+	TAP_OK(b.params == 4 && b.grads == 4 && b.optim == 4, "fp32 momentum: 4 + 4 + 4");
+	/* ZeRO paper, Figure 1: 7.5B parameters, K = 12, Nd = 64 replicas:
+	 * baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB */
+	const double want[4] = { 120e9, 31.40625e9, 16.640625e9, 1.875e9 };
+	for (int z = 0; z < 4; z++) {
+		cost_state_memory(COST_OPT_ADAM, true, z, 64, 7.5e9, &m);
+		TAP_NEAR(m.params + m.grads + m.optim, want[z], REL, "ZeRO stage %d: 7.5B on 64 replicas = %.4g GB", z,
+			 want[z] / 1e9);
+	}
+}
+
+static void test_schedules(void)
+{
+	TAP_NEAR(cost_bubble_fraction(COST_SCHED_GPIPE, 4, 8, 1), 3.0 / 8, REL, "GPipe bubble (p-1)/m = 3/8");
+	TAP_NEAR(cost_bubble_fraction(COST_SCHED_1F1B, 16, 64, 1), 15.0 / 64, REL, "1F1B bubble 15/64");
+	TAP_NEAR(cost_bubble_fraction(COST_SCHED_INTERLEAVED, 4, 8, 2), 3.0 / 16, REL, "interleaved (p-1)/(vm) = 3/16");
+	double t[4] = { 1, 1, 1, 1 };
+	/* (m + p - 1) t = 11; its idle part (p-1) t over the ideal m t is the bubble 3/8 */
+	TAP_NEAR(cost_pipeline_time(COST_SCHED_GPIPE, 4, 8, 1, t, 0), 11, REL, "GPipe 4 stages 8 micro-batches: 11 t");
+	TAP_NEAR((cost_pipeline_time(COST_SCHED_1F1B, 4, 8, 1, t, 0) - 8) / 8, 3.0 / 8, REL,
+		 "1F1B idle time over ideal equals the bubble fraction");
+	/* with transfers of 0.1: 4 x 1.1 - 0.1 + 7 x 1.1 = 12 */
+	TAP_NEAR(cost_pipeline_time(COST_SCHED_1F1B, 4, 8, 1, t, 0.1), 12, REL, "1F1B with transfers: 12");
+	double u[4] = { 1, 2, 1, 1 };
+	TAP_NEAR(cost_pipeline_time(COST_SCHED_1F1B, 4, 8, 1, u, 0), 19, REL, "uneven stages: sum 5 + 7 x max 2 = 19");
+	TAP_NEAR(cost_pipeline_time(COST_SCHED_INTERLEAVED, 4, 8, 2, t, 0), 9.5, REL, "interleaved v=2: (8 + 3/2) t");
+	TAP_NEAR(cost_pipeline_time(COST_SCHED_1F1B, 1, 8, 1, t, 5), 8, REL, "one stage: m t, no transfers");
+	TAP_OK(cost_inflight(COST_SCHED_GPIPE, 4, 8, 1, 0) == 8, "GPipe holds all m micro-batches");
+	TAP_OK(cost_inflight(COST_SCHED_1F1B, 4, 8, 1, 0) == 4 && cost_inflight(COST_SCHED_1F1B, 4, 8, 1, 3) == 1,
+	       "1F1B holds p - i on stage i");
+	TAP_OK(cost_inflight(COST_SCHED_1F1B, 4, 2, 1, 0) == 2, "1F1B never more than m");
+	TAP_NEAR(cost_inflight(COST_SCHED_INTERLEAVED, 4, 8, 2, 0), 5.5, REL, "interleaved: p + (p-1)/v on stage 0");
+	enum cost_sched s;
+	enum cost_optim o;
+	TAP_OK(cost_sched_parse("1F1B", &s) == 0 && s == COST_SCHED_1F1B, "schedule names parse");
+	TAP_OK(cost_sched_parse("zigzag", &s) == -EINVAL && has("zigzag") && has("gpipe"), "unknown schedule: %s",
+	       ir_error());
+	TAP_OK(cost_optim_parse("adamw", &o) == 0 && o == COST_OPT_ADAMW && cost_optim_parse("lamb", &o) == -EINVAL &&
+		       has("lamb"),
+	       "optimizer names parse; unknown named: %s", ir_error());
+}
+
+/* ---- compute -------------------------------------------------------------- */
+
+static void test_roofline(void)
+{
+	struct cost_device d = { .name = "toy", .mem_bw = 1e12 };
+	struct cost_calib cal;
+	cost_calib_init(&cal);
+	d.peak_flops[COST_PREC_BF16] = 100e12;
+	d.peak_flops[COST_PREC_F32] = 10e12;
+	/* big dot: 1e13 / (100e12 x 0.8) = 0.125 s, compute-bound, + 3 us launch */
+	TAP_NEAR(cost_roofline(&d, &cal, COST_CLASS_DOT, COST_PREC_BF16, 1e13, 1e9), 0.125 + 3e-6, REL,
+		 "large dot is compute-bound at 80%% of peak");
+	/* small dot: 1e7 flops at 25%% -> 0.4 us; 1e8 bytes at 50%% of 1 TB/s -> 200 us */
+	TAP_NEAR(cost_roofline(&d, &cal, COST_CLASS_DOT, COST_PREC_BF16, 1e7, 1e8), 200e-6 + 3e-6, REL,
+		 "small dot is memory-bound at its own efficiency");
+	/* elementwise: 1e9 bytes at 80%% -> 1.25 ms + 2 us */
+	TAP_NEAR(cost_roofline(&d, &cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 1e9, 1e9), 1.25e-3 + 2e-6, REL,
+		 "elementwise is bandwidth-bound");
+	TAP_OK(cost_roofline(&d, &cal, COST_CLASS_FREE, COST_PREC_F32, 1e9, 1e9) == 0, "views are free");
+	TAP_OK(cost_op_class(IR_OP_DOT) == COST_CLASS_DOT && cost_op_class(IR_OP_RESHAPE) == COST_CLASS_FREE &&
+		       cost_op_class(IR_OP_SOFTMAX) == COST_CLASS_NORM && cost_op_class(IR_OP_SELECT) == COST_CLASS_ELEMENTWISE &&
+		       cost_op_class(IR_OP_GATHER) == COST_CLASS_GATHER && cost_op_class(IR_OP_TRANSPOSE) == COST_CLASS_MOVE,
+	       "op classes");
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+static void test_calibration(void)
+{
+	struct cost_calib a, b;
+	struct cost_device d = { .name = "toy", .mem_bw = 1e12 };
+	d.peak_flops[COST_PREC_BF16] = 100e12;
+	char path[600];
+	cost_calib_init(&a);
+	snprintf(path, sizeof path, "%s/calib.json", tmpdir);
+	TAP_OK(cost_calib_save(path, &a) == 0, "calibration saved");
+	cost_calib_init(&b);
+	b.cls[COST_CLASS_DOT].overhead = 1;
+	TAP_OK(cost_calib_load(path, &b) == 0 &&
+		       cost_roofline(&d, &b, COST_CLASS_DOT, COST_PREC_BF16, 1e13, 1e9) ==
+			       cost_roofline(&d, &a, COST_CLASS_DOT, COST_PREC_BF16, 1e13, 1e9),
+	       "saved defaults load back to the same costs");
+	write_file(path, "{\"device\": \"h100-80g\", \"classes\": {\"dot\": {\"overhead_us\": 10, \"rows\": "
+			 "[{\"max_flops\": 1e9, \"compute_eff\": 0.1, \"memory_eff\": 0.5}, "
+			 "{\"compute_eff\": 0.5, \"memory_eff\": 0.5}]}}}");
+	cost_calib_init(&b);
+	TAP_OK(cost_calib_load(path, &b) == 0 && !strcmp(b.device, "h100-80g"), "calibration file loads");
+	/* 1e13 / (100e12 x 0.5) = 0.2 s + 10 us; the elementwise class keeps its defaults */
+	TAP_NEAR(cost_roofline(&d, &b, COST_CLASS_DOT, COST_PREC_BF16, 1e13, 1e9), 0.2 + 10e-6, REL,
+		 "calibrated efficiency and overhead replace the defaults");
+	TAP_NEAR(cost_roofline(&d, &b, COST_CLASS_DOT, COST_PREC_BF16, 1e9, 0), 1e9 / 10e12 + 10e-6, REL,
+		 "the row is chosen by size");
+	TAP_NEAR(cost_roofline(&d, &b, COST_CLASS_ELEMENTWISE, COST_PREC_BF16, 0, 1e9), 1.25e-3 + 2e-6, REL,
+		 "classes absent from the file keep their defaults");
+	const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "{\"classes\": {\"matmul\": {}}}", "unknown op class \"matmul\"" },
+		{ "{\"classes\": {\"dot\": {\"rows\": [{\"compute_eff\": 1.5, \"memory_eff\": 0.5}]}}}", "(0, 1]" },
+		{ "{\"classes\": {\"dot\": {\"rows\": [{\"max_flops\": 10, \"compute_eff\": 0.5, \"memory_eff\": 0.5}, "
+		  "{\"max_flops\": 5, \"compute_eff\": 0.5, \"memory_eff\": 0.5}]}}}", "must increase" },
+		{ "{\"classes\": {\"dot\": {\"speed\": 1}}}", "unknown key \"speed\"" },
+		{ "{\"devcie\": \"x\"}", "\"devcie\"" },
+		{ "{\"classes\": ", "calib.json:1" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		write_file(path, bad[i].text);
+		cost_calib_init(&b);
+		TAP_OK(cost_calib_load(path, &b) == -EINVAL && has(bad[i].msg) && has("calib.json"),
+		       "bad calibration file rejected: %s", ir_error());
+	}
+	TAP_OK(cost_calib_load("/nonexistent/c.json", &b) == -ENOENT && has("/nonexistent/c.json"),
+	       "missing calibration file: %s", ir_error());
+}
+
+/* ---- reports on generated GPT-3 models ------------------------------------ */
+
+static int run(const char *m, const char *cluster, const char *plan, int64_t batch, struct report *r)
+{
+	struct cost_cluster c;
+	struct report_plan p;
+	report_plan_init(&p);
+	memset(r, 0, sizeof *r);
+	if (cost_cluster_parse(cluster, &c) < 0 || report_plan_parse(plan, &p) < 0)
+		return -EINVAL;
+	return report_evaluate(m, NULL, batch, &c, &p, NULL, r);
+}
+
+static int count_events(const struct report *r, int stage, int fwd, enum cost_coll coll, double bytes)
+{
+	int n = 0;
+	for (int i = 0; i < r->nevents; i++) {
+		const struct report_event *e = &r->events[i];
+		n += e->stage == stage && e->fwd == fwd && e->coll == coll && fabs(e->bytes - bytes) < 0.5;
+	}
+	return n;
+}
+
+/* gpt3-1.3b: 24 layers, h 2048, 16 heads, s 2048, V 50257 */
+static void test_megatron_collectives(void)
+{
+	struct report r;
+	const double L = 24, h = 2048, s = 2048, act = s * h * 2; /* one micro-batch of 1, bf16 */
+	int rc = run(model("gpt3-1.3b"), "1x8:a100-80g", "tp=8", 0, &r);
+	TAP_OK(rc == 0, "gpt3-1.3b tp=8 evaluates: %s", rc ? ir_error() : "");
+	if (rc)
+		return;
+	/* forward: the vocabulary-parallel embedding's partial sums, then per
+	 * layer the attention out-projection and the second MLP dot
+	 * (row-parallel): 1 + 2L all-reduces of s x h */
+	TAP_OK(count_events(&r, 0, 1, COST_ALL_REDUCE, act) == 1 + 2 * L,
+	       "forward: 1 + 2 x 24 all-reduces of s x h (embedding + 2 per layer), got %d",
+	       count_events(&r, 0, 1, COST_ALL_REDUCE, act));
+	/* backward: the inputs of QKV and the first MLP dot (Megatron's f) per
+	 * layer, and the LM head's input */
+	TAP_OK(count_events(&r, 0, 0, COST_ALL_REDUCE, act) == 2 * L + 1,
+	       "backward: 2 x 24 + 1 all-reduces of s x h, got %d", count_events(&r, 0, 0, COST_ALL_REDUCE, act));
+	int gathers = 0;
+	for (int i = 0; i < r.nevents; i++)
+		gathers += r.events[i].coll == COST_ALL_GATHER && r.events[i].bytes >= act;
+	TAP_OK(gathers == 0, "no large all-gathers in Megatron's plan (%d)", gathers);
+	/* parameters per device: every dot weight and the embedding split 8 ways,
+	 * position embedding, biases of row-parallel dots and layer norms whole */
+	TAP_OK(r.stages[0].params < r.params / 8 * 1.05 && r.stages[0].params > r.params / 8,
+	       "parameters per device about 1/8 of %.4g: %.4g", r.params, r.stages[0].params);
+	/* state: 2 + 2 + 12 bytes per local parameter (ZeRO paper, no ZeRO) */
+	const struct report_stage *st = &r.stages[0];
+	TAP_NEAR(st->mem_params + st->mem_grads + st->mem_optim, 16 * st->params, REL,
+		 "training state is 16 bytes per parameter");
+	TAP_NEAR(r.t_step, r.t_compute + r.t_tp + r.t_pp + r.t_bubble + r.t_dp + r.t_optim, 1e-12,
+		 "step time is the sum of its parts");
+	TAP_NEAR(r.model_flops, 3 * r.fwd_flops, REL, "model FLOPs per step: 3 x forward");
+	report_free(&r);
+
+	/* ZeRO-3 over dp=8: state / 8 */
+	rc = run(model("gpt3-1.3b"), "1x8:a100-80g", "dp=8,zero=3", 0, &r);
+	TAP_OK(rc == 0 && fabs(r.stages[0].mem_params + r.stages[0].mem_grads + r.stages[0].mem_optim -
+			       16 * r.params / 8) < 1,
+	       "ZeRO-3 over 8 replicas: 16 x params / 8 bytes of state");
+	report_free(&r);
+}
+
+/* Attention and MLP halves of layers among nodes [a, b) of the model at
+ * batch 1: one softmax per attention, one erf per MLP. */
+static void count_halves(const char *m, int a, int b, int *attn, int *mlp)
+{
+	struct onnx_import_opts o;
+	struct onnx_dim_binding d = { "batch", 1 };
+	onnx_import_opts_init(&o);
+	o.dims = &d;
+	o.ndims = 1;
+	*attn = *mlp = 0;
+	struct ir_graph *g = onnx_import(m, &o, NULL);
+	for (int i = a; g && i < b; i++) {
+		*attn += ir_graph_node(g, i)->op == IR_OP_SOFTMAX;
+		*mlp += ir_graph_node(g, i)->op == IR_OP_ERF;
+	}
+	ir_graph_free(g);
+}
+
+/* Korthikanti et al. 2022, sec. 4: a GPT layer keeps 34sbh + 5as^2b bytes
+ * with 16-bit activations; without dropout (our models have none) the
+ * masks (2sbh + as^2b) and the dropout output (2as^2b) go: 32sbh + 2as^2b.
+ * With tensor parallelism t: 8sbh stay whole (layer norm inputs, QKV and
+ * first MLP dot inputs), the rest is divided: (8 + 24/t) sbh + 2as^2b/t.
+ * Split by halves: attention (4 + 8/t) sbh + 2as^2b/t (layer norm input
+ * and output; q, k, v and the out-projection input; softmax output), MLP
+ * (4 + 16/t) sbh (layer norm input and output; the GELU input and output). */
+static void test_activation_memory(void)
+{
+	const double s = 2048, h = 2048, a = 16, b = 1;
+	const int tps[2] = { 1, 4 };
+	for (int i = 0; i < 2; i++) {
+		struct report r;
+		char plan[64];
+		int t = tps[i], na, nm;
+		snprintf(plan, sizeof plan, "pp=4,tp=%d,mb=8", t);
+		int rc = run(model("gpt3-1.3b"), "1x16:a100-80g", plan, 0, &r);
+		TAP_OK(rc == 0, "gpt3-1.3b %s evaluates: %s", plan, rc ? ir_error() : "");
+		if (rc)
+			continue;
+		const struct report_stage *st = &r.stages[1];
+		count_halves(model("gpt3-1.3b"), st->first, st->last, &na, &nm);
+		double want = na * ((4 + 8.0 / t) * s * b * h + 2 * a * s * s * b / t) + nm * (4 + 16.0 / t) * s * b * h;
+		TAP_NEAR(st->act_mb, want, 1e-6, "stage 1 (%d attention, %d MLP halves) keeps (8 + 24/%d)sbh + 2as^2b/%d per layer",
+			 na, nm, t, t);
+		TAP_OK(na >= 5 && nm >= 5, "stage 1 holds whole layers (%d, %d)", na, nm);
+		/* 1F1B: stage 1 of 4 holds 3 micro-batches */
+		TAP_NEAR(st->mem_act, 3 * st->act_mb, REL, "stage 1 holds p - 1 = 3 micro-batches");
+		report_free(&r);
+	}
+	struct report r;
+	int rc = run(model("gpt3-1.3b"), "1x16:a100-80g", "pp=4,mb=8,recompute=1", 0, &r);
+	if (TAP_OK(rc == 0, "recompute=1 evaluates")) {
+		/* only each layer's input is kept: sbh x 2 bytes per layer boundary */
+		const struct report_stage *st = &r.stages[1];
+		TAP_NEAR(st->act_mb, st->layers * s * b * h * 2, 0.01, "recomputation keeps 2sbh per layer boundary");
+		TAP_NEAR(st->t_recompute, st->t_fwd + st->t_tp_fwd, REL, "recomputation costs one more forward");
+		TAP_NEAR(r.hw_flops, r.model_flops * 4 / 3, REL, "hardware FLOPs 4/3 of model FLOPs with recomputation");
+		report_free(&r);
+	}
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void test_gpt3_175b(void)
+{
+	struct report r;
+	const char *m = model("gpt3-175b");
+	double t0 = now();
+	int rc = run(m, "128x8:h100-80g", "dp=8,tp=8,pp=16", 1536, &r);
+	double dt = now() - t0;
+	TAP_OK(rc == 0, "GPT-3 175B on 128x8 H100, dp=8 tp=8 pp=16: %s", rc ? ir_error() : "ok");
+	if (rc)
+		return;
+	TAP_DIAG("175B report in %.3f s: step %.3f s, MFU %.3f, peak %.1f GiB", dt, r.t_step, r.mfu,
+		 r.mem_peak / 1073741824.0);
+	TAP_OK(dt < 2.0, "answered in %.3f s", dt);
+	TAP_OK(r.batch == 1536 && r.micro_batch * r.mb * 8 == 1536, "global batch 1536 = 8 x %d x %lld", r.mb,
+	       (long long)r.micro_batch);
+	TAP_OK(r.fits, "fits in 80 GB (%.1f GiB)", r.mem_peak / 1073741824.0);
+	TAP_OK(r.mfu > 0.2 && r.mfu < 0.7, "MFU %.3f in a plausible range", r.mfu);
+	TAP_NEAR(r.params, 174.6e9, 0.001, "174.6 B parameters");
+	/* stage 0 has 1/16 of the layers and 1/8 of each: about 175e9/128 params */
+	TAP_OK(r.stages[0].params > 175e9 / 128 * 0.9 && r.stages[0].params < 175e9 / 128 * 1.25,
+	       "stage 0 holds about 1/128 of the parameters: %.4g", r.stages[0].params);
+	report_free(&r);
+
+	rc = run(m, "128x8:h100-80g", "dp=1024", 1024, &r);
+	TAP_OK(rc == 0 && !r.fits && r.mem_peak > 16 * 174e9, "pure data parallelism of 175B does not fit (%.0f GiB)",
+	       r.mem_peak / 1073741824.0);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	report_print(&r, false, f);
+	fclose(f);
+	TAP_OK(buf && strstr(buf, "DOES NOT FIT"), "the text report says DOES NOT FIT");
+	free(buf);
+	f = open_memstream(&buf, &len);
+	report_print(&r, true, f);
+	fclose(f);
+	json_error_t je;
+	json_t *o = json_loads(buf, 0, &je);
+	TAP_OK(o && json_is_number(json_object_get(o, "step_time_s")) && json_is_number(json_object_get(o, "samples_per_s")) &&
+		       json_is_number(json_object_get(o, "mfu")) && json_is_number(json_object_get(o, "peak_memory_bytes")) &&
+		       json_is_false(json_object_get(o, "fits")),
+	       "JSON has step_time_s, samples_per_s, mfu, peak_memory_bytes, fits=false");
+	json_decref(o);
+	free(buf);
+	report_free(&r);
+}
+
+static void test_errors(void)
+{
+	struct report r;
+	struct report_plan p;
+	report_plan_init(&p);
+	TAP_OK(report_plan_parse("dp=2,tq=4", &p) == -EINVAL && has("\"tq\""), "unknown plan key: %s", ir_error());
+	TAP_OK(report_plan_parse("dp=0", &p) == -EINVAL && has("dp=0"), "dp=0: %s", ir_error());
+	TAP_OK(report_plan_parse("zero=4", &p) == -EINVAL && has("zero=4"), "zero=4: %s", ir_error());
+	TAP_OK(report_plan_parse("schedule=zigzag", &p) == -EINVAL && has("zigzag"), "bad schedule: %s", ir_error());
+	TAP_OK(report_plan_parse("dp8", &p) == -EINVAL && has("KEY=VALUE"), "not key=value: %s", ir_error());
+	const char *m = model("gpt3-125m");
+	TAP_OK(run(m, "2x8:a100-80g", "dp=4,tp=8", 0, &r) == -EINVAL && has("32") && has("16"),
+	       "plan larger than the cluster: %s", ir_error());
+	TAP_OK(run(m, "2x8:a100-80g", "dp=4", 6, &r) == -EINVAL && has("--batch 6") && has("dp=4"),
+	       "batch not a multiple of dp: %s", ir_error());
+	TAP_OK(run(m, "2x8:a100-80g", "dp=2,mb=4", 6, &r) == -EINVAL && has("mb=4"), "mb not dividing: %s", ir_error());
+	TAP_OK(run(m, "2x8:a100-80g", "schedule=interleaved", 0, &r) == -EINVAL && has("pp > 1"),
+	       "interleaved without pipeline: %s", ir_error());
+	TAP_OK(run(m, "2x8:a100-80g", "tp=3", 0, &r) == -EINVAL && has("tp=3"), "tp=3 on nodes of 8: %s", ir_error());
+	TAP_OK(run("/nonexistent.onnx", "2x8:a100-80g", "dp=2", 0, &r) < 0 && has("/nonexistent.onnx"),
+	       "missing model: %s", ir_error());
+}
+
+static void test_batch_choice(void)
+{
+	struct report r;
+	const char *m = model("gpt3-125m");
+	/* symbolic batch, global 64 over dp=2, pp=2: the planner picks b with
+	 * 32 / b >= 2 micro-batches */
+	int rc = run(m, "1x8:a100-80g", "dp=2,tp=2,pp=2", 64, &r);
+	TAP_OK(rc == 0 && r.batch_chosen && r.batch == 64 && r.micro_batch * r.mb == 32 && r.mb >= 2,
+	       "micro-batch size chosen: %lld x %d per replica", (long long)r.micro_batch, r.mb);
+	report_free(&r);
+	rc = run(m, "1x8:a100-80g", "dp=2,tp=2,pp=2,mb=8", 64, &r);
+	TAP_OK(rc == 0 && !r.batch_chosen && r.micro_batch == 4 && r.mb == 8, "mb=8 fixes micro-batches of 4");
+	report_free(&r);
+	/* interleaving shrinks the bubble */
+	struct report a, b;
+	int ra = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &a), rb = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=interleaved", 0, &b);
+	TAP_OK(ra == 0 && rb == 0 && b.t_bubble < a.t_bubble, "interleaved bubble %.4g < 1F1B bubble %.4g", b.t_bubble,
+	       a.t_bubble);
+	report_free(&a);
+	report_free(&b);
+	ra = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=gpipe", 0, &a);
+	rb = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &b);
+	TAP_OK(ra == 0 && rb == 0 && a.stages[0].inflight == 8 && b.stages[0].inflight == 4 &&
+		       a.mem_peak > b.mem_peak,
+	       "GPipe holds 8 micro-batches, 1F1B 4: more memory");
+	report_free(&a);
+	report_free(&b);
+}
+
+static void cleanup(void)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		TAP_DIAG("cannot remove %s", tmpdir);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_report MODELGEN\n");
+		return 2;
+	}
+	modelgen = argv[1];
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_state();
+	test_schedules();
+	test_roofline();
+	test_calibration();
+	test_megatron_collectives();
+	test_activation_memory();
+	test_gpt3_175b();
+	test_errors();
+	test_batch_choice();
+	cleanup();
+	return tap_done();
+}
