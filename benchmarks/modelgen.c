@@ -24,29 +24,19 @@
 #define MEGATRON "Narayanan et al. 2021 (Megatron-LM), Table 1"
 #define ALPA "Zheng et al. 2022 (Alpa), Table 4 + benchmark code"
 
+static const struct mg_config models[] = {
 /*
  * GPT-3: "Language Models are Few-Shot Learners", Brown et al. 2020,
  * arXiv:2005.14165, Table 2.1 (n_layers, d_model, n_heads; context 2048,
- * BPE vocabulary 50257). Two entries of that table do not multiply out:
- * 1.3B lists 24 heads of 128 for d_model 2048, so we keep d_head 128 (16
- * heads); 13B lists d_model 5140, a typo for 40 x 128 = 5120. "2.6b" is
- * the table's 2.7B.
+ * BPE vocabulary 50257). Two rows of that table do not multiply out: 1.3B
+ * lists 24 heads of 128 for d_model 2048, so we keep d_head 128 (16 heads);
+ * 13B lists d_model 5140, a typo for 40 x 128 = 5120. "2.6b" is the
+ * table's 2.7B.
  * 39b, 76b: "Efficient Large-Scale Language Model Training on GPU Clusters
  * Using Megatron-LM", Narayanan et al. 2021, arXiv:2104.04473, Table 1
  * (39.1B: 48 layers, h 8192, 64 heads; 76.1B: 60, 10240, 80), with GPT-3's
- * context and vocabulary here (Megatron pads its vocabulary to 51200).
- *
- * GShard MoE and Wide-ResNet: "Alpa: Automating Inter- and Intra-Operator
- * Parallelism for Distributed Deep Learning", Zheng et al., OSDI 2022,
- * arXiv:2201.12023, Table 4 (model sizes) and §8.1, with the layer
- * configurations of its benchmark code (github.com/alpa-projects/alpa:
- * benchmark/alpa/suite_manual_moe.py moe_specs: sequence 1024, vocabulary
- * 32000, 16 heads, and MLPs 8h wide, "intermediate_size = hidden_size * 8"
- * in benchmark_one_case_moe.py, which the published sizes need;
- * suite_wresnet.py wresnet_specs: image 224, depth, base channels, width
- * factor; 1024 classes in benchmark_one_case_wresnet.py).
+ * context and vocabulary (Megatron pads its vocabulary to 51200).
  */
-static const struct mg_config models[] = {
 #define G(n, l, h, a, p, src) { .name = n, .family = MG_GPT, .layers = l, .hidden = h, .heads = a, \
 				.seq = 2048, .vocab = 50257, .mlp_ratio = 4, .published = p, .source = src }
 	G("gpt3-125m", 12, 768, 12, 125e6, GPT3),
@@ -60,6 +50,17 @@ static const struct mg_config models[] = {
 	G("gpt3-76b", 60, 10240, 80, 76.1e9, MEGATRON),
 	G("gpt3-175b", 96, 12288, 96, 175e9, GPT3),
 #undef G
+/*
+ * GShard MoE: "Alpa: Automating Inter- and Intra-Operator Parallelism for
+ * Distributed Deep Learning", Zheng et al., OSDI 2022, arXiv:2201.12023,
+ * Table 4 and §8.1 (the weak-scaling models, one size per GPU count 1..64
+ * as in benchmark/alpa/suite_auto_moe.py), with the configurations of its
+ * benchmark code (github.com/alpa-projects/alpa,
+ * benchmark/alpa/suite_manual_moe.py moe_specs: layers, hidden, 16 heads,
+ * experts, sequence 1024, vocabulary 32000; benchmark_one_case_moe.py:
+ * every MLP 8h wide, "intermediate_size = hidden_size * 8", which the
+ * published sizes need; 4h would make moe-380m 214M).
+ */
 #define M(n, l, h, e, p) { .name = n, .family = MG_MOE, .layers = l, .hidden = h, .heads = 16, .seq = 1024, \
 			   .vocab = 32000, .mlp_ratio = 8, .experts = e, .published = p, .source = ALPA }
 	M("moe-380m", 8, 768, 8, 380e6),
@@ -70,9 +71,16 @@ static const struct mg_config models[] = {
 	M("moe-27b", 16, 2048, 48, 27e9),
 	M("moe-70b", 32, 2048, 64, 70e9),
 #undef M
+/*
+ * Wide-ResNet: Alpa (as above), Table 4 and §8.1, with the configurations
+ * of benchmark/alpa/suite_wresnet.py wresnet_specs (image 224, depth, base
+ * channels, width factor; 500M is its 2-GPU point) and 1024 classes
+ * (benchmark_one_case_wresnet.py).
+ */
 #define W(n, d, ch, w, p) { .name = n, .family = MG_WRESNET, .layers = d, .channels = ch, .width = w, \
 			    .classes = 1024, .image = 224, .published = p, .source = ALPA }
 	W("wresnet-250m", 50, 160, 2, 250e6),
+	W("wresnet-500m", 50, 224, 2, 500e6),
 	W("wresnet-1b", 50, 320, 2, 1e9),
 	W("wresnet-2b", 50, 448, 2, 2e9),
 	W("wresnet-4b", 50, 640, 2, 4e9),

@@ -11,6 +11,7 @@
  * builder, later calls do nothing and return "", and mgb_write reports it,
  * so the family code reads as a straight list of layers.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -399,8 +400,7 @@ const char *mgb_op(struct mg_builder *b, const char *op, int nin, ...)
 {
 	const char *in[8];
 	va_list ap;
-	if (nin > 8)
-		nin = 8; /* a bug in the caller; no op here takes more */
+	assert(nin <= 8);
 	va_start(ap, nin);
 	for (int i = 0; i < nin; i++)
 		in[i] = va_arg(ap, const char *);

@@ -94,9 +94,13 @@ static enum cost_prec pick_prec(const struct report_plan *p, const struct cost_d
 {
 	if (p->prec >= 0)
 		return p->prec;
-	if (d->peak_flops[COST_PREC_BF16] > 0)
+	/* mixed precision where the device has 16-bit tensor cores (a V100
+	 * has f16 only; bf16 there falls back to its f32 rate) */
+	double bf = cost_device_peak(d, COST_PREC_BF16), hf = cost_device_peak(d, COST_PREC_F16);
+	double f32 = cost_device_peak(d, COST_PREC_F32);
+	if (bf >= hf && bf > f32)
 		return COST_PREC_BF16;
-	if (d->peak_flops[COST_PREC_F16] > 0)
+	if (hf > f32)
 		return COST_PREC_F16;
 	return COST_PREC_F32;
 }

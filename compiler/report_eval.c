@@ -37,6 +37,7 @@ struct eval {
 	int nn;
 	double *t_node;     /* [nn] forward compute, s */
 	bool *dyn;          /* [nvalues] depends on an input or a parameter */
+	bool *stored;       /* [nvalues] written to memory (not fused away) */
 	int *need_first;    /* [nn + 1] CSR: values node i's backward keeps */
 	int *need;
 	double *cross;      /* [nn + 1] bytes of gradient-carrying activations live at position k */
@@ -88,6 +89,8 @@ static int compute_times(struct eval *e)
 		enum cost_class cls = cost_op_class(n->op);
 		double flops = node_flops(e, n), bytes = 0;
 		if (!fusable(n->op)) {
+			for (int k = 0; k < n->nout; k++)
+				e->stored[n->out[k]->id] = true;
 			for (int k = 0; k < n->nin; k++)
 				bytes += tp_local_bytes(&e->tp, n->in[k], e->eb);
 			for (int k = 0; k < n->nout; k++)
@@ -103,8 +106,10 @@ static int compute_times(struct eval *e)
 				bytes += tp_local_bytes(&e->tp, v, e->eb);
 		}
 		for (int k = 0; k < n->nout; k++)
-			if (use[n->out[k]->id] & 2)
+			if (use[n->out[k]->id] & 2) {
 				bytes += tp_local_bytes(&e->tp, n->out[k], e->eb);
+				e->stored[n->out[k]->id] = cls != COST_CLASS_FREE;
+			}
 		if (cls == COST_CLASS_FREE && bytes == 0)
 			continue;
 		if (cls == COST_CLASS_FREE)
@@ -466,12 +471,15 @@ static double chunk_act(struct eval *e, int a, int b, double *peak_extra, int *l
 	return held;
 }
 
+/* The largest tensor a node of [a, b) writes: workspace for it and its gradient. */
 static double largest_value(const struct eval *e, int a, int b)
 {
 	double m = 0;
 	for (int i = a; i < b; i++) {
 		const struct ir_node *n = ir_graph_node(e->g, i);
 		for (int k = 0; k < n->nout; k++) {
+			if (!e->stored[n->out[k]->id])
+				continue; /* fused away or a view */
 			double by = tp_local_bytes(&e->tp, n->out[k], e->eb);
 			m = by > m ? by : m;
 		}
@@ -618,6 +626,7 @@ static int summarize(struct eval *e)
 	r->t_tp = r->mb * tp;
 	r->t_pp = pp > 1 ? r->mb * p2p * v : 0;
 	double zero3 = r->mb * (st->t_mb - comp - tp); /* ZeRO-3 gathers not hidden by compute */
+	zero3 = zero3 > 1e-12 * r->mb * st->t_mb ? zero3 : 0;
 	r->t_bubble = pipe - r->mb * (st->t_mb + (pp > 1 ? v * p2p : 0));
 	if (r->t_bubble < 0)
 		r->t_bubble = 0;
@@ -626,7 +635,7 @@ static int summarize(struct eval *e)
 	r->t_optim = 0;
 	for (int s = 0; s < pp; s++) {
 		double x = r->stages[s].t_dp - r->stages[s].t_bwd;
-		if (x > r->t_dp)
+		if (x > r->t_dp + 1e-15)
 			r->t_dp = x;
 		if (r->stages[s].t_optim > r->t_optim)
 			r->t_optim = r->stages[s].t_optim;
@@ -654,6 +663,7 @@ static void eval_free(struct eval *e)
 	tp_result_free(&e->tp);
 	ir_free(e->t_node);
 	ir_free(e->dyn);
+	ir_free(e->stored);
 	ir_free(e->need_first);
 	ir_free(e->need);
 	ir_free(e->cross);
@@ -691,9 +701,10 @@ int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, con
 	e.eb = r->mixed ? 2 : 0;
 	e.t_node = ir_calloc((size_t)e.nn + 1, sizeof *e.t_node);
 	e.dyn = ir_calloc((size_t)nv + 1, sizeof *e.dyn);
+	e.stored = ir_calloc((size_t)nv + 1, sizeof *e.stored);
 	e.mark = ir_calloc((size_t)nv + 1, sizeof *e.mark);
 	double *pre = ir_calloc((size_t)e.nn + 1, sizeof *pre);
-	if (!e.t_node || !e.dyn || !e.mark || !pre) {
+	if (!e.t_node || !e.dyn || !e.stored || !e.mark || !pre) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
 	}

@@ -46,7 +46,7 @@ static int print_text(const struct report *r, FILE *f)
 	char b1[64], b2[64], note[160];
 	fprintf(f, "model     %s: %.4g B parameters, %.4g GFLOP forward per micro-batch\n", r->model,
 		r->params / 1e9, r->fwd_flops / 1e9);
-	fprintf(f, "cluster   %s: %d devices used, %s, %.1f TFLOP/s %s, %s\n", r->cluster, r->devices,
+	fprintf(f, "cluster   %s: %d devices used, %s, %.4g TFLOP/s %s, %s\n", r->cluster, r->devices,
 		r->dev.desc[0] ? r->dev.desc : r->dev.name, cost_device_peak(&r->dev, r->prec) / 1e12,
 		cost_prec_name(r->prec), gib(r->dev.mem_bytes, b1, sizeof b1));
 	fprintf(f, "plan      dp=%d tp=%d pp=%d, %s", p->dp, p->tp, p->pp, cost_sched_name(p->sched));

@@ -111,7 +111,7 @@ gen() {
 }
 py() { python3 "$tmp/check.py" "$@"; }
 
-check "--list names every model" sh -c "'$modelgen' --list >'$tmp/list' && test \$(grep -c '^gpt3-\|^moe-\|^wresnet-' '$tmp/list') -eq 23"
+check "--list names every model" sh -c "'$modelgen' --list >'$tmp/list' && test \$(grep -c '^gpt3-\|^moe-\|^wresnet-' '$tmp/list') -eq 24"
 
 # GPT-3 (Brown et al. 2020, Table 2.1; 39b, 76b: Narayanan et al. 2021, Table 1)
 while read -r m l h; do
@@ -170,6 +170,7 @@ while read -r m depth c w published; do
 	fi
 done <<EOF
 wresnet-250m 50 160 2 250e6
+wresnet-500m 50 224 2 500e6
 wresnet-1b 50 320 2 1e9
 wresnet-2b 50 448 2 2e9
 wresnet-4b 50 640 2 4e9
