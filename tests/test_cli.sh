@@ -27,6 +27,15 @@ check "eval of external-data model reads weights.bin" "$pcc" eval "$models/mlp_e
 check "missing model: exit 1, one line" sh -c "'$pcc' inspect '$tmp/nope.onnx' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q '^pcc: .*nope.onnx: cannot open' '$tmp/e'"
 check "unknown command is an error" sh -c "! '$pcc' frobnicate 2>/dev/null"
 check "print emits the core IR" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' | grep -q 'dot'"
+m=$models/gpt_op17/model.onnx
+check "report prints the verdict" sh -c "'$pcc' report '$m' --cluster 1x8:a100-80g --plan dp=2,tp=2 | grep -q '^verdict   fits'"
+check "report --json has the keys" sh -c "'$pcc' report '$m' --cluster 2x8:h100 --plan dp=4,tp=2,pp=2,mb=4 --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"fits\"] is True and o[\"step_time_s\"]>0 and o[\"samples_per_s\"]>0 and 0<o[\"mfu\"]<1 and o[\"peak_memory_bytes\"]>0 and o[\"batch\"]==32 and len(o[\"stages\"])==2'"
+check "report --explain lists collectives" sh -c "'$pcc' report '$m' --cluster 1x8:a100-80g --plan tp=2 --explain | grep -q 'all-reduce.*row-parallel'"
+check "report on a cpu:4 cluster" sh -c "'$pcc' report '$m' --cluster cpu:4 --plan dp=2,tp=2 | grep -q 'f32'"
+check "report: bad cluster, exit 1, one line naming it" sh -c "'$pcc' report '$m' --cluster 4x8:b200 --plan dp=2 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'b200' '$tmp/e'"
+check "report: plan too large, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=4,tp=4 2>'$tmp/e'; test \$? -eq 1 && grep -q '16 devices' '$tmp/e'"
+check "report: missing --plan, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 2>'$tmp/e'; test \$? -eq 1 && grep -q -- '--plan' '$tmp/e'"
+check "report: bad --batch, exit 2" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=2 --batch x 2>/dev/null; test \$? -eq 2"
 # inputs the fuzzer once found a crash or hang on: a clean error, quickly
 for f in "$models/../fuzz/regressions/"*.onnx; do
 	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"

@@ -4,7 +4,8 @@
 #
 # GPT-3: parameters exactly 12 l h^2 (1 + 13/(12h)) + V h + s h + 2h, and
 # 3 x forward dot FLOPs (batch 1) within 1% of Megatron-LM's training FLOPs
-# 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (Narayanan et al. 2021, eq. 3).
+# 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) (Narayanan et al. 2021, FLOPs per
+# iteration without activation recomputation).
 # MoE, Wide-ResNet: parameters exactly our closed forms (written out again
 # below) and within 5% of Alpa's published sizes; MoE FLOPs within 1% of
 # Alpa's compute_moe_tflops (benchmark/alpa/util.py) for one sequence.
