@@ -60,6 +60,38 @@ void tp_result_free(struct tp_result *r);
 /* Bytes of v on one rank under r (float elements at elem_bytes when > 0). */
 double tp_local_bytes(const struct tp_result *r, const struct ir_value *v, int elem_bytes);
 
+
+/* ---- internals of report_tp.c and report_tp_rules.c ---- */
+
+struct tp_ctx {
+	const struct ir_graph *g;
+	struct tp_result *r;
+	int tp;
+	int eb; /* activation element bytes (0: the model's) */
+	int origin;   /* the column-parallel node the current node's split comes from */
+	bool *forbid; /* [nnodes]: column-parallel splits that cost more than they save */
+	bool blamed;  /* a new one was found this round */
+};
+
+struct tp_value *tp_st(struct tp_ctx *c, const struct ir_value *v);
+bool tp_divisible(const struct tp_ctx *c, const struct ir_value *v, int d);
+bool tp_splittable(const struct tp_ctx *c, const struct ir_value *v, int d);
+double tp_full_bytes(const struct tp_ctx *c, const struct ir_value *v);
+bool tp_is_free(struct tp_ctx *c, const struct ir_value *v);
+/* Records a collective at node n. */
+int tp_event_add(struct tp_ctx *c, const struct ir_node *n, enum cost_coll coll, enum tp_phase ph,
+		 double bytes, const char *why);
+/* v used whole by split work: its gradient is all-reduced once backward. */
+int tp_used_whole(struct tp_ctx *c, const struct ir_node *n, const struct ir_value *v, const char *why);
+/* Makes v available whole (all-reduce of partial sums, all-gather of a split). */
+int tp_need_repl(struct tp_ctx *c, const struct ir_node *n, const struct ir_value *v);
+/* Makes v available split on dim d (a local slice of a replicated value). */
+int tp_take_split(struct tp_ctx *c, const struct ir_node *n, const struct ir_value *v, int d);
+void tp_set_split(struct tp_ctx *c, const struct ir_value *v, int d);
+void tp_set_free_like(struct tp_ctx *c, const struct ir_value *out, const struct tp_value *src, const int *map);
+/* The rule of n's op (report_tp_rules.c). */
+int tp_node_rule(struct tp_ctx *c, const struct ir_node *n);
+
 /* Evaluates graph g, its batch dim bound to r->micro_batch, under plan p
  * with the axes tp, dp, pp mapped onto the cluster; fills the rest of r
  * (r->dev, prec, mixed, batch, mb set by the caller). */
