@@ -211,9 +211,12 @@ const char *cost_class_name(enum cost_class c);
 int cost_class_parse(const char *s, enum cost_class *out);
 enum cost_class cost_op_class(int op); /* op: an enum ir_op */
 
-/* Efficiency of one op class for ops of up to max_flops FLOPs. */
+/* Efficiency of one op class at a size: a knot at max_flops FLOPs;
+ * between knots the roofline interpolates in log(FLOPs), below the first
+ * and above the last it holds their values; a last row without max_flops
+ * (infinity) applies to everything above the last finite knot. */
 struct cost_eff {
-	double max_flops;   /* this row applies to ops with flops <= max_flops (last row: any) */
+	double max_flops;   /* knot position, FLOPs per op; infinity: the tail */
 	double compute_eff; /* fraction of peak FLOP/s reached */
 	double memory_eff;  /* fraction of memory bandwidth reached */
 };
@@ -242,7 +245,7 @@ int cost_calib_load(const char *path, struct cost_calib *cal); /* -ENOENT/-EINVA
 int cost_calib_save(const char *path, const struct cost_calib *cal);
 
 /* The roofline: overhead + max(flops / (peak(prec) * compute_eff),
- * bytes / (mem_bw * memory_eff)), with the row chosen by flops. Zero for
+ * bytes / (mem_bw * memory_eff)), the efficiencies taken at flops. Zero for
  * COST_CLASS_FREE. A fused group is costed as one op of its class with its
  * summed FLOPs and the bytes crossing its boundary. */
 double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,

@@ -100,9 +100,9 @@ void cost_calib_init(struct cost_calib *cal)
 {
 	memset(cal, 0, sizeof *cal);
 	set_rows(cal, COST_CLASS_DOT, 3, 4, (const struct cost_eff[]){
-		{ 1e8, 0.25, 0.5 }, { 1e10, 0.55, 0.7 }, { 1e12, 0.7, 0.8 }, { INFINITY, 0.8, 0.8 } });
+		{ 1e7, 0.2, 0.5 }, { 1e9, 0.45, 0.65 }, { 1e11, 0.7, 0.8 }, { 1e13, 0.8, 0.8 } });
 	set_rows(cal, COST_CLASS_CONV, 3, 4, (const struct cost_eff[]){
-		{ 1e8, 0.2, 0.5 }, { 1e10, 0.45, 0.6 }, { 1e12, 0.6, 0.7 }, { INFINITY, 0.7, 0.7 } });
+		{ 1e7, 0.15, 0.45 }, { 1e9, 0.4, 0.6 }, { 1e11, 0.6, 0.7 }, { 1e13, 0.7, 0.7 } });
 	set_rows(cal, COST_CLASS_ELEMENTWISE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.8 } });
 	set_rows(cal, COST_CLASS_REDUCE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.7 } });
 	set_rows(cal, COST_CLASS_NORM, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.7 } });
@@ -111,14 +111,28 @@ void cost_calib_init(struct cost_calib *cal)
 	set_rows(cal, COST_CLASS_FREE, 0, 1, (const struct cost_eff[]){ { INFINITY, 1, 1 } });
 }
 
-static const struct cost_eff *pick_row(const struct cost_calib *cal, enum cost_class cls, double flops)
+/* The efficiencies at flops: rows with a finite max_flops are knots,
+ * interpolated linearly in log(FLOPs) between neighbours (so a search over
+ * sizes sees no steps); below the first knot its values hold; above the
+ * last finite knot the next row (max_flops = infinity) holds if there is
+ * one, else the last knot's values. */
+static struct cost_eff pick_eff(const struct cost_calib *cal, enum cost_class cls, double flops)
 {
 	int n = cal->cls[cls].nrows;
+	const struct cost_eff *r = cal->cls[cls].rows;
 	IR_ASSERT(n > 0);
-	for (int i = 0; i < n - 1; i++)
-		if (flops <= cal->cls[cls].rows[i].max_flops)
-			return &cal->cls[cls].rows[i];
-	return &cal->cls[cls].rows[n - 1];
+	if (flops <= r[0].max_flops || !isfinite(r[0].max_flops))
+		return r[0];
+	for (int i = 0; i + 1 < n; i++) {
+		if (flops > r[i + 1].max_flops)
+			continue;
+		if (!isfinite(r[i + 1].max_flops))
+			return r[i + 1];
+		double w = (log(flops) - log(r[i].max_flops)) / (log(r[i + 1].max_flops) - log(r[i].max_flops));
+		return (struct cost_eff){ flops, r[i].compute_eff + w * (r[i + 1].compute_eff - r[i].compute_eff),
+					  r[i].memory_eff + w * (r[i + 1].memory_eff - r[i].memory_eff) };
+	}
+	return r[n - 1];
 }
 
 double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
@@ -127,10 +141,10 @@ double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
 	IR_ASSERT(cls >= 0 && cls < COST_CLASS_COUNT);
 	if (cls == COST_CLASS_FREE || (flops <= 0 && bytes <= 0))
 		return 0;
-	const struct cost_eff *r = pick_row(cal, cls, flops);
+	struct cost_eff r = pick_eff(cal, cls, flops);
 	double peak = cost_device_peak(d, prec);
-	double tc = flops > 0 && peak > 0 ? flops / (peak * r->compute_eff) : 0;
-	double tm = bytes > 0 && d->mem_bw > 0 ? bytes / (d->mem_bw * r->memory_eff) : 0;
+	double tc = flops > 0 && peak > 0 ? flops / (peak * r.compute_eff) : 0;
+	double tm = bytes > 0 && d->mem_bw > 0 ? bytes / (d->mem_bw * r.memory_eff) : 0;
 	return cal->cls[cls].overhead + (tc > tm ? tc : tm);
 }
 

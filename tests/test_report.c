@@ -113,6 +113,13 @@ static void test_roofline(void)
 	TAP_NEAR(cost_roofline(&d, &cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 1e9, 1e9), 1.25e-3 + 2e-6, REL,
 		 "elementwise is bandwidth-bound");
 	TAP_OK(cost_roofline(&d, &cal, COST_CLASS_FREE, COST_PREC_F32, 1e9, 1e9) == 0, "views are free");
+	/* 1e8 FLOPs lies halfway (in log) between the knots 1e7 (0.2) and 1e9
+	 * (0.45): efficiency 0.325, 1e8 / (100e12 x 0.325) = 3.0769 us + 3 us */
+	TAP_NEAR(cost_roofline(&d, &cal, COST_CLASS_DOT, COST_PREC_BF16, 1e8, 0), 1e8 / (100e12 * 0.325) + 3e-6, REL,
+		 "efficiency interpolated in log(FLOPs) between knots");
+	TAP_OK(cost_roofline(&d, &cal, COST_CLASS_DOT, COST_PREC_BF16, 2e8, 0) / 2e8 <
+		       cost_roofline(&d, &cal, COST_CLASS_DOT, COST_PREC_BF16, 1e8, 0) / 1e8,
+	       "bigger dots are more efficient per FLOP, without steps");
 	TAP_OK(cost_op_class(IR_OP_DOT) == COST_CLASS_DOT && cost_op_class(IR_OP_RESHAPE) == COST_CLASS_FREE &&
 		       cost_op_class(IR_OP_SOFTMAX) == COST_CLASS_NORM && cost_op_class(IR_OP_SELECT) == COST_CLASS_ELEMENTWISE &&
 		       cost_op_class(IR_OP_GATHER) == COST_CLASS_GATHER && cost_op_class(IR_OP_TRANSPOSE) == COST_CLASS_MOVE,
@@ -152,7 +159,7 @@ static void test_calibration(void)
 	TAP_NEAR(cost_roofline(&d, &b, COST_CLASS_DOT, COST_PREC_BF16, 1e13, 1e9), 0.2 + 10e-6, REL,
 		 "calibrated efficiency and overhead replace the defaults");
 	TAP_NEAR(cost_roofline(&d, &b, COST_CLASS_DOT, COST_PREC_BF16, 1e9, 0), 1e9 / 10e12 + 10e-6, REL,
-		 "the row is chosen by size");
+		 "the knot at 1e9 FLOPs gives its own efficiency");
 	TAP_NEAR(cost_roofline(&d, &b, COST_CLASS_ELEMENTWISE, COST_PREC_BF16, 0, 1e9), 1.25e-3 + 2e-6, REL,
 		 "classes absent from the file keep their defaults");
 	const struct {
