@@ -1,0 +1,124 @@
+/*
+ * solvers.h: pcc's solver library, the one header that crosses into other
+ * modules. Solvers see plain arrays, never the IR: the compiler lowers its
+ * graph into a struct shard_problem, a solver returns one strategy index per
+ * node, and shard_evaluate re-checks every answer independently.
+ *
+ * Errors: functions return 0 or a negative errno-style code and leave a
+ * one-line message (file, JSON path, what was expected) in shard_error().
+ * Library code never exits or prints.
+ */
+#ifndef PCC_SOLVERS_H
+#define PCC_SOLVERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exact sums of int64 costs and usages (tens of thousands of terms up to
+ * 2^63 each) need 128 bits; __extension__ keeps -Wpedantic quiet. */
+__extension__ typedef __int128 shard_i128;
+
+/* Buffer size that holds any shard_i128 in decimal, sign and NUL included. */
+#define SHARD_I128_STRLEN 42
+
+const char *shard_error(void); /* the last error message; never NULL */
+/* Writes v in decimal into buf (SHARD_I128_STRLEN bytes); returns buf. */
+char *shard_i128_str(shard_i128 v, char *buf);
+
+/* ---- the intra-op strategy problem ---------------------------------------
+ *
+ * Pick one strategy per node minimizing the sum of the chosen node costs plus,
+ * per edge (u, v), the matrix entry of the chosen pair, such that at every
+ * integer time point t the usages of the nodes live at t (lo <= t < hi) sum to
+ * at most usage_limit. Costs are in the producer's units (pcc: seconds scaled
+ * to integers; IOPDDL: opaque), usages in bytes per device.
+ */
+struct shard_problem {
+	int nnodes;
+	/* Strategies of node i are the global indices strat_off[i] ..
+	 * strat_off[i+1]-1 (nnodes+1 entries, strat_off[0] = 0); every node
+	 * has at least one. */
+	int *strat_off;
+	int64_t *cost;  /* per global strategy: node cost */
+	int64_t *usage; /* per global strategy: memory in bytes, >= 0 */
+	/* Per node, the half-open live interval [lo, hi) in time steps; lo ==
+	 * hi (e.g. [0, 0]) means the node never holds memory. lo <= hi. */
+	int64_t *lo, *hi;
+
+	int nedges;
+	int *edge_u, *edge_v; /* per edge: its endpoints, node indices */
+	/* Edge k's matrix is edge_cost[edge_off[k] .. edge_off[k+1]-1], row
+	 * major, |S_u| x |S_v|: entry su * |S_v| + sv (nedges+1 entries). */
+	int64_t *edge_off;
+	int64_t *edge_cost;
+
+	int64_t usage_limit; /* bytes per device at any time point */
+	char *name;          /* the instance's name, or NULL */
+};
+
+static inline int shard_problem_nstrat(const struct shard_problem *p, int i)
+{
+	return p->strat_off[i + 1] - p->strat_off[i];
+}
+
+/* Frees the arrays of p (not p itself) and zeroes it; safe on a zeroed or
+ * already freed problem. */
+void shard_problem_free(struct shard_problem *p);
+
+/* Reads an IOPDDL contest instance (JSON, or gzip-compressed JSON: zlib
+ * reads both) into p, validating it fully. On error p is left zeroed and the
+ * message names the file and the JSON path, e.g. "B.json.gz:
+ * problem.edges.costs[12]: has 6 entries, expected 3 x 4 = 12". */
+int shard_problem_read_iopddl(const char *path, struct shard_problem *p);
+
+/* Checks the invariants above (for problems built in memory); returns 0 or
+ * -EINVAL with the first broken one in shard_error(). */
+int shard_problem_check(const struct shard_problem *p);
+
+/* ---- the independent evaluator ------------------------------------------- */
+
+struct shard_eval {
+	shard_i128 cost;         /* exact: node costs + edge costs */
+	bool feasible;           /* no time point over usage_limit */
+	shard_i128 peak_usage;   /* bytes, the largest sum over time points */
+	int64_t peak_time;       /* the first time point at the peak (0 if none) */
+	int64_t over_points;     /* how many integer time points exceed the limit */
+	int64_t first_over_time; /* the first such time point; valid if over_points */
+};
+
+/* Evaluates choice (one strategy index per node, local to the node: 0 ..
+ * |S_i|-1) on p. Returns 0, or -EINVAL naming the first out-of-range choice.
+ * An infeasible choice is not an error: out->feasible says so. Uses a sweep
+ * over the interval endpoints, so huge time ranges cost nothing extra. */
+int shard_evaluate(const struct shard_problem *p, const int *choice, struct shard_eval *out);
+
+/* ---- the heuristic -------------------------------------------------------
+ *
+ * Greedy start, memory repair, then local search (single-node and edge-pair
+ * moves with exact deltas, memory kept feasible with a max segment tree over
+ * the compressed time points) and seeded perturbation rounds. Deterministic:
+ * the result depends only on p and the parameters; the time limit can only
+ * stop the fixed sequence of rounds early.
+ */
+struct shard_heuristic_params {
+	double time_limit;  /* seconds of wall time, > 0 */
+	uint64_t seed;      /* of the perturbation rounds */
+	int max_rounds;     /* perturbation rounds after the first descent */
+	bool verbose;       /* progress lines on stderr */
+	/* Costs at or above this mark impossible combinations: strategies
+	 * they rule out are pruned before the search (INT64_MAX: none are).
+	 * The evaluator still counts them exactly. */
+	int64_t forbidden_cost;
+};
+
+void shard_heuristic_params_init(struct shard_heuristic_params *prm);
+
+/* Writes the best assignment found into choice (nnodes entries) and its
+ * evaluation into out. Returns 0 with a feasible choice; -ENOSPC when no
+ * assignment fits the usage limit (proved: even the least-usage strategy of
+ * every node does not fit), choice then holding that least-usage assignment;
+ * -EINVAL on a bad problem; -ENOMEM. */
+int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_params *prm, int *choice,
+		    struct shard_eval *out);
+
+#endif

@@ -1,0 +1,35 @@
+#!/bin/sh
+# test_iopddl_cli.sh PCC_IOPDDL DIR: the contest interface of pcc-iopddl,
+# exit codes and the last stdout line (TAP). DIR holds example.json.
+bin=$1
+dir=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fail=0
+check() { # check DESCRIPTION COMMAND...
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@" >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc"; else
+		echo "not ok $n - $desc"
+		sed 's/^/# /' "$tmp/err" | head -5
+		fail=1
+	fi
+}
+
+check "example: exit 0, last line is the optimum" sh -c "'$bin' '$dir/example.json' 1 >'$tmp/o' && test \"\$(tail -n 1 '$tmp/o')\" = '[0, 0, 2, 1, 0]'"
+check "example: a summary on stderr with the cost" sh -c "'$bin' '$dir/example.json' 1 2>&1 >/dev/null | grep -q 'cost 445'"
+check "example: stops within the timeout" sh -c "timeout 3 '$bin' '$dir/example.json' 1 >/dev/null 2>&1"
+gzip -c "$dir/example.json" >"$tmp/example.json.gz"
+check "gzip input: same answer" sh -c "'$bin' '$tmp/example.json.gz' 1 | tail -n 1 | grep -qx '\[0, 0, 2, 1, 0\]'"
+sed 's/"usage_limit": 50/"usage_limit": 49/' "$dir/example.json" >"$tmp/tight.json"
+check "infeasible: exit 3, last line []" sh -c "'$bin' '$tmp/tight.json' 1 >'$tmp/o' 2>'$tmp/e'; test \$? -eq 3 && test \"\$(tail -n 1 '$tmp/o')\" = '[]' && grep -q 'usage limit 49' '$tmp/e'"
+check "missing file: exit 1, one line" sh -c "'$bin' '$tmp/nope.json' 1 2>'$tmp/e' >/dev/null; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q '^pcc-iopddl: .*nope.json: cannot open' '$tmp/e'"
+printf '{"problem": {"nodes": {"costs": [[1]], "usages": [[1]], "intervals": [[0, 1]]}, "edges": {"nodes": [[0, 3]], "costs": [[0]]}}}' >"$tmp/bad.json"
+check "edge to a missing node: exit 1 naming it" sh -c "'$bin' '$tmp/bad.json' 1 2>'$tmp/e' >/dev/null; test \$? -eq 1 && grep -q '^pcc-iopddl: .*bad.json: problem.edges.nodes\[0\]: node 3 does not exist' '$tmp/e'"
+check "no arguments: exit 2" sh -c "'$bin' 2>/dev/null; test \$? -eq 2"
+check "bad timeout: exit 2" sh -c "'$bin' '$dir/example.json' soon 2>/dev/null; test \$? -eq 2"
+check "zero timeout: exit 2" sh -c "'$bin' '$dir/example.json' 0 2>/dev/null; test \$? -eq 2"
+echo "1..$n"
+exit $fail
