@@ -251,10 +251,10 @@ int cost_calib_save(const char *path, const struct cost_calib *cal);
 double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
 		     enum cost_class cls, enum cost_prec prec, double flops, double bytes);
 
-/* Bytes a node moves: all operands read plus all results written, with
- * elem_bytes replacing floating-point element sizes when > 0 (mixed
- * precision) and integer/bool sizes kept. */
-double cost_node_bytes(const struct ir_node *n, int elem_bytes);
+/* Bytes of a value, with elem_bytes replacing floating-point element
+ * sizes when > 0 (mixed precision); integer and bool sizes kept. */
+struct ir_value;
+double cost_value_bytes(const struct ir_value *v, int elem_bytes);
 
 /* ---- training state, schedules (cost_train.c) --------------------------- */
 

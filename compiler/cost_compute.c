@@ -148,20 +148,10 @@ double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
 	return cal->cls[cls].overhead + (tc > tm ? tc : tm);
 }
 
-static double value_bytes(const struct ir_value *v, int elem_bytes)
+double cost_value_bytes(const struct ir_value *v, int elem_bytes)
 {
 	double e = ir_dtype_is_float(v->dtype) && elem_bytes > 0 ? elem_bytes : (double)ir_dtype_size(v->dtype);
 	return (double)ir_shape_numel(&v->shape) * e;
-}
-
-double cost_node_bytes(const struct ir_node *n, int elem_bytes)
-{
-	double b = 0;
-	for (int i = 0; i < n->nin; i++)
-		b += value_bytes(n->in[i], elem_bytes);
-	for (int i = 0; i < n->nout; i++)
-		b += value_bytes(n->out[i], elem_bytes);
-	return b;
 }
 
 /* ---- calibration files (JSON, format in cost.h) ------------------------ */

@@ -44,7 +44,7 @@ int report_plan_parse(const char *s, struct report_plan *p)
 			return ir_errorf(-EINVAL, "plan: \"%s\" is not KEY=VALUE", kv);
 		*eq = 0;
 		const char *k = kv, *v = eq + 1;
-		int rc, x;
+		int rc;
 		if (strcmp(k, "dp") == 0)
 			rc = parse_int(k, v, 1, 1 << 20, &p->dp);
 		else if (strcmp(k, "tp") == 0)
@@ -65,9 +65,8 @@ int report_plan_parse(const char *s, struct report_plan *p)
 			rc = cost_optim_parse(v, &p->optim);
 		else if (strcmp(k, "precision") == 0) {
 			enum cost_prec pr;
-			rc = cost_prec_parse(v, &pr);
-			x = (int)pr;
-			p->prec = x;
+			if ((rc = cost_prec_parse(v, &pr)) == 0)
+				p->prec = (int)pr;
 		} else
 			return ir_errorf(-EINVAL, "plan: unknown key \"%s\" (dp, tp, pp, mb, schedule, v, zero, "
 					 "recompute, optim, precision)", k);

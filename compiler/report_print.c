@@ -71,7 +71,7 @@ static int print_text(const struct report *r, FILE *f)
 	if (r->tokens_per_sample > 0)
 		fprintf(f, ", %.4g tokens/s", r->tokens_per_s);
 	fprintf(f, "\nper device %.1f TFLOP/s achieved, MFU %.1f%%\n", r->tflops_per_device, 100 * r->mfu);
-	fprintf(f, "\nmemory per device (stage %d, the fullest) %s\n", r->peak_stage, "");
+	fprintf(f, "\nmemory per device (stage %d, the fullest)\n", r->peak_stage);
 	line_m(f, "parameters", ps->mem_params, "");
 	line_m(f, "gradients", ps->mem_grads, "");
 	line_m(f, "optimizer state", ps->mem_optim, "");

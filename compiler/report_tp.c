@@ -42,18 +42,14 @@ static void blame(struct tp_ctx *c, int o)
 
 double tp_local_bytes(const struct tp_result *r, const struct ir_value *v, int elem_bytes)
 {
-	double e = ir_dtype_is_float(v->dtype) && elem_bytes > 0 ? elem_bytes : (double)ir_dtype_size(v->dtype);
-	double b = (double)ir_shape_numel(&v->shape) * e;
 	const struct tp_value *t = &r->val[v->id];
-	if (t->kind == TP_S || (v->kind == IR_VAL_PARAM && r->param_split[v->id]))
-		b /= r->tp;
-	return b;
+	double b = cost_value_bytes(v, elem_bytes);
+	return t->kind == TP_S || (v->kind == IR_VAL_PARAM && r->param_split[v->id]) ? b / r->tp : b;
 }
 
 double tp_full_bytes(const struct tp_ctx *c, const struct ir_value *v)
 {
-	double e = ir_dtype_is_float(v->dtype) && c->eb > 0 ? c->eb : (double)ir_dtype_size(v->dtype);
-	return (double)ir_shape_numel(&v->shape) * e;
+	return cost_value_bytes(v, c->eb);
 }
 
 int tp_event_add(struct tp_ctx *c, const struct ir_node *n, enum cost_coll coll, enum tp_phase ph,

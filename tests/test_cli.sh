@@ -2,20 +2,7 @@
 # test_cli.sh PCC MODELS_DIR: the pcc command line, end to end (TAP).
 pcc=$1
 models=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-fail=0
-check() { # check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc"; else
-		echo "not ok $n - $desc"
-		sed 's/^/# /' "$tmp/err" | head -5
-		fail=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 check "inspect prints parameters" sh -c "'$pcc' inspect '$models/gpt_op17/model.onnx' | grep -q 'parameters: 29568'"
 check "inspect --json has the keys" sh -c "'$pcc' inspect '$models/mlp_op13/model.onnx' --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"params\"]==808 and o[\"param_bytes\"]==3232 and o[\"flops\"]>0 and \"Gemm\" in o[\"onnx_ops\"] and o[\"inputs\"][0][\"shape\"]==[4,16] and o[\"outputs\"]'"
@@ -40,5 +27,4 @@ check "report: bad --batch, exit 2" sh -c "'$pcc' report '$m' --cluster 1x8:a100
 for f in "$models/../fuzz/regressions/"*.onnx; do
 	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"
 done
-echo "1..$n"
-exit $fail
+tap_done

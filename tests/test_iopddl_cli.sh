@@ -3,20 +3,7 @@
 # exit codes and the last stdout line (TAP). DIR holds example.json.
 bin=$1
 dir=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-fail=0
-check() { # check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@" >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc"; else
-		echo "not ok $n - $desc"
-		sed 's/^/# /' "$tmp/err" | head -5
-		fail=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 check "example: exit 0, last line is the optimum" sh -c "'$bin' '$dir/example.json' 1 >'$tmp/o' && test \"\$(tail -n 1 '$tmp/o')\" = '[0, 0, 2, 1, 0]'"
 check "example: a summary on stderr with the cost" sh -c "'$bin' '$dir/example.json' 1 2>&1 >/dev/null | grep -q 'cost 445'"
@@ -31,5 +18,4 @@ check "edge to a missing node: exit 1 naming it" sh -c "'$bin' '$tmp/bad.json' 1
 check "no arguments: exit 2" sh -c "'$bin' 2>/dev/null; test \$? -eq 2"
 check "bad timeout: exit 2" sh -c "'$bin' '$dir/example.json' soon 2>/dev/null; test \$? -eq 2"
 check "zero timeout: exit 2" sh -c "'$bin' '$dir/example.json' 0 2>/dev/null; test \$? -eq 2"
-echo "1..$n"
-exit $fail
+tap_done

@@ -11,20 +11,7 @@
 # Alpa's compute_moe_tflops (benchmark/alpa/util.py) for one sequence.
 modelgen=$1
 pcc=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-n=0
-fail=0
-check() { # check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@" </dev/null >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc"; else
-		echo "not ok $n - $desc"
-		sed 's/^/# /' "$tmp/err" | head -5
-		fail=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 cat >"$tmp/check.py" <<'EOF'
 import json, sys
@@ -202,5 +189,4 @@ check "--seq abc: exit 2, one line" fails 2 "--seq expects an integer" gpt3-125m
 check "--seq on a ResNet: exit 2, one line" fails 2 "not a transformer" wresnet-1b -o "$tmp/x.onnx" --seq 64
 check "no -o: exit 2, one line" fails 2 "no output file" gpt3-125m
 check "unwritable output: exit 1, one line" fails 1 "cannot write" gpt3-125m -o "$tmp/no/such/dir/x.onnx"
-echo "1..$n"
-exit $fail
+tap_done

@@ -1,0 +1,21 @@
+# tap.sh: TAP for the shell tests, sourced by them. Gives $tmp (a scratch
+# directory removed on exit), check DESCRIPTION COMMAND... (one case: the
+# command's exit status; its stderr shown on failure) and tap_done.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fail=0
+check() {
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@" </dev/null >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc"; else
+		echo "not ok $n - $desc"
+		sed 's/^/# /' "$tmp/err" | head -5
+		fail=1
+	fi
+}
+tap_done() {
+	echo "1..$n"
+	exit $fail
+}
