@@ -35,7 +35,21 @@ struct ir_graph {
 	struct cleanup *cleanups;
 	struct ptrvec nodes, values, inputs, params, outputs;
 	const char **output_names; /* parallel to outputs, cap outputs.cap */
+	int mesh[2];               /* 0 x 0: no mesh */
 };
+
+void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1)
+{
+	IR_ASSERT(n0 >= 0 && n1 >= 0 && (n0 > 0) == (n1 > 0));
+	g->mesh[0] = n0;
+	g->mesh[1] = n1;
+}
+
+void ir_graph_mesh(const struct ir_graph *g, int *n0, int *n1)
+{
+	*n0 = g->mesh[0];
+	*n1 = g->mesh[1];
+}
 
 #define BLOCK_MIN (64 * 1024)
 

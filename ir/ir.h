@@ -232,6 +232,31 @@ struct ir_data {
 
 struct ir_node;
 
+/* ---- sharding annotations --------------------------------------------------
+ * Set by the intra-op pass: how a value is laid out over the graph's 2-D
+ * logical device mesh (ir_graph_mesh). Per tensor dimension, the mesh axes
+ * that split it (bit a: axis a; both bits: split n0*n1 ways, axis 0 major);
+ * partial: the axes over which each device holds a partial sum that still
+ * needs reducing. Every axis appears at most once in dims and partial, and a
+ * split dimension's size is divisible by its number of pieces.
+ * Text form: "<S0,R,S01|P1>" (dimension 0 split on axis 0, dimension 1
+ * replicated, dimension 2 on both axes, partial sums over axis 1). */
+#define IR_MESH_AXES 2
+struct ir_sharding {
+	uint8_t dim[IR_MAX_RANK]; /* mesh-axis masks, 0 .. 3 */
+	uint8_t partial;          /* mesh-axis mask */
+};
+#define IR_SHARDING_STR_MAX (IR_MAX_RANK * 4 + 8)
+/* Writes the text form, angle brackets included, for a value of rank rank. */
+char *ir_sharding_str(const struct ir_sharding *s, int rank, char *buf, size_t n);
+/* Parses the text form between the brackets ("S0,R|P1") of n bytes for a
+ * value of rank rank: 0 or -EINVAL with a message. */
+int ir_sharding_parse(const char *text, size_t n, int rank, struct ir_sharding *out);
+/* Checks s against shape on mesh n0 x n1: 0 or -EINVAL with a message. */
+int ir_sharding_check(const struct ir_sharding *s, const struct ir_shape *shape, int n0, int n1);
+/* Pieces the mesh cuts dimension d into, and the mesh size of axis mask m. */
+int ir_sharding_pieces(uint8_t m, int n0, int n1);
+
 struct ir_value {
 	int id;                 /* dense index in ir_graph_values, stable until compact */
 	const char *name;       /* ONNX name, or NULL */
@@ -241,6 +266,8 @@ struct ir_value {
 	struct ir_node *def;    /* IR_VAL_NODE: producer */
 	int def_index;          /* IR_VAL_NODE: which output of def */
 	struct ir_data data;    /* IR_VAL_PARAM only */
+	bool sharded;           /* sharding below is set (needs a mesh) */
+	struct ir_sharding sharding;
 };
 
 struct ir_node {
@@ -288,6 +315,11 @@ int ir_graph_nnodes(const struct ir_graph *g);
 struct ir_node *ir_graph_node(const struct ir_graph *g, int i);
 int ir_graph_nvalues(const struct ir_graph *g);
 struct ir_value *ir_graph_value(const struct ir_graph *g, int i);
+
+/* The 2-D logical device mesh the sharding annotations refer to: n0 x n1
+ * devices, or 0 x 0 when the graph has none. */
+void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1);
+void ir_graph_mesh(const struct ir_graph *g, int *n0, int *n1);
 
 /* Replaces every use of old by new (same dtype and shape), outputs too. */
 void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_value *new_);

@@ -370,6 +370,10 @@ static void put_def(FILE *f, int num, const struct ir_value *v)
 	}
 	fputs(": ", f);
 	put_type(f, v->dtype, &v->shape);
+	if (v->sharded) {
+		char buf[IR_SHARDING_STR_MAX];
+		fprintf(f, " %s", ir_sharding_str(&v->sharding, v->shape.rank, buf, sizeof buf));
+	}
 }
 
 static void put_param_data(FILE *f, const struct ir_data *d)
@@ -439,6 +443,10 @@ int ir_print(const struct ir_graph *g, FILE *f)
 	}
 
 	fputs("pcc-ir 1\n", f);
+	int n0, n1;
+	ir_graph_mesh(g, &n0, &n1);
+	if (n0 > 0)
+		fprintf(f, "mesh %dx%d\n", n0, n1);
 	for (int i = 0; i < ir_graph_ninputs(g); i++) {
 		const struct ir_value *v = ir_graph_input(g, i);
 		fputs("input ", f);
@@ -498,6 +506,8 @@ struct def {
 	const char *name; /* arena string or NULL */
 	enum ir_dtype dtype;
 	struct ir_shape shape;
+	bool sharded;
+	struct ir_sharding sharding;
 };
 
 static bool is_digit(char c)
@@ -980,9 +990,28 @@ static int parse_def(struct parser *ps, struct def *d)
 	s = def_lookup(ps, d->id);
 	if (s)
 		return fail(ps, "%%%" PRId64 " redefined (first defined on line %d)", d->id, s->line);
-	if (parse_name(ps, &d->name) || expect(ps, ':'))
+	if (parse_name(ps, &d->name) || expect(ps, ':') || parse_type(ps, &d->dtype, &d->shape))
 		return -EINVAL;
-	return parse_type(ps, &d->dtype, &d->shape);
+	if (!accept(ps, '<'))
+		return 0;
+	const char *close = strchr(ps->p, '>'), *nl = strchr(ps->p, '\n');
+	if (!close || (nl && nl < close))
+		return fail_expected(ps, "'>' closing the sharding");
+	int n0, n1;
+	ir_graph_mesh(ps->g, &n0, &n1);
+	if (ir_sharding_parse(ps->p, (size_t)(close - ps->p), d->shape.rank, &d->sharding) ||
+	    ir_sharding_check(&d->sharding, &d->shape, n0, n1))
+		return fail(ps, "%s", ir_error());
+	d->sharded = true;
+	ps->p = close + 1;
+	return 0;
+}
+
+/* Copies a definition's sharding onto its value. */
+static void annotate(struct ir_value *v, const struct def *d)
+{
+	v->sharded = d->sharded;
+	v->sharding = d->sharding;
 }
 
 static int end_stmt(struct parser *ps)
@@ -1003,6 +1032,7 @@ static int stmt_input(struct parser *ps)
 	v = ir_graph_add_input(ps->g, d.name, d.dtype, &d.shape);
 	if (!v)
 		return fail_builder(ps);
+	annotate(v, &d);
 	return define(ps, d.id, v);
 }
 
@@ -1057,6 +1087,7 @@ static int stmt_param(struct parser *ps)
 	v = ir_graph_add_param(ps->g, d.name, d.dtype, &d.shape, &data);
 	if (!v)
 		return fail_builder(ps);
+	annotate(v, &d);
 	return define(ps, d.id, v);
 }
 
@@ -1070,6 +1101,27 @@ static int stmt_output(struct parser *ps)
 	if (ir_graph_add_output(ps->g, v, name) < 0)
 		return fail_builder(ps);
 	return 0;
+}
+
+/* "mesh 2x4": before any sharded value, at most once. */
+static int stmt_mesh(struct parser *ps)
+{
+	const char *w;
+	char buf[32], tail;
+	int c0, c1;
+	long n0, n1;
+	ir_graph_mesh(ps->g, &c0, &c1);
+	if (c0)
+		return fail(ps, "mesh given twice");
+	size_t n = word(ps, &w);
+	if (!word_copy(w, n, buf, sizeof buf) || sscanf(buf, "%ldx%ld%c", &n0, &n1, &tail) != 2) {
+		ps->p = w;
+		return fail_expected(ps, "a mesh shape N0xN1");
+	}
+	if (n0 < 1 || n1 < 1 || n0 > 65536 || n1 > 65536)
+		return fail(ps, "mesh %ldx%ld: each axis must be 1 .. 65536", n0, n1);
+	ir_graph_set_mesh(ps->g, (int)n0, (int)n1);
+	return end_stmt(ps);
 }
 
 static int parse_attr(struct parser *ps, enum ir_op op, const struct op_syntax *syn,
@@ -1244,6 +1296,7 @@ static int stmt_node(struct parser *ps)
 	for (int i = 0; i < nres; i++) {
 		/* results get their names here: the builder has no parameter for them */
 		node->out[i]->name = res[i].name;
+		annotate(node->out[i], &res[i]);
 		if (define(ps, res[i].id, node->out[i]))
 			return -ENOMEM;
 	}
@@ -1265,6 +1318,8 @@ static int statement(struct parser *ps)
 		return stmt_param(ps);
 	if (word_is(w, n, "output"))
 		return stmt_output(ps);
+	if (word_is(w, n, "mesh"))
+		return stmt_mesh(ps);
 	if (n)
 		return fail(ps, "unknown statement '%.*s'", shown(n), w);
 	return fail_expected(ps, "a statement");

@@ -32,6 +32,12 @@ int ir_verify(const struct ir_graph *g)
 			rc = ir_errorf(-EINVAL, "parameter \"%s\" has no data", v->name ? v->name : "");
 			goto out;
 		}
+		int n0, n1;
+		ir_graph_mesh(g, &n0, &n1);
+		if (v->sharded && (rc = ir_sharding_check(&v->sharding, &v->shape, n0, n1)) < 0) {
+			ir_error_prefix("value %d \"%s\"", i, v->name ? v->name : "");
+			goto out;
+		}
 	}
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		struct ir_node *n = ir_graph_node(g, i);

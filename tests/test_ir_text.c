@@ -627,6 +627,16 @@ static const struct {
 	{ H "%0 : f32[1], %1 : f32[1], %2 : f32[1], %3 : f32[1], %4 : f32[1], %5 : f32[1], %6 : f32[1], "
 	    "%7 : f32[1], %8 : f32[1] = neg %0\n", "line 2: more than 8 results" },
 	{ H "%0 \"\\xff\xfe\" : f32[1]\x01 = neg\n", "line 2: expected '=', found '?'" },
+	{ H X "%1 : f32[2,3] <R,S1> = neg %0\n", "line 3: sharding <R,S1> but the graph has no mesh" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <R,S1> = neg %0\n", "line 4: sharding <R,S1>: dimension 1 of size 3 does not split into 4 pieces" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,S01> = neg %0\n", "line 4: sharding <S0,S01>: a mesh axis used twice" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0> = neg %0\n", "line 4: sharding <S0>: expected 2 entries, one per dimension" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,S2> = neg %0\n", "line 4: sharding <S0,S2>: entry 1 is not R, S0, S1 or S01" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,R|Q> = neg %0\n", "line 4: sharding <S0,R|Q>: expected P0, P1 or P01" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,R = neg %0\n", "line 4: expected '>' closing the sharding" },
+	{ H "mesh 2x4\nmesh 2x4\n", "line 3: mesh given twice" },
+	{ H "mesh 2by4\n", "line 2: expected a mesh shape N0xN1" },
+	{ H "mesh 0x4\n", "line 2: mesh 0x4: each axis must be 1 .. 65536" },
 };
 
 static void test_malformed(void)
