@@ -1,7 +1,7 @@
 /*
  * compiler.h: the one interface of compiler/ (ONNX import, reference
  * interpreter, tensor I/O, statistics, the pcc driver's building blocks).
- * Depends on ir/ only. Errors follow ir.h: negative errno, message in
+ * Depends on ir/ and solvers/. Errors follow ir.h: negative errno, message in
  * ir_error().
  */
 #ifndef PCC_COMPILER_H
@@ -187,5 +187,61 @@ void report_free(struct report *r);
 int report_print(const struct report *r, bool json, FILE *f);
 /* Lists every tensor-parallel collective of one micro-batch with its cause. */
 int report_explain(const struct report *r, FILE *f);
+
+/* ---- the intra-op pass (compiler/intra*.c) -------------------------------
+ * Chooses how every value of one stage is split over a 2-D logical mesh of
+ * the cluster's devices: per op, strategies from its dimension labels
+ * (intra_rules.c), compute, communication and memory costs from the cost
+ * model, resharding costs on every edge, then the strategy problem solved
+ * by solvers/. The answer is written onto the graph as sharding annotations
+ * (ir_value.sharding, ir_graph_mesh). */
+
+struct intra_opts {
+	int n0, n1;              /* the mesh; n0 * n1 <= the cluster's devices */
+	bool train;              /* cost a training step: backward compute and
+				  * collectives, gradients, optimizer state */
+	enum cost_optim optim;   /* training only; default adam */
+	int prec;                /* enum cost_prec, or -1: bf16 where the device
+				  * has it, else f16, else f32 (as pcc report) */
+	double mem_limit;        /* bytes per device; 0: 90% of device memory */
+	double time_limit;       /* s for the solver; default 10 */
+	const struct cost_calib *cal; /* NULL: default efficiencies */
+	bool no_follow;          /* give every op its own variable (tests) */
+};
+void intra_opts_init(struct intra_opts *o);
+
+/* One collective the chosen plan runs, for --explain and tests. */
+struct intra_event {
+	int node;                /* graph node causing it (consumer for resharding) */
+	int operand;             /* its operand, or -1: the node's own collective */
+	bool bwd;                /* in the backward pass (training) */
+	enum cost_coll coll;
+	int axis;                /* mesh axis */
+	double bytes;            /* per device, as cost_collective takes it */
+	double t;                /* s */
+};
+
+struct intra_state;
+struct intra_result {
+	double t_total;          /* s: the objective (one step or forward pass) */
+	double t_compute, t_comm;
+	double mem_peak, mem_limit; /* bytes per device */
+	int nvars;               /* solver variables after following */
+	int nstrategies;         /* strategies over all variables */
+	double solve_s;          /* wall time of the solver */
+	int nevents;
+	struct intra_event *events; /* [nevents] */
+	struct intra_state *st;  /* what --explain needs */
+};
+
+/* Runs the pass on g over cluster c; on success annotates every value of g
+ * and fills r (free with intra_result_free). Errors name the mesh, the op
+ * or the memory limit: -EINVAL bad options, -ENOSPC no plan fits memory. */
+int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
+	       struct intra_result *r);
+void intra_result_free(struct intra_result *r);
+/* Per op: chosen sharding, its cost, the collectives it causes and the
+ * runner-up strategy with its extra cost. */
+int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);
 
 #endif

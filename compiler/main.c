@@ -6,6 +6,7 @@
  *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
  *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
+ *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
  *   pcc version
  */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "compiler/compiler.h"
@@ -25,7 +27,10 @@ struct args {
 	const char *cmd, *model, *in_dir, *out_dir;
 	const char *cluster, *plan, *calib;
 	long long batch;
-	bool json, explain;
+	bool json, explain, stage_only, train, print_ir;
+	int mesh0, mesh1;
+	double mem_limit, time_limit;
+	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
 	int ndims;
 };
@@ -39,12 +44,17 @@ static void usage(FILE *f)
 		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
 		"                  [,recompute=0|1][,optim=O][,precision=P] [--batch B] [--calib FILE] [--json] [--explain]\n"
 		"       pcc version\n"
+		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
+		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
 		"\n"
 		"  inspect  inputs, outputs, op histograms, parameters, FLOPs of a forward pass\n"
 		"  eval     run the reference interpreter on DIR/input_N.pb (ONNX TensorProto),\n"
 		"           writing OUTDIR/output_N.pb, or printing a summary without -o\n"
 		"  print    the model imported into pcc's core IR, as text\n"
 		"  report   time, memory and throughput of one training step under a manual plan\n"
+		"  MODEL    compile: --stage-only runs the intra-op pass on the whole model as one\n"
+		"           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
+		"           prints the plan; --print-ir writes the IR with its sharding annotations\n"
 		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
 		"  --batch  global batch of one step (samples)\n"
 		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
@@ -68,19 +78,84 @@ static int parse_dim(struct args *a, const char *s)
 	return 0;
 }
 
+static int parse_mesh(struct args *a, const char *s)
+{
+	char tail;
+	if (sscanf(s, "%dx%d%c", &a->mesh0, &a->mesh1, &tail) != 2 || a->mesh0 < 1 || a->mesh1 < 1)
+		return ir_errorf(-EINVAL, "--mesh %s: expected N0xN1 with positive sizes, e.g. 2x8", s);
+	return 0;
+}
+
+/* "40GB", "40GiB", "512MiB", or bytes; GB and GiB both mean 2^30 (as the
+ * device presets do). */
+static int parse_size(const char *opt, const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double unit = 1;
+	if (!strcasecmp(end, "gb") || !strcasecmp(end, "gib") || !strcasecmp(end, "g"))
+		unit = 1 << 30;
+	else if (!strcasecmp(end, "mb") || !strcasecmp(end, "mib") || !strcasecmp(end, "m"))
+		unit = 1 << 20;
+	else if (!strcasecmp(end, "kb") || !strcasecmp(end, "kib") || !strcasecmp(end, "k"))
+		unit = 1 << 10;
+	else if (*end)
+		end = NULL;
+	if (!end || end == s || !(v > 0))
+		return ir_errorf(-EINVAL, "%s %s: expected a positive size like 40GB, 512MiB or bytes", opt, s);
+	*out = v * unit;
+	return 0;
+}
+
+static bool is_command(const char *s)
+{
+	static const char *const cmds[] = { "inspect", "eval", "print", "report", "version", "--version" };
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		if (!strcmp(s, cmds[i]))
+			return true;
+	return false;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	memset(a, 0, sizeof *a);
 	if (argc < 2)
 		return ir_errorf(-EINVAL, "no command given (try 'pcc --help')");
 	a->cmd = argv[1];
-	for (int i = 2; i < argc; i++) {
+	int first = 2;
+	if (!is_command(argv[1]) && argv[1][0] != '-') {
+		a->cmd = "compile";
+		a->model = argv[1];
+	} else if (!is_command(argv[1])) {
+		first = 1;
+		a->cmd = "compile";
+	}
+	for (int i = first; i < argc; i++) {
 		const char *s = argv[i];
 		bool has_next = i + 1 < argc;
 		if (!strcmp(s, "--json")) {
 			a->json = true;
 		} else if (!strcmp(s, "--explain")) {
 			a->explain = true;
+		} else if (!strcmp(s, "--stage-only")) {
+			a->stage_only = true;
+		} else if (!strcmp(s, "--train")) {
+			a->train = true;
+		} else if (!strcmp(s, "--print-ir")) {
+			a->print_ir = true;
+		} else if (!strcmp(s, "--mesh") && has_next) {
+			if (parse_mesh(a, argv[++i]) < 0)
+				return -EINVAL;
+		} else if (!strcmp(s, "--memory-limit") && has_next) {
+			if (parse_size(s, argv[++i], &a->mem_limit) < 0)
+				return -EINVAL;
+		} else if (!strcmp(s, "--time-limit") && has_next) {
+			char *end;
+			a->time_limit = strtod(argv[++i], &end);
+			if (*end || end == argv[i] || !(a->time_limit > 0))
+				return ir_errorf(-EINVAL, "--time-limit %s: expected positive seconds", argv[i]);
+		} else if (!strcmp(s, "--optim") && has_next) {
+			a->optim = argv[++i];
 		} else if (!strcmp(s, "--dim") && has_next) {
 			if (parse_dim(a, argv[++i]) < 0)
 				return -EINVAL;
@@ -248,6 +323,106 @@ static int cmd_report(const struct args *a)
 	return rc;
 }
 
+/* A model file: ONNX, or pcc's IR text when it ends in ".ir". */
+static struct ir_graph *load_any(const struct args *a)
+{
+	size_t n = a->model ? strlen(a->model) : 0;
+	if (n < 3 || strcmp(a->model + n - 3, ".ir"))
+		return load(a, NULL);
+	FILE *f = fopen(a->model, "rb");
+	if (!f) {
+		ir_errorf(-ENOENT, "%s: cannot open: %s", a->model, strerror(errno));
+		return NULL;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	char buf[65536];
+	size_t k;
+	while (m && (k = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, k, m);
+	fclose(f);
+	if (!m || fclose(m)) {
+		free(text);
+		ir_errorf(-ENOMEM, "%s: out of memory reading", a->model);
+		return NULL;
+	}
+	struct ir_graph *g = ir_parse(text);
+	free(text);
+	if (!g)
+		ir_error_prefix("%s", a->model);
+	else if (ir_verify(g) < 0) {
+		ir_error_prefix("%s", a->model);
+		ir_graph_free(g);
+		g = NULL;
+	}
+	return g;
+}
+
+static int cmd_compile(const struct args *a)
+{
+	struct cost_cluster c;
+	struct cost_calib cal;
+	struct intra_opts o;
+	struct intra_result r;
+	int rc;
+	if (!a->model)
+		return ir_errorf(-EINVAL, "no model given (try 'pcc --help')");
+	if (!a->cluster)
+		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
+	if (!a->stage_only)
+		return ir_errorf(-EINVAL, "%s: the inter-op pass (pipeline stages) is not built yet; --stage-only "
+				 "runs the intra-op pass on the whole model as one stage", a->model);
+	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0)
+		return rc;
+	intra_opts_init(&o);
+	o.n0 = a->mesh0 ? a->mesh0 : c.nodes;
+	o.n1 = a->mesh1 ? a->mesh1 : c.ndevices / c.nodes;
+	o.train = a->train;
+	o.mem_limit = a->mem_limit;
+	if (a->time_limit > 0)
+		o.time_limit = a->time_limit;
+	if (a->optim && (rc = cost_optim_parse(a->optim, &o.optim)) < 0)
+		return rc;
+	if (a->calib) {
+		cost_calib_init(&cal);
+		if ((rc = cost_calib_load(a->calib, &cal)) < 0)
+			return rc;
+		o.cal = &cal;
+	}
+	struct ir_graph *g = load_any(a);
+	if (!g)
+		return -EINVAL;
+	if ((rc = intra_pass(g, &c, &o, &r)) < 0) {
+		ir_error_prefix("%s", a->model);
+		ir_graph_free(g);
+		return rc;
+	}
+	int counts[COST_COLL_COUNT][2] = { { 0 } };
+	for (int i = 0; i < r.nevents; i++)
+		counts[r.events[i].coll][r.events[i].bwd]++;
+	printf("%s: one stage on mesh %dx%d of %s: %s %.6g ms (compute %.6g ms, communication %.6g ms), "
+	       "peak memory %.3f GiB of %.3f GiB per device\n",
+	       a->model, o.n0, o.n1, c.name, o.train ? "training step" : "forward pass", r.t_total * 1e3,
+	       r.t_compute * 1e3, r.t_comm * 1e3, r.mem_peak / (1 << 30), r.mem_limit / (1 << 30));
+	printf("collectives:");
+	int any = 0;
+	for (int k = 0; k < COST_COLL_COUNT; k++)
+		for (int b = 0; b < 2; b++)
+			if (counts[k][b])
+				printf("%s %d %s%s", any++ ? "," : "", counts[k][b], cost_coll_name((enum cost_coll)k),
+				       b ? " (backward)" : "");
+	printf("%s\nsolver: %d variables, %d strategies, %.3f s\n", any ? "" : " none", r.nvars, r.nstrategies,
+	       r.solve_s);
+	if (a->explain)
+		rc = intra_explain(g, &r, stdout);
+	if (rc == 0 && a->print_ir)
+		rc = ir_print(g, stdout);
+	intra_result_free(&r);
+	ir_graph_free(g);
+	return rc;
+}
+
 static int cmd_version(void)
 {
 	unsigned maj, min, patch;
@@ -281,6 +456,8 @@ int main(int argc, char **argv)
 		rc = cmd_report(&a);
 	else if (!strcmp(a.cmd, "version") || !strcmp(a.cmd, "--version"))
 		rc = cmd_version();
+	else if (!strcmp(a.cmd, "compile"))
+		rc = cmd_compile(&a);
 	else
 		rc = ir_errorf(-EINVAL, "unknown command '%s' (try 'pcc --help')", a.cmd);
 	for (int i = 0; i < a.ndims; i++)

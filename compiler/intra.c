@@ -1,0 +1,209 @@
+/*
+ * intra.c: the intra-op pass's entry point: check the options, build the
+ * strategy problem (intra_build.c), solve it (solvers/), check the answer
+ * with the independent evaluator, write the shardings onto the graph and
+ * list the collectives the plan runs.
+ *
+ * Precondition: g verified, static shapes. Postcondition on success: every
+ * value of g carries a sharding on mesh o->n0 x o->n1.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/intra_internal.h"
+
+void intra_opts_init(struct intra_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->n0 = o->n1 = 1;
+	o->optim = COST_OPT_ADAM;
+	o->prec = -1;
+	o->time_limit = 10;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static enum cost_prec pick_prec(int prec, const struct cost_device *d)
+{
+	if (prec >= 0)
+		return (enum cost_prec)prec;
+	double bf = cost_device_peak(d, COST_PREC_BF16), hf = cost_device_peak(d, COST_PREC_F16);
+	double f32 = cost_device_peak(d, COST_PREC_F32);
+	if (bf >= hf && bf > f32)
+		return COST_PREC_BF16;
+	return hf > f32 ? COST_PREC_F16 : COST_PREC_F32;
+}
+
+static int make_env(struct intra_env *env, const struct cost_cluster *c, const struct intra_opts *o)
+{
+	if (o->n0 < 1 || o->n1 < 1)
+		return ir_errorf(-EINVAL, "mesh %dx%d: each axis needs at least one device", o->n0, o->n1);
+	if ((long)o->n0 * o->n1 > c->ndevices)
+		return ir_errorf(-EINVAL, "mesh %dx%d needs %d devices, cluster %s has %d", o->n0, o->n1,
+				 o->n0 * o->n1, c->name, c->ndevices);
+	int rc = cost_mesh_make(c, o->n0, o->n1, &env->mesh);
+	if (rc < 0) {
+		ir_error_prefix("mesh %dx%d on cluster %s", o->n0, o->n1, c->name);
+		return rc;
+	}
+	cost_cluster_effective(c, &env->dev, NULL, NULL, NULL);
+	if (o->cal)
+		env->cal = *o->cal;
+	else
+		cost_calib_init(&env->cal);
+	env->prec = pick_prec(o->prec, &env->dev);
+	bool mixed = env->prec == COST_PREC_BF16 || env->prec == COST_PREC_F16 || env->prec == COST_PREC_FP8;
+	env->elem_bytes = mixed ? 2 : 0;
+	env->train = o->train;
+	cost_state_bytes_per_param(o->optim, mixed, &env->state);
+	return 0;
+}
+
+static void annotate(struct ir_graph *g, const struct intra_state *st)
+{
+	ir_graph_set_mesh(g, st->env.mesh.n0, st->env.mesh.n1);
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		const struct intra_strat *s = intra_chosen(st, u);
+		int nout = x->node ? x->node->nout : 1;
+		for (int k = 0; k < nout; k++) {
+			struct ir_value *v = x->node ? x->node->out[k] : (struct ir_value *)x->value;
+			v->sharded = true;
+			v->sharding = s->out;
+		}
+	}
+}
+
+static int push_event(struct intra_result *r, int *cap, const struct intra_event *ev)
+{
+	if (r->nevents == *cap) {
+		int nc = *cap ? 2 * *cap : 64;
+		struct intra_event *e = ir_realloc(r->events, sizeof *e * (size_t)nc);
+		if (!e)
+			return ir_errorf(-ENOMEM, "out of memory listing collectives");
+		r->events = e;
+		*cap = nc;
+	}
+	r->events[r->nevents++] = *ev;
+	return 0;
+}
+
+static int push_colls(struct intra_result *r, int *cap, const struct intra_coll *c, int node, int operand, bool bwd)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct intra_event ev = { node, operand, bwd, c->op[i], c->axis[i], c->bytes[i], c->t[i] };
+		if (push_event(r, cap, &ev) < 0)
+			return -ENOMEM;
+		r->t_comm += c->t[i];
+	}
+	return 0;
+}
+
+/* Lists every collective of the chosen plan and sums compute and
+ * communication (they add up to the objective up to rounding). */
+static int list_events(struct intra_result *r, const struct intra_state *st, const struct ir_graph *g)
+{
+	int cap = 0;
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		const struct intra_strat *s = intra_chosen(st, u);
+		r->t_compute += s->t_compute;
+		if (s->own_axis >= 0) {
+			struct intra_coll c = { 1, { COST_ALL_REDUCE }, { s->own_axis }, { s->own_bytes }, { s->t_own } };
+			if (push_colls(r, &cap, &c, x->node->id, -1, false) < 0)
+				return -ENOMEM;
+		}
+		if (!x->node)
+			continue;
+		for (int j = 0; j < x->node->nin; j++) {
+			const struct ir_value *v = x->node->in[j];
+			int pu = st->value_unit[v->id];
+			const struct intra_strat *src = intra_chosen(st, pu);
+			struct ir_sharding dst;
+			struct intra_coll c;
+			intra_operand_spec(&x->lab, s, j, v->shape.rank, &dst);
+			intra_reshard(&st->env, v, &src->out, &dst, false, &c);
+			if (push_colls(r, &cap, &c, x->node->id, j, false) < 0)
+				return -ENOMEM;
+			if (!st->env.train || !ir_dtype_is_float(v->dtype))
+				continue;
+			struct ir_sharding gsrc = dst, gdst = src->out;
+			gsrc.partial = intra_grad_partial(&x->lab, s, j, v->shape.rank);
+			gdst.partial = 0;
+			intra_reshard(&st->env, v, &gsrc, &gdst, v->kind == IR_VAL_PARAM, &c);
+			if (push_colls(r, &cap, &c, x->node->id, j, true) < 0)
+				return -ENOMEM;
+		}
+	}
+	(void)g;
+	return 0;
+}
+
+int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
+	       struct intra_result *r)
+{
+	memset(r, 0, sizeof *r);
+	struct intra_state *st = ir_calloc(1, sizeof *st);
+	if (!st)
+		return ir_errorf(-ENOMEM, "out of memory");
+	int rc = make_env(&st->env, c, o);
+	if (rc < 0 || (rc = intra_build(st, g, o)) < 0)
+		goto fail;
+	r->st = st;
+	r->nvars = st->ngroups;
+	r->nstrategies = st->prob.strat_off[st->ngroups];
+	r->mem_limit = (double)st->prob.usage_limit;
+	st->choice = ir_malloc(sizeof *st->choice * ((size_t)st->ngroups + 1));
+	if (!st->choice) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	struct shard_heuristic_params prm;
+	shard_heuristic_params_init(&prm);
+	prm.time_limit = o->time_limit > 0 ? o->time_limit : 10;
+	struct shard_eval ev;
+	double t0 = now();
+	rc = shard_heuristic(&st->prob, &prm, st->choice, &ev);
+	r->solve_s = now() - t0;
+	if (rc == -ENOSPC) {
+		char need[SHARD_I128_STRLEN];
+		rc = ir_errorf(-ENOSPC,
+			       "no sharding on mesh %dx%d fits the memory limit of %.2f GiB per device: the smallest "
+			       "needs %.2f GiB (%s bytes); use more devices, pipeline stages or a higher limit",
+			       o->n0, o->n1, r->mem_limit / (1 << 30), (double)ev.peak_usage / (1 << 30),
+			       shard_i128_str(ev.peak_usage, need));
+		goto fail;
+	}
+	if (rc < 0) {
+		rc = ir_errorf(rc, "strategy solver: %s", shard_error());
+		goto fail;
+	}
+	r->t_total = (double)ev.cost / INTRA_COST_SCALE;
+	r->mem_peak = (double)ev.peak_usage;
+	annotate(g, st);
+	if ((rc = list_events(r, st, g)) < 0)
+		goto fail;
+	return 0;
+fail:
+	r->st = NULL;
+	intra_state_free(st);
+	ir_free(st);
+	intra_result_free(r);
+	return rc;
+}
+
+void intra_result_free(struct intra_result *r)
+{
+	if (r->st) {
+		intra_state_free(r->st);
+		ir_free(r->st);
+	}
+	ir_free(r->events);
+	memset(r, 0, sizeof *r);
+}

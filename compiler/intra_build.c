@@ -1,0 +1,464 @@
+/*
+ * intra_build.c: lowers one stage's graph into the strategy problem of
+ * solvers/ (struct shard_problem): one solver node per group of units, its
+ * strategies with compute and own-collective costs, memory per strategy
+ * over the group's live interval, and per graph edge a resharding cost
+ * matrix between the producer's result sharding and the sharding its
+ * consumer needs, forward and (training) backward.
+ *
+ * Units: every graph node, and every graph input and parameter (their
+ * shardings are choices too: a parameter split over an axis is stored
+ * split). Following: a unary elementwise op whose operand has no other use
+ * takes its producer's sharding instead of a variable of its own, as Alpa's
+ * followers do; its costs fold into the producer's.
+ *
+ * Training (o->train): compute x3, the backward of every edge reshards the
+ * gradient from the consumer's layout (partial over the axes the consumer
+ * splits but the operand does not: the all-reduce of data-parallel weight
+ * gradients and of Megatron's column-parallel input) back to the
+ * producer's; parameters hold weights, gradients and optimizer state and
+ * pay the optimizer update on their local shard; activations stay live to
+ * the end of the step (the backward pass reads them).
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "compiler/intra_internal.h"
+
+/* ---- growable buffers ------------------------------------------------------ */
+
+struct edge_acc {
+	int n, cap;
+	int *u, *v;
+	int64_t *off;        /* into cost */
+	double *cost;
+	int64_t ncost, cost_cap;
+	int *slot;           /* open-addressing table of edge indices */
+	int nslot;
+};
+
+static int edge_find(struct edge_acc *e, int u, int v, int64_t size)
+{
+	if (2 * (e->n + 1) > e->nslot) {
+		int ns = e->nslot ? 2 * e->nslot : 1024;
+		int *slot = ir_malloc(sizeof *slot * (size_t)ns);
+		if (!slot)
+			return -ENOMEM;
+		for (int i = 0; i < ns; i++)
+			slot[i] = -1;
+		for (int k = 0; k < e->n; k++) {
+			uint64_t h = ((uint64_t)(unsigned)e->u[k] * 0x9E3779B97F4A7C15u) ^ (unsigned)e->v[k];
+			int i = (int)(h % (uint64_t)ns);
+			while (slot[i] >= 0)
+				i = (i + 1) % ns;
+			slot[i] = k;
+		}
+		ir_free(e->slot);
+		e->slot = slot;
+		e->nslot = ns;
+	}
+	uint64_t h = ((uint64_t)(unsigned)u * 0x9E3779B97F4A7C15u) ^ (unsigned)v;
+	int i = (int)(h % (uint64_t)e->nslot);
+	for (; e->slot[i] >= 0; i = (i + 1) % e->nslot)
+		if (e->u[e->slot[i]] == u && e->v[e->slot[i]] == v)
+			return e->slot[i];
+	if (e->n == e->cap) {
+		int cap = e->cap ? 2 * e->cap : 256;
+		int *nu = ir_realloc(e->u, sizeof *nu * (size_t)cap), *nv = nu ? ir_realloc(e->v, sizeof *nv * (size_t)cap) : NULL;
+		if (nu)
+			e->u = nu;
+		if (nv)
+			e->v = nv;
+		int64_t *no = nv ? ir_realloc(e->off, sizeof *no * (size_t)cap) : NULL;
+		if (!no)
+			return -ENOMEM;
+		e->off = no;
+		e->cap = cap;
+	}
+	if (e->ncost + size > e->cost_cap) {
+		int64_t cap = e->cost_cap ? 2 * e->cost_cap : 65536;
+		while (cap < e->ncost + size)
+			cap *= 2;
+		double *c = ir_realloc(e->cost, sizeof *c * (size_t)cap);
+		if (!c)
+			return -ENOMEM;
+		e->cost = c;
+		e->cost_cap = cap;
+	}
+	int k = e->n++;
+	e->u[k] = u;
+	e->v[k] = v;
+	e->off[k] = e->ncost;
+	memset(e->cost + e->ncost, 0, sizeof *e->cost * (size_t)size);
+	e->ncost += size;
+	e->slot[i] = k;
+	return k;
+}
+
+static void edge_acc_free(struct edge_acc *e)
+{
+	ir_free(e->u);
+	ir_free(e->v);
+	ir_free(e->off);
+	ir_free(e->cost);
+	ir_free(e->slot);
+}
+
+/* ---- units and groups -------------------------------------------------------- */
+
+static int init_unit(struct intra_state *st, struct intra_unit *x)
+{
+	if (x->node)
+		intra_labels_of(x->node, &x->lab);
+	else
+		intra_labels_value(x->value, &x->lab);
+	int ns = intra_strategies(&st->env, x->node, x->value, &x->lab, &x->strat);
+	if (ns < 0)
+		return ns;
+	x->nstrat = ns;
+	return 0;
+}
+
+/* The strategy of a unary follower that keeps its operand's sharding. */
+static int follow(const struct intra_unit *f, const struct ir_sharding *prod, int rank)
+{
+	signed char want[IR_MESH_AXES] = { -1, -1 };
+	for (int d = 0; d < rank; d++)
+		for (int a = 0; a < IR_MESH_AXES; a++)
+			if (prod->dim[d] & (1u << a))
+				want[a] = f->lab.out[d];
+	for (int s = 0; s < f->nstrat; s++)
+		if (f->strat[s].lab[0] == want[0] && f->strat[s].lab[1] == want[1])
+			return s;
+	IR_ASSERT(!"a follower lacks its producer's sharding");
+}
+
+static bool is_follower(const struct ir_graph *g, const struct ir_node *n, const int *uses,
+			const struct intra_opts *o)
+{
+	(void)g;
+	if (o->no_follow || !(ir_op_flags(n->op) & IR_OPF_UNARY))
+		return false;
+	const struct ir_value *x = n->in[0];
+	return x->kind == IR_VAL_NODE && uses[x->id] == 1 && x->def->nout == 1;
+}
+
+static int make_groups(struct intra_state *st, const struct ir_graph *g, const int *uses,
+		       const struct intra_opts *o)
+{
+	st->leader = ir_malloc(sizeof *st->leader * (size_t)st->nunits);
+	if (!st->leader)
+		return -ENOMEM;
+	st->ngroups = 0;
+	for (int u = 0; u < st->nunits; u++) {
+		struct intra_unit *x = &st->unit[u];
+		const struct intra_unit *p = NULL;
+		if (x->node && is_follower(g, x->node, uses, o))
+			p = &st->unit[st->value_unit[x->node->in[0]->id]];
+		x->group = p ? p->group : st->ngroups;
+		if (!p)
+			st->leader[st->ngroups++] = u;
+		int k = p ? st->unit[st->leader[p->group]].nstrat : x->nstrat;
+		x->map = ir_malloc(sizeof *x->map * (size_t)k);
+		if (!x->map)
+			return -ENOMEM;
+		for (int s = 0; s < k; s++)
+			x->map[s] = p ? follow(x, &p->strat[p->map[s]].out, x->node->in[0]->shape.rank) : s;
+	}
+	return 0;
+}
+
+/* ---- costs --------------------------------------------------------------------- */
+
+static int64_t to_cost(double t)
+{
+	double c = llround(t * INTRA_COST_SCALE);
+	return c > 4e18 ? INT64_C(4000000000000000000) : (int64_t)c;
+}
+
+/* Per-device bytes a unit holds under strategy s. */
+static double unit_usage(const struct intra_state *st, const struct intra_unit *x, int s)
+{
+	const struct intra_strat *k = &x->strat[s];
+	if (!x->node) {
+		double b = intra_local_bytes(&st->env, x->value, &k->out);
+		if (x->value->kind == IR_VAL_PARAM && st->env.train && ir_dtype_is_float(x->value->dtype)) {
+			double per = st->env.state.params + st->env.state.grads + st->env.state.optim;
+			b = b / (double)ir_dtype_size(x->value->dtype) * per;
+			if (st->env.elem_bytes > 0)
+				b = b * (double)ir_dtype_size(x->value->dtype) / st->env.elem_bytes;
+		}
+		return b;
+	}
+	double b = 0;
+	for (int i = 0; i < x->node->nout; i++)
+		b += intra_local_bytes(&st->env, x->node->out[i], &k->out);
+	return b;
+}
+
+/* The unit's own cost under strategy s: compute, its collective, the
+ * optimizer update of a parameter, the reduction of a partial graph output. */
+static double unit_cost(const struct intra_state *st, const struct intra_unit *x, int s, const bool *is_output)
+{
+	const struct intra_strat *k = &x->strat[s];
+	double t = k->t_compute + k->t_own;
+	const struct ir_value *res = x->node ? x->node->out[0] : x->value;
+	if (!x->node && x->value->kind == IR_VAL_PARAM && st->env.train && ir_dtype_is_float(res->dtype)) {
+		double n = intra_local_bytes(&st->env, res, &k->out) / cost_value_bytes(res, st->env.elem_bytes) *
+			   (double)ir_shape_numel(&res->shape);
+		double per = st->env.state.params + st->env.state.grads + st->env.state.optim;
+		t += cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 12 * n,
+				   2 * per * n);
+	}
+	if (k->out.partial && is_output[res->id]) {
+		struct ir_sharding whole = k->out;
+		whole.partial = 0;
+		t += intra_reshard(&st->env, res, &k->out, &whole, false, NULL);
+	}
+	return t;
+}
+
+/* Cost of graph edge (operand j of unit v, produced by unit u) under their
+ * own strategies pu, pv. */
+static double edge_cost(const struct intra_state *st, const struct intra_unit *u, int pu, const struct intra_unit *v,
+			int pv, int j, bool grad)
+{
+	const struct ir_value *x = v->node->in[j];
+	const struct ir_sharding *src = &u->strat[pu].out;
+	struct ir_sharding dst;
+	intra_operand_spec(&v->lab, &v->strat[pv], j, x->shape.rank, &dst);
+	double t = intra_reshard(&st->env, x, src, &dst, false, NULL);
+	if (grad) {
+		struct ir_sharding gsrc = dst, gdst = *src;
+		gsrc.partial = intra_grad_partial(&v->lab, &v->strat[pv], j, x->shape.rank);
+		gdst.partial = 0;
+		t += intra_reshard(&st->env, x, &gsrc, &gdst, x->kind == IR_VAL_PARAM, NULL);
+	}
+	return t;
+}
+
+/* Values that carry a gradient in training: floating-point values that
+ * depend on a parameter. */
+static bool *grad_values(const struct ir_graph *g, bool train)
+{
+	int nv = ir_graph_nvalues(g);
+	bool *grad = ir_calloc((size_t)nv + 1, sizeof *grad);
+	if (!grad || !train)
+		return grad;
+	for (int i = 0; i < ir_graph_nparams(g); i++) {
+		const struct ir_value *p = ir_graph_param(g, i);
+		grad[p->id] = ir_dtype_is_float(p->dtype);
+	}
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		bool any = false;
+		for (int j = 0; j < n->nin; j++)
+			any |= grad[n->in[j]->id];
+		for (int k = 0; k < n->nout; k++)
+			grad[n->out[k]->id] = any && ir_dtype_is_float(n->out[k]->dtype);
+	}
+	return grad;
+}
+
+/* ---- the problem ---------------------------------------------------------------- */
+
+static int fill_problem(struct intra_state *st, const struct ir_graph *g, const bool *grad, const bool *is_output,
+			double mem_limit)
+{
+	struct shard_problem *p = &st->prob;
+	int ng = st->ngroups, rc = -ENOMEM;
+	struct edge_acc e = { 0 };
+	double *node_cost = NULL;
+	p->nnodes = ng;
+	p->strat_off = ir_malloc(sizeof *p->strat_off * ((size_t)ng + 1));
+	p->lo = ir_malloc(sizeof *p->lo * (size_t)ng);
+	p->hi = ir_malloc(sizeof *p->hi * (size_t)ng);
+	if (!p->strat_off || !p->lo || !p->hi)
+		goto out;
+	p->strat_off[0] = 0;
+	for (int k = 0; k < ng; k++) {
+		p->strat_off[k + 1] = p->strat_off[k] + st->unit[st->leader[k]].nstrat;
+		p->lo[k] = INT64_MAX;
+		p->hi[k] = 0;
+	}
+	int total = p->strat_off[ng];
+	node_cost = ir_calloc((size_t)total, sizeof *node_cost);
+	p->cost = ir_malloc(sizeof *p->cost * (size_t)total);
+	p->usage = ir_calloc((size_t)total, sizeof *p->usage);
+	if (!node_cost || !p->cost || !p->usage)
+		goto out;
+	double *usage = ir_calloc((size_t)total, sizeof *usage);
+	if (!usage)
+		goto out;
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		int gk = x->group, base = p->strat_off[gk], k = shard_problem_nstrat(p, gk);
+		for (int s = 0; s < k; s++) {
+			node_cost[base + s] += unit_cost(st, x, x->map[s], is_output);
+			usage[base + s] += unit_usage(st, x, x->map[s]);
+		}
+		if (x->lo < p->lo[gk])
+			p->lo[gk] = x->lo;
+		if (x->hi > p->hi[gk])
+			p->hi[gk] = x->hi;
+		if (!x->node)
+			continue;
+		for (int j = 0; j < x->node->nin; j++) {
+			const struct ir_value *val = x->node->in[j];
+			const struct intra_unit *y = &st->unit[st->value_unit[val->id]];
+			int gu = y->group, ku = shard_problem_nstrat(p, gu);
+			bool gr = grad[val->id];
+			if (gu == gk) {
+				for (int s = 0; s < k; s++)
+					node_cost[base + s] += edge_cost(st, y, y->map[s], x, x->map[s], j, gr);
+				continue;
+			}
+			int ei = edge_find(&e, gu, gk, (int64_t)ku * k);
+			if (ei < 0) {
+				ir_free(usage);
+				goto out;
+			}
+			double *m = e.cost + e.off[ei];
+			for (int a = 0; a < ku; a++)
+				for (int b = 0; b < k; b++)
+					m[a * k + b] += edge_cost(st, y, y->map[a], x, x->map[b], j, gr);
+		}
+	}
+	for (int s = 0; s < total; s++) {
+		p->cost[s] = to_cost(node_cost[s]);
+		p->usage[s] = (int64_t)ceil(usage[s]);
+	}
+	ir_free(usage);
+	for (int k = 0; k < ng; k++)
+		if (p->lo[k] >= p->hi[k])
+			p->lo[k] = p->hi[k] = 0;
+	p->nedges = e.n;
+	p->edge_u = e.u;
+	p->edge_v = e.v;
+	e.u = e.v = NULL;
+	p->edge_off = ir_malloc(sizeof *p->edge_off * ((size_t)e.n + 1));
+	p->edge_cost = ir_malloc(sizeof *p->edge_cost * (size_t)(e.ncost ? e.ncost : 1));
+	if (!p->edge_off || !p->edge_cost)
+		goto out;
+	for (int k = 0; k < e.n; k++)
+		p->edge_off[k] = e.off[k];
+	p->edge_off[e.n] = e.ncost;
+	for (int64_t i = 0; i < e.ncost; i++)
+		p->edge_cost[i] = to_cost(e.cost[i]);
+	p->usage_limit = mem_limit > 9e18 ? INT64_MAX : (int64_t)mem_limit;
+	rc = 0;
+	(void)g;
+out:
+	ir_free(node_cost);
+	edge_acc_free(&e);
+	if (rc == -ENOMEM)
+		ir_errorf(rc, "out of memory building the strategy problem");
+	return rc;
+}
+
+/* Live intervals in node order: inputs and parameters from time 0, node i
+ * at time i + 1; a value lives until its last use (graph outputs and, in
+ * training, everything to the end of the step). */
+static void intervals(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
+{
+	int nn = ir_graph_nnodes(g);
+	int64_t end = nn + 2;
+	int64_t *last = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *last);
+	for (int i = 0; last && i < nn; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nin; j++)
+			last[n->in[j]->id] = i + 1;
+	}
+	for (int u = 0; u < st->nunits; u++) {
+		struct intra_unit *x = &st->unit[u];
+		const struct ir_value *v = x->node ? x->node->out[0] : x->value;
+		x->lo = x->node ? x->node->id + 1 : 0;
+		bool keep = st->env.train || (!x->node && v->kind == IR_VAL_PARAM) || !last;
+		for (int k = 0; x->node && k < x->node->nout; k++)
+			keep |= is_output[x->node->out[k]->id];
+		keep |= !x->node && is_output[v->id];
+		int64_t l = x->lo;
+		for (int k = 0; last && k < (x->node ? x->node->nout : 1); k++) {
+			const struct ir_value *r = x->node ? x->node->out[k] : v;
+			if (last[r->id] > l)
+				l = last[r->id];
+		}
+		x->hi = keep ? end : l + 1;
+	}
+	ir_free(last);
+}
+
+int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o)
+{
+	int nn = ir_graph_nnodes(g), ni = ir_graph_ninputs(g), np = ir_graph_nparams(g);
+	int nv = ir_graph_nvalues(g), rc = -ENOMEM;
+	int *uses = ir_calloc((size_t)nv + 1, sizeof *uses);
+	bool *is_output = ir_calloc((size_t)nv + 1, sizeof *is_output);
+	bool *grad = grad_values(g, st->env.train);
+	st->nunits = nn + ni + np;
+	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
+	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
+	if (!uses || !is_output || !grad || !st->unit || !st->value_unit) {
+		ir_errorf(rc, "out of memory building the strategy problem");
+		goto out;
+	}
+	for (int i = 0; i < nv; i++)
+		st->value_unit[i] = -1;
+	for (int i = 0; i < ir_graph_noutputs(g); i++) {
+		is_output[ir_graph_output(g, i)->id] = true;
+		uses[ir_graph_output(g, i)->id]++;
+	}
+	for (int i = 0; i < nn; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		st->unit[i].node = n;
+		for (int j = 0; j < n->nin; j++)
+			uses[n->in[j]->id]++;
+		for (int k = 0; k < n->nout; k++)
+			st->value_unit[n->out[k]->id] = i;
+	}
+	for (int i = 0; i < ni + np; i++) {
+		const struct ir_value *v = i < ni ? ir_graph_input(g, i) : ir_graph_param(g, i - ni);
+		st->unit[nn + i].value = v;
+		st->value_unit[v->id] = nn + i;
+	}
+	for (int u = 0; u < st->nunits; u++)
+		if ((rc = init_unit(st, &st->unit[u])) < 0)
+			goto out;
+	intervals(st, g, is_output);
+	if ((rc = make_groups(st, g, uses, o)) < 0) {
+		ir_errorf(rc, "out of memory building the strategy problem");
+		goto out;
+	}
+	double lim = o->mem_limit > 0 ? o->mem_limit : 0.9 * st->env.dev.mem_bytes;
+	rc = fill_problem(st, g, grad, is_output, lim);
+out:
+	ir_free(uses);
+	ir_free(is_output);
+	ir_free(grad);
+	return rc;
+}
+
+void intra_state_free(struct intra_state *st)
+{
+	for (int u = 0; st->unit && u < st->nunits; u++) {
+		ir_free(st->unit[u].strat);
+		ir_free(st->unit[u].map);
+	}
+	ir_free(st->unit);
+	ir_free(st->value_unit);
+	ir_free(st->leader);
+	ir_free(st->choice);
+	/* the problem's arrays came from ir_malloc: free them the same way */
+	struct shard_problem *p = &st->prob;
+	ir_free(p->strat_off);
+	ir_free(p->cost);
+	ir_free(p->usage);
+	ir_free(p->lo);
+	ir_free(p->hi);
+	ir_free(p->edge_u);
+	ir_free(p->edge_v);
+	ir_free(p->edge_off);
+	ir_free(p->edge_cost);
+	memset(st, 0, sizeof *st);
+}

@@ -1,0 +1,137 @@
+/*
+ * intra_internal.h: shared by the intra-op pass's files (intra*.c); not part
+ * of compiler.h.
+ *
+ * Every op is described by dimension labels, einsum style: a label is one
+ * iteration dimension of the op with a size and a kind; each operand and
+ * result dimension names the label it runs along, or none (-1: that
+ * dimension can never be split, e.g. a softmax axis). A strategy assigns each
+ * mesh axis to at most one label (both axes may take the same one); every
+ * operand and the result are then split on the axes of their labels. A
+ * split summed label (a dot's contracting dimension) leaves partial sums in
+ * the result; a split max label costs the node an all-reduce.
+ */
+#ifndef PCC_COMPILER_INTRA_INTERNAL_H
+#define PCC_COMPILER_INTRA_INTERNAL_H
+
+#include "compiler/compiler.h"
+#include "solvers/solvers.h"
+
+#define INTRA_MAX_LABELS 16
+#define INTRA_MAX_IN 3 /* operands with their own labels; later ones share row 0 (concat) */
+
+enum intra_kind {
+	INTRA_PAR, /* appears in the result */
+	INTRA_SUM, /* reduced by a sum: split leaves partial sums */
+	INTRA_MAX, /* reduced by max/min: split needs an all-reduce in the node */
+	INTRA_KIND_COUNT
+};
+
+struct intra_labels {
+	int n;
+	int64_t size[INTRA_MAX_LABELS];
+	unsigned char kind[INTRA_MAX_LABELS];
+	signed char in[INTRA_MAX_IN][IR_MAX_RANK]; /* label per operand dim, -1 none */
+	signed char out[IR_MAX_RANK];              /* label per result dim, -1 none */
+};
+
+/* Fills the labels of node n (intra_rules.c: one switch over the ops). */
+void intra_labels_of(const struct ir_node *n, struct intra_labels *l);
+/* Labels of a graph input or parameter: one parallel label per dimension. */
+void intra_labels_value(const struct ir_value *v, struct intra_labels *l);
+
+static inline const signed char *intra_in_labels(const struct intra_labels *l, int j)
+{
+	return l->in[j < INTRA_MAX_IN ? j : 0];
+}
+
+/* One strategy: the label each mesh axis splits (-1: the axis is unused). */
+struct intra_strat {
+	signed char lab[IR_MESH_AXES];
+	struct ir_sharding out; /* every result's sharding (partial included) */
+	double t_compute;       /* s: forward (x3 when training) */
+	double t_own;           /* s: the node's own collective (max labels) */
+	enum cost_coll own_coll;
+	int own_axis;
+	double own_bytes;
+};
+
+/* The sharding of operand j (row intra_in_labels) under strategy s. */
+void intra_operand_spec(const struct intra_labels *l, const struct intra_strat *s, int j, int rank,
+			struct ir_sharding *out);
+/* Axes the strategy splits that operand j's dims do not carry: its gradient
+ * is a partial sum over them. */
+uint8_t intra_grad_partial(const struct intra_labels *l, const struct intra_strat *s, int j, int rank);
+
+/* What one stage's search needs to know about the hardware. */
+struct intra_env {
+	struct cost_mesh mesh;
+	struct cost_device dev;
+	struct cost_calib cal;
+	enum cost_prec prec;
+	int elem_bytes;          /* floating-point bytes per element in the step */
+	bool train;
+	struct cost_state_bytes state; /* per parameter, training */
+};
+
+/* Enumerates strategies of a unit with labels l (node n, or NULL for a graph
+ * input or parameter v) into *out (ir_malloc'd); returns how many, or
+ * -ENOMEM. Costs filled from env. */
+int intra_strategies(const struct intra_env *env, const struct ir_node *n, const struct ir_value *v,
+		     const struct intra_labels *l, struct intra_strat **out);
+
+/* Up to four collectives of one resharding (two per axis at most). */
+struct intra_coll {
+	int n;
+	enum cost_coll op[4];
+	int axis[4];
+	double bytes[4], t[4];
+};
+
+/* Time of converting value v from sharding src (partial allowed) to dst
+ * (not partial), collectives listed in c (may be NULL). bucketed: a
+ * parameter's gradient, reduced together with others in large buckets. */
+double intra_reshard(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *src,
+		     const struct ir_sharding *dst, bool bucketed, struct intra_coll *c);
+/* Bytes of v on one device under sharding s. */
+double intra_local_bytes(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *s);
+
+/* ---- the pass's state (intra_build.c builds it, intra.c solves it) ---- */
+
+/* A unit is a graph node, or a graph input or parameter (the values a
+ * stage starts from). Units in one group share one solver variable: a
+ * follower's strategy is a function (map) of its leader's. */
+struct intra_unit {
+	const struct ir_node *node;  /* NULL for an input or parameter */
+	const struct ir_value *value;/* the input or parameter; else NULL */
+	struct intra_labels lab;
+	int nstrat;
+	struct intra_strat *strat;
+	int group;                   /* solver node index */
+	int *map;                    /* [group's strategies]: own strategy */
+	int64_t lo, hi;              /* live interval of its results */
+};
+
+struct intra_state {
+	struct intra_env env;
+	int nunits;
+	struct intra_unit *unit;     /* node units first (graph order), then inputs, params */
+	int *value_unit;             /* per value id: the unit defining it, -1 unused */
+	int ngroups;
+	int *leader;                 /* per group: its leading unit */
+	struct shard_problem prob;
+	int *choice;                 /* per group: chosen strategy */
+};
+
+int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o);
+void intra_state_free(struct intra_state *st);
+/* The strategy unit u runs under the current choice. */
+static inline const struct intra_strat *intra_chosen(const struct intra_state *st, int u)
+{
+	const struct intra_unit *x = &st->unit[u];
+	return &x->strat[x->map[st->choice[x->group]]];
+}
+/* Seconds to integer solver costs and back. */
+#define INTRA_COST_SCALE 1e12
+
+#endif
