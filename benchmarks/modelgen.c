@@ -93,17 +93,18 @@ static const struct mg_config models[] = {
 #define MAX_BATCH (INT64_C(1) << 20)
 #define MAX_SEQ (INT64_C(1) << 20)
 #define MAX_VOCAB (INT64_C(1) << 24)
+#define MAX_LAYERS 4096
 
 struct args {
 	const char *model, *out;
-	int64_t batch, seq, vocab; /* 0: the model's own */
+	int64_t batch, seq, vocab, layers; /* 0: the model's own */
 	bool list, help;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N]\n"
+		"usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N]\n"
 		"       pcc-modelgen --list\n"
 		"\n"
 		"Writes a benchmark model as ONNX (opset 17): graph and shapes, with the\n"
@@ -111,6 +112,7 @@ static void usage(FILE *f)
 		"  --batch N  a fixed batch size (default: symbolic dimension \"batch\")\n"
 		"  --seq N    sequence length (transformers)\n"
 		"  --vocab N  vocabulary size (transformers)\n"
+		"  --layers N decoder layers (transformers; MoE layers stay every second one)\n"
 		"  --list     every model with its configuration and parameter counts\n");
 }
 
@@ -215,7 +217,8 @@ static int parse_one(int argc, char **argv, int *i, struct args *a)
 		return mg_errorf(-EINVAL, "-o needs a file name");
 	else if ((rc = count_option(argc, argv, i, "--batch", MAX_BATCH, &a->batch)) ||
 		 (rc = count_option(argc, argv, i, "--seq", MAX_SEQ, &a->seq)) ||
-		 (rc = count_option(argc, argv, i, "--vocab", MAX_VOCAB, &a->vocab)))
+		 (rc = count_option(argc, argv, i, "--vocab", MAX_VOCAB, &a->vocab)) ||
+		 (rc = count_option(argc, argv, i, "--layers", MAX_LAYERS, &a->layers)))
 		return rc < 0 ? rc : 0;
 	else if (s[0] == '-')
 		return mg_errorf(-EINVAL, "unknown option '%s' (try --help)", s);
@@ -240,8 +243,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return mg_errorf(-EINVAL, "unknown model '%s' (try --list)", a->model);
 	if (!a->out)
 		return mg_errorf(-EINVAL, "no output file given (-o OUT.onnx)");
-	if (find_model(a->model)->family == MG_WRESNET && (a->seq || a->vocab))
-		return mg_errorf(-EINVAL, "%s is not a transformer: --seq and --vocab do not apply", a->model);
+	if (find_model(a->model)->family == MG_WRESNET && (a->seq || a->vocab || a->layers))
+		return mg_errorf(-EINVAL, "%s is not a transformer: --seq, --vocab and --layers do not apply", a->model);
 	return 0;
 }
 
@@ -264,6 +267,7 @@ static int generate(const struct args *a)
 	c.batch = a->batch;
 	c.seq = a->seq ? a->seq : c.seq;
 	c.vocab = a->vocab ? a->vocab : c.vocab;
+	c.layers = a->layers ? a->layers : c.layers;
 	weights_location(a->out, loc, sizeof loc);
 	struct mg_builder *b = mgb_new(loc);
 	if (!b)

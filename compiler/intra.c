@@ -131,7 +131,19 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 			intra_reshard(&st->env, v, &src->out, &dst, false, &c);
 			if (push_colls(r, &cap, &c, x->node->id, j, false) < 0)
 				return -ENOMEM;
-			if (!st->env.train || !ir_dtype_is_float(v->dtype))
+			if (st->env.train && st->grad[x->node->out[0]->id] && intra_saves_operands(x->node->op)) {
+				struct intra_coll ag = { 0 };
+				for (int i = 0; i < c.n; i++)
+					if (c.op[i] == COST_ALL_GATHER && ag.n < 4) {
+						ag.op[ag.n] = c.op[i];
+						ag.axis[ag.n] = c.axis[i];
+						ag.bytes[ag.n] = c.bytes[i];
+						ag.t[ag.n++] = c.t[i];
+					}
+				if (push_colls(r, &cap, &ag, x->node->id, j, true) < 0)
+					return -ENOMEM;
+			}
+			if (!st->grad[v->id])
 				continue;
 			struct ir_sharding gsrc = dst, gdst = src->out;
 			gsrc.partial = intra_grad_partial(&x->lab, s, j, v->shape.rank);

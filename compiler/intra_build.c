@@ -228,7 +228,10 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 	const struct ir_sharding *src = &u->strat[pu].out;
 	struct ir_sharding dst;
 	intra_operand_spec(&v->lab, &v->strat[pv], j, x->shape.rank, &dst);
-	double t = intra_reshard(&st->env, x, src, &dst, false, NULL);
+	struct intra_coll c;
+	double t = intra_reshard(&st->env, x, src, &dst, false, &c);
+	if (st->env.train && st->grad[v->node->out[0]->id] && intra_saves_operands(v->node->op))
+		t += intra_regather(&c);
 	if (grad) {
 		struct ir_sharding gsrc = dst, gdst = *src;
 		gsrc.partial = intra_grad_partial(&v->lab, &v->strat[pv], j, x->shape.rank);
@@ -395,7 +398,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	int nv = ir_graph_nvalues(g), rc = -ENOMEM;
 	int *uses = ir_calloc((size_t)nv + 1, sizeof *uses);
 	bool *is_output = ir_calloc((size_t)nv + 1, sizeof *is_output);
-	bool *grad = grad_values(g, st->env.train);
+	bool *grad = st->grad = grad_values(g, st->env.train);
 	st->nunits = nn + ni + np;
 	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
 	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
@@ -435,7 +438,6 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 out:
 	ir_free(uses);
 	ir_free(is_output);
-	ir_free(grad);
 	return rc;
 }
 
@@ -447,6 +449,7 @@ void intra_state_free(struct intra_state *st)
 	}
 	ir_free(st->unit);
 	ir_free(st->value_unit);
+	ir_free(st->grad);
 	ir_free(st->leader);
 	ir_free(st->choice);
 	/* the problem's arrays came from ir_malloc: free them the same way */

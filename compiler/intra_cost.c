@@ -232,3 +232,12 @@ int intra_strategies(const struct intra_env *env, const struct ir_node *n, const
 	*out = s;
 	return ns;
 }
+
+double intra_regather(const struct intra_coll *c)
+{
+	double t = 0;
+	for (int i = 0; i < c->n; i++)
+		if (c->op[i] == COST_ALL_GATHER)
+			t += c->t[i];
+	return t;
+}

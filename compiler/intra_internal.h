@@ -37,6 +37,8 @@ struct intra_labels {
 
 /* Fills the labels of node n (intra_rules.c: one switch over the ops). */
 void intra_labels_of(const struct ir_node *n, struct intra_labels *l);
+/* Whether op's backward pass reads its operands (intra_rules.c). */
+bool intra_saves_operands(enum ir_op op);
 /* Labels of a graph input or parameter: one parallel label per dimension. */
 void intra_labels_value(const struct ir_value *v, struct intra_labels *l);
 
@@ -93,6 +95,9 @@ struct intra_coll {
  * parameter's gradient, reduced together with others in large buckets. */
 double intra_reshard(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *src,
 		     const struct ir_sharding *dst, bool bucketed, struct intra_coll *c);
+/* The all-gathers of c: in training, repeated in the backward pass of an
+ * op that reads its operands (intra_saves_operands). */
+double intra_regather(const struct intra_coll *c);
 /* Bytes of v on one device under sharding s. */
 double intra_local_bytes(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *s);
 
@@ -117,6 +122,7 @@ struct intra_state {
 	int nunits;
 	struct intra_unit *unit;     /* node units first (graph order), then inputs, params */
 	int *value_unit;             /* per value id: the unit defining it, -1 unused */
+	bool *grad;                  /* per value id: carries a gradient (training) */
 	int ngroups;
 	int *leader;                 /* per group: its leading unit */
 	struct shard_problem prob;
