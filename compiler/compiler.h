@@ -229,6 +229,7 @@ struct intra_result {
 	int nvars;               /* solver variables after following */
 	int nstrategies;         /* strategies over all variables */
 	double solve_s;          /* wall time of the solver */
+	double pass_s;           /* wall time of the whole pass */
 	int nevents;
 	struct intra_event *events; /* [nevents] */
 	struct intra_state *st;  /* what --explain needs */

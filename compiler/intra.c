@@ -161,6 +161,7 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	       struct intra_result *r)
 {
 	memset(r, 0, sizeof *r);
+	double t_start = now();
 	struct intra_state *st = ir_calloc(1, sizeof *st);
 	if (!st)
 		return ir_errorf(-ENOMEM, "out of memory");
@@ -201,6 +202,7 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	annotate(g, st);
 	if ((rc = list_events(r, st, g)) < 0)
 		goto fail;
+	r->pass_s = now() - t_start;
 	return 0;
 fail:
 	r->st = NULL;

@@ -412,8 +412,8 @@ static int cmd_compile(const struct args *a)
 			if (counts[k][b])
 				printf("%s %d %s%s", any++ ? "," : "", counts[k][b], cost_coll_name((enum cost_coll)k),
 				       b ? " (backward)" : "");
-	printf("%s\nsolver: %d variables, %d strategies, %.3f s\n", any ? "" : " none", r.nvars, r.nstrategies,
-	       r.solve_s);
+	printf("%s\nintra-op pass: %.3f s (solver %.3f s), %d variables, %d strategies\n", any ? "" : " none",
+	       r.pass_s, r.solve_s, r.nvars, r.nstrategies);
 	if (a->explain)
 		rc = intra_explain(g, &r, stdout);
 	if (rc == 0 && a->print_ir)
