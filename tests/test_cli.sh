@@ -23,6 +23,13 @@ check "report: bad cluster, exit 1, one line naming it" sh -c "'$pcc' report '$m
 check "report: plan too large, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=4,tp=4 2>'$tmp/e'; test \$? -eq 1 && grep -q '16 devices' '$tmp/e'"
 check "report: missing --plan, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 2>'$tmp/e'; test \$? -eq 1 && grep -q -- '--plan' '$tmp/e'"
 check "report: bad --batch, exit 2" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=2 --batch x 2>/dev/null; test \$? -eq 2"
+check "stage-only plan: summary, explain, annotated IR" sh -c "'$pcc' '$m' --cluster 1x4:a100-80g --stage-only --train --explain --print-ir >'$tmp/p' && grep -q '^intra-op pass: ' '$tmp/p' && grep -q 'runner-up' '$tmp/p' && grep -q '^mesh 1x4\$' '$tmp/p' && grep -q '> = dot %' '$tmp/p'"
+check "stage-only plan of an IR text file" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' >'$tmp/m.ir' && '$pcc' '$tmp/m.ir' --cluster 8:h100 --stage-only --mesh 2x4 | grep -q 'mesh 2x4'"
+check "compile without --stage-only: exit 1 saying so" sh -c "'$pcc' '$m' --cluster 1x8:a100 2>'$tmp/e'; test \$? -eq 1 && grep -q 'inter-op pass.*not built yet.*--stage-only' '$tmp/e'"
+check "stage-only: mesh larger than the cluster, exit 1" sh -c "'$pcc' '$m' --cluster 1x8:a100 --stage-only --mesh 4x4 2>'$tmp/e'; test \$? -eq 1 && grep -q 'mesh 4x4 needs 16 devices' '$tmp/e'"
+check "stage-only: bad --mesh, exit 2" sh -c "'$pcc' '$m' --cluster 1x8:a100 --stage-only --mesh 4by4 2>'$tmp/e'; test \$? -eq 2 && grep -q -- '--mesh 4by4: expected N0xN1' '$tmp/e'"
+check "stage-only: memory limit nothing fits, exit 1 naming it" sh -c "'$pcc' '$m' --cluster 1x8:a100 --stage-only --train --memory-limit 1KB 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'no sharding on mesh 1x8 fits the memory limit' '$tmp/e'"
+check "stage-only: bad --memory-limit, exit 2" sh -c "'$pcc' '$m' --cluster 1x8:a100 --stage-only --memory-limit lots 2>/dev/null; test \$? -eq 2"
 # inputs the fuzzer once found a crash or hang on: a clean error, quickly
 for f in "$models/../fuzz/regressions/"*.onnx; do
 	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"
