@@ -64,6 +64,11 @@ int cost_device_host(int ranks, struct cost_device *d);
  * (FP8 -> BF16/F16 -> TF32 -> F32 -> F64): a V100 runs bf16 at its f32 rate. */
 double cost_device_peak(const struct cost_device *d, enum cost_prec p);
 
+/* The precision of a training step when the user names none: bf16 where
+ * the device has 16-bit tensor cores faster than f32 (mixed precision),
+ * else f16 (a V100), else f32. */
+enum cost_prec cost_default_prec(const struct cost_device *d);
+
 /* ---- clusters, axes, meshes (cost_cluster.c) ---------------------------- */
 
 /* One direction of a link as one device sees it. */

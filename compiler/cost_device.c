@@ -286,3 +286,12 @@ int cost_device_host(int ranks, struct cost_device *d)
 	d->mem_bytes = (double)pages * (double)page / ranks;
 	return 0;
 }
+
+enum cost_prec cost_default_prec(const struct cost_device *d)
+{
+	double bf = cost_device_peak(d, COST_PREC_BF16), hf = cost_device_peak(d, COST_PREC_F16);
+	double f32 = cost_device_peak(d, COST_PREC_F32);
+	if (bf >= hf && bf > f32)
+		return COST_PREC_BF16;
+	return hf > f32 ? COST_PREC_F16 : COST_PREC_F32;
+}

@@ -29,16 +29,6 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static enum cost_prec pick_prec(int prec, const struct cost_device *d)
-{
-	if (prec >= 0)
-		return (enum cost_prec)prec;
-	double bf = cost_device_peak(d, COST_PREC_BF16), hf = cost_device_peak(d, COST_PREC_F16);
-	double f32 = cost_device_peak(d, COST_PREC_F32);
-	if (bf >= hf && bf > f32)
-		return COST_PREC_BF16;
-	return hf > f32 ? COST_PREC_F16 : COST_PREC_F32;
-}
 
 static int make_env(struct intra_env *env, const struct cost_cluster *c, const struct intra_opts *o)
 {
@@ -57,7 +47,7 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 		env->cal = *o->cal;
 	else
 		cost_calib_init(&env->cal);
-	env->prec = pick_prec(o->prec, &env->dev);
+	env->prec = o->prec >= 0 ? (enum cost_prec)o->prec : cost_default_prec(&env->dev);
 	bool mixed = env->prec == COST_PREC_BF16 || env->prec == COST_PREC_F16 || env->prec == COST_PREC_FP8;
 	env->elem_bytes = mixed ? 2 : 0;
 	env->train = o->train;

@@ -91,17 +91,7 @@ void report_free(struct report *r)
 
 static enum cost_prec pick_prec(const struct report_plan *p, const struct cost_device *d)
 {
-	if (p->prec >= 0)
-		return p->prec;
-	/* mixed precision where the device has 16-bit tensor cores (a V100
-	 * has f16 only; bf16 there falls back to its f32 rate) */
-	double bf = cost_device_peak(d, COST_PREC_BF16), hf = cost_device_peak(d, COST_PREC_F16);
-	double f32 = cost_device_peak(d, COST_PREC_F32);
-	if (bf >= hf && bf > f32)
-		return COST_PREC_BF16;
-	if (hf > f32)
-		return COST_PREC_F16;
-	return COST_PREC_F32;
+	return p->prec >= 0 ? (enum cost_prec)p->prec : cost_default_prec(d);
 }
 
 /* Samples per micro-batch and micro-batches per step, for a static batch
