@@ -48,9 +48,9 @@ static int find(int *uf, int x)
 	return x;
 }
 
-int shard_dp_init(struct shard_dp *dp, const struct shard_problem *p)
+int shard_dp_init(struct shard_dp *dp, int nn, int nm, int nstrat)
 {
-	size_t n = (size_t)p->nnodes + 1, e = (size_t)p->nedges + 1;
+	size_t n = (size_t)nn + 1, e = (size_t)nm + 1;
 	memset(dp, 0, sizeof *dp);
 	dp->perm = malloc(sizeof *dp->perm * e);
 	dp->is_tree = malloc(e);
@@ -60,7 +60,7 @@ int shard_dp_init(struct shard_dp *dp, const struct shard_problem *p)
 	dp->order = malloc(sizeof *dp->order * n);
 	dp->up = malloc(sizeof *dp->up * n);
 	dp->arg_off = malloc(sizeof *dp->arg_off * n);
-	dp->f = malloc(sizeof *dp->f * ((size_t)p->strat_off[p->nnodes] + 1));
+	dp->f = malloc(sizeof *dp->f * ((size_t)nstrat + 1));
 	dp->choice = malloc(sizeof *dp->choice * n);
 	if (!dp->perm || !dp->tmp || !dp->key || !dp->is_tree || !dp->uf || !dp->order || !dp->up || !dp->arg_off || !dp->f || !dp->choice)
 		return shard_errorf(-ENOMEM, "heuristic: out of memory");
@@ -86,13 +86,17 @@ void shard_dp_free(struct shard_dp *dp)
 /* Kruskal over a random edge order, then a BFS numbering of each tree:
  * order lists parents before children, up[i] is i's adj entry towards its
  * parent (-1 at roots). */
-static void build_forest(struct shard_dp *dp, const struct shard_state *st, uint64_t (*rng)(uint64_t *),
+static int nstrat(const struct shard_graph *g, int i)
+{
+	return g->off[i + 1] - g->off[i];
+}
+
+static void build_forest(struct shard_dp *dp, const struct shard_graph *g, uint64_t (*rng)(uint64_t *),
 			 uint64_t *seed)
 {
-	const struct shard_problem *p = st->p;
-	for (int k = 0; k < p->nedges; k++)
+	for (int k = 0; k < g->m; k++)
 		dp->perm[k] = k;
-	for (int k = p->nedges - 1; k > 0; k--) {
+	for (int k = g->m - 1; k > 0; k--) {
 		int j = (int)(rng(seed) % (uint64_t)(k + 1)), t = dp->perm[k];
 		dp->perm[k] = dp->perm[j];
 		dp->perm[j] = t;
@@ -100,38 +104,37 @@ static void build_forest(struct shard_dp *dp, const struct shard_state *st, uint
 	/* Every other forest: the edges costing most now go in first (a
 	 * stable sort of the shuffled order keeps ties random). */
 	if (rng(seed) & 1) {
-		for (int k = 0; k < p->nedges; k++) {
-			int e = p->edge_u[k], f = p->edge_v[k];
-			dp->key[k] = p->edge_cost[p->edge_off[k] + (int64_t)st->choice[e] * shard_problem_nstrat(p, f) +
-						  st->choice[f]];
+		for (int k = 0; k < g->m; k++) {
+			int e = g->eu[k], f = g->ev[k];
+			dp->key[k] = g->ecost[g->eoff[k] + (int64_t)g->choice[e] * nstrat(g, f) + g->choice[f]];
 		}
-		sort_by_key(dp->perm, dp->tmp, dp->key, p->nedges);
+		sort_by_key(dp->perm, dp->tmp, dp->key, g->m);
 	}
-	for (int i = 0; i < p->nnodes; i++)
+	for (int i = 0; i < g->n; i++)
 		dp->uf[i] = i, dp->up[i] = -2;
-	memset(dp->is_tree, 0, (size_t)p->nedges + 1);
-	for (int k = 0; k < p->nedges; k++) {
-		int e = dp->perm[k], a = find(dp->uf, p->edge_u[e]), b = find(dp->uf, p->edge_v[e]);
+	memset(dp->is_tree, 0, (size_t)g->m + 1);
+	for (int k = 0; k < g->m; k++) {
+		int e = dp->perm[k], a = find(dp->uf, g->eu[e]), b = find(dp->uf, g->ev[e]);
 		if (a != b) {
 			dp->uf[a] = b;
 			dp->is_tree[e] = 1;
 		}
 	}
 	int n = 0;
-	for (int r = 0; r < p->nnodes; r++) {
+	for (int r = 0; r < g->n; r++) {
 		if (dp->up[r] != -2)
 			continue;
 		dp->up[r] = -1;
 		dp->order[n++] = r;
 		for (int h = n - 1; h < n; h++) {
 			int i = dp->order[h];
-			for (int j = st->adj_off[i]; j < st->adj_off[i + 1]; j++) {
-				int c = st->adj[j].other;
-				if (!dp->is_tree[st->adj[j].edge] || dp->up[c] != -2)
+			for (int j = g->adj_off[i]; j < g->adj_off[i + 1]; j++) {
+				int c = g->adj[j].other;
+				if (!dp->is_tree[g->adj[j].edge] || dp->up[c] != -2)
 					continue;
 				/* c's entry for the same edge points back at i */
-				for (int b = st->adj_off[c]; b < st->adj_off[c + 1]; b++)
-					if (st->adj[b].edge == st->adj[j].edge)
+				for (int b = g->adj_off[c]; b < g->adj_off[c + 1]; b++)
+					if (g->adj[b].edge == g->adj[j].edge)
 						dp->up[c] = b;
 				dp->order[n++] = c;
 			}
@@ -139,34 +142,33 @@ static void build_forest(struct shard_dp *dp, const struct shard_state *st, uint
 	}
 }
 
-/* f = node cost plus non-forest edges at the current neighbours. */
-static void unary(struct shard_dp *dp, struct shard_state *st, int i)
+/* f = the caller's local cost less the forest edges at the current
+ * neighbours (the DP prices those itself). */
+static void unary(struct shard_dp *dp, const struct shard_graph *g, int i)
 {
-	const struct shard_problem *p = st->p;
-	shard_i128 *f = dp->f + p->strat_off[i];
-	int k = shard_problem_nstrat(p, i);
-	shard_state_local(st, i, -1, NULL, f);
-	for (int j = st->adj_off[i]; j < st->adj_off[i + 1]; j++) {
-		const struct shard_adj *a = &st->adj[j];
-		if (!dp->is_tree[a->edge])
+	shard_i128 *f = dp->f + g->off[i];
+	int k = nstrat(g, i);
+	g->local(g->ctx, i, f);
+	for (int j = g->adj_off[i]; j < g->adj_off[i + 1]; j++) {
+		const struct shard_adj *a = &g->adj[j];
+		if (!dp->is_tree[a->edge] || a->other == i)
 			continue;
-		const int64_t *m = p->edge_cost + p->edge_off[a->edge] + st->choice[a->other] * a->col;
+		const int64_t *m = g->ecost + g->eoff[a->edge] + g->choice[a->other] * a->col;
 		for (int q = 0; q < k; q++)
 			f[q] -= m[q * a->row];
 	}
-	for (int q = 0; q < k; q++)
-		if (!st->alive[p->strat_off[i] + q])
+	for (int q = 0; q < k && g->alive; q++)
+		if (!g->alive[g->off[i] + q])
 			f[q] = DP_INF;
 }
 
-static int alloc_args(struct shard_dp *dp, const struct shard_state *st)
+static int alloc_args(struct shard_dp *dp, const struct shard_graph *g)
 {
-	const struct shard_problem *p = st->p;
 	int64_t total = 0;
-	for (int i = 0; i < p->nnodes; i++) {
+	for (int i = 0; i < g->n; i++) {
 		dp->arg_off[i] = total;
 		if (dp->up[i] >= 0)
-			total += shard_problem_nstrat(p, st->adj[dp->up[i]].other);
+			total += nstrat(g, g->adj[dp->up[i]].other);
 	}
 	if (total + 1 > dp->arg_cap) {
 		free(dp->arg);
@@ -179,14 +181,13 @@ static int alloc_args(struct shard_dp *dp, const struct shard_state *st)
 }
 
 /* Child c sends min_r (M[a][r] + f_c(r)) to each strategy a of its parent. */
-static void send_up(struct shard_dp *dp, const struct shard_state *st, int c)
+static void send_up(struct shard_dp *dp, const struct shard_graph *g, int c)
 {
-	const struct shard_problem *p = st->p;
-	const struct shard_adj *a = &st->adj[dp->up[c]]; /* from c's side */
-	int par = a->other, kc = shard_problem_nstrat(p, c), kp = shard_problem_nstrat(p, par);
-	const int64_t *m = p->edge_cost + p->edge_off[a->edge];
-	const shard_i128 *fc = dp->f + p->strat_off[c];
-	shard_i128 *fp = dp->f + p->strat_off[par];
+	const struct shard_adj *a = &g->adj[dp->up[c]]; /* from c's side */
+	int par = a->other, kc = nstrat(g, c), kp = nstrat(g, par);
+	const int64_t *m = g->ecost + g->eoff[a->edge];
+	const shard_i128 *fc = dp->f + g->off[c];
+	shard_i128 *fp = dp->f + g->off[par];
 	int *arg = dp->arg + dp->arg_off[c];
 	for (int x = 0; x < kp; x++) {
 		shard_i128 best = 0;
@@ -201,30 +202,41 @@ static void send_up(struct shard_dp *dp, const struct shard_state *st, int c)
 	}
 }
 
-int shard_dp_propose(struct shard_dp *dp, struct shard_state *st, uint64_t (*rng)(uint64_t *), uint64_t *seed)
+int shard_dp_propose(struct shard_dp *dp, const struct shard_graph *g, uint64_t (*rng)(uint64_t *), uint64_t *seed)
 {
-	const struct shard_problem *p = st->p;
-	build_forest(dp, st, rng, seed);
-	int rc = alloc_args(dp, st);
+	build_forest(dp, g, rng, seed);
+	int rc = alloc_args(dp, g);
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < p->nnodes; i++)
-		unary(dp, st, i);
-	for (int h = p->nnodes - 1; h >= 0; h--)
+	for (int i = 0; i < g->n; i++)
+		unary(dp, g, i);
+	for (int h = g->n - 1; h >= 0; h--)
 		if (dp->up[dp->order[h]] >= 0)
-			send_up(dp, st, dp->order[h]);
-	for (int h = 0; h < p->nnodes; h++) {
+			send_up(dp, g, dp->order[h]);
+	for (int h = 0; h < g->n; h++) {
 		int i = dp->order[h];
 		if (dp->up[i] >= 0) {
-			dp->choice[i] = dp->arg[dp->arg_off[i] + dp->choice[st->adj[dp->up[i]].other]];
+			dp->choice[i] = dp->arg[dp->arg_off[i] + dp->choice[g->adj[dp->up[i]].other]];
 			continue;
 		}
-		const shard_i128 *f = dp->f + p->strat_off[i];
+		const shard_i128 *f = dp->f + g->off[i];
 		int best = 0;
-		for (int q = 1; q < shard_problem_nstrat(p, i); q++)
+		for (int q = 1; q < nstrat(g, i); q++)
 			if (f[q] < f[best])
 				best = q;
 		dp->choice[i] = best;
 	}
 	return 0;
+}
+
+static void state_local(void *ctx, int i, shard_i128 *out)
+{
+	shard_state_local(ctx, i, -1, NULL, out);
+}
+
+void shard_state_graph(struct shard_state *st, struct shard_graph *g)
+{
+	const struct shard_problem *p = st->p;
+	*g = (struct shard_graph){p->nnodes, p->nedges, p->strat_off, p->edge_u, p->edge_v, p->edge_off, p->edge_cost,
+				  st->adj_off, st->adj, st->choice, st->alive, state_local, st};
 }

@@ -68,23 +68,6 @@ static int64_t usage_of(const struct shard_problem *p, int i, int q)
 	return p->usage[p->strat_off[i] + q];
 }
 
-/* The least-usage strategy of each node among those alive (all when alive
- * is NULL), ties to the lower cost. */
-static void least_usage(const struct shard_problem *p, const unsigned char *alive, int *choice)
-{
-	for (int i = 0; i < p->nnodes; i++) {
-		int best = -1;
-		for (int q = 0; q < shard_problem_nstrat(p, i); q++) {
-			if (alive && !alive[p->strat_off[i] + q])
-				continue;
-			int64_t uq = usage_of(p, i, q), ub = best < 0 ? 0 : usage_of(p, i, best);
-			if (best < 0 || uq < ub || (uq == ub && p->cost[p->strat_off[i] + q] < p->cost[p->strat_off[i] + best]))
-				best = q;
-		}
-		choice[i] = best;
-	}
-}
-
 /* Step 3 (memory_aware false) or the memory-aware greedy; r->st must hold
  * the least-usage assignment. Leaves the start in r->start. */
 static int greedy(struct run *r, bool memory_aware)
@@ -271,7 +254,9 @@ static int dp_round(struct run *r)
 	shard_i128 before = st->cost;
 	int moved = 0;
 	memcpy(r->start, st->choice, sizeof *r->start * (size_t)st->p->nnodes);
-	int rc = shard_dp_propose(&r->dp, st, rng_next, &r->rng);
+	struct shard_graph g;
+	shard_state_graph(st, &g);
+	int rc = shard_dp_propose(&r->dp, &g, rng_next, &r->rng);
 	if (rc < 0)
 		return rc;
 	shard_state_load(st, r->dp.choice);
@@ -350,22 +335,13 @@ static int alloc_run(struct run *r, const struct shard_problem *p)
 	int rc = shard_state_init(&r->st, p, r->t0 + r->prm->time_limit);
 	if (rc < 0)
 		return rc;
-	if ((rc = shard_queue_init(&r->q, p->nnodes)) < 0 || (rc = shard_dp_init(&r->dp, p)) < 0)
+	if ((rc = shard_queue_init(&r->q, p->nnodes)) < 0 || (rc = shard_dp_init(&r->dp, p->nnodes, p->nedges, p->strat_off[p->nnodes])) < 0)
 		return rc;
 	r->mask = malloc((size_t)p->nnodes + 1);
 	r->start = malloc(sizeof *r->start * ((size_t)p->nnodes + 1));
 	if (!r->mask || !r->start)
 		return shard_errorf(-ENOMEM, "heuristic: out of memory");
 	return 0;
-}
-
-static int infeasible(const struct shard_problem *p, const int *choice, struct shard_eval *out)
-{
-	char a[SHARD_I128_STRLEN];
-	shard_evaluate(p, choice, out);
-	return shard_errorf(-ENOSPC,
-			    "no assignment fits the usage limit %lld: even the least-usage strategies need %s at time %lld",
-			    (long long)p->usage_limit, shard_i128_str(out->peak_usage, a), (long long)out->peak_time);
 }
 
 int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_params *prm, int *choice,
@@ -378,20 +354,20 @@ int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_
 		return rc;
 	if ((rc = alloc_run(&r, p)) < 0)
 		goto out;
-	least_usage(p, NULL, choice);
+	shard_least_usage(p, NULL, choice);
 	shard_state_load(&r.st, choice);
 	if (shard_tree_peak(&r.st.tree) > p->usage_limit) {
-		rc = infeasible(p, choice, out);
+		rc = shard_infeasible(p, choice, out);
 		goto out;
 	}
 	if ((rc = shard_state_prune(&r.st, prm->forbidden_cost)) < 0)
 		goto out;
-	least_usage(p, r.st.alive, choice);
+	shard_least_usage(p, r.st.alive, choice);
 	shard_state_load(&r.st, choice);
 	if (shard_tree_peak(&r.st.tree) > p->usage_limit) {
 		/* Memory forces forbidden entries: search everything. */
 		memset(r.st.alive, 1, (size_t)p->strat_off[p->nnodes]);
-		least_usage(p, NULL, choice);
+		shard_least_usage(p, NULL, choice);
 	}
 	if ((rc = solve(&r, choice)) < 0)
 		goto out;

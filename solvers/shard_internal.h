@@ -13,7 +13,26 @@ int shard_errorf(int code, const char *fmt, ...) __attribute__((format(printf, 2
 /* Seconds on a monotonic clock. */
 double shard_now(void);
 
-#endif
+/* qsort comparator of int64_t. */
+int shard_cmp_i64(const void *a, const void *b);
+
+/* Whether node i holds memory: a non-empty interval and a positive usage. */
+bool shard_holds_memory(const struct shard_problem *p, int i);
+
+/* The time line cut at the interval ends of the memory-holding nodes:
+ * returns the number of segments (or -ENOMEM) and, per node, the
+ * half-open segment range [seg_a[i], seg_b[i]) its interval covers (0, 0
+ * for a node without memory). */
+int shard_segments(const struct shard_problem *p, int *seg_a, int *seg_b);
+
+/* The least-usage strategy of each node among those alive (all when alive
+ * is NULL), ties to the lower cost: it minimizes every time point at once,
+ * so when it does not fit, nothing does. */
+void shard_least_usage(const struct shard_problem *p, const unsigned char *alive, int *choice);
+
+/* The -ENOSPC message for a problem whose least-usage choice is over the
+ * limit; evaluates it into out. */
+int shard_infeasible(const struct shard_problem *p, const int *choice, struct shard_eval *out);
 
 /* ---- the heuristic's working state (shard_state.c) ----------------------- */
 
@@ -76,6 +95,8 @@ static inline shard_i128 shard_tree_peak(const struct shard_tree *t)
 {
 	return t->n ? t->mx[1] : 0;
 }
+/* Adds d to the usage of segments [a, b). */
+void shard_tree_add(struct shard_tree *t, int a, int b, shard_i128 d);
 /* The first segment holding the global peak. */
 int shard_tree_argmax(const struct shard_tree *t);
 /* local[q] = node cost of q plus the entries of i's edges with the
@@ -92,3 +113,5 @@ static inline void shard_state_commit(struct shard_state *st)
 }
 /* True once the deadline has passed (checked every few calls). */
 bool shard_state_late(struct shard_state *st);
+
+#endif

@@ -34,6 +34,84 @@ double shard_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int shard_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+bool shard_holds_memory(const struct shard_problem *p, int i)
+{
+	if (p->lo[i] >= p->hi[i])
+		return false;
+	for (int s = p->strat_off[i]; s < p->strat_off[i + 1]; s++)
+		if (p->usage[s] > 0)
+			return true;
+	return false;
+}
+
+static int find_i64(const int64_t *v, int n, int64_t x)
+{
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int shard_segments(const struct shard_problem *p, int *seg_a, int *seg_b)
+{
+	int64_t *t = malloc(sizeof *t * (2 * (size_t)p->nnodes + 1));
+	if (!t)
+		return -ENOMEM;
+	int m = 0;
+	for (int i = 0; i < p->nnodes; i++)
+		if (shard_holds_memory(p, i)) {
+			t[m++] = p->lo[i];
+			t[m++] = p->hi[i];
+		}
+	qsort(t, (size_t)m, sizeof *t, shard_cmp_i64);
+	int u = 0;
+	for (int k = 0; k < m; k++)
+		if (u == 0 || t[u - 1] != t[k])
+			t[u++] = t[k];
+	for (int i = 0; i < p->nnodes; i++) {
+		seg_a[i] = seg_b[i] = 0;
+		if (shard_holds_memory(p, i)) {
+			seg_a[i] = find_i64(t, u, p->lo[i]);
+			seg_b[i] = find_i64(t, u, p->hi[i]);
+		}
+	}
+	free(t);
+	return u > 1 ? u - 1 : 0;
+}
+
+void shard_least_usage(const struct shard_problem *p, const unsigned char *alive, int *choice)
+{
+	for (int i = 0; i < p->nnodes; i++) {
+		const int64_t *u = p->usage + p->strat_off[i], *c = p->cost + p->strat_off[i];
+		const unsigned char *al = alive ? alive + p->strat_off[i] : NULL;
+		int best = -1;
+		for (int q = 0; q < shard_problem_nstrat(p, i); q++)
+			if (!(al && !al[q]) && (best < 0 || u[q] < u[best] || (u[q] == u[best] && c[q] < c[best])))
+				best = q;
+		choice[i] = best;
+	}
+}
+
+int shard_infeasible(const struct shard_problem *p, const int *choice, struct shard_eval *out)
+{
+	char a[SHARD_I128_STRLEN];
+	shard_evaluate(p, choice, out);
+	return shard_errorf(-ENOSPC,
+			    "no assignment fits the usage limit %lld: even the least-usage strategies need %s at time %lld",
+			    (long long)p->usage_limit, shard_i128_str(out->peak_usage, a), (long long)out->peak_time);
+}
+
 char *shard_i128_str(shard_i128 v, char *buf)
 {
 	char tmp[SHARD_I128_STRLEN];

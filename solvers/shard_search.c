@@ -45,7 +45,7 @@ void shard_queue_push(struct shard_queue *q, int i)
 	q->count++;
 }
 
-static int queue_pop(struct shard_queue *q)
+int shard_queue_pop(struct shard_queue *q)
 {
 	int i = q->item[q->head];
 	q->head = (q->head + 1) % q->n;
@@ -92,7 +92,7 @@ int shard_descend(struct shard_state *st, struct shard_queue *q, int *moved)
 {
 	int rc;
 	while (q->count > 0 && !shard_state_late(st)) {
-		int i = queue_pop(q);
+		int i = shard_queue_pop(q);
 		shard_i128 d;
 		int to = best_single(st, i, &d);
 		if (to < 0)

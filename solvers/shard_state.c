@@ -14,61 +14,12 @@
 
 #include "solvers/shard_internal.h"
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static int find_i64(const int64_t *v, int n, int64_t x)
-{
-	int lo = 0, hi = n - 1;
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static bool holds_memory(const struct shard_problem *p, int i)
-{
-	if (p->lo[i] >= p->hi[i])
-		return false;
-	for (int s = p->strat_off[i]; s < p->strat_off[i + 1]; s++)
-		if (p->usage[s] > 0)
-			return true;
-	return false;
-}
-
 static int build_segments(struct shard_state *st)
 {
-	const struct shard_problem *p = st->p;
-	int64_t *t = malloc(sizeof *t * (2 * (size_t)p->nnodes + 1));
-	if (!t)
-		return -ENOMEM;
-	int m = 0;
-	for (int i = 0; i < p->nnodes; i++)
-		if (holds_memory(p, i)) {
-			t[m++] = p->lo[i];
-			t[m++] = p->hi[i];
-		}
-	qsort(t, (size_t)m, sizeof *t, cmp_i64);
-	int u = 0;
-	for (int k = 0; k < m; k++)
-		if (u == 0 || t[u - 1] != t[k])
-			t[u++] = t[k];
-	for (int i = 0; i < p->nnodes; i++) {
-		st->seg_a[i] = st->seg_b[i] = 0;
-		if (holds_memory(p, i)) {
-			st->seg_a[i] = find_i64(t, u, p->lo[i]);
-			st->seg_b[i] = find_i64(t, u, p->hi[i]);
-		}
-	}
-	free(t);
-	st->tree.n = u > 1 ? u - 1 : 0;
+	int n = shard_segments(st->p, st->seg_a, st->seg_b);
+	if (n < 0)
+		return n;
+	st->tree.n = n;
 	size_t sz = 4 * (size_t)st->tree.n + 4;
 	st->tree.mx = calloc(sz, sizeof *st->tree.mx);
 	st->tree.add = calloc(sz, sizeof *st->tree.add);
@@ -202,10 +153,15 @@ int shard_tree_argmax(const struct shard_tree *t)
 	return l;
 }
 
+void shard_tree_add(struct shard_tree *t, int a, int b, shard_i128 d)
+{
+	if (d != 0 && a < b)
+		tree_add(t, 1, 0, t->n, a, b, d);
+}
+
 static void usage_add(struct shard_state *st, int i, shard_i128 d)
 {
-	if (d != 0 && st->seg_a[i] < st->seg_b[i])
-		tree_add(&st->tree, 1, 0, st->tree.n, st->seg_a[i], st->seg_b[i], d);
+	shard_tree_add(&st->tree, st->seg_a[i], st->seg_b[i], d);
 }
 
 void shard_state_load(struct shard_state *st, const int *choice)

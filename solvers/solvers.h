@@ -121,4 +121,59 @@ void shard_heuristic_params_init(struct shard_heuristic_params *prm);
 int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_params *prm, int *choice,
 		    struct shard_eval *out);
 
+/* ---- the solver ------------------------------------------------------------
+ *
+ * Exact reductions first (solvers/shard_reduce.c: forbidden strategies
+ * pruned, single-strategy nodes folded into their neighbours, nodes that
+ * a neighbour's strategy determines merged into it, leaves and memory-free
+ * chain nodes eliminated, dominated strategies removed: the contest
+ * instances shrink from 30-65 thousand nodes to a few hundred, a few with
+ * no forbidden entries to 7-16 thousand), then local search over the
+ * reduced problem with and without the memory limit (priced, then
+ * repaired), then exact MIP solves (GLPK) of the whole reduced problem
+ * when it is small, or of windows of it around the incumbent
+ * (large-neighbourhood search) when it is not. The heuristic above is the
+ * fallback. Deterministic when max_rounds and lns_windows are
+ * finite and the time limit is not reached: the result then depends on p
+ * and the parameters only. With the defaults (unbounded) the phases share
+ * the time limit, so a faster machine gets further.
+ */
+struct shard_solve_params {
+	double time_limit;      /* seconds of wall time, > 0 */
+	double mip_gap;         /* relative gap at which a MIP may stop */
+	uint64_t seed;          /* of the randomized search steps */
+	bool verbose;           /* progress lines on stderr */
+	int64_t forbidden_cost; /* as in shard_heuristic_params */
+	/* Reduced problems with at most this many MIP columns (and few
+	 * memory pieces) are solved whole; larger ones by windows. */
+	int mip_max_cols;
+	int lns_window;         /* nodes per window (a starting size) */
+	int lns_windows;        /* windows at most */
+	int mip_node_limit;     /* branch-and-bound nodes per MIP solve */
+	int max_rounds;         /* local search rounds per phase */
+	/* Share of the time spent searching without the memory limit before
+	 * repairing into it (problems too big for one MIP). */
+	double relax_share;
+	/* Return as soon as the whole problem's MIP is proved optimal
+	 * (else search on until the time limit). */
+	bool stop_when_optimal;
+};
+
+void shard_solve_params_init(struct shard_solve_params *prm);
+
+/* Same conventions as shard_heuristic: 0 with a feasible choice and its
+ * evaluation in out; -ENOSPC when no assignment fits the usage limit
+ * (choice then holds the least-usage assignment); -EINVAL; -ENOMEM. */
+int shard_solve(const struct shard_problem *p, const struct shard_solve_params *prm, int *choice,
+		struct shard_eval *out);
+
+/* Writes the MIP of the whole, unreduced problem in CPLEX LP format (MPS
+ * when path ends in ".mps"): binaries per strategy, pair variables per
+ * finite edge entry with row and column sums, one memory row per maximal
+ * live set (runs of time contained in another run with no larger room
+ * left out). Forbidden entries are left out; the objective omits no
+ * constant, so its optimum is the problem's optimal cost. 0, -EINVAL,
+ * -ENOMEM or -EIO. */
+int shard_mip_write(const struct shard_problem *p, const char *path);
+
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "solvers/shard_model.h"
 #include "solvers/solvers.h"
 #include "tests/tap.h"
 
@@ -244,6 +245,184 @@ static void test_brute_force(void)
 	       feasible);
 }
 
+/* A random instance where some entries are the forbidden cost 10^18 and
+ * many nodes are leaves or chains, the shapes the reductions act on. */
+static void problem_random_sparse(struct shard_problem *p, int n, int kmax)
+{
+	problem_random(p, n, kmax, 100);
+	for (int k = 0; k < p->nedges; k++) {
+		/* mostly a tree: edge k joins k+1 to an earlier node */
+		if (k + 1 < n && rnd(4) != 0) {
+			p->edge_v[k] = k + 1;
+			p->edge_u[k] = (int)rnd((uint64_t)(k + 1));
+		}
+		int64_t sz = (int64_t)shard_problem_nstrat(p, p->edge_u[k]) * shard_problem_nstrat(p, p->edge_v[k]);
+		p->edge_off[k + 1] = p->edge_off[k] + sz;
+		for (int64_t j = p->edge_off[k]; j < p->edge_off[k + 1]; j++)
+			p->edge_cost[j] = rnd(4) == 0 ? 1000000000000000000 : (int64_t)rnd(100);
+	}
+	for (int i = 0; i < n; i++)
+		if (rnd(3) == 0) /* same usage for all strategies */
+			for (int s = p->strat_off[i] + 1; s < p->strat_off[i + 1]; s++)
+				p->usage[s] = p->usage[p->strat_off[i]];
+}
+
+/* The optimum of a reduced model by enumeration, expanded: 0 or -ENOSPC. */
+static int brute_force_model(const struct shard_model *m, int *best, shard_i128 *best_cost)
+{
+	int c[16] = {0}, found = 0, full[16];
+	for (;;) {
+		shard_i128 cost = shard_model_cost(m, c);
+		if (shard_model_peak_slack(m, c) <= 0 && (!found || cost < *best_cost)) {
+			*best_cost = cost;
+			shard_model_expand(m, c, full);
+			memcpy(best, full, sizeof full);
+			found = 1;
+		}
+		int i = 0;
+		while (i < m->n && ++c[i] == shard_model_nstrat(m, i))
+			c[i++] = 0;
+		if (i == m->n)
+			break;
+	}
+	return found ? 0 : -ENOSPC;
+}
+
+static void test_reduce(void)
+{
+	int instances = 400, compared = 0, wrong = 0, bad_expand = 0, smaller = 0, binding = 0;
+	const int64_t forbidden = 1000000000000000000;
+	rng_state = 4242;
+	for (int t = 0; t < instances; t++) {
+		struct shard_problem p;
+		if (t % 2)
+			problem_random(&p, 3 + (int)rnd(6), 4, 100);
+		else
+			problem_random_sparse(&p, 3 + (int)rnd(8), 4);
+		int best[16], got[16];
+		shard_i128 best_cost = 0, got_cost = 0;
+		struct shard_model m;
+		struct shard_reduce_stats st;
+		int bf = brute_force(&p, best, &best_cost);
+		if (shard_reduce(&p, forbidden, &m, &st) != 0) {
+			wrong++;
+			shard_problem_free(&p);
+			continue;
+		}
+		bool finite = bf == 0 && best_cost < forbidden;
+		if (finite) { /* does memory bind? the optimum without the limit is cheaper */
+			int64_t limit = p.usage_limit;
+			int free_best[16];
+			shard_i128 free_cost = 0;
+			p.usage_limit = INT64_MAX;
+			brute_force(&p, free_best, &free_cost);
+			p.usage_limit = limit;
+			binding += free_cost < best_cost;
+		}
+		int mb = m.no_finite ? -ENOSPC : brute_force_model(&m, got, &got_cost);
+		if (finite) {
+			struct shard_eval ev;
+			compared++;
+			smaller += m.n < p.nnodes;
+			if (mb != 0 || got_cost != best_cost)
+				wrong++;
+			else if (shard_evaluate(&p, got, &ev) != 0 || !ev.feasible || ev.cost != best_cost)
+				bad_expand++;
+		} else if (mb == 0 && got_cost < forbidden) {
+			wrong++; /* the model found a finite optimum the problem lacks */
+		}
+		shard_model_free(&m);
+		shard_problem_free(&p);
+	}
+	TAP_DIAG("reductions: %d finite instances compared, %d reduced to fewer nodes, memory binds in %d", compared,
+		 smaller, binding);
+	TAP_OK(compared > 100 && smaller > compared / 2 && binding > 20,
+	       "the random instances reduce (%d of %d) and memory binds in some (%d)", smaller, compared, binding);
+	TAP_OK(wrong == 0, "reductions keep the optimum cost (%d wrong)", wrong);
+	TAP_OK(bad_expand == 0, "expanded optima evaluate to the same cost, feasible (%d wrong)", bad_expand);
+}
+
+/* shard_solve against brute force: the exact optimum on every feasible
+ * instance (the reduced problems are small enough for one MIP), -ENOSPC on
+ * the infeasible ones. */
+static void test_solve_brute_force(void)
+{
+	int instances = 150, feasible = 0, optimal = 0, wrong_feasible = 0, bad_eval = 0;
+	struct shard_solve_params prm;
+	shard_solve_params_init(&prm);
+	prm.time_limit = 5;
+	prm.max_rounds = 300;
+	rng_state = 999;
+	for (int t = 0; t < instances; t++) {
+		struct shard_problem p;
+		if (t % 2)
+			problem_random(&p, 3 + (int)rnd(6), 4, 100);
+		else
+			problem_random_sparse(&p, 3 + (int)rnd(9), 4);
+		int best[16], got[16];
+		shard_i128 best_cost = 0;
+		struct shard_eval ev, ev2;
+		int bf = brute_force(&p, best, &best_cost);
+		int rc = shard_solve(&p, &prm, got, &ev);
+		if (bf == 0) {
+			feasible++;
+			optimal += rc == 0 && ev.feasible && ev.cost == best_cost;
+			if (rc == 0 && (shard_evaluate(&p, got, &ev2) != 0 || ev2.cost != ev.cost || !ev2.feasible))
+				bad_eval++;
+		} else if (rc != -ENOSPC) {
+			wrong_feasible++;
+		}
+		shard_problem_free(&p);
+	}
+	TAP_OK(optimal == feasible, "shard_solve: the optimum on all %d feasible instances (%d found)", feasible,
+	       optimal);
+	TAP_OK(wrong_feasible == 0, "shard_solve: infeasible instances are -ENOSPC (%d wrong)", wrong_feasible);
+	TAP_OK(bad_eval == 0, "shard_solve: the reported evaluation matches the evaluator");
+}
+
+/* The MIP written by shard_mip_write, solved by COIN-OR CBC, against brute
+ * force: an independent check of the formulation (memory rows included). */
+static void test_mip_cbc(void)
+{
+	if (system("command -v cbc >/dev/null 2>&1") != 0) {
+		printf("ok %d - # SKIP cbc not installed (apt-get install coinor-cbc)\n", ++tap_n);
+		return;
+	}
+	int instances = 12, compared = 0, agree = 0;
+	rng_state = 31337;
+	for (int t = 0; t < instances; t++) {
+		struct shard_problem p;
+		problem_random(&p, 5 + (int)rnd(5), 4, 100);
+		int best[16];
+		shard_i128 best_cost = 0;
+		if (brute_force(&p, best, &best_cost) != 0) {
+			shard_problem_free(&p);
+			continue;
+		}
+		char path[4200], cmd[8600], line[512];
+		snprintf(path, sizeof path, "%s/mip%d.lp", tmp_dir, t);
+		int rc = shard_mip_write(&p, path);
+		shard_problem_free(&p);
+		if (rc != 0)
+			continue;
+		compared++;
+		snprintf(cmd, sizeof cmd, "cbc '%s' solve 2>&1", path);
+		FILE *f = popen(cmd, "r");
+		double obj = -1;
+		while (f && fgets(line, sizeof line, f))
+			if (!strncmp(line, "Objective value:", 16))
+				obj = atof(line + 16);
+		if (f)
+			pclose(f);
+		if (obj >= 0 && (shard_i128)(obj + 0.5) == best_cost)
+			agree++;
+		else
+			TAP_DIAG("instance %d: cbc %.1f, brute force %lld", t, obj, (long long)best_cost);
+	}
+	TAP_OK(compared >= 5 && agree == compared, "cbc on shard_mip_write's MIP finds the brute-force optimum (%d of %d)",
+	       agree, compared);
+}
+
 static void test_determinism(void)
 {
 	struct shard_problem p;
@@ -263,6 +442,28 @@ static void test_determinism(void)
 	shard_heuristic(&p, &prm, b, &eb);
 	char c1[SHARD_I128_STRLEN], c2[SHARD_I128_STRLEN];
 	TAP_DIAG("300 nodes: seed 1 cost %s, seed 2 cost %s", shard_i128_str(ea.cost, c1), shard_i128_str(eb.cost, c2));
+	/* shard_solve: the same, with a memory limit that binds */
+	struct shard_solve_params sp;
+	shard_solve_params_init(&sp);
+	sp.time_limit = 60;
+	sp.max_rounds = 2000;
+	sp.lns_windows = 60;
+	p.usage_limit = 0;
+	int *lu = malloc(sizeof *lu * 300);
+	for (int i = 0; i < 300; i++) /* the least-usage peak, plus some room */
+		lu[i] = 0;
+	for (int i = 0; i < 300; i++)
+		for (int s = 1; s < shard_problem_nstrat(&p, i); s++)
+			if (p.usage[p.strat_off[i] + s] < p.usage[p.strat_off[i] + lu[i]])
+				lu[i] = s;
+	struct shard_eval el;
+	shard_evaluate(&p, lu, &el);
+	p.usage_limit = (int64_t)el.peak_usage + 20;
+	ra = shard_solve(&p, &sp, a, &ea);
+	rb = shard_solve(&p, &sp, b, &eb);
+	TAP_OK(ra == 0 && rb == 0 && !memcmp(a, b, sizeof *a * 300) && ea.cost == eb.cost && ea.feasible,
+	       "shard_solve: two runs on a 300-node instance with a binding limit give the same assignment");
+	free(lu);
 	free(a);
 	free(b);
 	shard_problem_free(&p);
@@ -354,14 +555,14 @@ static void test_shared(const char *id, const char *best_known)
 		return;
 	}
 	struct shard_problem p;
-	struct shard_heuristic_params prm;
-	shard_heuristic_params_init(&prm);
+	struct shard_solve_params prm;
+	shard_solve_params_init(&prm);
 	prm.time_limit = 2;
 	if (!TAP_OK(shard_problem_read_iopddl(path, &p) == 0, "%s reads: %s", id, shard_error()))
 		return;
 	int *c = malloc(sizeof *c * (size_t)p.nnodes);
 	struct shard_eval ev;
-	int rc = shard_heuristic(&p, &prm, c, &ev);
+	int rc = shard_solve(&p, &prm, c, &ev);
 	char b[SHARD_I128_STRLEN];
 	TAP_OK(rc == 0 && ev.feasible, "%s (%d nodes): feasible within 2 s", id, p.nnodes);
 	TAP_DIAG("%s: cost %s, best known %s (ratio %.3f)", id, shard_i128_str(ev.cost, b), best_known,
@@ -383,6 +584,9 @@ int main(int argc, char **argv)
 	test_example();
 	test_evaluator_extremes();
 	test_brute_force();
+	test_reduce();
+	test_solve_brute_force();
+	test_mip_cbc();
 	test_determinism();
 	test_malformed();
 	test_shared("B", "532843");

@@ -1,0 +1,358 @@
+/*
+ * shard_solve.c: the solver's driver (see solvers.h).
+ *
+ * 1. Feasibility: the least-usage strategy of every node minimizes every
+ *    time point at once, so if it does not fit nothing does (-ENOSPC).
+ * 2. Reduction (shard_reduce.c) into a model with far fewer nodes and
+ *    strategies (followers merged, leaves and chains eliminated); every
+ *    model assignment expands to a full one.
+ * 3. Local search on the model (shard_msearch.c) for a first incumbent;
+ *    then, when the model is too big for one MIP, a phase without the
+ *    memory limit (the constrained search gets trapped behind memory
+ *    walls) repaired back into it.
+ * 4. Exact MIP (shard_mip.c): the whole model when small enough, else
+ *    windows around the incumbent (shard_lns.c); local search rounds
+ *    with the time that is left.
+ * 5. The answer is expanded and re-evaluated by shard_evaluate; if the
+ *    model path fails (no finite assignment, no feasible start) the plain
+ *    heuristic answers instead.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solvers/shard_lns.h"
+
+void shard_solve_params_init(struct shard_solve_params *prm)
+{
+	prm->time_limit = 10.0;
+	prm->mip_gap = 1e-6;
+	prm->seed = 1;
+	prm->verbose = false;
+	prm->forbidden_cost = 1000000000000000000; /* the contest's "infinite" cost */
+	prm->mip_max_cols = 80000;
+	prm->lns_window = 24;
+	prm->lns_windows = INT_MAX;
+	prm->mip_node_limit = 2000;
+	prm->max_rounds = INT_MAX;
+	prm->relax_share = 0.4;
+	prm->stop_when_optimal = true;
+}
+
+static int fallback(const struct shard_problem *p, const struct shard_solve_params *prm, double left, int *choice,
+		    struct shard_eval *out)
+{
+	struct shard_heuristic_params h;
+	shard_heuristic_params_init(&h);
+	h.time_limit = left > 0.05 ? left : 0.05;
+	h.seed = prm->seed;
+	h.verbose = prm->verbose;
+	h.forbidden_cost = prm->forbidden_cost;
+	h.max_rounds = prm->max_rounds;
+	if (prm->verbose)
+		fprintf(stderr, "shard: the reduced problem has no feasible start: plain heuristic\n");
+	return shard_heuristic(p, &h, choice, out);
+}
+
+/* Columns the whole model's MIP needs: strategies and finite entries. */
+static int64_t whole_cols(const struct shard_model *m)
+{
+	int64_t n = m->n ? m->off[m->n] : 0;
+	for (int64_t x = 0; m->m && x < m->eoff[m->m]; x++)
+		n += m->ecost[x] < m->inf;
+	return n;
+}
+
+/* The whole model as one MIP (GLPK's presolver on: its strengthened
+ * memory rows make the relaxation much tighter). */
+static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, double t0, bool *optimal, bool *solved)
+{
+	const struct shard_model *m = st->m;
+	int *nodes = malloc(sizeof *nodes * ((size_t)m->n + 1));
+	if (!nodes)
+		return shard_errorf(-ENOMEM, "solve: out of memory");
+	for (int i = 0; i < m->n; i++)
+		nodes[i] = i;
+	/* GLPK gets no incumbent with its presolver on, so an unfinished run
+	 * leaves nothing: keep 40% of the time for the windows after it. */
+	struct mip_params mp = {prm->mip_node_limit, 0, prm->mip_gap, 0.6 * (st->deadline - shard_now()), 0,
+				4 * prm->mip_max_cols, true, false, false, false};
+	struct mip_result res;
+	struct mip_moves mv = {0, 0, NULL, NULL};
+	bool taken = false;
+	int rc = shard_mip_window(st, nodes, m->n, &mp, &mv, &res);
+	if (rc == 0 && res.solved)
+		rc = lns_take(st, &mv, &taken);
+	moves_free(&mv);
+	*optimal = res.optimal;
+	*solved = res.solved;
+	if (prm->verbose) {
+		char b[SHARD_I128_STRLEN];
+		fprintf(stderr, "shard: %.2fs whole MIP (%d columns, %d rows, %d memory): %s%s in %.2fs, cost %s\n",
+			shard_now() - t0, res.cols, res.rows, res.mem_rows,
+			res.optimal ? "optimal" : res.solved ? "feasible" : "no solution", taken ? ", taken" : "",
+			res.seconds, shard_i128_str(st->cost, b));
+	}
+	free(nodes);
+	return rc;
+}
+
+static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0, int windows)
+{
+	struct lns_params lp = {prm->lns_window, 200, 20000, prm->mip_node_limit, prm->mip_gap, false, true, 3000,
+				windows, prm->seed, prm->verbose, t0};
+	struct lns_stats ls;
+	int rc = shard_lns(st, ms, &lp, &ls);
+	if (prm->verbose)
+		fprintf(stderr, "shard: %.2fs lns: %d windows, %d optimal, %d improved, window %d\n", shard_now() - t0,
+			ls.windows, ls.optimal, ls.improved, ls.final_window);
+	return rc;
+}
+
+/* Per-segment usage of a model assignment (base included): a sweep. */
+static void usage_of(const struct shard_model *m, const int *choice, shard_i128 *u)
+{
+	memset(u, 0, sizeof *u * ((size_t)m->nseg + 1));
+	for (int i = 0; i < m->n; i++)
+		for (int x = m->poff[i]; x < m->poff[i + 1]; x++) {
+			u[m->piece[x].a] += ms_use(m, x, choice[i]);
+			u[m->piece[x].b] -= ms_use(m, x, choice[i]);
+		}
+	shard_i128 run = 0;
+	for (int s = 0; s < m->nseg; s++) {
+		run += u[s];
+		u[s] = run + m->base[s];
+	}
+}
+
+/* Node costs of the priced model: cost plus, per piece, its usage times
+ * the summed price of its segments (prices per byte and segment). */
+static void price(const struct shard_model *m, const double *lambda, double *pre, int64_t *cost)
+{
+	pre[0] = 0;
+	for (int s = 0; s < m->nseg; s++)
+		pre[s + 1] = pre[s] + lambda[s];
+	for (int i = 0; i < m->n; i++)
+		for (int q = m->off[i]; q < m->off[i + 1]; q++) {
+			double pen = 0;
+			for (int x = m->poff[i]; x < m->poff[i + 1]; x++)
+				pen += (double)ms_use(m, x, q - m->off[i]) * (pre[m->piece[x].b] - pre[m->piece[x].a]);
+			double c = (double)m->cost[q] + pen;
+			cost[q] = m->cost[q] >= m->inf || c >= (double)m->inf ? m->inf : (int64_t)c;
+		}
+}
+
+struct relax {
+	struct shard_model m2; /* the model without pieces, priced costs */
+	double *lambda, *pre;
+	shard_i128 *use;
+	int *keep;
+};
+
+static void relax_free(struct relax *x)
+{
+	free(x->m2.poff);
+	free(x->m2.cost);
+	free(x->lambda);
+	free(x->pre);
+	free(x->use);
+	free(x->keep);
+}
+
+/* Raises the price of the segments st2's assignment overfills, in
+ * proportion to the excess; returns whether any was over. The first
+ * price makes a full time line at the limit cost about the assignment's
+ * own cost. */
+static bool reprice(struct relax *x, const struct shard_model *m, const struct mstate *st2)
+{
+	usage_of(m, st2->choice, x->use);
+	double unit = (double)(st2->cost > 0 ? st2->cost : 1) / ((double)m->limit * (double)(m->nseg ? m->nseg : 1));
+	bool over = false;
+	for (int s = 0; s < m->nseg; s++) {
+		if (x->use[s] <= m->limit)
+			continue;
+		over = true;
+		x->lambda[s] += 0.4 * unit * (double)(x->use[s] - m->limit) / (double)m->limit + 0.1 * unit;
+	}
+	return over;
+}
+
+/* Repairs st2's assignment into st; keeps it when cheaper. */
+static int repair_into(struct mstate *st, struct msearch *ms, const struct mstate *st2, struct relax *x,
+		       bool *have, const struct shard_solve_params *prm, double t0)
+{
+	const struct shard_model *m = st->m;
+	shard_i128 kept = st->cost;
+	memcpy(x->keep, st->choice, sizeof *x->keep * (size_t)m->n);
+	ms_load(st, st2->choice);
+	if (prm->verbose) {
+		char c[SHARD_I128_STRLEN], d[SHARD_I128_STRLEN];
+		fprintf(stderr, "shard: %.2fs relaxed answer: cost %s, peak %s of %lld\n", shard_now() - t0,
+			shard_i128_str(st->cost, c), shard_i128_str(ms_peak(st), d), (long long)m->limit);
+	}
+	int rc = msearch_repair(ms);
+	if (rc == 0)
+		rc = msearch_descend(ms);
+	bool repaired = rc == 0, better = repaired && (!*have || st->cost < kept);
+	if (rc == -ENOSPC)
+		rc = 0;
+	if (!better && *have)
+		ms_load(st, x->keep);
+	*have = *have || better;
+	if (prm->verbose) {
+		char c[SHARD_I128_STRLEN];
+		fprintf(stderr, "shard: %.2fs relaxed search %s: cost %s\n", shard_now() - t0,
+			better ? "taken" : repaired ? "repaired, not taken" : "not repaired", shard_i128_str(st->cost, c));
+	}
+	return rc;
+}
+
+/* The model without its memory limit, searched from st's assignment (or
+ * its own start), repaired into st and kept when feasible and cheaper:
+ * memory walls trap the constrained search, since a sequence of moves
+ * that ends within the limit may have to pass over it. Rounds of a
+ * Lagrangian scheme: after each, the segments the relaxed answer
+ * overfills get a price per byte and the next round searches the priced
+ * costs, so that what needs repair shrinks. */
+static int relaxed(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0,
+		   double until, bool *have)
+{
+	const struct shard_model *m = st->m;
+	struct relax x = {*m, NULL, NULL, NULL, NULL};
+	struct mstate st2;
+	struct msearch ms2;
+	struct msearch_params mp = {prm->seed + 1, prm->verbose, t0};
+	x.m2.poff = calloc((size_t)m->n + 1, sizeof *x.m2.poff);
+	x.m2.cost = malloc(sizeof *x.m2.cost * ((size_t)m->off[m->n] + 1));
+	x.m2.nseg = 0;
+	x.lambda = calloc((size_t)m->nseg + 1, sizeof *x.lambda);
+	x.pre = malloc(sizeof *x.pre * ((size_t)m->nseg + 2));
+	x.use = malloc(sizeof *x.use * ((size_t)m->nseg + 1));
+	x.keep = malloc(sizeof *x.keep * ((size_t)m->n + 1));
+	if (!x.m2.poff || !x.m2.cost || !x.lambda || !x.pre || !x.use || !x.keep) {
+		relax_free(&x);
+		return shard_errorf(-ENOMEM, "solve: out of memory");
+	}
+	memcpy(x.m2.cost, m->cost, sizeof *x.m2.cost * (size_t)m->off[m->n]);
+	double start = shard_now();
+	int rounds = 3, rc = ms_init(&st2, &x.m2, until);
+	if (rc == 0 && (rc = msearch_init(&ms2, &st2, &mp)) == 0) {
+		if (*have)
+			ms_load(&st2, st->choice);
+		else
+			rc = msearch_start(&ms2);
+		for (int k = 0; k < rounds && rc == 0; k++) {
+			st2.deadline = start + (until - start) * (k + 1) / rounds;
+			st2.timed_out = false;
+			ms_load(&st2, st2.choice); /* the prices changed */
+			rc = msearch_improve(&ms2, prm->max_rounds < 2000 ? prm->max_rounds : 2000);
+			/* a share of a finite window budget keeps runs reproducible */
+			if (rc == 0)
+				rc = lns(&st2, &ms2, prm, t0,
+					 prm->lns_windows == INT_MAX ? INT_MAX
+								     : (int)(prm->relax_share * prm->lns_windows / rounds));
+			if (rc == 0)
+				rc = repair_into(st, ms, &st2, &x, have, prm, t0);
+			if (rc < 0 || !reprice(&x, m, &st2))
+				break;
+			price(m, x.lambda, x.pre, x.m2.cost);
+		}
+		msearch_free(&ms2);
+	}
+	ms_free(&st2);
+	relax_free(&x);
+	return rc;
+}
+
+/* Steps 3-4 on the model; leaves the best model assignment in mchoice.
+ * *optimal: the whole model's MIP proved it optimal. */
+static int search_model(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
+			bool *optimal)
+{
+	struct mstate st;
+	struct msearch ms;
+	struct msearch_params mp = {prm->seed, prm->verbose, t0};
+	*optimal = false;
+	int rc = ms_init(&st, m, t0 + prm->time_limit);
+	if (rc < 0)
+		return rc;
+	if ((rc = msearch_init(&ms, &st, &mp)) < 0) {
+		ms_free(&st);
+		return rc;
+	}
+	/* merged nodes carry many pieces, whose memory rows no single MIP
+	 * can take (even lazily): windows then */
+	bool whole = whole_cols(m) <= prm->mip_max_cols && m->poff[m->n] <= 4000;
+	rc = msearch_start(&ms);
+	bool have = rc == 0;
+	if (rc == -ENOSPC)
+		rc = 0;
+	/* the constrained incumbent first gets rounds of its own, so that a
+	 * repaired relaxed answer replaces it only when it is truly better (a
+	 * cheap repaired answer can sit in a poor basin) */
+	if (rc == 0 && have && !whole)
+		rc = msearch_improve(&ms, prm->max_rounds < 300 ? prm->max_rounds : 300);
+	if (rc == 0 && !whole && prm->relax_share > 0)
+		rc = relaxed(&st, &ms, prm, t0, t0 + prm->relax_share * prm->time_limit, &have);
+	if (rc == 0 && !have)
+		rc = -ENOSPC;
+	if (rc == 0)
+		rc = msearch_improve(&ms, prm->max_rounds < 2000 ? prm->max_rounds : 2000);
+	bool solved = false;
+	if (rc == 0 && whole)
+		rc = whole_mip(&st, prm, t0, optimal, &solved);
+	if (rc == 0 && !solved)
+		rc = lns(&st, &ms, prm, t0, prm->lns_windows);
+	if (rc == 0 && !(*optimal && prm->stop_when_optimal))
+		rc = msearch_improve(&ms, prm->max_rounds);
+	if (rc == 0)
+		memcpy(mchoice, st.choice, sizeof *mchoice * (size_t)m->n);
+	msearch_free(&ms);
+	ms_free(&st);
+	return rc;
+}
+
+int shard_solve(const struct shard_problem *p, const struct shard_solve_params *prm, int *choice,
+		struct shard_eval *out)
+{
+	double t0 = shard_now();
+	memset(out, 0, sizeof *out);
+	int rc = shard_problem_check(p);
+	if (rc < 0)
+		return rc;
+	shard_least_usage(p, NULL, choice);
+	if ((rc = shard_evaluate(p, choice, out)) < 0)
+		return rc;
+	if (!out->feasible)
+		return shard_infeasible(p, choice, out);
+	struct shard_model m;
+	struct shard_reduce_stats rs;
+	if ((rc = shard_reduce(p, prm->forbidden_cost, &m, &rs)) < 0)
+		return rc;
+	if (prm->verbose)
+		fprintf(stderr,
+			"shard: %.2fs reduced %d nodes to %d (%d strategies, %d edges, %lld entries, %d pieces): "
+			"%d fixed, %d leaves, %d pairs, %d followers, %d dominated, %d pruned\n",
+			shard_now() - t0, p->nnodes, m.n, m.n ? m.off[m.n] : 0, m.m, (long long)(m.m ? m.eoff[m.m] : 0),
+			m.n ? m.poff[m.n] : 0, rs.fixed, rs.leaves, rs.pairs, rs.followers, rs.dominated, rs.pruned);
+	int *mchoice = malloc(sizeof *mchoice * ((size_t)m.n + 1));
+	if (!mchoice) {
+		shard_model_free(&m);
+		return shard_errorf(-ENOMEM, "solve: out of memory");
+	}
+	bool optimal = false;
+	rc = m.no_finite ? -ENOSPC : search_model(&m, prm, t0, mchoice, &optimal);
+	if (rc == 0) {
+		shard_model_expand(&m, mchoice, choice);
+		rc = shard_evaluate(p, choice, out);
+		if (rc == 0 && !out->feasible)
+			rc = -ENOSPC; /* a bug upstream; the fallback still answers */
+	}
+	free(mchoice);
+	shard_model_free(&m);
+	if (rc == -ENOSPC)
+		return fallback(p, prm, t0 + prm->time_limit - shard_now(), choice, out);
+	return rc;
+}
