@@ -18,7 +18,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 {
 echo "| model | mesh | mode | variables | strategies | pass s (median of 5) |"
 echo "|---|---|---|---|---|---|"
-for layers in 1 2 4; do
+for layers in 1 4 8; do
 	"$gen" gpt3-175b --layers "$layers" --batch 1 --seq 2048 -o "$tmp/g.onnx" >/dev/null
 	for mesh in 1x8 2x4; do
 		for mode in "" --train; do

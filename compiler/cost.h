@@ -42,6 +42,7 @@ struct cost_device {
 	double peak_flops[COST_PREC_COUNT];   /* FLOP/s, dense; 0 = no hardware support */
 	double mem_bytes;                     /* device memory capacity, bytes */
 	double mem_bw;                        /* device memory bandwidth, bytes/s */
+	double host_bw;                       /* host-to-device copy bandwidth, bytes/s (PCIe) */
 };
 
 /* Presets: "v100-16g", "v100-32g", "a100-40g", "a100-80g", "h100-80g",

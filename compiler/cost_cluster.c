@@ -35,6 +35,8 @@
  *                     "like": "v100-32g",         a preset to start from
  *                     "memory_GB": 32,            2^30 bytes, as the presets
  *                     "memory_GBps": 900,         1e9 bytes/s
+ *                     "host_GBps": 16,            host-to-device copies,
+ *                                                 1e9 bytes/s (default 32)
  *                     "tflops": { "f32": 15.7, "f16": 125 } } } ] }
  *   Precisions in "tflops" are cost_prec names (f64, f32, tf32, bf16, f16,
  *   fp8); listed ones replace the "like" preset's, the others keep it (or
@@ -431,7 +433,7 @@ static int parse_tflops(struct jctx *cx, json_t *t, struct cost_device *d)
  * none). */
 static int parse_device_obj(struct jctx *cx, json_t *o, struct cost_device *d, char *kind, size_t ksize)
 {
-	static const char *const keys[] = { "name", "desc", "like", "memory_GB", "memory_GBps", "tflops", NULL };
+	static const char *const keys[] = { "name", "desc", "like", "memory_GB", "memory_GBps", "host_GBps", "tflops", NULL };
 	int rc = check_keys(cx, o, keys);
 	if (rc < 0)
 		return rc;
@@ -455,11 +457,16 @@ static int parse_device_obj(struct jctx *cx, json_t *o, struct cost_device *d, c
 		copy_str(d->desc, sizeof d->desc, json_string_value(desc));
 	else if (!like)
 		copy_str(d->desc, sizeof d->desc, d->name);
-	bool have_mem, have_bw;
-	double gb = 0, gbps = 0;
+	bool have_mem, have_bw, have_host;
+	double gb = 0, gbps = 0, host = 0;
 	if ((rc = get_num(cx, o, "memory_GB", 0, &gb, &have_mem)) < 0 ||
-	    (rc = get_num(cx, o, "memory_GBps", 0, &gbps, &have_bw)) < 0)
+	    (rc = get_num(cx, o, "memory_GBps", 0, &gbps, &have_bw)) < 0 ||
+	    (rc = get_num(cx, o, "host_GBps", 0, &host, &have_host)) < 0)
 		return rc;
+	if (have_host)
+		d->host_bw = host * 1e9;
+	else if (!like)
+		d->host_bw = 32e9; /* PCIe 4.0 x16 */
 	if (have_mem)
 		d->mem_bytes = gb * 1073741824.0; /* 2^30, as the presets */
 	if (have_bw)
@@ -468,7 +475,7 @@ static int parse_device_obj(struct jctx *cx, json_t *o, struct cost_device *d, c
 		return rc;
 	if (!like && (!have_mem || !have_bw || !tflops))
 		return jerr(cx, "a device without \"like\" needs memory_GB, memory_GBps and tflops");
-	if (d->mem_bytes <= 0 || d->mem_bw <= 0 || cost_device_peak(d, COST_PREC_FP8) <= 0)
+	if (d->mem_bytes <= 0 || d->mem_bw <= 0 || d->host_bw <= 0 || cost_device_peak(d, COST_PREC_FP8) <= 0)
 		return jerr(cx, "memory, bandwidth and some peak must be positive");
 	return 0;
 }
@@ -611,7 +618,8 @@ static bool link_eq(const struct cost_link *a, const struct cost_link *b)
 
 static bool device_eq(const struct cost_device *a, const struct cost_device *b)
 {
-	if (strcmp(a->name, b->name) || a->mem_bytes != b->mem_bytes || a->mem_bw != b->mem_bw)
+	if (strcmp(a->name, b->name) || a->mem_bytes != b->mem_bytes || a->mem_bw != b->mem_bw ||
+	    a->host_bw != b->host_bw)
 		return false;
 	for (int p = 0; p < COST_PREC_COUNT; p++)
 		if (a->peak_flops[p] != b->peak_flops[p])
@@ -660,6 +668,7 @@ void cost_cluster_effective(const struct cost_cluster *c, struct cost_device *d,
 			dv.peak_flops[p] = fmin(dv.peak_flops[p], cost_device_peak(&g->dev, (enum cost_prec)p));
 		dv.mem_bytes = fmin(dv.mem_bytes, g->dev.mem_bytes);
 		dv.mem_bw = fmin(dv.mem_bw, g->dev.mem_bw);
+		dv.host_bw = fmin(dv.host_bw, g->dev.host_bw);
 		slower_link(&li, &g->intra);
 		slower_link(&le, &g->inter);
 		dpn = g->devices < dpn ? g->devices : dpn;

@@ -82,31 +82,31 @@ static const struct cost_device presets[] = {
 	{ .name = "v100-16g", .desc = "NVIDIA V100 SXM2 16 GB",
 	  .peak_flops = { [COST_PREC_F64] = 7.8 * T, [COST_PREC_F32] = 15.7 * T,
 			  [COST_PREC_F16] = 125 * T },
-	  .mem_bytes = 16 * GIB, .mem_bw = 900e9 },
+	  .mem_bytes = 16 * GIB, .mem_bw = 900e9, .host_bw = 16e9 },
 	{ .name = "v100-32g", .desc = "NVIDIA V100 SXM2 32 GB",
 	  .peak_flops = { [COST_PREC_F64] = 7.8 * T, [COST_PREC_F32] = 15.7 * T,
 			  [COST_PREC_F16] = 125 * T },
-	  .mem_bytes = 32 * GIB, .mem_bw = 900e9 },
+	  .mem_bytes = 32 * GIB, .mem_bw = 900e9, .host_bw = 16e9 },
 	{ .name = "a100-40g", .desc = "NVIDIA A100 SXM4 40 GB",
 	  .peak_flops = { [COST_PREC_F64] = 9.7 * T, [COST_PREC_F32] = 19.5 * T,
 			  [COST_PREC_TF32] = 156 * T, [COST_PREC_BF16] = 312 * T,
 			  [COST_PREC_F16] = 312 * T },
-	  .mem_bytes = 40 * GIB, .mem_bw = 1555e9 },
+	  .mem_bytes = 40 * GIB, .mem_bw = 1555e9, .host_bw = 32e9 },
 	{ .name = "a100-80g", .desc = "NVIDIA A100 SXM4 80 GB",
 	  .peak_flops = { [COST_PREC_F64] = 9.7 * T, [COST_PREC_F32] = 19.5 * T,
 			  [COST_PREC_TF32] = 156 * T, [COST_PREC_BF16] = 312 * T,
 			  [COST_PREC_F16] = 312 * T },
-	  .mem_bytes = 80 * GIB, .mem_bw = 2039e9 },
+	  .mem_bytes = 80 * GIB, .mem_bw = 2039e9, .host_bw = 32e9 },
 	{ .name = "h100-80g", .desc = "NVIDIA H100 SXM5 80 GB",
 	  .peak_flops = { [COST_PREC_F64] = 34 * T, [COST_PREC_F32] = 67 * T,
 			  [COST_PREC_TF32] = 494.7 * T, [COST_PREC_BF16] = 989.4 * T,
 			  [COST_PREC_F16] = 989.4 * T, [COST_PREC_FP8] = 1978.9 * T },
-	  .mem_bytes = 80 * GIB, .mem_bw = 3.35e12 },
+	  .mem_bytes = 80 * GIB, .mem_bw = 3.35e12, .host_bw = 64e9 },
 	{ .name = "h200-141g", .desc = "NVIDIA H200 SXM 141 GB",
 	  .peak_flops = { [COST_PREC_F64] = 34 * T, [COST_PREC_F32] = 67 * T,
 			  [COST_PREC_TF32] = 494.7 * T, [COST_PREC_BF16] = 989.4 * T,
 			  [COST_PREC_F16] = 989.4 * T, [COST_PREC_FP8] = 1978.9 * T },
-	  .mem_bytes = 141 * GIB, .mem_bw = 4.8e12 },
+	  .mem_bytes = 141 * GIB, .mem_bw = 4.8e12, .host_bw = 64e9 },
 };
 #define NPRESETS ((int)(sizeof presets / sizeof presets[0]))
 
@@ -283,6 +283,7 @@ int cost_device_host(int ranks, struct cost_device *d)
 	 * core's memcpy understates a many-channel host, which keeps the
 	 * figure conservative. */
 	d->mem_bw = 2 * copy / ranks;
+	d->host_bw = copy / ranks; /* feeding a rank is a memcpy */
 	d->mem_bytes = (double)pages * (double)page / ranks;
 	return 0;
 }

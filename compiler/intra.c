@@ -167,12 +167,17 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto fail;
 	}
-	struct shard_heuristic_params prm;
-	shard_heuristic_params_init(&prm);
+	/* Bounded rounds and windows: the same graph gets the same plan on
+	 * any machine unless the time limit cuts the search short. */
+	struct shard_solve_params prm;
+	shard_solve_params_init(&prm);
 	prm.time_limit = o->time_limit > 0 ? o->time_limit : 10;
+	prm.max_rounds = 2000;
+	prm.lns_windows = 60;
+	prm.mip_node_limit = 200;
 	struct shard_eval ev;
 	double t0 = now();
-	rc = shard_heuristic(&st->prob, &prm, st->choice, &ev);
+	rc = shard_solve(&st->prob, &prm, st->choice, &ev);
 	r->solve_s = now() - t0;
 	if (rc == -ENOSPC) {
 		char need[SHARD_I128_STRLEN];

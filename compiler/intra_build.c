@@ -198,7 +198,9 @@ static double unit_usage(const struct intra_state *st, const struct intra_unit *
 }
 
 /* The unit's own cost under strategy s: compute, its collective, the
- * optimizer update of a parameter, the reduction of a partial graph output. */
+ * optimizer update of a parameter, the copy of a graph input's local
+ * shard from the host every step, the reduction of a partial graph
+ * output. */
 static double unit_cost(const struct intra_state *st, const struct intra_unit *x, int s, const bool *is_output)
 {
 	const struct intra_strat *k = &x->strat[s];
@@ -211,6 +213,8 @@ static double unit_cost(const struct intra_state *st, const struct intra_unit *x
 		t += cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 12 * n,
 				   2 * per * n);
 	}
+	if (!x->node && x->value->kind == IR_VAL_INPUT && st->env.dev.host_bw > 0)
+		t += intra_local_bytes(&st->env, res, &k->out) / st->env.dev.host_bw;
 	if (k->out.partial && is_output[res->id]) {
 		struct ir_sharding whole = k->out;
 		whole.partial = 0;

@@ -39,6 +39,7 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 	prm->max_rounds = INT_MAX;
 	prm->relax_share = 0.4;
 	prm->stop_when_optimal = true;
+	prm->memory_free_share = 0.2;
 }
 
 static int fallback(const struct shard_problem *p, const struct shard_solve_params *prm, double left, int *choice,
@@ -266,10 +267,26 @@ static int relaxed(struct mstate *st, struct msearch *ms, const struct shard_sol
 	return rc;
 }
 
+/* A memory-free model's check (see memory_free_first): its local-search
+ * answer, expanded, must fit p's limit before the MIP is tried, and only
+ * the whole MIP is tried. */
+struct gate {
+	const struct shard_problem *p;
+	int *choice; /* scratch of p->nnodes */
+};
+
+static bool gate_fits(const struct gate *g, const struct shard_model *m, const int *mchoice)
+{
+	struct shard_eval ev;
+	shard_model_expand(m, mchoice, g->choice);
+	return shard_evaluate(g->p, g->choice, &ev) == 0 && ev.feasible;
+}
+
 /* Steps 3-4 on the model; leaves the best model assignment in mchoice.
- * *optimal: the whole model's MIP proved it optimal. */
+ * *optimal: the whole model's MIP proved it optimal. With a gate, stops
+ * early unless the gate passes, and tries nothing after the whole MIP. */
 static int search_model(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
-			bool *optimal)
+			bool *optimal, const struct gate *gate)
 {
 	struct mstate st;
 	struct msearch ms;
@@ -301,16 +318,70 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	if (rc == 0)
 		rc = msearch_improve(&ms, prm->max_rounds < 2000 ? prm->max_rounds : 2000);
 	bool solved = false;
+	if (rc == 0 && gate && (!whole || !gate_fits(gate, m, st.choice)))
+		goto out;
 	if (rc == 0 && whole)
 		rc = whole_mip(&st, prm, t0, optimal, &solved);
+	if (rc == 0 && gate)
+		goto out;
 	if (rc == 0 && !solved)
 		rc = lns(&st, &ms, prm, t0, prm->lns_windows);
 	if (rc == 0 && !(*optimal && prm->stop_when_optimal))
 		rc = msearch_improve(&ms, prm->max_rounds);
+out:
 	if (rc == 0)
 		memcpy(mchoice, st.choice, sizeof *mchoice * (size_t)m->n);
 	msearch_free(&ms);
 	ms_free(&st);
+	return rc;
+}
+
+/* Step 2b: when memory may not bind at all, the problem without it (every
+ * interval emptied: far stronger reductions, often one small MIP) is
+ * solved first under a share of the time, when its local-search answer
+ * fits the limit and its model is small enough for one MIP. Its proved
+ * optimum, if it fits the limit, is the optimum: *done then, with choice
+ * and out set. */
+static int memory_free_first(const struct shard_problem *p, const struct shard_solve_params *prm, double t0,
+			     int *choice, struct shard_eval *out, bool *done)
+{
+	*done = false;
+	struct shard_problem q = *p;
+	q.hi = q.lo;
+	struct shard_model m;
+	struct shard_reduce_stats rs;
+	int rc = shard_reduce(&q, prm->forbidden_cost, &m, &rs);
+	if (rc < 0)
+		return rc;
+	if (m.no_finite || whole_cols(&m) > prm->mip_max_cols) {
+		shard_model_free(&m);
+		return 0;
+	}
+	struct shard_solve_params sub = *prm;
+	sub.time_limit = prm->memory_free_share * prm->time_limit;
+	sub.stop_when_optimal = true;
+	int *mchoice = malloc(sizeof *mchoice * ((size_t)m.n + 1)), *c = malloc(sizeof *c * ((size_t)p->nnodes + 1));
+	bool optimal = false;
+	struct gate gate = {p, c};
+	rc = mchoice && c ? search_model(&m, &sub, shard_now(), mchoice, &optimal, &gate)
+			  : shard_errorf(-ENOMEM, "solve: out of memory");
+	if (rc == 0 && optimal) {
+		shard_model_expand(&m, mchoice, c);
+		struct shard_eval ev;
+		if ((rc = shard_evaluate(p, c, &ev)) == 0 && ev.feasible) {
+			memcpy(choice, c, sizeof *c * (size_t)p->nnodes);
+			*out = ev;
+			*done = true;
+		}
+	}
+	if (prm->verbose)
+		fprintf(stderr, "shard: %.2fs without memory: %d nodes, %s%s\n", shard_now() - t0, m.n,
+			optimal ? "optimal" : "not proved optimal", *done ? ", fits: done" : "");
+	if (rc == -ENOSPC)
+		rc = 0;
+	free(mchoice);
+	free(c);
+	shard_model_free(&m);
 	return rc;
 }
 
@@ -327,6 +398,11 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 		return rc;
 	if (!out->feasible)
 		return shard_infeasible(p, choice, out);
+	bool done = false;
+	if (prm->memory_free_share > 0 && (rc = memory_free_first(p, prm, t0, choice, out, &done)) < 0)
+		return rc;
+	if (done)
+		return 0;
 	struct shard_model m;
 	struct shard_reduce_stats rs;
 	if ((rc = shard_reduce(p, prm->forbidden_cost, &m, &rs)) < 0)
@@ -343,7 +419,7 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 		return shard_errorf(-ENOMEM, "solve: out of memory");
 	}
 	bool optimal = false;
-	rc = m.no_finite ? -ENOSPC : search_model(&m, prm, t0, mchoice, &optimal);
+	rc = m.no_finite ? -ENOSPC : search_model(&m, prm, t0, mchoice, &optimal, NULL);
 	if (rc == 0) {
 		shard_model_expand(&m, mchoice, choice);
 		rc = shard_evaluate(p, choice, out);

@@ -157,6 +157,9 @@ struct shard_solve_params {
 	/* Return as soon as the whole problem's MIP is proved optimal
 	 * (else search on until the time limit). */
 	bool stop_when_optimal;
+	/* Share of the time for first solving without the memory limit: a
+	 * proved optimum that happens to fit is the answer (0: skip). */
+	double memory_free_share;
 };
 
 void shard_solve_params_init(struct shard_solve_params *prm);

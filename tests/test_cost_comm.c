@@ -40,6 +40,7 @@ static void test_presets(void)
 	TAP_NEAR(d.peak_flops[COST_PREC_F64], 34e12, REL, "H100 f64 34 TF");
 	TAP_NEAR(d.mem_bytes, 85899345920.0, REL, "H100 80 GB = 80 x 2^30 bytes");
 	TAP_NEAR(d.mem_bw, 3.35e12, REL, "H100 3.35 TB/s");
+	TAP_NEAR(d.host_bw, 64e9, REL, "H100 host copies over PCIe 5.0 x16: 64 GB/s");
 
 	TAP_OK(cost_device_preset("V100", &d) == 0 && !strcmp(d.name, "v100-32g"), "alias V100 -> v100-32g");
 	TAP_NEAR(d.mem_bytes, 34359738368.0, REL, "V100 32 GB");
@@ -314,8 +315,21 @@ static void test_json_errors(void)
 			  " \"tflops\": { \"f32\": 10 } } } ] }",
 			  &c) == 0 &&
 		       c.ndevices == 12 && c.groups[0].intra.bw == 50e9 && c.groups[0].inter.bw == 12.5e9 &&
-		       c.groups[0].dev.peak_flops[COST_PREC_F32] == 10e12 && !strcmp(c.name, "custom.json"),
-	       "a custom device with its links; name defaults to the file's");
+		       c.groups[0].dev.peak_flops[COST_PREC_F32] == 10e12 && !strcmp(c.name, "custom.json") &&
+		       c.groups[0].dev.host_bw == 32e9,
+	       "a custom device with its links; name defaults to the file's; host copies default to 32 GB/s");
+	TAP_OK(parse_text(dir, "host.json",
+			  "{ \"nodes\": [ { \"devices\": 4, \"device\": { \"name\": \"x\", \"like\": \"v100\","
+			  " \"host_GBps\": 8 } } ] }",
+			  &c) == 0 &&
+		       c.groups[0].dev.host_bw == 8e9,
+	       "host_GBps sets the host copy bandwidth");
+	TAP_OK(parse_text(dir, "host0.json",
+			  "{ \"nodes\": [ { \"devices\": 4, \"device\": { \"name\": \"x\", \"like\": \"v100\","
+			  " \"host_GBps\": 0 } } ] }",
+			  &c) == -EINVAL &&
+		       has("must be positive"),
+	       "a zero host bandwidth: %s", ir_error());
 	TAP_OK(parse_text(dir, "nodev.json", "{ \"nodes\": [ { \"device\": \"h100\" } ] }", &c) == -EINVAL &&
 		       has("nodes[0]: missing \"devices\""),
 	       "missing devices: %s", ir_error());
