@@ -79,6 +79,120 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t);
  * allocated tensors. Intermediate values are freed after their last use. */
 int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs,
 	       struct ir_tensor *outputs);
+/* As interp_run, with params[i] (when params and params[i] are not NULL)
+ * used instead of the bytes of ir_graph_param(g, i): a trainer's current
+ * weights. Inputs and params are read in place, never freed. */
+int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs,
+		    const struct ir_tensor *const *params, struct ir_tensor *outputs);
+/* Runs nodes [first, last) of g over a value table the caller owns:
+ * vals[v] holds value id v where present[v]. Operands must be present or be
+ * params (then loaded). Results become present. A value not in keep[] is
+ * freed after its last reader in g when that reader runs here, and at once
+ * when nothing reads it; kept values are the caller's to free. */
+int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals,
+		     bool *present, const bool *keep);
+
+/* ---- autodiff (compiler/grad*.c) -------------------------------------------
+ * Reverse mode over the core ops: one VJP rule per op (grad_rules.c, one
+ * switch, no default). */
+
+/* Appends to g the nodes computing d loss / d wrt[i] for a scalar floating
+ * point loss (a value of g). grads[i] receives a value of wrt[i]'s dtype and
+ * shape; where the loss does not depend on wrt[i] differentiably, grads[i]
+ * is NULL. Values on a path from some wrt[i] to the loss through integer or
+ * boolean results (comparisons, argmax, indices) carry no gradient.
+ * Errors: -EINVAL the loss is not a floating point scalar, or a wrt value
+ * is not floating point; -ENOTSUP an op with no gradient rule lies on a path
+ * from wrt[i] to the loss (the message names the op, its node and wrt[i]).
+ * On error g may hold unused extra nodes (ir_graph_dce removes them). */
+int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt,
+	       struct ir_value **grads);
+
+/* ---- writing trained weights back (compiler/onnx_save.c) -------------------
+ * Copies the ONNX model at src to dst with the initializers named names[i]
+ * replaced by values[i] (same dtype and shape as the initializer, else
+ * -EINVAL naming it); everything else (graph, opset, metadata, other
+ * initializers) is kept. External data in src is read and written inline,
+ * or, when the result would pass protobuf's 2 GiB limit, into
+ * "<dst>.data" beside dst. dst is written to a temporary file and renamed,
+ * so on any error no partial dst exists. */
+int onnx_save_params(const char *src, const char *dst, int n, const char *const *names,
+		     const struct ir_tensor *values);
+
+/* ---- the training step (compiler/train*.c) ---------------------------------
+ * train_build turns a forward graph into one train-step graph: the loss,
+ * the gradients of every trained parameter (grad_build) and the optimizer
+ * update, with parameters and optimizer state updated in place.
+ *
+ * Graph inputs: the model's inputs, the loss's extra input (labels or
+ * target) if any, then the state: "train.step" (f32 scalar, steps done so
+ * far), for f16 "train.loss_scale" and "train.good_steps", then per trained
+ * parameter its optimizer slots ("<param>.momentum", "<param>.adam_m",
+ * "<param>.adam_v"), all zero at the start except loss_scale.
+ * Graph outputs: 0 the loss (unscaled), 1 the global gradient norm (before
+ * clipping), then the new value of every trained parameter, then the new
+ * value of every state input, in order: the runtime writes output
+ * 2 + i back over params[i] and output 2 + nparams + j over state[j].
+ * Nodes [0, update_first) compute the loss and gradients of one micro-batch;
+ * nodes [update_first, n) read only grads[], params, state and the step
+ * and run once per step: gradient accumulation and the data-parallel
+ * reduction go between the two. */
+
+enum train_optim { TRAIN_SGD, TRAIN_MOMENTUM, TRAIN_NESTEROV, TRAIN_ADAM, TRAIN_ADAMW };
+enum train_sched { TRAIN_LR_CONSTANT, TRAIN_LR_COSINE, TRAIN_LR_LINEAR };
+
+struct train_opts {
+	const char *loss;        /* NULL: the model's own scalar output;
+				  * "cross_entropy:LOGITS,LABELS" or "mse:OUTPUT,TARGET" */
+	const char *const *freeze; /* fnmatch patterns of parameters not trained */
+	int nfreeze;
+	enum train_optim optim;  /* default adamw */
+	double lr;               /* peak learning rate (default 1e-3) */
+	double momentum;         /* SGD momentum (0.9) */
+	double beta1, beta2, eps; /* Adam (0.9, 0.999, 1e-8) */
+	double weight_decay;     /* AdamW decoupled, else L2 added to the gradient (0; AdamW 0.01) */
+	double clip_norm;        /* global gradient norm limit; 0: no clipping */
+	enum train_sched sched;  /* default constant */
+	int64_t warmup;          /* linear warmup steps */
+	int64_t total;           /* steps of the decay (schedule length) */
+	double min_lr;           /* where the decay ends */
+	enum ir_dtype compute;   /* IR_F32, or IR_BF16 / IR_F16: mixed precision with
+				  * f32 master weights */
+	double loss_scale;       /* f16: initial dynamic loss scale (65536) */
+	int64_t scale_window;    /* f16: good steps before the scale doubles (2000) */
+	int accum;               /* micro-batches per step (1); the loss and gradients are
+				  * their mean */
+};
+void train_opts_init(struct train_opts *o);
+/* Parses "sgd", "momentum", "nesterov", "adam", "adamw"; -EINVAL naming it. */
+int train_optim_parse(const char *s, enum train_optim *out);
+/* Parses "constant", "cosine", "linear"; -EINVAL naming it. */
+int train_sched_parse(const char *s, enum train_sched *out);
+/* The learning rate of step t (0-based) under o: what the graph computes. */
+double train_lr_at(const struct train_opts *o, int64_t t);
+
+struct train_step {
+	struct ir_graph *g;      /* owned */
+	struct ir_value *loss;
+	int nparams;
+	struct ir_value **params; /* trained parameters (IR_VAL_PARAM values of g) */
+	struct ir_value **grads;  /* their gradients: what update nodes read */
+	int nstate;
+	struct ir_value **state;  /* state inputs of g, in input order */
+	int first_state_input;    /* index of state[0] among g's inputs */
+	int ndata;                /* data inputs (model + loss), before the state */
+	int update_first;         /* first node of the once-per-step part */
+	int nfrozen;              /* floating point params left alone (frozen or off the loss) */
+};
+
+/* Builds the train step from forward graph g (which it takes over, also on
+ * error). Errors: the loss spec names a missing value, a loss that is not
+ * a scalar, labels of the wrong dtype or shape, an op with no gradient rule
+ * (names the op and the parameter), a bad option: -EINVAL / -ENOTSUP. */
+int train_build(struct ir_graph *g, const struct train_opts *o, struct train_step *ts);
+void train_step_free(struct train_step *ts);
+/* Zero-filled initial values of the state inputs (loss scale set). */
+int train_state_init(const struct train_step *ts, const struct train_opts *o, struct ir_tensor *state);
 
 /* ---- statistics and `pcc inspect` (compiler/inspect.c) ------------------ */
 

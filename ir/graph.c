@@ -261,6 +261,11 @@ void ir_graph_set_output(struct ir_graph *g, int i, struct ir_value *v)
 
 int ir_graph_ninputs(const struct ir_graph *g) { return g->inputs.n; }
 int ir_graph_nparams(const struct ir_graph *g) { return g->params.n; }
+void ir_graph_clear_outputs(struct ir_graph *g)
+{
+	g->outputs.n = 0;
+}
+
 int ir_graph_noutputs(const struct ir_graph *g) { return g->outputs.n; }
 int ir_graph_nnodes(const struct ir_graph *g) { return g->nodes.n; }
 int ir_graph_nvalues(const struct ir_graph *g) { return g->values.n; }

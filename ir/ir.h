@@ -301,6 +301,8 @@ struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char 
 				  const struct ir_attrs *a);
 /* Marks v as graph output number ir_graph_noutputs(); name may be NULL. */
 int ir_graph_add_output(struct ir_graph *g, struct ir_value *v, const char *name);
+/* Forgets every output (the values stay; ir_graph_dce may then drop them). */
+void ir_graph_clear_outputs(struct ir_graph *g);
 /* Replaces output i by v (same dtype and shape). */
 void ir_graph_set_output(struct ir_graph *g, int i, struct ir_value *v);
 

@@ -1,0 +1,165 @@
+/*
+ * grad.c: reverse-mode automatic differentiation over the core IR.
+ *
+ * grad_build appends the backward pass to the graph that holds the forward
+ * one, so the forward results the rules read (a tanh's output, a dot's
+ * operands) are plain values of the same graph: later passes see one graph
+ * and decide themselves what to keep or recompute.
+ *
+ * Only nodes on a differentiable path get a rule: a value is "reached" when
+ * a floating point result depends on some wrt value, and "needed" when the
+ * loss depends on it. Integer and boolean results (comparisons, argmax,
+ * indices) stop the reach, so masks and index computations never ask for a
+ * gradient. Nodes are visited in reverse order; a value's gradient is the
+ * sum of the contributions of its readers, complete when its producer is
+ * visited because the node list is topological.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "compiler/grad_internal.h"
+
+static const char *vname(const struct ir_value *v, char *buf, size_t n)
+{
+	if (v->name)
+		return v->name;
+	snprintf(buf, n, "%%%d", v->id);
+	return buf;
+}
+
+static int check_args(const struct ir_value *loss, int n, struct ir_value *const *wrt)
+{
+	char buf[32], sb[IR_SHAPE_STR_MAX];
+	if (!ir_dtype_is_float(loss->dtype) || loss->shape.rank != 0)
+		return ir_errorf(-EINVAL, "loss \"%s\" must be a floating point scalar, got %s%s",
+				 vname(loss, buf, sizeof buf), ir_dtype_name(loss->dtype),
+				 ir_shape_str(&loss->shape, sb, sizeof sb));
+	for (int i = 0; i < n; i++)
+		if (!ir_dtype_is_float(wrt[i]->dtype))
+			return ir_errorf(-EINVAL, "cannot differentiate with respect to \"%s\": it is %s, "
+						  "not floating point",
+					 vname(wrt[i], buf, sizeof buf), ir_dtype_name(wrt[i]->dtype));
+	return 0;
+}
+
+/* reach[v]: index of a wrt value that v depends on through floating point
+ * results, or -1; need[v]: the loss depends on v. */
+static void mark(const struct ir_graph *g, const struct ir_value *loss, int n,
+		 struct ir_value *const *wrt, int *reach, bool *need)
+{
+	int nv = ir_graph_nvalues(g), nn = ir_graph_nnodes(g);
+	for (int v = 0; v < nv; v++) {
+		reach[v] = -1;
+		need[v] = false;
+	}
+	for (int i = n - 1; i >= 0; i--)
+		reach[wrt[i]->id] = i;
+	for (int i = 0; i < nn; i++) {
+		const struct ir_node *nd = ir_graph_node(g, i);
+		int r = -1;
+		for (int k = 0; k < nd->nin && r < 0; k++)
+			r = reach[nd->in[k]->id];
+		for (int j = 0; j < nd->nout; j++)
+			if (ir_dtype_is_float(nd->out[j]->dtype) && reach[nd->out[j]->id] < 0)
+				reach[nd->out[j]->id] = r;
+	}
+	need[loss->id] = true;
+	for (int i = nn - 1; i >= 0; i--) {
+		const struct ir_node *nd = ir_graph_node(g, i);
+		bool any = false;
+		for (int j = 0; j < nd->nout; j++)
+			any = any || need[nd->out[j]->id];
+		for (int k = 0; any && k < nd->nin; k++)
+			need[nd->in[k]->id] = true;
+	}
+}
+
+/* Runs the rule of node nd and adds its contributions into adj[]. */
+static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reach, const bool *need,
+			 struct ir_value **adj, struct ir_value *const *wrt)
+{
+	enum { MAXIN = 64 };
+	struct ir_value *gout[4] = { 0 }, *gin_small[MAXIN], **gin = gin_small;
+	bool want_small[MAXIN], *want = want_small;
+	bool any_out = false, any_in = false;
+	int first = -1, rc = 0;
+	char buf[32];
+	IR_ASSERT(nd->nout <= 4);
+	for (int j = 0; j < nd->nout; j++) {
+		gout[j] = adj[nd->out[j]->id];
+		any_out = any_out || gout[j];
+	}
+	if (!any_out)
+		return 0;
+	if (nd->nin > MAXIN) {
+		gin = ir_calloc((size_t)nd->nin, sizeof *gin);
+		want = ir_calloc((size_t)nd->nin, sizeof *want);
+		if (!gin || !want) {
+			rc = -ENOMEM;
+			goto done;
+		}
+	}
+	for (int k = 0; k < nd->nin; k++) {
+		const struct ir_value *x = nd->in[k];
+		want[k] = reach[x->id] >= 0 && need[x->id] && ir_dtype_is_float(x->dtype);
+		gin[k] = NULL;
+		if (want[k] && first < 0)
+			first = reach[x->id];
+		any_in = any_in || want[k];
+	}
+	if (!any_in)
+		goto done;
+	b->name = nd->name;
+	rc = grad_rule(b, nd, gout, want, gin);
+	if (rc == -ENOTSUP) {
+		ir_error_prefix("node \"%s\" on the path from \"%s\" to the loss",
+				nd->name ? nd->name : ir_op_name(nd->op),
+				vname(wrt[first], buf, sizeof buf));
+		goto done;
+	}
+	if (rc == 0)
+		rc = b->err;
+	for (int k = 0; rc == 0 && k < nd->nin; k++)
+		if (want[k] && gin[k]) {
+			struct ir_value *x = nd->in[k];
+			IR_ASSERT(gin[k]->dtype == x->dtype && ir_shape_eq(&gin[k]->shape, &x->shape));
+			adj[x->id] = gb_accumulate(b, adj[x->id], gin[k]);
+			rc = b->err;
+		}
+done:
+	if (gin != gin_small) {
+		ir_free(gin);
+		ir_free(want);
+	}
+	return rc;
+}
+
+int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt,
+	       struct ir_value **grads)
+{
+	int rc = check_args(loss, n, wrt);
+	if (rc < 0)
+		return rc;
+	int nv = ir_graph_nvalues(g), nn = ir_graph_nnodes(g);
+	int *reach = ir_calloc((size_t)nv, sizeof *reach);
+	bool *need = ir_calloc((size_t)nv, sizeof *need);
+	struct ir_value **adj = ir_calloc((size_t)nv, sizeof *adj);
+	struct gb b = { .g = g, .name = "grad" };
+	if (!reach || !need || !adj) {
+		rc = ir_errorf(-ENOMEM, "out of memory building gradients");
+		goto done;
+	}
+	mark(g, loss, n, wrt, reach, need);
+	if (reach[loss->id] >= 0)
+		adj[loss->id] = gb_like(&b, loss, 1.0);
+	rc = b.err;
+	for (int i = nn - 1; i >= 0 && rc == 0; i--)
+		rc = backprop_node(&b, ir_graph_node(g, i), reach, need, adj, wrt);
+	for (int i = 0; rc == 0 && i < n; i++)
+		grads[i] = adj[wrt[i]->id];
+done:
+	ir_free(reach);
+	ir_free(need);
+	ir_free(adj);
+	return rc;
+}

@@ -1,0 +1,356 @@
+/*
+ * test_train.c: the train step against PyTorch (fixtures made by
+ * tests/train/gen_train_fixtures.py, see tests/train/README.md).
+ *
+ * Every model is trained in f64 (train_opts.compute = IR_F64) so the
+ * comparison is with PyTorch's float64 references at float32 rounding of
+ * the stored files: loss, the gradient of every trained parameter, the
+ * parameters after one SGD step; for mlp and gpt three steps of momentum,
+ * Nesterov, Adam, AdamW and AdamW with clipping, and six AdamW steps under
+ * warmup + cosine. The f32 and bf16 paths are checked on the gradients
+ * with tolerances suited to their precision.
+ *
+ * argv[1]: tests/train.
+ */
+#include <jansson.h>
+
+#include "harness.h"
+#include "tap.h"
+
+#include "compiler/compiler.h"
+
+static const char *root;
+
+struct fixture {
+	char dir[1024];
+	json_t *j;
+};
+
+static int fixture_open(struct fixture *f, const char *name)
+{
+	char path[1200];
+	snprintf(f->dir, sizeof f->dir, "%s/%s", root, name);
+	snprintf(path, sizeof path, "%s/train.json", f->dir);
+	json_error_t e;
+	f->j = json_load_file(path, 0, &e);
+	return f->j ? 0 : -1;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static double jnum(json_t *o, const char *k, double dflt)
+{
+	json_t *v = json_object_get(o, k);
+	return v ? json_number_value(v) : dflt;
+}
+
+static int read_file_pb(const struct fixture *f, const char *rel, struct ir_tensor *t)
+{
+	char path[2400];
+	snprintf(path, sizeof path, "%s/%s", f->dir, rel);
+	return onnx_tensor_read(path, t, NULL);
+}
+
+/* Worst |got - want| / (rtol |want| + atol max(max|want|, 1e-6)) over the
+ * tensor; <= 1 passes. (A gradient that is zero in exact arithmetic, such
+ * as attention's key bias, holds rounding noise on both sides.) */
+static double excess(const struct ir_tensor *got, const struct ir_tensor *want, double rtol, double atol)
+{
+	int64_t n = ir_shape_numel(&want->shape);
+	if (!ir_shape_eq(&got->shape, &want->shape))
+		return INFINITY;
+	double scale = 0, worst = 0;
+	for (int64_t i = 0; i < n; i++)
+		scale = fmax(scale, fabs(ir_tensor_get_f64(want, i)));
+	for (int64_t i = 0; i < n; i++) {
+		double g = ir_tensor_get_f64(got, i), w = ir_tensor_get_f64(want, i);
+		double e = fabs(g - w) / (rtol * fabs(w) + atol * fmax(scale, 1e-6));
+		if (!(e <= worst))
+			worst = isnan(e) ? INFINITY : fmax(worst, e);
+	}
+	return worst;
+}
+
+/* A built step with its inputs: data from test_data_set_0, zero state. */
+struct run {
+	struct train_step ts;
+	struct train_opts o;
+	struct ir_tensor *in;   /* graph inputs */
+	struct ir_tensor **pv;  /* current value per graph param (NULL: initializer) */
+	struct ir_tensor *pval; /* storage for trained params' values */
+	int nin;
+};
+
+static int run_open(struct run *r, const struct fixture *f, const struct train_opts *o)
+{
+	char path[1200];
+	memset(r, 0, sizeof *r);
+	r->o = *o;
+	snprintf(path, sizeof path, "%s/model.onnx", f->dir);
+	struct ir_graph *g = onnx_import(path, NULL, NULL);
+	if (!g)
+		return -1;
+	const char *loss = jstr(f->j, "loss");
+	r->o.loss = loss && strcmp(loss, "model") ? loss : NULL;
+	if (train_build(g, &r->o, &r->ts) < 0) {
+		TAP_DIAG("%s: %s", f->dir, ir_error());
+		train_step_free(&r->ts);
+		return -1;
+	}
+	r->nin = ir_graph_ninputs(r->ts.g);
+	r->in = calloc((size_t)r->nin, sizeof *r->in);
+	r->pv = calloc((size_t)ir_graph_nparams(r->ts.g) + 1, sizeof *r->pv);
+	r->pval = calloc((size_t)r->ts.nparams + 1, sizeof *r->pval);
+	snprintf(path, sizeof path, "%s/test_data_set_0", f->dir);
+	char *names[64] = { 0 };
+	int nfiles = read_inputs(path, r->in, names, r->ts.ndata);
+	for (int i = 0; i < nfiles; i++)
+		free(names[i]);
+	if (nfiles != r->ts.ndata)
+		return -1;
+	return train_state_init(&r->ts, &r->o, r->in + r->ts.ndata);
+}
+
+static int param_index(const struct ir_graph *g, const struct ir_value *p)
+{
+	for (int i = 0; i < ir_graph_nparams(g); i++)
+		if (ir_graph_param(g, i) == p)
+			return i;
+	return -1;
+}
+
+/* One step; outputs[] receives everything; state and params advance. */
+static int run_step(struct run *r, struct ir_tensor *out)
+{
+	int rc = interp_run_with(r->ts.g, r->in, (const struct ir_tensor *const *)r->pv, out);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < r->ts.nparams; i++) {
+		int k = param_index(r->ts.g, r->ts.params[i]);
+		ir_tensor_free(&r->pval[i]);
+		r->pval[i] = out[2 + i];
+		out[2 + i].data = NULL;
+		r->pv[k] = &r->pval[i];
+	}
+	for (int j = 0; j < r->ts.nstate; j++) {
+		ir_tensor_free(&r->in[r->ts.ndata + j]);
+		r->in[r->ts.ndata + j] = out[2 + r->ts.nparams + j];
+		out[2 + r->ts.nparams + j].data = NULL;
+	}
+	return 0;
+}
+
+static void run_close(struct run *r)
+{
+	for (int i = 0; i < r->nin; i++)
+		ir_tensor_free(&r->in[i]);
+	for (int i = 0; i < r->ts.nparams; i++)
+		ir_tensor_free(&r->pval[i]);
+	free(r->in);
+	free(r->pv);
+	free(r->pval);
+	train_step_free(&r->ts);
+}
+
+static void free_outputs(struct ir_tensor *out, int n)
+{
+	for (int i = 0; i < n; i++)
+		ir_tensor_free(&out[i]);
+	free(out);
+}
+
+/* The position of param name among the trained params, or -1. */
+static int trained(const struct train_step *ts, const char *name)
+{
+	for (int i = 0; i < ts->nparams; i++)
+		if (ts->params[i]->name && !strcmp(ts->params[i]->name, name))
+			return i;
+	return -1;
+}
+
+/* Compares the list of files (json array key) with out[base + trained index]. */
+static void check_params(const struct fixture *f, json_t *files, const struct run *r,
+			 const struct ir_tensor *vals, double rtol, double atol, const char *what)
+{
+	json_t *names = json_object_get(f->j, "params");
+	double worst = 0;
+	int missing = 0;
+	const char *worst_name = "";
+	for (size_t i = 0; i < json_array_size(files); i++) {
+		const char *pname = json_string_value(json_array_get(names, i));
+		int k = trained(&r->ts, pname);
+		struct ir_tensor want;
+		if (k < 0 || read_file_pb(f, json_string_value(json_array_get(files, i)), &want) < 0) {
+			missing++;
+			continue;
+		}
+		double e = excess(&vals[k], &want, rtol, atol);
+		if (e > worst) {
+			worst = e;
+			worst_name = pname;
+		}
+		ir_tensor_free(&want);
+	}
+	TAP_OK(missing == 0 && worst <= 1, "%s: %s (worst %.3g of tolerance at %s, %d missing)",
+	       f->dir + strlen(root) + 1, what, worst, worst_name, missing);
+}
+
+static void check_grads_and_sgd(const char *name, enum ir_dtype compute, double rtol, double atol)
+{
+	struct fixture f;
+	struct run r;
+	struct train_opts o;
+	if (fixture_open(&f, name) < 0) {
+		TAP_OK(0, "%s: train.json readable", name);
+		return;
+	}
+	train_opts_init(&o);
+	o.optim = TRAIN_SGD;
+	o.lr = jnum(f.j, "lr", 0.1);
+	o.compute = compute;
+	const char *cname = ir_dtype_name(compute);
+	if (run_open(&r, &f, &o) < 0) {
+		TAP_OK(0, "%s (%s): train step built and inputs read: %s", name, cname, ir_error());
+		json_decref(f.j);
+		return;
+	}
+	TAP_OK(r.ts.nparams == (int)json_array_size(json_object_get(f.j, "params")),
+	       "%s (%s): %d trained parameters, PyTorch %zu", name, cname, r.ts.nparams,
+	       json_array_size(json_object_get(f.j, "params")));
+	/* The gradients become extra outputs after the documented ones. */
+	int base = ir_graph_noutputs(r.ts.g);
+	for (int i = 0; i < r.ts.nparams; i++)
+		ir_graph_add_output(r.ts.g, r.ts.grads[i], NULL);
+	int nout = ir_graph_noutputs(r.ts.g);
+	struct ir_tensor *out = calloc((size_t)nout, sizeof *out);
+	if (run_step(&r, out) < 0) {
+		TAP_OK(0, "%s (%s): step runs: %s", name, cname, ir_error());
+	} else {
+		double want = jnum(f.j, "loss_f64", NAN);
+		TAP_NEAR(ir_tensor_get_f64(&out[0], 0), want, compute == IR_F64 ? 1e-8 : rtol,
+			 "%s (%s): loss equals PyTorch's", name, cname);
+		check_params(&f, json_object_get(f.j, "grads"), &r, out + base, rtol, atol, "gradients");
+		if (compute == IR_F64)
+			check_params(&f, json_object_get(f.j, "sgd"), &r, r.pval, 1e-6, 1e-6,
+				     "parameters after one SGD step (PyTorch's in f32)");
+	}
+	free_outputs(out, nout);
+	run_close(&r);
+	json_decref(f.j);
+}
+
+static void optimizer_from_json(json_t *oj, struct train_opts *o)
+{
+	const char *n = jstr(oj, "name");
+	bool nesterov = json_is_true(json_object_get(oj, "nesterov"));
+	o->optim = !strcmp(n, "momentum") ? (nesterov ? TRAIN_NESTEROV : TRAIN_MOMENTUM) :
+		   !strcmp(n, "nesterov") ? TRAIN_NESTEROV :
+		   !strcmp(n, "adam") ? TRAIN_ADAM : TRAIN_ADAMW;
+	o->lr = jnum(oj, "lr", o->lr);
+	o->momentum = jnum(oj, "momentum", o->momentum);
+	json_t *betas = json_object_get(oj, "betas");
+	if (betas) {
+		o->beta1 = json_number_value(json_array_get(betas, 0));
+		o->beta2 = json_number_value(json_array_get(betas, 1));
+	}
+	o->eps = jnum(oj, "eps", o->eps);
+	o->weight_decay = jnum(oj, "weight_decay", 0);
+	o->clip_norm = jnum(oj, "max_norm", 0);
+	if (json_object_get(oj, "warmup")) {
+		o->sched = TRAIN_LR_COSINE;
+		o->warmup = (int64_t)jnum(oj, "warmup", 0);
+		o->total = (int64_t)jnum(oj, "total", 0);
+	}
+}
+
+/* S steps of one optimizer on the same batch; losses, norms, parameters. */
+static void check_optimizer(const struct fixture *f, json_t *oj)
+{
+	struct train_opts o;
+	struct run r;
+	train_opts_init(&o);
+	o.compute = IR_F64;
+	optimizer_from_json(oj, &o);
+	const char *name = jstr(oj, "name");
+	int steps = (int)jnum(oj, "steps", 0);
+	const char *fname = f->dir + strlen(root) + 1;
+	if (run_open(&r, f, &o) < 0) {
+		TAP_OK(0, "%s %s: built: %s", fname, name, ir_error());
+		return;
+	}
+	int nout = ir_graph_noutputs(r.ts.g);
+	struct ir_tensor *out = calloc((size_t)nout, sizeof *out);
+	json_t *losses = json_object_get(oj, "losses"), *norms = json_object_get(oj, "grad_norms");
+	double worst_loss = 0, worst_norm = 0;
+	int rc = 0;
+	for (int s = 0; s < steps && rc == 0; s++) {
+		rc = run_step(&r, out);
+		if (rc < 0)
+			break;
+		double l = ir_tensor_get_f64(&out[0], 0), want = json_number_value(json_array_get(losses, s));
+		worst_loss = fmax(worst_loss, fabs(l - want) / fabs(want));
+		if (norms) {
+			double nw = json_number_value(json_array_get(norms, s));
+			worst_norm = fmax(worst_norm, fabs(ir_tensor_get_f64(&out[1], 0) - nw) / nw);
+		}
+		for (int i = 0; i < nout; i++)
+			ir_tensor_free(&out[i]);
+	}
+	TAP_OK(rc == 0 && worst_loss < 1e-8, "%s %s: %d steps run, losses equal PyTorch's (rel %.2g)%s",
+	       fname, name, steps, worst_loss, rc < 0 ? ir_error() : "");
+	if (norms)
+		TAP_OK(worst_norm < 1e-7, "%s %s: gradient norms before clipping equal PyTorch's (rel %.2g, f32 output)",
+		       fname, name, worst_norm);
+	char what[128];
+	snprintf(what, sizeof what, "%s: parameters after %d steps (1e-6 relative)", name, steps);
+	if (rc == 0)
+		check_params(f, json_object_get(oj, "files"), &r, r.pval, 1e-6, 1e-7, what);
+	json_t *lrs = json_object_get(oj, "lrs");
+	double worst_lr = 0;
+	for (size_t s = 0; s < json_array_size(lrs); s++)
+		worst_lr = fmax(worst_lr, fabs(train_lr_at(&o, (int64_t)s) -
+					       json_number_value(json_array_get(lrs, s))));
+	if (lrs)
+		TAP_OK(worst_lr < 1e-12, "%s %s: warmup + cosine learning rates equal LambdaLR's", fname, name);
+	free_outputs(out, nout);
+	run_close(&r);
+}
+
+static void check_optimizers(const char *name)
+{
+	struct fixture f;
+	if (fixture_open(&f, name) < 0) {
+		TAP_OK(0, "%s: train.json readable", name);
+		return;
+	}
+	json_t *list = json_object_get(f.j, "optimizers");
+	for (size_t i = 0; i < json_array_size(list); i++)
+		check_optimizer(&f, json_array_get(list, i));
+	json_t *sched = json_object_get(f.j, "schedule");
+	if (sched)
+		check_optimizer(&f, sched);
+	json_decref(f.j);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_train TESTS_TRAIN_DIR\n");
+		return 2;
+	}
+	root = argv[1];
+	static const char *const models[] = { "mlp_loss", "mlp", "gpt_loss", "gpt", "bert", "vit",
+					      "resnet_train", "moe" };
+	for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+		check_grads_and_sgd(models[i], IR_F64, 1e-6, 1e-7);
+	/* f32 and bf16: the same gradients at their precision. */
+	check_grads_and_sgd("mlp_loss", IR_F32, 1e-4, 1e-4);
+	check_grads_and_sgd("gpt", IR_F32, 1e-3, 1e-4);
+	check_grads_and_sgd("mlp", IR_BF16, 2e-2, 3e-2);
+	check_optimizers("mlp");
+	check_optimizers("gpt");
+	return tap_done();
+}

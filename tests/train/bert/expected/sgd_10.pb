@@ -1,0 +1,1 @@
+Blayers.0.value.biasJ@Voä½þWT>–¶¼-áP=:Ÿ$¾øOv½È†W½¡(¾h:6>hc¾j¡F=õ½Åq(½9Í9>4å5¾fø<

@@ -1,0 +1,1 @@
+Bh.1.attn.c_proj.biasJ  >ˆÑ>/G†>bû¾5«M¾€uN¾ƒLè=ÀƒÕ½

@@ -1,0 +1,1 @@
+Bh.0.attn.c_proj.biasJ –•‰>Uô÷=Ð]¾û«¿½‘@¾R“@¾ZSy½ërŒ¾

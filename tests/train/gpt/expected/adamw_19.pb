@@ -1,0 +1,1 @@
+Bh.1.attn.c_proj.biasJ ÍÃ>p>¼ç…>Y¾ÊM¾tèM¾R¸ç=ÓÿÔ½

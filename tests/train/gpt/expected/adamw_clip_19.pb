@@ -1,0 +1,1 @@
+Bh.1.attn.c_proj.biasJ a‹>zß>V&†>Í­¾=ÜM¾”ÊN¾F¯é=šrÐ½

@@ -1,0 +1,1 @@
+Bh.0.attn.c_proj.biasJ G¾1ç½4k_¾æk<«TT>W^¸>_Ê¾c)W>

@@ -1,0 +1,1 @@
+Bh.1.attn.c_proj.biasJ à€ä=Aô>æ5–>.Z#¾B.s¾yím¾ >f6â½

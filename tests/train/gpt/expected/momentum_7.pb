@@ -1,0 +1,1 @@
+Bh.0.attn.c_proj.biasJ f~Š>Í×Ö=VŠb¾x.¼½’µ¾Zµo¾7O‘»¾—•¾

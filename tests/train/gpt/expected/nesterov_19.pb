@@ -1,0 +1,1 @@
+Bh.1.attn.c_proj.biasJ ¾sê=p5>d_>Î9¾FUu¾/Eo¾ùÃ&>;Âä½

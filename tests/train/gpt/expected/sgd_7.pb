@@ -1,0 +1,1 @@
+Bh.0.attn.c_proj.biasJ ×ø>ñkÂ=àe…¾y_Š½´Èò½YH¾.DJ½½Œ¾

@@ -1,0 +1,1 @@
+Bfc2.biasJ Fƒ,<[Ý>WC¥=ùSR>PKJ½6JU½›$Ð;$N/>

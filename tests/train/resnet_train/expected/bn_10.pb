@@ -1,0 +1,1 @@
+B layer2.downsample.1.running_meanJ@’ël½Šg‰>ÉL¾Wå®>ñð>¤öG½TV)>9Å¯>¹“¤=È´N½'Eß=ÜU>Œuv=¨÷©=Ö&Û>&…½

@@ -1,0 +1,1 @@
+Blayer1.bn1.running_meanJ q‘_¾h´2½ð6¢=×ä>rÃ¾B‚Z=Ç«½9Ñ¯¼

@@ -1,0 +1,1 @@
+Blayer1.bn2.running_meanJ L.Õ½žêÁ>ÿS¾ò1=÷&¾Zú¼'F`=^b:=

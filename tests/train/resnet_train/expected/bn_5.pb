@@ -1,0 +1,1 @@
+Blayer1.bn2.running_varJ ×‡—?ÉDŸ?A6?Ù1„?«Rv?ÑJr?88†? ?

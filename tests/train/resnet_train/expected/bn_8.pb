@@ -1,0 +1,1 @@
+Blayer2.bn2.running_meanJ@2>åz¬½I‹f¾îOâ=mEz=ZÞ¼Ã®ê½	Ç´½¬k[¾ð,C>»Má=uM÷>#ë’¾•	Î=rÐÆ½$zC=

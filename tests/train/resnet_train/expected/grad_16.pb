@@ -1,0 +1,1 @@
+Blayer2.downsample.1.weightJ@S©=Îj<«íŠ<€ê½k=˜	s:+¯`¼ÈU8=~,=Qz;q½>ÏÌ¼Pg<¾Ş¼Ë:¼¼c$M½

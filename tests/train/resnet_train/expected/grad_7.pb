@@ -1,0 +1,1 @@
+Blayer1.bn2.weightJ ürI¼Á¿O<è\5»I˜¹<hoI<¼Ú7¼:C¼

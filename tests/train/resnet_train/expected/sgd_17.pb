@@ -1,0 +1,1 @@
+Blayer2.downsample.1.biasJ@Mþ!½%3¾þiö¾ºIT>‘àü<Ç4_¾IÏ"¾ôns;õH¾Hj!¾Q¥…=GäH¾As¾ðf=)µé½[i?

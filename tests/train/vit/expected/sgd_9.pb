@@ -1,0 +1,1 @@
+Bblocks.0.attn.out_proj.biasJ@@G¶¼–©=uC=– ©½à«<‡å¢¼R÷*»Ç_þ¼¤ç½RíT;Hã2;Z²Ö<Ã•x»]1<º–Y¼µÏr=
