@@ -183,6 +183,8 @@ struct train_step {
 	int ndata;                /* data inputs (model + loss), before the state */
 	int update_first;         /* first node of the once-per-step part */
 	int nfrozen;              /* floating point params left alone (frozen or off the loss) */
+	int label_input;          /* cross_entropy: index of the labels input, else -1 */
+	int64_t nclasses;         /* cross_entropy: the class dimension's size */
 };
 
 /* Builds the train step from forward graph g (which it takes over, also on
@@ -193,6 +195,22 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 void train_step_free(struct train_step *ts);
 /* Zero-filled initial values of the state inputs (loss scale set). */
 int train_state_init(const struct train_step *ts, const struct train_opts *o, struct ir_tensor *state);
+
+/* `pcc train`: steps of the train step on the reference interpreter over
+ * the data sets in in_dir (backend-test layout: input_N.pb in in_dir, or
+ * in in_dir/test_data_set_K/, used in turn, accum sets per step), then the
+ * trained model written to save (ONNX, initializers updated) if given. */
+struct train_run_opts {
+	const char *model, *in_dir, *save;
+	struct onnx_import_opts imp;
+	struct train_opts t;
+	int64_t steps;           /* default 1 */
+	int64_t log_every;       /* 0: about 10 lines */
+	FILE *log;               /* per-step lines; NULL: none */
+};
+/* Errors name the file, input or step; nothing is written unless every
+ * step succeeded (a non-finite loss without f16 loss scaling fails). */
+int train_run(const struct train_run_opts *o);
 
 /* ---- statistics and `pcc inspect` (compiler/inspect.c) ------------------ */
 

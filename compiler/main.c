@@ -7,6 +7,7 @@
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
  *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
  *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
+ *   pcc train MODEL -i DIR [--optimizer O] [--lr X] [--steps N] [--save-onnx OUT] ...
  *   pcc version
  */
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "compiler/cli.h"
 #include "compiler/compiler.h"
 
 #define MAX_DIMS 64
@@ -43,7 +45,9 @@ static void usage(FILE *f)
 		"       pcc print MODEL [--dim NAME=VALUE]...\n"
 		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
 		"                  [,recompute=0|1][,optim=O][,precision=P] [--batch B] [--calib FILE] [--json] [--explain]\n"
-		"       pcc version\n"
+		"       pcc version\n");
+	cli_train_usage(f);
+	fprintf(f,
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
 		"\n"
@@ -52,6 +56,7 @@ static void usage(FILE *f)
 		"           writing OUTDIR/output_N.pb, or printing a summary without -o\n"
 		"  print    the model imported into pcc's core IR, as text\n"
 		"  report   time, memory and throughput of one training step under a manual plan\n"
+		"  train    train on the reference interpreter and write the trained model (--save-onnx)\n"
 		"  MODEL    compile: --stage-only runs the intra-op pass on the whole model as one\n"
 		"           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
 		"           prints the plan; --print-ir writes the IR with its sharding annotations\n"
@@ -440,6 +445,12 @@ int main(int argc, char **argv)
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
 		usage(stdout);
 		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "train")) {
+		rc = cmd_train(argc, argv);
+		if (rc < 0)
+			fprintf(stderr, "pcc: %s\n", ir_error());
+		return rc < 0 ? 1 : 0;
 	}
 	if (parse_args(argc, argv, &a) < 0) {
 		fprintf(stderr, "pcc: %s\n", ir_error());

@@ -98,7 +98,7 @@ static struct ir_value *cross_entropy(struct gb *b, struct ir_value *logits, str
 }
 
 /* Builds the loss from a "kind:A,B" spec, adding B as a graph input. */
-static int spec_loss(struct ir_graph *g, const char *spec, struct ir_value **loss)
+static int spec_loss(struct train_step *ts, struct ir_graph *g, const char *spec, struct ir_value **loss)
 {
 	char kind[32], a[256], bname[256];
 	const char *colon = strchr(spec, ':'), *comma = colon ? strchr(colon, ',') : NULL;
@@ -122,14 +122,16 @@ static int spec_loss(struct ir_graph *g, const char *spec, struct ir_value **los
 				 ce ? " logits with a class dimension (last)" : "");
 	if (find_value(g, bname))
 		return ir_errorf(-EINVAL, "--loss %s: \"%s\" already names a value of the model", spec, bname);
-	struct ir_shape ts = out->shape;
+	struct ir_shape tshape = out->shape;
 	if (ce)
-		ts.rank--;
-	struct ir_value *t = ir_graph_add_input(g, bname, ce ? IR_I64 : out->dtype, &ts);
+		tshape.rank--;
+	struct ir_value *t = ir_graph_add_input(g, bname, ce ? IR_I64 : out->dtype, &tshape);
 	if (!t)
 		return -ENOMEM;
 	struct gb b = { .g = g, .name = ce ? "loss/cross_entropy" : "loss/mse" };
 	if (ce) {
+		ts->label_input = ir_graph_ninputs(g) - 1;
+		ts->nclasses = out->shape.dims[out->shape.rank - 1];
 		*loss = cross_entropy(&b, out, t);
 	} else {
 		struct ir_value *d = gb_bin(&b, IR_OP_SUB, out, t);
@@ -192,10 +194,11 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 {
 	memset(ts, 0, sizeof *ts);
 	ts->g = g;
+	ts->label_input = -1;
 	struct ir_value *loss = NULL, **cand = NULL, **grads = NULL;
 	int rc = train_check_opts(o);
 	if (rc == 0)
-		rc = o->loss ? spec_loss(g, o->loss, &loss) : model_loss(g, &loss);
+		rc = o->loss ? spec_loss(ts, g, o->loss, &loss) : model_loss(g, &loss);
 	if (rc < 0)
 		return rc;
 	/* The loss is the only output from here on; the cast copies the loss

@@ -1,0 +1,160 @@
+/*
+ * cli_train.c: the `pcc train` command line.
+ *
+ *   pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]
+ *             [--steps N] [--save-onnx OUT.onnx] [--loss SPEC] [--freeze PATTERN]...
+ *             [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W] [--clip-norm C]
+ *             [--schedule constant|cosine|linear] [--warmup N] [--min-lr X]
+ *             [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim N=V]...
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/cli.h"
+#include "compiler/compiler.h"
+
+#define MAX_LIST 64
+
+void cli_train_usage(FILE *f)
+{
+	fprintf(f,
+		"       pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]\n"
+		"                 [--steps N] [--save-onnx OUT.onnx] [--loss cross_entropy:LOGITS,LABELS|mse:OUT,TARGET]\n"
+		"                 [--freeze PATTERN]... [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
+		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--min-lr X]\n"
+		"                 [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim NAME=VALUE]...\n");
+}
+
+static int num(const char *opt, const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v))
+		return ir_errorf(-EINVAL, "%s %s: expected a finite number", opt, s);
+	*out = v;
+	return 0;
+}
+
+static int count(const char *opt, const char *s, int64_t lo, int64_t *out)
+{
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end || v < lo)
+		return ir_errorf(-EINVAL, "%s %s: expected an integer >= %lld", opt, s, (long long)lo);
+	*out = v;
+	return 0;
+}
+
+static int dim(const char *s, struct onnx_dim_binding *dims, int *n)
+{
+	const char *eq = strchr(s, '=');
+	int64_t v;
+	if (!eq || eq == s || count("--dim", eq + 1, 0, &v) < 0)
+		return ir_errorf(-EINVAL, "--dim expects NAME=VALUE with a non-negative integer, got '%s'", s);
+	if (*n == MAX_LIST)
+		return ir_errorf(-EINVAL, "more than %d --dim bindings", MAX_LIST);
+	char *name = strndup(s, (size_t)(eq - s));
+	if (!name)
+		return -ENOMEM;
+	dims[(*n)++] = (struct onnx_dim_binding){ name, v };
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze,
+		 struct onnx_dim_binding *dims)
+{
+	struct train_opts *t = &o->t;
+	for (int i = 2; i < argc; i++) {
+		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int64_t k;
+		int rc = 0;
+		if (s[0] != '-') {
+			if (o->model)
+				return ir_errorf(-EINVAL, "train: unexpected argument '%s'", s);
+			o->model = s;
+			continue;
+		}
+		if (!v)
+			return ir_errorf(-EINVAL, "train: option '%s' needs a value", s);
+		i++;
+		if (!strcmp(s, "-i"))
+			o->in_dir = v;
+		else if (!strcmp(s, "--save-onnx"))
+			o->save = v;
+		else if (!strcmp(s, "--loss"))
+			t->loss = v;
+		else if (!strcmp(s, "--optimizer") || !strcmp(s, "--optim"))
+			rc = train_optim_parse(v, &t->optim);
+		else if (!strcmp(s, "--schedule"))
+			rc = train_sched_parse(v, &t->sched);
+		else if (!strcmp(s, "--lr"))
+			rc = num(s, v, &t->lr);
+		else if (!strcmp(s, "--min-lr"))
+			rc = num(s, v, &t->min_lr);
+		else if (!strcmp(s, "--momentum"))
+			rc = num(s, v, &t->momentum);
+		else if (!strcmp(s, "--eps"))
+			rc = num(s, v, &t->eps);
+		else if (!strcmp(s, "--weight-decay"))
+			rc = num(s, v, &t->weight_decay);
+		else if (!strcmp(s, "--clip-norm"))
+			rc = num(s, v, &t->clip_norm);
+		else if (!strcmp(s, "--betas")) {
+			char *end;
+			t->beta1 = strtod(v, &end);
+			if (*end != ',' || num(s, end + 1, &t->beta2) < 0)
+				rc = ir_errorf(-EINVAL, "--betas %s: expected B1,B2", v);
+		} else if (!strcmp(s, "--steps"))
+			rc = count(s, v, 1, &o->steps);
+		else if (!strcmp(s, "--warmup"))
+			rc = count(s, v, 0, &t->warmup);
+		else if (!strcmp(s, "--log-every"))
+			rc = count(s, v, 1, &o->log_every);
+		else if (!strcmp(s, "--accum")) {
+			rc = count(s, v, 1, &k);
+			t->accum = (int)(k > 1 << 20 ? 1 << 20 : k);
+		} else if (!strcmp(s, "--precision")) {
+			rc = ir_dtype_parse(v, &t->compute);
+			if (rc < 0)
+				rc = ir_errorf(-EINVAL, "--precision %s: expected f32, bf16, f16 or f64", v);
+		} else if (!strcmp(s, "--freeze")) {
+			if (t->nfreeze == MAX_LIST)
+				return ir_errorf(-EINVAL, "more than %d --freeze patterns", MAX_LIST);
+			freeze[t->nfreeze++] = v;
+		} else if (!strcmp(s, "--dim"))
+			rc = dim(v, dims, &o->imp.ndims);
+		else
+			return ir_errorf(-EINVAL, "train: unknown option '%s'", s);
+		if (rc < 0)
+			return rc;
+	}
+	if (!o->model)
+		return ir_errorf(-EINVAL, "train: no model given");
+	if (!o->in_dir)
+		return ir_errorf(-EINVAL, "train: -i DIR is required");
+	return 0;
+}
+
+int cmd_train(int argc, char **argv)
+{
+	struct train_run_opts o = { .log = stdout };
+	static const char *freeze[MAX_LIST];
+	static struct onnx_dim_binding dims[MAX_LIST];
+	train_opts_init(&o.t);
+	onnx_import_opts_init(&o.imp);
+	o.t.freeze = freeze;
+	o.imp.dims = dims;
+	int rc = parse(argc, argv, &o, freeze, dims);
+	/* The schedule length defaults to the run. */
+	if (rc == 0 && o.t.sched != TRAIN_LR_CONSTANT && o.t.total == 0)
+		o.t.total = o.steps > 0 ? o.steps : 1;
+	if (rc == 0)
+		rc = train_run(&o);
+	if (rc == 0 && o.save)
+		printf("wrote %s\n", o.save);
+	for (int i = 0; i < o.imp.ndims; i++)
+		free((char *)dims[i].name);
+	return rc;
+}

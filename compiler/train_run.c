@@ -1,0 +1,366 @@
+/*
+ * train_run.c: `pcc train`, the train step run on the reference
+ * interpreter. Each step runs the micro-batch part of the graph (loss and
+ * gradients) once per micro-batch, averages the gradients and runs the
+ * update part once: the same split the data-parallel and pipeline runtimes
+ * use, with the gradient reduction between the two parts.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compiler/compiler.h"
+
+struct dataset {
+	struct ir_tensor *in; /* [ndata] */
+};
+
+struct trainer {
+	const struct train_run_opts *o;
+	struct train_step ts;
+	int nsets;
+	struct dataset *sets;
+	struct ir_tensor *params;  /* current trained params [nparams] */
+	struct ir_tensor *state;   /* [nstate] */
+	struct ir_tensor *vals;    /* the value table [nvalues] */
+	bool *present, *keep;
+};
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* t checked against input v (labels of int32 widen to int64). */
+static int conform(const struct ir_value *v, struct ir_tensor *t, const char *file, bool labels)
+{
+	char want[IR_SHAPE_STR_MAX], got[IR_SHAPE_STR_MAX];
+	bool widen = v->dtype == IR_I64 && ir_dtype_is_int(t->dtype) && t->dtype != IR_I64;
+	if ((t->dtype != v->dtype && !widen) || !ir_shape_eq(&t->shape, &v->shape))
+		return ir_errorf(-EINVAL, "%s: input \"%s\" expects %s%s%s, got %s%s", file, v->name,
+				 ir_dtype_name(v->dtype), ir_shape_str(&v->shape, want, sizeof want),
+				 labels ? " (integer class indices)" : "",
+				 ir_dtype_name(t->dtype), ir_shape_str(&t->shape, got, sizeof got));
+	if (widen) {
+		struct ir_tensor w;
+		int rc = ir_tensor_alloc(&w, IR_I64, &t->shape);
+		if (rc < 0)
+			return rc;
+		for (int64_t i = 0; i < ir_shape_numel(&t->shape); i++)
+			ir_tensor_set_i64(&w, i, ir_tensor_get_i64(t, i));
+		ir_tensor_free(t);
+		*t = w;
+	}
+	return 0;
+}
+
+static int check_labels(const struct trainer *tr, const struct ir_tensor *t, const char *file)
+{
+	int64_t n = ir_shape_numel(&t->shape), c = tr->ts.nclasses;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t l = ir_tensor_get_i64(t, i);
+		if (l != -100 && (l < 0 || l >= c))
+			return ir_errorf(-EINVAL, "%s: label %lld at element %lld is outside [0, %lld) "
+						  "(and not the ignored -100)",
+					 file, (long long)l, (long long)i, (long long)c);
+	}
+	return 0;
+}
+
+/* Reads one set: dir/input_N.pb matched to the data inputs by name, else
+ * by position. */
+static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
+{
+	int nd = tr->ts.ndata, rc = 0;
+	char path[4200];
+	d->in = ir_calloc((size_t)nd + 1, sizeof *d->in);
+	if (!d->in)
+		return -ENOMEM;
+	for (int k = 0; rc == 0; k++) {
+		snprintf(path, sizeof path, "%s/input_%d.pb", dir, k);
+		if (!is_file(path))
+			break;
+		struct ir_tensor t;
+		char *name = NULL;
+		rc = onnx_tensor_read(path, &t, &name);
+		if (rc < 0)
+			break;
+		int at = -1;
+		for (int i = 0; i < nd && at < 0 && name; i++)
+			if (ir_graph_input(tr->ts.g, i)->name && !strcmp(ir_graph_input(tr->ts.g, i)->name, name))
+				at = i;
+		if (at < 0 && k < nd && !d->in[k].data)
+			at = k;
+		ir_free(name);
+		if (at < 0 || d->in[at].data) {
+			ir_tensor_free(&t);
+			rc = ir_errorf(-EINVAL, "%s: matches no input of the train step (inputs: %d)", path, nd);
+			break;
+		}
+		rc = conform(ir_graph_input(tr->ts.g, at), &t, path, at == tr->ts.label_input);
+		if (rc == 0 && at == tr->ts.label_input)
+			rc = check_labels(tr, &t, path);
+		if (rc < 0) {
+			ir_tensor_free(&t);
+			break;
+		}
+		d->in[at] = t;
+	}
+	for (int i = 0; rc == 0 && i < nd; i++)
+		if (!d->in[i].data)
+			rc = ir_errorf(-EINVAL, "%s: no input_N.pb for input \"%s\"", dir,
+				       ir_graph_input(tr->ts.g, i)->name);
+	return rc;
+}
+
+static int read_sets(struct trainer *tr)
+{
+	const char *dir = tr->o->in_dir;
+	char path[4200];
+	snprintf(path, sizeof path, "%s/input_0.pb", dir);
+	if (is_file(path)) {
+		tr->sets = ir_calloc(1, sizeof *tr->sets);
+		tr->nsets = 1;
+		return tr->sets ? read_set(tr, dir, &tr->sets[0]) : -ENOMEM;
+	}
+	int n = 0;
+	for (;; n++) {
+		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, n);
+		if (!is_dir(path))
+			break;
+	}
+	if (n == 0)
+		return ir_errorf(-ENOENT, "%s: no input_0.pb and no test_data_set_0/ (backend-test layout)", dir);
+	tr->sets = ir_calloc((size_t)n, sizeof *tr->sets);
+	if (!tr->sets)
+		return -ENOMEM;
+	tr->nsets = n;
+	for (int k = 0; k < n; k++) {
+		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
+		int rc = read_set(tr, path, &tr->sets[k]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void lend(struct trainer *tr, const struct ir_value *v, const struct ir_tensor *t)
+{
+	tr->vals[v->id] = *t;
+	tr->present[v->id] = tr->keep[v->id] = true;
+}
+
+/* Forgets borrowed entries and frees what the walk left. */
+static void clear_table(struct trainer *tr, const bool *borrowed)
+{
+	for (int v = 0; v < ir_graph_nvalues(tr->ts.g); v++) {
+		if (tr->present[v] && !borrowed[v])
+			ir_tensor_free(&tr->vals[v]);
+		tr->present[v] = tr->keep[v] = false;
+		memset(&tr->vals[v], 0, sizeof tr->vals[v]);
+	}
+}
+
+static void lend_params_state(struct trainer *tr, bool *borrowed)
+{
+	for (int i = 0; i < tr->ts.nparams; i++) {
+		lend(tr, tr->ts.params[i], &tr->params[i]);
+		borrowed[tr->ts.params[i]->id] = true;
+	}
+	for (int j = 0; j < tr->ts.nstate; j++) {
+		lend(tr, tr->ts.state[j], &tr->state[j]);
+		borrowed[tr->ts.state[j]->id] = true;
+	}
+}
+
+/* Adds src into acc (allocated on first use), both of one dtype/shape. */
+static int accumulate(struct ir_tensor *acc, const struct ir_tensor *src, double scale)
+{
+	if (!acc->data) {
+		int rc = ir_tensor_alloc(acc, src->dtype, &src->shape);
+		if (rc < 0)
+			return rc;
+	}
+	for (int64_t i = 0; i < ir_shape_numel(&src->shape); i++)
+		ir_tensor_set_f64(acc, i, ir_tensor_get_f64(acc, i) + scale * ir_tensor_get_f64(src, i));
+	return 0;
+}
+
+/* One step over micro-batches first .. first+accum-1 (cyclic). */
+static int step(struct trainer *tr, int64_t t, double *loss, double *norm)
+{
+	struct train_step *ts = &tr->ts;
+	int nv = ir_graph_nvalues(ts->g), nn = ir_graph_nnodes(ts->g), m = tr->o->t.accum, rc = 0;
+	bool *borrowed = ir_calloc((size_t)nv, sizeof *borrowed);
+	struct ir_tensor *gsum = ir_calloc((size_t)ts->nparams, sizeof *gsum);
+	if (!borrowed || !gsum) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	*loss = 0;
+	for (int k = 0; k < m && rc == 0; k++) {
+		const struct dataset *d = &tr->sets[(t * m + k) % tr->nsets];
+		memset(borrowed, 0, (size_t)nv * sizeof *borrowed);
+		for (int i = 0; i < ts->ndata; i++) {
+			lend(tr, ir_graph_input(ts->g, i), &d->in[i]);
+			borrowed[ir_graph_input(ts->g, i)->id] = true;
+		}
+		lend_params_state(tr, borrowed);
+		tr->keep[ts->loss->id] = true;
+		for (int i = 0; i < ts->nparams; i++)
+			tr->keep[ts->grads[i]->id] = true;
+		rc = interp_run_range(ts->g, 0, ts->update_first, tr->vals, tr->present, tr->keep);
+		if (rc == 0)
+			*loss += ir_tensor_get_f64(&tr->vals[ts->loss->id], 0) / m;
+		for (int i = 0; rc == 0 && i < ts->nparams; i++)
+			rc = accumulate(&gsum[i], &tr->vals[ts->grads[i]->id], 1.0 / m);
+		clear_table(tr, borrowed);
+	}
+	if (rc < 0)
+		goto done;
+	/* The update part: gradients (averaged), parameters and state in. */
+	memset(borrowed, 0, (size_t)nv * sizeof *borrowed);
+	lend_params_state(tr, borrowed);
+	for (int i = 0; i < ts->nparams; i++) {
+		lend(tr, ts->grads[i], &gsum[i]);
+		borrowed[ts->grads[i]->id] = true;
+	}
+	int no = ir_graph_noutputs(ts->g);
+	for (int o = 1; o < no; o++)
+		tr->keep[ir_graph_output(ts->g, o)->id] = true;
+	rc = interp_run_range(ts->g, ts->update_first, nn, tr->vals, tr->present, tr->keep);
+	if (rc == 0) {
+		*norm = ir_tensor_get_f64(&tr->vals[ir_graph_output(ts->g, 1)->id], 0);
+		/* Take the new parameters and state (outputs 2..) out of the table. */
+		for (int o = 2; o < no; o++) {
+			int v = ir_graph_output(ts->g, o)->id;
+			struct ir_tensor *dst = o - 2 < ts->nparams ? &tr->params[o - 2] :
+								  &tr->state[o - 2 - ts->nparams];
+			struct ir_tensor fresh;
+			rc = ir_tensor_alloc(&fresh, tr->vals[v].dtype, &tr->vals[v].shape);
+			if (rc < 0)
+				break;
+			memcpy(fresh.data, tr->vals[v].data, ir_tensor_bytes(&fresh));
+			ir_tensor_free(dst);
+			*dst = fresh;
+		}
+	}
+	clear_table(tr, borrowed);
+done:
+	for (int i = 0; gsum && i < ts->nparams; i++)
+		ir_tensor_free(&gsum[i]);
+	ir_free(gsum);
+	ir_free(borrowed);
+	return rc;
+}
+
+/* The trained values in the initializers' dtype (f32 back from f64). */
+static int save(const struct trainer *tr)
+{
+	const struct train_step *ts = &tr->ts;
+	const char **names = ir_calloc((size_t)ts->nparams, sizeof *names);
+	struct ir_tensor *vals = ir_calloc((size_t)ts->nparams, sizeof *vals);
+	int rc = names && vals ? 0 : -ENOMEM;
+	for (int i = 0; rc == 0 && i < ts->nparams; i++) {
+		names[i] = ts->params[i]->name;
+		enum ir_dtype to = tr->o->t.compute == IR_F64 ? IR_F32 : tr->params[i].dtype;
+		rc = ir_tensor_alloc(&vals[i], to, &tr->params[i].shape);
+		for (int64_t k = 0; rc == 0 && k < ir_shape_numel(&vals[i].shape); k++)
+			ir_tensor_set_f64(&vals[i], k, ir_tensor_get_f64(&tr->params[i], k));
+	}
+	if (rc == 0)
+		rc = onnx_save_params(tr->o->model, tr->o->save, ts->nparams, names, vals);
+	for (int i = 0; vals && i < ts->nparams; i++)
+		ir_tensor_free(&vals[i]);
+	ir_free(vals);
+	ir_free(names);
+	return rc;
+}
+
+static int setup(struct trainer *tr)
+{
+	struct ir_graph *g = onnx_import(tr->o->model, &tr->o->imp, NULL);
+	if (!g)
+		return ir_error_code() ? ir_error_code() : -EINVAL;
+	int rc = train_build(g, &tr->o->t, &tr->ts);
+	if (rc < 0) {
+		ir_error_prefix("%s", tr->o->model);
+		return rc;
+	}
+	int nv = ir_graph_nvalues(tr->ts.g);
+	tr->params = ir_calloc((size_t)tr->ts.nparams + 1, sizeof *tr->params);
+	tr->state = ir_calloc((size_t)tr->ts.nstate + 1, sizeof *tr->state);
+	tr->vals = ir_calloc((size_t)nv, sizeof *tr->vals);
+	tr->present = ir_calloc((size_t)nv, sizeof *tr->present);
+	tr->keep = ir_calloc((size_t)nv, sizeof *tr->keep);
+	if (!tr->params || !tr->state || !tr->vals || !tr->present || !tr->keep)
+		return ir_errorf(-ENOMEM, "out of memory setting up training");
+	for (int i = 0; rc == 0 && i < tr->ts.nparams; i++)
+		rc = interp_load_param(tr->ts.params[i], &tr->params[i]);
+	if (rc == 0)
+		rc = train_state_init(&tr->ts, &tr->o->t, tr->state);
+	if (rc == 0)
+		rc = read_sets(tr);
+	return rc;
+}
+
+static void teardown(struct trainer *tr)
+{
+	for (int i = 0; tr->params && i < tr->ts.nparams; i++)
+		ir_tensor_free(&tr->params[i]);
+	for (int j = 0; tr->state && j < tr->ts.nstate; j++)
+		ir_tensor_free(&tr->state[j]);
+	for (int k = 0; k < tr->nsets; k++) {
+		for (int i = 0; tr->sets[k].in && i < tr->ts.ndata; i++)
+			ir_tensor_free(&tr->sets[k].in[i]);
+		ir_free(tr->sets[k].in);
+	}
+	ir_free(tr->sets);
+	ir_free(tr->params);
+	ir_free(tr->state);
+	ir_free(tr->vals);
+	ir_free(tr->present);
+	ir_free(tr->keep);
+	train_step_free(&tr->ts);
+}
+
+int train_run(const struct train_run_opts *o)
+{
+	struct trainer tr = { .o = o };
+	int64_t steps = o->steps > 0 ? o->steps : 1;
+	int64_t every = o->log_every > 0 ? o->log_every : (steps + 9) / 10;
+	int rc = setup(&tr);
+	if (rc == 0 && o->log)
+		fprintf(o->log, "training %d parameter tensors (%d floating point initializers left "
+				"alone), %d data set%s, %d micro-batch%s per step\n",
+			tr.ts.nparams, tr.ts.nfrozen, tr.nsets, tr.nsets == 1 ? "" : "s", o->t.accum,
+			o->t.accum == 1 ? "" : "es");
+	for (int64_t t = 0; rc == 0 && t < steps; t++) {
+		double loss = 0, norm = 0;
+		rc = step(&tr, t, &loss, &norm);
+		if (rc < 0) {
+			ir_error_prefix("step %lld", (long long)t + 1);
+			break;
+		}
+		if (!isfinite(loss) && o->t.compute != IR_F16) {
+			rc = ir_errorf(-ERANGE, "step %lld: the loss is %g; stopping, nothing saved",
+				       (long long)t + 1, loss);
+			break;
+		}
+		if (o->log && (t % every == 0 || t == steps - 1))
+			fprintf(o->log, "step %lld  loss %.6f  grad_norm %.4g  lr %.4g\n", (long long)t + 1, loss,
+				norm, train_lr_at(&o->t, t));
+	}
+	if (rc == 0 && o->save)
+		rc = save(&tr);
+	teardown(&tr);
+	return rc;
+}
