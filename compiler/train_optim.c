@@ -54,11 +54,11 @@ int train_check_opts(const struct train_opts *o)
 		{ "min lr", o->min_lr, 0, false, INFINITY },
 		{ "loss scale", o->loss_scale, 0, false, INFINITY },
 	};
+	if (!(o->lr > 0) || !isfinite(o->lr))
+		return ir_errorf(-EINVAL, "learning rate %g must be positive and finite", o->lr);
 	for (size_t i = 0; i < sizeof c / sizeof *c; i++)
 		if (!isfinite(c[i].v) || c[i].v < c[i].lo || (c[i].open_hi && c[i].v >= c[i].hi))
 			return ir_errorf(-EINVAL, "%s %g is not a finite number in range", c[i].name, c[i].v);
-	if (!(o->lr > 0))
-		return ir_errorf(-EINVAL, "learning rate %g must be positive", o->lr);
 	if (!isfinite(o->weight_decay))
 		return ir_errorf(-EINVAL, "weight decay %g is not a finite number", o->weight_decay);
 	if (o->warmup < 0 || o->total < 0 || (o->sched != TRAIN_LR_CONSTANT && o->total <= o->warmup))

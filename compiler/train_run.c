@@ -97,8 +97,8 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 		for (int i = 0; i < nd && at < 0 && name; i++)
 			if (ir_graph_input(tr->ts.g, i)->name && !strcmp(ir_graph_input(tr->ts.g, i)->name, name))
 				at = i;
-		if (at < 0 && k < nd && !d->in[k].data)
-			at = k;
+		if ((at < 0 || d->in[at].data) && k < nd && !d->in[k].data)
+			at = k; /* unnamed, or the name is taken: by position */
 		ir_free(name);
 		if (at < 0 || d->in[at].data) {
 			ir_tensor_free(&t);

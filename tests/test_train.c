@@ -13,6 +13,8 @@
  * argv[1]: tests/train.
  */
 #include <jansson.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "tap.h"
@@ -335,6 +337,103 @@ static void check_optimizers(const char *name)
 	json_decref(f.j);
 }
 
+/* An op without a gradient rule between a parameter and the loss: the
+ * error names the op and the parameter. */
+static void check_no_rule(void)
+{
+	static const char text[] =
+		"pcc-ir 1\n"
+		"input %0 \"idx\" : i64[2]\n"
+		"param %1 \"table\" : f32[3] = hex \"0000803f0000004000004040\"\n"
+		"param %2 \"rows\" : f32[2] = hex \"0000803f00000040\"\n"
+		"%3 : f32[3] = scatter %1, %0, %2 mode=max\n"
+		"%4 : f32[] = reduce_sum %3 axes=[0]\n"
+		"output %4 \"loss\"\n";
+	struct ir_graph *g = ir_parse(text);
+	struct train_opts o;
+	struct train_step ts;
+	train_opts_init(&o);
+	int rc = g ? train_build(g, &o, &ts) : -1;
+	TAP_OK(rc == -ENOTSUP && strstr(ir_error(), "scatter") && strstr(ir_error(), "\"table\""),
+	       "a scatter max on the path: -ENOTSUP naming the op and the parameter (%s)", ir_error());
+	if (g)
+		train_step_free(&ts);
+}
+
+/* Gradient accumulation: with plain SGD, one step over micro-batches A and
+ * B from p gives exactly the mean of the steps over A alone and over B
+ * alone (p - lr (gA + gB) / 2). Also: the loss and gradient are their mean,
+ * not their sum, and the update ran once. */
+static int saved_params(const char *path, int *n, struct ir_tensor *t, int max)
+{
+	struct ir_graph *g = onnx_import(path, NULL, NULL);
+	if (!g)
+		return -1;
+	*n = 0;
+	for (int i = 0; i < ir_graph_nparams(g) && *n < max; i++)
+		if (interp_load_param(ir_graph_param(g, i), &t[(*n)++]) < 0)
+			break;
+	ir_graph_free(g);
+	return 0;
+}
+
+static void check_accumulation(void)
+{
+	char dir[1200], a[1300], b[1300], ab[1300], model[1300], tmpl[] = "/tmp/pcc-accum-XXXXXX";
+	const char *tmp = mkdtemp(tmpl);
+	snprintf(dir, sizeof dir, "%s/tinytext", root);
+	snprintf(model, sizeof model, "%s/model.onnx", dir);
+	struct train_run_opts o = { .model = model };
+	train_opts_init(&o.t);
+	onnx_import_opts_init(&o.imp);
+	o.t.optim = TRAIN_SGD;
+	o.t.lr = 0.5;
+	o.t.compute = IR_F64;
+	int rc = 0;
+	char set[1300];
+	snprintf(set, sizeof set, "%s/test_data_set_0", dir);
+	snprintf(a, sizeof a, "%s/a.onnx", tmp);
+	o.in_dir = set, o.save = a;
+	rc |= train_run(&o);
+	snprintf(set, sizeof set, "%s/test_data_set_1", dir);
+	snprintf(b, sizeof b, "%s/b.onnx", tmp);
+	o.in_dir = set, o.save = b;
+	rc |= train_run(&o);
+	snprintf(ab, sizeof ab, "%s/ab.onnx", tmp);
+	o.in_dir = dir, o.save = ab, o.t.accum = 2;
+	rc |= train_run(&o);
+	enum { MAXP = 64 };
+	static struct ir_tensor pa[MAXP], pb[MAXP], pab[MAXP], p0[MAXP];
+	int na = 0, nb = 0, nab = 0, n0 = 0;
+	double worst = 0, moved = 0;
+	if (rc == 0 && saved_params(a, &na, pa, MAXP) == 0 && saved_params(b, &nb, pb, MAXP) == 0 &&
+	    saved_params(ab, &nab, pab, MAXP) == 0 && saved_params(model, &n0, p0, MAXP) == 0 &&
+	    na == nab && nb == nab && n0 == nab) {
+		for (int i = 0; i < nab; i++)
+			for (int64_t k = 0; k < ir_shape_numel(&pab[i].shape); k++) {
+				double want = 0.5 * (ir_tensor_get_f64(&pa[i], k) + ir_tensor_get_f64(&pb[i], k));
+				double got = ir_tensor_get_f64(&pab[i], k);
+				worst = fmax(worst, fabs(got - want));
+				moved = fmax(moved, fabs(got - ir_tensor_get_f64(&p0[i], k)));
+			}
+	} else {
+		rc = -1;
+	}
+	TAP_OK(rc == 0 && worst < 1e-6 && moved > 1e-3,
+	       "accumulating 2 micro-batches = the mean of their SGD steps (worst %.2g, moved %.2g) %s",
+	       worst, moved, rc ? ir_error() : "");
+	for (int i = 0; i < MAXP; i++) {
+		ir_tensor_free(&pa[i]);
+		ir_tensor_free(&pb[i]);
+		ir_tensor_free(&pab[i]);
+		ir_tensor_free(&p0[i]);
+	}
+	remove(a);
+	remove(b);
+	remove(ab);
+	rmdir(tmp);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -352,5 +451,7 @@ int main(int argc, char **argv)
 	check_grads_and_sgd("mlp", IR_BF16, 2e-2, 3e-2);
 	check_optimizers("mlp");
 	check_optimizers("gpt");
+	check_no_rule();
+	check_accumulation();
 	return tap_done();
 }

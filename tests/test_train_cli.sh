@@ -1,0 +1,52 @@
+#!/bin/sh
+# test_train_cli.sh PCC TRAIN_DIR: `pcc train` end to end (TAP).
+pcc=$1
+train=$2
+. "$(dirname "$0")/tap.sh"
+
+tt=$train/tinytext
+# The tiny character GPT: its loss starts at 3.23 (uniform is 3.26).
+# PyTorch's AdamW reaches 1.04 on set 0 after 200 steps; we require the
+# loss to fall by at least 1.6 nats, in the log and in the saved model.
+check "tinytext: 200 AdamW steps lower the loss by > 1.6 nats" sh -c "
+  '$pcc' train '$tt/model.onnx' -i '$tt' --optimizer adamw --lr 3e-3 --steps 200 --save-onnx '$tmp/tt.onnx' >'$tmp/log' &&
+  first=\$(grep '^step 1 ' '$tmp/log' | awk '{print \$4}') && last=\$(grep '^step 200 ' '$tmp/log' | awk '{print \$4}') &&
+  awk -v a=\"\$first\" -v b=\"\$last\" 'BEGIN { exit !(a > 3.2 && a - b > 1.6) }'"
+check "tinytext: the saved model's loss on set 0 is below 1.6" sh -c "
+  '$pcc' eval '$tmp/tt.onnx' -i '$tt/test_data_set_0' | awk '/^loss/ { split(\$0, f, \"= \"); exit !(f[2] + 0 < 1.6) }'"
+check "tinytext: the saved model keeps the graph (same ops and inputs)" sh -c "
+  '$pcc' inspect '$tt/model.onnx' | grep -v '^model' >'$tmp/a' && '$pcc' inspect '$tmp/tt.onnx' | grep -v '^model' >'$tmp/b' && cmp -s '$tmp/a' '$tmp/b'"
+check "tinytext: bf16 mixed precision trains too (loss falls by > 1 nat in 100 steps)" sh -c "
+  '$pcc' train '$tt/model.onnx' -i '$tt' --lr 3e-3 --steps 100 --precision bf16 --log-every 99 >'$tmp/log16' &&
+  last=\$(grep '^step 100 ' '$tmp/log16' | awk '{print \$4}') && awk -v b=\"\$last\" 'BEGIN { exit !(b < 2.2) }'"
+check "tinytext: warmup + cosine schedule is logged" sh -c "
+  '$pcc' train '$tt/model.onnx' -i '$tt' --lr 1e-2 --steps 10 --schedule cosine --warmup 2 --log-every 1 | grep -q '^step 1 .*lr 0.005\$'"
+check "--freeze: frozen parameters are left alone" sh -c "
+  '$pcc' train '$tt/model.onnx' -i '$tt' --steps 1 --freeze 'wte.*' --freeze 'blocks.0.*' | grep -q 'left alone'"
+
+m=$train/mlp
+check "mse loss on a model output" sh -c "'$pcc' train '$m/model.onnx' -i '$m/test_data_set_0' --loss mse:y,target --optimizer sgd --lr 0.1 --steps 3 | grep -q '^step 3 '"
+# bad input: one line, exit 1, nothing written
+bad() {
+	desc=$1; want=$2; shift 2
+	check "$desc" sh -c "rm -f '$tmp/out.onnx'; '$pcc' train \"\$@\" --save-onnx '$tmp/out.onnx' >/dev/null 2>'$tmp/e'; rc=\$?
+	  test \$rc -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q -- \"$want\" '$tmp/e' && test ! -e '$tmp/out.onnx'" x "$@"
+}
+bad "learning rate not finite" "--lr nan: expected a finite number" "$tt/model.onnx" -i "$tt" --lr nan
+bad "negative learning rate" "learning rate -1 must be positive and finite" "$tt/model.onnx" -i "$tt" --lr -1
+bad "no loss: the model has no scalar output" "has no scalar loss output" "$m/model.onnx" -i "$m/test_data_set_0"
+bad "loss spec naming a missing value" 'no value named \"logits\"' "$m/model.onnx" -i "$m/test_data_set_0" --loss cross_entropy:logits,labels
+bad "labels of the wrong dtype" 'input \"target\" expects i64\[4\] (integer class indices), got f32\[4,8\]' "$m/model.onnx" -i "$m/test_data_set_0" --loss cross_entropy:y,target
+bad "unknown optimizer" "unknown optimizer 'rmsprop'" "$m/model.onnx" -i "$m/test_data_set_0" --optimizer rmsprop
+bad "unknown loss kind" "unknown loss 'hinge'" "$m/model.onnx" -i "$m/test_data_set_0" --loss hinge:y,target
+bad "missing data directory" "no input_0.pb and no test_data_set_0" "$m/model.onnx" -i "$tmp/nowhere" --loss mse:y,target
+bad "everything frozen" "no parameter to train" "$m/model.onnx" -i "$m/test_data_set_0" --loss mse:y,target --freeze '*'
+g=$train/gpt
+mkdir -p "$tmp/badlabels"
+cp "$g/test_data_set_0/input_0.pb" "$tmp/badlabels/input_0.pb"
+cp "$g/test_data_set_0/input_0.pb" "$tmp/badlabels/input_1.pb" # token ids (< 64) as labels: fine
+check "token ids as labels are accepted" sh -c "'$pcc' train '$g/model.onnx' -i '$tmp/badlabels' --loss cross_entropy:logits,labels --steps 1 >/dev/null"
+# labels [2,8] i64 with a 70 (gpt has 64 classes): a raw TensorProto
+{ printf '\010\002\010\010\020\007\102\006labels\112\200\001\106'; head -c 127 /dev/zero; } >"$tmp/badlabels/input_1.pb"
+bad "a label outside the classes" "label 70 at element 0 is outside \[0, 64)" "$g/model.onnx" -i "$tmp/badlabels" --loss cross_entropy:logits,labels
+tap_done
