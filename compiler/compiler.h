@@ -227,6 +227,12 @@ void inspect_stats_compute(const struct ir_graph *g, struct inspect_stats *s);
 /* Text table, or one JSON object with at least params, param_bytes, flops,
  * onnx_ops, inputs, outputs. */
 int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, bool json, FILE *f);
+/* `pcc inspect --train`: what training adds per device without sharding:
+ * a gradient per floating point parameter element and the optimizer's
+ * state slots (momentum 1, Adam 2), in the parameters' dtype. Text lines,
+ * or one JSON object (gradient_bytes, optimizer_state_bytes,
+ * train_total_bytes). */
+int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool json, FILE *f);
 
 /* ---- manual-plan reports: `pcc report` (compiler/report*.c) -------------
  * Evaluates a Megatron-style plan of one training step under the cost

@@ -120,3 +120,28 @@ int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, 
 			fprintf(f, "  %-24s %d\n", ir_op_name(op), s.core_ops[op]);
 	return 0;
 }
+
+int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool json, FILE *f)
+{
+	static const char *const names[] = { "sgd", "momentum", "nesterov", "adam", "adamw" };
+	int slots = optim == TRAIN_SGD ? 0 : optim == TRAIN_MOMENTUM || optim == TRAIN_NESTEROV ? 1 : 2;
+	double params = 0, grads = 0;
+	for (int i = 0; i < ir_graph_nparams(g); i++) {
+		const struct ir_value *p = ir_graph_param(g, i);
+		if (!ir_dtype_is_float(p->dtype))
+			continue;
+		double b = (double)ir_shape_numel(&p->shape) * (double)ir_dtype_size(p->dtype);
+		params += b;
+		grads += b;
+	}
+	double state = grads * slots, total = params + grads + state;
+	char b1[32], b2[32], b3[32];
+	if (json) {
+		fprintf(f, "{\"optimizer\": \"%s\", \"gradient_bytes\": %.0f, \"optimizer_state_bytes\": %.0f, "
+			   "\"train_total_bytes\": %.0f}\n", names[optim], grads, state, total);
+		return 0;
+	}
+	fprintf(f, "training (%s): gradients %s, optimizer state %s, with parameters %s\n", names[optim],
+		human(grads, b1, sizeof b1, "B"), human(state, b2, sizeof b2, "B"), human(total, b3, sizeof b3, "B"));
+	return 0;
+}

@@ -40,7 +40,7 @@ struct args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json]\n"
+		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json] [--train [--optim O]]\n"
 		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]...\n"
 		"       pcc print MODEL [--dim NAME=VALUE]...\n"
 		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
@@ -212,7 +212,12 @@ static int cmd_inspect(const struct args *a)
 	struct ir_graph *g = load(a, &info);
 	if (!g)
 		return -EINVAL;
-	int rc = inspect_print(g, &info, a->json, stdout);
+	enum train_optim optim = TRAIN_ADAMW;
+	int rc = a->optim ? train_optim_parse(a->optim, &optim) : 0;
+	if (rc == 0 && !(a->train && a->json))
+		rc = inspect_print(g, &info, a->json, stdout);
+	if (rc == 0 && a->train)
+		rc = inspect_print_train(g, optim, a->json, stdout);
 	ir_graph_free(g);
 	return rc;
 }

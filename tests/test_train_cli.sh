@@ -25,6 +25,8 @@ check "--freeze: frozen parameters are left alone" sh -c "
   '$pcc' train '$tt/model.onnx' -i '$tt' --steps 1 --freeze 'wte.*' --freeze 'blocks.0.*' | grep -q 'left alone'"
 
 m=$train/mlp
+check "inspect --train: AdamW adds gradients and two state slots" sh -c "'$pcc' inspect '$m/model.onnx' --train --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"gradient_bytes\"]==3232 and o[\"optimizer_state_bytes\"]==6464 and o[\"train_total_bytes\"]==12928'"
+check "inspect --train --optim momentum: one slot" sh -c "'$pcc' inspect '$m/model.onnx' --train --optim momentum | grep -q 'training (momentum): gradients 3.23 KB, optimizer state 3.23 KB'"
 check "mse loss on a model output" sh -c "'$pcc' train '$m/model.onnx' -i '$m/test_data_set_0' --loss mse:y,target --optimizer sgd --lr 0.1 --steps 3 | grep -q '^step 3 '"
 # bad input: one line, exit 1, nothing written
 bad() {
