@@ -761,6 +761,14 @@ static void test_gather_scatter(void)
 	u = gc_in(&c, "updates", SH(2, 2, 3), UNI(-1, 1));
 	gc_check(&c, op3(&c, IR_OP_SCATTER, &sn, d, cst(&c, IR_I64, SH(2, 2), sidx2), u));
 
+	/* Repeated rows without combining: the later update wins, so the
+	 * overwritten one gets no gradient (and -2 is row 3 again). */
+	static const int64_t didx[3] = { 3, 0, -2 };
+	gc_begin(&c, "scatter none into [5,3], indices [3,0,-2] (row 3 written twice)");
+	d = gc_in(&c, "data", SH(5, 3), UNI(-1, 1));
+	u = gc_in(&c, "updates", SH(3, 3), UNI(-1, 1));
+	gc_check(&c, op3(&c, IR_OP_SCATTER, &sn, d, cst(&c, IR_I64, SH(3), didx), u));
+
 	static const int64_t aidx[3] = { 1, 4, 1 };
 	gc_begin(&c, "scatter add into [5,3], indices [1,4,1] (repeated)");
 	d = gc_in(&c, "data", SH(5, 3), UNI(-1, 1));
