@@ -355,9 +355,13 @@ int train_run(const struct train_run_opts *o)
 				       (long long)t + 1, loss);
 			break;
 		}
-		if (o->log && (t % every == 0 || t == steps - 1))
-			fprintf(o->log, "step %lld  loss %.6f  grad_norm %.4g  lr %.4g\n", (long long)t + 1, loss,
-				norm, train_lr_at(&o->t, t));
+		if (o->log && (t % every == 0 || t == steps - 1)) {
+			fprintf(o->log, "step %lld  loss %.6f  grad_norm %.4g  lr %.4g", (long long)t + 1, loss,
+				isfinite(norm) ? norm : INFINITY, train_lr_at(&o->t, t));
+			if (!isfinite(norm) && o->t.compute == IR_F16)
+				fprintf(o->log, "  (f16 gradients overflowed: step skipped, loss scale halved)");
+			fputc('\n', o->log);
+		}
 	}
 	if (rc == 0 && o->save)
 		rc = save(&tr);

@@ -19,6 +19,10 @@ check "tinytext: the saved model keeps the graph (same ops and inputs)" sh -c "
 check "tinytext: bf16 mixed precision trains too (loss falls by > 1 nat in 100 steps)" sh -c "
   '$pcc' train '$tt/model.onnx' -i '$tt' --lr 3e-3 --steps 100 --precision bf16 --log-every 99 >'$tmp/log16' &&
   last=\$(grep '^step 100 ' '$tmp/log16' | awk '{print \$4}') && awk -v b=\"\$last\" 'BEGIN { exit !(b < 2.2) }'"
+check "tinytext: f16 loss scaling skips the overflowing first step (scale 65536), then trains" sh -c "
+  '$pcc' train '$tt/model.onnx' -i '$tt' --lr 3e-3 --steps 60 --precision f16 --log-every 1 >'$tmp/logf16' &&
+  grep -q '^step 1 .*step skipped, loss scale halved' '$tmp/logf16' && ! grep -q '^step 60 .*skipped' '$tmp/logf16' &&
+  last=\$(grep '^step 60 ' '$tmp/logf16' | awk '{print \$4}') && awk -v b=\"\$last\" 'BEGIN { exit !(b < 2.9) }'"
 check "tinytext: warmup + cosine schedule is logged" sh -c "
   '$pcc' train '$tt/model.onnx' -i '$tt' --lr 1e-2 --steps 10 --schedule cosine --warmup 2 --log-every 1 | grep -q '^step 1 .*lr 0.005\$'"
 check "--freeze: frozen parameters are left alone" sh -c "
