@@ -6,6 +6,12 @@
 
 #include <stdio.h>
 
+#include "compiler/compiler.h"
+
+/* "--dim NAME=VALUE" (main.c): appends the binding (name strdup'd) to
+ * dims[*ndims]; -EINVAL naming the bad text or the limit max. */
+int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int max);
+
 /* `pcc train ...` (cli_train.c): argv[1] is "train". 0 or negative error. */
 int cmd_train(int argc, char **argv);
 void cli_train_usage(FILE *f);

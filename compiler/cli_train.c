@@ -47,21 +47,6 @@ static int count(const char *opt, const char *s, int64_t lo, int64_t *out)
 	return 0;
 }
 
-static int dim(const char *s, struct onnx_dim_binding *dims, int *n)
-{
-	const char *eq = strchr(s, '=');
-	int64_t v;
-	if (!eq || eq == s || count("--dim", eq + 1, 0, &v) < 0)
-		return ir_errorf(-EINVAL, "--dim expects NAME=VALUE with a non-negative integer, got '%s'", s);
-	if (*n == MAX_LIST)
-		return ir_errorf(-EINVAL, "more than %d --dim bindings", MAX_LIST);
-	char *name = strndup(s, (size_t)(eq - s));
-	if (!name)
-		return -ENOMEM;
-	dims[(*n)++] = (struct onnx_dim_binding){ name, v };
-	return 0;
-}
-
 static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze,
 		 struct onnx_dim_binding *dims)
 {
@@ -124,7 +109,7 @@ static int parse(int argc, char **argv, struct train_run_opts *o, const char **f
 				return ir_errorf(-EINVAL, "more than %d --freeze patterns", MAX_LIST);
 			freeze[t->nfreeze++] = v;
 		} else if (!strcmp(s, "--dim"))
-			rc = dim(v, dims, &o->imp.ndims);
+			rc = cli_parse_dim(v, dims, &o->imp.ndims, MAX_LIST);
 		else
 			return ir_errorf(-EINVAL, "train: unknown option '%s'", s);
 		if (rc < 0)

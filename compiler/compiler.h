@@ -179,8 +179,7 @@ struct train_step {
 	struct ir_value **grads;  /* their gradients: what update nodes read */
 	int nstate;
 	struct ir_value **state;  /* state inputs of g, in input order */
-	int first_state_input;    /* index of state[0] among g's inputs */
-	int ndata;                /* data inputs (model + loss), before the state */
+	int ndata;                /* data inputs (model + loss); state[0] is input ndata */
 	int update_first;         /* first node of the once-per-step part */
 	int nfrozen;              /* floating point params left alone (frozen or off the loss) */
 	int label_input;          /* cross_entropy: index of the labels input, else -1 */

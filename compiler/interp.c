@@ -674,7 +674,7 @@ int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_t
 
 /* ---- parameters ------------------------------------------------------------ */
 
-static const char *value_name(const struct ir_value *v, char *buf, size_t n)
+const char *interp_value_name(const struct ir_value *v, char *buf, size_t n)
 {
 	if (v->name)
 		return v->name;
@@ -709,7 +709,7 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 {
 	const struct ir_data *d = &v->data;
 	char nbuf[32], sbuf[IR_SHAPE_STR_MAX];
-	const char *pname = value_name(v, nbuf, sizeof nbuf);
+	const char *pname = interp_value_name(v, nbuf, sizeof nbuf);
 	IR_ASSERT(v->kind == IR_VAL_PARAM);
 	int rc = ir_tensor_alloc(t, v->dtype, &v->shape);
 	if (rc < 0)

@@ -36,6 +36,8 @@ int64_t interp_int_highest(enum ir_dtype t);
 
 /* Records "out of memory (what)" and returns -ENOMEM. */
 int interp_nomem(const char *what);
+/* v's name, or "%ID" written into buf, for messages. */
+const char *interp_value_name(const struct ir_value *v, char *buf, size_t n);
 
 /* ---- layout helpers (interp.c) ------------------------------------------ */
 

@@ -12,14 +12,6 @@
 
 #include "compiler/interp_internal.h"
 
-static const char *vname(const struct ir_value *v, char *buf, size_t n)
-{
-	if (v->name)
-		return v->name;
-	snprintf(buf, n, "%%%d", v->id);
-	return buf;
-}
-
 /* last[v]: the last node (whole graph) reading value v, or -1. */
 static int *last_readers(const struct ir_graph *g)
 {
@@ -102,13 +94,13 @@ static int check_inputs(const struct ir_graph *g, const struct ir_tensor *inputs
 		const struct ir_tensor *t = &inputs[i];
 		if (t->dtype != v->dtype || !ir_shape_eq(&t->shape, &v->shape))
 			return ir_errorf(-EINVAL, "input %d \"%s\": expected %s%s, got %s%s", i,
-					 vname(v, nbuf, sizeof nbuf), ir_dtype_name(v->dtype),
+					 interp_value_name(v, nbuf, sizeof nbuf), ir_dtype_name(v->dtype),
 					 ir_shape_str(&v->shape, want, sizeof want),
 					 (unsigned)t->dtype < IR_DTYPE_COUNT ? ir_dtype_name(t->dtype) : "?",
 					 ir_shape_str(&t->shape, got, sizeof got));
 		if (!t->data && ir_tensor_bytes(t) > 0)
 			return ir_errorf(-EINVAL, "input %d \"%s\" has no data", i,
-					 vname(v, nbuf, sizeof nbuf));
+					 interp_value_name(v, nbuf, sizeof nbuf));
 	}
 	return 0;
 }

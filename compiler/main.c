@@ -65,7 +65,7 @@ static void usage(FILE *f)
 		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
 }
 
-static int parse_dim(struct args *a, const char *s)
+int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int max)
 {
 	const char *eq = strchr(s, '=');
 	char *end;
@@ -74,12 +74,12 @@ static int parse_dim(struct args *a, const char *s)
 	long long v = strtoll(eq + 1, &end, 10);
 	if (*end || v < 0 || end == eq + 1)
 		return ir_errorf(-EINVAL, "--dim %s: value must be a non-negative integer", s);
-	if (a->ndims == MAX_DIMS)
-		return ir_errorf(-EINVAL, "more than %d --dim bindings", MAX_DIMS);
+	if (*ndims == max)
+		return ir_errorf(-EINVAL, "more than %d --dim bindings", max);
 	char *name = strndup(s, (size_t)(eq - s));
 	if (!name)
 		return -ENOMEM;
-	a->dims[a->ndims++] = (struct onnx_dim_binding){ name, v };
+	dims[(*ndims)++] = (struct onnx_dim_binding){ name, v };
 	return 0;
 }
 
@@ -162,10 +162,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "--optim") && has_next) {
 			a->optim = argv[++i];
 		} else if (!strcmp(s, "--dim") && has_next) {
-			if (parse_dim(a, argv[++i]) < 0)
+			if (cli_parse_dim(argv[++i], a->dims, &a->ndims, MAX_DIMS) < 0)
 				return -EINVAL;
 		} else if (!strncmp(s, "--dim=", 6)) {
-			if (parse_dim(a, s + 6) < 0)
+			if (cli_parse_dim(s + 6, a->dims, &a->ndims, MAX_DIMS) < 0)
 				return -EINVAL;
 		} else if (!strcmp(s, "--cluster") && has_next) {
 			a->cluster = argv[++i];

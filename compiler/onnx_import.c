@@ -193,12 +193,14 @@ int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max)
 
 /* ---- model-level import ---------------------------------------------------- */
 
-static int read_file(const char *path, uint8_t **buf, size_t *len)
+int onnx_read_file(const char *path, uint8_t **buf, size_t *len)
 {
 	struct stat st;
 	FILE *f = fopen(path, "rb");
-	if (!f)
-		return ir_errorf(-ENOENT, "%s: cannot open: %s", path, strerror(errno));
+	if (!f) {
+		int e = errno ? errno : ENOENT;
+		return ir_errorf(-e, "%s: cannot open: %s", path, strerror(e));
+	}
 	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
 		fclose(f);
 		return ir_errorf(-EINVAL, "%s: not a regular file", path);
@@ -643,7 +645,7 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 		onnx_import_opts_init(&dflt);
 		c.opts = &dflt;
 	}
-	if (read_file(path, &buf, &len) < 0)
+	if (onnx_read_file(path, &buf, &len) < 0)
 		return NULL;
 	m = onnx__model_proto__unpack(NULL, len, buf);
 	ir_free(buf);
@@ -716,7 +718,7 @@ int onnx_batch_dim(const char *path, char *name, size_t namelen, int64_t *size)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	if (read_file(path, &buf, &len) < 0)
+	if (onnx_read_file(path, &buf, &len) < 0)
 		return ir_error_code();
 	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
 	ir_free(buf);

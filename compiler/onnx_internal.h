@@ -54,6 +54,11 @@ extern const int onnx_ops_shape_count;
 extern const struct onnx_op_def onnx_ops_nn[];
 extern const int onnx_ops_nn_count;
 
+/* Reads a whole ONNX file (regular, under 2 GiB) into *buf (ir_malloc'd).
+ * Errors name the file: -errno when it cannot be opened, -EINVAL not a
+ * regular file, -EFBIG too large, -EIO, -ENOMEM. */
+int onnx_read_file(const char *path, uint8_t **buf, size_t *len);
+
 /* "name", or the first output's name for unnamed nodes (for messages). */
 const char *onnx_node_label(const Onnx__NodeProto *n);
 

@@ -45,7 +45,6 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "onnx_save.c assumes a
 
 #define INLINE_MAX_DEFAULT (INT64_C(1800) << 20)
 #define PROTOBUF_MAX (INT64_C(2) << 30)
-#define MODEL_MAX_BYTES PROTOBUF_MAX
 #define DATA_ALIGN 4096
 
 /* A file being written under a temporary name beside its final one. */
@@ -120,30 +119,11 @@ static const char *tname(const Onnx__TensorProto *t)
 
 static int read_model(struct save *s)
 {
-	struct stat st;
 	uint8_t *buf = NULL;
-	int rc = 0;
-	FILE *f = fopen(s->src, "rb");
-	if (!f)
-		return ir_errorf(-errno, "%s: cannot open: %s", s->src, strerror(errno));
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = ir_errorf(-EINVAL, "%s: not a regular file", s->src);
-		goto out;
-	}
-	if (st.st_size > MODEL_MAX_BYTES) {
-		rc = ir_errorf(-EFBIG, "%s: %lld bytes, more than an ONNX file can hold", s->src,
-			       (long long)st.st_size);
-		goto out;
-	}
-	size_t len = (size_t)st.st_size;
-	if (!(buf = ir_malloc(len ? len : 1))) {
-		rc = ir_errorf(-ENOMEM, "%s: out of memory reading %zu bytes", s->src, len);
-		goto out;
-	}
-	if (fread(buf, 1, len, f) != len) {
-		rc = ir_errorf(-EIO, "%s: read error", s->src);
-		goto out;
-	}
+	size_t len;
+	int rc = onnx_read_file(s->src, &buf, &len);
+	if (rc < 0)
+		return rc;
 	/* protobuf-c copies what it keeps, so buf can go right away */
 	s->m = onnx__model_proto__unpack(NULL, len, buf);
 	if (!s->m)
@@ -152,9 +132,7 @@ static int read_model(struct save *s)
 		rc = ir_errorf(-EINVAL, "%s: the model has no graph", s->src);
 	else
 		s->gp = s->m->graph;
-out:
 	ir_free(buf);
-	fclose(f);
 	return rc;
 }
 

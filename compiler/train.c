@@ -263,7 +263,6 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 	ts->params = cand;
 	ts->grads = grads;
 	ts->ndata = ndata;
-	ts->first_state_input = ndata;
 	ts->update_first = ir_graph_nnodes(g);
 	cand = grads = NULL;
 	rc = train_update(ts, o);

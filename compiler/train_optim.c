@@ -45,7 +45,6 @@ static double weight_decay(const struct train_opts *o)
 int train_check_opts(const struct train_opts *o)
 {
 	struct { const char *name; double v, lo; bool open_hi; double hi; } c[] = {
-		{ "learning rate", o->lr, 0, false, INFINITY },
 		{ "momentum", o->momentum, 0, true, 1 },
 		{ "beta1", o->beta1, 0, true, 1 },
 		{ "beta2", o->beta2, 0, true, 1 },

@@ -239,18 +239,17 @@ static int step(struct trainer *tr, int64_t t, double *loss, double *norm)
 	rc = interp_run_range(ts->g, ts->update_first, nn, tr->vals, tr->present, tr->keep);
 	if (rc == 0) {
 		*norm = ir_tensor_get_f64(&tr->vals[ir_graph_output(ts->g, 1)->id], 0);
-		/* Take the new parameters and state (outputs 2..) out of the table. */
+		/* Move the new parameters and state (outputs 2..) out of the
+		 * table; a value the step left unchanged is still the old one. */
 		for (int o = 2; o < no; o++) {
 			int v = ir_graph_output(ts->g, o)->id;
 			struct ir_tensor *dst = o - 2 < ts->nparams ? &tr->params[o - 2] :
 								  &tr->state[o - 2 - ts->nparams];
-			struct ir_tensor fresh;
-			rc = ir_tensor_alloc(&fresh, tr->vals[v].dtype, &tr->vals[v].shape);
-			if (rc < 0)
-				break;
-			memcpy(fresh.data, tr->vals[v].data, ir_tensor_bytes(&fresh));
+			if (borrowed[v] || !tr->present[v])
+				continue;
 			ir_tensor_free(dst);
-			*dst = fresh;
+			*dst = tr->vals[v];
+			tr->present[v] = false;
 		}
 	}
 	clear_table(tr, borrowed);
