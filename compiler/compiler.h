@@ -29,6 +29,8 @@ struct onnx_import_opts {
 	int ndims;
 	const struct onnx_const_input *consts;
 	int nconsts;
+	bool updates; /* keep state updates (BatchNorm's running statistics in
+		       * training mode) as ir_graph updates; training sets it */
 };
 void onnx_import_opts_init(struct onnx_import_opts *o);
 
@@ -132,7 +134,10 @@ int onnx_save_params(const char *src, const char *dst, int n, const char *const 
  * Graph outputs: 0 the loss (unscaled), 1 the global gradient norm (before
  * clipping), then the new value of every trained parameter, then the new
  * value of every state input, in order: the runtime writes output
- * 2 + i back over params[i] and output 2 + nparams + j over state[j].
+ * 2 + i back over params[i] and output 2 + nparams + j over state[j];
+ * last, one output per graph update (ir_graph_update_param: BatchNorm's
+ * running statistics, imported with onnx_import_opts.updates), computed
+ * per micro-batch, so each micro-batch sees the last one's statistics.
  * Nodes [0, update_first) compute the loss and gradients of one micro-batch;
  * nodes [update_first, n) read only grads[], params, state and the step
  * and run once per step: gradient accumulation and the data-parallel

@@ -132,7 +132,8 @@ int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool j
 			continue;
 		double b = (double)ir_shape_numel(&p->shape) * (double)ir_dtype_size(p->dtype);
 		params += b;
-		grads += b;
+		if (!p->buffer) /* running statistics get no gradient */
+			grads += b;
 	}
 	double state = grads * slots, total = params + grads + state;
 	char b1[32], b2[32], b3[32];

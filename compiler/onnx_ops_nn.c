@@ -488,22 +488,30 @@ static int h_batchnorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 	if (!y)
 		return -EINVAL;
 	out[0] = y;
+	/* The running statistics are model state, not parameters. */
+	for (int i = 3; i < 5; i++)
+		if (in[i]->kind == IR_VAL_PARAM)
+			in[i]->buffer = true;
 	if (!train)
 		return 0;
+	/* ONNX's running statistics: input * momentum + batch * (1 - momentum),
+	 * with the batch's population variance (PyTorch's uses n / (n - 1)). */
 	struct ir_shape cs = in[3]->shape;
 	struct ir_value *m1 = b_scalar(c, x->dtype, mom), *m0 = b_scalar(c, x->dtype, 1 - mom);
 	struct ir_value *bm = b_reshape(c, bmean, &cs), *bv = b_reshape(c, bvar, &cs);
-	if (nout > 1)
-		out[1] = b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MUL, in[3], m1), b_binary(c, IR_OP_MUL, bm, m0));
-	if (nout > 2)
-		out[2] = b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MUL, in[4], m1), b_binary(c, IR_OP_MUL, bv, m0));
-	if (nout > 3)
-		out[3] = bm;
-	if (nout > 4)
-		out[4] = bv;
+	struct ir_value *run[2] = {
+		b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MUL, in[3], m1), b_binary(c, IR_OP_MUL, bm, m0)),
+		b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MUL, in[4], m1), b_binary(c, IR_OP_MUL, bv, m0)),
+	};
+	struct ir_value *res[5] = { y, run[0], run[1], bm, bv };
 	for (int i = 1; i < nout && i < 5; i++)
-		if (!out[i])
+		if (!(out[i] = res[i]))
 			return -EINVAL;
+	/* Training keeps them: the initializers take the new values. */
+	for (int i = 0; c->opts->updates && i < 2; i++)
+		if (!run[i] || (in[3 + i]->kind == IR_VAL_PARAM && in[3 + i]->dtype == run[i]->dtype &&
+				ir_graph_add_update(c->g, in[3 + i], run[i]) < 0))
+			return onnx_fail(c, "%s", ir_error());
 	return 0;
 }
 

@@ -148,7 +148,15 @@ static bool frozen(const struct train_opts *o, const char *name)
 	return false;
 }
 
-/* The candidate parameters: floating point, not frozen. */
+static bool updated(const struct ir_graph *g, const struct ir_value *p)
+{
+	for (int i = 0; i < ir_graph_nupdates(g); i++)
+		if (ir_graph_update_param(g, i) == p)
+			return true;
+	return false;
+}
+
+/* The candidate parameters: floating point, not state, not frozen. */
 static int candidates(const struct ir_graph *g, const struct train_opts *o, struct ir_value ***out,
 		      int *nfrozen)
 {
@@ -159,7 +167,7 @@ static int candidates(const struct ir_graph *g, const struct train_opts *o, stru
 	*nfrozen = 0;
 	for (int i = 0; i < np; i++) {
 		struct ir_value *p = ir_graph_param(g, i);
-		if (!ir_dtype_is_float(p->dtype))
+		if (!ir_dtype_is_float(p->dtype) || p->buffer || updated(g, p))
 			continue;
 		if (frozen(o, p->name))
 			(*nfrozen)++;

@@ -81,6 +81,7 @@ static int copy_param(struct cast *c, const struct ir_value *p)
 	struct ir_value *v = ir_graph_add_param(c->dst, p->name, t, &p->shape, &d);
 	if (!v)
 		return -ENOMEM;
+	v->buffer = p->buffer;
 	c->map[p->id] = ir_dtype_is_float(t) ? gb_convert(&c->b, v, c->to) : v;
 	return c->b.err;
 }
@@ -152,6 +153,18 @@ int train_cast(struct ir_graph **g, enum ir_dtype to)
 	for (int i = 0; rc == 0 && i < ir_graph_noutputs(c.src); i++)
 		rc = ir_graph_add_output(c.dst, c.map[ir_graph_output(c.src, i)->id],
 					 ir_graph_output_name(c.src, i));
+	/* Updated state keeps its dtype: the new value converts back. Params
+	 * are copied in order, so the source's k-th param is the copy's k-th. */
+	for (int i = 0; rc == 0 && i < ir_graph_nupdates(c.src); i++) {
+		struct ir_value *p = ir_graph_update_param(c.src, i), *q = NULL;
+		for (int k = 0; k < ir_graph_nparams(c.src) && !q; k++)
+			if (ir_graph_param(c.src, k) == p)
+				q = ir_graph_param(c.dst, k);
+		struct ir_value *v = c.map[ir_graph_update_value(c.src, i)->id];
+		if (v && q && v->dtype != q->dtype)
+			v = gb_convert(&c.b, v, q->dtype);
+		rc = c.b.err ? c.b.err : ir_graph_add_update(c.dst, q, v);
+	}
 	if (rc == 0)
 		rc = c.b.err;
 done:

@@ -275,6 +275,8 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		struct ir_value *v = i < ts->nparams ? ts->params[i] : ts->state[i - ts->nparams];
 		rc = ir_graph_add_output(g, out[i], v->name);
 	}
+	for (int i = 0; rc == 0 && i < ir_graph_nupdates(g); i++)
+		rc = ir_graph_add_output(g, ir_graph_update_value(g, i), ir_graph_update_param(g, i)->name);
 	if (rc == 0)
 		rc = b.err;
 done:

@@ -23,6 +23,8 @@ struct trainer {
 	struct dataset *sets;
 	struct ir_tensor *params;  /* current trained params [nparams] */
 	struct ir_tensor *state;   /* [nstate] */
+	struct ir_tensor *bufs;    /* updated model state [nupdates] (running statistics) */
+	int nbufs;
 	struct ir_tensor *vals;    /* the value table [nvalues] */
 	bool *present, *keep;
 };
@@ -179,6 +181,23 @@ static void lend_params_state(struct trainer *tr, bool *borrowed)
 		lend(tr, tr->ts.state[j], &tr->state[j]);
 		borrowed[tr->ts.state[j]->id] = true;
 	}
+	for (int j = 0; j < tr->nbufs; j++) {
+		lend(tr, ir_graph_update_param(tr->ts.g, j), &tr->bufs[j]);
+		borrowed[ir_graph_update_param(tr->ts.g, j)->id] = true;
+	}
+}
+
+/* After a micro-batch: the running statistics it computed replace the old. */
+static void take_updates(struct trainer *tr, const bool *borrowed)
+{
+	for (int j = 0; j < tr->nbufs; j++) {
+		int v = ir_graph_update_value(tr->ts.g, j)->id;
+		if (borrowed[v] || !tr->present[v])
+			continue;
+		ir_tensor_free(&tr->bufs[j]);
+		tr->bufs[j] = tr->vals[v];
+		tr->present[v] = false;
+	}
 }
 
 /* Adds src into acc (allocated on first use), both of one dtype/shape. */
@@ -217,11 +236,15 @@ static int step(struct trainer *tr, int64_t t, double *loss, double *norm)
 		tr->keep[ts->loss->id] = true;
 		for (int i = 0; i < ts->nparams; i++)
 			tr->keep[ts->grads[i]->id] = true;
+		for (int j = 0; j < tr->nbufs; j++)
+			tr->keep[ir_graph_update_value(ts->g, j)->id] = true;
 		rc = interp_run_range(ts->g, 0, ts->update_first, tr->vals, tr->present, tr->keep);
 		if (rc == 0)
 			*loss += ir_tensor_get_f64(&tr->vals[ts->loss->id], 0) / m;
 		for (int i = 0; rc == 0 && i < ts->nparams; i++)
 			rc = accumulate(&gsum[i], &tr->vals[ts->grads[i]->id], 1.0 / m);
+		if (rc == 0)
+			take_updates(tr, borrowed);
 		clear_table(tr, borrowed);
 	}
 	if (rc < 0)
@@ -233,7 +256,7 @@ static int step(struct trainer *tr, int64_t t, double *loss, double *norm)
 		lend(tr, ts->grads[i], &gsum[i]);
 		borrowed[ts->grads[i]->id] = true;
 	}
-	int no = ir_graph_noutputs(ts->g);
+	int no = ir_graph_noutputs(ts->g) - tr->nbufs; /* the updates are taken */
 	for (int o = 1; o < no; o++)
 		tr->keep[ir_graph_output(ts->g, o)->id] = true;
 	rc = interp_run_range(ts->g, ts->update_first, nn, tr->vals, tr->present, tr->keep);
@@ -261,23 +284,27 @@ done:
 	return rc;
 }
 
-/* The trained values in the initializers' dtype (f32 back from f64). */
+/* The trained parameters and updated state (running statistics) in the
+ * initializers' dtype (f32 back from f64). */
 static int save(const struct trainer *tr)
 {
 	const struct train_step *ts = &tr->ts;
-	const char **names = ir_calloc((size_t)ts->nparams, sizeof *names);
-	struct ir_tensor *vals = ir_calloc((size_t)ts->nparams, sizeof *vals);
+	int n = ts->nparams + tr->nbufs;
+	const char **names = ir_calloc((size_t)n, sizeof *names);
+	struct ir_tensor *vals = ir_calloc((size_t)n, sizeof *vals);
 	int rc = names && vals ? 0 : -ENOMEM;
-	for (int i = 0; rc == 0 && i < ts->nparams; i++) {
-		names[i] = ts->params[i]->name;
-		enum ir_dtype to = tr->o->t.compute == IR_F64 ? IR_F32 : tr->params[i].dtype;
-		rc = ir_tensor_alloc(&vals[i], to, &tr->params[i].shape);
+	for (int i = 0; rc == 0 && i < n; i++) {
+		bool param = i < ts->nparams;
+		const struct ir_tensor *src = param ? &tr->params[i] : &tr->bufs[i - ts->nparams];
+		names[i] = param ? ts->params[i]->name : ir_graph_update_param(ts->g, i - ts->nparams)->name;
+		enum ir_dtype to = tr->o->t.compute == IR_F64 ? IR_F32 : src->dtype;
+		rc = ir_tensor_alloc(&vals[i], to, &src->shape);
 		for (int64_t k = 0; rc == 0 && k < ir_shape_numel(&vals[i].shape); k++)
-			ir_tensor_set_f64(&vals[i], k, ir_tensor_get_f64(&tr->params[i], k));
+			ir_tensor_set_f64(&vals[i], k, ir_tensor_get_f64(src, k));
 	}
 	if (rc == 0)
-		rc = onnx_save_params(tr->o->model, tr->o->save, ts->nparams, names, vals);
-	for (int i = 0; vals && i < ts->nparams; i++)
+		rc = onnx_save_params(tr->o->model, tr->o->save, n, names, vals);
+	for (int i = 0; vals && i < n; i++)
 		ir_tensor_free(&vals[i]);
 	ir_free(vals);
 	ir_free(names);
@@ -286,7 +313,9 @@ static int save(const struct trainer *tr)
 
 static int setup(struct trainer *tr)
 {
-	struct ir_graph *g = onnx_import(tr->o->model, &tr->o->imp, NULL);
+	struct onnx_import_opts imp = tr->o->imp;
+	imp.updates = true;
+	struct ir_graph *g = onnx_import(tr->o->model, &imp, NULL);
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	int rc = train_build(g, &tr->o->t, &tr->ts);
@@ -295,15 +324,19 @@ static int setup(struct trainer *tr)
 		return rc;
 	}
 	int nv = ir_graph_nvalues(tr->ts.g);
+	tr->nbufs = ir_graph_nupdates(tr->ts.g);
+	tr->bufs = ir_calloc((size_t)tr->nbufs + 1, sizeof *tr->bufs);
 	tr->params = ir_calloc((size_t)tr->ts.nparams + 1, sizeof *tr->params);
 	tr->state = ir_calloc((size_t)tr->ts.nstate + 1, sizeof *tr->state);
 	tr->vals = ir_calloc((size_t)nv, sizeof *tr->vals);
 	tr->present = ir_calloc((size_t)nv, sizeof *tr->present);
 	tr->keep = ir_calloc((size_t)nv, sizeof *tr->keep);
-	if (!tr->params || !tr->state || !tr->vals || !tr->present || !tr->keep)
+	if (!tr->bufs || !tr->params || !tr->state || !tr->vals || !tr->present || !tr->keep)
 		return ir_errorf(-ENOMEM, "out of memory setting up training");
 	for (int i = 0; rc == 0 && i < tr->ts.nparams; i++)
 		rc = interp_load_param(tr->ts.params[i], &tr->params[i]);
+	for (int j = 0; rc == 0 && j < tr->nbufs; j++)
+		rc = interp_load_param(ir_graph_update_param(tr->ts.g, j), &tr->bufs[j]);
 	if (rc == 0)
 		rc = train_state_init(&tr->ts, &tr->o->t, tr->state);
 	if (rc == 0)
@@ -317,6 +350,9 @@ static void teardown(struct trainer *tr)
 		ir_tensor_free(&tr->params[i]);
 	for (int j = 0; tr->state && j < tr->ts.nstate; j++)
 		ir_tensor_free(&tr->state[j]);
+	for (int j = 0; tr->bufs && j < tr->nbufs; j++)
+		ir_tensor_free(&tr->bufs[j]);
+	ir_free(tr->bufs);
 	for (int k = 0; k < tr->nsets; k++) {
 		for (int i = 0; tr->sets[k].in && i < tr->ts.ndata; i++)
 			ir_tensor_free(&tr->sets[k].in[i]);

@@ -35,6 +35,7 @@ struct ir_graph {
 	struct cleanup *cleanups;
 	struct ptrvec nodes, values, inputs, params, outputs;
 	const char **output_names; /* parallel to outputs, cap outputs.cap */
+	struct ptrvec upd_params, upd_values; /* state updates, pairwise */
 	int mesh[2];               /* 0 x 0: no mesh */
 };
 
@@ -88,6 +89,8 @@ void ir_graph_free(struct ir_graph *g)
 	ir_free(g->params.v);
 	ir_free(g->outputs.v);
 	ir_free(g->output_names);
+	ir_free(g->upd_params.v);
+	ir_free(g->upd_values.v);
 	ir_free(g);
 }
 
@@ -266,6 +269,39 @@ void ir_graph_clear_outputs(struct ir_graph *g)
 	g->outputs.n = 0;
 }
 
+int ir_graph_add_update(struct ir_graph *g, struct ir_value *param, struct ir_value *v)
+{
+	IR_ASSERT(param->kind == IR_VAL_PARAM);
+	if (param->dtype != v->dtype || !ir_shape_eq(&param->shape, &v->shape))
+		return ir_errorf(-EINVAL, "update of \"%s\": the new value's type differs from the parameter's",
+				 param->name ? param->name : "?");
+	for (int i = 0; i < g->upd_params.n; i++)
+		if (g->upd_params.v[i] == param)
+			return ir_errorf(-EINVAL, "parameter \"%s\" is updated twice",
+					 param->name ? param->name : "?");
+	if (vec_push(&g->upd_params, param) < 0)
+		return ir_errorf(-ENOMEM, "out of memory adding an update");
+	if (vec_push(&g->upd_values, v) < 0) {
+		g->upd_params.n--;
+		return ir_errorf(-ENOMEM, "out of memory adding an update");
+	}
+	return 0;
+}
+
+int ir_graph_nupdates(const struct ir_graph *g) { return g->upd_params.n; }
+
+struct ir_value *ir_graph_update_param(const struct ir_graph *g, int i)
+{
+	IR_ASSERT(i >= 0 && i < g->upd_params.n);
+	return g->upd_params.v[i];
+}
+
+struct ir_value *ir_graph_update_value(const struct ir_graph *g, int i)
+{
+	IR_ASSERT(i >= 0 && i < g->upd_values.n);
+	return g->upd_values.v[i];
+}
+
 int ir_graph_noutputs(const struct ir_graph *g) { return g->outputs.n; }
 int ir_graph_nnodes(const struct ir_graph *g) { return g->nodes.n; }
 int ir_graph_nvalues(const struct ir_graph *g) { return g->values.n; }
@@ -318,6 +354,9 @@ void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_v
 	for (int i = 0; i < g->outputs.n; i++)
 		if (g->outputs.v[i] == old)
 			g->outputs.v[i] = new_;
+	for (int i = 0; i < g->upd_values.n; i++)
+		if (g->upd_values.v[i] == old)
+			g->upd_values.v[i] = new_;
 }
 
 int ir_graph_dce(struct ir_graph *g)
@@ -328,6 +367,10 @@ int ir_graph_dce(struct ir_graph *g)
 		return ir_errorf(-ENOMEM, "out of memory removing dead nodes");
 	for (int i = 0; i < g->outputs.n; i++)
 		live[((struct ir_value *)g->outputs.v[i])->id] = 1;
+	for (int i = 0; i < g->upd_values.n; i++) {
+		live[((struct ir_value *)g->upd_values.v[i])->id] = 1;
+		live[((struct ir_value *)g->upd_params.v[i])->id] = 1;
+	}
 	for (int i = g->nodes.n - 1; i >= 0; i--) {
 		struct ir_node *n = g->nodes.v[i];
 		bool used = false;

@@ -266,6 +266,7 @@ struct ir_value {
 	struct ir_node *def;    /* IR_VAL_NODE: producer */
 	int def_index;          /* IR_VAL_NODE: which output of def */
 	struct ir_data data;    /* IR_VAL_PARAM only */
+	bool buffer;            /* IR_VAL_PARAM: model state, never trained (running statistics) */
 	bool sharded;           /* sharding below is set (needs a mesh) */
 	struct ir_sharding sharding;
 };
@@ -303,6 +304,14 @@ struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char 
 int ir_graph_add_output(struct ir_graph *g, struct ir_value *v, const char *name);
 /* Forgets every output (the values stay; ir_graph_dce may then drop them). */
 void ir_graph_clear_outputs(struct ir_graph *g);
+/* State updates: after a run, parameter param takes the value v (same
+ * dtype and shape), as BatchNorm's running statistics do in training mode.
+ * Updates are effects: ir_graph_dce keeps v and param. 0, or -EINVAL when
+ * the types differ or param is already updated. */
+int ir_graph_add_update(struct ir_graph *g, struct ir_value *param, struct ir_value *v);
+int ir_graph_nupdates(const struct ir_graph *g);
+struct ir_value *ir_graph_update_param(const struct ir_graph *g, int i);
+struct ir_value *ir_graph_update_value(const struct ir_graph *g, int i);
 /* Replaces output i by v (same dtype and shape). */
 void ir_graph_set_output(struct ir_graph *g, int i, struct ir_value *v);
 

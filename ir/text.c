@@ -22,6 +22,7 @@
  *          | "param" def "=" data
  *          | def { "," def } "=" OP [ ref { "," ref } ] { attr } [ "@" STR ]
  *          | "output" ref [ STR ]
+ *          | "update" ref ref              param (first) takes the value after a run
  *   def   := ref [ STR ] ":" type          value, its name, its type
  *   ref   := "%" DIGITS
  *   type  := DTYPE "[" [ INT { "," INT } ] "]"
@@ -471,6 +472,9 @@ int ir_print(const struct ir_graph *g, FILE *f)
 		}
 		fputc('\n', f);
 	}
+	for (int i = 0; i < ir_graph_nupdates(g); i++)
+		fprintf(f, "update %%%d %%%d\n", num[ir_graph_update_param(g, i)->id],
+			num[ir_graph_update_value(g, i)->id]);
 	ir_free(num);
 	if (ferror(f))
 		return ir_errorf(-EIO, "write error printing the graph");
@@ -1103,6 +1107,19 @@ static int stmt_output(struct parser *ps)
 	return 0;
 }
 
+static int stmt_update(struct parser *ps)
+{
+	struct ir_value *p, *v;
+
+	if (parse_use(ps, &p) || parse_use(ps, &v) || end_stmt(ps))
+		return -EINVAL;
+	if (p->kind != IR_VAL_PARAM)
+		return fail(ps, "update: the first value must be a param");
+	if (ir_graph_add_update(ps->g, p, v) < 0)
+		return fail_builder(ps);
+	return 0;
+}
+
 /* "mesh 2x4": before any sharded value, at most once. */
 static int stmt_mesh(struct parser *ps)
 {
@@ -1318,6 +1335,8 @@ static int statement(struct parser *ps)
 		return stmt_param(ps);
 	if (word_is(w, n, "output"))
 		return stmt_output(ps);
+	if (word_is(w, n, "update"))
+		return stmt_update(ps);
 	if (word_is(w, n, "mesh"))
 		return stmt_mesh(ps);
 	if (n)

@@ -84,6 +84,15 @@ int ir_verify(const struct ir_graph *g)
 			goto out;
 		}
 	}
+	for (int i = 0; i < ir_graph_nupdates(g); i++) {
+		struct ir_value *p = ir_graph_update_param(g, i), *v = ir_graph_update_value(g, i);
+		if (p->kind != IR_VAL_PARAM || v->id < 0 || v->id >= nv || !defined[v->id] ||
+		    p->dtype != v->dtype || !ir_shape_eq(&p->shape, &v->shape)) {
+			rc = ir_errorf(-EINVAL, "update %d (of \"%s\") is not a defined value of the parameter's type",
+				       i, p->name ? p->name : "?");
+			goto out;
+		}
+	}
 out:
 	ir_free(defined);
 	return rc;

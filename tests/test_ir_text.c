@@ -534,6 +534,23 @@ static void test_lenient(void)
 		check_round_trip(g, want, "lenient text");
 	ir_graph_free(g);
 
+	/* State updates (BatchNorm running statistics) print after the outputs. */
+	static const char upd[] =
+		"pcc-ir 1\n"
+		"input %0 \"x\" : f32[3]\n"
+		"param %1 \"m\" : f32[3] = hex \"000000000000000000000000\"\n"
+		"%2 : f32[3] = add %1, %0\n"
+		"output %0 \"y\"\n"
+		"update %1 %2\n";
+	g = ir_parse(upd);
+	TAP_OK(g && ir_graph_nupdates(g) == 1 && ir_graph_update_param(g, 0) == ir_graph_param(g, 0),
+	       "an update statement parses");
+	if (g) {
+		check_round_trip(g, upd, "graph with an update");
+		TAP_OK(ir_graph_dce(g) == 0 && ir_graph_nnodes(g) == 1, "an update keeps its value alive");
+	}
+	ir_graph_free(g);
+
 	g = ir_parse("pcc-ir 1");
 	TAP_OK(g && ir_graph_nvalues(g) == 0, "a header alone is an empty graph");
 	if (g)
@@ -573,6 +590,9 @@ static const struct {
 	{ H "input %0 : f32[2]\n", "" }, /* placeholder replaced below: must parse */
 	{ H X "%1 : f32[2,3] = neg %9\n", "line 3: %9 used before definition" },
 	{ H X "output %3\n", "line 3: %3 used before definition" },
+	{ H X "%1 : f32[2,3] = neg %0\nupdate %0 %1\n", "line 4: update: the first value must be a param" },
+	{ H "param %0 : f32[2] = hex \"0000000000000000\"\n%1 : f32[2,2] = broadcast %0 shape=[2,2] axes=[1]\n"
+	    "update %0 %1\n", "line 4: update of \"?\": the new value's type differs" },
 	{ H X "%1 : f32[3,2] = neg %0\n", "line 3: %1 is f32[3,2] in the text, but neg gives f32[2,3]" },
 	{ H X "%1 : f64[2,3] = neg %0\n", "line 3: %1 is f64[2,3] in the text, but neg gives f32[2,3]" },
 	{ H X "%1 : f32[2,3] = softmax %0 axis=2\n", "line 3: softmax: axis 2 out of range for rank 2" },

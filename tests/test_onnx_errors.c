@@ -964,6 +964,57 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return remove(path);
 }
 
+/* BatchNormalization's running statistics are model state: never trained;
+ * in training mode, with onnx_import_opts.updates, graph updates. */
+static struct mb *mb_batchnorm(bool training)
+{
+	struct mb *b = mb_new(15);
+	mb_input(b, "x", T_FLOAT, "2,3,4");
+	for (int i = 0; i < 4; i++)
+		mb_init_f32(b, (const char *[]){ "s", "B", "m", "v" }[i], "3");
+	Onnx__NodeProto *n = mb_node(b, "BatchNormalization", "bn", "x,s,B,m,v", training ? "y,rm,rv" : "y");
+	mb_attr_int(b, n, "training_mode", training);
+	mb_output(b, "y", T_FLOAT, "2,3,4");
+	return b;
+}
+
+static void test_batchnorm_state(void)
+{
+	struct mb *b = mb_batchnorm(false);
+	struct ir_graph *g = onnx_import(mb_write(b, "bn_eval.onnx"), NULL, NULL);
+	int buffers = 0;
+	for (int i = 0; g && i < ir_graph_nparams(g); i++)
+		buffers += ir_graph_param(g, i)->buffer;
+	struct train_opts o;
+	struct train_step ts;
+	train_opts_init(&o);
+	o.loss = "mse:y,target";
+	int rc = g ? train_build(g, &o, &ts) : -1;
+	TAP_OK(buffers == 2 && rc == 0 && ts.nparams == 2 && !strcmp(ts.params[0]->name, "s") &&
+	       !strcmp(ts.params[1]->name, "B"),
+	       "BatchNorm (inference mode): running mean and var are state, only scale and bias train (%s)",
+	       rc ? ir_error() : "");
+	if (rc == 0)
+		train_step_free(&ts);
+	mb_free(b);
+
+	b = mb_batchnorm(true);
+	const char *path = mb_write(b, "bn_train.onnx");
+	struct onnx_import_opts imp;
+	onnx_import_opts_init(&imp);
+	g = onnx_import(path, &imp, NULL);
+	TAP_OK(g && ir_graph_nupdates(g) == 0 && ir_graph_nparams(g) == 2,
+	       "BatchNorm (training mode), plain import: no updates, the unread statistics dropped");
+	ir_graph_free(g);
+	imp.updates = true;
+	g = onnx_import(path, &imp, NULL);
+	TAP_OK(g && ir_graph_nupdates(g) == 2 && !strcmp(ir_graph_update_param(g, 0)->name, "m") &&
+	       !strcmp(ir_graph_update_param(g, 1)->name, "v") && ir_verify(g) == 0,
+	       "BatchNorm (training mode), imported for training: running mean and var are updated");
+	ir_graph_free(g);
+	mb_free(b);
+}
+
 int main(int argc, char **argv)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -985,6 +1036,7 @@ int main(int argc, char **argv)
 	test_gather();
 	test_nameless_attribute();
 	test_alloc_failures();
+	test_batchnorm_state();
 	if (argc > 1)
 		test_cli(argv[1]);
 	else

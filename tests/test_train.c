@@ -83,7 +83,8 @@ struct run {
 	struct ir_tensor *in;   /* graph inputs */
 	struct ir_tensor **pv;  /* current value per graph param (NULL: initializer) */
 	struct ir_tensor *pval; /* storage for trained params' values */
-	int nin;
+	struct ir_tensor *uval; /* storage for updated state (running statistics) */
+	int nin, nupd;
 };
 
 static int run_open(struct run *r, const struct fixture *f, const struct train_opts *o)
@@ -92,7 +93,10 @@ static int run_open(struct run *r, const struct fixture *f, const struct train_o
 	memset(r, 0, sizeof *r);
 	r->o = *o;
 	snprintf(path, sizeof path, "%s/model.onnx", f->dir);
-	struct ir_graph *g = onnx_import(path, NULL, NULL);
+	struct onnx_import_opts imp;
+	onnx_import_opts_init(&imp);
+	imp.updates = true; /* as pcc train does */
+	struct ir_graph *g = onnx_import(path, &imp, NULL);
 	if (!g)
 		return -1;
 	const char *loss = jstr(f->j, "loss");
@@ -106,6 +110,8 @@ static int run_open(struct run *r, const struct fixture *f, const struct train_o
 	r->in = calloc((size_t)r->nin, sizeof *r->in);
 	r->pv = calloc((size_t)ir_graph_nparams(r->ts.g) + 1, sizeof *r->pv);
 	r->pval = calloc((size_t)r->ts.nparams + 1, sizeof *r->pval);
+	r->nupd = ir_graph_nupdates(r->ts.g);
+	r->uval = calloc((size_t)r->nupd + 1, sizeof *r->uval);
 	snprintf(path, sizeof path, "%s/test_data_set_0", f->dir);
 	char *names[64] = { 0 };
 	int nfiles = read_inputs(path, r->in, names, r->ts.ndata);
@@ -142,6 +148,15 @@ static int run_step(struct run *r, struct ir_tensor *out)
 		r->in[r->ts.ndata + j] = out[2 + r->ts.nparams + j];
 		out[2 + r->ts.nparams + j].data = NULL;
 	}
+	/* Updated state: a copy, so the caller still sees it in out[]. */
+	for (int j = 0; j < r->nupd; j++) {
+		const struct ir_tensor *u = &out[2 + r->ts.nparams + r->ts.nstate + j];
+		ir_tensor_free(&r->uval[j]);
+		if (ir_tensor_alloc(&r->uval[j], u->dtype, &u->shape) < 0)
+			return -ENOMEM;
+		memcpy(r->uval[j].data, u->data, ir_tensor_bytes(u));
+		r->pv[param_index(r->ts.g, ir_graph_update_param(r->ts.g, j))] = &r->uval[j];
+	}
 	return 0;
 }
 
@@ -151,6 +166,9 @@ static void run_close(struct run *r)
 		ir_tensor_free(&r->in[i]);
 	for (int i = 0; i < r->ts.nparams; i++)
 		ir_tensor_free(&r->pval[i]);
+	for (int j = 0; j < r->nupd; j++)
+		ir_tensor_free(&r->uval[j]);
+	free(r->uval);
 	free(r->in);
 	free(r->pv);
 	free(r->pval);
@@ -360,6 +378,103 @@ static void check_no_rule(void)
 		train_step_free(&ts);
 }
 
+/* BatchNorm's running statistics after one step, against the fixture's
+ * (ONNX's definition: biased batch variance): from the step's outputs, and
+ * from the file pcc train saves. */
+static void check_running_stats(void)
+{
+	struct fixture f;
+	struct run r;
+	struct train_opts o;
+	if (fixture_open(&f, "resnet_train") < 0) {
+		TAP_OK(0, "resnet_train: train.json readable");
+		return;
+	}
+	train_opts_init(&o);
+	o.optim = TRAIN_SGD;
+	o.lr = jnum(f.j, "lr", 0.1);
+	o.compute = IR_F64;
+	json_t *names = json_object_get(f.j, "bn_stats"), *files = json_object_get(f.j, "bn_files");
+	size_t nstats = json_array_size(names);
+	if (run_open(&r, &f, &o) < 0) {
+		TAP_OK(0, "resnet_train: train step built: %s", ir_error());
+		json_decref(f.j);
+		return;
+	}
+	TAP_OK(nstats == 12 && r.nupd == (int)nstats, "resnet_train: %d running statistics updated, "
+	       "fixture %zu", r.nupd, nstats);
+	int wrongly = 0;
+	for (int i = 0; i < r.ts.nparams; i++)
+		wrongly += strstr(r.ts.params[i]->name, "running") != NULL;
+	TAP_OK(wrongly == 0 && r.ts.nparams == 20, "resnet_train: %d trained parameters, %d of them "
+	       "running statistics", r.ts.nparams, wrongly);
+	int nout = ir_graph_noutputs(r.ts.g), base = 2 + r.ts.nparams + r.ts.nstate;
+	struct ir_tensor *out = calloc((size_t)nout, sizeof *out);
+	double worst = 0;
+	int matched = 0;
+	if (run_step(&r, out) == 0) {
+		for (int j = 0; j < r.nupd; j++) {
+			const char *pn = ir_graph_update_param(r.ts.g, j)->name;
+			for (size_t k = 0; k < nstats; k++) {
+				struct ir_tensor want;
+				if (strcmp(pn, json_string_value(json_array_get(names, k))) ||
+				    read_file_pb(&f, json_string_value(json_array_get(files, k)), &want) < 0)
+					continue;
+				worst = fmax(worst, excess(&out[base + j], &want, 1e-6, 1e-7));
+				matched++;
+				ir_tensor_free(&want);
+			}
+		}
+	}
+	TAP_OK(matched == (int)nstats && worst <= 1,
+	       "resnet_train: running statistics after one step equal the reference "
+	       "(%d matched, worst %.3g of tolerance)", matched, worst);
+	free_outputs(out, nout);
+	run_close(&r);
+
+	/* pcc train writes them into the saved model. */
+	char model[1300], set[1300], saved[1300], tmpl[] = "/tmp/pcc-bn-XXXXXX";
+	const char *tmp = mkdtemp(tmpl);
+	snprintf(model, sizeof model, "%s/model.onnx", f.dir);
+	snprintf(set, sizeof set, "%s/test_data_set_0", f.dir);
+	snprintf(saved, sizeof saved, "%s/trained.onnx", tmp ? tmp : "/tmp");
+	struct train_run_opts ro = { .model = model, .in_dir = set, .save = saved, .steps = 1 };
+	train_opts_init(&ro.t);
+	onnx_import_opts_init(&ro.imp);
+	ro.t = o;
+	ro.t.loss = jstr(f.j, "loss");
+	int rc = train_run(&ro);
+	struct onnx_import_opts imp;
+	onnx_import_opts_init(&imp);
+	imp.updates = true; /* else the unread running statistics are dropped */
+	struct ir_graph *g = rc == 0 ? onnx_import(saved, &imp, NULL) : NULL;
+	worst = 0;
+	matched = 0;
+	for (int i = 0; g && i < ir_graph_nparams(g); i++) {
+		const struct ir_value *p = ir_graph_param(g, i);
+		for (size_t k = 0; k < nstats; k++) {
+			struct ir_tensor got, want;
+			if (strcmp(p->name, json_string_value(json_array_get(names, k))) ||
+			    read_file_pb(&f, json_string_value(json_array_get(files, k)), &want) < 0)
+				continue;
+			if (interp_load_param(p, &got) == 0) {
+				worst = fmax(worst, excess(&got, &want, 1e-6, 1e-7));
+				matched++;
+				ir_tensor_free(&got);
+			}
+			ir_tensor_free(&want);
+		}
+	}
+	TAP_OK(matched == (int)nstats && worst <= 1,
+	       "pcc train saves the updated running statistics (%d matched, worst %.3g) %s", matched,
+	       worst, rc ? ir_error() : "");
+	ir_graph_free(g);
+	remove(saved);
+	if (tmp)
+		rmdir(tmp);
+	json_decref(f.j);
+}
+
 /* Gradient accumulation: with plain SGD, one step over micro-batches A and
  * B from p gives exactly the mean of the steps over A alone and over B
  * alone (p - lr (gA + gB) / 2). Also: the loss and gradient are their mean,
@@ -452,6 +567,7 @@ int main(int argc, char **argv)
 	check_optimizers("mlp");
 	check_optimizers("gpt");
 	check_no_rule();
+	check_running_stats();
 	check_accumulation();
 	return tap_done();
 }

@@ -321,6 +321,38 @@ def reference64(f):
     return loss.item(), grads, input_grads, model
 
 
+BN_MOMENTUM = 0.1  # torch's convention: the weight of the new batch
+
+
+def onnx_running_stats(f):
+    """BatchNorm's running statistics after one train-mode forward pass in
+    float64, as ONNX's BatchNormalization (training_mode=1) defines them:
+    the batch variance is the biased one, where torch's own update uses
+    N*H*W - 1 (its buffers differ from these by that factor)."""
+    with float64_default():
+        model = copy.deepcopy(f["model"]).double()
+        seen = {}
+        hooks = [
+            m.register_forward_hook(lambda mod, args, out, name=name: seen.__setitem__(name, args[0]))
+            for name, m in model.named_modules()
+            if isinstance(m, nn.BatchNorm2d)
+        ]
+        with torch.no_grad():
+            model(*[to_dtype(t, torch.float64) for t in f["inputs"]])
+        for h in hooks:
+            h.remove()
+    old = dict(f["model"].named_buffers())
+    stats = []
+    for name in [n for n, _ in f["model"].named_modules() if n in seen]:
+        x = seen[name]
+        mean = x.mean(dim=(0, 2, 3))
+        var = x.var(dim=(0, 2, 3), unbiased=False)
+        for kind, batch in (("running_mean", mean), ("running_var", var)):
+            prev = old[f"{name}.{kind}"].double()
+            stats.append((f"{name}.{kind}", (1 - BN_MOMENTUM) * prev + BN_MOMENTUM * batch))
+    return stats
+
+
 def sgd_step32(f):
     """One ordinary float32 training step with torch.optim.SGD."""
     model = copy.deepcopy(f["model"])
@@ -463,13 +495,9 @@ def write_fixture(name, f, out_root):
     meta["input_grads"] = write_params(d, "input_grad", input_grads, meta["input_grad_names"])
 
     if f.get("batchnorm"):
-        stats = [
-            (n, b)
-            for n, b in model64.named_buffers()
-            if n.endswith(".running_mean") or n.endswith(".running_var")
-        ]
-        meta["bn_momentum"] = 0.1
-        meta["bn_running_var"] = "unbiased"
+        stats = onnx_running_stats(f)
+        meta["bn_momentum"] = BN_MOMENTUM
+        meta["bn_running_var"] = "biased"
         meta["bn_stats"] = [n for n, _ in stats]
         meta["bn_files"] = write_params(d, "bn", stats, meta["bn_stats"])
 
