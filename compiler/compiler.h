@@ -330,6 +330,110 @@ int report_print(const struct report *r, bool json, FILE *f);
 /* Lists every tensor-parallel collective of one micro-batch with its cause. */
 int report_explain(const struct report *r, FILE *f);
 
+/* ---- pipeline schedules (compiler/sched*.c) -----------------------------
+ * A pipeline schedule as the explicit order of operations on each device,
+ * and a simulator that runs those orders against per-stage costs: it finds
+ * the step time, idle time and activation memory, and rejects a broken
+ * order (deadlock, unmatched transfer, missing or repeated op) with a
+ * message naming the device, the op index and the op.
+ *
+ * p stages on p devices (one representative device per stage), m
+ * micro-batches, v model chunks per device (interleaved only; else 1).
+ * Virtual stage k = chunk * p + device, k = 0 .. p*v - 1 in model order
+ * (Megatron-LM's layout): activations flow k -> k + 1, gradients back. */
+
+enum sched_kind {
+	SCHED_FWD,       /* forward of (mb, chunk) */
+	SCHED_BWD,       /* backward of (mb, chunk) */
+	SCHED_SEND_ACT,  /* activation of mb from this device's chunk (stage k) to k + 1 on peer */
+	SCHED_RECV_ACT,  /* activation of mb into this device's chunk (stage k) from k - 1 on peer */
+	SCHED_SEND_GRAD, /* gradient of mb from this device's chunk (stage k) to k - 1 on peer */
+	SCHED_RECV_GRAD, /* gradient of mb into this device's chunk (stage k) from k + 1 on peer */
+	SCHED_KIND_COUNT
+};
+
+/* One op. chunk is always the chunk on the device running the op; peer is
+ * the other device of a transfer (unused, 0, for FWD and BWD). */
+struct sched_op {
+	enum sched_kind kind;
+	int mb, chunk, peer;
+};
+
+struct sched {
+	enum cost_sched kind;
+	int p, m, v;
+	int *nops;             /* [p] ops per device */
+	struct sched_op **ops; /* [p][nops[d]], each ir_malloc'd (tests edit them with ir_realloc) */
+};
+
+/* Builds the orders; a transfer is placed right before the op that needs
+ * it (receive) or right after the op that makes it (send).
+ *   gpipe        all m forwards in order, then all backwards in reverse
+ *                order (m-1 first, as autograd runs them in GPipe): a
+ *                stage holds m micro-batches of activations at its peak.
+ *   1f1b         PipeDream-flush / Megatron: stage i runs min(p-i-1, m)
+ *                warm-up forwards, then one forward one backward, then
+ *                the remaining backwards.
+ *   interleaved  Megatron's interleaved 1F1B: the device's forwards and
+ *                backwards are numbered 0 .. m*v-1, the j-th in groups of
+ *                p micro-batches per chunk (forward chunk (j mod pv) / p,
+ *                backward chunks in reverse); warm-up of
+ *                min(2 (p-i-1) + (v-1) p, m v) forwards, then as 1f1b.
+ *                Needs m % p == 0 and v >= 2.
+ * gpipe and 1f1b take v = 1. -EINVAL with a message (for m % p != 0, the
+ * nearest valid micro-batch counts). s is zeroed first, so sched_free is
+ * safe after an error. */
+int sched_build(enum cost_sched kind, int p, int m, int v, struct sched *s);
+void sched_free(struct sched *s);
+
+/* An op as text: F3, B3 (forward, backward of micro-batch 3), Sa3>1 (send
+ * its activation to device 1), Ra3<0 (receive it from device 0), Sg3>0,
+ * Rg3<1 (the gradient); ".c" after the micro-batch for chunk c > 0
+ * (F3.1). Returns buf. */
+const char *sched_op_str(const struct sched_op *op, char *buf, size_t n);
+/* One device's order on one line, ops separated by spaces. -EINVAL for a
+ * device out of range, -EIO when the write fails. */
+int sched_print(const struct sched *s, int device, FILE *f);
+
+/* Costs per virtual stage k (p*v entries; with v = 1 one per stage). */
+struct sched_costs {
+	const double *t_fwd, *t_bwd; /* s per micro-batch */
+	const double *t_xfer;        /* [p*v - 1] s per transfer across the boundary k -> k+1
+				      * (either direction); NULL: 0. Boundaries inside one
+				      * device (p = 1) have no transfer. */
+	const double *act_bytes;     /* bytes per micro-batch held from the FWD of k to its
+				      * BWD; NULL: 0 */
+	const double *static_bytes;  /* [p] bytes per device (parameters, ...); NULL: 0 */
+};
+
+struct sched_sim {
+	double step_time;       /* s: when the last op of any device ends */
+	double *busy;           /* [p] s of FWD and BWD per device */
+	double *peak_bytes;     /* [p] bytes per device: static + most activations held */
+	double bubble_fraction; /* (p * step_time - sum busy) / sum busy: idle time
+				 * relative to the ideal (busy) time, the definition of
+				 * cost_bubble_fraction ((p-1)/m for equal stages) */
+	double idle_fraction;   /* 1 - sum busy / (p * step_time): the idle share of
+				 * the step ((p-1)/(m+p-1) for equal stages) */
+};
+
+/* Runs every device's ops in order. FWD and BWD take their time; sends
+ * take none and never block (asynchronous); a receive ends when the
+ * matching send has been issued plus t_xfer, and the device waits for it;
+ * links have no contention. A compute op's inputs are earlier ops on its
+ * own device: the receive of its activation (gradient), or the FWD of k-1
+ * (BWD of k+1) when that stage is on the same device; the last stage's
+ * BWD needs its own FWD. Activations are counted from FWD to BWD.
+ * Errors, each naming device, op index and op: -EINVAL an op out of range
+ * or with the wrong peer, an op run twice or never, a send never received
+ * or a receive never sent, a BWD before its FWD, a send before the op
+ * producing it; -EDEADLK an op before the receive it needs on its own
+ * device, or devices all waiting on receives that no one reaches (every
+ * waiting device is named). Free out with sched_sim_free, also after an
+ * error. */
+int sched_simulate(const struct sched *s, const struct sched_costs *c, struct sched_sim *out);
+void sched_sim_free(struct sched_sim *r);
+
 /* ---- the intra-op pass (compiler/intra*.c) -------------------------------
  * Chooses how every value of one stage is split over a 2-D logical mesh of
  * the cluster's devices: per op, strategies from its dimension labels
@@ -386,5 +490,90 @@ void intra_result_free(struct intra_result *r);
 /* Per op: chosen sharding, its cost, the collectives it causes and the
  * runner-up strategy with its extra cost. */
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);
+
+/* ---- layer clustering (compiler/cluster.c) ------------------------------
+ * Cuts a graph's nodes, in program order, into layers for the inter-op
+ * pass: fewest bytes across the worst cut, then across all cuts, then the
+ * most even FLOPs; each layer has a heavy op and at most (1 + eps) times
+ * the mean FLOPs (eps doubled where nothing meets it). */
+struct cluster_opts {
+	int layers;              /* 0: automatic, heavy ops / 3, at most max_layers */
+	int max_layers;          /* 16 */
+	double eps;              /* 0.5, Alpa's */
+};
+void cluster_opts_init(struct cluster_opts *o);
+
+struct cluster_result {
+	int nlayers;
+	int *first;              /* [nlayers + 1]: layer l is nodes [first[l], first[l+1]) */
+	double *flops;           /* [nlayers] */
+	double *cut_bytes;       /* [nlayers + 1]: bytes crossing into layer l (0 for l = 0) */
+	double max_cut, sum_cut; /* over the cuts between layers */
+	double eps;              /* the balance bound used */
+};
+int cluster_layers(const struct ir_graph *g, const struct cluster_opts *o, struct cluster_result *r);
+void cluster_result_free(struct cluster_result *r);
+
+/* ---- the inter-op pass (compiler/inter*.c) --------------------------------
+ * The whole automatic plan: layers (cluster_layers), per layer and
+ * (sub-mesh, logical mesh) the intra-op pass's plan, then the stage DP
+ * (solvers/: stage_dp_solve) over layer ranges and sub-meshes with the
+ * stage-to-stage transfers and each stage's memory under the schedule
+ * (1F1B holds one micro-batch per later stage, plus its own), for each
+ * candidate micro-batch count; then the schedule (GPipe, 1F1B,
+ * interleaved 1F1B) with the best step time that fits. */
+struct inter_opts {
+	bool train;
+	enum cost_optim optim;   /* training; default adam */
+	int prec;                /* enum cost_prec, or -1: the device's 16-bit type */
+	int64_t batch;           /* global batch per step; 0: the graph's batch, one micro-batch */
+	int micro;               /* micro-batches per step; 0: searched */
+	int layers;              /* 0: automatic */
+	double mem_limit;        /* bytes per device; 0: 90% of device memory */
+	const struct cost_calib *cal;
+	/* The forward graph at micro-batch size b (a symbolic batch bound to
+	 * b), or with static_batch > 0, the graph of that batch whatever b. */
+	struct ir_graph *(*load)(void *ctx, int64_t b);
+	void *ctx;
+	int64_t static_batch;    /* the model's batch when fixed, else 0 */
+};
+void inter_opts_init(struct inter_opts *o);
+
+struct inter_stage {
+	int layer_first, layer_last; /* layers [first, last] */
+	int node_first, node_last;   /* nodes [first, last) of the forward graph */
+	int rows, cols;              /* sub-mesh: nodes x devices per node */
+	int n0, n1;                  /* logical mesh */
+	double t_mb;                 /* s per micro-batch, forward and backward */
+	double t_xfer;               /* s per micro-batch sending to the next stage and back */
+	double t_sync;               /* s per step: gradient reduction */
+	double mem_state, mem_act;   /* bytes per device: state, per micro-batch in flight */
+	double mem_once;             /* recomputation: one layer's working set */
+	bool recompute;              /* keeps only layer inputs, recomputes the rest */
+	double inflight;             /* micro-batches held at the peak */
+	double mem;                  /* peak bytes per device */
+};
+
+struct inter_plan {
+	int nlayers;
+	int nstages;
+	struct inter_stage *stages;
+	int64_t batch, micro_batch;
+	int micro;                   /* micro-batches per step */
+	enum cost_sched sched;
+	int v;                       /* interleaved: chunks per device */
+	double step_time, samples_per_s, mfu, mem_peak, mem_limit;
+	int devices;
+	int nsolved;                 /* intra-op solves (identical layers share) */
+	double search_s;             /* wall time of the pass */
+};
+/* Errors: -ENOSPC "does not fit" naming the least memory per device any
+ * plan needs and what the devices have; -EINVAL a batch no schedule can
+ * split, with the nearest valid batch sizes. */
+int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p);
+void inter_plan_free(struct inter_plan *p);
+/* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,
+ * throughput, MFU and memory per device. */
+int inter_explain(const struct inter_plan *p, FILE *f);
 
 #endif

@@ -6,6 +6,7 @@
  *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
  *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
+ *   pcc MODEL --cluster C [--batch B] [--train] [--explain] [-o PLAN.txt]  the automatic plan
  *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
  *   pcc train MODEL -i DIR [--optimizer O] [--lr X] [--steps N] [--save-onnx OUT] ...
  *   pcc version
@@ -31,6 +32,7 @@ struct args {
 	long long batch;
 	bool json, explain, stage_only, train, print_ir;
 	int mesh0, mesh1;
+	int micro, layers;
 	double mem_limit, time_limit;
 	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
@@ -48,6 +50,8 @@ static void usage(FILE *f)
 		"       pcc version\n");
 	cli_train_usage(f);
 	fprintf(f,
+		"       pcc MODEL --cluster C [--batch B] [--train [--optim O]] [--micro-batches M] [--layers L]\n"
+		"                 [--memory-limit SIZE] [--calib FILE] [--explain] [-o PLAN.txt]\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
 		"\n"
@@ -57,7 +61,9 @@ static void usage(FILE *f)
 		"  print    the model imported into pcc's core IR, as text\n"
 		"  report   time, memory and throughput of one training step under a manual plan\n"
 		"  train    train on the reference interpreter and write the trained model (--save-onnx)\n"
-		"  MODEL    compile: --stage-only runs the intra-op pass on the whole model as one\n"
+		"  MODEL    compile: the automatic plan (pipeline stages, sub-meshes, sharding,\n"
+		"           schedule, micro-batches); -o writes its text form (until plan.bin);\n"
+		"           --stage-only runs the intra-op pass on the whole model as one\n"
 		"           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
 		"           prints the plan; --print-ir writes the IR with its sharding annotations\n"
 		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
@@ -178,6 +184,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->batch = strtoll(argv[++i], &end, 10);
 			if (*end || a->batch <= 0 || end == argv[i])
 				return ir_errorf(-EINVAL, "--batch %s: expected a positive integer", argv[i]);
+		} else if ((!strcmp(s, "--micro-batches") || !strcmp(s, "--layers")) && has_next) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || v < 1 || v > 1 << 20)
+				return ir_errorf(-EINVAL, "%s %s: expected a positive integer", s, argv[i]);
+			*(s[2] == 'm' ? &a->micro : &a->layers) = (int)v;
 		} else if (!strcmp(s, "-i") && has_next) {
 			a->in_dir = argv[++i];
 		} else if (!strcmp(s, "-o") && has_next) {
@@ -369,6 +381,87 @@ static struct ir_graph *load_any(const struct args *a)
 	return g;
 }
 
+/* The inter-op pass's loader: the model with its batch bound to b. */
+struct plan_load {
+	const struct args *a;
+	char bname[128];
+};
+
+static struct ir_graph *load_batch(void *ctx, int64_t b)
+{
+	const struct plan_load *pl = ctx;
+	const struct args *a = pl->a;
+	if (!pl->bname[0])
+		return load_any(a);
+	struct onnx_dim_binding dims[MAX_DIMS + 1];
+	memcpy(dims, a->dims, sizeof *dims * (size_t)a->ndims);
+	dims[a->ndims] = (struct onnx_dim_binding){ pl->bname, b };
+	struct onnx_import_opts o;
+	onnx_import_opts_init(&o);
+	o.dims = dims;
+	o.ndims = a->ndims + 1;
+	return onnx_import(a->model, &o, NULL);
+}
+
+/* pcc MODEL --cluster C: the whole automatic plan (inter-op pass). */
+static int cmd_plan(const struct args *a, const struct cost_cluster *c, const struct cost_calib *cal)
+{
+	struct inter_opts o;
+	struct inter_plan p;
+	struct plan_load pl = { .a = a };
+	int rc;
+	inter_opts_init(&o);
+	o.train = a->train;
+	o.batch = a->batch;
+	o.micro = a->micro;
+	o.layers = a->layers;
+	o.mem_limit = a->mem_limit;
+	o.cal = cal;
+	o.load = load_batch;
+	o.ctx = &pl;
+	if (a->optim && (rc = cost_optim_parse(a->optim, &o.optim)) < 0)
+		return rc;
+	size_t n = strlen(a->model);
+	if (n > 3 && !strcmp(a->model + n - 3, ".ir")) {
+		struct ir_graph *g = load_any(a);
+		if (!g)
+			return -EINVAL;
+		o.static_batch = ir_graph_ninputs(g) && ir_graph_input(g, 0)->shape.rank ?
+			ir_graph_input(g, 0)->shape.dims[0] : 1;
+		ir_graph_free(g);
+	} else {
+		if ((rc = onnx_batch_dim(a->model, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
+			return rc;
+		for (int i = 0; i < a->ndims && pl.bname[0]; i++)
+			if (!strcmp(a->dims[i].name, pl.bname)) { /* bound by the user: static */
+				o.static_batch = a->dims[i].value;
+				pl.bname[0] = 0;
+			}
+		if (pl.bname[0])
+			o.static_batch = 0;
+	}
+	if ((rc = inter_pass(c, &o, &p)) < 0) {
+		ir_error_prefix("%s", a->model);
+		return rc;
+	}
+	FILE *out = stdout;
+	if (a->out_dir && !(out = fopen(a->out_dir, "w"))) {
+		inter_plan_free(&p);
+		return ir_errorf(-errno, "%s: cannot write: %s", a->out_dir, strerror(errno));
+	}
+	printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
+	       "peak %.2f GiB per device\n", a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s",
+	       cost_sched_name(p.sched), p.micro, p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s,
+	       100 * p.mfu,
+	       p.mem_peak / (1 << 30));
+	if (a->explain || out != stdout)
+		rc = inter_explain(&p, out);
+	if (out != stdout && fclose(out) != 0 && rc == 0)
+		rc = ir_errorf(-EIO, "%s: write error", a->out_dir);
+	inter_plan_free(&p);
+	return rc;
+}
+
 static int cmd_compile(const struct args *a)
 {
 	struct cost_cluster c;
@@ -380,11 +473,15 @@ static int cmd_compile(const struct args *a)
 		return ir_errorf(-EINVAL, "no model given (try 'pcc --help')");
 	if (!a->cluster)
 		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
-	if (!a->stage_only)
-		return ir_errorf(-EINVAL, "%s: the inter-op pass (pipeline stages) is not built yet; --stage-only "
-				 "runs the intra-op pass on the whole model as one stage", a->model);
 	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0)
 		return rc;
+	if (a->calib) {
+		cost_calib_init(&cal);
+		if ((rc = cost_calib_load(a->calib, &cal)) < 0)
+			return rc;
+	}
+	if (!a->stage_only)
+		return cmd_plan(a, &c, a->calib ? &cal : NULL);
 	intra_opts_init(&o);
 	o.n0 = a->mesh0 ? a->mesh0 : c.nodes;
 	o.n1 = a->mesh1 ? a->mesh1 : c.ndevices / c.nodes;
@@ -394,12 +491,8 @@ static int cmd_compile(const struct args *a)
 		o.time_limit = a->time_limit;
 	if (a->optim && (rc = cost_optim_parse(a->optim, &o.optim)) < 0)
 		return rc;
-	if (a->calib) {
-		cost_calib_init(&cal);
-		if ((rc = cost_calib_load(a->calib, &cal)) < 0)
-			return rc;
+	if (a->calib)
 		o.cal = &cal;
-	}
 	struct ir_graph *g = load_any(a);
 	if (!g)
 		return -EINVAL;

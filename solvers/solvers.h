@@ -179,4 +179,72 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
  * -ENOMEM or -EIO. */
 int shard_mip_write(const struct shard_problem *p, const char *path);
 
+/* ---- the stage DP (solvers/stage_dp.c) ------------------------------------
+ *
+ * Alpa's inter-op pass over plain cost tables: cut L layers into contiguous
+ * stages, give each a sub-mesh kind and a logical-mesh config, use every
+ * device exactly once, and minimize the step time for B micro-batches,
+ * T = sum_i t_i + (B - 1) max_i t_i. Exact (checked against brute force);
+ * deterministic (ties: the smaller slowest stage, then fewer stages).
+ */
+
+/* Sub-mesh shapes (rows = nodes, cols = devices per node) of a cluster of
+ * nodes x per_node devices: (1,1), (1,2), (1,4) ... powers of two below
+ * per_node, then (1,per_node), (2,per_node) ... (nodes,per_node). Writes
+ * the first max of them into rows[]/cols[] and returns how many it wrote
+ * (at most max; max = log2(per_node) + nodes + 1 always suffices), or
+ * -EINVAL when nodes or per_node is below 1. */
+int stage_submeshes(int nodes, int per_node, int *rows, int *cols, int max);
+
+struct stage_dp_problem {
+	int nlayers;             /* L >= 1 */
+	int nmeshes;             /* sub-mesh kinds, index m */
+	const int *mesh_devices; /* [nmeshes] devices of kind m, >= 1 */
+	int nconfigs;            /* logical-mesh choices per sub-mesh (max over m); index c */
+	int ndevices;            /* every device is used: the stages' devices sum to this */
+	int nmicro;              /* B micro-batches >= 1 */
+	/* Per-micro-batch latency (s) of a stage running layers l..r
+	 * (inclusive, 0-based) on sub-mesh m with config c:
+	 * t[((l * L + r) * nmeshes + m) * nconfigs + c], for l <= r;
+	 * INFINITY (or any non-finite or negative value) means not available. */
+	const double *t;
+	/* Optional (NULL: none): transfer time (s per micro-batch) of the
+	 * values crossing the cut after layer r (0 <= r < L-1) when the sending
+	 * stage is on mesh kind m: xfer[r * nmeshes + m]; added to the latency
+	 * of the stage that ends at r. Negative or non-finite: not available. */
+	const double *xfer;
+	/* Optional (NULL: everything fits): whether stage (l, r, m, c) fits
+	 * device memory when `after` stages follow it in the pipeline (1F1B
+	 * holds after + 1 micro-batches of activations). stage_dp_solve asks
+	 * once per available stage and after < min(L, max_stages). */
+	bool (*fits)(void *ctx, int l, int r, int m, int c, int after);
+	void *ctx;
+	int max_stages; /* 0: no limit (else at most this many stages) */
+};
+
+struct stage_dp_stage {
+	int first, last;  /* layers first..last, inclusive */
+	int mesh, config; /* sub-mesh kind and logical-mesh config */
+	double t;         /* s per micro-batch, the outgoing transfer included */
+};
+
+struct stage_dp_result {
+	double step_time; /* s: sum_i t_i + (B - 1) * max_i t_i */
+	double t_max;     /* s: the slowest stage's latency */
+	int nstages;
+	struct stage_dp_stage *stages; /* [nstages], in pipeline order; malloc'd */
+	long long evaluated;           /* t_max bounds tried (brute: plans), for benchmarks */
+};
+
+/* Fills r (zeroed on error) and returns 0; -ENOSPC when no assignment
+ * exists (the message says whether latencies or memory rule it out);
+ * -EINVAL on bad input, including an ndevices that is no sum of at most
+ * min(L, max_stages) sub-mesh sizes; -ENOMEM. Messages in shard_error(). */
+int stage_dp_solve(const struct stage_dp_problem *p, struct stage_dp_result *r);
+/* Frees r's stages and zeroes it; safe on a zeroed result. */
+void stage_dp_result_free(struct stage_dp_result *r);
+/* The same answer by trying every split, mesh and config (tests only:
+ * exponential in L). Same return codes. */
+int stage_dp_brute(const struct stage_dp_problem *p, struct stage_dp_result *r);
+
 #endif

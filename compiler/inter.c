@@ -1,0 +1,414 @@
+/*
+ * inter.c: the inter-op pass: the search over micro-batch counts, stage
+ * DP and schedules that gives the whole automatic plan (compiler.h).
+ *
+ * Per candidate micro-batch size b (global batch B = b * m): the graph at
+ * b, its layers, every layer's intra-op plan on every (sub-mesh, logical
+ * mesh) (inter_cost.c), then solvers/'s stage DP with per-micro-batch stage
+ * latency t + t_sync / m (the once-per-step gradient reduction spread over
+ * the micro-batches, so the DP sees data parallelism's price), the
+ * transfer to the next stage added to the sender, and memory checked with
+ * 1F1B's in-flight count. The DP's stages are then timed under each
+ * schedule (cost_pipeline_time) and the fastest that fits wins; ties go to
+ * the least memory.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiler/inter_internal.h"
+#include "solvers/solvers.h"
+
+#define MAX_SUBMESH 64
+#define MAX_CONFIGS 192
+
+void inter_opts_init(struct inter_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->optim = COST_OPT_ADAM;
+	o->prec = -1;
+}
+
+void inter_plan_free(struct inter_plan *p)
+{
+	ir_free(p->stages);
+	memset(p, 0, sizeof *p);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Logical meshes of a rows x cols sub-mesh: 1 x d, 2 x d/2 (d >= 4) and
+ * rows x cols; duplicates dropped. */
+static int configs(const struct cost_cluster *c, struct inter_config *cfg, int *mesh_dev, int *nmesh)
+{
+	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], dpn;
+	cost_cluster_effective(c, NULL, NULL, NULL, &dpn);
+	int nm = stage_submeshes(c->nodes, dpn, rows, cols, MAX_SUBMESH), n = 0;
+	for (int m = 0; m < nm; m++) {
+		int d = rows[m] * cols[m];
+		int cand[3][2] = { { 1, d }, { 2, d / 2 }, { rows[m], cols[m] } };
+		mesh_dev[m] = d;
+		for (int k = 0; k < 3; k++) {
+			if (cand[k][0] * cand[k][1] != d || (k == 1 && d < 4))
+				continue;
+			bool dup = false;
+			for (int j = 0; j < n; j++)
+				dup |= cfg[j].mesh == m && cfg[j].n0 == cand[k][0] && cfg[j].n1 == cand[k][1];
+			if (!dup && n < MAX_CONFIGS)
+				cfg[n++] = (struct inter_config){ m, rows[m], cols[m], cand[k][0], cand[k][1] };
+		}
+	}
+	*nmesh = nm;
+	return n;
+}
+
+/* The DP's view: configs flattened per mesh kind (config index c is the
+ * k-th logical mesh of mesh m). */
+struct search {
+	const struct inter_env *env;
+	const struct cost_cluster *c;
+	const struct cluster_result *cl;
+	int ncfg, nmesh, maxc, L, m;
+	const struct inter_config *cfg;
+	const struct inter_layer_cost *cost; /* [L * ncfg] */
+	int *cfg_of;                         /* [nmesh * maxc] -> config index, or -1 */
+	double elem_scale;                   /* cut bytes -> transferred bytes */
+	struct cost_link intra, inter;
+	int dpn;
+};
+
+/* Sums over layers l..r of config k; false when a layer has no plan.
+ * Recomputation keeps only each layer's input per micro-batch in flight
+ * (spread over the stage's devices) and one layer's working set at a
+ * time, for one more forward pass (a third of forward plus backward). */
+static bool range(const struct search *s, int l, int r, int k, bool recompute, struct inter_layer_cost *sum)
+{
+	memset(sum, 0, sizeof *sum);
+	double inputs = 0, widest = 0;
+	int d = s->cfg[k].n0 * s->cfg[k].n1;
+	for (int x = l; x <= r; x++) {
+		const struct inter_layer_cost *y = &s->cost[(size_t)x * (size_t)s->ncfg + (size_t)k];
+		if (!y->ok)
+			return false;
+		sum->t_mb += y->t_mb;
+		sum->t_sync += y->t_sync;
+		sum->mem_state += y->mem_state;
+		sum->mem_act += y->mem_act;
+		inputs += s->cl->cut_bytes[x] * s->elem_scale / d;
+		widest = fmax(widest, y->mem_act);
+	}
+	if (recompute) {
+		sum->t_mb *= 4.0 / 3.0;
+		sum->mem_act = inputs;
+		sum->mem_once = widest;
+	}
+	sum->ok = true;
+	return true;
+}
+
+/* The config index and recomputation of the DP's (mesh, config). */
+static int config_of(const struct search *s, int m, int c, bool *recompute)
+{
+	*recompute = c & 1;
+	return s->cfg_of[m * s->maxc + c / 2];
+}
+
+/* Activation forward and its gradient backward across the cut after
+ * layer r, sent by a stage of d devices: each byte once, spread over the
+ * senders, over NVLink inside a node and the NICs between nodes. */
+static double xfer_time(const struct search *s, int r, int d)
+{
+	if (r + 1 >= s->L)
+		return 0;
+	double bytes = s->cl->cut_bytes[r + 1] * s->elem_scale * (s->env->train ? 2 : 1);
+	const struct cost_link *ln = d >= s->dpn ? &s->inter : &s->intra;
+	return ln->latency + bytes / (ln->bw * d);
+}
+
+static bool fits(void *ctx, int l, int r, int m, int c, int after)
+{
+	const struct search *s = ctx;
+	bool rc;
+	int k = config_of(s, m, c, &rc);
+	struct inter_layer_cost sum;
+	if (k < 0 || !range(s, l, r, k, rc, &sum))
+		return false;
+	double inflight = fmin(s->m, after + 1);
+	return sum.mem_state + inflight * sum.mem_act + sum.mem_once <= s->env->mem_limit;
+}
+
+/* Times one stage assignment under each schedule; fills p if it beats it. */
+static void try_schedules(const struct search *s, const struct stage_dp_result *dr, int64_t b, double fwd_flops,
+			  struct inter_plan *best, bool *have)
+{
+	int np = dr->nstages;
+	double t[64], sync = 0, p2p = 0;
+	struct inter_layer_cost sum[64];
+	if (np > 64)
+		return;
+	bool recompute[64];
+	for (int i = 0; i < np; i++) {
+		const struct stage_dp_stage *st = &dr->stages[i];
+		int k = config_of(s, st->mesh, st->config, &recompute[i]);
+		range(s, st->first, st->last, k, recompute[i], &sum[i]);
+		t[i] = sum[i].t_mb;
+		sync = fmax(sync, sum[i].t_sync);
+		p2p = fmax(p2p, xfer_time(s, st->last, s->cfg[k].n0 * s->cfg[k].n1));
+	}
+	/* 1F1B first: on ties (one stage) it is the canonical answer */
+	static const int order[COST_SCHED_COUNT] = { COST_SCHED_1F1B, COST_SCHED_GPIPE, COST_SCHED_INTERLEAVED };
+	for (int oi = 0; oi < COST_SCHED_COUNT; oi++) {
+		int sch = order[oi];
+		int v = sch == COST_SCHED_INTERLEAVED ? 2 : 1;
+		if (sch == COST_SCHED_INTERLEAVED) {
+			bool ok = np > 1 && s->m % np == 0;
+			for (int i = 0; i < np && ok; i++)
+				ok = dr->stages[i].last > dr->stages[i].first;
+			if (!ok)
+				continue;
+		}
+		double T = cost_pipeline_time((enum cost_sched)sch, np, s->m, v, t, np > 1 ? p2p : 0) + sync;
+		double peak = 0;
+		bool ok = true;
+		for (int i = 0; i < np; i++) {
+			double inflight = cost_inflight((enum cost_sched)sch, np, s->m, v, i);
+			double mem = sum[i].mem_state + inflight * sum[i].mem_act + sum[i].mem_once;
+			ok &= mem <= s->env->mem_limit;
+			peak = fmax(peak, mem);
+		}
+		if (!ok)
+			continue;
+		if (*have && (T > best->step_time * (1 + 1e-9) ||
+			      (T >= best->step_time * (1 - 1e-9) && peak >= best->mem_peak)))
+			continue;
+		struct inter_stage *stages = ir_calloc((size_t)np, sizeof *stages);
+		if (!stages)
+			return;
+		for (int i = 0; i < np; i++) {
+			const struct stage_dp_stage *st = &dr->stages[i];
+			bool rc_;
+			int k = config_of(s, st->mesh, st->config, &rc_);
+			stages[i] = (struct inter_stage){
+				.recompute = rc_, .mem_once = sum[i].mem_once,
+				.layer_first = st->first, .layer_last = st->last,
+				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
+				.rows = s->cfg[k].rows, .cols = s->cfg[k].cols, .n0 = s->cfg[k].n0, .n1 = s->cfg[k].n1,
+				.t_mb = sum[i].t_mb, .t_sync = sum[i].t_sync,
+				.t_xfer = i + 1 < np ? xfer_time(s, st->last, s->cfg[k].n0 * s->cfg[k].n1) : 0,
+				.mem_state = sum[i].mem_state, .mem_act = sum[i].mem_act,
+				.inflight = cost_inflight((enum cost_sched)sch, np, s->m, v, i),
+			};
+			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act + sum[i].mem_once;
+		}
+		ir_free(best->stages);
+		best->stages = stages;
+		best->nstages = np;
+		best->nlayers = s->L;
+		best->micro = s->m;
+		best->micro_batch = b;
+		best->batch = b * s->m;
+		best->sched = (enum cost_sched)sch;
+		best->v = v;
+		best->step_time = T;
+		best->mem_peak = peak;
+		best->samples_per_s = (double)best->batch / T;
+		struct cost_device dev;
+		cost_cluster_effective(s->c, &dev, NULL, NULL, NULL);
+		int prec = s->env->prec >= 0 ? s->env->prec : (int)cost_default_prec(&dev);
+		double flops = fwd_flops * (s->env->train ? 3 : 1) * s->m;
+		best->mfu = flops / (T * s->c->ndevices * cost_device_peak(&dev, (enum cost_prec)prec));
+		*have = true;
+	}
+}
+
+/* Micro-batch sizes to try for global batch B: the static batch, or
+ * powers of two dividing B and B itself, largest first. */
+static int batch_candidates(const struct inter_opts *o, int64_t B, int64_t *cand, int max)
+{
+	int n = 0;
+	if (o->static_batch > 0) {
+		cand[n++] = o->static_batch;
+		return n;
+	}
+	if (o->micro > 0) {
+		cand[n++] = B / o->micro;
+		return n;
+	}
+	cand[n++] = B;
+	for (int64_t b = (int64_t)1 << 40; b >= 1 && n < max; b >>= 1)
+		if (b < B && B % b == 0)
+			cand[n++] = b;
+	return n;
+}
+
+static int check_batch(const struct inter_opts *o, int64_t *B)
+{
+	int64_t b0 = o->static_batch;
+	if (*B == 0)
+		*B = b0 > 0 ? b0 * (o->micro > 0 ? o->micro : 1) : 0;
+	if (*B <= 0)
+		return ir_errorf(-EINVAL, "the model's batch dimension is symbolic: give --batch B (samples per step)");
+	if (b0 > 0 && *B % b0)
+		return ir_errorf(-EINVAL, "--batch %lld is not a multiple of the model's batch %lld (the micro-batch "
+				 "size): the nearest valid are %lld and %lld", (long long)*B, (long long)b0,
+				 (long long)(*B > b0 ? *B / b0 * b0 : b0), (long long)((*B / b0 + 1) * b0));
+	if (b0 > 0 && o->micro > 0 && *B != b0 * o->micro)
+		return ir_errorf(-EINVAL, "--batch %lld with %d micro-batches of the model's %lld samples: the batch "
+				 "would be %lld", (long long)*B, o->micro, (long long)b0, (long long)(b0 * o->micro));
+	if (b0 == 0 && o->micro > 0 && *B % o->micro) {
+		int64_t lo = *B / o->micro * o->micro;
+		return ir_errorf(-EINVAL, "--batch %lld does not split into %d micro-batches: the nearest valid "
+				 "batches are %lld and %lld", (long long)*B, o->micro,
+				 (long long)(lo ? lo : o->micro), (long long)(lo + o->micro));
+	}
+	return 0;
+}
+
+static double graph_flops(const struct ir_graph *g)
+{
+	double f = 0;
+	for (int i = 0; i < ir_graph_nnodes(g); i++)
+		f += ir_node_flops(ir_graph_node(g, i));
+	return f;
+}
+
+/* One micro-batch size: cluster, cost, DP; improves *best. */
+static int search_one(const struct inter_env *env, const struct inter_opts *o, int64_t b, int m,
+		      const struct inter_config *cfg, int ncfg, const int *mesh_dev, int nmesh,
+		      struct inter_plan *best, bool *have, double *least_mem)
+{
+	struct ir_graph *g = o->load(o->ctx, b);
+	if (!g)
+		return ir_error_code() ? ir_error_code() : -EINVAL;
+	struct cluster_opts co;
+	struct cluster_result cl;
+	cluster_opts_init(&co);
+	co.layers = o->layers;
+	int rc = cluster_layers(g, &co, &cl);
+	if (rc < 0) {
+		ir_graph_free(g);
+		return rc;
+	}
+	int L = cl.nlayers, maxc = 0, nsolved = 0;
+	for (int k = 0, run = 0; k < ncfg; k++) {
+		run = k > 0 && cfg[k].mesh == cfg[k - 1].mesh ? run + 1 : 1;
+		maxc = run > maxc ? run : maxc;
+	}
+	struct inter_layer_cost *cost = ir_calloc((size_t)L * (size_t)ncfg, sizeof *cost);
+	int *cfg_of = ir_malloc(sizeof *cfg_of * (size_t)(nmesh * maxc));
+	int nx = nmesh * maxc * 2; /* (mesh, config, recompute) */
+	double *t = ir_malloc(sizeof *t * (size_t)L * (size_t)L * (size_t)nx);
+	double *xf = ir_malloc(sizeof *xf * (size_t)L * (size_t)nmesh);
+	if (!cost || !cfg_of || !t || !xf)
+		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
+	if (rc == 0)
+		rc = inter_layer_costs(env, g, &cl, ncfg, cfg, cost, &nsolved);
+	struct search s = { .env = env, .c = env->c, .cl = &cl, .ncfg = ncfg, .nmesh = nmesh, .maxc = maxc,
+			    .L = L, .m = m, .cfg = cfg, .cost = cost, .cfg_of = cfg_of,
+			    .elem_scale = 1 };
+	cost_cluster_effective(env->c, NULL, &s.intra, &s.inter, &s.dpn);
+	if (rc == 0) {
+		struct cost_device dev;
+		cost_cluster_effective(env->c, &dev, NULL, NULL, NULL);
+		int prec = env->prec >= 0 ? env->prec : (int)cost_default_prec(&dev);
+		s.elem_scale = prec == COST_PREC_BF16 || prec == COST_PREC_F16 || prec == COST_PREC_FP8 ? 0.5 : 1;
+		for (int x = 0; x < nmesh * maxc; x++)
+			cfg_of[x] = -1;
+		for (int k = 0, run = 0; k < ncfg; k++) {
+			run = k > 0 && cfg[k].mesh == cfg[k - 1].mesh ? run + 1 : 0;
+			cfg_of[cfg[k].mesh * maxc + run] = k;
+		}
+		for (int l = 0; l < L; l++)
+			for (int r = 0; r < L; r++)
+				for (int x = 0; x < nx; x++) {
+					struct inter_layer_cost sum;
+					bool rec;
+					int k = config_of(&s, x / (2 * maxc), x % (2 * maxc), &rec);
+					double *at = &t[((size_t)l * (size_t)L + (size_t)r) * (size_t)nx + (size_t)x];
+					*at = r >= l && k >= 0 && range(&s, l, r, k, rec, &sum) ? sum.t_mb + sum.t_sync / m
+												: INFINITY;
+					if (r == L - 1 && l == 0 && isfinite(*at))
+						*least_mem = fmin(*least_mem, sum.mem_state + sum.mem_act + sum.mem_once);
+				}
+		for (int r = 0; r < L; r++)
+			for (int x = 0; x < nmesh; x++)
+				xf[r * nmesh + x] = r + 1 < L ? xfer_time(&s, r, mesh_dev[x]) : 0;
+		struct stage_dp_problem p = {
+			.nlayers = L, .nmeshes = nmesh, .mesh_devices = mesh_dev, .nconfigs = 2 * maxc,
+			.ndevices = env->c->ndevices, .nmicro = m, .t = t, .xfer = xf, .fits = fits, .ctx = &s,
+		};
+		struct stage_dp_result dr;
+		int drc = stage_dp_solve(&p, &dr);
+		if (drc == 0) {
+			try_schedules(&s, &dr, b, graph_flops(g), best, have);
+			stage_dp_result_free(&dr);
+		} else if (drc != -ENOSPC) {
+			rc = ir_errorf(drc, "stage DP: %s", shard_error());
+		}
+	}
+	best->nsolved += nsolved;
+	ir_free(cost);
+	ir_free(cfg_of);
+	ir_free(t);
+	ir_free(xf);
+	cluster_result_free(&cl);
+	ir_graph_free(g);
+	return rc;
+}
+
+int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	double t0 = now();
+	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal };
+	struct cost_device dev;
+	cost_cluster_effective(c, &dev, NULL, NULL, NULL);
+	int prec = o->prec >= 0 ? o->prec : (int)cost_default_prec(&dev);
+	bool mixed = prec == COST_PREC_BF16 || prec == COST_PREC_F16 || prec == COST_PREC_FP8;
+	cost_state_bytes_per_param(o->optim, mixed, &env.state);
+	env.mem_limit = o->mem_limit > 0 ? o->mem_limit : 0.9 * dev.mem_bytes;
+	if (o->micro < 0 || o->layers < 0)
+		return ir_errorf(-EINVAL, "micro-batches %d and layers %d must not be negative", o->micro, o->layers);
+	int64_t B = o->batch;
+	int rc = check_batch(o, &B);
+	if (rc < 0)
+		return rc;
+	struct inter_config *cfg = ir_calloc(MAX_CONFIGS, sizeof *cfg);
+	int mesh_dev[MAX_SUBMESH], nmesh;
+	if (!cfg)
+		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
+	int ncfg = configs(c, cfg, mesh_dev, &nmesh);
+	int64_t cand[48];
+	int nc = batch_candidates(o, B, cand, 48);
+	bool have = false;
+	double least = INFINITY;
+	for (int i = 0; i < nc && rc == 0; i++) {
+		int m = (int)(B / cand[i]);
+		rc = search_one(&env, o, cand[i], m, cfg, ncfg, mesh_dev, nmesh, p, &have, &least);
+	}
+	ir_free(cfg);
+	if (rc == 0 && !have) {
+		if (isfinite(least))
+			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: the least memory any plan found "
+					   "needs is %.2f GiB per device (one micro-batch in flight), the limit is %.2f GiB",
+					c->name, least / (1 << 30), env.mem_limit / (1 << 30));
+		else
+			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: some layer fits no sub-mesh's "
+					   "%.2f GiB per device, even fully sharded", c->name, env.mem_limit / (1 << 30));
+	}
+	if (rc < 0) {
+		inter_plan_free(p);
+		return rc;
+	}
+	p->devices = c->ndevices;
+	p->mem_limit = env.mem_limit;
+	p->search_s = now() - t0;
+	return 0;
+}

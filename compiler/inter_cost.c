@@ -1,0 +1,216 @@
+/*
+ * inter_cost.c: what the inter-op pass's DP reads: per layer, per sub-mesh
+ * and logical mesh, the intra-op pass's plan of that layer alone: its
+ * per-micro-batch time (without the once-per-step gradient reduction,
+ * kept apart), the bytes of parameters, gradients and optimizer state per
+ * device, and the activation bytes one micro-batch adds at the peak.
+ *
+ * A layer becomes a graph of its own (inputs: the values it reads from
+ * earlier layers; outputs: the values later ones read); layers whose text
+ * form, names left out, is the same (a transformer's blocks) are solved
+ * once. A layer range's costs are the sums of its layers' (the same plan
+ * per layer, no resharding between them: exact for repeated blocks).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/inter_internal.h"
+
+/* Nodes [first, last) of g as a graph of their own. sig: param data and
+ * names left out, for the text signature. */
+static struct ir_graph *extract(const struct ir_graph *g, int first, int last, bool sig)
+{
+	int nv = ir_graph_nvalues(g), k = ir_graph_nnodes(g);
+	struct ir_graph *s = ir_graph_new();
+	struct ir_value **map = ir_calloc((size_t)nv + 1, sizeof *map);
+	bool *used_after = ir_calloc((size_t)nv + 1, sizeof *used_after);
+	struct ir_value **in = NULL;
+	int cap = 0, rc = s && map && used_after ? 0 : -ENOMEM;
+	for (int i = last; rc == 0 && i < k; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nin; j++)
+			used_after[n->in[j]->id] = true;
+	}
+	for (int o = 0; rc == 0 && o < ir_graph_noutputs(g); o++)
+		used_after[ir_graph_output(g, o)->id] = true;
+	for (int i = first; rc == 0 && i < last; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		if (n->nin > cap) {
+			cap = n->nin * 2;
+			ir_free(in);
+			if (!(in = ir_malloc(sizeof *in * (size_t)cap))) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		for (int j = 0; j < n->nin && rc == 0; j++) {
+			const struct ir_value *v = n->in[j];
+			if (!map[v->id]) {
+				const char *name = sig ? NULL : v->name;
+				if (v->kind == IR_VAL_PARAM) {
+					struct ir_data d = v->data;
+					if (sig)
+						d = (struct ir_data){ .path = "p", .nbytes = v->data.nbytes };
+					map[v->id] = ir_graph_add_param(s, name, v->dtype, &v->shape, &d);
+					if (map[v->id])
+						map[v->id]->buffer = v->buffer;
+				} else if (v->kind == IR_VAL_NODE && v->def->op == IR_OP_CONSTANT) {
+					struct ir_node *c = ir_graph_add_node(s, IR_OP_CONSTANT, NULL, 0, NULL, &v->def->a);
+					map[v->id] = c ? c->out[0] : NULL;
+				} else {
+					map[v->id] = ir_graph_add_input(s, name, v->dtype, &v->shape);
+				}
+				if (!map[v->id])
+					rc = -ENOMEM;
+			}
+			if (rc == 0)
+				in[j] = map[v->id];
+		}
+		if (rc < 0)
+			break;
+		struct ir_node *m = ir_graph_add_node(s, n->op, sig ? NULL : n->name, n->nin, in, &n->a);
+		if (!m) {
+			rc = -EINVAL;
+			break;
+		}
+		for (int j = 0; j < n->nout; j++)
+			map[n->out[j]->id] = m->out[j];
+	}
+	for (int i = first; rc == 0 && i < last; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nout && rc == 0; j++)
+			if (used_after[n->out[j]->id])
+				rc = ir_graph_add_output(s, map[n->out[j]->id], NULL);
+	}
+	ir_free(in);
+	ir_free(map);
+	ir_free(used_after);
+	if (rc < 0) {
+		ir_graph_free(s);
+		if (!ir_error_code() || rc == -ENOMEM)
+			ir_errorf(rc, "out of memory extracting layer nodes %d..%d", first, last - 1);
+		return NULL;
+	}
+	return s;
+}
+
+static char *signature(const struct ir_graph *g, int first, int last)
+{
+	struct ir_graph *s = extract(g, first, last, true);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = s ? open_memstream(&text, &len) : NULL;
+	if (f) {
+		ir_print(s, f);
+		fclose(f);
+	}
+	ir_graph_free(s);
+	return text;
+}
+
+/* The gradient reductions (once per step) among the plan's collectives:
+ * backward collectives on a parameter operand. */
+static double sync_time(const struct ir_graph *s, const struct intra_result *r)
+{
+	double t = 0;
+	for (int i = 0; i < r->nevents; i++) {
+		const struct intra_event *e = &r->events[i];
+		if (e->bwd && e->operand >= 0 && ir_graph_node(s, e->node)->in[e->operand]->kind == IR_VAL_PARAM)
+			t += e->t;
+	}
+	return t;
+}
+
+/* Parameter, gradient and optimizer bytes per device under the plan. */
+static double state_bytes(const struct ir_graph *s, const struct inter_env *env)
+{
+	int n0, n1;
+	ir_graph_mesh(s, &n0, &n1);
+	double b = 0;
+	for (int i = 0; i < ir_graph_nparams(s); i++) {
+		const struct ir_value *p = ir_graph_param(s, i);
+		double n = (double)ir_shape_numel(&p->shape);
+		for (int d = 0; d < p->shape.rank && p->sharded; d++)
+			n /= ir_sharding_pieces(p->sharding.dim[d], n0, n1);
+		if (!ir_dtype_is_float(p->dtype) || p->buffer || !env->train)
+			b += n * (double)ir_dtype_size(p->dtype);
+		else
+			b += n * (env->state.params + env->state.grads + env->state.optim);
+	}
+	return b;
+}
+
+static int solve_layer(const struct inter_env *env, const struct ir_graph *g, int first, int last,
+		       const struct inter_config *cfg, struct inter_layer_cost *out)
+{
+	struct ir_graph *s = extract(g, first, last, false);
+	if (!s)
+		return -ENOMEM;
+	struct intra_opts o;
+	intra_opts_init(&o);
+	o.n0 = cfg->n0;
+	o.n1 = cfg->n1;
+	o.train = env->train;
+	o.optim = env->optim;
+	o.prec = env->prec;
+	o.mem_limit = env->mem_limit;
+	o.cal = env->cal;
+	o.time_limit = 2;
+	struct intra_result r;
+	int rc = intra_pass(s, env->c, &o, &r);
+	if (rc == -ENOSPC) { /* does not fit this mesh: not a choice */
+		out->ok = false;
+		ir_graph_free(s);
+		return 0;
+	}
+	if (rc == 0) {
+		out->ok = true;
+		out->t_sync = sync_time(s, &r);
+		out->t_mb = r.t_total - out->t_sync;
+		out->mem_state = state_bytes(s, env);
+		out->mem_act = fmax(r.mem_peak - out->mem_state, 0);
+		intra_result_free(&r);
+	}
+	ir_graph_free(s);
+	return rc;
+}
+
+int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
+		      int ncfg, const struct inter_config *cfg, struct inter_layer_cost *cost, int *nsolved)
+{
+	int L = cl->nlayers, rc = 0;
+	char **sig = ir_calloc((size_t)L, sizeof *sig);
+	int *same = ir_malloc(sizeof *same * (size_t)(L + 1));
+	if (!sig || !same) {
+		ir_free(sig);
+		ir_free(same);
+		return ir_errorf(-ENOMEM, "out of memory costing layers");
+	}
+	*nsolved = 0;
+	for (int l = 0; l < L && rc == 0; l++) {
+		sig[l] = signature(g, cl->first[l], cl->first[l + 1]);
+		same[l] = l;
+		for (int k = 0; k < l && sig[l]; k++)
+			if (sig[k] && !strcmp(sig[k], sig[l])) {
+				same[l] = k;
+				break;
+			}
+		for (int c = 0; c < ncfg && rc == 0; c++) {
+			struct inter_layer_cost *x = &cost[(size_t)l * (size_t)ncfg + (size_t)c];
+			if (same[l] != l) {
+				*x = cost[(size_t)same[l] * (size_t)ncfg + (size_t)c];
+				continue;
+			}
+			rc = solve_layer(env, g, cl->first[l], cl->first[l + 1], &cfg[c], x);
+			(*nsolved)++;
+		}
+	}
+	for (int l = 0; l < L; l++)
+		free(sig[l]);
+	ir_free(sig);
+	ir_free(same);
+	return rc;
+}

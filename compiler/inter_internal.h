@@ -1,0 +1,43 @@
+/*
+ * inter_internal.h: shared by the inter-op pass's files (inter.c, the
+ * search; inter_cost.c, per-layer costs from the intra-op pass;
+ * inter_print.c, --explain) and nothing else.
+ */
+#ifndef PCC_INTER_INTERNAL_H
+#define PCC_INTER_INTERNAL_H
+
+#include "compiler/compiler.h"
+
+/* What every intra-op solve of the search shares. */
+struct inter_env {
+	const struct cost_cluster *c;
+	bool train;
+	enum cost_optim optim;
+	int prec;                 /* enum cost_prec or -1 */
+	double mem_limit;         /* bytes per device */
+	const struct cost_calib *cal;
+	struct cost_state_bytes state; /* per parameter */
+};
+
+/* One (sub-mesh, logical mesh) choice: the DP's (m, c) flattened. */
+struct inter_config {
+	int mesh;                 /* index into the sub-mesh list */
+	int rows, cols;           /* the sub-mesh: nodes x devices */
+	int n0, n1;               /* its logical mesh */
+};
+
+struct inter_layer_cost {
+	bool ok;                  /* a plan fits device memory */
+	double t_mb;              /* s per micro-batch, forward and backward */
+	double t_sync;            /* s per step: gradient reduction */
+	double mem_state;         /* bytes per device: params, grads, optimizer */
+	double mem_act;           /* bytes per device one micro-batch adds */
+	double mem_once;          /* bytes per device held once (recomputation's working set) */
+};
+
+/* cost[l * ncfg + c] for every layer of cl and config; identical layers
+ * solved once (*nsolved counts the solves). */
+int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
+		      int ncfg, const struct inter_config *cfg, struct inter_layer_cost *cost, int *nsolved);
+
+#endif

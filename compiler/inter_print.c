@@ -1,0 +1,45 @@
+/*
+ * inter_print.c: `pcc MODEL --cluster C --explain`: the automatic plan in
+ * words: every stage with its layers, sub-mesh and logical mesh, the
+ * schedule and micro-batches, the predicted step time, throughput, MFU
+ * and memory per device.
+ */
+#include <stdio.h>
+
+#include "compiler/compiler.h"
+
+static double gib(double b)
+{
+	return b / (1 << 30);
+}
+
+int inter_explain(const struct inter_plan *p, FILE *f)
+{
+	fprintf(f, "plan: %d stage%s over %d devices, %d layers; schedule %s", p->nstages,
+		p->nstages == 1 ? "" : "s", p->devices, p->nlayers, cost_sched_name(p->sched));
+	if (p->sched == COST_SCHED_INTERLEAVED)
+		fprintf(f, " (%d chunks per device)", p->v);
+	fprintf(f, ", %d micro-batch%s of %lld (batch %lld)\n", p->micro, p->micro == 1 ? "" : "es",
+		(long long)p->micro_batch, (long long)p->batch);
+	fprintf(f, "  stage  layers   nodes          sub-mesh  logical  per micro-batch  transfer   grad sync  "
+		   "memory/device\n");
+	for (int i = 0; i < p->nstages; i++) {
+		const struct inter_stage *s = &p->stages[i];
+		char layers[32], nodes[32], sub[16], mesh[16];
+		snprintf(layers, sizeof layers, "%d-%d", s->layer_first, s->layer_last);
+		snprintf(nodes, sizeof nodes, "%d-%d", s->node_first, s->node_last - 1);
+		snprintf(sub, sizeof sub, "%dx%d", s->rows, s->cols);
+		snprintf(mesh, sizeof mesh, "%dx%d", s->n0, s->n1);
+		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.2f GiB (%.2f state + %.1f x %.2f",
+			i, layers, nodes, sub, mesh, s->t_mb * 1e3, s->t_xfer * 1e3, s->t_sync * 1e3, gib(s->mem),
+			gib(s->mem_state), s->inflight, gib(s->mem_act));
+		if (s->recompute)
+			fprintf(f, " + %.2f; recomputed", gib(s->mem_once));
+		fprintf(f, ")\n");
+	}
+	fprintf(f, "step time %.3f ms, throughput %.4g samples/s, MFU %.1f%%\n", p->step_time * 1e3,
+		p->samples_per_s, 100 * p->mfu);
+	fprintf(f, "memory per device: peak %.2f GiB of %.2f GiB\n", gib(p->mem_peak), gib(p->mem_limit));
+	fprintf(f, "search: %.3f s, %d intra-op solves\n", p->search_s, p->nsolved);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,170 @@
+/*
+ * test_inter.c: layer clustering and the inter-op pass (the automatic
+ * plan) on generated models:
+ *   - a GPT of identical blocks cuts at block boundaries, where one
+ *     activation [batch, seq, hidden] crosses, into layers of equal FLOPs;
+ *   - a model that fits one device gets one stage (no pipeline), and a
+ *     pipeline is never chosen where one stage is as fast;
+ *   - a cluster too small gets "does not fit" with the memory found and
+ *     the limit; a batch the micro-batches cannot split gets the nearest
+ *     valid batches.
+ *
+ * Usage: test_inter MODELGEN (the pcc-modelgen executable).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+#include "tap.h"
+
+static const char *modelgen;
+static char tmpdir[] = "/tmp/pcc-test-inter-XXXXXX";
+
+/* path of a generated model (written once per name). */
+static const char *generated(const char *model, const char *extra, char *path, size_t n)
+{
+	char cmd[1024];
+	snprintf(path, n, "%s/%s.onnx", tmpdir, model);
+	snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' %s >/dev/null", modelgen, model, path, extra);
+	if (system(cmd) != 0) {
+		TAP_DIAG("failed: %s", cmd);
+		return NULL;
+	}
+	return path;
+}
+
+static struct ir_graph *import(const char *path)
+{
+	struct ir_graph *g = path ? onnx_import(path, NULL, NULL) : NULL;
+	if (path && !g)
+		TAP_DIAG("%s", ir_error());
+	return g;
+}
+
+static void test_cluster_gpt(void)
+{
+	char path[256];
+	enum { B = 2, S = 64, H = 768, BLOCKS = 6 };
+	struct ir_graph *g = import(generated("gpt3-125m", "--batch 2 --seq 64 --layers 6 --vocab 64", path, sizeof path));
+	if (!TAP_OK(g, "GPT (6 blocks) generated and imported"))
+		return;
+	struct cluster_opts o;
+	struct cluster_result r;
+	cluster_opts_init(&o);
+	o.layers = BLOCKS;
+	int rc = cluster_layers(g, &o, &r);
+	double act = (double)B * S * H * 4; /* one f32 activation */
+	TAP_OK(rc == 0 && r.nlayers == BLOCKS, "6 layers asked, 6 given (%s)", rc ? ir_error() : "");
+	if (rc == 0) {
+		TAP_OK(r.max_cut == act && r.sum_cut == (BLOCKS - 1) * act,
+		       "every cut crosses one activation: max %.0f, sum %.0f bytes (want %.0f, %.0f)", r.max_cut,
+		       r.sum_cut, act, (BLOCKS - 1) * act);
+		/* the blocks between the first (embeddings) and last (head) are identical */
+		bool same = true;
+		for (int l = 2; l < BLOCKS - 1; l++)
+			same &= fabs(r.flops[l] - r.flops[1]) <= 1e-9 * r.flops[1];
+		TAP_OK(same && r.first[0] == 0 && r.first[BLOCKS] == ir_graph_nnodes(g),
+		       "inner layers have equal FLOPs (%.4g) and the layers cover all %d nodes", r.flops[1],
+		       ir_graph_nnodes(g));
+		cluster_result_free(&r);
+	}
+	/* automatic: a third of the heavy ops, capped */
+	o.layers = 0;
+	o.max_layers = 4;
+	rc = cluster_layers(g, &o, &r);
+	TAP_OK(rc == 0 && r.nlayers == 4 && r.max_cut <= 2 * act,
+	       "automatic layer count respects max_layers (%d) and cuts where little crosses (max %.0f)",
+	       rc ? -1 : r.nlayers, rc ? 0 : r.max_cut);
+	if (rc == 0)
+		cluster_result_free(&r);
+	o.layers = 100000;
+	rc = cluster_layers(g, &o, &r);
+	TAP_OK(rc == -EINVAL && strstr(ir_error(), "100000 layers asked"), "too many layers: %s", ir_error());
+	ir_graph_free(g);
+}
+
+struct loader {
+	const char *path;
+};
+
+static struct ir_graph *load_static(void *ctx, int64_t b)
+{
+	(void)b;
+	return onnx_import(((struct loader *)ctx)->path, NULL, NULL);
+}
+
+static void test_one_stage(void)
+{
+	char path[256];
+	struct loader ld = { generated("gpt3-125m", "--batch 8 --seq 128 --layers 4", path, sizeof path) };
+	struct cost_cluster c;
+	struct inter_opts o;
+	struct inter_plan p;
+	if (!TAP_OK(ld.path && cost_cluster_parse("1x8:v100", &c) == 0, "small GPT and cluster ready"))
+		return;
+	inter_opts_init(&o);
+	o.train = true;
+	o.load = load_static;
+	o.ctx = &ld;
+	o.static_batch = 8;
+	int rc = inter_pass(&c, &o, &p);
+	TAP_OK(rc == 0 && p.nstages == 1 && p.micro == 1 && p.stages[0].rows * p.stages[0].cols == 8,
+	       "a small model, one micro-batch: one stage on all 8 devices, no pipeline (%s)",
+	       rc ? ir_error() : "");
+	if (rc == 0) {
+		TAP_OK(p.step_time > 0 && p.mfu > 0 && p.mfu < 1 && p.mem_peak <= p.mem_limit,
+		       "step %.3f ms, MFU %.3f, peak %.3f GiB within the limit", p.step_time * 1e3, p.mfu,
+		       p.mem_peak / (1 << 30));
+		inter_plan_free(&p);
+	}
+	/* batch not a multiple of the model's (static) batch */
+	o.batch = 20;
+	rc = inter_pass(&c, &o, &p);
+	TAP_OK(rc == -EINVAL && strstr(ir_error(), "nearest valid are 16 and 24"), "batch 20 of 8s: %s",
+	       ir_error());
+}
+
+static void test_does_not_fit(void)
+{
+	char path[256];
+	struct loader ld = { generated("gpt3-6.7b", "--batch 1 --seq 512 --layers 16", path, sizeof path) };
+	struct cost_cluster c;
+	struct inter_opts o;
+	struct inter_plan p;
+	if (!TAP_OK(ld.path && cost_cluster_parse("1x2:v100-16g", &c) == 0, "GPT 6.7B (16 blocks), 2 V100s"))
+		return;
+	inter_opts_init(&o);
+	o.train = true;
+	o.load = load_static;
+	o.ctx = &ld;
+	o.static_batch = 1;
+	int rc = inter_pass(&c, &o, &p);
+	TAP_OK(rc == -ENOSPC && strstr(ir_error(), "does not fit cluster 1x2:v100-16g") &&
+		       strstr(ir_error(), "GiB per device"),
+	       "too small a cluster: %s", ir_error());
+	if (rc == 0)
+		inter_plan_free(&p);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_inter MODELGEN\n");
+		return 2;
+	}
+	modelgen = argv[1];
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_cluster_gpt();
+	test_one_stage();
+	test_does_not_fit();
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		TAP_DIAG("could not remove %s", tmpdir);
+	return tap_done();
+}
