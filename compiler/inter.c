@@ -144,12 +144,50 @@ static bool fits(void *ctx, int l, int r, int m, int c, int after)
 	return sum.mem_state + inflight * sum.mem_act + sum.mem_once <= s->env->mem_limit;
 }
 
-/* Times one stage assignment under each schedule; fills p if it beats it. */
+/* Runs schedule (sch, v) of the stages on the simulator: a backward takes
+ * twice its forward; interleaved splits each stage into v equal chunks.
+ * Fills the step time (without the gradient reduction) and per stage the
+ * micro-batches held at the peak. -EINVAL: no such schedule. */
+static int simulate(const struct search *s, int np, const struct inter_layer_cost *sum, const double *xf,
+		    enum cost_sched sch, int v, double *T, double *inflight)
+{
+	int nv = np * v, rc;
+	struct sched sc;
+	struct sched_sim sim = { 0 };
+	double *buf = ir_calloc((size_t)nv * 4 + (size_t)np, sizeof *buf);
+	if (!buf)
+		return ir_errorf(-ENOMEM, "out of memory simulating a schedule");
+	double *tf = buf, *tb = buf + nv, *act = buf + 2 * nv, *x = buf + 3 * nv, *st = buf + 4 * nv;
+	for (int k = 0; k < nv; k++) {
+		int i = k % np;
+		tf[k] = sum[i].t_mb / 3 / v;
+		tb[k] = 2 * tf[k];
+		act[k] = v > 1 ? 1.0 / v : 1; /* in units of the stage's micro-batch */
+		x[k] = xf[i];
+	}
+	rc = sched_build(sch, np, s->m, v, &sc);
+	struct sched_costs c = { .t_fwd = tf, .t_bwd = tb, .t_xfer = nv > 1 ? x : NULL, .act_bytes = act,
+				 .static_bytes = st };
+	if (rc == 0)
+		rc = sched_simulate(&sc, &c, &sim);
+	if (rc == 0) {
+		*T = sim.step_time;
+		for (int i = 0; i < np; i++)
+			inflight[i] = sim.peak_bytes[i];
+	}
+	sched_sim_free(&sim);
+	sched_free(&sc);
+	ir_free(buf);
+	return rc;
+}
+
+/* Times one stage assignment under each schedule (simulated); fills best
+ * when it beats it. */
 static void try_schedules(const struct search *s, const struct stage_dp_result *dr, int64_t b, double fwd_flops,
 			  struct inter_plan *best, bool *have)
 {
 	int np = dr->nstages;
-	double t[64], sync = 0, p2p = 0;
+	double xf[64], sync = 0, infl[64];
 	struct inter_layer_cost sum[64];
 	if (np > 64)
 		return;
@@ -158,9 +196,8 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		const struct stage_dp_stage *st = &dr->stages[i];
 		int k = config_of(s, st->mesh, st->config, &recompute[i]);
 		range(s, st->first, st->last, k, recompute[i], &sum[i]);
-		t[i] = sum[i].t_mb;
 		sync = fmax(sync, sum[i].t_sync);
-		p2p = fmax(p2p, xfer_time(s, st->last, s->cfg[k].n0 * s->cfg[k].n1));
+		xf[i] = xfer_time(s, st->last, s->cfg[k].n0 * s->cfg[k].n1);
 	}
 	/* 1F1B first: on ties (one stage) it is the canonical answer */
 	static const int order[COST_SCHED_COUNT] = { COST_SCHED_1F1B, COST_SCHED_GPIPE, COST_SCHED_INTERLEAVED };
@@ -174,12 +211,13 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			if (!ok)
 				continue;
 		}
-		double T = cost_pipeline_time((enum cost_sched)sch, np, s->m, v, t, np > 1 ? p2p : 0) + sync;
-		double peak = 0;
+		double T = 0, peak = 0;
+		if (simulate(s, np, sum, xf, (enum cost_sched)sch, v, &T, infl) < 0)
+			continue;
+		T += sync;
 		bool ok = true;
 		for (int i = 0; i < np; i++) {
-			double inflight = cost_inflight((enum cost_sched)sch, np, s->m, v, i);
-			double mem = sum[i].mem_state + inflight * sum[i].mem_act + sum[i].mem_once;
+			double mem = sum[i].mem_state + infl[i] * sum[i].mem_act + sum[i].mem_once;
 			ok &= mem <= s->env->mem_limit;
 			peak = fmax(peak, mem);
 		}
@@ -201,9 +239,9 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
 				.rows = s->cfg[k].rows, .cols = s->cfg[k].cols, .n0 = s->cfg[k].n0, .n1 = s->cfg[k].n1,
 				.t_mb = sum[i].t_mb, .t_sync = sum[i].t_sync,
-				.t_xfer = i + 1 < np ? xfer_time(s, st->last, s->cfg[k].n0 * s->cfg[k].n1) : 0,
+				.t_xfer = i + 1 < np ? xf[i] : 0,
 				.mem_state = sum[i].mem_state, .mem_act = sum[i].mem_act,
-				.inflight = cost_inflight((enum cost_sched)sch, np, s->m, v, i),
+				.inflight = infl[i],
 			};
 			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act + sum[i].mem_once;
 		}
