@@ -381,6 +381,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		struct stage_dp_problem p = {
 			.nlayers = L, .nmeshes = nmesh, .mesh_devices = mesh_dev, .nconfigs = 2 * maxc,
 			.ndevices = env->c->ndevices, .nmicro = m, .t = t, .xfer = xf, .fits = fits, .ctx = &s,
+			.max_stages = 64, /* try_schedules' arrays */
 		};
 		struct stage_dp_result dr;
 		int drc = stage_dp_solve(&p, &dr);
