@@ -51,9 +51,14 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *o,
 			     struct onnx_model_info *info);
 
 /* The batch dimension: dimension 0 of the first graph input that has one.
- * Symbolic: its name in name[] and *size = 0; static: name[0] = 0 and its
- * size. -EINVAL when no input has a dimension. Reads only the header. */
-int onnx_batch_dim(const char *path, char *name, size_t namelen, int64_t *size);
+ * Symbolic: its name in name[] and *size = 0; static (fixed in the file,
+ * or bound by a --dim binding of o, which may be NULL): name[0] = 0 and
+ * its size. -EINVAL when no input has a dimension. Reads only the header. */
+int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
+		   int64_t *size);
+/* onnx_import with the symbolic batch dimension name (from onnx_batch_dim;
+ * empty or NULL: none) bound to b on top of o's bindings. */
+struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b);
 
 /* TensorProto files (the ONNX backend-test layout input_N.pb/output_N.pb).
  * read: t->data is ir_malloc'd; *name (may be NULL) is ir_malloc'd too. */

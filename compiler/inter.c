@@ -44,44 +44,54 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The sub-meshes and their logical meshes, the same for every
+ * micro-batch size: the DP's (mesh m, config c) is cfg[cfg_of[m * maxc +
+ * c]], the c-th logical mesh of sub-mesh m. */
+struct meshes {
+	int nmesh, ncfg, maxc;
+	int dev[MAX_SUBMESH];             /* devices of sub-mesh m */
+	struct inter_config cfg[MAX_CONFIGS];
+	int cfg_of[MAX_CONFIGS];
+};
+
 /* Logical meshes of a rows x cols sub-mesh: 1 x d, 2 x d/2 (d >= 4) and
  * rows x cols; duplicates dropped. */
-static int configs(const struct cost_cluster *c, struct inter_config *cfg, int *mesh_dev, int *nmesh)
+static void meshes_make(const struct cost_cluster *c, int per_node, struct meshes *ms)
 {
-	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], dpn;
-	cost_cluster_effective(c, NULL, NULL, NULL, &dpn);
-	int nm = stage_submeshes(c->nodes, dpn, rows, cols, MAX_SUBMESH), n = 0;
-	for (int m = 0; m < nm; m++) {
-		int d = rows[m] * cols[m];
+	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], slot[MAX_CONFIGS];
+	memset(ms, 0, sizeof *ms);
+	ms->nmesh = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
+	for (int m = 0; m < ms->nmesh; m++) {
+		int d = rows[m] * cols[m], first = ms->ncfg;
 		int cand[3][2] = { { 1, d }, { 2, d / 2 }, { rows[m], cols[m] } };
-		mesh_dev[m] = d;
+		ms->dev[m] = d;
 		for (int k = 0; k < 3; k++) {
 			if (cand[k][0] * cand[k][1] != d || (k == 1 && d < 4))
 				continue;
 			bool dup = false;
-			for (int j = 0; j < n; j++)
-				dup |= cfg[j].mesh == m && cfg[j].n0 == cand[k][0] && cfg[j].n1 == cand[k][1];
-			if (!dup && n < MAX_CONFIGS)
-				cfg[n++] = (struct inter_config){ m, rows[m], cols[m], cand[k][0], cand[k][1] };
+			for (int j = first; j < ms->ncfg; j++)
+				dup |= ms->cfg[j].n0 == cand[k][0] && ms->cfg[j].n1 == cand[k][1];
+			if (dup || ms->ncfg == MAX_CONFIGS)
+				continue;
+			slot[ms->ncfg] = ms->ncfg - first;
+			ms->cfg[ms->ncfg++] = (struct inter_config){ m, rows[m], cols[m], cand[k][0], cand[k][1] };
+			ms->maxc = ms->ncfg - first > ms->maxc ? ms->ncfg - first : ms->maxc;
 		}
 	}
-	*nmesh = nm;
-	return n;
+	for (int x = 0; x < ms->nmesh * ms->maxc; x++)
+		ms->cfg_of[x] = -1;
+	for (int k = 0; k < ms->ncfg; k++)
+		ms->cfg_of[ms->cfg[k].mesh * ms->maxc + slot[k]] = k;
 }
 
-/* The DP's view: configs flattened per mesh kind (config index c is the
- * k-th logical mesh of mesh m). */
+/* The DP's view of one micro-batch size. */
 struct search {
 	const struct inter_env *env;
 	const struct cost_cluster *c;
 	const struct cluster_result *cl;
-	int ncfg, nmesh, maxc, L, m;
-	const struct inter_config *cfg;
+	const struct meshes *ms;
+	int L, m;
 	const struct inter_layer_cost *cost; /* [L * ncfg] */
-	int *cfg_of;                         /* [nmesh * maxc] -> config index, or -1 */
-	double elem_scale;                   /* cut bytes -> transferred bytes */
-	struct cost_link intra, inter;
-	int dpn;
 };
 
 /* Sums over layers l..r of config k; false when a layer has no plan.
@@ -92,16 +102,16 @@ static bool range(const struct search *s, int l, int r, int k, bool recompute, s
 {
 	memset(sum, 0, sizeof *sum);
 	double inputs = 0, widest = 0;
-	int d = s->cfg[k].n0 * s->cfg[k].n1;
+	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
 	for (int x = l; x <= r; x++) {
-		const struct inter_layer_cost *y = &s->cost[(size_t)x * (size_t)s->ncfg + (size_t)k];
+		const struct inter_layer_cost *y = &s->cost[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
 		if (!y->ok)
 			return false;
 		sum->t_mb += y->t_mb;
 		sum->t_sync += y->t_sync;
 		sum->mem_state += y->mem_state;
 		sum->mem_act += y->mem_act;
-		inputs += s->cl->cut_bytes[x] * s->elem_scale / d;
+		inputs += s->cl->cut_bytes[x] * s->env->elem_scale / d;
 		widest = fmax(widest, y->mem_act);
 	}
 	if (recompute) {
@@ -117,7 +127,7 @@ static bool range(const struct search *s, int l, int r, int k, bool recompute, s
 static int config_of(const struct search *s, int m, int c, bool *recompute)
 {
 	*recompute = c & 1;
-	return s->cfg_of[m * s->maxc + c / 2];
+	return s->ms->cfg_of[m * s->ms->maxc + c / 2];
 }
 
 /* Activation forward and its gradient backward across the cut after
@@ -127,8 +137,8 @@ static double xfer_time(const struct search *s, int r, int d)
 {
 	if (r + 1 >= s->L)
 		return 0;
-	double bytes = s->cl->cut_bytes[r + 1] * s->elem_scale * (s->env->train ? 2 : 1);
-	const struct cost_link *ln = d >= s->dpn ? &s->inter : &s->intra;
+	double bytes = s->cl->cut_bytes[r + 1] * s->env->elem_scale * (s->env->train ? 2 : 1);
+	const struct cost_link *ln = d >= s->env->per_node ? &s->env->inter : &s->env->intra;
 	return ln->latency + bytes / (ln->bw * d);
 }
 
@@ -197,7 +207,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		int k = config_of(s, st->mesh, st->config, &recompute[i]);
 		range(s, st->first, st->last, k, recompute[i], &sum[i]);
 		sync = fmax(sync, sum[i].t_sync);
-		xf[i] = xfer_time(s, st->last, s->cfg[k].n0 * s->cfg[k].n1);
+		xf[i] = xfer_time(s, st->last, s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
 	}
 	/* 1F1B first: on ties (one stage) it is the canonical answer */
 	static const int order[COST_SCHED_COUNT] = { COST_SCHED_1F1B, COST_SCHED_GPIPE, COST_SCHED_INTERLEAVED };
@@ -237,7 +247,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 				.recompute = rc_, .mem_once = sum[i].mem_once,
 				.layer_first = st->first, .layer_last = st->last,
 				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
-				.rows = s->cfg[k].rows, .cols = s->cfg[k].cols, .n0 = s->cfg[k].n0, .n1 = s->cfg[k].n1,
+				.rows = s->ms->cfg[k].rows, .cols = s->ms->cfg[k].cols, .n0 = s->ms->cfg[k].n0, .n1 = s->ms->cfg[k].n1,
 				.t_mb = sum[i].t_mb, .t_sync = sum[i].t_sync,
 				.t_xfer = i + 1 < np ? xf[i] : 0,
 				.mem_state = sum[i].mem_state, .mem_act = sum[i].mem_act,
@@ -257,11 +267,8 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		best->step_time = T;
 		best->mem_peak = peak;
 		best->samples_per_s = (double)best->batch / T;
-		struct cost_device dev;
-		cost_cluster_effective(s->c, &dev, NULL, NULL, NULL);
-		int prec = s->env->prec >= 0 ? s->env->prec : (int)cost_default_prec(&dev);
 		double flops = fwd_flops * (s->env->train ? 3 : 1) * s->m;
-		best->mfu = flops / (T * s->c->ndevices * cost_device_peak(&dev, (enum cost_prec)prec));
+		best->mfu = flops / (T * s->c->ndevices * s->env->peak_flops);
 		*have = true;
 	}
 }
@@ -293,10 +300,13 @@ static int check_batch(const struct inter_opts *o, int64_t *B)
 		*B = b0 > 0 ? b0 * (o->micro > 0 ? o->micro : 1) : 0;
 	if (*B <= 0)
 		return ir_errorf(-EINVAL, "the model's batch dimension is symbolic: give --batch B (samples per step)");
+	if (b0 > 0 && *B < b0)
+		return ir_errorf(-EINVAL, "--batch %lld is smaller than the model's batch %lld (the micro-batch "
+				 "size): the smallest valid is %lld", (long long)*B, (long long)b0, (long long)b0);
 	if (b0 > 0 && *B % b0)
 		return ir_errorf(-EINVAL, "--batch %lld is not a multiple of the model's batch %lld (the micro-batch "
 				 "size): the nearest valid are %lld and %lld", (long long)*B, (long long)b0,
-				 (long long)(*B > b0 ? *B / b0 * b0 : b0), (long long)((*B / b0 + 1) * b0));
+				 (long long)(*B / b0 * b0), (long long)((*B / b0 + 1) * b0));
 	if (b0 > 0 && o->micro > 0 && *B != b0 * o->micro)
 		return ir_errorf(-EINVAL, "--batch %lld with %d micro-batches of the model's %lld samples: the batch "
 				 "would be %lld", (long long)*B, o->micro, (long long)b0, (long long)(b0 * o->micro));
@@ -319,8 +329,7 @@ static double graph_flops(const struct ir_graph *g)
 
 /* One micro-batch size: cluster, cost, DP; improves *best. */
 static int search_one(const struct inter_env *env, const struct inter_opts *o, int64_t b, int m,
-		      const struct inter_config *cfg, int ncfg, const int *mesh_dev, int nmesh,
-		      struct inter_plan *best, bool *have, double *least_mem)
+		      const struct meshes *ms, struct inter_plan *best, bool *have, double *least_mem)
 {
 	struct ir_graph *g = o->load(o->ctx, b);
 	if (!g)
@@ -334,41 +343,22 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		ir_graph_free(g);
 		return rc;
 	}
-	int L = cl.nlayers, maxc = 0, nsolved = 0;
-	for (int k = 0, run = 0; k < ncfg; k++) {
-		run = k > 0 && cfg[k].mesh == cfg[k - 1].mesh ? run + 1 : 1;
-		maxc = run > maxc ? run : maxc;
-	}
-	struct inter_layer_cost *cost = ir_calloc((size_t)L * (size_t)ncfg, sizeof *cost);
-	int *cfg_of = ir_malloc(sizeof *cfg_of * (size_t)(nmesh * maxc));
-	int nx = nmesh * maxc * 2; /* (mesh, config, recompute) */
+	int L = cl.nlayers, nsolved = 0, nx = ms->nmesh * ms->maxc * 2; /* (mesh, config, recompute) */
+	struct inter_layer_cost *cost = ir_calloc((size_t)L * (size_t)ms->ncfg, sizeof *cost);
 	double *t = ir_malloc(sizeof *t * (size_t)L * (size_t)L * (size_t)nx);
-	double *xf = ir_malloc(sizeof *xf * (size_t)L * (size_t)nmesh);
-	if (!cost || !cfg_of || !t || !xf)
+	double *xf = ir_malloc(sizeof *xf * (size_t)L * (size_t)ms->nmesh);
+	if (!cost || !t || !xf)
 		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	if (rc == 0)
-		rc = inter_layer_costs(env, g, &cl, ncfg, cfg, cost, &nsolved);
-	struct search s = { .env = env, .c = env->c, .cl = &cl, .ncfg = ncfg, .nmesh = nmesh, .maxc = maxc,
-			    .L = L, .m = m, .cfg = cfg, .cost = cost, .cfg_of = cfg_of,
-			    .elem_scale = 1 };
-	cost_cluster_effective(env->c, NULL, &s.intra, &s.inter, &s.dpn);
+		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, cost, &nsolved);
+	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost };
 	if (rc == 0) {
-		struct cost_device dev;
-		cost_cluster_effective(env->c, &dev, NULL, NULL, NULL);
-		int prec = env->prec >= 0 ? env->prec : (int)cost_default_prec(&dev);
-		s.elem_scale = prec == COST_PREC_BF16 || prec == COST_PREC_F16 || prec == COST_PREC_FP8 ? 0.5 : 1;
-		for (int x = 0; x < nmesh * maxc; x++)
-			cfg_of[x] = -1;
-		for (int k = 0, run = 0; k < ncfg; k++) {
-			run = k > 0 && cfg[k].mesh == cfg[k - 1].mesh ? run + 1 : 0;
-			cfg_of[cfg[k].mesh * maxc + run] = k;
-		}
 		for (int l = 0; l < L; l++)
 			for (int r = 0; r < L; r++)
 				for (int x = 0; x < nx; x++) {
 					struct inter_layer_cost sum;
 					bool rec;
-					int k = config_of(&s, x / (2 * maxc), x % (2 * maxc), &rec);
+					int k = config_of(&s, x / (2 * ms->maxc), x % (2 * ms->maxc), &rec);
 					double *at = &t[((size_t)l * (size_t)L + (size_t)r) * (size_t)nx + (size_t)x];
 					*at = r >= l && k >= 0 && range(&s, l, r, k, rec, &sum) ? sum.t_mb + sum.t_sync / m
 												: INFINITY;
@@ -376,10 +366,10 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 						*least_mem = fmin(*least_mem, sum.mem_state + sum.mem_act + sum.mem_once);
 				}
 		for (int r = 0; r < L; r++)
-			for (int x = 0; x < nmesh; x++)
-				xf[r * nmesh + x] = r + 1 < L ? xfer_time(&s, r, mesh_dev[x]) : 0;
+			for (int x = 0; x < ms->nmesh; x++)
+				xf[r * ms->nmesh + x] = xfer_time(&s, r, ms->dev[x]);
 		struct stage_dp_problem p = {
-			.nlayers = L, .nmeshes = nmesh, .mesh_devices = mesh_dev, .nconfigs = 2 * maxc,
+			.nlayers = L, .nmeshes = ms->nmesh, .mesh_devices = ms->dev, .nconfigs = 2 * ms->maxc,
 			.ndevices = env->c->ndevices, .nmicro = m, .t = t, .xfer = xf, .fits = fits, .ctx = &s,
 			.max_stages = 64, /* try_schedules' arrays */
 		};
@@ -394,7 +384,6 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	}
 	best->nsolved += nsolved;
 	ir_free(cost);
-	ir_free(cfg_of);
 	ir_free(t);
 	ir_free(xf);
 	cluster_result_free(&cl);
@@ -408,10 +397,12 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	double t0 = now();
 	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal };
 	struct cost_device dev;
-	cost_cluster_effective(c, &dev, NULL, NULL, NULL);
-	int prec = o->prec >= 0 ? o->prec : (int)cost_default_prec(&dev);
+	cost_cluster_effective(c, &dev, &env.intra, &env.inter, &env.per_node);
+	enum cost_prec prec = o->prec >= 0 ? (enum cost_prec)o->prec : cost_default_prec(&dev);
 	bool mixed = prec == COST_PREC_BF16 || prec == COST_PREC_F16 || prec == COST_PREC_FP8;
 	cost_state_bytes_per_param(o->optim, mixed, &env.state);
+	env.peak_flops = cost_device_peak(&dev, prec);
+	env.elem_scale = mixed ? 0.5 : 1;
 	env.mem_limit = o->mem_limit > 0 ? o->mem_limit : 0.9 * dev.mem_bytes;
 	if (o->micro < 0 || o->layers < 0)
 		return ir_errorf(-EINVAL, "micro-batches %d and layers %d must not be negative", o->micro, o->layers);
@@ -419,20 +410,19 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	int rc = check_batch(o, &B);
 	if (rc < 0)
 		return rc;
-	struct inter_config *cfg = ir_calloc(MAX_CONFIGS, sizeof *cfg);
-	int mesh_dev[MAX_SUBMESH], nmesh;
-	if (!cfg)
+	struct meshes *ms = ir_malloc(sizeof *ms);
+	if (!ms)
 		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
-	int ncfg = configs(c, cfg, mesh_dev, &nmesh);
+	meshes_make(c, env.per_node, ms);
 	int64_t cand[48];
 	int nc = batch_candidates(o, B, cand, 48);
 	bool have = false;
 	double least = INFINITY;
 	for (int i = 0; i < nc && rc == 0; i++) {
 		int m = (int)(B / cand[i]);
-		rc = search_one(&env, o, cand[i], m, cfg, ncfg, mesh_dev, nmesh, p, &have, &least);
+		rc = search_one(&env, o, cand[i], m, ms, p, &have, &least);
 	}
-	ir_free(cfg);
+	ir_free(ms);
 	if (rc == 0 && !have) {
 		if (isfinite(least))
 			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: the least memory any plan found "

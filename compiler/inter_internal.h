@@ -17,6 +17,10 @@ struct inter_env {
 	double mem_limit;         /* bytes per device */
 	const struct cost_calib *cal;
 	struct cost_state_bytes state; /* per parameter */
+	double peak_flops;        /* one device at the step's precision */
+	double elem_scale;        /* f32 activation bytes -> bytes in the step (0.5 mixed) */
+	struct cost_link intra, inter;
+	int per_node;             /* devices per node */
 };
 
 /* One (sub-mesh, logical mesh) choice: the DP's (m, c) flattened. */

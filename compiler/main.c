@@ -384,23 +384,14 @@ static struct ir_graph *load_any(const struct args *a)
 /* The inter-op pass's loader: the model with its batch bound to b. */
 struct plan_load {
 	const struct args *a;
+	struct onnx_import_opts imp;
 	char bname[128];
 };
 
 static struct ir_graph *load_batch(void *ctx, int64_t b)
 {
 	const struct plan_load *pl = ctx;
-	const struct args *a = pl->a;
-	if (!pl->bname[0])
-		return load_any(a);
-	struct onnx_dim_binding dims[MAX_DIMS + 1];
-	memcpy(dims, a->dims, sizeof *dims * (size_t)a->ndims);
-	dims[a->ndims] = (struct onnx_dim_binding){ pl->bname, b };
-	struct onnx_import_opts o;
-	onnx_import_opts_init(&o);
-	o.dims = dims;
-	o.ndims = a->ndims + 1;
-	return onnx_import(a->model, &o, NULL);
+	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b) : load_any(pl->a);
 }
 
 /* pcc MODEL --cluster C: the whole automatic plan (inter-op pass). */
@@ -430,15 +421,11 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 			ir_graph_input(g, 0)->shape.dims[0] : 1;
 		ir_graph_free(g);
 	} else {
-		if ((rc = onnx_batch_dim(a->model, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
+		onnx_import_opts_init(&pl.imp);
+		pl.imp.dims = a->dims;
+		pl.imp.ndims = a->ndims;
+		if ((rc = onnx_batch_dim(a->model, &pl.imp, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
 			return rc;
-		for (int i = 0; i < a->ndims && pl.bname[0]; i++)
-			if (!strcmp(a->dims[i].name, pl.bname)) { /* bound by the user: static */
-				o.static_batch = a->dims[i].value;
-				pl.bname[0] = 0;
-			}
-		if (pl.bname[0])
-			o.static_batch = 0;
 	}
 	if ((rc = inter_pass(c, &o, &p)) < 0) {
 		ir_error_prefix("%s", a->model);

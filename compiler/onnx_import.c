@@ -714,7 +714,7 @@ fail:
 	return NULL;
 }
 
-int onnx_batch_dim(const char *path, char *name, size_t namelen, int64_t *size)
+static int batch_dim_in_file(const char *path, char *name, size_t namelen, int64_t *size)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -752,4 +752,39 @@ int onnx_batch_dim(const char *path, char *name, size_t namelen, int64_t *size)
 	}
 	onnx__model_proto__free_unpacked(m, NULL);
 	return rc;
+}
+
+int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size)
+{
+	int rc = batch_dim_in_file(path, name, namelen, size);
+	for (int i = 0; rc == 0 && o && i < o->ndims && name[0]; i++)
+		if (strcmp(o->dims[i].name, name) == 0) { /* bound by the user: static */
+			*size = o->dims[i].value;
+			name[0] = 0;
+		}
+	return rc;
+}
+
+struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b)
+{
+	struct onnx_import_opts dflt;
+	if (!o) {
+		onnx_import_opts_init(&dflt);
+		o = &dflt;
+	}
+	if (!name || !name[0])
+		return onnx_import(path, o, NULL);
+	struct onnx_dim_binding *dims = ir_malloc(((size_t)o->ndims + 1) * sizeof *dims);
+	if (!dims) {
+		ir_errorf(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	memcpy(dims, o->dims, (size_t)o->ndims * sizeof *dims);
+	dims[o->ndims] = (struct onnx_dim_binding){ .name = name, .value = b };
+	struct onnx_import_opts with = *o;
+	with.dims = dims;
+	with.ndims = o->ndims + 1;
+	struct ir_graph *g = onnx_import(path, &with, NULL);
+	ir_free(dims);
+	return g;
 }

@@ -171,19 +171,7 @@ static double tokens_per_sample(const struct ir_graph *g)
 static int eval_one(const char *model, const struct onnx_import_opts *imp, const char *bname, int64_t b,
 		    const struct cost_calib *cal, const struct cost_axis axes[3], struct report *r)
 {
-	struct onnx_dim_binding *dims = ir_malloc(((size_t)imp->ndims + 1) * sizeof *dims);
-	struct onnx_import_opts o = *imp;
-	int nd = 0;
-	if (!dims)
-		return ir_errorf(-ENOMEM, "out of memory");
-	for (int i = 0; i < imp->ndims; i++)
-		dims[nd++] = imp->dims[i];
-	if (bname[0])
-		dims[nd++] = (struct onnx_dim_binding){ .name = bname, .value = b };
-	o.dims = dims;
-	o.ndims = nd;
-	struct ir_graph *g = onnx_import(model, &o, NULL);
-	ir_free(dims);
+	struct ir_graph *g = onnx_import_batch(model, imp, bname, b);
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	r->tokens_per_sample = tokens_per_sample(g);
@@ -240,13 +228,8 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 		}
 	char bname[128];
 	int64_t b0;
-	if ((rc = onnx_batch_dim(model, bname, sizeof bname, &b0)) < 0)
+	if ((rc = onnx_batch_dim(model, imp, bname, sizeof bname, &b0)) < 0)
 		return rc;
-	for (int i = 0; i < imp->ndims && bname[0]; i++)
-		if (strcmp(imp->dims[i].name, bname) == 0) { /* bound by the user: static */
-			b0 = imp->dims[i].value;
-			bname[0] = 0;
-		}
 	struct batch_plan bp;
 	if ((rc = resolve_batch(p, b0, batch, &bp)) < 0)
 		return rc;
