@@ -458,6 +458,13 @@ struct intra_opts {
 	double time_limit;       /* s for the solver; default 10 */
 	const struct cost_calib *cal; /* NULL: default efficiencies */
 	bool no_follow;          /* give every op its own variable (tests) */
+	bool zero;               /* training: ZeRO-1, each parameter's optimizer state
+				  * and update split over the devices holding copies
+				  * of it (its gradient all-reduce becomes a
+				  * reduce-scatter and an all-gather: the same bytes) */
+	double step_share;       /* weight of once-per-step costs (gradient
+				  * reductions, optimizer updates) in the objective:
+				  * 1 / micro-batches when solving one micro-batch; default 1 */
 };
 void intra_opts_init(struct intra_opts *o);
 
@@ -477,6 +484,10 @@ struct intra_result {
 	double t_total;          /* s: the objective (one step or forward pass) */
 	double t_compute, t_comm;
 	double mem_peak, mem_limit; /* bytes per device */
+	double mem_end;          /* bytes per device live at the end (state, kept activations, outputs) */
+	double t_optim;          /* s: optimizer updates (once per step; in t_total x step_share) */
+	double t_optim_nozero;   /* s: the same without ZeRO's split */
+	double mem_zero_saved;   /* bytes per device ZeRO's split saves */
 	int nvars;               /* solver variables after following */
 	int nstrategies;         /* strategies over all variables */
 	double solve_s;          /* wall time of the solver */
@@ -553,13 +564,16 @@ struct inter_stage {
 	double t_xfer;               /* s per micro-batch sending to the next stage and back */
 	double t_sync;               /* s per step: gradient reduction */
 	double mem_state, mem_act;   /* bytes per device: state, per micro-batch in flight */
-	double mem_once;             /* recomputation: one layer's working set */
+	double mem_once;             /* bytes per device held once: a layer's working set */
 	bool recompute;              /* keeps only layer inputs, recomputes the rest */
+	bool zero;                   /* ZeRO-1: optimizer state split over each parameter's copies */
+	double t_optim;              /* s per step: optimizer update */
 	double inflight;             /* micro-batches held at the peak */
 	double mem;                  /* peak bytes per device */
 };
 
 struct inter_plan {
+	bool train;                  /* a training step (else inference) */
 	int nlayers;
 	int nstages;
 	struct inter_stage *stages;

@@ -262,6 +262,30 @@ double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
 struct ir_value;
 double cost_value_bytes(const struct ir_value *v, int elem_bytes);
 
+/* ---- what the backward pass keeps (cost_saved.c) ------------------------- */
+
+struct ir_node;
+struct ir_graph;
+/* The values op n's gradient reads (operands or results), at most 4, into
+ * out; bit j of gmask: operand j carries a gradient. Returns how many. */
+int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_value *out[4]);
+/* Per value id: whether it depends on a graph input or a parameter (not a
+ * constant); ir_malloc'd, NULL when out of memory. */
+bool *cost_dynamic_values(const struct ir_graph *g);
+
+/* The activations op n's backward pass keeps stored: cost_grad_reads's,
+ * except that the result of a cheap elementwise op whose dynamic inputs
+ * take no more bytes is recomputed from them (they are kept instead);
+ * constants and parameters are never activations. keep is called for
+ * each (possibly more than once per value); a negative return stops. */
+struct cost_keep {
+	const bool *dyn;                                     /* cost_dynamic_values */
+	double (*bytes)(const struct ir_value *v, void *arg); /* per device */
+	int (*keep)(const struct ir_value *v, void *arg);
+	void *arg;
+};
+int cost_backward_keeps(const struct cost_keep *c, const struct ir_node *n, unsigned gmask);
+
 /* ---- training state, schedules (cost_train.c) --------------------------- */
 
 enum cost_optim { COST_OPT_SGD, COST_OPT_MOMENTUM, COST_OPT_ADAM, COST_OPT_ADAMW, COST_OPT_COUNT };

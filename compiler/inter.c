@@ -5,8 +5,9 @@
  * Per candidate micro-batch size b (global batch B = b * m): the graph at
  * b, its layers, every layer's intra-op plan on every (sub-mesh, logical
  * mesh) (inter_cost.c), then solvers/'s stage DP with per-micro-batch stage
- * latency t + t_sync / m (the once-per-step gradient reduction spread over
- * the micro-batches, so the DP sees data parallelism's price), the
+ * latency t + u / m (u the once-per-step gradient reduction left exposed
+ * and optimizer update, spread over the micro-batches, so the DP sees data
+ * parallelism's price; ZeRO-1 and recomputation are per-stage choices), the
  * transfer to the next stage added to the sender, and memory checked with
  * 1F1B's in-flight count. The DP's stages are then timed under each
  * schedule (cost_pipeline_time) and the fastest that fits wins; ties go to
@@ -54,8 +55,10 @@ struct meshes {
 	int cfg_of[MAX_CONFIGS];
 };
 
-/* Logical meshes of a rows x cols sub-mesh: 1 x d, 2 x d/2 (d >= 4) and
- * rows x cols; duplicates dropped. */
+/* Logical meshes of a rows x cols sub-mesh (rows nodes of cols devices):
+ * every n0 x n1 = d whose fast axis 1 is a whole number of devices per
+ * node or of nodes (Alpa enumerates every 2-D shape; d x 1 is 1 x d with
+ * the axes swapped, left out), 1 x d first. */
 static void meshes_make(const struct cost_cluster *c, int per_node, struct meshes *ms)
 {
 	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], slot[MAX_CONFIGS];
@@ -63,18 +66,12 @@ static void meshes_make(const struct cost_cluster *c, int per_node, struct meshe
 	ms->nmesh = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
 	for (int m = 0; m < ms->nmesh; m++) {
 		int d = rows[m] * cols[m], first = ms->ncfg;
-		int cand[3][2] = { { 1, d }, { 2, d / 2 }, { rows[m], cols[m] } };
 		ms->dev[m] = d;
-		for (int k = 0; k < 3; k++) {
-			if (cand[k][0] * cand[k][1] != d || (k == 1 && d < 4))
-				continue;
-			bool dup = false;
-			for (int j = first; j < ms->ncfg; j++)
-				dup |= ms->cfg[j].n0 == cand[k][0] && ms->cfg[j].n1 == cand[k][1];
-			if (dup || ms->ncfg == MAX_CONFIGS)
+		for (int n1 = d; n1 >= 1 && ms->ncfg < MAX_CONFIGS; n1--) {
+			if (d % n1 || (n1 == 1 && d > 1) || (n1 % cols[m] && cols[m] % n1))
 				continue;
 			slot[ms->ncfg] = ms->ncfg - first;
-			ms->cfg[ms->ncfg++] = (struct inter_config){ m, rows[m], cols[m], cand[k][0], cand[k][1] };
+			ms->cfg[ms->ncfg++] = (struct inter_config){ m, rows[m], cols[m], d / n1, n1 };
 			ms->maxc = ms->ncfg - first > ms->maxc ? ms->ncfg - first : ms->maxc;
 		}
 	}
@@ -94,27 +91,35 @@ struct search {
 	const struct inter_layer_cost *cost; /* [L * ncfg] */
 };
 
-/* Sums over layers l..r of config k; false when a layer has no plan.
- * Recomputation keeps only each layer's input per micro-batch in flight
+/* Per-stage choices the DP makes besides the mesh: bits of a config. */
+enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, NOPT = 4 };
+
+/* Sums over layers l..r of config k with options opt; false when a layer
+ * has no plan.
+ * Kept activations add up over the layers, working sets do not (one
+ * layer's at a time). Recomputation keeps only each layer's input per micro-batch in flight
  * (spread over the stage's devices) and one layer's working set at a
  * time, for one more forward pass (a third of forward plus backward). */
-static bool range(const struct search *s, int l, int r, int k, bool recompute, struct inter_layer_cost *sum)
+static bool range(const struct search *s, int l, int r, int k, int opt, struct inter_layer_cost *sum)
 {
 	memset(sum, 0, sizeof *sum);
 	double inputs = 0, widest = 0;
 	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
+	bool zero = opt & OPT_ZERO;
 	for (int x = l; x <= r; x++) {
 		const struct inter_layer_cost *y = &s->cost[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
 		if (!y->ok)
 			return false;
 		sum->t_mb += y->t_mb;
 		sum->t_sync += y->t_sync;
-		sum->mem_state += y->mem_state;
+		sum->t_optim += zero ? y->t_optim : y->t_optim_nozero;
+		sum->mem_state += zero ? y->mem_state : y->mem_state_nozero;
 		sum->mem_act += y->mem_act;
+		sum->mem_once = fmax(sum->mem_once, y->mem_once);
 		inputs += s->cl->cut_bytes[x] * s->env->elem_scale / d;
-		widest = fmax(widest, y->mem_act);
+		widest = fmax(widest, y->mem_act + y->mem_once);
 	}
-	if (recompute) {
+	if (opt & OPT_RECOMPUTE) {
 		sum->t_mb *= 4.0 / 3.0;
 		sum->mem_act = inputs;
 		sum->mem_once = widest;
@@ -123,11 +128,18 @@ static bool range(const struct search *s, int l, int r, int k, bool recompute, s
 	return true;
 }
 
-/* The config index and recomputation of the DP's (mesh, config). */
-static int config_of(const struct search *s, int m, int c, bool *recompute)
+/* Once per step on a stage: the gradient reduction not hidden behind the
+ * last micro-batch's backward pass (two thirds of t_mb), then the update. */
+static double once_per_step(const struct inter_layer_cost *sum)
 {
-	*recompute = c & 1;
-	return s->ms->cfg_of[m * s->ms->maxc + c / 2];
+	return fmax(sum->t_sync - sum->t_mb * 2 / 3, 0) + sum->t_optim;
+}
+
+/* The config index and options (OPT_*) of the DP's (mesh, config). */
+static int config_of(const struct search *s, int m, int c, int *opt)
+{
+	*opt = c % NOPT;
+	return s->ms->cfg_of[m * s->ms->maxc + c / NOPT];
 }
 
 /* Activation forward and its gradient backward across the cut after
@@ -145,10 +157,10 @@ static double xfer_time(const struct search *s, int r, int d)
 static bool fits(void *ctx, int l, int r, int m, int c, int after)
 {
 	const struct search *s = ctx;
-	bool rc;
-	int k = config_of(s, m, c, &rc);
+	int opt;
+	int k = config_of(s, m, c, &opt);
 	struct inter_layer_cost sum;
-	if (k < 0 || !range(s, l, r, k, rc, &sum))
+	if (k < 0 || !range(s, l, r, k, opt, &sum))
 		return false;
 	double inflight = fmin(s->m, after + 1);
 	return sum.mem_state + inflight * sum.mem_act + sum.mem_once <= s->env->mem_limit;
@@ -201,12 +213,12 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 	struct inter_layer_cost sum[64];
 	if (np > 64)
 		return;
-	bool recompute[64];
 	for (int i = 0; i < np; i++) {
 		const struct stage_dp_stage *st = &dr->stages[i];
-		int k = config_of(s, st->mesh, st->config, &recompute[i]);
-		range(s, st->first, st->last, k, recompute[i], &sum[i]);
-		sync = fmax(sync, sum[i].t_sync);
+		int opt;
+		int k = config_of(s, st->mesh, st->config, &opt);
+		range(s, st->first, st->last, k, opt, &sum[i]);
+		sync = fmax(sync, once_per_step(&sum[i]));
 		xf[i] = xfer_time(s, st->last, s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
 	}
 	/* 1F1B first: on ties (one stage) it is the canonical answer */
@@ -241,10 +253,11 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			return;
 		for (int i = 0; i < np; i++) {
 			const struct stage_dp_stage *st = &dr->stages[i];
-			bool rc_;
-			int k = config_of(s, st->mesh, st->config, &rc_);
+			int opt;
+			int k = config_of(s, st->mesh, st->config, &opt);
 			stages[i] = (struct inter_stage){
-				.recompute = rc_, .mem_once = sum[i].mem_once,
+				.recompute = opt & OPT_RECOMPUTE, .zero = opt & OPT_ZERO, .mem_once = sum[i].mem_once,
+				.t_optim = sum[i].t_optim,
 				.layer_first = st->first, .layer_last = st->last,
 				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
 				.rows = s->ms->cfg[k].rows, .cols = s->ms->cfg[k].cols, .n0 = s->ms->cfg[k].n0, .n1 = s->ms->cfg[k].n1,
@@ -259,6 +272,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		best->stages = stages;
 		best->nstages = np;
 		best->nlayers = s->L;
+		best->train = s->env->train;
 		best->micro = s->m;
 		best->micro_batch = b;
 		best->batch = b * s->m;
@@ -343,25 +357,26 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		ir_graph_free(g);
 		return rc;
 	}
-	int L = cl.nlayers, nsolved = 0, nx = ms->nmesh * ms->maxc * 2; /* (mesh, config, recompute) */
+	int L = cl.nlayers, nsolved = 0, nx = ms->nmesh * ms->maxc * NOPT; /* (mesh, config, options) */
 	struct inter_layer_cost *cost = ir_calloc((size_t)L * (size_t)ms->ncfg, sizeof *cost);
 	double *t = ir_malloc(sizeof *t * (size_t)L * (size_t)L * (size_t)nx);
 	double *xf = ir_malloc(sizeof *xf * (size_t)L * (size_t)ms->nmesh);
 	if (!cost || !t || !xf)
 		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	if (rc == 0)
-		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, cost, &nsolved);
+		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, cost, &nsolved);
 	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost };
 	if (rc == 0) {
 		for (int l = 0; l < L; l++)
 			for (int r = 0; r < L; r++)
 				for (int x = 0; x < nx; x++) {
 					struct inter_layer_cost sum;
-					bool rec;
-					int k = config_of(&s, x / (2 * ms->maxc), x % (2 * ms->maxc), &rec);
+					int opt;
+					int k = config_of(&s, x / (NOPT * ms->maxc), x % (NOPT * ms->maxc), &opt);
 					double *at = &t[((size_t)l * (size_t)L + (size_t)r) * (size_t)nx + (size_t)x];
-					*at = r >= l && k >= 0 && range(&s, l, r, k, rec, &sum) ? sum.t_mb + sum.t_sync / m
-												: INFINITY;
+					*at = r >= l && k >= 0 && range(&s, l, r, k, opt, &sum)
+						      ? sum.t_mb + once_per_step(&sum) / m
+						      : INFINITY;
 					if (r == L - 1 && l == 0 && isfinite(*at))
 						*least_mem = fmin(*least_mem, sum.mem_state + sum.mem_act + sum.mem_once);
 				}
@@ -369,7 +384,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 			for (int x = 0; x < ms->nmesh; x++)
 				xf[r * ms->nmesh + x] = xfer_time(&s, r, ms->dev[x]);
 		struct stage_dp_problem p = {
-			.nlayers = L, .nmeshes = ms->nmesh, .mesh_devices = ms->dev, .nconfigs = 2 * ms->maxc,
+			.nlayers = L, .nmeshes = ms->nmesh, .mesh_devices = ms->dev, .nconfigs = NOPT * ms->maxc,
 			.ndevices = env->c->ndevices, .nmicro = m, .t = t, .xfer = xf, .fits = fits, .ctx = &s,
 			.max_stages = 64, /* try_schedules' arrays */
 		};

@@ -1,9 +1,12 @@
 /*
  * inter_cost.c: what the inter-op pass's DP reads: per layer, per sub-mesh
  * and logical mesh, the intra-op pass's plan of that layer alone: its
- * per-micro-batch time (without the once-per-step gradient reduction,
- * kept apart), the bytes of parameters, gradients and optimizer state per
- * device, and the activation bytes one micro-batch adds at the peak.
+ * per-micro-batch time (without the once-per-step gradient reduction and
+ * optimizer update, kept apart), the bytes of parameters, gradients and
+ * optimizer state per device with and without ZeRO-1, the activation
+ * bytes one micro-batch keeps for its backward pass, and the working set
+ * above them at the layer's peak. Constant values a layer reads (masks)
+ * are recomputed inside it.
  *
  * A layer becomes a graph of its own (inputs: the values it reads from
  * earlier layers; outputs: the values later ones read); layers whose text
@@ -19,6 +22,26 @@
 
 #include "compiler/inter_internal.h"
 
+/* The constant (input- and parameter-free) value v of g, computed again
+ * in s: masks and position tables are recomputed where they are used, as
+ * a fusing backend does, not kept as activations. */
+static struct ir_value *clone_const(struct ir_graph *s, struct ir_value **map, const struct ir_value *v, int depth)
+{
+	if (map[v->id] || depth > 64)
+		return map[v->id];
+	const struct ir_node *n = v->def;
+	struct ir_value *in[8];
+	if (n->nin > 8)
+		return NULL;
+	for (int j = 0; j < n->nin; j++)
+		if (!(in[j] = clone_const(s, map, n->in[j], depth + 1)))
+			return NULL;
+	struct ir_node *m = ir_graph_add_node(s, n->op, NULL, n->nin, in, &n->a);
+	for (int j = 0; m && j < n->nout; j++)
+		map[n->out[j]->id] = m->out[j];
+	return map[v->id];
+}
+
 /* Nodes [first, last) of g as a graph of their own. sig: param data and
  * names left out, for the text signature. */
 static struct ir_graph *extract(const struct ir_graph *g, int first, int last, bool sig)
@@ -28,7 +51,8 @@ static struct ir_graph *extract(const struct ir_graph *g, int first, int last, b
 	struct ir_value **map = ir_calloc((size_t)nv + 1, sizeof *map);
 	bool *used_after = ir_calloc((size_t)nv + 1, sizeof *used_after);
 	struct ir_value **in = NULL;
-	int cap = 0, rc = s && map && used_after ? 0 : -ENOMEM;
+	bool *dyn = cost_dynamic_values(g);
+	int cap = 0, rc = s && map && used_after && dyn ? 0 : -ENOMEM;
 	for (int i = last; rc == 0 && i < k; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int j = 0; j < n->nin; j++)
@@ -57,9 +81,8 @@ static struct ir_graph *extract(const struct ir_graph *g, int first, int last, b
 					map[v->id] = ir_graph_add_param(s, name, v->dtype, &v->shape, &d);
 					if (map[v->id])
 						map[v->id]->buffer = v->buffer;
-				} else if (v->kind == IR_VAL_NODE && v->def->op == IR_OP_CONSTANT) {
-					struct ir_node *c = ir_graph_add_node(s, IR_OP_CONSTANT, NULL, 0, NULL, &v->def->a);
-					map[v->id] = c ? c->out[0] : NULL;
+				} else if (v->kind == IR_VAL_NODE && !dyn[v->id]) {
+					clone_const(s, map, v, 0);
 				} else {
 					map[v->id] = ir_graph_add_input(s, name, v->dtype, &v->shape);
 				}
@@ -88,6 +111,7 @@ static struct ir_graph *extract(const struct ir_graph *g, int first, int last, b
 	ir_free(in);
 	ir_free(map);
 	ir_free(used_after);
+	ir_free(dyn);
 	if (rc < 0) {
 		ir_graph_free(s);
 		if (!ir_error_code() || rc == -ENOMEM)
@@ -124,7 +148,8 @@ static double sync_time(const struct ir_graph *s, const struct intra_result *r)
 	return t;
 }
 
-/* Parameter, gradient and optimizer bytes per device under the plan. */
+/* Parameter, gradient and optimizer bytes per device under the plan,
+ * without ZeRO-1 (the intra-op pass reports what ZeRO saves). */
 static double state_bytes(const struct ir_graph *s, const struct inter_env *env)
 {
 	int n0, n1;
@@ -144,7 +169,7 @@ static double state_bytes(const struct ir_graph *s, const struct inter_env *env)
 }
 
 static int solve_layer(const struct inter_env *env, const struct ir_graph *g, int first, int last,
-		       const struct inter_config *cfg, struct inter_layer_cost *out)
+		       const struct inter_config *cfg, int micro, struct inter_layer_cost *out)
 {
 	struct ir_graph *s = extract(g, first, last, false);
 	if (!s)
@@ -159,6 +184,8 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 	o.mem_limit = env->mem_limit;
 	o.cal = env->cal;
 	o.time_limit = 2;
+	o.zero = env->train;
+	o.step_share = 1.0 / micro;
 	struct intra_result r;
 	int rc = intra_pass(s, env->c, &o, &r);
 	if (rc == -ENOSPC) { /* does not fit this mesh: not a choice */
@@ -169,9 +196,13 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 	if (rc == 0) {
 		out->ok = true;
 		out->t_sync = sync_time(s, &r);
-		out->t_mb = r.t_total - out->t_sync;
-		out->mem_state = state_bytes(s, env);
-		out->mem_act = fmax(r.mem_peak - out->mem_state, 0);
+		out->t_optim = r.t_optim;
+		out->t_optim_nozero = r.t_optim_nozero;
+		out->t_mb = fmax(r.t_total - o.step_share * (out->t_sync + r.t_optim), 0);
+		out->mem_state_nozero = state_bytes(s, env);
+		out->mem_state = out->mem_state_nozero - r.mem_zero_saved;
+		out->mem_act = fmax(r.mem_end - out->mem_state, 0);
+		out->mem_once = fmax(r.mem_peak - fmax(r.mem_end, out->mem_state), 0);
 		intra_result_free(&r);
 	}
 	ir_graph_free(s);
@@ -179,7 +210,7 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 }
 
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, struct inter_layer_cost *cost, int *nsolved)
+		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost, int *nsolved)
 {
 	int L = cl->nlayers, rc = 0;
 	char **sig = ir_calloc((size_t)L, sizeof *sig);
@@ -204,7 +235,7 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 				*x = cost[(size_t)same[l] * (size_t)ncfg + (size_t)c];
 				continue;
 			}
-			rc = solve_layer(env, g, cl->first[l], cl->first[l + 1], &cfg[c], x);
+			rc = solve_layer(env, g, cl->first[l], cl->first[l + 1], &cfg[c], micro, x);
 			(*nsolved)++;
 		}
 	}

@@ -34,14 +34,17 @@ struct inter_layer_cost {
 	bool ok;                  /* a plan fits device memory */
 	double t_mb;              /* s per micro-batch, forward and backward */
 	double t_sync;            /* s per step: gradient reduction */
-	double mem_state;         /* bytes per device: params, grads, optimizer */
-	double mem_act;           /* bytes per device one micro-batch adds */
-	double mem_once;          /* bytes per device held once (recomputation's working set) */
+	double t_optim, t_optim_nozero; /* s per step: optimizer update with and without ZeRO-1 */
+	double mem_state;         /* bytes per device: params, grads, optimizer (ZeRO-1) */
+	double mem_state_nozero;  /* the same without ZeRO-1 */
+	double mem_act;           /* bytes per device one micro-batch keeps for its backward pass */
+	double mem_once;          /* bytes per device held once: the working set above what is kept */
 };
 
-/* cost[l * ncfg + c] for every layer of cl and config; identical layers
- * solved once (*nsolved counts the solves). */
+/* cost[l * ncfg + c] for every layer of cl and config, for steps of
+ * `micro` micro-batches (the weight of once-per-step costs in the intra-op
+ * objective); identical layers solved once (*nsolved counts the solves). */
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, struct inter_layer_cost *cost, int *nsolved);
+		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost, int *nsolved);
 
 #endif

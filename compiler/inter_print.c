@@ -21,7 +21,7 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		fprintf(f, " (%d chunks per device)", p->v);
 	fprintf(f, ", %d micro-batch%s of %lld (batch %lld)\n", p->micro, p->micro == 1 ? "" : "es",
 		(long long)p->micro_batch, (long long)p->batch);
-	fprintf(f, "  stage  layers   nodes          sub-mesh  logical  per micro-batch  transfer   grad sync  "
+	fprintf(f, "  stage  layers   nodes          sub-mesh  logical  per micro-batch  transfer   grad sync     update  "
 		   "memory/device\n");
 	for (int i = 0; i < p->nstages; i++) {
 		const struct inter_stage *s = &p->stages[i];
@@ -30,12 +30,10 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		snprintf(nodes, sizeof nodes, "%d-%d", s->node_first, s->node_last - 1);
 		snprintf(sub, sizeof sub, "%dx%d", s->rows, s->cols);
 		snprintf(mesh, sizeof mesh, "%dx%d", s->n0, s->n1);
-		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.2f GiB (%.2f state + %.1f x %.2f",
-			i, layers, nodes, sub, mesh, s->t_mb * 1e3, s->t_xfer * 1e3, s->t_sync * 1e3, gib(s->mem),
-			gib(s->mem_state), s->inflight, gib(s->mem_act));
-		if (s->recompute)
-			fprintf(f, " + %.2f; recomputed", gib(s->mem_once));
-		fprintf(f, ")\n");
+		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.3f ms  %6.2f GiB (%.2f state%s + %.1f x %.2f",
+			i, layers, nodes, sub, mesh, s->t_mb * 1e3, s->t_xfer * 1e3, s->t_sync * 1e3, s->t_optim * 1e3,
+			gib(s->mem), gib(s->mem_state), s->zero && p->train ? " ZeRO-1" : "", s->inflight, gib(s->mem_act));
+		fprintf(f, " + %.2f%s)\n", gib(s->mem_once), s->recompute ? "; recomputed" : "");
 	}
 	fprintf(f, "step time %.3f ms, throughput %.4g samples/s, MFU %.1f%%\n", p->step_time * 1e3,
 		p->samples_per_s, 100 * p->mfu);

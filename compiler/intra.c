@@ -20,6 +20,7 @@ void intra_opts_init(struct intra_opts *o)
 	o->optim = COST_OPT_ADAM;
 	o->prec = -1;
 	o->time_limit = 10;
+	o->step_share = 1;
 }
 
 static double now(void)
@@ -51,6 +52,8 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	bool mixed = env->prec == COST_PREC_BF16 || env->prec == COST_PREC_F16 || env->prec == COST_PREC_FP8;
 	env->elem_bytes = mixed ? 2 : 0;
 	env->train = o->train;
+	env->zero = o->train && o->zero;
+	env->step_share = o->step_share > 0 ? o->step_share : 1;
 	cost_state_bytes_per_param(o->optim, mixed, &env->state);
 	return 0;
 }
@@ -121,7 +124,7 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 			intra_reshard(&st->env, v, &src->out, &dst, false, &c);
 			if (push_colls(r, &cap, &c, x->node->id, j, false) < 0)
 				return -ENOMEM;
-			if (st->env.train && st->grad[x->node->out[0]->id] && intra_saves_operands(x->node->op)) {
+			if (intra_reads_operand(st, x->node, j)) {
 				struct intra_coll ag = { 0 };
 				for (int i = 0; i < c.n; i++)
 					if (c.op[i] == COST_ALL_GATHER && ag.n < 4) {
@@ -194,6 +197,19 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	}
 	r->t_total = (double)ev.cost / INTRA_COST_SCALE;
 	r->mem_peak = (double)ev.peak_usage;
+	int64_t end = 0;
+	for (int k = 0; k < st->prob.nnodes; k++)
+		end = st->prob.hi[k] > end ? st->prob.hi[k] : end;
+	for (int k = 0; k < st->prob.nnodes; k++)
+		if (st->prob.hi[k] == end)
+			r->mem_end += (double)st->prob.usage[st->prob.strat_off[k] + st->choice[k]];
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		int s = x->map[st->choice[x->group]];
+		r->t_optim += intra_optim_time(st, x, s, st->env.zero);
+		r->t_optim_nozero += intra_optim_time(st, x, s, false);
+		r->mem_zero_saved += intra_state_bytes(st, x, s, false) - intra_state_bytes(st, x, s, st->env.zero);
+	}
 	annotate(g, st);
 	if ((rc = list_events(r, st, g)) < 0)
 		goto fail;

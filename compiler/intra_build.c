@@ -17,8 +17,9 @@
  * splits but the operand does not: the all-reduce of data-parallel weight
  * gradients and of Megatron's column-parallel input) back to the
  * producer's; parameters hold weights, gradients and optimizer state and
- * pay the optimizer update on their local shard; activations stay live to
- * the end of the step (the backward pass reads them).
+ * pay the optimizer update on their local shard; the activations the
+ * backward pass reads (cost_backward_keeps) stay live to the end of the
+ * step. Elementwise chains are costed as fused kernels.
  */
 #include <errno.h>
 #include <math.h>
@@ -177,23 +178,61 @@ static int64_t to_cost(double t)
 	return c > 4e18 ? INT64_C(4000000000000000000) : (int64_t)c;
 }
 
-/* Per-device bytes a unit holds under strategy s. */
+/* Devices holding the same piece of value v under sharding sh. */
+static double copies(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *sh)
+{
+	double pieces = 1;
+	for (int d = 0; d < v->shape.rank; d++)
+		pieces *= ir_sharding_pieces(sh->dim[d], env->mesh.n0, env->mesh.n1);
+	return (double)env->mesh.n0 * env->mesh.n1 / pieces;
+}
+
+static bool trained(const struct intra_state *st, const struct intra_unit *x)
+{
+	return !x->node && x->value->kind == IR_VAL_PARAM && st->env.train && ir_dtype_is_float(x->value->dtype) &&
+	       !x->value->buffer;
+}
+
+double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero)
+{
+	if (!trained(st, x))
+		return 0;
+	const struct ir_sharding *sh = &x->strat[s].out;
+	double n = intra_local_bytes(&st->env, x->value, sh) / cost_value_bytes(x->value, st->env.elem_bytes) *
+		   (double)ir_shape_numel(&x->value->shape);
+	double optim = st->env.state.optim / (zero ? copies(&st->env, x->value, sh) : 1);
+	return n * (st->env.state.params + st->env.state.grads + optim);
+}
+
+double intra_optim_time(const struct intra_state *st, const struct intra_unit *x, int s, bool zero)
+{
+	if (!trained(st, x))
+		return 0;
+	const struct ir_sharding *sh = &x->strat[s].out;
+	double n = intra_local_bytes(&st->env, x->value, sh) / cost_value_bytes(x->value, st->env.elem_bytes) *
+		   (double)ir_shape_numel(&x->value->shape);
+	if (zero)
+		n /= copies(&st->env, x->value, sh);
+	double per = st->env.state.params + st->env.state.grads + st->env.state.optim;
+	return cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 12 * n, 2 * per * n);
+}
+
+/* Per-device bytes a unit holds under strategy s (nothing for results
+ * that stay inside a fused elementwise chain). */
 static double unit_usage(const struct intra_state *st, const struct intra_unit *x, int s)
 {
 	const struct intra_strat *k = &x->strat[s];
-	if (!x->node) {
-		double b = intra_local_bytes(&st->env, x->value, &k->out);
-		if (x->value->kind == IR_VAL_PARAM && st->env.train && ir_dtype_is_float(x->value->dtype)) {
-			double per = st->env.state.params + st->env.state.grads + st->env.state.optim;
-			b = b / (double)ir_dtype_size(x->value->dtype) * per;
-			if (st->env.elem_bytes > 0)
-				b = b * (double)ir_dtype_size(x->value->dtype) / st->env.elem_bytes;
-		}
-		return b;
-	}
+	if (trained(st, x))
+		return intra_state_bytes(st, x, s, st->env.zero);
+	if (!x->node)
+		return intra_local_bytes(&st->env, x->value, &k->out);
 	double b = 0;
-	for (int i = 0; i < x->node->nout; i++)
-		b += intra_local_bytes(&st->env, x->node->out[i], &k->out);
+	for (int i = 0; i < x->node->nout; i++) {
+		const struct ir_value *r = x->node->out[i];
+		if (st->fuse[r->id] == INTRA_FUSE_INSIDE && !st->saved[r->id])
+			continue; /* never leaves its fused kernel's registers */
+		b += intra_local_bytes(&st->env, r, &k->out);
+	}
 	return b;
 }
 
@@ -206,13 +245,7 @@ static double unit_cost(const struct intra_state *st, const struct intra_unit *x
 	const struct intra_strat *k = &x->strat[s];
 	double t = k->t_compute + k->t_own;
 	const struct ir_value *res = x->node ? x->node->out[0] : x->value;
-	if (!x->node && x->value->kind == IR_VAL_PARAM && st->env.train && ir_dtype_is_float(res->dtype)) {
-		double n = intra_local_bytes(&st->env, res, &k->out) / cost_value_bytes(res, st->env.elem_bytes) *
-			   (double)ir_shape_numel(&res->shape);
-		double per = st->env.state.params + st->env.state.grads + st->env.state.optim;
-		t += cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 12 * n,
-				   2 * per * n);
-	}
+	t += st->env.step_share * intra_optim_time(st, x, s, st->env.zero);
 	if (!x->node && x->value->kind == IR_VAL_INPUT && st->env.dev.host_bw > 0)
 		t += intra_local_bytes(&st->env, res, &k->out) / st->env.dev.host_bw;
 	if (k->out.partial && is_output[res->id]) {
@@ -234,13 +267,14 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 	intra_operand_spec(&v->lab, &v->strat[pv], j, x->shape.rank, &dst);
 	struct intra_coll c;
 	double t = intra_reshard(&st->env, x, src, &dst, false, &c);
-	if (st->env.train && st->grad[v->node->out[0]->id] && intra_saves_operands(v->node->op))
+	if (intra_reads_operand(st, v->node, j))
 		t += intra_regather(&c);
 	if (grad) {
 		struct ir_sharding gsrc = dst, gdst = *src;
 		gsrc.partial = intra_grad_partial(&v->lab, &v->strat[pv], j, x->shape.rank);
 		gdst.partial = 0;
-		t += intra_reshard(&st->env, x, &gsrc, &gdst, x->kind == IR_VAL_PARAM, NULL);
+		double r = intra_reshard(&st->env, x, &gsrc, &gdst, x->kind == IR_VAL_PARAM, NULL);
+		t += x->kind == IR_VAL_PARAM ? st->env.step_share * r : r; /* once per step */
 	}
 	return t;
 }
@@ -365,8 +399,9 @@ out:
 }
 
 /* Live intervals in node order: inputs and parameters from time 0, node i
- * at time i + 1; a value lives until its last use (graph outputs and, in
- * training, everything to the end of the step). */
+ * at time i + 1; a value lives until its last use (graph outputs, and in
+ * training the activations the backward pass keeps, to the end of the
+ * step: the peak of a training step is where the backward pass starts). */
 static void intervals(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
 {
 	int nn = ir_graph_nnodes(g);
@@ -381,9 +416,10 @@ static void intervals(struct intra_state *st, const struct ir_graph *g, const bo
 		struct intra_unit *x = &st->unit[u];
 		const struct ir_value *v = x->node ? x->node->out[0] : x->value;
 		x->lo = x->node ? x->node->id + 1 : 0;
-		bool keep = st->env.train || (!x->node && v->kind == IR_VAL_PARAM) || !last;
+		bool keep = (!x->node && v->kind == IR_VAL_PARAM) || !last;
 		for (int k = 0; x->node && k < x->node->nout; k++)
-			keep |= is_output[x->node->out[k]->id];
+			keep |= is_output[x->node->out[k]->id] || st->saved[x->node->out[k]->id];
+		keep |= !x->node && st->saved[v->id];
 		keep |= !x->node && is_output[v->id];
 		int64_t l = x->lo;
 		for (int k = 0; last && k < (x->node ? x->node->nout : 1); k++) {
@@ -396,6 +432,74 @@ static void intervals(struct intra_state *st, const struct ir_graph *g, const bo
 	ir_free(last);
 }
 
+static unsigned grad_mask(const struct intra_state *st, const struct ir_node *n)
+{
+	unsigned m = 0;
+	for (int k = 0; k < n->nin && k < 8; k++)
+		if (st->grad[n->in[k]->id])
+			m |= 1u << k;
+	return m;
+}
+
+bool intra_reads_operand(const struct intra_state *st, const struct ir_node *n, int j)
+{
+	if (!st->env.train || !st->grad[n->out[0]->id])
+		return false;
+	const struct ir_value *r[4];
+	int k = cost_grad_reads(n, grad_mask(st, n), r);
+	for (int i = 0; i < k; i++)
+		if (r[i] == n->in[j])
+			return true;
+	return false;
+}
+
+static double saved_bytes(const struct ir_value *v, void *arg)
+{
+	const struct intra_state *st = arg;
+	return cost_value_bytes(v, st->env.elem_bytes);
+}
+
+static int mark_saved(const struct ir_value *v, void *arg)
+{
+	struct intra_state *st = arg;
+	st->saved[v->id] = true;
+	return 0;
+}
+
+/* Training: the activations the backward pass keeps (st->saved). */
+static int find_saved(struct intra_state *st, const struct ir_graph *g)
+{
+	if (!st->env.train)
+		return 0;
+	bool *dyn = cost_dynamic_values(g);
+	if (!dyn)
+		return -ENOMEM;
+	struct cost_keep c = { dyn, saved_bytes, mark_saved, st };
+	for (int i = 0; i < ir_graph_nnodes(g); i++)
+		cost_backward_keeps(&c, ir_graph_node(g, i), grad_mask(st, ir_graph_node(g, i)));
+	ir_free(dyn);
+	return 0;
+}
+
+/* Fusion flags (INTRA_FUSE_*) per value. */
+static void find_fused(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
+{
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		bool f = intra_fusable(n->op);
+		for (int k = 0; k < n->nin; k++)
+			if (!f)
+				st->fuse[n->in[k]->id] |= INTRA_FUSE_STORED;
+		for (int k = 0; k < n->nout; k++) {
+			if (f)
+				st->fuse[n->out[k]->id] |= INTRA_FUSE_INSIDE;
+			if (is_output[n->out[k]->id])
+				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED;
+		}
+	}
+	st->env.fuse = st->fuse;
+}
+
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o)
 {
 	int nn = ir_graph_nnodes(g), ni = ir_graph_ninputs(g), np = ir_graph_nparams(g);
@@ -403,10 +507,12 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	int *uses = ir_calloc((size_t)nv + 1, sizeof *uses);
 	bool *is_output = ir_calloc((size_t)nv + 1, sizeof *is_output);
 	bool *grad = st->grad = grad_values(g, st->env.train);
+	st->saved = ir_calloc((size_t)nv + 1, sizeof *st->saved);
+	st->fuse = ir_calloc((size_t)nv + 1, sizeof *st->fuse);
 	st->nunits = nn + ni + np;
 	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
 	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
-	if (!uses || !is_output || !grad || !st->unit || !st->value_unit) {
+	if (!uses || !is_output || !grad || !st->saved || !st->fuse || !st->unit || !st->value_unit) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;
 	}
@@ -428,6 +534,12 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		const struct ir_value *v = i < ni ? ir_graph_input(g, i) : ir_graph_param(g, i - ni);
 		st->unit[nn + i].value = v;
 		st->value_unit[v->id] = nn + i;
+	}
+	find_fused(st, g, is_output);
+	if (find_saved(st, g) < 0) {
+		rc = -ENOMEM;
+		ir_errorf(rc, "out of memory building the strategy problem");
+		goto out;
 	}
 	for (int u = 0; u < st->nunits; u++)
 		if ((rc = init_unit(st, &st->unit[u])) < 0)
@@ -454,6 +566,8 @@ void intra_state_free(struct intra_state *st)
 	ir_free(st->unit);
 	ir_free(st->value_unit);
 	ir_free(st->grad);
+	ir_free(st->saved);
+	ir_free(st->fuse);
 	ir_free(st->leader);
 	ir_free(st->choice);
 	/* the problem's arrays came from ir_malloc: free them the same way */

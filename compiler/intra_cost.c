@@ -17,6 +17,7 @@
  * moves the fewest bytes.
  */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "compiler/intra_internal.h"
@@ -183,16 +184,27 @@ static void strategy_costs(const struct intra_env *env, const struct ir_node *n,
 	s->t_compute = 0;
 	if (!n)
 		return;
+	bool fused = env->fuse && intra_fusable(n->op), end = !fused;
 	double bytes = 0;
 	for (int j = 0; j < n->nin; j++) {
+		if (fused && (env->fuse[n->in[j]->id] & INTRA_FUSE_INSIDE))
+			continue; /* in registers: its producer is in the same kernel */
 		struct ir_sharding sp;
 		intra_operand_spec(l, s, j, n->in[j]->shape.rank, &sp);
 		bytes += intra_local_bytes(env, n->in[j], &sp);
 	}
-	for (int k = 0; k < n->nout; k++)
+	for (int k = 0; k < n->nout; k++) {
+		if (fused && !(env->fuse[n->out[k]->id] & INTRA_FUSE_STORED))
+			continue;
+		end = true;
 		bytes += intra_local_bytes(env, n->out[k], &s->out);
-	s->t_compute = cost_roofline(&env->dev, &env->cal, cost_op_class(n->op), env->prec,
-				     ir_node_flops(n) / div, bytes);
+	}
+	enum cost_class cls = cost_op_class(n->op);
+	if (cls == COST_CLASS_FREE && fused && bytes > 0)
+		cls = COST_CLASS_ELEMENTWISE; /* a view feeding a kernel: its bytes are the kernel's */
+	s->t_compute = cost_roofline(&env->dev, &env->cal, cls, env->prec, ir_node_flops(n) / div, bytes);
+	if (!end && s->t_compute > 0) /* one launch per chain, charged at its end */
+		s->t_compute = fmax(s->t_compute - env->cal.cls[cls].overhead, 0);
 	if (env->train)
 		s->t_compute *= 3; /* backward: two products per forward one */
 }
@@ -231,6 +243,12 @@ int intra_strategies(const struct intra_env *env, const struct ir_node *n, const
 		}
 	*out = s;
 	return ns;
+}
+
+bool intra_fusable(enum ir_op op)
+{
+	enum cost_class c = cost_op_class(op);
+	return c == COST_CLASS_ELEMENTWISE || c == COST_CLASS_FREE;
 }
 
 double intra_regather(const struct intra_coll *c)

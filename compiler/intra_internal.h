@@ -37,8 +37,6 @@ struct intra_labels {
 
 /* Fills the labels of node n (intra_rules.c: one switch over the ops). */
 void intra_labels_of(const struct ir_node *n, struct intra_labels *l);
-/* Whether op's backward pass reads its operands (intra_rules.c). */
-bool intra_saves_operands(enum ir_op op);
 /* Labels of a graph input or parameter: one parallel label per dimension. */
 void intra_labels_value(const struct ir_value *v, struct intra_labels *l);
 
@@ -74,7 +72,19 @@ struct intra_env {
 	int elem_bytes;          /* floating-point bytes per element in the step */
 	bool train;
 	struct cost_state_bytes state; /* per parameter, training */
+	const uint8_t *fuse;     /* per value id INTRA_FUSE_* bits, or NULL (nothing fused) */
+	bool zero;               /* intra_opts.zero */
+	double step_share;       /* intra_opts.step_share */
 };
+
+/* Elementwise chains run as one kernel (as the report costs them): a
+ * fusable op reads only operands from outside its chain and writes only
+ * results something outside the chain reads. */
+enum {
+	INTRA_FUSE_INSIDE = 1, /* produced by a fusable op (elementwise or a view) */
+	INTRA_FUSE_STORED = 2, /* read by a non-fusable op or a graph output */
+};
+bool intra_fusable(enum ir_op op);
 
 /* Enumerates strategies of a unit with labels l (node n, or NULL for a graph
  * input or parameter v) into *out (ir_malloc'd); returns how many, or
@@ -96,7 +106,7 @@ struct intra_coll {
 double intra_reshard(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *src,
 		     const struct ir_sharding *dst, bool bucketed, struct intra_coll *c);
 /* The all-gathers of c: in training, repeated in the backward pass of an
- * op that reads its operands (intra_saves_operands). */
+ * op that reads the operand (intra_reads_operand). */
 double intra_regather(const struct intra_coll *c);
 /* Bytes of v on one device under sharding s. */
 double intra_local_bytes(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *s);
@@ -123,11 +133,23 @@ struct intra_state {
 	struct intra_unit *unit;     /* node units first (graph order), then inputs, params */
 	int *value_unit;             /* per value id: the unit defining it, -1 unused */
 	bool *grad;                  /* per value id: carries a gradient (training) */
+	bool *saved;                 /* per value id: kept for the backward pass (training) */
+	uint8_t *fuse;               /* per value id: INTRA_FUSE_* */
 	int ngroups;
 	int *leader;                 /* per group: its leading unit */
 	struct shard_problem prob;
 	int *choice;                 /* per group: chosen strategy */
 };
+
+/* In training, whether node n's backward pass reads its operand j (an
+ * operand all-gathered forward is gathered again backward). */
+bool intra_reads_operand(const struct intra_state *st, const struct ir_node *n, int j);
+
+/* Training: the optimizer update of parameter unit x under strategy s,
+ * in s per step, and the bytes its state takes per device (zero: with
+ * ZeRO-1's split of the optimizer state over x's copies). */
+double intra_optim_time(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
+double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
 
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o);
 void intra_state_free(struct intra_state *st);

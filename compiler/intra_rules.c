@@ -330,34 +330,3 @@ void intra_labels_of(const struct ir_node *n, struct intra_labels *l)
 	}
 	IR_ASSERT(!"op out of range");
 }
-
-/* Whether the backward pass of op reads its operands (a dot's gradient
- * needs the other operand; a sum's does not). In training, an operand that
- * reached the op through an all-gather is stored in its producer's sharded
- * form (that is what the memory model counts), so the backward pass
- * gathers it again, as Megatron's sequence parallelism and ZeRO-3 do. */
-bool intra_saves_operands(enum ir_op op)
-{
-	switch (op) {
-	case IR_OP_NEG: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_CONVERT: case IR_OP_REDUCE_SUM:
-	case IR_OP_CUMSUM: case IR_OP_WINDOW_SUM: case IR_OP_RESHAPE: case IR_OP_TRANSPOSE:
-	case IR_OP_BROADCAST: case IR_OP_SLICE: case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE:
-	case IR_OP_GATHER: case IR_OP_IOTA: case IR_OP_CONSTANT: case IR_OP_SIGN: case IR_OP_FLOOR:
-	case IR_OP_CEIL: case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF:
-	case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT:
-	case IR_OP_LE: case IR_OP_GT: case IR_OP_GE: case IR_OP_ARGMAX: case IR_OP_ARGMIN:
-		return false;
-	case IR_OP_ABS: case IR_OP_EXP: case IR_OP_LOG: case IR_OP_SQRT: case IR_OP_RSQRT:
-	case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF: case IR_OP_SIGMOID: case IR_OP_RELU:
-	case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN: case IR_OP_ASIN: case IR_OP_ACOS:
-	case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH: case IR_OP_ASINH: case IR_OP_ACOSH:
-	case IR_OP_ATANH: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM: case IR_OP_POW:
-	case IR_OP_MAX: case IR_OP_MIN: case IR_OP_SELECT: case IR_OP_DOT: case IR_OP_CONV:
-	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_WINDOW_MAX:
-	case IR_OP_SCATTER: case IR_OP_SOFTMAX: case IR_OP_LAYER_NORM: case IR_OP_TOPK:
-		return true;
-	case IR_OP_COUNT:
-		break;
-	}
-	IR_ASSERT(!"op out of range");
-}

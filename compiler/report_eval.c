@@ -143,132 +143,42 @@ static int push_need(struct eval *e, int *n, int *cap, int v)
 	return 0;
 }
 
-/* v is needed by a backward: keep it, or, when it comes out of a cheap
- * elementwise op whose own inputs are no larger, keep those instead and
- * recompute it (what a fusing backend does). */
-static int keep(struct eval *e, const struct ir_value *v, int *n, int *cap, int depth)
+static double eval_bytes(const struct ir_value *v, void *arg)
 {
-	if (!e->dyn[v->id] || v->kind == IR_VAL_PARAM)
-		return 0; /* constants are recomputed; parameters are counted as state */
-	if (v->kind == IR_VAL_NODE && depth < 16 && cost_op_class(v->def->op) == COST_CLASS_ELEMENTWISE) {
-		const struct ir_node *d = v->def;
-		double in = 0, self = tp_local_bytes(&e->tp, v, e->eb);
-		for (int k = 0; k < d->nin; k++)
-			if (e->dyn[d->in[k]->id] && d->in[k]->kind != IR_VAL_PARAM)
-				in += tp_local_bytes(&e->tp, d->in[k], e->eb);
-		if (in <= self) {
-			for (int k = 0; k < d->nin; k++) {
-				int rc = keep(e, d->in[k], n, cap, depth + 1);
-				if (rc < 0)
-					return rc;
-			}
-			return 0;
-		}
-	}
-	return push_need(e, n, cap, v->id);
+	const struct eval *e = arg;
+	return tp_local_bytes(&e->tp, v, e->eb);
 }
 
-/* The autodiff concern in miniature: which operands (or results) op n's
- * gradient reads. */
-static int needs(struct eval *e, const struct ir_node *n, int *cnt, int *cap)
+struct need_acc {
+	struct eval *e;
+	int cnt, cap;
+};
+
+static int eval_keep(const struct ir_value *v, void *arg)
 {
-	const struct tp_value *t = e->tp.val;
-	bool g0 = n->nin > 0 && t[n->in[0]->id].grad, g1 = n->nin > 1 && t[n->in[1]->id].grad;
-	const struct ir_value *keep_[4] = { NULL };
-	int k = 0;
-	switch (n->op) {
-	case IR_OP_EXP: case IR_OP_TANH: case IR_OP_SIGMOID: case IR_OP_SQRT: case IR_OP_RSQRT:
-	case IR_OP_RECIP: case IR_OP_RELU:
-		if (g0)
-			keep_[k++] = n->out[0];
-		break;
-	case IR_OP_LOG: case IR_OP_ERF: case IR_OP_ABS: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH:
-		if (g0)
-			keep_[k++] = n->in[0];
-		break;
-	case IR_OP_NEG: case IR_OP_SIGN: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND:
-	case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_CONVERT: case IR_OP_ADD:
-	case IR_OP_SUB: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE:
-	case IR_OP_LT: case IR_OP_LE: case IR_OP_GT: case IR_OP_GE:
-		break;
-	case IR_OP_MUL: case IR_OP_DOT: case IR_OP_CONV:
-		if (g1)
-			keep_[k++] = n->in[0];
-		if (g0)
-			keep_[k++] = n->in[1];
-		break;
-	case IR_OP_DIV:
-		if (g0 || g1)
-			keep_[k++] = n->in[1];
-		if (g1)
-			keep_[k++] = n->in[0];
-		break;
-	case IR_OP_REM: case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN:
-		if (g0 || g1) {
-			keep_[k++] = n->in[0];
-			keep_[k++] = n->in[1];
-		}
-		break;
-	case IR_OP_SELECT:
-		if (g1 || (n->nin > 2 && t[n->in[2]->id].grad))
-			keep_[k++] = n->in[0];
-		break;
-	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_WINDOW_MAX:
-		if (g0) {
-			keep_[k++] = n->in[0];
-			keep_[k++] = n->out[0];
-		}
-		break;
-	case IR_OP_REDUCE_SUM: case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM:
-	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE: case IR_OP_CONCAT:
-	case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_IOTA: case IR_OP_CONSTANT:
-		break;
-	case IR_OP_GATHER:
-		if (g0)
-			keep_[k++] = n->in[1];
-		break;
-	case IR_OP_SCATTER:
-		if (g0 || (n->nin > 2 && t[n->in[2]->id].grad))
-			keep_[k++] = n->in[1];
-		break;
-	case IR_OP_TOPK:
-		if (g0)
-			keep_[k++] = n->out[1];
-		break;
-	case IR_OP_SOFTMAX:
-		if (g0)
-			keep_[k++] = n->out[0];
-		break;
-	case IR_OP_LAYER_NORM:
-		if (g0 || g1)
-			keep_[k++] = n->in[0];
-		break;
-	case IR_OP_COUNT:
-		IR_ASSERT(!"op out of range");
-		break;
-	}
-	for (int i = 0; i < k; i++) {
-		int rc = keep(e, keep_[i], cnt, cap, 0);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	struct need_acc *a = arg;
+	return push_need(a->e, &a->cnt, &a->cap, v->id);
 }
 
 static int compute_needs(struct eval *e)
 {
-	int cnt = 0, cap = 0, rc;
+	struct need_acc acc = { e, 0, 0 };
+	struct cost_keep c = { e->dyn, eval_bytes, eval_keep, &acc };
+	int rc;
 	e->need_first = ir_calloc((size_t)e->nn + 1, sizeof *e->need_first);
 	if (!e->need_first)
 		return ir_errorf(-ENOMEM, "out of memory");
 	for (int i = 0; i < e->nn; i++) {
-		e->need_first[i] = cnt;
-		if ((rc = needs(e, ir_graph_node(e->g, i), &cnt, &cap)) < 0)
+		const struct ir_node *n = ir_graph_node(e->g, i);
+		unsigned gmask = 0;
+		for (int k = 0; k < n->nin && k < 8; k++)
+			if (e->tp.val[n->in[k]->id].grad)
+				gmask |= 1u << k;
+		e->need_first[i] = acc.cnt;
+		if ((rc = cost_backward_keeps(&c, n, gmask)) < 0)
 			return rc;
 	}
-	e->need_first[e->nn] = cnt;
+	e->need_first[e->nn] = acc.cnt;
 	return 0;
 }
 
@@ -672,23 +582,6 @@ static void eval_free(struct eval *e)
 	ir_free(e->cand);
 }
 
-static void mark_dynamic(struct eval *e)
-{
-	const struct ir_graph *g = e->g;
-	for (int i = 0; i < ir_graph_ninputs(g); i++)
-		e->dyn[ir_graph_input(g, i)->id] = true;
-	for (int i = 0; i < ir_graph_nparams(g); i++)
-		e->dyn[ir_graph_param(g, i)->id] = true;
-	for (int i = 0; i < e->nn; i++) {
-		const struct ir_node *n = ir_graph_node(g, i);
-		bool d = false;
-		for (int k = 0; k < n->nin; k++)
-			d |= e->dyn[n->in[k]->id];
-		for (int k = 0; k < n->nout; k++)
-			e->dyn[n->out[k]->id] = d;
-	}
-}
-
 /* Evaluates graph g (batch bound to r->micro_batch) into r. */
 int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
 		      const struct cost_axis axes[3], struct report *r)
@@ -700,7 +593,7 @@ int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, con
 	e.ax_pp = axes[2];
 	e.eb = r->mixed ? 2 : 0;
 	e.t_node = ir_calloc((size_t)e.nn + 1, sizeof *e.t_node);
-	e.dyn = ir_calloc((size_t)nv + 1, sizeof *e.dyn);
+	e.dyn = cost_dynamic_values(g);
 	e.stored = ir_calloc((size_t)nv + 1, sizeof *e.stored);
 	e.mark = ir_calloc((size_t)nv + 1, sizeof *e.mark);
 	double *pre = ir_calloc((size_t)e.nn + 1, sizeof *pre);
@@ -710,7 +603,6 @@ int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, con
 	}
 	if ((rc = tp_propagate(g, p->tp, e.eb, &e.tp)) < 0)
 		goto out;
-	mark_dynamic(&e);
 	if ((rc = compute_times(&e)) < 0 || (rc = compute_needs(&e)) < 0 || (rc = compute_cuts(&e)) < 0)
 		goto out;
 	r->fwd_flops = 0;

@@ -148,6 +148,70 @@ static void test_does_not_fit(void)
 		inter_plan_free(&p);
 }
 
+struct batch_loader {
+	const char *path;
+	char name[64];
+};
+
+static struct ir_graph *load_batch(void *ctx, int64_t b)
+{
+	struct batch_loader *l = ctx;
+	return onnx_import_batch(l->path, NULL, l->name, b);
+}
+
+/* The automatic plan against every manual Megatron plan the report can
+ * evaluate (dp x tp x pp = 8, ZeRO 0/1, recomputation, micro-batches
+ * searched): the same cost model, so the search must be at least nearly
+ * as fast as the best of them (the intra-op pass's plan families differ:
+ * 5% slack). */
+static void test_versus_manual(void)
+{
+	char path[256];
+	struct batch_loader ld = { generated("gpt3-1.3b", "", path, sizeof path), "" };
+	struct cost_cluster c;
+	int64_t sb = 0;
+	if (!TAP_OK(ld.path && cost_cluster_parse("1x8:v100", &c) == 0 &&
+			    onnx_batch_dim(ld.path, NULL, ld.name, sizeof ld.name, &sb) == 0 && ld.name[0],
+		    "GPT-3 1.3B with a symbolic batch, 8 V100s"))
+		return;
+	struct inter_opts o;
+	struct inter_plan p;
+	inter_opts_init(&o);
+	o.train = true;
+	o.batch = 32;
+	o.load = load_batch;
+	o.ctx = &ld;
+	if (!TAP_OK(inter_pass(&c, &o, &p) == 0, "automatic plan: %s", ir_error()))
+		return;
+	double best = 1e30;
+	char best_s[96] = "none";
+	for (int tp = 1; tp <= 8; tp *= 2)
+		for (int pp = 1; tp * pp <= 8; pp *= 2)
+			for (int zero = 0; zero <= 1; zero++)
+				for (int rc = 0; rc <= 1; rc++) {
+					struct report_plan m;
+					struct report r;
+					char s[96];
+					snprintf(s, sizeof s, "dp=%d,tp=%d,pp=%d,zero=%d,recompute=%d", 8 / tp / pp, tp,
+						 pp, zero, rc);
+					report_plan_init(&m);
+					if (report_plan_parse(s, &m) < 0 || report_evaluate(ld.path, NULL, 32, &c, &m,
+											    NULL, &r) < 0) {
+						TAP_DIAG("%s: %s", s, ir_error());
+						continue;
+					}
+					if (r.fits && r.t_step < best) {
+						best = r.t_step;
+						snprintf(best_s, sizeof best_s, "%s", s);
+					}
+					report_free(&r);
+				}
+	TAP_OK(best < 1e30 && p.step_time <= 1.05 * best && p.mem_peak <= p.mem_limit,
+	       "automatic plan %.1f ms within 5%% of the best manual plan (%s, %.1f ms)", p.step_time * 1e3, best_s,
+	       best * 1e3);
+	inter_plan_free(&p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -162,6 +226,7 @@ int main(int argc, char **argv)
 	test_cluster_gpt();
 	test_one_stage();
 	test_does_not_fit();
+	test_versus_manual();
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)
