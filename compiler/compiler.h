@@ -458,6 +458,8 @@ struct intra_opts {
 	double time_limit;       /* s for the solver; default 10 */
 	const struct cost_calib *cal; /* NULL: default efficiencies */
 	bool no_follow;          /* give every op its own variable (tests) */
+	bool quick;              /* greedy and local search only, no MIP (thread-safe:
+				  * the inter-op pass's many per-layer solves) */
 	bool zero;               /* training: ZeRO-1, each parameter's optimizer state
 				  * and update split over the devices holding copies
 				  * of it (its gradient all-reduce becomes a

@@ -56,9 +56,10 @@ struct meshes {
 };
 
 /* Logical meshes of a rows x cols sub-mesh (rows nodes of cols devices):
- * every n0 x n1 = d whose fast axis 1 is a whole number of devices per
- * node or of nodes (Alpa enumerates every 2-D shape; d x 1 is 1 x d with
- * the axes swapped, left out), 1 x d first. */
+ * every n0 x n1 = d whose fast axis 1 divides a node (Alpa enumerates
+ * every 2-D shape; d x 1 is 1 x d with the axes swapped, and an axis 1
+ * spanning nodes only repeats what splitting over both axes of
+ * (d / cols) x cols does), widest axis 1 first. */
 static void meshes_make(const struct cost_cluster *c, int per_node, struct meshes *ms)
 {
 	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], slot[MAX_CONFIGS];
@@ -68,7 +69,7 @@ static void meshes_make(const struct cost_cluster *c, int per_node, struct meshe
 		int d = rows[m] * cols[m], first = ms->ncfg;
 		ms->dev[m] = d;
 		for (int n1 = d; n1 >= 1 && ms->ncfg < MAX_CONFIGS; n1--) {
-			if (d % n1 || (n1 == 1 && d > 1) || (n1 % cols[m] && cols[m] % n1))
+			if (d % n1 || (n1 == 1 && d > 1) || (n1 > cols[m] && rows[m] > 1) || cols[m] % n1)
 				continue;
 			slot[ms->ncfg] = ms->ncfg - first;
 			ms->cfg[ms->ncfg++] = (struct inter_config){ m, rows[m], cols[m], d / n1, n1 };

@@ -16,9 +16,12 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/inter_internal.h"
 
@@ -181,9 +184,10 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 	o.train = env->train;
 	o.optim = env->optim;
 	o.prec = env->prec;
-	o.mem_limit = env->mem_limit;
+	o.mem_limit = 1e30; /* the DP checks memory on whole stages */
 	o.cal = env->cal;
 	o.time_limit = 2;
+	o.quick = true; /* no MIP: many small solves, on every core */
 	o.zero = env->train;
 	o.step_share = 1.0 / micro;
 	struct intra_result r;
@@ -209,19 +213,83 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 	return rc;
 }
 
+/* The solves of one inter_layer_costs call, shared by its threads. */
+struct pool {
+	const struct inter_env *env;
+	const struct ir_graph *g;
+	const struct cluster_result *cl;
+	const struct inter_config *cfg;
+	int ncfg, micro;
+	struct inter_layer_cost *cost;
+	const int *job;           /* l * ncfg + c, layers solved for themselves */
+	int njobs;
+	atomic_int next;
+	pthread_mutex_t lock;
+	int rc;                   /* the first error, its message in err */
+	char err[512];
+};
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	for (;;) {
+		int j = atomic_fetch_add(&p->next, 1);
+		if (j >= p->njobs)
+			break;
+		int l = p->job[j] / p->ncfg, c = p->job[j] % p->ncfg;
+		int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro,
+				     &p->cost[p->job[j]]);
+		if (rc < 0) {
+			pthread_mutex_lock(&p->lock);
+			if (p->rc == 0) {
+				p->rc = rc;
+				snprintf(p->err, sizeof p->err, "%s", ir_error());
+			}
+			pthread_mutex_unlock(&p->lock);
+			atomic_store(&p->next, p->njobs);
+		}
+	}
+	return NULL;
+}
+
+/* Runs the pool's solves on up to one thread per core (at most 16). */
+static int run_pool(struct pool *p)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
+	if (n > p->njobs)
+		n = p->njobs;
+	pthread_t th[16];
+	int started = 0;
+	atomic_init(&p->next, 0);
+	pthread_mutex_init(&p->lock, NULL);
+	for (int i = 1; i < n; i++) {
+		if (pthread_create(&th[started], NULL, worker, p) != 0)
+			break; /* fewer threads: the others take the work */
+		started++;
+	}
+	worker(p);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	return p->rc < 0 ? ir_errorf(p->rc, "%s", p->err) : 0;
+}
+
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
 		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost, int *nsolved)
 {
 	int L = cl->nlayers, rc = 0;
 	char **sig = ir_calloc((size_t)L, sizeof *sig);
 	int *same = ir_malloc(sizeof *same * (size_t)(L + 1));
-	if (!sig || !same) {
+	int *job = ir_malloc(sizeof *job * ((size_t)L * (size_t)ncfg + 1));
+	if (!sig || !same || !job) {
 		ir_free(sig);
 		ir_free(same);
+		ir_free(job);
 		return ir_errorf(-ENOMEM, "out of memory costing layers");
 	}
-	*nsolved = 0;
-	for (int l = 0; l < L && rc == 0; l++) {
+	int njobs = 0;
+	for (int l = 0; l < L; l++) {
 		sig[l] = signature(g, cl->first[l], cl->first[l + 1]);
 		same[l] = l;
 		for (int k = 0; k < l && sig[l]; k++)
@@ -229,19 +297,20 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 				same[l] = k;
 				break;
 			}
-		for (int c = 0; c < ncfg && rc == 0; c++) {
-			struct inter_layer_cost *x = &cost[(size_t)l * (size_t)ncfg + (size_t)c];
-			if (same[l] != l) {
-				*x = cost[(size_t)same[l] * (size_t)ncfg + (size_t)c];
-				continue;
-			}
-			rc = solve_layer(env, g, cl->first[l], cl->first[l + 1], &cfg[c], micro, x);
-			(*nsolved)++;
-		}
+		for (int c = 0; c < ncfg && same[l] == l; c++)
+			job[njobs++] = l * ncfg + c;
 	}
+	struct pool p = { .env = env, .g = g, .cl = cl, .cfg = cfg, .ncfg = ncfg, .micro = micro, .cost = cost,
+			  .job = job, .njobs = njobs };
+	rc = run_pool(&p);
+	for (int l = 0; l < L && rc == 0; l++)
+		for (int c = 0; c < ncfg && same[l] != l; c++)
+			cost[(size_t)l * (size_t)ncfg + (size_t)c] = cost[(size_t)same[l] * (size_t)ncfg + (size_t)c];
+	*nsolved = njobs;
 	for (int l = 0; l < L; l++)
 		free(sig[l]);
 	ir_free(sig);
 	ir_free(same);
+	ir_free(job);
 	return rc;
 }

@@ -178,6 +178,11 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	prm.max_rounds = 2000;
 	prm.lns_windows = 60;
 	prm.mip_node_limit = 200;
+	if (o->quick) { /* local search only: no MIP, no GLPK */
+		prm.mip_max_cols = 0;
+		prm.lns_windows = 0;
+		prm.max_rounds = 200;
+	}
 	struct shard_eval ev;
 	double t0 = now();
 	rc = shard_solve(&st->prob, &prm, st->choice, &ev);
