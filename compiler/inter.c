@@ -96,11 +96,11 @@ struct search {
 enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, NOPT = 4 };
 
 /* Sums over layers l..r of config k with options opt; false when a layer
- * has no plan.
- * Kept activations add up over the layers, working sets do not (one
- * layer's at a time). Recomputation keeps only each layer's input per micro-batch in flight
- * (spread over the stage's devices) and one layer's working set at a
- * time, for one more forward pass (a third of forward plus backward). */
+ * has no plan. Kept activations add up over the layers, working sets do
+ * not (one layer's at a time). Recomputation keeps only each layer's
+ * input per micro-batch in flight (spread over the stage's devices) and
+ * one layer's kept activations and working set at a time, for one more
+ * forward pass (a third of forward plus backward). */
 static bool range(const struct search *s, int l, int r, int k, int opt, struct inter_layer_cost *sum)
 {
 	memset(sum, 0, sizeof *sum);
