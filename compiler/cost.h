@@ -216,6 +216,9 @@ enum cost_class {
 const char *cost_class_name(enum cost_class c);
 int cost_class_parse(const char *s, enum cost_class *out);
 enum cost_class cost_op_class(int op); /* op: an enum ir_op */
+/* Whether op fuses into an elementwise chain (one kernel: elementwise ops
+ * and views), as the report and the intra-op pass both cost it. */
+bool cost_op_fusable(int op);
 
 /* Efficiency of one op class at a size: a knot at max_flops FLOPs;
  * between knots the roofline interpolates in log(FLOPs), below the first

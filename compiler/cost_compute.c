@@ -41,6 +41,12 @@ int cost_class_parse(const char *s, enum cost_class *out)
 }
 
 /* The cost concern of the op table: which efficiency row an op uses. */
+bool cost_op_fusable(int op)
+{
+	enum cost_class c = cost_op_class(op);
+	return c == COST_CLASS_ELEMENTWISE || c == COST_CLASS_FREE;
+}
+
 enum cost_class cost_op_class(int op_)
 {
 	enum ir_op op = op_;

@@ -27,7 +27,8 @@
 
 /* The constant (input- and parameter-free) value v of g, computed again
  * in s: masks and position tables are recomputed where they are used, as
- * a fusing backend does, not kept as activations. */
+ * a fusing backend does, not kept as activations. NULL when its producers
+ * are too deep or too wide to copy (it then stays an input). */
 static struct ir_value *clone_const(struct ir_graph *s, struct ir_value **map, const struct ir_value *v, int depth)
 {
 	if (map[v->id] || depth > 64)
@@ -84,8 +85,8 @@ static struct ir_graph *extract(const struct ir_graph *g, int first, int last, b
 					map[v->id] = ir_graph_add_param(s, name, v->dtype, &v->shape, &d);
 					if (map[v->id])
 						map[v->id]->buffer = v->buffer;
-				} else if (v->kind == IR_VAL_NODE && !dyn[v->id]) {
-					clone_const(s, map, v, 0);
+				} else if (v->kind == IR_VAL_NODE && !dyn[v->id] && clone_const(s, map, v, 0)) {
+					/* recomputed here */
 				} else {
 					map[v->id] = ir_graph_add_input(s, name, v->dtype, &v->shape);
 				}

@@ -486,7 +486,7 @@ static void find_fused(struct intra_state *st, const struct ir_graph *g, const b
 {
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
-		bool f = intra_fusable(n->op);
+		bool f = cost_op_fusable(n->op);
 		for (int k = 0; k < n->nin; k++)
 			if (!f)
 				st->fuse[n->in[k]->id] |= INTRA_FUSE_STORED;

@@ -184,7 +184,7 @@ static void strategy_costs(const struct intra_env *env, const struct ir_node *n,
 	s->t_compute = 0;
 	if (!n)
 		return;
-	bool fused = env->fuse && intra_fusable(n->op), end = !fused;
+	bool fused = env->fuse && cost_op_fusable(n->op), end = !fused;
 	double bytes = 0;
 	for (int j = 0; j < n->nin; j++) {
 		if (fused && (env->fuse[n->in[j]->id] & INTRA_FUSE_INSIDE))
@@ -243,12 +243,6 @@ int intra_strategies(const struct intra_env *env, const struct ir_node *n, const
 		}
 	*out = s;
 	return ns;
-}
-
-bool intra_fusable(enum ir_op op)
-{
-	enum cost_class c = cost_op_class(op);
-	return c == COST_CLASS_ELEMENTWISE || c == COST_CLASS_FREE;
 }
 
 double intra_regather(const struct intra_coll *c)

@@ -84,7 +84,6 @@ enum {
 	INTRA_FUSE_INSIDE = 1, /* produced by a fusable op (elementwise or a view) */
 	INTRA_FUSE_STORED = 2, /* read by a non-fusable op or a graph output */
 };
-bool intra_fusable(enum ir_op op);
 
 /* Enumerates strategies of a unit with labels l (node n, or NULL for a graph
  * input or parameter v) into *out (ir_malloc'd); returns how many, or

@@ -50,12 +50,6 @@ struct eval {
 
 /* ---- compute per node (fused elementwise chains) ------------------------ */
 
-static bool fusable(enum ir_op op)
-{
-	enum cost_class c = cost_op_class(op);
-	return c == COST_CLASS_ELEMENTWISE || c == COST_CLASS_FREE;
-}
-
 static enum cost_prec op_prec(const struct eval *e, const struct ir_node *n)
 {
 	if ((ir_op_flags(n->op) & IR_OPF_HEAVY) && ir_dtype_is_float(n->out[0]->dtype))
@@ -80,7 +74,7 @@ static int compute_times(struct eval *e)
 	for (int i = 0; i < e->nn; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int k = 0; k < n->nin; k++)
-			use[n->in[k]->id] |= fusable(n->op) ? 1 : 2;
+			use[n->in[k]->id] |= cost_op_fusable(n->op) ? 1 : 2;
 	}
 	for (int i = 0; i < ir_graph_noutputs(g); i++)
 		use[ir_graph_output(g, i)->id] |= 2;
@@ -88,7 +82,7 @@ static int compute_times(struct eval *e)
 		const struct ir_node *n = ir_graph_node(g, i);
 		enum cost_class cls = cost_op_class(n->op);
 		double flops = node_flops(e, n), bytes = 0;
-		if (!fusable(n->op)) {
+		if (!cost_op_fusable(n->op)) {
 			for (int k = 0; k < n->nout; k++)
 				e->stored[n->out[k]->id] = true;
 			for (int k = 0; k < n->nin; k++)
@@ -101,7 +95,7 @@ static int compute_times(struct eval *e)
 		/* in a chain: read what comes from outside it, write what leaves it */
 		for (int k = 0; k < n->nin; k++) {
 			const struct ir_value *v = n->in[k];
-			bool inside = v->kind == IR_VAL_NODE && fusable(v->def->op);
+			bool inside = v->kind == IR_VAL_NODE && cost_op_fusable(v->def->op);
 			if (!inside && e->dyn[v->id])
 				bytes += tp_local_bytes(&e->tp, v, e->eb);
 		}

@@ -95,8 +95,8 @@ static bool sharded_as(const struct ir_value *v, const char *want)
 	return !strcmp(buf, w);
 }
 
-static int solve(struct ir_graph *g, const char *cluster, int n0, int n1, bool train, double mem,
-		 struct intra_result *r)
+static int solve_with(struct ir_graph *g, const char *cluster, int n0, int n1, bool train, double mem, bool zero,
+		      struct intra_result *r)
 {
 	struct cost_cluster c;
 	struct intra_opts o;
@@ -107,6 +107,7 @@ static int solve(struct ir_graph *g, const char *cluster, int n0, int n1, bool t
 	o.n1 = n1;
 	o.train = train;
 	o.mem_limit = mem;
+	o.zero = zero;
 	o.time_limit = 5;
 	int rc = intra_pass(g, &c, &o, r);
 	if (rc < 0 && rc != -ENOSPC)
@@ -114,20 +115,10 @@ static int solve(struct ir_graph *g, const char *cluster, int n0, int n1, bool t
 	return rc;
 }
 
-/* solve() with ZeRO-1 on. */
-static int solve_zero(struct ir_graph *g, const char *cluster, int n0, int n1, struct intra_result *r)
+static int solve(struct ir_graph *g, const char *cluster, int n0, int n1, bool train, double mem,
+		 struct intra_result *r)
 {
-	struct cost_cluster c;
-	struct intra_opts o;
-	if (cost_cluster_parse(cluster, &c) < 0)
-		return -EINVAL;
-	intra_opts_init(&o);
-	o.n0 = n0;
-	o.n1 = n1;
-	o.train = true;
-	o.zero = true;
-	o.time_limit = 5;
-	return intra_pass(g, &c, &o, r);
+	return solve_with(g, cluster, n0, n1, train, mem, false, r);
 }
 
 static bool from_param(const struct ir_graph *g, const struct intra_event *e)
@@ -171,7 +162,7 @@ static void test_zero(void)
 {
 	struct ir_graph *g = mlp(1024, 128);
 	struct intra_result r;
-	if (!g || !TAP_OK(solve_zero(g, "1x4:a100-80g", 1, 4, &r) == 0, "(a) MLP with ZeRO-1 solves: %s",
+	if (!g || !TAP_OK(solve_with(g, "1x4:a100-80g", 1, 4, true, 0, true, &r) == 0, "(a) MLP with ZeRO-1 solves: %s",
 			  ir_error())) {
 		ir_graph_free(g);
 		return;
