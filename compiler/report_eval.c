@@ -137,16 +137,17 @@ static int push_need(struct eval *e, int *n, int *cap, int v)
 	return 0;
 }
 
-static double eval_bytes(const struct ir_value *v, void *arg)
-{
-	const struct eval *e = arg;
-	return tp_local_bytes(&e->tp, v, e->eb);
-}
-
+/* What cost_backward_keeps's callbacks share (its one arg). */
 struct need_acc {
 	struct eval *e;
 	int cnt, cap;
 };
+
+static double eval_bytes(const struct ir_value *v, void *arg)
+{
+	const struct need_acc *a = arg;
+	return tp_local_bytes(&a->e->tp, v, a->e->eb);
+}
 
 static int eval_keep(const struct ir_value *v, void *arg)
 {
