@@ -467,6 +467,9 @@ struct intra_opts {
 	double step_share;       /* weight of once-per-step costs (gradient
 				  * reductions, optimizer updates) in the objective:
 				  * 1 / micro-batches when solving one micro-batch; default 1 */
+	bool inputs_resident;    /* the graph's inputs are already on the devices (a
+				  * layer's activations from the layer before), not
+				  * copied from the host every step */
 };
 void intra_opts_init(struct intra_opts *o);
 
@@ -479,6 +482,8 @@ struct intra_event {
 	int axis;                /* mesh axis */
 	double bytes;            /* per device, as cost_collective takes it */
 	double t;                /* s */
+	bool once;               /* once per step: the gradient reduction of a parameter
+				  * or a value computed from parameters alone */
 };
 
 struct intra_state;
@@ -487,6 +492,7 @@ struct intra_result {
 	double t_compute, t_comm;
 	double mem_peak, mem_limit; /* bytes per device */
 	double mem_end;          /* bytes per device live at the end (state, kept activations, outputs) */
+	double mem_out;          /* of which graph outputs the backward pass does not keep */
 	double t_optim;          /* s: optimizer updates (once per step; in t_total x step_share) */
 	double t_optim_nozero;   /* s: the same without ZeRO's split */
 	double mem_zero_saved;   /* bytes per device ZeRO's split saves */

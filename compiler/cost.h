@@ -219,6 +219,10 @@ enum cost_class cost_op_class(int op); /* op: an enum ir_op */
 /* Whether op fuses into an elementwise chain (one kernel: elementwise ops
  * and views), as the report and the intra-op pass both cost it. */
 bool cost_op_fusable(int op);
+/* Whether node n is a transpose of the last two dims only: read by dots
+ * alone, it costs nothing (the GEMM reads its operand transposed); both
+ * the report and the intra-op pass check the consumers. */
+bool cost_transpose_folds(const struct ir_node *n);
 
 /* Efficiency of one op class at a size: a knot at max_flops FLOPs;
  * between knots the roofline interpolates in log(FLOPs), below the first
@@ -310,6 +314,14 @@ void cost_state_bytes_per_param(enum cost_optim o, bool mixed, struct cost_state
  * parameters. */
 void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams,
 		       struct cost_state_bytes *out);
+
+/* Seconds of the optimizer update of nparams parameters on device d: one
+ * memory-bound pass (multi-tensor, at the efficiency of a large kernel)
+ * reading gradients, reading and writing optimizer state, writing the
+ * weights (read and written when there is no master copy). Linear in
+ * nparams, so per-tensor sums equal the whole. */
+double cost_optim_time(const struct cost_device *d, const struct cost_calib *cal, const struct cost_state_bytes *sb,
+		       bool mixed, double nparams);
 
 enum cost_sched { COST_SCHED_GPIPE, COST_SCHED_1F1B, COST_SCHED_INTERLEAVED, COST_SCHED_COUNT };
 const char *cost_sched_name(enum cost_sched s);

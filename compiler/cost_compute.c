@@ -47,6 +47,17 @@ bool cost_op_fusable(int op)
 	return c == COST_CLASS_ELEMENTWISE || c == COST_CLASS_FREE;
 }
 
+bool cost_transpose_folds(const struct ir_node *n)
+{
+	if (n->op != IR_OP_TRANSPOSE || n->a.axes.n < 2)
+		return false;
+	int r = n->a.axes.n;
+	for (int i = 0; i < r - 2; i++)
+		if (n->a.axes.v[i] != i)
+			return false;
+	return n->a.axes.v[r - 2] == r - 1 && n->a.axes.v[r - 1] == r - 2;
+}
+
 enum cost_class cost_op_class(int op_)
 {
 	enum ir_op op = op_;

@@ -9,8 +9,10 @@
  * a fusing backend would recompute it: the result of a cheap elementwise op
  * whose own dynamic inputs are no larger is recomputed from them, so they
  * are kept instead (the GeLU chain behind a dot keeps the dot's output
- * only). Constants are recomputed and parameters are training state, so
- * neither counts as an activation.
+ * only). Views (a broadcast statistic, a reshape) are redone from what
+ * they view, so keeping one costs its source: batch normalization keeps
+ * its input, not the centred copy. Constants are recomputed and parameters
+ * are training state, so neither counts as an activation.
  */
 #include "compiler/compiler.h"
 
@@ -114,17 +116,43 @@ bool *cost_dynamic_values(const struct ir_graph *g)
 	return dyn;
 }
 
+static bool is_view(const struct ir_value *v)
+{
+	return v->kind == IR_VAL_NODE && cost_op_class(v->def->op) == COST_CLASS_FREE;
+}
+
+/* Bytes that keeping v costs: a view (a broadcast statistic, a reshape)
+ * costs what it views. */
+static double kept_size(const struct cost_keep *c, const struct ir_value *v, int depth)
+{
+	if (!c->dyn[v->id] || v->kind == IR_VAL_PARAM)
+		return 0;
+	if (!is_view(v) || depth >= 16)
+		return c->bytes(v, c->arg);
+	double b = 0;
+	for (int k = 0; k < v->def->nin; k++)
+		b += kept_size(c, v->def->in[k], depth + 1);
+	return b;
+}
+
 static int keep_value(const struct cost_keep *c, const struct ir_value *v, int depth)
 {
 	if (!c->dyn[v->id] || v->kind == IR_VAL_PARAM)
 		return 0;
-	if (v->kind == IR_VAL_NODE && depth < 16 && cost_op_class(v->def->op) == COST_CLASS_ELEMENTWISE) {
-		const struct ir_node *d = v->def;
+	const struct ir_node *d = v->kind == IR_VAL_NODE ? v->def : NULL;
+	if (d && depth < 16 && is_view(v)) { /* views are free to redo: keep what they view */
+		for (int k = 0; k < d->nin; k++) {
+			int rc = keep_value(c, d->in[k], depth + 1);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	if (d && depth < 16 && cost_op_class(d->op) == COST_CLASS_ELEMENTWISE) {
 		double in = 0, self = c->bytes(v, c->arg);
 		for (int k = 0; k < d->nin; k++)
-			if (c->dyn[d->in[k]->id] && d->in[k]->kind != IR_VAL_PARAM)
-				in += c->bytes(d->in[k], c->arg);
-		if (in <= self) {
+			in += kept_size(c, d->in[k], 0);
+		if (in <= self * (1 + 1.0 / 16)) { /* no larger, give or take a statistic */
 			for (int k = 0; k < d->nin; k++) {
 				int rc = keep_value(c, d->in[k], depth + 1);
 				if (rc < 0)

@@ -87,6 +87,16 @@ void cost_state_bytes_per_param(enum cost_optim o, bool mixed, struct cost_state
 	}
 }
 
+double cost_optim_time(const struct cost_device *d, const struct cost_calib *cal, const struct cost_state_bytes *sb,
+		       bool mixed, double nparams)
+{
+	const double bulk = 1e9; /* parameters of a step's fused update */
+	double per = sb->grads + 2 * sb->optim + (mixed ? sb->params : 2 * sb->params);
+	double t = cost_roofline(d, cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 12 * bulk, per * bulk) -
+		   cal->cls[COST_CLASS_ELEMENTWISE].overhead;
+	return nparams > 0 && t > 0 ? t * (nparams / bulk) : 0;
+}
+
 void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams,
 		       struct cost_state_bytes *out)
 {

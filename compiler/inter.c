@@ -288,8 +288,8 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 	}
 }
 
-/* Micro-batch sizes to try for global batch B: the static batch, or
- * powers of two dividing B and B itself, largest first. */
+/* Micro-batch sizes to try first for global batch B: the static batch,
+ * or B and the powers of two dividing it, largest first (at most max). */
 static int batch_candidates(const struct inter_opts *o, int64_t B, int64_t *cand, int max)
 {
 	int n = 0;
@@ -305,6 +305,19 @@ static int batch_candidates(const struct inter_opts *o, int64_t B, int64_t *cand
 	for (int64_t b = (int64_t)1 << 40; b >= 1 && n < max; b >>= 1)
 		if (b < B && B % b == 0)
 			cand[n++] = b;
+	return n;
+}
+
+/* Then the other divisors of B between the neighbours lo < best < hi of
+ * the best first candidate (B = 1536: 96 and 192 around 128). */
+static int batch_between(int64_t B, int64_t lo, int64_t hi, int64_t *cand, int max)
+{
+	int n = 0;
+	for (int64_t d = 1; d <= B && n < max; d++) {
+		int64_t b = B / d;
+		if (B % d == 0 && b > lo && b < hi && (b & (b - 1)) != 0)
+			cand[n++] = b;
+	}
 	return n;
 }
 
@@ -437,6 +450,18 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	for (int i = 0; i < nc && rc == 0; i++) {
 		int m = (int)(B / cand[i]);
 		rc = search_one(&env, o, cand[i], m, ms, p, &have, &least);
+	}
+	if (rc == 0 && have && o->static_batch <= 0 && o->micro <= 0) {
+		int64_t lo = 0, hi = B + 1, more[48];
+		for (int i = 0; i < nc; i++) {
+			if (cand[i] < p->micro_batch && cand[i] > lo)
+				lo = cand[i];
+			if (cand[i] > p->micro_batch && cand[i] < hi)
+				hi = cand[i];
+		}
+		int nm = batch_between(B, lo, hi, more, 48);
+		for (int i = 0; i < nm && rc == 0; i++)
+			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &least);
 	}
 	ir_free(ms);
 	if (rc == 0 && !have) {

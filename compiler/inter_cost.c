@@ -139,16 +139,13 @@ static char *signature(const struct ir_graph *g, int first, int last)
 	return text;
 }
 
-/* The gradient reductions (once per step) among the plan's collectives:
- * backward collectives on a parameter operand. */
-static double sync_time(const struct ir_graph *s, const struct intra_result *r)
+/* The gradient reductions (once per step) among the plan's collectives. */
+static double sync_time(const struct intra_result *r)
 {
 	double t = 0;
-	for (int i = 0; i < r->nevents; i++) {
-		const struct intra_event *e = &r->events[i];
-		if (e->bwd && e->operand >= 0 && ir_graph_node(s, e->node)->in[e->operand]->kind == IR_VAL_PARAM)
-			t += e->t;
-	}
+	for (int i = 0; i < r->nevents; i++)
+		if (r->events[i].once)
+			t += r->events[i].t;
 	return t;
 }
 
@@ -191,6 +188,7 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 	o.quick = true; /* no MIP: many small solves, on every core */
 	o.zero = env->train;
 	o.step_share = 1.0 / micro;
+	o.inputs_resident = true; /* activations of the layer before (data loading overlaps the step, as in the report) */
 	struct intra_result r;
 	int rc = intra_pass(s, env->c, &o, &r);
 	if (rc == -ENOSPC) { /* does not fit this mesh: not a choice */
@@ -200,13 +198,14 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 	}
 	if (rc == 0) {
 		out->ok = true;
-		out->t_sync = sync_time(s, &r);
+		out->t_sync = sync_time(&r);
 		out->t_optim = r.t_optim;
 		out->t_optim_nozero = r.t_optim_nozero;
 		out->t_mb = fmax(r.t_total - o.step_share * (out->t_sync + r.t_optim), 0);
 		out->mem_state_nozero = state_bytes(s, env);
 		out->mem_state = out->mem_state_nozero - r.mem_zero_saved;
-		out->mem_act = fmax(r.mem_end - out->mem_state, 0);
+		/* the layer's outputs: the next layer keeps what its backward needs */
+		out->mem_act = fmax(r.mem_end - r.mem_out - out->mem_state, 0);
 		out->mem_once = fmax(r.mem_peak - fmax(r.mem_end, out->mem_state), 0);
 		intra_result_free(&r);
 	}

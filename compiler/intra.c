@@ -54,6 +54,7 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	env->train = o->train;
 	env->zero = o->train && o->zero;
 	env->step_share = o->step_share > 0 ? o->step_share : 1;
+	env->inputs_resident = o->inputs_resident;
 	cost_state_bytes_per_param(o->optim, mixed, &env->state);
 	return 0;
 }
@@ -87,10 +88,11 @@ static int push_event(struct intra_result *r, int *cap, const struct intra_event
 	return 0;
 }
 
-static int push_colls(struct intra_result *r, int *cap, const struct intra_coll *c, int node, int operand, bool bwd)
+/* bwd: 0 forward, 1 backward, 2 backward once per step (a weight's gradient) */
+static int push_colls(struct intra_result *r, int *cap, const struct intra_coll *c, int node, int operand, int bwd)
 {
 	for (int i = 0; i < c->n; i++) {
-		struct intra_event ev = { node, operand, bwd, c->op[i], c->axis[i], c->bytes[i], c->t[i] };
+		struct intra_event ev = { node, operand, bwd > 0, c->op[i], c->axis[i], c->bytes[i], c->t[i], bwd == 2 };
 		if (push_event(r, cap, &ev) < 0)
 			return -ENOMEM;
 		r->t_comm += c->t[i];
@@ -109,7 +111,7 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 		r->t_compute += s->t_compute;
 		if (s->own_axis >= 0) {
 			struct intra_coll c = { 1, { COST_ALL_REDUCE }, { s->own_axis }, { s->own_bytes }, { s->t_own } };
-			if (push_colls(r, &cap, &c, x->node->id, -1, false) < 0)
+			if (push_colls(r, &cap, &c, x->node->id, -1, 0) < 0)
 				return -ENOMEM;
 		}
 		if (!x->node)
@@ -122,7 +124,7 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 			struct intra_coll c;
 			intra_operand_spec(&x->lab, s, j, v->shape.rank, &dst);
 			intra_reshard(&st->env, v, &src->out, &dst, false, &c);
-			if (push_colls(r, &cap, &c, x->node->id, j, false) < 0)
+			if (push_colls(r, &cap, &c, x->node->id, j, 0) < 0)
 				return -ENOMEM;
 			if (intra_reads_operand(st, x->node, j)) {
 				struct intra_coll ag = { 0 };
@@ -133,7 +135,7 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 						ag.bytes[ag.n] = c.bytes[i];
 						ag.t[ag.n++] = c.t[i];
 					}
-				if (push_colls(r, &cap, &ag, x->node->id, j, true) < 0)
+				if (push_colls(r, &cap, &ag, x->node->id, j, 1) < 0)
 					return -ENOMEM;
 			}
 			if (!st->grad[v->id])
@@ -141,8 +143,8 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 			struct ir_sharding gsrc = dst, gdst = src->out;
 			gsrc.partial = intra_grad_partial(&x->lab, s, j, v->shape.rank);
 			gdst.partial = 0;
-			intra_reshard(&st->env, v, &gsrc, &gdst, v->kind == IR_VAL_PARAM, &c);
-			if (push_colls(r, &cap, &c, x->node->id, j, true) < 0)
+			intra_reshard(&st->env, v, &gsrc, &gdst, st->weight[v->id], &c);
+			if (push_colls(r, &cap, &c, x->node->id, j, st->weight[v->id] ? 2 : 1) < 0)
 				return -ENOMEM;
 		}
 	}
@@ -208,6 +210,14 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	for (int k = 0; k < st->prob.nnodes; k++)
 		if (st->prob.hi[k] == end)
 			r->mem_end += (double)st->prob.usage[st->prob.strat_off[k] + st->choice[k]];
+	for (int i = 0; i < ir_graph_noutputs(g); i++) {
+		const struct ir_value *v = ir_graph_output(g, i);
+		bool again = false;
+		for (int k = 0; k < i; k++)
+			again |= ir_graph_output(g, k) == v;
+		if (v->kind == IR_VAL_NODE && !st->saved[v->id] && !again)
+			r->mem_out += intra_local_bytes(&st->env, v, &intra_chosen(st, st->value_unit[v->id])->out);
+	}
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];
 		int s = x->map[st->choice[x->group]];

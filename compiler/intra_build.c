@@ -213,8 +213,7 @@ double intra_optim_time(const struct intra_state *st, const struct intra_unit *x
 		   (double)ir_shape_numel(&x->value->shape);
 	if (zero)
 		n /= copies(&st->env, x->value, sh);
-	double per = st->env.state.params + st->env.state.grads + st->env.state.optim;
-	return cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 12 * n, 2 * per * n);
+	return cost_optim_time(&st->env.dev, &st->env.cal, &st->env.state, st->env.elem_bytes > 0, n);
 }
 
 /* Per-device bytes a unit holds under strategy s (nothing for results
@@ -229,7 +228,7 @@ static double unit_usage(const struct intra_state *st, const struct intra_unit *
 	double b = 0;
 	for (int i = 0; i < x->node->nout; i++) {
 		const struct ir_value *r = x->node->out[i];
-		if (st->fuse[r->id] == INTRA_FUSE_INSIDE && !st->saved[r->id])
+		if ((st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE && !st->saved[r->id])
 			continue; /* never leaves its fused kernel's registers */
 		b += intra_local_bytes(&st->env, r, &k->out);
 	}
@@ -246,8 +245,10 @@ static double unit_cost(const struct intra_state *st, const struct intra_unit *x
 	double t = k->t_compute + k->t_own;
 	const struct ir_value *res = x->node ? x->node->out[0] : x->value;
 	t += st->env.step_share * intra_optim_time(st, x, s, st->env.zero);
-	if (!x->node && x->value->kind == IR_VAL_INPUT && st->env.dev.host_bw > 0)
+	if (!x->node && x->value->kind == IR_VAL_INPUT && !st->env.inputs_resident && st->env.dev.host_bw > 0)
 		t += intra_local_bytes(&st->env, res, &k->out) / st->env.dev.host_bw;
+	else if (!x->node && x->value->kind == IR_VAL_INPUT) /* ties: the layout holding least */
+		t += intra_local_bytes(&st->env, res, &k->out) * 1e-15;
 	if (k->out.partial && is_output[res->id]) {
 		struct ir_sharding whole = k->out;
 		whole.partial = 0;
@@ -273,20 +274,34 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 		struct ir_sharding gsrc = dst, gdst = *src;
 		gsrc.partial = intra_grad_partial(&v->lab, &v->strat[pv], j, x->shape.rank);
 		gdst.partial = 0;
-		double r = intra_reshard(&st->env, x, &gsrc, &gdst, x->kind == IR_VAL_PARAM, NULL);
-		t += x->kind == IR_VAL_PARAM ? st->env.step_share * r : r; /* once per step */
+		double r = intra_reshard(&st->env, x, &gsrc, &gdst, st->weight[x->id], NULL);
+		t += st->weight[x->id] ? st->env.step_share * r : r; /* once per step */
 	}
 	return t;
 }
 
 /* Values that carry a gradient in training: floating-point values that
- * depend on a parameter. */
-static bool *grad_values(const struct ir_graph *g, bool train)
+ * depend on a parameter. *weight: those of them that depend on no graph
+ * input (a transposed weight): the same in every micro-batch, so their
+ * gradients add up over the step and are reduced once, like a
+ * parameter's. */
+static bool *grad_values(const struct ir_graph *g, bool train, bool **weight)
 {
 	int nv = ir_graph_nvalues(g);
 	bool *grad = ir_calloc((size_t)nv + 1, sizeof *grad);
-	if (!grad || !train)
+	bool *w = *weight = ir_calloc((size_t)nv + 1, sizeof *w);
+	if (!grad || !w || !train)
 		return grad;
+	for (int i = 0; i < ir_graph_ninputs(g); i++)
+		w[ir_graph_input(g, i)->id] = true; /* scratch: depends on an input */
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		bool in = false;
+		for (int j = 0; j < n->nin; j++)
+			in |= w[n->in[j]->id];
+		for (int k = 0; k < n->nout; k++)
+			w[n->out[k]->id] = in;
+	}
 	for (int i = 0; i < ir_graph_nparams(g); i++) {
 		const struct ir_value *p = ir_graph_param(g, i);
 		grad[p->id] = ir_dtype_is_float(p->dtype);
@@ -299,6 +314,8 @@ static bool *grad_values(const struct ir_graph *g, bool train)
 		for (int k = 0; k < n->nout; k++)
 			grad[n->out[k]->id] = any && ir_dtype_is_float(n->out[k]->dtype);
 	}
+	for (int v = 0; v <= nv; v++)
+		w[v] = grad[v] && !w[v];
 	return grad;
 }
 
@@ -487,14 +504,17 @@ static void find_fused(struct intra_state *st, const struct ir_graph *g, const b
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		bool f = cost_op_fusable(n->op);
-		for (int k = 0; k < n->nin; k++)
+		for (int k = 0; k < n->nin; k++) {
 			if (!f)
 				st->fuse[n->in[k]->id] |= INTRA_FUSE_STORED;
+			if (n->op != IR_OP_DOT)
+				st->fuse[n->in[k]->id] |= INTRA_FUSE_NONDOT;
+		}
 		for (int k = 0; k < n->nout; k++) {
 			if (f)
 				st->fuse[n->out[k]->id] |= INTRA_FUSE_INSIDE;
 			if (is_output[n->out[k]->id])
-				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED;
+				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT;
 		}
 	}
 	st->env.fuse = st->fuse;
@@ -506,7 +526,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	int nv = ir_graph_nvalues(g), rc = -ENOMEM;
 	int *uses = ir_calloc((size_t)nv + 1, sizeof *uses);
 	bool *is_output = ir_calloc((size_t)nv + 1, sizeof *is_output);
-	bool *grad = st->grad = grad_values(g, st->env.train);
+	bool *grad = st->grad = grad_values(g, st->env.train, &st->weight);
 	st->saved = ir_calloc((size_t)nv + 1, sizeof *st->saved);
 	st->fuse = ir_calloc((size_t)nv + 1, sizeof *st->fuse);
 	st->nunits = nn + ni + np;
@@ -566,6 +586,7 @@ void intra_state_free(struct intra_state *st)
 	ir_free(st->unit);
 	ir_free(st->value_unit);
 	ir_free(st->grad);
+	ir_free(st->weight);
 	ir_free(st->saved);
 	ir_free(st->fuse);
 	ir_free(st->leader);

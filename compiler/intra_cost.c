@@ -182,8 +182,8 @@ static void strategy_costs(const struct intra_env *env, const struct ir_node *n,
 			s->t_own += cost_collective(&env->mesh.ax[a], COST_ALL_REDUCE, s->own_bytes, NULL);
 		}
 	s->t_compute = 0;
-	if (!n)
-		return;
+	if (!n || (env->fuse && cost_transpose_folds(n) && !(env->fuse[n->out[0]->id] & INTRA_FUSE_NONDOT)))
+		return; /* nothing, or a transpose the dots reading it fold in */
 	bool fused = env->fuse && cost_op_fusable(n->op), end = !fused;
 	double bytes = 0;
 	for (int j = 0; j < n->nin; j++) {

@@ -75,6 +75,7 @@ struct intra_env {
 	const uint8_t *fuse;     /* per value id INTRA_FUSE_* bits, or NULL (nothing fused) */
 	bool zero;               /* intra_opts.zero */
 	double step_share;       /* intra_opts.step_share */
+	bool inputs_resident;    /* intra_opts.inputs_resident */
 };
 
 /* Elementwise chains run as one kernel (as the report costs them): a
@@ -83,6 +84,7 @@ struct intra_env {
 enum {
 	INTRA_FUSE_INSIDE = 1, /* produced by a fusable op (elementwise or a view) */
 	INTRA_FUSE_STORED = 2, /* read by a non-fusable op or a graph output */
+	INTRA_FUSE_NONDOT = 4, /* read by something other than a dot (a graph output too) */
 };
 
 /* Enumerates strategies of a unit with labels l (node n, or NULL for a graph
@@ -132,6 +134,8 @@ struct intra_state {
 	struct intra_unit *unit;     /* node units first (graph order), then inputs, params */
 	int *value_unit;             /* per value id: the unit defining it, -1 unused */
 	bool *grad;                  /* per value id: carries a gradient (training) */
+	bool *weight;                /* per value id: its gradient is reduced once per step (a
+				      * parameter, or computed from parameters alone) */
 	bool *saved;                 /* per value id: kept for the backward pass (training) */
 	uint8_t *fuse;               /* per value id: INTRA_FUSE_* */
 	int ngroups;

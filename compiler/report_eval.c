@@ -67,17 +67,18 @@ static int compute_times(struct eval *e)
 {
 	const struct ir_graph *g = e->g;
 	int nv = ir_graph_nvalues(g);
-	/* uses: bit 1 used by a fusable node, bit 2 by another (or an output) */
+	/* uses: bit 1 used by a fusable node, bit 2 by another (or an output),
+	 * bit 4 by something other than a dot (or an output) */
 	int *use = ir_calloc((size_t)nv + 1, sizeof *use);
 	if (!use)
 		return ir_errorf(-ENOMEM, "out of memory");
 	for (int i = 0; i < e->nn; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int k = 0; k < n->nin; k++)
-			use[n->in[k]->id] |= cost_op_fusable(n->op) ? 1 : 2;
+			use[n->in[k]->id] |= (cost_op_fusable(n->op) ? 1 : 2) | (n->op != IR_OP_DOT ? 4 : 0);
 	}
 	for (int i = 0; i < ir_graph_noutputs(g); i++)
-		use[ir_graph_output(g, i)->id] |= 2;
+		use[ir_graph_output(g, i)->id] |= 2 | 4;
 	for (int i = 0; i < e->nn; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		enum cost_class cls = cost_op_class(n->op);
@@ -85,6 +86,8 @@ static int compute_times(struct eval *e)
 		if (!cost_op_fusable(n->op)) {
 			for (int k = 0; k < n->nout; k++)
 				e->stored[n->out[k]->id] = true;
+			if (cost_transpose_folds(n) && !(use[n->out[0]->id] & 4))
+				continue; /* the dots reading it take their operand transposed */
 			for (int k = 0; k < n->nin; k++)
 				bytes += tp_local_bytes(&e->tp, n->in[k], e->eb);
 			for (int k = 0; k < n->nout; k++)
@@ -492,9 +495,7 @@ static int build_stages(struct eval *e, const double *pre)
 			st->t_mb += extra_t > 0 ? extra_t : 0;
 		}
 		/* optimizer: reads gradients and state, writes state and weights */
-		double upd = st->params / (p->zero >= 1 ? p->dp : 1);
-		double by = upd * (sb.grads + 2 * sb.optim + (r->mixed ? sb.params : 2 * sb.params));
-		st->t_optim = cost_roofline(&r->dev, e->cal, COST_CLASS_ELEMENTWISE, COST_PREC_F32, upd * 12, by);
+		st->t_optim = cost_optim_time(&r->dev, e->cal, &sb, r->mixed, st->params / (p->zero >= 1 ? p->dp : 1));
 	}
 	ir_free(bounds);
 	return 0;

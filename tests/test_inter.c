@@ -161,9 +161,8 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 
 /* The automatic plan against every manual Megatron plan the report can
  * evaluate (dp x tp x pp = 8, ZeRO 0/1, recomputation, micro-batches
- * searched): the same cost model, so the search must be at least nearly
- * as fast as the best of them (the intra-op pass's plan families differ:
- * 5% slack). */
+ * searched): the same cost model, and the search covers every one of
+ * them, so the automatic plan is at least as fast as the best. */
 static void test_versus_manual(void)
 {
 	char path[256];
@@ -206,8 +205,8 @@ static void test_versus_manual(void)
 					}
 					report_free(&r);
 				}
-	TAP_OK(best < 1e30 && p.step_time <= 1.05 * best && p.mem_peak <= p.mem_limit,
-	       "automatic plan %.1f ms within 5%% of the best manual plan (%s, %.1f ms)", p.step_time * 1e3, best_s,
+	TAP_OK(best < 1e30 && p.step_time <= best && p.mem_peak <= p.mem_limit,
+	       "automatic plan %.1f ms at least as fast as the best manual plan (%s, %.1f ms)", p.step_time * 1e3, best_s,
 	       best * 1e3);
 	inter_plan_free(&p);
 }
