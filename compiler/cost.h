@@ -279,14 +279,18 @@ int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_val
 /* Per value id: whether it depends on a graph input or a parameter (not a
  * constant); ir_malloc'd, NULL when out of memory. */
 bool *cost_dynamic_values(const struct ir_graph *g);
+/* Per value id: whether it depends on a graph input, i.e. differs between
+ * micro-batches (an activation; a transposed weight is not one). */
+bool *cost_activation_values(const struct ir_graph *g);
 
 /* The activations op n's backward pass keeps stored: cost_grad_reads's,
  * except that the result of a cheap elementwise op whose dynamic inputs
  * take no more bytes is recomputed from them (they are kept instead);
- * constants and parameters are never activations. keep is called for
+ * constants, parameters and values computed from them alone are never
+ * activations. keep is called for
  * each (possibly more than once per value); a negative return stops. */
 struct cost_keep {
-	const bool *dyn;                                     /* cost_dynamic_values */
+	const bool *dyn;                                     /* cost_activation_values */
 	double (*bytes)(const struct ir_value *v, void *arg); /* per device */
 	int (*keep)(const struct ir_value *v, void *arg);
 	void *arg;

@@ -9,10 +9,12 @@
  * a fusing backend would recompute it: the result of a cheap elementwise op
  * whose own dynamic inputs are no larger is recomputed from them, so they
  * are kept instead (the GeLU chain behind a dot keeps the dot's output
- * only). Views (a broadcast statistic, a reshape) are redone from what
- * they view, so keeping one costs its source: batch normalization keeps
- * its input, not the centred copy. Constants are recomputed and parameters
- * are training state, so neither counts as an activation.
+ * only; "no larger" allows a sixteenth more for broadcast statistics).
+ * Views (a broadcast statistic, a reshape) are redone from what they view,
+ * so keeping one costs its source: batch normalization keeps its input, not
+ * the centred copy. Constants are recomputed, and parameters and what is
+ * computed from them alone (a transposed weight) are training state, the
+ * same in every micro-batch: none of them counts as an activation.
  */
 #include "compiler/compiler.h"
 
@@ -96,14 +98,14 @@ int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_val
 	return k;
 }
 
-bool *cost_dynamic_values(const struct ir_graph *g)
+static bool *depends(const struct ir_graph *g, bool params)
 {
 	bool *dyn = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *dyn);
 	if (!dyn)
 		return NULL;
 	for (int i = 0; i < ir_graph_ninputs(g); i++)
 		dyn[ir_graph_input(g, i)->id] = true;
-	for (int i = 0; i < ir_graph_nparams(g); i++)
+	for (int i = 0; params && i < ir_graph_nparams(g); i++)
 		dyn[ir_graph_param(g, i)->id] = true;
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
@@ -114,6 +116,16 @@ bool *cost_dynamic_values(const struct ir_graph *g)
 			dyn[n->out[k]->id] = d;
 	}
 	return dyn;
+}
+
+bool *cost_dynamic_values(const struct ir_graph *g)
+{
+	return depends(g, true);
+}
+
+bool *cost_activation_values(const struct ir_graph *g)
+{
+	return depends(g, false);
 }
 
 static bool is_view(const struct ir_value *v)

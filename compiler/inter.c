@@ -308,16 +308,24 @@ static int batch_candidates(const struct inter_opts *o, int64_t B, int64_t *cand
 	return n;
 }
 
-/* Then the other divisors of B between the neighbours lo < best < hi of
- * the best first candidate (B = 1536: 96 and 192 around 128). */
-static int batch_between(int64_t B, int64_t lo, int64_t hi, int64_t *cand, int max)
+int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max)
 {
 	int n = 0;
-	for (int64_t d = 1; d <= B && n < max; d++) {
+	int64_t lo = best / 2, hi = best * 2 < B ? best * 2 : B;
+	for (int64_t d = B / hi; d <= B / (lo > 0 ? lo : 1) && n < max; d++) {
 		int64_t b = B / d;
-		if (B % d == 0 && b > lo && b < hi && (b & (b - 1)) != 0)
+		if (d > 0 && B % d == 0 && b >= lo && b < hi && (b & (b - 1)) != 0)
 			cand[n++] = b;
 	}
+	for (int i = 1; i < n; i++) /* nearest to best first (ratio) */
+		for (int j = i; j > 0; j--) {
+			double a = fabs(log((double)cand[j] / (double)best)), p = fabs(log((double)cand[j - 1] / (double)best));
+			if (a >= p)
+				break;
+			int64_t t = cand[j];
+			cand[j] = cand[j - 1];
+			cand[j - 1] = t;
+		}
 	return n;
 }
 
@@ -452,14 +460,8 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		rc = search_one(&env, o, cand[i], m, ms, p, &have, &least);
 	}
 	if (rc == 0 && have && o->static_batch <= 0 && o->micro <= 0) {
-		int64_t lo = 0, hi = B + 1, more[48];
-		for (int i = 0; i < nc; i++) {
-			if (cand[i] < p->micro_batch && cand[i] > lo)
-				lo = cand[i];
-			if (cand[i] > p->micro_batch && cand[i] < hi)
-				hi = cand[i];
-		}
-		int nm = batch_between(B, lo, hi, more, 48);
+		int64_t more[8];
+		int nm = inter_batch_between(B, p->micro_batch, more, 8);
 		for (int i = 0; i < nm && rc == 0; i++)
 			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &least);
 	}

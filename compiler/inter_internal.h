@@ -41,6 +41,11 @@ struct inter_layer_cost {
 	double mem_once;          /* bytes per device held once: the working set above what is kept */
 };
 
+/* Micro-batch sizes to try after the powers of two: the divisors of B
+ * that are not powers of two within a factor of two of the best one,
+ * nearest first, at most max (B = 1536, best 128: 96 and 192). */
+int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max);
+
 /* cost[l * ncfg + c] for every layer of cl and config, for steps of
  * `micro` micro-batches (the weight of once-per-step costs in the intra-op
  * objective); identical layers solved once (*nsolved counts the solves). */

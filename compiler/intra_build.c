@@ -237,8 +237,9 @@ static double unit_usage(const struct intra_state *st, const struct intra_unit *
 
 /* The unit's own cost under strategy s: compute, its collective, the
  * optimizer update of a parameter, the copy of a graph input's local
- * shard from the host every step, the reduction of a partial graph
- * output. */
+ * shard from the host every step (an input already on the devices pays a
+ * tie-break of a femtosecond per byte: the layout holding least), the
+ * reduction of a partial graph output. */
 static double unit_cost(const struct intra_state *st, const struct intra_unit *x, int s, const bool *is_output)
 {
 	const struct intra_strat *k = &x->strat[s];
@@ -488,7 +489,7 @@ static int find_saved(struct intra_state *st, const struct ir_graph *g)
 {
 	if (!st->env.train)
 		return 0;
-	bool *dyn = cost_dynamic_values(g);
+	bool *dyn = cost_activation_values(g);
 	if (!dyn)
 		return -ENOMEM;
 	struct cost_keep c = { dyn, saved_bytes, mark_saved, st };
@@ -532,7 +533,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	st->nunits = nn + ni + np;
 	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
 	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
-	if (!uses || !is_output || !grad || !st->saved || !st->fuse || !st->unit || !st->value_unit) {
+	if (!uses || !is_output || !grad || !st->weight || !st->saved || !st->fuse || !st->unit || !st->value_unit) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;
 	}

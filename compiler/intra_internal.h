@@ -103,7 +103,8 @@ struct intra_coll {
 
 /* Time of converting value v from sharding src (partial allowed) to dst
  * (not partial), collectives listed in c (may be NULL). bucketed: a
- * parameter's gradient, reduced together with others in large buckets. */
+ * gradient reduced once per step (a parameter's, or that of a value
+ * computed from parameters alone), together with others in large buckets. */
 double intra_reshard(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *src,
 		     const struct ir_sharding *dst, bool bucketed, struct intra_coll *c);
 /* The all-gathers of c: in training, repeated in the backward pass of an

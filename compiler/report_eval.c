@@ -37,6 +37,7 @@ struct eval {
 	int nn;
 	double *t_node;     /* [nn] forward compute, s */
 	bool *dyn;          /* [nvalues] depends on an input or a parameter */
+	bool *act;          /* [nvalues] depends on an input (differs per micro-batch) */
 	bool *stored;       /* [nvalues] written to memory (not fused away) */
 	int *need_first;    /* [nn + 1] CSR: values node i's backward keeps */
 	int *need;
@@ -161,7 +162,7 @@ static int eval_keep(const struct ir_value *v, void *arg)
 static int compute_needs(struct eval *e)
 {
 	struct need_acc acc = { e, 0, 0 };
-	struct cost_keep c = { e->dyn, eval_bytes, eval_keep, &acc };
+	struct cost_keep c = { e->act, eval_bytes, eval_keep, &acc };
 	int rc;
 	e->need_first = ir_calloc((size_t)e->nn + 1, sizeof *e->need_first);
 	if (!e->need_first)
@@ -569,6 +570,7 @@ static void eval_free(struct eval *e)
 	tp_result_free(&e->tp);
 	ir_free(e->t_node);
 	ir_free(e->dyn);
+	ir_free(e->act);
 	ir_free(e->stored);
 	ir_free(e->need_first);
 	ir_free(e->need);
@@ -590,10 +592,11 @@ int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, con
 	e.eb = r->mixed ? 2 : 0;
 	e.t_node = ir_calloc((size_t)e.nn + 1, sizeof *e.t_node);
 	e.dyn = cost_dynamic_values(g);
+	e.act = cost_activation_values(g);
 	e.stored = ir_calloc((size_t)nv + 1, sizeof *e.stored);
 	e.mark = ir_calloc((size_t)nv + 1, sizeof *e.mark);
 	double *pre = ir_calloc((size_t)e.nn + 1, sizeof *pre);
-	if (!e.t_node || !e.dyn || !e.stored || !e.mark || !pre) {
+	if (!e.t_node || !e.dyn || !e.act || !e.stored || !e.mark || !pre) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
 	}

@@ -3,8 +3,8 @@
  * test_intra.c checks:
  *
  *  (a) a transpose of the last two dims read only by a dot costs nothing
- *      (the GEMM reads its operand transposed), in the intra-op pass and in
- *      the report alike;
+ *      (the GEMM reads its operand transposed; the report applies the
+ *      same cost_transpose_folds);
  *  (b) a tied weight (a parameter used transposed): its gradient adds up
  *      over the micro-batches and is reduced once per step, like the
  *      parameter's own;
@@ -13,8 +13,8 @@
  *  (d) a layer's graph outputs that nothing keeps are reported apart
  *      (mem_out), and inputs already on the devices take the layout that
  *      holds least;
- *  (e) the optimizer update: one memory-bound pass, the same in the report
- *      and the intra-op pass.
+ *  (e) the optimizer update: one memory-bound pass (cost_optim_time, which
+ *      the report calls too).
  */
 #include <errno.h>
 #include <math.h>
@@ -87,7 +87,7 @@ static void test_transpose_folds(void)
 		ir_graph_free(p);
 		return;
 	}
-	if (solve(p, "1x1:a100-80g", 1, 1, 1, false, &rp) == 0) {
+	if (TAP_OK(solve(p, "1x1:a100-80g", 1, 1, 1, false, &rp) == 0, "(a) the plain head solves")) {
 		TAP_NEAR(rt.t_compute, rp.t_compute, 1e-12,
 			 "(a) x . E^T costs what x . W does (%.4g s, %.4g s): the transpose folds into the dot",
 			 rt.t_compute, rp.t_compute);
@@ -207,7 +207,7 @@ static void test_optimizer_time(void)
 	struct cost_device d;
 	struct cost_calib cal;
 	struct cost_state_bytes sb;
-	if (cost_cluster_parse("1x1:v100", &c) < 0)
+	if (!TAP_OK(cost_cluster_parse("1x1:v100", &c) == 0, "(e) 1x1:v100 parses"))
 		return;
 	cost_cluster_effective(&c, &d, NULL, NULL, NULL);
 	cost_calib_init(&cal);
@@ -218,6 +218,10 @@ static void test_optimizer_time(void)
 	TAP_OK(one > 28e9 / d.mem_bw && one < 28e9 / d.mem_bw / 0.5,
 	       "(e) Adam on 1e9 parameters: %.2f ms, 28 GB at the device's bandwidth", one * 1e3);
 	TAP_NEAR(2 * half, one, 1e-12, "(e) linear in the parameters (per-tensor sums are the whole)");
+	struct cost_state_bytes f32;
+	cost_state_bytes_per_param(COST_OPT_ADAM, false, &f32);
+	double full = cost_optim_time(&d, &cal, &f32, false, 1e9);
+	TAP_NEAR(full, one, 1e-9, "(e) fp32 Adam moves 28 bytes too: gradient 4, moments 2 x 8, weights read and written 2 x 4");
 	TAP_OK(cost_optim_time(&d, &cal, &sb, true, 0) == 0, "(e) nothing to update costs nothing");
 }
 
