@@ -217,7 +217,8 @@ double intra_optim_time(const struct intra_state *st, const struct intra_unit *x
 }
 
 /* Per-device bytes a unit holds under strategy s (nothing for results
- * that stay inside a fused elementwise chain). */
+ * that stay inside a fused elementwise chain, or transposes the dots
+ * reading them fold in, unless the backward pass keeps them). */
 static double unit_usage(const struct intra_state *st, const struct intra_unit *x, int s)
 {
 	const struct intra_strat *k = &x->strat[s];
@@ -226,10 +227,12 @@ static double unit_usage(const struct intra_state *st, const struct intra_unit *
 	if (!x->node)
 		return intra_local_bytes(&st->env, x->value, &k->out);
 	double b = 0;
+	bool folded = intra_transpose_folded(&st->env, x->node);
 	for (int i = 0; i < x->node->nout; i++) {
 		const struct ir_value *r = x->node->out[i];
-		if ((st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE && !st->saved[r->id])
-			continue; /* never leaves its fused kernel's registers */
+		bool inside = (st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE;
+		if ((inside || folded) && !st->saved[r->id])
+			continue; /* never leaves its fused kernel's registers, or never written */
 		b += intra_local_bytes(&st->env, r, &k->out);
 	}
 	return b;
@@ -282,27 +285,17 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 }
 
 /* Values that carry a gradient in training: floating-point values that
- * depend on a parameter. *weight: those of them that depend on no graph
- * input (a transposed weight): the same in every micro-batch, so their
- * gradients add up over the step and are reduced once, like a
- * parameter's. */
-static bool *grad_values(const struct ir_graph *g, bool train, bool **weight)
+ * depend on a parameter. *weight: those of them that are no activation
+ * (act: cost_activation_values), such as a transposed weight: the same in
+ * every micro-batch, so their gradients add up over the step and are
+ * reduced once, like a parameter's. */
+static bool *grad_values(const struct ir_graph *g, bool train, const bool *act, bool **weight)
 {
 	int nv = ir_graph_nvalues(g);
 	bool *grad = ir_calloc((size_t)nv + 1, sizeof *grad);
 	bool *w = *weight = ir_calloc((size_t)nv + 1, sizeof *w);
-	if (!grad || !w || !train)
+	if (!grad || !w || !act || !train)
 		return grad;
-	for (int i = 0; i < ir_graph_ninputs(g); i++)
-		w[ir_graph_input(g, i)->id] = true; /* scratch: depends on an input */
-	for (int i = 0; i < ir_graph_nnodes(g); i++) {
-		const struct ir_node *n = ir_graph_node(g, i);
-		bool in = false;
-		for (int j = 0; j < n->nin; j++)
-			in |= w[n->in[j]->id];
-		for (int k = 0; k < n->nout; k++)
-			w[n->out[k]->id] = in;
-	}
 	for (int i = 0; i < ir_graph_nparams(g); i++) {
 		const struct ir_value *p = ir_graph_param(g, i);
 		grad[p->id] = ir_dtype_is_float(p->dtype);
@@ -316,7 +309,7 @@ static bool *grad_values(const struct ir_graph *g, bool train, bool **weight)
 			grad[n->out[k]->id] = any && ir_dtype_is_float(n->out[k]->dtype);
 	}
 	for (int v = 0; v <= nv; v++)
-		w[v] = grad[v] && !w[v];
+		w[v] = grad[v] && !act[v];
 	return grad;
 }
 
@@ -485,18 +478,13 @@ static int mark_saved(const struct ir_value *v, void *arg)
 }
 
 /* Training: the activations the backward pass keeps (st->saved). */
-static int find_saved(struct intra_state *st, const struct ir_graph *g)
+static void find_saved(struct intra_state *st, const struct ir_graph *g, const bool *act)
 {
 	if (!st->env.train)
-		return 0;
-	bool *dyn = cost_activation_values(g);
-	if (!dyn)
-		return -ENOMEM;
-	struct cost_keep c = { dyn, saved_bytes, mark_saved, st };
+		return;
+	struct cost_keep c = { act, saved_bytes, mark_saved, st };
 	for (int i = 0; i < ir_graph_nnodes(g); i++)
 		cost_backward_keeps(&c, ir_graph_node(g, i), grad_mask(st, ir_graph_node(g, i)));
-	ir_free(dyn);
-	return 0;
 }
 
 /* Fusion flags (INTRA_FUSE_*) per value. */
@@ -527,13 +515,14 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	int nv = ir_graph_nvalues(g), rc = -ENOMEM;
 	int *uses = ir_calloc((size_t)nv + 1, sizeof *uses);
 	bool *is_output = ir_calloc((size_t)nv + 1, sizeof *is_output);
-	bool *grad = st->grad = grad_values(g, st->env.train, &st->weight);
+	bool *act = cost_activation_values(g);
+	bool *grad = st->grad = grad_values(g, st->env.train, act, &st->weight);
 	st->saved = ir_calloc((size_t)nv + 1, sizeof *st->saved);
 	st->fuse = ir_calloc((size_t)nv + 1, sizeof *st->fuse);
 	st->nunits = nn + ni + np;
 	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
 	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
-	if (!uses || !is_output || !grad || !st->weight || !st->saved || !st->fuse || !st->unit || !st->value_unit) {
+	if (!uses || !is_output || !act || !grad || !st->weight || !st->saved || !st->fuse || !st->unit || !st->value_unit) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;
 	}
@@ -557,11 +546,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		st->value_unit[v->id] = nn + i;
 	}
 	find_fused(st, g, is_output);
-	if (find_saved(st, g) < 0) {
-		rc = -ENOMEM;
-		ir_errorf(rc, "out of memory building the strategy problem");
-		goto out;
-	}
+	find_saved(st, g, act);
 	for (int u = 0; u < st->nunits; u++)
 		if ((rc = init_unit(st, &st->unit[u])) < 0)
 			goto out;
@@ -575,6 +560,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 out:
 	ir_free(uses);
 	ir_free(is_output);
+	ir_free(act);
 	return rc;
 }
 

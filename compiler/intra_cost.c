@@ -144,6 +144,11 @@ double intra_reshard(const struct intra_env *env, const struct ir_value *v, cons
 
 /* ---- strategies ------------------------------------------------------------ */
 
+bool intra_transpose_folded(const struct intra_env *env, const struct ir_node *n)
+{
+	return env->fuse && cost_transpose_folds(n) && !(env->fuse[n->out[0]->id] & INTRA_FUSE_NONDOT);
+}
+
 static bool label_used(const struct intra_labels *l, int k, int nin, const int *ranks, int out_rank)
 {
 	for (int d = 0; d < out_rank; d++)
@@ -182,7 +187,7 @@ static void strategy_costs(const struct intra_env *env, const struct ir_node *n,
 			s->t_own += cost_collective(&env->mesh.ax[a], COST_ALL_REDUCE, s->own_bytes, NULL);
 		}
 	s->t_compute = 0;
-	if (!n || (env->fuse && cost_transpose_folds(n) && !(env->fuse[n->out[0]->id] & INTRA_FUSE_NONDOT)))
+	if (!n || intra_transpose_folded(env, n))
 		return; /* nothing, or a transpose the dots reading it fold in */
 	bool fused = env->fuse && cost_op_fusable(n->op), end = !fused;
 	double bytes = 0;

@@ -110,6 +110,9 @@ double intra_reshard(const struct intra_env *env, const struct ir_value *v, cons
 /* The all-gathers of c: in training, repeated in the backward pass of an
  * op that reads the operand (intra_reads_operand). */
 double intra_regather(const struct intra_coll *c);
+/* Whether node n is a transpose the dots reading it fold in (never
+ * written: no time, no memory unless the backward pass keeps it). */
+bool intra_transpose_folded(const struct intra_env *env, const struct ir_node *n);
 /* Bytes of v on one device under sharding s. */
 double intra_local_bytes(const struct intra_env *env, const struct ir_value *v, const struct ir_sharding *s);
 

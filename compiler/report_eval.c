@@ -85,10 +85,10 @@ static int compute_times(struct eval *e)
 		enum cost_class cls = cost_op_class(n->op);
 		double flops = node_flops(e, n), bytes = 0;
 		if (!cost_op_fusable(n->op)) {
+			if (cost_transpose_folds(n) && !(use[n->out[0]->id] & 4))
+				continue; /* never written: the dots reading it take their operand transposed */
 			for (int k = 0; k < n->nout; k++)
 				e->stored[n->out[k]->id] = true;
-			if (cost_transpose_folds(n) && !(use[n->out[0]->id] & 4))
-				continue; /* the dots reading it take their operand transposed */
 			for (int k = 0; k < n->nin; k++)
 				bytes += tp_local_bytes(&e->tp, n->in[k], e->eb);
 			for (int k = 0; k < n->nout; k++)

@@ -317,12 +317,18 @@ static int infeasible(struct dp *w, int ncand, double tm)
 			    p->nlayers, w->S, p->ndevices);
 }
 
-int stage_dp_solve(const struct stage_dp_problem *p, struct stage_dp_result *r)
+/* Clears r and checks p; *S: the most stages. */
+static int begin(const struct stage_dp_problem *p, struct stage_dp_result *r, int *S)
 {
 	if (!r)
 		return shard_errorf(-EINVAL, "stage DP: no result given");
 	memset(r, 0, sizeof *r);
-	int S, rc = check(p, &S);
+	return check(p, S);
+}
+
+int stage_dp_solve(const struct stage_dp_problem *p, struct stage_dp_result *r)
+{
+	int S, rc = begin(p, r, &S);
 	if (rc)
 		return rc;
 	struct dp w;
@@ -423,10 +429,7 @@ static void brute_rec(struct brute *b, int l, int n, int d)
 
 int stage_dp_brute(const struct stage_dp_problem *p, struct stage_dp_result *r)
 {
-	if (!r)
-		return shard_errorf(-EINVAL, "stage DP: no result given");
-	memset(r, 0, sizeof *r);
-	int S, rc = check(p, &S);
+	int S, rc = begin(p, r, &S);
 	if (rc)
 		return rc;
 	struct brute b = {.p = p, .S = S, .r = r, .cur = malloc(sizeof *b.cur * (size_t)S)};

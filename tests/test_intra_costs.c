@@ -91,6 +91,8 @@ static void test_transpose_folds(void)
 		TAP_NEAR(rt.t_compute, rp.t_compute, 1e-12,
 			 "(a) x . E^T costs what x . W does (%.4g s, %.4g s): the transpose folds into the dot",
 			 rt.t_compute, rp.t_compute);
+		TAP_NEAR(rt.mem_peak, rp.mem_peak, 1e-12, "(a) and holds no memory of its own (%.0f, %.0f bytes)",
+			 rt.mem_peak, rp.mem_peak);
 		intra_result_free(&rp);
 	}
 	intra_result_free(&rt);
