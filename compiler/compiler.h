@@ -515,6 +515,22 @@ void intra_result_free(struct intra_result *r);
  * runner-up strategy with its extra cost. */
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);
 
+/* ---- SPMD lowering (compiler/lower*.c) ----------------------------------
+ * Turns a graph the intra-op pass has sharded (r from intra_pass(g, ...),
+ * its strategies still attached) into one program per device of its mesh
+ * (ir/plan.h): local kernels, the collectives the sharding implies on
+ * per-axis communicators, buffers placed in per-device arenas by liveness,
+ * every parameter and input bound to the slice each device loads, outputs
+ * to the slices each device writes. cluster: the spec recorded in the plan.
+ * 0, or negative with a message; *out is the caller's (plan_free). */
+struct plan;
+int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out);
+
+/* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
+ * device's buffers and program as text. */
+int plan_print_summary(const struct plan *p, FILE *f);
+int plan_print_device(const struct plan *p, int dev, FILE *f);
+
 /* ---- layer clustering (compiler/cluster.c) ------------------------------
  * Cuts a graph's nodes, in program order, into layers for the inter-op
  * pass: fewest bytes across the worst cut, then across all cuts, then the
@@ -602,5 +618,21 @@ void inter_plan_free(struct inter_plan *p);
 /* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,
  * throughput, MFU and memory per device. */
 int inter_explain(const struct inter_plan *p, FILE *f);
+
+/* ---- the executable plan (compiler/compile.c) ---------------------------
+ * The inter-op pass's plan lowered to per-device programs (ir/plan.h):
+ * each stage's graph at the micro-batch size, sharded by the intra-op pass
+ * on its logical mesh, lowered, memory-planned, identified (hashes of the
+ * model file and of the options) and checked with plan_verify. */
+struct compile_input {
+	const char *model;               /* the model file (hashed) */
+	const char *cluster_spec;        /* as given on the command line */
+	const struct cost_cluster *cluster;
+	const struct inter_opts *opts;   /* what inter_pass ran with (its loader) */
+	const struct inter_plan *inter;
+};
+/* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
+ * (pipelined or training plans), with a message saying so. */
+int compile_lower(const struct compile_input *in, struct plan **out);
 
 #endif

@@ -6,7 +6,8 @@
  *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
  *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
- *   pcc MODEL --cluster C [--batch B] [--train] [--explain] [-o PLAN.txt]  the automatic plan
+ *   pcc MODEL --cluster C [--batch B] [--train] [--explain] [-o plan.bin|PLAN.txt]  the automatic plan
+ *   pcc inspect plan.bin [--dump DEVICE]    what a plan holds
  *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
  *   pcc train MODEL -i DIR [--optimizer O] [--lr X] [--steps N] [--save-onnx OUT] ...
  *   pcc version
@@ -23,6 +24,7 @@
 
 #include "compiler/cli.h"
 #include "compiler/compiler.h"
+#include "ir/plan.h"
 
 #define MAX_DIMS 64
 
@@ -33,6 +35,7 @@ struct args {
 	bool json, explain, stage_only, train, print_ir;
 	int mesh0, mesh1;
 	int micro, layers;
+	int dump;                /* pcc inspect plan.bin --dump DEVICE; -1: none */
 	double mem_limit, time_limit;
 	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
@@ -43,6 +46,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json] [--train [--optim O]]\n"
+		"       pcc inspect plan.bin [--dump DEVICE]\n"
 		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]...\n"
 		"       pcc print MODEL [--dim NAME=VALUE]...\n"
 		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
@@ -51,7 +55,7 @@ static void usage(FILE *f)
 	cli_train_usage(f);
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O]] [--micro-batches M] [--layers L]\n"
-		"                 [--memory-limit SIZE] [--calib FILE] [--explain] [-o PLAN.txt]\n"
+		"                 [--memory-limit SIZE] [--calib FILE] [--explain] [-o plan.bin | -o PLAN.txt]\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
 		"\n"
@@ -62,7 +66,8 @@ static void usage(FILE *f)
 		"  report   time, memory and throughput of one training step under a manual plan\n"
 		"  train    train on the reference interpreter and write the trained model (--save-onnx)\n"
 		"  MODEL    compile: the automatic plan (pipeline stages, sub-meshes, sharding,\n"
-		"           schedule, micro-batches); -o writes its text form (until plan.bin);\n"
+		"           schedule, micro-batches); -o plan.bin writes the executable plan (one\n"
+		"           stage, forward pass, for now), -o FILE.txt its text form;\n"
 		"           --stage-only runs the intra-op pass on the whole model as one\n"
 		"           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
 		"           prints the plan; --print-ir writes the IR with its sharding annotations\n"
@@ -130,6 +135,7 @@ static bool is_command(const char *s)
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	memset(a, 0, sizeof *a);
+	a->dump = -1;
 	if (argc < 2)
 		return ir_errorf(-EINVAL, "no command given (try 'pcc --help')");
 	a->cmd = argv[1];
@@ -190,6 +196,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (*end || end == argv[i] || v < 1 || v > 1 << 20)
 				return ir_errorf(-EINVAL, "%s %s: expected a positive integer", s, argv[i]);
 			*(s[2] == 'm' ? &a->micro : &a->layers) = (int)v;
+		} else if (!strcmp(s, "--dump") && has_next) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || v < 0 || v > 1 << 24)
+				return ir_errorf(-EINVAL, "--dump %s: expected a device number", argv[i]);
+			a->dump = (int)v;
 		} else if (!strcmp(s, "-i") && has_next) {
 			a->in_dir = argv[++i];
 		} else if (!strcmp(s, "-o") && has_next) {
@@ -218,8 +230,40 @@ static struct ir_graph *load(const struct args *a, struct onnx_model_info *info)
 	return onnx_import(a->model, &o, info);
 }
 
+/* Whether path starts like plan.bin (its magic). */
+static bool is_plan_file(const char *path)
+{
+	char head[8] = { 0 };
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false;
+	size_t n = fread(head, 1, sizeof head, f);
+	fclose(f);
+	return n == sizeof head && !memcmp(head, "PCCPLAN\n", 8);
+}
+
+static int inspect_plan(const struct args *a)
+{
+	struct plan *p = plan_read(a->model);
+	if (!p)
+		return -EINVAL;
+	int rc = plan_verify(p);
+	if (rc < 0)
+		ir_error_prefix("%s", a->model);
+	else if (a->dump >= 0)
+		rc = plan_print_device(p, a->dump, stdout);
+	else
+		rc = plan_print_summary(p, stdout);
+	plan_free(p);
+	return rc;
+}
+
 static int cmd_inspect(const struct args *a)
 {
+	if (a->model && is_plan_file(a->model))
+		return inspect_plan(a);
+	if (a->dump >= 0)
+		return ir_errorf(-EINVAL, "%s: --dump takes a plan file (plan.bin)", a->model ? a->model : "inspect");
 	struct onnx_model_info info;
 	struct ir_graph *g = load(a, &info);
 	if (!g)
@@ -394,6 +438,47 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b) : load_any(pl->a);
 }
 
+/* -o FILE.txt: the inter-op plan's text form. */
+static int write_text(const char *path, const struct inter_plan *p)
+{
+	FILE *out = fopen(path, "w");
+	if (!out)
+		return ir_errorf(-errno, "%s: cannot write: %s", path, strerror(errno));
+	int rc = inter_explain(p, out);
+	if (fclose(out) != 0 && rc == 0)
+		rc = ir_errorf(-EIO, "%s: write error", path);
+	return rc;
+}
+
+/* -o plan.bin: lowered, verified, written, read back and verified again. */
+static int write_plan(const struct args *a, const struct cost_cluster *c, const struct inter_opts *o,
+		      const struct inter_plan *ip)
+{
+	struct compile_input in = { a->model, a->cluster, c, o, ip };
+	struct plan *p, *back;
+	int rc = compile_lower(&in, &p);
+	if (rc < 0) {
+		ir_error_prefix("%s", a->model);
+		return rc;
+	}
+	if ((rc = plan_write(p, a->out_dir)) == 0) {
+		if (!(back = plan_read(a->out_dir)))
+			rc = -EIO;
+		else if ((rc = plan_verify(back)) < 0)
+			ir_error_prefix("%s: the plan read back fails its check", a->out_dir);
+		plan_free(back);
+	}
+	if (rc == 0) {
+		int64_t peak = 0;
+		for (int i = 0; i < p->ndevices; i++)
+			peak = p->devices[i].arena_bytes > peak ? p->devices[i].arena_bytes : peak;
+		printf("wrote %s: %d devices, %d kernels, peak %.3f MiB per device (arena)\n", a->out_dir, p->ndevices,
+		       p->nkernels, (double)peak / (1 << 20));
+	}
+	plan_free(p);
+	return rc;
+}
+
 /* pcc MODEL --cluster C: the whole automatic plan (inter-op pass). */
 static int cmd_plan(const struct args *a, const struct cost_cluster *c, const struct cost_calib *cal)
 {
@@ -431,20 +516,17 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		ir_error_prefix("%s", a->model);
 		return rc;
 	}
-	FILE *out = stdout;
-	if (a->out_dir && !(out = fopen(a->out_dir, "w"))) {
-		inter_plan_free(&p);
-		return ir_errorf(-errno, "%s: cannot write: %s", a->out_dir, strerror(errno));
-	}
+	size_t ol = a->out_dir ? strlen(a->out_dir) : 0;
+	bool text = ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt");
 	printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
 	       "peak %.2f GiB per device\n", a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s",
 	       cost_sched_name(p.sched), p.micro, p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s,
 	       100 * p.mfu,
 	       p.mem_peak / (1 << 30));
-	if (a->explain || out != stdout)
-		rc = inter_explain(&p, out);
-	if (out != stdout && fclose(out) != 0 && rc == 0)
-		rc = ir_errorf(-EIO, "%s: write error", a->out_dir);
+	if (a->explain)
+		rc = inter_explain(&p, stdout);
+	if (rc == 0 && a->out_dir)
+		rc = text ? write_text(a->out_dir, &p) : write_plan(a, c, &o, &p);
 	inter_plan_free(&p);
 	return rc;
 }

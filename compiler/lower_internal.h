@@ -1,0 +1,92 @@
+/*
+ * lower_internal.h: shared by the SPMD lowering's files (lower*.c); not part
+ * of compiler.h.
+ *
+ * A stage is lowered once, as a template program that every device of its
+ * mesh runs (SPMD): the same buffers (local shapes are equal on every device
+ * since splits are even) and the same instructions, except kernels whose
+ * attributes depend on where the device sits (a slice of its piece, a
+ * lookup offset): those carry one kernel per device. Collectives name mesh
+ * axes; each device's communicator follows from its coordinates when the
+ * template is expanded into the plan's per-device programs.
+ */
+#ifndef PCC_COMPILER_LOWER_INTERNAL_H
+#define PCC_COMPILER_LOWER_INTERNAL_H
+
+#include "compiler/compiler.h"
+#include "compiler/intra_internal.h"
+#include "ir/plan.h"
+
+struct lw_buf {
+	enum ir_dtype dtype;
+	struct ir_shape shape;       /* local */
+	enum plan_bind bind;
+	int index;                   /* bound tensor */
+	struct ir_sharding spec;     /* bound: how the global tensor is split */
+	int64_t offset;              /* bytes, set by the memory plan */
+};
+
+struct lw_ins {
+	enum plan_instr_kind kind;
+	int kernel;                  /* PLAN_KERNEL, same on every device, or -1 */
+	int *dev_kernel;             /* [devices]: per-device kernels, or NULL */
+	uint8_t axes;                /* collectives: mesh-axis mask of the communicator */
+	enum plan_reduce reduce;
+	int axis, axis2;
+	int peer_stage, tag;         /* send/recv: the other stage (same mesh position) */
+	int nin, nout;
+	int arg;                     /* into lower.args */
+};
+
+/* A value available in some buffer under some sharding. */
+struct lw_rep {
+	int value;
+	struct ir_sharding spec;
+	int buf;
+	int next;                    /* next rep of the same value, -1 */
+};
+
+struct lower {
+	struct plan *p;
+	const struct ir_graph *g;
+	const struct intra_state *st;
+	int stage, first_rank, n0, n1, nd;
+	int nbuf, capbuf;
+	struct lw_buf *buf;
+	int nins, capins;
+	struct lw_ins *ins;
+	int nargs, capargs;
+	int *args;
+	int nreps, capreps;
+	struct lw_rep *reps;
+	int *rep_head;               /* per value id: first rep, -1 */
+	int *khash;                  /* kernel dedup: open addressing over plan kernels, -1 empty */
+	int khcap;
+};
+
+/* lower.c */
+int lw_buf_new(struct lower *L, enum ir_dtype dt, const struct ir_shape *shape);
+/* Appends an instruction with its buffers; returns its index or -ENOMEM. */
+int lw_emit(struct lower *L, const struct lw_ins *proto, int nin, const int *in, int nout, const int *out);
+/* Kernel op(attrs) over buffers in[]; creates its result buffers (local
+ * types from shape inference) into out[] and returns 0. dev_attrs: per
+ * device attributes (then a[] is ignored), or NULL. */
+int lw_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *dev_attrs,
+	      int nin, const int *in, int *out);
+/* Piece index and count of device k (0 .. nd-1 in the stage) along mesh-axis mask m. */
+void lw_piece(const struct lower *L, int k, uint8_t m, int *piece, int *n);
+int lw_rep_add(struct lower *L, int value, const struct ir_sharding *spec, int buf);
+/* Local shape of global shape s under spec. */
+void lw_local_shape(const struct lower *L, const struct ir_shape *s, const struct ir_sharding *spec,
+		    struct ir_shape *out);
+
+/* lower_reshard.c: buf (value v under src) converted to dst (not partial);
+ * returns the new buffer (or buf itself when nothing changes), -errno. */
+int lw_reshard(struct lower *L, const struct ir_value *v, int buf, const struct ir_sharding *src,
+	       const struct ir_sharding *dst);
+
+/* lower_mem.c: frees after last uses, buffer offsets, then the template
+ * expanded into the plan's devices of this stage. */
+int lw_finish(struct lower *L);
+
+#endif

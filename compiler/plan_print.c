@@ -1,0 +1,129 @@
+/*
+ * plan_print.c: `pcc inspect plan.bin`: what an executable plan holds, per
+ * device (instructions by kind, bytes each device communicates, its arena,
+ * which is its peak memory), and one device's program as text (--dump).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "compiler/compiler.h"
+#include "ir/plan.h"
+
+static double tensor_bytes(const struct plan_tensor *t, int n)
+{
+	double b = 0;
+	for (int i = 0; i < n; i++)
+		b += (double)ir_dtype_size(t[i].dtype) * (double)ir_shape_numel(&t[i].shape);
+	return b;
+}
+
+/* Bytes device d sends: a collective's input (what it contributes), a send's buffer. */
+static double comm_bytes(const struct plan_device *d)
+{
+	double b = 0;
+	for (int i = 0; i < d->ninstr; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		if (x->kind == PLAN_KERNEL || x->kind == PLAN_COPY || x->kind == PLAN_FREE || x->kind == PLAN_RECV)
+			continue;
+		b += (double)d->buf[d->args[x->arg]].bytes;
+	}
+	return b;
+}
+
+int plan_print_summary(const struct plan *p, FILE *f)
+{
+	fprintf(f, "plan: format %d, %d device%s of cluster %s (%d nodes, %d devices), %s, %d micro-batch%s\n",
+		p->version, p->ndevices, p->ndevices == 1 ? "" : "s", p->cluster ? p->cluster : "?",
+		p->cluster_nodes, p->cluster_devices, p->train ? "training step" : "forward pass", p->micro,
+		p->micro == 1 ? "" : "es");
+	fprintf(f, "model %016llx, options %016llx\n", (unsigned long long)p->model_hash,
+		(unsigned long long)p->options_hash);
+	for (int s = 0; s < p->nstages; s++) {
+		const struct plan_stage *st = &p->stages[s];
+		fprintf(f, "stage %d: ranks %d-%d, sub-mesh %dx%d, logical mesh %dx%d\n", s, st->first_rank,
+			st->first_rank + st->ndevices - 1, st->rows, st->cols, st->n0, st->n1);
+	}
+	fprintf(f, "%d parameters (%.4g MiB), %d inputs (%.4g MiB), %d outputs (%.4g MiB), %d kernels, %d communicators\n",
+		p->nparams, tensor_bytes(p->params, p->nparams) / (1 << 20), p->ninputs,
+		tensor_bytes(p->inputs, p->ninputs) / (1 << 20), p->noutputs,
+		tensor_bytes(p->outputs, p->noutputs) / (1 << 20), p->nkernels, p->ncomms);
+	fprintf(f, "device stage  instrs  kernels  all_reduce all_gather reduce_scatter all_to_all  send  recv"
+		"  comm_MiB  peak_MiB\n");
+	for (int i = 0; i < p->ndevices; i++) {
+		const struct plan_device *d = &p->devices[i];
+		int count[PLAN_INSTR_KIND_COUNT] = { 0 };
+		for (int k = 0; k < d->ninstr; k++)
+			count[d->instr[k].kind]++;
+		fprintf(f, "%6d %5d %7d %8d %11d %10d %14d %10d %5d %5d %9.3f %9.3f\n", d->rank, d->stage, d->ninstr,
+			count[PLAN_KERNEL], count[PLAN_ALL_REDUCE], count[PLAN_ALL_GATHER], count[PLAN_REDUCE_SCATTER],
+			count[PLAN_ALL_TO_ALL], count[PLAN_SEND], count[PLAN_RECV], comm_bytes(d) / (1 << 20),
+			(double)d->arena_bytes / (1 << 20));
+	}
+	return ferror(f) ? ir_errorf(-EIO, "write error") : 0;
+}
+
+static void print_buf(const struct plan_device *d, int b, FILE *f)
+{
+	char sh[IR_SHAPE_STR_MAX];
+	const struct plan_buffer *x = &d->buf[b];
+	fprintf(f, "b%d:%s%s", b, ir_dtype_name(x->dtype), ir_shape_str(&x->shape, sh, sizeof sh));
+}
+
+static void print_instr(const struct plan *p, const struct plan_device *d, int i, FILE *f)
+{
+	const struct plan_instr *x = &d->instr[i];
+	fprintf(f, "  %5d  %s", i, plan_instr_kind_name(x->kind));
+	if (x->kind == PLAN_KERNEL)
+		fprintf(f, " %s (k%d)", ir_op_name(p->kernels[x->kernel].op), x->kernel);
+	if (x->kind == PLAN_ALL_REDUCE || x->kind == PLAN_REDUCE_SCATTER)
+		fprintf(f, "(%s)", plan_reduce_name(x->reduce));
+	if (x->kind == PLAN_ALL_GATHER || x->kind == PLAN_REDUCE_SCATTER)
+		fprintf(f, " axis %d", x->axis);
+	if (x->kind == PLAN_ALL_TO_ALL)
+		fprintf(f, " split %d concat %d", x->axis, x->axis2);
+	if (x->comm >= 0 && x->comm < p->ncomms) {
+		const struct plan_comm *c = &p->comms[x->comm];
+		fprintf(f, " comm %d [", x->comm);
+		for (int r = 0; r < c->n; r++)
+			fprintf(f, "%s%d", r ? "," : "", c->ranks[r]);
+		fprintf(f, "]");
+	}
+	if (x->kind == PLAN_SEND || x->kind == PLAN_RECV)
+		fprintf(f, " %s %d tag %d", x->kind == PLAN_SEND ? "to" : "from", x->peer, x->tag);
+	for (int j = 0; j < x->nin + x->nout; j++) {
+		fprintf(f, j == 0 ? " " : j == x->nin ? " -> " : ", ");
+		if (j == x->nin && j == 0)
+			fprintf(f, "-> ");
+		print_buf(d, d->args[x->arg + j], f);
+	}
+	fprintf(f, "\n");
+}
+
+int plan_print_device(const struct plan *p, int dev, FILE *f)
+{
+	if (dev < 0 || dev >= p->ndevices)
+		return ir_errorf(-EINVAL, "--dump %d: the plan has devices 0 to %d", dev, p->ndevices - 1);
+	const struct plan_device *d = &p->devices[dev];
+	fprintf(f, "device %d: stage %d, mesh position (%d,%d), arena %lld bytes, %d buffers, %d instructions\n",
+		d->rank, d->stage, d->coord[0], d->coord[1], (long long)d->arena_bytes, d->nbuf, d->ninstr);
+	fprintf(f, "buffers:\n");
+	for (int b = 0; b < d->nbuf; b++) {
+		const struct plan_buffer *x = &d->buf[b];
+		fprintf(f, "  ");
+		print_buf(d, b, f);
+		fprintf(f, " @%lld", (long long)x->offset);
+		if (x->bind != PLAN_BIND_NONE) {
+			const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM ? p->params :
+						     x->bind == PLAN_BIND_INPUT ? p->inputs : p->outputs;
+			fprintf(f, " %s %d \"%s\" from [", plan_bind_name(x->bind), x->index, t[x->index].name);
+			for (int e = 0; e < x->shape.rank; e++)
+				fprintf(f, "%s%lld", e ? "," : "", (long long)x->start[e]);
+			fprintf(f, "]%s", x->bind == PLAN_BIND_OUTPUT && !x->writer ? " (copy, not written back)" : "");
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "program:\n");
+	for (int i = 0; i < d->ninstr; i++)
+		print_instr(p, d, i, f);
+	return ferror(f) ? ir_errorf(-EIO, "write error") : 0;
+}

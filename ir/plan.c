@@ -1,0 +1,100 @@
+/*
+ * plan.c: the executable plan's lifetime and the names of its enums.
+ *
+ * A plan owns every array it points to, each one ir_malloc'd on its own:
+ * plan_free releases them one by one, so a plan that was only partly built
+ * (plan_unpack failing half way) is freed by the same call as long as each
+ * count is set no earlier than its array.
+ */
+#include "ir/plan.h"
+
+struct plan *plan_new(void)
+{
+	struct plan *p = ir_calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->version = PLAN_FORMAT_VERSION;
+	p->micro = 1;
+	return p;
+}
+
+static void free_tensors(struct plan_tensor *t, int n)
+{
+	for (int i = 0; t && i < n; i++)
+		ir_free(t[i].name);
+	ir_free(t);
+}
+
+static void free_kernel(struct plan_kernel *k)
+{
+	ir_free(k->dtype);
+	ir_free(k->shape);
+	/* only a CONSTANT's data is the plan's; other ops leave it NULL */
+	if (k->op == IR_OP_CONSTANT)
+		ir_free((void *)k->a.data);
+}
+
+void plan_free(struct plan *p)
+{
+	if (!p)
+		return;
+	ir_free(p->cluster);
+	ir_free(p->stages);
+	free_tensors(p->params, p->nparams);
+	free_tensors(p->inputs, p->ninputs);
+	free_tensors(p->outputs, p->noutputs);
+	for (int i = 0; p->kernels && i < p->nkernels; i++)
+		free_kernel(&p->kernels[i]);
+	ir_free(p->kernels);
+	for (int i = 0; p->comms && i < p->ncomms; i++)
+		ir_free(p->comms[i].ranks);
+	ir_free(p->comms);
+	for (int i = 0; p->devices && i < p->ndevices; i++) {
+		struct plan_device *d = &p->devices[i];
+		ir_free(d->buf);
+		ir_free(d->instr);
+		ir_free(d->args);
+	}
+	ir_free(p->devices);
+	ir_free(p);
+}
+
+const char *plan_instr_kind_name(enum plan_instr_kind k)
+{
+	switch (k) {
+	case PLAN_KERNEL: return "kernel";
+	case PLAN_ALL_REDUCE: return "all_reduce";
+	case PLAN_ALL_GATHER: return "all_gather";
+	case PLAN_REDUCE_SCATTER: return "reduce_scatter";
+	case PLAN_ALL_TO_ALL: return "all_to_all";
+	case PLAN_SEND: return "send";
+	case PLAN_RECV: return "recv";
+	case PLAN_COPY: return "copy";
+	case PLAN_FREE: return "free";
+	case PLAN_INSTR_KIND_COUNT: break;
+	}
+	return "?";
+}
+
+const char *plan_reduce_name(enum plan_reduce r)
+{
+	switch (r) {
+	case PLAN_SUM: return "sum";
+	case PLAN_MAX: return "max";
+	case PLAN_MIN: return "min";
+	case PLAN_REDUCE_COUNT: break;
+	}
+	return "?";
+}
+
+const char *plan_bind_name(enum plan_bind b)
+{
+	switch (b) {
+	case PLAN_BIND_NONE: return "none";
+	case PLAN_BIND_PARAM: return "param";
+	case PLAN_BIND_INPUT: return "input";
+	case PLAN_BIND_OUTPUT: return "output";
+	case PLAN_BIND_COUNT: break;
+	}
+	return "?";
+}

@@ -1,0 +1,176 @@
+/*
+ * plan.h: the executable plan, in memory. What the compiler's SPMD lowering
+ * produces, what plan.bin holds (ir/plan.proto, written and read by
+ * plan_io.c) and what the runtime runs. Depends only on ir.h's plain types
+ * (dtypes, shapes, the op table and its attributes).
+ *
+ * A plan is a set of devices (global ranks 0 .. ndevices-1), each with its
+ * own program: buffers (tensors with a local dtype and shape, placed at an
+ * offset of the device's arena) and an instruction stream run in order. A
+ * kernel instruction runs one core op from the plan's kernel table over
+ * buffers; collectives run over a communicator (an ordered list of ranks:
+ * every rank of it issues the same collectives in the same order); sends
+ * and receives pair by (peer, tag). Parameters, inputs and outputs are
+ * global tensors; a device's buffer bound to one holds the slice of it that
+ * starts at `start` (per dimension, in elements) with the buffer's shape.
+ *
+ * Example: y = x @ w on two devices with w split by columns: each device
+ * binds x whole and its half of w (start [0, 0] and [0, n/2]), runs the dot
+ * kernel, and binds its y to output 0 at [0, 0] and [0, n/2].
+ */
+#ifndef IR_PLAN_H
+#define IR_PLAN_H
+
+#include "ir/ir.h"
+
+#define PLAN_FORMAT_VERSION 1
+#define PLAN_ALIGN 256 /* bytes: every buffer offset is a multiple */
+
+enum plan_instr_kind {
+	PLAN_KERNEL,         /* kernel `kernel` reads in[], writes out[] */
+	PLAN_ALL_REDUCE,     /* out[0] = reduction (`reduce`) of in[0] over comm */
+	PLAN_ALL_GATHER,     /* out[0] = concat of every rank's in[0] along `axis`,
+			      * in comm rank order */
+	PLAN_REDUCE_SCATTER, /* out[0] = piece `comm rank` along `axis` of the sum of
+			      * every rank's in[0] */
+	PLAN_ALL_TO_ALL,     /* in[0] cut into comm-size pieces along `axis`; piece r
+			      * goes to rank r; out[0] = the received pieces concatenated
+			      * along `axis2` in rank order */
+	PLAN_SEND,           /* in[0] to rank `peer`, matched by `tag` */
+	PLAN_RECV,           /* out[0] from rank `peer`, matched by `tag` */
+	PLAN_COPY,           /* out[0] = in[0] (same bytes) */
+	PLAN_FREE,           /* in[0] is dead from here on */
+	PLAN_INSTR_KIND_COUNT
+};
+
+enum plan_reduce { PLAN_SUM, PLAN_MAX, PLAN_MIN, PLAN_REDUCE_COUNT };
+
+/* What a buffer holds for the whole run or from outside. */
+enum plan_bind {
+	PLAN_BIND_NONE,   /* a temporary: written by an instruction */
+	PLAN_BIND_PARAM,  /* slice of parameter `index`, loaded before the first step */
+	PLAN_BIND_INPUT,  /* slice of input `index`, fed every step */
+	PLAN_BIND_OUTPUT, /* slice of output `index`, read after every step (also
+			   * written by an instruction) */
+	PLAN_BIND_COUNT
+};
+
+struct plan_buffer {
+	enum ir_dtype dtype;
+	struct ir_shape shape;  /* local, elements */
+	int64_t offset;         /* bytes into the device's arena, PLAN_ALIGN-aligned */
+	int64_t bytes;          /* ir_dtype_size * numel */
+	enum plan_bind bind;
+	int index;              /* the parameter, input or output it binds */
+	int64_t start[IR_MAX_RANK]; /* where the slice starts in the global tensor */
+	bool writer;            /* outputs: this device's copy is the one to read
+				 * (replicated slices have exactly one writer) */
+};
+
+struct plan_instr {
+	enum plan_instr_kind kind;
+	int kernel;             /* PLAN_KERNEL: index into plan kernels */
+	int comm;               /* collectives: index into plan comms */
+	enum plan_reduce reduce;
+	int axis, axis2;        /* gather/scatter/all-to-all dimensions */
+	int peer;               /* send/recv: the other rank */
+	int tag;                /* send/recv: matches a send with its receive */
+	int nin, nout;
+	int arg;                /* in[] then out[]: args[arg .. arg + nin + nout) of the device */
+};
+
+/* One core op with local operand and result types: what a kernel runs. */
+struct plan_kernel {
+	enum ir_op op;
+	struct ir_attrs a;      /* CONSTANT data: a plan-owned copy */
+	int nin, nout;
+	enum ir_dtype *dtype;   /* [nin + nout] */
+	struct ir_shape *shape; /* [nin + nout] */
+};
+
+struct plan_comm {
+	int n;
+	int *ranks;             /* [n] global ranks in comm rank order */
+};
+
+struct plan_device {
+	int rank;               /* global rank == index in plan devices */
+	int stage;
+	int coord[IR_MESH_AXES];/* position in its stage's logical mesh */
+	int nbuf;
+	struct plan_buffer *buf;
+	int ninstr;
+	struct plan_instr *instr;
+	int nargs;
+	int *args;              /* buffer ids */
+	int64_t arena_bytes;    /* the arena this program needs */
+};
+
+/* A global tensor the plan binds (parameter, input or output). */
+struct plan_tensor {
+	char *name;
+	enum ir_dtype dtype;
+	struct ir_shape shape;  /* global */
+};
+
+struct plan_stage {
+	int first_rank, ndevices;   /* ranks [first_rank, first_rank + ndevices) */
+	int rows, cols;             /* sub-mesh: nodes x devices per node */
+	int n0, n1;                 /* logical mesh; rank = first_rank + i0 * n1 + i1 */
+};
+
+struct plan {
+	int version;                /* PLAN_FORMAT_VERSION */
+	char *cluster;              /* the cluster spec it was compiled for */
+	int cluster_nodes, cluster_devices; /* the whole cluster */
+	uint64_t model_hash;        /* of the ONNX file's bytes */
+	uint64_t options_hash;      /* of the compile options that shaped the plan */
+	bool train;
+	int micro;                  /* micro-batches per step (1: none) */
+	int64_t device_memory;      /* bytes per device the plan must fit */
+	int nstages;
+	struct plan_stage *stages;
+	int nparams, ninputs, noutputs;
+	struct plan_tensor *params, *inputs, *outputs;
+	int nkernels;
+	struct plan_kernel *kernels;
+	int ncomms;
+	struct plan_comm *comms;
+	int ndevices;
+	struct plan_device *devices;
+};
+
+const char *plan_instr_kind_name(enum plan_instr_kind k); /* "kernel", "all_reduce", ... */
+const char *plan_reduce_name(enum plan_reduce r);
+const char *plan_bind_name(enum plan_bind b);
+
+/* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
+struct plan *plan_new(void);
+void plan_free(struct plan *p);
+
+/* Checks that p can run as written (plan_verify.c): every buffer and
+ * kernel index in range, shapes and sizes agree with the kernel table and
+ * collectives, every buffer written before it is read and not read after
+ * it is freed, buffers live at the same time do not overlap and fit the
+ * arena, arenas within device_memory, every send has its receive (equal
+ * size and dtype, and vice versa) and the collectives of each communicator
+ * match in order, kind and size across its ranks. 0, or -EINVAL with a
+ * message naming the device, the instruction index and what is wrong:
+ * "device 3, instruction 17 (all_gather): ...". */
+int plan_verify(const struct plan *p);
+
+/* plan.bin (plan_io.c): protobuf (ir/plan.proto) with a format version and
+ * a checksum of the content. plan_write writes a temporary file and renames
+ * it. plan_read: NULL with a message naming the file and what is wrong
+ * (truncated, another format version, checksum mismatch, not a plan). */
+int plan_write(const struct plan *p, const char *path);
+struct plan *plan_read(const char *path);
+/* The same over memory: *out (ir_malloc'd) and *n bytes. */
+int plan_pack(const struct plan *p, uint8_t **out, size_t *n);
+struct plan *plan_unpack(const uint8_t *data, size_t n);
+
+/* Refuses a plan compiled for another cluster or a different number of
+ * ranks: 0 or -EINVAL naming both. */
+int plan_check_mesh(const struct plan *p, int nranks);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * plan_verify.h: what plan_verify.c (one device at a time) and
+ * plan_verify_comm.c (all devices together) share. Internal to ir/.
+ */
+#ifndef IR_PLAN_VERIFY_H
+#define IR_PLAN_VERIFY_H
+
+#include "ir/plan.h"
+
+/* Records "device D, instruction I (kind): " and the formatted text;
+ * returns -EINVAL. */
+int plan_verify_instr_errorf(const struct plan *p, int d, int i, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The writer slices of every output cover it exactly once. Assumes the
+ * buffers passed plan_verify's checks. 0, -EINVAL or -ENOMEM. */
+int plan_verify_outputs(const struct plan *p);
+
+/* The cross-device checks: collectives match per communicator, sends pair
+ * with receives, and the devices run to the end without deadlock. Assumes
+ * every device passed plan_verify's local checks (indices in range, shapes
+ * agree with each instruction). 0, -EINVAL or -ENOMEM with a message. */
+int plan_verify_comm(const struct plan *p);
+
+static inline bool plan_verify_is_collective(enum plan_instr_kind k)
+{
+	switch (k) {
+	case PLAN_ALL_REDUCE:
+	case PLAN_ALL_GATHER:
+	case PLAN_REDUCE_SCATTER:
+	case PLAN_ALL_TO_ALL:
+		return true;
+	case PLAN_KERNEL:
+	case PLAN_SEND:
+	case PLAN_RECV:
+	case PLAN_COPY:
+	case PLAN_FREE:
+	case PLAN_INSTR_KIND_COUNT:
+		return false;
+	}
+	return false;
+}
+
+#endif

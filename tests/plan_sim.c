@@ -1,0 +1,340 @@
+/*
+ * plan_sim.c: the one-process simulation of a plan's ranks (plan_sim.h).
+ * Round robin over devices: each runs until it blocks on a receive with no
+ * message yet or a collective not every member has reached; a collective
+ * runs for all members at once when the last one arrives.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/plan_sim.h"
+
+struct msg {
+	int src, dst, tag;
+	size_t n;
+	void *data;
+	struct msg *next;
+};
+
+struct sim {
+	const struct plan *p;
+	uint8_t **arena;
+	int *pc;
+	struct msg *mail;
+};
+
+static const struct plan_buffer *arg_buf(const struct plan_device *d, const struct plan_instr *x, int j)
+{
+	return &d->buf[d->args[x->arg + j]];
+}
+
+static void *buf_data(struct sim *s, int dev, const struct plan_buffer *b)
+{
+	return s->arena[dev] + b->offset;
+}
+
+/* Copies a block: the region of `shape` at src_start inside a tensor of
+ * src_shape to dst_start inside dst_shape (row-major, element size es). */
+static void copy_block(void *dst, const struct ir_shape *dst_shape, const int64_t *dst_start, const void *src,
+		       const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *shape,
+		       size_t es)
+{
+	int r = shape->rank;
+	int64_t idx[IR_MAX_RANK] = { 0 };
+	if (ir_shape_numel(shape) == 0)
+		return;
+	if (r == 0) {
+		memcpy(dst, src, es);
+		return;
+	}
+	size_t row = (size_t)shape->dims[r - 1] * es;
+	for (;;) {
+		int64_t so = 0, dof = 0;
+		for (int d = 0; d < r; d++) {
+			so = so * src_shape->dims[d] + src_start[d] + (d == r - 1 ? 0 : idx[d]);
+			dof = dof * dst_shape->dims[d] + dst_start[d] + (d == r - 1 ? 0 : idx[d]);
+		}
+		memcpy((char *)dst + (size_t)dof * es, (const char *)src + (size_t)so * es, row);
+		int d = r - 2;
+		for (; d >= 0; d--) {
+			if (++idx[d] < shape->dims[d])
+				break;
+			idx[d] = 0;
+		}
+		if (d < 0)
+			return;
+	}
+}
+
+static const int64_t zero_start[IR_MAX_RANK];
+
+static int run_kernel(struct sim *s, int dev, const struct plan_instr *x)
+{
+	const struct plan_device *d = &s->p->devices[dev];
+	const struct plan_kernel *k = &s->p->kernels[x->kernel];
+	struct ir_value vin[64], vout[2], *pin[64], *pout[2];
+	struct ir_tensor tin[64], tout[2];
+	struct ir_node n;
+	memset(&n, 0, sizeof n);
+	n.op = k->op;
+	n.a = k->a;
+	n.nin = k->nin;
+	n.nout = k->nout;
+	n.in = pin;
+	n.out = pout;
+	for (int j = 0; j < k->nin; j++) {
+		memset(&vin[j], 0, sizeof vin[j]);
+		vin[j].dtype = k->dtype[j];
+		vin[j].shape = k->shape[j];
+		pin[j] = &vin[j];
+		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], buf_data(s, dev, arg_buf(d, x, j)) };
+	}
+	for (int j = 0; j < k->nout; j++) {
+		memset(&vout[j], 0, sizeof vout[j]);
+		vout[j].dtype = k->dtype[k->nin + j];
+		vout[j].shape = k->shape[k->nin + j];
+		pout[j] = &vout[j];
+	}
+	int rc = interp_node(&n, tin, tout);
+	if (rc < 0)
+		return rc;
+	for (int j = 0; j < k->nout; j++) {
+		const struct plan_buffer *b = arg_buf(d, x, k->nin + j);
+		memcpy(buf_data(s, dev, b), tout[j].data, ir_tensor_bytes(&tout[j]));
+		ir_tensor_free(&tout[j]);
+	}
+	return 0;
+}
+
+/* Whether every member of comm c is at a collective on c. */
+static bool comm_ready(struct sim *s, int c)
+{
+	const struct plan_comm *cm = &s->p->comms[c];
+	for (int r = 0; r < cm->n; r++) {
+		const struct plan_device *d = &s->p->devices[cm->ranks[r]];
+		int pc = s->pc[cm->ranks[r]];
+		if (pc >= d->ninstr || d->instr[pc].comm != c)
+			return false;
+	}
+	return true;
+}
+
+static double reduce2(enum plan_reduce op, double a, double b)
+{
+	switch (op) {
+	case PLAN_SUM: return a + b;
+	case PLAN_MAX: return a > b ? a : b;
+	case PLAN_MIN: return a < b ? a : b;
+	case PLAN_REDUCE_COUNT: break;
+	}
+	return a;
+}
+
+static int run_collective(struct sim *s, int c)
+{
+	const struct plan *p = s->p;
+	const struct plan_comm *cm = &p->comms[c];
+	int n = cm->n, r0 = cm->ranks[0];
+	const struct plan_device *d0 = &p->devices[r0];
+	const struct plan_instr *x0 = &d0->instr[s->pc[r0]];
+	const struct plan_buffer *bi0 = arg_buf(d0, x0, 0), *bo0 = arg_buf(d0, x0, 1);
+	size_t es = ir_dtype_size(bi0->dtype);
+	struct ir_tensor acc;
+	int rc = 0;
+	switch (x0->kind) {
+	case PLAN_ALL_REDUCE:
+	case PLAN_REDUCE_SCATTER: {
+		if ((rc = ir_tensor_alloc(&acc, bi0->dtype, &bi0->shape)) < 0)
+			return rc;
+		int64_t ne = ir_shape_numel(&bi0->shape);
+		for (int r = 0; r < n; r++) {
+			const struct plan_device *d = &p->devices[cm->ranks[r]];
+			const struct plan_buffer *b = arg_buf(d, &d->instr[s->pc[cm->ranks[r]]], 0);
+			struct ir_tensor t = { b->dtype, b->shape, buf_data(s, cm->ranks[r], b) };
+			for (int64_t i = 0; i < ne; i++)
+				ir_tensor_set_f64(&acc, i, r == 0 ? ir_tensor_get_f64(&t, i) :
+						  reduce2(x0->reduce, ir_tensor_get_f64(&acc, i), ir_tensor_get_f64(&t, i)));
+		}
+		for (int r = 0; r < n; r++) {
+			const struct plan_device *d = &p->devices[cm->ranks[r]];
+			const struct plan_buffer *b = arg_buf(d, &d->instr[s->pc[cm->ranks[r]]], 1);
+			int64_t st[IR_MAX_RANK] = { 0 };
+			if (x0->kind == PLAN_REDUCE_SCATTER)
+				st[x0->axis] = r * b->shape.dims[x0->axis];
+			copy_block(buf_data(s, cm->ranks[r], b), &b->shape, zero_start, acc.data, &acc.shape, st,
+				   &b->shape, es);
+		}
+		ir_tensor_free(&acc);
+		break;
+	}
+	case PLAN_ALL_GATHER:
+		for (int r = 0; r < n; r++) {
+			const struct plan_device *d = &p->devices[cm->ranks[r]];
+			const struct plan_buffer *bi = arg_buf(d, &d->instr[s->pc[cm->ranks[r]]], 0);
+			for (int q = 0; q < n; q++) {
+				const struct plan_device *e = &p->devices[cm->ranks[q]];
+				const struct plan_buffer *bo = arg_buf(e, &e->instr[s->pc[cm->ranks[q]]], 1);
+				int64_t st[IR_MAX_RANK] = { 0 };
+				st[x0->axis] = r * bi->shape.dims[x0->axis];
+				copy_block(buf_data(s, cm->ranks[q], bo), &bo->shape, st, buf_data(s, cm->ranks[r], bi),
+					   &bi->shape, zero_start, &bi->shape, es);
+			}
+		}
+		break;
+	case PLAN_ALL_TO_ALL:
+		for (int r = 0; r < n; r++) {
+			const struct plan_device *d = &p->devices[cm->ranks[r]];
+			const struct plan_buffer *bi = arg_buf(d, &d->instr[s->pc[cm->ranks[r]]], 0);
+			struct ir_shape piece = bi->shape;
+			piece.dims[x0->axis] /= n;
+			for (int q = 0; q < n; q++) {
+				const struct plan_device *e = &p->devices[cm->ranks[q]];
+				const struct plan_buffer *bo = arg_buf(e, &e->instr[s->pc[cm->ranks[q]]], 1);
+				int64_t ss[IR_MAX_RANK] = { 0 }, ds[IR_MAX_RANK] = { 0 };
+				ss[x0->axis] = q * piece.dims[x0->axis];
+				ds[x0->axis2] = r * piece.dims[x0->axis2];
+				copy_block(buf_data(s, cm->ranks[q], bo), &bo->shape, ds, buf_data(s, cm->ranks[r], bi),
+					   &bi->shape, ss, &piece, es);
+			}
+		}
+		break;
+	case PLAN_KERNEL: case PLAN_SEND: case PLAN_RECV: case PLAN_COPY: case PLAN_FREE:
+	case PLAN_INSTR_KIND_COUNT:
+		return ir_errorf(-EINVAL, "comm %d: not a collective", c);
+	}
+	(void)bo0;
+	for (int r = 0; r < n; r++)
+		s->pc[cm->ranks[r]]++;
+	return 0;
+}
+
+/* Runs device dev until it blocks or ends; *progress set when it moved. */
+static int step(struct sim *s, int dev, bool *progress)
+{
+	const struct plan_device *d = &s->p->devices[dev];
+	while (s->pc[dev] < d->ninstr) {
+		const struct plan_instr *x = &d->instr[s->pc[dev]];
+		int rc = 0;
+		switch (x->kind) {
+		case PLAN_KERNEL:
+			rc = run_kernel(s, dev, x);
+			break;
+		case PLAN_COPY:
+			memcpy(buf_data(s, dev, arg_buf(d, x, 1)), buf_data(s, dev, arg_buf(d, x, 0)),
+			       (size_t)arg_buf(d, x, 0)->bytes);
+			break;
+		case PLAN_FREE:
+			memset(buf_data(s, dev, arg_buf(d, x, 0)), 0xff, (size_t)arg_buf(d, x, 0)->bytes);
+			break;
+		case PLAN_SEND: {
+			struct msg *m = calloc(1, sizeof *m), **t = &s->mail;
+			const struct plan_buffer *b = arg_buf(d, x, 0);
+			if (!m || !(m->data = malloc((size_t)b->bytes + 1)))
+				return ir_errorf(-ENOMEM, "out of memory");
+			*m = (struct msg){ dev, x->peer, x->tag, (size_t)b->bytes, m->data, NULL };
+			memcpy(m->data, buf_data(s, dev, b), m->n);
+			while (*t)
+				t = &(*t)->next;
+			*t = m;
+			break;
+		}
+		case PLAN_RECV: {
+			struct msg **t = &s->mail;
+			while (*t && !((*t)->src == x->peer && (*t)->dst == dev && (*t)->tag == x->tag))
+				t = &(*t)->next;
+			if (!*t)
+				return 0;
+			struct msg *m = *t;
+			*t = m->next;
+			memcpy(buf_data(s, dev, arg_buf(d, x, 0 + x->nin)), m->data, m->n);
+			free(m->data);
+			free(m);
+			break;
+		}
+		case PLAN_ALL_REDUCE: case PLAN_ALL_GATHER: case PLAN_REDUCE_SCATTER: case PLAN_ALL_TO_ALL:
+			if (!comm_ready(s, x->comm))
+				return 0;
+			if ((rc = run_collective(s, x->comm)) < 0)
+				return rc;
+			*progress = true;
+			continue;
+		case PLAN_INSTR_KIND_COUNT:
+			return ir_errorf(-EINVAL, "device %d: bad instruction", dev);
+		}
+		if (rc < 0) {
+			ir_error_prefix("device %d, instruction %d (%s)", dev, s->pc[dev], plan_instr_kind_name(x->kind));
+			return rc;
+		}
+		s->pc[dev]++;
+		*progress = true;
+	}
+	return 0;
+}
+
+int plan_sim_run(const struct plan *p, const struct ir_tensor *params, const struct ir_tensor *inputs,
+		 struct ir_tensor *outputs)
+{
+	struct sim s = { p, calloc((size_t)p->ndevices, sizeof(uint8_t *)), calloc((size_t)p->ndevices, sizeof(int)),
+			 NULL };
+	int rc = 0;
+	for (int i = 0; i < p->noutputs; i++)
+		outputs[i].data = NULL;
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		/* NaN bytes everywhere: a read of memory nothing wrote shows */
+		s.arena[dev] = malloc((size_t)d->arena_bytes + 1);
+		memset(s.arena[dev], 0xff, (size_t)d->arena_bytes + 1);
+		for (int b = 0; b < d->nbuf; b++) {
+			const struct plan_buffer *x = &d->buf[b];
+			const struct ir_tensor *g = x->bind == PLAN_BIND_PARAM ? &params[x->index] :
+						    x->bind == PLAN_BIND_INPUT ? &inputs[x->index] : NULL;
+			if (g)
+				copy_block(buf_data(&s, dev, x), &x->shape, zero_start, g->data, &g->shape, x->start,
+					   &x->shape, ir_dtype_size(x->dtype));
+		}
+	}
+	for (;;) {
+		bool progress = false, done = true;
+		for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
+			rc = step(&s, dev, &progress);
+			if (s.pc[dev] < p->devices[dev].ninstr)
+				done = false;
+		}
+		if (rc < 0 || done)
+			break;
+		if (!progress) {
+			for (int dev = 0; dev < p->ndevices; dev++)
+				if (s.pc[dev] < p->devices[dev].ninstr) {
+					rc = ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s)", dev,
+						       s.pc[dev], plan_instr_kind_name(p->devices[dev].instr[s.pc[dev]].kind));
+					break;
+				}
+			break;
+		}
+	}
+	for (int i = 0; i < p->noutputs && rc == 0; i++)
+		rc = ir_tensor_alloc(&outputs[i], p->outputs[i].dtype, &p->outputs[i].shape);
+	for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		for (int b = 0; b < d->nbuf; b++) {
+			const struct plan_buffer *x = &d->buf[b];
+			if (x->bind != PLAN_BIND_OUTPUT || !x->writer)
+				continue;
+			struct ir_tensor *o = &outputs[x->index];
+			copy_block(o->data, &o->shape, x->start, buf_data(&s, dev, x), &x->shape, zero_start, &x->shape,
+				   ir_dtype_size(x->dtype));
+		}
+	}
+	for (int dev = 0; dev < p->ndevices; dev++)
+		free(s.arena[dev]);
+	while (s.mail) {
+		struct msg *m = s.mail;
+		s.mail = m->next;
+		free(m->data);
+		free(m);
+	}
+	free(s.arena);
+	free(s.pc);
+	return rc;
+}
