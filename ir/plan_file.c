@@ -1,0 +1,132 @@
+/*
+ * plan_file.c: plan.bin on disk: plan_pack/plan_unpack (plan_io.c) over a
+ * whole file. Reading refuses a file over the 2 GiB a plan may pack to;
+ * writing goes to "<path>.tmp.<pid>", renamed over path once complete, so
+ * a reader never sees a partial plan and a failed write leaves nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ir/plan.h"
+
+/* protobuf-c's lengths are 32-bit: keep clear of them, as ONNX does */
+#define PLAN_MAX_BYTES ((size_t)INT32_MAX - 64)
+
+/* ---- files ------------------------------------------------------------------------ */
+
+static int read_file(const char *path, uint8_t **out, size_t *n)
+{
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		goto fail;
+	if ((uint64_t)st.st_size > PLAN_MAX_BYTES + 64) {
+		close(fd);
+		return ir_errorf(-EFBIG, "%s: not a pcc plan (%lld bytes, more than a plan holds)",
+				 path, (long long)st.st_size);
+	}
+	if (!(buf = ir_malloc((size_t)st.st_size))) {
+		close(fd);
+		return ir_errorf(-ENOMEM, "%s: out of memory reading %lld bytes", path,
+				 (long long)st.st_size);
+	}
+	/* a file that shrinks meanwhile just reads short and fails as truncated */
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto fail;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	*out = buf;
+	*n = got;
+	return 0;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	ir_free(buf);
+	return ir_errorf(e == ENOENT ? -ENOENT : -EIO, "%s: cannot read: %s", path, strerror(e));
+}
+
+struct plan *plan_read(const char *path)
+{
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	if (read_file(path, &buf, &n) < 0)
+		return NULL;
+	struct plan *p = plan_unpack(buf, n);
+	ir_free(buf);
+	if (!p)
+		ir_error_prefix("%s", path);
+	return p;
+}
+
+static int write_all(int fd, const uint8_t *buf, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, buf, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		buf += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int plan_write(const struct plan *p, const char *path)
+{
+	uint8_t *buf;
+	size_t n, tn = strlen(path) + 32;
+	int rc = plan_pack(p, &buf, &n), fd = -1;
+	if (rc < 0) {
+		ir_error_prefix("%s", path);
+		return rc;
+	}
+	char *tmp = ir_malloc(tn);
+	if (!tmp) {
+		ir_free(buf);
+		return ir_errorf(-ENOMEM, "%s: out of memory", path);
+	}
+	snprintf(tmp, tn, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = write_all(fd, buf, n);
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
+out:
+	if (rc < 0)
+		ir_errorf(rc, "%s: cannot write: %s", path, strerror(-rc));
+	ir_free(tmp);
+	ir_free(buf);
+	return rc;
+}
+
+int plan_check_mesh(const struct plan *p, int nranks)
+{
+	if (nranks != p->ndevices)
+		return ir_errorf(-EINVAL, "plan compiled for %d devices (cluster %s), run with %d ranks",
+				 p->ndevices, p->cluster && *p->cluster ? p->cluster : "unknown",
+				 nranks);
+	return 0;
+}
