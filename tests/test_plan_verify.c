@@ -23,11 +23,16 @@
 
 /* ---- building plans ------------------------------------------------------- */
 
-/* Grows an ir_malloc'd array of n elements by one zeroed element. */
+/* Grows an ir_malloc'd array of n elements by one zeroed element. Arrays
+ * grow only through here, so their capacity is n rounded up to a power of
+ * two: reallocate when n is one (or 0). */
 static void *grow(void *a, int n, size_t size)
 {
-	char *q = ir_realloc(a, (size_t)(n + 1) * size);
-	IR_ASSERT(q);
+	char *q = a;
+	if ((n & (n - 1)) == 0) {
+		q = ir_realloc(a, (size_t)(n ? 2 * n : 1) * size);
+		IR_ASSERT(q);
+	}
 	memset(q + (size_t)n * size, 0, size);
 	return q;
 }
