@@ -24,6 +24,8 @@
 
 #include "compiler/lower_internal.h"
 
+#define LW_MAX_IN 256 /* operands of one op (a concat's) */
+
 static void *grow(void *p, int *cap, int need, size_t elem)
 {
 	if (need <= *cap)
@@ -202,8 +204,8 @@ static int kernel_intern(struct lower *L, struct plan_kernel *k)
 static int make_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, int nin, const int *in,
 		       enum ir_dtype *dt, struct ir_shape *sh)
 {
-	struct ir_value vals[64], *vp[64];
-	IR_ASSERT(nin <= 64);
+	struct ir_value vals[LW_MAX_IN], *vp[LW_MAX_IN];
+	IR_ASSERT(nin <= LW_MAX_IN);
 	for (int i = 0; i < nin; i++) {
 		memset(&vals[i], 0, sizeof vals[i]);
 		vals[i].dtype = L->buf[in[i]].dtype;
@@ -419,8 +421,10 @@ static int lower_node(struct lower *L, const struct ir_node *n)
 	const struct intra_state *st = L->st;
 	const struct intra_unit *x = &st->unit[n->id];
 	const struct intra_strat *s = intra_chosen(st, n->id);
-	int in[64], out[2], rc;
-	IR_ASSERT(n->nin <= 64);
+	int in[LW_MAX_IN], out[2], rc;
+	if (n->nin > LW_MAX_IN)
+		return ir_errorf(-ENOTSUP, "node %d \"%s\" (%s): %d operands, lowering takes at most %d", n->id,
+				 n->name ? n->name : "", ir_op_name(n->op), n->nin, LW_MAX_IN);
 	for (int j = 0; j < n->nin; j++) {
 		const struct ir_value *v = n->in[j];
 		struct ir_sharding dst;

@@ -73,8 +73,8 @@ static int run_kernel(struct sim *s, int dev, const struct plan_instr *x)
 {
 	const struct plan_device *d = &s->p->devices[dev];
 	const struct plan_kernel *k = &s->p->kernels[x->kernel];
-	struct ir_value vin[64], vout[2], *pin[64], *pout[2];
-	struct ir_tensor tin[64], tout[2];
+	struct ir_value vin[256], vout[2], *pin[256], *pout[2];
+	struct ir_tensor tin[256], tout[2];
 	struct ir_node n;
 	memset(&n, 0, sizeof n);
 	n.op = k->op;
