@@ -404,7 +404,8 @@ static void local_attrs(const struct lower *L, const struct ir_node *n, const st
 				a->limit.v[d] /= ir_sharding_pieces(out->dim[d], L->n0, L->n1);
 }
 
-/* The label split on mesh axis ax by strategy s, if it is a max label. */
+/* The mesh axes on which strategy s splits a max label (the node then
+ * all-reduces its result with *red over them). */
 static int max_axes(const struct intra_labels *l, const struct intra_strat *s, enum plan_reduce *red,
 		    const struct ir_node *n)
 {

@@ -33,7 +33,7 @@ struct lw_ins {
 	uint8_t axes;                /* collectives: mesh-axis mask of the communicator */
 	enum plan_reduce reduce;
 	int axis, axis2;
-	int peer_stage, tag;         /* send/recv: the other stage (same mesh position) */
+	int tag;                     /* send/recv */
 	int nin, nout;
 	int arg;                     /* into lower.args */
 };

@@ -33,10 +33,9 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 {
 	int nb = L->nbuf, ni = L->nins;
 	int *last = ir_malloc(sizeof *last * (size_t)(nb + 1));
-	int *nfree = ir_calloc((size_t)ni + 1, sizeof *nfree);
 	struct lw_ins *ins = NULL;
 	int rc = -ENOMEM;
-	if (!last || !nfree)
+	if (!last)
 		goto out;
 	for (int b = 0; b < nb; b++)
 		last[b] = -1;
@@ -48,7 +47,6 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 	int extra = 0;
 	for (int b = 0; b < nb; b++)
 		if (L->buf[b].bind == PLAN_BIND_NONE && last[b] >= 0) {
-			nfree[last[b]]++;
 			extra++;
 		}
 	if (!(ins = ir_malloc(sizeof *ins * (size_t)(ni + extra + 1))))
@@ -98,7 +96,6 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 out:
 	ir_free(ins);
 	ir_free(last);
-	ir_free(nfree);
 	return rc < 0 ? ir_errorf(rc, "out of memory planning memory") : 0;
 }
 
@@ -261,8 +258,7 @@ static int expand(struct lower *L, int64_t arena)
 			x->kind = s->kind;
 			x->kernel = s->dev_kernel ? s->dev_kernel[k] : s->kernel;
 			x->comm = -1;
-			if (s->kind == PLAN_ALL_REDUCE || s->kind == PLAN_ALL_GATHER || s->kind == PLAN_REDUCE_SCATTER ||
-			    s->kind == PLAN_ALL_TO_ALL)
+			if (plan_instr_is_collective(s->kind))
 				x->comm = comm_of(L, base, s->axes, k);
 			x->reduce = s->reduce;
 			x->axis = s->axis;

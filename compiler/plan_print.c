@@ -23,7 +23,7 @@ static double comm_bytes(const struct plan_device *d)
 	double b = 0;
 	for (int i = 0; i < d->ninstr; i++) {
 		const struct plan_instr *x = &d->instr[i];
-		if (x->kind == PLAN_KERNEL || x->kind == PLAN_COPY || x->kind == PLAN_FREE || x->kind == PLAN_RECV)
+		if (!plan_instr_is_collective(x->kind) && x->kind != PLAN_SEND)
 			continue;
 		b += (double)d->buf[d->args[x->arg]].bytes;
 	}

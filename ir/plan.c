@@ -76,6 +76,25 @@ const char *plan_instr_kind_name(enum plan_instr_kind k)
 	return "?";
 }
 
+bool plan_instr_is_collective(enum plan_instr_kind k)
+{
+	switch (k) {
+	case PLAN_ALL_REDUCE:
+	case PLAN_ALL_GATHER:
+	case PLAN_REDUCE_SCATTER:
+	case PLAN_ALL_TO_ALL:
+		return true;
+	case PLAN_KERNEL:
+	case PLAN_SEND:
+	case PLAN_RECV:
+	case PLAN_COPY:
+	case PLAN_FREE:
+	case PLAN_INSTR_KIND_COUNT:
+		return false;
+	}
+	return false;
+}
+
 const char *plan_reduce_name(enum plan_reduce r)
 {
 	switch (r) {

@@ -143,6 +143,8 @@ struct plan {
 const char *plan_instr_kind_name(enum plan_instr_kind k); /* "kernel", "all_reduce", ... */
 const char *plan_reduce_name(enum plan_reduce r);
 const char *plan_bind_name(enum plan_bind b);
+/* all_reduce, all_gather, reduce_scatter, all_to_all: run over a communicator */
+bool plan_instr_is_collective(enum plan_instr_kind k);
 
 /* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
 struct plan *plan_new(void);

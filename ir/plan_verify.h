@@ -22,23 +22,4 @@ int plan_verify_outputs(const struct plan *p);
  * agree with each instruction). 0, -EINVAL or -ENOMEM with a message. */
 int plan_verify_comm(const struct plan *p);
 
-static inline bool plan_verify_is_collective(enum plan_instr_kind k)
-{
-	switch (k) {
-	case PLAN_ALL_REDUCE:
-	case PLAN_ALL_GATHER:
-	case PLAN_REDUCE_SCATTER:
-	case PLAN_ALL_TO_ALL:
-		return true;
-	case PLAN_KERNEL:
-	case PLAN_SEND:
-	case PLAN_RECV:
-	case PLAN_COPY:
-	case PLAN_FREE:
-	case PLAN_INSTR_KIND_COUNT:
-		return false;
-	}
-	return false;
-}
-
 #endif

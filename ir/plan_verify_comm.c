@@ -246,7 +246,7 @@ static int match_collectives(const struct plan *p, struct sim *m)
 	}
 	for (int d = 0; d < p->ndevices; d++)
 		for (int i = 0; i < p->devices[d].ninstr; i++)
-			if (plan_verify_is_collective(p->devices[d].instr[i].kind))
+			if (plan_instr_is_collective(p->devices[d].instr[i].kind))
 				first[p->devices[d].instr[i].comm + 1]++;
 	for (int c = 0; c < nc; c++)
 		first[c + 1] += first[c];
@@ -260,7 +260,7 @@ static int match_collectives(const struct plan *p, struct sim *m)
 	memcpy(fill, first, ((size_t)nc + 1) * sizeof *fill);
 	for (int d = 0; d < p->ndevices; d++)
 		for (int i = 0; i < p->devices[d].ninstr; i++)
-			if (plan_verify_is_collective(p->devices[d].instr[i].kind))
+			if (plan_instr_is_collective(p->devices[d].instr[i].kind))
 				bucket[fill[p->devices[d].instr[i].comm]++] = (struct ref){ d, i };
 	for (int d = 0; d < p->ndevices; d++)
 		pos[d] = -1;
@@ -434,7 +434,7 @@ static int run_all(const struct plan *p, const struct sim *m)
 					stack[top++] = q;
 					queued[q] = 1;
 				}
-			} else if (plan_verify_is_collective(in->kind)) {
+			} else if (plan_instr_is_collective(in->kind)) {
 				const struct plan_comm *cm = &p->comms[m->inst_comm[partner]];
 				if (!joined[d]) {
 					joined[d] = 1;

@@ -138,7 +138,7 @@ static int run_collective(struct sim *s, int c)
 	int n = cm->n, r0 = cm->ranks[0];
 	const struct plan_device *d0 = &p->devices[r0];
 	const struct plan_instr *x0 = &d0->instr[s->pc[r0]];
-	const struct plan_buffer *bi0 = arg_buf(d0, x0, 0), *bo0 = arg_buf(d0, x0, 1);
+	const struct plan_buffer *bi0 = arg_buf(d0, x0, 0);
 	size_t es = ir_dtype_size(bi0->dtype);
 	struct ir_tensor acc;
 	int rc = 0;
@@ -203,7 +203,6 @@ static int run_collective(struct sim *s, int c)
 	case PLAN_INSTR_KIND_COUNT:
 		return ir_errorf(-EINVAL, "comm %d: not a collective", c);
 	}
-	(void)bo0;
 	for (int r = 0; r < n; r++)
 		s->pc[cm->ranks[r]]++;
 	return 0;
