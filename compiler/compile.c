@@ -5,8 +5,9 @@
  * (lower*.c), then the plan's identity (hashes of the model file and of the
  * options that shaped the plan) and its check (plan_verify).
  *
- * Lowered so far: plans of one stage, forward pass. Pipelined and training
- * plans are refused with a message saying so.
+ * Lowered so far: inference plans, pipelined or not (each stage's nodes
+ * become a graph of their own, graph_extract, sharded on the stage's mesh).
+ * Training plans are refused with a message saying so.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,34 +39,79 @@ static int hash_file(const char *path, uint64_t *out)
 	return err ? ir_errorf(-EIO, "%s: read error", path) : 0;
 }
 
+/* Every stage's graph (the whole graph when there is one stage), sharded
+ * by the intra-op pass on the stage's logical mesh, then lowered together. */
+static int lower_stages(const struct compile_input *in, const struct ir_graph *g, struct plan **out, double *mem)
+{
+	const struct inter_plan *ip = in->inter;
+	int ns = ip->nstages, rc = 0, rank = 0;
+	struct ir_graph **sub = ir_calloc((size_t)ns, sizeof *sub);
+	int **src = ir_calloc((size_t)ns, sizeof *src);
+	struct intra_result *r = ir_calloc((size_t)ns, sizeof *r);
+	struct lower_stage *st = ir_calloc((size_t)ns, sizeof *st);
+	bool *solved = ir_calloc((size_t)ns, sizeof *solved);
+	if (!sub || !src || !r || !st || !solved) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int s = 0; s < ns && rc == 0; s++) {
+		const struct inter_stage *x = &ip->stages[s];
+		if (ns > 1 && !(sub[s] = graph_extract(g, x->node_first, x->node_last, false, &src[s]))) {
+			rc = -ENOMEM;
+			break;
+		}
+		struct intra_opts o;
+		intra_opts_init(&o);
+		o.n0 = x->n0;
+		o.n1 = x->n1;
+		o.mem_limit = in->opts->mem_limit;
+		o.cal = in->opts->cal;
+		o.inputs_resident = s > 0; /* received from the stage before */
+		struct ir_graph *sg = ns > 1 ? sub[s] : (struct ir_graph *)g;
+		if ((rc = intra_pass(sg, in->cluster, &o, &r[s])) < 0) {
+			if (ns > 1)
+				ir_error_prefix("stage %d (nodes %d..%d)", s, x->node_first, x->node_last - 1);
+			break;
+		}
+		solved[s] = true;
+		st[s] = (struct lower_stage){ sg, &r[s], rank, x->rows, x->cols, ns > 1 ? src[s] : NULL };
+		rank += x->n0 * x->n1;
+		*mem = r[s].mem_limit;
+	}
+	if (rc == 0 && rank > in->cluster->ndevices)
+		rc = ir_errorf(-EINVAL, "the stages take %d devices, the cluster has %d", rank, in->cluster->ndevices);
+	if (rc == 0)
+		rc = lower_plan(g, st, ns, in->cluster_spec, out);
+out:
+	for (int s = 0; s < ns; s++) {
+		if (solved && solved[s])
+			intra_result_free(&r[s]);
+		if (sub)
+			ir_graph_free(sub[s]);
+		if (src)
+			ir_free(src[s]);
+	}
+	ir_free(sub);
+	ir_free(src);
+	ir_free(r);
+	ir_free(st);
+	ir_free(solved);
+	return rc;
+}
+
 int compile_lower(const struct compile_input *in, struct plan **out)
 {
 	const struct inter_plan *ip = in->inter;
-	struct intra_opts o;
-	struct intra_result r;
+	double mem = 0;
 	int rc;
 	*out = NULL;
-	if (ip->nstages > 1)
-		return ir_errorf(-ENOTSUP, "the plan has %d pipeline stages; lowering pipelined plans to plan.bin is "
-				 "not implemented yet (write the text form with -o FILE.txt)", ip->nstages);
 	if (ip->train)
 		return ir_errorf(-ENOTSUP, "lowering training plans to plan.bin is not implemented yet (write the "
 				 "text form with -o FILE.txt)");
 	struct ir_graph *g = in->opts->load(in->opts->ctx, ip->micro_batch);
 	if (!g)
 		return -EINVAL;
-	intra_opts_init(&o);
-	o.n0 = ip->stages[0].n0;
-	o.n1 = ip->stages[0].n1;
-	o.mem_limit = in->opts->mem_limit;
-	o.cal = in->opts->cal;
-	if ((rc = intra_pass(g, in->cluster, &o, &r)) < 0) {
-		ir_graph_free(g);
-		return rc;
-	}
-	rc = lower_single(g, &r, in->cluster_spec, out);
-	double mem = r.mem_limit;
-	intra_result_free(&r);
+	rc = lower_stages(in, g, out, &mem);
 	ir_graph_free(g);
 	if (rc < 0)
 		return rc;

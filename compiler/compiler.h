@@ -526,10 +526,35 @@ int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *
 struct plan;
 int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out);
 
+/* Pipelined: stage s runs graph st[s].g (a node range of the whole model,
+ * graph_extract) sharded by its own pass, on ranks [first_rank, first_rank
+ * + its mesh) (stages take consecutive ranks); values one stage reads from
+ * an earlier one are sent between their sub-meshes, each byte once, and
+ * assembled on the receiving side. The programs run once per micro-batch. */
+struct lower_stage {
+	const struct ir_graph *g;
+	const struct intra_result *r;    /* intra_pass(g, ...) */
+	int first_rank, rows, cols;      /* its devices; sub-mesh nodes x devices per node */
+	const int *src;                  /* per value id of g: the whole graph's value id it
+					  * stands for (graph_extract); NULL: g is the whole graph */
+};
+int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
+	       struct plan **out);
+
 /* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
  * device's buffers and program as text. */
 int plan_print_summary(const struct plan *p, FILE *f);
 int plan_print_device(const struct plan *p, int dev, FILE *f);
+
+/* ---- node ranges (compiler/extract.c) -----------------------------------
+ * Nodes [first, last) of g as a graph of their own: inputs are the values
+ * the range reads from earlier nodes and g's inputs (named as in g),
+ * parameters are g's (same data), outputs the values read after the range
+ * or by g's outputs; constant values it reads are recomputed inside it.
+ * sig: names and parameter data left out (a signature for comparing
+ * ranges). src: when not NULL, *src (ir_free) maps each value id of the
+ * new graph to the value id of g it stands for. NULL with a message. */
+struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bool sig, int **src);
 
 /* ---- layer clustering (compiler/cluster.c) ------------------------------
  * Cuts a graph's nodes, in program order, into layers for the inter-op

@@ -154,7 +154,7 @@ static bool kernel_eq(const struct plan_kernel *x, const struct plan_kernel *y)
 
 static int khash_grow(struct lower *L)
 {
-	int cap = L->khcap ? 2 * L->khcap : 1024;
+	int cap = L->sh->khcap ? 2 * L->sh->khcap : 1024;
 	int *t = ir_malloc(sizeof *t * (size_t)cap);
 	if (!t)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
@@ -166,9 +166,8 @@ static int khash_grow(struct lower *L)
 			j = (j + 1) & (size_t)(cap - 1);
 		t[j] = i;
 	}
-	ir_free(L->khash);
-	L->khash = t;
-	L->khcap = cap;
+	L->sh->khash = t;
+	L->sh->khcap = cap;
 	return 0;
 }
 
@@ -177,16 +176,16 @@ static int khash_grow(struct lower *L)
 static int kernel_intern(struct lower *L, struct plan_kernel *k)
 {
 	struct plan *p = L->p;
-	if (2 * (p->nkernels + 1) > L->khcap && khash_grow(L) < 0)
+	if (2 * (p->nkernels + 1) > L->sh->khcap && khash_grow(L) < 0)
 		return -ENOMEM;
 	uint64_t h = kernel_hash(k);
-	size_t j = h & (size_t)(L->khcap - 1);
-	for (; L->khash[j] >= 0; j = (j + 1) & (size_t)(L->khcap - 1))
-		if (kernel_eq(&p->kernels[L->khash[j]], k)) {
+	size_t j = h & (size_t)(L->sh->khcap - 1);
+	for (; L->sh->khash[j] >= 0; j = (j + 1) & (size_t)(L->sh->khcap - 1))
+		if (kernel_eq(&p->kernels[L->sh->khash[j]], k)) {
 			ir_free(k->dtype);
 			ir_free(k->shape);
 			ir_free((void *)k->a.data);
-			return L->khash[j];
+			return L->sh->khash[j];
 		}
 	if (p->nkernels % 64 == 0) {
 		struct plan_kernel *nk = ir_realloc(p->kernels, sizeof *nk * (size_t)(p->nkernels + 64));
@@ -195,7 +194,7 @@ static int kernel_intern(struct lower *L, struct plan_kernel *k)
 		p->kernels = nk;
 	}
 	p->kernels[p->nkernels] = *k;
-	L->khash[j] = p->nkernels;
+	L->sh->khash[j] = p->nkernels;
 	return p->nkernels++;
 }
 
@@ -417,7 +416,104 @@ static int max_axes(const struct intra_labels *l, const struct intra_strat *s, e
 	return m;
 }
 
-static int lower_node(struct lower *L, const struct ir_node *n)
+/* The buffer holding value v under exactly spec dst, or -1. */
+static int exact_rep(const struct lower *L, int v, const struct ir_sharding *dst)
+{
+	for (int r = L->rep_head[v]; r >= 0; r = L->reps[r].next)
+		if (!memcmp(&L->reps[r].spec, dst, sizeof *dst))
+			return L->reps[r].buf;
+	return -1;
+}
+
+int lw_ensure(struct lower *L, const struct ir_value *v)
+{
+	if (L->rep_head[v->id] >= 0 || v->kind != IR_VAL_NODE)
+		return 0;
+	return lw_node(L, v->def);
+}
+
+static int operand(struct lower *L, const struct ir_value *v, const struct ir_sharding *dst, int depth);
+
+/* Constant value v (nothing upstream reads an input or parameter: masks,
+ * position ids, iotas) computed again right where it is read, directly in
+ * the sharding the reader needs, as a fusing backend does: no collective,
+ * only the local piece, nothing held between readers. 1 with *buf, 0 when
+ * its op has no such strategy (then it is computed once and resharded). */
+static int remat(struct lower *L, const struct ir_value *v, const struct ir_sharding *dst, int depth, int *buf)
+{
+	const struct ir_node *n = v->def;
+	if (v->kind != IR_VAL_NODE || L->dyn[v->id] || dst->partial || depth > 64 || n->nout != 1 ||
+	    n->nin > LW_MAX_IN || n->op == IR_OP_GATHER)
+		return 0;
+	struct ir_shape ls;
+	struct ir_attrs a;
+	int in[LW_MAX_IN], rc;
+	lw_local_shape(L, &v->shape, dst, &ls);
+	if (n->op == IR_OP_IOTA) {
+		/* the local piece of an iota is an iota plus where the piece starts */
+		int ax = (int)n->a.axis, it;
+		a = n->a;
+		a.shape = ls;
+		if ((rc = lw_kernel(L, IR_OP_IOTA, &a, NULL, 0, NULL, &it)) < 0)
+			return rc;
+		if (!dst->dim[ax]) {
+			*buf = it;
+			return 1;
+		}
+		int64_t *offs = ir_malloc(sizeof *offs * (size_t)L->nd);
+		int off;
+		if (!offs)
+			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+		for (int k = 0; k < L->nd; k++) {
+			int piece, np;
+			lw_piece(L, k, dst->dim[ax], &piece, &np);
+			offs[k] = piece * ls.dims[ax];
+		}
+		rc = splat(L, n->a.dtype, &ls, offs, true, &off);
+		ir_free(offs);
+		if (rc < 0 || (rc = binop(L, IR_OP_ADD, it, off, buf)) < 0)
+			return rc;
+		return 1;
+	}
+	const struct intra_unit *x = &L->st->unit[n->id];
+	const struct intra_strat *s = NULL;
+	for (int i = 0; i < x->nstrat && !s; i++) {
+		enum plan_reduce red;
+		if (!memcmp(&x->strat[i].out, dst, sizeof *dst) && !max_axes(&x->lab, &x->strat[i], &red, n))
+			s = &x->strat[i];
+	}
+	if (!s)
+		return 0;
+	for (int j = 0; j < n->nin; j++) {
+		struct ir_sharding ds;
+		intra_operand_spec(&x->lab, s, j, n->in[j]->shape.rank, &ds);
+		if ((in[j] = operand(L, n->in[j], &ds, depth + 1)) < 0)
+			return in[j];
+	}
+	local_attrs(L, n, dst, &a);
+	if ((rc = lw_kernel(L, n->op, &a, NULL, n->nin, in, buf)) < 0)
+		return rc;
+	return 1;
+}
+
+/* Value v as a buffer under dst: the rep that has it, a constant made
+ * there, or the nearest rep resharded. */
+static int operand(struct lower *L, const struct ir_value *v, const struct ir_sharding *dst, int depth)
+{
+	int b = exact_rep(L, v->id, dst), rc;
+	if (b >= 0)
+		return b;
+	if ((rc = remat(L, v, dst, depth, &b)) != 0)
+		return rc < 0 ? rc : b;
+	if ((rc = lw_ensure(L, v)) < 0)
+		return rc;
+	int r = L->rep_head[v->id];
+	IR_ASSERT(r >= 0);
+	struct ir_sharding src = L->reps[r].spec;
+	return lw_reshard(L, v, L->reps[r].buf, &src, dst);
+}
+
+int lw_node(struct lower *L, const struct ir_node *n)
 {
 	const struct intra_state *st = L->st;
 	const struct intra_unit *x = &st->unit[n->id];
@@ -430,19 +526,8 @@ static int lower_node(struct lower *L, const struct ir_node *n)
 		const struct ir_value *v = n->in[j];
 		struct ir_sharding dst;
 		intra_operand_spec(&x->lab, s, j, v->shape.rank, &dst);
-		int r = L->rep_head[v->id];
-		IR_ASSERT(r >= 0);
-		int best = r;
-		for (; r >= 0; r = L->reps[r].next)
-			if (!memcmp(&L->reps[r].spec, &dst, sizeof dst)) {
-				best = r;
-				break;
-			}
-		struct ir_sharding src = L->reps[best].spec;
-		int b = lw_reshard(L, v, L->reps[best].buf, &src, &dst);
-		if (b < 0)
-			return b;
-		in[j] = b;
+		if ((in[j] = operand(L, v, &dst, 0)) < 0)
+			return in[j];
 	}
 	if (n->op == IR_OP_GATHER) {
 		int ax = (int)n->a.axis;
@@ -477,142 +562,4 @@ static int lower_node(struct lower *L, const struct ir_node *n)
 			return rc;
 	}
 	return 0;
-}
-
-/* ---- entry ------------------------------------------------------------------ */
-
-static int add_tensors(struct plan_tensor **arr, int *n, const struct ir_graph *g, int count,
-		       struct ir_value *(*get)(const struct ir_graph *, int), bool outputs)
-{
-	if (!(*arr = ir_calloc((size_t)(count ? count : 1), sizeof **arr)))
-		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-	*n = count;
-	for (int i = 0; i < count; i++) {
-		const struct ir_value *v = get(g, i);
-		const char *name = outputs ? ir_graph_output_name(g, i) : v->name;
-		char tmp[32];
-		if (!name) {
-			snprintf(tmp, sizeof tmp, "%s%d", outputs ? "output" : "value", i);
-			name = tmp;
-		}
-		size_t len = strlen(name);
-		if (!((*arr)[i].name = ir_malloc(len + 1)))
-			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-		memcpy((*arr)[i].name, name, len + 1);
-		(*arr)[i].dtype = v->dtype;
-		(*arr)[i].shape = v->shape;
-	}
-	return 0;
-}
-
-/* A bound buffer for a graph input or parameter under its unit's sharding. */
-static int bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index)
-{
-	int u = L->st->value_unit[v->id];
-	if (u < 0)
-		return 0; /* nothing reads it */
-	const struct intra_strat *s = intra_chosen(L->st, u);
-	struct ir_shape ls;
-	lw_local_shape(L, &v->shape, &s->out, &ls);
-	int b = lw_buf_new(L, v->dtype, &ls);
-	if (b < 0)
-		return b;
-	L->buf[b].bind = bind;
-	L->buf[b].index = index;
-	L->buf[b].spec = s->out;
-	return lw_rep_add(L, v->id, &s->out, b);
-}
-
-/* Output i: the value whole where partial, bound where it lies, copied
- * when that buffer is already bound. */
-static int bind_output(struct lower *L, int i)
-{
-	const struct ir_value *v = ir_graph_output(L->g, i);
-	int r = L->rep_head[v->id];
-	IR_ASSERT(r >= 0);
-	struct ir_sharding src = L->reps[r].spec, dst = src;
-	dst.partial = 0;
-	int b = lw_reshard(L, v, L->reps[r].buf, &src, &dst);
-	if (b < 0)
-		return b;
-	if (L->buf[b].bind != PLAN_BIND_NONE) {
-		struct lw_ins c = { .kind = PLAN_COPY, .kernel = -1 };
-		int nb = lw_buf_new(L, L->buf[b].dtype, &L->buf[b].shape);
-		if (nb < 0 || lw_emit(L, &c, 1, &b, 1, &nb) < 0)
-			return -ENOMEM;
-		b = nb;
-	}
-	L->buf[b].bind = PLAN_BIND_OUTPUT;
-	L->buf[b].index = i;
-	L->buf[b].spec = dst;
-	return 0;
-}
-
-static void lower_release(struct lower *L)
-{
-	for (int i = 0; i < L->nins; i++)
-		ir_free(L->ins[i].dev_kernel);
-	ir_free(L->buf);
-	ir_free(L->ins);
-	ir_free(L->args);
-	ir_free(L->reps);
-	ir_free(L->rep_head);
-	ir_free(L->khash);
-}
-
-int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out)
-{
-	struct lower L;
-	int rc = -ENOMEM;
-	memset(&L, 0, sizeof L);
-	*out = NULL;
-	if (!r->st)
-		return ir_errorf(-EINVAL, "lowering needs the intra-op pass's strategies");
-	L.g = g;
-	L.st = r->st;
-	ir_graph_mesh(g, &L.n0, &L.n1);
-	L.nd = L.n0 * L.n1;
-	if (!(L.p = plan_new()))
-		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-	struct plan *p = L.p;
-	size_t len = strlen(cluster ? cluster : "");
-	if (!(p->cluster = ir_malloc(len + 1)))
-		goto fail;
-	memcpy(p->cluster, cluster ? cluster : "", len + 1);
-	p->micro = 1;
-	p->nstages = 1;
-	if (!(p->stages = ir_calloc(1, sizeof *p->stages)))
-		goto fail;
-	p->stages[0] = (struct plan_stage){ 0, L.nd, 1, L.nd, L.n0, L.n1 };
-	if ((rc = add_tensors(&p->params, &p->nparams, g, ir_graph_nparams(g), ir_graph_param, false)) < 0 ||
-	    (rc = add_tensors(&p->inputs, &p->ninputs, g, ir_graph_ninputs(g), ir_graph_input, false)) < 0 ||
-	    (rc = add_tensors(&p->outputs, &p->noutputs, g, ir_graph_noutputs(g), ir_graph_output, true)) < 0)
-		goto fail;
-	rc = -ENOMEM;
-	if (!(L.rep_head = ir_malloc(sizeof *L.rep_head * (size_t)(ir_graph_nvalues(g) + 1))))
-		goto fail;
-	memset(L.rep_head, -1, sizeof *L.rep_head * (size_t)(ir_graph_nvalues(g) + 1));
-	for (int i = 0; i < ir_graph_nparams(g); i++)
-		if ((rc = bind_value(&L, ir_graph_param(g, i), PLAN_BIND_PARAM, i)) < 0)
-			goto fail;
-	for (int i = 0; i < ir_graph_ninputs(g); i++)
-		if ((rc = bind_value(&L, ir_graph_input(g, i), PLAN_BIND_INPUT, i)) < 0)
-			goto fail;
-	for (int i = 0; i < ir_graph_nnodes(g); i++)
-		if ((rc = lower_node(&L, ir_graph_node(g, i))) < 0)
-			goto fail;
-	for (int i = 0; i < ir_graph_noutputs(g); i++)
-		if ((rc = bind_output(&L, i)) < 0)
-			goto fail;
-	if ((rc = lw_finish(&L)) < 0)
-		goto fail;
-	lower_release(&L);
-	*out = p;
-	return 0;
-fail:
-	if (rc == -ENOMEM && !ir_error()[0])
-		ir_errorf(-ENOMEM, "out of memory lowering the plan");
-	lower_release(&L);
-	plan_free(p);
-	return rc;
 }

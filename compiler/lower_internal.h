@@ -33,6 +33,9 @@ struct lw_ins {
 	uint8_t axes;                /* collectives: mesh-axis mask of the communicator */
 	enum plan_reduce reduce;
 	int axis, axis2;
+	int only;                    /* 0: every device of the stage; k + 1: device k alone */
+	int peer;                    /* send/recv: the other global rank ... */
+	int *dev_peer;               /* ... or per device (receives), or NULL */
 	int tag;                     /* send/recv */
 	int nin, nout;
 	int arg;                     /* into lower.args */
@@ -46,8 +49,17 @@ struct lw_rep {
 	int next;                    /* next rep of the same value, -1 */
 };
 
+/* What the stages of one plan share: the kernel table's dedup index and
+ * the send/receive tags. */
+struct lw_shared {
+	int *khash;                  /* open addressing over plan kernels, -1 empty */
+	int khcap;
+	int ntags;
+};
+
 struct lower {
 	struct plan *p;
+	struct lw_shared *sh;
 	const struct ir_graph *g;
 	const struct intra_state *st;
 	int stage, first_rank, n0, n1, nd;
@@ -60,8 +72,8 @@ struct lower {
 	int nreps, capreps;
 	struct lw_rep *reps;
 	int *rep_head;               /* per value id: first rep, -1 */
-	int *khash;                  /* kernel dedup: open addressing over plan kernels, -1 empty */
-	int khcap;
+	bool *dyn;                   /* per value id: reads an input or parameter upstream
+				      * (else a constant, made where it is read) */
 };
 
 /* lower.c */
@@ -80,10 +92,25 @@ int lw_rep_add(struct lower *L, int value, const struct ir_sharding *spec, int b
 void lw_local_shape(const struct lower *L, const struct ir_shape *s, const struct ir_sharding *spec,
 		    struct ir_shape *out);
 
+/* Node n of L's graph: operands resharded to what its strategy needs, then
+ * its local kernel(s); its results become reps. */
+int lw_node(struct lower *L, const struct ir_node *n);
+
+/* Lowers v's producer when v has no rep yet (constants are made lazily). */
+int lw_ensure(struct lower *L, const struct ir_value *v);
+
 /* lower_reshard.c: buf (value v under src) converted to dst (not partial);
  * returns the new buffer (or buf itself when nothing changes), -errno. */
 int lw_reshard(struct lower *L, const struct ir_value *v, int buf, const struct ir_sharding *src,
 	       const struct ir_sharding *dst);
+
+/* lower_xfer.c: value u of sender stage S (in buffer sbuf under spec ss)
+ * sent to receiver stage R, which needs it under spec rs (on its own mesh)
+ * as its value v: S gets the slices and sends (each byte sent once, from
+ * the least-loaded device holding it), R the receives and the
+ * concatenations that assemble each device's piece. *rbuf: R's buffer. */
+int lw_transfer(struct lower *S, const struct ir_value *u, int sbuf, const struct ir_sharding *ss, struct lower *R,
+		const struct ir_value *v, const struct ir_sharding *rs, int *rbuf);
 
 /* lower_mem.c: frees after last uses, buffer offsets, then the template
  * expanded into the plan's devices of this stage. */

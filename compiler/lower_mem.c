@@ -214,6 +214,9 @@ static int expand(struct lower *L, int64_t arena)
 	if (!dv)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
 	p->devices = dv;
+	unsigned char *touched = ir_malloc((size_t)L->nbuf + 1);
+	if (!touched)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
 	for (int k = 0; k < L->nd; k++) {
 		struct plan_device *d = &p->devices[L->first_rank + k];
 		memset(d, 0, sizeof *d);
@@ -226,8 +229,10 @@ static int expand(struct lower *L, int64_t arena)
 		d->buf = ir_calloc((size_t)L->nbuf + 1, sizeof *d->buf);
 		d->instr = ir_calloc((size_t)L->nins + 1, sizeof *d->instr);
 		d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1));
-		if (!d->buf || !d->instr || !d->args)
+		if (!d->buf || !d->instr || !d->args) {
+			ir_free(touched);
 			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+		}
 		d->nbuf = L->nbuf;
 		d->ninstr = L->nins;
 		d->nargs = L->nargs;
@@ -252,9 +257,19 @@ static int expand(struct lower *L, int64_t arena)
 			if ((!(used & 1) && d->coord[0]) || (!(used & 2) && d->coord[1]))
 				x->writer = false;
 		}
+		/* instructions for other devices (a transfer's block) are left
+		 * out, and so are frees of buffers only they write */
+		memset(touched, 0, (size_t)L->nbuf + 1);
+		int n = 0;
 		for (int i = 0; i < L->nins; i++) {
 			const struct lw_ins *s = &L->ins[i];
-			struct plan_instr *x = &d->instr[i];
+			if (s->only && s->only - 1 != k)
+				continue;
+			if (s->kind == PLAN_FREE && !touched[L->args[s->arg]])
+				continue;
+			for (int j = 0; j < s->nin + s->nout; j++)
+				touched[L->args[s->arg + j]] = 1;
+			struct plan_instr *x = &d->instr[n++];
 			x->kind = s->kind;
 			x->kernel = s->dev_kernel ? s->dev_kernel[k] : s->kernel;
 			x->comm = -1;
@@ -264,12 +279,16 @@ static int expand(struct lower *L, int64_t arena)
 			x->axis = s->axis;
 			x->axis2 = s->axis2;
 			x->peer = -1;
+			if (s->kind == PLAN_SEND || s->kind == PLAN_RECV)
+				x->peer = s->dev_peer ? s->dev_peer[k] : s->peer;
 			x->tag = s->tag;
 			x->nin = s->nin;
 			x->nout = s->nout;
 			x->arg = s->arg;
 		}
+		d->ninstr = n;
 	}
+	ir_free(touched);
 	return 0;
 }
 

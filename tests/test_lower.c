@@ -5,7 +5,8 @@
  * resharding path, partial sums, split lookups), are lowered, verified
  * (plan_verify) and run by the one-process rank simulator (plan_sim.c)
  * with the reference kernels; outputs must equal the single-device
- * interpreter's. Also: what the lowered programs contain for known cases
+ * interpreter's. The same for pipelined plans: the models cut into two or
+ * three stages on sub-meshes split alike and unlike. Also: what the lowered programs contain for known cases
  * (Megatron's MLP: one all-reduce), and that the memory plan reuses memory.
  */
 #include <errno.h>
@@ -176,6 +177,164 @@ static void test_models(void)
 	TAP_OK(split_lookups > 0, "the plans above looked up a split embedding table (%d kernels)", split_lookups);
 }
 
+/* m cut into ns stages of about equal node counts, stage s on mesh
+ * mesh[s] (ranks in order), each solved by the pass (random strategies when
+ * seed > 0); lowered together, verified and simulated. Returns the largest
+ * relative error over the outputs, or -1; *sends: send instructions. */
+static double run_pipe(struct model *m, int ns, const int (*mesh)[2], unsigned seed, int *sends)
+{
+	struct cost_cluster c;
+	struct ir_graph *sub[4] = { NULL };
+	int *src[4] = { NULL };
+	struct intra_result r[4];
+	struct lower_stage st[4];
+	struct plan *p = NULL;
+	int nn = ir_graph_nnodes(m->g), rank = 0, solved = 0;
+	double worst = -1;
+	IR_ASSERT(cost_cluster_parse("1x12:v100", &c) == 0 && ns <= 4);
+	for (int s = 0; s < ns; s++) {
+		int first = nn * s / ns, last = nn * (s + 1) / ns;
+		if (!(sub[s] = graph_extract(m->g, first, last, false, &src[s]))) {
+			TAP_DIAG("extract: %s", ir_error());
+			goto out;
+		}
+		struct intra_opts o;
+		intra_opts_init(&o);
+		o.n0 = mesh[s][0];
+		o.n1 = mesh[s][1];
+		o.quick = true;
+		if (intra_pass(sub[s], &c, &o, &r[s]) < 0) {
+			TAP_DIAG("intra_pass, stage %d: %s", s, ir_error());
+			goto out;
+		}
+		solved++;
+		if (seed)
+			randomize(r[s].st, seed + 17u * (unsigned)s);
+		st[s] = (struct lower_stage){ sub[s], &r[s], rank, 1, o.n0 * o.n1, src[s] };
+		rank += o.n0 * o.n1;
+	}
+	if (lower_plan(m->g, st, ns, "1x12:v100", &p) < 0) {
+		TAP_DIAG("lower: %s", ir_error());
+		goto out;
+	}
+	if (plan_verify(p) < 0) {
+		TAP_DIAG("verify: %s", ir_error());
+		goto out;
+	}
+	*sends = 0;
+	for (int d = 0; d < p->ndevices; d++)
+		for (int i = 0; i < p->devices[d].ninstr; i++)
+			*sends += p->devices[d].instr[i].kind == PLAN_SEND;
+	struct ir_tensor *outs = calloc((size_t)m->nout + 1, sizeof *outs);
+	if (plan_sim_run(p, m->params, m->in, outs) < 0) {
+		TAP_DIAG("simulate: %s", ir_error());
+	} else {
+		worst = 0;
+		for (int i = 0; i < m->nout; i++)
+			worst = fmax(worst, max_rel_err(&outs[i], &m->ref[i]));
+	}
+	for (int i = 0; i < m->nout; i++)
+		ir_tensor_free(&outs[i]);
+	free(outs);
+out:
+	plan_free(p);
+	for (int s = 0; s < ns; s++) {
+		if (s < solved)
+			intra_result_free(&r[s]);
+		ir_graph_free(sub[s]);
+		ir_free(src[s]);
+	}
+	return worst;
+}
+
+/* A chain of four dot + tanh layers over [24, 48] activations, every size a
+ * multiple of 12 (so 3-way and 4-way splits exist), with parameters. */
+static void synth_chain(struct model *m)
+{
+	struct ir_shape xs = { 2, { 24, 48 } }, ws = { 2, { 48, 48 } };
+	struct ir_attrs a, none;
+	memset(m, 0, sizeof *m);
+	memset(&a, 0, sizeof a);
+	memset(&none, 0, sizeof none);
+	a.lhs_contract = IR_ILIST(1);
+	a.rhs_contract = IR_ILIST(0);
+	m->g = ir_graph_new();
+	struct ir_value *h = ir_graph_add_input(m->g, "x", IR_F32, &xs);
+	m->nin = 1;
+	m->nparams = 4;
+	m->nout = 1;
+	m->in = calloc(2, sizeof *m->in);
+	m->params = calloc(5, sizeof *m->params);
+	m->ref = calloc(2, sizeof *m->ref);
+	IR_ASSERT(ir_tensor_alloc(&m->in[0], IR_F32, &xs) == 0);
+	srand(7);
+	for (int64_t i = 0; i < ir_shape_numel(&xs); i++)
+		ir_tensor_set_f64(&m->in[0], i, rand() / (double)RAND_MAX - 0.5);
+	for (int l = 0; l < 4; l++) {
+		IR_ASSERT(ir_tensor_alloc(&m->params[l], IR_F32, &ws) == 0);
+		for (int64_t i = 0; i < ir_shape_numel(&ws); i++)
+			ir_tensor_set_f64(&m->params[l], i, (rand() / (double)RAND_MAX - 0.5) / 4);
+		struct ir_data d = { .bytes = m->params[l].data, .nbytes = (int64_t)ir_tensor_bytes(&m->params[l]) };
+		char name[8];
+		snprintf(name, sizeof name, "w%d", l);
+		struct ir_value *in[2] = { h, ir_graph_add_param(m->g, name, IR_F32, &ws, &d) };
+		struct ir_node *n = ir_graph_add_node(m->g, IR_OP_DOT, NULL, 2, in, &a);
+		h = ir_graph_add_node(m->g, IR_OP_TANH, NULL, 1, n->out, &none)->out[0];
+	}
+	ir_graph_add_output(m->g, h, "y");
+	IR_ASSERT(interp_run(m->g, m->in, m->ref) == 0);
+}
+
+/* Pipelined plans: stages on sub-meshes split the same and differently
+ * (counts that divide each other, and 3 against 2 and 4, which do not). */
+static void test_pipelined(void)
+{
+	static const char *models[] = { "mlp_op17", "gpt_op17", "bert_op17", "moe_op17", "resnet_op17", "vit_op17" };
+	static const int plans[][4][2] = {
+		{ { 1, 2 }, { 1, 2 } }, { { 1, 4 }, { 1, 2 } }, { { 1, 2 }, { 2, 2 } },
+		{ { 2, 2 }, { 1, 4 } }, { { 1, 1 }, { 1, 3 }, { 1, 2 } }, { { 1, 2 }, { 1, 1 }, { 1, 4 } },
+	};
+	static const int nst[] = { 2, 2, 2, 2, 3, 3 };
+	int total = 0;
+	for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+		struct model m;
+		if (model_load(models[i], &m) < 0) {
+			TAP_OK(0, "%s loads: %s", models[i], ir_error());
+			model_free(&m);
+			continue;
+		}
+		for (size_t k = 0; k < sizeof nst / sizeof *nst; k++)
+			for (unsigned seed = 0; seed <= 1; seed++) {
+				int sends = 0;
+				double e = run_pipe(&m, nst[k], plans[k], seed, &sends);
+				char desc[64];
+				int at = 0;
+				for (int s = 0; s < nst[k]; s++)
+					at += snprintf(desc + at, sizeof desc - (size_t)at, "%s%dx%d", s ? " | " : "",
+						       plans[k][s][0], plans[k][s][1]);
+				TAP_OK(e >= 0 && e < 1e-4 && sends > 0, "%s pipelined %s (%s): verifies and computes the "
+				       "single-device result (max rel err %.2g, %d sends)", models[i], desc,
+				       seed ? "random strategies" : "the pass's plans", e, sends);
+				total += sends;
+			}
+		model_free(&m);
+	}
+	/* counts that do not divide: 3 against 2 and 4 (the sender gathers that
+	 * dimension first) */
+	static const int odd[][4][2] = { { { 1, 3 }, { 1, 2 }, { 1, 4 } }, { { 1, 4 }, { 1, 3 }, { 1, 1 } } };
+	struct model m;
+	synth_chain(&m);
+	for (int k = 0; k < 2; k++)
+		for (unsigned seed = 1; seed <= 4; seed++) {
+			int sends = 0;
+			double e = run_pipe(&m, 3, odd[k], seed, &sends);
+			TAP_OK(e >= 0 && e < 1e-5 && sends > 0, "chain pipelined %dx%d | %dx%d | %dx%d (seed %u): the "
+			       "single-device result (max rel err %.2g, %d sends)", odd[k][0][0], odd[k][0][1], odd[k][1][0],
+			       odd[k][1][1], odd[k][2][0], odd[k][2][1], seed, e, sends);
+		}
+	model_free(&m);
+}
+
 /* y = relu(x w1) w2, batch 128, hidden 1024 (weights never read) */
 static struct ir_graph *mlp(void)
 {
@@ -255,5 +414,6 @@ int main(int argc, char **argv)
 	models_dir = argv[1];
 	test_megatron();
 	test_models();
+	test_pipelined();
 	return tap_done();
 }

@@ -1,0 +1,334 @@
+/*
+ * lower_plan.c: the lowering's entry: a plan's stages, each a sharded graph
+ * of some of the model's nodes on its own sub-mesh, become one plan.
+ *
+ * Per stage, in order: its parameters and the model inputs it reads are
+ * bound to the slices its devices load; values it reads from an earlier
+ * stage are received from that stage (lower_xfer.c: the sender's sends are
+ * appended to the sender's program, which is complete by then, so every
+ * stage receives before it sends and messages follow one global order:
+ * no deadlock); then its nodes (lower.c). Every model output is bound in
+ * the stage that computes it. Last, per stage, frees, the memory plan and
+ * the expansion into per-device programs (lower_mem.c).
+ *
+ * The programs run once per micro-batch: inputs and outputs are one
+ * micro-batch's, and a stage's sends carry that micro-batch's activations.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "compiler/lower_internal.h"
+
+static int add_tensors(struct plan_tensor **arr, int *n, const struct ir_graph *g, int count,
+		       struct ir_value *(*get)(const struct ir_graph *, int), bool outputs)
+{
+	if (!(*arr = ir_calloc((size_t)(count ? count : 1), sizeof **arr)))
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	*n = count;
+	for (int i = 0; i < count; i++) {
+		const struct ir_value *v = get(g, i);
+		const char *name = outputs ? ir_graph_output_name(g, i) : v->name;
+		char tmp[32];
+		if (!name) {
+			snprintf(tmp, sizeof tmp, "%s%d", outputs ? "output" : "value", i);
+			name = tmp;
+		}
+		size_t len = strlen(name);
+		if (!((*arr)[i].name = ir_malloc(len + 1)))
+			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+		memcpy((*arr)[i].name, name, len + 1);
+		(*arr)[i].dtype = v->dtype;
+		(*arr)[i].shape = v->shape;
+	}
+	return 0;
+}
+
+/* The sharding the stage's pass chose for graph input or parameter v, or
+ * NULL when nothing reads it. */
+static const struct ir_sharding *chosen_spec(const struct lower *L, const struct ir_value *v)
+{
+	int u = L->st->value_unit[v->id];
+	return u < 0 ? NULL : &intra_chosen(L->st, u)->out;
+}
+
+/* A bound buffer for a graph input or parameter under its unit's sharding. */
+static int bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index)
+{
+	const struct ir_sharding *spec = chosen_spec(L, v);
+	if (!spec)
+		return 0; /* nothing reads it */
+	struct ir_shape ls;
+	lw_local_shape(L, &v->shape, spec, &ls);
+	int b = lw_buf_new(L, v->dtype, &ls);
+	if (b < 0)
+		return b;
+	L->buf[b].bind = bind;
+	L->buf[b].index = index;
+	L->buf[b].spec = *spec;
+	return lw_rep_add(L, v->id, spec, b);
+}
+
+/* The rep of value id v to send or bind: one that is not a partial sum
+ * when there is one. */
+static int pick_rep(const struct lower *L, int v)
+{
+	int r = L->rep_head[v];
+	for (int q = r; q >= 0; q = L->reps[q].next)
+		if (!L->reps[q].spec.partial)
+			return q;
+	return r;
+}
+
+/* Model output i, L's value v: whole where partial, bound where it lies,
+ * copied when that buffer is already bound. */
+static int bind_output(struct lower *L, int i, const struct ir_value *v)
+{
+	int r = pick_rep(L, v->id);
+	IR_ASSERT(r >= 0);
+	struct ir_sharding src = L->reps[r].spec, dst = src;
+	dst.partial = 0;
+	int b = lw_reshard(L, v, L->reps[r].buf, &src, &dst);
+	if (b < 0)
+		return b;
+	if (L->buf[b].bind != PLAN_BIND_NONE) {
+		struct lw_ins c = { .kind = PLAN_COPY, .kernel = -1 };
+		int nb = lw_buf_new(L, L->buf[b].dtype, &L->buf[b].shape);
+		if (nb < 0 || lw_emit(L, &c, 1, &b, 1, &nb) < 0)
+			return -ENOMEM;
+		b = nb;
+	}
+	L->buf[b].bind = PLAN_BIND_OUTPUT;
+	L->buf[b].index = i;
+	L->buf[b].spec = dst;
+	return 0;
+}
+
+/* Per value id of the whole graph: its parameter or input index, -1. */
+static int *index_of(const struct ir_graph *g, int n, struct ir_value *(*get)(const struct ir_graph *, int))
+{
+	int nv = ir_graph_nvalues(g);
+	int *x = ir_malloc(sizeof *x * (size_t)(nv + 1));
+	if (!x)
+		return NULL;
+	for (int i = 0; i < nv; i++)
+		x[i] = -1;
+	for (int i = 0; i < n; i++)
+		x[get(g, i)->id] = i;
+	return x;
+}
+
+struct lw_ctx {
+	const struct ir_graph *whole;
+	const struct lower_stage *st;
+	int ns;
+	struct lower *L;        /* [ns] */
+	int **inv;              /* [ns][whole value id]: the stage's value id, -1 */
+	int *owner;             /* [whole value id]: the stage computing it, -1 */
+	int *pidx, *iidx;       /* [whole value id]: parameter / input index, -1 */
+};
+
+static int src_of(const struct lw_ctx *c, int s, int v)
+{
+	return c->st[s].src ? c->st[s].src[v] : v;
+}
+
+static int init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
+{
+	const struct lower_stage *x = &c->st[s];
+	struct lower *L = &c->L[s];
+	int nv = ir_graph_nvalues(x->g), nw = ir_graph_nvalues(c->whole);
+	if (!x->r->st)
+		return ir_errorf(-EINVAL, "lowering needs the intra-op pass's strategies");
+	L->p = p;
+	L->sh = sh;
+	L->g = x->g;
+	L->st = x->r->st;
+	L->stage = s;
+	L->first_rank = x->first_rank;
+	ir_graph_mesh(x->g, &L->n0, &L->n1);
+	L->nd = L->n0 * L->n1;
+	if (!(L->rep_head = ir_malloc(sizeof *L->rep_head * (size_t)(nv + 1))) ||
+	    !(c->inv[s] = ir_malloc(sizeof *c->inv[s] * (size_t)(nw + 1))))
+		return -ENOMEM;
+	memset(L->rep_head, -1, sizeof *L->rep_head * (size_t)(nv + 1));
+	if (!(L->dyn = cost_dynamic_values(x->g)))
+		return -ENOMEM;
+	memset(c->inv[s], -1, sizeof *c->inv[s] * (size_t)(nw + 1));
+	for (int v = 0; v < nv; v++) {
+		int w = src_of(c, s, v);
+		if (w < 0 || w >= nw)
+			continue;
+		c->inv[s][w] = v;
+		/* the first stage computing it owns it: later ones recompute constants */
+		if (ir_graph_value(x->g, v)->kind == IR_VAL_NODE && c->owner[w] < 0)
+			c->owner[w] = s;
+	}
+	p->stages[s] = (struct plan_stage){ x->first_rank, L->nd, x->rows, x->cols, L->n0, L->n1 };
+	return 0;
+}
+
+/* Stage s's parameters, model inputs and values received from earlier stages. */
+static int stage_inputs(struct lw_ctx *c, int s)
+{
+	struct lower *L = &c->L[s];
+	const struct ir_graph *g = L->g;
+	int rc;
+	for (int i = 0; i < ir_graph_nparams(g); i++) {
+		const struct ir_value *v = ir_graph_param(g, i);
+		int w = src_of(c, s, v->id);
+		if (w < 0 || c->pidx[w] < 0)
+			return ir_errorf(-EINVAL, "stage %d: parameter \"%s\" is not one of the model's", s,
+					 v->name ? v->name : "");
+		if ((rc = bind_value(L, v, PLAN_BIND_PARAM, c->pidx[w])) < 0)
+			return rc;
+	}
+	for (int i = 0; i < ir_graph_ninputs(g); i++) {
+		const struct ir_value *v = ir_graph_input(g, i);
+		int w = src_of(c, s, v->id);
+		const struct ir_sharding *rs = chosen_spec(L, v);
+		if (w >= 0 && c->iidx[w] >= 0) {
+			if ((rc = bind_value(L, v, PLAN_BIND_INPUT, c->iidx[w])) < 0)
+				return rc;
+			continue;
+		}
+		int from = w >= 0 ? c->owner[w] : -1;
+		if (from < 0 || from >= s)
+			return ir_errorf(-EINVAL, "stage %d: input \"%s\" is computed by no earlier stage", s,
+					 v->name ? v->name : "");
+		if (!rs)
+			continue; /* nothing reads it */
+		struct lower *S = &c->L[from];
+		int u = c->inv[from][w], rb;
+		if ((rc = lw_ensure(S, ir_graph_value(S->g, u))) < 0)
+			return rc;
+		int r = pick_rep(S, u);
+		IR_ASSERT(r >= 0);
+		struct ir_sharding ss = S->reps[r].spec;
+		if ((rc = lw_transfer(S, ir_graph_value(S->g, u), S->reps[r].buf, &ss, L, v, rs, &rb)) < 0 ||
+		    (rc = lw_rep_add(L, v->id, rs, rb)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Model output o, bound in the stage computing it (or, for a model input
+ * or parameter passed through, the first stage reading it). */
+static int model_output(struct lw_ctx *c, int o)
+{
+	const struct ir_value *w = ir_graph_output(c->whole, o);
+	int s = c->owner[w->id];
+	for (int t = 0; t < c->ns && s < 0; t++)
+		if (c->inv[t][w->id] >= 0 && c->L[t].rep_head[c->inv[t][w->id]] >= 0)
+			s = t;
+	if (s < 0)
+		return ir_errorf(-ENOTSUP, "output %d \"%s\" is a model input or parameter no node reads; lowering "
+				 "cannot bind it", o, ir_graph_output_name(c->whole, o) ? ir_graph_output_name(c->whole, o) : "");
+	const struct ir_value *v = ir_graph_value(c->L[s].g, c->inv[s][w->id]);
+	int rc = lw_ensure(&c->L[s], v);
+	return rc < 0 ? rc : bind_output(&c->L[s], o, v);
+}
+
+static void lower_release(struct lower *L)
+{
+	for (int i = 0; i < L->nins; i++) {
+		ir_free(L->ins[i].dev_kernel);
+		ir_free(L->ins[i].dev_peer);
+	}
+	ir_free(L->buf);
+	ir_free(L->ins);
+	ir_free(L->args);
+	ir_free(L->reps);
+	ir_free(L->rep_head);
+	ir_free(L->dyn);
+}
+
+/* Constants are made where they are read (lw_node), not in program order. */
+static bool is_const(const struct lower *L, const struct ir_node *n)
+{
+	for (int j = 0; j < n->nout; j++)
+		if (L->dyn[n->out[j]->id])
+			return false;
+	return true;
+}
+
+static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
+{
+	int rc;
+	for (int s = 0; s < c->ns; s++) {
+		if ((rc = init_stage(c, s, p, sh)) < 0)
+			return rc;
+		if (c->st[s].first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
+			return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s,
+					 c->st[s].first_rank);
+		if ((rc = stage_inputs(c, s)) < 0)
+			return rc;
+		for (int i = 0; i < ir_graph_nnodes(c->L[s].g); i++)
+			if (!is_const(&c->L[s], ir_graph_node(c->L[s].g, i)) &&
+			    (rc = lw_node(&c->L[s], ir_graph_node(c->L[s].g, i))) < 0) {
+				if (c->ns > 1)
+					ir_error_prefix("stage %d", s);
+				return rc;
+			}
+	}
+	for (int o = 0; o < ir_graph_noutputs(c->whole); o++)
+		if ((rc = model_output(c, o)) < 0)
+			return rc;
+	for (int s = 0; s < c->ns; s++)
+		if ((rc = lw_finish(&c->L[s])) < 0)
+			return rc;
+	return 0;
+}
+
+int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
+	       struct plan **out)
+{
+	struct lw_shared sh = { NULL, 0, 0 };
+	struct lw_ctx c = { whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
+	struct plan *p = plan_new();
+	int nw = ir_graph_nvalues(whole), rc = -ENOMEM;
+	*out = NULL;
+	if (!p)
+		goto fail;
+	size_t len = strlen(cluster ? cluster : "");
+	if (!(p->cluster = ir_malloc(len + 1)) || !(p->stages = ir_calloc((size_t)nstages, sizeof *p->stages)) ||
+	    !(c.L = ir_calloc((size_t)nstages, sizeof *c.L)) || !(c.inv = ir_calloc((size_t)nstages, sizeof *c.inv)) ||
+	    !(c.owner = ir_malloc(sizeof *c.owner * (size_t)(nw + 1))) ||
+	    !(c.pidx = index_of(whole, ir_graph_nparams(whole), ir_graph_param)) ||
+	    !(c.iidx = index_of(whole, ir_graph_ninputs(whole), ir_graph_input)))
+		goto fail;
+	memcpy(p->cluster, cluster ? cluster : "", len + 1);
+	memset(c.owner, -1, sizeof *c.owner * (size_t)(nw + 1));
+	p->micro = 1;
+	p->nstages = nstages;
+	if ((rc = add_tensors(&p->params, &p->nparams, whole, ir_graph_nparams(whole), ir_graph_param, false)) < 0 ||
+	    (rc = add_tensors(&p->inputs, &p->ninputs, whole, ir_graph_ninputs(whole), ir_graph_input, false)) < 0 ||
+	    (rc = add_tensors(&p->outputs, &p->noutputs, whole, ir_graph_noutputs(whole), ir_graph_output, true)) < 0)
+		goto fail;
+	rc = lower_all(&c, p, &sh);
+fail:
+	if (rc == -ENOMEM && !ir_error()[0])
+		ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	for (int s = 0; c.L && s < nstages; s++)
+		lower_release(&c.L[s]);
+	for (int s = 0; c.inv && s < nstages; s++)
+		ir_free(c.inv[s]);
+	ir_free(c.L);
+	ir_free(c.inv);
+	ir_free(c.owner);
+	ir_free(c.pidx);
+	ir_free(c.iidx);
+	ir_free(sh.khash);
+	if (rc < 0)
+		plan_free(p);
+	else
+		*out = p;
+	return rc;
+}
+
+int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out)
+{
+	int n0, n1;
+	ir_graph_mesh(g, &n0, &n1);
+	struct lower_stage s = { g, r, 0, 1, n0 * n1, NULL };
+	return lower_plan(g, &s, 1, cluster, out);
+}
