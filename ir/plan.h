@@ -14,6 +14,11 @@
  * global tensors; a device's buffer bound to one holds the slice of it that
  * starts at `start` (per dimension, in elements) with the buffer's shape.
  *
+ * A plan of several pipeline stages gives each stage its own ranks; a
+ * stage's sends carry the values a later stage reads. Every program runs
+ * once per micro-batch (micro times a step): inputs and outputs are one
+ * micro-batch's slices of the global batch.
+ *
  * Example: y = x @ w on two devices with w split by columns: each device
  * binds x whole and its half of w (start [0, 0] and [0, n/2]), runs the dot
  * kernel, and binds its y to output 0 at [0, 0] and [0, n/2].
