@@ -125,11 +125,14 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 	snprintf(opts, sizeof opts, "cluster=%s;batch=%lld;micro=%d;train=%d;mem=%.17g", in->cluster_spec,
 		 (long long)ip->batch, ip->micro, ip->train, in->opts->mem_limit);
 	p->options_hash = XXH3_64bits(opts, strlen(opts));
-	for (int i = 0; i < p->ndevices && rc == 0; i++)
+	for (int i = 0; i < p->ndevices && rc == 0; i++) {
+		char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN];
 		if (p->devices[i].arena_bytes > p->device_memory)
-			rc = ir_errorf(-ENOSPC, "the lowered plan needs %.4g MiB on device %d, more than the %.4g MiB "
-				       "allowed (every intermediate is materialized until kernel fusion exists)",
-				       (double)p->devices[i].arena_bytes / (1 << 20), i, (double)p->device_memory / (1 << 20));
+			rc = ir_errorf(-ENOSPC, "the lowered plan needs %s on device %d, more than the %s allowed "
+				       "(every intermediate is materialized until kernel fusion exists)",
+				       ir_bytes_str((double)p->devices[i].arena_bytes, need), i,
+				       ir_bytes_str((double)p->device_memory, have));
+	}
 	if (rc < 0 || (rc = hash_file(in->model, &p->model_hash)) < 0 || (rc = plan_verify(p)) < 0) {
 		if (rc == -EINVAL)
 			ir_error_prefix("lowered plan fails its check (a compiler bug)");

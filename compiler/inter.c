@@ -467,13 +467,14 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	}
 	ir_free(ms);
 	if (rc == 0 && !have) {
+		char need[IR_BYTES_STRLEN], have_b[IR_BYTES_STRLEN];
 		if (isfinite(least))
-			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: the least memory any plan found "
-					   "needs is %.2f GiB per device (one micro-batch in flight), the limit is %.2f GiB",
-					c->name, least / (1 << 30), env.mem_limit / (1 << 30));
+			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: the plan needing the least memory "
+					   "needs %s per device (one micro-batch in flight), the limit is %s", c->name,
+					   ir_bytes_str(least, need), ir_bytes_str(env.mem_limit, have_b));
 		else
 			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: some layer fits no sub-mesh's "
-					   "%.2f GiB per device, even fully sharded", c->name, env.mem_limit / (1 << 30));
+					   "%s per device, even fully sharded", c->name, ir_bytes_str(env.mem_limit, have_b));
 	}
 	if (rc < 0) {
 		inter_plan_free(p);

@@ -190,11 +190,11 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	rc = shard_solve(&st->prob, &prm, st->choice, &ev);
 	r->solve_s = now() - t0;
 	if (rc == -ENOSPC) {
-		char need[SHARD_I128_STRLEN];
+		char need[SHARD_I128_STRLEN], lim[IR_BYTES_STRLEN], least[IR_BYTES_STRLEN];
 		rc = ir_errorf(-ENOSPC,
-			       "no sharding on mesh %dx%d fits the memory limit of %.2f GiB per device: the smallest "
-			       "needs %.2f GiB (%s bytes); use more devices, pipeline stages or a higher limit",
-			       o->n0, o->n1, r->mem_limit / (1 << 30), (double)ev.peak_usage / (1 << 30),
+			       "no sharding on mesh %dx%d fits the memory limit of %s per device: the smallest "
+			       "needs %s (%s bytes); use more devices, pipeline stages or a higher limit",
+			       o->n0, o->n1, ir_bytes_str(r->mem_limit, lim), ir_bytes_str((double)ev.peak_usage, least),
 			       shard_i128_str(ev.peak_usage, need));
 		goto fail;
 	}

@@ -438,6 +438,15 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b) : load_any(pl->a);
 }
 
+/* Names the model in the error unless the message already starts with it
+ * (errors of the ONNX import do). */
+static void prefix_model(const struct args *a)
+{
+	size_t n = strlen(a->model);
+	if (strncmp(ir_error(), a->model, n) || ir_error()[n] != ':')
+		ir_error_prefix("%s", a->model);
+}
+
 /* -o FILE.txt: the inter-op plan's text form. */
 static int write_text(const char *path, const struct inter_plan *p)
 {
@@ -458,7 +467,7 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, const 
 	struct plan *p, *back;
 	int rc = compile_lower(&in, &p);
 	if (rc < 0) {
-		ir_error_prefix("%s", a->model);
+		prefix_model(a);
 		return rc;
 	}
 	if ((rc = plan_write(p, a->out_dir)) == 0) {
@@ -513,16 +522,16 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 			return rc;
 	}
 	if ((rc = inter_pass(c, &o, &p)) < 0) {
-		ir_error_prefix("%s", a->model);
+		prefix_model(a);
 		return rc;
 	}
 	size_t ol = a->out_dir ? strlen(a->out_dir) : 0;
 	bool text = ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt");
+	char peak[IR_BYTES_STRLEN];
 	printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
-	       "peak %.2f GiB per device\n", a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s",
+	       "peak %s per device\n", a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s",
 	       cost_sched_name(p.sched), p.micro, p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s,
-	       100 * p.mfu,
-	       p.mem_peak / (1 << 30));
+	       100 * p.mfu, ir_bytes_str(p.mem_peak, peak));
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
 	if (rc == 0 && a->out_dir)

@@ -33,6 +33,11 @@ const char *ir_error(void);
 int ir_error_code(void); /* the code of the last ir_errorf, 0 after clear */
 void ir_error_clear(void);
 
+/* bytes for a message, in the unit that keeps 3 significant digits
+ * readable: "512 B", "83.7 KiB", "43.2 MiB", "1.25 GiB"; returns buf. */
+#define IR_BYTES_STRLEN 32
+const char *ir_bytes_str(double bytes, char buf[IR_BYTES_STRLEN]);
+
 _Noreturn void ir_assert_fail(const char *file, int line, const char *expr);
 #define IR_ASSERT(e) ((e) ? (void)0 : ir_assert_fail(__FILE__, __LINE__, #e))
 

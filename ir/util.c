@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,18 @@ void ir_error_prefix(const char *fmt, ...)
 		rest = ERR_MAX - n - 3;
 	memcpy(err_msg + n + 2, old, rest);
 	err_msg[n + 2 + rest] = 0;
+}
+
+const char *ir_bytes_str(double bytes, char buf[IR_BYTES_STRLEN])
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = 0;
+	while (u < 5 && !(bytes < 1024)) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, IR_BYTES_STRLEN, u ? "%.3g %s" : "%.0f %s", bytes, unit[u]);
+	return buf;
 }
 
 const char *ir_error(void)
