@@ -365,7 +365,8 @@ static double graph_flops(const struct ir_graph *g)
 
 /* One micro-batch size: cluster, cost, DP; improves *best. */
 static int search_one(const struct inter_env *env, const struct inter_opts *o, int64_t b, int m,
-		      const struct meshes *ms, struct inter_plan *best, bool *have, double *least_mem)
+		      const struct meshes *ms, struct inter_plan *best, bool *have, double *least_mem,
+		      double *least_layer)
 {
 	struct ir_graph *g = o->load(o->ctx, b);
 	if (!g)
@@ -389,7 +390,11 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, cost, &nsolved);
 	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost };
 	if (rc == 0) {
-		for (int l = 0; l < L; l++)
+		/* lower bounds on any pipeline: the largest layer alone on its
+		 * leanest mesh, and every layer's bytes over all devices spread evenly */
+		double worst_layer = 0, total = 0;
+		for (int l = 0; l < L; l++) {
+			double lean = INFINITY, lean_total = INFINITY;
 			for (int r = 0; r < L; r++)
 				for (int x = 0; x < nx; x++) {
 					struct inter_layer_cost sum;
@@ -399,9 +404,22 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 					*at = r >= l && k >= 0 && range(&s, l, r, k, opt, &sum)
 						      ? sum.t_mb + once_per_step(&sum) / m
 						      : INFINITY;
-					if (r == L - 1 && l == 0 && isfinite(*at))
-						*least_mem = fmin(*least_mem, sum.mem_state + sum.mem_act + sum.mem_once);
+					if (!isfinite(*at))
+						continue;
+					double mem = sum.mem_state + sum.mem_act + sum.mem_once;
+					if (r == L - 1 && l == 0)
+						*least_mem = fmin(*least_mem, mem);
+					if (r == l) {
+						lean = fmin(lean, mem);
+						/* a working set is held once per stage, not per layer */
+						lean_total = fmin(lean_total, (sum.mem_state + sum.mem_act) *
+									      ms->dev[x / (NOPT * ms->maxc)]);
+					}
 				}
+			worst_layer = fmax(worst_layer, lean);
+			total += lean_total;
+		}
+		*least_layer = fmin(*least_layer, fmax(worst_layer, total / env->c->ndevices));
 		for (int r = 0; r < L; r++)
 			for (int x = 0; x < ms->nmesh; x++)
 				xf[r * ms->nmesh + x] = xfer_time(&s, r, ms->dev[x]);
@@ -454,24 +472,26 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	int64_t cand[48];
 	int nc = batch_candidates(o, B, cand, 48);
 	bool have = false;
-	double least = INFINITY;
+	double least = INFINITY, least_layer = INFINITY;
 	for (int i = 0; i < nc && rc == 0; i++) {
 		int m = (int)(B / cand[i]);
-		rc = search_one(&env, o, cand[i], m, ms, p, &have, &least);
+		rc = search_one(&env, o, cand[i], m, ms, p, &have, &least, &least_layer);
 	}
 	if (rc == 0 && have && o->static_batch <= 0 && o->micro <= 0) {
 		int64_t more[8];
 		int nm = inter_batch_between(B, p->micro_batch, more, 8);
 		for (int i = 0; i < nm && rc == 0; i++)
-			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &least);
+			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &least, &least_layer);
 	}
 	ir_free(ms);
 	if (rc == 0 && !have) {
-		char need[IR_BYTES_STRLEN], have_b[IR_BYTES_STRLEN];
-		if (isfinite(least))
-			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: the plan needing the least memory "
-					   "needs %s per device (one micro-batch in flight), the limit is %s", c->name,
-					   ir_bytes_str(least, need), ir_bytes_str(env.mem_limit, have_b));
+		char need[IR_BYTES_STRLEN], pipe[IR_BYTES_STRLEN], have_b[IR_BYTES_STRLEN];
+		if (isfinite(least_layer))
+			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: as one stage it needs %s%s per "
+					   "device, as a pipeline at least %s (its largest layer alone, or all layers "
+					   "spread evenly, one micro-batch in flight); the limit is %s", c->name, isfinite(least) ? "at least " : "",
+					   isfinite(least) ? ir_bytes_str(least, need) : "more than the cluster",
+					   ir_bytes_str(least_layer, pipe), ir_bytes_str(env.mem_limit, have_b));
 		else
 			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: some layer fits no sub-mesh's "
 					   "%s per device, even fully sharded", c->name, ir_bytes_str(env.mem_limit, have_b));
