@@ -13,6 +13,9 @@
  * the device holds and contributes zeros elsewhere (a partial sum, summed
  * by the consumer's resharding: Megatron's vocabulary-parallel embedding).
  * Outputs are left split as the pass chose, partial sums reduced.
+ * Constants (values no input or parameter flows into: masks, position
+ * ids) are not lowered in program order but made where each reader needs
+ * them, in its sharding (remat), so nothing big is held between readers.
  *
  * Example: y = relu(x @ w1) @ w2 on a 1x2 mesh, w1 by columns and w2 by
  * rows: each device runs dot, relu, dot on its halves; y is partial; one
