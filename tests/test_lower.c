@@ -82,6 +82,25 @@ static double max_rel_err(const struct ir_tensor *a, const struct ir_tensor *b)
 	return worst;
 }
 
+/* Runs plan p of model m on the rank simulator; the largest relative error
+ * of its outputs against the interpreter's, or -1. */
+static double simulate(const struct model *m, const struct plan *p)
+{
+	struct ir_tensor *outs = calloc((size_t)m->nout + 1, sizeof *outs);
+	double worst = -1;
+	if (plan_sim_run(p, m->params, m->in, outs) < 0) {
+		TAP_DIAG("simulate: %s", ir_error());
+	} else {
+		worst = 0;
+		for (int i = 0; i < m->nout; i++)
+			worst = fmax(worst, max_rel_err(&outs[i], &m->ref[i]));
+	}
+	for (int i = 0; i < m->nout; i++)
+		ir_tensor_free(&outs[i]);
+	free(outs);
+	return worst;
+}
+
 /* Draws every solver variable's strategy at random. */
 static void randomize(struct intra_state *st, unsigned seed)
 {
@@ -94,7 +113,7 @@ static void randomize(struct intra_state *st, unsigned seed)
 
 /* Lowers m on mesh n0 x n1 (random strategies when seed > 0), verifies and
  * simulates; returns the largest relative error over the outputs, or -1. */
-static double run_case(struct model *m, int n0, int n1, unsigned seed, struct plan **keep)
+static double run_case(struct model *m, int n0, int n1, unsigned seed)
 {
 	struct cost_cluster c;
 	struct intra_opts o;
@@ -127,22 +146,9 @@ static double run_case(struct model *m, int n0, int n1, unsigned seed, struct pl
 		split_lookups += p->kernels[k].op == IR_OP_GATHER && p->kernels[k].nin == 2 &&
 				 p->kernels[k].shape[0].dims[p->kernels[k].a.axis] < 64 &&
 				 !strcmp(p->params[0].name, "wte.weight");
-	struct ir_tensor *outs = calloc((size_t)m->nout + 1, sizeof *outs);
-	if (plan_sim_run(p, m->params, m->in, outs) < 0) {
-		TAP_DIAG("simulate: %s", ir_error());
-	} else {
-		worst = 0;
-		for (int i = 0; i < m->nout; i++)
-			worst = fmax(worst, max_rel_err(&outs[i], &m->ref[i]));
-	}
-	for (int i = 0; i < m->nout; i++)
-		ir_tensor_free(&outs[i]);
-	free(outs);
+	worst = simulate(m, p);
 out:
-	if (keep && worst >= 0)
-		*keep = p;
-	else
-		plan_free(p);
+	plan_free(p);
 	intra_result_free(&r);
 	return worst;
 }
@@ -160,11 +166,11 @@ static void test_models(void)
 		}
 		for (size_t k = 0; k < sizeof meshes / sizeof *meshes; k++) {
 			int n0 = meshes[k][0], n1 = meshes[k][1];
-			double e = run_case(&m, n0, n1, 0, NULL);
+			double e = run_case(&m, n0, n1, 0);
 			TAP_OK(e >= 0 && e < 1e-4, "%s on %dx%d: the pass's plan, lowered, verifies and computes the "
 			       "single-device result (max rel err %.2g)", models[i], n0, n1, e);
 			for (unsigned seed = 1; seed <= (n0 * n1 >= 4 ? 3u : 1u); seed++) {
-				e = run_case(&m, n0, n1, seed, NULL);
+				e = run_case(&m, n0, n1, seed);
 				TAP_OK(e >= 0 && e < 1e-4, "%s on %dx%d: random strategies (seed %u) give the "
 				       "single-device result (max rel err %.2g)", models[i], n0, n1, seed, e);
 			}
@@ -225,17 +231,7 @@ static double run_pipe(struct model *m, int ns, const int (*mesh)[2], unsigned s
 	for (int d = 0; d < p->ndevices; d++)
 		for (int i = 0; i < p->devices[d].ninstr; i++)
 			*sends += p->devices[d].instr[i].kind == PLAN_SEND;
-	struct ir_tensor *outs = calloc((size_t)m->nout + 1, sizeof *outs);
-	if (plan_sim_run(p, m->params, m->in, outs) < 0) {
-		TAP_DIAG("simulate: %s", ir_error());
-	} else {
-		worst = 0;
-		for (int i = 0; i < m->nout; i++)
-			worst = fmax(worst, max_rel_err(&outs[i], &m->ref[i]));
-	}
-	for (int i = 0; i < m->nout; i++)
-		ir_tensor_free(&outs[i]);
-	free(outs);
+	worst = simulate(m, p);
 out:
 	plan_free(p);
 	for (int s = 0; s < ns; s++) {
