@@ -15,5 +15,9 @@ int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int 
 /* `pcc train ...` (cli_train.c): argv[1] is "train". 0 or negative error. */
 int cmd_train(int argc, char **argv);
 void cli_train_usage(FILE *f);
+/* One option of the train step (--loss, --optimizer, --lr, ... --freeze)
+ * with its value v into t (--freeze patterns appended to freeze[], at most
+ * max_freeze): 1 when s is one, 0 when it is not, or -EINVAL naming it. */
+int cli_train_option(const char *s, const char *v, struct train_opts *t, const char **freeze, int max_freeze);
 
 #endif

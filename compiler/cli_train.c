@@ -47,13 +47,59 @@ static int count(const char *opt, const char *s, int64_t lo, int64_t *out)
 	return 0;
 }
 
+int cli_train_option(const char *s, const char *v, struct train_opts *t, const char **freeze, int max_freeze)
+{
+	int64_t k;
+	int rc = 0;
+	if (!strcmp(s, "--loss"))
+		t->loss = v;
+	else if (!strcmp(s, "--optimizer") || !strcmp(s, "--optim"))
+		rc = train_optim_parse(v, &t->optim);
+	else if (!strcmp(s, "--schedule"))
+		rc = train_sched_parse(v, &t->sched);
+	else if (!strcmp(s, "--lr"))
+		rc = num(s, v, &t->lr);
+	else if (!strcmp(s, "--min-lr"))
+		rc = num(s, v, &t->min_lr);
+	else if (!strcmp(s, "--momentum"))
+		rc = num(s, v, &t->momentum);
+	else if (!strcmp(s, "--eps"))
+		rc = num(s, v, &t->eps);
+	else if (!strcmp(s, "--weight-decay"))
+		rc = num(s, v, &t->weight_decay);
+	else if (!strcmp(s, "--clip-norm"))
+		rc = num(s, v, &t->clip_norm);
+	else if (!strcmp(s, "--betas")) {
+		char *end;
+		t->beta1 = strtod(v, &end);
+		if (*end != ',' || num(s, end + 1, &t->beta2) < 0)
+			rc = ir_errorf(-EINVAL, "--betas %s: expected B1,B2", v);
+	} else if (!strcmp(s, "--warmup"))
+		rc = count(s, v, 0, &t->warmup);
+	else if (!strcmp(s, "--total-steps"))
+		rc = count(s, v, 1, &t->total);
+	else if (!strcmp(s, "--accum")) {
+		rc = count(s, v, 1, &k);
+		t->accum = (int)(k > 1 << 20 ? 1 << 20 : k);
+	} else if (!strcmp(s, "--precision")) {
+		rc = ir_dtype_parse(v, &t->compute);
+		if (rc < 0)
+			rc = ir_errorf(-EINVAL, "--precision %s: expected f32, bf16, f16 or f64", v);
+	} else if (!strcmp(s, "--freeze")) {
+		if (t->nfreeze == max_freeze)
+			return ir_errorf(-EINVAL, "more than %d --freeze patterns", max_freeze);
+		freeze[t->nfreeze++] = v;
+	} else {
+		return 0;
+	}
+	return rc < 0 ? rc : 1;
+}
+
 static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze,
 		 struct onnx_dim_binding *dims)
 {
-	struct train_opts *t = &o->t;
 	for (int i = 2; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int64_t k;
 		int rc = 0;
 		if (s[0] != '-') {
 			if (o->model)
@@ -68,49 +114,13 @@ static int parse(int argc, char **argv, struct train_run_opts *o, const char **f
 			o->in_dir = v;
 		else if (!strcmp(s, "--save-onnx"))
 			o->save = v;
-		else if (!strcmp(s, "--loss"))
-			t->loss = v;
-		else if (!strcmp(s, "--optimizer") || !strcmp(s, "--optim"))
-			rc = train_optim_parse(v, &t->optim);
-		else if (!strcmp(s, "--schedule"))
-			rc = train_sched_parse(v, &t->sched);
-		else if (!strcmp(s, "--lr"))
-			rc = num(s, v, &t->lr);
-		else if (!strcmp(s, "--min-lr"))
-			rc = num(s, v, &t->min_lr);
-		else if (!strcmp(s, "--momentum"))
-			rc = num(s, v, &t->momentum);
-		else if (!strcmp(s, "--eps"))
-			rc = num(s, v, &t->eps);
-		else if (!strcmp(s, "--weight-decay"))
-			rc = num(s, v, &t->weight_decay);
-		else if (!strcmp(s, "--clip-norm"))
-			rc = num(s, v, &t->clip_norm);
-		else if (!strcmp(s, "--betas")) {
-			char *end;
-			t->beta1 = strtod(v, &end);
-			if (*end != ',' || num(s, end + 1, &t->beta2) < 0)
-				rc = ir_errorf(-EINVAL, "--betas %s: expected B1,B2", v);
-		} else if (!strcmp(s, "--steps"))
+		else if (!strcmp(s, "--steps"))
 			rc = count(s, v, 1, &o->steps);
-		else if (!strcmp(s, "--warmup"))
-			rc = count(s, v, 0, &t->warmup);
 		else if (!strcmp(s, "--log-every"))
 			rc = count(s, v, 1, &o->log_every);
-		else if (!strcmp(s, "--accum")) {
-			rc = count(s, v, 1, &k);
-			t->accum = (int)(k > 1 << 20 ? 1 << 20 : k);
-		} else if (!strcmp(s, "--precision")) {
-			rc = ir_dtype_parse(v, &t->compute);
-			if (rc < 0)
-				rc = ir_errorf(-EINVAL, "--precision %s: expected f32, bf16, f16 or f64", v);
-		} else if (!strcmp(s, "--freeze")) {
-			if (t->nfreeze == MAX_LIST)
-				return ir_errorf(-EINVAL, "more than %d --freeze patterns", MAX_LIST);
-			freeze[t->nfreeze++] = v;
-		} else if (!strcmp(s, "--dim"))
+		else if (!strcmp(s, "--dim"))
 			rc = cli_parse_dim(v, dims, &o->imp.ndims, MAX_LIST);
-		else
+		else if ((rc = cli_train_option(s, v, &o->t, freeze, MAX_LIST)) == 0)
 			return ir_errorf(-EINVAL, "train: unknown option '%s'", s);
 		if (rc < 0)
 			return rc;

@@ -5,9 +5,13 @@
  * (lower*.c), then the plan's identity (hashes of the model file and of the
  * options that shaped the plan) and its check (plan_verify).
  *
- * Lowered so far: inference plans, pipelined or not (each stage's nodes
- * become a graph of their own, graph_extract, sharded on the stage's mesh).
- * Training plans are refused with a message saying so.
+ * Lowered: inference plans, pipelined or not (each stage's nodes become a
+ * graph of their own, graph_extract, sharded on the stage's mesh), and
+ * one-stage training plans: the train step (train_build at the micro-batch
+ * size, gradients scaled by 1 / micro-batches) sharded whole by the
+ * intra-op pass, forward, backward and optimizer together, so the pass
+ * chooses how gradients are reduced and whether the update and its state
+ * are split (ZeRO). Pipelined training is refused with a message saying so.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -99,31 +103,89 @@ out:
 	return rc;
 }
 
+/* The train step of forward graph g (taken over) on the one stage's mesh. */
+static int lower_training(const struct compile_input *in, struct ir_graph *g, struct plan **out, double *mem)
+{
+	const struct inter_plan *ip = in->inter;
+	const struct inter_stage *x = &ip->stages[0];
+	struct train_opts to;
+	struct train_step ts;
+	struct intra_opts o;
+	struct intra_result r;
+	char cfg[512];
+	if (ip->nstages > 1) {
+		ir_graph_free(g);
+		return ir_errorf(-ENOTSUP, "the plan pipelines training over %d stages, and lowering pipelined "
+				 "training is not implemented yet (--layers 1 plans one stage)", ip->nstages);
+	}
+	if (in->train)
+		to = *in->train;
+	else
+		train_opts_init(&to);
+	to.grad_scale = 1.0 / ip->micro;
+	int rc = train_build(g, &to, &ts);
+	if (rc < 0) {
+		train_step_free(&ts);
+		return rc;
+	}
+	struct ir_tensor *init = ir_calloc((size_t)ts.nstate + 1, sizeof *init);
+	double *start = ir_calloc((size_t)ts.nstate + 1, sizeof *start);
+	if (!init || !start || (rc = train_state_init(&ts, &to, init)) < 0) {
+		rc = rc < 0 ? rc : ir_errorf(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int j = 0; j < ts.nstate; j++) {
+		start[j] = ir_shape_numel(&init[j].shape) ? ir_tensor_get_f64(&init[j], 0) : 0;
+		ir_tensor_free(&init[j]);
+	}
+	intra_opts_init(&o);
+	o.n0 = x->n0;
+	o.n1 = x->n1;
+	o.mem_limit = in->opts->mem_limit;
+	o.cal = in->opts->cal;
+	if ((rc = intra_pass(ts.g, in->cluster, &o, &r)) < 0) {
+		ir_error_prefix("the train step");
+		goto out;
+	}
+	*mem = r.mem_limit;
+	train_opts_str(&to, cfg, sizeof cfg);
+	struct lower_train tr = { &ts, ip->micro, start, cfg };
+	struct lower_stage st = { ts.g, &r, 0, x->rows, x->cols, NULL };
+	rc = lower_train(&tr, &st, in->cluster_spec, out);
+	intra_result_free(&r);
+out:
+	ir_free(init);
+	ir_free(start);
+	train_step_free(&ts);
+	return rc;
+}
+
 int compile_lower(const struct compile_input *in, struct plan **out)
 {
 	const struct inter_plan *ip = in->inter;
 	double mem = 0;
 	int rc;
 	*out = NULL;
-	if (ip->train)
-		return ir_errorf(-ENOTSUP, "lowering training plans to plan.bin is not implemented yet (write the "
-				 "text form with -o FILE.txt)");
 	struct ir_graph *g = in->opts->load(in->opts->ctx, ip->micro_batch);
 	if (!g)
 		return -EINVAL;
-	rc = lower_stages(in, g, out, &mem);
-	ir_graph_free(g);
+	if (ip->train) {
+		rc = lower_training(in, g, out, &mem);
+	} else {
+		rc = lower_stages(in, g, out, &mem);
+		ir_graph_free(g);
+	}
 	if (rc < 0)
 		return rc;
 	struct plan *p = *out;
 	p->cluster_nodes = in->cluster->nodes;
 	p->cluster_devices = in->cluster->ndevices;
 	p->micro = ip->micro;
-	p->train = ip->train;
 	p->device_memory = (int64_t)mem;
-	char opts[512];
-	snprintf(opts, sizeof opts, "cluster=%s;batch=%lld;micro=%d;train=%d;mem=%.17g", in->cluster_spec,
-		 (long long)ip->batch, ip->micro, ip->train, in->opts->mem_limit);
+	char opts[1024];
+	snprintf(opts, sizeof opts, "cluster=%s;batch=%lld;micro=%d;train=%d;mem=%.17g;step=%s", in->cluster_spec,
+		 (long long)ip->batch, ip->micro, ip->train, in->opts->mem_limit,
+		 p->train_config ? p->train_config : "");
 	p->options_hash = XXH3_64bits(opts, strlen(opts));
 	for (int i = 0; i < p->ndevices && rc == 0; i++) {
 		char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN];

@@ -172,8 +172,13 @@ struct train_opts {
 	int64_t scale_window;    /* f16: good steps before the scale doubles (2000) */
 	int accum;               /* micro-batches per step (1); the loss and gradients are
 				  * their mean */
+	double grad_scale;       /* the gradients are those of loss * grad_scale (1);
+				  * lowering sets 1 / micro-batches, so accumulated
+				  * gradients sum to the mean */
 };
 void train_opts_init(struct train_opts *o);
+/* The options as one readable line ("adamw lr=0.001 betas=0.9,0.999 ..."). */
+void train_opts_str(const struct train_opts *o, char *buf, size_t n);
 /* Parses "sgd", "momentum", "nesterov", "adam", "adamw"; -EINVAL naming it. */
 int train_optim_parse(const char *s, enum train_optim *out);
 /* Parses "constant", "cosine", "linear"; -EINVAL naming it. */
@@ -540,6 +545,24 @@ struct lower_stage {
 };
 int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
 	       struct plan **out);
+/* A training plan (compiler/lower_train.c): the train step ts->g (built
+ * with train_opts.grad_scale = 1 / micro) sharded on one stage, st->g ==
+ * ts->g. Nodes before ts->update_first become the per-micro-batch part,
+ * which adds every gradient into its accumulator (kept as the pass left
+ * it: a data-parallel gradient stays a partial sum); the rest the
+ * per-step part, whose resharding of the accumulators is the once-per-step
+ * gradient reduction, followed by the write-back of new parameters and
+ * state. Plan inputs are the data inputs, plan state the state inputs
+ * (state_init[j] every element's start), outputs "loss" (per micro-batch)
+ * and "grad_norm" (per step). Pipelined training is not lowered (-ENOTSUP). */
+struct lower_train {
+	const struct train_step *ts;
+	int micro;
+	const double *state_init;        /* [ts->nstate] */
+	const char *config;              /* the optimizer's options, as text */
+};
+int lower_train(const struct lower_train *tr, const struct lower_stage *st, const char *cluster,
+		struct plan **out);
 
 /* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
  * device's buffers and program as text. */
@@ -655,9 +678,10 @@ struct compile_input {
 	const struct cost_cluster *cluster;
 	const struct inter_opts *opts;   /* what inter_pass ran with (its loader) */
 	const struct inter_plan *inter;
+	const struct train_opts *train;  /* training plans: the step's options (NULL: defaults) */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
- * (pipelined or training plans), with a message saying so. */
+ * (pipelined training), with a message saying so. */
 int compile_lower(const struct compile_input *in, struct plan **out);
 
 #endif

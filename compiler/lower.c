@@ -281,6 +281,19 @@ fail:
 	return -ENOMEM;
 }
 
+int lw_kernel_into(struct lower *L, enum ir_op op, int nin, const int *in, int out)
+{
+	enum ir_dtype dt[2];
+	struct ir_shape sh[2];
+	struct ir_attrs a;
+	memset(&a, 0, sizeof a);
+	struct lw_ins x = { .kind = PLAN_KERNEL, .kernel = make_kernel(L, op, &a, nin, in, dt, sh) };
+	if (x.kernel < 0)
+		return x.kernel;
+	IR_ASSERT(ir_op_noutputs(op) == 1 && dt[0] == L->buf[out].dtype && ir_shape_eq(&sh[0], &L->buf[out].shape));
+	return lw_emit(L, &x, nin, in, 1, &out) < 0 ? -ENOMEM : 0;
+}
+
 /* ---- nodes ----------------------------------------------------------------- */
 
 /* A scalar constant broadcast to shape s (per device when vals has nd
@@ -514,6 +527,11 @@ static int operand(struct lower *L, const struct ir_value *v, const struct ir_sh
 	IR_ASSERT(r >= 0);
 	struct ir_sharding src = L->reps[r].spec;
 	return lw_reshard(L, v, L->reps[r].buf, &src, dst);
+}
+
+int lw_operand(struct lower *L, const struct ir_value *v, const struct ir_sharding *dst)
+{
+	return operand(L, v, dst, 0);
 }
 
 int lw_node(struct lower *L, const struct ir_node *n)

@@ -74,6 +74,8 @@ struct lower {
 	int *rep_head;               /* per value id: first rep, -1 */
 	bool *dyn;                   /* per value id: reads an input or parameter upstream
 				      * (else a constant, made where it is read) */
+	int step_first;              /* training: the first instruction run once per
+				      * step; -1 (or nins) for none */
 };
 
 /* lower.c */
@@ -85,6 +87,9 @@ int lw_emit(struct lower *L, const struct lw_ins *proto, int nin, const int *in,
  * device attributes (then a[] is ignored), or NULL. */
 int lw_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *dev_attrs,
 	      int nin, const int *in, int *out);
+/* Kernel op (no attributes) over in[] written into the existing buffer
+ * out (which may be one of in[]: elementwise ops run in place). */
+int lw_kernel_into(struct lower *L, enum ir_op op, int nin, const int *in, int out);
 /* Piece index and count of device k (0 .. nd-1 in the stage) along mesh-axis mask m. */
 void lw_piece(const struct lower *L, int k, uint8_t m, int *piece, int *n);
 int lw_rep_add(struct lower *L, int value, const struct ir_sharding *spec, int buf);
@@ -111,6 +116,32 @@ int lw_reshard(struct lower *L, const struct ir_value *v, int buf, const struct 
  * concatenations that assemble each device's piece. *rbuf: R's buffer. */
 int lw_transfer(struct lower *S, const struct ir_value *u, int sbuf, const struct ir_sharding *ss, struct lower *R,
 		const struct ir_value *v, const struct ir_sharding *rs, int *rbuf);
+
+/* lower_plan.c: a buffer bound to (bind, index) holding graph input or
+ * parameter v under spec (NULL: the pass's choice; nothing is bound when
+ * nothing reads v), added as v's rep. */
+int lw_bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index,
+		  const struct ir_sharding *spec);
+/* The rep of value id v to send or bind: one that is not a partial sum
+ * when there is one. */
+int lw_pick_rep(const struct lower *L, int v);
+/* Plan output i from L's value v: whole where partial, bound where it
+ * lies, copied when that buffer is already bound. */
+int lw_bind_output(struct lower *L, int i, const struct ir_value *v);
+
+/* lower_train.c: the training plan's parts. lw_train_tensors: the plan's
+ * state tensors, output names and configuration. lw_train_split, between
+ * the two parts: the loss output and the per-micro-batch write-backs,
+ * gradients added into their accumulators, then the per-step part starts
+ * with only bound buffers and accumulators known. lw_train_finish: the
+ * gradient-norm output and the write-back of new parameters and state. */
+int lw_train_tensors(struct plan *p, const struct lower_train *tr);
+int lw_train_split(struct lower *L, const struct lower_train *tr);
+int lw_train_finish(struct lower *L, const struct lower_train *tr);
+
+/* Value v as a buffer under dst (lower.c): the rep that has it, a
+ * constant made there, or the nearest rep resharded. */
+int lw_operand(struct lower *L, const struct ir_value *v, const struct ir_sharding *dst);
 
 /* lower_mem.c: frees after last uses, buffer offsets, then the template
  * expanded into the plan's devices of this stage. */

@@ -4,8 +4,12 @@
  *
  * Liveness over the template's instruction order: a temporary lives from
  * the instruction that writes it to its last reader, after which a FREE is
- * inserted (a temporary nothing reads is freed at once); parameters, inputs
- * and outputs live for the whole program. Offsets: largest buffer first,
+ * inserted (a temporary nothing reads is freed at once); bound buffers
+ * (parameters, inputs, outputs, state, gradient accumulators) live for the
+ * whole program. A training program's two parts (once per micro-batch,
+ * then once per step) are planned as one sequence: sound because the
+ * per-step part reads nothing of the first but bound buffers, and the
+ * first part reads no temporary it did not write itself. Offsets: largest buffer first,
  * each at the lowest aligned offset that overlaps no placed buffer live at
  * the same time (greedy by size, the usual heuristic of static memory
  * planners: within a few percent of the peak of live bytes on layer-
@@ -61,9 +65,11 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 	}
 	for (int b = 0; b < nb; b++)
 		lo[b] = hi[b] = -1;
-	int k = 0;
+	int k = 0, sf = -1;
 	for (int i = 0; i < ni; i++) {
 		const struct lw_ins *x = &L->ins[i];
+		if (i == L->step_first)
+			sf = k;
 		ins[k] = *x;
 		for (int j = 0; j < x->nin + x->nout; j++) {
 			int b = L->args[x->arg + j];
@@ -91,6 +97,7 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 	ir_free(L->ins);
 	L->ins = ins;
 	L->nins = L->capins = k;
+	L->step_first = sf < 0 ? k : sf;
 	ins = NULL;
 	rc = 0;
 out:
@@ -261,8 +268,11 @@ static int expand(struct lower *L, int64_t arena)
 		 * out, and so are frees of buffers only they write */
 		memset(touched, 0, (size_t)L->nbuf + 1);
 		int n = 0;
+		int sf = -1;
 		for (int i = 0; i < L->nins; i++) {
 			const struct lw_ins *s = &L->ins[i];
+			if (i == L->step_first)
+				sf = n;
 			if (s->only && s->only - 1 != k)
 				continue;
 			if (s->kind == PLAN_FREE && !touched[L->args[s->arg]])
@@ -287,6 +297,7 @@ static int expand(struct lower *L, int64_t arena)
 			x->arg = s->arg;
 		}
 		d->ninstr = n;
+		d->nstep = sf < 0 ? 0 : n - sf;
 	}
 	ir_free(touched);
 	return 0;

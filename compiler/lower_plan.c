@@ -51,11 +51,10 @@ static const struct ir_sharding *chosen_spec(const struct lower *L, const struct
 	return u < 0 ? NULL : &intra_chosen(L->st, u)->out;
 }
 
-/* A bound buffer for a graph input or parameter under its unit's sharding. */
-static int bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index)
+int lw_bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index,
+		  const struct ir_sharding *spec)
 {
-	const struct ir_sharding *spec = chosen_spec(L, v);
-	if (!spec)
+	if (!spec && !(spec = chosen_spec(L, v)))
 		return 0; /* nothing reads it */
 	struct ir_shape ls;
 	lw_local_shape(L, &v->shape, spec, &ls);
@@ -68,9 +67,7 @@ static int bind_value(struct lower *L, const struct ir_value *v, enum plan_bind 
 	return lw_rep_add(L, v->id, spec, b);
 }
 
-/* The rep of value id v to send or bind: one that is not a partial sum
- * when there is one. */
-static int pick_rep(const struct lower *L, int v)
+int lw_pick_rep(const struct lower *L, int v)
 {
 	int r = L->rep_head[v];
 	for (int q = r; q >= 0; q = L->reps[q].next)
@@ -79,11 +76,9 @@ static int pick_rep(const struct lower *L, int v)
 	return r;
 }
 
-/* Model output i, L's value v: whole where partial, bound where it lies,
- * copied when that buffer is already bound. */
-static int bind_output(struct lower *L, int i, const struct ir_value *v)
+int lw_bind_output(struct lower *L, int i, const struct ir_value *v)
 {
-	int r = pick_rep(L, v->id);
+	int r = lw_pick_rep(L, v->id);
 	IR_ASSERT(r >= 0);
 	struct ir_sharding src = L->reps[r].spec, dst = src;
 	dst.partial = 0;
@@ -118,6 +113,7 @@ static int *index_of(const struct ir_graph *g, int n, struct ir_value *(*get)(co
 }
 
 struct lw_ctx {
+	const struct lower_train *tr; /* a training step, or NULL */
 	const struct ir_graph *whole;
 	const struct lower_stage *st;
 	int ns;
@@ -144,6 +140,7 @@ static int init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared 
 	L->g = x->g;
 	L->st = x->r->st;
 	L->stage = s;
+	L->step_first = -1;
 	L->first_rank = x->first_rank;
 	ir_graph_mesh(x->g, &L->n0, &L->n1);
 	L->nd = L->n0 * L->n1;
@@ -179,7 +176,7 @@ static int stage_inputs(struct lw_ctx *c, int s)
 		if (w < 0 || c->pidx[w] < 0)
 			return ir_errorf(-EINVAL, "stage %d: parameter \"%s\" is not one of the model's", s,
 					 v->name ? v->name : "");
-		if ((rc = bind_value(L, v, PLAN_BIND_PARAM, c->pidx[w])) < 0)
+		if ((rc = lw_bind_value(L, v, PLAN_BIND_PARAM, c->pidx[w], NULL)) < 0)
 			return rc;
 	}
 	for (int i = 0; i < ir_graph_ninputs(g); i++) {
@@ -187,7 +184,12 @@ static int stage_inputs(struct lw_ctx *c, int s)
 		int w = src_of(c, s, v->id);
 		const struct ir_sharding *rs = chosen_spec(L, v);
 		if (w >= 0 && c->iidx[w] >= 0) {
-			if ((rc = bind_value(L, v, PLAN_BIND_INPUT, c->iidx[w])) < 0)
+			if ((rc = lw_bind_value(L, v, PLAN_BIND_INPUT, c->iidx[w], NULL)) < 0)
+				return rc;
+			continue;
+		}
+		if (c->tr && i >= c->tr->ts->ndata) { /* training state */
+			if ((rc = lw_bind_value(L, v, PLAN_BIND_STATE, i - c->tr->ts->ndata, NULL)) < 0)
 				return rc;
 			continue;
 		}
@@ -201,7 +203,7 @@ static int stage_inputs(struct lw_ctx *c, int s)
 		int u = c->inv[from][w], rb;
 		if ((rc = lw_ensure(S, ir_graph_value(S->g, u))) < 0)
 			return rc;
-		int r = pick_rep(S, u);
+		int r = lw_pick_rep(S, u);
 		IR_ASSERT(r >= 0);
 		struct ir_sharding ss = S->reps[r].spec;
 		if ((rc = lw_transfer(S, ir_graph_value(S->g, u), S->reps[r].buf, &ss, L, v, rs, &rb)) < 0 ||
@@ -225,7 +227,7 @@ static int model_output(struct lw_ctx *c, int o)
 				 "cannot bind it", o, ir_graph_output_name(c->whole, o) ? ir_graph_output_name(c->whole, o) : "");
 	const struct ir_value *v = ir_graph_value(c->L[s].g, c->inv[s][w->id]);
 	int rc = lw_ensure(&c->L[s], v);
-	return rc < 0 ? rc : bind_output(&c->L[s], o, v);
+	return rc < 0 ? rc : lw_bind_output(&c->L[s], o, v);
 }
 
 static void lower_release(struct lower *L)
@@ -262,15 +264,21 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 					 c->st[s].first_rank);
 		if ((rc = stage_inputs(c, s)) < 0)
 			return rc;
-		for (int i = 0; i < ir_graph_nnodes(c->L[s].g); i++)
-			if (!is_const(&c->L[s], ir_graph_node(c->L[s].g, i)) &&
-			    (rc = lw_node(&c->L[s], ir_graph_node(c->L[s].g, i))) < 0) {
+		struct lower *L = &c->L[s];
+		int nn = ir_graph_nnodes(L->g), split = c->tr ? c->tr->ts->update_first : nn;
+		for (int i = 0; i < nn; i++) {
+			if (i == split && (rc = lw_train_split(L, c->tr)) < 0)
+				return rc;
+			if (!is_const(L, ir_graph_node(L->g, i)) && (rc = lw_node(L, ir_graph_node(L->g, i))) < 0) {
 				if (c->ns > 1)
 					ir_error_prefix("stage %d", s);
 				return rc;
 			}
+		}
+		if (c->tr && (rc = lw_train_finish(L, c->tr)) < 0)
+			return rc;
 	}
-	for (int o = 0; o < ir_graph_noutputs(c->whole); o++)
+	for (int o = 0; !c->tr && o < ir_graph_noutputs(c->whole); o++)
 		if ((rc = model_output(c, o)) < 0)
 			return rc;
 	for (int s = 0; s < c->ns; s++)
@@ -279,11 +287,12 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 	return 0;
 }
 
-int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
-	       struct plan **out)
+static int lower_any(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st,
+		     int nstages, const char *cluster, struct plan **out)
 {
 	struct lw_shared sh = { NULL, 0, 0 };
-	struct lw_ctx c = { whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
+	struct lw_ctx c = { tr, whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
+	int ndata = tr ? tr->ts->ndata : ir_graph_ninputs(whole);
 	struct plan *p = plan_new();
 	int nw = ir_graph_nvalues(whole), rc = -ENOMEM;
 	*out = NULL;
@@ -294,15 +303,17 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
 	    !(c.L = ir_calloc((size_t)nstages, sizeof *c.L)) || !(c.inv = ir_calloc((size_t)nstages, sizeof *c.inv)) ||
 	    !(c.owner = ir_malloc(sizeof *c.owner * (size_t)(nw + 1))) ||
 	    !(c.pidx = index_of(whole, ir_graph_nparams(whole), ir_graph_param)) ||
-	    !(c.iidx = index_of(whole, ir_graph_ninputs(whole), ir_graph_input)))
+	    !(c.iidx = index_of(whole, ndata, ir_graph_input)))
 		goto fail;
 	memcpy(p->cluster, cluster ? cluster : "", len + 1);
 	memset(c.owner, -1, sizeof *c.owner * (size_t)(nw + 1));
 	p->micro = 1;
 	p->nstages = nstages;
 	if ((rc = add_tensors(&p->params, &p->nparams, whole, ir_graph_nparams(whole), ir_graph_param, false)) < 0 ||
-	    (rc = add_tensors(&p->inputs, &p->ninputs, whole, ir_graph_ninputs(whole), ir_graph_input, false)) < 0 ||
-	    (rc = add_tensors(&p->outputs, &p->noutputs, whole, ir_graph_noutputs(whole), ir_graph_output, true)) < 0)
+	    (rc = add_tensors(&p->inputs, &p->ninputs, whole, ndata, ir_graph_input, false)) < 0 ||
+	    (rc = add_tensors(&p->outputs, &p->noutputs, whole, tr ? 2 : ir_graph_noutputs(whole), ir_graph_output,
+			      true)) < 0 ||
+	    (tr && (rc = lw_train_tensors(p, tr)) < 0))
 		goto fail;
 	rc = lower_all(&c, p, &sh);
 fail:
@@ -323,6 +334,21 @@ fail:
 	else
 		*out = p;
 	return rc;
+}
+
+int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
+	       struct plan **out)
+{
+	return lower_any(NULL, whole, st, nstages, cluster, out);
+}
+
+int lower_train(const struct lower_train *tr, const struct lower_stage *st, const char *cluster,
+		struct plan **out)
+{
+	*out = NULL;
+	if (st->g != tr->ts->g || st->src)
+		return ir_errorf(-EINVAL, "lower_train: the stage must be the train step's own graph");
+	return lower_any(tr, tr->ts->g, st, 1, cluster, out);
 }
 
 int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out)

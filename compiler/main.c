@@ -40,6 +40,9 @@ struct args {
 	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
 	int ndims;
+	struct train_opts topts; /* --train: the step's options (--loss, --lr, ...) */
+	const char *freeze[MAX_DIMS];
+	const char *train_opt;   /* the first step option given, for "needs --train" */
 };
 
 static void usage(FILE *f)
@@ -54,8 +57,9 @@ static void usage(FILE *f)
 		"       pcc version\n");
 	cli_train_usage(f);
 	fprintf(f,
-		"       pcc MODEL --cluster C [--batch B] [--train [--optim O]] [--micro-batches M] [--layers L]\n"
-		"                 [--memory-limit SIZE] [--calib FILE] [--explain] [-o plan.bin | -o PLAN.txt]\n"
+		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
+		"                 [--layers L] [--memory-limit SIZE] [--calib FILE] [--explain] [-o plan.bin | -o PLAN.txt]\n"
+		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
 		"\n"
@@ -136,6 +140,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->dump = -1;
+	train_opts_init(&a->topts);
+	a->topts.freeze = a->freeze;
 	if (argc < 2)
 		return ir_errorf(-EINVAL, "no command given (try 'pcc --help')");
 	a->cmd = argv[1];
@@ -150,6 +156,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	for (int i = first; i < argc; i++) {
 		const char *s = argv[i];
 		bool has_next = i + 1 < argc;
+		int rc;
 		if (!strcmp(s, "--json")) {
 			a->json = true;
 		} else if (!strcmp(s, "--explain")) {
@@ -171,7 +178,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->time_limit = strtod(argv[++i], &end);
 			if (*end || end == argv[i] || !(a->time_limit > 0))
 				return ir_errorf(-EINVAL, "--time-limit %s: expected positive seconds", argv[i]);
-		} else if (!strcmp(s, "--optim") && has_next) {
+		} else if ((!strcmp(s, "--optim") || !strcmp(s, "--optimizer")) && has_next) {
 			a->optim = argv[++i];
 		} else if (!strcmp(s, "--dim") && has_next) {
 			if (cli_parse_dim(argv[++i], a->dims, &a->ndims, MAX_DIMS) < 0)
@@ -206,6 +213,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->in_dir = argv[++i];
 		} else if (!strcmp(s, "-o") && has_next) {
 			a->out_dir = argv[++i];
+		} else if (has_next && (rc = cli_train_option(s, argv[i + 1], &a->topts, a->freeze, MAX_DIMS)) != 0) {
+			if (rc < 0)
+				return rc;
+			if (!a->train_opt)
+				a->train_opt = s;
+			i++;
 		} else if (s[0] == '-') {
 			return ir_errorf(-EINVAL, "unknown or incomplete option '%s'", s);
 		} else if (!a->model) {
@@ -435,7 +448,11 @@ struct plan_load {
 static struct ir_graph *load_batch(void *ctx, int64_t b)
 {
 	const struct plan_load *pl = ctx;
-	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b) : load_any(pl->a);
+	size_t n = strlen(pl->a->model);
+	if (n > 3 && !strcmp(pl->a->model + n - 3, ".ir"))
+		return load_any(pl->a);
+	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b) :
+			      onnx_import(pl->a->model, &pl->imp, NULL);
 }
 
 /* Names the model in the error unless the message already starts with it
@@ -461,9 +478,9 @@ static int write_text(const char *path, const struct inter_plan *p)
 
 /* -o plan.bin: lowered, verified, written, read back and verified again. */
 static int write_plan(const struct args *a, const struct cost_cluster *c, const struct inter_opts *o,
-		      const struct inter_plan *ip)
+		      const struct inter_plan *ip, const struct train_opts *to)
 {
-	struct compile_input in = { a->model, a->cluster, c, o, ip };
+	struct compile_input in = { a->model, a->cluster, c, o, ip, to };
 	struct plan *p, *back;
 	int rc = compile_lower(&in, &p);
 	if (rc < 0) {
@@ -504,8 +521,17 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	o.cal = cal;
 	o.load = load_batch;
 	o.ctx = &pl;
-	if (a->optim && (rc = cost_optim_parse(a->optim, &o.optim)) < 0)
+	/* the cost model knows Nesterov's state as momentum's */
+	if (a->optim && (rc = cost_optim_parse(strcmp(a->optim, "nesterov") ? a->optim : "momentum", &o.optim)) < 0)
 		return rc;
+	if (a->train_opt && !a->train)
+		return ir_errorf(-EINVAL, "%s is an option of the train step: give --train too", a->train_opt);
+	struct train_opts to = a->topts;
+	if (a->train && a->optim && (rc = train_optim_parse(a->optim, &to.optim)) < 0)
+		return rc;
+	if (a->train && to.sched != TRAIN_LR_CONSTANT && to.total == 0)
+		return ir_errorf(-EINVAL, "--schedule %s needs --total-steps N (the length of the decay)",
+				 to.sched == TRAIN_LR_COSINE ? "cosine" : "linear");
 	size_t n = strlen(a->model);
 	if (n > 3 && !strcmp(a->model + n - 3, ".ir")) {
 		struct ir_graph *g = load_any(a);
@@ -534,8 +560,9 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	       100 * p.mfu, ir_bytes_str(p.mem_peak, peak));
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
+	pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
 	if (rc == 0 && a->out_dir)
-		rc = text ? write_text(a->out_dir, &p) : write_plan(a, c, &o, &p);
+		rc = text ? write_text(a->out_dir, &p) : write_plan(a, c, &o, &p, &to);
 	inter_plan_free(&p);
 	return rc;
 }

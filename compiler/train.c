@@ -26,6 +26,7 @@ void train_opts_init(struct train_opts *o)
 	o->loss_scale = 65536;
 	o->scale_window = 2000;
 	o->accum = 1;
+	o->grad_scale = 1;
 }
 
 /* A value by name: graph outputs first (their names), then any value. */
@@ -229,6 +230,11 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 	int ndata = ir_graph_ninputs(g);
 	struct ir_value *target = loss;
 	rc = loss_scaling(ts, o, &target);
+	if (rc == 0 && o->grad_scale != 1) {
+		struct gb b = { .g = g, .name = "loss/per_micro_batch" };
+		target = gb_scale(&b, target, o->grad_scale);
+		rc = b.err;
+	}
 	if (rc < 0)
 		return rc;
 	int n = candidates(g, o, &cand, &ts->nfrozen);

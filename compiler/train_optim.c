@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compiler/grad_internal.h"
@@ -33,6 +34,21 @@ int train_sched_parse(const char *s, enum train_sched *out)
 			return 0;
 		}
 	return ir_errorf(-EINVAL, "unknown learning-rate schedule '%s' (constant, cosine, linear)", s);
+}
+
+static double weight_decay(const struct train_opts *o);
+
+void train_opts_str(const struct train_opts *o, char *buf, size_t n)
+{
+	char opt[96] = "";
+	if (o->optim == TRAIN_MOMENTUM || o->optim == TRAIN_NESTEROV)
+		snprintf(opt, sizeof opt, " momentum=%g", o->momentum);
+	else if (o->optim == TRAIN_ADAM || o->optim == TRAIN_ADAMW)
+		snprintf(opt, sizeof opt, " betas=%g,%g eps=%g", o->beta1, o->beta2, o->eps);
+	snprintf(buf, n, "%s lr=%g%s weight_decay=%g clip_norm=%g schedule=%s warmup=%lld total=%lld min_lr=%g "
+		 "precision=%s%s%s", optim_names[o->optim], o->lr, opt, weight_decay(o), o->clip_norm,
+		 sched_names[o->sched], (long long)o->warmup, (long long)o->total, o->min_lr,
+		 ir_dtype_name(o->compute), o->loss ? " loss=" : "", o->loss ? o->loss : "");
 }
 
 static double weight_decay(const struct train_opts *o)

@@ -43,6 +43,8 @@ void plan_free(struct plan *p)
 	free_tensors(p->params, p->nparams);
 	free_tensors(p->inputs, p->ninputs);
 	free_tensors(p->outputs, p->noutputs);
+	free_tensors(p->state, p->nstate);
+	ir_free(p->train_config);
 	for (int i = 0; p->kernels && i < p->nkernels; i++)
 		free_kernel(&p->kernels[i]);
 	ir_free(p->kernels);
@@ -113,6 +115,8 @@ const char *plan_bind_name(enum plan_bind b)
 	case PLAN_BIND_PARAM: return "param";
 	case PLAN_BIND_INPUT: return "input";
 	case PLAN_BIND_OUTPUT: return "output";
+	case PLAN_BIND_STATE: return "state";
+	case PLAN_BIND_ACCUM: return "accum";
 	case PLAN_BIND_COUNT: break;
 	}
 	return "?";

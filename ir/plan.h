@@ -15,9 +15,17 @@
  * starts at `start` (per dimension, in elements) with the buffer's shape.
  *
  * A plan of several pipeline stages gives each stage its own ranks; a
- * stage's sends carry the values a later stage reads. Every program runs
- * once per micro-batch (micro times a step): inputs and outputs are one
- * micro-batch's slices of the global batch.
+ * stage's sends carry the values a later stage reads. A program's first
+ * part, all but its last nstep instructions, runs once per micro-batch (micro
+ * times a step): inputs and outputs are one micro-batch's slices of the
+ * global batch. A training plan's first part also adds every gradient into
+ * its accumulator (PLAN_BIND_ACCUM, zeroed before each step; the gradients
+ * come pre-scaled by 1/micro, so the sum is the mean); the rest of the
+ * program runs once per step: it reduces the accumulated gradients across
+ * data-parallel copies as the sharding demands (all-reduce, or reduce-
+ * scatter when the update is split), runs the optimizer on each device's
+ * slice, and copies the new values over the parameter and state buffers
+ * (all-gathering a split update back to the parameter's own sharding).
  *
  * Example: y = x @ w on two devices with w split by columns: each device
  * binds x whole and its half of w (start [0, 0] and [0, n/2]), runs the dot
@@ -28,7 +36,7 @@
 
 #include "ir/ir.h"
 
-#define PLAN_FORMAT_VERSION 1
+#define PLAN_FORMAT_VERSION 2
 #define PLAN_ALIGN 256 /* bytes: every buffer offset is a multiple */
 
 enum plan_instr_kind {
@@ -55,8 +63,15 @@ enum plan_bind {
 	PLAN_BIND_NONE,   /* a temporary: written by an instruction */
 	PLAN_BIND_PARAM,  /* slice of parameter `index`, loaded before the first step */
 	PLAN_BIND_INPUT,  /* slice of input `index`, fed every step */
-	PLAN_BIND_OUTPUT, /* slice of output `index`, read after every step (also
+	PLAN_BIND_OUTPUT, /* slice of output `index`, read after every micro-batch, or
+			   * after every step when the output is per_step (also
 			   * written by an instruction) */
+	PLAN_BIND_STATE,  /* slice of state tensor `index` (training: optimizer slots,
+			   * step counter), every element set to its init before
+			   * the first step, then kept and updated by the program */
+	PLAN_BIND_ACCUM,  /* gradient accumulator of parameter `index` (its shape,
+			   * the gradient's dtype): zeroed by the runtime before
+			   * every step's first micro-batch */
 	PLAN_BIND_COUNT
 };
 
@@ -109,13 +124,18 @@ struct plan_device {
 	int nargs;
 	int *args;              /* buffer ids */
 	int64_t arena_bytes;    /* the arena this program needs */
+	int nstep;              /* the last nstep instructions run once per step,
+				 * after the last micro-batch (training: the update);
+				 * the others once per micro-batch. 0: inference */
 };
 
-/* A global tensor the plan binds (parameter, input or output). */
+/* A global tensor the plan binds (parameter, input, output or state). */
 struct plan_tensor {
 	char *name;
 	enum ir_dtype dtype;
 	struct ir_shape shape;  /* global */
+	double init;            /* state: the value of every element at the start */
+	bool per_step;          /* output: written once per step, by the update part */
 };
 
 struct plan_stage {
@@ -131,12 +151,14 @@ struct plan {
 	uint64_t model_hash;        /* of the ONNX file's bytes */
 	uint64_t options_hash;      /* of the compile options that shaped the plan */
 	bool train;
+	char *train_config;         /* training: optimizer and options, readable
+				     * ("adamw lr=0.001 ..."); NULL otherwise */
 	int micro;                  /* micro-batches per step (1: none) */
 	int64_t device_memory;      /* bytes per device the plan must fit */
 	int nstages;
 	struct plan_stage *stages;
-	int nparams, ninputs, noutputs;
-	struct plan_tensor *params, *inputs, *outputs;
+	int nparams, ninputs, noutputs, nstate;
+	struct plan_tensor *params, *inputs, *outputs, *state;
 	int nkernels;
 	struct plan_kernel *kernels;
 	int ncomms;
@@ -154,6 +176,12 @@ bool plan_instr_is_collective(enum plan_instr_kind k);
 /* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
 struct plan *plan_new(void);
 void plan_free(struct plan *p);
+
+/* The first instruction of device d's per-step part. */
+static inline int plan_step_first(const struct plan_device *d)
+{
+	return d->ninstr - d->nstep;
+}
 
 /* Checks that p can run as written (plan_verify.c): every buffer and
  * kernel index in range, shapes and sizes agree with the kernel table and

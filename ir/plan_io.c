@@ -59,7 +59,8 @@ _Static_assert(SAME(PCC__REDUCE__REDUCE_SUM, PLAN_SUM) && SAME(PCC__REDUCE__REDU
 _Static_assert(SAME(PCC__BIND__BIND_NONE, PLAN_BIND_NONE) && SAME(PCC__BIND__BIND_PARAM, PLAN_BIND_PARAM) &&
 	       SAME(PCC__BIND__BIND_INPUT, PLAN_BIND_INPUT) &&
 	       SAME(PCC__BIND__BIND_OUTPUT, PLAN_BIND_OUTPUT) &&
-	       SAME(PCC__BIND__BIND_OUTPUT + 1, PLAN_BIND_COUNT),
+	       SAME(PCC__BIND__BIND_STATE, PLAN_BIND_STATE) && SAME(PCC__BIND__BIND_ACCUM, PLAN_BIND_ACCUM) &&
+	       SAME(PCC__BIND__BIND_ACCUM + 1, PLAN_BIND_COUNT),
 	       "schema Bind matches enum plan_bind");
 #undef SAME
 
@@ -146,7 +147,8 @@ static int pack_tensors(struct scratch *s, const struct plan_tensor *t, int n,
 	for (int i = 0; i < n; i++) {
 		ms[i] = (Pcc__Tensor){ MSG(tensor), .name = (char *)(t[i].name ? t[i].name : ""),
 				       .dtype = DTYPE(t[i].dtype), .n_shape = rank_of(&t[i].shape),
-				       .shape = DIMS(t[i].shape.dims) };
+				       .shape = DIMS(t[i].shape.dims),
+				       .init_bits = (union bits){ .d = t[i].init }.u, .per_step = t[i].per_step };
 		ps[i] = &ms[i];
 	}
 	*n_out = (size_t)n;
@@ -229,7 +231,7 @@ static int pack_device(struct scratch *s, const struct plan_device *d, Pcc__Devi
 			    .n_buffers = (size_t)d->nbuf, .buffers = bp,
 			    .n_instructions = (size_t)d->ninstr, .instructions = ip,
 			    .n_args = (size_t)d->nargs, .args = (int32_t *)d->args,
-			    .arena_bytes = d->arena_bytes };
+			    .arena_bytes = d->arena_bytes, .nstep = d->nstep };
 	return 0;
 }
 
@@ -244,13 +246,15 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 			  .cluster_nodes = p->cluster_nodes, .cluster_devices = p->cluster_devices,
 			  .model_hash = p->model_hash, .options_hash = p->options_hash,
 			  .train = p->train, .micro = p->micro, .device_memory = p->device_memory,
+			  .train_config = (char *)(p->train_config ? p->train_config : ""),
 			  .n_stages = (size_t)p->nstages, .n_kernels = (size_t)p->nkernels,
 			  .n_comms = (size_t)p->ncomms, .n_devices = (size_t)p->ndevices };
 	if (!NEW_MSGS(s, ss, m->stages, p->nstages) || !NEW_MSGS(s, ks, m->kernels, p->nkernels) ||
 	    !NEW_MSGS(s, cs, m->comms, p->ncomms) || !NEW_MSGS(s, ds, m->devices, p->ndevices) ||
 	    pack_tensors(s, p->params, p->nparams, &m->n_params, &m->params) < 0 ||
 	    pack_tensors(s, p->inputs, p->ninputs, &m->n_inputs, &m->inputs) < 0 ||
-	    pack_tensors(s, p->outputs, p->noutputs, &m->n_outputs, &m->outputs) < 0)
+	    pack_tensors(s, p->outputs, p->noutputs, &m->n_outputs, &m->outputs) < 0 ||
+	    pack_tensors(s, p->state, p->nstate, &m->n_state, &m->state) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < p->nstages; i++) {
 		const struct plan_stage *st = &p->stages[i];
@@ -447,6 +451,8 @@ static int get_tensors(Pcc__Tensor *const *ms, size_t n, const char *what,
 		struct plan_tensor *t = &(*out)[i];
 		if (!(t->name = get_str(ms[i]->name)))
 			return nomem();
+		t->init = (union bits){ .u = ms[i]->init_bits }.d;
+		t->per_step = ms[i]->per_step;
 		if ((rc = get_dtype(ms[i]->dtype, &t->dtype)) < 0 ||
 		    (rc = get_shape(ms[i]->shape, ms[i]->n_shape, &t->shape)) < 0) {
 			ir_error_prefix("%s %zu (\"%s\")", what, i, t->name);
@@ -574,6 +580,7 @@ static int get_device(const Pcc__Device *m, struct plan_device *d)
 	for (size_t i = 0; i < m->n_coord; i++)
 		d->coord[i] = m->coord[i];
 	d->arena_bytes = m->arena_bytes;
+	d->nstep = m->nstep;
 	if ((rc = get_ints(m->args, m->n_args, &d->args, &d->nargs)) < 0)
 		return rc;
 	if (!(d->buf = get_array(m->n_buffers, sizeof *d->buf, &d->nbuf)) ||
@@ -621,8 +628,11 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 	}
 	if ((rc = get_tensors(m->params, m->n_params, "param", &p->params, &p->nparams)) < 0 ||
 	    (rc = get_tensors(m->inputs, m->n_inputs, "input", &p->inputs, &p->ninputs)) < 0 ||
-	    (rc = get_tensors(m->outputs, m->n_outputs, "output", &p->outputs, &p->noutputs)) < 0)
+	    (rc = get_tensors(m->outputs, m->n_outputs, "output", &p->outputs, &p->noutputs)) < 0 ||
+	    (rc = get_tensors(m->state, m->n_state, "state", &p->state, &p->nstate)) < 0)
 		return rc;
+	if (m->train_config[0] && !(p->train_config = get_str(m->train_config)))
+		return nomem();
 	for (int i = 0; i < p->nkernels; i++)
 		if ((rc = get_kernel(m->kernels[i], &p->kernels[i])) < 0) {
 			ir_error_prefix("kernel %d", i);

@@ -60,6 +60,8 @@ static const char *const bind_names[PLAN_BIND_COUNT] = {
 	[PLAN_BIND_PARAM] = "parameter",
 	[PLAN_BIND_INPUT] = "input",
 	[PLAN_BIND_OUTPUT] = "output",
+	[PLAN_BIND_STATE] = "state",
+	[PLAN_BIND_ACCUM] = "the gradient accumulator of parameter",
 };
 
 int plan_verify_instr_errorf(const struct plan *p, int d, int i, const char *fmt, ...)
@@ -242,6 +244,12 @@ static int check_binding(const struct plan *p, int d, int b)
 	case PLAN_BIND_OUTPUT:
 		t = p->outputs, n = p->noutputs;
 		break;
+	case PLAN_BIND_STATE:
+		t = p->state, n = p->nstate;
+		break;
+	case PLAN_BIND_ACCUM:
+		t = p->params, n = p->nparams;
+		break;
 	case PLAN_BIND_COUNT:
 		break;
 	}
@@ -250,7 +258,8 @@ static int check_binding(const struct plan *p, int d, int b)
 		return buf_errorf(d, b, "binds %s %d, the plan has %d", what, bf->index, n);
 	t += bf->index;
 	const char *name = t->name ? t->name : "";
-	if (bf->dtype != t->dtype || bf->shape.rank != t->shape.rank)
+	/* an accumulator holds its parameter's gradient in the compute dtype */
+	if ((bf->dtype != t->dtype && bf->bind != PLAN_BIND_ACCUM) || bf->shape.rank != t->shape.rank)
 		return buf_errorf(d, b, "is %s, %s %d \"%s\" is %s", ty(bs, bf->dtype, &bf->shape),
 				  what, bf->index, name, ty(ts, t->dtype, &t->shape));
 	for (int k = 0; k < bf->shape.rank; k++)
@@ -270,6 +279,9 @@ static int check_buffers(const struct plan *p, int d)
 		return ir_errorf(-EINVAL, "device %d: a buffer, instruction or argument count is negative or its array is missing", d);
 	if (dev->arena_bytes < 0)
 		return ir_errorf(-EINVAL, "device %d: arena of %lld bytes", d, (long long)dev->arena_bytes);
+	if (dev->nstep < 0 || dev->nstep > dev->ninstr)
+		return ir_errorf(-EINVAL, "device %d: a per-step part of %d instructions, the program has %d", d,
+				 dev->nstep, dev->ninstr);
 	if (p->device_memory > 0 && dev->arena_bytes > p->device_memory)
 		return ir_errorf(-EINVAL, "device %d: arena needs %lld bytes, devices have %lld", d,
 				 (long long)dev->arena_bytes, (long long)p->device_memory);
@@ -475,7 +487,7 @@ static int check_dataflow(const struct plan *p, int d, struct scratch *s)
 	const struct plan_device *dev = &p->devices[d];
 	for (int b = 0; b < dev->nbuf; b++) {
 		enum plan_bind bind = dev->buf[b].bind;
-		s->state[b] = bind == PLAN_BIND_PARAM || bind == PLAN_BIND_INPUT ? LIVE : UNWRITTEN;
+		s->state[b] = bind == PLAN_BIND_NONE || bind == PLAN_BIND_OUTPUT ? UNWRITTEN : LIVE;
 		s->span[b] = (struct span){ -1, -1 };
 	}
 	for (int i = 0; i < dev->ninstr; i++) {
@@ -502,6 +514,11 @@ static int check_dataflow(const struct plan *p, int d, struct scratch *s)
 			if (s->state[b] == FREED)
 				return plan_verify_instr_errorf(p, d, i, "writes buffer %d after it is freed (at instruction %d)",
 								b, s->span[b].last);
+			if (dev->buf[b].bind == PLAN_BIND_OUTPUT &&
+			    p->outputs[dev->buf[b].index].per_step != (i >= plan_step_first(dev)))
+				return plan_verify_instr_errorf(p, d, i, "writes output %d once per %s; it is read once per %s",
+								dev->buf[b].index, i >= plan_step_first(dev) ? "step" : "micro-batch",
+								p->outputs[dev->buf[b].index].per_step ? "step" : "micro-batch");
 			s->state[b] = LIVE;
 			touch(s, b, i);
 		}

@@ -5,6 +5,7 @@
  * runs for all members at once when the last one arrives.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,12 +18,13 @@ struct msg {
 	struct msg *next;
 };
 
-struct sim {
+struct plan_sim {
 	const struct plan *p;
 	uint8_t **arena;
-	int *pc;
+	int *pc, *end;          /* per device: where it is, where this part ends */
 	struct msg *mail;
 };
+#define sim plan_sim
 
 static const struct plan_buffer *arg_buf(const struct plan_device *d, const struct plan_instr *x, int j)
 {
@@ -114,7 +116,7 @@ static bool comm_ready(struct sim *s, int c)
 	for (int r = 0; r < cm->n; r++) {
 		const struct plan_device *d = &s->p->devices[cm->ranks[r]];
 		int pc = s->pc[cm->ranks[r]];
-		if (pc >= d->ninstr || d->instr[pc].comm != c)
+		if (pc >= s->end[cm->ranks[r]] || d->instr[pc].comm != c)
 			return false;
 	}
 	return true;
@@ -212,7 +214,7 @@ static int run_collective(struct sim *s, int c)
 static int step(struct sim *s, int dev, bool *progress)
 {
 	const struct plan_device *d = &s->p->devices[dev];
-	while (s->pc[dev] < d->ninstr) {
+	while (s->pc[dev] < s->end[dev]) {
 		const struct plan_instr *x = &d->instr[s->pc[dev]];
 		int rc = 0;
 		switch (x->kind) {
@@ -271,69 +273,223 @@ static int step(struct sim *s, int dev, bool *progress)
 	return 0;
 }
 
-int plan_sim_run(const struct plan *p, const struct ir_tensor *params, const struct ir_tensor *inputs,
-		 struct ir_tensor *outputs)
+/* Runs every device from pc to end together. */
+static int run_part(struct sim *s)
 {
-	struct sim s = { p, calloc((size_t)p->ndevices, sizeof(uint8_t *)), calloc((size_t)p->ndevices, sizeof(int)),
-			 NULL };
+	const struct plan *p = s->p;
 	int rc = 0;
-	for (int i = 0; i < p->noutputs; i++)
-		outputs[i].data = NULL;
-	for (int dev = 0; dev < p->ndevices; dev++) {
-		const struct plan_device *d = &p->devices[dev];
-		/* NaN bytes everywhere: a read of memory nothing wrote shows */
-		s.arena[dev] = malloc((size_t)d->arena_bytes + 1);
-		memset(s.arena[dev], 0xff, (size_t)d->arena_bytes + 1);
-		for (int b = 0; b < d->nbuf; b++) {
-			const struct plan_buffer *x = &d->buf[b];
-			const struct ir_tensor *g = x->bind == PLAN_BIND_PARAM ? &params[x->index] :
-						    x->bind == PLAN_BIND_INPUT ? &inputs[x->index] : NULL;
-			if (g)
-				copy_block(buf_data(&s, dev, x), &x->shape, zero_start, g->data, &g->shape, x->start,
-					   &x->shape, ir_dtype_size(x->dtype));
-		}
-	}
 	for (;;) {
 		bool progress = false, done = true;
 		for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
-			rc = step(&s, dev, &progress);
-			if (s.pc[dev] < p->devices[dev].ninstr)
+			rc = step(s, dev, &progress);
+			if (s->pc[dev] < s->end[dev])
 				done = false;
 		}
 		if (rc < 0 || done)
-			break;
+			return rc;
 		if (!progress) {
 			for (int dev = 0; dev < p->ndevices; dev++)
-				if (s.pc[dev] < p->devices[dev].ninstr) {
-					rc = ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s)", dev,
-						       s.pc[dev], plan_instr_kind_name(p->devices[dev].instr[s.pc[dev]].kind));
-					break;
-				}
-			break;
+				if (s->pc[dev] < s->end[dev])
+					return ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s)", dev,
+							 s->pc[dev], plan_instr_kind_name(p->devices[dev].instr[s->pc[dev]].kind));
+			return rc;
 		}
 	}
-	for (int i = 0; i < p->noutputs && rc == 0; i++)
-		rc = ir_tensor_alloc(&outputs[i], p->outputs[i].dtype, &p->outputs[i].shape);
-	for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
-		const struct plan_device *d = &p->devices[dev];
+}
+
+/* Fills every buffer bound to `bind` from the global tensors t[index]. */
+static void load_bound(struct sim *s, enum plan_bind bind, const struct ir_tensor *t)
+{
+	for (int dev = 0; dev < s->p->ndevices; dev++) {
+		const struct plan_device *d = &s->p->devices[dev];
 		for (int b = 0; b < d->nbuf; b++) {
 			const struct plan_buffer *x = &d->buf[b];
-			if (x->bind != PLAN_BIND_OUTPUT || !x->writer)
+			if (x->bind != bind)
 				continue;
-			struct ir_tensor *o = &outputs[x->index];
-			copy_block(o->data, &o->shape, x->start, buf_data(&s, dev, x), &x->shape, zero_start, &x->shape,
+			const struct ir_tensor *g = &t[x->index];
+			copy_block(buf_data(s, dev, x), &x->shape, zero_start, g->data, &g->shape, x->start, &x->shape,
 				   ir_dtype_size(x->dtype));
 		}
 	}
-	for (int dev = 0; dev < p->ndevices; dev++)
-		free(s.arena[dev]);
-	while (s.mail) {
-		struct msg *m = s.mail;
-		s.mail = m->next;
+}
+
+/* Output slices written by the part just run (per_step or not) into out[]. */
+static int take_outputs(struct sim *s, bool per_step, struct ir_tensor *out)
+{
+	const struct plan *p = s->p;
+	for (int i = 0; i < p->noutputs; i++) {
+		if (p->outputs[i].per_step != per_step)
+			continue;
+		int rc = ir_tensor_alloc(&out[i], p->outputs[i].dtype, &p->outputs[i].shape);
+		if (rc < 0)
+			return rc;
+	}
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		for (int b = 0; b < d->nbuf; b++) {
+			const struct plan_buffer *x = &d->buf[b];
+			if (x->bind != PLAN_BIND_OUTPUT || !x->writer || p->outputs[x->index].per_step != per_step)
+				continue;
+			struct ir_tensor *o = &out[x->index];
+			copy_block(o->data, &o->shape, x->start, buf_data(s, dev, x), &x->shape, zero_start, &x->shape,
+				   ir_dtype_size(x->dtype));
+		}
+	}
+	return 0;
+}
+
+void plan_sim_free(struct plan_sim *s)
+{
+	if (!s)
+		return;
+	for (int dev = 0; s->arena && dev < s->p->ndevices; dev++)
+		free(s->arena[dev]);
+	while (s->mail) {
+		struct msg *m = s->mail;
+		s->mail = m->next;
 		free(m->data);
 		free(m);
 	}
-	free(s.arena);
-	free(s.pc);
+	free(s->arena);
+	free(s->pc);
+	free(s->end);
+	free(s);
+}
+
+struct plan_sim *plan_sim_new(const struct plan *p, const struct ir_tensor *params)
+{
+	struct sim *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->p = p;
+	s->arena = calloc((size_t)p->ndevices + 1, sizeof(uint8_t *));
+	s->pc = calloc((size_t)p->ndevices + 1, sizeof(int));
+	s->end = calloc((size_t)p->ndevices + 1, sizeof(int));
+	if (!s->arena || !s->pc || !s->end) {
+		plan_sim_free(s);
+		return NULL;
+	}
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		/* NaN bytes everywhere: a read of memory nothing wrote shows */
+		if (!(s->arena[dev] = malloc((size_t)d->arena_bytes + 1))) {
+			plan_sim_free(s);
+			return NULL;
+		}
+		memset(s->arena[dev], 0xff, (size_t)d->arena_bytes + 1);
+		for (int b = 0; b < d->nbuf; b++) {
+			const struct plan_buffer *x = &d->buf[b];
+			if (x->bind != PLAN_BIND_STATE)
+				continue;
+			struct ir_tensor t = { x->dtype, x->shape, buf_data(s, dev, x) };
+			for (int64_t i = 0; i < ir_shape_numel(&x->shape); i++)
+				ir_tensor_set_f64(&t, i, p->state[x->index].init);
+		}
+	}
+	load_bound(s, PLAN_BIND_PARAM, params);
+	return s;
+}
+
+int plan_sim_step(struct plan_sim *s, const struct ir_tensor *inputs, struct ir_tensor *outputs)
+{
+	const struct plan *p = s->p;
+	int rc = 0, m = p->micro > 0 ? p->micro : 1;
+	for (int i = 0; i < m * p->noutputs; i++)
+		outputs[i].data = NULL;
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		for (int b = 0; b < d->nbuf; b++)
+			if (d->buf[b].bind == PLAN_BIND_ACCUM)
+				memset(buf_data(s, dev, &d->buf[b]), 0, (size_t)d->buf[b].bytes);
+	}
+	for (int k = 0; k < m && rc == 0; k++) {
+		load_bound(s, PLAN_BIND_INPUT, inputs + (size_t)k * (size_t)p->ninputs);
+		for (int dev = 0; dev < p->ndevices; dev++) {
+			s->pc[dev] = 0;
+			s->end[dev] = plan_step_first(&p->devices[dev]);
+		}
+		if ((rc = run_part(s)) == 0)
+			rc = take_outputs(s, false, outputs + (size_t)k * (size_t)p->noutputs);
+	}
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		s->pc[dev] = plan_step_first(&p->devices[dev]);
+		s->end[dev] = p->devices[dev].ninstr;
+	}
+	if (rc == 0 && (rc = run_part(s)) == 0)
+		rc = take_outputs(s, true, outputs + (size_t)(m - 1) * (size_t)p->noutputs);
+	return rc;
+}
+
+int plan_sim_params(struct plan_sim *s, struct ir_tensor *params)
+{
+	const struct plan *p = s->p;
+	int rc = 0;
+	for (int i = 0; i < p->nparams; i++)
+		params[i].data = NULL;
+	uint8_t **done = calloc((size_t)p->nparams + 1, sizeof *done); /* per element: some device wrote it */
+	if (!done)
+		return -ENOMEM;
+	for (int i = 0; i < p->nparams && rc == 0; i++)
+		if ((rc = ir_tensor_alloc(&params[i], p->params[i].dtype, &p->params[i].shape)) == 0 &&
+		    !(done[i] = calloc((size_t)ir_shape_numel(&p->params[i].shape) + 1, 1)))
+			rc = -ENOMEM;
+	for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		for (int b = 0; b < d->nbuf && rc == 0; b++) {
+			const struct plan_buffer *x = &d->buf[b];
+			if (x->bind != PLAN_BIND_PARAM)
+				continue;
+			struct ir_tensor *t = &params[x->index], have;
+			int64_t n = ir_shape_numel(&x->shape);
+			uint8_t *was = malloc((size_t)n + 1), *ones = malloc((size_t)n + 1);
+			if (!was || !ones || (rc = ir_tensor_alloc(&have, x->dtype, &x->shape)) < 0) {
+				free(was);
+				free(ones);
+				rc = -ENOMEM;
+				break;
+			}
+			memset(ones, 1, (size_t)n + 1);
+			/* a replica must hold exactly what the others hold */
+			copy_block(have.data, &x->shape, zero_start, t->data, &t->shape, x->start, &x->shape,
+				   ir_dtype_size(x->dtype));
+			copy_block(was, &x->shape, zero_start, done[x->index], &t->shape, x->start, &x->shape, 1);
+			struct ir_tensor mine = { x->dtype, x->shape, buf_data(s, dev, x) };
+			for (int64_t e = 0; e < n && rc == 0; e++) {
+				double u = ir_tensor_get_f64(&have, e), v = ir_tensor_get_f64(&mine, e);
+				if (was[e] && u != v && !(isnan(u) && isnan(v)))
+					rc = ir_errorf(-EINVAL, "device %d, buffer %d: its slice of parameter %d differs "
+						       "from another device's copy (%g, not %g)", dev, b, x->index, v, u);
+			}
+			copy_block(t->data, &t->shape, x->start, mine.data, &x->shape, zero_start, &x->shape,
+				   ir_dtype_size(x->dtype));
+			copy_block(done[x->index], &t->shape, x->start, ones, &x->shape, zero_start, &x->shape, 1);
+			ir_tensor_free(&have);
+			free(was);
+			free(ones);
+		}
+	}
+	for (int i = 0; i < p->nparams; i++)
+		free(done[i]);
+	free(done);
+	return rc;
+}
+
+int plan_sim_run(const struct plan *p, const struct ir_tensor *params, const struct ir_tensor *inputs,
+		 struct ir_tensor *outputs)
+{
+	struct sim *s = plan_sim_new(p, params);
+	if (!s)
+		return ir_errorf(-ENOMEM, "out of memory");
+	load_bound(s, PLAN_BIND_INPUT, inputs);
+	for (int i = 0; i < p->noutputs; i++)
+		outputs[i].data = NULL;
+	for (int dev = 0; dev < p->ndevices; dev++)
+		s->end[dev] = p->devices[dev].ninstr;
+	int rc = run_part(s);
+	if (rc == 0)
+		rc = take_outputs(s, false, outputs);
+	if (rc == 0)
+		rc = take_outputs(s, true, outputs);
+	plan_sim_free(s);
 	return rc;
 }

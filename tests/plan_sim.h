@@ -19,4 +19,18 @@
 int plan_sim_run(const struct plan *p, const struct ir_tensor *params, const struct ir_tensor *inputs,
 		 struct ir_tensor *outputs);
 
+/* A training plan step by step: plan_sim_new loads the parameters and sets
+ * state to its init. plan_sim_step zeroes the accumulators, runs the
+ * per-micro-batch part p->micro times, micro-batch k on inputs[k *
+ * ninputs ...] with its outputs into outputs[k * noutputs ...], then the
+ * per-step part, whose outputs go into the last micro-batch's slots (slots
+ * not written have data NULL). plan_sim_params assembles the parameters
+ * from the devices' slices; copies that differ between devices are an
+ * error naming them. */
+struct plan_sim;
+struct plan_sim *plan_sim_new(const struct plan *p, const struct ir_tensor *params);
+int plan_sim_step(struct plan_sim *s, const struct ir_tensor *inputs, struct ir_tensor *outputs);
+int plan_sim_params(struct plan_sim *s, struct ir_tensor *params);
+void plan_sim_free(struct plan_sim *s);
+
 #endif

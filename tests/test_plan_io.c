@@ -111,6 +111,13 @@ static struct plan *build_plan(void)
 	p->noutputs = 2;
 	set_tensor(&p->outputs[0], "y", IR_F32, shp(2, 8, 32));
 	set_tensor(&p->outputs[1], "y16", IR_BF16, shp(2, 8, 32));
+	p->outputs[1].per_step = true;
+	/* training fields: carried whatever the plan does with them */
+	p->state = ir_calloc(1, sizeof *p->state);
+	p->nstate = 1;
+	set_tensor(&p->state[0], "train.loss_scale", IR_F32, shp(0, 0, 0));
+	p->state[0].init = 65536;
+	p->train_config = dup_str("adamw lr=0.001");
 
 	p->kernels = ir_calloc(4, sizeof *p->kernels);
 	p->nkernels = 4;
@@ -211,6 +218,7 @@ static struct plan *build_plan(void)
 		d->instr[9] = ins(PLAN_REDUCE_SCATTER, 1, 1, 16);
 		d->instr[9].axis = 1;
 		d->instr[10] = ins(PLAN_FREE, 1, 0, 18);
+		d->nstep = 5; /* from the copy into y16, a per-step output */
 	}
 	return p;
 }
@@ -278,6 +286,7 @@ static bool same_tensors(const struct plan_tensor *a, const struct plan_tensor *
 	for (int i = 0; i < n; i++) {
 		SAME(!strcmp(a[i].name, b[i].name), "%s %d name", w, i);
 		SAME(a[i].dtype == b[i].dtype && same_shape(&a[i].shape, &b[i].shape), "%s %d type", w, i);
+		SAME(a[i].init == b[i].init && a[i].per_step == b[i].per_step, "%s %d init/per_step", w, i);
 	}
 	return true;
 }
@@ -286,7 +295,7 @@ static bool same_device(const struct plan_device *a, const struct plan_device *b
 {
 	SAME(a->rank == b->rank && a->stage == b->stage, "device %d rank/stage", r);
 	SAME(a->coord[0] == b->coord[0] && a->coord[1] == b->coord[1], "device %d coord", r);
-	SAME(a->arena_bytes == b->arena_bytes, "device %d arena", r);
+	SAME(a->arena_bytes == b->arena_bytes && a->nstep == b->nstep, "device %d arena/nstep", r);
 	SAME(a->nbuf == b->nbuf && a->ninstr == b->ninstr && a->nargs == b->nargs, "device %d counts", r);
 	for (int i = 0; i < a->nbuf; i++) {
 		const struct plan_buffer *x = &a->buf[i], *y = &b->buf[i];
@@ -331,6 +340,9 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 	    !same_tensors(a->inputs, b->inputs, a->ninputs, "input") ||
 	    !same_tensors(a->outputs, b->outputs, a->noutputs, "output"))
 		return false;
+	SAME(a->nstate == b->nstate && same_tensors(a->state, b->state, a->nstate, "state"), "state");
+	SAME(!a->train_config == !b->train_config && (!a->train_config || !strcmp(a->train_config, b->train_config)),
+	     "train_config");
 	SAME(a->nkernels == b->nkernels, "nkernels");
 	for (int i = 0; i < a->nkernels; i++) {
 		const struct plan_kernel *x = &a->kernels[i], *y = &b->kernels[i];
@@ -395,7 +407,9 @@ static size_t wrap(const uint8_t *content, size_t n, uint8_t *out)
 {
 	uint64_t h = XXH3_64bits(content, n);
 	size_t at = 0;
-	memcpy(out, "PCCPLAN\n\x08\x01\x12", 11);
+	memcpy(out, "PCCPLAN\n\x08", 9);
+	out[9] = PLAN_FORMAT_VERSION;
+	out[10] = 0x12;
 	at = 11;
 	out[at++] = (uint8_t)n;
 	memcpy(out + at, content, n);
@@ -507,15 +521,16 @@ static void test_files(const struct plan *p, const uint8_t *b, size_t n)
 
 	uint8_t *c = ir_malloc(n);
 	memcpy(c, b, n);
-	IR_ASSERT(c[8] == 0x08 && c[9] == 0x01); /* field 1, varint 1, right after the magic */
-	c[9] = 2;
-	f = put("v2.bin", c, n);
-	TAP_OK(!plan_read(f) && has(f) && has("plan format version 2, this build reads version 1"),
-	       "a newer format version is refused: %s", ir_error());
-	f = put("v2cut.bin", c, 12);
-	TAP_OK(!plan_read(f) && has("plan format version 2"),
-	       "the version is read before the rest is trusted: %s", ir_error());
-	c[9] = 1;
+	IR_ASSERT(c[8] == 0x08 && c[9] == PLAN_FORMAT_VERSION); /* field 1, varint, right after the magic */
+	c[9] = PLAN_FORMAT_VERSION + 1;
+	char newer[96];
+	snprintf(newer, sizeof newer, "plan format version %d, this build reads version %d", PLAN_FORMAT_VERSION + 1,
+		 PLAN_FORMAT_VERSION);
+	f = put("vnext.bin", c, n);
+	TAP_OK(!plan_read(f) && has(f) && has(newer), "a newer format version is refused: %s", ir_error());
+	f = put("vnextcut.bin", c, 12);
+	TAP_OK(!plan_read(f) && has(newer), "the version is read before the rest is trusted: %s", ir_error());
+	c[9] = PLAN_FORMAT_VERSION;
 
 	c[n / 2] ^= 0x20;
 	f = put("flip.bin", c, n);
@@ -583,19 +598,19 @@ static void test_malformed(const uint8_t *b, size_t n)
 	}
 	ir_free(x);
 
-	/* hand-encoded content: version 1 and one param of rank 9 */
-	static const uint8_t rank9[] = { 0x08, 0x01, 0x5a, 19, 0x0a, 1, 'a', 0x12, 3, 'f', '3', '2',
+	/* hand-encoded content: this version and one param of rank 9 */
+	static const uint8_t rank9[] = { 0x08, PLAN_FORMAT_VERSION, 0x5a, 19, 0x0a, 1, 'a', 0x12, 3, 'f', '3', '2',
 					 0x1a, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
 	TAP_OK(refused(c, wrap(rank9, sizeof rank9, c),
 		       "malformed plan: param 0 (\"a\"): rank 9 exceeds the limit of 8"),
 	       "rank over IR_MAX_RANK: %s", ir_error());
 	/* a device with an instruction of kind 99 */
-	static const uint8_t kind99[] = { 0x08, 0x01, 0x82, 0x01, 4, 0x2a, 2, 0x08, 99 };
+	static const uint8_t kind99[] = { 0x08, PLAN_FORMAT_VERSION, 0x82, 0x01, 4, 0x2a, 2, 0x08, 99 };
 	TAP_OK(refused(c, wrap(kind99, sizeof kind99, c),
 		       "device 0: instruction 0: unknown instruction kind 99"),
 	       "instruction kind out of range: %s", ir_error());
 	/* a f32[2] constant with 4 bytes of data */
-	static const uint8_t cdata[] = { 0x08, 0x01, 0x72, 29, 0x0a, 8, 'c', 'o', 'n', 's', 't', 'a',
+	static const uint8_t cdata[] = { 0x08, PLAN_FORMAT_VERSION, 0x72, 29, 0x0a, 8, 'c', 'o', 'n', 's', 't', 'a',
 					 'n', 't', 0x12, 15, 0x0a, 3, 'f', '3', '2', 0x12, 1, 2,
 					 0xaa, 0x01, 4, 0, 0, 0, 0, 0x20, 0x01 };
 	TAP_OK(refused(c, wrap(cdata, sizeof cdata, c),
@@ -604,7 +619,7 @@ static void test_malformed(const uint8_t *b, size_t n)
 	static const uint8_t v7[] = { 0x08, 0x07 };
 	TAP_OK(refused(c, wrap(v7, sizeof v7, c), "malformed plan: content has format version 7"),
 	       "content version differs from the file's: %s", ir_error());
-	static const uint8_t junk[] = { 0x08, 0x01, 0x5a, 40, 0x0a };
+	static const uint8_t junk[] = { 0x08, PLAN_FORMAT_VERSION, 0x5a, 40, 0x0a };
 	TAP_OK(refused(c, wrap(junk, sizeof junk, c), "malformed plan: the content does not decode"),
 	       "content that does not decode: %s", ir_error());
 	size_t m = wrap(v7, sizeof v7, c);

@@ -1,0 +1,202 @@
+/*
+ * lower_train.c: what a training plan adds to the lowering of one stage
+ * (compiler.h, lower_train): the split of the train step into the part run
+ * once per micro-batch and the part run once per step, the gradient
+ * accumulators between them, and the write-back of the step's new values.
+ *
+ * Per micro-batch: forward and backward (nodes before update_first), the
+ * loss output, the graph's own updates (BatchNorm running statistics)
+ * copied over their parameters, and each gradient added into its
+ * accumulator in the sharding it was computed in. A data-parallel
+ * gradient is a partial sum there, so nothing is communicated per
+ * micro-batch. Per step: the update nodes read the accumulators; bringing
+ * a partial accumulator to the sharding the update needs is the step's
+ * gradient reduction (an all-reduce for a replicated update, a reduce-
+ * scatter for one split over the data-parallel axis, as ZeRO does). Last,
+ * every new parameter and state value is brought to the sharding of the
+ * buffer it replaces (for a split update, the all-gather of the new
+ * parameter) and copied over it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler/lower_internal.h"
+
+int lw_train_tensors(struct plan *p, const struct lower_train *tr)
+{
+	const struct train_step *ts = tr->ts;
+	p->train = true;
+	p->micro = tr->micro;
+	p->outputs[1].per_step = true;
+	if (!(p->state = ir_calloc((size_t)ts->nstate + 1, sizeof *p->state)))
+		return -ENOMEM;
+	p->nstate = ts->nstate;
+	for (int j = 0; j < ts->nstate; j++) {
+		const struct ir_value *v = ts->state[j];
+		const char *name = v->name ? v->name : "state";
+		size_t len = strlen(name);
+		if (!(p->state[j].name = ir_malloc(len + 1)))
+			return -ENOMEM;
+		memcpy(p->state[j].name, name, len + 1);
+		p->state[j].dtype = v->dtype;
+		p->state[j].shape = v->shape;
+		p->state[j].init = tr->state_init ? tr->state_init[j] : 0;
+	}
+	const char *cfg = tr->config ? tr->config : "";
+	size_t len = strlen(cfg);
+	if (!(p->train_config = ir_malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(p->train_config, cfg, len + 1);
+	return 0;
+}
+
+/* The rep of t held in a bound buffer (parameter or state), or -1. */
+static int bound_rep(const struct lower *L, int t)
+{
+	for (int r = L->rep_head[t]; r >= 0; r = L->reps[r].next)
+		if (L->buf[L->reps[r].buf].bind == PLAN_BIND_PARAM || L->buf[L->reps[r].buf].bind == PLAN_BIND_STATE)
+			return r;
+	return -1;
+}
+
+/* New value v copied over the bound buffer of t (a parameter or state
+ * input of index idx), brought to that buffer's sharding first. A t that
+ * nothing read has no buffer yet: it gets one, replicated. */
+static int write_back(struct lower *L, const struct ir_value *t, enum plan_bind bind, int idx,
+		      const struct ir_value *v)
+{
+	if (v == t)
+		return 0; /* the step leaves it as it was */
+	int r = bound_rep(L, t->id), rc;
+	if (r < 0) {
+		struct ir_sharding whole;
+		memset(&whole, 0, sizeof whole);
+		if ((rc = lw_bind_value(L, t, bind, idx, &whole)) < 0)
+			return rc;
+		r = bound_rep(L, t->id);
+		IR_ASSERT(r >= 0);
+	}
+	int dst = L->reps[r].buf;
+	struct ir_sharding spec = L->reps[r].spec;
+	if ((rc = lw_ensure(L, v)) < 0)
+		return rc;
+	int b = lw_operand(L, v, &spec);
+	if (b < 0)
+		return b;
+	struct lw_ins c = { .kind = PLAN_COPY, .kernel = -1 };
+	return lw_emit(L, &c, 1, &b, 1, &dst) < 0 ? -ENOMEM : 0;
+}
+
+/* The index of parameter value v among the graph's parameters. */
+static int param_index(const struct ir_graph *g, const struct ir_value *v)
+{
+	for (int i = 0; i < ir_graph_nparams(g); i++)
+		if (ir_graph_param(g, i) == v)
+			return i;
+	return -1;
+}
+
+/* The per-step nodes may read gradients, parameters, state inputs,
+ * constants and each other only (train_build's contract). */
+static int check_update_reads(const struct lower *L, const struct train_step *ts, const bool *grad)
+{
+	for (int i = ts->update_first; i < ir_graph_nnodes(L->g); i++) {
+		const struct ir_node *n = ir_graph_node(L->g, i);
+		for (int j = 0; j < n->nin; j++) {
+			const struct ir_value *v = n->in[j];
+			bool ok = v->kind == IR_VAL_PARAM || grad[v->id] || !L->dyn[v->id] ||
+				  (v->kind == IR_VAL_NODE && v->def->id >= ts->update_first);
+			for (int k = 0; !ok && k < ts->nstate; k++)
+				ok = ts->state[k] == v;
+			if (!ok)
+				return ir_errorf(-EINVAL, "train step: update node %d (%s) reads value \"%s\" of the "
+						 "per-micro-batch part, which is not a gradient (a compiler bug)", n->id,
+						 ir_op_name(n->op), v->name ? v->name : "");
+		}
+	}
+	return 0;
+}
+
+int lw_train_split(struct lower *L, const struct lower_train *tr)
+{
+	const struct train_step *ts = tr->ts;
+	const struct ir_graph *g = L->g;
+	int nv = ir_graph_nvalues(g), rc;
+	bool *grad = ir_calloc((size_t)nv + 1, sizeof *grad);
+	int *acc = ir_malloc(sizeof *acc * (size_t)(ts->nparams + 1));
+	struct ir_sharding *spec = ir_malloc(sizeof *spec * (size_t)(ts->nparams + 1));
+	if (!grad || !acc || !spec) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < ts->nparams; i++)
+		grad[ts->grads[i]->id] = true;
+	if ((rc = check_update_reads(L, ts, grad)) < 0)
+		goto out;
+	/* the loss of this micro-batch */
+	if ((rc = lw_ensure(L, ts->loss)) < 0 || (rc = lw_bind_output(L, 0, ts->loss)) < 0)
+		goto out;
+	/* BatchNorm running statistics: each micro-batch sees the last one's */
+	for (int j = 0; j < ir_graph_nupdates(g); j++) {
+		const struct ir_value *t = ir_graph_update_param(g, j);
+		if ((rc = write_back(L, t, PLAN_BIND_PARAM, param_index(g, t), ir_graph_update_value(g, j))) < 0)
+			goto out;
+	}
+	/* accumulators: acc += gradient, in the gradient's own sharding */
+	for (int i = 0; i < ts->nparams; i++) {
+		const struct ir_value *gv = ts->grads[i];
+		if ((rc = lw_ensure(L, gv)) < 0)
+			goto out;
+		int r = L->rep_head[gv->id];
+		IR_ASSERT(r >= 0);
+		int gb = L->reps[r].buf;
+		spec[i] = L->reps[r].spec;
+		if ((acc[i] = lw_buf_new(L, L->buf[gb].dtype, &L->buf[gb].shape)) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		L->buf[acc[i]].bind = PLAN_BIND_ACCUM;
+		L->buf[acc[i]].index = param_index(g, ts->params[i]);
+		L->buf[acc[i]].spec = spec[i];
+		int in[2] = { acc[i], gb };
+		if ((rc = lw_kernel_into(L, IR_OP_ADD, 2, in, acc[i])) < 0)
+			goto out;
+	}
+	/* the per-step part knows only bound buffers and the accumulators */
+	L->step_first = L->nins;
+	for (int v = 0; v < nv; v++) {
+		int r = bound_rep(L, v);
+		L->rep_head[v] = r;
+		if (r >= 0)
+			L->reps[r].next = -1;
+	}
+	for (int i = 0; i < ts->nparams && rc == 0; i++) {
+		/* an accumulated gradient is never remade from its nodes */
+		L->dyn[ts->grads[i]->id] = true;
+		rc = lw_rep_add(L, ts->grads[i]->id, &spec[i], acc[i]);
+	}
+out:
+	ir_free(grad);
+	ir_free(acc);
+	ir_free(spec);
+	return rc == -ENOMEM ? ir_errorf(-ENOMEM, "out of memory lowering the plan") : rc;
+}
+
+int lw_train_finish(struct lower *L, const struct lower_train *tr)
+{
+	const struct train_step *ts = tr->ts;
+	const struct ir_graph *g = L->g;
+	const struct ir_value *norm = ir_graph_output(g, 1);
+	int rc;
+	if ((rc = lw_ensure(L, norm)) < 0 || (rc = lw_bind_output(L, 1, norm)) < 0)
+		return rc;
+	for (int i = 0; i < ts->nparams; i++)
+		if ((rc = write_back(L, ts->params[i], PLAN_BIND_PARAM, param_index(g, ts->params[i]),
+				     ir_graph_output(g, 2 + i))) < 0)
+			return rc;
+	for (int j = 0; j < ts->nstate; j++)
+		if ((rc = write_back(L, ts->state[j], PLAN_BIND_STATE, j, ir_graph_output(g, 2 + ts->nparams + j))) < 0)
+			return rc;
+	return 0;
+}
