@@ -7,7 +7,8 @@
  * Per micro-batch: forward and backward (nodes before update_first), the
  * loss output, the graph's own updates (BatchNorm running statistics)
  * copied over their parameters, and each gradient added into its
- * accumulator in the sharding it was computed in. A data-parallel
+ * accumulator in the sharding it was computed in (with one micro-batch
+ * the gradient itself is kept instead: no accumulator, no add). A data-parallel
  * gradient is a partial sum there, so nothing is communicated per
  * micro-batch. Per step: the update nodes read the accumulators; bringing
  * a partial accumulator to the sharding the update needs is the step's
@@ -152,6 +153,10 @@ int lw_train_split(struct lower *L, const struct lower_train *tr)
 		IR_ASSERT(r >= 0);
 		int gb = L->reps[r].buf;
 		spec[i] = L->reps[r].spec;
+		if (tr->micro == 1) {
+			acc[i] = gb; /* one micro-batch: the gradient is the sum */
+			continue;
+		}
 		if ((acc[i] = lw_buf_new(L, L->buf[gb].dtype, &L->buf[gb].shape)) < 0) {
 			rc = -ENOMEM;
 			goto out;

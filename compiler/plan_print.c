@@ -47,17 +47,21 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		p->nparams, tensor_bytes(p->params, p->nparams) / (1 << 20), p->ninputs,
 		tensor_bytes(p->inputs, p->ninputs) / (1 << 20), p->noutputs,
 		tensor_bytes(p->outputs, p->noutputs) / (1 << 20), p->nkernels, p->ncomms);
+	if (p->train)
+		fprintf(f, "training: %s; %d state tensors (%.4g MiB); per device, the last per_step instructions run "
+			"once per step, after the last micro-batch\n", p->train_config ? p->train_config : "?", p->nstate,
+			tensor_bytes(p->state, p->nstate) / (1 << 20));
 	fprintf(f, "device stage  instrs  kernels  all_reduce all_gather reduce_scatter all_to_all  send  recv"
-		"  comm_MiB  peak_MiB\n");
+		"  comm_MiB  peak_MiB  per_step\n");
 	for (int i = 0; i < p->ndevices; i++) {
 		const struct plan_device *d = &p->devices[i];
 		int count[PLAN_INSTR_KIND_COUNT] = { 0 };
 		for (int k = 0; k < d->ninstr; k++)
 			count[d->instr[k].kind]++;
-		fprintf(f, "%6d %5d %7d %8d %11d %10d %14d %10d %5d %5d %9.3f %9.3f\n", d->rank, d->stage, d->ninstr,
+		fprintf(f, "%6d %5d %7d %8d %11d %10d %14d %10d %5d %5d %9.3f %9.3f %9d\n", d->rank, d->stage, d->ninstr,
 			count[PLAN_KERNEL], count[PLAN_ALL_REDUCE], count[PLAN_ALL_GATHER], count[PLAN_REDUCE_SCATTER],
 			count[PLAN_ALL_TO_ALL], count[PLAN_SEND], count[PLAN_RECV], comm_bytes(d) / (1 << 20),
-			(double)d->arena_bytes / (1 << 20));
+			(double)d->arena_bytes / (1 << 20), d->nstep);
 	}
 	return ferror(f) ? ir_errorf(-EIO, "write error") : 0;
 }
@@ -113,8 +117,9 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 		print_buf(d, b, f);
 		fprintf(f, " @%lld", (long long)x->offset);
 		if (x->bind != PLAN_BIND_NONE) {
-			const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM ? p->params :
-						     x->bind == PLAN_BIND_INPUT ? p->inputs : p->outputs;
+			const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM || x->bind == PLAN_BIND_ACCUM ? p->params :
+						      x->bind == PLAN_BIND_INPUT ? p->inputs :
+						      x->bind == PLAN_BIND_STATE ? p->state : p->outputs;
 			fprintf(f, " %s %d \"%s\" from [", plan_bind_name(x->bind), x->index, t[x->index].name);
 			for (int e = 0; e < x->shape.rank; e++)
 				fprintf(f, "%s%lld", e ? "," : "", (long long)x->start[e]);
@@ -122,8 +127,11 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 		}
 		fprintf(f, "\n");
 	}
-	fprintf(f, "program:\n");
-	for (int i = 0; i < d->ninstr; i++)
+	fprintf(f, "program:%s\n", d->nstep ? " once per micro-batch" : "");
+	for (int i = 0; i < d->ninstr; i++) {
+		if (d->nstep && i == plan_step_first(d))
+			fprintf(f, "once per step, after the last micro-batch:\n");
 		print_instr(p, d, i, f);
+	}
 	return ferror(f) ? ir_errorf(-EIO, "write error") : 0;
 }
