@@ -549,7 +549,8 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
  * with train_opts.grad_scale = 1 / micro) sharded on one stage, st->g ==
  * ts->g. Nodes before ts->update_first become the per-micro-batch part,
  * which adds every gradient into its accumulator (kept as the pass left
- * it: a data-parallel gradient stays a partial sum); the rest the
+ * it: a data-parallel gradient stays a partial sum; with one micro-batch
+ * the gradient itself is kept, no accumulator); the rest the
  * per-step part, whose resharding of the accumulators is the once-per-step
  * gradient reduction, followed by the write-back of new parameters and
  * state. Plan inputs are the data inputs, plan state the state inputs

@@ -20,7 +20,8 @@
  * times a step): inputs and outputs are one micro-batch's slices of the
  * global batch. A training plan's first part also adds every gradient into
  * its accumulator (PLAN_BIND_ACCUM, zeroed before each step; the gradients
- * come pre-scaled by 1/micro, so the sum is the mean); the rest of the
+ * come pre-scaled by 1/micro, so the sum is the mean; a plan of one
+ * micro-batch has none and reads the gradients directly); the rest of the
  * program runs once per step: it reduces the accumulated gradients across
  * data-parallel copies as the sharding demands (all-reduce, or reduce-
  * scatter when the update is split), runs the optimizer on each device's
