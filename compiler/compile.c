@@ -103,6 +103,19 @@ out:
 	return rc;
 }
 
+/* A train step's write-backs as value pairs for the intra-op pass: every
+ * new parameter and state value, and what it replaces (lower_train.c). */
+static int *train_ties(const struct train_step *ts)
+{
+	int n = ts->nparams + ts->nstate;
+	int *t = ir_malloc(sizeof *t * 2 * (size_t)(n + 1));
+	for (int i = 0; t && i < n; i++) {
+		t[2 * i] = ir_graph_output(ts->g, 2 + i)->id;
+		t[2 * i + 1] = i < ts->nparams ? ts->params[i]->id : ts->state[i - ts->nparams]->id;
+	}
+	return t;
+}
+
 /* The train step of forward graph g (taken over) on the one stage's mesh. */
 static int lower_training(const struct compile_input *in, struct ir_graph *g, struct plan **out, double *mem)
 {
@@ -113,6 +126,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	struct intra_opts o;
 	struct intra_result r;
 	char cfg[512];
+	int *ties = NULL;
 	if (ip->nstages > 1) {
 		ir_graph_free(g);
 		return ir_errorf(-ENOTSUP, "the plan pipelines training over %d stages, and lowering pipelined "
@@ -138,11 +152,19 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 		start[j] = ir_shape_numel(&init[j].shape) ? ir_tensor_get_f64(&init[j], 0) : 0;
 		ir_tensor_free(&init[j]);
 	}
+	if (!(ties = train_ties(&ts))) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto out;
+	}
 	intra_opts_init(&o);
 	o.n0 = x->n0;
 	o.n1 = x->n1;
 	o.mem_limit = in->opts->mem_limit;
 	o.cal = in->opts->cal;
+	o.update_first = ts.update_first;
+	o.step_share = 1.0 / ip->micro;
+	o.ties = (const int (*)[2])ties;
+	o.nties = ts.nparams + ts.nstate;
 	if ((rc = intra_pass(ts.g, in->cluster, &o, &r)) < 0) {
 		ir_error_prefix("the train step");
 		goto out;
@@ -156,6 +178,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 out:
 	ir_free(init);
 	ir_free(start);
+	ir_free(ties);
 	train_step_free(&ts);
 	return rc;
 }

@@ -475,6 +475,15 @@ struct intra_opts {
 	bool inputs_resident;    /* the graph's inputs are already on the devices (a
 				  * layer's activations from the layer before), not
 				  * copied from the host every step */
+	int update_first;        /* a train step's graph (train_build): nodes from
+				  * update_first on run once per step, so their costs
+				  * and those of resharding into them weigh step_share;
+				  * 0: none */
+	int nties;               /* value pairs (v, w) of a train step: after the
+				  * step, new value v is brought to w's sharding and
+				  * copied over it (new parameters and state), costed
+				  * once per step */
+	const int (*ties)[2];
 };
 void intra_opts_init(struct intra_opts *o);
 

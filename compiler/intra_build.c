@@ -315,8 +315,38 @@ static bool *grad_values(const struct ir_graph *g, bool train, const bool *act, 
 
 /* ---- the problem ---------------------------------------------------------------- */
 
+/* Adds cost c(a, b) over the strategies of groups ga and gb (the diagonal
+ * when they are one group) to the problem being built. */
+static int add_pair(struct intra_state *st, struct edge_acc *e, double *node_cost, const struct intra_unit *x,
+		    const struct intra_unit *y, const struct ir_value *v)
+{
+	const struct shard_problem *p = &st->prob;
+	int gx = x->group, gy = y->group, kx = shard_problem_nstrat(p, gx), ky = shard_problem_nstrat(p, gy);
+	double share = st->env.step_share;
+	if (gx == gy) {
+		for (int s = 0; s < kx; s++) {
+			struct ir_sharding dst = y->strat[y->map[s]].out;
+			dst.partial = 0;
+			node_cost[p->strat_off[gx] + s] +=
+				share * intra_reshard(&st->env, v, &x->strat[x->map[s]].out, &dst, false, NULL);
+		}
+		return 0;
+	}
+	int ei = edge_find(e, gx, gy, (int64_t)kx * ky);
+	if (ei < 0)
+		return ei;
+	double *m = e->cost + e->off[ei];
+	for (int a = 0; a < kx; a++)
+		for (int b = 0; b < ky; b++) {
+			struct ir_sharding dst = y->strat[y->map[b]].out;
+			dst.partial = 0;
+			m[a * ky + b] += share * intra_reshard(&st->env, v, &x->strat[x->map[a]].out, &dst, false, NULL);
+		}
+	return 0;
+}
+
 static int fill_problem(struct intra_state *st, const struct ir_graph *g, const bool *grad, const bool *is_output,
-			double mem_limit)
+			const struct intra_opts *o, double mem_limit)
 {
 	struct shard_problem *p = &st->prob;
 	int ng = st->ngroups, rc = -ENOMEM;
@@ -346,8 +376,10 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];
 		int gk = x->group, base = p->strat_off[gk], k = shard_problem_nstrat(p, gk);
+		/* a train step's update runs once per step */
+		double w = x->node && o->update_first > 0 && x->node->id >= o->update_first ? st->env.step_share : 1;
 		for (int s = 0; s < k; s++) {
-			node_cost[base + s] += unit_cost(st, x, x->map[s], is_output);
+			node_cost[base + s] += w * unit_cost(st, x, x->map[s], is_output);
 			usage[base + s] += unit_usage(st, x, x->map[s]);
 		}
 		if (x->lo < p->lo[gk])
@@ -363,7 +395,7 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 			bool gr = grad[val->id];
 			if (gu == gk) {
 				for (int s = 0; s < k; s++)
-					node_cost[base + s] += edge_cost(st, y, y->map[s], x, x->map[s], j, gr);
+					node_cost[base + s] += w * edge_cost(st, y, y->map[s], x, x->map[s], j, gr);
 				continue;
 			}
 			int ei = edge_find(&e, gu, gk, (int64_t)ku * k);
@@ -374,7 +406,16 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 			double *m = e.cost + e.off[ei];
 			for (int a = 0; a < ku; a++)
 				for (int b = 0; b < k; b++)
-					m[a * k + b] += edge_cost(st, y, y->map[a], x, x->map[b], j, gr);
+					m[a * k + b] += w * edge_cost(st, y, y->map[a], x, x->map[b], j, gr);
+		}
+	}
+	for (int t = 0; t < o->nties; t++) {
+		int ua = st->value_unit[o->ties[t][0]], ub = st->value_unit[o->ties[t][1]];
+		if (ua < 0 || ub < 0 || o->ties[t][0] == o->ties[t][1])
+			continue;
+		if (add_pair(st, &e, node_cost, &st->unit[ua], &st->unit[ub], ir_graph_value(g, o->ties[t][0])) < 0) {
+			ir_free(usage);
+			goto out;
 		}
 	}
 	for (int s = 0; s < total; s++) {
@@ -400,7 +441,6 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 		p->edge_cost[i] = to_cost(e.cost[i]);
 	p->usage_limit = mem_limit > 9e18 ? INT64_MAX : (int64_t)mem_limit;
 	rc = 0;
-	(void)g;
 out:
 	ir_free(node_cost);
 	edge_acc_free(&e);
@@ -556,7 +596,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		goto out;
 	}
 	double lim = o->mem_limit > 0 ? o->mem_limit : 0.9 * st->env.dev.mem_bytes;
-	rc = fill_problem(st, g, grad, is_output, lim);
+	rc = fill_problem(st, g, grad, is_output, o, lim);
 out:
 	ir_free(uses);
 	ir_free(is_output);
