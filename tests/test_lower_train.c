@@ -11,7 +11,8 @@
  * device, its own accumulation of micro-batches) leaves after two steps
  * with the same data; the first loss must equal PyTorch's. Also: the
  * gradient reduction happens once per step, not per micro-batch, and the
- * verifier refuses a plan whose parts disagree across devices.
+ * pass, told what each write-back costs, leaves every new parameter and
+ * state value of these small models in its old value's sharding.
  */
 #include <errno.h>
 #include <math.h>
@@ -112,6 +113,7 @@ struct result {
 	double loss0, param_err;
 	char worst[64];                  /* the parameter of param_err */
 	int reduces_micro, reduces_step; /* gradient collectives on device 0, per part */
+	int ties, tie_moves;             /* write-backs; those the pass left in another sharding */
 };
 
 /* Runs the plan for STEPS steps; the first loss and the parameters after. */
@@ -206,7 +208,29 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 	io.n0 = n0;
 	io.n1 = n1;
 	io.quick = true;
-	if (intra_pass(ts.g, &c, &io, &r) < 0) {
+	/* as compile.c: the update once per step, write-backs costed */
+	int nt = ts.nparams + ts.nstate;
+	int (*ties)[2] = calloc((size_t)nt + 1, sizeof *ties);
+	for (int i = 0; i < nt; i++) {
+		ties[i][0] = ir_graph_output(ts.g, 2 + i)->id;
+		ties[i][1] = i < ts.nparams ? ts.params[i]->id : ts.state[i - ts.nparams]->id;
+	}
+	io.update_first = ts.update_first;
+	io.step_share = 1.0 / micro;
+	io.ties = (const int (*)[2])ties;
+	io.nties = nt;
+	int irc = intra_pass(ts.g, &c, &io, &r);
+	for (int i = 0; irc == 0 && i < nt; i++) {
+		int ua = r.st->value_unit[ties[i][0]], ub = r.st->value_unit[ties[i][1]];
+		if (ua < 0 || ub < 0 || ties[i][0] == ties[i][1])
+			continue;
+		struct ir_sharding a = intra_chosen(r.st, ua)->out, b = intra_chosen(r.st, ub)->out;
+		a.partial = b.partial = 0;
+		res->ties++;
+		res->tie_moves += memcmp(&a, &b, sizeof a) != 0;
+	}
+	free(ties);
+	if (irc < 0) {
 		TAP_DIAG("intra_pass: %s", ir_error());
 		train_step_free(&ts);
 		return -1;
@@ -305,6 +329,11 @@ static void test_fixture(const char *name, const int (*mesh)[2], int nmesh, cons
 				       "trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)", name,
 				       ir_dtype_name(compute), mesh[k][0], mesh[k][1], m, m > 1 ? "es" : "", seed ? "random strategies" : "the pass's plan",
 				       STEPS, res.param_err, res.worst, le);
+				if (rc == 0 && seed == 0 && mesh[k][0] * mesh[k][1] > 1)
+					TAP_OK(res.ties > 0 && res.tie_moves == 0,
+					       "%s %dx%d, %d micro-batches: the pass leaves each of %d new parameters and "
+					       "state values where its old value lies (%d moved)", name, mesh[k][0],
+					       mesh[k][1], m, res.ties, res.tie_moves);
 				if (rc == 0 && mesh[k][0] * mesh[k][1] > 1 && m > 1)
 					TAP_OK(res.reduces_micro == 0,
 					       "%s %dx%d seed %u: no accumulated gradient is communicated per micro-batch "
