@@ -4,7 +4,7 @@
  *   pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]
  *             [--steps N] [--save-onnx OUT.onnx] [--loss SPEC] [--freeze PATTERN]...
  *             [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W] [--clip-norm C]
- *             [--schedule constant|cosine|linear] [--warmup N] [--min-lr X]
+ *             [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]
  *             [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim N=V]...
  */
 #include <errno.h>
@@ -23,7 +23,7 @@ void cli_train_usage(FILE *f)
 		"       pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]\n"
 		"                 [--steps N] [--save-onnx OUT.onnx] [--loss cross_entropy:LOGITS,LABELS|mse:OUT,TARGET]\n"
 		"                 [--freeze PATTERN]... [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
-		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--min-lr X]\n"
+		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]\n"
 		"                 [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim NAME=VALUE]...\n");
 }
 

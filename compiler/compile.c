@@ -103,19 +103,6 @@ out:
 	return rc;
 }
 
-/* A train step's write-backs as value pairs for the intra-op pass: every
- * new parameter and state value, and what it replaces (lower_train.c). */
-static int *train_ties(const struct train_step *ts)
-{
-	int n = ts->nparams + ts->nstate;
-	int *t = ir_malloc(sizeof *t * 2 * (size_t)(n + 1));
-	for (int i = 0; t && i < n; i++) {
-		t[2 * i] = ir_graph_output(ts->g, 2 + i)->id;
-		t[2 * i + 1] = i < ts->nparams ? ts->params[i]->id : ts->state[i - ts->nparams]->id;
-	}
-	return t;
-}
-
 /* The train step of forward graph g (taken over) on the one stage's mesh. */
 static int lower_training(const struct compile_input *in, struct ir_graph *g, struct plan **out, double *mem)
 {
@@ -126,11 +113,11 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	struct intra_opts o;
 	struct intra_result r;
 	char cfg[512];
-	int *ties = NULL;
 	if (ip->nstages > 1) {
 		ir_graph_free(g);
 		return ir_errorf(-ENOTSUP, "the plan pipelines training over %d stages, and lowering pipelined "
-				 "training is not implemented yet (--layers 1 plans one stage)", ip->nstages);
+				 "training is not implemented yet (--layers 1 asks for one stage, if it fits)",
+				 ip->nstages);
 	}
 	if (in->train)
 		to = *in->train;
@@ -142,20 +129,14 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 		train_step_free(&ts);
 		return rc;
 	}
-	struct ir_tensor *init = ir_calloc((size_t)ts.nstate + 1, sizeof *init);
 	double *start = ir_calloc((size_t)ts.nstate + 1, sizeof *start);
-	if (!init || !start || (rc = train_state_init(&ts, &to, init)) < 0) {
-		rc = rc < 0 ? rc : ir_errorf(-ENOMEM, "out of memory");
-		goto out;
-	}
-	for (int j = 0; j < ts.nstate; j++) {
-		start[j] = ir_shape_numel(&init[j].shape) ? ir_tensor_get_f64(&init[j], 0) : 0;
-		ir_tensor_free(&init[j]);
-	}
-	if (!(ties = train_ties(&ts))) {
+	int (*ties)[2] = ir_calloc((size_t)(ts.nparams + ts.nstate) + 1, sizeof *ties);
+	if (!start || !ties) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
 	}
+	train_state_start(&ts, &to, start);
+	train_step_ties(&ts, ties);
 	intra_opts_init(&o);
 	o.n0 = x->n0;
 	o.n1 = x->n1;
@@ -176,7 +157,6 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	rc = lower_train(&tr, &st, in->cluster_spec, out);
 	intra_result_free(&r);
 out:
-	ir_free(init);
 	ir_free(start);
 	ir_free(ties);
 	train_step_free(&ts);

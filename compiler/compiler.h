@@ -209,6 +209,13 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 void train_step_free(struct train_step *ts);
 /* Zero-filled initial values of the state inputs (loss scale set). */
 int train_state_init(const struct train_step *ts, const struct train_opts *o, struct ir_tensor *state);
+/* The start value of every element of each state input, without the
+ * tensors: start[ts->nstate]. */
+void train_state_start(const struct train_step *ts, const struct train_opts *o, double *start);
+/* The step's write-backs, nparams + nstate pairs: ties[k] = { the new
+ * value's id, the id of the parameter or state input it replaces } (the
+ * output layout above; intra_opts.ties). */
+void train_step_ties(const struct train_step *ts, int (*ties)[2]);
 
 /* `pcc train`: steps of the train step on the reference interpreter over
  * the data sets in in_dir (backend-test layout: input_N.pb in in_dir, or

@@ -301,6 +301,26 @@ done:
 	return rc;
 }
 
+/* Every element's start value of state input v. */
+static double state_start(const struct ir_value *v, const struct train_opts *o)
+{
+	return v->name && !strcmp(v->name, "train.loss_scale") ? o->loss_scale : 0;
+}
+
+void train_state_start(const struct train_step *ts, const struct train_opts *o, double *start)
+{
+	for (int i = 0; i < ts->nstate; i++)
+		start[i] = state_start(ts->state[i], o);
+}
+
+void train_step_ties(const struct train_step *ts, int (*ties)[2])
+{
+	for (int i = 0; i < ts->nparams + ts->nstate; i++) {
+		ties[i][0] = ir_graph_output(ts->g, 2 + i)->id;
+		ties[i][1] = i < ts->nparams ? ts->params[i]->id : ts->state[i - ts->nparams]->id;
+	}
+}
+
 int train_state_init(const struct train_step *ts, const struct train_opts *o, struct ir_tensor *state)
 {
 	for (int i = 0; i < ts->nstate; i++)
@@ -313,8 +333,9 @@ int train_state_init(const struct train_step *ts, const struct train_opts *o, st
 				ir_tensor_free(&state[i]);
 			return rc;
 		}
-		if (v->name && !strcmp(v->name, "train.loss_scale"))
-			ir_tensor_set_f64(&state[i], 0, o->loss_scale);
+		double x = state_start(v, o);
+		for (int64_t e = 0; x != 0 && e < ir_shape_numel(&v->shape); e++)
+			ir_tensor_set_f64(&state[i], e, x);
 	}
 	return 0;
 }

@@ -211,10 +211,7 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 	/* as compile.c: the update once per step, write-backs costed */
 	int nt = ts.nparams + ts.nstate;
 	int (*ties)[2] = calloc((size_t)nt + 1, sizeof *ties);
-	for (int i = 0; i < nt; i++) {
-		ties[i][0] = ir_graph_output(ts.g, 2 + i)->id;
-		ties[i][1] = i < ts.nparams ? ts.params[i]->id : ts.state[i - ts.nparams]->id;
-	}
+	train_step_ties(&ts, ties);
 	io.update_first = ts.update_first;
 	io.step_share = 1.0 / micro;
 	io.ties = (const int (*)[2])ties;
@@ -237,13 +234,8 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 	}
 	if (seed)
 		randomize(r.st, seed);
-	struct ir_tensor *init = calloc((size_t)ts.nstate + 1, sizeof *init);
 	double *start = calloc((size_t)ts.nstate + 1, sizeof *start);
-	IR_ASSERT(train_state_init(&ts, &o, init) == 0);
-	for (int j = 0; j < ts.nstate; j++) {
-		start[j] = ir_tensor_get_f64(&init[j], 0);
-		ir_tensor_free(&init[j]);
-	}
+	train_state_start(&ts, &o, start);
 	struct lower_train tr = { &ts, micro, start, "test" };
 	struct lower_stage st = { ts.g, &r, 0, 1, n0 * n1, NULL };
 	uint8_t *bytes = NULL;
@@ -272,7 +264,6 @@ out:
 	ir_free(bytes);
 	plan_free(p);
 	plan_free(back);
-	free(init);
 	free(start);
 	intra_result_free(&r);
 	train_step_free(&ts);
