@@ -11,7 +11,11 @@
  * size, gradients scaled by 1 / micro-batches) sharded whole by the
  * intra-op pass, forward, backward and optimizer together, so the pass
  * chooses how gradients are reduced and whether the update and its state
- * are split (ZeRO). Pipelined training is refused with a message saying so.
+ * are split (ZeRO); pipelined training: the step's nodes tagged with their
+ * stage (forward nodes by the stage's node range, backward nodes with the
+ * node they differentiate, the update with its parameter), each stage's
+ * part sharded by its own pass and lowered with the schedule the search
+ * chose (lower_pipe.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -103,60 +107,187 @@ out:
 	return rc;
 }
 
-/* The train step of forward graph g (taken over) on the one stage's mesh. */
-static int lower_training(const struct compile_input *in, struct ir_graph *g, struct plan **out, double *mem)
+/* Per stage, the schedule's order of forward (m) and backward (-(m + 1))
+ * parts (plan_stage.order), from the schedule the search chose. */
+static int stage_orders(const struct inter_plan *ip, int ***out)
 {
-	const struct inter_plan *ip = in->inter;
-	const struct inter_stage *x = &ip->stages[0];
-	struct train_opts to;
-	struct train_step ts;
-	struct intra_opts o;
-	struct intra_result r;
-	char cfg[512];
-	if (ip->nstages > 1) {
-		ir_graph_free(g);
-		return ir_errorf(-ENOTSUP, "the plan pipelines training over %d stages, and lowering pipelined "
-				 "training is not implemented yet (--layers 1 asks for one stage, if it fits)",
-				 ip->nstages);
-	}
-	if (in->train)
-		to = *in->train;
-	else
-		train_opts_init(&to);
-	to.grad_scale = 1.0 / ip->micro;
-	int rc = train_build(g, &to, &ts);
-	if (rc < 0) {
-		train_step_free(&ts);
+	struct sched sc;
+	if (ip->sched == COST_SCHED_INTERLEAVED)
+		return ir_errorf(-ENOTSUP, "the plan runs interleaved 1F1B (%d chunks per device), which lowering "
+				 "does not support yet (inter_opts.no_interleaved leaves it out of the search)", ip->v);
+	int rc = sched_build(ip->sched, ip->nstages, ip->micro, 1, &sc);
+	if (rc < 0)
 		return rc;
+	int **o = ir_calloc((size_t)ip->nstages, sizeof *o);
+	for (int s = 0; o && s < ip->nstages; s++) {
+		int k = 0;
+		if (!(o[s] = ir_malloc(sizeof *o[s] * (size_t)(2 * ip->micro)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (int j = 0; j < sc.nops[s]; j++) {
+			const struct sched_op *x = &sc.ops[s][j];
+			if ((x->kind == SCHED_FWD || x->kind == SCHED_BWD) && k < 2 * ip->micro)
+				o[s][k++] = x->kind == SCHED_FWD ? x->mb : -(x->mb + 1);
+		}
+		IR_ASSERT(k == 2 * ip->micro);
 	}
-	double *start = ir_calloc((size_t)ts.nstate + 1, sizeof *start);
-	int (*ties)[2] = ir_calloc((size_t)(ts.nparams + ts.nstate) + 1, sizeof *ties);
-	if (!start || !ties) {
-		rc = ir_errorf(-ENOMEM, "out of memory");
-		goto out;
+	sched_free(&sc);
+	if (!o || rc < 0) {
+		for (int s = 0; o && s < ip->nstages; s++)
+			ir_free(o[s]);
+		ir_free(o);
+		return ir_errorf(-ENOMEM, "out of memory");
 	}
-	train_state_start(&ts, &to, start);
-	train_step_ties(&ts, ties);
+	*out = o;
+	return 0;
+}
+
+/* The intra-op pass on one stage's part of the train step (the whole step
+ * for one stage): the update's nodes weigh once per step, write-backs are
+ * costed edges. keep: the stage's nodes, NULL for all; *src: the stage
+ * graph's value ids in the step's. */
+static int train_stage(const struct compile_input *in, const struct train_step *ts, const int (*ties)[2], int s,
+		       struct ir_graph **sg, int **src, struct intra_result *r)
+{
+	const struct inter_stage *x = &in->inter->stages[s];
+	int ntie = ts->nparams + ts->nstate, rc = 0, k = 0;
+	struct intra_opts o;
 	intra_opts_init(&o);
 	o.n0 = x->n0;
 	o.n1 = x->n1;
 	o.mem_limit = in->opts->mem_limit;
 	o.cal = in->opts->cal;
-	o.update_first = ts.update_first;
-	o.step_share = 1.0 / ip->micro;
-	o.ties = (const int (*)[2])ties;
-	o.nties = ts.nparams + ts.nstate;
-	if ((rc = intra_pass(ts.g, in->cluster, &o, &r)) < 0) {
-		ir_error_prefix("the train step");
+	o.step_share = 1.0 / in->inter->micro;
+	*sg = ts->g;
+	*src = NULL;
+	if (!ts->nstages) {
+		o.update_first = ts->update_first;
+		o.ties = ties;
+		o.nties = ntie;
+		return intra_pass(ts->g, in->cluster, &o, r);
+	}
+	int nn = ir_graph_nnodes(ts->g), nw = ir_graph_nvalues(ts->g);
+	bool *keep = ir_calloc((size_t)nn + 1, sizeof *keep);
+	int *inv = ir_malloc(sizeof *inv * (size_t)(nw + 1));
+	int (*mine)[2] = ir_calloc((size_t)ntie + 1, sizeof *mine);
+	if (!keep || !inv || !mine) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
 	}
-	*mem = r.mem_limit;
-	train_opts_str(&to, cfg, sizeof cfg);
-	struct lower_train tr = { &ts, ip->micro, start, cfg };
-	struct lower_stage st = { ts.g, &r, 0, x->rows, x->cols, NULL };
-	rc = lower_train(&tr, &st, in->cluster_spec, out);
-	intra_result_free(&r);
+	for (int i = 0; i < nn; i++)
+		keep[i] = ir_graph_node(ts->g, i)->tag == s || ir_graph_node(ts->g, i)->tag == IR_TAG_ALL;
+	if (!(*sg = graph_extract_set(ts->g, keep, src))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	int nv = ir_graph_nvalues(*sg);
+	memset(inv, -1, sizeof *inv * (size_t)(nw + 1));
+	for (int v = 0; v < nv; v++)
+		if ((*src)[v] >= 0)
+			inv[(*src)[v]] = v;
+	o.update_first = ir_graph_nnodes(*sg);
+	for (int i = 0; i < ir_graph_nnodes(*sg); i++) {
+		int w = (*src)[ir_graph_node(*sg, i)->out[0]->id];
+		const struct ir_value *wv = w >= 0 ? ir_graph_value(ts->g, w) : NULL;
+		if (wv && wv->kind == IR_VAL_NODE && wv->def->id >= ts->update_first) {
+			o.update_first = i;
+			break;
+		}
+	}
+	for (int t = 0; t < ntie; t++)
+		if (inv[ties[t][0]] >= 0 && inv[ties[t][1]] >= 0) {
+			mine[k][0] = inv[ties[t][0]];
+			mine[k++][1] = inv[ties[t][1]];
+		}
+	o.ties = (const int (*)[2])mine;
+	o.nties = k;
+	o.inputs_resident = s > 0; /* received from the stage before */
+	if ((rc = intra_pass(*sg, in->cluster, &o, r)) < 0)
+		ir_error_prefix("stage %d", s);
 out:
+	ir_free(keep);
+	ir_free(inv);
+	ir_free(mine);
+	return rc;
+}
+
+/* The train step of forward graph g (taken over): built at the micro-batch
+ * size with its nodes tagged by stage when pipelined, each stage's part
+ * sharded on its logical mesh, lowered together. */
+static int lower_training(const struct compile_input *in, struct ir_graph *g, struct plan **out, double *mem)
+{
+	const struct inter_plan *ip = in->inter;
+	int ns = ip->nstages, rc = 0, rank = 0, **order = NULL;
+	struct train_opts to;
+	struct train_step ts;
+	char cfg[512];
+	memset(&ts, 0, sizeof ts);
+	if (ns > 1 && (rc = stage_orders(ip, &order)) < 0) {
+		ir_graph_free(g);
+		return rc;
+	}
+	for (int s = 0; ns > 1 && s < ns; s++)
+		for (int i = ip->stages[s].node_first; i < ip->stages[s].node_last; i++)
+			ir_graph_node(g, i)->tag = s;
+	if (in->train)
+		to = *in->train;
+	else
+		train_opts_init(&to);
+	to.grad_scale = 1.0 / ip->micro;
+	double *start = NULL;
+	int (*ties)[2] = NULL;
+	struct ir_graph **sg = ir_calloc((size_t)ns, sizeof *sg);
+	int **src = ir_calloc((size_t)ns, sizeof *src);
+	struct intra_result *r = ir_calloc((size_t)ns, sizeof *r);
+	struct lower_stage *st = ir_calloc((size_t)ns, sizeof *st);
+	bool *solved = ir_calloc((size_t)ns, sizeof *solved);
+	if ((rc = train_build(g, &to, &ts)) < 0)
+		goto out;
+	if (ns > 1 && ts.nstages != ns) {
+		rc = ir_errorf(-EINVAL, "the train step spans %d stages, the plan has %d", ts.nstages, ns);
+		goto out;
+	}
+	start = ir_calloc((size_t)ts.nstate + 1, sizeof *start);
+	ties = ir_calloc((size_t)(ts.nparams + ts.nstate) + 1, sizeof *ties);
+	if (!start || !ties || !sg || !src || !r || !st || !solved) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto out;
+	}
+	train_state_start(&ts, &to, start);
+	train_step_ties(&ts, ties);
+	for (int s = 0; s < ns; s++) {
+		const struct inter_stage *x = &ip->stages[s];
+		if ((rc = train_stage(in, &ts, (const int (*)[2])ties, s, &sg[s], &src[s], &r[s])) < 0) {
+			if (ns == 1)
+				ir_error_prefix("the train step");
+			goto out;
+		}
+		solved[s] = true;
+		st[s] = (struct lower_stage){ sg[s], &r[s], rank, x->rows, x->cols, src[s] };
+		rank += x->n0 * x->n1;
+		*mem = r[s].mem_limit;
+	}
+	train_opts_str(&to, cfg, sizeof cfg);
+	struct lower_train tr = { &ts, ip->micro, start, cfg, (const int *const *)order };
+	rc = lower_train(&tr, st, ns, in->cluster_spec, out);
+out:
+	for (int s = 0; s < ns; s++) {
+		if (solved && solved[s])
+			intra_result_free(&r[s]);
+		if (sg && sg[s] != ts.g)
+			ir_graph_free(sg[s]);
+		if (src)
+			ir_free(src[s]);
+		if (order)
+			ir_free(order[s]);
+	}
+	ir_free(order);
+	ir_free(sg);
+	ir_free(src);
+	ir_free(r);
+	ir_free(st);
+	ir_free(solved);
 	ir_free(start);
 	ir_free(ties);
 	train_step_free(&ts);

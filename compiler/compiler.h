@@ -143,7 +143,8 @@ int onnx_save_params(const char *src, const char *dst, int n, const char *const 
  * last, one output per graph update (ir_graph_update_param: BatchNorm's
  * running statistics, imported with onnx_import_opts.updates), computed
  * per micro-batch, so each micro-batch sees the last one's statistics.
- * Nodes [0, update_first) compute the loss and gradients of one micro-batch;
+ * Nodes [0, update_first) compute the loss and gradients of one micro-batch
+ * (forward and loss before bwd_first, backward from it);
  * nodes [update_first, n) read only grads[], params, state and the step
  * and run once per step: gradient accumulation and the data-parallel
  * reduction go between the two. */
@@ -196,6 +197,13 @@ struct train_step {
 	struct ir_value **state;  /* state inputs of g, in input order */
 	int ndata;                /* data inputs (model + loss); state[0] is input ndata */
 	int update_first;         /* first node of the once-per-step part */
+	int bwd_first;            /* first node of the backward pass (after the loss) */
+	int nstages;              /* pipelined (the forward graph's nodes carried their
+				   * stage in ir_node.tag): every node's tag is its
+				   * stage, or IR_TAG_ALL for the update's global
+				   * scalars (step, learning rate, gradient norm),
+				   * which every stage computes; 0: not pipelined */
+	int *param_stage;         /* [nparams] when pipelined, else NULL */
 	int nfrozen;              /* floating point params left alone (frozen or off the loss) */
 	int label_input;          /* cross_entropy: index of the labels input, else -1 */
 	int64_t nclasses;         /* cross_entropy: the class dimension's size */
@@ -577,8 +585,10 @@ struct lower_train {
 	int micro;
 	const double *state_init;        /* [ts->nstate] */
 	const char *config;              /* the optimizer's options, as text */
+	const int *const *order;         /* pipelined: per stage its schedule, 2 * micro
+					  * entries (plan_stage.order); NULL for one stage */
 };
-int lower_train(const struct lower_train *tr, const struct lower_stage *st, const char *cluster,
+int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out);
 
 /* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
@@ -595,6 +605,9 @@ int plan_print_device(const struct plan *p, int dev, FILE *f);
  * ranges). src: when not NULL, *src (ir_free) maps each value id of the
  * new graph to the value id of g it stands for. NULL with a message. */
 struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bool sig, int **src);
+/* The same for the nodes keep[] says, in order (a pipelined train step's
+ * stage): outputs are the values other nodes or g's outputs read. */
+struct ir_graph *graph_extract_set(const struct ir_graph *g, const bool *keep, int **src);
 
 /* ---- layer clustering (compiler/cluster.c) ------------------------------
  * Cuts a graph's nodes, in program order, into layers for the inter-op
@@ -641,6 +654,8 @@ struct inter_opts {
 	struct ir_graph *(*load)(void *ctx, int64_t b);
 	void *ctx;
 	int64_t static_batch;    /* the model's batch when fixed, else 0 */
+	bool no_interleaved;     /* leave interleaved 1F1B out of the search (what
+				  * lowering a training plan cannot run yet) */
 };
 void inter_opts_init(struct inter_opts *o);
 

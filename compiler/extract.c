@@ -31,7 +31,8 @@ static struct ir_value *clone_const(struct ir_graph *s, struct ir_value **map, c
 	return map[v->id];
 }
 
-struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bool sig, int **src)
+/* Nodes [first, last) that keep says (NULL: all of them). */
+static struct ir_graph *extract(const struct ir_graph *g, int first, int last, const bool *keep, bool sig, int **src)
 {
 	int nv = ir_graph_nvalues(g), k = ir_graph_nnodes(g);
 	struct ir_graph *s = ir_graph_new();
@@ -40,8 +41,10 @@ struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bo
 	struct ir_value **in = NULL;
 	bool *dyn = cost_dynamic_values(g);
 	int cap = 0, rc = s && map && used_after && dyn ? 0 : -ENOMEM;
-	for (int i = last; rc == 0 && i < k; i++) {
+	for (int i = 0; rc == 0 && i < k; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
+		if (i >= first && i < last && (!keep || keep[i]))
+			continue;
 		for (int j = 0; j < n->nin; j++)
 			used_after[n->in[j]->id] = true;
 	}
@@ -49,6 +52,8 @@ struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bo
 		used_after[ir_graph_output(g, o)->id] = true;
 	for (int i = first; rc == 0 && i < last; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
+		if (keep && !keep[i])
+			continue;
 		if (n->nin > cap) {
 			cap = n->nin * 2;
 			ir_free(in);
@@ -91,6 +96,8 @@ struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bo
 	}
 	for (int i = first; rc == 0 && i < last; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
+		if (keep && !keep[i])
+			continue;
 		for (int j = 0; j < n->nout && rc == 0; j++)
 			if (used_after[n->out[j]->id])
 				rc = ir_graph_add_output(s, map[n->out[j]->id], NULL);
@@ -118,4 +125,14 @@ struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bo
 		return NULL;
 	}
 	return s;
+}
+
+struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bool sig, int **src)
+{
+	return extract(g, first, last, NULL, sig, src);
+}
+
+struct ir_graph *graph_extract_set(const struct ir_graph *g, const bool *keep, int **src)
+{
+	return extract(g, 0, ir_graph_nnodes(g), keep, false, src);
 }

@@ -110,6 +110,8 @@ static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reac
 	if (!any_in)
 		goto done;
 	b->name = nd->name;
+	b->tagged = nd->tag != IR_TAG_NONE;
+	b->tag = nd->tag;
 	rc = grad_rule(b, nd, gout, want, gin);
 	if (rc == -ENOTSUP) {
 		ir_error_prefix("node \"%s\" on the path from \"%s\" to the loss",

@@ -16,6 +16,8 @@ struct gb {
 	struct ir_graph *g;
 	const char *name; /* the forward node's name: new nodes carry it */
 	int err;          /* 0, or the first error's negative code */
+	bool tagged;      /* new nodes get tag (ir_node.tag) */
+	int tag;
 };
 
 struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in,

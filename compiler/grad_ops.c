@@ -24,6 +24,8 @@ struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *co
 		b->err = ir_error_code() ? ir_error_code() : -ENOMEM;
 		return NULL;
 	}
+	if (b->tagged)
+		n->tag = b->tag;
 	return n->out[0];
 }
 

@@ -228,7 +228,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		int sch = order[oi];
 		int v = sch == COST_SCHED_INTERLEAVED ? 2 : 1;
 		if (sch == COST_SCHED_INTERLEAVED) {
-			bool ok = np > 1 && s->m % np == 0;
+			bool ok = np > 1 && s->m % np == 0 && !s->env->no_interleaved;
 			for (int i = 0; i < np && ok; i++)
 				ok = dr->stages[i].last > dr->stages[i].first;
 			if (!ok)
@@ -450,7 +450,8 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 {
 	memset(p, 0, sizeof *p);
 	double t0 = now();
-	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal };
+	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal,
+				 .no_interleaved = o->no_interleaved };
 	struct cost_device dev;
 	cost_cluster_effective(c, &dev, &env.intra, &env.inter, &env.per_node);
 	enum cost_prec prec = o->prec >= 0 ? (enum cost_prec)o->prec : cost_default_prec(&dev);

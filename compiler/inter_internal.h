@@ -21,6 +21,7 @@ struct inter_env {
 	double elem_scale;        /* f32 activation bytes -> bytes in the step (0.5 mixed) */
 	struct cost_link intra, inter;
 	int per_node;             /* devices per node */
+	bool no_interleaved;      /* inter_opts.no_interleaved */
 };
 
 /* One (sub-mesh, logical mesh) choice: the DP's (m, c) flattened. */

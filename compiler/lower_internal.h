@@ -24,6 +24,7 @@ struct lw_buf {
 	int index;                   /* bound tensor */
 	struct ir_sharding spec;     /* bound: how the global tensor is split */
 	int64_t offset;              /* bytes, set by the memory plan */
+	int slots;                   /* set by the memory plan (plan_buffer.slots) */
 };
 
 struct lw_ins {
@@ -76,7 +77,35 @@ struct lower {
 				      * (else a constant, made where it is read) */
 	int step_first;              /* training: the first instruction run once per
 				      * step; -1 (or nins) for none */
+	int fwd_end;                 /* pipelined training: the first instruction of the
+				      * backward part; 0 for none */
+	const int *order;            /* pipelined training: the stage's schedule */
+	int norder;
 };
+
+/* The lowering of one plan: its stages and how their values relate to
+ * the whole graph's. */
+struct lw_ctx {
+	const struct lower_train *tr; /* a training step, or NULL */
+	const struct ir_graph *whole;
+	const struct lower_stage *st;
+	int ns;
+	struct lower *L;        /* [ns] */
+	int **inv;              /* [ns][whole value id]: the stage's value id, -1 */
+	int *owner;             /* [whole value id]: the stage computing it, -1 */
+	int *pidx, *iidx;       /* [whole value id]: parameter / input index, -1 */
+};
+
+/* lower_plan.c: the whole graph's value id that stage s's value v stands
+ * for; stage s's lowering set up (buffers, reps, the plan's stage entry);
+ * stage s's input v, computed by another stage, sent from there now
+ * (appended to both programs) and added as v's rep. */
+int lw_src_of(const struct lw_ctx *c, int s, int v);
+int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh);
+int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v);
+
+/* lower_pipe.c: a pipelined training plan's stages lowered together. */
+int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh);
 
 /* lower.c */
 int lw_buf_new(struct lower *L, enum ir_dtype dt, const struct ir_shape *shape);
@@ -137,7 +166,14 @@ int lw_bind_output(struct lower *L, int i, const struct ir_value *v);
  * gradient-norm output and the write-back of new parameters and state. */
 int lw_train_tensors(struct plan *p, const struct lower_train *tr);
 int lw_train_split(struct lower *L, const struct lower_train *tr);
-int lw_train_finish(struct lower *L, const struct lower_train *tr);
+int lw_train_finish(struct lower *L, const struct lower_train *tr, const int *inv, bool norm_out);
+/* lw_train_split's halves, for a stage of a pipelined step (inv: the
+ * whole step's value id -> L's, NULL when L is the whole step): the loss
+ * output and per-micro-batch write-backs of the values L computes, at the
+ * end of the forward part; the gradients L computes into accumulators
+ * (accumulate) or kept, and the per-step part's start. */
+int lw_train_fwd_end(struct lower *L, const struct lower_train *tr, const int *inv);
+int lw_train_bwd_end(struct lower *L, const struct lower_train *tr, const int *inv, bool accumulate);
 
 /* Value v as a buffer under dst (lower.c): the rep that has it, a
  * constant made there, or the nearest rep resharded. */

@@ -31,6 +31,12 @@ static int64_t buf_bytes(const struct lw_buf *b)
 	return (int64_t)ir_dtype_size(b->dtype) * ir_shape_numel(&b->shape);
 }
 
+/* Bytes of the arena a buffer takes, all its slots. */
+static int64_t extent(const struct lw_buf *b)
+{
+	return align_up(buf_bytes(b)) * (b->slots > 1 ? b->slots : 1);
+}
+
 /* Inserts a FREE after the last use of every temporary; lo/hi receive each
  * buffer's live interval in the new order. */
 static int insert_frees(struct lower *L, int *lo, int *hi)
@@ -65,11 +71,13 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 	}
 	for (int b = 0; b < nb; b++)
 		lo[b] = hi[b] = -1;
-	int k = 0, sf = -1;
+	int k = 0, sf = -1, fe = -1;
 	for (int i = 0; i < ni; i++) {
 		const struct lw_ins *x = &L->ins[i];
 		if (i == L->step_first)
 			sf = k;
+		if (i == L->fwd_end)
+			fe = k;
 		ins[k] = *x;
 		for (int j = 0; j < x->nin + x->nout; j++) {
 			int b = L->args[x->arg + j];
@@ -98,6 +106,7 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 	L->ins = ins;
 	L->nins = L->capins = k;
 	L->step_first = sf < 0 ? k : sf;
+	L->fwd_end = L->fwd_end > 0 ? (fe < 0 ? L->step_first : fe) : 0;
 	ins = NULL;
 	rc = 0;
 out:
@@ -106,12 +115,40 @@ out:
 	return rc < 0 ? ir_errorf(rc, "out of memory planning memory") : 0;
 }
 
+/* A pipelined program: temporaries the forward part writes and the
+ * backward part reads, and inputs the backward part reads, live while
+ * other micro-batches' parts run: one slot per micro-batch in flight, and
+ * the whole per-micro-batch part as their interval (plan_verify's rule). */
+static int stash_slots(struct lower *L, int *lo, int *hi)
+{
+	if (L->fwd_end <= 0)
+		return 0;
+	int slots = plan_schedule_slots(L->order, L->norder);
+	unsigned char *read = ir_calloc((size_t)L->nbuf + 1, 1);
+	if (!read)
+		return ir_errorf(-ENOMEM, "out of memory planning memory");
+	for (int i = L->fwd_end; i < L->step_first; i++)
+		for (int j = 0; j < L->ins[i].nin; j++)
+			read[L->args[L->ins[i].arg + j]] = 1;
+	for (int b = 0; b < L->nbuf; b++) {
+		struct lw_buf *x = &L->buf[b];
+		if (!read[b] || !(x->bind == PLAN_BIND_INPUT || (x->bind == PLAN_BIND_NONE && lo[b] < L->fwd_end)))
+			continue;
+		x->slots = slots;
+		lo[b] = 0;
+		if (hi[b] < L->step_first)
+			hi[b] = L->step_first;
+	}
+	ir_free(read);
+	return 0;
+}
+
 static const struct lower *sort_ctx;
 
 static int by_size(const void *a, const void *b)
 {
 	int x = *(const int *)a, y = *(const int *)b;
-	int64_t sx = buf_bytes(&sort_ctx->buf[x]), sy = buf_bytes(&sort_ctx->buf[y]);
+	int64_t sx = extent(&sort_ctx->buf[x]), sy = extent(&sort_ctx->buf[y]);
 	return sx != sy ? (sx < sy ? 1 : -1) : (x > y) - (x < y);
 }
 
@@ -144,11 +181,11 @@ static int64_t place(struct lower *L, const int *lo, const int *hi)
 	int np = 0;
 	for (int i = 0; i < nb; i++) {
 		int b = order[i], ns = 0;
-		int64_t size = align_up(buf_bytes(&L->buf[b]));
+		int64_t size = extent(&L->buf[b]);
 		for (int j = 0; j < np; j++) {
 			int c = placed[j];
 			if (lo[c] <= hi[b] && lo[b] <= hi[c])
-				sp[ns++] = (struct span){ L->buf[c].offset, L->buf[c].offset + align_up(buf_bytes(&L->buf[c])) };
+				sp[ns++] = (struct span){ L->buf[c].offset, L->buf[c].offset + extent(&L->buf[c]) };
 		}
 		qsort(sp, (size_t)ns, sizeof *sp, by_lo);
 		int64_t off = 0;
@@ -254,6 +291,7 @@ static int expand(struct lower *L, int64_t arena)
 			x->bind = s->bind;
 			x->index = s->index;
 			x->writer = true;
+			x->slots = s->slots;
 			uint8_t used = 0;
 			for (int e = 0; e < s->shape.rank; e++) {
 				int piece, n;
@@ -268,11 +306,13 @@ static int expand(struct lower *L, int64_t arena)
 		 * out, and so are frees of buffers only they write */
 		memset(touched, 0, (size_t)L->nbuf + 1);
 		int n = 0;
-		int sf = -1;
+		int sf = -1, fe = -1;
 		for (int i = 0; i < L->nins; i++) {
 			const struct lw_ins *s = &L->ins[i];
 			if (i == L->step_first)
 				sf = n;
+			if (i == L->fwd_end)
+				fe = n;
 			if (s->only && s->only - 1 != k)
 				continue;
 			if (s->kind == PLAN_FREE && !touched[L->args[s->arg]])
@@ -298,6 +338,17 @@ static int expand(struct lower *L, int64_t arena)
 		}
 		d->ninstr = n;
 		d->nstep = sf < 0 ? 0 : n - sf;
+		/* an empty forward part still marks the program as pipelined */
+		d->nfwd = L->fwd_end > 0 ? (fe < 0 ? n - d->nstep : fe) : 0;
+		if (L->fwd_end > 0 && d->nfwd == 0)
+			return ir_errorf(-EINVAL, "stage %d: device %d has an empty forward part", L->stage, k);
+	}
+	if (L->norder) {
+		struct plan_stage *st = &p->stages[L->stage];
+		if (!(st->order = ir_malloc(sizeof *st->order * (size_t)L->norder)))
+			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+		memcpy(st->order, L->order, sizeof *st->order * (size_t)L->norder);
+		st->norder = L->norder;
 	}
 	ir_free(touched);
 	return 0;
@@ -312,7 +363,7 @@ int lw_finish(struct lower *L)
 		rc = ir_errorf(-ENOMEM, "out of memory planning memory");
 		goto out;
 	}
-	if ((rc = insert_frees(L, lo, hi)) < 0)
+	if ((rc = insert_frees(L, lo, hi)) < 0 || (rc = stash_slots(L, lo, hi)) < 0)
 		goto out;
 	int64_t arena = place(L, lo, hi);
 	if (arena < 0) {

@@ -112,23 +112,13 @@ static int *index_of(const struct ir_graph *g, int n, struct ir_value *(*get)(co
 	return x;
 }
 
-struct lw_ctx {
-	const struct lower_train *tr; /* a training step, or NULL */
-	const struct ir_graph *whole;
-	const struct lower_stage *st;
-	int ns;
-	struct lower *L;        /* [ns] */
-	int **inv;              /* [ns][whole value id]: the stage's value id, -1 */
-	int *owner;             /* [whole value id]: the stage computing it, -1 */
-	int *pidx, *iidx;       /* [whole value id]: parameter / input index, -1 */
-};
-
-static int src_of(const struct lw_ctx *c, int s, int v)
+int lw_src_of(const struct lw_ctx *c, int s, int v)
 {
 	return c->st[s].src ? c->st[s].src[v] : v;
 }
+#define src_of lw_src_of
 
-static int init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
+int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
 {
 	const struct lower_stage *x = &c->st[s];
 	struct lower *L = &c->L[s];
@@ -160,7 +150,7 @@ static int init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared 
 		if (ir_graph_value(x->g, v)->kind == IR_VAL_NODE && c->owner[w] < 0)
 			c->owner[w] = s;
 	}
-	p->stages[s] = (struct plan_stage){ x->first_rank, L->nd, x->rows, x->cols, L->n0, L->n1 };
+	p->stages[s] = (struct plan_stage){ x->first_rank, L->nd, x->rows, x->cols, L->n0, L->n1, 0, NULL };
 	return 0;
 }
 
@@ -197,20 +187,32 @@ static int stage_inputs(struct lw_ctx *c, int s)
 		if (from < 0 || from >= s)
 			return ir_errorf(-EINVAL, "stage %d: input \"%s\" is computed by no earlier stage", s,
 					 v->name ? v->name : "");
-		if (!rs)
-			continue; /* nothing reads it */
-		struct lower *S = &c->L[from];
-		int u = c->inv[from][w], rb;
-		if ((rc = lw_ensure(S, ir_graph_value(S->g, u))) < 0)
-			return rc;
-		int r = lw_pick_rep(S, u);
-		IR_ASSERT(r >= 0);
-		struct ir_sharding ss = S->reps[r].spec;
-		if ((rc = lw_transfer(S, ir_graph_value(S->g, u), S->reps[r].buf, &ss, L, v, rs, &rb)) < 0 ||
-		    (rc = lw_rep_add(L, v->id, rs, rb)) < 0)
+		if (rs && (rc = lw_receive(c, s, v)) < 0)
 			return rc;
 	}
 	return 0;
+}
+
+int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v)
+{
+	struct lower *L = &c->L[s];
+	const struct ir_sharding *rs = chosen_spec(L, v);
+	int w = src_of(c, s, v->id), from = w >= 0 ? c->owner[w] : -1, rc, rb;
+	if (!rs)
+		return 0; /* nothing reads it */
+	if (from < 0 || from == s)
+		return ir_errorf(-EINVAL, "stage %d: input \"%s\" is computed by no other stage", s,
+				 v->name ? v->name : "");
+	struct lower *S = &c->L[from];
+	int u = c->inv[from][w];
+	if ((rc = lw_ensure(S, ir_graph_value(S->g, u))) < 0)
+		return rc;
+	int r = lw_pick_rep(S, u);
+	IR_ASSERT(r >= 0);
+	struct ir_sharding ss = S->reps[r].spec;
+	if ((rc = lw_transfer(S, ir_graph_value(S->g, u), S->reps[r].buf, &ss, L, v, rs, &rb)) < 0)
+		return rc;
+	return lw_rep_add(L, v->id, rs, rb);
 }
 
 /* Model output o, bound in the stage computing it (or, for a model input
@@ -257,7 +259,7 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 {
 	int rc;
 	for (int s = 0; s < c->ns; s++) {
-		if ((rc = init_stage(c, s, p, sh)) < 0)
+		if ((rc = lw_init_stage(c, s, p, sh)) < 0)
 			return rc;
 		if (c->st[s].first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
 			return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s,
@@ -275,7 +277,7 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 				return rc;
 			}
 		}
-		if (c->tr && (rc = lw_train_finish(L, c->tr)) < 0)
+		if (c->tr && (rc = lw_train_finish(L, c->tr, NULL, true)) < 0)
 			return rc;
 	}
 	for (int o = 0; !c->tr && o < ir_graph_noutputs(c->whole); o++)
@@ -292,6 +294,7 @@ static int lower_any(const struct lower_train *tr, const struct ir_graph *whole,
 {
 	struct lw_shared sh = { NULL, 0, 0 };
 	struct lw_ctx c = { tr, whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
+	_Static_assert(sizeof c == sizeof(struct lw_ctx), "every field set");
 	int ndata = tr ? tr->ts->ndata : ir_graph_ninputs(whole);
 	struct plan *p = plan_new();
 	int nw = ir_graph_nvalues(whole), rc = -ENOMEM;
@@ -315,7 +318,7 @@ static int lower_any(const struct lower_train *tr, const struct ir_graph *whole,
 			      true)) < 0 ||
 	    (tr && (rc = lw_train_tensors(p, tr)) < 0))
 		goto fail;
-	rc = lower_all(&c, p, &sh);
+	rc = tr && nstages > 1 ? lw_pipe_all(&c, p, &sh) : lower_all(&c, p, &sh);
 fail:
 	if (rc == -ENOMEM && !ir_error()[0])
 		ir_errorf(-ENOMEM, "out of memory lowering the plan");
@@ -342,13 +345,16 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
 	return lower_any(NULL, whole, st, nstages, cluster, out);
 }
 
-int lower_train(const struct lower_train *tr, const struct lower_stage *st, const char *cluster,
+int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out)
 {
 	*out = NULL;
-	if (st->g != tr->ts->g || st->src)
+	if (nstages == 1 && (st->g != tr->ts->g || st->src))
 		return ir_errorf(-EINVAL, "lower_train: the stage must be the train step's own graph");
-	return lower_any(tr, tr->ts->g, st, 1, cluster, out);
+	if (nstages > 1 && (tr->ts->nstages != nstages || !tr->order))
+		return ir_errorf(-EINVAL, "lower_train: a step built for %d stages and %s schedule, lowered on %d",
+				 tr->ts->nstages, tr->order ? "a" : "no", nstages);
+	return lower_any(tr, tr->ts->g, st, nstages, cluster, out);
 }
 
 int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out)

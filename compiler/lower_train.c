@@ -119,41 +119,66 @@ static int check_update_reads(const struct lower *L, const struct train_step *ts
 	return 0;
 }
 
-int lw_train_split(struct lower *L, const struct lower_train *tr)
+/* L's value standing for whole value w (inv: whole id -> L's, NULL when
+ * L's graph is the whole), or NULL. */
+static const struct ir_value *in_L(const struct lower *L, const int *inv, const struct ir_value *w)
+{
+	int v = inv ? inv[w->id] : w->id;
+	return v < 0 ? NULL : ir_graph_value(L->g, v);
+}
+
+/* Computed by L's own nodes (not received, bound or absent). */
+static bool made_here(const struct ir_value *v)
+{
+	return v && v->kind == IR_VAL_NODE;
+}
+
+int lw_train_fwd_end(struct lower *L, const struct lower_train *tr, const int *inv)
+{
+	const struct ir_graph *whole = tr->ts->g;
+	const struct ir_value *loss = in_L(L, inv, tr->ts->loss);
+	int rc;
+	/* the loss of this micro-batch */
+	if (made_here(loss) && ((rc = lw_ensure(L, loss)) < 0 || (rc = lw_bind_output(L, 0, loss)) < 0))
+		return rc;
+	/* BatchNorm running statistics: each micro-batch sees the last one's */
+	for (int j = 0; j < ir_graph_nupdates(whole); j++) {
+		const struct ir_value *t = ir_graph_update_param(whole, j);
+		const struct ir_value *v = in_L(L, inv, ir_graph_update_value(whole, j)), *tl = in_L(L, inv, t);
+		if (!made_here(v))
+			continue;
+		if (!tl)
+			return ir_errorf(-EINVAL, "stage %d updates \"%s\" but does not hold it (a compiler bug)", L->stage,
+					 t->name ? t->name : "");
+		if ((rc = write_back(L, tl, PLAN_BIND_PARAM, param_index(whole, t), v)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int lw_train_bwd_end(struct lower *L, const struct lower_train *tr, const int *inv, bool accumulate)
 {
 	const struct train_step *ts = tr->ts;
-	const struct ir_graph *g = L->g;
-	int nv = ir_graph_nvalues(g), rc;
-	bool *grad = ir_calloc((size_t)nv + 1, sizeof *grad);
+	int nv = ir_graph_nvalues(L->g), rc = 0;
 	int *acc = ir_malloc(sizeof *acc * (size_t)(ts->nparams + 1));
 	struct ir_sharding *spec = ir_malloc(sizeof *spec * (size_t)(ts->nparams + 1));
-	if (!grad || !acc || !spec) {
+	if (!acc || !spec) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (int i = 0; i < ts->nparams; i++)
-		grad[ts->grads[i]->id] = true;
-	if ((rc = check_update_reads(L, ts, grad)) < 0)
-		goto out;
-	/* the loss of this micro-batch */
-	if ((rc = lw_ensure(L, ts->loss)) < 0 || (rc = lw_bind_output(L, 0, ts->loss)) < 0)
-		goto out;
-	/* BatchNorm running statistics: each micro-batch sees the last one's */
-	for (int j = 0; j < ir_graph_nupdates(g); j++) {
-		const struct ir_value *t = ir_graph_update_param(g, j);
-		if ((rc = write_back(L, t, PLAN_BIND_PARAM, param_index(g, t), ir_graph_update_value(g, j))) < 0)
-			goto out;
-	}
 	/* accumulators: acc += gradient, in the gradient's own sharding */
 	for (int i = 0; i < ts->nparams; i++) {
-		const struct ir_value *gv = ts->grads[i];
+		const struct ir_value *gv = in_L(L, inv, ts->grads[i]);
+		acc[i] = -1;
+		if (!made_here(gv))
+			continue;
 		if ((rc = lw_ensure(L, gv)) < 0)
 			goto out;
 		int r = L->rep_head[gv->id];
 		IR_ASSERT(r >= 0);
 		int gb = L->reps[r].buf;
 		spec[i] = L->reps[r].spec;
-		if (tr->micro == 1) {
+		if (!accumulate) {
 			acc[i] = gb; /* one micro-batch: the gradient is the sum */
 			continue;
 		}
@@ -162,7 +187,7 @@ int lw_train_split(struct lower *L, const struct lower_train *tr)
 			goto out;
 		}
 		L->buf[acc[i]].bind = PLAN_BIND_ACCUM;
-		L->buf[acc[i]].index = param_index(g, ts->params[i]);
+		L->buf[acc[i]].index = param_index(ts->g, ts->params[i]);
 		L->buf[acc[i]].spec = spec[i];
 		int in[2] = { acc[i], gb };
 		if ((rc = lw_kernel_into(L, IR_OP_ADD, 2, in, acc[i])) < 0)
@@ -177,31 +202,54 @@ int lw_train_split(struct lower *L, const struct lower_train *tr)
 			L->reps[r].next = -1;
 	}
 	for (int i = 0; i < ts->nparams && rc == 0; i++) {
+		if (acc[i] < 0)
+			continue;
+		int g = in_L(L, inv, ts->grads[i])->id;
 		/* an accumulated gradient is never remade from its nodes */
-		L->dyn[ts->grads[i]->id] = true;
-		rc = lw_rep_add(L, ts->grads[i]->id, &spec[i], acc[i]);
+		L->dyn[g] = true;
+		rc = lw_rep_add(L, g, &spec[i], acc[i]);
 	}
 out:
-	ir_free(grad);
 	ir_free(acc);
 	ir_free(spec);
 	return rc == -ENOMEM ? ir_errorf(-ENOMEM, "out of memory lowering the plan") : rc;
 }
 
-int lw_train_finish(struct lower *L, const struct lower_train *tr)
+int lw_train_split(struct lower *L, const struct lower_train *tr)
 {
 	const struct train_step *ts = tr->ts;
-	const struct ir_graph *g = L->g;
-	const struct ir_value *norm = ir_graph_output(g, 1);
+	bool *grad = ir_calloc((size_t)ir_graph_nvalues(L->g) + 1, sizeof *grad);
 	int rc;
-	if ((rc = lw_ensure(L, norm)) < 0 || (rc = lw_bind_output(L, 1, norm)) < 0)
-		return rc;
+	if (!grad)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
 	for (int i = 0; i < ts->nparams; i++)
-		if ((rc = write_back(L, ts->params[i], PLAN_BIND_PARAM, param_index(g, ts->params[i]),
-				     ir_graph_output(g, 2 + i))) < 0)
+		grad[ts->grads[i]->id] = true;
+	rc = check_update_reads(L, ts, grad);
+	ir_free(grad);
+	if (rc == 0)
+		rc = lw_train_fwd_end(L, tr, NULL);
+	return rc < 0 ? rc : lw_train_bwd_end(L, tr, NULL, tr->micro > 1);
+}
+
+int lw_train_finish(struct lower *L, const struct lower_train *tr, const int *inv, bool norm_out)
+{
+	const struct train_step *ts = tr->ts;
+	const struct ir_graph *whole = ts->g;
+	const struct ir_value *norm = in_L(L, inv, ir_graph_output(whole, 1));
+	int rc;
+	if (norm_out && ((rc = lw_ensure(L, norm)) < 0 || (rc = lw_bind_output(L, 1, norm)) < 0))
+		return rc;
+	for (int i = 0; i < ts->nparams; i++) {
+		const struct ir_value *t = in_L(L, inv, ts->params[i]), *v = in_L(L, inv, ir_graph_output(whole, 2 + i));
+		if (t && (made_here(v) || v == t) &&
+		    (rc = write_back(L, t, PLAN_BIND_PARAM, param_index(whole, ts->params[i]), v)) < 0)
 			return rc;
-	for (int j = 0; j < ts->nstate; j++)
-		if ((rc = write_back(L, ts->state[j], PLAN_BIND_STATE, j, ir_graph_output(g, 2 + ts->nparams + j))) < 0)
+	}
+	for (int j = 0; j < ts->nstate; j++) {
+		const struct ir_value *t = in_L(L, inv, ts->state[j]);
+		const struct ir_value *v = in_L(L, inv, ir_graph_output(whole, 2 + ts->nparams + j));
+		if (t && (made_here(v) || v == t) && (rc = write_back(L, t, PLAN_BIND_STATE, j, v)) < 0)
 			return rc;
+	}
 	return 0;
 }

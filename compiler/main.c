@@ -521,6 +521,10 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	o.cal = cal;
 	o.load = load_batch;
 	o.ctx = &pl;
+	size_t ol = a->out_dir ? strlen(a->out_dir) : 0;
+	bool text = ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt");
+	/* a training plan to lower: only schedules lowering runs */
+	o.no_interleaved = a->train && a->out_dir && !text;
 	/* the cost model knows Nesterov's state as momentum's */
 	if (a->optim && (rc = cost_optim_parse(strcmp(a->optim, "nesterov") ? a->optim : "momentum", &o.optim)) < 0)
 		return rc;
@@ -551,8 +555,6 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		prefix_model(a);
 		return rc;
 	}
-	size_t ol = a->out_dir ? strlen(a->out_dir) : 0;
-	bool text = ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt");
 	char peak[IR_BYTES_STRLEN];
 	printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
 	       "peak %s per device\n", a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s",

@@ -40,8 +40,18 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		(unsigned long long)p->options_hash);
 	for (int s = 0; s < p->nstages; s++) {
 		const struct plan_stage *st = &p->stages[s];
-		fprintf(f, "stage %d: ranks %d-%d, sub-mesh %dx%d, logical mesh %dx%d\n", s, st->first_rank,
+		fprintf(f, "stage %d: ranks %d-%d, sub-mesh %dx%d, logical mesh %dx%d", s, st->first_rank,
 			st->first_rank + st->ndevices - 1, st->rows, st->cols, st->n0, st->n1);
+		if (st->norder) {
+			/* F0 F1 B0 F2 B1 ...: forward and backward parts of micro-batches */
+			fprintf(f, "; schedule");
+			for (int k = 0; k < st->norder && k < 32; k++)
+				fprintf(f, " %c%d", st->order[k] >= 0 ? 'F' : 'B',
+					st->order[k] >= 0 ? st->order[k] : -(st->order[k] + 1));
+			int k = plan_schedule_slots(st->order, st->norder);
+			fprintf(f, "%s, %d slot%s", st->norder > 32 ? " ..." : "", k, k == 1 ? "" : "s");
+		}
+		fprintf(f, "\n");
 	}
 	fprintf(f, "%d parameters (%.4g MiB), %d inputs (%.4g MiB), %d outputs (%.4g MiB), %d kernels, %d communicators\n",
 		p->nparams, tensor_bytes(p->params, p->nparams) / (1 << 20), p->ninputs,
@@ -116,6 +126,8 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 		fprintf(f, "  ");
 		print_buf(d, b, f);
 		fprintf(f, " @%lld", (long long)x->offset);
+		if (x->slots > 1)
+			fprintf(f, " x%d slots (one per micro-batch in flight)", x->slots);
 		if (x->bind != PLAN_BIND_NONE) {
 			const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM || x->bind == PLAN_BIND_ACCUM ? p->params :
 						      x->bind == PLAN_BIND_INPUT ? p->inputs :
@@ -127,8 +139,10 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 		}
 		fprintf(f, "\n");
 	}
-	fprintf(f, "program:%s\n", d->nstep ? " once per micro-batch" : "");
+	fprintf(f, "program:%s\n", d->nfwd ? " forward part, per micro-batch" : d->nstep ? " once per micro-batch" : "");
 	for (int i = 0; i < d->ninstr; i++) {
+		if (d->nfwd && i == d->nfwd)
+			fprintf(f, "backward part, per micro-batch:\n");
 		if (d->nstep && i == plan_step_first(d))
 			fprintf(f, "once per step, after the last micro-batch:\n");
 		print_instr(p, d, i, f);

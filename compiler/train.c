@@ -199,12 +199,80 @@ static int loss_scaling(struct train_step *ts, const struct train_opts *o, struc
 	return b.err;
 }
 
+/* The backward pass's first node once dead nodes are gone: fwd[0 .. nf)
+ * were the nodes before it, and survivors keep their order. */
+static int first_after(const struct ir_graph *g, struct ir_node *const *fwd, int nf)
+{
+	int j = 0, n = ir_graph_nnodes(g);
+	for (int i = 0; i < n; i++) {
+		const struct ir_node *x = ir_graph_node(g, i);
+		while (j < nf && fwd[j] != x)
+			j++;
+		if (j == nf)
+			return i;
+	}
+	return n;
+}
+
+/* A pipelined step: the forward graph's nodes came tagged with their
+ * stage. Untagged nodes before the update (the loss, converts, the
+ * gradient seed's users) take the latest stage among their operands'
+ * producers; those still untagged (reading only inputs and parameters)
+ * the earliest stage among their readers. Constants stay untagged: every
+ * stage makes its own. Each trained parameter belongs to the stage of its
+ * readers, which must be one. */
+static int stage_tags(struct train_step *ts)
+{
+	struct ir_graph *g = ts->g;
+	int nn = ir_graph_nnodes(g), nv = ir_graph_nvalues(g), ns = 0, rc = 0;
+	for (int i = 0; i < nn; i++)
+		if (ir_graph_node(g, i)->tag >= ns)
+			ns = ir_graph_node(g, i)->tag + 1;
+	if (ns == 0)
+		return 0;
+	bool *dyn = cost_dynamic_values(g);
+	int *lo = ir_malloc(sizeof *lo * (size_t)(nv + 1));
+	if (!dyn || !lo || !(ts->param_stage = ir_malloc(sizeof *ts->param_stage * (size_t)(ts->nparams + 1)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < nn; i++) {
+		struct ir_node *n = ir_graph_node(g, i);
+		if (n->tag != IR_TAG_NONE || !dyn[n->out[0]->id])
+			continue;
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j]->kind == IR_VAL_NODE && n->in[j]->def->tag > n->tag)
+				n->tag = n->in[j]->def->tag;
+	}
+	for (int v = 0; v < nv; v++)
+		lo[v] = ns;
+	for (int i = nn - 1; i >= 0; i--) {
+		struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nout && n->tag == IR_TAG_NONE && dyn[n->out[0]->id]; j++)
+			if (lo[n->out[j]->id] < ns)
+				n->tag = lo[n->out[j]->id];
+		if (n->tag < 0)
+			continue;
+		for (int j = 0; j < n->nin; j++)
+			if (n->tag < lo[n->in[j]->id])
+				lo[n->in[j]->id] = n->tag;
+	}
+	for (int i = 0; i < ts->nparams; i++)
+		ts->param_stage[i] = lo[ts->params[i]->id] < ns ? lo[ts->params[i]->id] : 0;
+	ts->nstages = ns;
+out:
+	ir_free(dyn);
+	ir_free(lo);
+	return rc == -ENOMEM ? ir_errorf(rc, "out of memory building the train step") : rc;
+}
+
 int train_build(struct ir_graph *g, const struct train_opts *o, struct train_step *ts)
 {
 	memset(ts, 0, sizeof *ts);
 	ts->g = g;
 	ts->label_input = -1;
 	struct ir_value *loss = NULL, **cand = NULL, **grads = NULL;
+	struct ir_node **fwd = NULL;
 	int rc = train_check_opts(o);
 	if (rc == 0)
 		rc = o->loss ? spec_loss(ts, g, o->loss, &loss) : model_loss(g, &loss);
@@ -245,6 +313,13 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 		rc = -ENOMEM;
 		goto done;
 	}
+	int nf = ir_graph_nnodes(g);
+	if (!(fwd = ir_malloc(sizeof *fwd * (size_t)(nf + 1)))) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	for (int i = 0; i < nf; i++)
+		fwd[i] = ir_graph_node(g, i);
 	rc = grad_build(g, target, n, cand, grads);
 	if (rc < 0)
 		goto done;
@@ -278,13 +353,17 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 	ts->grads = grads;
 	ts->ndata = ndata;
 	ts->update_first = ir_graph_nnodes(g);
+	ts->bwd_first = first_after(g, fwd, nf);
 	cand = grads = NULL;
+	if ((rc = stage_tags(ts)) < 0)
+		goto done;
 	rc = train_update(ts, o);
 	if (rc == 0)
 		rc = ir_verify(ts->g);
 done:
 	ir_free(cand);
 	ir_free(grads);
+	ir_free(fwd);
 	return rc;
 }
 
@@ -294,5 +373,6 @@ void train_step_free(struct train_step *ts)
 	ir_free(ts->params);
 	ir_free(ts->grads);
 	ir_free(ts->state);
+	ir_free(ts->param_stage);
 	memset(ts, 0, sizeof *ts);
 }

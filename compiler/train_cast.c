@@ -92,6 +92,9 @@ static int copy_node(struct cast *c, const struct ir_node *n)
 	bool f32 = !c->full && keep_f32(n->op);
 	if (n->nin > 8 && !(in = ir_calloc((size_t)n->nin, sizeof *in)))
 		return -ENOMEM;
+	/* the copy, and the converts around it, keep its tag (pipeline stage) */
+	c->b.tagged = n->tag != IR_TAG_NONE;
+	c->b.tag = n->tag;
 	for (int k = 0; k < n->nin; k++) {
 		in[k] = c->map[n->in[k]->id];
 		if (f32 && in[k] && ir_dtype_is_float(in[k]->dtype))
@@ -117,6 +120,7 @@ static int copy_node(struct cast *c, const struct ir_node *n)
 		return rc < 0 ? rc : c->b.err;
 	if (!m)
 		return ir_error_code() ? ir_error_code() : -ENOMEM;
+	m->tag = n->tag;
 	for (int j = 0; j < n->nout; j++) {
 		struct ir_value *v = m->out[j];
 		v->name = n->out[j]->name ? ir_graph_strdup(c->dst, n->out[j]->name) : NULL;
@@ -150,6 +154,7 @@ int train_cast(struct ir_graph **g, enum ir_dtype to)
 		rc = copy_param(&c, ir_graph_param(c.src, i));
 	for (int i = 0; rc == 0 && i < ir_graph_nnodes(c.src); i++)
 		rc = copy_node(&c, ir_graph_node(c.src, i));
+	c.b.tagged = false;
 	for (int i = 0; rc == 0 && i < ir_graph_noutputs(c.src); i++)
 		rc = ir_graph_add_output(c.dst, c.map[ir_graph_output(c.src, i)->id],
 					 ir_graph_output_name(c.src, i));

@@ -203,6 +203,20 @@ static int nslots(enum train_optim o)
 	return o == TRAIN_SGD ? 0 : o == TRAIN_MOMENTUM || o == TRAIN_NESTEROV ? 1 : 2;
 }
 
+/* Pipelined steps: what follows belongs to parameter i's stage, or is
+ * a global scalar every stage computes. */
+static void param_tag(struct gb *b, const struct train_step *ts, int i)
+{
+	b->tagged = ts->nstages > 0;
+	b->tag = ts->nstages ? ts->param_stage[i] : IR_TAG_NONE;
+}
+
+static void global_tag(struct gb *b, const struct train_step *ts)
+{
+	b->tagged = ts->nstages > 0;
+	b->tag = IR_TAG_ALL;
+}
+
 int train_update(struct train_step *ts, const struct train_opts *o)
 {
 	struct ir_graph *g = ts->g;
@@ -222,6 +236,7 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		}
 	if (rc < 0)
 		return rc;
+	global_tag(&b, ts);
 	struct ir_value *step = ts->state[0], *scale = NULL, *good = NULL;
 	if (o->compute == IR_F16) {
 		scale = ts->state[1];
@@ -235,18 +250,34 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		goto done;
 	}
 	struct ir_value *inv = scale ? gb_un(&b, IR_OP_RECIP, gb_convert(&b, scale, dt)) : NULL;
-	struct ir_value *sumsq = NULL;
-	for (int i = 0; i < ts->nparams; i++) {
-		gr[i] = inv ? gb_bin(&b, IR_OP_MUL, ts->grads[i], spread(&b, inv, ts->grads[i])) : ts->grads[i];
-		sumsq = gb_accumulate(&b, sumsq, sum_all(&b, gb_bin(&b, IR_OP_MUL, gr[i], gr[i])));
+	/* The squared norm: per pipeline stage a partial sum over its own
+	 * parameters, then the stages' sums, which every stage adds up alike. */
+	int nparts = ts->nstages ? ts->nstages : 1;
+	struct ir_value **part = ir_calloc((size_t)nparts, sizeof *part), *sumsq = NULL;
+	if (!part) {
+		rc = -ENOMEM;
+		goto done;
 	}
+	for (int i = 0; i < ts->nparams; i++) {
+		int s = ts->nstages ? ts->param_stage[i] : 0;
+		param_tag(&b, ts, i);
+		gr[i] = inv ? gb_bin(&b, IR_OP_MUL, ts->grads[i], spread(&b, inv, ts->grads[i])) : ts->grads[i];
+		part[s] = gb_accumulate(&b, part[s], sum_all(&b, gb_bin(&b, IR_OP_MUL, gr[i], gr[i])));
+	}
+	global_tag(&b, ts);
+	for (int s = 0; s < nparts; s++)
+		sumsq = gb_accumulate(&b, sumsq, part[s]);
+	ir_free(part);
 	struct ir_value *norm = gb_un(&b, IR_OP_SQRT, sumsq);
 	if (o->clip_norm > 0) {
 		struct ir_value *coef = gb_bin(&b, IR_OP_DIV, gb_like(&b, norm, o->clip_norm),
 					       gb_offset(&b, norm, 1e-6));
 		coef = gb_bin(&b, IR_OP_MIN, coef, gb_like(&b, norm, 1));
-		for (int i = 0; i < ts->nparams; i++)
+		for (int i = 0; i < ts->nparams; i++) {
+			param_tag(&b, ts, i);
 			gr[i] = gb_bin(&b, IR_OP_MUL, gr[i], spread(&b, coef, gr[i]));
+		}
+		global_tag(&b, ts);
 	}
 	struct ir_value *lr = lr_node(&b, o, t);
 	/* finite: the step is taken (always, unless f16 gradients overflowed). */
@@ -259,6 +290,7 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		struct ir_value *const *slot = &ts->state[first_slot + i * ns];
 		struct ir_value **slot_out = &out[ts->nparams + first_slot + i * ns];
 		struct ir_value *p = ts->params[i];
+		param_tag(&b, ts, i);
 		out[i] = update_param(&b, o, p, gr[i], slot, slot_out, lr, t1);
 		if (finite) {
 			struct ir_value *ok = spread(&b, finite, p);
@@ -267,6 +299,7 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 				slot_out[s] = gb_select(&b, ok, slot_out[s], slot[s]);
 		}
 	}
+	global_tag(&b, ts);
 	struct ir_value **sout = &out[ts->nparams];
 	sout[0] = gb_offset(&b, step, 1);
 	if (finite) {

@@ -206,6 +206,7 @@ struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char 
 		return NULL;
 	n->op = op;
 	n->name = ir_graph_strdup(g, name);
+	n->tag = IR_TAG_NONE;
 	n->nin = nin;
 	n->nout = nout;
 	n->a = *a;

@@ -284,7 +284,13 @@ struct ir_node {
 	struct ir_value **in;
 	struct ir_value **out;
 	struct ir_attrs a;
+	int tag;                /* a pass's label, IR_TAG_NONE when new: the
+				 * pipeline stage of a train step's node
+				 * (IR_TAG_ALL: computed in every stage) */
 };
+
+#define IR_TAG_NONE (-1)
+#define IR_TAG_ALL (-2)
 
 struct ir_graph *ir_graph_new(void);  /* NULL on allocation failure */
 void ir_graph_free(struct ir_graph *g);

@@ -6,6 +6,8 @@
  * (plan_unpack failing half way) is freed by the same call as long as each
  * count is set no earlier than its array.
  */
+#include <string.h>
+
 #include "ir/plan.h"
 
 struct plan *plan_new(void)
@@ -34,11 +36,36 @@ static void free_kernel(struct plan_kernel *k)
 		ir_free((void *)k->a.data);
 }
 
+int plan_schedule_slots(const int *order, int n)
+{
+	int micro = n / 2, k;
+	bool *done = ir_calloc((size_t)micro + 1, 1);
+	if (!done)
+		return micro > 0 ? micro : 1;
+	for (k = 1; k < micro; k++) {
+		bool ok = true;
+		memset(done, 0, (size_t)micro + 1);
+		for (int i = 0; i < n && ok; i++) {
+			int m = order[i];
+			if (m < 0 && -(m + 1) < micro)
+				done[-(m + 1)] = true;
+			else if (m >= k && m < micro)
+				ok = done[m - k];
+		}
+		if (ok)
+			break;
+	}
+	ir_free(done);
+	return k > 1 ? k : 1;
+}
+
 void plan_free(struct plan *p)
 {
 	if (!p)
 		return;
 	ir_free(p->cluster);
+	for (int i = 0; p->stages && i < p->nstages; i++)
+		ir_free(p->stages[i].order);
 	ir_free(p->stages);
 	free_tensors(p->params, p->nparams);
 	free_tensors(p->inputs, p->ninputs);

@@ -27,6 +27,13 @@
  * scatter when the update is split), runs the optimizer on each device's
  * slice, and copies the new values over the parameter and state buffers
  * (all-gathering a split update back to the parameter's own sharding).
+ * A pipelined training plan splits each device's per-micro-batch part into
+ * a forward and a backward part (nfwd) that run in its stage's order
+ * (GPipe or 1F1B); values the backward part reads from the forward part
+ * of the same micro-batch live in buffers with one slot per micro-batch in
+ * flight. Stages exchange activations in the forward parts, gradients in
+ * the backward parts and the gradient norm's partial sums in the per-step
+ * parts; every stage keeps its own copy of the step counter.
  *
  * Example: y = x @ w on two devices with w split by columns: each device
  * binds x whole and its half of w (start [0, 0] and [0, n/2]), runs the dot
@@ -37,7 +44,7 @@
 
 #include "ir/ir.h"
 
-#define PLAN_FORMAT_VERSION 2
+#define PLAN_FORMAT_VERSION 3
 #define PLAN_ALIGN 256 /* bytes: every buffer offset is a multiple */
 
 enum plan_instr_kind {
@@ -86,6 +93,9 @@ struct plan_buffer {
 	int64_t start[IR_MAX_RANK]; /* where the slice starts in the global tensor */
 	bool writer;            /* outputs: this device's copy is the one to read
 				 * (replicated slices have exactly one writer) */
+	int slots;              /* pipelined training: copies, one per micro-batch in
+				 * flight, slot k at offset + k * the aligned size;
+				 * micro-batch m uses slot m % slots (0 or 1: one) */
 };
 
 struct plan_instr {
@@ -128,6 +138,10 @@ struct plan_device {
 	int nstep;              /* the last nstep instructions run once per step,
 				 * after the last micro-batch (training: the update);
 				 * the others once per micro-batch. 0: inference */
+	int nfwd;               /* pipelined training: the per-micro-batch part is a
+				 * forward part, the first nfwd instructions, and a
+				 * backward part, the rest, run in the stage's order.
+				 * 0: it runs as one */
 };
 
 /* A global tensor the plan binds (parameter, input, output or state). */
@@ -143,6 +157,10 @@ struct plan_stage {
 	int first_rank, ndevices;   /* ranks [first_rank, first_rank + ndevices) */
 	int rows, cols;             /* sub-mesh: nodes x devices per node */
 	int n0, n1;                 /* logical mesh; rank = first_rank + i0 * n1 + i1 */
+	int norder;                 /* pipelined training: 2 * micro, else 0 */
+	int *order;                 /* the schedule: m >= 0 runs the forward part of
+				     * micro-batch m, -(m + 1) its backward part; each
+				     * in increasing m, a forward before its backward */
 };
 
 struct plan {
@@ -182,6 +200,22 @@ void plan_free(struct plan *p);
 static inline int plan_step_first(const struct plan_device *d)
 {
 	return d->ninstr - d->nstep;
+}
+
+/* The fewest slots with which micro-batch m's slot, m % slots, is free
+ * whenever the order (plan_stage.order, n entries) starts m's forward
+ * part: micro-batch m - slots has finished its backward part. */
+int plan_schedule_slots(const int *order, int n);
+
+static inline int plan_buffer_slots(const struct plan_buffer *b)
+{
+	return b->slots > 1 ? b->slots : 1;
+}
+
+/* Bytes between a buffer's slots (its size rounded up to PLAN_ALIGN). */
+static inline int64_t plan_slot_stride(const struct plan_buffer *b)
+{
+	return (b->bytes + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
 }
 
 /* Checks that p can run as written (plan_verify.c): every buffer and

@@ -212,7 +212,7 @@ static int pack_device(struct scratch *s, const struct plan_device *d, Pcc__Devi
 				       .offset = b->offset, .bytes = b->bytes,
 				       .bind = (Pcc__Bind)b->bind, .index = b->index,
 				       .n_start = rank_of(&b->shape), .start = DIMS(b->start),
-				       .writer = b->writer };
+				       .writer = b->writer, .slots = b->slots };
 		bp[i] = &bs[i];
 	}
 	for (int i = 0; i < d->ninstr; i++) {
@@ -231,7 +231,7 @@ static int pack_device(struct scratch *s, const struct plan_device *d, Pcc__Devi
 			    .n_buffers = (size_t)d->nbuf, .buffers = bp,
 			    .n_instructions = (size_t)d->ninstr, .instructions = ip,
 			    .n_args = (size_t)d->nargs, .args = (int32_t *)d->args,
-			    .arena_bytes = d->arena_bytes, .nstep = d->nstep };
+			    .arena_bytes = d->arena_bytes, .nstep = d->nstep, .nfwd = d->nfwd };
 	return 0;
 }
 
@@ -260,7 +260,8 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 		const struct plan_stage *st = &p->stages[i];
 		ss[i] = (Pcc__Stage){ MSG(stage), .first_rank = st->first_rank,
 				      .ndevices = st->ndevices, .rows = st->rows, .cols = st->cols,
-				      .n0 = st->n0, .n1 = st->n1 };
+				      .n0 = st->n0, .n1 = st->n1, .n_order = (size_t)st->norder,
+				      .order = st->order };
 		m->stages[i] = &ss[i];
 	}
 	for (int i = 0; i < p->nkernels; i++) {
@@ -553,6 +554,7 @@ static int get_buffer(const Pcc__Buffer *m, struct plan_buffer *b)
 	b->bytes = m->bytes;
 	b->index = m->index;
 	b->writer = m->writer;
+	b->slots = m->slots;
 	return 0;
 }
 
@@ -581,6 +583,7 @@ static int get_device(const Pcc__Device *m, struct plan_device *d)
 		d->coord[i] = m->coord[i];
 	d->arena_bytes = m->arena_bytes;
 	d->nstep = m->nstep;
+	d->nfwd = m->nfwd;
 	if ((rc = get_ints(m->args, m->n_args, &d->args, &d->nargs)) < 0)
 		return rc;
 	if (!(d->buf = get_array(m->n_buffers, sizeof *d->buf, &d->nbuf)) ||
@@ -624,7 +627,9 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 	for (int i = 0; i < p->nstages; i++) {
 		const Pcc__Stage *s = m->stages[i];
 		p->stages[i] = (struct plan_stage){ s->first_rank, s->ndevices, s->rows,
-						    s->cols, s->n0, s->n1 };
+						    s->cols, s->n0, s->n1, 0, NULL };
+		if ((rc = get_ints(s->order, s->n_order, &p->stages[i].order, &p->stages[i].norder)) < 0)
+			return rc;
 	}
 	if ((rc = get_tensors(m->params, m->n_params, "param", &p->params, &p->nparams)) < 0 ||
 	    (rc = get_tensors(m->inputs, m->n_inputs, "input", &p->inputs, &p->ninputs)) < 0 ||

@@ -133,6 +133,24 @@ static int check_stages(const struct plan *p)
 		if (st->rows < 1 || st->cols < 1 || (int64_t)st->rows * st->cols != st->ndevices)
 			return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d sub-mesh",
 					 s, st->ndevices, st->rows, st->cols);
+		if (st->norder && (st->norder != 2 * (int64_t)p->micro || !st->order))
+			return ir_errorf(-EINVAL, "plan: stage %d has a schedule of %d entries, %d micro-batches need %d",
+					 s, st->norder, p->micro, 2 * p->micro);
+		/* forwards in micro-batch order, each backward after its forward,
+		 * backwards in the same order on every stage (messages pair in
+		 * order) */
+		for (int k = 0, f = 0, b = 0; k < st->norder; k++) {
+			int m = st->order[k];
+			const struct plan_stage *s0 = &p->stages[0];
+			int m0 = -1;
+			for (int j = 0, c = 0; j < s0->norder && m < 0; j++)
+				if (s0->order[j] < 0 && c++ == b)
+					m0 = s0->order[j];
+			if (m >= 0 ? m != f++ : -(m + 1) >= f || m != m0 || (b++, false))
+				return ir_errorf(-EINVAL, "plan: stage %d's schedule, entry %d (%d): forwards run in "
+						 "micro-batch order, each backward after its forward, backwards in "
+						 "stage 0's order", s, k, m);
+		}
 		next += st->ndevices;
 	}
 	if (next != p->ndevices)
@@ -146,6 +164,9 @@ static int check_stages(const struct plan *p)
 			return ir_errorf(-EINVAL, "plan: device %d is in stage %d, the plan has %d",
 					 d, dev->stage, p->nstages);
 		const struct plan_stage *st = &p->stages[dev->stage];
+		if ((dev->nfwd > 0) != (st->norder > 0))
+			return ir_errorf(-EINVAL, "plan: device %d has %s forward part, its stage %d %s a schedule", d,
+					 dev->nfwd > 0 ? "a" : "no", dev->stage, st->norder ? "has" : "has no");
 		int i = d - st->first_rank;
 		if (i < 0 || i >= st->ndevices)
 			return ir_errorf(-EINVAL, "plan: device %d is in stage %d, which holds ranks [%d, %d)",
@@ -282,6 +303,9 @@ static int check_buffers(const struct plan *p, int d)
 	if (dev->nstep < 0 || dev->nstep > dev->ninstr)
 		return ir_errorf(-EINVAL, "device %d: a per-step part of %d instructions, the program has %d", d,
 				 dev->nstep, dev->ninstr);
+	if (dev->nfwd < 0 || dev->nfwd > plan_step_first(dev))
+		return ir_errorf(-EINVAL, "device %d: a forward part of %d instructions, the per-micro-batch part has %d",
+				 d, dev->nfwd, plan_step_first(dev));
 	if (p->device_memory > 0 && dev->arena_bytes > p->device_memory)
 		return ir_errorf(-EINVAL, "device %d: arena needs %lld bytes, devices have %lld", d,
 				 (long long)dev->arena_bytes, (long long)p->device_memory);
@@ -300,9 +324,13 @@ static int check_buffers(const struct plan *p, int d)
 		if (bf->offset < 0 || bf->offset % PLAN_ALIGN)
 			return buf_errorf(d, b, "offset %lld is not a multiple of %d",
 					  (long long)bf->offset, PLAN_ALIGN);
-		if (bf->offset > dev->arena_bytes - bf->bytes)
+		if (bf->slots < 0 || bf->slots > p->micro || (bf->slots > 1 && !dev->nfwd))
+			return buf_errorf(d, b, "has %d slots (%d micro-batches%s)", bf->slots, p->micro,
+					  dev->nfwd ? "" : ", no forward part");
+		int64_t extent = plan_slot_stride(bf) * (plan_buffer_slots(bf) - 1) + bf->bytes;
+		if (bf->offset > dev->arena_bytes - extent)
 			return buf_errorf(d, b, "bytes [%lld, %lld) lie outside the arena of %lld bytes",
-					  (long long)bf->offset, (long long)(bf->offset + bf->bytes),
+					  (long long)bf->offset, (long long)(bf->offset + extent),
 					  (long long)dev->arena_bytes);
 		int r = check_binding(p, d, b);
 		if (r < 0)
@@ -553,10 +581,47 @@ static int lower_bound(const struct placed *live, int n, int64_t off)
 	return lo;
 }
 
+/* A pipelined program: a temporary the forward part writes and the
+ * backward part reads, or an input the backward part reads, lives across
+ * other micro-batches' parts: it needs a slot per micro-batch in flight and
+ * bytes no other per-micro-batch buffer uses. Its span becomes the whole
+ * per-micro-batch part. */
+static int check_crossing(const struct plan *p, int d, struct scratch *s)
+{
+	const struct plan_device *dev = &p->devices[d];
+	const struct plan_stage *st = &p->stages[dev->stage];
+	int need = plan_schedule_slots(st->order, st->norder), sf = plan_step_first(dev);
+	memset(s->state, 0, (size_t)dev->nbuf);
+	for (int i = dev->nfwd; i < sf; i++) {
+		const struct plan_instr *in = &dev->instr[i];
+		for (int j = 0; j < in->nin; j++)
+			s->state[dev->args[in->arg + j]] = 1;
+	}
+	for (int b = 0; b < dev->nbuf; b++) {
+		const struct plan_buffer *bf = &dev->buf[b];
+		bool crosses = s->state[b] && (bf->bind == PLAN_BIND_INPUT ||
+					       (bf->bind == PLAN_BIND_NONE && s->span[b].first >= 0 &&
+						s->span[b].first < dev->nfwd));
+		if (!crosses)
+			continue;
+		if (plan_buffer_slots(bf) < need)
+			return buf_errorf(d, b, "is read by the backward part of the micro-batch whose forward part "
+					  "%s it, and has %d slots for the %d micro-batches in flight",
+					  bf->bind == PLAN_BIND_INPUT ? "reads" : "writes", plan_buffer_slots(bf), need);
+		s->span[b] = (struct span){ 0, sf };
+	}
+	return 0;
+}
+
 static int check_memory(const struct plan *p, int d, struct scratch *s)
 {
 	const struct plan_device *dev = &p->devices[d];
 	int n = 0, nlive = 0;
+	if (dev->nfwd) {
+		int r = check_crossing(p, d, s);
+		if (r < 0)
+			return r;
+	}
 	for (int b = 0; b < dev->nbuf; b++) {
 		const struct plan_buffer *bf = &dev->buf[b];
 		struct span sp = { 0, dev->ninstr };
@@ -577,7 +642,8 @@ static int check_memory(const struct plan *p, int d, struct scratch *s)
 			memmove(s->live + at, s->live + at + 1, (size_t)(nlive - at - 1) * sizeof *s->live);
 			nlive--;
 		}
-		struct placed me = { dev->buf[b].offset, dev->buf[b].offset + dev->buf[b].bytes, b };
+		const struct plan_buffer *bf = &dev->buf[b];
+		struct placed me = { bf->offset, bf->offset + plan_slot_stride(bf) * (plan_buffer_slots(bf) - 1) + bf->bytes, b };
 		int at = lower_bound(s->live, nlive, me.lo);
 		const struct placed *other = NULL;
 		if (at > 0 && s->live[at - 1].hi > me.lo)

@@ -129,17 +129,25 @@ int plan_verify_outputs(const struct plan *p)
 
 /* ---- collectives ------------------------------------------------------ */
 
-/* Whether instruction i of device d runs once per step (the update part). */
-static bool per_step(const struct plan *p, int d, int i)
+/* The part instruction i of device d belongs to: 0 per micro-batch (a
+ * pipelined plan's forward part), 1 a pipelined plan's backward part, 2
+ * per step. Messages and collectives pair within one part. */
+static int part_of(const struct plan *p, int d, int i)
 {
-	return i >= plan_step_first(&p->devices[d]);
+	const struct plan_device *dev = &p->devices[d];
+	return i >= plan_step_first(dev) ? 2 : dev->nfwd > 0 && i >= dev->nfwd ? 1 : 0;
+}
+
+static const char *part_name(int part)
+{
+	return part == 2 ? "once per step" : part == 1 ? "in the backward part" : "per micro-batch (forward)";
 }
 
 static bool same_collective(const struct plan *p, struct ref x, struct ref y)
 {
 	const struct plan_instr *a = instr_of(p, x), *b = instr_of(p, y);
 	const struct plan_buffer *ba = operand(p, x.d, x.i, 0), *bb = operand(p, y.d, y.i, 0);
-	if (per_step(p, x.d, x.i) != per_step(p, y.d, y.i) || a->kind != b->kind || ba->dtype != bb->dtype || !ir_shape_eq(&ba->shape, &bb->shape))
+	if (part_of(p, x.d, x.i) != part_of(p, y.d, y.i) || a->kind != b->kind || ba->dtype != bb->dtype || !ir_shape_eq(&ba->shape, &bb->shape))
 		return false;
 	switch (a->kind) {
 	case PLAN_ALL_REDUCE:
@@ -325,10 +333,10 @@ static int pair(const struct plan *p, const struct msg *s, const struct msg *v, 
 						(long long)a->bytes, s->dst, s->tag, v->d, v->i,
 						ir_dtype_name(b->dtype), ir_shape_str(&b->shape, bs, sizeof bs),
 						(long long)b->bytes);
-	if (per_step(p, s->d, s->i) != per_step(p, v->d, v->i))
-		return plan_verify_instr_errorf(p, s->d, s->i, "sends once per %s, device %d's instruction %d (recv) "
-						"receives once per %s", per_step(p, s->d, s->i) ? "step" : "micro-batch",
-						v->d, v->i, per_step(p, v->d, v->i) ? "step" : "micro-batch");
+	if (part_of(p, s->d, s->i) != part_of(p, v->d, v->i))
+		return plan_verify_instr_errorf(p, s->d, s->i, "sends %s, device %d's instruction %d (recv) "
+						"receives %s", part_name(part_of(p, s->d, s->i)), v->d, v->i,
+						part_name(part_of(p, v->d, v->i)));
 	m->match[m->base[s->d] + s->i] = v->i;
 	m->match[m->base[v->d] + v->i] = s->i;
 	return 0;

@@ -22,6 +22,7 @@ struct plan_sim {
 	const struct plan *p;
 	uint8_t **arena;
 	int *pc, *end;          /* per device: where it is, where this part ends */
+	int *mb;                /* per device: the micro-batch its part runs (slots) */
 	struct msg *mail;
 };
 #define sim plan_sim
@@ -33,7 +34,7 @@ static const struct plan_buffer *arg_buf(const struct plan_device *d, const stru
 
 static void *buf_data(struct sim *s, int dev, const struct plan_buffer *b)
 {
-	return s->arena[dev] + b->offset;
+	return s->arena[dev] + b->offset + plan_slot_stride(b) * (s->mb[dev] % plan_buffer_slots(b));
 }
 
 /* Copies a block: the region of `shape` at src_start inside a tensor of
@@ -297,20 +298,102 @@ static int run_part(struct sim *s)
 	}
 }
 
-/* Fills every buffer bound to `bind` from the global tensors t[index]. */
+/* Fills device dev's buffers bound to `bind` from the global tensors t[index]. */
+static void load_device(struct sim *s, int dev, enum plan_bind bind, const struct ir_tensor *t)
+{
+	const struct plan_device *d = &s->p->devices[dev];
+	for (int b = 0; b < d->nbuf; b++) {
+		const struct plan_buffer *x = &d->buf[b];
+		if (x->bind != bind)
+			continue;
+		const struct ir_tensor *g = &t[x->index];
+		copy_block(buf_data(s, dev, x), &x->shape, zero_start, g->data, &g->shape, x->start, &x->shape,
+			   ir_dtype_size(x->dtype));
+	}
+}
+
 static void load_bound(struct sim *s, enum plan_bind bind, const struct ir_tensor *t)
 {
-	for (int dev = 0; dev < s->p->ndevices; dev++) {
-		const struct plan_device *d = &s->p->devices[dev];
-		for (int b = 0; b < d->nbuf; b++) {
-			const struct plan_buffer *x = &d->buf[b];
-			if (x->bind != bind)
+	for (int dev = 0; dev < s->p->ndevices; dev++)
+		load_device(s, dev, bind, t);
+}
+
+/* The per-micro-batch outputs device dev's instructions [lo, hi) wrote,
+ * into out[] (allocated when first written). */
+static int take_device_outputs(struct sim *s, int dev, int lo, int hi, struct ir_tensor *out)
+{
+	const struct plan *p = s->p;
+	const struct plan_device *d = &p->devices[dev];
+	for (int i = lo; i < hi; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		for (int j = 0; j < x->nout; j++) {
+			const struct plan_buffer *b = arg_buf(d, x, x->nin + j);
+			if (b->bind != PLAN_BIND_OUTPUT || !b->writer || p->outputs[b->index].per_step)
 				continue;
-			const struct ir_tensor *g = &t[x->index];
-			copy_block(buf_data(s, dev, x), &x->shape, zero_start, g->data, &g->shape, x->start, &x->shape,
-				   ir_dtype_size(x->dtype));
+			struct ir_tensor *o = &out[b->index];
+			int rc;
+			if (!o->data && (rc = ir_tensor_alloc(o, p->outputs[b->index].dtype, &p->outputs[b->index].shape)) < 0)
+				return rc;
+			copy_block(o->data, &o->shape, b->start, buf_data(s, dev, b), &b->shape, zero_start, &b->shape,
+				   ir_dtype_size(b->dtype));
 		}
 	}
+	return 0;
+}
+
+/* A pipelined plan's micro-batches: each device runs its stage's order of
+ * forward and backward parts; a part starts when the device finished its
+ * last one (inputs are loaded into their slots when a forward part starts,
+ * outputs taken when the part that writes them ends). */
+static int run_pipeline(struct sim *s, const struct ir_tensor *inputs, struct ir_tensor *outputs)
+{
+	const struct plan *p = s->p;
+	int nd = p->ndevices, rc = 0;
+	int *k = calloc((size_t)nd + 1, sizeof *k); /* next entry of the order */
+	if (!k)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int dev = 0; dev < nd; dev++)
+		s->pc[dev] = s->end[dev] = 0;
+	for (;;) {
+		bool progress = false, done = true;
+		for (int dev = 0; dev < nd && rc == 0; dev++) {
+			const struct plan_device *d = &p->devices[dev];
+			const struct plan_stage *st = &p->stages[d->stage];
+			if (s->pc[dev] == s->end[dev] && s->end[dev] > 0) {
+				int m = s->mb[dev];
+				rc = take_device_outputs(s, dev, s->end[dev] == d->nfwd ? 0 : d->nfwd, s->end[dev],
+							 outputs + (size_t)m * (size_t)p->noutputs);
+				s->end[dev] = 0;
+			}
+			if (rc == 0 && s->end[dev] == 0 && k[dev] < st->norder) {
+				int e = st->order[k[dev]++], m = e >= 0 ? e : -(e + 1);
+				s->mb[dev] = m;
+				s->pc[dev] = e >= 0 ? 0 : d->nfwd;
+				s->end[dev] = e >= 0 ? d->nfwd : plan_step_first(d);
+				if (e >= 0)
+					load_device(s, dev, PLAN_BIND_INPUT, inputs + (size_t)m * (size_t)p->ninputs);
+				progress = true;
+			}
+			if (rc == 0)
+				rc = step(s, dev, &progress);
+			if (s->end[dev] > 0 || k[dev] < st->norder)
+				done = false;
+		}
+		if (rc < 0 || done)
+			break;
+		if (!progress) {
+			for (int dev = 0; dev < nd; dev++)
+				if (s->pc[dev] < s->end[dev]) {
+					rc = ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s) of micro-batch %d",
+						       dev, s->pc[dev], plan_instr_kind_name(p->devices[dev].instr[s->pc[dev]].kind),
+						       s->mb[dev]);
+					break;
+				}
+			break;
+		}
+	}
+	free(k);
+	return rc;
 }
 
 /* Output slices written by the part just run (per_step or not) into out[]. */
@@ -353,6 +436,7 @@ void plan_sim_free(struct plan_sim *s)
 	free(s->arena);
 	free(s->pc);
 	free(s->end);
+	free(s->mb);
 	free(s);
 }
 
@@ -365,7 +449,8 @@ struct plan_sim *plan_sim_new(const struct plan *p, const struct ir_tensor *para
 	s->arena = calloc((size_t)p->ndevices + 1, sizeof(uint8_t *));
 	s->pc = calloc((size_t)p->ndevices + 1, sizeof(int));
 	s->end = calloc((size_t)p->ndevices + 1, sizeof(int));
-	if (!s->arena || !s->pc || !s->end) {
+	s->mb = calloc((size_t)p->ndevices + 1, sizeof(int));
+	if (!s->arena || !s->pc || !s->end || !s->mb) {
 		plan_sim_free(s);
 		return NULL;
 	}
@@ -402,6 +487,10 @@ int plan_sim_step(struct plan_sim *s, const struct ir_tensor *inputs, struct ir_
 			if (d->buf[b].bind == PLAN_BIND_ACCUM)
 				memset(buf_data(s, dev, &d->buf[b]), 0, (size_t)d->buf[b].bytes);
 	}
+	if (p->ndevices && p->devices[0].nfwd) {
+		rc = run_pipeline(s, inputs, outputs);
+		m = 0;
+	}
 	for (int k = 0; k < m && rc == 0; k++) {
 		load_bound(s, PLAN_BIND_INPUT, inputs + (size_t)k * (size_t)p->ninputs);
 		for (int dev = 0; dev < p->ndevices; dev++) {
@@ -415,6 +504,9 @@ int plan_sim_step(struct plan_sim *s, const struct ir_tensor *inputs, struct ir_
 		s->pc[dev] = plan_step_first(&p->devices[dev]);
 		s->end[dev] = p->devices[dev].ninstr;
 	}
+	m = p->micro > 0 ? p->micro : 1;
+	for (int dev = 0; dev < p->ndevices; dev++)
+		s->mb[dev] = 0;
 	if (rc == 0 && (rc = run_part(s)) == 0)
 		rc = take_outputs(s, true, outputs + (size_t)(m - 1) * (size_t)p->noutputs);
 	return rc;

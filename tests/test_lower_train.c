@@ -236,11 +236,11 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 		randomize(r.st, seed);
 	double *start = calloc((size_t)ts.nstate + 1, sizeof *start);
 	train_state_start(&ts, &o, start);
-	struct lower_train tr = { &ts, micro, start, "test" };
+	struct lower_train tr = { &ts, micro, start, "test", NULL };
 	struct lower_stage st = { ts.g, &r, 0, 1, n0 * n1, NULL };
 	uint8_t *bytes = NULL;
 	size_t nbytes = 0;
-	if (lower_train(&tr, &st, "2x4:v100", &p) < 0 || plan_verify(p) < 0) {
+	if (lower_train(&tr, &st, 1, "2x4:v100", &p) < 0 || plan_verify(p) < 0) {
 		TAP_DIAG("lower: %s", ir_error());
 		goto out;
 	}
@@ -270,8 +270,129 @@ out:
 	return rc;
 }
 
+static struct ir_graph *load_fixture(void *ctx, int64_t b)
+{
+	struct onnx_import_opts imp;
+	(void)b;
+	onnx_import_opts_init(&imp);
+	imp.updates = true;
+	return onnx_import(ctx, &imp, NULL);
+}
+
+static bool refused(const struct plan *p, const char *want)
+{
+	if (plan_verify(p) == 0)
+		return false;
+	if (!strstr(ir_error(), want))
+		TAP_DIAG("verifier said: %s", ir_error());
+	return strstr(ir_error(), want) != NULL;
+}
+
+/* plan_verify on a 2-stage 1F1B plan of 4 micro-batches, broken: a stashed
+ * buffer short of slots, a backward before its forward, stages whose
+ * backwards run in different orders, a forward part missing. */
+static void check_verifier(struct plan *p)
+{
+	struct plan_device *d = &p->devices[0];
+	int b = 0;
+	while (b < d->nbuf && d->buf[b].slots < 2)
+		b++;
+	TAP_OK(b < d->nbuf, "pipelined plan: stage 0 stashes activations in buffers of 2 slots");
+	if (b == d->nbuf)
+		return;
+	d->buf[b].slots = 1;
+	TAP_OK(refused(p, "has 1 slots for the 2 micro-batches in flight"),
+	       "verifier: a stashed buffer with too few slots is refused");
+	d->buf[b].slots = 2;
+	int *o = p->stages[1].order, t = o[0];
+	o[0] = o[1];
+	o[1] = t;
+	TAP_OK(refused(p, "each backward after its forward"), "verifier: a backward before its forward is refused");
+	o[1] = o[0];
+	o[0] = t;
+	int *z = p->stages[0].order, n = p->stages[0].norder;
+	t = z[n - 1];
+	z[n - 1] = z[n - 2];
+	z[n - 2] = t;
+	TAP_OK(refused(p, "backwards in stage 0's order"), "verifier: stages whose backwards run in different "
+	       "orders are refused (their gradient messages would pair with the wrong micro-batch)");
+	z[n - 2] = z[n - 1];
+	z[n - 1] = t;
+	t = p->devices[2].nfwd;
+	p->devices[2].nfwd = 0;
+	TAP_OK(refused(p, "has no forward part, its stage 1 has a schedule"),
+	       "verifier: a device without a forward part in a pipelined stage is refused");
+	p->devices[2].nfwd = t;
+	TAP_OK(plan_verify(p) == 0, "verifier: the repaired plan passes again");
+}
+
+/* A pipelined plan through compile_lower, as pcc compiles one: the forward
+ * graph cut into ns stages of about equal node counts, each on an n0 x n1
+ * mesh, under schedule sched; checked and simulated as run_case does. */
+static int run_pipe_case(const struct fixture *f, const struct train_opts *base, int ns, int n0, int n1,
+			 int micro, enum cost_sched sched, const struct ir_tensor *want, struct result *res)
+{
+	char path[1300];
+	struct inter_stage stages[4];
+	struct inter_plan ip = { .train = true, .nstages = ns, .stages = stages, .micro = micro, .sched = sched, .v = 1 };
+	struct inter_opts io;
+	struct cost_cluster c;
+	struct train_opts o = *base;
+	struct train_step ts;
+	struct plan *p = NULL, *back = NULL;
+	uint8_t *bytes = NULL;
+	size_t nbytes = 0;
+	int rc = -1;
+	memset(res, 0, sizeof *res);
+	memset(&ts, 0, sizeof ts);
+	snprintf(path, sizeof path, "%s/model.onnx", f->dir);
+	struct ir_graph *g = load_fixture(path, 0);
+	if (!g || ns > 4)
+		return -1;
+	int nn = ir_graph_nnodes(g);
+	for (int s = 0; s < ns; s++)
+		stages[s] = (struct inter_stage){ .node_first = s * nn / ns, .node_last = (s + 1) * nn / ns,
+						  .rows = 1, .cols = n0 * n1, .n0 = n0, .n1 = n1 };
+	inter_opts_init(&io);
+	io.train = true;
+	io.load = load_fixture;
+	io.ctx = path;
+	io.mem_limit = 1 << 30;
+	IR_ASSERT(cost_cluster_parse("2x4:v100", &c) == 0);
+	struct compile_input in = { path, "2x4:v100", &c, &io, &ip, &o };
+	if (compile_lower(&in, &p) < 0) {
+		TAP_DIAG("compile_lower: %s", ir_error());
+		goto out;
+	}
+	if (plan_pack(p, &bytes, &nbytes) < 0 || !(back = plan_unpack(bytes, nbytes)) || plan_verify(back) < 0) {
+		TAP_DIAG("plan.bin round trip: %s", ir_error());
+		goto out;
+	}
+	if (sched == COST_SCHED_1F1B && micro == 4 && ns == 2 && n0 * n1 == 2)
+		check_verifier(back);
+	o.grad_scale = 1.0 / micro;
+	if (train_build(g, &o, &ts) < 0) {
+		g = NULL;
+		TAP_DIAG("train_build: %s", ir_error());
+		goto out;
+	}
+	g = NULL;
+	rc = simulate(back, &ts, f, micro, want, res);
+	/* the stages' own ranks: forward sends go up, gradient sends down */
+	res->reduces_micro = back->nstages == ns && back->stages[ns - 1].norder == 2 * micro ? 0 : -1;
+out:
+	ir_graph_free(g);
+	ir_free(bytes);
+	plan_free(p);
+	plan_free(back);
+	train_step_free(&ts);
+	return rc;
+}
+
+/* Fixture `name` trained by plans on each mesh and micro-batch count; ns
+ * > 1: pipelined over ns stages of that mesh under schedule sched. */
 static void test_fixture(const char *name, const int (*mesh)[2], int nmesh, const int *micros, int nmicro,
-			 enum train_optim optim, enum ir_dtype compute)
+			 enum train_optim optim, enum ir_dtype compute, int ns, enum cost_sched sched)
 {
 	struct fixture f;
 	struct train_opts o;
@@ -309,7 +430,18 @@ static void test_fixture(const char *name, const int (*mesh)[2], int nmesh, cons
 			TAP_OK(0, "%s: reference trainer (%d micro-batches): %s", name, m, ir_error());
 			continue;
 		}
-		for (int k = 0; k < nmesh; k++)
+		for (int k = 0; k < nmesh && ns > 1; k++) {
+			struct result res;
+			int rc = run_pipe_case(&f, &o, ns, mesh[k][0], mesh[k][1], m, sched, want, &res);
+			double le = loss_want ? fabs(res.loss0 - loss_want) / fmax(1, fabs(loss_want)) : 0;
+			double tol = compute == IR_F32 ? 2e-4 : 5e-3;
+			TAP_OK(rc == 0 && res.param_err < tol && le < 1e-4 && res.reduces_micro == 0,
+			       "%s %s, %d stages of %dx%d, %s, %d micro-batches: parameters after %d steps equal the "
+			       "reference trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)", name,
+			       ir_dtype_name(compute), ns, mesh[k][0], mesh[k][1], cost_sched_name(sched), m, STEPS,
+			       res.param_err, res.worst, le);
+		}
+		for (int k = 0; k < nmesh && ns == 1; k++)
 			for (unsigned seed = 0; seed < 2; seed++) {
 				struct result res;
 				int rc = run_case(&f, &o, mesh[k][0], mesh[k][1], m, seed, want, &res);
@@ -344,14 +476,25 @@ int main(int argc, char **argv)
 	static const int all[][2] = { { 1, 1 }, { 1, 2 }, { 1, 4 }, { 2, 2 }, { 2, 4 } };
 	static const int some[][2] = { { 1, 2 }, { 2, 2 } };
 	static const int one_two[] = { 1, 2 }, two[] = { 2 };
-	test_fixture("mlp", all, 5, one_two, 2, TRAIN_ADAMW, IR_F32);
-	test_fixture("mlp", some, 2, two, 1, TRAIN_MOMENTUM, IR_F32);
+	enum cost_sched one = COST_SCHED_1F1B;
+	test_fixture("mlp", all, 5, one_two, 2, TRAIN_ADAMW, IR_F32, 1, one);
+	test_fixture("mlp", some, 2, two, 1, TRAIN_MOMENTUM, IR_F32, 1, one);
 	/* dynamic loss scaling: state that starts at 65536, not 0 */
-	test_fixture("mlp", some, 2, two, 1, TRAIN_ADAMW, IR_F16);
-	test_fixture("gpt_loss", some, 2, two, 1, TRAIN_ADAMW, IR_F32);
-	test_fixture("gpt_loss", some + 1, 1, two, 1, TRAIN_SGD, IR_BF16);
-	test_fixture("resnet_train", some, 2, one_two, 2, TRAIN_SGD, IR_F32);
-	test_fixture("bert", some + 1, 1, two, 1, TRAIN_ADAM, IR_F32);
-	test_fixture("moe", some + 1, 1, two, 1, TRAIN_ADAMW, IR_F32);
+	test_fixture("mlp", some, 2, two, 1, TRAIN_ADAMW, IR_F16, 1, one);
+	test_fixture("gpt_loss", some, 2, two, 1, TRAIN_ADAMW, IR_F32, 1, one);
+	test_fixture("gpt_loss", some + 1, 1, two, 1, TRAIN_SGD, IR_BF16, 1, one);
+	test_fixture("resnet_train", some, 2, one_two, 2, TRAIN_SGD, IR_F32, 1, one);
+	test_fixture("bert", some + 1, 1, two, 1, TRAIN_ADAM, IR_F32, 1, one);
+	test_fixture("moe", some + 1, 1, two, 1, TRAIN_ADAMW, IR_F32, 1, one);
+	/* pipelined: stages exchange activations, gradients and the norm's sums */
+	static const int single[][2] = { { 1, 1 } }, four[] = { 4 };
+	test_fixture("mlp", all, 2, four, 1, TRAIN_ADAMW, IR_F32, 2, one);
+	test_fixture("mlp", some, 1, two, 1, TRAIN_ADAMW, IR_F32, 2, COST_SCHED_GPIPE);
+	test_fixture("mlp", single, 1, four, 1, TRAIN_ADAMW, IR_F16, 2, one);
+	test_fixture("gpt_loss", some, 2, four, 1, TRAIN_ADAMW, IR_F32, 2, one);
+	test_fixture("gpt_loss", single, 1, four, 1, TRAIN_ADAMW, IR_F32, 3, one);
+	test_fixture("resnet_train", some, 1, two, 1, TRAIN_SGD, IR_F32, 2, one);
+	test_fixture("bert", single, 1, four, 1, TRAIN_ADAM, IR_F32, 2, COST_SCHED_GPIPE);
+	test_fixture("moe", some, 1, two, 1, TRAIN_ADAMW, IR_F32, 2, one);
 	return tap_done();
 }

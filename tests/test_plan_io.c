@@ -295,13 +295,13 @@ static bool same_device(const struct plan_device *a, const struct plan_device *b
 {
 	SAME(a->rank == b->rank && a->stage == b->stage, "device %d rank/stage", r);
 	SAME(a->coord[0] == b->coord[0] && a->coord[1] == b->coord[1], "device %d coord", r);
-	SAME(a->arena_bytes == b->arena_bytes && a->nstep == b->nstep, "device %d arena/nstep", r);
+	SAME(a->arena_bytes == b->arena_bytes && a->nstep == b->nstep && a->nfwd == b->nfwd, "device %d arena/nstep/nfwd", r);
 	SAME(a->nbuf == b->nbuf && a->ninstr == b->ninstr && a->nargs == b->nargs, "device %d counts", r);
 	for (int i = 0; i < a->nbuf; i++) {
 		const struct plan_buffer *x = &a->buf[i], *y = &b->buf[i];
 		SAME(x->dtype == y->dtype && same_shape(&x->shape, &y->shape), "device %d buffer %d type", r, i);
 		SAME(x->offset == y->offset && x->bytes == y->bytes, "device %d buffer %d place", r, i);
-		SAME(x->bind == y->bind && x->index == y->index && x->writer == y->writer,
+		SAME(x->bind == y->bind && x->index == y->index && x->writer == y->writer && x->slots == y->slots,
 		     "device %d buffer %d binding", r, i);
 		for (int j = 0; j < x->shape.rank; j++)
 			SAME(x->start[j] == y->start[j], "device %d buffer %d start", r, i);
@@ -331,8 +331,10 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 	for (int i = 0; i < a->nstages; i++) {
 		const struct plan_stage *x = &a->stages[i], *y = &b->stages[i];
 		SAME(x->first_rank == y->first_rank && x->ndevices == y->ndevices && x->rows == y->rows &&
-			     x->cols == y->cols && x->n0 == y->n0 && x->n1 == y->n1,
+			     x->cols == y->cols && x->n0 == y->n0 && x->n1 == y->n1 && x->norder == y->norder,
 		     "stage %d", i);
+		for (int k = 0; k < x->norder; k++)
+			SAME(x->order[k] == y->order[k], "stage %d order %d", i, k);
 	}
 	SAME(a->nparams == b->nparams && a->ninputs == b->ninputs && a->noutputs == b->noutputs,
 	     "tensor counts");
