@@ -579,7 +579,11 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
  * gradient reduction, followed by the write-back of new parameters and
  * state. Plan inputs are the data inputs, plan state the state inputs
  * (state_init[j] every element's start), outputs "loss" (per micro-batch)
- * and "grad_norm" (per step). Pipelined training is not lowered (-ENOTSUP). */
+ * and "grad_norm" (per step). Pipelined (nstages > 1, lower_pipe.c): ts
+ * built from a forward graph whose nodes carried their stage, st[s].g the
+ * stage's nodes (graph_extract_set of the tags s and IR_TAG_ALL), order[s]
+ * the stage's schedule; every device's per-micro-batch part splits into a
+ * forward and a backward part run in that order. */
 struct lower_train {
 	const struct train_step *ts;
 	int micro;
@@ -713,7 +717,7 @@ struct compile_input {
 	const struct train_opts *train;  /* training plans: the step's options (NULL: defaults) */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
- * (pipelined training), with a message saying so. */
+ * (interleaved 1F1B training schedules), with a message saying so. */
 int compile_lower(const struct compile_input *in, struct plan **out);
 
 #endif
