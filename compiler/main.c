@@ -43,6 +43,7 @@ struct args {
 	struct train_opts topts; /* --train: the step's options (--loss, --lr, ...) */
 	const char *freeze[MAX_DIMS];
 	const char *train_opt;   /* the first step option given, for "needs --train" */
+	bool precision;          /* --precision given */
 };
 
 static void usage(FILE *f)
@@ -218,6 +219,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return rc;
 			if (!a->train_opt)
 				a->train_opt = s;
+			a->precision |= !strcmp(s, "--precision");
 			i++;
 		} else if (s[0] == '-') {
 			return ir_errorf(-EINVAL, "unknown or incomplete option '%s'", s);
@@ -533,6 +535,21 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	struct train_opts to = a->topts;
 	if (a->train && a->optim && (rc = train_optim_parse(a->optim, &to.optim)) < 0)
 		return rc;
+	/* The step's precision and the search's agree: --precision, else mixed
+	 * precision in the devices' 16-bit type (f32 where they have none). */
+	if (a->train && a->precision) {
+		o.prec = to.compute == IR_BF16 ? COST_PREC_BF16 : to.compute == IR_F16 ? COST_PREC_F16 :
+			 to.compute == IR_F64 ? COST_PREC_F64 : COST_PREC_F32;
+	} else if (a->train) {
+		struct cost_device dev;
+		struct cost_link intra, inter;
+		int per_node;
+		cost_cluster_effective(c, &dev, &intra, &inter, &per_node);
+		o.prec = cost_default_prec(&dev);
+		to.compute = o.prec == COST_PREC_BF16 ? IR_BF16 : o.prec == COST_PREC_F16 ? IR_F16 : IR_F32;
+		if (o.prec != COST_PREC_BF16 && o.prec != COST_PREC_F16)
+			o.prec = COST_PREC_F32;
+	}
 	if (a->train && to.sched != TRAIN_LR_CONSTANT && to.total == 0)
 		return ir_errorf(-EINVAL, "--schedule %s needs --total-steps N (the length of the decay)",
 				 to.sched == TRAIN_LR_COSINE ? "cosine" : "linear");
