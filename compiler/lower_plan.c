@@ -294,7 +294,6 @@ static int lower_any(const struct lower_train *tr, const struct ir_graph *whole,
 {
 	struct lw_shared sh = { NULL, 0, 0 };
 	struct lw_ctx c = { tr, whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
-	_Static_assert(sizeof c == sizeof(struct lw_ctx), "every field set");
 	int ndata = tr ? tr->ts->ndata : ir_graph_ninputs(whole);
 	struct plan *p = plan_new();
 	int nw = ir_graph_nvalues(whole), rc = -ENOMEM;
