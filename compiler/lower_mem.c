@@ -9,7 +9,11 @@
  * whole program. A training program's two parts (once per micro-batch,
  * then once per step) are planned as one sequence: sound because the
  * per-step part reads nothing of the first but bound buffers, and the
- * first part reads no temporary it did not write itself. Offsets: largest buffer first,
+ * first part reads no temporary it did not write itself. A pipelined
+ * program's forward and backward parts interleave with other
+ * micro-batches': what crosses from one to the other gets a slot per
+ * micro-batch in flight and the whole per-micro-batch part as its
+ * interval (stash_slots). Offsets: largest buffer first,
  * each at the lowest aligned offset that overlaps no placed buffer live at
  * the same time (greedy by size, the usual heuristic of static memory
  * planners: within a few percent of the peak of live bytes on layer-
@@ -340,8 +344,10 @@ static int expand(struct lower *L, int64_t arena)
 		d->nstep = sf < 0 ? 0 : n - sf;
 		/* an empty forward part still marks the program as pipelined */
 		d->nfwd = L->fwd_end > 0 ? (fe < 0 ? n - d->nstep : fe) : 0;
-		if (L->fwd_end > 0 && d->nfwd == 0)
+		if (L->fwd_end > 0 && d->nfwd == 0) {
+			ir_free(touched);
 			return ir_errorf(-EINVAL, "stage %d: device %d has an empty forward part", L->stage, k);
+		}
 	}
 	if (L->norder) {
 		struct plan_stage *st = &p->stages[L->stage];
