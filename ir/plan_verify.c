@@ -327,10 +327,14 @@ static int check_buffers(const struct plan *p, int d)
 		if (bf->slots < 0 || bf->slots > p->micro || (bf->slots > 1 && !dev->nfwd))
 			return buf_errorf(d, b, "has %d slots (%d micro-batches%s)", bf->slots, p->micro,
 					  dev->nfwd ? "" : ", no forward part");
-		int64_t extent = plan_slot_stride(bf) * (plan_buffer_slots(bf) - 1) + bf->bytes;
-		if (bf->offset > dev->arena_bytes - extent)
+		int k = plan_buffer_slots(bf);
+		/* slots past the arena (checked before their product can overflow) */
+		int64_t extent = k > 1 && plan_slot_stride(bf) > dev->arena_bytes / (k - 1) ? INT64_MAX :
+				 plan_slot_stride(bf) * (k - 1) + bf->bytes;
+		if (extent == INT64_MAX || bf->offset > dev->arena_bytes - extent)
 			return buf_errorf(d, b, "bytes [%lld, %lld) lie outside the arena of %lld bytes",
-					  (long long)bf->offset, (long long)(bf->offset + extent),
+					  (long long)bf->offset,
+					  (long long)(extent == INT64_MAX ? extent : bf->offset + extent),
 					  (long long)dev->arena_bytes);
 		int r = check_binding(p, d, b);
 		if (r < 0)
