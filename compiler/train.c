@@ -219,8 +219,9 @@ static int first_after(const struct ir_graph *g, struct ir_node *const *fwd, int
  * gradient seed's users) take the latest stage among their operands'
  * producers; those still untagged (reading only inputs and parameters)
  * the earliest stage among their readers. Constants stay untagged: every
- * stage makes its own. Each trained parameter belongs to the stage of its
- * readers, which must be one. */
+ * stage makes its own. Each trained parameter belongs to the first stage
+ * reading it (a weight later stages read too, such as tied embeddings,
+ * gets their gradient contributions there and sends them its new value). */
 static int stage_tags(struct train_step *ts)
 {
 	struct ir_graph *g = ts->g;
