@@ -47,63 +47,100 @@ static int hash_file(const char *path, uint64_t *out)
 	return err ? ir_errorf(-EIO, "%s: read error", path) : 0;
 }
 
+/* The stages of a plan on their way to lowering: per stage its graph (the
+ * whole graph, not owned, or an extracted one), value map, the intra-op
+ * pass's result and the entry lowering reads. */
+struct stage_set {
+	int n, rank;                 /* stages; ranks taken so far */
+	const struct ir_graph *whole;
+	struct ir_graph **g;
+	int **src;
+	struct intra_result *r;
+	struct lower_stage *st;
+	bool *solved;
+};
+
+static int stages_new(struct stage_set *x, int n, const struct ir_graph *whole)
+{
+	*x = (struct stage_set){ n, 0, whole, ir_calloc((size_t)n, sizeof *x->g), ir_calloc((size_t)n, sizeof *x->src),
+				 ir_calloc((size_t)n, sizeof *x->r), ir_calloc((size_t)n, sizeof *x->st),
+				 ir_calloc((size_t)n, sizeof *x->solved) };
+	if (!x->g || !x->src || !x->r || !x->st || !x->solved)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int s = 0; s < n; s++)
+		x->g[s] = (struct ir_graph *)whole;
+	return 0;
+}
+
+/* Stage s solved: its lowering entry on the next ranks, and the memory the
+ * pass allowed. */
+static void stages_solved(struct stage_set *x, const struct compile_input *in, int s, double *mem)
+{
+	const struct inter_stage *y = &in->inter->stages[s];
+	x->solved[s] = true;
+	x->st[s] = (struct lower_stage){ x->g[s], &x->r[s], x->rank, y->rows, y->cols, x->src[s] };
+	x->rank += y->n0 * y->n1;
+	*mem = x->r[s].mem_limit;
+}
+
+static int stages_fit(const struct stage_set *x, const struct compile_input *in)
+{
+	if (x->rank > in->cluster->ndevices)
+		return ir_errorf(-EINVAL, "the stages take %d devices, the cluster has %d", x->rank,
+				 in->cluster->ndevices);
+	return 0;
+}
+
+static void stages_free(struct stage_set *x)
+{
+	for (int s = 0; s < x->n; s++) {
+		if (x->solved && x->solved[s])
+			intra_result_free(&x->r[s]);
+		if (x->g && x->g[s] != x->whole)
+			ir_graph_free(x->g[s]);
+		if (x->src)
+			ir_free(x->src[s]);
+	}
+	ir_free(x->g);
+	ir_free(x->src);
+	ir_free(x->r);
+	ir_free(x->st);
+	ir_free(x->solved);
+}
+
 /* Every stage's graph (the whole graph when there is one stage), sharded
  * by the intra-op pass on the stage's logical mesh, then lowered together. */
 static int lower_stages(const struct compile_input *in, const struct ir_graph *g, struct plan **out, double *mem)
 {
 	const struct inter_plan *ip = in->inter;
-	int ns = ip->nstages, rc = 0, rank = 0;
-	struct ir_graph **sub = ir_calloc((size_t)ns, sizeof *sub);
-	int **src = ir_calloc((size_t)ns, sizeof *src);
-	struct intra_result *r = ir_calloc((size_t)ns, sizeof *r);
-	struct lower_stage *st = ir_calloc((size_t)ns, sizeof *st);
-	bool *solved = ir_calloc((size_t)ns, sizeof *solved);
-	if (!sub || !src || !r || !st || !solved) {
-		rc = ir_errorf(-ENOMEM, "out of memory");
+	int ns = ip->nstages, rc;
+	struct stage_set x;
+	if ((rc = stages_new(&x, ns, g)) < 0)
 		goto out;
-	}
-	for (int s = 0; s < ns && rc == 0; s++) {
-		const struct inter_stage *x = &ip->stages[s];
-		if (ns > 1 && !(sub[s] = graph_extract(g, x->node_first, x->node_last, false, &src[s]))) {
+	for (int s = 0; s < ns; s++) {
+		const struct inter_stage *y = &ip->stages[s];
+		if (ns > 1 && !(x.g[s] = graph_extract(g, y->node_first, y->node_last, false, &x.src[s]))) {
 			rc = -ENOMEM;
-			break;
+			goto out;
 		}
 		struct intra_opts o;
 		intra_opts_init(&o);
-		o.n0 = x->n0;
-		o.n1 = x->n1;
+		o.n0 = y->n0;
+		o.n1 = y->n1;
 		o.mem_limit = in->opts->mem_limit;
 		o.cal = in->opts->cal;
 		o.inputs_resident = s > 0; /* received from the stage before */
-		struct ir_graph *sg = ns > 1 ? sub[s] : (struct ir_graph *)g;
-		if ((rc = intra_pass(sg, in->cluster, &o, &r[s])) < 0) {
+		if ((rc = intra_pass(x.g[s], in->cluster, &o, &x.r[s])) < 0) {
 			if (ns > 1)
-				ir_error_prefix("stage %d (nodes %d..%d)", s, x->node_first, x->node_last - 1);
-			break;
+				ir_error_prefix("stage %d (nodes %d..%d)", s, y->node_first, y->node_last - 1);
+			goto out;
 		}
-		solved[s] = true;
-		st[s] = (struct lower_stage){ sg, &r[s], rank, x->rows, x->cols, ns > 1 ? src[s] : NULL };
-		rank += x->n0 * x->n1;
-		*mem = r[s].mem_limit;
+		stages_solved(&x, in, s, mem);
 	}
-	if (rc == 0 && rank > in->cluster->ndevices)
-		rc = ir_errorf(-EINVAL, "the stages take %d devices, the cluster has %d", rank, in->cluster->ndevices);
-	if (rc == 0)
-		rc = lower_plan(g, st, ns, in->cluster_spec, out);
+	if ((rc = stages_fit(&x, in)) == 0)
+		rc = lower_plan(g, x.st, ns, in->cluster_spec, out);
 out:
-	for (int s = 0; s < ns; s++) {
-		if (solved && solved[s])
-			intra_result_free(&r[s]);
-		if (sub)
-			ir_graph_free(sub[s]);
-		if (src)
-			ir_free(src[s]);
-	}
-	ir_free(sub);
-	ir_free(src);
-	ir_free(r);
-	ir_free(st);
-	ir_free(solved);
+	stages_free(&x);
 	return rc;
 }
 
@@ -218,9 +255,12 @@ out:
 static int lower_training(const struct compile_input *in, struct ir_graph *g, struct plan **out, double *mem)
 {
 	const struct inter_plan *ip = in->inter;
-	int ns = ip->nstages, rc = 0, rank = 0, **order = NULL;
+	int ns = ip->nstages, rc = 0, **order = NULL;
 	struct train_opts to;
 	struct train_step ts;
+	struct stage_set x = { 0 };
+	double *start = NULL;
+	int (*ties)[2] = NULL;
 	char cfg[512];
 	memset(&ts, 0, sizeof ts);
 	if (ns > 1 && (rc = stage_orders(ip, &order)) < 0) {
@@ -235,14 +275,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	else
 		train_opts_init(&to);
 	to.grad_scale = 1.0 / ip->micro;
-	double *start = NULL;
-	int (*ties)[2] = NULL;
-	struct ir_graph **sg = ir_calloc((size_t)ns, sizeof *sg);
-	int **src = ir_calloc((size_t)ns, sizeof *src);
-	struct intra_result *r = ir_calloc((size_t)ns, sizeof *r);
-	struct lower_stage *st = ir_calloc((size_t)ns, sizeof *st);
-	bool *solved = ir_calloc((size_t)ns, sizeof *solved);
-	if ((rc = train_build(g, &to, &ts)) < 0)
+	if ((rc = train_build(g, &to, &ts)) < 0 || (rc = stages_new(&x, ns, ts.g)) < 0)
 		goto out;
 	if (ns > 1 && ts.nstages != ns) {
 		rc = ir_errorf(-EINVAL, "the train step spans %d stages, the plan has %d", ts.nstages, ns);
@@ -250,44 +283,29 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	}
 	start = ir_calloc((size_t)ts.nstate + 1, sizeof *start);
 	ties = ir_calloc((size_t)(ts.nparams + ts.nstate) + 1, sizeof *ties);
-	if (!start || !ties || !sg || !src || !r || !st || !solved) {
+	if (!start || !ties) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
 	}
 	train_state_start(&ts, &to, start);
 	train_step_ties(&ts, ties);
 	for (int s = 0; s < ns; s++) {
-		const struct inter_stage *x = &ip->stages[s];
-		if ((rc = train_stage(in, &ts, (const int (*)[2])ties, s, &sg[s], &src[s], &r[s])) < 0) {
+		if ((rc = train_stage(in, &ts, (const int (*)[2])ties, s, &x.g[s], &x.src[s], &x.r[s])) < 0) {
 			if (ns == 1)
 				ir_error_prefix("the train step");
 			goto out;
 		}
-		solved[s] = true;
-		st[s] = (struct lower_stage){ sg[s], &r[s], rank, x->rows, x->cols, src[s] };
-		rank += x->n0 * x->n1;
-		*mem = r[s].mem_limit;
+		stages_solved(&x, in, s, mem);
 	}
 	train_opts_str(&to, cfg, sizeof cfg);
 	struct lower_train tr = { &ts, ip->micro, start, cfg, (const int *const *)order };
-	rc = lower_train(&tr, st, ns, in->cluster_spec, out);
+	if ((rc = stages_fit(&x, in)) == 0)
+		rc = lower_train(&tr, x.st, ns, in->cluster_spec, out);
 out:
-	for (int s = 0; s < ns; s++) {
-		if (solved && solved[s])
-			intra_result_free(&r[s]);
-		if (sg && sg[s] != ts.g)
-			ir_graph_free(sg[s]);
-		if (src)
-			ir_free(src[s]);
-		if (order)
-			ir_free(order[s]);
-	}
+	stages_free(&x);
+	for (int s = 0; order && s < ns; s++)
+		ir_free(order[s]);
 	ir_free(order);
-	ir_free(sg);
-	ir_free(src);
-	ir_free(r);
-	ir_free(st);
-	ir_free(solved);
 	ir_free(start);
 	ir_free(ties);
 	train_step_free(&ts);

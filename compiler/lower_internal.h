@@ -98,10 +98,13 @@ struct lw_ctx {
 
 /* lower_plan.c: the whole graph's value id that stage s's value v stands
  * for; stage s's lowering set up (buffers, reps, the plan's stage entry);
- * stage s's input v, computed by another stage, sent from there now
+ * its bound values; stage s's input v, computed by another stage, sent from there now
  * (appended to both programs) and added as v's rep. */
 int lw_src_of(const struct lw_ctx *c, int s, int v);
 int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh);
+/* Stage s's parameters, model inputs and training state bound to the
+ * slices its devices load (values of other stages are received apart). */
+int lw_bind_stage(struct lw_ctx *c, int s);
 int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v);
 
 /* lower_pipe.c: a pipelined training plan's stages lowered together. */

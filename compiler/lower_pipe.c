@@ -121,38 +121,6 @@ static int lower_nodes(struct lw_ctx *c, int first, int last)
 	return 0;
 }
 
-/* Stage s's parameters, model inputs and state bound to what its devices
- * load; values of other stages are received when first read. */
-static int bind_stage(struct lw_ctx *c, int s)
-{
-	struct lower *L = &c->L[s];
-	const struct train_step *ts = c->tr->ts;
-	int rc;
-	for (int i = 0; i < ir_graph_nparams(L->g); i++) {
-		const struct ir_value *v = ir_graph_param(L->g, i);
-		int w = lw_src_of(c, s, v->id);
-		if (w < 0 || c->pidx[w] < 0)
-			return ir_errorf(-EINVAL, "stage %d: parameter \"%s\" is not one of the model's", s,
-					 v->name ? v->name : "");
-		if ((rc = lw_bind_value(L, v, PLAN_BIND_PARAM, c->pidx[w], NULL)) < 0)
-			return rc;
-	}
-	for (int i = 0; i < ir_graph_ninputs(L->g); i++) {
-		const struct ir_value *v = ir_graph_input(L->g, i);
-		int w = lw_src_of(c, s, v->id), j = 0;
-		if (w >= 0 && c->iidx[w] >= 0) {
-			if ((rc = lw_bind_value(L, v, PLAN_BIND_INPUT, c->iidx[w], NULL)) < 0)
-				return rc;
-			continue;
-		}
-		while (j < ts->nstate && (w < 0 || ts->state[j]->id != w))
-			j++;
-		if (j < ts->nstate && (rc = lw_bind_value(L, v, PLAN_BIND_STATE, j, NULL)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /* A parameter other stages read too (tied embeddings): its owner's new
  * value sent to each of them and copied over their copy. */
 static int share_param(struct lw_ctx *c, int i)
@@ -202,7 +170,7 @@ int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 					 c->st[s].first_rank);
 		c->L[s].order = c->tr->order[s];
 		c->L[s].norder = 2 * c->tr->micro;
-		if ((rc = bind_stage(c, s)) < 0)
+		if ((rc = lw_bind_stage(c, s)) < 0)
 			return rc;
 	}
 	/* forward parts */

@@ -154,14 +154,21 @@ int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
 	return 0;
 }
 
-/* Stage s's parameters, model inputs and values received from earlier stages. */
-static int stage_inputs(struct lw_ctx *c, int s)
+/* The training state input whole value id w stands for, or -1. */
+static int state_index(const struct lw_ctx *c, int w)
+{
+	for (int j = 0; c->tr && w >= 0 && j < c->tr->ts->nstate; j++)
+		if (c->tr->ts->state[j]->id == w)
+			return j;
+	return -1;
+}
+
+int lw_bind_stage(struct lw_ctx *c, int s)
 {
 	struct lower *L = &c->L[s];
-	const struct ir_graph *g = L->g;
 	int rc;
-	for (int i = 0; i < ir_graph_nparams(g); i++) {
-		const struct ir_value *v = ir_graph_param(g, i);
+	for (int i = 0; i < ir_graph_nparams(L->g); i++) {
+		const struct ir_value *v = ir_graph_param(L->g, i);
 		int w = src_of(c, s, v->id);
 		if (w < 0 || c->pidx[w] < 0)
 			return ir_errorf(-EINVAL, "stage %d: parameter \"%s\" is not one of the model's", s,
@@ -169,28 +176,36 @@ static int stage_inputs(struct lw_ctx *c, int s)
 		if ((rc = lw_bind_value(L, v, PLAN_BIND_PARAM, c->pidx[w], NULL)) < 0)
 			return rc;
 	}
-	for (int i = 0; i < ir_graph_ninputs(g); i++) {
-		const struct ir_value *v = ir_graph_input(g, i);
+	for (int i = 0; i < ir_graph_ninputs(L->g); i++) {
+		const struct ir_value *v = ir_graph_input(L->g, i);
+		int w = src_of(c, s, v->id), j = state_index(c, w);
+		if (w >= 0 && c->iidx[w] >= 0)
+			rc = lw_bind_value(L, v, PLAN_BIND_INPUT, c->iidx[w], NULL);
+		else
+			rc = j >= 0 ? lw_bind_value(L, v, PLAN_BIND_STATE, j, NULL) : 0;
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Stage s's bound values, then those it reads from earlier stages. */
+static int stage_inputs(struct lw_ctx *c, int s)
+{
+	struct lower *L = &c->L[s];
+	int rc = lw_bind_stage(c, s);
+	for (int i = 0; rc == 0 && i < ir_graph_ninputs(L->g); i++) {
+		const struct ir_value *v = ir_graph_input(L->g, i);
 		int w = src_of(c, s, v->id);
-		const struct ir_sharding *rs = chosen_spec(L, v);
-		if (w >= 0 && c->iidx[w] >= 0) {
-			if ((rc = lw_bind_value(L, v, PLAN_BIND_INPUT, c->iidx[w], NULL)) < 0)
-				return rc;
-			continue;
-		}
-		if (c->tr && i >= c->tr->ts->ndata) { /* training state */
-			if ((rc = lw_bind_value(L, v, PLAN_BIND_STATE, i - c->tr->ts->ndata, NULL)) < 0)
-				return rc;
-			continue;
-		}
+		if ((w >= 0 && c->iidx[w] >= 0) || state_index(c, w) >= 0)
+			continue; /* bound */
 		int from = w >= 0 ? c->owner[w] : -1;
 		if (from < 0 || from >= s)
 			return ir_errorf(-EINVAL, "stage %d: input \"%s\" is computed by no earlier stage", s,
 					 v->name ? v->name : "");
-		if (rs && (rc = lw_receive(c, s, v)) < 0)
-			return rc;
+		rc = lw_receive(c, s, v);
 	}
-	return 0;
+	return rc;
 }
 
 int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v)

@@ -139,14 +139,18 @@ static int check_stages(const struct plan *p)
 		/* forwards in micro-batch order, each backward after its forward,
 		 * backwards in the same order on every stage (messages pair in
 		 * order) */
-		for (int k = 0, f = 0, b = 0; k < st->norder; k++) {
+		const struct plan_stage *s0 = &p->stages[0];
+		for (int k = 0, f = 0, j = 0; k < st->norder; k++) {
 			int m = st->order[k];
-			const struct plan_stage *s0 = &p->stages[0];
-			int m0 = -1;
-			for (int j = 0, c = 0; j < s0->norder && m < 0; j++)
-				if (s0->order[j] < 0 && c++ == b)
-					m0 = s0->order[j];
-			if (m >= 0 ? m != f++ : -(m + 1) >= f || m != m0 || (b++, false))
+			bool ok = m == f;
+			if (m < 0) { /* stage 0's next backward */
+				while (j < s0->norder && s0->order[j] >= 0)
+					j++;
+				ok = -(m + 1) < f && j < s0->norder && s0->order[j++] == m;
+			} else {
+				f++;
+			}
+			if (!ok)
 				return ir_errorf(-EINVAL, "plan: stage %d's schedule, entry %d (%d): forwards run in "
 						 "micro-batch order, each backward after its forward, backwards in "
 						 "stage 0's order", s, k, m);

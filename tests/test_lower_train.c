@@ -377,9 +377,11 @@ static int run_pipe_case(const struct fixture *f, const struct train_opts *base,
 		goto out;
 	}
 	g = NULL;
+	if (back->nstages != ns || back->stages[ns - 1].norder != 2 * micro || !back->devices[0].nfwd) {
+		TAP_DIAG("the plan has %d stages and no schedule of %d micro-batches", back->nstages, micro);
+		goto out;
+	}
 	rc = simulate(back, &ts, f, micro, want, res);
-	/* the stages' own ranks: forward sends go up, gradient sends down */
-	res->reduces_micro = back->nstages == ns && back->stages[ns - 1].norder == 2 * micro ? 0 : -1;
 out:
 	ir_graph_free(g);
 	ir_free(bytes);
@@ -435,7 +437,7 @@ static void test_fixture(const char *name, const int (*mesh)[2], int nmesh, cons
 			int rc = run_pipe_case(&f, &o, ns, mesh[k][0], mesh[k][1], m, sched, want, &res);
 			double le = loss_want ? fabs(res.loss0 - loss_want) / fmax(1, fabs(loss_want)) : 0;
 			double tol = compute == IR_F32 ? 2e-4 : 5e-3;
-			TAP_OK(rc == 0 && res.param_err < tol && le < 1e-4 && res.reduces_micro == 0,
+			TAP_OK(rc == 0 && res.param_err < tol && le < 1e-4,
 			       "%s %s, %d stages of %dx%d, %s, %d micro-batches: parameters after %d steps equal the "
 			       "reference trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)", name,
 			       ir_dtype_name(compute), ns, mesh[k][0], mesh[k][1], cost_sched_name(sched), m, STEPS,
