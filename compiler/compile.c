@@ -19,33 +19,12 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "compiler/compiler.h"
 #include "ir/plan.h"
-
-static int hash_file(const char *path, uint64_t *out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return ir_errorf(-errno, "%s: cannot read: %s", path, strerror(errno));
-	XXH3_state_t *s = XXH3_createState();
-	if (!s) {
-		fclose(f);
-		return ir_errorf(-ENOMEM, "out of memory");
-	}
-	XXH3_64bits_reset(s);
-	char buf[1 << 16];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-		XXH3_64bits_update(s, buf, n);
-	int err = ferror(f);
-	fclose(f);
-	*out = XXH3_64bits_digest(s);
-	XXH3_freeState(s);
-	return err ? ir_errorf(-EIO, "%s: read error", path) : 0;
-}
 
 /* The stages of a plan on their way to lowering: per stage its graph (the
  * whole graph, not owned, or an extracted one), value map, the intra-op
@@ -335,9 +314,12 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 	p->micro = ip->micro;
 	p->device_memory = (int64_t)mem;
 	char opts[1024];
-	snprintf(opts, sizeof opts, "cluster=%s;batch=%lld;micro=%d;train=%d;mem=%.17g;step=%s", in->cluster_spec,
-		 (long long)ip->batch, ip->micro, ip->train, in->opts->mem_limit,
-		 p->train_config ? p->train_config : "");
+	int at = snprintf(opts, sizeof opts, "cluster=%s;batch=%lld;micro=%d;train=%d;mem=%.17g;step=%s",
+			  in->cluster_spec, (long long)ip->batch, ip->micro, ip->train, in->opts->mem_limit,
+			  p->train_config ? p->train_config : "");
+	if ((in->opts->stages || in->opts->mesh0) && at > 0 && at < (int)sizeof opts) /* forced shapes */
+		snprintf(opts + at, sizeof opts - (size_t)at, ";stages=%d;mesh=%dx%d", in->opts->stages,
+			 in->opts->mesh0, in->opts->mesh1);
 	p->options_hash = XXH3_64bits(opts, strlen(opts));
 	for (int i = 0; i < p->ndevices && rc == 0; i++) {
 		char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN];
@@ -347,7 +329,9 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 				       ir_bytes_str((double)p->devices[i].arena_bytes, need), i,
 				       ir_bytes_str((double)p->device_memory, have));
 	}
-	if (rc < 0 || (rc = hash_file(in->model, &p->model_hash)) < 0 || (rc = plan_verify(p)) < 0) {
+	if (rc == 0 && !(p->model = realpath(in->model, NULL)))
+		rc = ir_errorf(-errno, "%s: %s", in->model, strerror(errno));
+	if (rc < 0 || (rc = plan_hash_file(in->model, &p->model_hash)) < 0 || (rc = plan_verify(p)) < 0) {
 		if (rc == -EINVAL)
 			ir_error_prefix("lowered plan fails its check (a compiler bug)");
 		plan_free(p);

@@ -126,6 +126,22 @@ int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value
 int onnx_save_params(const char *src, const char *dst, int n, const char *const *names,
 		     const struct ir_tensor *values);
 
+/* ---- a rank's slices of the initializers (compiler/onnx_weights.c) --------
+ * What a runtime rank loads: onnx_weights_open unpacks the model (inline
+ * data is bounded by protobuf's 2 GiB); onnx_weights_read copies the block
+ * of initializer `name` of shape block starting at start[] into dst,
+ * converting floating point data to dtype; external data is read with
+ * pread, run by contiguous run, so only the slice's bytes are read.
+ * Errors name the file and the initializer: missing (-ENOENT), another
+ * shape or a non-float dtype change, a slice outside it (-EINVAL), short
+ * external data (-EIO). */
+struct onnx_weights;
+struct onnx_weights *onnx_weights_open(const char *path);
+int onnx_weights_type(const struct onnx_weights *w, const char *name, enum ir_dtype *dt, struct ir_shape *shape);
+int onnx_weights_read(const struct onnx_weights *w, const char *name, enum ir_dtype dtype,
+		      const struct ir_shape *global, const int64_t *start, const struct ir_shape *block, void *dst);
+void onnx_weights_close(struct onnx_weights *w);
+
 /* ---- the training step (compiler/train*.c) ---------------------------------
  * train_build turns a forward graph into one train-step graph: the loss,
  * the gradients of every trained parameter (grad_build) and the optimizer

@@ -329,9 +329,9 @@ static bool path_inside(const char *p)
 	return true;
 }
 
-static int external_ref(struct onnx_ctx *c, const Onnx__TensorProto *t, struct ir_data *d)
+int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct ir_data *d)
 {
-	d->base_dir = c->base_dir;
+	d->base_dir = base_dir;
 	d->offset = 0;
 	d->nbytes = -1;
 	for (size_t i = 0; i < t->n_external_data; i++) {
@@ -369,7 +369,7 @@ static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 		goto fail;
 	size_t want = (size_t)ir_shape_numel(&s) * ir_dtype_size(dt);
 	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-		if (external_ref(c, t, &d) < 0)
+		if (onnx_external_ref(c->base_dir, t, &d) < 0)
 			goto fail;
 		if (d.nbytes < 0)
 			d.nbytes = (int64_t)want;

@@ -59,6 +59,11 @@ extern const int onnx_ops_nn_count;
  * regular file, -EFBIG too large, -EIO, -ENOMEM. */
 int onnx_read_file(const char *path, uint8_t **buf, size_t *len);
 
+/* Where an initializer with data_location EXTERNAL keeps its bytes: the
+ * location (a relative path inside the model's directory, base_dir),
+ * offset and length (-1 when not given). -EINVAL naming a bad entry. */
+int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct ir_data *d);
+
 /* "name", or the first output's name for unnamed nodes (for messages). */
 const char *onnx_node_label(const Onnx__NodeProto *n);
 

@@ -109,6 +109,12 @@ int64_t ir_tensor_get_i64(const struct ir_tensor *t, int64_t i);
 /* Stores v converted to t's dtype (round to nearest even for f16/bf16). */
 void ir_tensor_set_f64(struct ir_tensor *t, int64_t i, double v);
 void ir_tensor_set_i64(struct ir_tensor *t, int64_t i, int64_t v);
+/* Copies the block of shape `block` at src_start inside a row-major tensor
+ * of src_shape to dst_start inside one of dst_shape (es bytes an element;
+ * a NULL start is all zeros). The block must lie inside both. */
+void ir_copy_block(void *dst, const struct ir_shape *dst_shape, const int64_t *dst_start, const void *src,
+		   const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *block,
+		   size_t es);
 
 float ir_f16_to_f32(uint16_t h);
 uint16_t ir_f32_to_f16(float f);

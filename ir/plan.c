@@ -72,6 +72,7 @@ void plan_free(struct plan *p)
 	free_tensors(p->outputs, p->noutputs);
 	free_tensors(p->state, p->nstate);
 	ir_free(p->train_config);
+	ir_free(p->model);
 	for (int i = 0; p->kernels && i < p->nkernels; i++)
 		free_kernel(&p->kernels[i]);
 	ir_free(p->kernels);

@@ -167,6 +167,8 @@ struct plan {
 	int version;                /* PLAN_FORMAT_VERSION */
 	char *cluster;              /* the cluster spec it was compiled for */
 	int cluster_nodes, cluster_devices; /* the whole cluster */
+	char *model;                /* the ONNX file compiled (absolute path), where the
+				     * runtime loads the weights from; NULL: unknown */
 	uint64_t model_hash;        /* of the ONNX file's bytes */
 	uint64_t options_hash;      /* of the compile options that shaped the plan */
 	bool train;
@@ -242,5 +244,8 @@ struct plan *plan_unpack(const uint8_t *data, size_t n);
 /* Refuses a plan compiled for another cluster or a different number of
  * ranks: 0 or -EINVAL naming both. */
 int plan_check_mesh(const struct plan *p, int nranks);
+
+/* XXH3-64 of a file's bytes: plan.model_hash of the model compiled. */
+int plan_hash_file(const char *path, uint64_t *out);
 
 #endif

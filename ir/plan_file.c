@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "ir/plan.h"
 
@@ -129,4 +130,26 @@ int plan_check_mesh(const struct plan *p, int nranks)
 				 p->ndevices, p->cluster && *p->cluster ? p->cluster : "unknown",
 				 nranks);
 	return 0;
+}
+
+int plan_hash_file(const char *path, uint64_t *out)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ir_errorf(-errno, "%s: cannot read: %s", path, strerror(errno));
+	XXH3_state_t *s = XXH3_createState();
+	if (!s) {
+		fclose(f);
+		return ir_errorf(-ENOMEM, "out of memory");
+	}
+	XXH3_64bits_reset(s);
+	char buf[1 << 16];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		XXH3_64bits_update(s, buf, n);
+	int err = ferror(f);
+	fclose(f);
+	*out = XXH3_64bits_digest(s);
+	XXH3_freeState(s);
+	return err ? ir_errorf(-EIO, "%s: read error", path) : 0;
 }

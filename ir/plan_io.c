@@ -247,6 +247,7 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 			  .model_hash = p->model_hash, .options_hash = p->options_hash,
 			  .train = p->train, .micro = p->micro, .device_memory = p->device_memory,
 			  .train_config = (char *)(p->train_config ? p->train_config : ""),
+			  .model = (char *)(p->model ? p->model : ""),
 			  .n_stages = (size_t)p->nstages, .n_kernels = (size_t)p->nkernels,
 			  .n_comms = (size_t)p->ncomms, .n_devices = (size_t)p->ndevices };
 	if (!NEW_MSGS(s, ss, m->stages, p->nstages) || !NEW_MSGS(s, ks, m->kernels, p->nkernels) ||
@@ -636,6 +637,8 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 	    (rc = get_tensors(m->outputs, m->n_outputs, "output", &p->outputs, &p->noutputs)) < 0 ||
 	    (rc = get_tensors(m->state, m->n_state, "state", &p->state, &p->nstate)) < 0)
 		return rc;
+	if (m->model[0] && !(p->model = get_str(m->model)))
+		return nomem();
 	if (m->train_config[0] && !(p->train_config = get_str(m->train_config)))
 		return nomem();
 	for (int i = 0; i < p->nkernels; i++)

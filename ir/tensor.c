@@ -186,3 +186,37 @@ void ir_tensor_set_i64(struct ir_tensor *t, int64_t i, int64_t v)
 	}
 	IR_ASSERT(!"bad dtype");
 }
+
+void ir_copy_block(void *dst, const struct ir_shape *dst_shape, const int64_t *dst_start, const void *src,
+		   const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *block,
+		   size_t es)
+{
+	static const int64_t zero[IR_MAX_RANK];
+	int r = block->rank;
+	int64_t idx[IR_MAX_RANK] = { 0 };
+	dst_start = dst_start ? dst_start : zero;
+	src_start = src_start ? src_start : zero;
+	if (ir_shape_numel(block) == 0)
+		return;
+	if (r == 0) {
+		memcpy(dst, src, es);
+		return;
+	}
+	size_t row = (size_t)block->dims[r - 1] * es;
+	for (;;) {
+		int64_t so = 0, dof = 0;
+		for (int d = 0; d < r; d++) {
+			so = so * src_shape->dims[d] + src_start[d] + (d == r - 1 ? 0 : idx[d]);
+			dof = dof * dst_shape->dims[d] + dst_start[d] + (d == r - 1 ? 0 : idx[d]);
+		}
+		memcpy((char *)dst + (size_t)dof * es, (const char *)src + (size_t)so * es, row);
+		int d = r - 2;
+		for (; d >= 0; d--) {
+			if (++idx[d] < block->dims[d])
+				break;
+			idx[d] = 0;
+		}
+		if (d < 0)
+			return;
+	}
+}

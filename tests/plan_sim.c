@@ -37,38 +37,7 @@ static void *buf_data(struct sim *s, int dev, const struct plan_buffer *b)
 	return s->arena[dev] + b->offset + plan_slot_stride(b) * (s->mb[dev] % plan_buffer_slots(b));
 }
 
-/* Copies a block: the region of `shape` at src_start inside a tensor of
- * src_shape to dst_start inside dst_shape (row-major, element size es). */
-static void copy_block(void *dst, const struct ir_shape *dst_shape, const int64_t *dst_start, const void *src,
-		       const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *shape,
-		       size_t es)
-{
-	int r = shape->rank;
-	int64_t idx[IR_MAX_RANK] = { 0 };
-	if (ir_shape_numel(shape) == 0)
-		return;
-	if (r == 0) {
-		memcpy(dst, src, es);
-		return;
-	}
-	size_t row = (size_t)shape->dims[r - 1] * es;
-	for (;;) {
-		int64_t so = 0, dof = 0;
-		for (int d = 0; d < r; d++) {
-			so = so * src_shape->dims[d] + src_start[d] + (d == r - 1 ? 0 : idx[d]);
-			dof = dof * dst_shape->dims[d] + dst_start[d] + (d == r - 1 ? 0 : idx[d]);
-		}
-		memcpy((char *)dst + (size_t)dof * es, (const char *)src + (size_t)so * es, row);
-		int d = r - 2;
-		for (; d >= 0; d--) {
-			if (++idx[d] < shape->dims[d])
-				break;
-			idx[d] = 0;
-		}
-		if (d < 0)
-			return;
-	}
-}
+#define copy_block ir_copy_block
 
 static const int64_t zero_start[IR_MAX_RANK];
 

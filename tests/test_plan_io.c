@@ -118,6 +118,7 @@ static struct plan *build_plan(void)
 	set_tensor(&p->state[0], "train.loss_scale", IR_F32, shp(0, 0, 0));
 	p->state[0].init = 65536;
 	p->train_config = dup_str("adamw lr=0.001");
+	p->model = dup_str("/models/m.onnx");
 
 	p->kernels = ir_calloc(4, sizeof *p->kernels);
 	p->nkernels = 4;
@@ -345,6 +346,7 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 	SAME(a->nstate == b->nstate && same_tensors(a->state, b->state, a->nstate, "state"), "state");
 	SAME(!a->train_config == !b->train_config && (!a->train_config || !strcmp(a->train_config, b->train_config)),
 	     "train_config");
+	SAME(!a->model == !b->model && (!a->model || !strcmp(a->model, b->model)), "model");
 	SAME(a->nkernels == b->nkernels, "nkernels");
 	for (int i = 0; i < a->nkernels; i++) {
 		const struct plan_kernel *x = &a->kernels[i], *y = &b->kernels[i];

@@ -1,0 +1,66 @@
+/*
+ * comm.h: the runtime's communication table. The executor (exec.c) moves
+ * bytes only through these entries: MPI now (comm_mpi.c), NCCL for GPU
+ * buffers later. Every entry is collective over the ranks named (a plan
+ * communicator, or the whole world for the ctl_* entries) and returns 0 or
+ * a negative errno with a message in ir_error() naming what it waited for;
+ * no entry waits longer than the table's timeout.
+ *
+ * Data movement contract (the executor packs and unpacks around it):
+ * - send: the bytes are copied or kept until flush; the call never waits
+ *   for the receiver (a plan's programs assume buffered sends).
+ * - recv: waits for the message of (peer, tag), which must be n bytes.
+ * - all_reduce: n elements of dtype, reduced with op, into out (in == out
+ *   allowed).
+ * - reduce_scatter: in holds comm-size blocks of n elements in rank order;
+ *   out gets the sum of every rank's block `comm rank`.
+ * - all_gather: out gets every rank's `bytes` bytes in rank order.
+ * - all_to_all: in holds comm-size blocks of `bytes`; block r goes to rank
+ *   r; out gets the received blocks in rank order.
+ * Plan communicators are indices into plan.comms; a rank calls only those
+ * it belongs to.
+ */
+#ifndef PCC_RUNTIME_COMM_H
+#define PCC_RUNTIME_COMM_H
+
+#include <stddef.h>
+
+#include "ir/plan.h"
+
+struct rt_comm;
+
+struct rt_comm_ops {
+	const char *name;
+	/* Communicators for plan p (every rank calls it, collectively). */
+	int (*setup)(struct rt_comm *c, const struct plan *p);
+	int (*send)(struct rt_comm *c, const void *buf, size_t n, int peer, int tag);
+	int (*recv)(struct rt_comm *c, void *buf, size_t n, int peer, int tag);
+	int (*all_reduce)(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
+			  enum plan_reduce op);
+	int (*reduce_scatter)(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t);
+	int (*all_gather)(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes);
+	int (*all_to_all)(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes);
+	/* Waits until every send so far has left this rank's buffers. */
+	int (*flush)(struct rt_comm *c);
+	/* The runtime's own traffic (outputs to rank 0, checkpoints, agreeing
+	 * on errors), apart from the plan's messages: blocking point to point,
+	 * and the minimum of one int over all ranks. */
+	int (*ctl_send)(struct rt_comm *c, const void *buf, size_t n, int peer);
+	int (*ctl_recv)(struct rt_comm *c, void *buf, size_t n, int peer);
+	int (*ctl_min)(struct rt_comm *c, int *v);
+	/* Stops every rank of the job now, exit status code. */
+	void (*abort)(struct rt_comm *c, int code); /* does not return */
+	void (*finish)(struct rt_comm *c);
+};
+
+struct rt_comm {
+	const struct rt_comm_ops *ops;
+	int rank, size;          /* this rank, the world */
+	double timeout;          /* seconds one wait may last before it fails */
+	void *impl;
+};
+
+/* MPI: initializes MPI (argc, argv as MPI_Init takes them) and fills c. */
+int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv);
+
+#endif

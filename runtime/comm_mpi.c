@@ -1,0 +1,390 @@
+/*
+ * comm_mpi.c: the communication table over MPI (comm.h). Every operation is
+ * non-blocking underneath and waited for with a deadline (MPI_Test in a
+ * loop that backs off to short sleeps, which keeps over-subscribed ranks
+ * from starving each other), so a dead or stuck peer becomes an error that
+ * names what was awaited instead of a hang. Plan messages travel on a
+ * duplicate of the world communicator, the runtime's own on another, and
+ * each plan communicator is an MPI_Comm_split of the world.
+ */
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/comm.h"
+
+struct pending {
+	MPI_Request req;
+	void *copy;
+};
+
+struct mpi_impl {
+	MPI_Comm plan_world, ctl;
+	int ncomms;
+	MPI_Comm *comms;        /* per plan comm; MPI_COMM_NULL where this rank is not a member */
+	const struct plan *p;
+	struct pending *pend;
+	int npend, cap;
+	int tag_ub;
+};
+
+static struct mpi_impl *impl(struct rt_comm *c)
+{
+	return c->impl;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int mpi_fail(int err, const char *what)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+	MPI_Error_string(err, msg, &len);
+	return ir_errorf(-EIO, "%s: MPI error: %.*s", what, len, msg);
+}
+
+/* Waits for r until done or the timeout; what names it for the message. */
+static int wait_req(struct rt_comm *c, MPI_Request *r, MPI_Status *st, const char *what)
+{
+	double t0 = now();
+	for (long spins = 0;; spins++) {
+		int done = 0, err = MPI_Test(r, &done, st ? st : MPI_STATUS_IGNORE);
+		if (err != MPI_SUCCESS)
+			return mpi_fail(err, what);
+		if (done)
+			return 0;
+		if (spins > 200) {
+			if (now() - t0 > c->timeout)
+				return ir_errorf(-ETIMEDOUT, "no progress for %.0f s waiting for %s", c->timeout, what);
+			nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+		}
+	}
+}
+
+static MPI_Datatype mpi_type(enum ir_dtype t)
+{
+	switch (t) {
+	case IR_F64: return MPI_DOUBLE;
+	case IR_F32: return MPI_FLOAT;
+	case IR_F16: case IR_BF16: return MPI_FLOAT; /* reduced as f32 (see widen) */
+	case IR_I64: return MPI_INT64_T;
+	case IR_I32: return MPI_INT32_T;
+	case IR_I8: return MPI_INT8_T;
+	case IR_U8: case IR_BOOL: return MPI_UINT8_T;
+	case IR_DTYPE_COUNT: break;
+	}
+	return MPI_DATATYPE_NULL;
+}
+
+static MPI_Op mpi_op(enum plan_reduce op)
+{
+	return op == PLAN_MAX ? MPI_MAX : op == PLAN_MIN ? MPI_MIN : MPI_SUM;
+}
+
+static bool narrow(enum ir_dtype t)
+{
+	return t == IR_F16 || t == IR_BF16;
+}
+
+/* 16-bit floats travel and reduce as f32: one rounding at the end. */
+static float *widen(const void *in, int64_t n, enum ir_dtype t)
+{
+	float *w = ir_malloc(sizeof *w * (size_t)(n + 1));
+	const uint16_t *h = in;
+	for (int64_t i = 0; w && i < n; i++)
+		w[i] = t == IR_F16 ? ir_f16_to_f32(h[i]) : ir_bf16_to_f32(h[i]);
+	return w;
+}
+
+static void shorten(const float *w, void *out, int64_t n, enum ir_dtype t)
+{
+	uint16_t *h = out;
+	for (int64_t i = 0; i < n; i++)
+		h[i] = t == IR_F16 ? ir_f32_to_f16(w[i]) : ir_f32_to_bf16(w[i]);
+}
+
+static int count_of(int64_t n, const char *what)
+{
+	if (n > 0x7fffffff)
+		return ir_errorf(-E2BIG, "%s: %lld elements, more than one MPI call carries", what, (long long)n);
+	return 0;
+}
+
+/* "all_reduce over ranks 0,1,2,3" into buf. */
+static const char *comm_what(struct rt_comm *c, int comm, const char *op, char *buf, size_t n)
+{
+	const struct plan_comm *pc = &impl(c)->p->comms[comm];
+	size_t k = (size_t)snprintf(buf, n, "%s over ranks ", op);
+	for (int i = 0; i < pc->n && k + 12 < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%d", i ? "," : "", pc->ranks[i]);
+	return buf;
+}
+
+static int reap(struct rt_comm *c, bool all)
+{
+	struct mpi_impl *m = impl(c);
+	int keep = 0, rc = 0;
+	for (int i = 0; i < m->npend; i++) {
+		int done = 0;
+		if (rc == 0 && all)
+			rc = wait_req(c, &m->pend[i].req, NULL, "a send to complete");
+		else if (rc == 0 && MPI_Test(&m->pend[i].req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			rc = ir_errorf(-EIO, "MPI_Test of a send failed");
+		if (all || done)
+			ir_free(m->pend[i].copy);
+		else
+			m->pend[keep++] = m->pend[i];
+	}
+	m->npend = all ? 0 : keep;
+	return rc;
+}
+
+static int m_send(struct rt_comm *c, const void *buf, size_t n, int peer, int tag)
+{
+	struct mpi_impl *m = impl(c);
+	int rc = reap(c, false);
+	if (rc < 0 || (rc = count_of((int64_t)n, "send")) < 0)
+		return rc;
+	if (m->npend == m->cap) {
+		int cap = m->cap ? 2 * m->cap : 16;
+		struct pending *p = ir_realloc(m->pend, sizeof *p * (size_t)cap);
+		if (!p)
+			return ir_errorf(-ENOMEM, "out of memory queueing a send");
+		m->pend = p;
+		m->cap = cap;
+	}
+	struct pending *p = &m->pend[m->npend];
+	if (!(p->copy = ir_malloc(n ? n : 1)))
+		return ir_errorf(-ENOMEM, "out of memory queueing a send of %zu bytes", n);
+	memcpy(p->copy, buf, n);
+	int err = MPI_Isend(p->copy, (int)n, MPI_BYTE, peer, tag % m->tag_ub, m->plan_world, &p->req);
+	if (err != MPI_SUCCESS) {
+		ir_free(p->copy);
+		return mpi_fail(err, "send");
+	}
+	m->npend++;
+	return 0;
+}
+
+static int m_recv(struct rt_comm *c, void *buf, size_t n, int peer, int tag)
+{
+	struct mpi_impl *m = impl(c);
+	MPI_Request r;
+	MPI_Status st;
+	char what[96];
+	int got = 0, rc = count_of((int64_t)n, "recv");
+	if (rc < 0)
+		return rc;
+	snprintf(what, sizeof what, "a message from rank %d (tag %d, %zu bytes)", peer, tag, n);
+	/* a longer message than expected must show as an error, not truncate */
+	void *tmp = ir_malloc(n + 1);
+	if (!tmp)
+		return ir_errorf(-ENOMEM, "out of memory receiving %zu bytes", n);
+	int err = MPI_Irecv(tmp, (int)n + 1, MPI_BYTE, peer, tag % m->tag_ub, m->plan_world, &r);
+	if (err != MPI_SUCCESS)
+		rc = mpi_fail(err, what);
+	else if ((rc = wait_req(c, &r, &st, what)) == 0) {
+		MPI_Get_count(&st, MPI_BYTE, &got);
+		if ((size_t)got != n)
+			rc = ir_errorf(-EPROTO, "%s: got %d bytes", what, got);
+		else
+			memcpy(buf, tmp, n);
+	}
+	ir_free(tmp);
+	return rc;
+}
+
+static int m_all_reduce(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
+			enum plan_reduce op)
+{
+	MPI_Request r;
+	char what[160];
+	comm_what(c, comm, "all_reduce", what, sizeof what);
+	int rc = count_of(n, what);
+	if (rc < 0)
+		return rc;
+	float *w = narrow(t) ? widen(in, n, t) : NULL;
+	if (narrow(t) && !w)
+		return ir_errorf(-ENOMEM, "out of memory in %s", what);
+	const void *src = w ? (const void *)w : in;
+	void *dst = w ? (void *)w : out;
+	int err = MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, (int)n, mpi_type(t), mpi_op(op),
+				 impl(c)->comms[comm], &r);
+	rc = err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+	if (rc == 0 && w)
+		shorten(w, out, n, t);
+	ir_free(w);
+	return rc;
+}
+
+static int m_reduce_scatter(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t)
+{
+	MPI_Request r;
+	char what[160];
+	int size = impl(c)->p->comms[comm].n;
+	comm_what(c, comm, "reduce_scatter", what, sizeof what);
+	int rc = count_of(n * size, what);
+	if (rc < 0)
+		return rc;
+	float *w = narrow(t) ? widen(in, n * size, t) : NULL;
+	if (narrow(t) && !w)
+		return ir_errorf(-ENOMEM, "out of memory in %s", what);
+	int err = MPI_Ireduce_scatter_block(w ? (const void *)w : in, w ? (void *)w : out, (int)n, mpi_type(t),
+					    MPI_SUM, impl(c)->comms[comm], &r);
+	rc = err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+	if (rc == 0 && w)
+		shorten(w, out, n, t);
+	ir_free(w);
+	return rc;
+}
+
+static int m_all_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes)
+{
+	MPI_Request r;
+	char what[160];
+	comm_what(c, comm, "all_gather", what, sizeof what);
+	int rc = count_of((int64_t)bytes * impl(c)->p->comms[comm].n, what);
+	if (rc < 0)
+		return rc;
+	int err = MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm], &r);
+	return err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+}
+
+static int m_all_to_all(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes)
+{
+	MPI_Request r;
+	char what[160];
+	comm_what(c, comm, "all_to_all", what, sizeof what);
+	int rc = count_of((int64_t)bytes * impl(c)->p->comms[comm].n, what);
+	if (rc < 0)
+		return rc;
+	int err = MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm], &r);
+	return err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+}
+
+static int m_flush(struct rt_comm *c)
+{
+	return reap(c, true);
+}
+
+static int m_ctl_send(struct rt_comm *c, const void *buf, size_t n, int peer)
+{
+	MPI_Request r;
+	char what[96];
+	snprintf(what, sizeof what, "rank %d to take %zu bytes", peer, n);
+	int rc = count_of((int64_t)n, what);
+	if (rc < 0)
+		return rc;
+	int err = MPI_Isend(buf, (int)n, MPI_BYTE, peer, 0, impl(c)->ctl, &r);
+	return err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+}
+
+static int m_ctl_recv(struct rt_comm *c, void *buf, size_t n, int peer)
+{
+	MPI_Request r;
+	MPI_Status st;
+	char what[96];
+	int got = 0;
+	snprintf(what, sizeof what, "%zu bytes from rank %d", n, peer);
+	int rc = count_of((int64_t)n, what);
+	if (rc < 0)
+		return rc;
+	int err = MPI_Irecv(buf, (int)n, MPI_BYTE, peer, 0, impl(c)->ctl, &r);
+	if (err != MPI_SUCCESS)
+		return mpi_fail(err, what);
+	if ((rc = wait_req(c, &r, &st, what)) == 0 && (MPI_Get_count(&st, MPI_BYTE, &got), (size_t)got != n))
+		rc = ir_errorf(-EPROTO, "%s: got %d", what, got);
+	return rc;
+}
+
+static int m_ctl_min(struct rt_comm *c, int *v)
+{
+	MPI_Request r;
+	int err = MPI_Iallreduce(MPI_IN_PLACE, v, 1, MPI_INT, MPI_MIN, impl(c)->ctl, &r);
+	return err != MPI_SUCCESS ? mpi_fail(err, "every rank's status") : wait_req(c, &r, NULL, "every rank's status");
+}
+
+static int m_setup(struct rt_comm *c, const struct plan *p)
+{
+	struct mpi_impl *m = impl(c);
+	m->p = p;
+	if (!(m->comms = ir_calloc((size_t)p->ncomms + 1, sizeof *m->comms)))
+		return ir_errorf(-ENOMEM, "out of memory creating communicators");
+	m->ncomms = p->ncomms;
+	for (int k = 0; k < p->ncomms; k++) {
+		int key = -1;
+		for (int i = 0; i < p->comms[k].n; i++)
+			if (p->comms[k].ranks[i] == c->rank)
+				key = i;
+		int err = MPI_Comm_split(MPI_COMM_WORLD, key >= 0 ? 0 : MPI_UNDEFINED, key, &m->comms[k]);
+		if (err != MPI_SUCCESS)
+			return mpi_fail(err, "creating a communicator");
+		if (m->comms[k] != MPI_COMM_NULL)
+			MPI_Comm_set_errhandler(m->comms[k], MPI_ERRORS_RETURN);
+	}
+	return 0;
+}
+
+static _Noreturn void m_abort(struct rt_comm *c, int code)
+{
+	fflush(stdout);
+	fflush(stderr);
+	MPI_Abort(MPI_COMM_WORLD, code);
+	exit(code); /* MPI_Abort does not return; this satisfies _Noreturn */
+}
+
+static void m_finish(struct rt_comm *c)
+{
+	struct mpi_impl *m = impl(c);
+	if (!m)
+		return;
+	reap(c, true);
+	for (int k = 0; k < m->ncomms; k++)
+		if (m->comms[k] != MPI_COMM_NULL)
+			MPI_Comm_free(&m->comms[k]);
+	MPI_Comm_free(&m->plan_world);
+	MPI_Comm_free(&m->ctl);
+	ir_free(m->comms);
+	ir_free(m->pend);
+	ir_free(m);
+	c->impl = NULL;
+	MPI_Finalize();
+}
+
+static const struct rt_comm_ops mpi_ops = {
+	.name = "mpi", .setup = m_setup, .send = m_send, .recv = m_recv, .all_reduce = m_all_reduce,
+	.reduce_scatter = m_reduce_scatter, .all_gather = m_all_gather, .all_to_all = m_all_to_all,
+	.flush = m_flush, .ctl_send = m_ctl_send, .ctl_recv = m_ctl_recv, .ctl_min = m_ctl_min,
+	.abort = m_abort, .finish = m_finish,
+};
+
+int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
+{
+	int flag = 0, *ub = NULL;
+	memset(c, 0, sizeof *c);
+	if (MPI_Init(argc, argv) != MPI_SUCCESS)
+		return ir_errorf(-EIO, "MPI_Init failed");
+	struct mpi_impl *m = ir_calloc(1, sizeof *m);
+	if (!m)
+		return ir_errorf(-ENOMEM, "out of memory");
+	MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+	MPI_Comm_dup(MPI_COMM_WORLD, &m->plan_world);
+	MPI_Comm_dup(MPI_COMM_WORLD, &m->ctl);
+	MPI_Comm_set_errhandler(m->plan_world, MPI_ERRORS_RETURN);
+	MPI_Comm_set_errhandler(m->ctl, MPI_ERRORS_RETURN);
+	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+	m->tag_ub = flag && ub && *ub > 0 ? *ub : 32767;
+	c->ops = &mpi_ops;
+	c->impl = m;
+	c->timeout = 300;
+	return 0;
+}

@@ -1,0 +1,338 @@
+/*
+ * pcc-run: runs plan.bin on a mesh of CPU ranks launched by MPI.
+ *
+ *   mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]
+ *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
+ *   common: [--timeout SECONDS]
+ *
+ * Every rank reads and checks the plan, takes its device program, loads
+ * its parameter slices from the model the plan was compiled from (or
+ * --model), and runs. Errors while loading are agreed on by all ranks and
+ * reported once, by the lowest rank that failed; an error while running
+ * names the rank, step, micro-batch and instruction and stops the whole
+ * job at once (a peer that dies or stops answering shows as a timeout).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "runtime/rt.h"
+
+struct opts {
+	const char *plan, *model, *in_dir, *out_dir, *data, *save;
+	long steps, log_every;
+	double timeout;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
+		   "       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
+		   "       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
+		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
+		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n");
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int parse_num(const char *opt, const char *s, double lo, double *out)
+{
+	char *end;
+	double v = strtod(s ? s : "", &end);
+	if (!s || *end || end == s || !(v >= lo))
+		return ir_errorf(-EINVAL, "%s %s: expected a number of at least %g", opt, s ? s : "(missing)", lo);
+	*out = v;
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->steps = 1;
+	o->timeout = 300;
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		double x;
+		int rc = 0;
+		if (!strcmp(s, "--model") || !strcmp(s, "-i") || !strcmp(s, "-o") || !strcmp(s, "--data") ||
+		    !strcmp(s, "--save-onnx")) {
+			if (!v)
+				return ir_errorf(-EINVAL, "%s needs a value", s);
+			const char **dst = !strcmp(s, "--model") ? &o->model : !strcmp(s, "-i") ? &o->in_dir :
+					   !strcmp(s, "-o") ? &o->out_dir : !strcmp(s, "--data") ? &o->data : &o->save;
+			*dst = v;
+			i++;
+		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every")) {
+			if ((rc = parse_num(s, v, 1, &x)) < 0)
+				return rc;
+			*(!strcmp(s, "--steps") ? &o->steps : &o->log_every) = (long)x;
+			i++;
+		} else if (!strcmp(s, "--timeout")) {
+			if ((rc = parse_num(s, v, 0.001, &o->timeout)) < 0)
+				return rc;
+			i++;
+		} else if (s[0] == '-') {
+			return ir_errorf(-EINVAL, "unknown option '%s' (try --help)", s);
+		} else if (!o->plan) {
+			o->plan = s;
+		} else {
+			return ir_errorf(-EINVAL, "unexpected argument '%s'", s);
+		}
+	}
+	if (!o->plan)
+		return ir_errorf(-EINVAL, "no plan given (try --help)");
+	if (!o->in_dir && !o->data)
+		return ir_errorf(-EINVAL, "%s: give -i DIR (inference) or --data DIR (training)", o->plan);
+	if (o->in_dir && o->data)
+		return ir_errorf(-EINVAL, "-i and --data exclude each other");
+	return 0;
+}
+
+/* All ranks learn whether every one succeeded; the lowest rank that failed
+ * prints its message. 0, or -1 when any failed. */
+static int agree(struct rt_comm *c, int rc)
+{
+	int v = rc < 0 ? c->rank : c->size;
+	if (c->ops->ctl_min(c, &v) < 0) {
+		fprintf(stderr, "pcc-run: rank %d: %s\n", c->rank, ir_error());
+		c->ops->abort(c, 1);
+	}
+	if (v == c->size)
+		return 0;
+	if (v == c->rank)
+		fprintf(stderr, "pcc-run: rank %d: %s\n", c->rank, ir_error());
+	return -1;
+}
+
+/* An error while running: named, and the whole job stops now. */
+static _Noreturn void die(struct rt_comm *c, long step)
+{
+	fprintf(stderr, "pcc-run: rank %d: step %ld: %s\n", c->rank, step + 1, ir_error());
+	c->ops->abort(c, 1);
+	exit(1);
+}
+
+static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_comm *c)
+{
+	struct plan *p = plan_read(o->plan);
+	int rc = p ? 0 : -EINVAL;
+	if (rc == 0 && (rc = plan_verify(p)) < 0)
+		ir_error_prefix("%s", o->plan);
+	if (rc == 0)
+		rc = plan_check_mesh(p, c->size);
+	if (rc == 0 && !p->train && o->data)
+		rc = ir_errorf(-EINVAL, "%s is an inference plan: give -i DIR, not --data", o->plan);
+	if (rc == 0 && p->train && o->in_dir)
+		rc = ir_errorf(-EINVAL, "%s is a training plan: give --data DIR, not -i", o->plan);
+	const char *model = o->model ? o->model : p ? p->model : NULL;
+	if (rc == 0 && !model)
+		rc = ir_errorf(-EINVAL, "%s does not name its model: give --model MODEL.onnx", o->plan);
+	uint64_t h = 0;
+	if (rc == 0 && c->rank == 0 && (rc = plan_hash_file(model, &h)) == 0 && h != p->model_hash)
+		rc = ir_errorf(-EINVAL, "%s is not the model %s was compiled from (its contents differ)", model,
+			       o->plan);
+	*pp = p;
+	if (agree(c, rc) < 0)
+		return -1;
+	/* every rank has the plan now: communicators, arena, weights */
+	rc = c->ops->setup(c, p);
+	if (rc == 0)
+		rc = rt_init(r, p, c);
+	if (rc == 0)
+		rc = rt_load_params(r, model);
+	return agree(c, rc);
+}
+
+/* Concatenates micro-batch outputs along dimension 0 (one step's outputs)
+ * and writes OUTDIR/output_N.pb. */
+static int write_outputs(const struct plan *p, int micro, struct ir_tensor *out, const char *dir)
+{
+	char path[4096];
+	int rc = 0;
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return ir_errorf(-errno, "%s: cannot create: %s", dir, strerror(errno));
+	for (int o = 0; o < p->noutputs && rc == 0; o++) {
+		struct ir_tensor all = out[o];
+		bool joined = micro > 1 && !p->outputs[o].per_step && all.shape.rank > 0;
+		if (joined) {
+			all.shape.dims[0] *= micro;
+			if ((rc = ir_tensor_alloc(&all, all.dtype, &all.shape)) < 0)
+				break;
+			for (int m = 0; m < micro; m++)
+				memcpy((char *)all.data + (size_t)m * ir_tensor_bytes(&out[o]),
+				       out[(size_t)m * (size_t)p->noutputs + (size_t)o].data, ir_tensor_bytes(&out[o]));
+		} else if (!p->outputs[o].per_step) {
+			all = out[o];
+		} else {
+			all = out[(size_t)(micro - 1) * (size_t)p->noutputs + (size_t)o];
+		}
+		snprintf(path, sizeof path, "%s/output_%d.pb", dir, o);
+		rc = onnx_tensor_write(path, &all, p->outputs[o].name);
+		if (joined)
+			ir_tensor_free(&all);
+	}
+	return rc;
+}
+
+static void free_outputs(struct ir_tensor *out, int n)
+{
+	for (int i = 0; out && i < n; i++)
+		ir_tensor_free(&out[i]);
+}
+
+static int infer(struct rt *r, const struct opts *o)
+{
+	const struct plan *p = r->p;
+	const struct ir_tensor *in;
+	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
+	struct rt_data *d = rt_data_open(o->in_dir, p);
+	int rc = out && d ? 0 : -EINVAL;
+	if (agree(r->c, rc) < 0)
+		goto done;
+	double t0 = now();
+	if ((rc = rt_data_next(d, &in)) < 0 || (rc = rt_step(r, in)) < 0)
+		die(r->c, 0);
+	double t = now() - t0;
+	if ((rc = rt_gather_outputs(r, out)) < 0)
+		die(r->c, 0);
+	if (r->c->rank == 0) {
+		if (o->out_dir)
+			rc = write_outputs(p, r->micro, out, o->out_dir);
+		if (rc == 0)
+			printf("pcc-run: %d ranks ran %s in %.3f s%s%s\n", r->c->size, o->plan, t,
+			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "");
+	}
+	rc = agree(r->c, rc);
+done:
+	free_outputs(out, r->micro * p->noutputs);
+	ir_free(out);
+	rt_data_close(d);
+	return rc;
+}
+
+/* Rank 0 converts the trained parameters to the initializers' dtypes and
+ * writes the model with them. */
+static int save_onnx(struct rt *r, const char *model, const char *dst)
+{
+	const struct plan *p = r->p;
+	struct ir_tensor *w = ir_calloc((size_t)p->nparams + 1, sizeof *w);
+	const char **names = ir_calloc((size_t)p->nparams + 1, sizeof *names);
+	int rc = w && names ? rt_gather_params(r, w) : ir_errorf(-ENOMEM, "out of memory");
+	struct onnx_weights *ow = rc == 0 && r->c->rank == 0 ? onnx_weights_open(model) : NULL;
+	if (rc == 0 && r->c->rank == 0 && !ow)
+		rc = -EINVAL;
+	for (int i = 0; i < p->nparams && rc == 0 && ow; i++) {
+		enum ir_dtype dt;
+		struct ir_shape s;
+		names[i] = p->params[i].name;
+		if ((rc = onnx_weights_type(ow, names[i], &dt, &s)) < 0 || dt == w[i].dtype)
+			continue;
+		struct ir_tensor t;
+		if ((rc = ir_tensor_alloc(&t, dt, &s)) < 0)
+			break;
+		for (int64_t e = 0; e < ir_shape_numel(&s); e++)
+			ir_tensor_set_f64(&t, e, ir_tensor_get_f64(&w[i], e));
+		ir_tensor_free(&w[i]);
+		w[i] = t;
+	}
+	if (rc == 0 && ow)
+		rc = onnx_save_params(model, dst, p->nparams, names, w);
+	onnx_weights_close(ow);
+	free_outputs(w, p->nparams);
+	ir_free(w);
+	ir_free(names);
+	return rc;
+}
+
+static void log_step(const struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t)
+{
+	const struct plan *p = r->p;
+	double loss = 0, norm = 0;
+	for (int m = 0; m < r->micro; m++)
+		loss += ir_tensor_get_f64(&out[(size_t)m * (size_t)p->noutputs], 0) / r->micro;
+	if (p->noutputs > 1 && p->outputs[1].per_step)
+		norm = ir_tensor_get_f64(&out[(size_t)(r->micro - 1) * (size_t)p->noutputs + 1], 0);
+	double samples = (double)r->micro * (p->ninputs && p->inputs[0].shape.rank ? (double)p->inputs[0].shape.dims[0] : 1);
+	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.3f s  %.4g samples/s\n", s + 1, o->steps, loss, norm, t,
+	       samples / (t > 0 ? t : 1e-9));
+	fflush(stdout);
+}
+
+static int train(struct rt *r, const struct opts *o, const char *model)
+{
+	const struct plan *p = r->p;
+	const struct ir_tensor *in;
+	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
+	struct rt_data *d = rt_data_open(o->data, p);
+	int rc = out && d ? 0 : -EINVAL;
+	long every = o->log_every ? o->log_every : o->steps <= 20 ? 1 : o->steps / 10;
+	if (agree(r->c, rc) < 0)
+		goto done;
+	if (r->c->rank == 0)
+		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %d data set%s, %s\n", o->plan,
+		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", rt_data_sets(d),
+		       rt_data_sets(d) == 1 ? "" : "s", p->train_config ? p->train_config : "");
+	double t_all = now();
+	for (long s = 0; s < o->steps; s++) {
+		double t0 = now();
+		if (rt_data_next(d, &in) < 0 || rt_step(r, in) < 0)
+			die(r->c, s);
+		double t = now() - t0;
+		if (rt_gather_outputs(r, out) < 0)
+			die(r->c, s);
+		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
+			log_step(r, s, o, out, t);
+		free_outputs(out, r->micro * p->noutputs);
+	}
+	if (r->c->rank == 0)
+		printf("pcc-run: %ld steps in %.3f s (rank 0: kernels %.3f s, communication %.3f s)\n", o->steps,
+		       now() - t_all, r->t_kernel, r->t_comm);
+	rc = o->save ? save_onnx(r, model, o->save) : 0;
+	if (rc == 0 && o->save && r->c->rank == 0)
+		printf("pcc-run: wrote %s\n", o->save);
+	rc = agree(r->c, rc);
+done:
+	ir_free(out);
+	rt_data_close(d);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct rt_comm c;
+	struct opts o;
+	struct rt r = { 0 };
+	struct plan *p = NULL;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage(stdout);
+			return 0;
+		}
+	if (rt_comm_mpi_init(&c, &argc, &argv) < 0) {
+		fprintf(stderr, "pcc-run: %s\n", ir_error());
+		return 1;
+	}
+	int rc = parse(argc, argv, &o);
+	if (rc < 0) {
+		if (c.rank == 0)
+			fprintf(stderr, "pcc-run: %s\n", ir_error());
+		c.ops->finish(&c);
+		return 2;
+	}
+	c.timeout = o.timeout;
+	rc = load(&r, &o, &p, &c);
+	if (rc == 0)
+		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
+	rt_release(&r);
+	plan_free(p);
+	c.ops->finish(&c);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * rt.h: the CPU runtime's pieces, shared by pcc-run's files. One process
+ * runs one device program of a plan (ir/plan.h): its arena, its
+ * instruction stream with the reference kernels, and the communication
+ * table (comm.h) for transfers and collectives. Depends on ir/ and on
+ * compiler/'s reference kernels and ONNX tensor I/O; nothing depends on it.
+ *
+ *   exec.c     one instruction at a time: kernels, collectives (packed to
+ *              rank-major blocks for the table), sends, receives
+ *   step.c     a step: inputs into their slots, the per-micro-batch parts in
+ *              the stage's order, the per-step part, outputs saved
+ *   state.c    parameters loaded from the model, state and accumulators,
+ *              outputs and parameters gathered on rank 0
+ *   data.c     inputs and training data in the backend-test layout
+ *   main.c     pcc-run: options, the load, the run loop, errors
+ */
+#ifndef PCC_RUNTIME_RT_H
+#define PCC_RUNTIME_RT_H
+
+#include "compiler/compiler.h"
+#include "ir/plan.h"
+#include "runtime/comm.h"
+
+struct rt {
+	const struct plan *p;
+	const struct plan_device *d;  /* this rank's program */
+	struct rt_comm *c;
+	uint8_t *arena;               /* d->arena_bytes */
+	int mb;                       /* the micro-batch whose slots are in use */
+	int pc;                       /* the instruction running (for messages) */
+	uint8_t *scratch;             /* packing collectives */
+	size_t nscratch;
+	int micro;                    /* micro-batches per step */
+	/* output slices this rank writes (writer, not per step), saved per
+	 * micro-batch after the part that writes them: saved[m * nbuf + b] */
+	void **saved;
+	void **saved_step;            /* per-step outputs: saved_step[b] */
+	int8_t *out_part;             /* per buffer: the part writing it (0 forward or
+				       * whole, 1 backward, 2 per step), -1 none */
+	double t_kernel, t_comm;      /* seconds in kernels, in the table */
+};
+
+/* ---- exec.c */
+void *rt_buf(const struct rt *r, const struct plan_buffer *b);
+/* Runs instructions [lo, hi) of this rank's program. Errors are prefixed
+ * "instruction I (kind)". */
+int rt_run(struct rt *r, int lo, int hi);
+
+/* ---- state.c */
+/* The arena (checked against the host's memory first), state at its init,
+ * the output bookkeeping. Collective: no; errors name the size. */
+int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c);
+void rt_release(struct rt *r);
+/* Loads this rank's parameter slices from the ONNX model. */
+int rt_load_params(struct rt *r, const char *model);
+/* Rank 0 gets every parameter whole (params[p->nparams], allocated); the
+ * others send their slices. Collective over all ranks. */
+int rt_gather_params(struct rt *r, struct ir_tensor *params);
+/* Rank 0 gets the outputs of the last step: out[m * noutputs + o] for
+ * every micro-batch m (per-step outputs in the last micro-batch's entries,
+ * others NULL data), allocated. Collective. */
+int rt_gather_outputs(struct rt *r, struct ir_tensor *out);
+
+/* ---- step.c */
+/* One step: accumulators zeroed, inputs[m * ninputs + i] fed to
+ * micro-batch m, the parts run in order, outputs saved. */
+int rt_step(struct rt *r, const struct ir_tensor *inputs);
+
+/* ---- data.c: the backend-test layout (input_N.pb, in DIR or in each
+ * DIR/test_data_set_K/). A data source yields micro-batches of the plan's
+ * inputs: each set holds either one micro-batch or one whole step (dimension
+ * 0 of every input `micro` times the plan's), used in turn, cycling. */
+struct rt_data;
+struct rt_data *rt_data_open(const char *dir, const struct plan *p);
+/* The inputs of the next step: in[m * ninputs + i], valid until the next call. */
+int rt_data_next(struct rt_data *d, const struct ir_tensor **in);
+int rt_data_sets(const struct rt_data *d);
+void rt_data_close(struct rt_data *d);
+
+#endif

@@ -1,0 +1,223 @@
+/*
+ * state.c: what a rank holds besides its program (rt.h): the arena, the
+ * parameter slices loaded from the model, optimizer state at its start
+ * value, the outputs it writes, and the gathering of outputs and of whole
+ * parameters on rank 0 over the table's ctl channel.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+/* Bytes the host can still give (MemAvailable), or -1 when unknown. */
+static int64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long long kb = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb < 0 ? -1 : (int64_t)kb * 1024;
+}
+
+/* Ranks sharing this host (Open MPI tells; 1 when unknown). */
+static int local_ranks(void)
+{
+	const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+	int n = s ? atoi(s) : 1;
+	return n > 0 ? n : 1;
+}
+
+/* Which part of device d's program writes each of its output slices that
+ * are gathered: 0 the per-micro-batch part (its forward part when
+ * pipelined), 1 the backward part, 2 the per-step part; -1 none. */
+static void output_parts(const struct plan *p, const struct plan_device *d, int8_t *part)
+{
+	memset(part, -1, (size_t)d->nbuf);
+	for (int i = 0; i < d->ninstr; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		for (int j = 0; j < x->nout; j++) {
+			int b = d->args[x->arg + x->nin + j];
+			const struct plan_buffer *o = &d->buf[b];
+			if (o->bind != PLAN_BIND_OUTPUT || !o->writer)
+				continue;
+			part[b] = i >= plan_step_first(d) || p->outputs[o->index].per_step ? 2 :
+				  d->nfwd && i >= d->nfwd ? 1 : 0;
+		}
+	}
+}
+
+int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
+{
+	memset(r, 0, sizeof *r);
+	r->p = p;
+	r->c = c;
+	r->d = &p->devices[c->rank];
+	r->micro = p->micro > 0 ? p->micro : 1;
+	const struct plan_device *d = r->d;
+	int64_t avail = mem_available(), need = d->arena_bytes * local_ranks();
+	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
+	if (avail >= 0 && need > avail)
+		return ir_errorf(-ENOMEM, "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "
+				 "available", ir_bytes_str((double)d->arena_bytes, a), local_ranks(),
+				 ir_bytes_str((double)avail, b));
+	if (!(r->arena = ir_malloc((size_t)d->arena_bytes + 1)) ||
+	    !(r->saved = ir_calloc((size_t)d->nbuf * (size_t)r->micro + 1, sizeof *r->saved)) ||
+	    !(r->saved_step = ir_calloc((size_t)d->nbuf + 1, sizeof *r->saved_step)) ||
+	    !(r->out_part = ir_malloc((size_t)d->nbuf + 1)))
+		return ir_errorf(-ENOMEM, "cannot allocate the arena of %s", ir_bytes_str((double)d->arena_bytes, a));
+	memset(r->arena, 0, (size_t)d->arena_bytes + 1); /* every page now, not half-way through a step */
+	output_parts(p, d, r->out_part);
+	for (int k = 0; k < d->nbuf; k++) {
+		const struct plan_buffer *x = &d->buf[k];
+		if (x->bind != PLAN_BIND_STATE)
+			continue;
+		struct ir_tensor t = { x->dtype, x->shape, rt_buf(r, x) };
+		for (int64_t i = 0; i < ir_shape_numel(&x->shape); i++)
+			ir_tensor_set_f64(&t, i, p->state[x->index].init);
+	}
+	return 0;
+}
+
+void rt_release(struct rt *r)
+{
+	for (int k = 0; r->saved && k < r->d->nbuf * r->micro; k++)
+		ir_free(r->saved[k]);
+	for (int k = 0; r->saved_step && k < r->d->nbuf; k++)
+		ir_free(r->saved_step[k]);
+	ir_free(r->saved);
+	ir_free(r->saved_step);
+	ir_free(r->out_part);
+	ir_free(r->arena);
+	ir_free(r->scratch);
+	memset(r, 0, sizeof *r);
+}
+
+int rt_load_params(struct rt *r, const char *model)
+{
+	struct onnx_weights *w = onnx_weights_open(model);
+	int rc = w ? 0 : -EINVAL;
+	for (int k = 0; k < r->d->nbuf && rc == 0; k++) {
+		const struct plan_buffer *x = &r->d->buf[k];
+		if (x->bind != PLAN_BIND_PARAM)
+			continue;
+		const struct plan_tensor *t = &r->p->params[x->index];
+		rc = onnx_weights_read(w, t->name, x->dtype, &t->shape, x->start, &x->shape, rt_buf(r, x));
+	}
+	onnx_weights_close(w);
+	return rc;
+}
+
+/* Whether device dev's buffer b is the one copy of its parameter slice
+ * that is gathered: no lower rank holds the same slice. */
+static bool param_saver(const struct plan *p, int dev, int b)
+{
+	const struct plan_buffer *x = &p->devices[dev].buf[b];
+	if (x->bind != PLAN_BIND_PARAM)
+		return false;
+	for (int e = 0; e < dev; e++)
+		for (int k = 0; k < p->devices[e].nbuf; k++) {
+			const struct plan_buffer *y = &p->devices[e].buf[k];
+			if (y->bind == PLAN_BIND_PARAM && y->index == x->index && ir_shape_eq(&y->shape, &x->shape) &&
+			    !memcmp(y->start, x->start, sizeof x->start))
+				return false;
+		}
+	return true;
+}
+
+int rt_gather_params(struct rt *r, struct ir_tensor *params)
+{
+	const struct plan *p = r->p;
+	int rc = 0, me = r->c->rank;
+	if (me != 0) {
+		for (int k = 0; k < r->d->nbuf && rc == 0; k++)
+			if (param_saver(p, me, k))
+				rc = r->c->ops->ctl_send(r->c, rt_buf(r, &r->d->buf[k]), (size_t)r->d->buf[k].bytes, 0);
+		return rc;
+	}
+	for (int i = 0; i < p->nparams && rc == 0; i++)
+		rc = ir_tensor_alloc(&params[i], p->params[i].dtype, &p->params[i].shape);
+	for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		for (int k = 0; k < d->nbuf && rc == 0; k++) {
+			const struct plan_buffer *x = &d->buf[k];
+			if (!param_saver(p, dev, k))
+				continue;
+			void *src = dev == 0 ? rt_buf(r, x) : ir_malloc((size_t)x->bytes + 1);
+			if (!src)
+				return ir_errorf(-ENOMEM, "out of memory gathering parameters");
+			if (dev == 0 || (rc = r->c->ops->ctl_recv(r->c, src, (size_t)x->bytes, dev)) == 0)
+				ir_copy_block(params[x->index].data, &params[x->index].shape, x->start, src, &x->shape, NULL,
+					      &x->shape, ir_dtype_size(x->dtype));
+			if (dev != 0)
+				ir_free(src);
+		}
+	}
+	return rc;
+}
+
+/* The saved slice of buffer b for micro-batch m (part 2: per step). */
+static void *saved(const struct rt *r, int m, int b)
+{
+	return r->out_part[b] == 2 ? r->saved_step[b] : r->saved[(size_t)m * (size_t)r->d->nbuf + (size_t)b];
+}
+
+/* Sends, or on rank 0 places, device dev's saved output slices in the
+ * order every rank derives from the plan: micro-batch by micro-batch, then
+ * the per-step ones. */
+static int move_outputs(struct rt *r, int dev, const int8_t *part, struct ir_tensor *out)
+{
+	const struct plan *p = r->p;
+	const struct plan_device *d = &p->devices[dev];
+	int rc = 0, no = p->noutputs;
+	void *tmp = NULL;
+	for (int m = 0; m <= r->micro && rc == 0; m++)
+		for (int b = 0; b < d->nbuf && rc == 0; b++) {
+			const struct plan_buffer *x = &d->buf[b];
+			if (part[b] < 0 || (m < r->micro) != (part[b] < 2))
+				continue;
+			int mb = m < r->micro ? m : r->micro - 1;
+			if (r->c->rank == dev && dev != 0) {
+				rc = r->c->ops->ctl_send(r->c, saved(r, mb, b), (size_t)x->bytes, 0);
+				continue;
+			}
+			struct ir_tensor *o = &out[(size_t)mb * (size_t)no + (size_t)x->index];
+			const void *src = dev == 0 ? saved(r, mb, b) : (tmp = ir_realloc(tmp, (size_t)x->bytes + 1));
+			if (!src)
+				rc = ir_errorf(-ENOMEM, "out of memory gathering outputs");
+			else if (dev != 0)
+				rc = r->c->ops->ctl_recv(r->c, tmp, (size_t)x->bytes, dev);
+			if (rc == 0 && !o->data)
+				rc = ir_tensor_alloc(o, p->outputs[x->index].dtype, &p->outputs[x->index].shape);
+			if (rc == 0)
+				ir_copy_block(o->data, &o->shape, x->start, src, &x->shape, NULL, &x->shape,
+					      ir_dtype_size(x->dtype));
+		}
+	ir_free(tmp);
+	return rc;
+}
+
+int rt_gather_outputs(struct rt *r, struct ir_tensor *out)
+{
+	const struct plan *p = r->p;
+	int rc = 0;
+	if (r->c->rank != 0)
+		return move_outputs(r, r->c->rank, r->out_part, out);
+	for (int i = 0; i < r->micro * p->noutputs; i++)
+		out[i] = (struct ir_tensor){ 0 };
+	for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		int8_t *part = ir_malloc((size_t)d->nbuf + 1);
+		if (!part)
+			return ir_errorf(-ENOMEM, "out of memory gathering outputs");
+		output_parts(p, d, part);
+		rc = move_outputs(r, dev, part, out);
+		ir_free(part);
+	}
+	return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * pb_cmp: compares tensors within a tolerance, for the runtime's tests.
+ *
+ *   pb_cmp [--rtol R] [--atol A] GOT_DIR WANT_DIR    every WANT_DIR/output_N.pb
+ *   pb_cmp --onnx [--rtol R] [--atol A] GOT.onnx WANT.onnx   every parameter
+ *
+ * Each element must satisfy |got - want| <= atol + rtol * |want| (NaN only
+ * where the reference has NaN). Prints one line with the largest errors;
+ * exit 0 when everything is within, 1 when not, 2 on bad input.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compiler/compiler.h"
+
+struct errs {
+	double abs, rel;
+	int64_t bad, n;
+	char where[256];
+};
+
+static void compare(const char *name, const struct ir_tensor *got, const struct ir_tensor *want, double rtol,
+		    double atol, struct errs *e)
+{
+	char a[IR_SHAPE_STR_MAX], b[IR_SHAPE_STR_MAX];
+	if (!ir_shape_eq(&got->shape, &want->shape)) {
+		if (!e->bad++)
+			snprintf(e->where, sizeof e->where, "%s: shape %s, expected %s", name,
+				 ir_shape_str(&got->shape, a, sizeof a), ir_shape_str(&want->shape, b, sizeof b));
+		return;
+	}
+	for (int64_t i = 0; i < ir_shape_numel(&want->shape); i++) {
+		double x = ir_tensor_get_f64(got, i), y = ir_tensor_get_f64(want, i), d = fabs(x - y);
+		e->n++;
+		if (isnan(x) && isnan(y))
+			continue;
+		if (!(d <= atol + rtol * fabs(y))) {
+			if (!e->bad++)
+				snprintf(e->where, sizeof e->where, "%s element %lld: %.9g, expected %.9g", name, (long long)i, x, y);
+		}
+		if (isnan(d))
+			d = INFINITY;
+		e->abs = fmax(e->abs, d);
+		if (fabs(y) > atol)
+			e->rel = fmax(e->rel, d / fabs(y));
+	}
+}
+
+static int dirs(const char *got, const char *want, double rtol, double atol, struct errs *e)
+{
+	char pa[4096], pb[4096];
+	struct stat st;
+	int k = 0;
+	for (;; k++) {
+		snprintf(pb, sizeof pb, "%s/output_%d.pb", want, k);
+		if (stat(pb, &st) != 0)
+			break;
+		snprintf(pa, sizeof pa, "%s/output_%d.pb", got, k);
+		struct ir_tensor x, y;
+		if (onnx_tensor_read(pa, &x, NULL) < 0 || onnx_tensor_read(pb, &y, NULL) < 0) {
+			fprintf(stderr, "pb_cmp: %s\n", ir_error());
+			return -1;
+		}
+		compare(pa, &x, &y, rtol, atol, e);
+		ir_tensor_free(&x);
+		ir_tensor_free(&y);
+	}
+	if (k == 0)
+		fprintf(stderr, "pb_cmp: %s has no output_0.pb\n", want);
+	return k ? k : -1;
+}
+
+static int models(const char *got, const char *want, double rtol, double atol, struct errs *e)
+{
+	struct ir_graph *a = onnx_import(got, NULL, NULL), *b = onnx_import(want, NULL, NULL);
+	int n = 0;
+	if (!a || !b) {
+		fprintf(stderr, "pb_cmp: %s\n", ir_error());
+		n = -1;
+	}
+	for (int i = 0; n >= 0 && i < ir_graph_nparams(b); i++) {
+		const struct ir_value *v = ir_graph_param(b, i), *u = NULL;
+		for (int j = 0; j < ir_graph_nparams(a); j++)
+			if (ir_graph_param(a, j)->name && v->name && !strcmp(ir_graph_param(a, j)->name, v->name))
+				u = ir_graph_param(a, j);
+		struct ir_tensor x, y;
+		if (!u) {
+			fprintf(stderr, "pb_cmp: %s has no parameter \"%s\"\n", got, v->name ? v->name : "?");
+			n = -1;
+		} else if (interp_load_param(u, &x) < 0 || interp_load_param(v, &y) < 0) {
+			fprintf(stderr, "pb_cmp: %s\n", ir_error());
+			n = -1;
+		} else {
+			compare(v->name, &x, &y, rtol, atol, e);
+			ir_tensor_free(&x);
+			ir_tensor_free(&y);
+			n++;
+		}
+	}
+	ir_graph_free(a);
+	ir_graph_free(b);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	double rtol = 1e-5, atol = 1e-6;
+	bool onnx = false;
+	const char *p[2] = { NULL, NULL };
+	int np = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--onnx"))
+			onnx = true;
+		else if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) && i + 1 < argc) {
+			double *dst = argv[i][2] == 'r' ? &rtol : &atol;
+			*dst = atof(argv[++i]);
+		}
+		else if (np < 2)
+			p[np++] = argv[i];
+	}
+	if (np != 2) {
+		fprintf(stderr, "usage: pb_cmp [--onnx] [--rtol R] [--atol A] GOT WANT\n");
+		return 2;
+	}
+	struct errs e = { 0 };
+	int n = onnx ? models(p[0], p[1], rtol, atol, &e) : dirs(p[0], p[1], rtol, atol, &e);
+	if (n < 0)
+		return 2;
+	printf("%d tensors, %lld elements: max abs err %.3g, max rel err %.3g (rtol %g, atol %g)%s%s\n", n,
+	       (long long)e.n, e.abs, e.rel, rtol, atol, e.bad ? "; first outside: " : "", e.bad ? e.where : "");
+	return e.bad ? 1 : 0;
+}
