@@ -676,6 +676,11 @@ struct inter_opts {
 	int64_t static_batch;    /* the model's batch when fixed, else 0 */
 	bool no_interleaved;     /* leave interleaved 1F1B out of the search (what
 				  * lowering a training plan cannot run yet) */
+	int stages;              /* exactly this many pipeline stages (at most the
+				  * devices, the layers and 64); 0: searched */
+	int mesh0, mesh1;        /* every stage's logical mesh is mesh0 x mesh1 on a
+				  * sub-mesh of mesh0 * mesh1 devices, so the stages
+				  * number devices / (mesh0 * mesh1); 0: searched */
 };
 void inter_opts_init(struct inter_opts *o);
 
@@ -712,7 +717,9 @@ struct inter_plan {
 };
 /* Errors: -ENOSPC "does not fit" naming the least memory per device any
  * plan needs and what the devices have; -EINVAL a batch no schedule can
- * split, with the nearest valid batch sizes. */
+ * split, with the nearest valid batch sizes, or a forced stage count or
+ * mesh the cluster or the model cannot take (more stages than devices or
+ * layers, a mesh no sub-mesh matches, stages x mesh not the devices). */
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p);
 void inter_plan_free(struct inter_plan *p);
 /* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,

@@ -12,6 +12,13 @@
  * 1F1B's in-flight count. The DP's stages are then timed under each
  * schedule (cost_pipeline_time) and the fastest that fits wins; ties go to
  * the least memory.
+ *
+ * Forced shapes (tests, or a user who knows better): inter_opts.stages
+ * makes the DP return exactly that many stages (clustering into at least
+ * as many layers); inter_opts.mesh0 x mesh1 keeps only the sub-meshes of
+ * that many devices, each with that one logical mesh, so the stage count
+ * is devices / (mesh0 * mesh1). Requests the cluster or the model cannot
+ * take are -EINVAL naming the option and why.
  */
 #include <errno.h>
 #include <math.h>
@@ -55,24 +62,37 @@ struct meshes {
 	int cfg_of[MAX_CONFIGS];
 };
 
-/* Logical meshes of a rows x cols sub-mesh (rows nodes of cols devices):
- * every n0 x n1 = d whose fast axis 1 divides a node (Alpa enumerates
+/* Whether the search tries logical mesh (d / n1) x n1 on a rows x cols
+ * sub-mesh of d devices: with a forced axis 1 (f1 > 0) exactly that one,
+ * else every n0 x n1 = d whose fast axis 1 divides a node (Alpa enumerates
  * every 2-D shape; d x 1 is 1 x d with the axes swapped, and an axis 1
  * spanning nodes only repeats what splitting over both axes of
- * (d / cols) x cols does), widest axis 1 first. */
-static void meshes_make(const struct cost_cluster *c, int per_node, struct meshes *ms)
+ * (d / cols) x cols does). */
+static bool mesh_tried(int rows, int cols, int n1, int f1)
+{
+	int d = rows * cols;
+	if (f1 > 0)
+		return n1 == f1;
+	return !(d % n1 || (n1 == 1 && d > 1) || (n1 > cols && rows > 1) || cols % n1);
+}
+
+/* The sub-meshes (only those of f0 * f1 devices when f0 > 0) and their
+ * logical meshes, widest axis 1 first. */
+static void meshes_make(const struct cost_cluster *c, int per_node, int f0, int f1, struct meshes *ms)
 {
 	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], slot[MAX_CONFIGS];
 	memset(ms, 0, sizeof *ms);
-	ms->nmesh = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
-	for (int m = 0; m < ms->nmesh; m++) {
-		int d = rows[m] * cols[m], first = ms->ncfg;
-		ms->dev[m] = d;
+	int n = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
+	for (int k = 0; k < n; k++) {
+		int d = rows[k] * cols[k], first = ms->ncfg, m = ms->nmesh;
+		if (f0 > 0 && d != f0 * f1)
+			continue;
+		ms->dev[ms->nmesh++] = d;
 		for (int n1 = d; n1 >= 1 && ms->ncfg < MAX_CONFIGS; n1--) {
-			if (d % n1 || (n1 == 1 && d > 1) || (n1 > cols[m] && rows[m] > 1) || cols[m] % n1)
+			if (!mesh_tried(rows[k], cols[k], n1, f1))
 				continue;
 			slot[ms->ncfg] = ms->ncfg - first;
-			ms->cfg[ms->ncfg++] = (struct inter_config){ m, rows[m], cols[m], d / n1, n1 };
+			ms->cfg[ms->ncfg++] = (struct inter_config){ m, rows[k], cols[k], d / n1, n1 };
 			ms->maxc = ms->ncfg - first > ms->maxc ? ms->ncfg - first : ms->maxc;
 		}
 	}
@@ -363,6 +383,76 @@ static double graph_flops(const struct ir_graph *g)
 	return f;
 }
 
+/* How the stage count was forced, for messages: "--stages 4", or
+ * "--mesh 1x2 (4 stages of 2 devices)". */
+static const char *forced_str(const struct inter_opts *o, int P, char *buf, size_t n)
+{
+	if (o->stages > 0)
+		snprintf(buf, n, "--stages %d", o->stages);
+	else
+		snprintf(buf, n, "--mesh %dx%d (%d stage%s of %d device%s)", o->mesh0, o->mesh1, P, P == 1 ? "" : "s",
+			 o->mesh0 * o->mesh1, o->mesh0 * o->mesh1 == 1 ? "" : "s");
+	return buf;
+}
+
+/* The layers of g: o->layers, or as many as clustering finds, but at
+ * least the forced stage count P (a stage holds at least one layer). */
+static int layers_of(const struct ir_graph *g, const struct inter_opts *o, int P, struct cluster_result *cl)
+{
+	struct cluster_opts co;
+	cluster_opts_init(&co);
+	co.layers = o->layers;
+	int rc = cluster_layers(g, &co, cl);
+	if (rc < 0 || cl->nlayers >= P)
+		return rc;
+	cluster_result_free(cl);
+	co.layers = P;
+	if ((rc = cluster_layers(g, &co, cl)) < 0) {
+		char why[96];
+		ir_error_prefix("%s: more stages than the model has layers", forced_str(o, P, why, sizeof why));
+	}
+	return rc;
+}
+
+/* The forced stage count *P (0: searched) after checking that cluster c
+ * and the sub-meshes ms (made with the forced mesh) can take it. */
+static int forced_stages(const struct cost_cluster *c, const struct inter_opts *o, const struct meshes *ms,
+			 int per_node, int *P)
+{
+	int D = c->ndevices, d = o->mesh0 * o->mesh1;
+	*P = o->stages;
+	if (o->stages < 0 || o->mesh0 < 0 || o->mesh1 < 0 || (o->mesh0 > 0) != (o->mesh1 > 0))
+		return ir_errorf(-EINVAL, "stages %d and mesh %dx%d: expected 0 (searched) or positive sizes",
+				 o->stages, o->mesh0, o->mesh1);
+	if (o->stages > D)
+		return ir_errorf(-EINVAL, "--stages %d: more stages than the %d devices of cluster %s (a stage "
+				 "needs at least one)", o->stages, D, c->name);
+	if (d > 0 && ms->nmesh == 0) {
+		int rows[MAX_SUBMESH], cols[MAX_SUBMESH];
+		int n = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
+		char sizes[256];
+		for (int k = 0, at = 0; k < n && at < (int)sizeof sizes - 16; k++)
+			at += snprintf(sizes + at, sizeof sizes - (size_t)at, "%s%d", k ? ", " : "", rows[k] * cols[k]);
+		return ir_errorf(-EINVAL, "--mesh %dx%d: no sub-mesh of cluster %s has %d devices (its sub-meshes "
+				 "have %s)", o->mesh0, o->mesh1, c->name, d, sizes);
+	}
+	if (d > 0 && o->stages > 0 && d * o->stages != D)
+		return ir_errorf(-EINVAL, "--stages %d with --mesh %dx%d takes %d devices, cluster %s has %d (a plan "
+				 "uses every device)", o->stages, o->mesh0, o->mesh1, d * o->stages, c->name, D);
+	if (d > 0 && D % d)
+		return ir_errorf(-EINVAL, "--mesh %dx%d: the %d devices of cluster %s do not split into stages of %d",
+				 o->mesh0, o->mesh1, D, c->name, d);
+	if (d > 0)
+		*P = D / d;
+	char why[96];
+	if (o->layers > 0 && *P > o->layers)
+		return ir_errorf(-EINVAL, "%s: more stages than the %d layers of --layers (a stage holds at least "
+				 "one layer)", forced_str(o, *P, why, sizeof why), o->layers);
+	if (*P > 64) /* try_schedules' arrays */
+		return ir_errorf(-EINVAL, "%s: more than 64 stages", forced_str(o, *P, why, sizeof why));
+	return 0;
+}
+
 /* One micro-batch size: cluster, cost, DP; improves *best. */
 static int search_one(const struct inter_env *env, const struct inter_opts *o, int64_t b, int m,
 		      const struct meshes *ms, struct inter_plan *best, bool *have, double *least_mem,
@@ -371,11 +461,8 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	struct ir_graph *g = o->load(o->ctx, b);
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
-	struct cluster_opts co;
 	struct cluster_result cl;
-	cluster_opts_init(&co);
-	co.layers = o->layers;
-	int rc = cluster_layers(g, &co, &cl);
+	int rc = layers_of(g, o, env->stages, &cl);
 	if (rc < 0) {
 		ir_graph_free(g);
 		return rc;
@@ -426,15 +513,19 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		struct stage_dp_problem p = {
 			.nlayers = L, .nmeshes = ms->nmesh, .mesh_devices = ms->dev, .nconfigs = NOPT * ms->maxc,
 			.ndevices = env->c->ndevices, .nmicro = m, .t = t, .xfer = xf, .fits = fits, .ctx = &s,
-			.max_stages = 64, /* try_schedules' arrays */
+			.max_stages = env->stages ? env->stages : 64, /* try_schedules' arrays */
+			.min_stages = env->stages,
 		};
 		struct stage_dp_result dr;
 		int drc = stage_dp_solve(&p, &dr);
+		char why[96];
 		if (drc == 0) {
 			try_schedules(&s, &dr, b, graph_flops(g), best, have);
 			stage_dp_result_free(&dr);
+		} else if (drc != -ENOSPC && env->stages) {
+			rc = ir_errorf(drc, "%s: %s", forced_str(o, env->stages, why, sizeof why), shard_error());
 		} else if (drc != -ENOSPC) {
-			rc = ir_errorf(drc, "stage DP: %s", shard_error());
+			rc = ir_errorf(drc, "%s", shard_error());
 		}
 	}
 	best->nsolved += nsolved;
@@ -444,6 +535,33 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	cluster_result_free(&cl);
 	ir_graph_free(g);
 	return rc;
+}
+
+/* The -ENOSPC of a search that found no plan: the least memory per
+ * device any plan needs (least: one stage; least_layer: a pipeline) and
+ * the limit. */
+static int not_fit(const struct cost_cluster *c, const struct inter_opts *o, int P, double least, double least_layer,
+		   double limit)
+{
+	char need[IR_BYTES_STRLEN], pipe[IR_BYTES_STRLEN], have_b[IR_BYTES_STRLEN], why[96];
+	if (P > 0 && isfinite(least_layer))
+		return ir_errorf(-ENOSPC, "%s: no plan of %d stage%s fits cluster %s: a pipeline needs at least %s "
+				 "per device (its largest layer alone, or all layers spread evenly, one micro-batch in "
+				 "flight); the limit is %s", forced_str(o, P, why, sizeof why), P, P == 1 ? "" : "s",
+				 c->name, ir_bytes_str(least_layer, pipe), ir_bytes_str(limit, have_b));
+	if (P > 0)
+		return ir_errorf(-ENOSPC, "%s: no plan of %d stage%s fits cluster %s: some layer fits no allowed "
+				 "sub-mesh's %s per device, even fully sharded", forced_str(o, P, why, sizeof why), P,
+				 P == 1 ? "" : "s", c->name, ir_bytes_str(limit, have_b));
+	if (isfinite(least_layer))
+		return ir_errorf(-ENOSPC, "the model does not fit cluster %s: as one stage it needs %s%s per "
+				 "device, as a pipeline at least %s (its largest layer alone, or all layers "
+				 "spread evenly, one micro-batch in flight); the limit is %s", c->name,
+				 isfinite(least) ? "at least " : "",
+				 isfinite(least) ? ir_bytes_str(least, need) : "more than the cluster",
+				 ir_bytes_str(least_layer, pipe), ir_bytes_str(limit, have_b));
+	return ir_errorf(-ENOSPC, "the model does not fit cluster %s: some layer fits no sub-mesh's "
+			 "%s per device, even fully sharded", c->name, ir_bytes_str(limit, have_b));
 }
 
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p)
@@ -469,7 +587,11 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	struct meshes *ms = ir_malloc(sizeof *ms);
 	if (!ms)
 		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
-	meshes_make(c, env.per_node, ms);
+	meshes_make(c, env.per_node, o->mesh0, o->mesh1, ms);
+	if ((rc = forced_stages(c, o, ms, env.per_node, &env.stages)) < 0) {
+		ir_free(ms);
+		return rc;
+	}
 	int64_t cand[48];
 	int nc = batch_candidates(o, B, cand, 48);
 	bool have = false;
@@ -485,18 +607,8 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &least, &least_layer);
 	}
 	ir_free(ms);
-	if (rc == 0 && !have) {
-		char need[IR_BYTES_STRLEN], pipe[IR_BYTES_STRLEN], have_b[IR_BYTES_STRLEN];
-		if (isfinite(least_layer))
-			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: as one stage it needs %s%s per "
-					   "device, as a pipeline at least %s (its largest layer alone, or all layers "
-					   "spread evenly, one micro-batch in flight); the limit is %s", c->name, isfinite(least) ? "at least " : "",
-					   isfinite(least) ? ir_bytes_str(least, need) : "more than the cluster",
-					   ir_bytes_str(least_layer, pipe), ir_bytes_str(env.mem_limit, have_b));
-		else
-			rc = ir_errorf(-ENOSPC, "the model does not fit cluster %s: some layer fits no sub-mesh's "
-					   "%s per device, even fully sharded", c->name, ir_bytes_str(env.mem_limit, have_b));
-	}
+	if (rc == 0 && !have)
+		rc = not_fit(c, o, env.stages, least, least_layer, env.mem_limit);
 	if (rc < 0) {
 		inter_plan_free(p);
 		return rc;

@@ -22,6 +22,8 @@ struct inter_env {
 	struct cost_link intra, inter;
 	int per_node;             /* devices per node */
 	bool no_interleaved;      /* inter_opts.no_interleaved */
+	int stages;               /* the exact stage count (inter_opts.stages, or what
+				   * a forced mesh implies); 0: searched */
 };
 
 /* One (sub-mesh, logical mesh) choice: the DP's (m, c) flattened. */

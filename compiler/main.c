@@ -6,7 +6,8 @@
  *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
  *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
- *   pcc MODEL --cluster C [--batch B] [--train] [--explain] [-o plan.bin|PLAN.txt]  the automatic plan
+ *   pcc MODEL --cluster C [--batch B] [--train] [--stages P] [--mesh N0xN1] [--explain]
+ *             [-o plan.bin|PLAN.txt]        the automatic plan
  *   pcc inspect plan.bin [--dump DEVICE]    what a plan holds
  *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
  *   pcc train MODEL -i DIR [--optimizer O] [--lr X] [--steps N] [--save-onnx OUT] ...
@@ -34,7 +35,7 @@ struct args {
 	long long batch;
 	bool json, explain, stage_only, train, print_ir;
 	int mesh0, mesh1;
-	int micro, layers;
+	int micro, layers, stages;
 	int dump;                /* pcc inspect plan.bin --dump DEVICE; -1: none */
 	double mem_limit, time_limit;
 	const char *optim;
@@ -59,7 +60,8 @@ static void usage(FILE *f)
 	cli_train_usage(f);
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
-		"                 [--layers L] [--memory-limit SIZE] [--calib FILE] [--explain] [-o plan.bin | -o PLAN.txt]\n"
+		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--calib FILE] [--explain]\n"
+		"                 [-o plan.bin | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
@@ -76,6 +78,9 @@ static void usage(FILE *f)
 		"           --stage-only runs the intra-op pass on the whole model as one\n"
 		"           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
 		"           prints the plan; --print-ir writes the IR with its sharding annotations\n"
+		"  --stages P   the automatic plan has exactly P pipeline stages (default: searched)\n"
+		"  --mesh N0xN1 the automatic plan's every stage runs on an N0xN1 logical mesh of\n"
+		"           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
 		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
 		"  --batch  global batch of one step (samples)\n"
 		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
@@ -198,12 +203,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->batch = strtoll(argv[++i], &end, 10);
 			if (*end || a->batch <= 0 || end == argv[i])
 				return ir_errorf(-EINVAL, "--batch %s: expected a positive integer", argv[i]);
-		} else if ((!strcmp(s, "--micro-batches") || !strcmp(s, "--layers")) && has_next) {
+		} else if ((!strcmp(s, "--micro-batches") || !strcmp(s, "--layers") || !strcmp(s, "--stages")) &&
+			   has_next) {
 			char *end;
 			long v = strtol(argv[++i], &end, 10);
 			if (*end || end == argv[i] || v < 1 || v > 1 << 20)
 				return ir_errorf(-EINVAL, "%s %s: expected a positive integer", s, argv[i]);
-			*(s[2] == 'm' ? &a->micro : &a->layers) = (int)v;
+			*(s[2] == 'm' ? &a->micro : s[2] == 'l' ? &a->layers : &a->stages) = (int)v;
 		} else if (!strcmp(s, "--dump") && has_next) {
 			char *end;
 			long v = strtol(argv[++i], &end, 10);
@@ -519,6 +525,9 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	o.batch = a->batch;
 	o.micro = a->micro;
 	o.layers = a->layers;
+	o.stages = a->stages;
+	o.mesh0 = a->mesh0;
+	o.mesh1 = a->mesh1;
 	o.mem_limit = a->mem_limit;
 	o.cal = cal;
 	o.load = load_batch;
@@ -606,6 +615,9 @@ static int cmd_compile(const struct args *a)
 	}
 	if (!a->stage_only)
 		return cmd_plan(a, &c, a->calib ? &cal : NULL);
+	if (a->stages)
+		return ir_errorf(-EINVAL, "--stages %d: --stage-only compiles one stage; leave one of them out",
+				 a->stages);
 	intra_opts_init(&o);
 	o.n0 = a->mesh0 ? a->mesh0 : c.nodes;
 	o.n1 = a->mesh1 ? a->mesh1 : c.ndevices / c.nodes;

@@ -220,6 +220,8 @@ struct stage_dp_problem {
 	bool (*fits)(void *ctx, int l, int r, int m, int c, int after);
 	void *ctx;
 	int max_stages; /* 0: no limit (else at most this many stages) */
+	int min_stages; /* 0: none (else at least this many stages, at most nlayers;
+			 * equal to max_stages: exactly that many) */
 };
 
 struct stage_dp_stage {
@@ -238,8 +240,10 @@ struct stage_dp_result {
 
 /* Fills r (zeroed on error) and returns 0; -ENOSPC when no assignment
  * exists (the message says whether latencies or memory rule it out);
- * -EINVAL on bad input, including an ndevices that is no sum of at most
- * min(L, max_stages) sub-mesh sizes; -ENOMEM. Messages in shard_error(). */
+ * -EINVAL on bad input, including min_stages above nlayers or max_stages
+ * and an ndevices that is no sum of k sub-mesh sizes for any stage count
+ * k allowed (min_stages <= k <= min(L, max_stages)); -ENOMEM. Messages in
+ * shard_error(). */
 int stage_dp_solve(const struct stage_dp_problem *p, struct stage_dp_result *r);
 /* Frees r's stages and zeroes it; safe on a zeroed result. */
 void stage_dp_result_free(struct stage_dp_result *r);

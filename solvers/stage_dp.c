@@ -11,7 +11,8 @@
  *   F(s, l, d) = min over r >= l, mesh m, config c of
  *                lat(l, r, m, c) + F(s - 1, r + 1, d - |m|)
  * over stages no slower than t_max that fit memory with s - 1 stages after
- * them; the bound's plan is the argmin of min_s F(s, 0, D), scored by its
+ * them; the bound's plan is the argmin of min_s F(s, 0, D) over the stage
+ * counts allowed (min_stages <= s <= S), scored by its
  * own sum plus (B - 1) times its actual slowest stage. The optimum's slowest
  * stage is one of the bounds, and at that bound the DP's plan scores no
  * worse, so the best over bounds is exact. Feasibility only grows with the
@@ -81,6 +82,45 @@ static double stage_lat(const struct stage_dp_problem *p, int l, int r, int m, i
 	return t;
 }
 
+/* The fewest stages a plan may have. */
+static int least(const struct stage_dp_problem *p)
+{
+	return p->min_stages > 1 ? p->min_stages : 1;
+}
+
+/* The stage counts allowed, as text: "at most 4", "exactly 2", "2 to 4". */
+static const char *counts_str(int lo, int hi, char *buf, size_t n)
+{
+	if (lo <= 1)
+		snprintf(buf, n, "at most %d", hi);
+	else if (lo == hi)
+		snprintf(buf, n, "exactly %d", hi);
+	else
+		snprintf(buf, n, "%d to %d", lo, hi);
+	return buf;
+}
+
+/* Whether ndevices is a sum of k sub-mesh sizes for some allowed stage
+ * count k (coin change over exact counts); -ENOMEM. */
+static int devices_split(const struct stage_dp_problem *p, int S)
+{
+	size_t D = (size_t)p->ndevices, row = D + 1;
+	unsigned char *can = calloc(((size_t)S + 1) * row, 1); /* can[k * row + d]: d is a sum of k sizes */
+	if (!can)
+		return shard_errorf(-ENOMEM, "stage DP: out of memory");
+	can[0] = 1;
+	for (int k = 1; k <= S; k++)
+		for (size_t d = 1; d <= D; d++)
+			for (int m = 0; m < p->nmeshes && !can[k * row + d]; m++)
+				if ((size_t)p->mesh_devices[m] <= d)
+					can[k * row + d] = can[(k - 1) * row + d - (size_t)p->mesh_devices[m]];
+	int ok = 0;
+	for (int k = least(p); k <= S && !ok; k++)
+		ok = can[k * row + D];
+	free(can);
+	return ok;
+}
+
 /* Checks p and returns 0 with *smax the stage limit, or -EINVAL. */
 static int check(const struct stage_dp_problem *p, int *smax)
 {
@@ -102,33 +142,29 @@ static int check(const struct stage_dp_problem *p, int *smax)
 				    p->nconfigs, p->ndevices, p->nmicro, p->max_stages);
 	if (!p->t)
 		return shard_errorf(-EINVAL, "stage DP: no latency table (t is NULL)");
+	if (p->min_stages < 0 || (p->max_stages && p->min_stages > p->max_stages))
+		return shard_errorf(-EINVAL, "stage DP: min_stages %d, max_stages %d: expected 0 <= min_stages <= "
+				    "max_stages (or max_stages 0)", p->min_stages, p->max_stages);
+	if (p->min_stages > p->nlayers)
+		return shard_errorf(-EINVAL, "stage DP: at least %d stages asked of %d layers (a stage holds at "
+				    "least one layer)", p->min_stages, p->nlayers);
 	int L = p->nlayers, S = p->max_stages && p->max_stages < L ? p->max_stages : L;
 	double cells = (double)L * L * p->nmeshes * p->nconfigs * S + (double)(S + 1) * (L + 1) * (p->ndevices + 1);
 	if (cells > 1e10)
 		return shard_errorf(-EINVAL, "stage DP: %d layers, %d meshes, %d configs, %d devices: tables too large",
 				    L, p->nmeshes, p->nconfigs, p->ndevices);
-	/* Least number of meshes summing to each device count (coin change). */
-	int D = p->ndevices, *need = malloc(sizeof *need * ((size_t)D + 1));
-	if (!need)
-		return shard_errorf(-ENOMEM, "stage DP: out of memory");
-	need[0] = 0;
-	for (int d = 1; d <= D; d++) {
-		need[d] = S + 1;
-		for (int m = 0; m < p->nmeshes; m++)
-			if (p->mesh_devices[m] <= d && need[d - p->mesh_devices[m]] + 1 < need[d])
-				need[d] = need[d - p->mesh_devices[m]] + 1;
-	}
-	bool ok = need[D] <= S;
-	free(need);
+	int ok = devices_split(p, S);
+	if (ok < 0)
+		return ok;
 	if (!ok) {
-		char sizes[128];
+		char sizes[128], counts[48];
 		int o = 0;
 		for (int m = 0; m < p->nmeshes && o < (int)sizeof sizes - 16; m++)
 			o += snprintf(sizes + o, sizeof sizes - (size_t)o, "%s%d", m ? ", " : "", p->mesh_devices[m]);
 		return shard_errorf(-EINVAL,
-				    "stage DP: %d devices is not a sum of at most %d sub-mesh sizes (%s); a plan must "
+				    "stage DP: %d devices is not a sum of %s sub-mesh sizes (%s); a plan must "
 				    "use every device",
-				    D, S, sizes);
+				    p->ndevices, counts_str(least(p), S, counts, sizeof counts), sizes);
 	}
 	*smax = S;
 	return 0;
@@ -168,6 +204,7 @@ static void keep(struct stage_dp_result *r, const struct stage_dp_stage *st, int
 struct dp {
 	const struct stage_dp_problem *p;
 	int L, M, C, D, S;
+	int lo;             /* the fewest stages a plan may have */
 	double *lat;        /* [L][L][M][C]: stage_lat, INFINITY when unavailable */
 	unsigned char *fit; /* [L][L][M][C][S]: fits with `after` stages after; NULL: all fit */
 	double *f;          /* [S+1][L+1][D+1]: F(s, l, d) for the current bound */
@@ -183,7 +220,8 @@ static size_t fidx(const struct dp *w, int s, int l, int d)
 
 static int dp_init(struct dp *w, const struct stage_dp_problem *p, int S)
 {
-	*w = (struct dp){.p = p, .L = p->nlayers, .M = p->nmeshes, .C = p->nconfigs, .D = p->ndevices, .S = S};
+	*w = (struct dp){.p = p, .L = p->nlayers, .M = p->nmeshes, .C = p->nconfigs, .D = p->ndevices, .S = S,
+			 .lo = least(p)};
 	size_t nlat = (size_t)w->L * w->L * w->M * w->C, nf = fidx(w, S + 1, 0, 0);
 	w->lat = malloc(sizeof *w->lat * nlat);
 	w->f = malloc(sizeof *w->f * nf);
@@ -256,7 +294,7 @@ static bool dp_run(struct dp *w, double tm, bool memory, double *sum)
 						}
 				}
 	int sbest = 0;
-	for (int s = 1; s <= w->S; s++)
+	for (int s = w->lo; s <= w->S; s++)
 		if (w->f[fidx(w, s, 0, D)] < (sbest ? w->f[fidx(w, sbest, 0, D)] : INFINITY))
 			sbest = s;
 	if (!sbest)
@@ -303,18 +341,20 @@ static int infeasible(struct dp *w, int ncand, double tm)
 {
 	const struct stage_dp_problem *p = w->p;
 	double sum;
+	char counts[48];
+	counts_str(w->lo, w->S, counts, sizeof counts);
 	if (!ncand)
 		return shard_errorf(-ENOSPC, "stage DP: no stage has a finite latency on a sub-mesh of at most %d "
 				    "devices", p->ndevices);
 	if (w->fit && dp_run(w, tm, false, &sum))
 		return shard_errorf(-ENOSPC,
-				    "stage DP: every plan of %d layers in at most %d stages on exactly %d devices "
+				    "stage DP: every plan of %d layers in %s stages on exactly %d devices "
 				    "exceeds device memory (fits() rejects a stage of each)",
-				    p->nlayers, w->S, p->ndevices);
+				    p->nlayers, counts, p->ndevices);
 	return shard_errorf(-ENOSPC,
-			    "stage DP: no plan covers the %d layers in at most %d stages with finite latencies on "
+			    "stage DP: no plan covers the %d layers in %s stages with finite latencies on "
 			    "exactly %d devices",
-			    p->nlayers, w->S, p->ndevices);
+			    p->nlayers, counts, p->ndevices);
 }
 
 /* Clears r and checks p; *S: the most stages. */
@@ -404,7 +444,7 @@ static void brute_rec(struct brute *b, int l, int n, int d)
 {
 	const struct stage_dp_problem *p = b->p;
 	if (l == p->nlayers) {
-		if (d != p->ndevices)
+		if (d != p->ndevices || n < least(p))
 			return;
 		b->r->evaluated++;
 		for (const struct stage_dp_stage *s = b->cur; p->fits && s < b->cur + n; s++)

@@ -7,7 +7,10 @@
  *     pipeline is never chosen where one stage is as fast;
  *   - a cluster too small gets "does not fit" with the memory found and
  *     the limit; a batch the micro-batches cannot split gets the nearest
- *     valid batches.
+ *     valid batches;
+ *   - a forced stage count and logical mesh (inter_opts.stages, mesh0 x
+ *     mesh1) are what the plan has, and requests the cluster or the model
+ *     cannot take are refused naming the option and why.
  *
  * Usage: test_inter MODELGEN (the pcc-modelgen executable).
  */
@@ -211,6 +214,101 @@ static void test_versus_manual(void)
 	inter_plan_free(&p);
 }
 
+/* The plan's stages cover the layers in order and use every device. */
+static bool stages_ok(const struct inter_plan *p, int devices)
+{
+	int next = 0, used = 0;
+	for (int i = 0; i < p->nstages; i++) {
+		const struct inter_stage *s = &p->stages[i];
+		if (s->layer_first != next || s->layer_last < s->layer_first || s->n0 * s->n1 != s->rows * s->cols)
+			return TAP_DIAG("stage %d: layers %d-%d, sub-mesh %dx%d, mesh %dx%d", i, s->layer_first,
+					s->layer_last, s->rows, s->cols, s->n0, s->n1),
+			       false;
+		next = s->layer_last + 1;
+		used += s->rows * s->cols;
+	}
+	return next == p->nlayers && used == devices;
+}
+
+/* Runs the pass with stages and mesh forced; *rc its result. */
+static bool forced(const struct loader *ld, const char *cluster, int stages, int mesh0, int mesh1, int layers,
+		   struct inter_plan *p, int *rc)
+{
+	struct cost_cluster c;
+	struct inter_opts o;
+	if (cost_cluster_parse(cluster, &c) < 0)
+		return TAP_DIAG("%s", ir_error()), false;
+	inter_opts_init(&o);
+	o.load = load_static;
+	o.ctx = (void *)ld;
+	o.static_batch = 2;
+	o.stages = stages;
+	o.mesh0 = mesh0;
+	o.mesh1 = mesh1;
+	o.layers = layers;
+	*rc = inter_pass(&c, &o, p);
+	return *rc == 0;
+}
+
+static void test_forced(void)
+{
+	char path[256];
+	struct loader ld = { generated("gpt3-125m", "--batch 2 --seq 64 --layers 4 --vocab 64", path, sizeof path) };
+	struct inter_plan p;
+	int rc;
+	if (!TAP_OK(ld.path, "small GPT for forced plans"))
+		return;
+	/* free, this model gets one stage on 1x8 (test_one_stage) */
+	for (int P = 2; P <= 4; P += 2) {
+		bool ok = forced(&ld, "1x8:v100", P, 0, 0, 0, &p, &rc);
+		TAP_OK(ok && p.nstages == P && stages_ok(&p, 8), "--stages %d: %d stages on 1x8 (%s)", P,
+		       ok ? p.nstages : -1, ok ? "" : ir_error());
+		if (ok)
+			inter_plan_free(&p);
+	}
+	bool ok = forced(&ld, "1x8:v100", 2, 2, 2, 0, &p, &rc);
+	TAP_OK(ok && p.nstages == 2 && stages_ok(&p, 8) && p.stages[0].n0 == 2 && p.stages[0].n1 == 2 &&
+		       p.stages[1].n0 == 2 && p.stages[1].n1 == 2,
+	       "--stages 2 --mesh 2x2: two stages on 2x2 logical meshes (%s)", ok ? "" : ir_error());
+	if (ok)
+		inter_plan_free(&p);
+	/* the mesh alone fixes the stage count: 8 / 2 */
+	ok = forced(&ld, "1x8:v100", 0, 1, 2, 0, &p, &rc);
+	TAP_OK(ok && p.nstages == 4 && stages_ok(&p, 8) && p.stages[3].n0 == 1 && p.stages[3].n1 == 2,
+	       "--mesh 1x2: four stages on 1x2 (%s)", ok ? "" : ir_error());
+	if (ok)
+		inter_plan_free(&p);
+	/* d x 1, which the free search leaves out as 1 x d swapped */
+	ok = forced(&ld, "1x8:v100", 0, 8, 1, 0, &p, &rc);
+	TAP_OK(ok && p.nstages == 1 && p.stages[0].n0 == 8 && p.stages[0].n1 == 1 && p.stages[0].cols == 8,
+	       "--mesh 8x1: one stage on an 8x1 logical mesh of the 1x8 sub-mesh (%s)", ok ? "" : ir_error());
+	if (ok)
+		inter_plan_free(&p);
+
+	static const struct {
+		int stages, mesh0, mesh1, layers;
+		const char *want;
+	} bad[] = {
+		{ 9, 0, 0, 0, "--stages 9: more stages than the 8 devices of cluster 1x8:v100" },
+		{ 3, 1, 2, 0, "--stages 3 with --mesh 1x2 takes 6 devices, cluster 1x8:v100 has 8" },
+		{ 0, 3, 1, 0, "--mesh 3x1: no sub-mesh of cluster 1x8:v100 has 3 devices (its sub-meshes have 1, 2, 4, "
+			      "8)" },
+		{ 3, 0, 0, 2, "--stages 3: more stages than the 2 layers of --layers" },
+		{ 0, 2, 0, 0, "mesh 2x0: expected 0 (searched) or positive sizes" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ok = forced(&ld, "1x8:v100", bad[i].stages, bad[i].mesh0, bad[i].mesh1, bad[i].layers, &p, &rc);
+		TAP_OK(!ok && rc == -EINVAL && strstr(ir_error(), bad[i].want), "refused: %s", ir_error());
+		if (ok)
+			inter_plan_free(&p);
+	}
+	ok = forced(&ld, "cpu:6", 0, 1, 4, 0, &p, &rc);
+	TAP_OK(!ok && rc == -EINVAL && strstr(ir_error(), "--mesh 1x4: the 6 devices of cluster cpu:6 do not split"),
+	       "refused: %s", ir_error());
+	if (ok)
+		inter_plan_free(&p);
+}
+
 /* Micro-batch sizes besides the powers of two. */
 static void test_batch_between(void)
 {
@@ -242,6 +340,7 @@ int main(int argc, char **argv)
 	test_one_stage();
 	test_does_not_fit();
 	test_versus_manual();
+	test_forced();
 	test_batch_between();
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -89,6 +89,11 @@ static void random_problem(struct tables *tb, int kind)
 	p->ndevices = cl[0] * cl[1];
 	p->nmicro = 1 + below(8);
 	p->max_stages = below(3) ? 0 : 1 + below(p->nlayers);
+	/* a least (or, with max_stages, exact) stage count now and then;
+	 * one the devices cannot take is checked in test_min_stages */
+	int most = p->max_stages ? p->max_stages : p->nlayers;
+	most = most < p->ndevices ? most : p->ndevices;
+	p->min_stages = below(3) ? 0 : 1 + below(most);
 	int L = p->nlayers, M = p->nmeshes, C = p->nconfigs;
 	/* kind 0: layers of random weight, faster on more devices (pipelines
 	 * pay off); 1: sparse (often infeasible); 2: small integers, so exact
@@ -141,7 +146,7 @@ static bool plan_ok(const struct stage_dp_problem *p, const struct stage_dp_resu
 {
 	int L = p->nlayers, next = 0, devices = 0;
 	double sum = 0, mx = 0;
-	if (r->nstages < 1 || (p->max_stages && r->nstages > p->max_stages))
+	if (r->nstages < 1 || (p->max_stages && r->nstages > p->max_stages) || r->nstages < p->min_stages)
 		return TAP_DIAG("%d stages", r->nstages), false;
 	for (int i = 0; i < r->nstages; i++) {
 		const struct stage_dp_stage *s = &r->stages[i];
@@ -189,9 +194,10 @@ static void test_random(int count)
 			ok = rd == -ENOSPC && dp.nstages == 0 && !dp.stages;
 			nospace++;
 		}
-		TAP_OK(ok, "random %d: L=%d meshes=%d configs=%d D=%d B=%d max_stages=%d%s%s: dp %d (%.6g, %d stages) "
+		TAP_OK(ok, "random %d: L=%d meshes=%d configs=%d D=%d B=%d stages %d..%d%s%s: dp %d (%.6g, %d stages) "
 			   "brute %d (%.6g)",
-		       i, tb.p.nlayers, tb.p.nmeshes, tb.p.nconfigs, tb.p.ndevices, tb.p.nmicro, tb.p.max_stages,
+		       i, tb.p.nlayers, tb.p.nmeshes, tb.p.nconfigs, tb.p.ndevices, tb.p.nmicro, tb.p.min_stages,
+		       tb.p.max_stages,
 		       tb.p.xfer ? " xfer" : "", tb.p.fits ? " fits" : "", rd, dp.step_time, dp.nstages, rb,
 		       bf.step_time);
 		stage_dp_result_free(&dp);
@@ -255,12 +261,82 @@ static void test_balanced(int L)
 	free(t);
 }
 
-/* ---- errors ------------------------------------------------------------------ */
-
 static bool never_fits(void *ctx, int l, int r, int m, int c, int after)
 {
 	return false;
 }
+
+/* ---- a forced stage count ------------------------------------------------------- */
+
+/* The layers of test_balanced(8) on 1x4 with exactly P stages: the free
+ * optimum has 4, so each P is the constraint at work; P stages of 8 / P
+ * layers (1 device each, except P = 1 on all 4) match brute force. */
+static void test_exact_stages(void)
+{
+	enum { L = 8 };
+	static const int dev[3] = {1, 2, 4};
+	static const double speedup[3] = {1, 1.5, 2};
+	double t[L * L * 3];
+	for (int l = 0; l < L; l++)
+		for (int r = 0; r < L; r++)
+			for (int m = 0; m < 3; m++)
+				t[(l * L + r) * 3 + m] = r < l ? INFINITY : (r - l + 1) / speedup[m];
+	for (int P = 1; P <= 4; P++) {
+		struct stage_dp_problem p = {.nlayers = L, .nmeshes = 3, .mesh_devices = dev, .nconfigs = 1,
+					     .ndevices = 4, .nmicro = 8, .t = t, .min_stages = P, .max_stages = P};
+		struct stage_dp_result r, b;
+		int rc = stage_dp_solve(&p, &r), rb = stage_dp_brute(&p, &b);
+		double obj = 0;
+		bool ok = rc == 0 && rb == 0 && r.nstages == P && b.nstages == P && plan_ok(&p, &r, &obj) &&
+			  fabs(r.step_time - b.step_time) <= 1e-12 * b.step_time;
+		TAP_OK(ok, "exactly %d stages of 8 identical layers on 1x4: rc %d, %d stages, step %g (brute %d, %g)",
+		       P, rc, r.nstages, r.step_time, rb, b.step_time);
+		stage_dp_result_free(&r);
+		stage_dp_result_free(&b);
+	}
+	/* at least 3 (no upper bound): 3 is slower than 4, so 4 is kept */
+	struct stage_dp_problem p = {.nlayers = L, .nmeshes = 3, .mesh_devices = dev, .nconfigs = 1,
+				     .ndevices = 4, .nmicro = 8, .t = t, .min_stages = 3};
+	struct stage_dp_result r;
+	int rc = stage_dp_solve(&p, &r);
+	TAP_OK(rc == 0 && r.nstages == 4, "at least 3 stages: the best has 4 (rc %d, %d stages)", rc, r.nstages);
+	stage_dp_result_free(&r);
+}
+
+/* Stage counts the layers or the devices cannot take. */
+static void test_min_stages_errors(void)
+{
+	static const int dev[2] = {2, 4};
+	double t[3 * 3 * 2];
+	for (int k = 0; k < 18; k++)
+		t[k] = 1;
+	struct stage_dp_problem p = {.nlayers = 3, .nmeshes = 2, .mesh_devices = dev, .nconfigs = 1,
+				     .ndevices = 4, .nmicro = 2, .t = t, .min_stages = 4};
+	struct stage_dp_result r;
+	int rc = stage_dp_solve(&p, &r);
+	TAP_OK(rc == -EINVAL && has("at least 4 stages asked of 3 layers"), "more stages than layers: %s",
+	       shard_error());
+	p.min_stages = 3;
+	p.max_stages = 2;
+	rc = stage_dp_solve(&p, &r);
+	TAP_OK(rc == -EINVAL && has("min_stages 3, max_stages 2"), "min above max: %s", shard_error());
+	p.max_stages = 3;
+	rc = stage_dp_solve(&p, &r);
+	TAP_OK(rc == -EINVAL && has("4 devices is not a sum of exactly 3 sub-mesh sizes (2, 4)"),
+	       "4 devices in exactly 3 stages of 2 or 4: %s", shard_error());
+	rc = stage_dp_brute(&p, &r);
+	TAP_OK(rc == -EINVAL && has("exactly 3"), "brute force, the same: %s", shard_error());
+	p.min_stages = p.max_stages = 2;
+	rc = stage_dp_solve(&p, &r);
+	TAP_OK(rc == 0 && r.nstages == 2 && r.stages[0].mesh == 0 && r.stages[1].mesh == 0,
+	       "exactly 2 stages: two 2-device sub-meshes (rc %d)", rc);
+	stage_dp_result_free(&r);
+	p.fits = never_fits;
+	rc = stage_dp_solve(&p, &r);
+	TAP_OK(rc == -ENOSPC && has("in exactly 2 stages"), "nothing fits, exactly 2 stages: %s", shard_error());
+}
+
+/* ---- errors ------------------------------------------------------------------ */
 
 static void test_errors(void)
 {
@@ -359,6 +435,8 @@ int main(void)
 	test_between_probes();
 	test_balanced(8);
 	test_balanced(12);
+	test_exact_stages();
+	test_min_stages_errors();
 	test_errors();
 	test_timing();
 	return tap_done();
