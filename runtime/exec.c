@@ -5,8 +5,10 @@
  * and unpack the result along the plan's axes.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/rt.h"
 
@@ -169,13 +171,41 @@ static int run_one(struct rt *r, const struct plan_instr *x)
 	return ir_errorf(-EINVAL, "unknown instruction kind %d", (int)x->kind);
 }
 
+int rt_fault_parse(struct rt *r, const char *spec)
+{
+	char kind[16] = "";
+	long step = 1;
+	int n = spec ? sscanf(spec, "%d:%d:%15[a-z]:%ld", &r->fault.rank, &r->fault.instr, kind, &step) : 0;
+	r->fault.kind = 0;
+	if (!spec)
+		return 0;
+	if (n < 3 || step < 1 || (strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error")))
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error[:STEP]", spec);
+	r->fault.kind = kind[0] == 'e' && kind[1] == 'x' ? 'x' : kind[0];
+	r->fault.step = step - 1;
+	return 0;
+}
+
+static int inject(const struct rt *r, int i)
+{
+	if (r->fault.kind == 0 || r->fault.rank != r->c->rank || r->fault.instr != i || r->fault.step != r->step)
+		return 0;
+	if (r->fault.kind == 'x')
+		_exit(9);
+	while (r->fault.kind == 'h')
+		sleep(1000);
+	return ir_errorf(-EIO, "injected fault");
+}
+
 int rt_run(struct rt *r, int lo, int hi)
 {
 	for (int i = lo; i < hi; i++) {
 		const struct plan_instr *x = &r->d->instr[i];
 		double t0 = now();
 		r->pc = i;
-		int rc = run_one(r, x);
+		int rc = inject(r, i);
+		if (rc == 0)
+			rc = run_one(r, x);
 		double t = now() - t0;
 		if (x->kind == PLAN_KERNEL)
 			r->t_kernel += t;

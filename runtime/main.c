@@ -147,6 +147,8 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	if (rc == 0)
 		rc = rt_init(r, p, c);
 	if (rc == 0)
+		rc = rt_fault_parse(r, getenv("PCC_RUN_FAULT"));
+	if (rc == 0)
 		rc = rt_load_params(r, model);
 	return agree(c, rc);
 }
@@ -288,6 +290,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		double t = now() - t0;
 		if (rt_gather_outputs(r, out) < 0)
 			die(r->c, s);
+		r->step++;
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
 		free_outputs(out, r->micro * p->noutputs);

@@ -38,9 +38,19 @@ struct rt {
 	int8_t *out_part;             /* per buffer: the part writing it (0 forward or
 				       * whole, 1 backward, 2 per step), -1 none */
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
+	long step;                    /* steps run so far (since the start or resume) */
+	struct rt_fault {             /* fault injection for tests (PCC_RUN_FAULT) */
+		int rank, instr;      /* where: this rank's instruction, at step `step` */
+		long step;
+		char kind;            /* 'x' exit, 'h' hang, 'e' error; 0 none */
+	} fault;
 };
 
 /* ---- exec.c */
+/* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;
+ * STEP 1-based, default 1): at that instruction the rank exits at once,
+ * sleeps forever, or fails as a kernel error would. For the fault tests. */
+int rt_fault_parse(struct rt *r, const char *spec);
 void *rt_buf(const struct rt *r, const struct plan_buffer *b);
 /* Runs instructions [lo, hi) of this rank's program. Errors are prefixed
  * "instruction I (kind)". */

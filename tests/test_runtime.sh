@@ -53,11 +53,18 @@ trainer() {
 	  '$cmp' --onnx --rtol 1e-3 --atol 1e-4 '$tmp/t.onnx' '$ref.onnx' >&2"
 }
 
-for m in mlp_op17 gpt_op17 bert_op17 resnet_op17 vit_op17 moe_op17 gpt_op13; do
+for m in mlp_op17 gpt_op17 bert_op17 resnet_op17 vit_op17 moe_op17 gpt_op13 mlp_ext_op17; do
 	for np in 1 2 4 8; do
 		infer "$m" "$models/$m" "$np"
 	done
 done
+# pipeline stages and meshes forced (--stages, --mesh)
+infer gpt_op17 "$models/gpt_op17" 2 --stages 2
+infer gpt_op17 "$models/gpt_op17" 4 --stages 2 --mesh 1x2
+infer bert_op17 "$models/bert_op17" 4 --stages 4
+infer vit_op17 "$models/vit_op17" 8 --stages 2 --mesh 2x2
+infer resnet_op17 "$models/resnet_op17" 4 --mesh 4x1
+infer moe_op17 "$models/moe_op17" 4 --mesh 1x4
 
 # Momentum SGD for every model: Adam would turn the reordering noise of
 # gradients that are zero in exact arithmetic (an attention key's bias)
@@ -74,5 +81,15 @@ for m in mlp_loss moe; do
 	done
 	trainer "$m" "$train/$m" adamw 4 2
 done
+# pipelined training (1F1B or GPipe as the search picks) and forced meshes
+trainer gpt "$train/gpt" momentum 2 2 --stages 2
+trainer gpt "$train/gpt" momentum 2 4 --stages 2
+trainer gpt "$train/gpt" momentum 4 4 --stages 4
+trainer bert "$train/bert" momentum 4 2 --stages 2 --mesh 1x2
+trainer mlp_loss "$train/mlp_loss" adamw 4 2 --stages 2 --mesh 2x1
+trainer moe "$train/moe" adamw 2 2 --stages 2
+trainer vit "$train/vit" momentum 8 2 --stages 2 --mesh 2x2
+trainer resnet_train "$train/resnet_train" momentum 4 1 --mesh 4x1
+trainer gpt "$train/gpt" momentum 8 1 --mesh 1x8
 
 tap_done
