@@ -22,8 +22,8 @@
 #include "runtime/rt.h"
 
 struct opts {
-	const char *plan, *model, *in_dir, *out_dir, *data, *save;
-	long steps, log_every;
+	const char *plan, *model, *in_dir, *out_dir, *data, *save, *ckpt, *resume;
+	long steps, log_every, ckpt_every;
 	double timeout;
 };
 
@@ -31,9 +31,13 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
 		   "       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
+		   "                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
 		   "       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
 		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
-		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n");
+		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n"
+		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
+		   "--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
+		   "--resume DIR loads the newest good one, on this plan's mesh whatever mesh wrote it.\n");
 }
 
 static double now(void)
@@ -62,18 +66,21 @@ static int parse(int argc, char **argv, struct opts *o)
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		double x;
 		int rc = 0;
-		if (!strcmp(s, "--model") || !strcmp(s, "-i") || !strcmp(s, "-o") || !strcmp(s, "--data") ||
-		    !strcmp(s, "--save-onnx")) {
+		static const char *const strs[] = { "--model", "-i", "-o", "--data", "--save-onnx", "--checkpoint",
+						    "--resume", NULL };
+		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data, &o->save, &o->ckpt, &o->resume };
+		int k = 0;
+		while (strs[k] && strcmp(s, strs[k]))
+			k++;
+		if (strs[k]) {
 			if (!v)
 				return ir_errorf(-EINVAL, "%s needs a value", s);
-			const char **dst = !strcmp(s, "--model") ? &o->model : !strcmp(s, "-i") ? &o->in_dir :
-					   !strcmp(s, "-o") ? &o->out_dir : !strcmp(s, "--data") ? &o->data : &o->save;
-			*dst = v;
+			*dst[k] = v;
 			i++;
-		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every")) {
+		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every")) {
 			if ((rc = parse_num(s, v, 1, &x)) < 0)
 				return rc;
-			*(!strcmp(s, "--steps") ? &o->steps : &o->log_every) = (long)x;
+			*(!strcmp(s, "--steps") ? &o->steps : s[2] == 'l' ? &o->log_every : &o->ckpt_every) = (long)x;
 			i++;
 		} else if (!strcmp(s, "--timeout")) {
 			if ((rc = parse_num(s, v, 0.001, &o->timeout)) < 0)
@@ -93,6 +100,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		return ir_errorf(-EINVAL, "%s: give -i DIR (inference) or --data DIR (training)", o->plan);
 	if (o->in_dir && o->data)
 		return ir_errorf(-EINVAL, "-i and --data exclude each other");
+	if (o->ckpt_every && !o->ckpt)
+		return ir_errorf(-EINVAL, "--checkpoint-every needs --checkpoint DIR");
+	if ((o->ckpt || o->resume) && !o->data)
+		return ir_errorf(-EINVAL, "checkpoints are for training runs (--data DIR)");
 	return 0;
 }
 
@@ -282,8 +293,21 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %d data set%s, %s\n", o->plan,
 		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", rt_data_sets(d),
 		       rt_data_sets(d) == 1 ? "" : "s", p->train_config ? p->train_config : "");
+	if (o->resume) {
+		if (rt_ckpt_load(r, o->resume, &r->step) < 0) {
+			rc = -1; /* rt_ckpt_load reported it */
+			if (r->c->rank == 0)
+				fprintf(stderr, "pcc-run: %s\n", ir_error());
+			goto done;
+		}
+		for (long s = 0; s < r->step; s++) /* the data where the run stopped */
+			rt_data_next(d, &in);
+		if (r->c->rank == 0)
+			printf("pcc-run: resumed from %s at step %ld\n", o->resume, r->step);
+	}
 	double t_all = now();
-	for (long s = 0; s < o->steps; s++) {
+	long first = r->step;
+	for (long s = r->step; s < o->steps; s++) {
 		double t0 = now();
 		if (rt_data_next(d, &in) < 0 || rt_step(r, in) < 0)
 			die(r->c, s);
@@ -294,9 +318,12 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
 		free_outputs(out, r->micro * p->noutputs);
+		if (o->ckpt && ((o->ckpt_every && r->step % o->ckpt_every == 0) || s == o->steps - 1) &&
+		    rt_ckpt_save(r, o->ckpt, r->step) < 0)
+			die(r->c, s);
 	}
 	if (r->c->rank == 0)
-		printf("pcc-run: %ld steps in %.3f s (rank 0: kernels %.3f s, communication %.3f s)\n", o->steps,
+		printf("pcc-run: %ld steps in %.3f s (rank 0: kernels %.3f s, communication %.3f s)\n", o->steps - first,
 		       now() - t_all, r->t_kernel, r->t_comm);
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == 0 && o->save && r->c->rank == 0)

@@ -61,6 +61,10 @@ int rt_run(struct rt *r, int lo, int hi);
  * the output bookkeeping. Collective: no; errors name the size. */
 int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c);
 void rt_release(struct rt *r);
+/* Whether device dev's buffer b is the copy of a parameter or state slice
+ * that is gathered or checkpointed: no earlier buffer (lower rank, or lower
+ * index on the same rank) holds the same slice. */
+bool rt_is_saver(const struct plan *p, int dev, int b);
 /* Loads this rank's parameter slices from the ONNX model. */
 int rt_load_params(struct rt *r, const char *model);
 /* Rank 0 gets every parameter whole (params[p->nparams], allocated); the
@@ -70,6 +74,20 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params);
  * every micro-batch m (per-step outputs in the last micro-batch's entries,
  * others NULL data), allocated. Collective. */
 int rt_gather_outputs(struct rt *r, struct ir_tensor *out);
+
+/* ---- ckpt.c: checkpoints (DIR/step-NNNNNNNN/: one file of raw shards per
+ * rank and manifest.json with every shard's place, slice and XXH3; DIR/LATEST
+ * names the newest complete one). Each file is written under a temporary
+ * name, fsynced and renamed; the checkpoint directory is renamed into place
+ * only when every rank's file and the manifest are durable, and the one
+ * before it is kept, so a crash at any moment leaves a loadable checkpoint.
+ * Both calls are collective. */
+int rt_ckpt_save(struct rt *r, const char *dir, long step);
+/* Loads the newest checkpoint under dir that passes its checks (falling
+ * back to the one before, with a warning on rank 0), resharding every
+ * slice from the shards that overlap it, so the mesh may differ from the
+ * one that saved it. *step: the steps it had run. */
+int rt_ckpt_load(struct rt *r, const char *dir, long *step);
 
 /* ---- step.c */
 /* One step: accumulators zeroed, inputs[m * ninputs + i] fed to

@@ -113,17 +113,15 @@ int rt_load_params(struct rt *r, const char *model)
 	return rc;
 }
 
-/* Whether device dev's buffer b is the one copy of its parameter slice
- * that is gathered: no lower rank holds the same slice. */
-static bool param_saver(const struct plan *p, int dev, int b)
+bool rt_is_saver(const struct plan *p, int dev, int b)
 {
 	const struct plan_buffer *x = &p->devices[dev].buf[b];
-	if (x->bind != PLAN_BIND_PARAM)
+	if (x->bind != PLAN_BIND_PARAM && x->bind != PLAN_BIND_STATE)
 		return false;
-	for (int e = 0; e < dev; e++)
-		for (int k = 0; k < p->devices[e].nbuf; k++) {
+	for (int e = 0; e <= dev; e++)
+		for (int k = 0; k < (e < dev ? p->devices[e].nbuf : b); k++) {
 			const struct plan_buffer *y = &p->devices[e].buf[k];
-			if (y->bind == PLAN_BIND_PARAM && y->index == x->index && ir_shape_eq(&y->shape, &x->shape) &&
+			if (y->bind == x->bind && y->index == x->index && ir_shape_eq(&y->shape, &x->shape) &&
 			    !memcmp(y->start, x->start, sizeof x->start))
 				return false;
 		}
@@ -136,7 +134,7 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params)
 	int rc = 0, me = r->c->rank;
 	if (me != 0) {
 		for (int k = 0; k < r->d->nbuf && rc == 0; k++)
-			if (param_saver(p, me, k))
+			if (r->d->buf[k].bind == PLAN_BIND_PARAM && rt_is_saver(p, me, k))
 				rc = r->c->ops->ctl_send(r->c, rt_buf(r, &r->d->buf[k]), (size_t)r->d->buf[k].bytes, 0);
 		return rc;
 	}
@@ -146,7 +144,7 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params)
 		const struct plan_device *d = &p->devices[dev];
 		for (int k = 0; k < d->nbuf && rc == 0; k++) {
 			const struct plan_buffer *x = &d->buf[k];
-			if (!param_saver(p, dev, k))
+			if (x->bind != PLAN_BIND_PARAM || !rt_is_saver(p, dev, k))
 				continue;
 			void *src = dev == 0 ? rt_buf(r, x) : ir_malloc((size_t)x->bytes + 1);
 			if (!src)

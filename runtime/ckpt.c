@@ -1,0 +1,517 @@
+/*
+ * ckpt.c: checkpoints of a training run (rt.h). A checkpoint is a
+ * directory DIR/step-NNNNNNNN holding rank-RRRRR.bin per rank (the raw
+ * bytes of the parameter and state slices it is the saver of, rt_is_saver)
+ * and manifest.json: format, step, model and options hashes, the tensors
+ * (name, dtype, global shape) and every shard (tensor, slice start and
+ * shape, file, offset, bytes, XXH3-64). Loading takes each slice a rank
+ * needs from the shards that overlap it, whatever mesh wrote them.
+ *
+ * Save order (what makes a crash at any moment harmless): every rank writes
+ * its file in DIR/step-N.tmp and fsyncs it; rank 0 writes the manifest the
+ * same way, renames the directory to step-N, fsyncs DIR, points LATEST at
+ * it, and only then removes checkpoints older than the previous one.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "runtime/rt.h"
+
+#define CKPT_FORMAT 1
+#define KEEP 2 /* complete checkpoints kept: the newest and the one before */
+
+/* snprintf into an array, true when the path did not fit. */
+#define PATH_TOO_LONG(buf, ...) (snprintf(buf, sizeof buf, __VA_ARGS__) >= (int)sizeof buf)
+
+static int too_long(const char *dir)
+{
+	return ir_errorf(-ENAMETOOLONG, "%s: path too long", dir);
+}
+
+static int sync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ir_errorf(-errno, "%s: cannot open to sync: %s", path, strerror(errno));
+	int rc = fsync(fd) < 0 ? ir_errorf(-errno, "%s: fsync: %s", path, strerror(errno)) : 0;
+	close(fd);
+	return rc;
+}
+
+/* Writes n bytes to path through path.tmp, fsynced, then renamed. */
+static int write_durable(const char *path, const void *data, size_t n)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "wb");
+	if (!f)
+		return ir_errorf(-errno, "%s: cannot write: %s", tmp, strerror(errno));
+	bool ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+	int e = errno;
+	if (fclose(f) != 0 || !ok) {
+		unlink(tmp);
+		return ir_errorf(-(e ? e : EIO), "%s: write failed: %s", tmp, strerror(e ? e : EIO));
+	}
+	if (rename(tmp, path) < 0)
+		return ir_errorf(-errno, "%s: cannot rename: %s", tmp, strerror(errno));
+	return 0;
+}
+
+static json_t *shape_json(const struct ir_shape *s, const int64_t *start)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < s->rank; i++)
+		json_array_append_new(a, json_integer(start ? start[i] : s->dims[i]));
+	return a;
+}
+
+/* This rank's shards: written to its file, described in a JSON array. */
+static int write_shards(struct rt *r, const char *tmpdir, char **desc)
+{
+	char path[4200], name[32], hex[17];
+	snprintf(name, sizeof name, "rank-%05d.bin", r->c->rank);
+	if (PATH_TOO_LONG(path, "%s/%s", tmpdir, name))
+		return too_long(tmpdir);
+	json_t *arr = json_array();
+	size_t total = 0;
+	for (int b = 0; b < r->d->nbuf; b++)
+		if (rt_is_saver(r->p, r->c->rank, b))
+			total += (size_t)r->d->buf[b].bytes;
+	uint8_t *all = ir_malloc(total + 1);
+	if (!arr || !all) {
+		json_decref(arr);
+		ir_free(all);
+		return ir_errorf(-ENOMEM, "out of memory writing a checkpoint");
+	}
+	size_t off = 0;
+	for (int b = 0; b < r->d->nbuf; b++) {
+		const struct plan_buffer *x = &r->d->buf[b];
+		if (!rt_is_saver(r->p, r->c->rank, b))
+			continue;
+		memcpy(all + off, rt_buf(r, x), (size_t)x->bytes);
+		snprintf(hex, sizeof hex, "%016" PRIx64, (uint64_t)XXH3_64bits(all + off, (size_t)x->bytes));
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:o, s:o, s:s, s:I, s:I, s:s}", "kind",
+						     x->bind == PLAN_BIND_PARAM ? "param" : "state", "index", x->index,
+						     "dtype", ir_dtype_name(x->dtype), "start", shape_json(&x->shape, x->start),
+						     "shape", shape_json(&x->shape, NULL), "file", name, "offset",
+						     (json_int_t)off, "bytes", (json_int_t)x->bytes, "xxh3", hex));
+		off += (size_t)x->bytes;
+	}
+	int rc = write_durable(path, all, total);
+	ir_free(all);
+	*desc = rc == 0 ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	if (rc == 0 && !*desc)
+		rc = ir_errorf(-ENOMEM, "out of memory writing a checkpoint");
+	return rc;
+}
+
+static json_t *tensors_json(const struct plan_tensor *t, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o}", "name", t[i].name, "dtype",
+						   ir_dtype_name(t[i].dtype), "shape", shape_json(&t[i].shape, NULL)));
+	return a;
+}
+
+/* Rank 0: every rank's shard list (sent over ctl), then the manifest. */
+static int write_manifest(struct rt *r, const char *tmpdir, long step, char *mine)
+{
+	const struct plan *p = r->p;
+	char hex[2][17], path[4200];
+	json_t *shards = json_array();
+	int rc = 0;
+	for (int q = 0; q < r->c->size && rc == 0; q++) {
+		char *text = mine;
+		uint64_t n = strlen(mine);
+		if (q > 0 && (rc = r->c->ops->ctl_recv(r->c, &n, sizeof n, q)) == 0) {
+			if (!(text = ir_malloc((size_t)n + 1)))
+				return ir_errorf(-ENOMEM, "out of memory writing a checkpoint");
+			rc = r->c->ops->ctl_recv(r->c, text, (size_t)n, q);
+			text[n] = 0;
+		}
+		json_error_t err;
+		json_t *a = rc == 0 ? json_loads(text, 0, &err) : NULL;
+		if (rc == 0 && !a)
+			rc = ir_errorf(-EPROTO, "rank %d sent a bad shard list: %s", q, err.text);
+		if (a)
+			json_array_extend(shards, a);
+		json_decref(a);
+		if (q > 0)
+			ir_free(text);
+	}
+	snprintf(hex[0], sizeof hex[0], "%016" PRIx64, p->model_hash);
+	snprintf(hex[1], sizeof hex[1], "%016" PRIx64, p->options_hash);
+	json_t *m = json_pack("{s:i, s:I, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "format", CKPT_FORMAT, "step",
+			      (json_int_t)step, "model_hash", hex[0], "options_hash", hex[1], "train_config",
+			      p->train_config ? p->train_config : "", "ranks", r->c->size, "params",
+			      tensors_json(p->params, p->nparams), "state", tensors_json(p->state, p->nstate),
+			      "shards", shards);
+	char *text = m ? json_dumps(m, JSON_INDENT(1)) : NULL;
+	json_decref(m);
+	if (rc == 0 && !text)
+		rc = ir_errorf(-ENOMEM, "out of memory writing a checkpoint");
+	if (rc == 0 && PATH_TOO_LONG(path, "%s/manifest.json", tmpdir))
+		rc = too_long(tmpdir);
+	if (rc == 0)
+		rc = write_durable(path, text, strlen(text));
+	free(text);
+	return rc;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The complete checkpoints under dir, newest first (names "step-N"). */
+static int list_ckpts(const char *dir, char ***names)
+{
+	DIR *d = opendir(dir);
+	int n = 0, cap = 0;
+	*names = NULL;
+	if (!d)
+		return 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "step-", 5) || (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
+			continue;
+		if (n == cap) {
+			char **x = ir_realloc(*names, sizeof *x * (size_t)(cap = cap ? 2 * cap : 8));
+			if (!x)
+				break;
+			*names = x;
+		}
+		if (((*names)[n] = ir_malloc(len + 1)))
+			memcpy((*names)[n++], e->d_name, len + 1);
+	}
+	closedir(d);
+	qsort(*names, (size_t)n, sizeof **names, cmp_desc);
+	return n;
+}
+
+static void free_names(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		ir_free(names[i]);
+	ir_free(names);
+}
+
+static void remove_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	char f[4400];
+	for (struct dirent *e; d && (e = readdir(d));)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+			unlink(f);
+		}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
+/* Rank 0, after every file is durable: the directory into place, LATEST,
+ * then the checkpoints older than the previous one removed. */
+static int publish(const char *dir, const char *tmpdir, long step)
+{
+	char final[4200], latest[4200], name[32], **names;
+	snprintf(name, sizeof name, "step-%08ld", step);
+	snprintf(final, sizeof final, "%s/%s", dir, name);
+	remove_dir(final); /* a checkpoint of this step from an earlier run */
+	int rc = sync_path(tmpdir);
+	if (rc == 0 && rename(tmpdir, final) < 0)
+		rc = ir_errorf(-errno, "%s: cannot rename to %s: %s", tmpdir, final, strerror(errno));
+	if (rc == 0)
+		rc = sync_path(dir);
+	snprintf(latest, sizeof latest, "%s/LATEST", dir);
+	strcat(name, "\n");
+	if (rc == 0 && (rc = write_durable(latest, name, strlen(name))) == 0)
+		rc = sync_path(dir);
+	int n = rc == 0 ? list_ckpts(dir, &names) : 0;
+	for (int i = KEEP; i < n; i++) {
+		snprintf(final, sizeof final, "%s/%s", dir, names[i]);
+		remove_dir(final);
+	}
+	if (n)
+		free_names(names, n);
+	return rc;
+}
+
+int rt_ckpt_save(struct rt *r, const char *dir, long step)
+{
+	char tmpdir[4200];
+	char *mine = NULL;
+	int rc = 0, ok;
+	snprintf(tmpdir, sizeof tmpdir, "%s/step-%08ld.tmp", dir, step);
+	if (r->c->rank == 0) {
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+			rc = ir_errorf(-errno, "%s: cannot create: %s", dir, strerror(errno));
+		remove_dir(tmpdir); /* left by a crash */
+		if (rc == 0 && mkdir(tmpdir, 0777) < 0)
+			rc = ir_errorf(-errno, "%s: cannot create: %s", tmpdir, strerror(errno));
+	}
+	ok = rc < 0 ? 0 : 1;
+	if (r->c->ops->ctl_min(r->c, &ok) < 0 || !ok)
+		return rc < 0 ? rc : ir_errorf(-EIO, "rank 0 could not create %s", tmpdir);
+	rc = write_shards(r, tmpdir, &mine);
+	ok = rc < 0 ? 0 : 1;
+	if (r->c->ops->ctl_min(r->c, &ok) < 0 || !ok) {
+		free(mine);
+		return rc < 0 ? rc : ir_errorf(-EIO, "another rank failed writing checkpoint %s", tmpdir);
+	}
+	if (r->c->rank != 0) {
+		uint64_t n = strlen(mine);
+		if ((rc = r->c->ops->ctl_send(r->c, &n, sizeof n, 0)) == 0)
+			rc = r->c->ops->ctl_send(r->c, mine, (size_t)n, 0);
+	} else if ((rc = write_manifest(r, tmpdir, step, mine)) == 0) {
+		rc = publish(dir, tmpdir, step);
+	}
+	free(mine);
+	ok = rc < 0 ? 0 : 1;
+	if (r->c->ops->ctl_min(r->c, &ok) < 0 || (!ok && rc == 0))
+		rc = ir_errorf(-EIO, "another rank failed writing checkpoint %s", tmpdir);
+	return rc;
+}
+
+/* ---- loading */
+
+struct shard {
+	int kind;                 /* PLAN_BIND_PARAM or PLAN_BIND_STATE */
+	int index;                /* the plan's tensor */
+	enum ir_dtype dtype;
+	struct ir_shape shape;
+	int64_t start[IR_MAX_RANK];
+	char file[64];
+	int64_t offset, bytes;
+	uint64_t xxh3;
+};
+
+struct manifest {
+	long step;
+	int n;
+	struct shard *sh;
+};
+
+static int get_dims(json_t *a, int64_t *out, int *rank)
+{
+	if (!json_is_array(a) || json_array_size(a) > IR_MAX_RANK)
+		return -1;
+	*rank = (int)json_array_size(a);
+	for (int i = 0; i < *rank; i++) {
+		json_t *v = json_array_get(a, (size_t)i);
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return -1;
+		out[i] = json_integer_value(v);
+	}
+	return 0;
+}
+
+/* The plan's index of manifest tensor k of list (by name, same dtype and
+ * shape), -1 when the plan has none of that name; -2 on a mismatch. */
+static int plan_index(json_t *list, size_t k, const struct plan_tensor *t, int n)
+{
+	json_t *e = json_array_get(list, k);
+	const char *name = json_string_value(json_object_get(e, "name"));
+	const char *dt = json_string_value(json_object_get(e, "dtype"));
+	struct ir_shape s = { 0 };
+	if (!name || !dt || get_dims(json_object_get(e, "shape"), s.dims, &s.rank) < 0)
+		return -2;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return !strcmp(ir_dtype_name(t[i].dtype), dt) && ir_shape_eq(&t[i].shape, &s) ? i : -2;
+	return -1;
+}
+
+static int parse_shard(json_t *o, json_t *params, json_t *state, const struct plan *p, struct shard *s)
+{
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	const char *dt = json_string_value(json_object_get(o, "dtype"));
+	const char *file = json_string_value(json_object_get(o, "file"));
+	const char *hex = json_string_value(json_object_get(o, "xxh3"));
+	json_t *idx = json_object_get(o, "index");
+	int r2 = 0;
+	if (!kind || !dt || !file || !hex || !json_is_integer(idx) || strlen(file) >= sizeof s->file ||
+	    strchr(file, '/') || ir_dtype_parse(dt, &s->dtype) < 0 ||
+	    get_dims(json_object_get(o, "shape"), s->shape.dims, &s->shape.rank) < 0 ||
+	    get_dims(json_object_get(o, "start"), s->start, &r2) < 0 || r2 != s->shape.rank)
+		return -1;
+	bool param = !strcmp(kind, "param");
+	json_t *list = param ? params : state;
+	json_int_t k = json_integer_value(idx);
+	if ((!param && strcmp(kind, "state")) || k < 0 || (size_t)k >= json_array_size(list))
+		return -1;
+	s->kind = param ? PLAN_BIND_PARAM : PLAN_BIND_STATE;
+	s->index = plan_index(list, (size_t)k, param ? p->params : p->state, param ? p->nparams : p->nstate);
+	strcpy(s->file, file);
+	s->offset = json_integer_value(json_object_get(o, "offset"));
+	s->bytes = json_integer_value(json_object_get(o, "bytes"));
+	s->xxh3 = strtoull(hex, NULL, 16);
+	return s->index == -2 || s->offset < 0 || s->bytes != ir_shape_numel(&s->shape) * (int64_t)ir_dtype_size(s->dtype)
+		? -1 : 0;
+}
+
+static int read_manifest(const struct plan *p, const char *cdir, struct manifest *m)
+{
+	char path[4200], hex[17];
+	json_error_t err;
+	memset(m, 0, sizeof *m);
+	if (PATH_TOO_LONG(path, "%s/manifest.json", cdir))
+		return too_long(cdir);
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+	memset(m, 0, sizeof *m);
+	if (!root)
+		return ir_errorf(-EINVAL, "%s: unreadable or corrupt (line %d: %s)", path, err.line, err.text);
+	json_t *shards = json_object_get(root, "shards"), *params = json_object_get(root, "params");
+	json_t *state = json_object_get(root, "state");
+	const char *mh = json_string_value(json_object_get(root, "model_hash"));
+	int rc = 0;
+	snprintf(hex, sizeof hex, "%016" PRIx64, p->model_hash);
+	if (json_integer_value(json_object_get(root, "format")) != CKPT_FORMAT || !json_is_array(shards) ||
+	    !json_is_array(params) || !json_is_array(state) || !mh)
+		rc = ir_errorf(-EINVAL, "%s: not a pcc checkpoint manifest of format %d", path, CKPT_FORMAT);
+	else if (strcmp(mh, hex))
+		rc = ir_errorf(-EINVAL, "%s: written for another model (hash %s, the plan's %s)", path, mh, hex);
+	m->step = (long)json_integer_value(json_object_get(root, "step"));
+	m->n = rc == 0 ? (int)json_array_size(shards) : 0;
+	if (rc == 0 && !(m->sh = ir_calloc((size_t)m->n + 1, sizeof *m->sh)))
+		rc = ir_errorf(-ENOMEM, "out of memory reading %s", path);
+	for (int i = 0; i < m->n && rc == 0; i++)
+		if (parse_shard(json_array_get(shards, (size_t)i), params, state, p, &m->sh[i]) < 0)
+			rc = ir_errorf(-EINVAL, "%s: shard %d is malformed or does not match the plan's tensor", path, i);
+	json_decref(root);
+	return rc;
+}
+
+/* Reads shard s whole and checks it against its checksum. */
+static int read_shard(const char *cdir, const struct shard *s, const char *name, uint8_t **data)
+{
+	char path[4200];
+	if (PATH_TOO_LONG(path, "%s/%s", cdir, s->file))
+		return too_long(cdir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ir_errorf(-errno, "%s: cannot open: %s", path, strerror(errno));
+	uint8_t *d = ir_malloc((size_t)s->bytes + 1);
+	ssize_t got = d ? pread(fd, d, (size_t)s->bytes, (off_t)s->offset) : -1;
+	close(fd);
+	int rc = 0;
+	if (!d)
+		rc = ir_errorf(-ENOMEM, "out of memory reading %s", path);
+	else if (got != s->bytes)
+		rc = ir_errorf(-EIO, "%s: shard of \"%s\" is short (%zd of %lld bytes at offset %lld)", path, name, got,
+			       (long long)s->bytes, (long long)s->offset);
+	else if (XXH3_64bits(d, (size_t)s->bytes) != s->xxh3)
+		rc = ir_errorf(-EIO, "%s: shard of \"%s\" at offset %lld fails its checksum (corrupt)", path, name,
+			       (long long)s->offset);
+	if (rc < 0)
+		ir_free(d);
+	else
+		*data = d;
+	return rc;
+}
+
+/* Fills buffer x from the shards overlapping it; every element must be covered. */
+static int fill(struct rt *r, const char *cdir, const struct manifest *m, const struct plan_buffer *x)
+{
+	const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM ? &r->p->params[x->index] : &r->p->state[x->index];
+	int64_t n = ir_shape_numel(&x->shape), covered = 0;
+	uint8_t *mask = ir_calloc((size_t)n + 1, 1), *ones = NULL;
+	int rc = mask ? 0 : -ENOMEM;
+	for (int i = 0; i < m->n && rc == 0 && covered < n; i++) {
+		const struct shard *s = &m->sh[i];
+		int64_t lo[IR_MAX_RANK], in_s[IR_MAX_RANK], in_x[IR_MAX_RANK];
+		struct ir_shape blk = { x->shape.rank, { 0 } };
+		bool empty = s->kind != (int)x->bind || s->index != x->index || s->dtype != x->dtype;
+		for (int d = 0; d < x->shape.rank && !empty; d++) {
+			lo[d] = s->start[d] > x->start[d] ? s->start[d] : x->start[d];
+			int64_t hs = s->start[d] + s->shape.dims[d], hx = x->start[d] + x->shape.dims[d];
+			blk.dims[d] = (hs < hx ? hs : hx) - lo[d];
+			empty = blk.dims[d] <= 0;
+			in_s[d] = lo[d] - s->start[d];
+			in_x[d] = lo[d] - x->start[d];
+		}
+		if (empty)
+			continue;
+		uint8_t *data = NULL;
+		if ((rc = read_shard(cdir, s, t->name, &data)) < 0)
+			break;
+		ir_copy_block(rt_buf(r, x), &x->shape, in_x, data, &s->shape, in_s, &blk, ir_dtype_size(x->dtype));
+		ir_free(data);
+		int64_t k = ir_shape_numel(&blk);
+		if (!(ones = ir_realloc(ones, (size_t)k + 1)))
+			rc = -ENOMEM;
+		if (rc == 0) {
+			memset(ones, 1, (size_t)k);
+			ir_copy_block(mask, &x->shape, in_x, ones, &blk, NULL, &blk, 1);
+			covered = 0;
+			for (int64_t e = 0; e < n; e++)
+				covered += mask[e];
+		}
+	}
+	if (rc == -ENOMEM)
+		ir_errorf(-ENOMEM, "out of memory loading a checkpoint");
+	else if (rc == 0 && covered < n)
+		rc = ir_errorf(-EINVAL, "%s: no shard holds part of %s \"%s\" (%lld of %lld elements of this rank's slice)",
+			       cdir, x->bind == PLAN_BIND_PARAM ? "parameter" : "state", t->name, (long long)(n - covered),
+			       (long long)n);
+	ir_free(mask);
+	ir_free(ones);
+	return rc;
+}
+
+static int load_one(struct rt *r, const char *cdir, long *step)
+{
+	struct manifest m;
+	int rc = read_manifest(r->p, cdir, &m);
+	for (int b = 0; b < r->d->nbuf && rc == 0; b++)
+		if (r->d->buf[b].bind == PLAN_BIND_PARAM || r->d->buf[b].bind == PLAN_BIND_STATE)
+			rc = fill(r, cdir, &m, &r->d->buf[b]);
+	*step = m.step;
+	ir_free(m.sh);
+	return rc;
+}
+
+int rt_ckpt_load(struct rt *r, const char *dir, long *step)
+{
+	char path[4200], **names = NULL;
+	struct stat st;
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	bool single = stat(path, &st) == 0; /* dir is one checkpoint */
+	int n = single ? 1 : list_ckpts(dir, &names);
+	if (n == 0)
+		return ir_errorf(-ENOENT, "%s: no checkpoint (no step-N directory with a manifest)", dir);
+	int rc = -EINVAL;
+	for (int i = 0; i < n; i++) {
+		if (!single && PATH_TOO_LONG(path, "%s/%s", dir, names[i])) {
+			rc = too_long(dir);
+			break;
+		}
+		rc = load_one(r, single ? dir : path, step);
+		int v = rc < 0 ? r->c->rank : r->c->size;
+		if (r->c->ops->ctl_min(r->c, &v) < 0) {
+			rc = -EIO;
+			break;
+		}
+		if (v == r->c->size) {
+			rc = 0;
+			break;
+		}
+		if (v == r->c->rank)
+			fprintf(stderr, "pcc-run: rank %d: warning: %s%s\n", v, ir_error(),
+				i + 1 < n ? "; trying the checkpoint before it" : "");
+		rc = ir_errorf(-EINVAL, "%s: no loadable checkpoint", dir);
+	}
+	free_names(names, single ? 0 : n);
+	return rc;
+}
