@@ -64,7 +64,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	o->timeout = 300;
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		double x;
 		int rc = 0;
 		static const char *const strs[] = { "--model", "-i", "-o", "--data", "--save-onnx", "--checkpoint",
 						    "--resume", NULL };
@@ -78,9 +77,13 @@ static int parse(int argc, char **argv, struct opts *o)
 			*dst[k] = v;
 			i++;
 		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every")) {
-			if ((rc = parse_num(s, v, 1, &x)) < 0)
-				return rc;
-			*(!strcmp(s, "--steps") ? &o->steps : s[2] == 'l' ? &o->log_every : &o->ckpt_every) = (long)x;
+			char *end;
+			errno = 0;
+			long n = v ? strtol(v, &end, 10) : 0;
+			if (!v || *end || end == v || errno || n < 1 || n > 1000000000L)
+				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to 1000000000", s,
+						 v ? v : "(missing)");
+			*(!strcmp(s, "--steps") ? &o->steps : s[2] == 'l' ? &o->log_every : &o->ckpt_every) = n;
 			i++;
 		} else if (!strcmp(s, "--timeout")) {
 			if ((rc = parse_num(s, v, 0.001, &o->timeout)) < 0)
@@ -216,6 +219,8 @@ static int infer(struct rt *r, const struct opts *o)
 	double t = now() - t0;
 	if ((rc = rt_gather_outputs(r, out)) < 0)
 		die(r->c, 0);
+	if ((rc = agree(r->c, 0)) < 0) /* every rank got through its program */
+		goto done;
 	if (r->c->rank == 0) {
 		if (o->out_dir)
 			rc = write_outputs(p, r->micro, out, o->out_dir);
@@ -239,6 +244,9 @@ static int save_onnx(struct rt *r, const char *model, const char *dst)
 	struct ir_tensor *w = ir_calloc((size_t)p->nparams + 1, sizeof *w);
 	const char **names = ir_calloc((size_t)p->nparams + 1, sizeof *names);
 	int rc = w && names ? rt_gather_params(r, w) : ir_errorf(-ENOMEM, "out of memory");
+	/* every rank finished every step before anything is written */
+	if (agree(r->c, rc) < 0)
+		rc = -EIO;
 	struct onnx_weights *ow = rc == 0 && r->c->rank == 0 ? onnx_weights_open(model) : NULL;
 	if (rc == 0 && r->c->rank == 0 && !ow)
 		rc = -EINVAL;
@@ -326,9 +334,11 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		printf("pcc-run: %ld steps in %.3f s (rank 0: kernels %.3f s, communication %.3f s)\n", o->steps - first,
 		       now() - t_all, r->t_kernel, r->t_comm);
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
+	if (rc == -EIO) /* another rank failed; it said so */
+		goto done;
+	rc = agree(r->c, rc);
 	if (rc == 0 && o->save && r->c->rank == 0)
 		printf("pcc-run: wrote %s\n", o->save);
-	rc = agree(r->c, rc);
 done:
 	ir_free(out);
 	rt_data_close(d);
