@@ -171,13 +171,6 @@ double cost_device_peak(const struct cost_device *d, enum cost_prec p)
 
 /* ---- the measured host ---------------------------------------------------- */
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Stop growing a gemm once one call takes this long: long enough for
  * OpenBLAS's threads to be busy (a faster host reaches a larger n), short
  * enough for the whole measurement to stay well under a second on a slow
@@ -191,12 +184,12 @@ static double now(void)
 
 static double gemm_once(bool dbl, int n, void *a, void *b, void *c)
 {
-	double t0 = now();
+	double t0 = ir_now();
 	if (dbl)
 		cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
 	else
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-	return now() - t0;
+	return ir_now() - t0;
 }
 
 /* FLOP/s of the best of a few n x n gemms, n doubled from 128 until one call
@@ -204,8 +197,8 @@ static double gemm_once(bool dbl, int n, void *a, void *b, void *c)
 static double gemm_rate(bool dbl)
 {
 	size_t esz = dbl ? sizeof(double) : sizeof(float);
-	double best = 0, start = now();
-	for (int n = 128; n <= GEMM_MAX_N && now() - start < GEMM_BUDGET_S; n *= 2) {
+	double best = 0, start = ir_now();
+	for (int n = 128; n <= GEMM_MAX_N && ir_now() - start < GEMM_BUDGET_S; n *= 2) {
 		size_t bytes = (size_t)n * (size_t)n * esz;
 		char *buf = ir_calloc(3, bytes);
 		if (!buf)
@@ -249,9 +242,9 @@ static double copy_rate(void)
 	 * the later ones leaves out. */
 	memset(src, 1, COPY_BYTES);
 	for (int r = 0; r < COPY_REPS; r++) {
-		double t0 = now();
+		double t0 = ir_now();
 		memcpy(r % 2 ? src : dst, r % 2 ? dst : src, COPY_BYTES);
-		double t = now() - t0;
+		double t = ir_now() - t0;
 		/* Read the result so the copy cannot be dropped as dead. */
 		if (((volatile char *)(r % 2 ? src : dst))[COPY_BYTES / 2] != 1)
 			IR_ASSERT(!"memcpy lost its data");

@@ -45,13 +45,6 @@ void inter_plan_free(struct inter_plan *p)
 	memset(p, 0, sizeof *p);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The sub-meshes and their logical meshes, the same for every
  * micro-batch size: the DP's (mesh m, config c) is cfg[cfg_of[m * maxc +
  * c]], the c-th logical mesh of sub-mesh m. */
@@ -567,7 +560,7 @@ static int not_fit(const struct cost_cluster *c, const struct inter_opts *o, int
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p)
 {
 	memset(p, 0, sizeof *p);
-	double t0 = now();
+	double t0 = ir_now();
 	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal,
 				 .no_interleaved = o->no_interleaved };
 	struct cost_device dev;
@@ -615,6 +608,6 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	}
 	p->devices = c->ndevices;
 	p->mem_limit = env.mem_limit;
-	p->search_s = now() - t0;
+	p->search_s = ir_now() - t0;
 	return 0;
 }

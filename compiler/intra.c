@@ -23,13 +23,6 @@ void intra_opts_init(struct intra_opts *o)
 	o->step_share = 1;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 
 static int make_env(struct intra_env *env, const struct cost_cluster *c, const struct intra_opts *o)
 {
@@ -156,7 +149,7 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	       struct intra_result *r)
 {
 	memset(r, 0, sizeof *r);
-	double t_start = now();
+	double t_start = ir_now();
 	struct intra_state *st = ir_calloc(1, sizeof *st);
 	if (!st)
 		return ir_errorf(-ENOMEM, "out of memory");
@@ -186,9 +179,9 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 		prm.max_rounds = 200;
 	}
 	struct shard_eval ev;
-	double t0 = now();
+	double t0 = ir_now();
 	rc = shard_solve(&st->prob, &prm, st->choice, &ev);
-	r->solve_s = now() - t0;
+	r->solve_s = ir_now() - t0;
 	if (rc == -ENOSPC) {
 		char need[SHARD_I128_STRLEN], lim[IR_BYTES_STRLEN], least[IR_BYTES_STRLEN];
 		rc = ir_errorf(-ENOSPC,
@@ -228,7 +221,7 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	annotate(g, st);
 	if ((rc = list_events(r, st, g)) < 0)
 		goto fail;
-	r->pass_s = now() - t_start;
+	r->pass_s = ir_now() - t_start;
 	return 0;
 fail:
 	r->st = NULL;

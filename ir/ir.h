@@ -38,6 +38,9 @@ void ir_error_clear(void);
 #define IR_BYTES_STRLEN 32
 const char *ir_bytes_str(double bytes, char buf[IR_BYTES_STRLEN]);
 
+/* Seconds on the monotonic clock (for durations). */
+double ir_now(void);
+
 _Noreturn void ir_assert_fail(const char *file, int line, const char *expr);
 #define IR_ASSERT(e) ((e) ? (void)0 : ir_assert_fail(__FILE__, __LINE__, #e))
 

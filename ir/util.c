@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ir/ir.h"
 
@@ -257,4 +258,11 @@ unsigned ir_op_flags(enum ir_op op)
 {
 	IR_ASSERT((unsigned)op < IR_OP_COUNT);
 	return ops[op].flags;
+}
+
+double ir_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -1,7 +1,7 @@
 /*
  * ckpt.c: checkpoints of a training run (rt.h). A checkpoint is a
  * directory DIR/step-NNNNNNNN holding rank-RRRRR.bin per rank (the raw
- * bytes of the parameter and state slices it is the saver of, rt_is_saver)
+ * bytes of the parameter and state slices it is the saver of, rt.h's saver)
  * and manifest.json: format, step, model and options hashes, the tensors
  * (name, dtype, global shape) and every shard (tensor, slice start and
  * shape, file, offset, bytes, XXH3-64). Loading takes each slice a rank
@@ -84,7 +84,7 @@ static int write_shards(struct rt *r, const char *tmpdir, char **desc)
 	json_t *arr = json_array();
 	size_t total = 0;
 	for (int b = 0; b < r->d->nbuf; b++)
-		if (rt_is_saver(r->p, r->c->rank, b))
+		if (r->saver[r->c->rank][b])
 			total += (size_t)r->d->buf[b].bytes;
 	uint8_t *all = ir_malloc(total + 1);
 	if (!arr || !all) {
@@ -95,7 +95,7 @@ static int write_shards(struct rt *r, const char *tmpdir, char **desc)
 	size_t off = 0;
 	for (int b = 0; b < r->d->nbuf; b++) {
 		const struct plan_buffer *x = &r->d->buf[b];
-		if (!rt_is_saver(r->p, r->c->rank, b))
+		if (!r->saver[r->c->rank][b])
 			continue;
 		memcpy(all + off, rt_buf(r, x), (size_t)x->bytes);
 		snprintf(hex, sizeof hex, "%016" PRIx64, (uint64_t)XXH3_64bits(all + off, (size_t)x->bytes));

@@ -12,13 +12,6 @@
 
 #include "runtime/rt.h"
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void *rt_buf(const struct rt *r, const struct plan_buffer *b)
 {
 	return r->arena + b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b));
@@ -201,12 +194,12 @@ int rt_run(struct rt *r, int lo, int hi)
 {
 	for (int i = lo; i < hi; i++) {
 		const struct plan_instr *x = &r->d->instr[i];
-		double t0 = now();
+		double t0 = ir_now();
 		r->pc = i;
 		int rc = inject(r, i);
 		if (rc == 0)
 			rc = run_one(r, x);
-		double t = now() - t0;
+		double t = ir_now() - t0;
 		if (x->kind == PLAN_KERNEL)
 			r->t_kernel += t;
 		else

@@ -40,13 +40,6 @@ static void usage(FILE *f)
 		   "--resume DIR loads the newest good one, on this plan's mesh whatever mesh wrote it.\n");
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int parse_num(const char *opt, const char *s, double lo, double *out)
 {
 	char *end;
@@ -213,10 +206,10 @@ static int infer(struct rt *r, const struct opts *o)
 	int rc = out && d ? 0 : -EINVAL;
 	if (agree(r->c, rc) < 0)
 		goto done;
-	double t0 = now();
+	double t0 = ir_now();
 	if ((rc = rt_data_next(d, &in)) < 0 || (rc = rt_step(r, in)) < 0)
 		die(r->c, 0);
-	double t = now() - t0;
+	double t = ir_now() - t0;
 	if ((rc = rt_gather_outputs(r, out)) < 0)
 		die(r->c, 0);
 	if ((rc = agree(r->c, 0)) < 0) /* every rank got through its program */
@@ -313,13 +306,13 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (r->c->rank == 0)
 			printf("pcc-run: resumed from %s at step %ld\n", o->resume, r->step);
 	}
-	double t_all = now();
+	double t_all = ir_now();
 	long first = r->step;
 	for (long s = r->step; s < o->steps; s++) {
-		double t0 = now();
+		double t0 = ir_now();
 		if (rt_data_next(d, &in) < 0 || rt_step(r, in) < 0)
 			die(r->c, s);
-		double t = now() - t0;
+		double t = ir_now() - t0;
 		if (rt_gather_outputs(r, out) < 0)
 			die(r->c, s);
 		r->step++;
@@ -332,7 +325,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	}
 	if (r->c->rank == 0)
 		printf("pcc-run: %ld steps in %.3f s (rank 0: kernels %.3f s, communication %.3f s)\n", o->steps - first,
-		       now() - t_all, r->t_kernel, r->t_comm);
+		       ir_now() - t_all, r->t_kernel, r->t_comm);
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;

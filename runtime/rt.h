@@ -35,8 +35,13 @@ struct rt {
 	 * micro-batch after the part that writes them: saved[m * nbuf + b] */
 	void **saved;
 	void **saved_step;            /* per-step outputs: saved_step[b] */
-	int8_t *out_part;             /* per buffer: the part writing it (0 forward or
-				       * whole, 1 backward, 2 per step), -1 none */
+	/* per device and buffer, computed once from the plan: the part writing
+	 * a gathered output (0 forward or whole, 1 backward, 2 per step; -1
+	 * none), and whether it is the saver of its parameter or state slice
+	 * (the first buffer, by rank then index, holding that slice: the copy
+	 * gathered or checkpointed) */
+	int8_t **part;
+	uint8_t **saver;
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
 	long step;                    /* steps run so far (since the start or resume) */
 	struct rt_fault {             /* fault injection for tests (PCC_RUN_FAULT) */
@@ -61,10 +66,6 @@ int rt_run(struct rt *r, int lo, int hi);
  * the output bookkeeping. Collective: no; errors name the size. */
 int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c);
 void rt_release(struct rt *r);
-/* Whether device dev's buffer b is the copy of a parameter or state slice
- * that is gathered or checkpointed: no earlier buffer (lower rank, or lower
- * index on the same rank) holds the same slice. */
-bool rt_is_saver(const struct plan *p, int dev, int b);
 /* Loads this rank's parameter slices from the ONNX model. */
 int rt_load_params(struct rt *r, const char *model);
 /* Rank 0 gets every parameter whole (params[p->nparams], allocated); the

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "runtime/rt.h"
 
@@ -52,6 +53,64 @@ static void output_parts(const struct plan *p, const struct plan_device *d, int8
 	}
 }
 
+static uint64_t slice_hash(const struct plan_buffer *x)
+{
+	int64_t key[3 + 2 * IR_MAX_RANK] = { x->bind, x->index, x->shape.rank };
+	memcpy(key + 3, x->shape.dims, sizeof x->shape.dims);
+	memcpy(key + 3 + IR_MAX_RANK, x->start, sizeof x->start);
+	return XXH3_64bits(key, sizeof key);
+}
+
+static bool same_slice(const struct plan_buffer *x, const struct plan_buffer *y)
+{
+	return x->bind == y->bind && x->index == y->index && ir_shape_eq(&x->shape, &y->shape) &&
+	       !memcmp(x->start, y->start, sizeof x->start);
+}
+
+/* saver[dev][b]: the first buffer, in rank then buffer order, holding its
+ * parameter or state slice; one pass over every buffer with a hash table of
+ * the slices seen. */
+static int find_savers(const struct plan *p, uint8_t **saver)
+{
+	size_t total = 0, cap = 16;
+	for (int dev = 0; dev < p->ndevices; dev++)
+		total += (size_t)p->devices[dev].nbuf;
+	while (cap < 2 * total)
+		cap *= 2;
+	const struct plan_buffer **seen = ir_calloc(cap, sizeof *seen);
+	if (!seen)
+		return -ENOMEM;
+	for (int dev = 0; dev < p->ndevices; dev++)
+		for (int b = 0; b < p->devices[dev].nbuf; b++) {
+			const struct plan_buffer *x = &p->devices[dev].buf[b];
+			if (x->bind != PLAN_BIND_PARAM && x->bind != PLAN_BIND_STATE)
+				continue;
+			size_t h = (size_t)slice_hash(x) & (cap - 1);
+			while (seen[h] && !same_slice(seen[h], x))
+				h = (h + 1) & (cap - 1);
+			saver[dev][b] = !seen[h];
+			seen[h] = seen[h] ? seen[h] : x;
+		}
+	ir_free(seen);
+	return 0;
+}
+
+/* Per device: the parts writing its gathered outputs, and its savers. */
+static int index_devices(struct rt *r)
+{
+	const struct plan *p = r->p;
+	if (!(r->part = ir_calloc((size_t)p->ndevices, sizeof *r->part)) ||
+	    !(r->saver = ir_calloc((size_t)p->ndevices, sizeof *r->saver)))
+		return -ENOMEM;
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		size_t n = (size_t)p->devices[dev].nbuf + 1;
+		if (!(r->part[dev] = ir_malloc(n)) || !(r->saver[dev] = ir_calloc(n, 1)))
+			return -ENOMEM;
+		output_parts(p, &p->devices[dev], r->part[dev]);
+	}
+	return find_savers(p, r->saver);
+}
+
 int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
 {
 	memset(r, 0, sizeof *r);
@@ -68,11 +127,11 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
 				 ir_bytes_str((double)avail, b));
 	if (!(r->arena = ir_malloc((size_t)d->arena_bytes + 1)) ||
 	    !(r->saved = ir_calloc((size_t)d->nbuf * (size_t)r->micro + 1, sizeof *r->saved)) ||
-	    !(r->saved_step = ir_calloc((size_t)d->nbuf + 1, sizeof *r->saved_step)) ||
-	    !(r->out_part = ir_malloc((size_t)d->nbuf + 1)))
+	    !(r->saved_step = ir_calloc((size_t)d->nbuf + 1, sizeof *r->saved_step)))
 		return ir_errorf(-ENOMEM, "cannot allocate the arena of %s", ir_bytes_str((double)d->arena_bytes, a));
+	if (index_devices(r) < 0)
+		return ir_errorf(-ENOMEM, "out of memory indexing the plan's buffers");
 	memset(r->arena, 0, (size_t)d->arena_bytes + 1); /* every page now, not half-way through a step */
-	output_parts(p, d, r->out_part);
 	for (int k = 0; k < d->nbuf; k++) {
 		const struct plan_buffer *x = &d->buf[k];
 		if (x->bind != PLAN_BIND_STATE)
@@ -86,13 +145,20 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
 
 void rt_release(struct rt *r)
 {
+	if (!r->p)
+		return;
 	for (int k = 0; r->saved && k < r->d->nbuf * r->micro; k++)
 		ir_free(r->saved[k]);
 	for (int k = 0; r->saved_step && k < r->d->nbuf; k++)
 		ir_free(r->saved_step[k]);
 	ir_free(r->saved);
 	ir_free(r->saved_step);
-	ir_free(r->out_part);
+	for (int dev = 0; dev < r->p->ndevices; dev++) {
+		ir_free(r->part ? r->part[dev] : NULL);
+		ir_free(r->saver ? r->saver[dev] : NULL);
+	}
+	ir_free(r->part);
+	ir_free(r->saver);
 	ir_free(r->arena);
 	ir_free(r->scratch);
 	memset(r, 0, sizeof *r);
@@ -113,28 +179,13 @@ int rt_load_params(struct rt *r, const char *model)
 	return rc;
 }
 
-bool rt_is_saver(const struct plan *p, int dev, int b)
-{
-	const struct plan_buffer *x = &p->devices[dev].buf[b];
-	if (x->bind != PLAN_BIND_PARAM && x->bind != PLAN_BIND_STATE)
-		return false;
-	for (int e = 0; e <= dev; e++)
-		for (int k = 0; k < (e < dev ? p->devices[e].nbuf : b); k++) {
-			const struct plan_buffer *y = &p->devices[e].buf[k];
-			if (y->bind == x->bind && y->index == x->index && ir_shape_eq(&y->shape, &x->shape) &&
-			    !memcmp(y->start, x->start, sizeof x->start))
-				return false;
-		}
-	return true;
-}
-
 int rt_gather_params(struct rt *r, struct ir_tensor *params)
 {
 	const struct plan *p = r->p;
 	int rc = 0, me = r->c->rank;
 	if (me != 0) {
 		for (int k = 0; k < r->d->nbuf && rc == 0; k++)
-			if (r->d->buf[k].bind == PLAN_BIND_PARAM && rt_is_saver(p, me, k))
+			if (r->d->buf[k].bind == PLAN_BIND_PARAM && r->saver[me][k])
 				rc = r->c->ops->ctl_send(r->c, rt_buf(r, &r->d->buf[k]), (size_t)r->d->buf[k].bytes, 0);
 		return rc;
 	}
@@ -144,7 +195,7 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params)
 		const struct plan_device *d = &p->devices[dev];
 		for (int k = 0; k < d->nbuf && rc == 0; k++) {
 			const struct plan_buffer *x = &d->buf[k];
-			if (x->bind != PLAN_BIND_PARAM || !rt_is_saver(p, dev, k))
+			if (x->bind != PLAN_BIND_PARAM || !r->saver[dev][k])
 				continue;
 			void *src = dev == 0 ? rt_buf(r, x) : ir_malloc((size_t)x->bytes + 1);
 			if (!src)
@@ -162,7 +213,7 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params)
 /* The saved slice of buffer b for micro-batch m (part 2: per step). */
 static void *saved(const struct rt *r, int m, int b)
 {
-	return r->out_part[b] == 2 ? r->saved_step[b] : r->saved[(size_t)m * (size_t)r->d->nbuf + (size_t)b];
+	return r->part[r->c->rank][b] == 2 ? r->saved_step[b] : r->saved[(size_t)m * (size_t)r->d->nbuf + (size_t)b];
 }
 
 /* Sends, or on rank 0 places, device dev's saved output slices in the
@@ -205,17 +256,10 @@ int rt_gather_outputs(struct rt *r, struct ir_tensor *out)
 	const struct plan *p = r->p;
 	int rc = 0;
 	if (r->c->rank != 0)
-		return move_outputs(r, r->c->rank, r->out_part, out);
+		return move_outputs(r, r->c->rank, r->part[r->c->rank], out);
 	for (int i = 0; i < r->micro * p->noutputs; i++)
 		out[i] = (struct ir_tensor){ 0 };
-	for (int dev = 0; dev < p->ndevices && rc == 0; dev++) {
-		const struct plan_device *d = &p->devices[dev];
-		int8_t *part = ir_malloc((size_t)d->nbuf + 1);
-		if (!part)
-			return ir_errorf(-ENOMEM, "out of memory gathering outputs");
-		output_parts(p, d, part);
-		rc = move_outputs(r, dev, part, out);
-		ir_free(part);
-	}
+	for (int dev = 0; dev < p->ndevices && rc == 0; dev++)
+		rc = move_outputs(r, dev, r->part[dev], out);
 	return rc;
 }

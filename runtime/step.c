@@ -28,7 +28,7 @@ static int save(struct rt *r, int part)
 {
 	const struct plan_device *d = r->d;
 	for (int b = 0; b < d->nbuf; b++) {
-		if (r->out_part[b] != part)
+		if (r->part[r->c->rank][b] != part)
 			continue;
 		void **slot = part == 2 ? &r->saved_step[b] : &r->saved[(size_t)r->mb * (size_t)d->nbuf + (size_t)b];
 		if (!*slot && !(*slot = ir_malloc((size_t)d->buf[b].bytes + 1)))
