@@ -76,6 +76,12 @@ int onnx_tensor_write(const char *path, const struct ir_tensor *t, const char *n
  * (e.g. -ERANGE for an index out of bounds, message names the op). */
 int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out);
 
+struct plan_kernel;
+/* Evaluates a plan kernel (ir/plan.h), single op or fused (its body's ops
+ * one at a time): in[] holds its nin operands; out[] receives its nout
+ * results, freshly allocated. As interp_node. */
+int interp_kernel(const struct plan_kernel *k, const struct ir_tensor *in, struct ir_tensor *out);
+
 /* Loads a parameter's bytes (inline or external file) into t (allocated).
  * -ENOENT / -EIO with a message naming the file when external data is
  * missing or short. */

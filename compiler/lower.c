@@ -126,21 +126,43 @@ static uint64_t kernel_hash(const struct plan_kernel *k)
 	struct ir_attrs a = k->a;
 	a.data = NULL;
 	XXH3_64bits_update(s, &a, sizeof a);
-	if (k->op == IR_OP_CONSTANT) {
+	if (k->op == IR_OP_CONSTANT && !k->nbody) {
 		struct ir_tensor t = { a.dtype, a.shape, NULL };
 		XXH3_64bits_update(s, k->a.data, ir_tensor_bytes(&t));
 	}
 	XXH3_64bits_update(s, k->dtype, sizeof *k->dtype * (size_t)(k->nin + k->nout));
 	XXH3_64bits_update(s, k->shape, sizeof *k->shape * (size_t)(k->nin + k->nout));
+	for (int i = 0; i < k->nbody; i++) {
+		struct plan_fop f = k->body[i];
+		f.a.data = NULL;
+		XXH3_64bits_update(s, &f, sizeof f);
+		if (f.op == IR_OP_CONSTANT) {
+			struct ir_tensor t = { f.a.dtype, f.a.shape, NULL };
+			XXH3_64bits_update(s, k->body[i].a.data, ir_tensor_bytes(&t));
+		}
+	}
 	h = XXH3_64bits_digest(s);
 	XXH3_freeState(s);
 	return h;
 }
 
+static bool fop_eq(const struct plan_fop *x, const struct plan_fop *y)
+{
+	struct plan_fop a = *x, b = *y;
+	a.a.data = b.a.data = NULL;
+	if (memcmp(&a, &b, sizeof a))
+		return false;
+	struct ir_tensor t = { a.a.dtype, a.a.shape, NULL };
+	return x->op != IR_OP_CONSTANT || !memcmp(x->a.data, y->a.data, ir_tensor_bytes(&t));
+}
+
 static bool kernel_eq(const struct plan_kernel *x, const struct plan_kernel *y)
 {
-	if (x->op != y->op || x->nin != y->nin || x->nout != y->nout)
+	if (x->op != y->op || x->nin != y->nin || x->nout != y->nout || x->nbody != y->nbody)
 		return false;
+	for (int i = 0; i < x->nbody; i++)
+		if (!fop_eq(&x->body[i], &y->body[i]))
+			return false;
 	struct ir_attrs a = x->a, b = y->a;
 	a.data = b.data = NULL;
 	if (memcmp(&a, &b, sizeof a))
@@ -148,7 +170,7 @@ static bool kernel_eq(const struct plan_kernel *x, const struct plan_kernel *y)
 	for (int i = 0; i < x->nin + x->nout; i++)
 		if (x->dtype[i] != y->dtype[i] || !ir_shape_eq(&x->shape[i], &y->shape[i]))
 			return false;
-	if (x->op == IR_OP_CONSTANT) {
+	if (x->op == IR_OP_CONSTANT && !x->nbody) {
 		struct ir_tensor t = { a.dtype, a.shape, NULL };
 		return !memcmp(x->a.data, y->a.data, ir_tensor_bytes(&t));
 	}
@@ -174,9 +196,7 @@ static int khash_grow(struct lower *L)
 	return 0;
 }
 
-/* The index of kernel k in the plan's table, adding it (taking over its
- * arrays) when new; k's arrays are freed when it was there already. */
-static int kernel_intern(struct lower *L, struct plan_kernel *k)
+int lw_kernel_intern(struct lower *L, struct plan_kernel *k)
 {
 	struct plan *p = L->p;
 	if (2 * (p->nkernels + 1) > L->sh->khcap && khash_grow(L) < 0)
@@ -187,7 +207,11 @@ static int kernel_intern(struct lower *L, struct plan_kernel *k)
 		if (kernel_eq(&p->kernels[L->sh->khash[j]], k)) {
 			ir_free(k->dtype);
 			ir_free(k->shape);
-			ir_free((void *)k->a.data);
+			if (!k->nbody)
+				ir_free((void *)k->a.data);
+			for (int i = 0; i < k->nbody; i++)
+				ir_free((void *)k->body[i].a.data);
+			ir_free(k->body);
 			return L->sh->khash[j];
 		}
 	if (p->nkernels % 64 == 0) {
@@ -242,7 +266,7 @@ static int make_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a,
 		memcpy(d, a->data, n);
 		k.a.data = d;
 	}
-	return kernel_intern(L, &k);
+	return lw_kernel_intern(L, &k);
 nomem:
 	ir_free(k.dtype);
 	ir_free(k.shape);

@@ -110,7 +110,14 @@ int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v);
 /* lower_pipe.c: a pipelined training plan's stages lowered together. */
 int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh);
 
+/* lower_fuse.c: the fusion pass over the stage's program (run by lw_finish
+ * before the memory plan). */
+int lw_fuse(struct lower *L);
+
 /* lower.c */
+/* The index of kernel k in the plan's table, adding it (taking over its
+ * arrays) when new; k's arrays are freed when an equal one is there. */
+int lw_kernel_intern(struct lower *L, struct plan_kernel *k);
 int lw_buf_new(struct lower *L, enum ir_dtype dt, const struct ir_shape *shape);
 /* Appends an instruction with its buffers; returns its index or -ENOMEM. */
 int lw_emit(struct lower *L, const struct lw_ins *proto, int nin, const int *in, int nout, const int *out);

@@ -369,7 +369,7 @@ int lw_finish(struct lower *L)
 		rc = ir_errorf(-ENOMEM, "out of memory planning memory");
 		goto out;
 	}
-	if ((rc = insert_frees(L, lo, hi)) < 0 || (rc = stash_slots(L, lo, hi)) < 0)
+	if ((rc = lw_fuse(L)) < 0 || (rc = insert_frees(L, lo, hi)) < 0 || (rc = stash_slots(L, lo, hi)) < 0)
 		goto out;
 	int64_t arena = place(L, lo, hi);
 	if (arena < 0) {

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "compiler/cli.h"
+#include "compiler/codegen.h"
 #include "compiler/compiler.h"
 #include "ir/plan.h"
 
@@ -45,6 +46,9 @@ struct args {
 	const char *freeze[MAX_DIMS];
 	const char *train_opt;   /* the first step option given, for "needs --train" */
 	bool precision;          /* --precision given */
+	const char *host_cpu;    /* --host-cpu: the CPU host kernels are compiled for */
+	bool no_codegen;         /* --no-codegen: every kernel a reference kernel */
+	bool dump_fusion;        /* --dump-after=fusion */
 };
 
 static void usage(FILE *f)
@@ -61,7 +65,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--calib FILE] [--explain]\n"
-		"                 [-o plan.bin | -o PLAN.txt]\n"
+		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--no-codegen]\n"
+		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
@@ -179,6 +184,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "--memory-limit") && has_next) {
 			if (parse_size(s, argv[++i], &a->mem_limit) < 0)
 				return -EINVAL;
+		} else if (!strcmp(s, "--host-cpu") && has_next) {
+			a->host_cpu = argv[++i];
+		} else if (!strcmp(s, "--no-codegen")) {
+			a->no_codegen = true;
+		} else if (!strcmp(s, "--dump-after=fusion") || (!strcmp(s, "--dump-after") && has_next &&
+								   !strcmp(argv[i + 1], "fusion") && ++i)) {
+			a->dump_fusion = true;
 		} else if (!strcmp(s, "--time-limit") && has_next) {
 			char *end;
 			a->time_limit = strtod(argv[++i], &end);
@@ -493,6 +505,18 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, const 
 	int rc = compile_lower(&in, &p);
 	if (rc < 0) {
 		prefix_model(a);
+		return rc;
+	}
+	if (a->dump_fusion)
+		for (int s = 0; s < p->nstages && rc == 0; s++)
+			rc = plan_print_device(p, p->stages[s].first_rank, stdout);
+	struct codegen_opts co;
+	codegen_opts_init(&co);
+	co.host_cpu = a->host_cpu;
+	if (rc == 0 && !a->no_codegen && (rc = codegen_plan(p, &co)) < 0)
+		ir_error_prefix("%s", a->model);
+	if (rc < 0) {
+		plan_free(p);
 		return rc;
 	}
 	if ((rc = plan_write(p, a->out_dir)) == 0) {

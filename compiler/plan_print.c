@@ -57,6 +57,18 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		p->nparams, tensor_bytes(p->params, p->nparams) / (1 << 20), p->ninputs,
 		tensor_bytes(p->inputs, p->ninputs) / (1 << 20), p->noutputs,
 		tensor_bytes(p->outputs, p->noutputs) / (1 << 20), p->nkernels, p->ncomms);
+	int fused = 0, host = 0, gpu = 0;
+	for (int k = 0; k < p->nkernels; k++) {
+		fused += p->kernels[k].nbody > 0;
+		host += p->kernels[k].host;
+		gpu += p->kernels[k].gpu;
+	}
+	fprintf(f, "kernels: %d fused; generated code: %d host (%zu-byte x86-64 object for %s, %s), %d GPU (PTX",
+		fused, host, p->host_object_len, p->host_cpu ? p->host_cpu : "-",
+		p->host_features ? p->host_features : "-", gpu);
+	for (int i = 0; i < p->nptx; i++)
+		fprintf(f, " %s", p->ptx[i].arch);
+	fprintf(f, "%s); the rest run reference kernels or library calls\n", p->nptx ? "" : " none");
 	if (p->train)
 		fprintf(f, "training: %s; %d state tensors (%.4g MiB); per device, the last per_step instructions run "
 			"once per step, after the last micro-batch\n", p->train_config ? p->train_config : "?", p->nstate,
@@ -87,8 +99,18 @@ static void print_instr(const struct plan *p, const struct plan_device *d, int i
 {
 	const struct plan_instr *x = &d->instr[i];
 	fprintf(f, "  %5d  %s", i, plan_instr_kind_name(x->kind));
-	if (x->kind == PLAN_KERNEL)
-		fprintf(f, " %s (k%d)", ir_op_name(p->kernels[x->kernel].op), x->kernel);
+	const struct plan_kernel *k = x->kind == PLAN_KERNEL ? &p->kernels[x->kernel] : NULL;
+	if (k && !k->nbody)
+		fprintf(f, " %s (k%d)", ir_op_name(k->op), x->kernel);
+	if (k && k->nbody) { /* fused: %j operands, %(nin + i) body op i */
+		fprintf(f, " fused (k%d) {", x->kernel);
+		for (int o = 0; o < k->nbody; o++) {
+			fprintf(f, "%s%%%d = %s", o ? "; " : " ", k->nin + o, ir_op_name(k->body[o].op));
+			for (int j = 0; j < k->body[o].nin; j++)
+				fprintf(f, " %%%d", k->body[o].in[j]);
+		}
+		fprintf(f, " }");
+	}
 	if (x->kind == PLAN_ALL_REDUCE || x->kind == PLAN_REDUCE_SCATTER)
 		fprintf(f, "(%s)", plan_reduce_name(x->reduce));
 	if (x->kind == PLAN_ALL_GATHER || x->kind == PLAN_REDUCE_SCATTER)

@@ -32,8 +32,12 @@ static void free_kernel(struct plan_kernel *k)
 	ir_free(k->dtype);
 	ir_free(k->shape);
 	/* only a CONSTANT's data is the plan's; other ops leave it NULL */
-	if (k->op == IR_OP_CONSTANT)
+	if (k->op == IR_OP_CONSTANT && !k->nbody)
 		ir_free((void *)k->a.data);
+	for (int i = 0; k->body && i < k->nbody; i++)
+		if (k->body[i].op == IR_OP_CONSTANT)
+			ir_free((void *)k->body[i].a.data);
+	ir_free(k->body);
 }
 
 int plan_schedule_slots(const int *order, int n)
@@ -86,6 +90,14 @@ void plan_free(struct plan *p)
 		ir_free(d->args);
 	}
 	ir_free(p->devices);
+	ir_free(p->host_object);
+	ir_free(p->host_cpu);
+	ir_free(p->host_features);
+	for (int i = 0; p->ptx && i < p->nptx; i++) {
+		ir_free(p->ptx[i].arch);
+		ir_free(p->ptx[i].text);
+	}
+	ir_free(p->ptx);
 	ir_free(p);
 }
 

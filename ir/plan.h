@@ -44,7 +44,7 @@
 
 #include "ir/ir.h"
 
-#define PLAN_FORMAT_VERSION 3
+#define PLAN_FORMAT_VERSION 4
 #define PLAN_ALIGN 256 /* bytes: every buffer offset is a multiple */
 
 enum plan_instr_kind {
@@ -110,13 +110,43 @@ struct plan_instr {
 	int arg;                /* in[] then out[]: args[arg .. arg + nin + nout) of the device */
 };
 
-/* One core op with local operand and result types: what a kernel runs. */
+#define PLAN_FOP_MAX_IN 3
+
+/* One op of a fused kernel's body. Values are numbered: the kernel's
+ * operands 0 .. nin-1, then body op i's result nin + i. */
+struct plan_fop {
+	enum ir_op op;
+	struct ir_attrs a;      /* CONSTANT data: a plan-owned copy */
+	int nin;
+	int in[PLAN_FOP_MAX_IN];/* value numbers, each below this op's own */
+	enum ir_dtype dtype;    /* the result */
+	struct ir_shape shape;
+};
+
+/* One core op with local operand and result types: what a kernel runs.
+ * A fused kernel (nbody > 0, the fusion pass's groups) runs its body's ops
+ * in order instead; op is its last op's (the root, for display), a is
+ * unused, and its one result is the last op's. Kernels codegen compiled
+ * carry host code (plan.host_object defines "pcc_k<index>") and PTX
+ * (plan.ptx defines the same name); rows is the number of independent
+ * work items the code splits into (codegen.h). */
 struct plan_kernel {
 	enum ir_op op;
 	struct ir_attrs a;      /* CONSTANT data: a plan-owned copy */
 	int nin, nout;
 	enum ir_dtype *dtype;   /* [nin + nout] */
 	struct ir_shape *shape; /* [nin + nout] */
+	int nbody;
+	struct plan_fop *body;  /* [nbody] */
+	bool host;              /* host code exists */
+	bool gpu;               /* PTX exists */
+	int64_t rows;
+};
+
+/* PTX text of every kernel with gpu set, for one GPU architecture. */
+struct plan_ptx {
+	char *arch;             /* "sm_80", "sm_90" */
+	char *text;
 };
 
 struct plan_comm {
@@ -186,6 +216,14 @@ struct plan {
 	struct plan_comm *comms;
 	int ndevices;
 	struct plan_device *devices;
+	/* Generated code (codegen.c): one x86-64 ELF relocatable object with
+	 * every host kernel, the CPU it was tuned for and the features it
+	 * needs ("+avx2,+fma,..."); PTX per architecture. Empty: none. */
+	uint8_t *host_object;
+	size_t host_object_len;
+	char *host_cpu, *host_features;
+	int nptx;
+	struct plan_ptx *ptx;
 };
 
 const char *plan_instr_kind_name(enum plan_instr_kind k); /* "kernel", "all_reduce", ... */

@@ -156,9 +156,8 @@ static int pack_tensors(struct scratch *s, const struct plan_tensor *t, int n,
 	return 0;
 }
 
-static void pack_attrs(const struct plan_kernel *k, Pcc__Attrs *m)
+static void pack_attrs(enum ir_op op, const struct ir_attrs *a, Pcc__Attrs *m)
 {
-	const struct ir_attrs *a = &k->a;
 	*m = (Pcc__Attrs){ MSG(attrs), .dtype = DTYPE(a->dtype), .n_shape = rank_of(&a->shape),
 			   .shape = DIMS(a->shape.dims), .axis = a->axis, .k = a->k,
 			   .groups = a->groups, .mode = a->mode,
@@ -170,7 +169,7 @@ static void pack_attrs(const struct plan_kernel *k, Pcc__Attrs *m)
 		*(size_t *)((char *)m + ilists[i].pb_n) = (size_t)l->n;
 		*(int64_t **)((char *)m + ilists[i].pb_v) = DIMS(l->v);
 	}
-	if (k->op == IR_OP_CONSTANT) {
+	if (op == IR_OP_CONSTANT) {
 		m->data.len = constant_bytes(a);
 		IR_ASSERT(a->data || m->data.len == 0);
 		m->data.data = (uint8_t *)a->data;
@@ -185,7 +184,7 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
 	Pcc__Operand *ms, **ps;
 	if (!a || !NEW_MSGS(s, ms, ps, n))
 		return -ENOMEM;
-	pack_attrs(k, a);
+	pack_attrs(k->nbody ? IR_OP_NEG : k->op, &k->a, a);
 	for (int i = 0; i < n; i++) {
 		ms[i] = (Pcc__Operand){ MSG(operand), .dtype = DTYPE(k->dtype[i]),
 					.n_shape = rank_of(&k->shape[i]),
@@ -193,7 +192,27 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
 		ps[i] = &ms[i];
 	}
 	*m = (Pcc__Kernel){ MSG(kernel), .op = (char *)ir_op_name(k->op), .attrs = a,
-			    .nin = k->nin, .nout = k->nout, .n_operands = (size_t)n, .operands = ps };
+			    .nin = k->nin, .nout = k->nout, .n_operands = (size_t)n, .operands = ps,
+			    .host = k->host, .gpu = k->gpu, .rows = k->rows };
+	Pcc__FusedOp *fs, **fp;
+	if (!NEW_MSGS(s, fs, fp, k->nbody))
+		return -ENOMEM;
+	for (int i = 0; i < k->nbody; i++) {
+		const struct plan_fop *f = &k->body[i];
+		Pcc__Attrs *fa = scratch_calloc(s, 1, sizeof *fa);
+		Pcc__Operand *r = scratch_calloc(s, 1, sizeof *r);
+		if (!fa || !r)
+			return -ENOMEM;
+		IR_ASSERT((unsigned)f->op < IR_OP_COUNT && f->nin >= 0 && f->nin <= PLAN_FOP_MAX_IN);
+		pack_attrs(f->op, &f->a, fa);
+		*r = (Pcc__Operand){ MSG(operand), .dtype = DTYPE(f->dtype), .n_shape = rank_of(&f->shape),
+				     .shape = DIMS(f->shape.dims) };
+		fs[i] = (Pcc__FusedOp){ MSG(fused_op), .op = (char *)ir_op_name(f->op), .attrs = fa,
+					.n_in = (size_t)f->nin, .in = (int32_t *)f->in, .result = r };
+		fp[i] = &fs[i];
+	}
+	m->n_body = (size_t)k->nbody;
+	m->body = fp;
 	return 0;
 }
 
@@ -248,6 +267,9 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 			  .train = p->train, .micro = p->micro, .device_memory = p->device_memory,
 			  .train_config = (char *)(p->train_config ? p->train_config : ""),
 			  .model = (char *)(p->model ? p->model : ""),
+			  .host_object = { p->host_object_len, p->host_object },
+			  .host_cpu = (char *)(p->host_cpu ? p->host_cpu : ""),
+			  .host_features = (char *)(p->host_features ? p->host_features : ""),
 			  .n_stages = (size_t)p->nstages, .n_kernels = (size_t)p->nkernels,
 			  .n_comms = (size_t)p->ncomms, .n_devices = (size_t)p->ndevices };
 	if (!NEW_MSGS(s, ss, m->stages, p->nstages) || !NEW_MSGS(s, ks, m->kernels, p->nkernels) ||
@@ -269,6 +291,14 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 		if (pack_kernel(s, &p->kernels[i], &ks[i]) < 0)
 			return -ENOMEM;
 		m->kernels[i] = &ks[i];
+	}
+	Pcc__Ptx *xs;
+	if (!NEW_MSGS(s, xs, m->ptx, p->nptx))
+		return -ENOMEM;
+	m->n_ptx = (size_t)p->nptx;
+	for (int i = 0; i < p->nptx; i++) {
+		xs[i] = (Pcc__Ptx){ MSG(ptx), .arch = p->ptx[i].arch, .text = p->ptx[i].text };
+		m->ptx[i] = &xs[i];
 	}
 	for (int i = 0; i < p->ncomms; i++) {
 		cs[i] = (Pcc__Comm){ MSG(comm), .n_ranks = (size_t)p->comms[i].n,
@@ -464,9 +494,8 @@ static int get_tensors(Pcc__Tensor *const *ms, size_t n, const char *what,
 	return 0;
 }
 
-static int get_attrs(const Pcc__Attrs *m, struct plan_kernel *k)
+static int get_attrs(const Pcc__Attrs *m, enum ir_op op, struct ir_attrs *a)
 {
-	struct ir_attrs *a = &k->a;
 	int rc;
 	if ((rc = get_dtype(m->dtype, &a->dtype)) < 0 ||
 	    (rc = get_shape(m->shape, m->n_shape, &a->shape)) < 0)
@@ -488,17 +517,17 @@ static int get_attrs(const Pcc__Attrs *m, struct plan_kernel *k)
 	a->mode = m->mode;
 	a->eps = (union bits){ .u = m->eps_bits }.d;
 	a->value = (union bits){ .u = m->value_bits }.d;
-	size_t want = k->op == IR_OP_CONSTANT ? constant_bytes(a) : 0;
+	size_t want = op == IR_OP_CONSTANT ? constant_bytes(a) : 0;
 	if (m->data.len != want) {
 		char buf[IR_SHAPE_STR_MAX];
-		if (k->op != IR_OP_CONSTANT)
+		if (op != IR_OP_CONSTANT)
 			return ir_errorf(-EINVAL, "%zu bytes of data on a %s kernel",
-					 m->data.len, ir_op_name(k->op));
+					 m->data.len, ir_op_name(op));
 		return ir_errorf(-EINVAL, "constant data is %zu bytes, a %s%s constant has %zu",
 				 m->data.len, ir_dtype_name(a->dtype),
 				 ir_shape_str(&a->shape, buf, sizeof buf), want);
 	}
-	if (k->op == IR_OP_CONSTANT) {
+	if (op == IR_OP_CONSTANT) {
 		void *data = ir_malloc(want);
 		if (!data)
 			return nomem();
@@ -516,7 +545,9 @@ static int get_kernel(const Pcc__Kernel *m, struct plan_kernel *k)
 		return ir_errorf(-EINVAL, "unknown op \"%s\"", m->op);
 	if (!m->attrs)
 		return ir_errorf(-EINVAL, "no attributes");
-	if ((rc = get_attrs(m->attrs, k)) < 0)
+	if (m->n_body && m->nout != 1)
+		return ir_errorf(-EINVAL, "a fused kernel has %d results, not 1", m->nout);
+	if ((rc = get_attrs(m->attrs, m->n_body ? IR_OP_NEG : k->op, &k->a)) < 0)
 		return rc;
 	if (m->nin < 0 || m->nout < 0 || m->n_operands != (size_t)m->nin + (size_t)m->nout)
 		return ir_errorf(-EINVAL, "%zu operand types for nin %d + nout %d",
@@ -532,6 +563,36 @@ static int get_kernel(const Pcc__Kernel *m, struct plan_kernel *k)
 		if ((rc = get_dtype(o->dtype, &k->dtype[i])) < 0 ||
 		    (rc = get_shape(o->shape, o->n_shape, &k->shape[i])) < 0) {
 			ir_error_prefix("operand %zu", i);
+			return rc;
+		}
+	}
+	k->host = m->host;
+	k->gpu = m->gpu;
+	k->rows = m->rows;
+	if (m->n_body > (size_t)INT_MAX / 2)
+		return ir_errorf(-EINVAL, "%zu body ops", m->n_body);
+	if (!m->n_body)
+		return 0;
+	if (!(k->body = ir_calloc(m->n_body, sizeof *k->body)))
+		return nomem();
+	k->nbody = (int)m->n_body;
+	for (size_t i = 0; i < m->n_body; i++) {
+		const Pcc__FusedOp *f = m->body[i];
+		struct plan_fop *o = &k->body[i];
+		if (ir_op_parse(f->op, &o->op) < 0)
+			return ir_errorf(-EINVAL, "body op %zu: unknown op \"%s\"", i, f->op);
+		if (!f->attrs || !f->result)
+			return ir_errorf(-EINVAL, "body op %zu: no attributes or result", i);
+		if (f->n_in > PLAN_FOP_MAX_IN)
+			return ir_errorf(-EINVAL, "body op %zu: %zu operands, more than %d", i, f->n_in,
+					 PLAN_FOP_MAX_IN);
+		o->nin = (int)f->n_in;
+		for (size_t j = 0; j < f->n_in; j++)
+			o->in[j] = f->in[j];
+		if ((rc = get_attrs(f->attrs, o->op, &o->a)) < 0 ||
+		    (rc = get_dtype(f->result->dtype, &o->dtype)) < 0 ||
+		    (rc = get_shape(f->result->shape, f->result->n_shape, &o->shape)) < 0) {
+			ir_error_prefix("body op %zu", i);
 			return rc;
 		}
 	}
@@ -641,6 +702,20 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 		return nomem();
 	if (m->train_config[0] && !(p->train_config = get_str(m->train_config)))
 		return nomem();
+	if (m->host_object.len) {
+		if (!(p->host_object = ir_malloc(m->host_object.len)))
+			return nomem();
+		memcpy(p->host_object, m->host_object.data, m->host_object.len);
+		p->host_object_len = m->host_object.len;
+	}
+	if ((m->host_cpu[0] && !(p->host_cpu = get_str(m->host_cpu))) ||
+	    (m->host_features[0] && !(p->host_features = get_str(m->host_features))))
+		return nomem();
+	if (!(p->ptx = get_array(m->n_ptx, sizeof *p->ptx, &p->nptx)))
+		return nomem();
+	for (int i = 0; i < p->nptx; i++)
+		if (!(p->ptx[i].arch = get_str(m->ptx[i]->arch)) || !(p->ptx[i].text = get_str(m->ptx[i]->text)))
+			return nomem();
 	for (int i = 0; i < p->nkernels; i++)
 		if ((rc = get_kernel(m->kernels[i], &p->kernels[i])) < 0) {
 			ir_error_prefix("kernel %d", i);

@@ -36,22 +36,15 @@ static uint8_t *scratch(struct rt *r, size_t n)
 
 static int run_kernel(struct rt *r, const struct plan_instr *x)
 {
+	if (rt_kernel_host(r, x))
+		return 0;
 	const struct plan_kernel *k = &r->p->kernels[x->kernel];
-	struct ir_value vin[64], vout[2], *pin[64], *pout[2];
-	struct ir_tensor tin[64], tout[2];
-	struct ir_node n = { .op = k->op, .a = k->a, .nin = k->nin, .nout = k->nout, .in = pin, .out = pout };
-	if (k->nin > 64 || k->nout > 2)
+	struct ir_tensor tin[256], tout[2];
+	if (k->nin > 256 || k->nout > 2)
 		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", x->kernel, k->nin, k->nout);
-	for (int j = 0; j < k->nin; j++) {
-		vin[j] = (struct ir_value){ .dtype = k->dtype[j], .shape = k->shape[j] };
-		pin[j] = &vin[j];
+	for (int j = 0; j < k->nin; j++)
 		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], rt_buf(r, arg(r, x, j)) };
-	}
-	for (int j = 0; j < k->nout; j++) {
-		vout[j] = (struct ir_value){ .dtype = k->dtype[k->nin + j], .shape = k->shape[k->nin + j] };
-		pout[j] = &vout[j];
-	}
-	int rc = interp_node(&n, tin, tout);
+	int rc = interp_kernel(k, tin, tout);
 	if (rc < 0)
 		return rc;
 	for (int j = 0; j < k->nout; j++) {

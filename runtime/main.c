@@ -25,6 +25,8 @@ struct opts {
 	const char *plan, *model, *in_dir, *out_dir, *data, *save, *ckpt, *resume;
 	long steps, log_every, ckpt_every;
 	double timeout;
+	bool reference;        /* --reference: the interpreter's kernels, not the plan's host code */
+	long threads;          /* --threads N per rank; 0: the cores divided among the host's ranks */
 };
 
 static void usage(FILE *f)
@@ -33,6 +35,7 @@ static void usage(FILE *f)
 		   "       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
 		   "                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
 		   "       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
+		   "                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
 		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
 		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n"
 		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
@@ -69,14 +72,18 @@ static int parse(int argc, char **argv, struct opts *o)
 				return ir_errorf(-EINVAL, "%s needs a value", s);
 			*dst[k] = v;
 			i++;
-		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every")) {
+		} else if (!strcmp(s, "--reference")) {
+			o->reference = true;
+		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
+			   !strcmp(s, "--threads")) {
 			char *end;
 			errno = 0;
 			long n = v ? strtol(v, &end, 10) : 0;
 			if (!v || *end || end == v || errno || n < 1 || n > 1000000000L)
 				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to 1000000000", s,
 						 v ? v : "(missing)");
-			*(!strcmp(s, "--steps") ? &o->steps : s[2] == 'l' ? &o->log_every : &o->ckpt_every) = n;
+			*(!strcmp(s, "--steps") ? &o->steps : s[2] == 'l' ? &o->log_every : s[2] == 't' ? &o->threads :
+			  &o->ckpt_every) = n;
 			i++;
 		} else if (!strcmp(s, "--timeout")) {
 			if ((rc = parse_num(s, v, 0.001, &o->timeout)) < 0)
@@ -153,6 +160,8 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	rc = c->ops->setup(c, p);
 	if (rc == 0)
 		rc = rt_init(r, p, c);
+	if (rc == 0)
+		rc = rt_kernels_load(r, o->reference, (int)o->threads);
 	if (rc == 0)
 		rc = rt_fault_parse(r, getenv("PCC_RUN_FAULT"));
 	if (rc == 0)

@@ -42,6 +42,11 @@ struct rt {
 	 * gathered or checkpointed) */
 	int8_t **part;
 	uint8_t **saver;
+	/* generated host kernels (kernels.c): fn[k] runs kernel k's rows
+	 * [begin, end); NULL where the reference kernel runs */
+	struct hostcode *hc;
+	void (**fn)(void **args, int64_t begin, int64_t end);
+	struct pool *pool;
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
 	long step;                    /* steps run so far (since the start or resume) */
 	struct rt_fault {             /* fault injection for tests (PCC_RUN_FAULT) */
@@ -50,6 +55,16 @@ struct rt {
 		char kind;            /* 'x' exit, 'h' hang, 'e' error; 0 none */
 	} fault;
 };
+
+/* ---- kernels.c */
+typedef void (*rt_kernel_fn)(void **args, int64_t begin, int64_t end);
+/* Loads the plan's host kernels (after checking this CPU has the features
+ * they need) and a pool of `threads` threads (<= 0: the cores divided
+ * among this host's ranks). Nothing with reference set. */
+int rt_kernels_load(struct rt *r, bool reference, int threads);
+void rt_kernels_release(struct rt *r);
+/* Runs instruction x's kernel as host code, if it has some: true. */
+bool rt_kernel_host(struct rt *r, const struct plan_instr *x);
 
 /* ---- exec.c */
 /* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;

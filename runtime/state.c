@@ -161,6 +161,7 @@ void rt_release(struct rt *r)
 	ir_free(r->saver);
 	ir_free(r->arena);
 	ir_free(r->scratch);
+	rt_kernels_release(r);
 	memset(r, 0, sizeof *r);
 }
 

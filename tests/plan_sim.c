@@ -45,30 +45,10 @@ static int run_kernel(struct sim *s, int dev, const struct plan_instr *x)
 {
 	const struct plan_device *d = &s->p->devices[dev];
 	const struct plan_kernel *k = &s->p->kernels[x->kernel];
-	struct ir_value vin[256], vout[2], *pin[256], *pout[2];
 	struct ir_tensor tin[256], tout[2];
-	struct ir_node n;
-	memset(&n, 0, sizeof n);
-	n.op = k->op;
-	n.a = k->a;
-	n.nin = k->nin;
-	n.nout = k->nout;
-	n.in = pin;
-	n.out = pout;
-	for (int j = 0; j < k->nin; j++) {
-		memset(&vin[j], 0, sizeof vin[j]);
-		vin[j].dtype = k->dtype[j];
-		vin[j].shape = k->shape[j];
-		pin[j] = &vin[j];
+	for (int j = 0; j < k->nin; j++)
 		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], buf_data(s, dev, arg_buf(d, x, j)) };
-	}
-	for (int j = 0; j < k->nout; j++) {
-		memset(&vout[j], 0, sizeof vout[j]);
-		vout[j].dtype = k->dtype[k->nin + j];
-		vout[j].shape = k->shape[k->nin + j];
-		pout[j] = &vout[j];
-	}
-	int rc = interp_node(&n, tin, tout);
+	int rc = interp_kernel(k, tin, tout);
 	if (rc < 0)
 		return rc;
 	for (int j = 0; j < k->nout; j++) {

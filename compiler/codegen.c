@@ -1,0 +1,683 @@
+/*
+ * codegen.c: the plan's kernels through LLVM (codegen.h): one module per
+ * target holding a function per compiled kernel, the loops around each
+ * kernel's values (codegen_expr.c builds those), LLVM's O3 pipeline, and
+ * the object or PTX text stored in the plan.
+ *
+ * Loops (rows as in codegen.h):
+ *   loop kernel:   for r in rows: for j in the last dimension (host; the
+ *                  GPU makes every element a row): out = value(root)
+ *   reduction:     for r in result elements: acc = fold over the reduced
+ *                  elements (double, or int64); out = value(root)
+ *   softmax, layer norm: for r in rows: two passes for the statistics
+ *                  (max and sum of exp; mean and variance, as the
+ *                  interpreter), then out = value(root) per element
+ * The host function takes [row_begin, row_end) so the runtime splits rows
+ * over threads; the GPU kernel strides its rows over the grid.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "compiler/codegen_internal.h"
+
+void codegen_opts_init(struct codegen_opts *o)
+{
+	*o = (struct codegen_opts){ .host = true, .host_cpu = NULL, .ptx = true, .opt_level = 3 };
+}
+
+/* The class of body op i, and the kernel's core op (-1: a loop kernel). */
+static enum cg_class fop_class(const struct plan_kernel *k, int i)
+{
+	const struct plan_fop *f = &k->body[i];
+	enum ir_dtype dt[PLAN_FOP_MAX_IN];
+	struct ir_shape sh[PLAN_FOP_MAX_IN];
+	for (int j = 0; j < f->nin; j++) {
+		int v = f->in[j];
+		dt[j] = v < k->nin ? k->dtype[v] : k->body[v - k->nin].dtype;
+		sh[j] = v < k->nin ? k->shape[v] : k->body[v - k->nin].shape;
+	}
+	return cg_op_class(f->op, &f->a, f->nin, dt, sh, f->dtype);
+}
+
+/* A kernel as a one-op body when it is not fused (so one path emits both). */
+struct view {
+	struct plan_kernel k;
+	struct plan_fop one;
+};
+
+static const struct plan_kernel *as_body(const struct plan_kernel *k, struct view *v)
+{
+	if (k->nbody)
+		return k;
+	v->k = *k;
+	v->one = (struct plan_fop){ .op = k->op, .a = k->a, .nin = k->nin, .dtype = k->dtype[k->nin],
+				    .shape = k->shape[k->nin] };
+	for (int j = 0; j < k->nin && j < PLAN_FOP_MAX_IN; j++)
+		v->one.in[j] = j;
+	v->k.nbody = 1;
+	v->k.body = &v->one;
+	return &v->k;
+}
+
+/* Whether k compiles; its core op (-1 for none) in *core. */
+static bool compiles(const struct plan_kernel *k, int *core)
+{
+	*core = -1;
+	if (k->nout != 1 || k->nin > 63 || (!k->nbody && k->nin > PLAN_FOP_MAX_IN))
+		return false;
+	struct view v;
+	const struct plan_kernel *b = as_body(k, &v);
+	for (int i = 0; i < b->nbody; i++) {
+		enum cg_class c = fop_class(b, i);
+		if (c == CG_NONE)
+			return false;
+		if (c == CG_REDUCE || c == CG_ROW) {
+			if (*core >= 0)
+				return false;
+			*core = i;
+		}
+	}
+	if (*core >= 0 && *core != b->nbody - 1 &&
+	    !ir_shape_eq(&b->body[*core].shape, &b->body[b->nbody - 1].shape))
+		return false;
+	return true;
+}
+
+/* The first dimension of the trailing run a row covers. */
+static int row_split(const struct plan_kernel *b, int core, bool gpu)
+{
+	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
+	if (core < 0)
+		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
+	const struct plan_fop *f = &b->body[core];
+	if (fop_class(b, core) == CG_REDUCE)
+		return s->rank;
+	return f->op == IR_OP_SOFTMAX ? s->rank - 1 : (int)f->a.axis;
+}
+
+static int64_t rows_of(const struct plan_kernel *b, int core, bool gpu)
+{
+	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
+	int64_t r = 1;
+	for (int d = 0; d < row_split(b, core, gpu); d++)
+		r *= s->dims[d];
+	return r;
+}
+
+int64_t codegen_rows(const struct plan_kernel *k)
+{
+	struct view v;
+	int core;
+	if (!compiles(k, &core))
+		return 0;
+	return rows_of(as_body(k, &v), core, false);
+}
+
+/* ---- loops ---------------------------------------------------------------- */
+
+static int64_t tail_numel(const struct ir_shape *s, int from)
+{
+	int64_t n = 1;
+	for (int d = from; d < s->rank; d++)
+		n *= s->dims[d];
+	return n;
+}
+
+struct loop {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef i, acc;
+	LLVMValueRef start_i, start_acc;
+	LLVMBasicBlockRef from;
+};
+
+/* for (i = lo; i < hi; i += step) with an optional accumulator. */
+static void loop_begin(struct cg *c, struct loop *l, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef acc)
+{
+	l->from = LLVMGetInsertBlock(c->b);
+	l->head = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "head");
+	l->body = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "body");
+	l->exit = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "exit");
+	LLVMBuildBr(c->b, l->head);
+	LLVMPositionBuilderAtEnd(c->b, l->head);
+	l->i = LLVMBuildPhi(c->b, c->i64, "i");
+	l->start_i = lo;
+	l->acc = acc ? LLVMBuildPhi(c->b, LLVMTypeOf(acc), "acc") : NULL;
+	l->start_acc = acc;
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, l->i, hi, ""), l->body, l->exit);
+	LLVMPositionBuilderAtEnd(c->b, l->body);
+}
+
+/* Closes the loop; returns the accumulator's final value (or NULL). */
+static LLVMValueRef loop_end(struct cg *c, struct loop *l, LLVMValueRef step, LLVMValueRef acc)
+{
+	LLVMValueRef next = LLVMBuildAdd(c->b, l->i, step, "");
+	LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+	LLVMBuildBr(c->b, l->head);
+	LLVMValueRef iv[2] = { l->start_i, next };
+	LLVMBasicBlockRef ib[2] = { l->from, latch };
+	LLVMAddIncoming(l->i, iv, ib, 2);
+	if (l->acc) {
+		LLVMValueRef av[2] = { l->start_acc, acc };
+		LLVMAddIncoming(l->acc, av, ib, 2);
+	}
+	LLVMPositionBuilderAtEnd(c->b, l->exit);
+	return l->acc;
+}
+
+static LLVMValueRef reassoc(LLVMValueRef v)
+{
+	if (LLVMCanValueUseFastMathFlags(v))
+		LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+	return v;
+}
+
+static int64_t int_extreme(enum ir_dtype t, bool lowest)
+{
+	switch (t) {
+	case IR_I64: return lowest ? INT64_MIN : INT64_MAX;
+	case IR_I32: return lowest ? INT32_MIN : INT32_MAX;
+	case IR_I8: return lowest ? INT8_MIN : INT8_MAX;
+	case IR_U8: return lowest ? 0 : UINT8_MAX;
+	case IR_BOOL: return lowest ? 0 : 1;
+	case IR_F64: case IR_F32: case IR_F16: case IR_BF16: case IR_DTYPE_COUNT: break;
+	}
+	return 0;
+}
+
+/* A reduction's value for the result element at oidx. */
+static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLVMValueRef *oidx)
+{
+	const struct ir_shape *is = cg_shape(c, f->in[0]);
+	enum ir_dtype it = cg_dtype(c, f->in[0]);
+	bool fl = ir_dtype_is_float(it);
+	struct ir_shape rs = { .rank = 0 };
+	int kept[IR_MAX_RANK], red[IR_MAX_RANK], nk = 0;
+	unsigned mask = 0;
+	for (int j = 0; j < f->a.axes.n; j++)
+		mask |= 1u << f->a.axes.v[j];
+	for (int d = 0; d < is->rank; d++) {
+		if (mask & (1u << d)) {
+			red[rs.rank] = d;
+			rs.dims[rs.rank++] = is->dims[d];
+		} else {
+			kept[nk++] = d;
+		}
+	}
+	LLVMValueRef init;
+	if (fl)
+		init = LLVMConstReal(c->f64, f->op == IR_OP_REDUCE_SUM ? 0.0 : f->op == IR_OP_REDUCE_PROD ? 1.0 :
+					     f->op == IR_OP_REDUCE_MAX ? -INFINITY : INFINITY);
+	else
+		init = cg_i64c(c, f->op == IR_OP_REDUCE_SUM ? 0 : f->op == IR_OP_REDUCE_PROD ? 1 :
+				  int_extreme(it, f->op == IR_OP_REDUCE_MAX));
+	struct loop l;
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&rs)), init);
+	LLVMValueRef ri[IR_MAX_RANK], full[IR_MAX_RANK];
+	cg_delinear(c, l.i, &rs, 0, rs.rank, ri);
+	for (int j = 0; j < nk; j++)
+		full[kept[j]] = oidx[j];
+	for (int j = 0; j < rs.rank; j++)
+		full[red[j]] = ri[j];
+	LLVMValueRef x = cg_value(c, f->in[0], full), acc = l.acc, n;
+	bool sum = f->op == IR_OP_REDUCE_SUM, prod = f->op == IR_OP_REDUCE_PROD, max = f->op == IR_OP_REDUCE_MAX;
+	if (fl) {
+		x = cg_to_f64(c, x, it);
+		n = sum ? reassoc(LLVMBuildFAdd(c->b, acc, x, "")) : prod ? reassoc(LLVMBuildFMul(c->b, acc, x, "")) :
+		    cg_fmax(c, acc, x, max);
+	} else {
+		x = cg_to_i64(c, x, it);
+		n = sum ? LLVMBuildAdd(c->b, acc, x, "") : prod ? LLVMBuildMul(c->b, acc, x, "") :
+		    LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, max ? LLVMIntSGT : LLVMIntSLT, x, acc, ""), x, acc, "");
+	}
+	acc = loop_end(c, &l, cg_i64c(c, 1), n);
+	return fl ? cg_from_f64(c, acc, f->dtype) : cg_from_i64(c, acc, f->dtype);
+}
+
+/* One pass over a row's trailing elements: returns the fold of g. */
+enum pass { P_MAX, P_SUMEXP, P_SUM, P_SQDEV };
+
+static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRef *idx, int split, enum pass p)
+{
+	const struct ir_shape *s = &f->shape;
+	struct loop l;
+	LLVMValueRef init = LLVMConstReal(c->f64, p == P_MAX ? -INFINITY : 0.0);
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, tail_numel(s, split)), init);
+	cg_delinear(c, l.i, s, split, s->rank, idx);
+	LLVMValueRef x = cg_to_f64(c, cg_value(c, f->in[0], idx), cg_dtype(c, f->in[0])), n = NULL;
+	switch (p) {
+	case P_MAX: n = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, l.acc, ""), x, l.acc, ""); break;
+	case P_SUMEXP:
+		n = reassoc(LLVMBuildFAdd(c->b, l.acc, cg_math(c, "exp", LLVMBuildFSub(c->b, x, c->stat[0], ""), NULL), ""));
+		break;
+	case P_SUM: n = reassoc(LLVMBuildFAdd(c->b, l.acc, x, "")); break;
+	case P_SQDEV: {
+		LLVMValueRef d = LLVMBuildFSub(c->b, x, c->stat[0], "");
+		n = reassoc(LLVMBuildFAdd(c->b, l.acc, LLVMBuildFMul(c->b, d, d, ""), ""));
+		break;
+	}
+	}
+	return loop_end(c, &l, cg_i64c(c, 1), n);
+}
+
+/* The per-row code: statistics or the reduction, then the row's results. */
+static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, int split)
+{
+	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
+	int root = b->nin + b->nbody - 1;
+	enum ir_dtype rt = b->body[b->nbody - 1].dtype;
+	LLVMValueRef idx[IR_MAX_RANK];
+	int64_t inner = tail_numel(s, split);
+	cg_delinear(c, r, s, 0, split, idx);
+	c->core_val = NULL;
+	c->stats_ready = false;
+	if (c->core >= 0) {
+		const struct plan_fop *f = &b->body[c->core];
+		if (fop_class(b, c->core) == CG_REDUCE) {
+			c->core_val = reduce_row(c, f, idx);
+		} else if (f->op == IR_OP_SOFTMAX) {
+			c->stat[0] = row_pass(c, f, idx, split, P_MAX);
+			c->stat[1] = row_pass(c, f, idx, split, P_SUMEXP);
+		} else {
+			LLVMValueRef n = LLVMConstReal(c->f64, (double)inner);
+			c->stat[0] = LLVMBuildFDiv(c->b, row_pass(c, f, idx, split, P_SUM), n, "");
+			LLVMValueRef var = LLVMBuildFDiv(c->b, row_pass(c, f, idx, split, P_SQDEV), n, "");
+			var = LLVMBuildFAdd(c->b, var, LLVMConstReal(c->f64, f->a.eps), "");
+			c->stat[1] = LLVMBuildFDiv(c->b, LLVMConstReal(c->f64, 1.0),
+						   cg_math(c, "sqrt", var, NULL), "");
+		}
+		c->stats_ready = true;
+	}
+	LLVMValueRef base = LLVMBuildMul(c->b, r, cg_i64c(c, inner), "");
+	if (inner == 1 && split == s->rank) {
+		LLVMValueRef p = LLVMBuildGEP2(c->b, cg_type(c, rt), c->base[b->nin], &base, 1, "");
+		LLVMBuildStore(c->b, cg_value(c, root, idx), p);
+		return;
+	}
+	struct loop l;
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, inner), NULL);
+	cg_delinear(c, l.i, s, split, s->rank, idx);
+	LLVMValueRef off = LLVMBuildAdd(c->b, base, l.i, "");
+	LLVMValueRef p = LLVMBuildGEP2(c->b, cg_type(c, rt), c->base[b->nin], &off, 1, "");
+	LLVMBuildStore(c->b, cg_value(c, root, idx), p);
+	loop_end(c, &l, cg_i64c(c, 1), NULL);
+}
+
+static LLVMValueRef sreg(struct cg *c, const char *name)
+{
+	LLVMTypeRef ft = LLVMFunctionType(c->i32, NULL, 0, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(c->mod, name);
+	if (!f)
+		f = LLVMAddFunction(c->mod, name, ft);
+	return LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, ft, f, NULL, 0, ""), c->i64, "");
+}
+
+/* pcc_k<kid>: the host function or the GPU kernel of kernel k. */
+static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int core)
+{
+	struct view v;
+	const struct plan_kernel *b = as_body(k, &v);
+	char name[32];
+	snprintf(name, sizeof name, "pcc_k%d", kid);
+	LLVMTypeRef pt[3] = { c->ptr, c->i64, c->i64 };
+	LLVMTypeRef ft = LLVMFunctionType(c->vd, pt, c->gpu ? 2 : 3, 0);
+	c->fn = LLVMAddFunction(c->mod, name, ft);
+	if (c->gpu)
+		LLVMSetFunctionCallConv(c->fn, 71); /* ptx_kernel */
+	c->k = b;
+	c->kid = kid;
+	c->core = core;
+	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
+	LLVMPositionBuilderAtEnd(c->b, entry);
+	LLVMValueRef args = LLVMGetParam(c->fn, 0);
+	for (int j = 0; j <= b->nin; j++) {
+		LLVMValueRef jj = cg_i64c(c, j);
+		LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &jj, 1, "");
+		c->base[j] = LLVMBuildLoad2(c->b, c->ptr, p, "");
+	}
+	int split = row_split(b, core, c->gpu);
+	LLVMValueRef lo, hi, step;
+	if (c->gpu) {
+		LLVMValueRef tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
+		LLVMValueRef ntid = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
+		LLVMValueRef ctaid = sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+		LLVMValueRef nctaid = sreg(c, "llvm.nvvm.read.ptx.sreg.nctaid.x");
+		lo = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, ctaid, ntid, ""), tid, "");
+		step = LLVMBuildMul(c->b, nctaid, ntid, "");
+		hi = LLVMGetParam(c->fn, 1);
+	} else {
+		lo = LLVMGetParam(c->fn, 1);
+		hi = LLVMGetParam(c->fn, 2);
+		step = cg_i64c(c, 1);
+	}
+	struct loop l;
+	loop_begin(c, &l, lo, hi, NULL);
+	emit_row(c, b, l.i, split);
+	loop_end(c, &l, step, NULL);
+	LLVMBuildRetVoid(c->b);
+}
+
+/* ---- modules and targets ------------------------------------------------------ */
+
+static void cg_open(struct cg *c, bool gpu, const char *triple)
+{
+	memset(c, 0, sizeof *c);
+	c->ctx = LLVMContextCreate();
+	c->mod = LLVMModuleCreateWithNameInContext(gpu ? "pcc_gpu" : "pcc_host", c->ctx);
+	LLVMSetTarget(c->mod, triple);
+	c->b = LLVMCreateBuilderInContext(c->ctx);
+	c->gpu = gpu;
+	c->i1 = LLVMInt1TypeInContext(c->ctx);
+	c->i8 = LLVMInt8TypeInContext(c->ctx);
+	c->i32 = LLVMInt32TypeInContext(c->ctx);
+	c->i64 = LLVMInt64TypeInContext(c->ctx);
+	c->f32 = LLVMFloatTypeInContext(c->ctx);
+	c->f64 = LLVMDoubleTypeInContext(c->ctx);
+	c->ptr = LLVMPointerTypeInContext(c->ctx, 0);
+	c->vd = LLVMVoidTypeInContext(c->ctx);
+}
+
+static void cg_close(struct cg *c)
+{
+	if (c->b)
+		LLVMDisposeBuilder(c->b);
+	if (c->mod)
+		LLVMDisposeModule(c->mod);
+	if (c->ctx)
+		LLVMContextDispose(c->ctx);
+	memset(c, 0, sizeof *c);
+}
+
+static int llvm_error(const char *what, char *msg)
+{
+	int rc = ir_errorf(-EINVAL, "codegen: %s: %s", what, msg ? msg : "failed");
+	LLVMDisposeMessage(msg);
+	return rc;
+}
+
+static int target_machine(const char *triple, const char *cpu, const char *features, int opt,
+			  LLVMTargetMachineRef *tm)
+{
+	LLVMTargetRef t;
+	char *err = NULL;
+	if (LLVMGetTargetFromTriple(triple, &t, &err))
+		return llvm_error(triple, err);
+	LLVMCodeGenOptLevel ol = opt >= 3 ? LLVMCodeGenLevelAggressive : opt == 2 ? LLVMCodeGenLevelDefault :
+				 opt == 1 ? LLVMCodeGenLevelLess : LLVMCodeGenLevelNone;
+	*tm = LLVMCreateTargetMachine(t, triple, cpu, features, ol, LLVMRelocPIC, LLVMCodeModelSmall);
+	if (!*tm)
+		return ir_errorf(-EINVAL, "codegen: no target machine for %s (cpu %s)", triple, cpu);
+	return 0;
+}
+
+static int optimize(struct cg *c, LLVMTargetMachineRef tm, int opt)
+{
+	char *err = NULL;
+	if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &err))
+		return llvm_error("the generated module is invalid", err);
+	LLVMDisposeMessage(err);
+	LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+	LLVMPassBuilderOptionsSetLoopVectorization(po, opt >= 2);
+	LLVMPassBuilderOptionsSetSLPVectorization(po, opt >= 2);
+	char passes[32];
+	snprintf(passes, sizeof passes, "default<O%d>", opt);
+	LLVMErrorRef e = LLVMRunPasses(c->mod, passes, tm, po);
+	LLVMDisposePassBuilderOptions(po);
+	if (e)
+		return llvm_error("optimizing", LLVMGetErrorMessage(e));
+	return 0;
+}
+
+static int emit_to(LLVMTargetMachineRef tm, struct cg *c, LLVMCodeGenFileType ft, uint8_t **out, size_t *n)
+{
+	LLVMMemoryBufferRef mb;
+	char *err = NULL;
+	if (LLVMTargetMachineEmitToMemoryBuffer(tm, c->mod, ft, &err, &mb))
+		return llvm_error("emitting code", err);
+	*n = LLVMGetBufferSize(mb);
+	*out = ir_malloc(*n + 1);
+	if (*out) {
+		memcpy(*out, LLVMGetBufferStart(mb), *n);
+		(*out)[*n] = 0;
+	}
+	LLVMDisposeMemoryBuffer(mb);
+	return *out ? 0 : ir_errorf(-ENOMEM, "out of memory in codegen");
+}
+
+/* libdevice (the GPU's math library, as LLVM bitcode) from the CUDA toolkit. */
+static const char *libdevice_path(void)
+{
+	static const char *const paths[] = { "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+					     "/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc",
+					     "/usr/lib/cuda/nvvm/libdevice/libdevice.10.bc" };
+	const char *env = getenv("PCC_LIBDEVICE");
+	if (env)
+		return access(env, R_OK) == 0 ? env : NULL;
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+		if (access(paths[i], R_OK) == 0)
+			return paths[i];
+	return NULL;
+}
+
+static bool needs_math(const struct plan_kernel *k)
+{
+	struct view v;
+	const struct plan_kernel *b = as_body(k, &v);
+	for (int i = 0; i < b->nbody; i++)
+		if (cg_needs_libm(b->body[i].op))
+			return true;
+	return false;
+}
+
+static char *cg_strdup(const char *s)
+{
+	char *d = ir_malloc(strlen(s) + 1);
+	return d ? strcpy(d, s) : NULL;
+}
+
+/* Kernels no instruction runs are dropped; instructions renumbered. */
+static int prune_kernels(struct plan *p)
+{
+	int *map = ir_malloc(sizeof *map * ((size_t)p->nkernels + 1)), n = 0;
+	if (!map)
+		return ir_errorf(-ENOMEM, "out of memory in codegen");
+	for (int k = 0; k < p->nkernels; k++)
+		map[k] = -1;
+	for (int d = 0; d < p->ndevices; d++)
+		for (int i = 0; i < p->devices[d].ninstr; i++)
+			if (p->devices[d].instr[i].kind == PLAN_KERNEL)
+				map[p->devices[d].instr[i].kernel] = 0;
+	for (int k = 0; k < p->nkernels; k++) {
+		struct plan_kernel *x = &p->kernels[k];
+		if (map[k] < 0) {
+			ir_free(x->dtype);
+			ir_free(x->shape);
+			if (x->op == IR_OP_CONSTANT && !x->nbody)
+				ir_free((void *)x->a.data);
+			for (int i = 0; i < x->nbody; i++)
+				if (x->body[i].op == IR_OP_CONSTANT)
+					ir_free((void *)x->body[i].a.data);
+			ir_free(x->body);
+			continue;
+		}
+		map[k] = n;
+		p->kernels[n++] = *x;
+	}
+	for (int d = 0; d < p->ndevices; d++)
+		for (int i = 0; i < p->devices[d].ninstr; i++)
+			if (p->devices[d].instr[i].kind == PLAN_KERNEL)
+				p->devices[d].instr[i].kernel = map[p->devices[d].instr[i].kernel];
+	p->nkernels = n;
+	ir_free(map);
+	return 0;
+}
+
+/* Features the host code may use, by CPU level (what pcc-run checks). */
+static const char *cpu_features(const char *cpu)
+{
+	if (!strcmp(cpu, "x86-64-v4"))
+		return "+sse4.2,+popcnt,+avx,+avx2,+fma,+bmi,+bmi2,+f16c,+avx512f,+avx512bw,+avx512vl,+avx512dq,"
+		       "+avx512cd";
+	if (!strcmp(cpu, "x86-64-v3"))
+		return "+sse4.2,+popcnt,+avx,+avx2,+fma,+bmi,+bmi2,+f16c";
+	if (!strcmp(cpu, "x86-64-v2"))
+		return "+sse4.2,+popcnt";
+	return "";
+}
+
+static int host_code(struct plan *p, const struct codegen_opts *o, const bool *ok, const int *core)
+{
+	const char *triple = "x86_64-pc-linux-gnu";
+	const char *cpu = o->host_cpu ? o->host_cpu : "x86-64-v3";
+	char *host_cpu = NULL, *host_feat = NULL;
+	const char *feat = cpu_features(cpu);
+	if (!strcmp(cpu, "native")) {
+		host_cpu = LLVMGetHostCPUName();
+		host_feat = LLVMGetHostCPUFeatures();
+		cpu = host_cpu;
+		feat = host_feat;
+	} else if (!*feat) {
+		return ir_errorf(-EINVAL, "--host-cpu %s: expected x86-64-v2, x86-64-v3, x86-64-v4 or native", cpu);
+	}
+	LLVMTargetMachineRef tm = NULL;
+	struct cg c;
+	int rc = target_machine(triple, cpu, feat, o->opt_level, &tm);
+	if (rc == 0) {
+		cg_open(&c, false, triple);
+		LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+		LLVMSetModuleDataLayout(c.mod, dl);
+		LLVMDisposeTargetData(dl);
+		for (int k = 0; k < p->nkernels; k++)
+			if (ok[k])
+				emit_kernel(&c, &p->kernels[k], k, core[k]);
+		if ((rc = optimize(&c, tm, o->opt_level)) == 0)
+			rc = emit_to(tm, &c, LLVMObjectFile, &p->host_object, &p->host_object_len);
+		cg_close(&c);
+		LLVMDisposeTargetMachine(tm);
+	}
+	if (rc == 0 && (!(p->host_cpu = cg_strdup(cpu)) || !(p->host_features = cg_strdup(feat))))
+		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
+	for (int k = 0; rc == 0 && k < p->nkernels; k++)
+		p->kernels[k].host = ok[k];
+	LLVMDisposeMessage(host_cpu);
+	LLVMDisposeMessage(host_feat);
+	return rc;
+}
+
+/* Links libdevice in and makes every function but the kernels internal. */
+static int link_libdevice(struct cg *c, const char *path)
+{
+	LLVMMemoryBufferRef mb;
+	LLVMModuleRef lib;
+	char *err = NULL;
+	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &mb, &err))
+		return llvm_error(path, err);
+	if (LLVMParseBitcodeInContext2(c->ctx, mb, &lib)) {
+		LLVMDisposeMemoryBuffer(mb);
+		return ir_errorf(-EINVAL, "codegen: %s: not LLVM bitcode", path);
+	}
+	LLVMDisposeMemoryBuffer(mb);
+	LLVMSetTarget(lib, LLVMGetTarget(c->mod));
+	LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(c->mod));
+	if (LLVMLinkModules2(c->mod, lib))
+		return ir_errorf(-EINVAL, "codegen: linking %s failed", path);
+	for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))
+		if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) != 71)
+			LLVMSetLinkage(f, LLVMInternalLinkage);
+	return 0;
+}
+
+static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *ok, const int *core)
+{
+	static const char *const arch[2] = { "sm_80", "sm_90" };
+	static const char *const feat[2] = { "+ptx70", "+ptx78" };
+	const char *triple = "nvptx64-nvidia-cuda", *lib = libdevice_path();
+	bool *g = ir_calloc((size_t)p->nkernels + 1, sizeof *g);
+	int rc = 0;
+	if (!g || !(p->ptx = ir_calloc(2, sizeof *p->ptx))) {
+		ir_free(g);
+		return ir_errorf(-ENOMEM, "out of memory in codegen");
+	}
+	for (int k = 0; k < p->nkernels; k++)
+		g[k] = ok[k] && (lib || !needs_math(&p->kernels[k]));
+	for (int a = 0; a < 2 && rc == 0; a++) {
+		LLVMTargetMachineRef tm;
+		struct cg c;
+		if ((rc = target_machine(triple, arch[a], feat[a], o->opt_level, &tm)) < 0)
+			break;
+		cg_open(&c, true, triple);
+		LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+		LLVMSetModuleDataLayout(c.mod, dl);
+		LLVMDisposeTargetData(dl);
+		bool math = false;
+		for (int k = 0; k < p->nkernels; k++)
+			if (g[k]) {
+				emit_kernel(&c, &p->kernels[k], k, core[k]);
+				math |= needs_math(&p->kernels[k]);
+			}
+		uint8_t *text = NULL;
+		size_t n;
+		if (math)
+			rc = link_libdevice(&c, lib);
+		if (rc == 0 && (rc = optimize(&c, tm, o->opt_level)) == 0 &&
+		    (rc = emit_to(tm, &c, LLVMAssemblyFile, &text, &n)) == 0) {
+			p->ptx[p->nptx].arch = cg_strdup(arch[a]);
+			p->ptx[p->nptx++].text = (char *)text;
+			if (!p->ptx[p->nptx - 1].arch)
+				rc = ir_errorf(-ENOMEM, "out of memory in codegen");
+		}
+		cg_close(&c);
+		LLVMDisposeTargetMachine(tm);
+	}
+	for (int k = 0; rc == 0 && k < p->nkernels; k++)
+		p->kernels[k].gpu = g[k];
+	ir_free(g);
+	return rc;
+}
+
+int codegen_plan(struct plan *p, const struct codegen_opts *o)
+{
+	int rc = prune_kernels(p);
+	if (rc < 0)
+		return rc;
+	bool *ok = ir_calloc((size_t)p->nkernels + 1, sizeof *ok);
+	int *core = ir_calloc((size_t)p->nkernels + 1, sizeof *core);
+	bool any = false;
+	if (!ok || !core) {
+		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
+		goto out;
+	}
+	for (int k = 0; k < p->nkernels; k++) {
+		ok[k] = compiles(&p->kernels[k], &core[k]);
+		p->kernels[k].rows = ok[k] ? codegen_rows(&p->kernels[k]) : 0;
+		any |= ok[k];
+	}
+	if (!any)
+		goto out;
+	LLVMInitializeX86TargetInfo();
+	LLVMInitializeX86Target();
+	LLVMInitializeX86TargetMC();
+	LLVMInitializeX86AsmPrinter();
+	LLVMInitializeNVPTXTargetInfo();
+	LLVMInitializeNVPTXTarget();
+	LLVMInitializeNVPTXTargetMC();
+	LLVMInitializeNVPTXAsmPrinter();
+	if (o->host && (rc = host_code(p, o, ok, core)) < 0)
+		goto out;
+	if (o->ptx)
+		rc = gpu_code(p, o, ok, core);
+out:
+	ir_free(ok);
+	ir_free(core);
+	return rc;
+}

@@ -1,0 +1,68 @@
+/*
+ * codegen.h: the plan's kernels compiled through LLVM's C API, from one
+ * description (the kernel's ops, single or fused) to two targets: x86-64
+ * host code (one ELF relocatable object in plan.bin, loaded by pcc-run
+ * without a compiler) and PTX for NVIDIA GPUs (sm_80, sm_90).
+ *
+ * What compiles (cg_op_class): elementwise ops, data movement that maps an
+ * output index to one operand index (broadcast, transpose, reshape,
+ * slice, reverse), constants, iota, reductions, softmax over the last axis
+ * and layer norm, over f32, f64 and integer and bool dtypes. Dots and
+ * convolutions are library calls (OpenBLAS, cuBLAS) and, with everything
+ * else, keep the reference kernels.
+ *
+ * A kernel is a loop over rows. Loop kernels (no reduction) iterate their
+ * result as rows x the last dimension; a kernel with a reduction (its
+ * core) iterates its result's elements, each reducing its own run; one
+ * with softmax or layer norm iterates rows of the normalized trailing
+ * dimensions, two or three passes per row. plan_kernel.rows holds the
+ * count; the host function is
+ *   void pcc_k<index>(void **args, int64_t row_begin, int64_t row_end)
+ * over args[0 .. nin] (operands, then the result), so the runtime splits
+ * rows across threads; the GPU kernel of the same name takes
+ *   (void **args, int64_t rows)
+ * and a grid of ceil(rows / 4) blocks of 128 threads, a warp per row for
+ * kernels with a core, a thread per element of the row otherwise.
+ *
+ * Numerics: the interpreter's contract (interp.c). Each op's result is
+ * rounded to its dtype exactly as the reference kernel rounds it: +, -, *,
+ * / and sqrt in the dtype (the same as rounding the double result), other
+ * float math in double through libm, reductions accumulated in double.
+ */
+#ifndef PCC_COMPILER_CODEGEN_H
+#define PCC_COMPILER_CODEGEN_H
+
+#include "ir/plan.h"
+
+enum cg_class {
+	CG_NONE,   /* not compiled: a library call or the reference kernel */
+	CG_ELEM,   /* elementwise: result element i from operand elements i */
+	CG_MOVE,   /* data movement and sources: one operand index per result index */
+	CG_REDUCE, /* reduction over attrs.axes */
+	CG_ROW,    /* softmax, layer norm: over the trailing dimensions */
+};
+
+/* How op compiles over operands of dtypes in[] and shapes sh[] with result
+ * dtype out: one switch over the op table. */
+enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, const enum ir_dtype *in,
+			  const struct ir_shape *sh, enum ir_dtype out);
+
+struct codegen_opts {
+	bool host;              /* x86-64 object */
+	const char *host_cpu;   /* LLVM CPU name; NULL: "x86-64-v3" */
+	bool ptx;               /* PTX for sm_80 and sm_90 */
+	int opt_level;          /* 0 .. 3 */
+};
+
+void codegen_opts_init(struct codegen_opts *o);
+
+/* Drops kernels no instruction runs (the fusion pass leaves its inputs'
+ * kernels behind), then compiles every kernel that compiles into
+ * p->host_object and p->ptx, setting each one's host, gpu and rows.
+ * 0, or a negative errno with a message. */
+int codegen_plan(struct plan *p, const struct codegen_opts *o);
+
+/* The rows of kernel k's loop (see above); 0 when it does not compile. */
+int64_t codegen_rows(const struct plan_kernel *k);
+
+#endif

@@ -1,0 +1,470 @@
+/*
+ * codegen_expr.c: the value of a kernel's op at one index, as LLVM IR
+ * (codegen_internal.h). Elementwise ops apply to their operands at the
+ * same index; data movement maps the index to its operand's; constants
+ * and iota are computed in place; the core op's value comes from the loop
+ * around it (codegen.c). Values are recomputed per use: LLVM's CSE merges
+ * equal ones, and only what the group needs is ever built.
+ *
+ * Rounding follows the interpreter (interp.c): +, -, *, /, sqrt, floor,
+ * ceil, round, abs and neg in the result's own float type (the same as
+ * rounding the double result once), the rest in double, rounded once.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compiler/codegen_internal.h"
+
+enum ir_dtype cg_dtype(const struct cg *c, int v)
+{
+	return v < c->k->nin ? c->k->dtype[v] : c->k->body[v - c->k->nin].dtype;
+}
+
+const struct ir_shape *cg_shape(const struct cg *c, int v)
+{
+	return v < c->k->nin ? &c->k->shape[v] : &c->k->body[v - c->k->nin].shape;
+}
+
+LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t)
+{
+	switch (t) {
+	case IR_F64: return c->f64;
+	case IR_F32: return c->f32;
+	case IR_I64: return c->i64;
+	case IR_I32: return c->i32;
+	case IR_I8: case IR_U8: case IR_BOOL: return c->i8;
+	case IR_F16: case IR_BF16: case IR_DTYPE_COUNT: break;
+	}
+	IR_ASSERT(!"dtype codegen does not handle");
+	return NULL;
+}
+
+static bool is_unsigned(enum ir_dtype t)
+{
+	return t == IR_U8 || t == IR_BOOL;
+}
+
+LLVMValueRef cg_to_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
+{
+	if (t == IR_F64)
+		return x;
+	if (t == IR_F32)
+		return LLVMBuildFPExt(c->b, x, c->f64, "");
+	return is_unsigned(t) ? LLVMBuildUIToFP(c->b, x, c->f64, "") : LLVMBuildSIToFP(c->b, x, c->f64, "");
+}
+
+LLVMValueRef cg_to_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
+{
+	if (ir_dtype_is_float(t)) {
+		/* toward zero, NaN 0, clamped to the int64 range: fptosi.sat */
+		LLVMTypeRef ty[2] = { c->i64, c->f64 };
+		LLVMValueRef f = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fptosi.sat", 15),
+							     ty, 2);
+		LLVMValueRef a = cg_to_f64(c, x, t);
+		return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(f), f, &a, 1, "");
+	}
+	if (t == IR_I64)
+		return x;
+	return is_unsigned(t) ? LLVMBuildZExt(c->b, x, c->i64, "") : LLVMBuildSExt(c->b, x, c->i64, "");
+}
+
+LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
+{
+	if (t == IR_F64)
+		return x;
+	if (t == IR_F32)
+		return LLVMBuildFPTrunc(c->b, x, c->f32, "");
+	if (t == IR_BOOL)
+		return LLVMBuildZExt(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(c->f64, 0), ""),
+				     c->i8, "");
+	return cg_from_i64(c, cg_to_i64(c, x, IR_F64), t);
+}
+
+LLVMValueRef cg_from_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
+{
+	if (ir_dtype_is_float(t)) /* through double, as the interpreter */
+		return cg_from_f64(c, LLVMBuildSIToFP(c->b, x, c->f64, ""), t);
+	if (t == IR_BOOL)
+		return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, x, cg_i64c(c, 0), ""), c->i8, "");
+	return t == IR_I64 ? x : LLVMBuildTrunc(c->b, x, cg_type(c, t), "");
+}
+
+/* ---- math ------------------------------------------------------------- */
+
+static LLVMValueRef intrinsic(struct cg *c, const char *name, LLVMTypeRef t, int nargs, LLVMValueRef *args)
+{
+	LLVMValueRef f = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID(name, strlen(name)), &t, 1);
+	return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(f), f, args, (unsigned)nargs, "");
+}
+
+/* Host: LLVM's intrinsic where one exists (the vectorizer knows them),
+ * else libm; GPU: libdevice's __nv_ functions, linked into the module. */
+LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRef y)
+{
+	static const char *const intr[] = { "exp", "log", "sin", "cos", "pow" };
+	LLVMValueRef args[2] = { x, y };
+	int n = y ? 2 : 1;
+	if (!strcmp(name, "sqrt"))
+		return intrinsic(c, "llvm.sqrt", c->f64, 1, args);
+	if (!c->gpu)
+		for (size_t i = 0; i < sizeof intr / sizeof intr[0]; i++)
+			if (!strcmp(name, intr[i])) {
+				char iname[32];
+				snprintf(iname, sizeof iname, "llvm.%s", name);
+				return intrinsic(c, iname, c->f64, n, args);
+			}
+	char fname[32];
+	snprintf(fname, sizeof fname, "%s%s", c->gpu ? "__nv_" : "", name);
+	LLVMTypeRef pt[2] = { c->f64, c->f64 };
+	LLVMTypeRef ft = LLVMFunctionType(c->f64, pt, (unsigned)n, 0);
+	LLVMValueRef f = LLVMGetNamedFunction(c->mod, fname);
+	if (!f) {
+		f = LLVMAddFunction(c->mod, fname, ft);
+		/* pure: memory(none) nounwind willreturn, so that CSE and the
+		 * vectorizer may treat calls as values */
+		unsigned kinds[3] = { LLVMGetEnumAttributeKindForName("memory", 6),
+				      LLVMGetEnumAttributeKindForName("nounwind", 8),
+				      LLVMGetEnumAttributeKindForName("willreturn", 10) };
+		for (int i = 0; i < 3; i++)
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kinds[i], 0));
+	}
+	return LLVMBuildCall2(c->b, ft, f, args, (unsigned)n, "");
+}
+
+LLVMValueRef cg_fmax(struct cg *c, LLVMValueRef x, LLVMValueRef z, bool max)
+{
+	LLVMValueRef nan = LLVMBuildFCmp(c->b, LLVMRealUNO, x, z, "");
+	LLVMValueRef pick = LLVMBuildFCmp(c->b, max ? LLVMRealOGT : LLVMRealOLT, x, z, "");
+	LLVMValueRef r = LLVMBuildSelect(c->b, pick, x, z, "");
+	return LLVMBuildSelect(c->b, nan, LLVMConstReal(LLVMTypeOf(x), NAN), r, "");
+}
+
+/* ---- indexing ----------------------------------------------------------- */
+
+LLVMValueRef cg_linear(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx, int lo, int hi)
+{
+	LLVMValueRef lin = cg_i64c(c, 0);
+	for (int d = lo; d < hi; d++) {
+		lin = LLVMBuildMul(c->b, lin, cg_i64c(c, s->dims[d]), "");
+		lin = LLVMBuildAdd(c->b, lin, idx[d], "");
+	}
+	return lin;
+}
+
+void cg_delinear(struct cg *c, LLVMValueRef lin, const struct ir_shape *s, int lo, int hi, LLVMValueRef *idx)
+{
+	for (int d = hi - 1; d >= lo; d--) {
+		if (d == lo) {
+			idx[d] = lin;
+			break;
+		}
+		LLVMValueRef n = cg_i64c(c, s->dims[d]);
+		idx[d] = LLVMBuildURem(c->b, lin, n, "");
+		lin = LLVMBuildUDiv(c->b, lin, n, "");
+	}
+}
+
+static LLVMValueRef load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off)
+{
+	LLVMTypeRef ty = cg_type(c, t);
+	LLVMValueRef p = LLVMBuildGEP2(c->b, ty, base, &off, 1, "");
+	return LLVMBuildLoad2(c->b, ty, p, "");
+}
+
+/* ---- ops ---------------------------------------------------------------- */
+
+static LLVMValueRef constant(struct cg *c, const struct plan_fop *f, int i, const LLVMValueRef *idx)
+{
+	struct ir_tensor t = { f->a.dtype, f->a.shape, NULL };
+	size_t n = ir_tensor_bytes(&t), es = (size_t)ir_dtype_size(f->a.dtype);
+	if (ir_shape_numel(&f->a.shape) == 1) {
+		uint64_t bits = 0;
+		double d;
+		float fl;
+		memcpy(&bits, f->a.data, es);
+		switch (f->dtype) {
+		case IR_F64: memcpy(&d, f->a.data, 8); return LLVMConstReal(c->f64, d);
+		case IR_F32: memcpy(&fl, f->a.data, 4); return LLVMConstReal(c->f32, fl);
+		case IR_I64: case IR_I32: case IR_I8: case IR_U8: case IR_BOOL:
+			return LLVMConstInt(cg_type(c, f->dtype), bits, 0);
+		case IR_F16: case IR_BF16: case IR_DTYPE_COUNT: break;
+		}
+		IR_ASSERT(!"constant dtype");
+	}
+	char name[48];
+	snprintf(name, sizeof name, "pcc_k%d_c%d", c->kid, i);
+	LLVMValueRef g = LLVMGetNamedGlobal(c->mod, name);
+	if (!g) {
+		LLVMValueRef init = LLVMConstStringInContext(c->ctx, f->a.data, (unsigned)n, 1);
+		g = LLVMAddGlobalInAddressSpace(c->mod, LLVMTypeOf(init), name, c->gpu ? 1 : 0);
+		LLVMSetInitializer(g, init);
+		LLVMSetGlobalConstant(g, 1);
+		LLVMSetLinkage(g, LLVMPrivateLinkage);
+		LLVMSetAlignment(g, 16);
+	}
+	LLVMValueRef p = c->gpu ? LLVMBuildAddrSpaceCast(c->b, g, c->ptr, "") : g;
+	return load(c, p, f->dtype, cg_linear(c, &f->shape, idx, 0, f->shape.rank));
+}
+
+static LLVMValueRef pred(struct cg *c, LLVMValueRef b)
+{
+	return LLVMBuildZExt(c->b, b, c->i8, "");
+}
+
+static LLVMValueRef nonzero(struct cg *c, LLVMValueRef x, enum ir_dtype t)
+{
+	if (ir_dtype_is_float(t))
+		return LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(LLVMTypeOf(x), 0), "");
+	return LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+}
+
+static LLVMValueRef compare(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValueRef z, enum ir_dtype t)
+{
+	if (ir_dtype_is_float(t)) {
+		LLVMRealPredicate p = op == IR_OP_EQ ? LLVMRealOEQ : op == IR_OP_NE ? LLVMRealUNE :
+				      op == IR_OP_LT ? LLVMRealOLT : op == IR_OP_LE ? LLVMRealOLE :
+				      op == IR_OP_GT ? LLVMRealOGT : LLVMRealOGE;
+		return pred(c, LLVMBuildFCmp(c->b, p, x, z, ""));
+	}
+	x = cg_to_i64(c, x, t);
+	z = cg_to_i64(c, z, t);
+	LLVMIntPredicate p = op == IR_OP_EQ ? LLVMIntEQ : op == IR_OP_NE ? LLVMIntNE : op == IR_OP_LT ? LLVMIntSLT :
+			     op == IR_OP_LE ? LLVMIntSLE : op == IR_OP_GT ? LLVMIntSGT : LLVMIntSGE;
+	return pred(c, LLVMBuildICmp(c->b, p, x, z, ""));
+}
+
+/* Float ops computed by libm in double (libdevice's on GPUs). */
+static const struct {
+	enum ir_op op;
+	const char *fn;
+} libm_ops[] = {
+	{ IR_OP_EXP, "exp" }, { IR_OP_LOG, "log" }, { IR_OP_TANH, "tanh" }, { IR_OP_ERF, "erf" },
+	{ IR_OP_SIN, "sin" }, { IR_OP_COS, "cos" }, { IR_OP_TAN, "tan" }, { IR_OP_ASIN, "asin" },
+	{ IR_OP_ACOS, "acos" }, { IR_OP_ATAN, "atan" }, { IR_OP_SINH, "sinh" }, { IR_OP_COSH, "cosh" },
+	{ IR_OP_ASINH, "asinh" }, { IR_OP_ACOSH, "acosh" }, { IR_OP_ATANH, "atanh" }, { IR_OP_REM, "fmod" },
+	{ IR_OP_POW, "pow" },
+};
+
+bool cg_needs_libm(enum ir_op op)
+{
+	for (size_t i = 0; i < sizeof libm_ops / sizeof libm_ops[0]; i++)
+		if (libm_ops[i].op == op)
+			return true;
+	return op == IR_OP_SIGMOID || op == IR_OP_SOFTMAX;
+}
+
+/* Float elementwise op of result dtype t over x (and z) of dtype t. */
+static LLVMValueRef float_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValueRef z, enum ir_dtype t)
+{
+	LLVMTypeRef ty = cg_type(c, t);
+	LLVMValueRef zero = LLVMConstReal(ty, 0), one = LLVMConstReal(ty, 1);
+	/* in the result's type: the same as rounding the double result */
+	if (op == IR_OP_NEG)
+		return LLVMBuildFNeg(c->b, x, "");
+	if (op == IR_OP_ABS)
+		return intrinsic(c, "llvm.fabs", ty, 1, &x);
+	if (op == IR_OP_SQRT)
+		return intrinsic(c, "llvm.sqrt", ty, 1, &x);
+	if (op == IR_OP_FLOOR)
+		return intrinsic(c, "llvm.floor", ty, 1, &x);
+	if (op == IR_OP_CEIL)
+		return intrinsic(c, "llvm.ceil", ty, 1, &x);
+	if (op == IR_OP_ROUND)
+		return intrinsic(c, "llvm.roundeven", ty, 1, &x);
+	if (op == IR_OP_RECIP)
+		return LLVMBuildFDiv(c->b, one, x, "");
+	if (op == IR_OP_ADD)
+		return LLVMBuildFAdd(c->b, x, z, "");
+	if (op == IR_OP_SUB)
+		return LLVMBuildFSub(c->b, x, z, "");
+	if (op == IR_OP_MUL)
+		return LLVMBuildFMul(c->b, x, z, "");
+	if (op == IR_OP_DIV)
+		return LLVMBuildFDiv(c->b, x, z, "");
+	if (op == IR_OP_MAX || op == IR_OP_MIN)
+		return cg_fmax(c, x, z, op == IR_OP_MAX);
+	if (op == IR_OP_RELU) /* keeps NaN */
+		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUGT, x, zero, ""), x, zero, "");
+	if (op == IR_OP_SIGN) {
+		LLVMValueRef r = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, ""),
+						 LLVMConstReal(ty, -1), x, "");
+		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, zero, ""), one, r, "");
+	}
+	/* the rest in double, rounded once */
+	LLVMValueRef a = cg_to_f64(c, x, t), b = z ? cg_to_f64(c, z, t) : NULL, d1 = LLVMConstReal(c->f64, 1), r = NULL;
+	if (op == IR_OP_RSQRT)
+		r = LLVMBuildFDiv(c->b, d1, intrinsic(c, "llvm.sqrt", c->f64, 1, &a), "");
+	else if (op == IR_OP_SIGMOID)
+		r = LLVMBuildFDiv(c->b, d1, LLVMBuildFAdd(c->b, d1, cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL),
+							  ""), "");
+	for (size_t i = 0; !r && i < sizeof libm_ops / sizeof libm_ops[0]; i++)
+		if (libm_ops[i].op == op)
+			r = cg_math(c, libm_ops[i].fn, a, b);
+	IR_ASSERT(r && "a float elementwise op");
+	return cg_from_f64(c, r, t);
+}
+
+/* Integer elementwise op in int64, wrapped to dtype t. */
+static LLVMValueRef int_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValueRef z, enum ir_dtype t,
+			   enum ir_dtype in)
+{
+	LLVMValueRef a = cg_to_i64(c, x, in), b = z ? cg_to_i64(c, z, in) : NULL, r;
+	LLVMValueRef zero = cg_i64c(c, 0), m1 = cg_i64c(c, -1);
+	LLVMValueRef gt = b ? LLVMBuildICmp(c->b, LLVMIntSGT, a, b, "") : NULL;
+	if (op == IR_OP_NEG) {
+		r = LLVMBuildSub(c->b, zero, a, "");
+	} else if (op == IR_OP_ABS) {
+		r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, zero, ""), LLVMBuildSub(c->b, zero, a, ""),
+				    a, "");
+	} else if (op == IR_OP_SIGN) {
+		r = LLVMBuildSub(c->b, LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, a, zero, ""), c->i64, ""),
+				 LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, zero, ""), c->i64, ""), "");
+	} else if (op == IR_OP_RELU) {
+		r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, a, zero, ""), a, zero, "");
+	} else if (op == IR_OP_ADD) {
+		r = LLVMBuildAdd(c->b, a, b, "");
+	} else if (op == IR_OP_SUB) {
+		r = LLVMBuildSub(c->b, a, b, "");
+	} else if (op == IR_OP_MUL) {
+		r = LLVMBuildMul(c->b, a, b, "");
+	} else if (op == IR_OP_MAX) {
+		r = LLVMBuildSelect(c->b, gt, a, b, "");
+	} else if (op == IR_OP_MIN) {
+		r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, b, ""), a, b, "");
+	} else {
+		/* div, rem: by 0 gives 0; by -1: -x (wrapping) and 0, never a trap */
+		IR_ASSERT(op == IR_OP_DIV || op == IR_OP_REM);
+		LLVMValueRef bad = LLVMBuildOr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, b, zero, ""),
+					       LLVMBuildICmp(c->b, LLVMIntEQ, b, m1, ""), "");
+		LLVMValueRef safe = LLVMBuildSelect(c->b, bad, cg_i64c(c, 1), b, "");
+		LLVMValueRef q = op == IR_OP_DIV ? LLVMBuildSDiv(c->b, a, safe, "") : LLVMBuildSRem(c->b, a, safe, "");
+		LLVMValueRef alt = op == IR_OP_DIV ?
+			LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, b, m1, ""), LLVMBuildSub(c->b, zero, a, ""),
+					zero, "") : zero;
+		r = LLVMBuildSelect(c->b, bad, alt, q, "");
+	}
+	return cg_from_i64(c, r, t);
+}
+
+static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+{
+	LLVMValueRef x = cg_value(c, f->in[0], idx);
+	LLVMValueRef z = f->nin > 1 ? cg_value(c, f->in[1], idx) : NULL;
+	enum ir_dtype in = cg_dtype(c, f->in[0]), t = f->dtype;
+	enum ir_op op = f->op;
+	if (op == IR_OP_SELECT)
+		return LLVMBuildSelect(c->b, nonzero(c, x, in), z, cg_value(c, f->in[2], idx), "");
+	if (op == IR_OP_CONVERT) {
+		if (in == t)
+			return x;
+		if (t == IR_BOOL)
+			return pred(c, nonzero(c, x, in));
+		if (ir_dtype_is_float(t))
+			return cg_from_f64(c, cg_to_f64(c, x, in), t);
+		return cg_from_i64(c, cg_to_i64(c, x, in), t);
+	}
+	if (op == IR_OP_EQ || op == IR_OP_NE || op == IR_OP_LT || op == IR_OP_LE || op == IR_OP_GT || op == IR_OP_GE)
+		return compare(c, op, x, z, in);
+	if (op == IR_OP_IS_NAN)
+		return pred(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""));
+	if (op == IR_OP_IS_INF) {
+		LLVMValueRef a = intrinsic(c, "llvm.fabs", LLVMTypeOf(x), 1, &x);
+		return pred(c, LLVMBuildFCmp(c->b, LLVMRealOEQ, a, LLVMConstReal(LLVMTypeOf(x), INFINITY), ""));
+	}
+	if (op == IR_OP_NOT)
+		return pred(c, LLVMBuildNot(c->b, nonzero(c, x, in), ""));
+	if (op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR) {
+		LLVMValueRef a = nonzero(c, x, in), b = nonzero(c, z, in);
+		return pred(c, op == IR_OP_AND ? LLVMBuildAnd(c->b, a, b, "") :
+			       op == IR_OP_OR ? LLVMBuildOr(c->b, a, b, "") : LLVMBuildXor(c->b, a, b, ""));
+	}
+	return ir_dtype_is_float(t) ? float_op(c, f->op, x, z, t) : int_op(c, f->op, x, z, t, in);
+}
+
+/* The operand index data movement op f reads for result index idx. */
+static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx, LLVMValueRef *oi)
+{
+	const struct ir_shape *os = cg_shape(c, f->in[0]);
+	if (f->op == IR_OP_BROADCAST) {
+		for (int d = 0; d < os->rank; d++)
+			oi[d] = os->dims[d] == 1 ? cg_i64c(c, 0) : idx[f->a.axes.v[d]];
+	} else if (f->op == IR_OP_TRANSPOSE) {
+		for (int d = 0; d < f->shape.rank; d++)
+			oi[f->a.axes.v[d]] = idx[d];
+	} else if (f->op == IR_OP_RESHAPE) {
+		cg_delinear(c, cg_linear(c, &f->shape, idx, 0, f->shape.rank), os, 0, os->rank, oi);
+	} else if (f->op == IR_OP_SLICE) {
+		for (int d = 0; d < os->rank; d++)
+			oi[d] = LLVMBuildAdd(c->b, cg_i64c(c, f->a.start.v[d]),
+					     LLVMBuildMul(c->b, idx[d], cg_i64c(c, f->a.stride.v[d]), ""), "");
+	} else {
+		IR_ASSERT(f->op == IR_OP_REVERSE);
+		for (int d = 0; d < os->rank; d++)
+			oi[d] = idx[d];
+		for (int j = 0; j < f->a.axes.n; j++) {
+			int d = (int)f->a.axes.v[j];
+			oi[d] = LLVMBuildSub(c->b, cg_i64c(c, os->dims[d] - 1), idx[d], "");
+		}
+	}
+}
+
+/* The core op's value at idx in the final pass of a row kernel. */
+static LLVMValueRef row_value(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+{
+	LLVMValueRef x = cg_to_f64(c, cg_value(c, f->in[0], idx), cg_dtype(c, f->in[0])), r;
+	if (f->op == IR_OP_SOFTMAX) {
+		LLVMValueRef e = cg_math(c, "exp", LLVMBuildFSub(c->b, x, c->stat[0], ""), NULL);
+		r = LLVMBuildFDiv(c->b, e, c->stat[1], "");
+	} else {
+		int ax = (int)f->a.axis, nt = f->shape.rank - ax;
+		LLVMValueRef ti[IR_MAX_RANK];
+		for (int d = 0; d < nt; d++)
+			ti[d] = idx[ax + d];
+		LLVMValueRef s = cg_to_f64(c, cg_value(c, f->in[1], ti), cg_dtype(c, f->in[1]));
+		LLVMValueRef b = cg_to_f64(c, cg_value(c, f->in[2], ti), cg_dtype(c, f->in[2]));
+		r = LLVMBuildFMul(c->b, LLVMBuildFSub(c->b, x, c->stat[0], ""), c->stat[1], "");
+		r = LLVMBuildFAdd(c->b, LLVMBuildFMul(c->b, r, s, ""), b, "");
+	}
+	return cg_from_f64(c, r, f->dtype);
+}
+
+LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
+{
+	const struct plan_kernel *k = c->k;
+	if (v < k->nin)
+		return load(c, c->base[v], k->dtype[v], cg_linear(c, &k->shape[v], idx, 0, k->shape[v].rank));
+	int i = v - k->nin;
+	const struct plan_fop *f = &k->body[i];
+	const enum ir_dtype dts[PLAN_FOP_MAX_IN] = { f->nin > 0 ? cg_dtype(c, f->in[0]) : IR_F32,
+						      f->nin > 1 ? cg_dtype(c, f->in[1]) : IR_F32,
+						      f->nin > 2 ? cg_dtype(c, f->in[2]) : IR_F32 };
+	struct ir_shape shs[PLAN_FOP_MAX_IN];
+	for (int j = 0; j < f->nin; j++)
+		shs[j] = *cg_shape(c, f->in[j]);
+	LLVMValueRef oi[IR_MAX_RANK];
+	switch (cg_op_class(f->op, &f->a, f->nin, dts, shs, f->dtype)) {
+	case CG_ELEM:
+		return elementwise(c, f, idx);
+	case CG_MOVE:
+		if (f->op == IR_OP_CONSTANT)
+			return constant(c, f, i, idx);
+		if (f->op == IR_OP_IOTA) {
+			LLVMValueRef j = idx[f->a.axis];
+			return ir_dtype_is_float(f->dtype) ? cg_from_f64(c, LLVMBuildSIToFP(c->b, j, c->f64, ""), f->dtype) :
+							     cg_from_i64(c, j, f->dtype);
+		}
+		move_index(c, f, idx, oi);
+		return cg_value(c, f->in[0], oi);
+	case CG_REDUCE:
+		IR_ASSERT(i == c->core && c->core_val);
+		return c->core_val;
+	case CG_ROW:
+		IR_ASSERT(i == c->core && c->stats_ready);
+		return row_value(c, f, idx);
+	case CG_NONE:
+		break;
+	}
+	IR_ASSERT(!"op codegen does not compile");
+	return NULL;
+}

@@ -1,0 +1,60 @@
+/*
+ * codegen_internal.h: shared by codegen.c (modules, targets, the kernel's
+ * loops) and codegen_expr.c (the value of a kernel's op at an index).
+ */
+#ifndef PCC_COMPILER_CODEGEN_INTERNAL_H
+#define PCC_COMPILER_CODEGEN_INTERNAL_H
+
+#include <llvm-c/Core.h>
+
+#include "compiler/codegen.h"
+
+struct cg {
+	LLVMContextRef ctx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	LLVMValueRef fn;
+	bool gpu;
+	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
+	const struct plan_kernel *k;
+	LLVMValueRef base[64];  /* operand j's data, then the result's ([nin]) */
+	int core;               /* the body op with a reduction, -1 */
+	LLVMValueRef core_val;  /* its value in the current row (CG_REDUCE), else: */
+	LLVMValueRef stat[2];   /* softmax: max, sum; layer norm: mean, 1/std (f64) */
+	bool stats_ready;       /* the final pass: the core op's value from stat[] */
+	int kid;                /* the kernel's index (names its constants) */
+};
+
+/* Value v of kernel k (an operand, or a body op's result) at the index
+ * idx[] of its shape (i64 values), in its dtype's LLVM type (bool: i8). */
+LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx);
+
+/* Dtype and shape of value v. */
+enum ir_dtype cg_dtype(const struct cg *c, int v);
+const struct ir_shape *cg_shape(const struct cg *c, int v);
+
+/* x of dtype t as f64, or as i64 (sign- or zero-extended as t reads). */
+LLVMValueRef cg_to_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
+LLVMValueRef cg_to_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
+/* A double or i64 rounded or wrapped to dtype t (the interpreter's store). */
+LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
+LLVMValueRef cg_from_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
+LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t);
+
+/* A call of the double math function name ("exp"; on GPUs libdevice's). */
+LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRef y);
+/* Whether op calls the math library (libdevice on GPUs). */
+bool cg_needs_libm(enum ir_op op);
+/* NaN-propagating max/min as the interpreter's (x, z both double). */
+LLVMValueRef cg_fmax(struct cg *c, LLVMValueRef x, LLVMValueRef z, bool max);
+
+/* Linear offset of idx in shape s (row-major), and back. */
+LLVMValueRef cg_linear(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx, int lo, int hi);
+void cg_delinear(struct cg *c, LLVMValueRef lin, const struct ir_shape *s, int lo, int hi, LLVMValueRef *idx);
+
+static inline LLVMValueRef cg_i64c(const struct cg *c, int64_t v)
+{
+	return LLVMConstInt(c->i64, (unsigned long long)v, 1);
+}
+
+#endif

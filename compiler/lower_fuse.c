@@ -1,0 +1,439 @@
+/*
+ * lower_fuse.c: the fusion pass over a stage's template program (every
+ * device of the stage runs it), before the memory plan, so that a value
+ * fused away never gets a buffer in the arena.
+ *
+ * A kernel instruction C absorbs the producer P of one of its operands
+ * when the value passes through nothing else: P's result buffer is a
+ * temporary written once (by P) and read by C alone. P's ops then run
+ * inside C's kernel (the fused kernel's body, plan.h) and P's instruction
+ * goes away. Groups grow in program order, so a chain of elementwise ops,
+ * broadcasts and transposes becomes one loop over the last one's result.
+ * What may join (cg_op_class, codegen.h):
+ *   - a loop group (elementwise and data movement ops, constants, iota)
+ *     joins any fusible consumer: it is evaluated per element of what the
+ *     consumer reads, as an elementwise prologue of a reduction, softmax
+ *     or layer norm too; when the consumer broadcasts it to more elements
+ *     only if it is cheap (no op but data movement, conversion and
+ *     constants), so that fusion never multiplies real work;
+ *   - a group with a reduction, softmax or layer norm (its core) joins an
+ *     elementwise consumer that reads it element for element (the core's
+ *     epilogue: the scaling after a mean, a residual add after layer norm),
+ *     never another group with a core.
+ * Never across anything but kernels (collectives, transfers, copies), nor
+ * across the boundaries of the per-micro-batch, forward and per-step
+ * parts; never when an instruction in between writes a buffer P reads, or
+ * when C writes one (in place) that P reads. Dots, convolutions, gathers and
+ * the rest stay kernels of their own (library calls). PCC_NO_FUSE=1 in the
+ * environment turns the pass off (to measure what it buys).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/codegen.h"
+#include "compiler/lower_internal.h"
+
+#define FUSE_MAX_OPS 64
+#define FUSE_MAX_LEAVES 16
+
+/* A group under construction: refs >= 0 are ops of the group, < 0 are
+ * -(buffer + 1). The last op is the root. */
+struct group {
+	int nop;
+	struct plan_fop op[FUSE_MAX_OPS];
+	int ref[FUSE_MAX_OPS][PLAN_FOP_MAX_IN];
+};
+
+static int ref_buf(int r)
+{
+	return -r - 1;
+}
+
+/* The group of instruction x (its kernel, single op or fused). */
+static bool group_of(const struct lower *L, const struct lw_ins *x, struct group *g)
+{
+	const struct plan_kernel *k = &L->p->kernels[x->kernel];
+	const int *arg = &L->args[x->arg];
+	if (k->nout != 1)
+		return false;
+	if (!k->nbody) {
+		if (k->nin > PLAN_FOP_MAX_IN)
+			return false;
+		g->nop = 1;
+		g->op[0] = (struct plan_fop){ .op = k->op, .a = k->a, .nin = k->nin,
+					      .dtype = k->dtype[k->nin], .shape = k->shape[k->nin] };
+		for (int j = 0; j < k->nin; j++)
+			g->ref[0][j] = -arg[j] - 1;
+		return true;
+	}
+	if (k->nbody > FUSE_MAX_OPS)
+		return false;
+	g->nop = k->nbody;
+	for (int i = 0; i < k->nbody; i++) {
+		g->op[i] = k->body[i];
+		for (int j = 0; j < k->body[i].nin; j++) {
+			int v = k->body[i].in[j];
+			g->ref[i][j] = v < k->nin ? -arg[v] - 1 : v - k->nin;
+		}
+	}
+	return true;
+}
+
+static enum cg_class op_class(const struct group *g, int i, const struct lower *L)
+{
+	enum ir_dtype dt[PLAN_FOP_MAX_IN];
+	struct ir_shape sh[PLAN_FOP_MAX_IN];
+	for (int j = 0; j < g->op[i].nin; j++) {
+		int r = g->ref[i][j];
+		dt[j] = r >= 0 ? g->op[r].dtype : L->buf[ref_buf(r)].dtype;
+		sh[j] = r >= 0 ? g->op[r].shape : L->buf[ref_buf(r)].shape;
+	}
+	return cg_op_class(g->op[i].op, &g->op[i].a, g->op[i].nin, dt, sh, g->op[i].dtype);
+}
+
+/* Whether every op of g compiles; *core: the op with a reduction, -1. */
+static bool group_ok(const struct lower *L, const struct group *g, int *core, bool *cheap)
+{
+	*core = -1;
+	*cheap = true;
+	for (int i = 0; i < g->nop; i++) {
+		enum cg_class c = op_class(g, i, L);
+		if (c == CG_NONE)
+			return false;
+		if (c == CG_REDUCE || c == CG_ROW) {
+			if (*core >= 0)
+				return false;
+			*core = i;
+		}
+		if (c != CG_MOVE && g->op[i].op != IR_OP_CONVERT && g->op[i].op != IR_OP_CONSTANT)
+			*cheap = false;
+	}
+	return true;
+}
+
+static bool group_reads(const struct group *g, int b)
+{
+	for (int i = 0; i < g->nop; i++)
+		for (int j = 0; j < g->op[i].nin; j++)
+			if (g->ref[i][j] == -b - 1)
+				return true;
+	return false;
+}
+
+/* Whether every read of buffer b in g is element for element: each op on
+ * the way from it to the root is elementwise. */
+static bool reads_identity(const struct lower *L, const struct group *g, int b)
+{
+	bool ident[FUSE_MAX_OPS]; /* op i's result reaches the root elementwise */
+	for (int i = g->nop - 1; i >= 0; i--) {
+		ident[i] = i == g->nop - 1;
+		for (int u = i + 1; u < g->nop && !ident[i]; u++)
+			for (int j = 0; j < g->op[u].nin; j++)
+				if (g->ref[u][j] == i && ident[u] && op_class(g, u, L) == CG_ELEM)
+					ident[i] = true;
+	}
+	for (int i = 0; i < g->nop; i++)
+		for (int j = 0; j < g->op[i].nin; j++)
+			if (g->ref[i][j] == -b - 1 && (!ident[i] || op_class(g, i, L) != CG_ELEM))
+				return false;
+	return true;
+}
+
+static int count_leaves(const struct group *g, int *leaf)
+{
+	int n = 0;
+	for (int i = 0; i < g->nop; i++)
+		for (int j = 0; j < g->op[i].nin; j++) {
+			int r = g->ref[i][j], k;
+			if (r >= 0)
+				continue;
+			for (k = 0; k < n && leaf[k] != ref_buf(r); k++)
+				;
+			if (k == n) {
+				if (n == FUSE_MAX_LEAVES)
+					return -1;
+				leaf[n++] = ref_buf(r);
+			}
+		}
+	return n;
+}
+
+/* c = p's ops, then c's with buffer b replaced by p's root. */
+static bool merge(struct group *c, const struct group *p, int b)
+{
+	struct group m;
+	if (p->nop + c->nop > FUSE_MAX_OPS)
+		return false;
+	memcpy(&m, p, sizeof m);
+	for (int i = 0; i < c->nop; i++) {
+		m.op[p->nop + i] = c->op[i];
+		for (int j = 0; j < c->op[i].nin; j++) {
+			int r = c->ref[i][j];
+			m.ref[p->nop + i][j] = r >= 0 ? r + p->nop : r == -b - 1 ? p->nop - 1 : r;
+		}
+	}
+	m.nop = p->nop + c->nop;
+	int leaf[FUSE_MAX_LEAVES];
+	if (count_leaves(&m, leaf) < 0)
+		return false;
+	*c = m;
+	return true;
+}
+
+struct fuse {
+	struct lower *L;
+	int *writes, *reads, *writer, *seg;
+	bool *dead;
+};
+
+/* Whether instruction t writes buffer b. */
+static bool writes_buf(const struct lower *L, const struct lw_ins *t, int b)
+{
+	for (int j = 0; j < t->nout; j++)
+		if (L->args[t->arg + t->nin + j] == b)
+			return true;
+	return false;
+}
+
+static bool fusible_ins(const struct lw_ins *x)
+{
+	return x->kind == PLAN_KERNEL && x->kernel >= 0 && !x->dev_kernel && !x->only && x->nout == 1;
+}
+
+/* Tries to absorb the producer of buffer b into instruction i's group. */
+static bool absorb(struct fuse *F, int i, struct group *c, int b)
+{
+	struct lower *L = F->L;
+	const struct lw_buf *bf = &L->buf[b];
+	int out = L->args[L->ins[i].arg + L->ins[i].nin];
+	if (bf->bind != PLAN_BIND_NONE || F->writes[b] != 1 || F->reads[b] != 1 || b == out)
+		return false;
+	int p = F->writer[b];
+	if (p < 0 || p >= i || F->dead[p] || F->seg[p] != F->seg[i] || !fusible_ins(&L->ins[p]))
+		return false;
+	struct group pg;
+	int pcore, ccore, leaf[FUSE_MAX_LEAVES];
+	bool pcheap, ccheap;
+	if (!group_of(L, &L->ins[p], &pg) || !group_ok(L, &pg, &pcore, &pcheap) ||
+	    !group_ok(L, c, &ccore, &ccheap))
+		return false;
+	int nl = count_leaves(&pg, leaf);
+	if (nl < 0)
+		return false;
+	for (int k = 0; k < nl; k++) {
+		if (leaf[k] == out)
+			return false;
+		for (int t = p + 1; t < i; t++)
+			if (!F->dead[t] && writes_buf(L, &L->ins[t], leaf[k]))
+				return false;
+	}
+	if (pcore >= 0) {
+		/* an epilogue: read element for element, over the same shape */
+		if (ccore >= 0 || !reads_identity(L, c, b) ||
+		    !ir_shape_eq(&pg.op[pg.nop - 1].shape, &c->op[c->nop - 1].shape))
+			return false;
+	} else if (!pcheap && ir_shape_numel(&bf->shape) < ir_shape_numel(&c->op[c->nop - 1].shape) &&
+		   !reads_identity(L, c, b)) {
+		return false; /* would recompute real work per broadcast copy */
+	}
+	bool had[FUSE_MAX_LEAVES];
+	for (int k = 0; k < nl; k++)
+		had[k] = group_reads(c, leaf[k]);
+	if (!merge(c, &pg, b))
+		return false;
+	for (int k = 0; k < nl; k++)
+		if (had[k])
+			F->reads[leaf[k]]--; /* now one reader (i) where there were two */
+	F->dead[p] = true;
+	F->reads[b] = F->writes[b] = 0;
+	return true;
+}
+
+/* The group as a plan kernel, interned; its leaves are the new operands. */
+static int emit_group(struct fuse *F, int i, const struct group *g)
+{
+	struct lower *L = F->L;
+	struct lw_ins *x = &L->ins[i];
+	int leaf[FUSE_MAX_LEAVES];
+	int nl = count_leaves(g, leaf), out = L->args[x->arg + x->nin];
+	IR_ASSERT(nl >= 0);
+	struct plan_kernel k = { .op = g->op[g->nop - 1].op, .nin = nl, .nout = 1, .nbody = g->nop };
+	k.dtype = ir_malloc(sizeof *k.dtype * (size_t)(nl + 1));
+	k.shape = ir_malloc(sizeof *k.shape * (size_t)(nl + 1));
+	k.body = ir_calloc((size_t)g->nop, sizeof *k.body);
+	if (!k.dtype || !k.shape || !k.body)
+		goto nomem;
+	for (int j = 0; j < nl; j++) {
+		k.dtype[j] = L->buf[leaf[j]].dtype;
+		k.shape[j] = L->buf[leaf[j]].shape;
+	}
+	k.dtype[nl] = L->buf[out].dtype;
+	k.shape[nl] = L->buf[out].shape;
+	for (int o = 0; o < g->nop; o++) {
+		struct plan_fop *f = &k.body[o];
+		*f = g->op[o];
+		f->a.data = NULL;
+		for (int j = 0; j < f->nin; j++) {
+			int r = g->ref[o][j], v = 0;
+			if (r >= 0)
+				v = nl + r;
+			else
+				while (leaf[v] != ref_buf(r))
+					v++;
+			f->in[j] = v;
+		}
+		if (f->op == IR_OP_CONSTANT) {
+			struct ir_tensor t = { f->a.dtype, f->a.shape, NULL };
+			size_t n = ir_tensor_bytes(&t);
+			void *d = ir_malloc(n ? n : 1);
+			if (!d)
+				goto nomem;
+			memcpy(d, g->op[o].a.data, n);
+			f->a.data = d;
+		}
+	}
+	int kid = lw_kernel_intern(L, &k);
+	if (kid < 0)
+		return kid;
+	int need = L->nargs + nl + 1;
+	if (need > L->capargs) {
+		int *na = ir_realloc(L->args, sizeof *na * (size_t)need);
+		if (!na)
+			return ir_errorf(-ENOMEM, "out of memory fusing kernels");
+		L->args = na;
+		L->capargs = need;
+	}
+	x->kernel = kid;
+	x->arg = L->nargs;
+	x->nin = nl;
+	memcpy(&L->args[L->nargs], leaf, sizeof *leaf * (size_t)nl);
+	L->args[L->nargs + nl] = out;
+	L->nargs += nl + 1;
+	return 0;
+nomem:
+	for (int o = 0; k.body && o < g->nop; o++)
+		ir_free((void *)k.body[o].a.data);
+	ir_free(k.body);
+	ir_free(k.dtype);
+	ir_free(k.shape);
+	return ir_errorf(-ENOMEM, "out of memory fusing kernels");
+}
+
+/* Drops the instructions fused away, keeping the part boundaries. */
+static void compact(struct fuse *F)
+{
+	struct lower *L = F->L;
+	int k = 0, sf = -1, fe = -1;
+	for (int i = 0; i < L->nins; i++) {
+		if (i == L->step_first)
+			sf = k;
+		if (i == L->fwd_end)
+			fe = k;
+		if (!F->dead[i])
+			L->ins[k++] = L->ins[i];
+		else
+			ir_free(L->ins[i].dev_kernel);
+	}
+	if (L->step_first >= 0)
+		L->step_first = sf < 0 ? k : sf;
+	if (L->fwd_end > 0)
+		L->fwd_end = fe < 0 ? k : fe;
+	L->nins = k;
+}
+
+/* Drops the temporaries no instruction uses any more, renumbering the rest. */
+static int drop_buffers(struct lower *L)
+{
+	int *map = ir_malloc(sizeof *map * ((size_t)L->nbuf + 1)), nb = 0;
+	if (!map)
+		return ir_errorf(-ENOMEM, "out of memory fusing kernels");
+	for (int b = 0; b < L->nbuf; b++)
+		map[b] = L->buf[b].bind == PLAN_BIND_NONE ? -1 : 0;
+	for (int i = 0; i < L->nins; i++)
+		for (int j = 0; j < L->ins[i].nin + L->ins[i].nout; j++)
+			map[L->args[L->ins[i].arg + j]] = 0;
+	for (int b = 0; b < L->nbuf; b++)
+		if (map[b] == 0) {
+			L->buf[nb] = L->buf[b];
+			map[b] = nb++;
+		}
+	for (int i = 0; i < L->nins; i++)
+		for (int j = 0; j < L->ins[i].nin + L->ins[i].nout; j++)
+			L->args[L->ins[i].arg + j] = map[L->args[L->ins[i].arg + j]];
+	for (int r = 0; r < L->nreps; r++)
+		L->reps[r].buf = L->reps[r].buf >= 0 ? map[L->reps[r].buf] : -1;
+	L->nbuf = nb;
+	ir_free(map);
+	return 0;
+}
+
+int lw_fuse(struct lower *L)
+{
+	if (getenv("PCC_NO_FUSE"))
+		return 0;
+	int nb = L->nbuf, ni = L->nins, rc = 0;
+	struct fuse F = { .L = L };
+	F.writes = ir_calloc((size_t)nb + 1, sizeof *F.writes);
+	F.reads = ir_calloc((size_t)nb + 1, sizeof *F.reads);
+	F.writer = ir_malloc(sizeof *F.writer * ((size_t)nb + 1));
+	F.seg = ir_malloc(sizeof *F.seg * ((size_t)ni + 1));
+	F.dead = ir_calloc((size_t)ni + 1, sizeof *F.dead);
+	struct group *g = ir_malloc(sizeof *g);
+	if (!F.writes || !F.reads || !F.writer || !F.seg || !F.dead || !g) {
+		rc = ir_errorf(-ENOMEM, "out of memory fusing kernels");
+		goto out;
+	}
+	for (int b = 0; b < nb; b++)
+		F.writer[b] = -1;
+	int seg = 0;
+	for (int i = 0; i < ni; i++) {
+		const struct lw_ins *x = &L->ins[i];
+		if (i == L->step_first || (i == L->fwd_end && i > 0) || x->kind != PLAN_KERNEL)
+			seg++;
+		F.seg[i] = seg;
+		if (x->kind != PLAN_KERNEL)
+			seg++;
+		for (int j = 0; j < x->nin; j++) {
+			int b = L->args[x->arg + j], dup = 0;
+			for (int u = 0; u < j; u++)
+				dup |= L->args[x->arg + u] == b;
+			F.reads[b] += !dup;
+		}
+		for (int j = 0; j < x->nout; j++) {
+			int b = L->args[x->arg + x->nin + j];
+			F.writes[b]++;
+			F.writer[b] = i;
+		}
+	}
+	for (int i = 0; i < ni && rc == 0; i++) {
+		struct lw_ins *x = &L->ins[i];
+		if (!fusible_ins(x) || !group_of(L, x, g))
+			continue;
+		int core, leaf[FUSE_MAX_LEAVES];
+		bool cheap, changed = false, again = true;
+		if (!group_ok(L, g, &core, &cheap))
+			continue;
+		while (again) {
+			again = false;
+			int nl = count_leaves(g, leaf);
+			for (int k = 0; k < nl && !again; k++)
+				again = absorb(&F, i, g, leaf[k]);
+			changed |= again;
+		}
+		if (changed)
+			rc = emit_group(&F, i, g);
+	}
+	if (rc == 0) {
+		compact(&F);
+		rc = drop_buffers(L);
+	}
+out:
+	ir_free(g);
+	ir_free(F.writes);
+	ir_free(F.reads);
+	ir_free(F.writer);
+	ir_free(F.seg);
+	ir_free(F.dead);
+	return rc;
+}

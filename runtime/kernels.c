@@ -1,0 +1,90 @@
+/*
+ * kernels.c: the generated host kernels of a plan (compiler/codegen.h),
+ * loaded from the plan's object (hostcode.c) and run across this rank's
+ * threads (pool.c). A kernel without host code, or every kernel with
+ * --reference, runs the reference interpreter's kernels instead.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/hostcode.h"
+#include "runtime/pool.h"
+#include "runtime/rt.h"
+
+int rt_kernels_load(struct rt *r, bool reference, int threads)
+{
+	const struct plan *p = r->p;
+	if (reference || !p->host_object_len)
+		return 0;
+	int rc = hostcode_check_cpu(p->host_features ? p->host_features : "", p->host_cpu ? p->host_cpu : "?");
+	if (rc < 0) {
+		ir_error_prefix("the plan's host kernels cannot run here (recompile with --host-cpu, or run with "
+				"--reference)");
+		return rc;
+	}
+	if ((rc = hostcode_load(p->host_object, p->host_object_len, &r->hc)) < 0)
+		return rc;
+	if (!(r->fn = ir_calloc((size_t)p->nkernels + 1, sizeof *r->fn)))
+		return ir_errorf(-ENOMEM, "out of memory loading the host kernels");
+	for (int k = 0; k < p->nkernels; k++) {
+		char name[32];
+		if (!p->kernels[k].host)
+			continue;
+		snprintf(name, sizeof name, "pcc_k%d", k);
+		void *sym = hostcode_sym(r->hc, name);
+		if (!sym)
+			return ir_errorf(-EINVAL, "host code: kernel %d has no function %s", k, name);
+		memcpy(&r->fn[k], &sym, sizeof sym); /* POSIX: a symbol's address converts */
+	}
+	if (threads <= 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+		long local = ls ? strtol(ls, NULL, 10) : 1;
+		threads = (int)(cpus > 0 ? cpus : 1) / (int)(local > 0 ? local : 1);
+		threads = threads < 1 ? 1 : threads;
+	}
+	if (!(r->pool = pool_new(threads)))
+		return -ENOMEM;
+	return 0;
+}
+
+void rt_kernels_release(struct rt *r)
+{
+	if (r->pool)
+		pool_free(r->pool);
+	if (r->hc)
+		hostcode_free(r->hc);
+	ir_free(r->fn);
+	r->pool = NULL;
+	r->hc = NULL;
+	r->fn = NULL;
+}
+
+struct call {
+	rt_kernel_fn fn;
+	void **args;
+};
+
+static void chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct call *c = ctx;
+	c->fn(c->args, begin, end);
+}
+
+bool rt_kernel_host(struct rt *r, const struct plan_instr *x)
+{
+	if (!r->fn || !r->fn[x->kernel])
+		return false;
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	void *args[64];
+	for (int j = 0; j <= k->nin; j++)
+		args[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
+	struct call c = { r->fn[x->kernel], args };
+	int64_t rows = k->rows, per = rows ? ir_shape_numel(&k->shape[k->nin]) / rows : 1;
+	int64_t grain = 32768 / (per > 0 ? per : 1);
+	pool_run(r->pool, chunk, &c, rows, grain > 0 ? grain : 1);
+	return true;
+}

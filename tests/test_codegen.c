@@ -1,0 +1,230 @@
+/*
+ * test_codegen.c: generated kernels against the reference interpreter.
+ *
+ * For fixture models (inference and training plans), pcc compiles a plan;
+ * every kernel with host code then runs, loaded from the plan's object as
+ * pcc-run loads it, on random inputs, and must equal interp_kernel on the
+ * same inputs:
+ *   - bit for bit when the kernel uses only ops rounded in their own type
+ *     or exact (+ - * /, sqrt, compares, data movement, conversions);
+ *   - within 2 ulp per element when it calls the math library (the host
+ *     calls libm in double exactly as the interpreter does; the margin
+ *     is for vectorized libm variants);
+ *   - within 1e-12 relative to the sum of magnitudes for reductions,
+ *     softmax and layer norm (double accumulation, reassociated to
+ *     vectorize; far below f32 rounding).
+ * Every PTX module must assemble with ptxas for its architecture, with no
+ * spills (skipped where CUDA's ptxas is absent).
+ *
+ * argv: pcc, models dir, train dir, ptxas (or "").
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compiler/compiler.h"
+#include "ir/plan.h"
+#include "runtime/hostcode.h"
+#include "tests/tap.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static double urand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void fill(struct ir_tensor *t, enum ir_op root)
+{
+	int64_t n = ir_shape_numel(&t->shape);
+	for (int64_t i = 0; i < n; i++) {
+		double v = ir_dtype_is_float(t->dtype) ? 4 * urand() - 2 :
+			   t->dtype == IR_BOOL ? (double)(urand() < 0.5) : floor(8 * urand()) - (t->dtype == IR_U8 ? 0 : 4);
+		if (root == IR_OP_SCATTER || root == IR_OP_GATHER)
+			v = 0;
+		ir_tensor_set_f64(t, i, v);
+	}
+}
+
+static bool libm_kernel(const struct plan_kernel *k)
+{
+	enum ir_op ops[] = { IR_OP_EXP, IR_OP_LOG, IR_OP_TANH, IR_OP_ERF, IR_OP_SIN, IR_OP_COS, IR_OP_TAN,
+			     IR_OP_ASIN, IR_OP_ACOS, IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH,
+			     IR_OP_ATANH, IR_OP_REM, IR_OP_POW, IR_OP_SIGMOID };
+	for (int i = 0; i < (k->nbody ? k->nbody : 1); i++)
+		for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++)
+			if ((k->nbody ? k->body[i].op : k->op) == ops[j])
+				return true;
+	return false;
+}
+
+static bool reducing(const struct plan_kernel *k)
+{
+	for (int i = 0; i < (k->nbody ? k->nbody : 1); i++) {
+		enum ir_op op = k->nbody ? k->body[i].op : k->op;
+		if (op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_PROD || op == IR_OP_REDUCE_MAX ||
+		    op == IR_OP_REDUCE_MIN || op == IR_OP_SOFTMAX || op == IR_OP_LAYER_NORM)
+			return true;
+	}
+	return false;
+}
+
+static int64_t ulps(float a, float b)
+{
+	int32_t x, y;
+	memcpy(&x, &a, 4);
+	memcpy(&y, &b, 4);
+	if (x < 0)
+		x = INT32_MIN - x;
+	if (y < 0)
+		y = INT32_MIN - y;
+	return llabs((int64_t)x - (int64_t)y);
+}
+
+/* Kernel k's host code against the interpreter: the worst element. */
+static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int64_t, int64_t), char *why,
+			 size_t nwhy)
+{
+	const struct plan_kernel *k = &p->kernels[kid];
+	struct ir_tensor in[64], ref = { 0 }, got;
+	void *args[65];
+	bool ok = true;
+	for (int j = 0; j < k->nin; j++) {
+		ir_tensor_alloc(&in[j], k->dtype[j], &k->shape[j]);
+		fill(&in[j], k->op);
+		args[j] = in[j].data;
+	}
+	ir_tensor_alloc(&got, k->dtype[k->nin], &k->shape[k->nin]);
+	args[k->nin] = got.data;
+	fn(args, 0, k->rows);
+	if (interp_kernel(k, in, &ref) < 0) {
+		snprintf(why, nwhy, "interpreter: %s", ir_error());
+		ok = false;
+	}
+	int64_t n = ir_shape_numel(&got.shape);
+	double scale = 0;
+	for (int j = 0; ok && j < k->nin; j++)
+		for (int64_t i = 0; i < ir_shape_numel(&in[j].shape); i++)
+			scale = fmax(scale, fabs(ir_tensor_get_f64(&in[j], i)));
+	for (int64_t i = 0; ok && i < n; i++) {
+		double a = ir_tensor_get_f64(&got, i), b = ir_tensor_get_f64(&ref, i);
+		if ((a != a) && (b != b))
+			continue;
+		bool same = a == b;
+		if (!same && reducing(k))
+			same = fabs(a - b) <= 1e-12 * fmax(1.0, scale) * (double)ir_shape_numel(&k->shape[0]) ||
+			       (k->dtype[k->nin] == IR_F32 && ulps((float)a, (float)b) <= 2);
+		else if (!same && libm_kernel(k) && k->dtype[k->nin] == IR_F32)
+			same = ulps((float)a, (float)b) <= 2;
+		if (!same) {
+			snprintf(why, nwhy, "element %lld: %.9g, the interpreter %.9g", (long long)i, a, b);
+			ok = false;
+		}
+	}
+	for (int j = 0; j < k->nin; j++)
+		ir_tensor_free(&in[j]);
+	ir_tensor_free(&got);
+	if (ref.data)
+		ir_tensor_free(&ref);
+	return ok;
+}
+
+static void check_plan(const char *pcc, const char *model, const char *opts, const char *ptxas, const char *tag)
+{
+	char cmd[8192], plan[256];
+	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-%s.bin", (int)getpid(), tag);
+	snprintf(cmd, sizeof cmd, "'%s' '%s' %s -o '%s' >/dev/null", pcc, model, opts, plan);
+	if (!TAP_OK(system(cmd) == 0, "%s: pcc compiles (%s)", tag, opts))
+		return;
+	struct plan *p = plan_read(plan);
+	if (!TAP_OK(p && p->host_object_len > 0, "%s: the plan has host code", tag)) {
+		plan_free(p);
+		return;
+	}
+	struct hostcode *hc = NULL;
+	TAP_OK(hostcode_load(p->host_object, p->host_object_len, &hc) == 0, "%s: its object loads", tag);
+	int nhost = 0, nfused = 0, bad = 0, exact = 0;
+	char why[512] = "", first[600] = "";
+	for (int kid = 0; hc && kid < p->nkernels; kid++) {
+		const struct plan_kernel *k = &p->kernels[kid];
+		nfused += k->nbody > 0;
+		if (!k->host)
+			continue;
+		char name[32];
+		snprintf(name, sizeof name, "pcc_k%d", kid);
+		void *sym = hostcode_sym(hc, name);
+		void (*fn)(void **, int64_t, int64_t);
+		if (!sym) {
+			bad++;
+			continue;
+		}
+		memcpy(&fn, &sym, sizeof sym);
+		nhost++;
+		exact += !reducing(k) && !libm_kernel(k);
+		if (!check_kernel(p, kid, fn, why, sizeof why)) {
+			if (!bad++)
+				snprintf(first, sizeof first, "kernel %d (%s%s): %s", kid, k->nbody ? "fused, root " : "",
+					 ir_op_name(k->op), why);
+		}
+	}
+	TAP_OK(nhost > 0 && bad == 0, "%s: %d host kernels (%d fused in the plan, %d compared bit for bit) equal the "
+	       "interpreter%s%s", tag, nhost, nfused, exact, bad ? "; " : "", first);
+	if (hc)
+		hostcode_free(hc);
+	for (int a = 0; a < p->nptx; a++) {
+		char ptx[300], log[300];
+		if (!*ptxas) {
+			printf("ok %d - # SKIP %s: no ptxas to assemble %s\n", ++tap_n, tag, p->ptx[a].arch);
+			continue;
+		}
+		snprintf(ptx, sizeof ptx, "%s.%s.ptx", plan, p->ptx[a].arch);
+		snprintf(log, sizeof log, "%s.%s.log", plan, p->ptx[a].arch);
+		FILE *f = fopen(ptx, "w");
+		fputs(p->ptx[a].text, f);
+		fclose(f);
+		snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v -o /dev/null '%s' >'%s' 2>&1", ptxas, p->ptx[a].arch, ptx, log);
+		int rc = system(cmd);
+		snprintf(cmd, sizeof cmd, "grep -q 'bytes spill' '%s' && ! grep 'bytes spill' '%s' | grep -vq "
+			 "'0 bytes spill stores, 0 bytes spill loads'", log, log);
+		TAP_OK(rc == 0 && system(cmd) == 0, "%s: PTX for %s assembles with ptxas, no kernel spills", tag,
+		       p->ptx[a].arch);
+		if (rc)
+			system((snprintf(cmd, sizeof cmd, "head -5 '%s' | sed 's/^/# /'", log), cmd));
+		unlink(ptx);
+		unlink(log);
+	}
+	unlink(plan);
+	plan_free(p);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "usage: test_codegen PCC MODELS TRAIN PTXAS\n");
+		return 2;
+	}
+	const char *pcc = argv[1], *models = argv[2], *train = argv[3], *ptxas = argv[4];
+	static const char *const inf[] = { "gpt_op17", "bert_op17", "mlp_op17", "moe_op17", "vit_op17", "resnet_op17" };
+	static const char *const tr[] = { "gpt", "bert", "mlp_loss", "moe", "vit", "resnet_train" };
+	static const char *const loss[] = { "cross_entropy:logits,labels", "mse:pooled,target", "model",
+					    "mse:y,target", "cross_entropy:logits,labels", "cross_entropy:logits,labels" };
+	char model[4096], tag[64], opts[256];
+	for (size_t i = 0; i < sizeof inf / sizeof inf[0]; i++) {
+		snprintf(model, sizeof model, "%s/%s/model.onnx", models, inf[i]);
+		snprintf(tag, sizeof tag, "%s", inf[i]);
+		check_plan(pcc, model, "--cluster cpu:1", ptxas, tag);
+	}
+	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i++) {
+		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
+		snprintf(tag, sizeof tag, "%s-train", tr[i]);
+		snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01",
+			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
+		check_plan(pcc, model, opts, ptxas, tag);
+	}
+	return tap_done();
+}
