@@ -55,4 +55,11 @@ check "stage-only: bad --memory-limit, exit 2" sh -c "'$pcc' '$m' --cluster 1x8:
 for f in "$models/../fuzz/regressions/"*.onnx; do
 	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"
 done
+# Fusion decisions for a transformer (two GPT layers: QKV splits, the
+# attention scale and mask into softmax, bias + GELU, bias + residual add
+# into layer norm) against the golden list, kernel numbers left out.
+golden=$(dirname "$0")/golden/gpt_op17_fusion.txt
+check "fusion of gpt_op17 matches tests/golden/gpt_op17_fusion.txt" sh -c "
+  '$pcc' '$models/gpt_op17/model.onnx' --cluster cpu:1 --dump-after=fusion -o '$tmp/f.bin' |
+  grep -o 'fused (k[0-9]*) {[^}]*}' | sed 's/ (k[0-9]*)//' | diff -u '$golden' - >&2"
 tap_done

@@ -1,0 +1,176 @@
+#!/bin/bash
+# Single-rank speed of pcc-run with the plan's generated host kernels vs the
+# reference kernels (--reference, same plan) vs ONNX Runtime, on one machine.
+#
+# Usage: benchmarks/codegen.sh [BUILD_DIR] [OUT.md]
+#
+# Environment (defaults in brackets):
+#   RUNS=5        processes per configuration, interleaved; the table shows the median
+#   REPS=50       inference steps timed inside each process after one warm-up (fixtures)
+#   GPT2_REPS=3   the same for GPT-2 small
+#   STEPS=100     training steps per process (the table shows wall time / STEPS)
+#   THREADS=nproc threads per rank for pcc-run (--threads) and ORT (intra_op_num_threads)
+#   MODELS="gpt bert mlp moe vit resnet"      inference fixtures (tests/models/X_op17)
+#   TRAIN="gpt mlp_loss resnet_train vit"      training fixtures (tests/train/X)
+#   GPT2=/tmp/pcc-gpt2   GPT-2 small (made by benchmarks/gpt2_small.py --keep if absent;
+#                        GPT2= (empty) skips it)
+#   ORT_PYTHON=/tmp/ort-venv/bin/python   a python with onnxruntime and onnx; ORT columns
+#                        show "-" when it cannot import them
+#
+# Inference times are per step (rt_step, inputs already loaded, outputs not
+# written), taken by benchmarks/codegen_run.c, which is runtime/main.c with the
+# step repeated (pcc-run prints inference times in whole milliseconds only);
+# it is compiled here from the build directory's runtime objects.  ORT's are
+# per InferenceSession.run after a warm-up.  Training times are pcc-run's own
+# "S steps in X s" over STEPS steps (first step included), divided by STEPS.
+# Checks: generated vs reference outputs with pb_cmp (default tolerances),
+# ORT vs generated with --rtol 1e-3 --atol 1e-4, training losses of the last
+# step equal.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=$(cd "${1:-$root/build-lead}" && pwd)
+out=${2:-}
+RUNS=${RUNS:-5}
+REPS=${REPS:-50}
+GPT2_REPS=${GPT2_REPS:-3}
+STEPS=${STEPS:-100}
+THREADS=${THREADS:-$(nproc)}
+MODELS=${MODELS-gpt bert mlp moe vit resnet}
+TRAIN=${TRAIN-gpt mlp_loss resnet_train vit}
+GPT2=${GPT2-/tmp/pcc-gpt2}
+ORT_PYTHON=${ORT_PYTHON:-/tmp/ort-venv/bin/python}
+pcc=$build/compiler/pcc
+cmp=$build/tests/pb_cmp
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+mpirun=(mpirun --oversubscribe -np 1)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$root"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f\n", a / b }'; }
+fmt() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else if (a < 10) printf "%.3f\n", a; else printf "%.1f\n", a }'; }
+
+# the timing driver: runtime/main.c + the step loop, linked like pcc-run
+inc="-I$build/runtime/pcc-run.p -I$build/runtime -I$root/runtime -I$build -I$root -I$build/compiler"
+inc="$inc -I/usr/include/x86_64-linux-gnu/openblas-pthread/ $(mpicc --showme:compile)"
+objs=$(ls "$build"/runtime/pcc-run.p/*.o | grep -v '/main\.c\.o$')
+cc $inc -D_FILE_OFFSET_BITS=64 -std=gnu11 -O2 -pthread -c "$here/codegen_run.c" -o "$tmp/codegen_run.o"
+cc -o "$tmp/pcc-bench-run" "$tmp/codegen_run.o" $objs -Wl,--start-group "$build"/compiler/libpcccompiler.a \
+	"$build"/ir/libpccir.a "$build"/solvers/libpccsolvers.a -Wl,--end-group -lm -lprotobuf-c -lxxhash -ljansson \
+	-lz -lglpk -L/usr/lib/x86_64-linux-gnu/openblas-pthread -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-pthread \
+	-lopenblas -pthread $(mpicc --showme:link)
+run=$tmp/pcc-bench-run
+
+have_ort=1
+if ! "$ORT_PYTHON" -c 'import onnxruntime, onnx, numpy' 2>/dev/null; then
+	have_ort=0
+	echo "codegen.sh: onnxruntime not importable with $ORT_PYTHON: ORT columns skipped" >&2
+fi
+
+rows=()
+# infer NAME MODEL DATA REPS
+infer() {
+	local name=$1 model=$2 data=$3 reps=$4 plan=$tmp/$1.plan r g o i
+	if ! "$pcc" "$model" --cluster cpu:1 -o "$plan" >"$tmp/$name.pcc" 2>&1; then
+		echo "codegen.sh: $name: pcc failed:" >&2
+		cat "$tmp/$name.pcc" >&2
+		rows+=("| $name | inference | pcc failed | | | | | |")
+		return
+	fi
+	: >"$tmp/r" && : >"$tmp/g" && : >"$tmp/o"
+	for ((i = 0; i < RUNS; i++)); do
+		local od=()
+		[ "$i" = 0 ] && od=(-o "$tmp/$name.gen")
+		PCC_BENCH_REPS=$reps "${mpirun[@]}" "$run" "$plan" -i "$data" --threads "$THREADS" "${od[@]}" \
+			>"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; echo "codegen.sh: $name: generated run failed" >&2; }
+		sed -n 's/^pcc-bench: step median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/g"
+		[ "$i" = 0 ] && od=(-o "$tmp/$name.ref")
+		PCC_BENCH_REPS=$reps "${mpirun[@]}" "$run" "$plan" -i "$data" --threads "$THREADS" --reference \
+			"${od[@]}" >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; echo "codegen.sh: $name: reference run failed" >&2; }
+		sed -n 's/^pcc-bench: step median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/r"
+		if [ $have_ort = 1 ]; then
+			[ "$i" = 0 ] && od=("$tmp/$name.ort") || od=()
+			"$ORT_PYTHON" "$here/codegen_ort.py" "$model" "$data" "$THREADS" "$reps" "${od[@]}" >"$tmp/out" 2>&1 ||
+				{ cat "$tmp/out" >&2; echo "codegen.sh: $name: ORT failed" >&2; }
+			sed -n 's/^ort: median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/o"
+		fi
+	done
+	r=$(median <"$tmp/r") g=$(median <"$tmp/g") o=$(median <"$tmp/o")
+	local check
+	if "$cmp" "$tmp/$name.gen" "$tmp/$name.ref" >"$tmp/cmp" 2>&1; then check="gen = ref"; else
+		check="gen != ref: $(tr '\n' ' ' <"$tmp/cmp")"
+	fi
+	if [ $have_ort = 1 ] && [ -d "$tmp/$name.ort" ]; then
+		if "$cmp" --rtol 1e-3 --atol 1e-4 "$tmp/$name.gen" "$tmp/$name.ort" >"$tmp/cmp" 2>&1; then
+			check="$check; ORT close ($(sed -n 's/.*\(max abs err [^,]*\).*/\1/p' "$tmp/cmp"))"
+		else
+			check="$check; ORT differs: $(tr '\n' ' ' <"$tmp/cmp")"
+		fi
+	fi
+	rows+=("| $name | inference | $(fmt "$r") | $(fmt "$g") | $(fmt "$o") | $(ratio "$g" "$r") | $(ratio "$g" "$o") | $check |")
+}
+
+# train NAME (tests/train/NAME)
+train() {
+	local name=$1 dir=tests/train/$1 plan=$tmp/$1.train.plan loss args=() i
+	loss=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["loss"])' "$dir/train.json")
+	[ "$loss" != model ] && args=(--loss "$loss")
+	if ! "$pcc" "$dir/model.onnx" --cluster cpu:1 --train "${args[@]}" --optimizer adamw --lr 0.01 -o "$plan" \
+		>"$tmp/$name.pcc" 2>&1; then
+		echo "codegen.sh: $name: pcc --train failed:" >&2
+		cat "$tmp/$name.pcc" >&2
+		rows+=("| $name | train step | pcc failed | | | | | |")
+		return
+	fi
+	: >"$tmp/r" && : >"$tmp/g"
+	for ((i = 0; i < RUNS; i++)); do
+		for k in g r; do
+			local ref=()
+			[ $k = r ] && ref=(--reference)
+			"${mpirun[@]}" "$build/runtime/pcc-run" "$plan" --data "$dir" --steps "$STEPS" --threads "$THREADS" \
+				"${ref[@]}" >"$tmp/out.$k" 2>&1 || { cat "$tmp/out.$k" >&2; echo "codegen.sh: $name: training run failed" >&2; }
+			sed -n 's/^pcc-run: [0-9]* steps in \([0-9.]*\) s.*/\1/p' "$tmp/out.$k" |
+				awk -v s="$STEPS" '{ print $1 / s * 1e3 }' >>"$tmp/$k"
+		done
+	done
+	local r g check lg lr
+	r=$(median <"$tmp/r") g=$(median <"$tmp/g")
+	lg=$(grep "^step $STEPS/" "$tmp/out.g" | awk '{ print $4 }') lr=$(grep "^step $STEPS/" "$tmp/out.r" | awk '{ print $4 }')
+	if [ -n "$lg" ] && [ "$lg" = "$lr" ]; then check="last loss equal ($lg)"; else check="last loss gen $lg, ref $lr"; fi
+	check="$check; $(grep '^pcc-run: [0-9]* steps' "$tmp/out.g" | sed 's/.*(rank 0: /gen: /; s/)$//')"
+	rows+=("| $name | train step | $(fmt "$r") | $(fmt "$g") | - | $(ratio "$g" "$r") | - | $check |")
+}
+
+for m in $MODELS; do
+	infer "$m" "tests/models/${m}_op17/model.onnx" "tests/models/${m}_op17/test_data_set_0" "$REPS"
+done
+if [ -n "$GPT2" ]; then
+	if [ ! -f "$GPT2/model.onnx" ]; then
+		/usr/bin/python3 "$here/gpt2_small.py" --pcc "$pcc" --keep "$GPT2" --runs 1 --results "$tmp/gpt2.md" >&2
+	fi
+	infer gpt2-small "$GPT2/model.onnx" "$GPT2/test_data_set_0" "$GPT2_REPS"
+fi
+for m in $TRAIN; do
+	train "$m"
+done
+
+cmdline="RUNS=$RUNS REPS=$REPS GPT2_REPS=$GPT2_REPS STEPS=$STEPS THREADS=$THREADS benchmarks/codegen.sh ${1:-} ${2:-}"
+{
+	echo "$(date -u +%Y-%m-%d), $(nproc) cores ($(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "command: ${cmdline% }"
+	echo "pcc-run: 1 rank, --threads $THREADS; ORT: intra_op_num_threads=$THREADS$([ $have_ort = 1 ] && "$ORT_PYTHON" -c 'import onnxruntime; print(", onnxruntime", onnxruntime.__version__)' || echo ' (not available)')"
+	echo "times: median over $RUNS processes of ms per step (inference: each process's median of REPS steps after a warm-up)"
+	echo
+	echo "| model | mode | reference ms | generated ms | ORT ms | gen/ref | gen/ORT | check |"
+	echo "|---|---|---|---|---|---|---|---|"
+	printf '%s\n' "${rows[@]}"
+} | tee "$tmp/table"
+if [ -n "$out" ]; then
+	{
+		echo "# Generated host kernels vs reference kernels vs ONNX Runtime"
+		echo
+		cat "$tmp/table"
+	} >"$out"
+fi
