@@ -8,7 +8,7 @@
 #   RUNS=5        processes per configuration, interleaved; the table shows the median
 #   REPS=50       inference steps timed inside each process after one warm-up (fixtures)
 #   GPT2_REPS=3   the same for GPT-2 small
-#   STEPS=100     training steps per process (the table shows wall time / STEPS)
+#   STEPS=1000    training steps per process (the table shows wall time / STEPS)
 #   THREADS=nproc threads per rank for pcc-run (--threads) and ORT (intra_op_num_threads)
 #   MODELS="gpt bert mlp moe vit resnet"      inference fixtures (tests/models/X_op17)
 #   TRAIN="gpt mlp_loss resnet_train vit"      training fixtures (tests/train/X)
@@ -34,7 +34,7 @@ out=${2:-}
 RUNS=${RUNS:-5}
 REPS=${REPS:-50}
 GPT2_REPS=${GPT2_REPS:-3}
-STEPS=${STEPS:-100}
+STEPS=${STEPS:-1000}
 THREADS=${THREADS:-$(nproc)}
 MODELS=${MODELS-gpt bert mlp moe vit resnet}
 TRAIN=${TRAIN-gpt mlp_loss resnet_train vit}
@@ -137,9 +137,14 @@ train() {
 	done
 	local r g check lg lr
 	r=$(median <"$tmp/r") g=$(median <"$tmp/g")
-	lg=$(grep "^step $STEPS/" "$tmp/out.g" | awk '{ print $4 }') lr=$(grep "^step $STEPS/" "$tmp/out.r" | awk '{ print $4 }')
-	if [ -n "$lg" ] && [ "$lg" = "$lr" ]; then check="last loss equal ($lg)"; else check="last loss gen $lg, ref $lr"; fi
-	check="$check; $(grep '^pcc-run: [0-9]* steps' "$tmp/out.g" | sed 's/.*(rank 0: /gen: /; s/)$//')"
+	# loss and grad norm of every logged step (step 1 and every STEPS/10th)
+	lg=$(awk '/^step / { print $1, $2, $4, $6 }' "$tmp/out.g") lr=$(awk '/^step / { print $1, $2, $4, $6 }' "$tmp/out.r")
+	if [ -n "$lg" ] && [ "$lg" = "$lr" ]; then
+		check="losses equal at $(echo "$lg" | wc -l) logged steps (step 1: $(echo "$lg" | awk 'NR == 1 { print $3 }'))"
+	else
+		check="LOSSES DIFFER: gen $(echo "$lg" | tr '\n' ' '), ref $(echo "$lr" | tr '\n' ' ')"
+	fi
+	check="$check; gen, $STEPS steps: $(grep '^pcc-run: [0-9]* steps' "$tmp/out.g" | sed 's/.*(rank 0: //; s/)$//')"
 	rows+=("| $name | train step | $(fmt "$r") | $(fmt "$g") | - | $(ratio "$g" "$r") | - | $check |")
 }
 

@@ -5,7 +5,7 @@
  * inference plan's step runs once as a warm-up and then N more times, and
  * rank 0 prints
  *
- *   pcc-bench: step median X ms, min Y ms over N runs (kernels K ms, communication C ms per step)
+ *   pcc-bench: step median X ms, min Y ms over N runs (mean per step: kernels K ms, communication C ms)
  *
  * before pcc-run's own lines.  The outputs are those of the last run (the
  * step is a pure function of the inputs and the weights).  Training plans
@@ -44,7 +44,7 @@ int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 		double k = (r->t_kernel - k0) / (double)n * 1e3, c = (r->t_comm - c0) / (double)n * 1e3;
 		qsort(t, (size_t)n, sizeof *t, cmp_double);
 		printf("pcc-bench: step median %.4f ms, min %.4f ms over %ld runs "
-		       "(kernels %.4f ms, communication %.4f ms per step)\n",
+		       "(mean per step: kernels %.4f ms, communication %.4f ms)\n",
 		       (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2) * 1e3, t[0] * 1e3, n, k, c);
 		fflush(stdout);
 	}

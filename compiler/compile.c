@@ -325,7 +325,7 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 		char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN];
 		if (p->devices[i].arena_bytes > p->device_memory)
 			rc = ir_errorf(-ENOSPC, "the lowered plan needs %s on device %d, more than the %s allowed "
-				       "(every intermediate is materialized until kernel fusion exists)",
+				       "(every temporary live at once, after fusion)",
 				       ir_bytes_str((double)p->devices[i].arena_bytes, need), i,
 				       ir_bytes_str((double)p->device_memory, have));
 	}

@@ -20,6 +20,8 @@
  *     elementwise consumer that reads it element for element (the core's
  *     epilogue: the scaling after a mean, a residual add after layer norm),
  *     never another group with a core.
+ * Nor when P's operands would then stay live longer (until C) by more
+ * bytes than P's result, fused away, saves: fusion never raises the peak.
  * Never across anything but kernels (collectives, transfers, copies), nor
  * across the boundaries of the per-micro-batch, forward and per-step
  * parts; never when an instruction in between writes a buffer P reads, or
@@ -183,7 +185,7 @@ static bool merge(struct group *c, const struct group *p, int b)
 
 struct fuse {
 	struct lower *L;
-	int *writes, *reads, *writer, *seg;
+	int *writes, *reads, *writer, *seg, *last;
 	bool *dead;
 };
 
@@ -237,9 +239,19 @@ static bool absorb(struct fuse *F, int i, struct group *c, int b)
 		   !reads_identity(L, c, b)) {
 		return false; /* would recompute real work per broadcast copy */
 	}
-	bool had[FUSE_MAX_LEAVES];
+	/* memory: P's operands now live until C; that must not cost more than
+	 * the temporary fused away (P's result, live from P to C) saves */
+	int64_t longer = 0;
 	for (int k = 0; k < nl; k++)
+		if (L->buf[leaf[k]].bind == PLAN_BIND_NONE && F->last[leaf[k]] < i)
+			longer += ir_shape_numel(&L->buf[leaf[k]].shape) * (int64_t)ir_dtype_size(L->buf[leaf[k]].dtype);
+	if (longer > ir_shape_numel(&bf->shape) * (int64_t)ir_dtype_size(bf->dtype))
+		return false;
+	bool had[FUSE_MAX_LEAVES];
+	for (int k = 0; k < nl; k++) {
 		had[k] = group_reads(c, leaf[k]);
+		F->last[leaf[k]] = F->last[leaf[k]] > i ? F->last[leaf[k]] : i;
+	}
 	if (!merge(c, &pg, b))
 		return false;
 	for (int k = 0; k < nl; k++)
@@ -377,10 +389,11 @@ int lw_fuse(struct lower *L)
 	F.writes = ir_calloc((size_t)nb + 1, sizeof *F.writes);
 	F.reads = ir_calloc((size_t)nb + 1, sizeof *F.reads);
 	F.writer = ir_malloc(sizeof *F.writer * ((size_t)nb + 1));
+	F.last = ir_calloc((size_t)nb + 1, sizeof *F.last);
 	F.seg = ir_malloc(sizeof *F.seg * ((size_t)ni + 1));
 	F.dead = ir_calloc((size_t)ni + 1, sizeof *F.dead);
 	struct group *g = ir_malloc(sizeof *g);
-	if (!F.writes || !F.reads || !F.writer || !F.seg || !F.dead || !g) {
+	if (!F.writes || !F.reads || !F.writer || !F.seg || !F.dead || !F.last || !g) {
 		rc = ir_errorf(-ENOMEM, "out of memory fusing kernels");
 		goto out;
 	}
@@ -399,6 +412,7 @@ int lw_fuse(struct lower *L)
 			for (int u = 0; u < j; u++)
 				dup |= L->args[x->arg + u] == b;
 			F.reads[b] += !dup;
+			F.last[b] = i;
 		}
 		for (int j = 0; j < x->nout; j++) {
 			int b = L->args[x->arg + x->nin + j];
@@ -433,6 +447,7 @@ out:
 	ir_free(F.writes);
 	ir_free(F.reads);
 	ir_free(F.writer);
+	ir_free(F.last);
 	ir_free(F.seg);
 	ir_free(F.dead);
 	return rc;

@@ -47,7 +47,7 @@ struct args {
 	const char *train_opt;   /* the first step option given, for "needs --train" */
 	bool precision;          /* --precision given */
 	const char *host_cpu;    /* --host-cpu: the CPU host kernels are compiled for */
-	bool no_codegen;         /* --no-codegen: every kernel a reference kernel */
+	const char *codegen;     /* --codegen host|ptx|all|none; NULL: the cluster's kind */
 	bool dump_fusion;        /* --dump-after=fusion */
 };
 
@@ -65,7 +65,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--calib FILE] [--explain]\n"
-		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--no-codegen]\n"
+		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
@@ -187,7 +187,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "--host-cpu") && has_next) {
 			a->host_cpu = argv[++i];
 		} else if (!strcmp(s, "--no-codegen")) {
-			a->no_codegen = true;
+			a->codegen = "none";
+		} else if (!strcmp(s, "--codegen") && has_next) {
+			a->codegen = argv[++i];
+			if (strcmp(a->codegen, "host") && strcmp(a->codegen, "ptx") && strcmp(a->codegen, "all") &&
+			    strcmp(a->codegen, "none"))
+				return ir_errorf(-EINVAL, "--codegen %s: expected host, ptx, all or none", a->codegen);
 		} else if (!strcmp(s, "--dump-after=fusion") || (!strcmp(s, "--dump-after") && has_next &&
 								   !strcmp(argv[i + 1], "fusion") && ++i)) {
 			a->dump_fusion = true;
@@ -510,10 +515,14 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, const 
 	if (a->dump_fusion)
 		for (int s = 0; s < p->nstages && rc == 0; s++)
 			rc = plan_print_device(p, p->stages[s].first_rank, stdout);
+	/* host code for CPU clusters, PTX for GPU ones, unless --codegen says */
 	struct codegen_opts co;
 	codegen_opts_init(&co);
 	co.host_cpu = a->host_cpu;
-	if (rc == 0 && !a->no_codegen && (rc = codegen_plan(p, &co)) < 0)
+	const char *cg = a->codegen ? a->codegen : c->cpu ? "host" : "ptx";
+	co.host = !strcmp(cg, "host") || !strcmp(cg, "all");
+	co.ptx = !strcmp(cg, "ptx") || !strcmp(cg, "all");
+	if (rc == 0 && strcmp(cg, "none") && (rc = codegen_plan(p, &co)) < 0)
 		ir_error_prefix("%s", a->model);
 	if (rc < 0) {
 		plan_free(p);

@@ -138,7 +138,7 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 {
 	char cmd[8192], plan[256];
 	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-%s.bin", (int)getpid(), tag);
-	snprintf(cmd, sizeof cmd, "'%s' '%s' %s -o '%s' >/dev/null", pcc, model, opts, plan);
+	snprintf(cmd, sizeof cmd, "'%s' '%s' %s --codegen all -o '%s' >/dev/null", pcc, model, opts, plan);
 	if (!TAP_OK(system(cmd) == 0, "%s: pcc compiles (%s)", tag, opts))
 		return;
 	struct plan *p = plan_read(plan);
