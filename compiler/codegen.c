@@ -36,20 +36,6 @@ void codegen_opts_init(struct codegen_opts *o)
 	*o = (struct codegen_opts){ .host = true, .host_cpu = NULL, .ptx = true, .opt_level = 3 };
 }
 
-/* The class of body op i, and the kernel's core op (-1: a loop kernel). */
-static enum cg_class fop_class(const struct plan_kernel *k, int i)
-{
-	const struct plan_fop *f = &k->body[i];
-	enum ir_dtype dt[PLAN_FOP_MAX_IN];
-	struct ir_shape sh[PLAN_FOP_MAX_IN];
-	for (int j = 0; j < f->nin; j++) {
-		int v = f->in[j];
-		dt[j] = v < k->nin ? k->dtype[v] : k->body[v - k->nin].dtype;
-		sh[j] = v < k->nin ? k->shape[v] : k->body[v - k->nin].shape;
-	}
-	return cg_op_class(f->op, &f->a, f->nin, dt, sh, f->dtype);
-}
-
 /* A kernel as a one-op body when it is not fused (so one path emits both). */
 struct view {
 	struct plan_kernel k;
@@ -79,7 +65,7 @@ static bool compiles(const struct plan_kernel *k, int *core)
 	struct view v;
 	const struct plan_kernel *b = as_body(k, &v);
 	for (int i = 0; i < b->nbody; i++) {
-		enum cg_class c = fop_class(b, i);
+		enum cg_class c = cg_body_class(b, i);
 		if (c == CG_NONE)
 			return false;
 		if (c == CG_REDUCE || c == CG_ROW) {
@@ -101,7 +87,7 @@ static int row_split(const struct plan_kernel *b, int core, bool gpu)
 	if (core < 0)
 		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
 	const struct plan_fop *f = &b->body[core];
-	if (fop_class(b, core) == CG_REDUCE)
+	if (cg_body_class(b, core) == CG_REDUCE)
 		return s->rank;
 	return f->op == IR_OP_SOFTMAX ? s->rank - 1 : (int)f->a.axis;
 }
@@ -113,15 +99,6 @@ static int64_t rows_of(const struct plan_kernel *b, int core, bool gpu)
 	for (int d = 0; d < row_split(b, core, gpu); d++)
 		r *= s->dims[d];
 	return r;
-}
-
-int64_t codegen_rows(const struct plan_kernel *k)
-{
-	struct view v;
-	int core;
-	if (!compiles(k, &core))
-		return 0;
-	return rows_of(as_body(k, &v), core, false);
 }
 
 /* ---- loops ---------------------------------------------------------------- */
@@ -283,7 +260,7 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	c->stats_ready = false;
 	if (c->core >= 0) {
 		const struct plan_fop *f = &b->body[c->core];
-		if (fop_class(b, c->core) == CG_REDUCE) {
+		if (cg_body_class(b, c->core) == CG_REDUCE) {
 			c->core_val = reduce_row(c, f, idx);
 		} else if (f->op == IR_OP_SOFTMAX) {
 			c->stat[0] = row_pass(c, f, idx, split, P_MAX);
@@ -500,14 +477,7 @@ static int prune_kernels(struct plan *p)
 	for (int k = 0; k < p->nkernels; k++) {
 		struct plan_kernel *x = &p->kernels[k];
 		if (map[k] < 0) {
-			ir_free(x->dtype);
-			ir_free(x->shape);
-			if (x->op == IR_OP_CONSTANT && !x->nbody)
-				ir_free((void *)x->a.data);
-			for (int i = 0; i < x->nbody; i++)
-				if (x->body[i].op == IR_OP_CONSTANT)
-					ir_free((void *)x->body[i].a.data);
-			ir_free(x->body);
+			plan_kernel_free(x);
 			continue;
 		}
 		map[k] = n;
@@ -658,8 +628,9 @@ int codegen_plan(struct plan *p, const struct codegen_opts *o)
 		goto out;
 	}
 	for (int k = 0; k < p->nkernels; k++) {
+		struct view v;
 		ok[k] = compiles(&p->kernels[k], &core[k]);
-		p->kernels[k].rows = ok[k] ? codegen_rows(&p->kernels[k]) : 0;
+		p->kernels[k].rows = ok[k] ? rows_of(as_body(&p->kernels[k], &v), core[k], false) : 0;
 		any |= ok[k];
 	}
 	if (!any)

@@ -47,6 +47,10 @@ enum cg_class {
 enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, const enum ir_dtype *in,
 			  const struct ir_shape *sh, enum ir_dtype out);
 
+/* The class of op i of kernel k's body (operand types from the kernel's
+ * operands and earlier body ops). */
+enum cg_class cg_body_class(const struct plan_kernel *k, int i);
+
 struct codegen_opts {
 	bool host;              /* x86-64 object */
 	const char *host_cpu;   /* LLVM CPU name; NULL: "x86-64-v3" */
@@ -61,8 +65,5 @@ void codegen_opts_init(struct codegen_opts *o);
  * p->host_object and p->ptx, setting each one's host, gpu and rows.
  * 0, or a negative errno with a message. */
 int codegen_plan(struct plan *p, const struct codegen_opts *o);
-
-/* The rows of kernel k's loop (see above); 0 when it does not compile. */
-int64_t codegen_rows(const struct plan_kernel *k);
 
 #endif

@@ -59,3 +59,16 @@ enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, cons
 	}
 	return CG_NONE;
 }
+
+enum cg_class cg_body_class(const struct plan_kernel *k, int i)
+{
+	const struct plan_fop *f = &k->body[i];
+	enum ir_dtype dt[PLAN_FOP_MAX_IN];
+	struct ir_shape sh[PLAN_FOP_MAX_IN];
+	for (int j = 0; j < f->nin; j++) {
+		int v = f->in[j];
+		dt[j] = v < k->nin ? k->dtype[v] : k->body[v - k->nin].dtype;
+		sh[j] = v < k->nin ? k->shape[v] : k->body[v - k->nin].shape;
+	}
+	return cg_op_class(f->op, &f->a, f->nin, dt, sh, f->dtype);
+}

@@ -436,14 +436,8 @@ LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 		return load(c, c->base[v], k->dtype[v], cg_linear(c, &k->shape[v], idx, 0, k->shape[v].rank));
 	int i = v - k->nin;
 	const struct plan_fop *f = &k->body[i];
-	const enum ir_dtype dts[PLAN_FOP_MAX_IN] = { f->nin > 0 ? cg_dtype(c, f->in[0]) : IR_F32,
-						      f->nin > 1 ? cg_dtype(c, f->in[1]) : IR_F32,
-						      f->nin > 2 ? cg_dtype(c, f->in[2]) : IR_F32 };
-	struct ir_shape shs[PLAN_FOP_MAX_IN];
-	for (int j = 0; j < f->nin; j++)
-		shs[j] = *cg_shape(c, f->in[j]);
 	LLVMValueRef oi[IR_MAX_RANK];
-	switch (cg_op_class(f->op, &f->a, f->nin, dts, shs, f->dtype)) {
+	switch (cg_body_class(k, i)) {
 	case CG_ELEM:
 		return elementwise(c, f, idx);
 	case CG_MOVE:

@@ -126,7 +126,7 @@ static uint64_t kernel_hash(const struct plan_kernel *k)
 	struct ir_attrs a = k->a;
 	a.data = NULL;
 	XXH3_64bits_update(s, &a, sizeof a);
-	if (k->op == IR_OP_CONSTANT && !k->nbody) {
+	if (k->op == IR_OP_CONSTANT) {
 		struct ir_tensor t = { a.dtype, a.shape, NULL };
 		XXH3_64bits_update(s, k->a.data, ir_tensor_bytes(&t));
 	}
@@ -170,7 +170,7 @@ static bool kernel_eq(const struct plan_kernel *x, const struct plan_kernel *y)
 	for (int i = 0; i < x->nin + x->nout; i++)
 		if (x->dtype[i] != y->dtype[i] || !ir_shape_eq(&x->shape[i], &y->shape[i]))
 			return false;
-	if (x->op == IR_OP_CONSTANT && !x->nbody) {
+	if (x->op == IR_OP_CONSTANT) {
 		struct ir_tensor t = { a.dtype, a.shape, NULL };
 		return !memcmp(x->a.data, y->a.data, ir_tensor_bytes(&t));
 	}
@@ -205,13 +205,7 @@ int lw_kernel_intern(struct lower *L, struct plan_kernel *k)
 	size_t j = h & (size_t)(L->sh->khcap - 1);
 	for (; L->sh->khash[j] >= 0; j = (j + 1) & (size_t)(L->sh->khcap - 1))
 		if (kernel_eq(&p->kernels[L->sh->khash[j]], k)) {
-			ir_free(k->dtype);
-			ir_free(k->shape);
-			if (!k->nbody)
-				ir_free((void *)k->a.data);
-			for (int i = 0; i < k->nbody; i++)
-				ir_free((void *)k->body[i].a.data);
-			ir_free(k->body);
+			plan_kernel_free(k);
 			return L->sh->khash[j];
 		}
 	if (p->nkernels % 64 == 0) {

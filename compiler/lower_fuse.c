@@ -324,11 +324,7 @@ static int emit_group(struct fuse *F, int i, const struct group *g)
 	L->nargs += nl + 1;
 	return 0;
 nomem:
-	for (int o = 0; k.body && o < g->nop; o++)
-		ir_free((void *)k.body[o].a.data);
-	ir_free(k.body);
-	ir_free(k.dtype);
-	ir_free(k.shape);
+	plan_kernel_free(&k);
 	return ir_errorf(-ENOMEM, "out of memory fusing kernels");
 }
 

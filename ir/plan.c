@@ -27,12 +27,12 @@ static void free_tensors(struct plan_tensor *t, int n)
 	ir_free(t);
 }
 
-static void free_kernel(struct plan_kernel *k)
+void plan_kernel_free(struct plan_kernel *k)
 {
 	ir_free(k->dtype);
 	ir_free(k->shape);
 	/* only a CONSTANT's data is the plan's; other ops leave it NULL */
-	if (k->op == IR_OP_CONSTANT && !k->nbody)
+	if (k->op == IR_OP_CONSTANT)
 		ir_free((void *)k->a.data);
 	for (int i = 0; k->body && i < k->nbody; i++)
 		if (k->body[i].op == IR_OP_CONSTANT)
@@ -78,7 +78,7 @@ void plan_free(struct plan *p)
 	ir_free(p->train_config);
 	ir_free(p->model);
 	for (int i = 0; p->kernels && i < p->nkernels; i++)
-		free_kernel(&p->kernels[i]);
+		plan_kernel_free(&p->kernels[i]);
 	ir_free(p->kernels);
 	for (int i = 0; p->comms && i < p->ncomms; i++)
 		ir_free(p->comms[i].ranks);

@@ -235,6 +235,8 @@ bool plan_instr_is_collective(enum plan_instr_kind k);
 /* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
 struct plan *plan_new(void);
 void plan_free(struct plan *p);
+/* Frees what one kernel owns (types, body, constant data), not k itself. */
+void plan_kernel_free(struct plan_kernel *k);
 
 /* The first instruction of device d's per-step part. */
 static inline int plan_step_first(const struct plan_device *d)

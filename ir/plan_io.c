@@ -184,7 +184,7 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
 	Pcc__Operand *ms, **ps;
 	if (!a || !NEW_MSGS(s, ms, ps, n))
 		return -ENOMEM;
-	pack_attrs(k->nbody ? IR_OP_NEG : k->op, &k->a, a);
+	pack_attrs(k->op, &k->a, a);
 	for (int i = 0; i < n; i++) {
 		ms[i] = (Pcc__Operand){ MSG(operand), .dtype = DTYPE(k->dtype[i]),
 					.n_shape = rank_of(&k->shape[i]),
@@ -547,7 +547,7 @@ static int get_kernel(const Pcc__Kernel *m, struct plan_kernel *k)
 		return ir_errorf(-EINVAL, "no attributes");
 	if (m->n_body && m->nout != 1)
 		return ir_errorf(-EINVAL, "a fused kernel has %d results, not 1", m->nout);
-	if ((rc = get_attrs(m->attrs, m->n_body ? IR_OP_NEG : k->op, &k->a)) < 0)
+	if ((rc = get_attrs(m->attrs, k->op, &k->a)) < 0)
 		return rc;
 	if (m->nin < 0 || m->nout < 0 || m->n_operands != (size_t)m->nin + (size_t)m->nout)
 		return ir_errorf(-EINVAL, "%zu operand types for nin %d + nout %d",

@@ -53,7 +53,7 @@ struct scratch {
 	struct placed *live;
 };
 
-#define TY_MAX (IR_SHAPE_STR_MAX + 16)
+#define ty plan_verify_ty
 
 static const char *const bind_names[PLAN_BIND_COUNT] = {
 	[PLAN_BIND_NONE] = "temporary",
@@ -85,8 +85,7 @@ __attribute__((format(printf, 3, 4))) static int buf_errorf(int d, int b, const 
 	return ir_errorf(-EINVAL, "device %d, buffer %d: %s", d, b, msg);
 }
 
-/* "f32 [4,8]" */
-static const char *ty(char *out, enum ir_dtype t, const struct ir_shape *s)
+const char *plan_verify_ty(char *out, enum ir_dtype t, const struct ir_shape *s)
 {
 	char sh[IR_SHAPE_STR_MAX];
 	snprintf(out, TY_MAX, "%s %s", ir_dtype_name(t), ir_shape_str(s, sh, sizeof sh));
@@ -198,98 +197,6 @@ static int check_comms(const struct plan *p, int *seen)
 			if (seen[r] == c + 1)
 				return ir_errorf(-EINVAL, "plan: comm %d lists rank %d twice", c, r);
 			seen[r] = c + 1;
-		}
-	}
-	return 0;
-}
-
-/* A fused kernel's body: every op reads earlier values, its result type is
- * what shape inference gives, and the last op's is the kernel's result. */
-static int check_body(const struct plan_kernel *kn, int k)
-{
-	int nv = kn->nin + kn->nbody;
-	struct ir_value *v = ir_calloc((size_t)nv, sizeof *v);
-	char a[TY_MAX], b[TY_MAX];
-	int rc = 0;
-	if (!v)
-		return ir_errorf(-ENOMEM, "out of memory checking the plan");
-	for (int j = 0; j < kn->nin; j++) {
-		v[j].dtype = kn->dtype[j];
-		v[j].shape = kn->shape[j];
-	}
-	for (int i = 0; i < kn->nbody && rc == 0; i++) {
-		const struct plan_fop *f = &kn->body[i];
-		struct ir_value *in[PLAN_FOP_MAX_IN];
-		enum ir_dtype dt[2];
-		struct ir_shape sh[2];
-		int want = (unsigned)f->op < IR_OP_COUNT ? ir_op_ninputs(f->op) : -2;
-		if (want < 0 || f->nin != want || ir_op_noutputs(f->op) != 1 || f->nin > PLAN_FOP_MAX_IN) {
-			rc = ir_errorf(-EINVAL, "plan: kernel %d, body op %d: op %d with %d operands cannot be fused",
-				       k, i, (int)f->op, f->nin);
-			break;
-		}
-		for (int j = 0; j < f->nin && rc == 0; j++) {
-			if (f->in[j] < 0 || f->in[j] >= kn->nin + i)
-				rc = ir_errorf(-EINVAL, "plan: kernel %d, body op %d (%s): operand %d is value %d, "
-					       "not one before it", k, i, ir_op_name(f->op), j, f->in[j]);
-			else
-				in[j] = &v[f->in[j]];
-		}
-		if (rc == 0 && ir_infer(f->op, f->nin, in, &f->a, dt, sh) < 0) {
-			ir_error_prefix("plan: kernel %d, body op %d (%s)", k, i, ir_op_name(f->op));
-			rc = -EINVAL;
-		} else if (rc == 0 && (dt[0] != f->dtype || !ir_shape_eq(&sh[0], &f->shape))) {
-			rc = ir_errorf(-EINVAL, "plan: kernel %d, body op %d (%s) yields %s, recorded as %s", k, i,
-				       ir_op_name(f->op), ty(a, dt[0], &sh[0]), ty(b, f->dtype, &f->shape));
-		}
-		v[kn->nin + i].dtype = f->dtype;
-		v[kn->nin + i].shape = f->shape;
-	}
-	const struct plan_fop *last = &kn->body[kn->nbody - 1];
-	if (rc == 0 && (last->dtype != kn->dtype[kn->nin] || !ir_shape_eq(&last->shape, &kn->shape[kn->nin])))
-		rc = ir_errorf(-EINVAL, "plan: kernel %d: its body yields %s, its result is %s", k,
-			       ty(a, last->dtype, &last->shape), ty(b, kn->dtype[kn->nin], &kn->shape[kn->nin]));
-	ir_free(v);
-	return rc;
-}
-
-static int check_kernels(const struct plan *p)
-{
-	for (int k = 0; k < p->nkernels; k++) {
-		const struct plan_kernel *kn = &p->kernels[k];
-		if ((unsigned)kn->op >= IR_OP_COUNT)
-			return ir_errorf(-EINVAL, "plan: kernel %d has op %d, not a core op", k, (int)kn->op);
-		const char *name = ir_op_name(kn->op);
-		int nin = ir_op_ninputs(kn->op), nout = ir_op_noutputs(kn->op);
-		if (kn->nbody > 0) {
-			int rc = 0;
-			if (kn->nout != 1 || !kn->dtype || !kn->shape)
-				return ir_errorf(-EINVAL, "plan: kernel %d (fused) has %d results, not 1", k, kn->nout);
-			for (int j = 0; j < kn->nin + kn->nout && rc == 0; j++)
-				if ((unsigned)kn->dtype[j] >= IR_DTYPE_COUNT || ir_shape_check(&kn->shape[j]) < 0)
-					rc = ir_errorf(-EINVAL, "plan: kernel %d (fused), operand %d: bad type", k, j);
-			if (rc == 0)
-				rc = check_body(kn, k);
-			if (rc < 0)
-				return rc;
-			continue;
-		}
-		if (nin >= 0 ? kn->nin != nin : kn->nin < 1)
-			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has %d inputs, the op takes %s%d",
-					 k, name, kn->nin, nin < 0 ? "at least " : "", nin < 0 ? 1 : nin);
-		if (kn->nout != nout)
-			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has %d outputs, the op has %d",
-					 k, name, kn->nout, nout);
-		if (!kn->dtype || !kn->shape)
-			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has no operand types", k, name);
-		for (int j = 0; j < kn->nin + kn->nout; j++) {
-			if ((unsigned)kn->dtype[j] >= IR_DTYPE_COUNT)
-				return ir_errorf(-EINVAL, "plan: kernel %d (%s), operand %d: dtype %d is not a dtype",
-						 k, name, j, (int)kn->dtype[j]);
-			if (ir_shape_check(&kn->shape[j]) < 0) {
-				ir_error_prefix("plan: kernel %d (%s), operand %d", k, name, j);
-				return -EINVAL;
-			}
 		}
 	}
 	return 0;
@@ -773,7 +680,7 @@ static int check_tables(const struct plan *p)
 	ir_free(seen);
 	if (r < 0)
 		return r;
-	r = check_kernels(p);
+	r = plan_verify_kernels(p);
 	if (r == 0)
 		r = check_tensors("parameter", p->params, p->nparams);
 	if (r == 0)

@@ -12,6 +12,14 @@
 int plan_verify_instr_errorf(const struct plan *p, int d, int i, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+#define TY_MAX (IR_SHAPE_STR_MAX + 16)
+/* "f32 [4,8]" into out (TY_MAX bytes). */
+const char *plan_verify_ty(char *out, enum ir_dtype t, const struct ir_shape *s);
+
+/* The kernel table (plan_verify_kernels.c): ops, operand counts and types,
+ * fused bodies. 0 or -EINVAL with a message naming the kernel. */
+int plan_verify_kernels(const struct plan *p);
+
 /* The writer slices of every output cover it exactly once. Assumes the
  * buffers passed plan_verify's checks. 0, -EINVAL or -ENOMEM. */
 int plan_verify_outputs(const struct plan *p);

@@ -41,9 +41,7 @@ int rt_kernels_load(struct rt *r, bool reference, int threads)
 	}
 	if (threads <= 0) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-		long local = ls ? strtol(ls, NULL, 10) : 1;
-		threads = (int)(cpus > 0 ? cpus : 1) / (int)(local > 0 ? local : 1);
+		threads = (int)(cpus > 0 ? cpus : 1) / rt_local_ranks();
 		threads = threads < 1 ? 1 : threads;
 	}
 	if (!(r->pool = pool_new(threads)))

@@ -56,6 +56,9 @@ struct rt {
 	} fault;
 };
 
+/* ---- state.c: ranks sharing this host (Open MPI tells; 1 when unknown) */
+int rt_local_ranks(void);
+
 /* ---- kernels.c */
 typedef void (*rt_kernel_fn)(void **args, int64_t begin, int64_t end);
 /* Loads the plan's host kernels (after checking this CPU has the features

@@ -26,8 +26,7 @@ static int64_t mem_available(void)
 	return kb < 0 ? -1 : (int64_t)kb * 1024;
 }
 
-/* Ranks sharing this host (Open MPI tells; 1 when unknown). */
-static int local_ranks(void)
+int rt_local_ranks(void)
 {
 	const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 	int n = s ? atoi(s) : 1;
@@ -119,11 +118,11 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
 	r->d = &p->devices[c->rank];
 	r->micro = p->micro > 0 ? p->micro : 1;
 	const struct plan_device *d = r->d;
-	int64_t avail = mem_available(), need = d->arena_bytes * local_ranks();
+	int64_t avail = mem_available(), need = d->arena_bytes * rt_local_ranks();
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
 	if (avail >= 0 && need > avail)
 		return ir_errorf(-ENOMEM, "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "
-				 "available", ir_bytes_str((double)d->arena_bytes, a), local_ranks(),
+				 "available", ir_bytes_str((double)d->arena_bytes, a), rt_local_ranks(),
 				 ir_bytes_str((double)avail, b));
 	if (!(r->arena = ir_malloc((size_t)d->arena_bytes + 1)) ||
 	    !(r->saved = ir_calloc((size_t)d->nbuf * (size_t)r->micro + 1, sizeof *r->saved)) ||
