@@ -36,71 +36,6 @@ void codegen_opts_init(struct codegen_opts *o)
 	*o = (struct codegen_opts){ .host = true, .host_cpu = NULL, .ptx = true, .opt_level = 3 };
 }
 
-/* A kernel as a one-op body when it is not fused (so one path emits both). */
-struct view {
-	struct plan_kernel k;
-	struct plan_fop one;
-};
-
-static const struct plan_kernel *as_body(const struct plan_kernel *k, struct view *v)
-{
-	if (k->nbody)
-		return k;
-	v->k = *k;
-	v->one = (struct plan_fop){ .op = k->op, .a = k->a, .nin = k->nin, .dtype = k->dtype[k->nin],
-				    .shape = k->shape[k->nin] };
-	for (int j = 0; j < k->nin && j < PLAN_FOP_MAX_IN; j++)
-		v->one.in[j] = j;
-	v->k.nbody = 1;
-	v->k.body = &v->one;
-	return &v->k;
-}
-
-/* Whether k compiles; its core op (-1 for none) in *core. */
-static bool compiles(const struct plan_kernel *k, int *core)
-{
-	*core = -1;
-	if (k->nout != 1 || k->nin > 63 || (!k->nbody && k->nin > PLAN_FOP_MAX_IN))
-		return false;
-	struct view v;
-	const struct plan_kernel *b = as_body(k, &v);
-	for (int i = 0; i < b->nbody; i++) {
-		enum cg_class c = cg_body_class(b, i);
-		if (c == CG_NONE)
-			return false;
-		if (c == CG_REDUCE || c == CG_ROW) {
-			if (*core >= 0)
-				return false;
-			*core = i;
-		}
-	}
-	if (*core >= 0 && *core != b->nbody - 1 &&
-	    !ir_shape_eq(&b->body[*core].shape, &b->body[b->nbody - 1].shape))
-		return false;
-	return true;
-}
-
-/* The first dimension of the trailing run a row covers. */
-static int row_split(const struct plan_kernel *b, int core, bool gpu)
-{
-	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
-	if (core < 0)
-		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
-	const struct plan_fop *f = &b->body[core];
-	if (cg_body_class(b, core) == CG_REDUCE)
-		return s->rank;
-	return f->op == IR_OP_SOFTMAX ? s->rank - 1 : (int)f->a.axis;
-}
-
-static int64_t rows_of(const struct plan_kernel *b, int core, bool gpu)
-{
-	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
-	int64_t r = 1;
-	for (int d = 0; d < row_split(b, core, gpu); d++)
-		r *= s->dims[d];
-	return r;
-}
-
 /* ---- loops ---------------------------------------------------------------- */
 
 static int64_t tail_numel(const struct ir_shape *s, int from)
@@ -302,8 +237,8 @@ static LLVMValueRef sreg(struct cg *c, const char *name)
 /* pcc_k<kid>: the host function or the GPU kernel of kernel k. */
 static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int core)
 {
-	struct view v;
-	const struct plan_kernel *b = as_body(k, &v);
+	struct cg_view v;
+	const struct plan_kernel *b = cg_as_body(k, &v);
 	char name[32];
 	snprintf(name, sizeof name, "pcc_k%d", kid);
 	LLVMTypeRef pt[3] = { c->ptr, c->i64, c->i64 };
@@ -322,7 +257,7 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &jj, 1, "");
 		c->base[j] = LLVMBuildLoad2(c->b, c->ptr, p, "");
 	}
-	int split = row_split(b, core, c->gpu);
+	int split = cg_row_split(b, core, c->gpu);
 	LLVMValueRef lo, hi, step;
 	if (c->gpu) {
 		LLVMValueRef tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
@@ -448,8 +383,8 @@ static const char *libdevice_path(void)
 
 static bool needs_math(const struct plan_kernel *k)
 {
-	struct view v;
-	const struct plan_kernel *b = as_body(k, &v);
+	struct cg_view v;
+	const struct plan_kernel *b = cg_as_body(k, &v);
 	for (int i = 0; i < b->nbody; i++)
 		if (cg_needs_libm(b->body[i].op))
 			return true;
@@ -628,9 +563,8 @@ int codegen_plan(struct plan *p, const struct codegen_opts *o)
 		goto out;
 	}
 	for (int k = 0; k < p->nkernels; k++) {
-		struct view v;
-		ok[k] = compiles(&p->kernels[k], &core[k]);
-		p->kernels[k].rows = ok[k] ? rows_of(as_body(&p->kernels[k], &v), core[k], false) : 0;
+		ok[k] = cg_kernel_compiles(&p->kernels[k], &core[k]);
+		p->kernels[k].rows = ok[k] ? cg_kernel_rows(&p->kernels[k], false) : 0;
 		any |= ok[k];
 	}
 	if (!any)

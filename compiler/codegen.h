@@ -15,14 +15,15 @@
  * result as rows x the last dimension; a kernel with a reduction (its
  * core) iterates its result's elements, each reducing its own run; one
  * with softmax or layer norm iterates rows of the normalized trailing
- * dimensions, two or three passes per row. plan_kernel.rows holds the
+ * dimensions, two or three passes per row. plan_kernel.rows holds the host
  * count; the host function is
  *   void pcc_k<index>(void **args, int64_t row_begin, int64_t row_end)
  * over args[0 .. nin] (operands, then the result), so the runtime splits
  * rows across threads; the GPU kernel of the same name takes
  *   (void **args, int64_t rows)
- * and a grid of ceil(rows / 4) blocks of 128 threads, a warp per row for
- * kernels with a core, a thread per element of the row otherwise.
+ * with args in device memory, and strides one thread per row over its
+ * grid, where a loop kernel's rows are its result's elements
+ * (cg_kernel_rows(k, true)).
  *
  * Numerics: the interpreter's contract (interp.c). Each op's result is
  * rounded to its dtype exactly as the reference kernel rounds it: +, -, *,
@@ -50,6 +51,22 @@ enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, cons
 /* The class of op i of kernel k's body (operand types from the kernel's
  * operands and earlier body ops). */
 enum cg_class cg_body_class(const struct plan_kernel *k, int i);
+
+/* A kernel as a one-op body when it is not fused (so one path emits both). */
+struct cg_view {
+	struct plan_kernel k;
+	struct plan_fop one;
+};
+const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view *v);
+
+/* Whether k compiles; its core op (a reduction, softmax or layer norm; -1
+ * for none) in *core. */
+bool cg_kernel_compiles(const struct plan_kernel *k, int *core);
+/* The first dimension of the trailing run one row of body b covers. */
+int cg_row_split(const struct plan_kernel *b, int core, bool gpu);
+/* The rows of k's host function (gpu false) or GPU kernel; 0 when k does
+ * not compile. */
+int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu);
 
 struct codegen_opts {
 	bool host;              /* x86-64 object */

@@ -72,3 +72,67 @@ enum cg_class cg_body_class(const struct plan_kernel *k, int i)
 	}
 	return cg_op_class(f->op, &f->a, f->nin, dt, sh, f->dtype);
 }
+
+/* ---- kernels ----------------------------------------------------------------- */
+
+const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view *v)
+{
+	if (k->nbody)
+		return k;
+	v->k = *k;
+	v->one = (struct plan_fop){ .op = k->op, .a = k->a, .nin = k->nin, .dtype = k->dtype[k->nin],
+				    .shape = k->shape[k->nin] };
+	for (int j = 0; j < k->nin && j < PLAN_FOP_MAX_IN; j++)
+		v->one.in[j] = j;
+	v->k.nbody = 1;
+	v->k.body = &v->one;
+	return &v->k;
+}
+
+bool cg_kernel_compiles(const struct plan_kernel *k, int *core)
+{
+	*core = -1;
+	if (k->nout != 1 || k->nin > 63 || (!k->nbody && k->nin > PLAN_FOP_MAX_IN))
+		return false;
+	struct cg_view v;
+	const struct plan_kernel *b = cg_as_body(k, &v);
+	for (int i = 0; i < b->nbody; i++) {
+		enum cg_class c = cg_body_class(b, i);
+		if (c == CG_NONE)
+			return false;
+		if (c == CG_REDUCE || c == CG_ROW) {
+			if (*core >= 0)
+				return false;
+			*core = i;
+		}
+	}
+	if (*core >= 0 && *core != b->nbody - 1 &&
+	    !ir_shape_eq(&b->body[*core].shape, &b->body[b->nbody - 1].shape))
+		return false;
+	return true;
+}
+
+int cg_row_split(const struct plan_kernel *b, int core, bool gpu)
+{
+	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
+	if (core < 0)
+		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
+	const struct plan_fop *f = &b->body[core];
+	if (cg_body_class(b, core) == CG_REDUCE)
+		return s->rank;
+	return f->op == IR_OP_SOFTMAX ? s->rank - 1 : (int)f->a.axis;
+}
+
+int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu)
+{
+	struct cg_view v;
+	int core;
+	if (!cg_kernel_compiles(k, &core))
+		return 0;
+	const struct plan_kernel *b = cg_as_body(k, &v);
+	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
+	int64_t r = 1;
+	for (int d = 0; d < cg_row_split(b, core, gpu); d++)
+		r *= s->dims[d];
+	return r;
+}

@@ -34,7 +34,7 @@ static uint8_t *scratch(struct rt *r, size_t n)
 	return r->scratch;
 }
 
-static int run_kernel(struct rt *r, const struct plan_instr *x)
+int rt_run_kernel(struct rt *r, const struct plan_instr *x)
 {
 	if (rt_kernel_host(r, x))
 		return 0;
@@ -130,7 +130,7 @@ static int run_one(struct rt *r, const struct plan_instr *x)
 	const struct rt_comm_ops *c = r->c->ops;
 	switch (x->kind) {
 	case PLAN_KERNEL:
-		return run_kernel(r, x);
+		return rt_run_kernel(r, x);
 	case PLAN_COPY:
 		memcpy(rt_buf(r, arg(r, x, 1)), rt_buf(r, arg(r, x, 0)), (size_t)arg(r, x, 0)->bytes);
 		return 0;
@@ -191,7 +191,7 @@ int rt_run(struct rt *r, int lo, int hi)
 		r->pc = i;
 		int rc = inject(r, i);
 		if (rc == 0)
-			rc = run_one(r, x);
+			rc = r->gpu ? rt_gpu_run(r, x, i) : run_one(r, x);
 		double t = ir_now() - t0;
 		if (x->kind == PLAN_KERNEL)
 			r->t_kernel += t;

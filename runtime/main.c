@@ -1,9 +1,10 @@
 /*
- * pcc-run: runs plan.bin on a mesh of CPU ranks launched by MPI.
+ * pcc-run: runs plan.bin on a mesh of ranks launched by MPI, CPU ranks or
+ * one GPU per rank (--device; a plan for a GPU cluster runs on GPUs).
  *
  *   mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]
  *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
- *   common: [--timeout SECONDS]
+ *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32]
  *
  * Every rank reads and checks the plan, takes its device program, loads
  * its parameter slices from the model the plan was compiled from (or
@@ -27,6 +28,8 @@ struct opts {
 	double timeout;
 	bool reference;        /* --reference: the interpreter's kernels, not the plan's host code */
 	long threads;          /* --threads N per rank; 0: the cores divided among the host's ranks */
+	const char *device;    /* --device auto|cpu|gpu */
+	bool tf32;             /* --tf32: f32 dots on tensor cores (GPU) */
 };
 
 static void usage(FILE *f)
@@ -36,6 +39,8 @@ static void usage(FILE *f)
 		   "                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
 		   "       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
 		   "                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
+		   "                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
+		   "                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
 		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
 		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n"
 		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
@@ -62,8 +67,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int rc = 0;
 		static const char *const strs[] = { "--model", "-i", "-o", "--data", "--save-onnx", "--checkpoint",
-						    "--resume", NULL };
-		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data, &o->save, &o->ckpt, &o->resume };
+						    "--resume", "--device", NULL };
+		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data, &o->save, &o->ckpt, &o->resume,
+				       &o->device };
 		int k = 0;
 		while (strs[k] && strcmp(s, strs[k]))
 			k++;
@@ -74,6 +80,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			i++;
 		} else if (!strcmp(s, "--reference")) {
 			o->reference = true;
+		} else if (!strcmp(s, "--tf32")) {
+			o->tf32 = true;
 		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
 			   !strcmp(s, "--threads")) {
 			char *end;
@@ -107,6 +115,25 @@ static int parse(int argc, char **argv, struct opts *o)
 		return ir_errorf(-EINVAL, "--checkpoint-every needs --checkpoint DIR");
 	if ((o->ckpt || o->resume) && !o->data)
 		return ir_errorf(-EINVAL, "checkpoints are for training runs (--data DIR)");
+	if (o->device && strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "gpu"))
+		return ir_errorf(-EINVAL, "--device %s: expected auto, cpu or gpu", o->device);
+	return 0;
+}
+
+/* Whether plan p runs on GPUs: --device gpu, or auto and the plan is for a
+ * GPU cluster (it carries PTX and was not compiled for CPU ranks). */
+static int on_gpu(const struct opts *o, const struct plan *p, bool *gpu)
+{
+	bool cpu_cluster = p->cluster && !strncmp(p->cluster, "cpu", 3);
+	*gpu = o->device ? !strcmp(o->device, "gpu") : false;
+	if (!o->device || !strcmp(o->device, "auto"))
+		*gpu = p->nptx > 0 && !cpu_cluster;
+	if (*gpu && !p->nptx)
+		return ir_errorf(-EINVAL, "%s has no GPU code: compile it for a GPU cluster (or with --codegen ptx)",
+				 o->plan);
+	if (*gpu && !rt_gpu_built())
+		return ir_errorf(-ENODEV, "%s is for GPUs, but this pcc-run was built without CUDA (run it with "
+				 "--device cpu, or rebuild with the CUDA toolkit)", o->plan);
 	return 0;
 }
 
@@ -153,20 +180,38 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	if (rc == 0 && c->rank == 0 && (rc = plan_hash_file(model, &h)) == 0 && h != p->model_hash)
 		rc = ir_errorf(-EINVAL, "%s is not the model %s was compiled from (its contents differ)", model,
 			       o->plan);
+	bool gpu = false;
+	if (rc == 0)
+		rc = on_gpu(o, p, &gpu);
 	*pp = p;
 	if (agree(c, rc) < 0)
 		return -1;
-	/* every rank has the plan now: communicators, arena, weights */
+	/* every rank has the plan now: communicators, arena (on the GPU too),
+	 * weights */
 	rc = c->ops->setup(c, p);
 	if (rc == 0)
-		rc = rt_init(r, p, c);
+		rc = rt_init(r, p, c, gpu);
+	if (rc == 0 && gpu && (rc = rt_gpu_open(r, o->tf32)) < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", ir_error());
+		ir_errorf(rc, "%s is for GPUs (cluster %s): %s (pcc-run --device cpu runs it on CPU ranks)", o->plan,
+			  p->cluster ? p->cluster : "?", why);
+	}
+	if (gpu && (agree(c, rc) < 0 || agree(c, rt_gpu_connect(r)) < 0))
+		return -1;
 	if (rc == 0)
 		rc = rt_kernels_load(r, o->reference, (int)o->threads);
 	if (rc == 0)
 		rc = rt_fault_parse(r, getenv("PCC_RUN_FAULT"));
 	if (rc == 0)
 		rc = rt_load_params(r, model);
-	return agree(c, rc);
+	if (rc == 0 && gpu)
+		rc = rt_gpu_state(r, true);
+	if (agree(c, rc) < 0)
+		return -1;
+	if (gpu && c->rank == 0)
+		printf("pcc-run: %d ranks on GPUs (NCCL)%s\n", c->size, o->tf32 ? ", f32 dots in TF32" : "");
+	return 0;
 }
 
 /* Concatenates micro-batch outputs along dimension 0 (one step's outputs)
@@ -245,7 +290,11 @@ static int save_onnx(struct rt *r, const char *model, const char *dst)
 	const struct plan *p = r->p;
 	struct ir_tensor *w = ir_calloc((size_t)p->nparams + 1, sizeof *w);
 	const char **names = ir_calloc((size_t)p->nparams + 1, sizeof *names);
-	int rc = w && names ? rt_gather_params(r, w) : ir_errorf(-ENOMEM, "out of memory");
+	int rc = w && names ? 0 : ir_errorf(-ENOMEM, "out of memory");
+	if (rc == 0 && r->gpu)
+		rc = rt_gpu_state(r, false);
+	if (rc == 0)
+		rc = rt_gather_params(r, w);
 	/* every rank finished every step before anything is written */
 	if (agree(r->c, rc) < 0)
 		rc = -EIO;
@@ -304,7 +353,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", rt_data_sets(d),
 		       rt_data_sets(d) == 1 ? "" : "s", p->train_config ? p->train_config : "");
 	if (o->resume) {
-		if (rt_ckpt_load(r, o->resume, &r->step) < 0) {
+		if (rt_ckpt_load(r, o->resume, &r->step) < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
 			rc = -1; /* rt_ckpt_load reported it */
 			if (r->c->rank == 0)
 				fprintf(stderr, "pcc-run: %s\n", ir_error());
@@ -329,12 +378,13 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 			log_step(r, s, o, out, t);
 		free_outputs(out, r->micro * p->noutputs);
 		if (o->ckpt && ((o->ckpt_every && r->step % o->ckpt_every == 0) || s == o->steps - 1) &&
-		    rt_ckpt_save(r, o->ckpt, r->step) < 0)
+		    ((r->gpu && rt_gpu_state(r, false) < 0) || rt_ckpt_save(r, o->ckpt, r->step) < 0))
 			die(r->c, s);
 	}
 	if (r->c->rank == 0)
-		printf("pcc-run: %ld steps in %.3f s (rank 0: kernels %.3f s, communication %.3f s)\n", o->steps - first,
-		       ir_now() - t_all, r->t_kernel, r->t_comm);
+		printf("pcc-run: %ld steps in %.3f s (rank 0: %s %.3f s, communication %.3f s%s)\n", o->steps - first,
+		       ir_now() - t_all, r->gpu ? "issuing kernels" : "kernels", r->t_kernel, r->t_comm,
+		       r->gpu && rt_gpu_fallbacks(r) ? ", some kernels on the host" : "");
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;

@@ -12,6 +12,8 @@
  *   state.c    parameters loaded from the model, state and accumulators,
  *              outputs and parameters gathered on rank 0
  *   data.c     inputs and training data in the backend-test layout
+ *   gpu*.c     the CUDA backend: the arena on a GPU, kernels, cuBLASLt
+ *              and NCCL (gpu_internal.h); gpu_none.c where it is not built
  *   main.c     pcc-run: options, the load, the run loop, errors
  */
 #ifndef PCC_RUNTIME_RT_H
@@ -25,7 +27,11 @@ struct rt {
 	const struct plan *p;
 	const struct plan_device *d;  /* this rank's program */
 	struct rt_comm *c;
-	uint8_t *arena;               /* d->arena_bytes */
+	uint8_t *arena;               /* d->arena_bytes; on a GPU rank the host's copy
+				       * of what the host reads and writes, reserved
+				       * whole but only touched pages take memory */
+	bool sparse;                  /* arena is such a reservation (mmap) */
+	struct rt_gpu *gpu;           /* the CUDA backend; NULL: the CPU runs it all */
 	int mb;                       /* the micro-batch whose slots are in use */
 	int pc;                       /* the instruction running (for messages) */
 	uint8_t *scratch;             /* packing collectives */
@@ -70,6 +76,8 @@ void rt_kernels_release(struct rt *r);
 bool rt_kernel_host(struct rt *r, const struct plan_instr *x);
 
 /* ---- exec.c */
+/* Runs kernel instruction x on the host (generated code or reference). */
+int rt_run_kernel(struct rt *r, const struct plan_instr *x);
 /* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;
  * STEP 1-based, default 1): at that instruction the rank exits at once,
  * sleeps forever, or fails as a kernel error would. For the fault tests. */
@@ -80,9 +88,10 @@ void *rt_buf(const struct rt *r, const struct plan_buffer *b);
 int rt_run(struct rt *r, int lo, int hi);
 
 /* ---- state.c */
-/* The arena (checked against the host's memory first), state at its init,
- * the output bookkeeping. Collective: no; errors name the size. */
-int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c);
+/* The arena (checked against the host's memory first; with sparse only
+ * reserved, for a GPU rank), state at its init, the output bookkeeping.
+ * Collective: no; errors name the size. */
+int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse);
 void rt_release(struct rt *r);
 /* Loads this rank's parameter slices from the ONNX model. */
 int rt_load_params(struct rt *r, const char *model);
@@ -107,6 +116,30 @@ int rt_ckpt_save(struct rt *r, const char *dir, long step);
  * slice from the shards that overlap it, so the mesh may differ from the
  * one that saved it. *step: the steps it had run. */
 int rt_ckpt_load(struct rt *r, const char *dir, long *step);
+
+/* ---- gpu.c, gpu_exec.c: the CUDA backend */
+/* Whether this build has it (the CUDA headers were found). */
+bool rt_gpu_built(void);
+/* This rank's GPU (by its local rank), the arena on it, the plan's PTX
+ * loaded, cuBLASLt. Not collective; a missing driver or GPU is a one-line
+ * error. tf32: f32 dots on tensor cores. */
+int rt_gpu_open(struct rt *r, bool tf32);
+/* NCCL communicators for the plan. Collective over all ranks. */
+int rt_gpu_connect(struct rt *r);
+void rt_gpu_close(struct rt *r);
+/* Issues instruction i (x) on the GPU. */
+int rt_gpu_run(struct rt *r, const struct plan_instr *x, int i);
+/* The host's copy of buffer b (the micro-batch's slot) to the GPU, back,
+ * or the GPU's copy zeroed. */
+int rt_gpu_put(struct rt *r, const struct plan_buffer *b);
+int rt_gpu_get(struct rt *r, const struct plan_buffer *b);
+int rt_gpu_zero(struct rt *r, const struct plan_buffer *b);
+/* Every parameter and state buffer to the GPU (to_device) or back. */
+int rt_gpu_state(struct rt *r, bool to_device);
+/* Waits until everything issued has finished. */
+int rt_gpu_finish(struct rt *r);
+/* Kernels that ran on the host so far (no GPU code, not a GEMM). */
+int rt_gpu_fallbacks(const struct rt *r);
 
 /* ---- step.c */
 /* One step: accumulators zeroed, inputs[m * ninputs + i] fed to

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include "runtime/rt.h"
@@ -110,7 +111,15 @@ static int index_devices(struct rt *r)
 	return find_savers(p, r->saver);
 }
 
-int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
+/* A GPU rank's host arena: address space only; a page takes memory when
+ * the host first writes it (parameters, state, inputs, outputs). */
+static uint8_t *reserve(size_t n)
+{
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse)
 {
 	memset(r, 0, sizeof *r);
 	r->p = p;
@@ -120,20 +129,22 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c)
 	const struct plan_device *d = r->d;
 	int64_t avail = mem_available(), need = d->arena_bytes * rt_local_ranks();
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
-	if (avail >= 0 && need > avail)
+	r->sparse = sparse;
+	if (avail >= 0 && need > avail && !sparse)
 		return ir_errorf(-ENOMEM, "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "
 				 "available", ir_bytes_str((double)d->arena_bytes, a), rt_local_ranks(),
 				 ir_bytes_str((double)avail, b));
-	if (!(r->arena = ir_malloc((size_t)d->arena_bytes + 1)) ||
+	if (!(r->arena = sparse ? reserve((size_t)d->arena_bytes + 1) : ir_malloc((size_t)d->arena_bytes + 1)) ||
 	    !(r->saved = ir_calloc((size_t)d->nbuf * (size_t)r->micro + 1, sizeof *r->saved)) ||
 	    !(r->saved_step = ir_calloc((size_t)d->nbuf + 1, sizeof *r->saved_step)))
 		return ir_errorf(-ENOMEM, "cannot allocate the arena of %s", ir_bytes_str((double)d->arena_bytes, a));
 	if (index_devices(r) < 0)
 		return ir_errorf(-ENOMEM, "out of memory indexing the plan's buffers");
-	memset(r->arena, 0, (size_t)d->arena_bytes + 1); /* every page now, not half-way through a step */
+	if (!sparse) /* every page now, not half-way through a step */
+		memset(r->arena, 0, (size_t)d->arena_bytes + 1);
 	for (int k = 0; k < d->nbuf; k++) {
 		const struct plan_buffer *x = &d->buf[k];
-		if (x->bind != PLAN_BIND_STATE)
+		if (x->bind != PLAN_BIND_STATE || (sparse && p->state[x->index].init == 0))
 			continue;
 		struct ir_tensor t = { x->dtype, x->shape, rt_buf(r, x) };
 		for (int64_t i = 0; i < ir_shape_numel(&x->shape); i++)
@@ -158,7 +169,11 @@ void rt_release(struct rt *r)
 	}
 	ir_free(r->part);
 	ir_free(r->saver);
-	ir_free(r->arena);
+	rt_gpu_close(r);
+	if (r->sparse && r->arena)
+		munmap(r->arena, (size_t)r->d->arena_bytes + 1);
+	else
+		ir_free(r->arena);
 	ir_free(r->scratch);
 	rt_kernels_release(r);
 	memset(r, 0, sizeof *r);

@@ -1,0 +1,501 @@
+/*
+ * gpu.c: a rank's GPU (gpu_internal.h): the device its local rank picks,
+ * the primary context, the device arena, the plan's PTX loaded as a module
+ * (compiled by the driver for this GPU, the cubin cached on disk), the
+ * kernels' argument tables, cuBLASLt, and the NCCL communicators: one per
+ * plan communicator (split from a world communicator whose id rank 0
+ * sends over the table's ctl channel) and one per ordered pair of ranks
+ * that exchange messages.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "compiler/codegen.h"
+#include "runtime/gpu_internal.h"
+
+int gpu_check(const struct rt_gpu *g, CUresult e, const char *what)
+{
+	if (e == CUDA_SUCCESS)
+		return 0;
+	return ir_errorf(e == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s: %s", what, gpu_cu_error(g->a, e));
+}
+
+int gpu_nccl_check(const struct rt_gpu *g, ncclResult_t e, const char *what)
+{
+	if (e == ncclSuccess || e == ncclInProgress)
+		return 0;
+	return ir_errorf(-EIO, "NCCL %s: %s", what, g->a->ncclGetErrorString(e));
+}
+
+CUdeviceptr gpu_dbuf(const struct rt *r, const struct plan_buffer *b)
+{
+	return r->gpu->arena + (CUdeviceptr)(b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b)));
+}
+
+int gpu_wait(struct rt *r, CUstream s, const char *what)
+{
+	struct rt_gpu *g = r->gpu;
+	double t0 = ir_now(), next_check = t0 + 0.1;
+	useconds_t nap = 20;
+	for (;;) {
+		CUresult e = g->a->cuStreamQuery(s);
+		if (e == CUDA_SUCCESS)
+			return 0;
+		if (e != CUDA_ERROR_NOT_READY)
+			return gpu_check(g, e, what);
+		double now = ir_now();
+		if (now > next_check) { /* a peer's failure shows as NCCL's asynchronous error */
+			int nl = g->lane ? r->p->ncomms + g->npairs : 0;
+			for (int k = -1; k < nl; k++) {
+				ncclComm_t c = k < 0 ? g->world : g->lane[k].comm;
+				ncclResult_t ne = ncclSuccess;
+				if (c)
+					g->a->ncclCommGetAsyncError(c, &ne);
+				if (ne != ncclSuccess && ne != ncclInProgress)
+					return gpu_nccl_check(g, ne, what);
+			}
+			next_check = now + 0.1;
+		}
+		if (now - t0 > r->c->timeout)
+			return ir_errorf(-ETIMEDOUT, "%s: the GPU did not finish in %.0f s (a peer rank may have stopped)",
+					 what, r->c->timeout);
+		usleep(nap);
+		nap = nap < 1000 ? nap * 2 : nap;
+	}
+}
+
+/* ---- device and memory ----------------------------------------------------- */
+
+static int pick_device(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	const struct gpu_api *a = g->a;
+	int n = 0, rc = gpu_check(g, a->cuInit(0), "cuInit (is an NVIDIA GPU visible to this process?)");
+	if (rc == 0)
+		rc = gpu_check(g, a->cuDeviceGetCount(&n), "cuDeviceGetCount");
+	if (rc == 0 && n == 0)
+		rc = ir_errorf(-ENODEV, "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)");
+	const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	int local = lr ? atoi(lr) : r->c->rank;
+	if (rc == 0 && rt_local_ranks() > n)
+		rc = ir_errorf(-ENODEV, "%d ranks run on this host but it has %d GPU%s: one rank per GPU", rt_local_ranks(),
+			       n, n == 1 ? "" : "s");
+	if (rc < 0)
+		return rc;
+	int maj = 0, min = 0;
+	if ((rc = gpu_check(g, a->cuDeviceGet(&g->dev, local % n), "cuDeviceGet")) < 0 ||
+	    (rc = gpu_check(g, a->cuDeviceGetName(g->name, sizeof g->name, g->dev), "cuDeviceGetName")) < 0 ||
+	    (rc = gpu_check(g, a->cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+			    "cuDeviceGetAttribute")) < 0 ||
+	    (rc = gpu_check(g, a->cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev),
+			    "cuDeviceGetAttribute")) < 0 ||
+	    (rc = gpu_check(g, a->cuDeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
+			    "cuDeviceGetAttribute")) < 0)
+		return rc;
+	g->cc = maj * 10 + min;
+	if (g->cc < 80)
+		return ir_errorf(-ENODEV, "%s has compute capability %d.%d; the plan's PTX needs 8.0 or newer", g->name, maj,
+				 min);
+	if ((rc = gpu_check(g, a->cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain")) < 0)
+		return rc;
+	return gpu_check(g, a->cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
+}
+
+static int alloc(struct rt_gpu *g, CUdeviceptr *p, size_t n, const char *what)
+{
+	char b[IR_BYTES_STRLEN];
+	CUresult e = g->a->cuMemAlloc(p, n ? n : 1);
+	if (e != CUDA_SUCCESS)
+		return ir_errorf(-ENOMEM, "cannot allocate %s (%s) on %s: %s", what, ir_bytes_str((double)n, b), g->name,
+				 gpu_cu_error(g->a, e));
+	return 0;
+}
+
+static int arena(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	size_t free_b = 0, total = 0, need = (size_t)r->d->arena_bytes + g->nws;
+	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
+	int rc = gpu_check(g, g->a->cuMemGetInfo(&free_b, &total), "cuMemGetInfo");
+	if (rc == 0 && need > free_b)
+		rc = ir_errorf(-ENOMEM, "the plan needs %s on %s (its arena and workspace), which has %s free",
+			       ir_bytes_str((double)need, a), g->name, ir_bytes_str((double)free_b, b));
+	if (rc == 0)
+		rc = alloc(g, &g->arena, (size_t)r->d->arena_bytes, "the arena");
+	if (rc == 0)
+		rc = alloc(g, &g->ws, g->nws, "the cuBLASLt workspace");
+	if (rc == 0)
+		rc = gpu_check(g, g->a->cuMemsetD8Async(g->arena, 0, (size_t)r->d->arena_bytes, g->compute), "cuMemsetD8");
+	return rc == 0 ? gpu_wait(r, g->compute, "clearing the arena") : rc;
+}
+
+static int cmp_range(const void *x, const void *y)
+{
+	const int64_t *a = x, *b = y;
+	return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Pins the host pages of the buffers the host feeds or reads every step
+ * (inputs, outputs), merged into disjoint page runs. A registration that
+ * fails only costs speed. */
+static void pin_io(struct rt *r)
+{
+	const struct plan_device *d = r->d;
+	struct rt_gpu *g = r->gpu;
+	int64_t page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	int64_t(*v)[2] = ir_calloc((size_t)d->nbuf + 1, sizeof *v);
+	int n = 0;
+	if (!v)
+		return;
+	for (int k = 0; k < d->nbuf; k++) {
+		const struct plan_buffer *x = &d->buf[k];
+		if (x->bind != PLAN_BIND_INPUT && x->bind != PLAN_BIND_OUTPUT)
+			continue;
+		v[n][0] = x->offset / page * page;
+		v[n][1] = (x->offset + plan_slot_stride(x) * plan_buffer_slots(x) + page - 1) / page * page;
+		n++;
+	}
+	qsort(v, (size_t)n, sizeof *v, cmp_range);
+	for (int i = 0, j; i < n; i = j) {
+		int64_t hi = v[i][1];
+		for (j = i + 1; j < n && v[j][0] <= hi; j++)
+			hi = v[j][1] > hi ? v[j][1] : hi;
+		if (g->npinned < GPU_MAX_PINNED &&
+		    g->a->cuMemHostRegister(r->arena + v[i][0], (size_t)(hi - v[i][0]), 0) == CUDA_SUCCESS)
+			g->pinned[g->npinned++] = r->arena + v[i][0];
+	}
+	ir_free(v);
+}
+
+/* ---- the plan's kernels ------------------------------------------------------ */
+
+static const char *cache_dir(char *buf, size_t n)
+{
+	const char *d = getenv("PCC_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	if (d)
+		snprintf(buf, n, "%s", d);
+	else if (x)
+		snprintf(buf, n, "%s/pcc", x);
+	else if (h)
+		snprintf(buf, n, "%s/.cache/pcc", h);
+	else
+		return NULL;
+	return buf;
+}
+
+static void *read_all(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	void *buf = NULL;
+	long len = -1;
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = ir_malloc((size_t)len)) && fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		ir_free(buf);
+		buf = NULL;
+	}
+	if (f)
+		fclose(f);
+	*n = buf ? (size_t)len : 0;
+	return buf;
+}
+
+/* The cubin the driver compiles from text for this GPU, cached under
+ * cache_dir()/cubin-<hash>.cubin (hash of the PTX, the GPU and the driver). */
+static int load_module(struct rt_gpu *g, const char *text)
+{
+	const struct gpu_api *a = g->a;
+	char dir[2048], path[2200], tmp[2300], log[4096] = "";
+	int drv = 0;
+	a->cuDriverGetVersion(&drv);
+	uint64_t key[3] = { XXH3_64bits(text, strlen(text)), XXH3_64bits(g->name, strlen(g->name)),
+			    (uint64_t)drv << 16 | (uint64_t)g->cc };
+	bool cached = cache_dir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/cubin-%016llx.cubin", dir, (unsigned long long)XXH3_64bits(key, sizeof key));
+	size_t n = 0;
+	void *bin = cached ? read_all(path, &n) : NULL;
+	if (bin) {
+		CUresult e = a->cuModuleLoadData(&g->mod, bin);
+		ir_free(bin);
+		if (e == CUDA_SUCCESS)
+			return 0;
+	}
+	CUjit_option opt[2] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *val[2] = { log, (void *)(uintptr_t)sizeof log };
+	CUlinkState ls;
+	void *cubin = NULL;
+	size_t size = 0;
+	int rc = gpu_check(g, a->cuLinkCreate(2, opt, val, &ls), "cuLinkCreate");
+	if (rc < 0)
+		return rc;
+	CUresult e = a->cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)text, strlen(text) + 1, "plan.ptx", 0, NULL, NULL);
+	if (e == CUDA_SUCCESS)
+		e = a->cuLinkComplete(ls, &cubin, &size);
+	if (e != CUDA_SUCCESS)
+		rc = ir_errorf(-EINVAL, "the driver cannot compile the plan's PTX for %s: %s%s%s", g->name,
+			       gpu_cu_error(a, e), log[0] ? ": " : "", log);
+	if (rc == 0)
+		rc = gpu_check(g, a->cuModuleLoadData(&g->mod, cubin), "cuModuleLoadData");
+	if (rc == 0 && cached) { /* best effort: written whole, then renamed into place */
+		snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+		char *s = strchr(dir + 1, '/');
+		for (; s; s = strchr(s + 1, '/')) {
+			*s = 0;
+			mkdir(dir, 0777);
+			*s = '/';
+		}
+		mkdir(dir, 0777);
+		FILE *f = fopen(tmp, "wb");
+		bool ok = f && fwrite(cubin, 1, size, f) == size;
+		if (f && fclose(f) != 0)
+			ok = false;
+		if (!ok || rename(tmp, path) != 0)
+			unlink(tmp);
+	}
+	a->cuLinkDestroy(ls);
+	return rc;
+}
+
+static int kernels(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	const struct plan *p = r->p;
+	const char *want = g->cc >= 90 ? "sm_90" : "sm_80", *text = NULL;
+	for (int i = 0; i < p->nptx; i++)
+		if (!strcmp(p->ptx[i].arch, want) || (!text && !strcmp(p->ptx[i].arch, "sm_80")))
+			text = p->ptx[i].text;
+	if (!(g->fn = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fn)) ||
+	    !(g->rows = ir_calloc((size_t)p->nkernels + 1, sizeof *g->rows)) ||
+	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)))
+		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
+	if (!text)
+		return ir_errorf(-EINVAL, "the plan has no PTX for %s (sm_%d): recompile it for a GPU cluster or with "
+				 "--codegen ptx", g->name, g->cc);
+	int rc = load_module(g, text);
+	for (int k = 0; k < p->nkernels && rc == 0; k++) {
+		char name[32];
+		if (!p->kernels[k].gpu)
+			continue;
+		snprintf(name, sizeof name, "pcc_k%d", k);
+		if (g->a->cuModuleGetFunction(&g->fn[k], g->mod, name) != CUDA_SUCCESS)
+			rc = ir_errorf(-EINVAL, "the plan's PTX has no kernel %s", name);
+		g->rows[k] = cg_kernel_rows(&p->kernels[k], true);
+	}
+	return rc;
+}
+
+/* Per kernel instruction with GPU code: micro rows of device pointers to
+ * its operands and result, one row per micro-batch (their slots differ). */
+static int arg_tables(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	const struct plan_device *d = r->d;
+	int64_t n = 0;
+	if (!(g->argoff = ir_calloc((size_t)d->ninstr + 1, sizeof *g->argoff)))
+		return ir_errorf(-ENOMEM, "out of memory for the kernels' arguments");
+	for (int i = 0; i < d->ninstr; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		bool gpu = x->kind == PLAN_KERNEL && g->fn[x->kernel];
+		g->argoff[i] = gpu ? n : -1;
+		n += gpu ? (int64_t)r->micro * (x->nin + x->nout) : 0;
+	}
+	CUdeviceptr *t = ir_calloc((size_t)n + 1, sizeof *t);
+	if (!t)
+		return ir_errorf(-ENOMEM, "out of memory for the kernels' arguments");
+	int saved = r->mb;
+	for (int i = 0; i < d->ninstr; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		for (int m = 0; g->argoff[i] >= 0 && m < r->micro; m++) {
+			r->mb = m;
+			for (int j = 0; j < x->nin + x->nout; j++)
+				t[g->argoff[i] + (int64_t)m * (x->nin + x->nout) + j] =
+					gpu_dbuf(r, &d->buf[d->args[x->arg + j]]);
+		}
+	}
+	r->mb = saved;
+	int rc = alloc(g, &g->argtab, (size_t)n * sizeof *t, "the kernels' argument tables");
+	if (rc == 0)
+		rc = gpu_check(g, g->a->cuMemcpyHtoDAsync(g->argtab, t, (size_t)n * sizeof *t, g->compute), "cuMemcpyHtoD");
+	if (rc == 0)
+		rc = gpu_wait(r, g->compute, "copying the kernels' arguments");
+	ir_free(t);
+	return rc;
+}
+
+int rt_gpu_open(struct rt *r, bool tf32)
+{
+	struct rt_gpu *g = ir_calloc(1, sizeof *g);
+	if (!(r->gpu = g))
+		return ir_errorf(-ENOMEM, "out of memory");
+	g->tf32 = tf32;
+	g->nws = 32u << 20;
+	if (!(g->a = gpu_api_load()))
+		return -ENODEV;
+	int rc = pick_device(r);
+	if (rc == 0)
+		rc = gpu_check(g, g->a->cuStreamCreate(&g->compute, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	if (rc == 0)
+		rc = arena(r);
+	if (rc == 0)
+		rc = kernels(r);
+	if (rc == 0)
+		rc = arg_tables(r);
+	if (rc == 0 && g->a->cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS)
+		rc = ir_errorf(-EIO, "cuBLASLt cannot start on %s", g->name);
+	if (rc == 0)
+		pin_io(r);
+	if (rc < 0)
+		ir_error_prefix("GPU %s", g->name[0] ? g->name : "?");
+	return rc;
+}
+
+/* ---- communicators ------------------------------------------------------------- */
+
+/* Scratch bytes collective x needs to pack its blocks (gpu_exec.c). */
+static size_t scratch_need(const struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_buffer *in = &r->d->buf[r->d->args[x->arg]];
+	size_t n = (size_t)r->p->comms[x->comm].n;
+	return x->kind == PLAN_ALL_GATHER ? (size_t)in->bytes * n :
+	       x->kind == PLAN_REDUCE_SCATTER ? (size_t)in->bytes :
+	       x->kind == PLAN_ALL_TO_ALL ? 2 * (size_t)in->bytes : 0;
+}
+
+static int split(struct rt *r, int color, int key, struct gpu_lane *l)
+{
+	struct rt_gpu *g = r->gpu;
+	ncclComm_t c = NULL;
+	int rc = gpu_nccl_check(g, g->a->ncclCommSplit(g->world, color, key, &c, NULL), "ncclCommSplit");
+	if (rc == 0 && color != NCCL_SPLIT_NOCOLOR) {
+		l->comm = c;
+		rc = gpu_check(g, g->a->cuStreamCreate(&l->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	}
+	return rc;
+}
+
+int rt_gpu_connect(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	const struct plan *p = r->p;
+	struct rt_comm *c = r->c;
+	ncclUniqueId id;
+	int rc = 0, me = c->rank;
+	if (me == 0)
+		rc = gpu_nccl_check(g, g->a->ncclGetUniqueId(&id), "ncclGetUniqueId");
+	for (int q = 1; q < c->size && me == 0 && rc == 0; q++)
+		rc = c->ops->ctl_send(c, &id, sizeof id, q);
+	if (me != 0)
+		rc = c->ops->ctl_recv(c, &id, sizeof id, 0);
+	if (rc == 0)
+		rc = gpu_nccl_check(g, g->a->ncclCommInitRank(&g->world, c->size, id, me), "ncclCommInitRank");
+	if (rc == 0)
+		rc = gpu_plan_pairs(p, &g->pairs, &g->npairs);
+	if (rc == 0)
+		rc = gpu_plan_check_p2p(p);
+	if (rc == 0 && !(g->lane = ir_calloc((size_t)p->ncomms + (size_t)g->npairs + 1, sizeof *g->lane)))
+		rc = ir_errorf(-ENOMEM, "out of memory for the communicators");
+	/* every rank splits the same communicators in the same order; one-rank
+	 * communicators need none (their collectives are copies) */
+	for (int k = 0; k < p->ncomms && rc == 0; k++) {
+		const struct plan_comm *pc = &p->comms[k];
+		int key = -1;
+		for (int j = 0; j < pc->n; j++)
+			key = pc->ranks[j] == me ? j : key;
+		if (pc->n > 1)
+			rc = split(r, key >= 0 ? k : NCCL_SPLIT_NOCOLOR, key >= 0 ? key : 0, &g->lane[k]);
+	}
+	for (int k = 0; k < g->npairs && rc == 0; k++) {
+		int from = g->pairs[2 * k], to = g->pairs[2 * k + 1];
+		bool in = me == from || me == to;
+		rc = split(r, in ? p->ncomms + k : NCCL_SPLIT_NOCOLOR, me == from ? 0 : 1, &g->lane[p->ncomms + k]);
+	}
+	for (int i = 0; i < r->d->ninstr && rc == 0; i++) {
+		const struct plan_instr *x = &r->d->instr[i];
+		if (plan_instr_is_collective(x->kind)) {
+			struct gpu_lane *l = &g->lane[x->comm];
+			size_t n = scratch_need(r, x);
+			l->nscratch = n > l->nscratch ? n : l->nscratch;
+		}
+	}
+	for (int k = 0; k < p->ncomms && rc == 0; k++)
+		if (g->lane[k].nscratch)
+			rc = alloc(g, &g->lane[k].scratch, g->lane[k].nscratch, "a collective's packing buffer");
+	if (rc < 0)
+		ir_error_prefix("GPU %s", g->name);
+	return rc;
+}
+
+void rt_gpu_close(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	if (!g)
+		return;
+	const struct gpu_api *a = g->a;
+	int nl = r->p && a ? r->p->ncomms + g->npairs : 0;
+	for (int k = 0; g->lane && k < nl; k++) {
+		if (g->lane[k].comm)
+			a->ncclCommDestroy(g->lane[k].comm);
+		if (g->lane[k].s)
+			a->cuStreamDestroy(g->lane[k].s);
+		if (g->lane[k].scratch)
+			a->cuMemFree(g->lane[k].scratch);
+	}
+	if (g->world)
+		a->ncclCommDestroy(g->world);
+	if (!a) {
+		ir_free(g);
+		r->gpu = NULL;
+		return;
+	}
+	for (int k = 0; r->p && g->gemm && k < r->p->nkernels; k++)
+		if (g->gemm[k].ok) {
+			a->cublasLtMatmulDescDestroy(g->gemm[k].desc);
+			a->cublasLtMatrixLayoutDestroy(g->gemm[k].la);
+			a->cublasLtMatrixLayoutDestroy(g->gemm[k].lb);
+			a->cublasLtMatrixLayoutDestroy(g->gemm[k].lc);
+		}
+	for (int k = 0; k < g->npend; k++)
+		a->cuEventDestroy(g->pend[k].ev);
+	for (int k = 0; k < g->nfree; k++)
+		a->cuEventDestroy(g->free_ev[k]);
+	for (int k = 0; k < g->npinned; k++)
+		a->cuMemHostUnregister(g->pinned[k]);
+	if (g->lt)
+		a->cublasLtDestroy(g->lt);
+	if (g->mod)
+		a->cuModuleUnload(g->mod);
+	if (g->argtab)
+		a->cuMemFree(g->argtab);
+	if (g->ws)
+		a->cuMemFree(g->ws);
+	if (g->arena)
+		a->cuMemFree(g->arena);
+	if (g->compute)
+		a->cuStreamDestroy(g->compute);
+	if (g->ctx)
+		a->cuDevicePrimaryCtxRelease(g->dev);
+	ir_free(g->lane);
+	ir_free(g->pairs);
+	ir_free(g->free_ev);
+	ir_free(g->fn);
+	ir_free(g->rows);
+	ir_free(g->gemm);
+	ir_free(g->argoff);
+	ir_free(g);
+	r->gpu = NULL;
+}
+
+bool rt_gpu_built(void)
+{
+	return true;
+}
+
+int rt_gpu_fallbacks(const struct rt *r)
+{
+	return r->gpu ? r->gpu->fallbacks : 0;
+}

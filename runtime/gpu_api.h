@@ -1,0 +1,54 @@
+/*
+ * gpu_api.h: the CUDA driver API, cuBLASLt and NCCL, opened at run time
+ * (dlopen) so that pcc-run starts on machines without an NVIDIA driver and
+ * only a GPU plan needs one. One table of entry points, filled by
+ * gpu_api_load(); the names are the headers' (so cuMemAlloc is the
+ * versioned cuMemAlloc_v2 the header maps it to). Built only with the CUDA
+ * headers (PCC_HAVE_CUDA).
+ */
+#ifndef PCC_RUNTIME_GPU_API_H
+#define PCC_RUNTIME_GPU_API_H
+
+#include <cublasLt.h>
+#include <cuda.h>
+#include <nccl.h>
+
+#define GPU_CU_FUNCS(X)                                                                                   \
+	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)               \
+	X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+	X(cuCtxSetCurrent) X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemHostRegister)                   \
+	X(cuMemHostUnregister) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)               \
+	X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)  \
+	X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)      \
+	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)            \
+	X(cuGetErrorString) X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy)
+
+#define GPU_LT_FUNCS(X)                                                                                   \
+	X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmul)                   \
+	X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute)          \
+	X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)    \
+	X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                                \
+	X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic)
+
+#define GPU_NCCL_FUNCS(X)                                                                                 \
+	X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommSplit) X(ncclCommDestroy)        \
+	X(ncclCommAbort) X(ncclCommGetAsyncError) X(ncclGetErrorString) X(ncclAllReduce)                    \
+	X(ncclReduceScatter) X(ncclAllGather) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
+
+#define GPU_API_FIELD(f) __typeof__(&f) f;
+struct gpu_api {
+	GPU_CU_FUNCS(GPU_API_FIELD)
+	GPU_LT_FUNCS(GPU_API_FIELD)
+	GPU_NCCL_FUNCS(GPU_API_FIELD)
+};
+#undef GPU_API_FIELD
+
+/* Opens libcuda, libcublasLt and libnccl and fills the table (once per
+ * process). NULL, with a message naming the library and what to install,
+ * when one is missing. */
+const struct gpu_api *gpu_api_load(void);
+
+/* "CUDA_ERROR_OUT_OF_MEMORY: out of memory" style text of driver status e. */
+const char *gpu_cu_error(const struct gpu_api *a, CUresult e);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * gpu_none.c: the CUDA backend's entry points in a build without the CUDA
+ * headers: every GPU plan is refused at start (main.c asks rt_gpu_built()
+ * first), so only rt_gpu_close and the checks are ever reached.
+ */
+#include <errno.h>
+
+#include "runtime/rt.h"
+
+bool rt_gpu_built(void)
+{
+	return false;
+}
+
+static int none(void)
+{
+	return ir_errorf(-ENODEV, "this pcc-run was built without CUDA");
+}
+
+int rt_gpu_open(struct rt *r, bool tf32)
+{
+	return none();
+}
+
+int rt_gpu_connect(struct rt *r)
+{
+	return none();
+}
+
+void rt_gpu_close(struct rt *r)
+{
+}
+
+int rt_gpu_run(struct rt *r, const struct plan_instr *x, int i)
+{
+	return none();
+}
+
+int rt_gpu_put(struct rt *r, const struct plan_buffer *b)
+{
+	return none();
+}
+
+int rt_gpu_get(struct rt *r, const struct plan_buffer *b)
+{
+	return none();
+}
+
+int rt_gpu_zero(struct rt *r, const struct plan_buffer *b)
+{
+	return none();
+}
+
+int rt_gpu_state(struct rt *r, bool to_device)
+{
+	return none();
+}
+
+int rt_gpu_finish(struct rt *r)
+{
+	return none();
+}
+
+int rt_gpu_fallbacks(const struct rt *r)
+{
+	return 0;
+}
