@@ -5,7 +5,7 @@
  *   pcc inspect MODEL [--dim N=V]... [--json]
  *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
- *   pcc report MODEL --cluster C --plan P [--batch B] [--calib F] [--json]
+ *   pcc report MODEL --cluster C [--plan P] ...  what-if reports (report_cli.c)
  *   pcc MODEL --cluster C [--batch B] [--train] [--stages P] [--mesh N0xN1] [--explain]
  *             [-o plan.bin|PLAN.txt]        the automatic plan
  *   pcc inspect plan.bin [--dump DEVICE]    what a plan holds
@@ -26,13 +26,14 @@
 #include "compiler/cli.h"
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "compiler/report_internal.h"
 #include "ir/plan.h"
 
 #define MAX_DIMS 64
 
 struct args {
 	const char *cmd, *model, *in_dir, *out_dir;
-	const char *cluster, *plan, *calib;
+	const char *cluster, *calib;
 	long long batch;
 	bool json, explain, stage_only, train, print_ir;
 	int mesh0, mesh1;
@@ -57,10 +58,9 @@ static void usage(FILE *f)
 		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json] [--train [--optim O]]\n"
 		"       pcc inspect plan.bin [--dump DEVICE]\n"
 		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]...\n"
-		"       pcc print MODEL [--dim NAME=VALUE]...\n"
-		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
-		"                  [,recompute=0|1][,optim=O][,precision=P] [--batch B] [--calib FILE] [--json] [--explain]\n"
-		"       pcc version\n");
+		"       pcc print MODEL [--dim NAME=VALUE]...\n");
+	report_cli_usage(f);
+	fprintf(f, "       pcc version\n");
 	cli_train_usage(f);
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
@@ -75,7 +75,8 @@ static void usage(FILE *f)
 		"  eval     run the reference interpreter on DIR/input_N.pb (ONNX TensorProto),\n"
 		"           writing OUTDIR/output_N.pb, or printing a summary without -o\n"
 		"  print    the model imported into pcc's core IR, as text\n"
-		"  report   time, memory and throughput of one training step under a manual plan\n"
+		"  report   time, memory, throughput and cost of one step under a manual plan (--plan)\n"
+		"           or the automatic one; compared, swept, traced (--trace) and drawn (--html)\n"
 		"  train    train on the reference interpreter and write the trained model (--save-onnx)\n"
 		"  MODEL    compile: the automatic plan (pipeline stages, sub-meshes, sharding,\n"
 		"           schedule, micro-batches); -o plan.bin writes the executable plan (the\n"
@@ -211,8 +212,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return -EINVAL;
 		} else if (!strcmp(s, "--cluster") && has_next) {
 			a->cluster = argv[++i];
-		} else if (!strcmp(s, "--plan") && has_next) {
-			a->plan = argv[++i];
 		} else if (!strcmp(s, "--calib") && has_next) {
 			a->calib = argv[++i];
 		} else if (!strcmp(s, "--batch") && has_next) {
@@ -394,36 +393,6 @@ out:
 	ir_free(ins);
 	ir_free(outs);
 	ir_graph_free(g);
-	return rc;
-}
-
-static int cmd_report(const struct args *a)
-{
-	struct onnx_import_opts o;
-	struct cost_cluster c;
-	struct report_plan p;
-	struct cost_calib cal;
-	struct report r;
-	int rc;
-	if (!a->model)
-		return ir_errorf(-EINVAL, "report: no model given");
-	if (!a->cluster || !a->plan)
-		return ir_errorf(-EINVAL, "report: --cluster and --plan are required");
-	onnx_import_opts_init(&o);
-	o.dims = a->dims;
-	o.ndims = a->ndims;
-	report_plan_init(&p);
-	cost_calib_init(&cal);
-	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0 || (rc = report_plan_parse(a->plan, &p)) < 0)
-		return rc;
-	if (a->calib && (rc = cost_calib_load(a->calib, &cal)) < 0)
-		return rc;
-	if ((rc = report_evaluate(a->model, &o, a->batch, &c, &p, &cal, &r)) < 0)
-		return rc;
-	rc = report_print(&r, a->json, stdout);
-	if (rc == 0 && a->explain && !a->json)
-		rc = report_explain(&r, stdout);
-	report_free(&r);
 	return rc;
 }
 
@@ -713,6 +682,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "report"))
+		return report_cli(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "train")) {
 		rc = cmd_train(argc, argv);
 		if (rc < 0)
@@ -730,8 +701,6 @@ int main(int argc, char **argv)
 		rc = cmd_eval(&a);
 	else if (!strcmp(a.cmd, "print"))
 		rc = cmd_print(&a);
-	else if (!strcmp(a.cmd, "report"))
-		rc = cmd_report(&a);
 	else if (!strcmp(a.cmd, "version") || !strcmp(a.cmd, "--version"))
 		rc = cmd_version();
 	else if (!strcmp(a.cmd, "compile"))

@@ -158,7 +158,7 @@ static int resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch,
 	return 0;
 }
 
-static double tokens_per_sample(const struct ir_graph *g)
+double report_tokens_per_sample(const struct ir_graph *g)
 {
 	for (int i = 0; i < ir_graph_ninputs(g); i++) {
 		const struct ir_value *v = ir_graph_input(g, i);
@@ -174,7 +174,7 @@ static int eval_one(const char *model, const struct onnx_import_opts *imp, const
 	struct ir_graph *g = onnx_import_batch(model, imp, bname, b);
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
-	r->tokens_per_sample = tokens_per_sample(g);
+	r->tokens_per_sample = report_tokens_per_sample(g);
 	int rc = report_eval_graph(g, &r->plan, cal, axes, r);
 	ir_graph_free(g);
 	if (rc < 0)

@@ -1,11 +1,23 @@
 /*
- * report_internal.h: what the manual-plan report's files share: the
- * Megatron-style tensor-parallel propagation (report_tp.c), the evaluation
- * of a plan under the cost model (report_eval.c) and the printers
- * (report_print.c).
+ * report_internal.h: what the report's files share.
+ *
+ * Manual plans: the Megatron-style tensor-parallel propagation
+ * (report_tp.c, report_tp_rules.c), the evaluation of a plan under the
+ * cost model (report.c, report_eval.c) and its printers (report_print.c).
+ *
+ * What-if reports (`pcc report` as a whole, report_cli.c): a plan's
+ * figures as one struct whatif (report_whatif.c), from a manual plan or
+ * from the automatic planner (report_auto.c); text, JSON and comparisons
+ * (report_text.c); one step on the schedule simulator as a timeline
+ * (report_timeline.c) and a Chrome trace (report_trace.c); sweeps
+ * (report_sweep.c, report_sweep_print.c); pictures with cairo
+ * (report_chart.c, report_chart_draw.c, report_chart_sweep.c) and the
+ * HTML page (report_html.c).
  */
 #ifndef PCC_REPORT_INTERNAL_H
 #define PCC_REPORT_INTERNAL_H
+
+#include <jansson.h>
 
 #include "compiler/compiler.h"
 
@@ -97,5 +109,266 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n);
  * (r->dev, prec, mixed, batch, mb set by the caller). */
 int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
 		      const struct cost_axis axes[3], struct report *r);
+
+/* The manual plan's report as the JSON object `pcc report --json` prints. */
+json_t *report_json(const struct report *r);
+
+/* Tokens per sample: the second dim of the first integer rank-2 input
+ * (token ids), 0 when there is none. */
+double report_tokens_per_sample(const struct ir_graph *g);
+
+/* ---- what-if reports (report_whatif.c, report_auto.c, report_cli.c) -----
+ * Whatever made a plan (a manual Megatron-style one evaluated by
+ * report_evaluate, or the automatic planner's), its figures come into one
+ * struct whatif, which the printers, comparisons, traces, sweeps, charts
+ * and pages read. Every number is the cost model's: nothing is re-derived
+ * here that the model does not compute. */
+
+#define WI_MAX_PARTS 12
+
+/* One part of the step time, s per step; the parts add up to t_step. */
+struct wi_part {
+	char key[24];            /* JSON and CSV key: "compute", "comm_axis0", ... */
+	char label[64];          /* for people: "communication, mesh axis 0" */
+	double s;
+};
+
+enum wi_mem { WI_MEM_PARAMS, WI_MEM_GRADS, WI_MEM_OPTIM, WI_MEM_ACT, WI_MEM_WORK, WI_MEM_COUNT };
+extern const char *const wi_mem_key[WI_MEM_COUNT];   /* "params", ... "workspace" */
+extern const char *const wi_mem_label[WI_MEM_COUNT]; /* "parameters", ... */
+
+struct wi_stage {
+	char mesh[48];           /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
+	int devices;             /* devices running it */
+	int first, last;         /* layers [first, last] (automatic) or nodes [first, last) (manual) */
+	bool recompute, zero;
+	double t_fwd, t_bwd;     /* s per micro-batch, all of the device's chunks */
+	double comm_frac;        /* the part of t_fwd and t_bwd that is collectives */
+	double t_xfer;           /* s per transfer to the next stage (one direction) */
+	double t_sync;           /* s per step: gradient reduction left exposed */
+	double t_optim;          /* s per step: optimizer update */
+	double inflight;         /* micro-batches of activations held at the peak */
+	double mem[WI_MEM_COUNT]; /* bytes per device */
+	double mem_total;
+};
+
+struct whatif {
+	char label[96];          /* "auto", "dp=8,tp=8,pp=16" */
+	char model[256], cluster[64], device[80];
+	bool manual, train;
+	int devices;
+	enum cost_prec prec;
+	enum cost_optim optim;
+	enum cost_sched sched;
+	int v;                   /* chunks per device (interleaved), else 1 */
+	int micro;               /* micro-batches per step */
+	int64_t batch, micro_batch; /* global samples per step; per micro-batch (per replica, manual) */
+	int nstages;
+	struct wi_stage *stages; /* [nstages], ir_malloc'd */
+	double t_step;           /* s */
+	int nparts;
+	struct wi_part part[WI_MAX_PARTS];
+	double params;           /* parameter elements of the model */
+	double samples_per_s, tokens_per_sample, tokens_per_s;
+	double model_flops, hw_flops; /* per step: without and with recomputation */
+	double tflops_per_device, mfu, peak_flops;
+	double mem_capacity, mem_limit, mem_peak; /* bytes per device */
+	int peak_stage;
+	bool fits;
+	double price;            /* per GPU-hour; 0: none given */
+	double cost_per_step, cost_per_mtokens, cost_per_msamples;
+	double search_s;         /* automatic: wall time of the planner */
+	double residual;         /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
+};
+void wi_free(struct whatif *w);
+/* Appends a part (key, label, s); a full table is a bug. */
+void wi_add_part(struct whatif *w, const char *key, const char *label, double s);
+/* Fills throughput, FLOP/s, MFU, cost from t_step and the rest. */
+void wi_finish(struct whatif *w, double price);
+/* A manual plan's report as a what-if. */
+int wi_from_report(const struct report *r, const char *label, double price, struct whatif *w);
+
+/* What to evaluate: one plan of one model, on a cluster given apart. */
+struct wi_request {
+	const char *model;
+	const struct onnx_import_opts *imp;
+	const struct cost_calib *cal;  /* not NULL */
+	int64_t batch;           /* --batch; 0: the plan's default */
+	bool manual;
+	struct report_plan plan; /* manual */
+	struct inter_opts inter; /* automatic: the planner's options (load, ctx, static_batch,
+				  * prec are set per evaluation) */
+	int prec;                /* automatic, training: --precision as enum cost_prec, or -1 */
+	double price;            /* per GPU-hour, 0: none */
+	char label[96];
+};
+void wi_request_init(struct wi_request *q);
+int wi_eval(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
+/* The automatic planner's plan of q on c, with its breakdown (report_auto.c). */
+int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
+
+/* Text and JSON of one what-if, and of two side by side with deltas. */
+int wi_print(const struct whatif *w, FILE *f);
+json_t *wi_json(const struct whatif *w);
+int wi_compare_print(const struct whatif *a, const struct whatif *b, FILE *f);
+json_t *wi_compare_json(const struct whatif *a, const struct whatif *b);
+/* Writes o to path (or stdout for NULL), indented; -EIO naming the file. */
+int wi_json_write(json_t *o, const char *path);
+/* An output file can be created: its folder exists and is writable, it
+ * is not a folder; -EINVAL/-EACCES naming it. */
+int wi_check_writable(const char *opt, const char *path);
+/* "1.234 s", "12.345 ms", "5.6 us" */
+const char *wi_secs(double t, char *b, size_t n);
+
+/* ---- the step on the schedule simulator (report_timeline.c) ------------- */
+
+/* The pipeline part of w's step (forwards, backwards and transfers of
+ * every micro-batch, no once-per-step work) on the schedule simulator:
+ * virtual stage k runs stage k % p's t_fwd / v and t_bwd / v, and crosses
+ * to k + 1 in stage k % p's t_xfer (0 when xfer is false). */
+int wi_pipeline_time(const struct whatif *w, bool xfer, double *t);
+
+enum wi_span_kind {
+	WI_SPAN_FWD,         /* forward compute of (micro-batch, chunk) */
+	WI_SPAN_BWD,         /* backward compute (recomputation included) */
+	WI_SPAN_COLL,        /* the collectives inside a forward or backward */
+	WI_SPAN_RECV_ACT,    /* an activation arriving from the stage before */
+	WI_SPAN_RECV_GRAD,   /* a gradient arriving from the stage after */
+	WI_SPAN_SYNC,        /* the gradient reduction left exposed */
+	WI_SPAN_OPTIM,       /* the optimizer update */
+	WI_SPAN_IDLE,        /* nothing runs: bubble, waits */
+	WI_SPAN_COUNT
+};
+extern const char *const wi_span_name[WI_SPAN_COUNT];
+
+/* One interval on one stage's devices, s from the start of the step. */
+struct wi_span {
+	enum wi_span_kind kind;
+	int stage, mb, chunk;    /* mb, chunk: -1 where none */
+	double t0, t1;
+};
+
+struct wi_timeline {
+	int nstages;
+	int n, cap;
+	struct wi_span *span;    /* ir_malloc'd, in order of start per stage */
+	double t_pipe;           /* s: the simulator's step time of the pipeline */
+	double t_step;           /* s: with the once-per-step work */
+};
+/* Every op of the schedule with its start and end, replayed by the rules
+ * sched_simulate states (compute takes its time, sends are free and never
+ * block, a receive ends at its send plus the transfer), after
+ * sched_simulate has checked the orders; a forward or backward is split
+ * into compute, then its collectives (comm_frac); then per stage its
+ * exposed gradient reduction and optimizer update; idle spans fill what
+ * is left of [0, t_step] on each stage. t_pipe is the simulator's. */
+int wi_timeline_build(const struct whatif *w, struct wi_timeline *tl);
+void wi_timeline_free(struct wi_timeline *tl);
+
+/* ---- Chrome trace (report_trace.c) ---------------------------------------- */
+
+/* The timelines of n what-ifs (wi_timeline_build) as one Chrome
+ * trace-event file: a process per stage (what-if i's stages numbered from
+ * i * 1000), a thread per stream (compute, collectives, receives, gradient
+ * sync), "X" events in microseconds that never overlap on one thread. */
+int wi_trace_write(const struct whatif *const *w, int n, const char *path);
+json_t *wi_trace_json(const struct whatif *const *w, int n);
+
+/* ---- sweeps (report_sweep.c) ------------------------------------------------ */
+
+enum wi_sweep_kind {
+	WI_SWEEP_GPUS,           /* gpus=LO..HI: powers of two, nodes of the cluster's kind */
+	WI_SWEEP_TPPP,           /* tp,pp: every power-of-two split of the cluster's devices */
+	WI_SWEEP_SENS,           /* sensitivity: links' bandwidth and latency, devices' FLOP/s x0.5, x2 */
+	WI_SWEEP_COUNT
+};
+
+struct wi_sweep {
+	enum wi_sweep_kind kind;
+	int lo, hi;              /* gpus */
+};
+/* "gpus=8..1024", "tp,pp", "sensitivity"; -EINVAL naming what is wrong. */
+int wi_sweep_parse(const char *s, struct wi_sweep *sw);
+
+struct wi_point {
+	char name[48];           /* "64 gpus", "tp=2 pp=4", "bandwidth x2" */
+	int gpus, dp, tp, pp;    /* dp, tp, pp: manual plans and tp,pp; else 0 */
+	char knob[16];           /* sensitivity: "base", "bandwidth", "latency", "flops" */
+	double factor;           /* sensitivity: 0.5, 1 or 2 */
+	bool ok;                 /* evaluated; else err says why */
+	char err[400];
+	struct whatif w;
+};
+
+struct wi_sweep_result {
+	struct wi_sweep sw;
+	int n;
+	struct wi_point *pt;     /* [n] */
+	int base;                /* the point of the cluster as given, or -1 */
+	int best;                /* the fastest point that fits, or -1 */
+};
+int wi_sweep_run(const struct wi_sweep *sw, const struct wi_request *q, const struct cost_cluster *c,
+		 struct wi_sweep_result *r);
+void wi_sweep_free(struct wi_sweep_result *r);
+int wi_sweep_print(const struct wi_sweep_result *r, FILE *f);
+json_t *wi_sweep_json(const struct wi_sweep_result *r);
+int wi_sweep_csv(const struct wi_sweep_result *r, const char *path);
+
+/* ---- pictures (report_chart.c, report_html.c) ------------------------------- */
+
+enum wi_chart {
+	WI_CHART_STEPS,          /* the step-time stack of each plan */
+	WI_CHART_MEMORY,         /* memory per stage by kind, against capacity */
+	WI_CHART_TIMELINE,       /* one step per stage on the simulator */
+	WI_CHART_SWEEP,          /* the sweep's chart */
+	WI_CHART_COUNT,
+	WI_CHART_ALL = WI_CHART_COUNT /* the sweep's, or the three of the plans */
+};
+
+/* A sweep's chart when sw is given, else the step-time stack, memory per
+ * stage and timeline of the n what-ifs, to path as SVG or PNG (cairo). */
+int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path,
+		   bool png);
+/* One chart (enum wi_chart) as PNG bytes in memory (*buf ir_malloc'd). */
+int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which,
+		 unsigned char **buf, size_t *len);
+/* One self-contained HTML page: tables and the charts as base64 PNG. */
+int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path);
+
+#if PCC_HAVE_CAIRO
+#include <cairo.h>
+
+/* ---- drawing (report_chart_draw.c, report_chart_sweep.c) ---- */
+
+struct box {
+	double x, y, w, h;       /* device units (pixels at 1:1) */
+};
+
+struct chart_in {
+	const struct whatif *const *w;
+	int n;
+	const struct wi_sweep_result *sw; /* may be NULL */
+};
+
+void chart_steps(cairo_t *cr, const struct chart_in *in, struct box b);
+void chart_memory(cairo_t *cr, const struct chart_in *in, struct box b);
+void chart_timeline(cairo_t *cr, const struct chart_in *in, struct box b);
+void chart_sweep(cairo_t *cr, const struct chart_in *in, struct box b);
+
+/* Text at (x, y) (baseline), aligned -1 left, 0 centre, 1 right. */
+void chart_text(cairo_t *cr, double x, double y, int align, double size, bool bold, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+/* The k-th colour of the palette. */
+void chart_color(cairo_t *cr, int k);
+/* A tick step near max / n: 1, 2 or 5 times a power of ten. */
+double chart_tick(double max, int n);
+/* A box's title, and the legend's swatch and label at (x, y). */
+void chart_title(cairo_t *cr, struct box b, const char *title);
+double chart_legend(cairo_t *cr, double x, double y, int color, const char *label);
+#endif
+
+/* `pcc report ...` (report_cli.c): argv[1] is "report"; the exit status. */
+int report_cli(int argc, char **argv);
+void report_cli_usage(FILE *f);
 
 #endif

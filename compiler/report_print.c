@@ -110,7 +110,7 @@ static json_t *stage_json(const struct report_stage *st)
 			 "activation_bytes", st->mem_act, "total_bytes", st->mem_total);
 }
 
-static int print_json(const struct report *r, FILE *f)
+json_t *report_json(const struct report *r)
 {
 	const struct report_plan *p = &r->plan;
 	const struct report_stage *ps = &r->stages[r->peak_stage];
@@ -147,6 +147,12 @@ static int print_json(const struct report *r, FILE *f)
 	for (int s = 0; s < r->nstages; s++)
 		json_array_append_new(stages, stage_json(&r->stages[s]));
 	json_object_set_new(o, "stages", stages);
+	return o;
+}
+
+static int print_json(const struct report *r, FILE *f)
+{
+	json_t *o = report_json(r);
 	int rc = json_dumpf(o, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
 	fputc('\n', f);
 	json_decref(o);

@@ -21,7 +21,7 @@ check "report --explain lists collectives" sh -c "'$pcc' report '$m' --cluster 1
 check "report on a cpu:4 cluster" sh -c "'$pcc' report '$m' --cluster cpu:4 --plan dp=2,tp=2 | grep -q 'f32'"
 check "report: bad cluster, exit 1, one line naming it" sh -c "'$pcc' report '$m' --cluster 4x8:b200 --plan dp=2 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'b200' '$tmp/e'"
 check "report: plan too large, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=4,tp=4 2>'$tmp/e'; test \$? -eq 1 && grep -q '16 devices' '$tmp/e'"
-check "report: missing --plan, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 2>'$tmp/e'; test \$? -eq 1 && grep -q -- '--plan' '$tmp/e'"
+check "report without --plan: the automatic plan" sh -c "'$pcc' report '$m' --cluster 1x8:a100 | grep -q '^plan      auto: '"
 check "report: bad --batch, exit 2" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=2 --batch x 2>/dev/null; test \$? -eq 2"
 check "stage-only plan: summary, explain, annotated IR" sh -c "'$pcc' '$m' --cluster 1x4:a100-80g --stage-only --train --explain --print-ir >'$tmp/p' && grep -q '^intra-op pass: ' '$tmp/p' && grep -q 'runner-up' '$tmp/p' && grep -q '^mesh 1x4\$' '$tmp/p' && grep -q '> = dot %' '$tmp/p'"
 check "stage-only plan of an IR text file" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' >'$tmp/m.ir' && '$pcc' '$tmp/m.ir' --cluster 8:h100 --stage-only --mesh 2x4 | grep -q 'mesh 2x4'"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "compiler/compiler.h"
+#include "compiler/report_internal.h"
 #include "tests/tap.h"
 
 #define REL 1e-9
@@ -417,6 +418,178 @@ static void test_batch_choice(void)
 	report_free(&b);
 }
 
+/* ---- the automatic plan's report (report_auto.c, report_timeline.c) ------- */
+
+struct tload {
+	const char *m;
+	struct onnx_import_opts imp;
+	char bname[128];
+};
+
+static struct ir_graph *tload_b(void *ctx, int64_t b)
+{
+	struct tload *l = ctx;
+	return onnx_import_batch(l->m, &l->imp, l->bname, b);
+}
+
+/* The planner run as `pcc MODEL --cluster C --train` runs it, and the
+ * report of the same request. */
+static int auto_both(const char *m, const struct cost_cluster *c, int64_t batch, int stages, struct inter_plan *p,
+		     struct whatif *w)
+{
+	static struct cost_calib cal;
+	struct wi_request q;
+	struct tload l = { .m = m };
+	struct inter_opts o;
+	cost_calib_init(&cal);
+	wi_request_init(&q);
+	q.model = m;
+	q.cal = &cal;
+	q.batch = batch;
+	q.price = 2.5;
+	q.inter.train = true;
+	q.inter.stages = stages;
+	int rc = wi_auto(&q, c, w);
+	onnx_import_opts_init(&l.imp);
+	inter_opts_init(&o);
+	o.train = true;
+	o.batch = batch;
+	o.stages = stages;
+	o.load = tload_b;
+	o.ctx = &l;
+	o.prec = w->prec; /* the devices' 16-bit type, as pcc MODEL --train sets it */
+	if (rc == 0 && (rc = onnx_batch_dim(m, &l.imp, l.bname, sizeof l.bname, &o.static_batch)) == 0)
+		rc = inter_pass(c, &o, p);
+	return rc;
+}
+
+static double fwd_flops_at(const char *m, int64_t b)
+{
+	struct onnx_import_opts o;
+	struct onnx_dim_binding d = { "batch", b };
+	onnx_import_opts_init(&o);
+	o.dims = &d;
+	o.ndims = 1;
+	struct ir_graph *g = onnx_import(m, &o, NULL);
+	double f = 0;
+	for (int i = 0; g && i < ir_graph_nnodes(g); i++)
+		f += ir_node_flops(ir_graph_node(g, i));
+	ir_graph_free(g);
+	return f;
+}
+
+static void check_auto(const char *m, const char *cluster, int64_t batch, int stages)
+{
+	struct cost_cluster c;
+	struct inter_plan p = { 0 };
+	struct whatif w = { 0 };
+	cost_cluster_parse(cluster, &c);
+	int rc = auto_both(m, &c, batch, stages, &p, &w);
+	if (!TAP_OK(rc == 0, "%s on %s, batch %lld: the report and the planner run: %s", m, cluster, (long long)batch,
+		    rc ? ir_error() : "ok"))
+		return;
+	TAP_NEAR(w.t_step, p.step_time, 1e-12, "step time is the planner's: %.6g s", p.step_time);
+	double sum = 0, busy = 0;
+	for (int i = 0; i < w.nparts; i++) {
+		sum += w.part[i].s;
+		busy += strstr("compute recompute comm_axis0 comm_axis1", w.part[i].key) ? w.part[i].s : 0;
+	}
+	TAP_NEAR(sum, w.t_step, 1e-12, "the %d parts add up to the step", w.nparts);
+	TAP_OK(w.residual < 1e-9, "layers re-solved give the planner's stage times (residual %.3g)", w.residual);
+	double slow = 0;
+	for (int s = 0; s < p.nstages; s++)
+		slow = fmax(slow, p.stages[s].t_mb);
+	TAP_NEAR(busy, p.micro * slow, 1e-12, "compute + recomputation + collectives = m x the slowest stage's t_mb");
+	TAP_NEAR(w.mfu, p.mfu, 1e-12, "MFU %.4f is the planner's", p.mfu);
+	TAP_NEAR(w.model_flops, 3 * fwd_flops_at(m, p.micro_batch) * p.micro, 1e-12, "model FLOPs: 3 x forward x %d",
+		 p.micro);
+	TAP_NEAR(w.mem_peak, p.mem_peak, 1e-12, "peak memory is the planner's");
+	struct cost_state_bytes sb;
+	struct cost_device dev;
+	struct cost_calib cal;
+	cost_calib_init(&cal);
+	cost_state_bytes_per_param(COST_OPT_ADAM, true, &sb);
+	cost_cluster_effective(&c, &dev, NULL, NULL, NULL);
+	for (int s = 0; s < p.nstages; s++) {
+		const struct wi_stage *st = &w.stages[s];
+		double n = st->mem[WI_MEM_PARAMS] / sb.params;
+		TAP_NEAR(st->mem_total, p.stages[s].mem, 1e-9, "stage %d: memory by kind adds up to the planner's %.4g GiB",
+			 s, p.stages[s].mem / 1073741824.0);
+		TAP_NEAR(st->mem[WI_MEM_GRADS], n * sb.grads, 1e-9, "stage %d: gradients 2 bytes per parameter", s);
+		if (!st->zero) {
+			TAP_NEAR(st->mem[WI_MEM_OPTIM], n * sb.optim, 1e-9, "stage %d: Adam state 12 bytes per parameter", s);
+			TAP_NEAR(st->t_optim, cost_optim_time(&dev, &cal, &sb, true, n), 1e-9,
+				 "stage %d: optimizer time is cost_optim_time of its %.4g parameters", s, n);
+		} else {
+			TAP_OK(st->mem[WI_MEM_OPTIM] < n * sb.optim, "stage %d: ZeRO-1 shrinks the optimizer state", s);
+		}
+	}
+	TAP_NEAR(w.cost_per_mtokens, 2.5 * w.devices * w.t_step / 3600 / ((double)w.batch * 2048) * 1e6, 1e-12,
+		 "cost per million tokens at 2.5 per GPU-hour");
+	wi_free(&w);
+	inter_plan_free(&p);
+}
+
+/* A toy what-if with equal stages (forward 1 s, backward 2 s each). */
+static void toy(struct whatif *w, struct wi_stage *st, int p, int m, enum cost_sched sch, int v)
+{
+	memset(w, 0, sizeof *w);
+	for (int s = 0; s < p; s++)
+		st[s] = (struct wi_stage){ .t_fwd = 1, .t_bwd = 2, .comm_frac = 0.25, .t_sync = 0.5, .t_optim = 0.1 * s };
+	w->stages = st;
+	w->nstages = p;
+	w->micro = m;
+	w->sched = sch;
+	w->v = v;
+}
+
+static void test_timeline(void)
+{
+	struct whatif w;
+	struct wi_stage st[4];
+	const double t[4] = { 3, 3, 3, 3 };
+	const struct {
+		enum cost_sched s;
+		int v;
+	} cases[] = { { COST_SCHED_GPIPE, 1 }, { COST_SCHED_1F1B, 1 }, { COST_SCHED_INTERLEAVED, 2 } };
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		double T = 0;
+		toy(&w, st, 4, 8, cases[i].s, cases[i].v);
+		TAP_OK(wi_pipeline_time(&w, true, &T) == 0, "simulated %s", cost_sched_name(cases[i].s));
+		TAP_NEAR(T, cost_pipeline_time(cases[i].s, 4, 8, cases[i].v, t, 0), 1e-12,
+			 "%s, 4 equal stages, 8 micro-batches: the simulator gives cost_pipeline_time's %.4g s",
+			 cost_sched_name(cases[i].s), T);
+		struct wi_timeline tl;
+		if (!TAP_OK(wi_timeline_build(&w, &tl) == 0, "timeline of %s", cost_sched_name(cases[i].s)))
+			continue;
+		double busy[4] = { 0 }, idle[4] = { 0 }, end[4][WI_SPAN_COUNT] = { { 0 } };
+		int overlaps = 0;
+		for (int k = 0; k < tl.n; k++) {
+			const struct wi_span *sp = &tl.span[k];
+			busy[sp->stage] += sp->kind == WI_SPAN_FWD || sp->kind == WI_SPAN_BWD || sp->kind == WI_SPAN_COLL ?
+						   sp->t1 - sp->t0 : 0;
+			idle[sp->stage] += sp->kind == WI_SPAN_IDLE ? sp->t1 - sp->t0 : 0;
+			int lane = sp->kind == WI_SPAN_COLL ? WI_SPAN_COLL : sp->kind <= WI_SPAN_BWD ? 0 : sp->kind;
+			overlaps += sp->kind != WI_SPAN_RECV_ACT && sp->kind != WI_SPAN_RECV_GRAD &&
+				    sp->t0 < end[sp->stage][lane] - 1e-12;
+			end[sp->stage][lane] = fmax(end[sp->stage][lane], sp->t1);
+		}
+		TAP_NEAR(tl.t_pipe, T, 1e-12, "the replayed timeline ends with the simulator");
+		TAP_NEAR(tl.t_step, T + 0.5 + 0.3, 1e-12, "then the slowest stage's sync and update: %.4g s", tl.t_step);
+		TAP_OK(overlaps == 0, "no two spans of one stream overlap");
+		TAP_NEAR(busy[2], 8 * 3, 1e-9, "stage 2 computes 8 x 3 s");
+		TAP_NEAR(busy[2] + idle[2] + 0.5 + 0.2, tl.t_step, 1e-9, "busy, idle, sync and update fill the step");
+		wi_timeline_free(&tl);
+	}
+}
+
+static void test_auto(void)
+{
+	check_auto(model("gpt3-125m"), "2x8:a100-80g", 64, 0);
+	check_auto(model("gpt3-1.3b"), "1x8:v100", 64, 4);
+	test_timeline();
+}
+
 static void cleanup(void)
 {
 	char cmd[600];
@@ -445,6 +618,7 @@ int main(int argc, char **argv)
 	test_gpt3_175b();
 	test_errors();
 	test_batch_choice();
+	test_auto();
 	cleanup();
 	return tap_done();
 }

@@ -1,0 +1,278 @@
+/*
+ * report_chart_draw.c: the plans' charts (report_chart.c says which):
+ * the step-time stack (one bar of parts per plan, a shared scale), memory
+ * per stage by kind with the device's capacity and the planner's limit,
+ * and the timeline of one step per stage. Plus the small drawing helpers
+ * the sweep charts share (text, palette, ticks, titles, legends).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "compiler/report_internal.h"
+
+#if PCC_HAVE_CAIRO
+
+#define GIB (1024.0 * 1024 * 1024)
+
+void chart_text(cairo_t *cr, double x, double y, int align, double size, bool bold, const char *fmt, ...)
+{
+	char s[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s, sizeof s, fmt, ap);
+	va_end(ap);
+	cairo_text_extents_t e;
+	cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL,
+			       bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+	cairo_set_font_size(cr, size);
+	cairo_text_extents(cr, s, &e);
+	cairo_move_to(cr, align < 0 ? x : align == 0 ? x - e.x_advance / 2 : x - e.x_advance, y);
+	cairo_show_text(cr, s);
+}
+
+void chart_color(cairo_t *cr, int k)
+{
+	/* Tableau 10 */
+	static const unsigned rgb[10] = { 0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f,
+					  0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac };
+	unsigned c = rgb[((k % 10) + 10) % 10];
+	cairo_set_source_rgb(cr, (c >> 16) / 255.0, ((c >> 8) & 255) / 255.0, (c & 255) / 255.0);
+}
+
+double chart_tick(double max, int n)
+{
+	if (!(max > 0))
+		return 1;
+	double raw = max / n, p = pow(10, floor(log10(raw))), m = raw / p;
+	return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+void chart_title(cairo_t *cr, struct box b, const char *title)
+{
+	cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+	chart_text(cr, b.x + 20, b.y + 26, -1, 15, true, "%s", title);
+}
+
+double chart_legend(cairo_t *cr, double x, double y, int color, const char *label)
+{
+	chart_color(cr, color);
+	cairo_rectangle(cr, x, y - 10, 12, 12);
+	cairo_fill(cr);
+	cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+	chart_text(cr, x + 17, y, -1, 11, false, "%s", label);
+	cairo_text_extents_t e;
+	cairo_text_extents(cr, label, &e);
+	return x + 17 + e.x_advance + 18;
+}
+
+static void line(cairo_t *cr, double x0, double y0, double x1, double y1)
+{
+	cairo_move_to(cr, x0, y0);
+	cairo_line_to(cr, x1, y1);
+	cairo_stroke(cr);
+}
+
+/* ---- the step-time stack ----------------------------------------------------- */
+
+/* The union of the plans' part keys, in order of appearance: colours. */
+static int part_keys(const struct chart_in *in, const char *keys[], const char *labels[], int max)
+{
+	int n = 0;
+	for (int i = 0; i < in->n; i++)
+		for (int k = 0; k < in->w[i]->nparts; k++) {
+			const struct wi_part *p = &in->w[i]->part[k];
+			int j = 0;
+			while (j < n && strcmp(keys[j], p->key))
+				j++;
+			if (j == n && n < max) {
+				keys[n] = p->key;
+				labels[n++] = p->label;
+			}
+		}
+	return n;
+}
+
+static int key_index(const char *const keys[], int n, const char *key)
+{
+	for (int j = 0; j < n; j++)
+		if (!strcmp(keys[j], key))
+			return j;
+	return 0;
+}
+
+void chart_steps(cairo_t *cr, const struct chart_in *in, struct box b)
+{
+	const char *keys[2 * WI_MAX_PARTS], *labels[2 * WI_MAX_PARTS];
+	int nk = part_keys(in, keys, labels, 2 * WI_MAX_PARTS);
+	double max = 0, x0 = b.x + 190, width = b.w - 190 - 110;
+	char t[32];
+	for (int i = 0; i < in->n; i++)
+		max = fmax(max, in->w[i]->t_step);
+	chart_title(cr, b, "Step time by part");
+	for (int i = 0; i < in->n; i++) {
+		const struct whatif *w = in->w[i];
+		double y = b.y + 44 + 34.0 * i, x = x0;
+		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+		chart_text(cr, x0 - 10, y + 17, 1, 12, false, "%s%.24s", in->n > 1 ? (i ? "B: " : "A: ") : "", w->label);
+		for (int k = 0; k < w->nparts; k++) {
+			double dx = max > 0 ? w->part[k].s / max * width : 0;
+			chart_color(cr, key_index(keys, nk, w->part[k].key));
+			cairo_rectangle(cr, x, y, dx, 24);
+			cairo_fill(cr);
+			x += dx;
+		}
+		cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+		chart_text(cr, x + 8, y + 17, -1, 12, true, "%s", wi_secs(w->t_step, t, sizeof t));
+	}
+	double lx = b.x + 20, ly = b.y + 44 + 34.0 * in->n + 20;
+	for (int k = 0; k < nk; k++) {
+		bool used = false;
+		for (int i = 0; i < in->n; i++)
+			for (int j = 0; j < in->w[i]->nparts; j++)
+				used |= !strcmp(in->w[i]->part[j].key, keys[k]) && in->w[i]->part[j].s > 0;
+		if (!used)
+			continue;
+		if (lx > b.x + b.w - 230) {
+			lx = b.x + 20;
+			ly += 22;
+		}
+		lx = chart_legend(cr, lx, ly, k, labels[k]);
+	}
+}
+
+/* ---- memory per stage ------------------------------------------------------ */
+
+static void dashed(cairo_t *cr, double x0, double x1, double y, double r, double g, double bl)
+{
+	const double dash[] = { 6, 4 };
+	cairo_set_source_rgb(cr, r, g, bl);
+	cairo_set_dash(cr, dash, 2, 0);
+	cairo_set_line_width(cr, 1.5);
+	line(cr, x0, y, x1, y);
+	cairo_set_dash(cr, NULL, 0, 0);
+	cairo_set_line_width(cr, 1);
+}
+
+static void y_axis(cairo_t *cr, struct box p, double max, const char *unit)
+{
+	double step = chart_tick(max, 5);
+	cairo_set_line_width(cr, 1);
+	for (double v = 0; v <= max * 1.0001; v += step) {
+		double y = p.y + p.h - v / max * p.h;
+		cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+		line(cr, p.x, y, p.x + p.w, y);
+		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+		chart_text(cr, p.x - 6, y + 4, 1, 10, false, "%g%s", v, unit);
+	}
+}
+
+static void memory_one(cairo_t *cr, const struct whatif *w, struct box b)
+{
+	char title[160];
+	snprintf(title, sizeof title, "Memory per device by stage: %.60s", w->label);
+	chart_title(cr, b, title);
+	struct box p = { b.x + 70, b.y + 50, b.w - 100, b.h - 112 };
+	double max = fmax(w->mem_capacity, w->mem_peak) * 1.08 / GIB;
+	y_axis(cr, p, max, " GiB");
+	double slot = p.w / w->nstages, bw = fmin(60, slot * 0.7);
+	for (int s = 0; s < w->nstages; s++) {
+		const struct wi_stage *st = &w->stages[s];
+		double x = p.x + slot * s + (slot - bw) / 2, y = p.y + p.h;
+		for (int k = 0; k < WI_MEM_COUNT; k++) {
+			double h = st->mem[k] / GIB / max * p.h;
+			chart_color(cr, k);
+			cairo_rectangle(cr, x, y - h, bw, h);
+			cairo_fill(cr);
+			y -= h;
+		}
+		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+		if (w->nstages <= 32 || s % (w->nstages / 16) == 0)
+			chart_text(cr, x + bw / 2, p.y + p.h + 14, 0, 10, false, "%d", s);
+	}
+	double yc = p.y + p.h - w->mem_capacity / GIB / max * p.h;
+	dashed(cr, p.x, p.x + p.w, yc, 0.8, 0.1, 0.1);
+	chart_text(cr, p.x + p.w, yc - 4, 1, 10, false, "capacity %.1f GiB", w->mem_capacity / GIB);
+	if (w->mem_limit < w->mem_capacity) {
+		double yl = p.y + p.h - w->mem_limit / GIB / max * p.h;
+		dashed(cr, p.x, p.x + p.w, yl, 0.9, 0.5, 0.1);
+		chart_text(cr, p.x + p.w, yl + 12, 1, 10, false, "planner's limit %.1f GiB", w->mem_limit / GIB);
+	}
+	cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+	chart_text(cr, p.x + p.w / 2, p.y + p.h + 28, 0, 11, false, "stage");
+	double lx = b.x + 20;
+	for (int k = 0; k < WI_MEM_COUNT; k++)
+		lx = chart_legend(cr, lx, b.y + b.h - 8, k, wi_mem_label[k]);
+}
+
+void chart_memory(cairo_t *cr, const struct chart_in *in, struct box b)
+{
+	double h = b.h / in->n;
+	for (int i = 0; i < in->n; i++)
+		memory_one(cr, in->w[i], (struct box){ b.x, b.y + h * i, b.w, h });
+}
+
+/* ---- timeline ---------------------------------------------------------------- */
+
+static const int span_color[WI_SPAN_COUNT] = { 0, 4, 1, 6, 7, 2, 8, 9 };
+
+static void time_axis(cairo_t *cr, struct box p, double T)
+{
+	char t[32];
+	double step = chart_tick(T, 8);
+	for (double v = 0; v <= T * 1.0001; v += step) {
+		double x = p.x + v / T * p.w;
+		cairo_set_source_rgb(cr, 0.85, 0.85, 0.85);
+		line(cr, x, p.y, x, p.y + p.h);
+		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+		chart_text(cr, x, p.y + p.h + 13, 0, 10, false, "%s", v > 0 ? wi_secs(v, t, sizeof t) : "0");
+	}
+}
+
+/* One plan's step, on a time axis of at least T (plans compared share it). */
+static void timeline_one(cairo_t *cr, const struct whatif *w, struct box b, double T)
+{
+	struct wi_timeline tl;
+	char title[200];
+	snprintf(title, sizeof title, "One step: %.60s (%s, %d micro-batch%s)", w->label, cost_sched_name(w->sched),
+		 w->micro, w->micro == 1 ? "" : "es");
+	chart_title(cr, b, title);
+	if (wi_timeline_build(w, &tl) < 0 || !(tl.t_step > 0)) {
+		chart_text(cr, b.x + 20, b.y + 50, -1, 11, false, "(no timeline: %s)", ir_error());
+		return;
+	}
+	struct box p = { b.x + 80, b.y + 40, b.w - 100, 22.0 * w->nstages };
+	T = fmax(T, tl.t_step);
+	for (int s = 0; s < w->nstages; s++) {
+		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+		chart_text(cr, p.x - 8, p.y + 22.0 * s + 15, 1, 11, false, "stage %d", s);
+	}
+	time_axis(cr, p, T);
+	for (int k = 0; k < tl.n; k++) {
+		const struct wi_span *sp = &tl.span[k];
+		bool recv = sp->kind == WI_SPAN_RECV_ACT || sp->kind == WI_SPAN_RECV_GRAD;
+		double x0 = p.x + sp->t0 / T * p.w, x1 = p.x + sp->t1 / T * p.w;
+		double y = p.y + 22.0 * sp->stage + (recv ? 17 : 2);
+		chart_color(cr, span_color[sp->kind]);
+		cairo_rectangle(cr, x0, y, fmax(x1 - x0, 0.5), recv ? 3 : 14);
+		cairo_fill(cr);
+	}
+	double lx = b.x + 20;
+	for (int k = 0; k < WI_SPAN_COUNT; k++)
+		lx = chart_legend(cr, lx, b.y + b.h - 10, span_color[k], wi_span_name[k]);
+	wi_timeline_free(&tl);
+}
+
+void chart_timeline(cairo_t *cr, const struct chart_in *in, struct box b)
+{
+	double y = b.y, T = 0;
+	for (int i = 0; i < in->n; i++)
+		T = fmax(T, in->w[i]->t_step);
+	for (int i = 0; i < in->n; i++) {
+		double h = 80 + 22.0 * in->w[i]->nstages;
+		timeline_one(cr, in->w[i], (struct box){ b.x, y, b.w, h }, T);
+		y += h;
+	}
+}
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * report_html.c: `pcc report --html FILE`: one self-contained HTML5 page
+ * (no scripts, no external files): the plans' summary, step-time parts
+ * and memory per stage as tables, a sweep's points as a table, and the
+ * charts (report_chart.c) as PNG images embedded in base64 data URIs
+ * (separate images, so that nothing in one can clash with another). Built
+ * without cairo the page keeps its tables and says the charts are missing.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "compiler/report_internal.h"
+
+#define GIB (1024.0 * 1024 * 1024)
+
+static void esc(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		switch (*s) {
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+}
+
+static void base64(FILE *f, const unsigned char *p, size_t n)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+		fputc(a[v >> 18 & 63], f);
+		fputc(a[v >> 12 & 63], f);
+		fputc(i + 1 < n ? a[v >> 6 & 63] : '=', f);
+		fputc(i + 2 < n ? a[v & 63] : '=', f);
+	}
+}
+
+static void image(FILE *f, const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which,
+		  const char *alt)
+{
+	unsigned char *png;
+	size_t len;
+	if (wi_chart_png(w, n, sw, which, &png, &len) < 0) {
+		fprintf(f, "<p class=\"note\">(%s: no chart; ", alt);
+		esc(f, ir_error());
+		fputs(")</p>\n", f);
+		return;
+	}
+	fprintf(f, "<img alt=\"%s\" src=\"data:image/png;base64,", alt);
+	base64(f, png, len);
+	fputs("\">\n", f);
+	ir_free(png);
+}
+
+/* A table cell; th when head. */
+__attribute__((format(printf, 3, 4))) static void cell(FILE *f, bool head, const char *fmt, ...)
+{
+	char s[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s, sizeof s, fmt, ap);
+	va_end(ap);
+	fputs(head ? "<th>" : "<td>", f);
+	esc(f, s);
+	fputs(head ? "</th>" : "</td>", f);
+}
+
+static void summary(FILE *f, const struct whatif *const *w, int n)
+{
+	char b[32];
+	fputs("<h2>Summary</h2>\n<table>\n<tr>", f);
+	cell(f, true, "%s", "");
+	for (int i = 0; i < n; i++)
+		cell(f, true, "%s%s", n > 1 ? (i ? "B: " : "A: ") : "", w[i]->label);
+	fputs("</tr>\n", f);
+#define ROW(name, ...)                                   \
+	do {                                             \
+		fputs("<tr>", f);                        \
+		cell(f, true, "%s", name);               \
+		for (int i = 0; i < n; i++)              \
+			cell(f, false, __VA_ARGS__);     \
+		fputs("</tr>\n", f);                     \
+	} while (0)
+	ROW("cluster", "%s (%d devices, %s)", w[i]->cluster, w[i]->devices, w[i]->device);
+	ROW("plan", "%d stage%s, %s, %d micro-batches of %lld", w[i]->nstages, w[i]->nstages == 1 ? "" : "s",
+	    cost_sched_name(w[i]->sched), w[i]->micro, (long long)w[i]->micro_batch);
+	ROW("step", "%s, batch %lld", w[i]->train ? "training" : "forward", (long long)w[i]->batch);
+	ROW("step time", "%s", wi_secs(w[i]->t_step, b, sizeof b));
+	ROW("throughput", "%.4g samples/s, %.4g tokens/s", w[i]->samples_per_s, w[i]->tokens_per_s);
+	ROW("per device", "%.1f TFLOP/s, MFU %.1f%%", w[i]->tflops_per_device, 100 * w[i]->mfu);
+	ROW("peak memory", "%.2f of %.2f GiB per device (%s)", w[i]->mem_peak / GIB, w[i]->mem_capacity / GIB,
+	    w[i]->fits ? "fits" : "does not fit");
+	if (w[0]->price > 0)
+		ROW("cost", "%.4g per step, %.4g per million tokens", w[i]->cost_per_step, w[i]->cost_per_mtokens);
+#undef ROW
+	fputs("</table>\n", f);
+}
+
+static void parts(FILE *f, const struct whatif *const *w, int n)
+{
+	char b[32];
+	fputs("<h2>Step time</h2>\n<table>\n<tr>", f);
+	cell(f, true, "%s", "part");
+	for (int i = 0; i < n; i++)
+		cell(f, true, "%s", w[i]->label);
+	fputs("</tr>\n", f);
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < w[i]->nparts; k++) {
+			const struct wi_part *p = &w[i]->part[k];
+			bool seen = false;
+			for (int j = 0; j < i; j++)
+				for (int q = 0; q < w[j]->nparts; q++)
+					seen |= !strcmp(w[j]->part[q].key, p->key);
+			if (seen)
+				continue;
+			fputs("<tr>", f);
+			cell(f, true, "%s", p->label);
+			for (int j = 0; j < n; j++) {
+				double s = 0;
+				for (int q = 0; q < w[j]->nparts; q++)
+					s += !strcmp(w[j]->part[q].key, p->key) ? w[j]->part[q].s : 0;
+				cell(f, false, "%s", wi_secs(s, b, sizeof b));
+			}
+			fputs("</tr>\n", f);
+		}
+	fputs("</table>\n", f);
+	image(f, w, n, NULL, WI_CHART_STEPS, "step time by part");
+}
+
+static void stages(FILE *f, const struct whatif *w)
+{
+	char b[32];
+	fputs("<h3>", f);
+	esc(f, w->label);
+	fputs("</h3>\n<table>\n<tr>", f);
+	const char *head[] = { "stage", "devices", "mesh", "per micro-batch" };
+	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
+		cell(f, true, "%s", head[k]);
+	for (int k = 0; k < WI_MEM_COUNT; k++)
+		cell(f, true, "%s (GiB)", wi_mem_label[k]);
+	cell(f, true, "%s", "total (GiB)");
+	fputs("</tr>\n", f);
+	for (int s = 0; s < w->nstages; s++) {
+		const struct wi_stage *st = &w->stages[s];
+		fputs("<tr>", f);
+		cell(f, false, "%d", s);
+		cell(f, false, "%d", st->devices);
+		cell(f, false, "%s%s%s", st->mesh, st->zero ? ", ZeRO" : "", st->recompute ? ", recompute" : "");
+		cell(f, false, "%s", wi_secs(st->t_fwd + st->t_bwd, b, sizeof b));
+		for (int k = 0; k < WI_MEM_COUNT; k++)
+			cell(f, false, "%.3f", st->mem[k] / GIB);
+		cell(f, false, "%.3f", st->mem_total / GIB);
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+
+static void sweep_table(FILE *f, const struct wi_sweep_result *r)
+{
+	char b[32];
+	fputs("<h2>Sweep</h2>\n<table>\n<tr>", f);
+	const char *head[] = { "point", "step time", "samples/s", "tokens/s", "TFLOP/s per device", "MFU",
+			       "peak GiB", "fits" };
+	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
+		cell(f, true, "%s", head[k]);
+	fputs("</tr>\n", f);
+	for (int i = 0; i < r->n; i++) {
+		const struct wi_point *p = &r->pt[i];
+		fputs(i == r->best ? "<tr class=\"best\">" : "<tr>", f);
+		cell(f, false, "%s", p->name);
+		if (!p->ok) {
+			fputs("<td colspan=\"7\">", f);
+			esc(f, p->err);
+			fputs("</td></tr>\n", f);
+			continue;
+		}
+		cell(f, false, "%s", wi_secs(p->w.t_step, b, sizeof b));
+		cell(f, false, "%.4g", p->w.samples_per_s);
+		cell(f, false, "%.4g", p->w.tokens_per_s);
+		cell(f, false, "%.1f", p->w.tflops_per_device);
+		cell(f, false, "%.1f%%", 100 * p->w.mfu);
+		cell(f, false, "%.2f", p->w.mem_peak / GIB);
+		cell(f, false, "%s", p->w.fits ? "yes" : "no");
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+	image(f, NULL, 0, r, WI_CHART_SWEEP, "sweep");
+}
+
+static const char style[] =
+	"body{font-family:'DejaVu Sans',sans-serif;margin:2em;color:#222;max-width:1000px}"
+	"table{border-collapse:collapse;margin:0.5em 0 1em}th,td{border:1px solid #ccc;padding:3px 8px;"
+	"text-align:right}th{background:#f3f3f3;text-align:left}tr.best td{font-weight:bold}"
+	"img{max-width:100%;display:block;margin:0.5em 0 1.5em}.note{color:#888}";
+
+int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return ir_errorf(-EIO, "--html %s: cannot write: %s", path, strerror(errno));
+	const char *model = n > 0 ? w[0]->model : sw && sw->n ? sw->pt[0].w.model : "";
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>pcc report: ");
+	esc(f, model);
+	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>pcc report</h1>\n<p>Model ", style);
+	esc(f, model);
+	fputs(", predicted by pcc's cost model (no hardware run).</p>\n", f);
+	if (n > 0) {
+		summary(f, w, n);
+		parts(f, w, n);
+		fputs("<h2>Memory per device by stage</h2>\n", f);
+		for (int i = 0; i < n; i++)
+			stages(f, w[i]);
+		image(f, w, n, NULL, WI_CHART_MEMORY, "memory per stage");
+		fputs("<h2>One step, per stage</h2>\n", f);
+		image(f, w, n, NULL, WI_CHART_TIMELINE, "timeline");
+	}
+	if (sw)
+		sweep_table(f, sw);
+	fputs("</body>\n</html>\n", f);
+	return fclose(f) != 0 ? ir_errorf(-EIO, "--html %s: write error", path) : 0;
+}

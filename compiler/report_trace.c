@@ -1,0 +1,214 @@
+/*
+ * report_trace.c: `pcc report --trace FILE.json`: one step of a plan as a
+ * Chrome trace-event file (the JSON object form: {"traceEvents": [...]}),
+ * which Perfetto (ui.perfetto.dev) and chrome://tracing open.
+ *
+ * One process per pipeline stage (its devices run the same program), one
+ * thread per stream: compute (forwards, backwards, the optimizer update,
+ * idle time), collectives (the part of each forward and backward spent in
+ * them), activations and gradients arriving from the neighbouring stages,
+ * and the gradient reduction left exposed after the pipeline. Spans come
+ * from the schedule simulator's timeline (report_timeline.c). Times are
+ * microseconds, quantized to whole nanoseconds so that an event's end and
+ * the next one's start are the same number: events on one thread never
+ * overlap. Receives that overlap in time (several in flight) go to extra
+ * threads of the same stream ("receive activation 2", ...).
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "compiler/report_internal.h"
+
+enum stream { S_COMPUTE, S_COLL, S_RECV_ACT, S_RECV_GRAD, S_SYNC, S_COUNT };
+
+static const char *const stream_name[S_COUNT] = { "compute", "collectives", "receive activation",
+						  "receive gradient", "gradient sync" };
+
+static enum stream stream_of(enum wi_span_kind k)
+{
+	switch (k) {
+	case WI_SPAN_FWD:
+	case WI_SPAN_BWD:
+	case WI_SPAN_OPTIM:
+	case WI_SPAN_IDLE:
+		return S_COMPUTE;
+	case WI_SPAN_COLL:
+		return S_COLL;
+	case WI_SPAN_RECV_ACT:
+		return S_RECV_ACT;
+	case WI_SPAN_RECV_GRAD:
+		return S_RECV_GRAD;
+	case WI_SPAN_SYNC:
+		return S_SYNC;
+	case WI_SPAN_COUNT:
+		break;
+	}
+	IR_ASSERT(!"span kind out of range");
+	return S_COMPUTE;
+}
+
+static const char *category(enum wi_span_kind k)
+{
+	switch (stream_of(k)) {
+	case S_COMPUTE:
+		return k == WI_SPAN_IDLE ? "idle" : "compute";
+	case S_COLL:
+	case S_SYNC:
+		return "collective";
+	case S_RECV_ACT:
+	case S_RECV_GRAD:
+		return "transfer";
+	case S_COUNT:
+		break;
+	}
+	return "";
+}
+
+static json_t *meta(const char *what, int pid, int tid, const char *name)
+{
+	json_t *e = json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", pid, "args", "name", name);
+	if (tid >= 0)
+		json_object_set_new(e, "tid", json_integer(tid));
+	return e;
+}
+
+/* Lane ends per (stage, stream), ns: the first lane free at t0 takes a
+ * span; a new lane when none is. */
+struct lanes {
+	long long *end[S_COUNT];
+	int used[S_COUNT], cap[S_COUNT];
+};
+
+static int lane_for(struct lanes *l, enum stream s, long long t0, long long t1)
+{
+	int k = 0;
+	while (k < l->used[s] && l->end[s][k] > t0)
+		k++;
+	if (k == l->cap[s]) {
+		int nc = l->cap[s] ? 2 * l->cap[s] : 4;
+		long long *e = ir_realloc(l->end[s], sizeof *e * (size_t)nc);
+		if (!e)
+			return ir_errorf(-ENOMEM, "out of memory writing the trace");
+		l->end[s] = e;
+		l->cap[s] = nc;
+	}
+	if (k == l->used[s])
+		l->used[s]++;
+	l->end[s][k] = t1;
+	return k;
+}
+
+static void lanes_free(struct lanes *l, int n)
+{
+	for (int i = 0; l && i < n; i++)
+		for (int s = 0; s < S_COUNT; s++)
+			ir_free(l[i].end[s]);
+	ir_free(l);
+}
+
+static json_t *event(const struct wi_span *sp, int pid, int tid, long long t0, long long t1)
+{
+	char name[96];
+	if (sp->mb >= 0 && sp->chunk > 0)
+		snprintf(name, sizeof name, "%s %d.%d", wi_span_name[sp->kind], sp->mb, sp->chunk);
+	else if (sp->mb >= 0)
+		snprintf(name, sizeof name, "%s %d", wi_span_name[sp->kind], sp->mb);
+	else
+		snprintf(name, sizeof name, "%s", wi_span_name[sp->kind]);
+	json_t *e = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", name, "cat", category(sp->kind), "ph", "X",
+			      "ts", (double)t0 / 1e3, "dur", (double)(t1 - t0) / 1e3, "pid", pid, "tid", tid);
+	if (sp->mb >= 0)
+		json_object_set_new(e, "args", json_pack("{s:i, s:i}", "micro_batch", sp->mb, "chunk", sp->chunk));
+	return e;
+}
+
+static void stage_names(json_t *ev, const struct whatif *w, int i, int n, int s, const struct lanes *l)
+{
+	char name[256];
+	int pid = i * 1000 + s;
+	const struct wi_stage *st = &w->stages[s];
+	if (n > 1)
+		snprintf(name, sizeof name, "%s (%s) stage %d: %d device%s, %s", i ? "B" : "A", w->label, s, st->devices,
+			 st->devices == 1 ? "" : "s", st->mesh);
+	else
+		snprintf(name, sizeof name, "stage %d: %d device%s, %s", s, st->devices, st->devices == 1 ? "" : "s",
+			 st->mesh);
+	json_array_append_new(ev, meta("process_name", pid, -1, name));
+	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:{s:i}}", "name", "process_sort_index", "ph", "M", "pid",
+					    pid, "args", "sort_index", pid));
+	for (int x = 0; x < S_COUNT; x++)
+		for (int k = 0; k < l->used[x]; k++) {
+			char tn[64];
+			snprintf(tn, sizeof tn, k ? "%s %d" : "%s", stream_name[x], k + 1);
+			json_array_append_new(ev, meta("thread_name", pid, x * 100 + k + 1, tn));
+		}
+}
+
+/* Adds what-if i's events to ev. */
+static int add_plan(json_t *ev, json_t *info, const struct whatif *w, int i, int n)
+{
+	struct wi_timeline tl;
+	int rc = wi_timeline_build(w, &tl);
+	if (rc < 0)
+		return rc;
+	struct lanes *l = ir_calloc((size_t)w->nstages, sizeof *l);
+	if (!l) {
+		wi_timeline_free(&tl);
+		return ir_errorf(-ENOMEM, "out of memory writing the trace");
+	}
+	for (int k = 0; k < tl.n && rc == 0; k++) {
+		const struct wi_span *sp = &tl.span[k];
+		long long t0 = llround(sp->t0 * 1e9), t1 = llround(sp->t1 * 1e9);
+		if (t1 <= t0)
+			continue;
+		enum stream s = stream_of(sp->kind);
+		int lane = lane_for(&l[sp->stage], s, t0, t1);
+		if (lane < 0)
+			rc = lane;
+		else
+			json_array_append_new(ev, event(sp, i * 1000 + sp->stage, s * 100 + lane + 1, t0, t1));
+	}
+	for (int s = 0; s < w->nstages && rc == 0; s++)
+		stage_names(ev, w, i, n, s, &l[s]);
+	if (rc == 0)
+		json_array_append_new(info, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:i, s:s, s:i}", "label", w->label, "model",
+					      w->model, "cluster", w->cluster, "step_time_s", w->t_step,
+					      "simulated_step_time_s", tl.t_step, "pipeline_time_s", tl.t_pipe,
+					      "micro_batches", w->micro, "schedule", cost_sched_name(w->sched), "stages",
+					      w->nstages));
+	lanes_free(l, w->nstages);
+	wi_timeline_free(&tl);
+	return rc;
+}
+
+json_t *wi_trace_json(const struct whatif *const *w, int n)
+{
+	json_t *ev = json_array(), *info = json_array();
+	for (int i = 0; i < n; i++)
+		if (add_plan(ev, info, w[i], i, n) < 0) {
+			json_decref(ev);
+			json_decref(info);
+			return NULL;
+		}
+	return json_pack("{s:o, s:s, s:{s:s, s:o}}", "traceEvents", ev, "displayTimeUnit", "ms", "otherData", "generator",
+			 "pcc report", "plans", info);
+}
+
+int wi_trace_write(const struct whatif *const *w, int n, const char *path)
+{
+	json_t *o = wi_trace_json(w, n);
+	if (!o)
+		return ir_error_code() ? ir_error_code() : -ENOMEM;
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		json_decref(o);
+		return ir_errorf(-EIO, "--trace %s: cannot write: %s", path, strerror(errno));
+	}
+	int rc = json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+	fputc('\n', f);
+	if (fclose(f) != 0)
+		rc = -1;
+	json_decref(o);
+	return rc < 0 ? ir_errorf(-EIO, "--trace %s: write error", path) : 0;
+}

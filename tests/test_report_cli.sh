@@ -1,0 +1,158 @@
+#!/bin/sh
+# test_report_cli.sh PCC MODELGEN MODELS_DIR: `pcc report` without --plan
+# (the automatic plan), --compare, --compare-cluster, --price-per-gpu-hour
+# and --trace, end to end (TAP). Numbers are checked against the planner's
+# own summary line and against each other; the trace against the Chrome
+# trace-event format's rules.
+pcc=$1
+modelgen=$2
+models=$3
+. "$(dirname "$0")/tap.sh"
+
+"$modelgen" gpt3-125m -o "$tmp/g125.onnx" >/dev/null
+"$modelgen" gpt3-1.3b -o "$tmp/g13.onnx" >/dev/null
+"$modelgen" gpt3-6.7b -o "$tmp/g67.onnx" >/dev/null
+m=$models/gpt_op17/model.onnx
+
+# The report's step time, MFU and peak are the planner's (pcc MODEL --cluster C prints them on one line).
+check "auto: step time, MFU and peak memory are those of pcc MODEL --cluster C" sh -c "
+  '$pcc' '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 >'$tmp/plan' &&
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --json >'$tmp/r.json' &&
+  python3 - '$tmp/plan' '$tmp/r.json' <<'EOF'
+import json, re, sys
+line = open(sys.argv[1]).read()
+step = float(re.search(r'step ([0-9.]+) ms', line).group(1)) / 1e3
+mfu = float(re.search(r'MFU ([0-9.]+)%', line).group(1)) / 100
+o = json.load(open(sys.argv[2]))
+assert abs(o['step_time_s'] - step) < 1e-6, (o['step_time_s'], step)
+assert abs(o['mfu'] - mfu) < 1e-3, (o['mfu'], mfu)
+assert '4 stages' in line and len(o['stages']) == 4 and o['mode'] == 'auto' and o['train'] is True
+EOF"
+check "auto --json: the step-time parts add up, memory by kind adds up per stage, nothing exceeds the limit" sh -c "
+  python3 - '$tmp/r.json' <<'EOF'
+import json, sys
+o = json.load(open(sys.argv[1]))
+t = o['time_s']
+assert abs(sum(t.values()) - o['step_time_s']) < 1e-9 * o['step_time_s'], t
+for k in ('compute', 'bubble', 'transfers', 'optimizer', 'comm_axis0', 'comm_axis1', 'sync_axis0', 'sync_axis1'):
+    assert k in t and t[k] >= 0, k
+assert t['bubble'] > 0 and t['transfers'] > 0
+for s in o['stages']:
+    assert abs(sum(s['memory_bytes'].values()) - s['total_bytes']) < 1e-6 * s['total_bytes']
+    assert s['total_bytes'] <= o['memory_limit_bytes'] < o['memory_capacity_bytes']
+assert o['peak_memory_bytes'] == max(s['total_bytes'] for s in o['stages']) and o['fits'] is True
+assert o['breakdown_residual'] < 1e-9
+assert abs(o['tokens_per_s'] - o['samples_per_s'] * 2048) < 1e-6 * o['tokens_per_s']
+assert abs(o['tflops_per_device'] / (o['hw_flops_per_step'] / o['step_time_s'] / o['devices'] / 1e12) - 1) < 1e-12
+EOF"
+check "auto text: the stack, throughput, MFU, each stage's mesh and the verdict" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 >'$tmp/r.txt' &&
+  grep -q '^plan      auto: 4 stages, interleaved' '$tmp/r.txt' && grep -q '^  pipeline bubble ' '$tmp/r.txt' &&
+  grep -q '^per device .* TFLOP/s achieved, MFU ' '$tmp/r.txt' && test \$(grep -c '^    [0-3]  .* on 1x' '$tmp/r.txt') -eq 4 &&
+  grep -q '^verdict   fits' '$tmp/r.txt'"
+check "auto: the forward plan without --train, as pcc MODEL --cluster C" sh -c "
+  '$pcc' '$m' --cluster 1x8:a100 >'$tmp/plan' && '$pcc' report '$m' --cluster 1x8:a100 --json >'$tmp/f.json' &&
+  python3 - '$tmp/plan' '$tmp/f.json' <<'EOF'
+import json, re, sys
+step = float(re.search(r'step ([0-9.]+) ms', open(sys.argv[1]).read()).group(1)) / 1e3
+o = json.load(open(sys.argv[2]))
+assert o['train'] is False and abs(o['step_time_s'] - step) < 1e-6, (o['step_time_s'], step)
+assert o['time_s']['optimizer'] == 0
+EOF"
+check "price: cost per step and per million tokens follow from step time, devices and batch" sh -c "
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --train --batch 64 --price-per-gpu-hour 2.5 --json |
+  python3 -c '
+import json, sys
+o = json.load(sys.stdin)
+c = 2.5 * o[\"devices\"] * o[\"step_time_s\"] / 3600
+assert abs(o[\"cost_per_step\"] - c) < 1e-12
+assert abs(o[\"cost_per_million_tokens\"] - c / (64 * 2048) * 1e6) < 1e-9
+' && '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --train --batch 64 --price-per-gpu-hour 2.5 |
+  grep -q '^price     2.5 per GPU-hour: .* per million tokens'"
+check "price with a manual plan: text and JSON" sh -c "
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --plan dp=4,tp=4 --price-per-gpu-hour 3 | grep -q '^price     3 per GPU-hour' &&
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --plan dp=4,tp=4 --price-per-gpu-hour 3 --json |
+  python3 -c 'import json,sys; o=json.load(sys.stdin); assert abs(o[\"cost_per_step\"] - 3*16*o[\"step_time_s\"]/3600) < 1e-12'"
+check "compare auto with a manual plan: both columns, deltas = B - A, the manual plan gets the automatic plan's batch" sh -c "
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 --json >'$tmp/c.json' &&
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --batch 64 --plan dp=4,tp=2,pp=2 --json >'$tmp/m.json' &&
+  python3 - '$tmp/c.json' '$tmp/m.json' <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+a, b, d = c['a'], c['b'], c['delta']
+assert a['mode'] == 'auto' and b['mode'] == 'manual' and a['batch'] == b['batch'] == 64
+assert abs(b['step_time_s'] - m['step_time_s']) < 1e-12
+assert abs(d['step_time_s'] - (b['step_time_s'] - a['step_time_s'])) < 1e-12
+assert abs(d['mfu'] - (b['mfu'] - a['mfu'])) < 1e-12
+for k, v in d['time_s'].items():
+    assert abs(v - (b['time_s'].get(k, 0) - a['time_s'].get(k, 0))) < 1e-12, k
+EOF
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 >'$tmp/c.txt' &&
+  grep -q '^ *A: auto *B: dp=4,tp=2,pp=2 *B vs A' '$tmp/c.txt' && grep -q '^step time .*%' '$tmp/c.txt' && grep -q '^MFU .* points' '$tmp/c.txt'"
+check "compare two clusters: H100 is faster than A100 for the same model" sh -c "
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --train --batch 64 --compare-cluster 2x8:h100 --json |
+  python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"a\"][\"cluster\"]==\"2x8:a100\" and o[\"b\"][\"cluster\"]==\"2x8:h100\" and o[\"b\"][\"step_time_s\"] < o[\"a\"][\"step_time_s\"] and o[\"delta\"][\"step_time_ratio\"] < 1'"
+
+# The trace: valid Chrome trace-event JSON, one process per stage, events that never overlap on a thread.
+check "trace: well-formed X events with ts/dur/pid/tid, no overlap on a thread, ends at the step time" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --trace '$tmp/t.json' >/dev/null &&
+  python3 - '$tmp/t.json' <<'EOF'
+import json, sys, collections
+o = json.load(open(sys.argv[1]))
+ev = o['traceEvents']
+xs = [e for e in ev if e['ph'] == 'X']
+assert xs and all(e['ph'] in ('X', 'M') for e in ev)
+lanes = collections.defaultdict(list)
+for e in xs:
+    for k in ('name', 'ts', 'dur', 'pid', 'tid'):
+        assert k in e, (k, e)
+    assert e['dur'] > 0 and e['ts'] >= 0
+    lanes[(e['pid'], e['tid'])].append((e['ts'], e['ts'] + e['dur']))
+for k, v in lanes.items():
+    v.sort()
+    for x, y in zip(v, v[1:]):
+        assert y[0] >= x[1] - 1e-6, (k, x, y)
+plan = o['otherData']['plans'][0]
+end = max(e['ts'] + e['dur'] for e in xs) / 1e6
+assert abs(end - plan['simulated_step_time_s']) < 1e-8 and abs(plan['simulated_step_time_s'] - plan['step_time_s']) < 1e-9
+assert sorted({e['pid'] for e in xs}) == [0, 1, 2, 3]
+names = {e['args']['name'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}
+assert {'compute', 'collectives', 'receive activation', 'receive gradient'} <= names, names
+for pid in range(4):
+    fw = [e for e in xs if e['pid'] == pid and e['name'].startswith('forward ')]
+    bw = [e for e in xs if e['pid'] == pid and e['name'].startswith('backward ')]
+    assert len(fw) == len(bw) == 32 * 2, (pid, len(fw))
+    assert any(e['name'] == 'idle' for e in xs if e['pid'] == pid)
+EOF"
+check "trace of a manual plan and of a comparison (pids of B from 1000)" sh -c "
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --plan dp=4,tp=2,pp=2 --batch 64 --trace '$tmp/m.json' >/dev/null &&
+  '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 --trace '$tmp/c.json' >/dev/null &&
+  python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
+assert {e[\"pid\"] for e in m[\"traceEvents\"] if e[\"ph\"] == \"X\"} == {0, 1}
+assert {e[\"pid\"] for e in c[\"traceEvents\"] if e[\"ph\"] == \"X\"} == {0, 1000, 1001}
+assert any(e[\"name\"] == \"collectives 0\" for e in m[\"traceEvents\"])
+' '$tmp/m.json' '$tmp/c.json'"
+
+# Bad input: one line, non-zero exit.
+one_line() { test "$(wc -l <"$tmp/e")" -eq 1; }
+check "unwritable --trace: exit 1, one line naming it, before any work" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --trace /nonexistent/dir/t.json 2>'$tmp/e' >/dev/null; test \$? -eq 1 &&
+  test \$(wc -l <'$tmp/e') -eq 1 && grep -q -- '--trace /nonexistent/dir/t.json: folder /nonexistent/dir does not exist' '$tmp/e'"
+check "--trace to a folder: exit 1, one line" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --trace '$tmp' 2>'$tmp/e' >/dev/null; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'is a folder' '$tmp/e'"
+check "--compare with one plan: exit 2, one line" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --compare auto 2>'$tmp/e' >/dev/null; test \$? -eq 2 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'two plans' '$tmp/e'"
+check "--compare with a bad plan: exit 1 naming the key" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --compare auto dp=2,tq=2 2>'$tmp/e' >/dev/null; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q '\"tq\"' '$tmp/e'"
+check "unknown option: exit 2, one line" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --frobnicate 2>'$tmp/e' >/dev/null; test \$? -eq 2 && test \$(wc -l <'$tmp/e') -eq 1"
+check "bad --price-per-gpu-hour: exit 2" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --price-per-gpu-hour -1 2>'$tmp/e' >/dev/null; test \$? -eq 2 && grep -q 'positive number' '$tmp/e'"
+check "a step option without --train (automatic plan): exit 1" sh -c "
+  '$pcc' report '$m' --cluster 1x8:a100 --lr 0.1 2>'$tmp/e' >/dev/null; test \$? -eq 1 && grep -q -- '--lr is an option of the train step' '$tmp/e'"
+check "a model that does not fit: exit 1, one line" sh -c "
+  '$pcc' report '$tmp/g67.onnx' --cluster 1x1:v100 --train --batch 8 2>'$tmp/e' >/dev/null; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'does not fit' '$tmp/e'"
+check "report --help lists the new options" sh -c "'$pcc' report --help | grep -q -- '--compare A B'"
+tap_done

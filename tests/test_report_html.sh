@@ -1,0 +1,132 @@
+#!/bin/sh
+# test_report_html.sh PCC MODELGEN: `pcc report --svg / --png / --html`
+# (TAP). The SVG parses as XML, the PNG has its signature and size, the
+# HTML page is well formed, self-contained (images as base64 PNG, nothing
+# fetched) and shows the JSON report's numbers; headless Chromium renders
+# it where Chromium is installed (SKIP otherwise). Built without cairo the
+# pictures are one line saying so (the picture cases SKIP).
+pcc=$1
+modelgen=$2
+. "$(dirname "$0")/tap.sh"
+
+skip() {
+	n=$((n + 1))
+	echo "ok $n # SKIP $1"
+}
+
+"$modelgen" gpt3-125m -o "$tmp/g.onnx" >/dev/null
+"$modelgen" gpt3-1.3b -o "$tmp/g13.onnx" >/dev/null
+g=$tmp/g.onnx
+run="'$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4"
+
+cairo=yes
+if ! "$pcc" report "$g" --cluster 1x8:a100 --plan dp=8 --svg "$tmp/probe.svg" >/dev/null 2>"$tmp/probe"; then
+	grep -q 'pictures need cairo' "$tmp/probe" && cairo=no
+fi
+
+# The page is well formed: every element closed in order, no scripts, no
+# external resources, every image a base64 PNG.
+page_ok='
+import base64, html.parser, re, sys
+text = open(sys.argv[1]).read()
+void = {"meta", "img", "br", "hr", "link", "input"}
+class P(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(); self.stack = []; self.imgs = []; self.tags = set()
+    def handle_starttag(self, t, a):
+        self.tags.add(t)
+        if t == "img": self.imgs.append(dict(a)["src"])
+        if t not in void: self.stack.append(t)
+    def handle_endtag(self, t):
+        assert self.stack and self.stack[-1] == t, (t, self.stack[-3:])
+        self.stack.pop()
+p = P(); p.feed(text); p.close()
+assert p.stack == [], p.stack
+assert text.startswith("<!DOCTYPE html>") and "script" not in p.tags and "link" not in p.tags
+assert not re.search(r"(src|href)=\"(?!data:)", text)
+want = int(sys.argv[2])
+assert len(p.imgs) == want, (len(p.imgs), want)
+for s in p.imgs:
+    assert s.startswith("data:image/png;base64,")
+    assert base64.b64decode(s.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+'
+
+if [ $cairo = yes ]; then
+	check "--svg: an SVG document 960 wide with the three charts' text" sh -c "
+	  $run --svg '$tmp/a.svg' >/dev/null && python3 - '$tmp/a.svg' <<'EOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag.endswith('svg') and root.get('width').startswith('960'), root.attrib
+assert len(list(root.iter())) > 100
+EOF"
+	check "--png: a PNG image 960 pixels wide" sh -c "
+	  $run --png '$tmp/a.png' >/dev/null && python3 - '$tmp/a.png' <<'EOF'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+assert b[:8] == b'\x89PNG\r\n\x1a\n' and b[12:16] == b'IHDR'
+w, h = struct.unpack('>II', b[16:24])
+assert w == 960 and 400 < h < 5000, (w, h)
+EOF"
+	check "--png of a sweep: the sweep's chart" sh -c "
+	  '$pcc' report '$g' --cluster 2x8:a100 --plan dp=4,tp=4 --batch 64 --sweep sensitivity --png '$tmp/s.png' >/dev/null &&
+	  python3 -c 'import sys; b=open(sys.argv[1],\"rb\").read(); assert b[:4]==b\"\x89PNG\" and len(b) > 5000' '$tmp/s.png'"
+	nimg=3
+else
+	skip "--svg: built without cairo"
+	skip "--png: built without cairo"
+	skip "--png of a sweep: built without cairo"
+	nimg=0
+fi
+
+check "--html: well formed, self-contained, images embedded as base64 PNG" sh -c "
+  $run --html '$tmp/a.html' >/dev/null && python3 -c '$page_ok' '$tmp/a.html' $nimg"
+check "--html shows the report's numbers: step time, MFU, each stage's memory" sh -c "
+  $run --json >'$tmp/a.json' && python3 - '$tmp/a.html' '$tmp/a.json' <<'EOF'
+import json, sys
+h = open(sys.argv[1]).read(); o = json.load(open(sys.argv[2]))
+assert '<td>%.3f s</td>' % o['step_time_s'] in h
+assert 'MFU %.1f%%' % (100 * o['mfu']) in h
+for s in o['stages']:
+    assert '<td>%.3f</td>' % (s['total_bytes'] / 2**30) in h
+assert h.count('<table>') == 3 and h.count('<tr>') >= 1 + 8 + 1 + len(o['stages'])
+EOF"
+check "--html of a comparison and of a sweep: both plans' columns, the sweep's table" sh -c "
+  '$pcc' report '$g' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 --html '$tmp/c.html' >/dev/null &&
+  grep -q '<th>A: auto</th><th>B: dp=4,tp=2,pp=2</th>' '$tmp/c.html' && python3 -c '$page_ok' '$tmp/c.html' $nimg &&
+  '$pcc' report '$g' --cluster 2x8:a100 --train --batch 64 --sweep tp,pp --html '$tmp/s.html' >/dev/null &&
+  grep -q '<h2>Sweep</h2>' '$tmp/s.html' && test \$(grep -c '<td>tp=[0-9]* pp=' '$tmp/s.html') -eq 14 &&
+  python3 -c '$page_ok' '$tmp/s.html' \$(( $nimg == 0 ? 0 : 4 ))"
+
+chrome=
+for c in chromium chromium-browser google-chrome; do
+	command -v "$c" >/dev/null 2>&1 && chrome=$c && break
+done
+if [ -n "$chrome" ]; then
+	check "headless $chrome renders the page: the DOM holds the tables and images" sh -c "
+	  timeout 120 $chrome --headless --disable-gpu --no-sandbox --dump-dom 'file://$tmp/a.html' 2>/dev/null >'$tmp/dom' &&
+	  grep -q '<h1>pcc report</h1>' '$tmp/dom' && test \$(grep -c '<img alt=' '$tmp/dom') -eq $nimg &&
+	  grep -q '<th>stage</th>' '$tmp/dom'"
+	check "headless $chrome takes a screenshot with content" sh -c "
+	  cd '$tmp' && timeout 120 $chrome --headless --disable-gpu --no-sandbox --window-size=1000,2400 \
+	    --screenshot='$tmp/shot.png' 'file://$tmp/a.html' >/dev/null 2>&1 &&
+	  python3 -c 'import sys; b=open(sys.argv[1],\"rb\").read(); assert b[:4]==b\"\x89PNG\" and len(b) > 30000, len(b)' '$tmp/shot.png'"
+else
+	skip "headless Chromium renders the page: chromium not installed"
+	skip "headless Chromium screenshot: chromium not installed"
+fi
+
+check "--svg into a folder that does not exist: exit 1, one line, before any work" sh -c "
+  '$pcc' report '$g' --cluster 1x8:a100 --plan dp=8 --svg /nonexistent/a.svg 2>'$tmp/e' >/dev/null; test \$? -eq 1 &&
+  test \$(wc -l <'$tmp/e') -eq 1 && grep -q -- '--svg /nonexistent/a.svg' '$tmp/e'"
+check "--png onto a folder: exit 1, one line" sh -c "
+  '$pcc' report '$g' --cluster 1x8:a100 --plan dp=8 --png '$tmp' 2>'$tmp/e' >/dev/null; test \$? -eq 1 &&
+  test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'is a folder' '$tmp/e'"
+if [ "$(id -u)" -ne 0 ]; then
+	check "--html in a read-only folder: exit 1, one line" sh -c "
+	  mkdir -p '$tmp/ro' && chmod 555 '$tmp/ro' &&
+	  '$pcc' report '$g' --cluster 1x8:a100 --plan dp=8 --html '$tmp/ro/a.html' 2>'$tmp/e' >/dev/null; test \$? -eq 1 &&
+	  test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'cannot write there' '$tmp/e'"
+else
+	skip "--html in a read-only folder: running as root, which may write anywhere"
+fi
+tap_done
