@@ -631,6 +631,9 @@ int plan_print_device(const struct plan *p, int dev, FILE *f);
  * ranges). src: when not NULL, *src (ir_free) maps each value id of the
  * new graph to the value id of g it stands for. NULL with a message. */
 struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bool sig, int **src);
+/* Nodes [first, last) as text without names or parameter data (free()):
+ * equal for identical layers. NULL when out of memory. */
+char *graph_signature(const struct ir_graph *g, int first, int last);
 /* The same for the nodes keep[] says, in order (a pipelined train step's
  * stage): outputs are the values other nodes or g's outputs read. */
 struct ir_graph *graph_extract_set(const struct ir_graph *g, const bool *keep, int **src);

@@ -7,6 +7,7 @@
  * recomputed inside it, as a fusing backend does, rather than passed in.
  */
 #include <errno.h>
+#include <stdio.h>
 
 #include "compiler/compiler.h"
 
@@ -135,4 +136,18 @@ struct ir_graph *graph_extract(const struct ir_graph *g, int first, int last, bo
 struct ir_graph *graph_extract_set(const struct ir_graph *g, const bool *keep, int **src)
 {
 	return extract(g, 0, ir_graph_nnodes(g), keep, false, src);
+}
+
+char *graph_signature(const struct ir_graph *g, int first, int last)
+{
+	struct ir_graph *s = graph_extract(g, first, last, true, NULL);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = s ? open_memstream(&text, &len) : NULL;
+	if (f) {
+		ir_print(s, f);
+		fclose(f);
+	}
+	ir_graph_free(s);
+	return text;
 }

@@ -25,20 +25,6 @@
 
 #include "compiler/inter_internal.h"
 
-static char *signature(const struct ir_graph *g, int first, int last)
-{
-	struct ir_graph *s = graph_extract(g, first, last, true, NULL);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = s ? open_memstream(&text, &len) : NULL;
-	if (f) {
-		ir_print(s, f);
-		fclose(f);
-	}
-	ir_graph_free(s);
-	return text;
-}
-
 /* The gradient reductions (once per step) among the plan's collectives. */
 static double sync_time(const struct intra_result *r)
 {
@@ -190,7 +176,7 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 	}
 	int njobs = 0;
 	for (int l = 0; l < L; l++) {
-		sig[l] = signature(g, cl->first[l], cl->first[l + 1]);
+		sig[l] = graph_signature(g, cl->first[l], cl->first[l + 1]);
 		same[l] = l;
 		for (int k = 0; k < l && sig[l]; k++)
 			if (sig[k] && !strcmp(sig[k], sig[l])) {

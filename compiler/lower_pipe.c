@@ -165,9 +165,6 @@ int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 	for (int s = 0; s < c->ns; s++) {
 		if ((rc = lw_init_stage(c, s, p, sh)) < 0)
 			return rc;
-		if (c->st[s].first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
-			return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s,
-					 c->st[s].first_rank);
 		c->L[s].order = c->tr->order[s];
 		c->L[s].norder = 2 * c->tr->micro;
 		if ((rc = lw_bind_stage(c, s)) < 0)

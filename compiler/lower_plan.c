@@ -125,6 +125,8 @@ int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
 	int nv = ir_graph_nvalues(x->g), nw = ir_graph_nvalues(c->whole);
 	if (!x->r->st)
 		return ir_errorf(-EINVAL, "lowering needs the intra-op pass's strategies");
+	if (x->first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
+		return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s, x->first_rank);
 	L->p = p;
 	L->sh = sh;
 	L->g = x->g;
@@ -276,9 +278,6 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 	for (int s = 0; s < c->ns; s++) {
 		if ((rc = lw_init_stage(c, s, p, sh)) < 0)
 			return rc;
-		if (c->st[s].first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
-			return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s,
-					 c->st[s].first_rank);
 		if ((rc = stage_inputs(c, s)) < 0)
 			return rc;
 		struct lower *L = &c->L[s];

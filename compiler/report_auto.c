@@ -67,20 +67,6 @@ struct actx {
 	int nmemo;
 };
 
-static char *signature(const struct ir_graph *g, int first, int last)
-{
-	struct ir_graph *s = graph_extract(g, first, last, true, NULL);
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = s ? open_memstream(&text, &len) : NULL;
-	if (f) {
-		ir_print(s, f);
-		fclose(f);
-	}
-	ir_graph_free(s);
-	return text;
-}
-
 /* Parameter bytes per device under the pass's sharding, by kind (the
  * planner's accounting: state bytes per element for trained floats, the
  * element size for the rest). */
@@ -153,7 +139,7 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1,
 		      struct layer_split *x)
 {
-	char *sig = signature(g, first, last);
+	char *sig = graph_signature(g, first, last);
 	for (int i = 0; sig && i < a->nmemo; i++)
 		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && !strcmp(a->memo[i].sig, sig)) {
 			*x = a->memo[i].x;

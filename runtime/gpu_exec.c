@@ -461,13 +461,12 @@ static int collective(struct rt *r, const struct plan_instr *x)
 	CUdeviceptr din = gpu_dbuf(r, in), dout = gpu_dbuf(r, out);
 	struct gpu_lane *l = &g->lane[x->comm];
 	struct gpu_range rg[2] = { range_of(r, in, false), range_of(r, out, true) };
-	int n = r->p->comms[x->comm].n, rc = order_after(g, rg, 2);
-	if (rc < 0)
-		return rc;
-	if (n == 1) /* a communicator of one: every collective is a copy */
-		return din == dout ? 0 :
-				     gpu_check(g, g->a->cuMemcpyDtoDAsync(dout, din, (size_t)out->bytes, g->compute),
-					       "cuMemcpyDtoD");
+	int n = r->p->comms[x->comm].n, rc;
+	if (n == 1) { /* a communicator of one: every collective is a copy */
+		if ((rc = order_after(g, rg, 2)) < 0 || din == dout)
+			return rc;
+		return gpu_check(g, g->a->cuMemcpyDtoDAsync(dout, din, (size_t)out->bytes, g->compute), "cuMemcpyDtoD");
+	}
 	if (!l->comm)
 		return ir_errorf(-EINVAL, "this rank is not in communicator %d", x->comm);
 	if ((rc = lane_begin(g, l, rg, 2)) < 0)
