@@ -168,7 +168,7 @@ static int parse_bw(const char *s, bool bare_bits, double *out)
 		goto bad;
 	*out = v * scale;
 check:
-	if (*out > 0)
+	if (*out > 0 && isfinite(*out))
 		return 0;
 bad:
 	return ir_errorf(-EINVAL, "bad bandwidth \"%s\" (expected a positive number and a unit: "
@@ -421,8 +421,8 @@ static int parse_tflops(struct jctx *cx, json_t *t, struct cost_device *d)
 		enum cost_prec p;
 		if (cost_prec_parse(key, &p) < 0)
 			return jerr(cx, "unknown key \"%s\" (expected f64, f32, tf32, bf16, f16 or fp8)", key);
-		if (!json_is_number(v) || json_number_value(v) < 0)
-			return jerr(cx, "\"%s\" must be a number >= 0", key);
+		if (!json_is_number(v) || json_number_value(v) < 0 || !isfinite(json_number_value(v) * 1e12))
+			return jerr(cx, "\"%s\" must be a number from 0 to 1e296", key);
 		d->peak_flops[p] = json_number_value(v) * 1e12;
 	}
 	cx->path[len] = 0;
@@ -477,6 +477,8 @@ static int parse_device_obj(struct jctx *cx, json_t *o, struct cost_device *d, c
 		return jerr(cx, "a device without \"like\" needs memory_GB, memory_GBps and tflops");
 	if (d->mem_bytes <= 0 || d->mem_bw <= 0 || d->host_bw <= 0 || cost_device_peak(d, COST_PREC_FP8) <= 0)
 		return jerr(cx, "memory, bandwidth and some peak must be positive");
+	if (!isfinite(d->mem_bytes) || !isfinite(d->mem_bw) || !isfinite(d->host_bw))
+		return jerr(cx, "memory_GB, memory_GBps or host_GBps is too large");
 	return 0;
 }
 
@@ -524,6 +526,8 @@ static int parse_group(struct jctx *cx, json_t *o, struct cost_node_group *g)
 		return jerr(cx, "device \"%s\" has no default links: give nvlink_GBps and nic_Gbps", d.name);
 	if ((have_nvlink && nvlink <= 0) || (have_nic && nic <= 0))
 		return jerr(cx, "nvlink_GBps and nic_Gbps must be positive");
+	if (!isfinite(nvlink * 1e9) || !isfinite(nic * 1e9))
+		return jerr(cx, "nvlink_GBps and nic_Gbps must be below 1e299");
 	if (have_nvlink)
 		g->intra.bw = nvlink * 1e9 / 2;
 	if (have_nic)
@@ -554,16 +558,18 @@ static int parse_root(struct jctx *cx, json_t *root, struct cost_cluster *c)
 	}
 	if (!json_is_array(nodes) || json_array_size(nodes) < 1 || json_array_size(nodes) > COST_MAX_GROUPS)
 		return jerr(cx, "\"nodes\" must be an array of 1 to %d groups", COST_MAX_GROUPS);
+	long long total = 0; /* devices: each group's count x devices is up to 2^48 */
 	for (size_t i = 0; i < json_array_size(nodes); i++) {
 		snprintf(cx->path, sizeof cx->path, "nodes[%zu]", i);
 		if ((rc = parse_group(cx, json_array_get(nodes, i), &c->groups[i])) < 0)
 			return rc;
+		total += (long long)c->groups[i].count * c->groups[i].devices;
 	}
 	cx->path[0] = 0;
+	if (total > MAX_DEVICES)
+		return jerr(cx, "%lld devices is too many (at most %d)", total, MAX_DEVICES);
 	c->ngroups = (int)json_array_size(nodes);
 	cluster_finish(c);
-	if (c->ndevices > MAX_DEVICES)
-		return jerr(cx, "%d devices is too many", c->ndevices);
 	return 0;
 }
 

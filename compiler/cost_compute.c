@@ -201,6 +201,9 @@ static int load_class(const char *path, const char *cname, json_t *o, struct cos
 				e->max_flops = mf ? json_number_value(mf) : INFINITY;
 				e->compute_eff = json_number_value(ce);
 				e->memory_eff = json_number_value(me);
+				if (!(e->max_flops > 0))
+					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: max_flops must be positive",
+							 path, cname, i);
 				if (!(e->compute_eff > 0 && e->compute_eff <= 1 && e->memory_eff > 0 && e->memory_eff <= 1))
 					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: efficiencies must be in (0, 1]",
 							 path, cname, i);

@@ -40,27 +40,40 @@ void plan_kernel_free(struct plan_kernel *k)
 	ir_free(k->body);
 }
 
+/* Whether slots k suffice: micro-batch m >= k starts its forward part
+ * only once m - k has finished its backward part. done: [micro] scratch. */
+static bool slots_suffice(const int *order, int n, int micro, int k, bool *done)
+{
+	memset(done, 0, (size_t)micro + 1);
+	for (int i = 0; i < n; i++) {
+		int m = order[i];
+		if (m < 0 && -(m + 1) < micro)
+			done[-(m + 1)] = true;
+		else if (m >= k && m < micro && !done[m - k])
+			return false;
+	}
+	return true;
+}
+
+/* The fewest slots that suffice, found by bisection: with forwards in
+ * micro-batch order, k slots sufficing means k + 1 do (m - k - 1 finished
+ * before m - 1 started, which is before m starts), and micro always do.
+ * O(n log micro), where trying each k in turn was O(n micro). */
 int plan_schedule_slots(const int *order, int n)
 {
-	int micro = n / 2, k;
+	int micro = n / 2, lo = 1, hi = micro > 1 ? micro : 1;
 	bool *done = ir_calloc((size_t)micro + 1, 1);
 	if (!done)
-		return micro > 0 ? micro : 1;
-	for (k = 1; k < micro; k++) {
-		bool ok = true;
-		memset(done, 0, (size_t)micro + 1);
-		for (int i = 0; i < n && ok; i++) {
-			int m = order[i];
-			if (m < 0 && -(m + 1) < micro)
-				done[-(m + 1)] = true;
-			else if (m >= k && m < micro)
-				ok = done[m - k];
-		}
-		if (ok)
-			break;
+		return hi;
+	while (lo < hi) {
+		int k = lo + (hi - lo) / 2;
+		if (slots_suffice(order, n, micro, k, done))
+			hi = k;
+		else
+			lo = k + 1;
 	}
 	ir_free(done);
-	return k > 1 ? k : 1;
+	return lo;
 }
 
 void plan_free(struct plan *p)

@@ -246,7 +246,8 @@ static inline int plan_step_first(const struct plan_device *d)
 
 /* The fewest slots with which micro-batch m's slot, m % slots, is free
  * whenever the order (plan_stage.order, n entries) starts m's forward
- * part: micro-batch m - slots has finished its backward part. */
+ * part: micro-batch m - slots has finished its backward part. The order
+ * runs forwards in micro-batch order (plan_verify checks it). */
 int plan_schedule_slots(const int *order, int n);
 
 static inline int plan_buffer_slots(const struct plan_buffer *b)

@@ -51,6 +51,7 @@ struct scratch {
 	struct span *span;
 	struct event *start, *end;
 	struct placed *live;
+	int *need;              /* [nstages] plan_schedule_slots of each stage */
 };
 
 #define ty plan_verify_ty
@@ -115,50 +116,65 @@ static int check_header(const struct plan *p)
 	return 0;
 }
 
-static int check_stages(const struct plan *p)
+/* Micro-batches per step: the runtime holds inputs and outputs for each,
+ * so their count is bounded here rather than by what a file may claim. */
+#define MAX_MICRO (1 << 16)
+
+/* A stage's schedule: each micro-batch's forward once, in micro-batch
+ * order; its backward once, after it; backwards in stage 0's order on
+ * every stage (messages pair in order). done: [micro] scratch. */
+static int check_order(const struct plan *p, int s, unsigned char *done)
 {
-	int next = 0;
-	for (int s = 0; s < p->nstages; s++) {
-		const struct plan_stage *st = &p->stages[s];
-		if (st->first_rank != next)
-			return ir_errorf(-EINVAL, "plan: stage %d starts at rank %d, the previous stage ends at rank %d",
-					 s, st->first_rank, next);
-		if (st->ndevices < 1 || st->ndevices > p->ndevices - next)
-			return ir_errorf(-EINVAL, "plan: stage %d has %d devices, ranks [%d, %d) remain",
-					 s, st->ndevices, next, p->ndevices);
-		if (st->n0 < 1 || st->n1 < 1 || (int64_t)st->n0 * st->n1 != st->ndevices)
-			return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d logical mesh",
-					 s, st->ndevices, st->n0, st->n1);
-		if (st->rows < 1 || st->cols < 1 || (int64_t)st->rows * st->cols != st->ndevices)
-			return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d sub-mesh",
-					 s, st->ndevices, st->rows, st->cols);
-		if (st->norder && (st->norder != 2 * (int64_t)p->micro || !st->order))
-			return ir_errorf(-EINVAL, "plan: stage %d has a schedule of %d entries, %d micro-batches need %d",
-					 s, st->norder, p->micro, 2 * p->micro);
-		/* forwards in micro-batch order, each backward after its forward,
-		 * backwards in the same order on every stage (messages pair in
-		 * order) */
-		const struct plan_stage *s0 = &p->stages[0];
-		for (int k = 0, f = 0, j = 0; k < st->norder; k++) {
-			int m = st->order[k];
-			bool ok = m == f;
-			if (m < 0) { /* stage 0's next backward */
-				while (j < s0->norder && s0->order[j] >= 0)
-					j++;
-				ok = -(m + 1) < f && j < s0->norder && s0->order[j++] == m;
-			} else {
-				f++;
-			}
-			if (!ok)
-				return ir_errorf(-EINVAL, "plan: stage %d's schedule, entry %d (%d): forwards run in "
-						 "micro-batch order, each backward after its forward, backwards in "
-						 "stage 0's order", s, k, m);
+	const struct plan_stage *st = &p->stages[s], *s0 = &p->stages[0];
+	int f = 0;
+	memset(done, 0, (size_t)p->micro);
+	for (int k = 0, j = 0; k < st->norder; k++) {
+		int m = st->order[k];
+		bool ok = m == f;
+		if (m < 0) { /* stage 0's next backward */
+			while (j < s0->norder && s0->order[j] >= 0)
+				j++;
+			ok = -(m + 1) < f && !done[-(m + 1)] && j < s0->norder && s0->order[j++] == m;
+			if (ok)
+				done[-(m + 1)] = 1;
+		} else {
+			f++;
 		}
-		next += st->ndevices;
+		if (!ok)
+			return ir_errorf(-EINVAL, "plan: stage %d's schedule, entry %d (%d): forwards run in "
+					 "micro-batch order, each backward after its forward and once, backwards in "
+					 "stage 0's order", s, k, m);
 	}
-	if (next != p->ndevices)
-		return ir_errorf(-EINVAL, "plan: stages cover ranks [0, %d), the plan has %d devices",
-				 next, p->ndevices);
+	if (f != p->micro)
+		return ir_errorf(-EINVAL, "plan: stage %d's schedule runs %d forward parts, one per micro-batch is %d",
+				 s, f, p->micro);
+	return 0;
+}
+
+/* Stage s's ranks (from next on) and meshes. */
+static int check_stage(const struct plan *p, int s, int next)
+{
+	const struct plan_stage *st = &p->stages[s];
+	if (st->first_rank != next)
+		return ir_errorf(-EINVAL, "plan: stage %d starts at rank %d, the previous stage ends at rank %d",
+				 s, st->first_rank, next);
+	if (st->ndevices < 1 || st->ndevices > p->ndevices - next)
+		return ir_errorf(-EINVAL, "plan: stage %d has %d devices, ranks [%d, %d) remain",
+				 s, st->ndevices, next, p->ndevices);
+	if (st->n0 < 1 || st->n1 < 1 || (int64_t)st->n0 * st->n1 != st->ndevices)
+		return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d logical mesh",
+				 s, st->ndevices, st->n0, st->n1);
+	if (st->rows < 1 || st->cols < 1 || (int64_t)st->rows * st->cols != st->ndevices)
+		return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d sub-mesh",
+				 s, st->ndevices, st->rows, st->cols);
+	if (st->norder && (st->norder != 2 * (int64_t)p->micro || !st->order))
+		return ir_errorf(-EINVAL, "plan: stage %d has a schedule of %d entries, %d micro-batches need %d",
+				 s, st->norder, p->micro, 2 * p->micro);
+	return 0;
+}
+
+static int check_devices(const struct plan *p)
+{
 	for (int d = 0; d < p->ndevices; d++) {
 		const struct plan_device *dev = &p->devices[d];
 		if (dev->rank != d)
@@ -180,6 +196,31 @@ static int check_stages(const struct plan *p)
 					 i / st->n1, i % st->n1);
 	}
 	return 0;
+}
+
+static int check_stages(const struct plan *p)
+{
+	int next = 0;
+	if (p->micro < 1 || p->micro > MAX_MICRO)
+		return ir_errorf(-EINVAL, "plan: %d micro-batches per step (1 to %d)", p->micro, MAX_MICRO);
+	unsigned char *done = ir_malloc((size_t)p->micro);
+	if (!done)
+		return ir_errorf(-ENOMEM, "plan: out of memory while verifying");
+	int r = 0;
+	for (int s = 0; s < p->nstages && r == 0; s++) {
+		const struct plan_stage *st = &p->stages[s];
+		r = check_stage(p, s, next);
+		if (r == 0 && st->norder)
+			r = check_order(p, s, done);
+		next += st->ndevices;
+	}
+	ir_free(done);
+	if (r < 0)
+		return r;
+	if (next != p->ndevices)
+		return ir_errorf(-EINVAL, "plan: stages cover ranks [0, %d), the plan has %d devices",
+				 next, p->ndevices);
+	return check_devices(p);
 }
 
 /* seen: [ndevices] zeroed scratch, for the duplicate check. */
@@ -567,8 +608,7 @@ static int lower_bound(const struct placed *live, int n, int64_t off)
 static int check_crossing(const struct plan *p, int d, struct scratch *s)
 {
 	const struct plan_device *dev = &p->devices[d];
-	const struct plan_stage *st = &p->stages[dev->stage];
-	int need = plan_schedule_slots(st->order, st->norder), sf = plan_step_first(dev);
+	int need = s->need[dev->stage], sf = plan_step_first(dev);
 	memset(s->state, 0, (size_t)dev->nbuf);
 	for (int i = dev->nfwd; i < sf; i++) {
 		const struct plan_instr *in = &dev->instr[i];
@@ -650,9 +690,12 @@ static void scratch_free(struct scratch *s)
 	ir_free(s->start);
 	ir_free(s->end);
 	ir_free(s->live);
+	ir_free(s->need);
 }
 
-static int scratch_alloc(struct scratch *s, int n)
+/* n: the most buffers a device has. The slots each stage's schedule needs
+ * are found once here, not once per device. */
+static int scratch_alloc(const struct plan *p, struct scratch *s, int n)
 {
 	size_t m = (size_t)(n ? n : 1);
 	s->state = ir_malloc(m);
@@ -660,8 +703,11 @@ static int scratch_alloc(struct scratch *s, int n)
 	s->start = ir_malloc(m * sizeof *s->start);
 	s->end = ir_malloc(m * sizeof *s->end);
 	s->live = ir_malloc(m * sizeof *s->live);
-	if (!s->state || !s->span || !s->start || !s->end || !s->live)
+	s->need = ir_malloc((size_t)p->nstages * sizeof *s->need);
+	if (!s->state || !s->span || !s->start || !s->end || !s->live || !s->need)
 		return ir_errorf(-ENOMEM, "plan: out of memory while verifying");
+	for (int i = 0; i < p->nstages; i++)
+		s->need[i] = plan_schedule_slots(p->stages[i].order, p->stages[i].norder);
 	return 0;
 }
 
@@ -700,7 +746,7 @@ int plan_verify(const struct plan *p)
 			most = p->devices[d].nbuf;
 	}
 	if (r == 0)
-		r = scratch_alloc(&s, most);
+		r = scratch_alloc(p, &s, most);
 	for (int d = 0; d < p->ndevices && r == 0; d++) {
 		for (int i = 0; i < p->devices[d].ninstr && r == 0; i++)
 			r = check_instr(p, d, i);

@@ -1,8 +1,9 @@
 /*
  * plan_verify_kernels.c: plan_verify's checks of the kernel table. Every
- * kernel's op, operand counts and types; a fused kernel's body (each op
- * reads values before it, its recorded result is what shape inference
- * gives, the last op's result is the kernel's).
+ * kernel's op, operand counts and types; a single op's results are what
+ * shape inference gives; a fused kernel's body (each op reads values
+ * before it, its recorded result is what shape inference gives, the last
+ * op's result is the kernel's).
  */
 #include <errno.h>
 
@@ -60,6 +61,40 @@ static int check_body(const struct plan_kernel *kn, int k)
 	return rc;
 }
 
+/* A single op's results are what shape inference gives on its operands
+ * and attributes: the kernels trust the attributes (a slice's bounds, a
+ * reshape's shape) to fit the buffers they are given. */
+static int check_single(const struct plan_kernel *kn, int k)
+{
+	struct ir_value *v = ir_calloc((size_t)kn->nin + 1, sizeof *v);
+	struct ir_value **in = ir_calloc((size_t)kn->nin + 1, sizeof *in);
+	enum ir_dtype dt[2];
+	struct ir_shape sh[2];
+	char a[TY_MAX], b[TY_MAX];
+	int rc = 0;
+	if (!v || !in || kn->nout > 2)
+		rc = kn->nout > 2 ? ir_errorf(-EINVAL, "plan: kernel %d has %d results", k, kn->nout)
+				  : ir_errorf(-ENOMEM, "out of memory checking the plan");
+	for (int j = 0; rc == 0 && j < kn->nin; j++) {
+		v[j] = (struct ir_value){ .dtype = kn->dtype[j], .shape = kn->shape[j] };
+		in[j] = &v[j];
+	}
+	if (rc == 0 && ir_infer(kn->op, kn->nin, in, &kn->a, dt, sh) < 0) {
+		ir_error_prefix("plan: kernel %d (%s)", k, ir_op_name(kn->op));
+		rc = -EINVAL;
+	}
+	for (int j = 0; rc == 0 && j < kn->nout; j++) {
+		const enum ir_dtype *t = &kn->dtype[kn->nin + j];
+		const struct ir_shape *s = &kn->shape[kn->nin + j];
+		if (dt[j] != *t || !ir_shape_eq(&sh[j], s))
+			rc = ir_errorf(-EINVAL, "plan: kernel %d (%s) yields %s as result %d, recorded as %s", k,
+				       ir_op_name(kn->op), ty(a, dt[j], &sh[j]), j, ty(b, *t, s));
+	}
+	ir_free(v);
+	ir_free(in);
+	return rc;
+}
+
 int plan_verify_kernels(const struct plan *p)
 {
 	for (int k = 0; k < p->nkernels; k++) {
@@ -98,6 +133,9 @@ int plan_verify_kernels(const struct plan *p)
 				return -EINVAL;
 			}
 		}
+		int rc = check_single(kn, k);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }

@@ -17,12 +17,22 @@
 static _Thread_local char err_msg[ERR_MAX];
 static _Thread_local int err_code;
 
+/* A message is one line whatever names from the input it quotes: control
+ * characters (a newline in an ONNX node name) print as '?'. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 int ir_errorf(int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(err_msg, sizeof err_msg, fmt, ap);
 	va_end(ap);
+	one_line(err_msg);
 	err_code = code;
 	return code;
 }
@@ -45,6 +55,7 @@ void ir_error_prefix(const char *fmt, ...)
 		rest = ERR_MAX - n - 3;
 	memcpy(err_msg + n + 2, old, rest);
 	err_msg[n + 2 + rest] = 0;
+	one_line(err_msg);
 }
 
 const char *ir_bytes_str(double bytes, char buf[IR_BYTES_STRLEN])

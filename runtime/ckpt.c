@@ -24,9 +24,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "runtime/ckpt_manifest.h"
 #include "runtime/rt.h"
 
-#define CKPT_FORMAT 1
 #define KEEP 2 /* complete checkpoints kept: the newest and the one before */
 
 /* snprintf into an array, true when the path did not fit. */
@@ -152,7 +152,7 @@ static int write_manifest(struct rt *r, const char *tmpdir, long step, char *min
 	}
 	snprintf(hex[0], sizeof hex[0], "%016" PRIx64, p->model_hash);
 	snprintf(hex[1], sizeof hex[1], "%016" PRIx64, p->options_hash);
-	json_t *m = json_pack("{s:i, s:I, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "format", CKPT_FORMAT, "step",
+	json_t *m = json_pack("{s:i, s:I, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "format", RT_CKPT_FORMAT, "step",
 			      (json_int_t)step, "model_hash", hex[0], "options_hash", hex[1], "train_config",
 			      p->train_config ? p->train_config : "", "ranks", r->c->size, "params",
 			      tensors_json(p->params, p->nparams), "state", tensors_json(p->state, p->nstate),
@@ -284,129 +284,29 @@ int rt_ckpt_save(struct rt *r, const char *dir, long step)
 	return rc;
 }
 
-/* ---- loading */
-
-struct shard {
-	int kind;                 /* PLAN_BIND_PARAM or PLAN_BIND_STATE */
-	int index;                /* the plan's tensor */
-	enum ir_dtype dtype;
-	struct ir_shape shape;
-	int64_t start[IR_MAX_RANK];
-	char file[64];
-	int64_t offset, bytes;
-	uint64_t xxh3;
-};
-
-struct manifest {
-	long step;
-	int n;
-	struct shard *sh;
-};
-
-static int get_dims(json_t *a, int64_t *out, int *rank)
-{
-	if (!json_is_array(a) || json_array_size(a) > IR_MAX_RANK)
-		return -1;
-	*rank = (int)json_array_size(a);
-	for (int i = 0; i < *rank; i++) {
-		json_t *v = json_array_get(a, (size_t)i);
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			return -1;
-		out[i] = json_integer_value(v);
-	}
-	return 0;
-}
-
-/* The plan's index of manifest tensor k of list (by name, same dtype and
- * shape), -1 when the plan has none of that name; -2 on a mismatch. */
-static int plan_index(json_t *list, size_t k, const struct plan_tensor *t, int n)
-{
-	json_t *e = json_array_get(list, k);
-	const char *name = json_string_value(json_object_get(e, "name"));
-	const char *dt = json_string_value(json_object_get(e, "dtype"));
-	struct ir_shape s = { 0 };
-	if (!name || !dt || get_dims(json_object_get(e, "shape"), s.dims, &s.rank) < 0)
-		return -2;
-	for (int i = 0; i < n; i++)
-		if (!strcmp(t[i].name, name))
-			return !strcmp(ir_dtype_name(t[i].dtype), dt) && ir_shape_eq(&t[i].shape, &s) ? i : -2;
-	return -1;
-}
-
-static int parse_shard(json_t *o, json_t *params, json_t *state, const struct plan *p, struct shard *s)
-{
-	const char *kind = json_string_value(json_object_get(o, "kind"));
-	const char *dt = json_string_value(json_object_get(o, "dtype"));
-	const char *file = json_string_value(json_object_get(o, "file"));
-	const char *hex = json_string_value(json_object_get(o, "xxh3"));
-	json_t *idx = json_object_get(o, "index");
-	int r2 = 0;
-	if (!kind || !dt || !file || !hex || !json_is_integer(idx) || strlen(file) >= sizeof s->file ||
-	    strchr(file, '/') || ir_dtype_parse(dt, &s->dtype) < 0 ||
-	    get_dims(json_object_get(o, "shape"), s->shape.dims, &s->shape.rank) < 0 ||
-	    get_dims(json_object_get(o, "start"), s->start, &r2) < 0 || r2 != s->shape.rank)
-		return -1;
-	bool param = !strcmp(kind, "param");
-	json_t *list = param ? params : state;
-	json_int_t k = json_integer_value(idx);
-	if ((!param && strcmp(kind, "state")) || k < 0 || (size_t)k >= json_array_size(list))
-		return -1;
-	s->kind = param ? PLAN_BIND_PARAM : PLAN_BIND_STATE;
-	s->index = plan_index(list, (size_t)k, param ? p->params : p->state, param ? p->nparams : p->nstate);
-	strcpy(s->file, file);
-	s->offset = json_integer_value(json_object_get(o, "offset"));
-	s->bytes = json_integer_value(json_object_get(o, "bytes"));
-	s->xxh3 = strtoull(hex, NULL, 16);
-	return s->index == -2 || s->offset < 0 || s->bytes != ir_shape_numel(&s->shape) * (int64_t)ir_dtype_size(s->dtype)
-		? -1 : 0;
-}
-
-static int read_manifest(const struct plan *p, const char *cdir, struct manifest *m)
-{
-	char path[4200], hex[17];
-	json_error_t err;
-	memset(m, 0, sizeof *m);
-	if (PATH_TOO_LONG(path, "%s/manifest.json", cdir))
-		return too_long(cdir);
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-	memset(m, 0, sizeof *m);
-	if (!root)
-		return ir_errorf(-EINVAL, "%s: unreadable or corrupt (line %d: %s)", path, err.line, err.text);
-	json_t *shards = json_object_get(root, "shards"), *params = json_object_get(root, "params");
-	json_t *state = json_object_get(root, "state");
-	const char *mh = json_string_value(json_object_get(root, "model_hash"));
-	int rc = 0;
-	snprintf(hex, sizeof hex, "%016" PRIx64, p->model_hash);
-	if (json_integer_value(json_object_get(root, "format")) != CKPT_FORMAT || !json_is_array(shards) ||
-	    !json_is_array(params) || !json_is_array(state) || !mh)
-		rc = ir_errorf(-EINVAL, "%s: not a pcc checkpoint manifest of format %d", path, CKPT_FORMAT);
-	else if (strcmp(mh, hex))
-		rc = ir_errorf(-EINVAL, "%s: written for another model (hash %s, the plan's %s)", path, mh, hex);
-	m->step = (long)json_integer_value(json_object_get(root, "step"));
-	m->n = rc == 0 ? (int)json_array_size(shards) : 0;
-	if (rc == 0 && !(m->sh = ir_calloc((size_t)m->n + 1, sizeof *m->sh)))
-		rc = ir_errorf(-ENOMEM, "out of memory reading %s", path);
-	for (int i = 0; i < m->n && rc == 0; i++)
-		if (parse_shard(json_array_get(shards, (size_t)i), params, state, p, &m->sh[i]) < 0)
-			rc = ir_errorf(-EINVAL, "%s: shard %d is malformed or does not match the plan's tensor", path, i);
-	json_decref(root);
-	return rc;
-}
+/* ---- loading (the manifest: ckpt_manifest.c) */
 
 /* Reads shard s whole and checks it against its checksum. */
-static int read_shard(const char *cdir, const struct shard *s, const char *name, uint8_t **data)
+static int read_shard(const char *cdir, const struct rt_shard *s, const char *name, uint8_t **data)
 {
 	char path[4200];
 	if (PATH_TOO_LONG(path, "%s/%s", cdir, s->file))
 		return too_long(cdir);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ir_errorf(-errno, "%s: cannot open: %s", path, strerror(errno));
-	uint8_t *d = ir_malloc((size_t)s->bytes + 1);
-	ssize_t got = d ? pread(fd, d, (size_t)s->bytes, (off_t)s->offset) : -1;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return ir_errorf(-e, "%s: cannot open: %s", path, strerror(e));
+	}
+	/* what the file holds at offset: no allocation beyond the file's size */
+	int64_t have = st.st_size > s->offset ? (int64_t)st.st_size - s->offset : 0;
+	uint8_t *d = have >= s->bytes ? ir_malloc((size_t)s->bytes + 1) : NULL;
+	ssize_t got = d ? pread(fd, d, (size_t)s->bytes, (off_t)s->offset) : (ssize_t)have;
 	close(fd);
 	int rc = 0;
-	if (!d)
+	if (!d && have >= s->bytes)
 		rc = ir_errorf(-ENOMEM, "out of memory reading %s", path);
 	else if (got != s->bytes)
 		rc = ir_errorf(-EIO, "%s: shard of \"%s\" is short (%zd of %lld bytes at offset %lld)", path, name, got,
@@ -422,26 +322,17 @@ static int read_shard(const char *cdir, const struct shard *s, const char *name,
 }
 
 /* Fills buffer x from the shards overlapping it; every element must be covered. */
-static int fill(struct rt *r, const char *cdir, const struct manifest *m, const struct plan_buffer *x)
+static int fill(struct rt *r, const char *cdir, const struct rt_manifest *m, const struct plan_buffer *x)
 {
 	const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM ? &r->p->params[x->index] : &r->p->state[x->index];
 	int64_t n = ir_shape_numel(&x->shape), covered = 0;
 	uint8_t *mask = ir_calloc((size_t)n + 1, 1), *ones = NULL;
 	int rc = mask ? 0 : -ENOMEM;
 	for (int i = 0; i < m->n && rc == 0 && covered < n; i++) {
-		const struct shard *s = &m->sh[i];
-		int64_t lo[IR_MAX_RANK], in_s[IR_MAX_RANK], in_x[IR_MAX_RANK];
-		struct ir_shape blk = { x->shape.rank, { 0 } };
-		bool empty = s->kind != (int)x->bind || s->index != x->index || s->dtype != x->dtype;
-		for (int d = 0; d < x->shape.rank && !empty; d++) {
-			lo[d] = s->start[d] > x->start[d] ? s->start[d] : x->start[d];
-			int64_t hs = s->start[d] + s->shape.dims[d], hx = x->start[d] + x->shape.dims[d];
-			blk.dims[d] = (hs < hx ? hs : hx) - lo[d];
-			empty = blk.dims[d] <= 0;
-			in_s[d] = lo[d] - s->start[d];
-			in_x[d] = lo[d] - x->start[d];
-		}
-		if (empty)
+		const struct rt_shard *s = &m->sh[i];
+		int64_t in_s[IR_MAX_RANK], in_x[IR_MAX_RANK];
+		struct ir_shape blk;
+		if (!rt_shard_overlap(s, x, in_s, in_x, &blk))
 			continue;
 		uint8_t *data = NULL;
 		if ((rc = read_shard(cdir, s, t->name, &data)) < 0)
@@ -449,8 +340,11 @@ static int fill(struct rt *r, const char *cdir, const struct manifest *m, const 
 		ir_copy_block(rt_buf(r, x), &x->shape, in_x, data, &s->shape, in_s, &blk, ir_dtype_size(x->dtype));
 		ir_free(data);
 		int64_t k = ir_shape_numel(&blk);
-		if (!(ones = ir_realloc(ones, (size_t)k + 1)))
+		uint8_t *grown = ir_realloc(ones, (size_t)k + 1);
+		if (!grown)
 			rc = -ENOMEM;
+		else
+			ones = grown;
 		if (rc == 0) {
 			memset(ones, 1, (size_t)k);
 			ir_copy_block(mask, &x->shape, in_x, ones, &blk, NULL, &blk, 1);
@@ -472,13 +366,13 @@ static int fill(struct rt *r, const char *cdir, const struct manifest *m, const 
 
 static int load_one(struct rt *r, const char *cdir, long *step)
 {
-	struct manifest m;
-	int rc = read_manifest(r->p, cdir, &m);
+	struct rt_manifest m;
+	int rc = rt_manifest_read(r->p, cdir, &m);
 	for (int b = 0; b < r->d->nbuf && rc == 0; b++)
 		if (r->d->buf[b].bind == PLAN_BIND_PARAM || r->d->buf[b].bind == PLAN_BIND_STATE)
 			rc = fill(r, cdir, &m, &r->d->buf[b]);
 	*step = m.step;
-	ir_free(m.sh);
+	rt_manifest_free(&m);
 	return rc;
 }
 

@@ -16,6 +16,15 @@
 
 #include "solvers/shard_internal.h"
 
+/* Bytes of JSON read, after gunzip: 14x the largest contest instance (146
+ * MB), and a bound a small gzip bomb cannot lift. One gzread at most
+ * READ_CHUNK, which fits its int result. */
+#define MAX_TEXT ((size_t)1 << 31)
+#define READ_CHUNK (1u << 30)
+/* Interval ends lie within +-MAX_TIME, so that any span of time points, and
+ * their count, fits an int64 (the evaluator sums run lengths). */
+#define MAX_TIME ((INT64_C(1) << 62) - 1)
+
 /* The context every message needs. */
 struct reader {
 	const char *file;
@@ -36,6 +45,10 @@ static int read_all(const char *file, char **out, size_t *outlen)
 			rc = shard_errorf(-ENOMEM, "%s: out of memory", file);
 			break;
 		}
+		if (len > MAX_TEXT) {
+			rc = shard_errorf(-EFBIG, "%s: more than %zu bytes of JSON", file, MAX_TEXT);
+			break;
+		}
 		if (cap - len < (1 << 16)) {
 			char *nb = realloc(buf, cap * 2);
 			if (!nb) {
@@ -46,7 +59,7 @@ static int read_all(const char *file, char **out, size_t *outlen)
 			buf = nb;
 			cap *= 2;
 		}
-		int n = gzread(gz, buf + len, (unsigned)(cap - len));
+		int n = gzread(gz, buf + len, cap - len > READ_CHUNK ? READ_CHUNK : (unsigned)(cap - len));
 		if (n < 0) {
 			int zerr;
 			const char *msg = gzerror(gz, &zerr);
@@ -196,6 +209,9 @@ static int read_intervals(const struct reader *r, json_t *iv)
 		if (p->lo[i] > p->hi[i])
 			return shard_errorf(-EINVAL, "%s: problem.nodes.intervals[%d]: [%lld, %lld) has lo > hi",
 					    r->file, i, (long long)p->lo[i], (long long)p->hi[i]);
+		if (p->lo[i] < -MAX_TIME || p->hi[i] > MAX_TIME)
+			return shard_errorf(-EINVAL, "%s: problem.nodes.intervals[%d]: [%lld, %lld) lies outside "
+					    "+-(2^62 - 1)", r->file, i, (long long)p->lo[i], (long long)p->hi[i]);
 	}
 	return 0;
 }

@@ -52,7 +52,7 @@ check "stage-only: bad --mesh, exit 2" sh -c "'$pcc' '$m' --cluster 1x8:a100 --s
 check "stage-only: memory limit nothing fits, exit 1 naming it" sh -c "'$pcc' '$m' --cluster 1x8:a100 --stage-only --train --memory-limit 1KB 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'no sharding on mesh 1x8 fits the memory limit' '$tmp/e'"
 check "stage-only: bad --memory-limit, exit 2" sh -c "'$pcc' '$m' --cluster 1x8:a100 --stage-only --memory-limit lots 2>/dev/null; test \$? -eq 2"
 # inputs the fuzzer once found a crash or hang on: a clean error, quickly
-for f in "$models/../fuzz/regressions/"*.onnx; do
+for f in "$models/../fuzz/regressions/onnx/"*.onnx; do
 	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"
 done
 # Fusion decisions for a transformer (two GPT layers: QKV splits, the
