@@ -100,13 +100,23 @@ data=$g/test_data_set_0
 topts="--train --loss cross_entropy:logits,labels --optimizer adamw --lr 0.01"
 "$pcc" "$g/model.onnx" --cluster cpu:4 $topts -o "$tmp/c4.bin" >/dev/null
 $mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --save-onnx "$tmp/full.onnx" >"$tmp/full.log" 2>&1
-check "checkpoint: a run killed at step 4 (after the step-2 checkpoint) resumes to the uninterrupted run's parameters, bit for bit" sh -c "
-  ! PCC_RUN_FAULT=2:10:exit:4 $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 6 --checkpoint '$tmp/ck' --checkpoint-every 2 >/dev/null 2>&1 &&
-  test \"\$(cat '$tmp/ck/LATEST')\" = step-00000002 && ! ls -d '$tmp'/ck/*.tmp 2>/dev/null &&
-  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 6 --resume '$tmp/ck' --save-onnx '$tmp/res.onnx' >'$tmp/res.log' &&
-  grep -q 'resumed from .* at step 2' '$tmp/res.log' && grep '^step 6/6' '$tmp/res.log' | cut -d' ' -f1-5 >'$tmp/a' &&
-  grep '^step 6/6' '$tmp/full.log' | cut -d' ' -f1-5 >'$tmp/b' && cmp -s '$tmp/a' '$tmp/b' &&
-  '$cmp' --onnx --rtol 0 --atol 0 '$tmp/res.onnx' '$tmp/full.onnx' >&2"
+# killed_resumes: each step says on stderr what went wrong.
+killed_resumes() {
+	grep -q '^step 6/6' "$tmp/full.log" || { echo "the uninterrupted run failed: $(tail -3 "$tmp/full.log")" >&2; return 1; }
+	PCC_RUN_FAULT=2:10:exit:4 $mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --checkpoint "$tmp/ck" \
+		--checkpoint-every 2 >"$tmp/kill.log" 2>&1 && { echo "the faulted run exited 0" >&2; return 1; }
+	[ "$(cat "$tmp/ck/LATEST")" = step-00000002 ] || { echo "LATEST: $(cat "$tmp/ck/LATEST")" >&2; return 1; }
+	! ls -d "$tmp"/ck/*.tmp 2>/dev/null || { echo "a temporary checkpoint was left" >&2; return 1; }
+	$mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --resume "$tmp/ck" --save-onnx "$tmp/res.onnx" \
+		>"$tmp/res.log" 2>&1 || { echo "the resumed run failed: $(tail -3 "$tmp/res.log")" >&2; return 1; }
+	grep -q 'resumed from .* at step 2' "$tmp/res.log" || { echo "not resumed at step 2" >&2; return 1; }
+	grep '^step 6/6' "$tmp/res.log" | cut -d' ' -f1-5 >"$tmp/a"
+	grep '^step 6/6' "$tmp/full.log" | cut -d' ' -f1-5 >"$tmp/b"
+	cmp -s "$tmp/a" "$tmp/b" || { echo "last losses differ: $(cat "$tmp/a") / $(cat "$tmp/b")" >&2; return 1; }
+	"$cmp" --onnx --rtol 0 --atol 0 "$tmp/res.onnx" "$tmp/full.onnx" >&2
+}
+check "checkpoint: a run killed at step 4 (after the step-2 checkpoint) resumes to the uninterrupted run's parameters, bit for bit" \
+	killed_resumes
 # Resharding is checked with momentum: AdamW turns the last-bit differences
 # of two plans' summation orders into lr-sized steps wherever a gradient is
 # near zero, so plans that differ only in rounding drift apart by 1e-2.
