@@ -12,7 +12,8 @@ of the process, and the plan's step time) and every manual plan that
 powers of two, tp within a node, pp at most 32; ZeRO 0/1; recomputation 0/1; 1F1B and
 interleaved; micro-batch size chosen by the report) is costed; the table
 gives the automatic plan's throughput over the best manual plan's that
-fits. Both come from the same cost model. Standard library only.
+fits the planner's memory budget (90% of device memory). Both come from
+the same cost model. Standard library only.
 """
 import argparse
 import json
@@ -37,6 +38,9 @@ CASES = [
     ("wresnet-1b-8", "wresnet-1b", [], "1x8:v100", 1536),
     ("wresnet-2b-16", "wresnet-2b", [], "2x8:v100", 1536),
 ]
+
+
+BUDGET = 0.9
 
 
 def run(cmd, timeout=900):
@@ -82,7 +86,9 @@ def best_manual(pcc, model, cluster, batch):
         if p.returncode != 0:
             continue
         r = json.loads(p.stdout)
-        if r.get("fits") and (best is None or r["samples_per_s"] > best[0]):
+        # the planner's budget: 90% of device memory (headroom for the allocator and the runtime)
+        fits = r.get("fits") and r["peak_memory_bytes"] <= BUDGET * r["memory_capacity_bytes"]
+        if fits and (best is None or r["samples_per_s"] > best[0]):
             best = (r["samples_per_s"], plan)
     return best
 

@@ -512,6 +512,10 @@ struct intra_opts {
 	bool inputs_resident;    /* the graph's inputs are already on the devices (a
 				  * layer's activations from the layer before), not
 				  * copied from the host every step */
+	double state_price;      /* training: s per byte of parameter, gradient and
+				  * optimizer state per device added to the objective,
+				  * for a plan leaner than the fastest (weights split
+				  * at some communication); t_total leaves it out; 0: none */
 	int update_first;        /* a train step's graph (train_build): nodes from
 				  * update_first on run once per step, so their costs
 				  * and those of resharding into them weigh step_share;
@@ -547,6 +551,9 @@ struct intra_result {
 	double t_optim;          /* s: optimizer updates (once per step; in t_total x step_share) */
 	double t_optim_nozero;   /* s: the same without ZeRO's split */
 	double mem_zero_saved;   /* bytes per device ZeRO's split saves */
+	double mem_state;        /* bytes per device of parameters, gradients and
+				  * optimizer state (with ZeRO's split when zero) */
+	double mem_state_least;  /* the same split evenly over every device */
 	int nvars;               /* solver variables after following */
 	int nstrategies;         /* strategies over all variables */
 	double solve_s;          /* wall time of the solver */
@@ -562,6 +569,10 @@ struct intra_result {
 int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
 	       struct intra_result *r);
 void intra_result_free(struct intra_result *r);
+/* Solves r's problem again (r from intra_pass on g, training) with
+ * intra_opts.state_price set to state_price; r and g's annotations are
+ * replaced by the new answer, or r is freed on error. */
+int intra_reprice(struct ir_graph *g, double state_price, struct intra_result *r);
 /* Per op: chosen sharding, its cost, the collectives it causes and the
  * runner-up strategy with its extra cost. */
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);
@@ -693,6 +704,25 @@ struct inter_opts {
 };
 void inter_opts_init(struct inter_opts *o);
 
+/* How the inter-op pass solves one layer (a graph of its own,
+ * graph_extract) on mesh n0 x n1 for steps of `micro` micro-batches: the
+ * intra-op pass without a memory limit (the search checks memory per
+ * stage), local search only. */
+void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, struct intra_opts *o);
+/* A layer's lean variant, which a stage short of memory takes instead of
+ * its fastest plan: the layer re-solved (intra_reprice) with its
+ * parameter, gradient and optimizer bytes priced at the fastest plan's
+ * time per byte of them, so that splitting weights wins wherever it saves
+ * a larger share of state than of time (Megatron's tensor parallelism
+ * where data parallelism's replicas do not fit). The price, given the
+ * fastest plan `fast` of the layer, the trained parameter elements of the
+ * layer and of the whole model (inter_trained_numel) and the memory limit
+ * per device; 0 when the variant is the fastest plan: its state is split
+ * already, or the whole model's state laid out as this layer's would take
+ * under a quarter of the limit. */
+double inter_lean_price(const struct intra_result *fast, double layer_numel, double model_numel, double mem_limit);
+double inter_trained_numel(const struct ir_graph *g);
+
 struct inter_stage {
 	int layer_first, layer_last; /* layers [first, last] */
 	int node_first, node_last;   /* nodes [first, last) of the forward graph */
@@ -705,6 +735,8 @@ struct inter_stage {
 	double mem_once;             /* bytes per device held once: a layer's working set */
 	bool recompute;              /* keeps only layer inputs, recomputes the rest */
 	bool zero;                   /* ZeRO-1: optimizer state split over each parameter's copies */
+	bool lean;                   /* its layers' plans trade time for less state
+				      * (inter_layer_solve's lean variant) */
 	double t_optim;              /* s per step: optimizer update */
 	double inflight;             /* micro-batches held at the peak */
 	double mem;                  /* peak bytes per device */

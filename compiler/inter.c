@@ -103,10 +103,11 @@ struct search {
 	const struct meshes *ms;
 	int L, m;
 	const struct inter_layer_cost *cost; /* [L * ncfg] */
+	const struct inter_layer_cost *lean; /* [L * ncfg], or NULL (inference) */
 };
 
 /* Per-stage choices the DP makes besides the mesh: bits of a config. */
-enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, NOPT = 4 };
+enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, OPT_LEAN = 4, NOPT = 8 };
 
 /* Sums over layers l..r of config k with options opt; false when a layer
  * has no plan. Kept activations add up over the layers, working sets do
@@ -117,11 +118,14 @@ enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, NOPT = 4 };
 static bool range(const struct search *s, int l, int r, int k, int opt, struct inter_layer_cost *sum)
 {
 	memset(sum, 0, sizeof *sum);
+	if ((opt & OPT_LEAN) && !s->lean)
+		return false;
 	double inputs = 0, widest = 0;
 	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
 	bool zero = opt & OPT_ZERO;
 	for (int x = l; x <= r; x++) {
-		const struct inter_layer_cost *y = &s->cost[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
+		const struct inter_layer_cost *y =
+			&(opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
 		if (!y->ok)
 			return false;
 		sum->t_mb += y->t_mb;
@@ -218,9 +222,9 @@ static int simulate(const struct search *s, int np, const struct inter_layer_cos
 }
 
 /* Times one stage assignment under each schedule (simulated); fills best
- * when it beats it. */
+ * when it beats it; *t_min: the fastest that fits, if faster. */
 static void try_schedules(const struct search *s, const struct stage_dp_result *dr, int64_t b, double fwd_flops,
-			  struct inter_plan *best, bool *have)
+			  struct inter_plan *best, bool *have, double *t_min)
 {
 	int np = dr->nstages;
 	double xf[64], sync = 0, infl[64];
@@ -259,6 +263,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		}
 		if (!ok)
 			continue;
+		*t_min = fmin(*t_min, T);
 		if (*have && (T > best->step_time * (1 + 1e-9) ||
 			      (T >= best->step_time * (1 - 1e-9) && peak >= best->mem_peak)))
 			continue;
@@ -270,7 +275,8 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			int opt;
 			int k = config_of(s, st->mesh, st->config, &opt);
 			stages[i] = (struct inter_stage){
-				.recompute = opt & OPT_RECOMPUTE, .zero = opt & OPT_ZERO, .mem_once = sum[i].mem_once,
+				.recompute = opt & OPT_RECOMPUTE, .zero = opt & OPT_ZERO, .lean = opt & OPT_LEAN,
+				.mem_once = sum[i].mem_once,
 				.t_optim = sum[i].t_optim,
 				.layer_first = st->first, .layer_last = st->last,
 				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
@@ -446,11 +452,13 @@ static int forced_stages(const struct cost_cluster *c, const struct inter_opts *
 	return 0;
 }
 
-/* One micro-batch size: cluster, cost, DP; improves *best. */
+/* One micro-batch size: cluster, cost, DP; improves *best; *t_here: the
+ * fastest plan of this size that fits (INFINITY: none). */
 static int search_one(const struct inter_env *env, const struct inter_opts *o, int64_t b, int m,
-		      const struct meshes *ms, struct inter_plan *best, bool *have, double *least_mem,
+		      const struct meshes *ms, struct inter_plan *best, bool *have, double *t_here, double *least_mem,
 		      double *least_layer)
 {
+	*t_here = INFINITY;
 	struct ir_graph *g = o->load(o->ctx, b);
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
@@ -461,20 +469,22 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		return rc;
 	}
 	int L = cl.nlayers, nsolved = 0, nx = ms->nmesh * ms->maxc * NOPT; /* (mesh, config, options) */
-	struct inter_layer_cost *cost = ir_calloc((size_t)L * (size_t)ms->ncfg, sizeof *cost);
+	size_t ncost = (size_t)L * (size_t)ms->ncfg;
+	struct inter_layer_cost *cost = ir_calloc(ncost * (env->train ? 2 : 1), sizeof *cost);
+	struct inter_layer_cost *lean = env->train && cost ? cost + ncost : NULL;
 	double *t = ir_malloc(sizeof *t * (size_t)L * (size_t)L * (size_t)nx);
 	double *xf = ir_malloc(sizeof *xf * (size_t)L * (size_t)ms->nmesh);
 	if (!cost || !t || !xf)
 		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	if (rc == 0)
-		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, cost, &nsolved);
-	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost };
+		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, cost, lean, &nsolved);
+	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean };
 	if (rc == 0) {
 		/* lower bounds on any pipeline: the largest layer alone on its
 		 * leanest mesh, and every layer's bytes over all devices spread evenly */
 		double worst_layer = 0, total = 0;
 		for (int l = 0; l < L; l++) {
-			double lean = INFINITY, lean_total = INFINITY;
+			double least = INFINITY, least_total = INFINITY;
 			for (int r = 0; r < L; r++)
 				for (int x = 0; x < nx; x++) {
 					struct inter_layer_cost sum;
@@ -490,14 +500,14 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 					if (r == L - 1 && l == 0)
 						*least_mem = fmin(*least_mem, mem);
 					if (r == l) {
-						lean = fmin(lean, mem);
+						least = fmin(least, mem);
 						/* a working set is held once per stage, not per layer */
-						lean_total = fmin(lean_total, (sum.mem_state + sum.mem_act) *
+						least_total = fmin(least_total, (sum.mem_state + sum.mem_act) *
 									      ms->dev[x / (NOPT * ms->maxc)]);
 					}
 				}
-			worst_layer = fmax(worst_layer, lean);
-			total += lean_total;
+			worst_layer = fmax(worst_layer, least);
+			total += least_total;
 		}
 		*least_layer = fmin(*least_layer, fmax(worst_layer, total / env->c->ndevices));
 		for (int r = 0; r < L; r++)
@@ -513,7 +523,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		int drc = stage_dp_solve(&p, &dr);
 		char why[96];
 		if (drc == 0) {
-			try_schedules(&s, &dr, b, graph_flops(g), best, have);
+			try_schedules(&s, &dr, b, graph_flops(g), best, have, t_here);
 			stage_dp_result_free(&dr);
 		} else if (drc != -ENOSPC && env->stages) {
 			rc = ir_errorf(drc, "%s: %s", forced_str(o, env->stages, why, sizeof why), shard_error());
@@ -561,7 +571,7 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 {
 	memset(p, 0, sizeof *p);
 	double t0 = ir_now();
-	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal,
+	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal, .opts = o,
 				 .no_interleaved = o->no_interleaved };
 	struct cost_device dev;
 	cost_cluster_effective(c, &dev, &env.intra, &env.inter, &env.per_node);
@@ -589,15 +599,24 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	int nc = batch_candidates(o, B, cand, 48);
 	bool have = false;
 	double least = INFINITY, least_layer = INFINITY;
-	for (int i = 0; i < nc && rc == 0; i++) {
-		int m = (int)(B / cand[i]);
-		rc = search_one(&env, o, cand[i], m, ms, p, &have, &least, &least_layer);
+	/* Smallest first. Once a size has no plan that fits, larger ones (more
+	 * activations per micro-batch) have none either; the step time over
+	 * the size is U-shaped (small kernels and per-micro-batch costs on the
+	 * left, the pipeline's bubble on the right), so two sizes in a row
+	 * slower than the best by a tenth end the climb. */
+	for (int i = nc - 1, worse = 0; i >= 0 && rc == 0 && worse < 2; i--) {
+		double t;
+		rc = search_one(&env, o, cand[i], (int)(B / cand[i]), ms, p, &have, &t, &least, &least_layer);
+		if (have && !isfinite(t))
+			break;
+		worse = have && t > 1.1 * p->step_time ? worse + 1 : 0;
 	}
 	if (rc == 0 && have && o->static_batch <= 0 && o->micro <= 0) {
 		int64_t more[8];
 		int nm = inter_batch_between(B, p->micro_batch, more, 8);
+		double t;
 		for (int i = 0; i < nm && rc == 0; i++)
-			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &least, &least_layer);
+			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &t, &least, &least_layer);
 	}
 	ir_free(ms);
 	if (rc == 0 && !have)

@@ -55,45 +55,90 @@ static double state_bytes(const struct ir_graph *s, const struct inter_env *env)
 	return b;
 }
 
+void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, struct intra_opts *o)
+{
+	intra_opts_init(o);
+	o->n0 = n0;
+	o->n1 = n1;
+	o->train = io->train;
+	o->optim = io->optim;
+	o->prec = io->prec;
+	o->mem_limit = 1e30; /* the DP checks memory on whole stages */
+	o->cal = io->cal;
+	o->time_limit = 2;
+	o->quick = true; /* no MIP: many small solves, on every core */
+	o->zero = io->train;
+	o->step_share = 1.0 / micro;
+	o->inputs_resident = true; /* activations of the layer before (data loading overlaps the step, as in the report) */
+}
+
+double inter_trained_numel(const struct ir_graph *g)
+{
+	double n = 0;
+	for (int i = 0; i < ir_graph_nparams(g); i++) {
+		const struct ir_value *p = ir_graph_param(g, i);
+		if (ir_dtype_is_float(p->dtype) && !p->buffer)
+			n += (double)ir_shape_numel(&p->shape);
+	}
+	return n;
+}
+
+/* Worth a solve when the fastest plan holds a fifth more state than
+ * splitting all of it over the mesh would. */
+double inter_lean_price(const struct intra_result *fast, double layer_numel, double model_numel, double mem_limit)
+{
+	const struct intra_result *r = fast;
+	if (!(r->mem_state > 1.2 * r->mem_state_least && r->t_total > 0 && layer_numel > 0) ||
+	    r->mem_state * model_numel / layer_numel <= 0.25 * mem_limit)
+		return 0;
+	return r->t_total / r->mem_state;
+}
+
+static void fill_cost(const struct inter_env *env, const struct ir_graph *s, const struct intra_result *r, int micro,
+		      struct inter_layer_cost *out)
+{
+	out->ok = true;
+	out->t_sync = sync_time(r);
+	out->t_optim = r->t_optim;
+	out->t_optim_nozero = r->t_optim_nozero;
+	out->t_mb = fmax(r->t_total - (out->t_sync + r->t_optim) / micro, 0);
+	out->mem_state_nozero = state_bytes(s, env);
+	out->mem_state = out->mem_state_nozero - r->mem_zero_saved;
+	/* the layer's outputs: the next layer keeps what its backward needs */
+	out->mem_act = fmax(r->mem_end - r->mem_out - out->mem_state, 0);
+	out->mem_once = fmax(r->mem_peak - fmax(r->mem_end, out->mem_state), 0);
+}
+
+/* out, and its lean variant (when lean is not NULL; a copy of out when
+ * inter_lean_price says it is the same). model: the whole model's
+ * inter_trained_numel. */
 static int solve_layer(const struct inter_env *env, const struct ir_graph *g, int first, int last,
-		       const struct inter_config *cfg, int micro, struct inter_layer_cost *out)
+		       const struct inter_config *cfg, int micro, double model, struct inter_layer_cost *out,
+		       struct inter_layer_cost *lean)
 {
 	struct ir_graph *s = graph_extract(g, first, last, false, NULL);
 	if (!s)
 		return -ENOMEM;
 	struct intra_opts o;
-	intra_opts_init(&o);
-	o.n0 = cfg->n0;
-	o.n1 = cfg->n1;
-	o.train = env->train;
-	o.optim = env->optim;
-	o.prec = env->prec;
-	o.mem_limit = 1e30; /* the DP checks memory on whole stages */
-	o.cal = env->cal;
-	o.time_limit = 2;
-	o.quick = true; /* no MIP: many small solves, on every core */
-	o.zero = env->train;
-	o.step_share = 1.0 / micro;
-	o.inputs_resident = true; /* activations of the layer before (data loading overlaps the step, as in the report) */
+	inter_layer_opts(env->opts, cfg->n0, cfg->n1, micro, &o);
 	struct intra_result r;
 	int rc = intra_pass(s, env->c, &o, &r);
 	if (rc == -ENOSPC) { /* does not fit this mesh: not a choice */
 		out->ok = false;
+		if (lean)
+			lean->ok = false;
 		ir_graph_free(s);
 		return 0;
 	}
 	if (rc == 0) {
-		out->ok = true;
-		out->t_sync = sync_time(&r);
-		out->t_optim = r.t_optim;
-		out->t_optim_nozero = r.t_optim_nozero;
-		out->t_mb = fmax(r.t_total - o.step_share * (out->t_sync + r.t_optim), 0);
-		out->mem_state_nozero = state_bytes(s, env);
-		out->mem_state = out->mem_state_nozero - r.mem_zero_saved;
-		/* the layer's outputs: the next layer keeps what its backward needs */
-		out->mem_act = fmax(r.mem_end - r.mem_out - out->mem_state, 0);
-		out->mem_once = fmax(r.mem_peak - fmax(r.mem_end, out->mem_state), 0);
-		intra_result_free(&r);
+		fill_cost(env, s, &r, micro, out);
+		double price = lean ? inter_lean_price(&r, inter_trained_numel(s), model, env->mem_limit) : 0;
+		if (lean)
+			*lean = *out;
+		if (price > 0 && (rc = intra_reprice(s, price, &r)) == 0)
+			fill_cost(env, s, &r, micro, lean);
+		if (rc == 0)
+			intra_result_free(&r);
 	}
 	ir_graph_free(s);
 	return rc;
@@ -106,7 +151,8 @@ struct pool {
 	const struct cluster_result *cl;
 	const struct inter_config *cfg;
 	int ncfg, micro;
-	struct inter_layer_cost *cost;
+	double model;             /* inter_trained_numel(g) */
+	struct inter_layer_cost *cost, *lean;
 	const int *job;           /* l * ncfg + c, layers solved for themselves */
 	int njobs;
 	atomic_int next;
@@ -124,7 +170,7 @@ static void *worker(void *arg)
 			break;
 		int l = p->job[j] / p->ncfg, c = p->job[j] % p->ncfg;
 		int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro,
-				     &p->cost[p->job[j]]);
+				     p->model, &p->cost[p->job[j]], p->lean ? &p->lean[p->job[j]] : NULL);
 		if (rc < 0) {
 			pthread_mutex_lock(&p->lock);
 			if (p->rc == 0) {
@@ -162,7 +208,8 @@ static int run_pool(struct pool *p)
 }
 
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost, int *nsolved)
+		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost,
+		      struct inter_layer_cost *lean, int *nsolved)
 {
 	int L = cl->nlayers, rc = 0;
 	char **sig = ir_calloc((size_t)L, sizeof *sig);
@@ -187,11 +234,15 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 			job[njobs++] = l * ncfg + c;
 	}
 	struct pool p = { .env = env, .g = g, .cl = cl, .cfg = cfg, .ncfg = ncfg, .micro = micro, .cost = cost,
-			  .job = job, .njobs = njobs };
+			  .model = inter_trained_numel(g), .lean = lean, .job = job, .njobs = njobs };
 	rc = run_pool(&p);
 	for (int l = 0; l < L && rc == 0; l++)
-		for (int c = 0; c < ncfg && same[l] != l; c++)
-			cost[(size_t)l * (size_t)ncfg + (size_t)c] = cost[(size_t)same[l] * (size_t)ncfg + (size_t)c];
+		for (int c = 0; c < ncfg && same[l] != l; c++) {
+			size_t at = (size_t)l * (size_t)ncfg + (size_t)c, from = (size_t)same[l] * (size_t)ncfg + (size_t)c;
+			cost[at] = cost[from];
+			if (lean)
+				lean[at] = lean[from];
+		}
 	*nsolved = njobs;
 	for (int l = 0; l < L; l++)
 		free(sig[l]);

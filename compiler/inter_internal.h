@@ -16,6 +16,7 @@ struct inter_env {
 	int prec;                 /* enum cost_prec or -1 */
 	double mem_limit;         /* bytes per device */
 	const struct cost_calib *cal;
+	const struct inter_opts *opts; /* what the layer solves take from the user */
 	struct cost_state_bytes state; /* per parameter */
 	double peak_flops;        /* one device at the step's precision */
 	double elem_scale;        /* f32 activation bytes -> bytes in the step (0.5 mixed) */
@@ -51,8 +52,11 @@ int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max);
 
 /* cost[l * ncfg + c] for every layer of cl and config, for steps of
  * `micro` micro-batches (the weight of once-per-step costs in the intra-op
- * objective); identical layers solved once (*nsolved counts the solves). */
+ * objective), and lean[l * ncfg + c] (unless NULL) the lean variant of
+ * each (inter_layer_solve); identical layers solved once (*nsolved counts
+ * the layer and config pairs solved). */
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost, int *nsolved);
+		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost,
+		      struct inter_layer_cost *lean, int *nsolved);
 
 #endif

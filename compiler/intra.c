@@ -8,6 +8,7 @@
  * value of g carries a sharding on mesh o->n0 x o->n1.
  */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -48,6 +49,7 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	env->zero = o->train && o->zero;
 	env->step_share = o->step_share > 0 ? o->step_share : 1;
 	env->inputs_resident = o->inputs_resident;
+	env->state_price = o->train && o->state_price > 0 ? o->state_price : 0;
 	cost_state_bytes_per_param(o->optim, mixed, &env->state);
 	return 0;
 }
@@ -145,56 +147,39 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 	return 0;
 }
 
-int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
-	       struct intra_result *r)
+/* Solves st's problem and fills r from the answer (r->st already st). */
+static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_result *r)
 {
-	memset(r, 0, sizeof *r);
-	double t_start = ir_now();
-	struct intra_state *st = ir_calloc(1, sizeof *st);
-	if (!st)
-		return ir_errorf(-ENOMEM, "out of memory");
-	int rc = make_env(&st->env, c, o);
-	if (rc < 0 || (rc = intra_build(st, g, o)) < 0)
-		goto fail;
-	r->st = st;
 	r->nvars = st->ngroups;
 	r->nstrategies = st->prob.strat_off[st->ngroups];
 	r->mem_limit = (double)st->prob.usage_limit;
-	st->choice = ir_malloc(sizeof *st->choice * ((size_t)st->ngroups + 1));
-	if (!st->choice) {
-		rc = ir_errorf(-ENOMEM, "out of memory");
-		goto fail;
-	}
 	/* Bounded rounds and windows: the same graph gets the same plan on
 	 * any machine unless the time limit cuts the search short. */
 	struct shard_solve_params prm;
 	shard_solve_params_init(&prm);
-	prm.time_limit = o->time_limit > 0 ? o->time_limit : 10;
+	prm.time_limit = st->time_limit;
 	prm.max_rounds = 2000;
 	prm.lns_windows = 60;
 	prm.mip_node_limit = 200;
-	if (o->quick) { /* local search only: no MIP, no GLPK */
+	if (st->quick) { /* local search only: no MIP, no GLPK */
 		prm.mip_max_cols = 0;
 		prm.lns_windows = 0;
 		prm.max_rounds = 200;
 	}
 	struct shard_eval ev;
 	double t0 = ir_now();
-	rc = shard_solve(&st->prob, &prm, st->choice, &ev);
+	int rc = shard_solve(&st->prob, &prm, st->choice, &ev);
 	r->solve_s = ir_now() - t0;
 	if (rc == -ENOSPC) {
 		char need[SHARD_I128_STRLEN], lim[IR_BYTES_STRLEN], least[IR_BYTES_STRLEN];
-		rc = ir_errorf(-ENOSPC,
-			       "no sharding on mesh %dx%d fits the memory limit of %s per device: the smallest "
-			       "needs %s (%s bytes); use more devices, pipeline stages or a higher limit",
-			       o->n0, o->n1, ir_bytes_str(r->mem_limit, lim), ir_bytes_str((double)ev.peak_usage, least),
-			       shard_i128_str(ev.peak_usage, need));
-		goto fail;
+		return ir_errorf(-ENOSPC,
+				 "no sharding on mesh %dx%d fits the memory limit of %s per device: the smallest "
+				 "needs %s (%s bytes); use more devices, pipeline stages or a higher limit",
+				 st->env.mesh.n0, st->env.mesh.n1, ir_bytes_str(r->mem_limit, lim),
+				 ir_bytes_str((double)ev.peak_usage, least), shard_i128_str(ev.peak_usage, need));
 	}
-	if (rc < 0) {
-		rc = ir_errorf(rc, "strategy solver: %s", shard_error());
-		goto fail;
-	}
+	if (rc < 0)
+		return ir_errorf(rc, "strategy solver: %s", shard_error());
 	r->t_total = (double)ev.cost / INTRA_COST_SCALE;
 	r->mem_peak = (double)ev.peak_usage;
 	int64_t end = 0;
@@ -217,9 +202,38 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 		r->t_optim += intra_optim_time(st, x, s, st->env.zero);
 		r->t_optim_nozero += intra_optim_time(st, x, s, false);
 		r->mem_zero_saved += intra_state_bytes(st, x, s, false) - intra_state_bytes(st, x, s, st->env.zero);
+		r->mem_state += intra_state_bytes(st, x, s, st->env.zero);
+		if (intra_state_bytes(st, x, s, false) > 0) {
+			const struct cost_state_bytes *b = &st->env.state;
+			r->mem_state_least += (double)ir_shape_numel(&x->value->shape) * (b->params + b->grads + b->optim) /
+					      ((double)st->env.mesh.n0 * st->env.mesh.n1);
+		}
 	}
+	r->t_total = fmax(r->t_total - st->env.state_price * r->mem_state, 0); /* the price is no time */
 	annotate(g, st);
-	if ((rc = list_events(r, st, g)) < 0)
+	return list_events(r, st, g);
+}
+
+int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
+	       struct intra_result *r)
+{
+	memset(r, 0, sizeof *r);
+	double t_start = ir_now();
+	struct intra_state *st = ir_calloc(1, sizeof *st);
+	if (!st)
+		return ir_errorf(-ENOMEM, "out of memory");
+	int rc = make_env(&st->env, c, o);
+	if (rc < 0 || (rc = intra_build(st, g, o)) < 0)
+		goto fail;
+	r->st = st;
+	st->time_limit = o->time_limit > 0 ? o->time_limit : 10;
+	st->quick = o->quick;
+	st->choice = ir_malloc(sizeof *st->choice * ((size_t)st->ngroups + 1));
+	if (!st->choice) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = solve_fill(g, st, r)) < 0)
 		goto fail;
 	r->pass_s = ir_now() - t_start;
 	return 0;
@@ -229,6 +243,25 @@ fail:
 	ir_free(st);
 	intra_result_free(r);
 	return rc;
+}
+
+int intra_reprice(struct ir_graph *g, double state_price, struct intra_result *r)
+{
+	double t_start = ir_now();
+	struct intra_state *st = r->st;
+	if (!st || !st->env.train || !(state_price >= 0))
+		return ir_errorf(-EINVAL, "intra_reprice: needs a training result and a price >= 0");
+	intra_price_state(st, state_price);
+	ir_free(r->events);
+	memset(r, 0, sizeof *r);
+	r->st = st;
+	int rc = solve_fill(g, st, r);
+	if (rc < 0) {
+		intra_result_free(r);
+		return rc;
+	}
+	r->pass_s = ir_now() - t_start;
+	return 0;
 }
 
 void intra_result_free(struct intra_result *r)

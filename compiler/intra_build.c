@@ -249,6 +249,7 @@ static double unit_cost(const struct intra_state *st, const struct intra_unit *x
 	double t = k->t_compute + k->t_own;
 	const struct ir_value *res = x->node ? x->node->out[0] : x->value;
 	t += st->env.step_share * intra_optim_time(st, x, s, st->env.zero);
+	t += st->env.state_price * intra_state_bytes(st, x, s, st->env.zero);
 	if (!x->node && x->value->kind == IR_VAL_INPUT && !st->env.inputs_resident && st->env.dev.host_bw > 0)
 		t += intra_local_bytes(&st->env, res, &k->out) / st->env.dev.host_bw;
 	else if (!x->node && x->value->kind == IR_VAL_INPUT) /* ties: the layout holding least */
@@ -447,6 +448,21 @@ out:
 	if (rc == -ENOMEM)
 		ir_errorf(rc, "out of memory building the strategy problem");
 	return rc;
+}
+
+void intra_price_state(struct intra_state *st, double price)
+{
+	struct shard_problem *p = &st->prob;
+	double d = price - st->env.state_price;
+	for (int u = 0; u < st->nunits && d != 0; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		if (!trained(st, x))
+			continue;
+		int base = p->strat_off[x->group], k = shard_problem_nstrat(p, x->group);
+		for (int s = 0; s < k; s++)
+			p->cost[base + s] += to_cost(d * intra_state_bytes(st, x, x->map[s], st->env.zero));
+	}
+	st->env.state_price = price;
 }
 
 /* Live intervals in node order: inputs and parameters from time 0, node i

@@ -76,6 +76,7 @@ struct intra_env {
 	bool zero;               /* intra_opts.zero */
 	double step_share;       /* intra_opts.step_share */
 	bool inputs_resident;    /* intra_opts.inputs_resident */
+	double state_price;      /* intra_opts.state_price */
 };
 
 /* Elementwise chains run as one kernel (as the report costs them): a
@@ -146,6 +147,8 @@ struct intra_state {
 	int *leader;                 /* per group: its leading unit */
 	struct shard_problem prob;
 	int *choice;                 /* per group: chosen strategy */
+	double time_limit;           /* intra_opts.time_limit, for the solver */
+	bool quick;                  /* intra_opts.quick */
 };
 
 /* In training, whether node n's backward pass reads its operand j (an
@@ -159,6 +162,9 @@ double intra_optim_time(const struct intra_state *st, const struct intra_unit *x
 double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
 
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o);
+/* Sets the state price (intra_env.state_price) of a built problem to
+ * price: the parameters' strategy costs change by the difference. */
+void intra_price_state(struct intra_state *st, double price);
 void intra_state_free(struct intra_state *st);
 /* The strategy unit u runs under the current choice. */
 static inline const struct intra_strat *intra_chosen(const struct intra_state *st, int u)

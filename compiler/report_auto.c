@@ -54,6 +54,7 @@ struct layer_split {
 struct solved {
 	char *sig;
 	int n0, n1;
+	bool lean;
 	struct layer_split x;
 };
 
@@ -63,6 +64,7 @@ struct actx {
 	const struct inter_opts *o;
 	struct cost_state_bytes sb;
 	int micro;
+	double model, mem_limit; /* inter_lean_price's: the model's trained elements, the plan's limit */
 	struct solved *memo;
 	int nmemo;
 };
@@ -89,28 +91,20 @@ static void state_split(const struct actx *a, const struct ir_graph *s, double *
 	}
 }
 
-static int solve(const struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1,
+/* A layer solved as the planner solved it (its lean variant for a lean stage). */
+static int solve(const struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean,
 		 struct layer_split *x)
 {
 	struct ir_graph *s = graph_extract(g, first, last, false, NULL);
 	if (!s)
 		return ir_error_code() ? ir_error_code() : -ENOMEM;
 	struct intra_opts o;
-	intra_opts_init(&o);
-	o.n0 = n0;
-	o.n1 = n1;
-	o.train = a->o->train;
-	o.optim = a->o->optim;
-	o.prec = a->o->prec;
-	o.mem_limit = 1e30;
-	o.cal = a->o->cal;
-	o.time_limit = 2;
-	o.quick = true;
-	o.zero = a->o->train;
-	o.step_share = 1.0 / a->micro;
-	o.inputs_resident = true;
+	inter_layer_opts(a->o, n0, n1, a->micro, &o);
 	struct intra_result r;
 	int rc = intra_pass(s, a->c, &o, &r);
+	double price = rc == 0 && lean ? inter_lean_price(&r, inter_trained_numel(s), a->model, a->mem_limit) : 0;
+	if (price > 0)
+		rc = intra_reprice(s, price, &r);
 	if (rc < 0) {
 		ir_graph_free(s);
 		return rc;
@@ -136,24 +130,25 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 }
 
 /* solve() once per distinct (layer text, mesh). */
-static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1,
+static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean,
 		      struct layer_split *x)
 {
 	char *sig = graph_signature(g, first, last);
 	for (int i = 0; sig && i < a->nmemo; i++)
-		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && !strcmp(a->memo[i].sig, sig)) {
+		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && a->memo[i].lean == lean &&
+		    !strcmp(a->memo[i].sig, sig)) {
 			*x = a->memo[i].x;
 			free(sig);
 			return 0;
 		}
-	int rc = solve(a, g, first, last, n0, n1, x);
+	int rc = solve(a, g, first, last, n0, n1, lean, x);
 	struct solved *m = rc == 0 && sig ? ir_realloc(a->memo, sizeof *m * (size_t)(a->nmemo + 1)) : NULL;
 	if (!m) {
 		free(sig);
 		return rc;
 	}
 	a->memo = m;
-	m[a->nmemo++] = (struct solved){ sig, n0, n1, *x };
+	m[a->nmemo++] = (struct solved){ sig, n0, n1, lean, *x };
 	return 0;
 }
 
@@ -203,7 +198,7 @@ static int split_stage(struct actx *a, const struct ir_graph *g, const struct cl
 	IR_ASSERT(cl->first[st->layer_first] == st->node_first && cl->first[st->layer_last + 1] == st->node_last);
 	for (int l = st->layer_first; l <= st->layer_last; l++) {
 		struct layer_split x;
-		int rc = solve_memo(a, g, cl->first[l], cl->first[l + 1], st->n0, st->n1, &x);
+		int rc = solve_memo(a, g, cl->first[l], cl->first[l + 1], st->n0, st->n1, st->lean, &x);
 		if (rc < 0)
 			return rc;
 		add_split(&out->x, &x);
@@ -334,7 +329,8 @@ static int breakdown(const struct wi_request *q, const struct cost_cluster *c, c
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	struct cluster_result cl = { 0 };
-	struct actx a = { .q = q, .c = c, .o = o, .micro = p->micro };
+	struct actx a = { .q = q, .c = c, .o = o, .micro = p->micro, .model = inter_trained_numel(g),
+			  .mem_limit = p->mem_limit };
 	struct stage_split *sp = ir_calloc((size_t)p->nstages, sizeof *sp);
 	w->stages = ir_calloc((size_t)p->nstages, sizeof *w->stages);
 	/* the planner's precision: o->prec, or the devices' default (inter.c) */
