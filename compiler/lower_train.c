@@ -30,6 +30,9 @@ int lw_train_tensors(struct plan *p, const struct lower_train *tr)
 	p->train = true;
 	p->micro = tr->micro;
 	p->outputs[1].per_step = true;
+	/* pcc-run checks the labels of a cross entropy against its classes */
+	p->labels_input = ts->label_input;
+	p->classes = ts->label_input >= 0 ? ts->nclasses : 0;
 	if (!(p->state = ir_calloc((size_t)ts->nstate + 1, sizeof *p->state)))
 		return -ENOMEM;
 	p->nstate = ts->nstate;

@@ -73,6 +73,9 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		fprintf(f, "training: %s; %d state tensors (%.4g MiB); per device, the last per_step instructions run "
 			"once per step, after the last micro-batch\n", p->train_config ? p->train_config : "?", p->nstate,
 			tensor_bytes(p->state, p->nstate) / (1 << 20));
+	if (p->labels_input >= 0)
+		fprintf(f, "labels: input %d \"%s\", class indices in [0, %lld) (or the ignored -100)\n", p->labels_input,
+			p->inputs[p->labels_input].name, (long long)p->classes);
 	fprintf(f, "device stage  instrs  kernels  all_reduce all_gather reduce_scatter all_to_all  send  recv"
 		"  comm_MiB  peak_MiB  per_step\n");
 	for (int i = 0; i < p->ndevices; i++) {

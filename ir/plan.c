@@ -17,6 +17,7 @@ struct plan *plan_new(void)
 		return NULL;
 	p->version = PLAN_FORMAT_VERSION;
 	p->micro = 1;
+	p->labels_input = -1;
 	return p;
 }
 

@@ -1,8 +1,8 @@
 /*
  * plan.h: the executable plan, in memory. What the compiler's SPMD lowering
- * produces, what plan.bin holds (ir/plan.proto, written and read by
- * plan_io.c) and what the runtime runs. Depends only on ir.h's plain types
- * (dtypes, shapes, the op table and its attributes).
+ * produces, what plan.bin holds (ir/plan.proto, written by plan_io.c and
+ * read by plan_unpack.c) and what the runtime runs. Depends only on ir.h's
+ * plain types (dtypes, shapes, the op table and its attributes).
  *
  * A plan is a set of devices (global ranks 0 .. ndevices-1), each with its
  * own program: buffers (tensors with a local dtype and shape, placed at an
@@ -44,7 +44,7 @@
 
 #include "ir/ir.h"
 
-#define PLAN_FORMAT_VERSION 4
+#define PLAN_FORMAT_VERSION 5
 #define PLAN_ALIGN 256 /* bytes: every buffer offset is a multiple */
 
 enum plan_instr_kind {
@@ -204,6 +204,10 @@ struct plan {
 	bool train;
 	char *train_config;         /* training: optimizer and options, readable
 				     * ("adamw lr=0.001 ..."); NULL otherwise */
+	int labels_input;           /* training with a class-index loss (cross
+				     * entropy): the input holding the labels, integers
+				     * in [0, classes) or the ignored -100; -1: none */
+	int64_t classes;            /* that loss's class count (an LM's vocabulary) */
 	int micro;                  /* micro-batches per step (1: none) */
 	int64_t device_memory;      /* bytes per device the plan must fit */
 	int nstages;
@@ -272,9 +276,9 @@ static inline int64_t plan_slot_stride(const struct plan_buffer *b)
  * "device 3, instruction 17 (all_gather): ...". */
 int plan_verify(const struct plan *p);
 
-/* plan.bin (plan_io.c): protobuf (ir/plan.proto) with a format version and
- * a checksum of the content. plan_write writes a temporary file and renames
- * it. plan_read: NULL with a message naming the file and what is wrong
+/* plan.bin (plan_io.c packs, plan_unpack.c reads, plan_file.c): protobuf
+ * (ir/plan.proto) with a format version and a checksum of the content.
+ * plan_write writes a temporary file and renames it. plan_read: NULL with a message naming the file and what is wrong
  * (truncated, another format version, checksum mismatch, not a plan). */
 int plan_write(const struct plan *p, const char *path);
 struct plan *plan_read(const char *path);

@@ -11,6 +11,14 @@
  * its file in DIR/step-N.tmp and fsyncs it; rank 0 writes the manifest the
  * same way, renames the directory to step-N, fsyncs DIR, points LATEST at
  * it, and only then removes checkpoints older than the previous one.
+ *
+ * A write that fails (a full disk, a file size limit, an I/O error) fails
+ * the save on every rank: the ranks agree on the lowest one that failed,
+ * which alone reports its error (file and cause); rank 0 removes
+ * DIR/step-N.tmp, and the checkpoints already complete stay as they were.
+ * Loading never takes a step-N.tmp, so a save cut short by a crash is
+ * ignored too. PCC_RUN_FAULT=R:ckpt:enospc:S makes rank R's file of the
+ * checkpoint after step S find the disk full half way (rt.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -47,19 +55,35 @@ static int sync_path(const char *path)
 	return rc;
 }
 
-/* Writes n bytes to path through path.tmp, fsynced, then renamed. */
-static int write_durable(const char *path, const void *data, size_t n)
+/* Writes n bytes to path through path.tmp, fsynced, then renamed. room:
+ * the bytes the disk takes before it is full (SIZE_MAX: as many as it
+ * has), for the injected fault; a failed write leaves no path.tmp. */
+static int write_durable(const char *path, const void *data, size_t n, size_t room)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return ir_errorf(-errno, "%s: cannot write: %s", tmp, strerror(errno));
-	bool ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
-	int e = errno;
-	if (fclose(f) != 0 || !ok) {
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), e = 0;
+	if (fd < 0)
+		return ir_errorf(-errno, "%s: cannot create: %s", tmp, strerror(errno));
+	for (size_t done = 0; done < n && !e;) {
+		size_t want = n - done < room - done ? n - done : room - done;
+		ssize_t w = done < room ? write(fd, (const char *)data + done, want) : (errno = ENOSPC, -1);
+		if (w < 0 && errno != EINTR)
+			e = errno;
+		else if (w == 0)
+			e = EIO;
+		else if (w > 0)
+			done += (size_t)w;
+	}
+	if (!e && n == 0 && room == 0) /* a full disk has no room for an empty file either */
+		e = ENOSPC;
+	if (!e && fsync(fd) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (e) {
 		unlink(tmp);
-		return ir_errorf(-(e ? e : EIO), "%s: write failed: %s", tmp, strerror(e ? e : EIO));
+		return ir_errorf(-e, "%s: write failed: %s", tmp, strerror(e));
 	}
 	if (rename(tmp, path) < 0)
 		return ir_errorf(-errno, "%s: cannot rename: %s", tmp, strerror(errno));
@@ -75,7 +99,7 @@ static json_t *shape_json(const struct ir_shape *s, const int64_t *start)
 }
 
 /* This rank's shards: written to its file, described in a JSON array. */
-static int write_shards(struct rt *r, const char *tmpdir, char **desc)
+static int write_shards(struct rt *r, const char *tmpdir, long step, char **desc)
 {
 	char path[4200], name[32], hex[17];
 	snprintf(name, sizeof name, "rank-%05d.bin", r->c->rank);
@@ -106,7 +130,8 @@ static int write_shards(struct rt *r, const char *tmpdir, char **desc)
 						     (json_int_t)off, "bytes", (json_int_t)x->bytes, "xxh3", hex));
 		off += (size_t)x->bytes;
 	}
-	int rc = write_durable(path, all, total);
+	bool full = r->fault.kind == 'n' && r->fault.rank == r->c->rank && r->fault.step + 1 == step;
+	int rc = write_durable(path, all, total, full ? total / 2 : SIZE_MAX);
 	ir_free(all);
 	*desc = rc == 0 ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);
@@ -164,7 +189,7 @@ static int write_manifest(struct rt *r, const char *tmpdir, long step, char *min
 	if (rc == 0 && PATH_TOO_LONG(path, "%s/manifest.json", tmpdir))
 		rc = too_long(tmpdir);
 	if (rc == 0)
-		rc = write_durable(path, text, strlen(text));
+		rc = write_durable(path, text, strlen(text), SIZE_MAX);
 	free(text);
 	return rc;
 }
@@ -236,7 +261,7 @@ static int publish(const char *dir, const char *tmpdir, long step)
 		rc = sync_path(dir);
 	snprintf(latest, sizeof latest, "%s/LATEST", dir);
 	strcat(name, "\n");
-	if (rc == 0 && (rc = write_durable(latest, name, strlen(name))) == 0)
+	if (rc == 0 && (rc = write_durable(latest, name, strlen(name), SIZE_MAX)) == 0)
 		rc = sync_path(dir);
 	int n = rc == 0 ? list_ckpts(dir, &names) : 0;
 	for (int i = KEEP; i < n; i++) {
@@ -248,11 +273,23 @@ static int publish(const char *dir, const char *tmpdir, long step)
 	return rc;
 }
 
+/* The lowest rank whose rc failed, or the world size when none did.
+ * Collective; a failure of the agreement itself counts as this rank's. */
+static int first_failed(struct rt *r, int *rc)
+{
+	int v = *rc < 0 ? r->c->rank : r->c->size;
+	if (r->c->ops->ctl_min(r->c, &v) < 0) {
+		*rc = -EIO;
+		return r->c->rank;
+	}
+	return v;
+}
+
 int rt_ckpt_save(struct rt *r, const char *dir, long step)
 {
 	char tmpdir[4200];
 	char *mine = NULL;
-	int rc = 0, ok;
+	int rc = 0, failed;
 	snprintf(tmpdir, sizeof tmpdir, "%s/step-%08ld.tmp", dir, step);
 	if (r->c->rank == 0) {
 		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
@@ -261,15 +298,11 @@ int rt_ckpt_save(struct rt *r, const char *dir, long step)
 		if (rc == 0 && mkdir(tmpdir, 0777) < 0)
 			rc = ir_errorf(-errno, "%s: cannot create: %s", tmpdir, strerror(errno));
 	}
-	ok = rc < 0 ? 0 : 1;
-	if (r->c->ops->ctl_min(r->c, &ok) < 0 || !ok)
-		return rc < 0 ? rc : ir_errorf(-EIO, "rank 0 could not create %s", tmpdir);
-	rc = write_shards(r, tmpdir, &mine);
-	ok = rc < 0 ? 0 : 1;
-	if (r->c->ops->ctl_min(r->c, &ok) < 0 || !ok) {
-		free(mine);
-		return rc < 0 ? rc : ir_errorf(-EIO, "another rank failed writing checkpoint %s", tmpdir);
-	}
+	if ((failed = first_failed(r, &rc)) < r->c->size)
+		goto out;
+	rc = write_shards(r, tmpdir, step, &mine);
+	if ((failed = first_failed(r, &rc)) < r->c->size)
+		goto out;
 	if (r->c->rank != 0) {
 		uint64_t n = strlen(mine);
 		if ((rc = r->c->ops->ctl_send(r->c, &n, sizeof n, 0)) == 0)
@@ -277,11 +310,17 @@ int rt_ckpt_save(struct rt *r, const char *dir, long step)
 	} else if ((rc = write_manifest(r, tmpdir, step, mine)) == 0) {
 		rc = publish(dir, tmpdir, step);
 	}
+	failed = first_failed(r, &rc);
+out:
 	free(mine);
-	ok = rc < 0 ? 0 : 1;
-	if (r->c->ops->ctl_min(r->c, &ok) < 0 || (!ok && rc == 0))
-		rc = ir_errorf(-EIO, "another rank failed writing checkpoint %s", tmpdir);
-	return rc;
+	if (failed == r->c->size)
+		return 0;
+	if (r->c->rank == 0)
+		remove_dir(tmpdir); /* what the failed save left: room back on a full disk */
+	if (failed != r->c->rank)
+		return ir_errorf(-ECANCELED, "rank %d failed writing checkpoint %s", failed, tmpdir);
+	ir_error_prefix("cannot save the checkpoint of step %ld (the checkpoints before it are kept)", step);
+	return rc < 0 ? rc : -EIO;
 }
 
 /* ---- loading (the manifest: ckpt_manifest.c) */

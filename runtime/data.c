@@ -1,26 +1,57 @@
 /*
- * data.c: inputs in the ONNX backend-test layout (rt.h): DIR/input_N.pb,
- * or DIR/test_data_set_K/input_N.pb for K = 0, 1, ... Every rank reads the
+ * data.c: what a run feeds its plan's inputs (rt.h), in two formats.
+ *
+ * The ONNX backend-test layout: DIR/input_N.pb, or
+ * DIR/test_data_set_K/input_N.pb for K = 0, 1, ... Every rank reads the
  * sets itself (they are one step's worth of inputs, not the model) and
  * takes its slices in step.c. A set holds one micro-batch, or one whole
  * step whose dimension 0 is micro times the plan's; a step's micro-batches
- * of a whole-step set are views into it.
+ * of a whole-step set are views into it. The labels of a class-index loss
+ * (plan.labels_input) are checked against the class count when read.
+ *
+ * A token file (--tokens): token ids back to back, little-endian u16 (as
+ * nanoGPT's train.bin), u32 or i32, for a plan whose inputs are token ids
+ * and the labels of its cross entropy, both [B,T]. The file's N tokens
+ * hold W = floor((N - 1) / T) windows of T + 1 tokens, window w starting at
+ * token w * T (consecutive windows share one token, as llm.c's loader
+ * cuts them). Row b of micro-batch m of step s (0-based, counted over the
+ * whole run) takes window k mod W, k = (s * micro + m) * B + b: ids are
+ * its first T tokens, labels its last T (the next token of each). The
+ * position depends on the step alone, so a resumed run reads on where the
+ * interrupted one stopped, and every rank reads the same windows. The
+ * file is mapped, not read; each token is checked against the class count
+ * when its window is first cut, so a bad token stops the run (every rank,
+ * alike) before the step that would read it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/rt.h"
 
 struct rt_data {
 	const struct plan *p;
+	int micro;
+	struct ir_tensor *step;  /* [micro * ninputs]: what rt_data_next hands out */
+	long next;               /* the step the next call feeds (0-based) */
+	/* the backend-test layout */
 	int nsets;
 	bool whole;              /* every set is a whole step */
-	struct ir_tensor *sets;  /* [nsets * ninputs] */
-	struct ir_tensor *step;  /* [micro * ninputs]: views */
-	int next;                /* the set the next step starts at */
-	int micro;
+	struct ir_tensor *sets;  /* [nsets * ninputs]; step[] are views into them */
+	/* a token file; step[] own their data */
+	const char *path;
+	const uint8_t *map;      /* the file, mapped */
+	size_t map_bytes;
+	int tsize;               /* bytes per token: 2 or 4 */
+	bool tsigned;            /* i32 */
+	int64_t ntok, nwin;      /* tokens, windows of seq + 1 */
+	int ids, labels;         /* input indices */
+	int64_t batch, seq;      /* of a micro-batch */
+	uint8_t *seen;           /* [nwin]: window checked against the classes */
 };
 
 void rt_data_close(struct rt_data *d)
@@ -29,15 +60,49 @@ void rt_data_close(struct rt_data *d)
 		return;
 	for (int i = 0; d->sets && i < d->nsets * d->p->ninputs; i++)
 		ir_tensor_free(&d->sets[i]);
+	for (int i = 0; d->path && d->step && i < d->micro * d->p->ninputs; i++)
+		ir_tensor_free(&d->step[i]);
+	if (d->map)
+		munmap((void *)d->map, d->map_bytes);
+	ir_free(d->seen);
 	ir_free(d->sets);
 	ir_free(d->step);
 	ir_free(d);
+}
+
+static struct rt_data *data_new(const struct plan *p)
+{
+	struct rt_data *d = ir_calloc(1, sizeof *d);
+	if (d) {
+		d->p = p;
+		d->micro = p->micro > 0 ? p->micro : 1;
+	}
+	if (d && !(d->step = ir_calloc((size_t)d->micro * (size_t)p->ninputs + 1, sizeof *d->step))) {
+		ir_free(d);
+		d = NULL;
+	}
+	if (!d)
+		ir_errorf(-ENOMEM, "out of memory");
+	return d;
 }
 
 static bool exists(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0;
+}
+
+/* Every label of t (read from path) is the ignored -100 or a class. */
+static int check_labels(const struct plan *p, const struct ir_tensor *t, const char *path)
+{
+	int64_t n = ir_shape_numel(&t->shape), c = p->classes;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t l = ir_tensor_get_i64(t, i);
+		if (l != -100 && (l < 0 || l >= c))
+			return ir_errorf(-EINVAL, "%s: label %lld at element %lld is outside [0, %lld) (and not the "
+					 "ignored -100)", path, (long long)l, (long long)i, (long long)c);
+	}
+	return 0;
 }
 
 /* Reads one set's inputs; *whole set when they hold a whole step. */
@@ -66,6 +131,8 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 			return ir_errorf(-EINVAL, "%s: input %d holds %s the others", path, i,
 					 all ? "a whole step, unlike" : "one micro-batch, unlike");
 		*whole = all;
+		if (i == p->labels_input && check_labels(p, &t[i], path) < 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -73,13 +140,9 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 {
 	char path[4096];
-	struct rt_data *d = ir_calloc(1, sizeof *d);
-	if (!d) {
-		ir_errorf(-ENOMEM, "out of memory");
+	struct rt_data *d = data_new(p);
+	if (!d)
 		return NULL;
-	}
-	d->p = p;
-	d->micro = p->micro > 0 ? p->micro : 1;
 	snprintf(path, sizeof path, "%s/input_0.pb", dir);
 	bool flat = exists(path) || p->ninputs == 0;
 	int n = 0;
@@ -95,8 +158,7 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 		rt_data_close(d);
 		return NULL;
 	}
-	if (!(d->sets = ir_calloc((size_t)nsets * (size_t)p->ninputs + 1, sizeof *d->sets)) ||
-	    !(d->step = ir_calloc((size_t)d->micro * (size_t)p->ninputs + 1, sizeof *d->step))) {
+	if (!(d->sets = ir_calloc((size_t)nsets * (size_t)p->ninputs + 1, sizeof *d->sets))) {
 		ir_errorf(-ENOMEM, "out of memory");
 		rt_data_close(d);
 		return NULL;
@@ -117,17 +179,169 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 	return d;
 }
 
-int rt_data_sets(const struct rt_data *d)
+/* ---- token files */
+
+/* The plan's ids and labels inputs, both integers of shape [B,T]. */
+static int token_inputs(struct rt_data *d, const char *path)
 {
-	return d->nsets;
+	const struct plan *p = d->p;
+	char a[IR_SHAPE_STR_MAX], b[IR_SHAPE_STR_MAX];
+	if (p->labels_input < 0)
+		return ir_errorf(-EINVAL, "%s: --tokens needs a plan trained with a cross entropy over token ids "
+				 "(pcc MODEL --train --loss cross_entropy:LOGITS,LABELS); this one has no labels input",
+				 path);
+	const struct plan_tensor *l = &p->inputs[p->labels_input];
+	if (p->ninputs != 2 || l->shape.rank != 2)
+		return ir_errorf(-EINVAL, "%s: --tokens feeds a plan of two inputs, token ids and labels of shape "
+				 "[B,T]; this one has %d inputs, labels \"%s\" of shape %s", path, p->ninputs, l->name,
+				 ir_shape_str(&l->shape, a, sizeof a));
+	d->labels = p->labels_input;
+	d->ids = 1 - d->labels;
+	const struct plan_tensor *x = &p->inputs[d->ids];
+	if (!ir_dtype_is_int(x->dtype) || !ir_shape_eq(&x->shape, &l->shape))
+		return ir_errorf(-EINVAL, "%s: --tokens feeds token ids of the labels' shape %s; input \"%s\" is %s%s",
+				 path, ir_shape_str(&l->shape, a, sizeof a), x->name, ir_dtype_name(x->dtype),
+				 ir_shape_str(&x->shape, b, sizeof b));
+	d->batch = l->shape.dims[0];
+	d->seq = l->shape.dims[1];
+	if (d->batch < 1 || d->seq < 1)
+		return ir_errorf(-EINVAL, "%s: --tokens needs windows of at least one token; the labels are %s", path,
+				 ir_shape_str(&l->shape, a, sizeof a));
+	for (int m = 0; m < d->micro; m++)
+		for (int i = 0; i < 2; i++) {
+			struct ir_tensor *t = &d->step[(size_t)m * 2 + (size_t)i];
+			if (ir_tensor_alloc(t, p->inputs[i].dtype, &p->inputs[i].shape) < 0)
+				return ir_errorf(-ENOMEM, "out of memory");
+		}
+	return 0;
+}
+
+static int64_t token_at(const struct rt_data *d, int64_t i)
+{
+	const uint8_t *q = d->map + (size_t)i * (size_t)d->tsize;
+	if (d->tsize == 2)
+		return (int64_t)q[0] | (int64_t)q[1] << 8;
+	uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+	return d->tsigned ? (int64_t)(int32_t)u : (int64_t)u;
+}
+
+struct rt_data *rt_data_open_tokens(const char *path, const char *type, const struct plan *p)
+{
+	struct rt_data *d = data_new(p);
+	if (!d)
+		return NULL;
+	d->path = path;
+	d->tsize = 2;
+	if (type && (!strcmp(type, "u32") || !strcmp(type, "i32"))) {
+		d->tsize = 4;
+		d->tsigned = type[0] == 'i';
+	} else if (type && strcmp(type, "u16")) {
+		ir_errorf(-EINVAL, "--token-type %s: expected u16, u32 or i32", type);
+		goto fail;
+	}
+	if (token_inputs(d, path) < 0)
+		goto fail;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		ir_errorf(-errno, "%s: cannot open: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto fail;
+	}
+	d->ntok = (int64_t)st.st_size / d->tsize;
+	if (st.st_size % d->tsize)
+		ir_errorf(-EINVAL, "%s: %lld bytes is not a whole number of %s tokens (%d bytes each)", path,
+			  (long long)st.st_size, type ? type : "u16", d->tsize);
+	else if (d->ntok < d->seq + 1)
+		ir_errorf(-EINVAL, "%s: %lld tokens, fewer than one window of %lld (the plan's sequence of %lld, "
+			  "plus the last label)", path, (long long)d->ntok, (long long)(d->seq + 1), (long long)d->seq);
+	else if ((d->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+		ir_errorf(-errno, "%s: cannot map: %s", path, strerror(errno));
+	close(fd);
+	if (d->map == MAP_FAILED)
+		d->map = NULL;
+	if (!d->map)
+		goto fail;
+	d->map_bytes = (size_t)st.st_size;
+	d->nwin = (d->ntok - 1) / d->seq;
+	if (!(d->seen = ir_calloc((size_t)d->nwin + 1, 1))) {
+		ir_errorf(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	return d;
+fail:
+	rt_data_close(d);
+	return NULL;
+}
+
+/* Window w's tokens checked against the class count, once. */
+static int check_window(struct rt_data *d, int64_t w)
+{
+	if (d->seen[w])
+		return 0;
+	for (int64_t i = w * d->seq; i <= (w + 1) * d->seq; i++) {
+		int64_t t = token_at(d, i);
+		if (t < 0 || t >= d->p->classes)
+			return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the vocabulary: "
+					 "the class count of the plan's loss)", d->path, (long long)t, (long long)i,
+					 (long long)d->p->classes);
+	}
+	d->seen[w] = 1;
+	return 0;
+}
+
+/* Fills step[] with step s's windows. */
+static int cut_windows(struct rt_data *d, long s)
+{
+	/* k mod W without overflow: s * micro * B may pass 2^63 */
+	__extension__ typedef unsigned __int128 u128;
+	u128 per = (u128)d->micro * (u128)d->batch, w0 = (u128)s * per;
+	for (int m = 0; m < d->micro; m++) {
+		struct ir_tensor *ids = &d->step[(size_t)m * 2 + (size_t)d->ids];
+		struct ir_tensor *lab = &d->step[(size_t)m * 2 + (size_t)d->labels];
+		for (int64_t b = 0; b < d->batch; b++) {
+			int64_t w = (int64_t)((w0 + (u128)m * (u128)d->batch + (u128)b) % (u128)d->nwin);
+			int rc = check_window(d, w);
+			if (rc < 0)
+				return rc;
+			for (int64_t j = 0; j < d->seq; j++) {
+				ir_tensor_set_i64(ids, b * d->seq + j, token_at(d, w * d->seq + j));
+				ir_tensor_set_i64(lab, b * d->seq + j, token_at(d, w * d->seq + j + 1));
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- both */
+
+void rt_data_describe(const struct rt_data *d, char *buf, size_t n)
+{
+	if (d->map)
+		snprintf(buf, n, "%s: %lld tokens, %lld windows of %lld + 1", d->path, (long long)d->ntok,
+			 (long long)d->nwin, (long long)d->seq);
+	else
+		snprintf(buf, n, "%d data set%s", d->nsets, d->nsets == 1 ? "" : "s");
+}
+
+void rt_data_seek(struct rt_data *d, long step)
+{
+	d->next = step;
 }
 
 int rt_data_next(struct rt_data *d, const struct ir_tensor **in)
 {
 	const struct plan *p = d->p;
 	int ni = p->ninputs;
+	*in = d->step;
+	if (d->map)
+		return cut_windows(d, d->next++);
+	/* the set step s starts at: sets are used in turn, a step takes micro
+	 * of them (one when each is a whole step) */
+	long first = (long)((d->next++ * (d->whole ? 1 : (int64_t)d->micro)) % d->nsets);
 	for (int m = 0; m < d->micro; m++) {
-		int set = d->whole ? d->next : (d->next + m) % d->nsets;
+		int set = (int)(d->whole ? first : (first + m) % d->nsets);
 		for (int i = 0; i < ni; i++) {
 			const struct ir_tensor *s = &d->sets[(size_t)set * (size_t)ni + (size_t)i];
 			struct ir_tensor *v = &d->step[(size_t)m * (size_t)ni + (size_t)i];
@@ -136,7 +350,5 @@ int rt_data_next(struct rt_data *d, const struct ir_tensor **in)
 				v->data = (char *)s->data + (size_t)m * ir_tensor_bytes(v);
 		}
 	}
-	d->next = (d->next + (d->whole ? 1 : d->micro)) % d->nsets;
-	*in = d->step;
 	return 0;
 }

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,24 +158,62 @@ static int run_one(struct rt *r, const struct plan_instr *x)
 	return ir_errorf(-EINVAL, "unknown instruction kind %d", (int)x->kind);
 }
 
-int rt_fault_parse(struct rt *r, const char *spec)
+/* A whole number from s up to its end or a ':', at least lo; *s moves past it. */
+static bool fault_num(const char **s, long lo, long *out)
 {
+	char *end;
+	errno = 0;
+	long v = strtol(*s, &end, 10);
+	if (end == *s || errno || v < lo || (*end && *end != ':') || (**s < '0' || **s > '9'))
+		return false;
+	*out = v;
+	*s = end;
+	return true;
+}
+
+int rt_fault_parse(struct rt *r, const char *spec, long steps)
+{
+	const struct plan *p = r->p;
+	long rank = 0, instr = -1, step = 1;
 	char kind[16] = "";
-	long step = 1;
-	int n = spec ? sscanf(spec, "%d:%d:%15[a-z]:%ld", &r->fault.rank, &r->fault.instr, kind, &step) : 0;
-	r->fault.kind = 0;
+	const char *s = spec;
+	memset(&r->fault, 0, sizeof r->fault);
 	if (!spec)
 		return 0;
-	if (n < 3 || step < 1 || (strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error")))
-		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error[:STEP]", spec);
-	r->fault.kind = kind[0] == 'e' && kind[1] == 'x' ? 'x' : kind[0];
-	r->fault.step = step - 1;
+	bool ok = fault_num(&s, 0, &rank) && *s++ == ':';
+	if (ok && !strncmp(s, "ckpt:", 5))
+		s += 4;
+	else
+		ok = ok && fault_num(&s, 0, &instr);
+	size_t k = ok && *s++ == ':' ? strcspn(s, ":") : 0;
+	if (k > 0 && k < sizeof kind) {
+		memcpy(kind, s, k);
+		s += k;
+	}
+	ok = ok && k > 0 && k < sizeof kind && (*s == 0 || (*s++ == ':' && fault_num(&s, 1, &step) && !*s));
+	bool ckpt = instr < 0;
+	if (!ok || (ckpt ? strcmp(kind, "enospc") : strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error")))
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error[:STEP] or "
+				 "RANK:ckpt:enospc[:STEP]", spec);
+	/* a fault that can never fire would pass a test for the wrong reason */
+	if (rank >= p->ndevices)
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: rank %ld does not exist (the plan has ranks 0 to %d)", spec,
+				 rank, p->ndevices - 1);
+	if (instr >= p->devices[rank].ninstr)
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: rank %ld has no instruction %ld (its program has %d)", spec,
+				 rank, instr, p->devices[rank].ninstr);
+	if (step > steps)
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: step %ld is past the run's last step (%ld)", spec, step,
+				 steps);
+	r->fault = (struct rt_fault){ (int)rank, (int)instr, step - 1,
+				      ckpt ? 'n' : kind[0] == 'e' && kind[1] == 'x' ? 'x' : kind[0] };
 	return 0;
 }
 
 static int inject(const struct rt *r, int i)
 {
-	if (r->fault.kind == 0 || r->fault.rank != r->c->rank || r->fault.instr != i || r->fault.step != r->step)
+	if (r->fault.kind == 0 || r->fault.kind == 'n' || r->fault.rank != r->c->rank || r->fault.instr != i ||
+	    r->fault.step != r->step)
 		return 0;
 	if (r->fault.kind == 'x')
 		_exit(9);

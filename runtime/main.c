@@ -4,6 +4,7 @@
  *
  *   mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]
  *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
+ *   mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] [--steps S] ...
  *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32]
  *
  * Every rank reads and checks the plan, takes its device program, loads
@@ -14,6 +15,7 @@
  * job at once (a peer that dies or stops answering shows as a timeout).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 
 struct opts {
 	const char *plan, *model, *in_dir, *out_dir, *data, *save, *ckpt, *resume;
+	const char *tokens, *token_type; /* --tokens FILE [--token-type u16|u32|i32] */
 	long steps, log_every, ckpt_every;
 	double timeout;
 	bool reference;        /* --reference: the interpreter's kernels, not the plan's host code */
@@ -37,12 +40,17 @@ static void usage(FILE *f)
 	fprintf(f, "usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
 		   "       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
 		   "                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
+		   "       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
 		   "       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
 		   "                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
 		   "                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
 		   "                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
 		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
 		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n"
+		   "--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
+		   "plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
+		   "k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
+		   "ids are its first T tokens, labels its last T.\n"
 		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
 		   "--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
 		   "--resume DIR loads the newest good one, on this plan's mesh whatever mesh wrote it.\n");
@@ -67,9 +75,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int rc = 0;
 		static const char *const strs[] = { "--model", "-i", "-o", "--data", "--save-onnx", "--checkpoint",
-						    "--resume", "--device", NULL };
+						    "--resume", "--device", "--tokens", "--token-type", NULL };
 		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data, &o->save, &o->ckpt, &o->resume,
-				       &o->device };
+				       &o->device, &o->tokens, &o->token_type };
 		int k = 0;
 		while (strs[k] && strcmp(s, strs[k]))
 			k++;
@@ -107,14 +115,18 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (!o->plan)
 		return ir_errorf(-EINVAL, "no plan given (try --help)");
-	if (!o->in_dir && !o->data)
-		return ir_errorf(-EINVAL, "%s: give -i DIR (inference) or --data DIR (training)", o->plan);
-	if (o->in_dir && o->data)
-		return ir_errorf(-EINVAL, "-i and --data exclude each other");
+	if (!o->in_dir && !o->data && !o->tokens)
+		return ir_errorf(-EINVAL, "%s: give -i DIR (inference) or --data DIR or --tokens FILE (training)",
+				 o->plan);
+	if (!!o->in_dir + !!o->data + !!o->tokens > 1)
+		return ir_errorf(-EINVAL, "%s exclude each other", o->tokens && o->data ? "--data and --tokens" :
+				 o->tokens ? "-i and --tokens" : "-i and --data");
+	if (o->token_type && !o->tokens)
+		return ir_errorf(-EINVAL, "--token-type needs --tokens FILE");
 	if (o->ckpt_every && !o->ckpt)
 		return ir_errorf(-EINVAL, "--checkpoint-every needs --checkpoint DIR");
-	if ((o->ckpt || o->resume) && !o->data)
-		return ir_errorf(-EINVAL, "checkpoints are for training runs (--data DIR)");
+	if ((o->ckpt || o->resume) && o->in_dir)
+		return ir_errorf(-EINVAL, "checkpoints are for training runs (--data DIR or --tokens FILE)");
 	if (o->device && strcmp(o->device, "auto") && strcmp(o->device, "cpu") && strcmp(o->device, "gpu"))
 		return ir_errorf(-EINVAL, "--device %s: expected auto, cpu or gpu", o->device);
 	return 0;
@@ -161,6 +173,23 @@ static _Noreturn void die(struct rt_comm *c, long step)
 	exit(1);
 }
 
+/* Whether a checkpoint is saved after step s (1-based) of the run. */
+static bool ckpt_after(const struct opts *o, long s)
+{
+	return o->ckpt && ((o->ckpt_every && s % o->ckpt_every == 0) || s == o->steps);
+}
+
+/* PCC_RUN_FAULT, refused where it could never fire. */
+static int fault_parse(struct rt *r, const struct opts *o)
+{
+	const char *spec = getenv("PCC_RUN_FAULT");
+	int rc = rt_fault_parse(r, spec, r->p->train ? o->steps : 1);
+	if (rc == 0 && r->fault.kind == 'n' && !ckpt_after(o, r->fault.step + 1))
+		rc = ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: no checkpoint is saved after step %ld%s", spec,
+			       r->fault.step + 1, o->ckpt ? " (see --checkpoint-every)" : " (no --checkpoint)");
+	return rc;
+}
+
 static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_comm *c)
 {
 	struct plan *p = plan_read(o->plan);
@@ -169,10 +198,11 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 		ir_error_prefix("%s", o->plan);
 	if (rc == 0)
 		rc = plan_check_mesh(p, c->size);
-	if (rc == 0 && !p->train && o->data)
-		rc = ir_errorf(-EINVAL, "%s is an inference plan: give -i DIR, not --data", o->plan);
+	if (rc == 0 && !p->train && !o->in_dir)
+		rc = ir_errorf(-EINVAL, "%s is an inference plan: give -i DIR, not %s", o->plan,
+			       o->data ? "--data" : "--tokens");
 	if (rc == 0 && p->train && o->in_dir)
-		rc = ir_errorf(-EINVAL, "%s is a training plan: give --data DIR, not -i", o->plan);
+		rc = ir_errorf(-EINVAL, "%s is a training plan: give --data DIR or --tokens FILE, not -i", o->plan);
 	const char *model = o->model ? o->model : p ? p->model : NULL;
 	if (rc == 0 && !model)
 		rc = ir_errorf(-EINVAL, "%s does not name its model: give --model MODEL.onnx", o->plan);
@@ -202,7 +232,7 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	if (rc == 0)
 		rc = rt_kernels_load(r, o->reference, (int)o->threads);
 	if (rc == 0)
-		rc = rt_fault_parse(r, getenv("PCC_RUN_FAULT"));
+		rc = fault_parse(r, o);
 	if (rc == 0)
 		rc = rt_load_params(r, model);
 	if (rc == 0 && gpu)
@@ -338,20 +368,34 @@ static void log_step(const struct rt *r, long s, const struct opts *o, const str
 	fflush(stdout);
 }
 
+/* The checkpoint after step s, or the run stops here: the rank whose write
+ * failed says why (rt_ckpt_save agreed on it), every rank leaves cleanly. */
+static int checkpoint(struct rt *r, const struct opts *o, long s)
+{
+	if (r->gpu && rt_gpu_state(r, false) < 0)
+		die(r->c, s);
+	int rc = rt_ckpt_save(r, o->ckpt, r->step);
+	if (rc < 0 && rc != -ECANCELED)
+		fprintf(stderr, "pcc-run: rank %d: step %ld: %s\n", r->c->rank, s + 1, ir_error());
+	return rc;
+}
+
 static int train(struct rt *r, const struct opts *o, const char *model)
 {
 	const struct plan *p = r->p;
 	const struct ir_tensor *in;
+	char what[4300];
 	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
-	struct rt_data *d = rt_data_open(o->data, p);
+	struct rt_data *d = o->tokens ? rt_data_open_tokens(o->tokens, o->token_type, p) : rt_data_open(o->data, p);
 	int rc = out && d ? 0 : -EINVAL;
 	long every = o->log_every ? o->log_every : o->steps <= 20 ? 1 : o->steps / 10;
 	if (agree(r->c, rc) < 0)
 		goto done;
+	rt_data_describe(d, what, sizeof what);
 	if (r->c->rank == 0)
-		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %d data set%s, %s\n", o->plan,
-		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", rt_data_sets(d),
-		       rt_data_sets(d) == 1 ? "" : "s", p->train_config ? p->train_config : "");
+		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %s, %s\n", o->plan,
+		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", what,
+		       p->train_config ? p->train_config : "");
 	if (o->resume) {
 		if (rt_ckpt_load(r, o->resume, &r->step) < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
 			rc = -1; /* rt_ckpt_load reported it */
@@ -359,16 +403,21 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 				fprintf(stderr, "pcc-run: %s\n", ir_error());
 			goto done;
 		}
-		for (long s = 0; s < r->step; s++) /* the data where the run stopped */
-			rt_data_next(d, &in);
 		if (r->c->rank == 0)
 			printf("pcc-run: resumed from %s at step %ld\n", o->resume, r->step);
 	}
+	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double t_all = ir_now();
 	long first = r->step;
 	for (long s = r->step; s < o->steps; s++) {
 		double t0 = ir_now();
-		if (rt_data_next(d, &in) < 0 || rt_step(r, in) < 0)
+		/* every rank reads the same data: a bad token stops all of them here */
+		rc = rt_data_next(d, &in);
+		if (rc < 0)
+			ir_error_prefix("step %ld", s + 1);
+		if ((rc = agree(r->c, rc)) < 0)
+			goto done;
+		if (rt_step(r, in) < 0)
 			die(r->c, s);
 		double t = ir_now() - t0;
 		if (rt_gather_outputs(r, out) < 0)
@@ -377,9 +426,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
 		free_outputs(out, r->micro * p->noutputs);
-		if (o->ckpt && ((o->ckpt_every && r->step % o->ckpt_every == 0) || s == o->steps - 1) &&
-		    ((r->gpu && rt_gpu_state(r, false) < 0) || rt_ckpt_save(r, o->ckpt, r->step) < 0))
-			die(r->c, s);
+		if (ckpt_after(o, r->step) && (rc = checkpoint(r, o, s)) < 0)
+			goto done;
 	}
 	if (r->c->rank == 0)
 		printf("pcc-run: %ld steps in %.3f s (rank 0: %s %.3f s, communication %.3f s%s)\n", o->steps - first,
@@ -408,6 +456,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+	/* past RLIMIT_FSIZE a write fails with EFBIG, reported, instead of killing the rank */
+	signal(SIGXFSZ, SIG_IGN);
 	if (rt_comm_mpi_init(&c, &argc, &argv) < 0) {
 		fprintf(stderr, "pcc-run: %s\n", ir_error());
 		return 1;

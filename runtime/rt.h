@@ -11,9 +11,10 @@
  *              the stage's order, the per-step part, outputs saved
  *   state.c    parameters loaded from the model, state and accumulators,
  *              outputs and parameters gathered on rank 0
- *   data.c     inputs and training data in the backend-test layout
+ *   data.c     inputs and training data: the backend-test layout, token files
  *   gpu*.c     the CUDA backend: the arena on a GPU, kernels, cuBLASLt
  *              and NCCL (gpu_internal.h); gpu_none.c where it is not built
+ *   ckpt*.c    checkpoints
  *   main.c     pcc-run: options, the load, the run loop, errors
  */
 #ifndef PCC_RUNTIME_RT_H
@@ -58,7 +59,8 @@ struct rt {
 	struct rt_fault {             /* fault injection for tests (PCC_RUN_FAULT) */
 		int rank, instr;      /* where: this rank's instruction, at step `step` */
 		long step;
-		char kind;            /* 'x' exit, 'h' hang, 'e' error; 0 none */
+		char kind;            /* 'x' exit, 'h' hang, 'e' error, 'n' the checkpoint
+				       * file write of `step + 1` runs out of space; 0 none */
 	} fault;
 };
 
@@ -80,8 +82,11 @@ bool rt_kernel_host(struct rt *r, const struct plan_instr *x);
 int rt_run_kernel(struct rt *r, const struct plan_instr *x);
 /* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;
  * STEP 1-based, default 1): at that instruction the rank exits at once,
- * sleeps forever, or fails as a kernel error would. For the fault tests. */
-int rt_fault_parse(struct rt *r, const char *spec);
+ * sleeps forever, or fails as a kernel error would. RANK:ckpt:enospc[:STEP]:
+ * the rank's file of the checkpoint saved after step STEP finds the disk
+ * full half way (ckpt.c). For the fault tests. A rank, instruction or step
+ * (of `steps`) that does not exist is refused: it would never fire. */
+int rt_fault_parse(struct rt *r, const char *spec, long steps);
 void *rt_buf(const struct rt *r, const struct plan_buffer *b);
 /* Runs instructions [lo, hi) of this rank's program. Errors are prefixed
  * "instruction I (kind)". */
@@ -146,15 +151,29 @@ int rt_gpu_fallbacks(const struct rt *r);
  * micro-batch m, the parts run in order, outputs saved. */
 int rt_step(struct rt *r, const struct ir_tensor *inputs);
 
-/* ---- data.c: the backend-test layout (input_N.pb, in DIR or in each
- * DIR/test_data_set_K/). A data source yields micro-batches of the plan's
- * inputs: each set holds either one micro-batch or one whole step (dimension
- * 0 of every input `micro` times the plan's), used in turn, cycling. */
+/* ---- data.c: what a run feeds the plan's inputs. A data source yields
+ * one step's inputs at a time, micro-batch by micro-batch. */
 struct rt_data;
+/* The backend-test layout (input_N.pb, in DIR or in each
+ * DIR/test_data_set_K/): each set holds either one micro-batch or one
+ * whole step (dimension 0 of every input `micro` times the plan's), used in
+ * turn, cycling. The labels of a class-index loss are checked: one line
+ * naming the file, element, label and range. */
 struct rt_data *rt_data_open(const char *dir, const struct plan *p);
-/* The inputs of the next step: in[m * ninputs + i], valid until the next call. */
+/* A flat file of token ids (type "u16", the default when NULL, "u32" or
+ * "i32") for a plan whose inputs are ids and the labels of its cross
+ * entropy, both [B,T]: every micro-batch row a window of T + 1 tokens at a
+ * place set by the step (data.c gives the rule). Refused in one line: a
+ * plan without such inputs, a size that is not whole tokens, fewer tokens
+ * than one window. */
+struct rt_data *rt_data_open_tokens(const char *path, const char *type, const struct plan *p);
+/* The inputs of the next step: in[m * ninputs + i], valid until the next
+ * call. Fails (token files) on a token outside [0, plan classes). */
 int rt_data_next(struct rt_data *d, const struct ir_tensor **in);
-int rt_data_sets(const struct rt_data *d);
+/* The next call feeds step `step` (0-based): where a resumed run goes on. */
+void rt_data_seek(struct rt_data *d, long step);
+/* "3 data sets" or "FILE: N tokens, W windows of T + 1", for the log. */
+void rt_data_describe(const struct rt_data *d, char *buf, size_t n);
 void rt_data_close(struct rt_data *d);
 
 #endif

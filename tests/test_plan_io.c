@@ -104,9 +104,12 @@ static struct plan *build_plan(void)
 	p->nparams = 2;
 	set_tensor(&p->params[0], "w", IR_F32, shp(2, 64, 32));
 	set_tensor(&p->params[1], "b1", IR_BF16, shp(1, 32, 0));
-	p->inputs = ir_calloc(1, sizeof *p->inputs);
-	p->ninputs = 1;
+	p->inputs = ir_calloc(2, sizeof *p->inputs);
+	p->ninputs = 2;
 	set_tensor(&p->inputs[0], "x", IR_F32, shp(2, 8, 64));
+	set_tensor(&p->inputs[1], "labels", IR_I64, shp(1, 8, 0));
+	p->labels_input = 1;
+	p->classes = 32;
 	p->outputs = ir_calloc(2, sizeof *p->outputs);
 	p->noutputs = 2;
 	set_tensor(&p->outputs[0], "y", IR_F32, shp(2, 8, 32));
@@ -347,6 +350,7 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 	SAME(!a->train_config == !b->train_config && (!a->train_config || !strcmp(a->train_config, b->train_config)),
 	     "train_config");
 	SAME(!a->model == !b->model && (!a->model || !strcmp(a->model, b->model)), "model");
+	SAME(a->labels_input == b->labels_input && a->classes == b->classes, "labels");
 	SAME(a->nkernels == b->nkernels, "nkernels");
 	for (int i = 0; i < a->nkernels; i++) {
 		const struct plan_kernel *x = &a->kernels[i], *y = &b->kernels[i];
@@ -472,6 +476,9 @@ static void test_round_trip(const struct plan *p, const uint8_t *b, size_t n)
 	q->devices[0].buf[0].start[1] = 3;
 	TAP_OK(!same_plan(p, q), "comparer catches a changed slice start (%s)", diff);
 	q->devices[0].buf[0].start[1] = 0;
+	q->classes++;
+	TAP_OK(!same_plan(p, q), "comparer catches a changed class count (%s)", diff);
+	q->classes--;
 	TAP_OK(same_plan(p, q), "and the undone copy compares equal again");
 	plan_free(q);
 
@@ -631,15 +638,38 @@ static void test_malformed(const uint8_t *b, size_t n)
 	TAP_OK(refused(c, m, "bad file framing"), "framing with a wrong wire type: %s", ir_error());
 }
 
-static void test_negative_dim(void)
+/* Packed plans a reader refuses for what is inside: a negative dimension;
+ * labels naming no input, a float input, no classes. And a plan without
+ * labels reads back without. */
+static void test_content(void)
 {
-	struct plan *q = build_plan();
+	static const struct {
+		int64_t dim;
+		int labels;
+		int64_t classes;
+		const char *want;
+	} bad[] = {
+		{ -5, 1, 32, "malformed plan: device 1: buffer 2: negative dimension in shape [-5,32]" },
+		{ 8, 0, 32, "malformed plan: labels: input 0 (\"x\") is f32, not integer class indices" },
+		{ 8, 2, 32, "malformed plan: labels: input 2, the plan has 2" },
+		{ 8, 1, 0, "malformed plan: labels: 0 classes" },
+	};
+	struct plan *q = build_plan(), *u;
 	uint8_t *b = NULL;
 	size_t n = 0;
-	q->devices[1].buf[2].shape.dims[0] = -5;
-	TAP_OK(plan_pack(q, &b, &n) == 0 &&
-		       refused(b, n, "malformed plan: device 1: buffer 2: negative dimension in shape [-5,32]"),
-	       "a negative dimension: %s", ir_error());
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		q->devices[1].buf[2].shape.dims[0] = bad[i].dim;
+		q->labels_input = bad[i].labels;
+		q->classes = bad[i].classes;
+		TAP_OK(plan_pack(q, &b, &n) == 0 && refused(b, n, bad[i].want), "refused: %s", ir_error());
+		ir_free(b);
+		b = NULL;
+	}
+	q->labels_input = -1;
+	q->classes = 0;
+	u = plan_pack(q, &b, &n) == 0 ? plan_unpack(b, n) : NULL;
+	TAP_OK(u && u->labels_input == -1 && same_plan(q, u), "a plan without labels reads back without");
+	plan_free(u);
 	ir_free(b);
 	plan_free(q);
 }
@@ -740,7 +770,7 @@ int main(void)
 	test_round_trip(p, b, n);
 	test_files(p, b, n);
 	test_malformed(b, n);
-	test_negative_dim();
+	test_content();
 	test_mesh(p);
 	size_t cut;
 	for (cut = 0; cut < n; cut++) {

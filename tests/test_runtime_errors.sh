@@ -4,10 +4,14 @@
 #
 # 1. Refusals at start: a wrong world size, a missing or corrupt plan, a
 #    model that is not the one compiled (or is gone), options that do not
-#    fit the plan, inputs of the wrong shape or dtype, no data. Each one:
-#    the job exits non-zero within seconds with exactly one "pcc-run:" line
-#    on stderr naming what is wrong and where, and writes nothing (no -o
-#    directory, no --save-onnx model).
+#    fit the plan, inputs of the wrong shape or dtype, labels outside the
+#    loss's classes, no data, token files (--tokens) that cannot feed the
+#    plan, a PCC_RUN_FAULT that could never fire. Each one: the job exits
+#    non-zero within seconds with exactly one "pcc-run:" line on stderr
+#    naming what is wrong and where, and writes nothing (no -o directory,
+#    no --save-onnx model). A token outside the vocabulary is found when
+#    its window is first cut: the job stops, on every rank alike (no
+#    MPI_Abort), before the step that would read it.
 # 2. Faults while running, injected with PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP]
 #    into plans whose ranks communicate (checked with `pcc inspect`): an
 #    error names the rank, step and instruction; a rank that dies or hangs
@@ -17,8 +21,7 @@
 # 3. Positive controls (run first): the same plans and data without a
 #    fault succeed, so the failures are not failures of the setup.
 #
-# Every mpirun is bounded by `timeout 60`. Checks of known runtime bugs are
-# skipped (each marked "KNOWN BUG:" below); PCC_TEST_KNOWN_BUGS=1 runs them.
+# Every mpirun is bounded by `timeout 60`.
 #
 # Not covered: an initializer missing from the model or of the wrong
 # shape. Making such a model needs python3-onnx, and pcc-run refuses any
@@ -113,17 +116,6 @@ succeeds() {
 	[ "$go_rc" -eq 0 ] || { echo "exit status $go_rc" >&2; return 1; }
 }
 
-# known_bug DESC COMMAND...: a check that a runtime bug fails today; it is
-# reported as skipped unless PCC_TEST_KNOWN_BUGS=1.
-known_bug() {
-	if [ "${PCC_TEST_KNOWN_BUGS:-0}" = 1 ]; then
-		check "$@"
-	else
-		n=$((n + 1))
-		echo "ok $n - $1 # SKIP known runtime bug (PCC_TEST_KNOWN_BUGS=1 runs it)"
-	fi
-}
-
 # device_col PLAN RANK COLUMN: a column of RANK's row in pcc inspect's
 # device table (3 instrs; 5-10 all_reduce, all_gather, reduce_scatter,
 # all_to_all, send, recv).
@@ -173,6 +165,16 @@ cp "$gdata/input_1.pb" "$tmp/sets/test_data_set_1/"
 cp "$gdata/input_0.pb" "$tmp/badlabels/"
 # labels i64[2,8] with a 70 first (gpt has 64 classes)
 { printf '\010\002\010\010\020\007\102\006labels\112\200\001\106'; head -c 127 /dev/zero; } >"$tmp/badlabels/input_1.pb"
+# labels i64[2,8]: one set whose element 13 is -3, and one of -100 and 63 only
+mkdir -p "$tmp/neglabels/test_data_set_0" "$tmp/neglabels/test_data_set_1" "$tmp/oklabels"
+cp "$gdata/input_0.pb" "$gdata/input_1.pb" "$tmp/neglabels/test_data_set_0/"
+cp "$gdata/input_0.pb" "$tmp/neglabels/test_data_set_1/"
+{ printf '\010\002\010\010\020\007\102\006labels\112\200\001'; head -c 104 /dev/zero
+  printf '\375\377\377\377\377\377\377\377'; head -c 16 /dev/zero; } >"$tmp/neglabels/test_data_set_1/input_1.pb"
+cp "$gdata/input_0.pb" "$tmp/oklabels/"
+{ printf '\010\002\010\010\020\007\102\006labels\112\200\001'
+  for _ in 1 2 3 4 5 6 7 8; do printf '\234\377\377\377\377\377\377\377\077\000\000\000\000\000\000\000'; done
+} >"$tmp/oklabels/input_1.pb"
 # plan files: one byte flipped half-way, the first half, an ONNX model, nothing
 pl_size=$(wc -c <"$tmp/t2.bin")
 pl_off=$((pl_size / 2))
@@ -190,10 +192,10 @@ cp "$mlp/model.onnx" "$tmp/mv/model.onnx"
 
 # ---- 3. positive controls: the plans, data and options used below work
 
-# trains NP PLAN: 3 steps logged, --save-onnx written.
+# trains NP PLAN [DATA]: 3 steps logged, --save-onnx written.
 trains() {
 	rm -f "$tmp/ok.onnx"
-	succeeds "$1" "$2" --timeout 20 --data "$gdata" --steps 3 --save-onnx "$tmp/ok.onnx" || return 1
+	succeeds "$1" "$2" --timeout 20 --data "${3:-$gdata}" --steps 3 --save-onnx "$tmp/ok.onnx" || return 1
 	[ "$(grep -c '^step [123]/3 ' "$tmp/so")" -eq 3 ] || { echo "not 3 steps logged" >&2; return 1; }
 	grep -q "wrote $tmp/ok.onnx" "$tmp/so" && test -s "$tmp/ok.onnx"
 }
@@ -260,9 +262,9 @@ refuse "another model in the place of the compiled one: not the model compiled" 
 # options
 refuse "an inference plan given --data: refused" 2 "$tmp/m2.bin is an inference plan: give -i DIR, not --data" \
 	"$tmp/m2.bin" --data "$mlp/test_data_set_0" --save-onnx "$tmp/never.onnx"
-refuse "a training plan given -i: refused" 2 "$tmp/t2.bin is a training plan: give --data DIR, not -i" \
+refuse "a training plan given -i: refused" 2 "$tmp/t2.bin is a training plan: give --data DIR or --tokens FILE, not -i" \
 	"$tmp/t2.bin" -i "$gdata" -o "$tmp/never"
-refuse "neither -i nor --data: refused" 2 "$tmp/t2.bin: give -i DIR (inference) or --data DIR (training)" \
+refuse "neither -i nor --data nor --tokens: refused" 2 "$tmp/t2.bin: give -i DIR (inference) or --data DIR or --tokens FILE (training)" \
 	"$tmp/t2.bin" --save-onnx "$tmp/never.onnx"
 refuse "both -i and --data: refused" 2 "-i and --data exclude each other" \
 	"$tmp/t2.bin" -i "$gdata" --data "$gdata" --save-onnx "$tmp/never.onnx"
@@ -312,13 +314,133 @@ refuse "inference: an empty data directory: the layout named" 2 "$tmp/empty: no 
 	"$tmp/i2.bin" -i "$tmp/empty" -o "$tmp/never"
 refuse "training: a missing data directory: the layout named" 2 "$tmp/nowhere: no input_0.pb and no test_data_set_0" \
 	"$tmp/t2.bin" --data "$tmp/nowhere" --save-onnx "$tmp/never.onnx"
-# KNOWN BUG: pcc-run takes labels outside [0, classes) without a word (the
-# cross-entropy's one-hot row is all zero; the loss comes out 7.35 instead
-# of failing), where `pcc train` refuses "label 70 at element 0 is outside
-# [0, 64)". The plan does not record which input holds labels nor the
-# class count, so data.c cannot check them.
-known_bug "gpt training: a label outside the classes: refused" refused 2 "label 70" \
+# labels: the plan records the labels input and the class count (64)
+refuse "gpt training: a label outside the classes (70 of 64): file, element, value and range named" 2 \
+	"pcc-run: rank 0: $tmp/badlabels/input_1.pb: label 70 at element 0 is outside [0, 64) (and not the ignored -100)" \
 	"$tmp/t2.bin" --data "$tmp/badlabels" --save-onnx "$tmp/never.onnx"
+refuse "gpt training on 4 ranks (2 stages): a negative label (-3) at element 13 of the second set: named" 4 \
+	"$tmp/neglabels/test_data_set_1/input_1.pb: label -3 at element 13 is outside [0, 64)" \
+	"$tmp/t4.bin" --data "$tmp/neglabels" --save-onnx "$tmp/never.onnx"
+check "control: labels of the ignored -100 and the last class (63) are taken" \
+	trains 2 "$tmp/t2.bin" "$tmp/oklabels"
+
+# token files (--tokens; the window rule and its results: test_runtime_tokens.sh)
+gen_tokens() { python3 "$(dirname "$0")/gen_tokens.py" "$@" --vocab 64 --batch 2 --seq 8; }
+# put_tokens FILE FORMAT POS VALUE: 100 random u16/u32/i32 tokens with VALUE at POS
+put_tokens() {
+	python3 -c "import random, struct, sys
+f, fmt, pos, val = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+t = [random.Random(1).randrange(64) for _ in range(100)]
+t[pos] = val
+open(f, 'wb').write(struct.pack('<100' + fmt, *t))" "$@"
+}
+gen_tokens "$tmp/ok.tok" "$tmp/unused" --tokens 100
+gen_tokens "$tmp/short.tok" "$tmp/unused" --tokens 8
+gen_tokens "$tmp/odd.tok" "$tmp/unused" --tokens 100 --odd-bytes
+gen_tokens "$tmp/odd101.tok" "$tmp/unused" --tokens 101
+put_tokens "$tmp/big0.tok" H 3 64
+put_tokens "$tmp/late.tok" H 40 70
+put_tokens "$tmp/neg.i32" i 0 -1
+put_tokens "$tmp/big.u32" I 96 70000
+check "the token plans compile (gpt on cpu:2, vit with labels [2], mlp_loss with its own loss)" sh -c "
+  '$pcc' '$gpt/model.onnx' --cluster cpu:2 --train $loss -o '$tmp/tk2.bin' >/dev/null &&
+  '$pcc' '$train/vit/model.onnx' --cluster cpu:2 --train $loss -o '$tmp/vit.bin' >/dev/null &&
+  '$pcc' '$train/mlp_loss/model.onnx' --cluster cpu:2 --train -o '$tmp/ml.bin' >/dev/null"
+check "control: gpt training from a token file, 2 ranks" sh -c "
+  $mpi -np 2 '$run' '$tmp/tk2.bin' --timeout 20 --tokens '$tmp/ok.tok' --steps 3 | grep -q '^step 3/3 '"
+refuse "--tokens: a file shorter than one window: named, with its token count and the window" 2 \
+	"$tmp/short.tok: 8 tokens, fewer than one window of 9 (the plan's sequence of 8, plus the last label)" \
+	"$tmp/tk2.bin" --tokens "$tmp/short.tok" --save-onnx "$tmp/never.onnx"
+refuse "--tokens: a file that is not whole u16 tokens: named" 2 \
+	"$tmp/odd.tok: 201 bytes is not a whole number of u16 tokens (2 bytes each)" \
+	"$tmp/tk2.bin" --tokens "$tmp/odd.tok" --save-onnx "$tmp/never.onnx"
+refuse "--tokens: 101 u16 tokens read as u32: not whole u32 tokens" 2 \
+	"$tmp/odd101.tok: 202 bytes is not a whole number of u32 tokens (4 bytes each)" \
+	"$tmp/tk2.bin" --tokens "$tmp/odd101.tok" --token-type u32 --save-onnx "$tmp/never.onnx"
+refuse "--tokens: a missing file: named" 2 "$tmp/nowhere.tok: cannot open: No such file or directory" \
+	"$tmp/tk2.bin" --tokens "$tmp/nowhere.tok" --save-onnx "$tmp/never.onnx"
+refuse "--token-type u8: refused" 2 "--token-type u8: expected u16, u32 or i32" \
+	"$tmp/tk2.bin" --tokens "$tmp/ok.tok" --token-type u8 --save-onnx "$tmp/never.onnx"
+refuse "--token-type without --tokens: refused" 2 "--token-type needs --tokens FILE" \
+	"$tmp/tk2.bin" --data "$gdata" --token-type u32 --save-onnx "$tmp/never.onnx"
+refuse "--data and --tokens together: refused" 2 "--data and --tokens exclude each other" \
+	"$tmp/tk2.bin" --data "$gdata" --tokens "$tmp/ok.tok" --save-onnx "$tmp/never.onnx"
+refuse "--tokens for an inference plan: refused" 2 "$tmp/i2.bin is an inference plan: give -i DIR, not --tokens" \
+	"$tmp/i2.bin" --tokens "$tmp/ok.tok" --save-onnx "$tmp/never.onnx"
+refuse "--tokens for a plan with the model's own loss: no labels input" 2 \
+	"$tmp/ok.tok: --tokens needs a plan trained with a cross entropy over token ids" \
+	"$tmp/ml.bin" --tokens "$tmp/ok.tok" --save-onnx "$tmp/never.onnx"
+refuse "--tokens for an image classifier (labels [2]): its inputs named" 2 \
+	"--tokens feeds a plan of two inputs, token ids and labels of shape [B,T]; this one has 2 inputs, labels \"labels\" of shape [2]" \
+	"$tmp/vit.bin" --tokens "$tmp/ok.tok" --save-onnx "$tmp/never.onnx"
+
+# stopped NP STEP FRAGMENTS ARGS...: the job fails within 20 s with one
+# "pcc-run:" line holding the fragments; steps before STEP were logged,
+# STEP was not; every rank left by itself (no MPI_Abort); no model written.
+stopped() {
+	sp_np=$1 sp_step=$2 sp_frags=$3
+	shift 3
+	rm -f "$tmp/never.onnx"
+	go "$sp_np" "$@"
+	grep '^pcc-run:' "$tmp/se" >"$tmp/line"
+	cat "$tmp/line" >&2
+	[ "$go_rc" -ne 0 ] || { echo "exit status 0" >&2; return 1; }
+	[ "$(wc -l <"$tmp/line")" -eq 1 ] || { echo "not exactly one pcc-run: line on stderr" >&2; return 1; }
+	has_all "$tmp/line" "$sp_frags" || return 1
+	awk -v s="$go_secs" 'BEGIN { exit !(s < 20) }' || { echo "took $go_secs s" >&2; return 1; }
+	[ "$(grep -c '^step ' "$tmp/so")" -eq $((sp_step - 1)) ] || { echo "steps logged: $(grep -c '^step ' "$tmp/so")" >&2; return 1; }
+	! grep -q 'MPI_ABORT' "$tmp/se" || { echo "MPI_Abort stopped it" >&2; return 1; }
+	unwritten "$tmp/never.onnx"
+}
+check "--tokens: an id of 64 (vocabulary 64) in the first window: stops before step 1, file, element and range named" \
+	stopped 2 1 "pcc-run: rank 0: step 1: $tmp/big0.tok: token 64 at element 3 is outside [0, 64)" \
+	"$tmp/tk2.bin" --tokens "$tmp/big0.tok" --steps 3 --save-onnx "$tmp/never.onnx"
+check "--tokens: an id of 70 first read by step 3 (window 4): steps 1 and 2 run, step 3 does not" \
+	stopped 2 3 "pcc-run: rank 0: step 3: $tmp/late.tok: token 70 at element 40 is outside [0, 64)" \
+	"$tmp/tk2.bin" --tokens "$tmp/late.tok" --steps 3 --save-onnx "$tmp/never.onnx"
+check "--tokens i32: a negative id: named" \
+	stopped 2 1 "$tmp/neg.i32: token -1 at element 0 is outside [0, 64)" \
+	"$tmp/tk2.bin" --tokens "$tmp/neg.i32" --token-type i32 --steps 3 --save-onnx "$tmp/never.onnx"
+check "--tokens u32: an id of 70000 ending the last window (11, step 6): named" \
+	stopped 2 6 "$tmp/big.u32: token 70000 at element 96 is outside [0, 64)" \
+	"$tmp/tk2.bin" --tokens "$tmp/big.u32" --token-type u32 --steps 6 --save-onnx "$tmp/never.onnx"
+
+# PCC_RUN_FAULT naming what does not exist never fires: refused
+fault_refused() {
+	go_fault=$1
+	shift
+	refused "$@"
+	fr_rc=$?
+	go_fault=
+	return $fr_rc
+}
+check "PCC_RUN_FAULT naming rank 2 of a 2-rank plan: refused" fault_refused 2:3:error 2 \
+	"PCC_RUN_FAULT=2:3:error: rank 2 does not exist (the plan has ranks 0 to 1)" \
+	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
+check "PCC_RUN_FAULT naming instruction 999999 of rank 1: refused" fault_refused 1:999999:hang 2 \
+	"PCC_RUN_FAULT=1:999999:hang: rank 1 has no instruction 999999 (its program has" \
+	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
+check "PCC_RUN_FAULT at step 5 of a 3-step run: refused" fault_refused 1:10:error:5 2 \
+	"PCC_RUN_FAULT=1:10:error:5: step 5 is past the run's last step (3)" \
+	"$tmp/t2.bin" --data "$gdata" --steps 3 --save-onnx "$tmp/never.onnx"
+check "PCC_RUN_FAULT at step 2 of an inference run: refused" fault_refused 0:5:error:2 2 \
+	"PCC_RUN_FAULT=0:5:error:2: step 2 is past the run's last step (1)" \
+	"$tmp/i2.bin" -i "$gi/test_data_set_0" -o "$tmp/never"
+check "PCC_RUN_FAULT with junk after the step: refused" fault_refused 1:10:error:2x 2 \
+	"PCC_RUN_FAULT=1:10:error:2x: expected RANK:INSTRUCTION:exit|hang|error[:STEP] or RANK:ckpt:enospc[:STEP]" \
+	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
+check "PCC_RUN_FAULT with a negative rank: refused" fault_refused -1:10:error 2 \
+	"PCC_RUN_FAULT=-1:10:error: expected" "$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
+check "PCC_RUN_FAULT disk full at a checkpoint of a run without --checkpoint: refused" fault_refused 1:ckpt:enospc:2 2 \
+	"PCC_RUN_FAULT=1:ckpt:enospc:2: no checkpoint is saved after step 2 (no --checkpoint)" \
+	"$tmp/t2.bin" --data "$gdata" --steps 3 --save-onnx "$tmp/never.onnx"
+check "PCC_RUN_FAULT disk full after step 3 when checkpoints follow steps 2 and 4: refused" fault_refused 0:ckpt:enospc:3 2 \
+	"PCC_RUN_FAULT=0:ckpt:enospc:3: no checkpoint is saved after step 3 (see --checkpoint-every)" \
+	"$tmp/t2.bin" --data "$gdata" --steps 4 --checkpoint "$tmp/never_ck" --checkpoint-every 2 --save-onnx "$tmp/never.onnx"
+check "... and nothing was written in the checkpoint directory" unwritten "$tmp/never_ck"
+check "PCC_RUN_FAULT error kinds on a checkpoint (ckpt:hang): refused" fault_refused 1:ckpt:hang 2 \
+	"expected RANK:INSTRUCTION:exit|hang|error[:STEP] or RANK:ckpt:enospc[:STEP]" \
+	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
 
 # ---- 2. faults while running
 

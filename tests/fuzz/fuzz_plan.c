@@ -1,5 +1,5 @@
 /*
- * fuzz_plan.c: libFuzzer target for plan.bin (ir/plan_io.c), the verifier
+ * fuzz_plan.c: libFuzzer target for plan.bin (ir/plan_io.c, plan_unpack.c), the verifier
  * (ir/plan_verify*.c) and `pcc inspect`'s printer (compiler/plan_print.c).
  *
  * An input is a plan file. Its checksum is recomputed before reading

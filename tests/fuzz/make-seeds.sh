@@ -27,6 +27,9 @@ trap 'rm -rf "$tmp"' EXIT
 	-o "$c/plan/mlp_train_dp2.bin"
 "$pcc" "$m/moe_op13/model.onnx" --cluster cpu:4 --mesh 1x4 --memory-limit 40KB --codegen none \
 	-o "$c/plan/moe_1x4_mem.bin"
+# a cross entropy's labels input and class count (plan format 5)
+"$pcc" "$m/mlp_op13/model.onnx" --cluster cpu:2 --train --loss cross_entropy:y,labels --codegen none \
+	-o "$c/plan/mlp_train_labels_cpu2.bin"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none

@@ -2,7 +2,7 @@
 # run-fuzz.sh [SECONDS [LIBFUZZER_FLAG...]]: fuzz every reader of outside
 # data in pcc, one libFuzzer target each (tests/fuzz/fuzz_NAME.c):
 #   onnx     the ONNX importer (compiler/onnx_*.c), then the interpreter
-#   plan     plan.bin (ir/plan_io.c), plan_verify, `pcc inspect`'s printer,
+#   plan     plan.bin (ir/plan_io.c, plan_unpack.c), plan_verify, `pcc inspect`'s printer,
 #            then a small plan's step on tests/plan_sim.c
 #   text     the IR's text form (ir/text.c), then the interpreter
 #   cluster  --cluster specs and JSON files (compiler/cost_cluster.c)

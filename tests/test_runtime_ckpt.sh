@@ -1,0 +1,161 @@
+#!/bin/sh
+# test_runtime_ckpt.sh PCC PCC_RUN PB_CMP: pcc-run's checkpoints (TAP).
+#
+# 1. Kill and resume: a run killed between checkpoints and resumed ends
+#    bit for bit where an uninterrupted run ends; a checkpoint loads on
+#    another mesh; the newest two are kept.
+# 2. Corrupt at start: a shard failing its checksum, a shard cut short, a
+#    shard file gone, a manifest that does not parse: the checkpoint before
+#    it is loaded, with a warning naming the file; none left is an error; a
+#    half-written one (a crash mid-save) is ignored; another model's is
+#    refused.
+# 3. Disk full while saving (issue 12): PCC_RUN_FAULT=R:ckpt:enospc:S makes
+#    rank R's file of the checkpoint after step S find the disk full half
+#    way; and a real limit, RLIMIT_FSIZE (ulimit -f) below a shard's size,
+#    makes every rank's write fail with EFBIG. Each time: exit non-zero,
+#    exactly one "pcc-run:" line naming the rank, the step, the file and
+#    the cause; every rank stops by itself (no MPI_Abort); no step-S or
+#    step-S.tmp directory is left, LATEST still names the checkpoint before,
+#    which is intact: a restart resumes from it and ends bit for bit where
+#    an uninterrupted run ends.
+pcc=$1
+run=$2
+cmp=$3
+train=$(dirname "$0")/train
+. "$(dirname "$0")/tap.sh"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi="timeout 120 mpirun --oversubscribe"
+
+# Checkpoints: a run killed between checkpoints and resumed ends bit for bit
+# where an uninterrupted run ends; a checkpoint loads on another mesh; a
+# corrupt newest checkpoint falls back to the one before.
+g=$train/gpt
+data=$g/test_data_set_0
+topts="--train --loss cross_entropy:logits,labels --optimizer adamw --lr 0.01"
+"$pcc" "$g/model.onnx" --cluster cpu:4 $topts -o "$tmp/c4.bin" >/dev/null
+$mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --save-onnx "$tmp/full.onnx" >"$tmp/full.log" 2>&1
+# killed_resumes: each step says on stderr what went wrong.
+killed_resumes() {
+	grep -q '^step 6/6' "$tmp/full.log" || { echo "the uninterrupted run failed: $(tail -3 "$tmp/full.log")" >&2; return 1; }
+	PCC_RUN_FAULT=2:10:exit:4 $mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --checkpoint "$tmp/ck" \
+		--checkpoint-every 2 >"$tmp/kill.log" 2>&1 && { echo "the faulted run exited 0" >&2; return 1; }
+	[ "$(cat "$tmp/ck/LATEST")" = step-00000002 ] || { echo "LATEST: $(cat "$tmp/ck/LATEST")" >&2; return 1; }
+	! ls -d "$tmp"/ck/*.tmp 2>/dev/null || { echo "a temporary checkpoint was left" >&2; return 1; }
+	$mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --resume "$tmp/ck" --save-onnx "$tmp/res.onnx" \
+		>"$tmp/res.log" 2>&1 || { echo "the resumed run failed: $(tail -3 "$tmp/res.log")" >&2; return 1; }
+	grep -q 'resumed from .* at step 2' "$tmp/res.log" || { echo "not resumed at step 2" >&2; return 1; }
+	grep '^step 6/6' "$tmp/res.log" | cut -d' ' -f1-5 >"$tmp/a"
+	grep '^step 6/6' "$tmp/full.log" | cut -d' ' -f1-5 >"$tmp/b"
+	cmp -s "$tmp/a" "$tmp/b" || { echo "last losses differ: $(cat "$tmp/a") / $(cat "$tmp/b")" >&2; return 1; }
+	"$cmp" --onnx --rtol 0 --atol 0 "$tmp/res.onnx" "$tmp/full.onnx" >&2
+}
+check "checkpoint: a run killed at step 4 (after the step-2 checkpoint) resumes to the uninterrupted run's parameters, bit for bit" \
+	killed_resumes
+# Resharding is checked with momentum: AdamW turns the last-bit differences
+# of two plans' summation orders into lr-sized steps wherever a gradient is
+# near zero, so plans that differ only in rounding drift apart by 1e-2.
+mopts="--train --loss cross_entropy:logits,labels --optimizer momentum --lr 0.01"
+"$pcc" "$g/model.onnx" --cluster cpu:4 $mopts -o "$tmp/m4.bin" >/dev/null
+"$pcc" "$g/model.onnx" --cluster cpu:2 --stages 2 --micro-batches 2 $mopts -o "$tmp/m2.bin" >/dev/null
+check "checkpoint: one written on 4 ranks resumes on 2 pipeline stages of another plan (resharded)" sh -c "
+  $mpi -np 4 '$run' '$tmp/m4.bin' --data '$data' --steps 6 --save-onnx '$tmp/mfull.onnx' >/dev/null &&
+  $mpi -np 4 '$run' '$tmp/m4.bin' --data '$data' --steps 2 --checkpoint '$tmp/mck' --checkpoint-every 2 >/dev/null &&
+  $mpi -np 2 '$run' '$tmp/m2.bin' --data '$data' --steps 6 --resume '$tmp/mck' --save-onnx '$tmp/res2.onnx' >'$tmp/res2.log' &&
+  grep -q 'resumed from .* at step 2' '$tmp/res2.log' &&
+  '$cmp' --onnx --rtol 1e-4 --atol 1e-6 '$tmp/res2.onnx' '$tmp/mfull.onnx' >&2"
+check "checkpoint: the newest two are kept, older ones removed" sh -c "
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 6 --checkpoint '$tmp/ck2' --checkpoint-every 1 >/dev/null &&
+  test \"\$(ls '$tmp/ck2' | tr '\n' ' ')\" = 'LATEST step-00000005 step-00000006 '"
+check "checkpoint: a corrupt shard file is detected by checksum and the one before is used" sh -c "
+  printf 'X' | dd of='$tmp/ck2/step-00000006/rank-00000.bin' bs=1 seek=20 conv=notrunc 2>/dev/null &&
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 6 --resume '$tmp/ck2' >'$tmp/o' 2>'$tmp/e' &&
+  grep -q 'rank-00000.bin: shard of .* fails its checksum (corrupt); trying the checkpoint before it' '$tmp/e' &&
+  grep -q 'resumed from .* at step 5' '$tmp/o'"
+check "checkpoint: a corrupt manifest is refused with its name, and none left is an error" sh -c "
+  echo '{' >'$tmp/ck2/step-00000005/manifest.json' &&
+  ! $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 6 --resume '$tmp/ck2' >/dev/null 2>'$tmp/e' &&
+  grep -q 'step-00000005/manifest.json: unreadable or corrupt' '$tmp/e' && grep -q 'no loadable checkpoint' '$tmp/e'"
+check "checkpoint: a half-written one (a crash mid-save) is ignored, then replaced" sh -c "
+  mkdir -p '$tmp/ck3/step-00000004.tmp' && echo junk >'$tmp/ck3/step-00000004.tmp/rank-00000.bin' &&
+  cp -r '$tmp/ck/step-00000002' '$tmp/ck3/' &&
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 4 --resume '$tmp/ck3' --checkpoint '$tmp/ck3' >'$tmp/o' &&
+  grep -q 'at step 2' '$tmp/o' && test -f '$tmp/ck3/step-00000004/manifest.json' && ! test -e '$tmp/ck3/step-00000004.tmp'"
+check "checkpoint: a checkpoint of another model is refused" sh -c "
+  '$pcc' '$train/mlp_loss/model.onnx' --cluster cpu:2 --train --optimizer adamw -o '$tmp/m.bin' >/dev/null &&
+  ! $mpi -np 2 '$run' '$tmp/m.bin' --data '$train/mlp_loss/test_data_set_0' --resume '$tmp/ck' >/dev/null 2>'$tmp/e' &&
+  grep -q 'written for another model' '$tmp/e'"
+
+check "checkpoint: a shard file cut short is detected and the one before is used" sh -c "
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 4 --checkpoint '$tmp/ck4' --checkpoint-every 2 >/dev/null &&
+  truncate -s 100 '$tmp/ck4/step-00000004/rank-00000.bin' &&
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 4 --resume '$tmp/ck4' >'$tmp/o' 2>'$tmp/e' &&
+  grep -q 'step-00000004/rank-00000.bin: shard of .* is short (.* bytes at offset .*); trying the checkpoint before it' '$tmp/e' &&
+  grep -q 'resumed from .* at step 2' '$tmp/o'"
+check "checkpoint: a shard file gone is named and the one before is used" sh -c "
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 4 --checkpoint '$tmp/ck5' --checkpoint-every 2 >/dev/null &&
+  rm '$tmp/ck5/step-00000004/rank-00000.bin' &&
+  $mpi -np 4 '$run' '$tmp/c4.bin' --data '$data' --steps 4 --resume '$tmp/ck5' >'$tmp/o' 2>'$tmp/e' &&
+  grep -q 'step-00000004/rank-00000.bin: cannot open: No such file or directory; trying the checkpoint before it' '$tmp/e' &&
+  grep -q 'resumed from .* at step 2' '$tmp/o'"
+
+# ---- 3. disk full while saving
+
+# A plan of two pipeline stages: both ranks save shards of their own.
+"$pcc" "$g/model.onnx" --cluster cpu:2 --stages 2 $topts -o "$tmp/s2.bin" >/dev/null
+$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --save-onnx "$tmp/s2full.onnx" >"$tmp/s2full.log" 2>&1
+
+# full_disk DIR NP FRAGMENTS: the job in $tmp/fd.{out,err} failed at the
+# checkpoint of step 4 as the header says; then a restart from DIR resumes
+# at step 2 and ends where the uninterrupted run ended.
+full_disk() {
+	fd_dir=$1 fd_np=$2 fd_frags=$3
+	grep '^pcc-run:' "$tmp/fd.err" >"$tmp/line"
+	cat "$tmp/line" >&2
+	[ "$(wc -l <"$tmp/line")" -eq 1 ] || { echo "not exactly one pcc-run: line" >&2; return 1; }
+	printf '%s\n' "$fd_frags" | while IFS= read -r f; do
+		grep -F -q -- "$f" "$tmp/line" || { echo "not in the message: $f" >&2; exit 1; }
+	done || return 1
+	! grep -q MPI_ABORT "$tmp/fd.err" || { echo "MPI_Abort stopped it" >&2; return 1; }
+	grep -q '^step 4/6' "$tmp/fd.out" && ! grep -q '^step 5/6' "$tmp/fd.out" ||
+		{ echo "not stopped after step 4" >&2; return 1; }
+	[ "$(cat "$fd_dir/LATEST")" = step-00000002 ] || { echo "LATEST: $(cat "$fd_dir/LATEST")" >&2; return 1; }
+	[ "$(ls "$fd_dir" | tr '\n' ' ')" = 'LATEST step-00000002 ' ] ||
+		{ echo "left: $(ls "$fd_dir" | tr '\n' ' ')" >&2; return 1; }
+	$mpi -np "$fd_np" "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$fd_dir" --save-onnx "$tmp/fdres.onnx" \
+		>"$tmp/fdres.log" 2>&1 || { echo "the restart failed: $(tail -3 "$tmp/fdres.log")" >&2; return 1; }
+	grep -q 'resumed from .* at step 2' "$tmp/fdres.log" || { echo "not resumed at step 2" >&2; return 1; }
+	! grep -q warning "$tmp/fdres.log" || { echo "$(grep warning "$tmp/fdres.log")" >&2; return 1; }
+	"$cmp" --onnx --rtol 0 --atol 0 "$tmp/fdres.onnx" "$tmp/s2full.onnx" >&2
+}
+for r in 1 0; do
+	rm -rf "$tmp/fd$r"
+	PCC_RUN_FAULT=$r:ckpt:enospc:4 $mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --checkpoint "$tmp/fd$r" \
+		--checkpoint-every 2 >"$tmp/fd.out" 2>"$tmp/fd.err"
+	echo $? >"$tmp/fd.rc"
+	check "disk full: rank $r's shard file of the step-4 checkpoint runs out of space: exit 1, one line naming the file and the cause" \
+		sh -c "test \$(cat '$tmp/fd.rc') -eq 1 && grep -q '^pcc-run: rank $r: step 4: cannot save the checkpoint of step 4 (the checkpoints before it are kept): $tmp/fd$r/step-00000004.tmp/rank-0000$r.bin.tmp: write failed: No space left on device\$' '$tmp/fd.err'"
+	check "disk full on rank $r: no step-4 checkpoint (complete or not) left, LATEST names step 2, which resumes bit for bit" \
+		full_disk "$tmp/fd$r" 2 "pcc-run: rank $r: step 4:"
+done
+
+# A real limit: RLIMIT_FSIZE below a shard file's size (ulimit -f counts
+# 512-byte blocks in dash, 1 KiB ones in bash), for the ranks only
+# (mpirun's own shared-memory files would pass it; MPI over TCP on the
+# loopback keeps the ranks' shared memory out of it too).
+limited() {
+	rm -rf "$tmp/fl"
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 2 --checkpoint "$tmp/fl" >/dev/null 2>&1 || return 1
+	big=$(wc -c <"$tmp/fl/step-00000002/rank-00000.bin")
+	[ "$big" -gt 8192 ] || { echo "rank 0's shard file is $big bytes, not over the limit" >&2; return 1; }
+	OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include=lo $mpi -np 2 sh -c \
+		"ulimit -f 8 && exec '$run' '$tmp/s2.bin' --data '$data' --steps 6 --checkpoint '$tmp/fl' --checkpoint-every 2 --resume '$tmp/fl'" \
+		>"$tmp/fd.out" 2>"$tmp/fd.err" && { echo "exit 0" >&2; return 1; }
+	grep -q '^pcc-run: rank 0: step 4: cannot save the checkpoint of step 4 .*/step-00000004.tmp/rank-00000.bin.tmp: write failed: File too large$' "$tmp/fd.err" ||
+		{ echo "stderr: $(grep pcc-run "$tmp/fd.err")" >&2; return 1; }
+	full_disk "$tmp/fl" 2 "File too large"
+}
+check "a file size limit (ulimit -f 8: 4 or 8 KiB) under the step-4 checkpoint: EFBIG named, step 2 kept and resumed bit for bit" limited
+
+tap_done
