@@ -7,9 +7,11 @@
  *    strategies (followers merged, leaves and chains eliminated); every
  *    model assignment expands to a full one.
  * 3. Local search on the model (shard_msearch.c) for a first incumbent;
- *    then, when the model is too big for one MIP, a phase without the
- *    memory limit (the constrained search gets trapped behind memory
- *    walls) repaired back into it.
+ *    then, when the model is too big for one MIP, Lagrangian relaxation
+ *    of the memory limit (shard_lagr.c: prices per time segment by
+ *    subgradient steps, the priced model solved by TRW-S and descent,
+ *    each answer repaired into the limit): the constrained search gets
+ *    trapped behind memory walls.
  * 4. Exact MIP (shard_mip.c): the whole model when small enough, else
  *    windows around the incumbent (shard_lns.c); local search rounds
  *    with the time that is left.
@@ -23,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solvers/shard_lns.h"
+#include "solvers/shard_lagr.h"
 
 void shard_solve_params_init(struct shard_solve_params *prm)
 {
@@ -112,161 +114,6 @@ static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_p
 	return rc;
 }
 
-/* Per-segment usage of a model assignment (base included): a sweep. */
-static void usage_of(const struct shard_model *m, const int *choice, shard_i128 *u)
-{
-	memset(u, 0, sizeof *u * ((size_t)m->nseg + 1));
-	for (int i = 0; i < m->n; i++)
-		for (int x = m->poff[i]; x < m->poff[i + 1]; x++) {
-			u[m->piece[x].a] += ms_use(m, x, choice[i]);
-			u[m->piece[x].b] -= ms_use(m, x, choice[i]);
-		}
-	shard_i128 run = 0;
-	for (int s = 0; s < m->nseg; s++) {
-		run += u[s];
-		u[s] = run + m->base[s];
-	}
-}
-
-/* Node costs of the priced model: cost plus, per piece, its usage times
- * the summed price of its segments (prices per byte and segment). */
-static void price(const struct shard_model *m, const double *lambda, double *pre, int64_t *cost)
-{
-	pre[0] = 0;
-	for (int s = 0; s < m->nseg; s++)
-		pre[s + 1] = pre[s] + lambda[s];
-	for (int i = 0; i < m->n; i++)
-		for (int q = m->off[i]; q < m->off[i + 1]; q++) {
-			double pen = 0;
-			for (int x = m->poff[i]; x < m->poff[i + 1]; x++)
-				pen += (double)ms_use(m, x, q - m->off[i]) * (pre[m->piece[x].b] - pre[m->piece[x].a]);
-			double c = (double)m->cost[q] + pen;
-			cost[q] = m->cost[q] >= m->inf || c >= (double)m->inf ? m->inf : (int64_t)c;
-		}
-}
-
-struct relax {
-	struct shard_model m2; /* the model without pieces, priced costs */
-	double *lambda, *pre;
-	shard_i128 *use;
-	int *keep;
-};
-
-static void relax_free(struct relax *x)
-{
-	free(x->m2.poff);
-	free(x->m2.cost);
-	free(x->lambda);
-	free(x->pre);
-	free(x->use);
-	free(x->keep);
-}
-
-/* Raises the price of the segments st2's assignment overfills, in
- * proportion to the excess; returns whether any was over. The first
- * price makes a full time line at the limit cost about the assignment's
- * own cost. */
-static bool reprice(struct relax *x, const struct shard_model *m, const struct mstate *st2)
-{
-	usage_of(m, st2->choice, x->use);
-	double unit = (double)(st2->cost > 0 ? st2->cost : 1) / ((double)m->limit * (double)(m->nseg ? m->nseg : 1));
-	bool over = false;
-	for (int s = 0; s < m->nseg; s++) {
-		if (x->use[s] <= m->limit)
-			continue;
-		over = true;
-		x->lambda[s] += 0.4 * unit * (double)(x->use[s] - m->limit) / (double)m->limit + 0.1 * unit;
-	}
-	return over;
-}
-
-/* Repairs st2's assignment into st; keeps it when cheaper. */
-static int repair_into(struct mstate *st, struct msearch *ms, const struct mstate *st2, struct relax *x,
-		       bool *have, const struct shard_solve_params *prm, double t0)
-{
-	const struct shard_model *m = st->m;
-	shard_i128 kept = st->cost;
-	memcpy(x->keep, st->choice, sizeof *x->keep * (size_t)m->n);
-	ms_load(st, st2->choice);
-	if (prm->verbose) {
-		char c[SHARD_I128_STRLEN], d[SHARD_I128_STRLEN];
-		fprintf(stderr, "shard: %.2fs relaxed answer: cost %s, peak %s of %lld\n", shard_now() - t0,
-			shard_i128_str(st->cost, c), shard_i128_str(ms_peak(st), d), (long long)m->limit);
-	}
-	int rc = msearch_repair(ms);
-	if (rc == 0)
-		rc = msearch_descend(ms);
-	bool repaired = rc == 0, better = repaired && (!*have || st->cost < kept);
-	if (rc == -ENOSPC)
-		rc = 0;
-	if (!better && *have)
-		ms_load(st, x->keep);
-	*have = *have || better;
-	if (prm->verbose) {
-		char c[SHARD_I128_STRLEN];
-		fprintf(stderr, "shard: %.2fs relaxed search %s: cost %s\n", shard_now() - t0,
-			better ? "taken" : repaired ? "repaired, not taken" : "not repaired", shard_i128_str(st->cost, c));
-	}
-	return rc;
-}
-
-/* The model without its memory limit, searched from st's assignment (or
- * its own start), repaired into st and kept when feasible and cheaper:
- * memory walls trap the constrained search, since a sequence of moves
- * that ends within the limit may have to pass over it. Rounds of a
- * Lagrangian scheme: after each, the segments the relaxed answer
- * overfills get a price per byte and the next round searches the priced
- * costs, so that what needs repair shrinks. */
-static int relaxed(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0,
-		   double until, bool *have)
-{
-	const struct shard_model *m = st->m;
-	struct relax x = {*m, NULL, NULL, NULL, NULL};
-	struct mstate st2;
-	struct msearch ms2;
-	struct msearch_params mp = {prm->seed + 1, prm->verbose, t0};
-	x.m2.poff = calloc((size_t)m->n + 1, sizeof *x.m2.poff);
-	x.m2.cost = malloc(sizeof *x.m2.cost * ((size_t)m->off[m->n] + 1));
-	x.m2.nseg = 0;
-	x.lambda = calloc((size_t)m->nseg + 1, sizeof *x.lambda);
-	x.pre = malloc(sizeof *x.pre * ((size_t)m->nseg + 2));
-	x.use = malloc(sizeof *x.use * ((size_t)m->nseg + 1));
-	x.keep = malloc(sizeof *x.keep * ((size_t)m->n + 1));
-	if (!x.m2.poff || !x.m2.cost || !x.lambda || !x.pre || !x.use || !x.keep) {
-		relax_free(&x);
-		return shard_errorf(-ENOMEM, "solve: out of memory");
-	}
-	memcpy(x.m2.cost, m->cost, sizeof *x.m2.cost * (size_t)m->off[m->n]);
-	double start = shard_now();
-	int rounds = 3, rc = ms_init(&st2, &x.m2, until);
-	if (rc == 0 && (rc = msearch_init(&ms2, &st2, &mp)) == 0) {
-		if (*have)
-			ms_load(&st2, st->choice);
-		else
-			rc = msearch_start(&ms2);
-		for (int k = 0; k < rounds && rc == 0; k++) {
-			st2.deadline = start + (until - start) * (k + 1) / rounds;
-			st2.timed_out = false;
-			ms_load(&st2, st2.choice); /* the prices changed */
-			rc = msearch_improve(&ms2, prm->max_rounds < 2000 ? prm->max_rounds : 2000);
-			/* a share of a finite window budget keeps runs reproducible */
-			if (rc == 0)
-				rc = lns(&st2, &ms2, prm, t0,
-					 prm->lns_windows == INT_MAX ? INT_MAX
-								     : (int)(prm->relax_share * prm->lns_windows / rounds));
-			if (rc == 0)
-				rc = repair_into(st, ms, &st2, &x, have, prm, t0);
-			if (rc < 0 || !reprice(&x, m, &st2))
-				break;
-			price(m, x.lambda, x.pre, x.m2.cost);
-		}
-		msearch_free(&ms2);
-	}
-	ms_free(&st2);
-	relax_free(&x);
-	return rc;
-}
-
 /* A memory-free model's check (see memory_free_first): its local-search
  * answer, expanded, must fit p's limit before the MIP is tried, and only
  * the whole MIP is tried. */
@@ -302,17 +149,28 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	/* merged nodes carry many pieces, whose memory rows no single MIP
 	 * can take (even lazily): windows then */
 	bool whole = whole_cols(m) <= prm->mip_max_cols && m->poff[m->n] <= 4000;
+	/* bounded work: the result must not depend on the machine's speed */
+	bool bounded = prm->max_rounds != INT_MAX;
 	rc = msearch_start(&ms);
 	bool have = rc == 0;
 	if (rc == -ENOSPC)
 		rc = 0;
-	/* the constrained incumbent first gets rounds of its own, so that a
-	 * repaired relaxed answer replaces it only when it is truly better (a
-	 * cheap repaired answer can sit in a poor basin) */
-	if (rc == 0 && have && !whole)
+	/* the constrained incumbent first gets rounds of its own (a share of
+	 * the time at most when unbounded), so that a repaired Lagrangian
+	 * answer replaces it only when it is truly better */
+	if (rc == 0 && have && !whole) {
+		double deadline = st.deadline, cap = t0 + 0.05 * prm->time_limit;
+		if (!bounded && cap < deadline)
+			st.deadline = cap;
 		rc = msearch_improve(&ms, prm->max_rounds < 300 ? prm->max_rounds : 300);
-	if (rc == 0 && !whole && prm->relax_share > 0)
-		rc = relaxed(&st, &ms, prm, t0, t0 + prm->relax_share * prm->time_limit, &have);
+		st.deadline = deadline;
+		st.timed_out = false;
+	}
+	if (rc == 0 && !whole && prm->relax_share > 0) {
+		struct lagr_params lp = {t0 + prm->relax_share * prm->time_limit,
+					 bounded ? 1 + prm->max_rounds / 20 : INT_MAX, prm->verbose, t0};
+		rc = shard_lagr(&st, &ms, &lp, &have);
+	}
 	if (rc == 0 && !have)
 		rc = -ENOSPC;
 	if (rc == 0)

@@ -129,8 +129,10 @@ int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_
  * chain nodes eliminated, dominated strategies removed: the contest
  * instances shrink from 30-65 thousand nodes to a few hundred, a few with
  * no forbidden entries to 7-16 thousand), then local search over the
- * reduced problem with and without the memory limit (priced, then
- * repaired), then exact MIP solves (GLPK) of the whole reduced problem
+ * reduced problem, then Lagrangian relaxation of the memory limit (prices
+ * per time segment by subgradient steps, the priced problem solved by
+ * TRW-S message passing and descent, each answer repaired into the
+ * limit), then exact MIP solves (GLPK) of the whole reduced problem
  * when it is small, or of windows of it around the incumbent
  * (large-neighbourhood search) when it is not. The heuristic above is the
  * fallback. Deterministic when max_rounds and lns_windows are
@@ -151,8 +153,9 @@ struct shard_solve_params {
 	int lns_windows;        /* windows at most */
 	int mip_node_limit;     /* branch-and-bound nodes per MIP solve */
 	int max_rounds;         /* local search rounds per phase */
-	/* Share of the time spent searching without the memory limit before
-	 * repairing into it (problems too big for one MIP). */
+	/* Share of the time for the Lagrangian phase (problems too big for
+	 * one MIP); with max_rounds finite it ends after max_rounds / 20 + 1
+	 * iterations, this share being only a backstop. */
 	double relax_share;
 	/* Return as soon as the whole problem's MIP is proved optimal
 	 * (else search on until the time limit). */

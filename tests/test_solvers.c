@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "solvers/shard_lagr.h"
 #include "solvers/shard_model.h"
 #include "solvers/solvers.h"
 #include "tests/tap.h"
@@ -380,6 +381,122 @@ static void test_solve_brute_force(void)
 	TAP_OK(bad_eval == 0, "shard_solve: the reported evaluation matches the evaluator");
 }
 
+/* TRW-S (shard_trws.c) on models without memory: exact on trees (it is
+ * then min-sum belief propagation), and on loopy graphs its labeling's
+ * reported energy is that labeling's exact cost. */
+static void test_trws(void)
+{
+	int trees = 0, tree_exact = 0, loopy = 0, loopy_optimal = 0, energy_wrong = 0;
+	const int64_t forbidden = 1000000000000000000;
+	rng_state = 31337;
+	for (int t = 0; t < 200; t++) {
+		bool tree = t % 2 == 0;
+		int n = 3 + (int)rnd(6), e = tree ? n - 1 : n + 2;
+		struct shard_problem p;
+		problem_alloc(&p, n, 4, e);
+		for (int i = 0; i < n; i++) {
+			p.strat_off[i + 1] = p.strat_off[i] + 1 + (int)rnd(4);
+			for (int s = p.strat_off[i]; s < p.strat_off[i + 1]; s++)
+				p.cost[s] = (int64_t)rnd(100);
+		}
+		for (int k = 0; k < e; k++) {
+			int v = tree ? k + 1 : 1 + (int)rnd((uint64_t)(n - 1));
+			p.edge_u[k] = (int)rnd((uint64_t)v);
+			p.edge_v[k] = v;
+			int64_t sz = (int64_t)shard_problem_nstrat(&p, p.edge_u[k]) * shard_problem_nstrat(&p, v);
+			p.edge_off[k + 1] = p.edge_off[k] + sz;
+			for (int64_t j = p.edge_off[k]; j < p.edge_off[k + 1]; j++)
+				p.edge_cost[j] = (int64_t)rnd(100);
+		}
+		p.usage_limit = INT64_MAX;
+		int best[16], lab[16];
+		shard_i128 best_cost = 0;
+		struct shard_model m;
+		struct mstate st;
+		struct trws tr;
+		double *unary = malloc(sizeof *unary * ((size_t)p.strat_off[n] + 1)), energy = 0;
+		if (brute_force(&p, best, &best_cost) != 0 || shard_model_plain(&p, forbidden, &m) != 0) {
+			energy_wrong++;
+			free(unary);
+			shard_problem_free(&p);
+			continue;
+		}
+		ms_init(&st, &m, shard_now() + 60);
+		trws_init(&tr, &st);
+		for (int q = 0; q < m.off[m.n]; q++)
+			unary[q] = (double)m.cost[q];
+		trws_run(&tr, unary, 30, lab, &energy);
+		shard_i128 got = shard_model_cost(&m, lab);
+		energy_wrong += (double)got != energy + (double)m.offset;
+		if (tree) {
+			trees++;
+			tree_exact += got == best_cost;
+		} else {
+			loopy++;
+			loopy_optimal += got == best_cost;
+			energy_wrong += got < best_cost;
+		}
+		trws_free(&tr);
+		ms_free(&st);
+		shard_model_free(&m);
+		free(unary);
+		shard_problem_free(&p);
+	}
+	TAP_DIAG("trws: optimal on %d of %d loopy instances", loopy_optimal, loopy);
+	TAP_OK(tree_exact == trees, "trws: the optimum on all %d trees (%d found)", trees, tree_exact);
+	TAP_OK(energy_wrong == 0, "trws: reported energies are the labelings' exact costs (%d wrong)", energy_wrong);
+}
+
+/* The Lagrangian search (shard_lagr.c) on random models with a binding
+ * limit: what it leaves is feasible, priced exactly, never below the
+ * brute-force optimum and never above where it started. */
+static void test_lagr(void)
+{
+	int runs = 0, optimal = 0, wrong = 0, found = 0;
+	const int64_t forbidden = 1000000000000000000;
+	rng_state = 2718;
+	for (int t = 0; t < 150; t++) {
+		struct shard_problem p;
+		problem_random(&p, 3 + (int)rnd(7), 4, 100);
+		int best[16];
+		shard_i128 best_cost = 0;
+		struct shard_model m;
+		if (shard_model_plain(&p, forbidden, &m) != 0) {
+			wrong++;
+			shard_problem_free(&p);
+			continue;
+		}
+		int bf = brute_force(&p, best, &best_cost);
+		struct mstate st;
+		struct msearch ms;
+		struct msearch_params mp = {1, false, shard_now()};
+		ms_init(&st, &m, shard_now() + 60);
+		msearch_init(&ms, &st, &mp);
+		int rc = msearch_start(&ms);
+		bool have = rc == 0, started = have;
+		shard_i128 start = st.cost;
+		struct lagr_params lp = {shard_now() + 10, 40, false, shard_now()};
+		rc = rc == 0 || rc == -ENOSPC ? shard_lagr(&st, &ms, &lp, &have) : rc;
+		if (rc != 0 || (have && bf != 0)) {
+			wrong++;
+		} else if (have) {
+			runs++;
+			found += bf == 0;
+			optimal += st.cost == best_cost;
+			if (!ms_feasible(&st) || st.cost != shard_model_cost(&m, st.choice) || st.cost < best_cost ||
+			    (started && st.cost > start))
+				wrong++;
+		}
+		msearch_free(&ms);
+		ms_free(&st);
+		shard_model_free(&m);
+		shard_problem_free(&p);
+	}
+	TAP_DIAG("lagrange: optimal on %d of %d feasible runs", optimal, runs);
+	TAP_OK(runs > 40 && wrong == 0, "lagrange: feasible, exactly priced, never worse than its start (%d runs, %d wrong)",
+	       runs, wrong);
+}
+
 /* The MIP written by shard_mip_write, solved by COIN-OR CBC, against brute
  * force: an independent check of the formulation (memory rows included). */
 static void test_mip_cbc(void)
@@ -586,6 +703,8 @@ int main(int argc, char **argv)
 	test_brute_force();
 	test_reduce();
 	test_solve_brute_force();
+	test_trws();
+	test_lagr();
 	test_mip_cbc();
 	test_determinism();
 	test_malformed();
