@@ -42,7 +42,9 @@ killed_resumes() {
 	PCC_RUN_FAULT=2:10:exit:4 $mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --checkpoint "$tmp/ck" \
 		--checkpoint-every 2 >"$tmp/kill.log" 2>&1 && { echo "the faulted run exited 0" >&2; return 1; }
 	[ "$(cat "$tmp/ck/LATEST")" = step-00000002 ] || { echo "LATEST: $(cat "$tmp/ck/LATEST")" >&2; return 1; }
-	! ls -d "$tmp"/ck/*.tmp 2>/dev/null || { echo "a temporary checkpoint was left" >&2; return 1; }
+	# The other ranks may finish step 4 and start the step-4 save before
+	# rank 2's death stops them: a step-4.tmp may be left (a crash mid-save),
+	# which the resume must pass over.
 	$mpi -np 4 "$run" "$tmp/c4.bin" --data "$data" --steps 6 --resume "$tmp/ck" --save-onnx "$tmp/res.onnx" \
 		>"$tmp/res.log" 2>&1 || { echo "the resumed run failed: $(tail -3 "$tmp/res.log")" >&2; return 1; }
 	grep -q 'resumed from .* at step 2' "$tmp/res.log" || { echo "not resumed at step 2" >&2; return 1; }
