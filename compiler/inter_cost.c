@@ -84,14 +84,13 @@ double inter_trained_numel(const struct ir_graph *g)
 }
 
 /* Worth a solve when the fastest plan holds a fifth more state than
- * splitting all of it over the mesh would. */
+ * splitting all of it over the mesh would, and the model's state matters. */
 double inter_lean_price(const struct intra_result *fast, double layer_numel, double model_numel, double mem_limit)
 {
-	const struct intra_result *r = fast;
-	if (!(r->mem_state > 1.2 * r->mem_state_least && r->t_total > 0 && layer_numel > 0) ||
-	    r->mem_state * model_numel / layer_numel <= 0.25 * mem_limit)
+	if (!(fast->mem_state > 1.2 * fast->mem_state_least && fast->t_total > 0 && layer_numel > 0) ||
+	    fast->mem_state * model_numel / layer_numel <= 0.25 * mem_limit)
 		return 0;
-	return r->t_total / r->mem_state;
+	return fast->t_total / fast->mem_state;
 }
 
 static void fill_cost(const struct inter_env *env, const struct ir_graph *s, const struct intra_result *r, int micro,
