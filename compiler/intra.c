@@ -201,9 +201,10 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		int s = x->map[st->choice[x->group]];
 		r->t_optim += intra_optim_time(st, x, s, st->env.zero);
 		r->t_optim_nozero += intra_optim_time(st, x, s, false);
-		r->mem_zero_saved += intra_state_bytes(st, x, s, false) - intra_state_bytes(st, x, s, st->env.zero);
-		r->mem_state += intra_state_bytes(st, x, s, st->env.zero);
-		if (intra_state_bytes(st, x, s, false) > 0) {
+		double whole = intra_state_bytes(st, x, s, false), kept = intra_state_bytes(st, x, s, st->env.zero);
+		r->mem_zero_saved += whole - kept;
+		r->mem_state += kept;
+		if (whole > 0) { /* a trained parameter */
 			const struct cost_state_bytes *b = &st->env.state;
 			r->mem_state_least += (double)ir_shape_numel(&x->value->shape) * (b->params + b->grads + b->optim) /
 					      ((double)st->env.mesh.n0 * st->env.mesh.n1);
