@@ -459,12 +459,14 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 	int rc = target_machine(triple, cpu, feat, o->opt_level, &tm);
 	if (rc == 0) {
 		cg_open(&c, false, triple);
+		c.mvec = strstr(feat, "+avx512f") ? "b2d4e8" : strstr(feat, "+avx2") ? "b2d4" : "b2";
 		LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
 		LLVMSetModuleDataLayout(c.mod, dl);
 		LLVMDisposeTargetData(dl);
 		for (int k = 0; k < p->nkernels; k++)
 			if (ok[k])
 				emit_kernel(&c, &p->kernels[k], k, core[k]);
+		cg_mvec_keep(&c);
 		if ((rc = optimize(&c, tm, o->opt_level)) == 0)
 			rc = emit_to(tm, &c, LLVMObjectFile, &p->host_object, &p->host_object_len);
 		cg_close(&c);

@@ -98,22 +98,60 @@ static LLVMValueRef intrinsic(struct cg *c, const char *name, LLVMTypeRef t, int
 	return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(f), f, args, (unsigned)nargs, "");
 }
 
-/* Host: LLVM's intrinsic where one exists (the vectorizer knows them),
- * else libm; GPU: libdevice's __nv_ functions, linked into the module. */
+/* libmvec's double functions (glibc 2.22 for exp, log, sin, cos and pow,
+ * 2.35 for the rest). */
+static const char *const mvec_fns[] = { "exp",  "log",  "sin",   "cos",   "pow",   "tanh", "erf", "tan",
+					"asin", "acos", "atan",  "sinh",  "cosh", "asinh", "acosh", "atanh" };
+
+/* Tells the loop vectorizer that call (to name, n double arguments) has
+ * libmvec's vector variants: the "vector-function-abi-variant" attribute
+ * (the vector function ABI's mangled names), each variant declared. */
+static void mvec_variants(struct cg *c, LLVMValueRef call, const char *name, int n)
+{
+	char attr[512];
+	size_t len = 0;
+	for (const char *v = c->mvec; v[0] && v[1]; v += 2) {
+		char vname[48];
+		int lanes = v[1] - '0';
+		snprintf(vname, sizeof vname, "_ZGV%cN%d%s_%s", v[0], lanes, n == 2 ? "vv" : "v", name);
+		if (!LLVMGetNamedFunction(c->mod, vname)) {
+			LLVMTypeRef vt = LLVMVectorType(c->f64, (unsigned)lanes), pt[2] = { vt, vt };
+			LLVMValueRef f = LLVMAddFunction(c->mod, vname, LLVMFunctionType(vt, pt, (unsigned)n, 0));
+			unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
+			IR_ASSERT(c->nmvec_used < (int)(sizeof c->mvec_used / sizeof c->mvec_used[0]));
+			c->mvec_used[c->nmvec_used++] = f;
+		}
+		len += (size_t)snprintf(attr + len, sizeof attr - len, "%s%s(%s)", len ? "," : "", vname, vname);
+	}
+	const char *key = "vector-function-abi-variant";
+	LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+				 LLVMCreateStringAttribute(c->ctx, key, (unsigned)strlen(key), attr, (unsigned)len));
+}
+
+void cg_mvec_keep(struct cg *c)
+{
+	if (!c->nmvec_used)
+		return;
+	LLVMTypeRef at = LLVMArrayType(c->ptr, (unsigned)c->nmvec_used);
+	LLVMValueRef g = LLVMAddGlobal(c->mod, at, "llvm.compiler.used");
+	LLVMSetLinkage(g, LLVMAppendingLinkage);
+	LLVMSetSection(g, "llvm.metadata");
+	LLVMSetInitializer(g, LLVMConstArray(c->ptr, c->mvec_used, (unsigned)c->nmvec_used));
+}
+
+/* Host: libm's function in double, with libmvec's vector variants where it
+ * has them, so that loops calling it vectorize (the variants are accurate to
+ * a few ulp of double: rounded to f32 they almost always equal libm's
+ * result rounded, and never differ by more than 1 ulp of f32); sqrt as
+ * LLVM's intrinsic. GPU: libdevice's __nv_ functions, linked into the
+ * module. */
 LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRef y)
 {
-	static const char *const intr[] = { "exp", "log", "sin", "cos", "pow" };
 	LLVMValueRef args[2] = { x, y };
 	int n = y ? 2 : 1;
 	if (!strcmp(name, "sqrt"))
 		return intrinsic(c, "llvm.sqrt", c->f64, 1, args);
-	if (!c->gpu)
-		for (size_t i = 0; i < sizeof intr / sizeof intr[0]; i++)
-			if (!strcmp(name, intr[i])) {
-				char iname[32];
-				snprintf(iname, sizeof iname, "llvm.%s", name);
-				return intrinsic(c, iname, c->f64, n, args);
-			}
 	char fname[32];
 	snprintf(fname, sizeof fname, "%s%s", c->gpu ? "__nv_" : "", name);
 	LLVMTypeRef pt[2] = { c->f64, c->f64 };
@@ -129,7 +167,11 @@ LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRe
 		for (int i = 0; i < 3; i++)
 			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kinds[i], 0));
 	}
-	return LLVMBuildCall2(c->b, ft, f, args, (unsigned)n, "");
+	LLVMValueRef call = LLVMBuildCall2(c->b, ft, f, args, (unsigned)n, "");
+	for (size_t i = 0; !c->gpu && c->mvec && i < sizeof mvec_fns / sizeof mvec_fns[0]; i++)
+		if (!strcmp(name, mvec_fns[i]))
+			mvec_variants(c, call, name, n);
+	return call;
 }
 
 LLVMValueRef cg_fmax(struct cg *c, LLVMValueRef x, LLVMValueRef z, bool max)

@@ -23,6 +23,10 @@ struct cg {
 	LLVMValueRef stat[2];   /* softmax: max, sum; layer norm: mean, 1/std (f64) */
 	bool stats_ready;       /* the final pass: the core op's value from stat[] */
 	int kid;                /* the kernel's index (names its constants) */
+	const char *mvec;       /* host: libmvec variants the CPU runs, as ISA letter
+				 * and lanes ("b2d4e8": SSE2 x2, AVX2 x4, AVX-512 x8) */
+	LLVMValueRef mvec_used[64]; /* the variants declared (kept: llvm.compiler.used) */
+	int nmvec_used;
 };
 
 /* Value v of kernel k (an operand, or a body op's result) at the index
@@ -40,6 +44,10 @@ LLVMValueRef cg_to_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
 LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
 LLVMValueRef cg_from_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
 LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t);
+
+/* Keeps the libmvec variants cg_math declared through the optimizer until
+ * the vectorizer has used them (llvm.compiler.used). */
+void cg_mvec_keep(struct cg *c);
 
 /* A call of the double math function name ("exp"; on GPUs libdevice's). */
 LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRef y);

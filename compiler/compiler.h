@@ -76,6 +76,11 @@ int onnx_tensor_write(const char *path, const struct ir_tensor *t, const char *n
  * (e.g. -ERANGE for an index out of bounds, message names the op). */
 int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out);
 
+/* Points OpenBLAS at the best kernels the CPU supports when it did not
+ * recognize the CPU and OPENBLAS_CORETYPE is unset (interp_blas.c); a no-op
+ * with another BLAS. Called once at process start, before any BLAS call. */
+void interp_blas_init(void);
+
 struct plan_kernel;
 /* Evaluates a plan kernel (ir/plan.h), single op or fused (its body's ops
  * one at a time): in[] holds its nin operands; out[] receives its nout

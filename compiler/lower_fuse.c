@@ -26,7 +26,10 @@
  * across the boundaries of the per-micro-batch, forward and per-step
  * parts; never when an instruction in between writes a buffer P reads, or
  * when C writes one (in place) that P reads. Dots, convolutions, gathers and
- * the rest stay kernels of their own (library calls). PCC_NO_FUSE=1 in the
+ * the rest stay kernels of their own (library calls), but a dot reading a
+ * transpose's result under the same conditions reads the transpose's
+ * operand instead, through renamed dims (fold_transpose: a gemm flag in
+ * place of a copy per step). PCC_NO_FUSE=1 in the
  * environment turns the pass off (to measure what it buys).
  */
 #include <errno.h>
@@ -262,6 +265,124 @@ static bool absorb(struct fuse *F, int i, struct group *c, int b)
 	return true;
 }
 
+/* The transpose a single-op kernel (or a fused one of one op) applies, or
+ * NULL when it is not one. */
+static const struct ir_ilist *transpose_of(const struct plan_kernel *k)
+{
+	if (k->nin != 1 || k->nout != 1)
+		return NULL;
+	if (!k->nbody)
+		return k->op == IR_OP_TRANSPOSE ? &k->a.axes : NULL;
+	return k->nbody == 1 && k->body[0].op == IR_OP_TRANSPOSE ? &k->body[0].a.axes : NULL;
+}
+
+/* The dot's lists of operand j read through transpose perm: dim d of the
+ * transposed value is dim perm[d] of its source. False when the operand's
+ * free dims would change order (the result's layout lists them in operand
+ * order). */
+static bool dot_through(struct ir_attrs *a, int j, const struct ir_ilist *perm, int rank)
+{
+	struct ir_ilist *batch = j ? &a->rhs_batch : &a->lhs_batch, *con = j ? &a->rhs_contract : &a->lhs_contract;
+	unsigned used = 0;
+	int64_t last = -1;
+	for (int i = 0; i < batch->n; i++)
+		used |= 1u << batch->v[i];
+	for (int i = 0; i < con->n; i++)
+		used |= 1u << con->v[i];
+	for (int d = 0; d < rank; d++)
+		if (!(used & (1u << d))) {
+			if (perm->v[d] < last)
+				return false;
+			last = perm->v[d];
+		}
+	for (int i = 0; i < batch->n; i++)
+		batch->v[i] = perm->v[batch->v[i]];
+	for (int i = 0; i < con->n; i++)
+		con->v[i] = perm->v[con->v[i]];
+	return true;
+}
+
+/* Whether l is first, first + 1, ... */
+static bool consecutive(const struct ir_ilist *l, int64_t first)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->v[i] != first + i)
+			return false;
+	return true;
+}
+
+/* Whether operand j of dot a is a batch of matrices a gemm reads in place,
+ * as is or transposed: batch dims leading, contracting dims together at
+ * either end of the rest (gpu_plan_gemm's test; interp_dot's in-place
+ * layouts). */
+static bool gemm_layout(const struct ir_attrs *a, int j, int rank)
+{
+	const struct ir_ilist *batch = j ? &a->rhs_batch : &a->lhs_batch, *con = j ? &a->rhs_contract : &a->lhs_contract;
+	return consecutive(batch, 0) && (consecutive(con, batch->n) || consecutive(con, rank - con->n));
+}
+
+/* A dot reading a transpose's result reads the transpose's operand
+ * instead, with its batch and contracting dims renamed, when the result is
+ * a temporary the dot alone reads (the conditions of absorb) and the source
+ * is a batch of matrices a gemm reads in place (else the dot would copy it
+ * anyway, and a GPU would run it on the host). The dot then reads the
+ * source in place (a gemm trans flag in interp_dot.c, a cuBLASLt op) where
+ * the transpose copied it every step: GPT-2's weights, [out, in] in the
+ * ONNX file, and its tied embedding in the LM head. Example: transpose
+ * {1,0} of w [2304,768] into t [768,2304], dot x [1,128,768] . t with
+ * rhs_contract {0} becomes dot x . w with rhs_contract {1}. */
+static int fold_transpose(struct fuse *F, int i)
+{
+	struct lower *L = F->L;
+	struct lw_ins *x = &L->ins[i];
+	const struct plan_kernel *k = &L->p->kernels[x->kernel];
+	if (k->nbody || k->op != IR_OP_DOT || k->nin != 2 || k->nout != 1)
+		return 0;
+	int *arg = &L->args[x->arg], out = arg[2];
+	for (int j = 0; j < 2; j++) {
+		int b = arg[j];
+		const struct lw_buf *bf = &L->buf[b];
+		if (arg[0] == arg[1] || bf->bind != PLAN_BIND_NONE || F->writes[b] != 1 || F->reads[b] != 1 || b == out)
+			continue;
+		int p = F->writer[b];
+		if (p < 0 || p >= i || F->dead[p] || F->seg[p] != F->seg[i] || !fusible_ins(&L->ins[p]))
+			continue;
+		const struct plan_kernel *pk = &L->p->kernels[L->ins[p].kernel];
+		const struct ir_ilist *perm = transpose_of(pk);
+		int src = L->args[L->ins[p].arg], t;
+		if (!perm || src == out || src == arg[1 - j])
+			continue;
+		for (t = p + 1; t < i && (F->dead[t] || !writes_buf(L, &L->ins[t], src)); t++)
+			;
+		if (t < i)
+			continue;
+		struct ir_attrs a = k->a;
+		if (!dot_through(&a, j, perm, bf->shape.rank) || !gemm_layout(&a, j, bf->shape.rank))
+			continue;
+		/* src (as large as b) now lives until i where b did: never more */
+		struct plan_kernel nk = { .op = IR_OP_DOT, .a = a, .nin = 2, .nout = 1 };
+		nk.dtype = ir_malloc(sizeof *nk.dtype * 3);
+		nk.shape = ir_malloc(sizeof *nk.shape * 3);
+		if (!nk.dtype || !nk.shape) {
+			plan_kernel_free(&nk);
+			return ir_errorf(-ENOMEM, "out of memory fusing kernels");
+		}
+		memcpy(nk.dtype, k->dtype, sizeof *nk.dtype * 3);
+		memcpy(nk.shape, k->shape, sizeof *nk.shape * 3);
+		nk.shape[j] = L->buf[src].shape;
+		int kid = lw_kernel_intern(L, &nk);
+		if (kid < 0)
+			return kid;
+		x->kernel = kid;
+		k = &L->p->kernels[kid];
+		arg[j] = src;
+		F->last[src] = F->last[src] > i ? F->last[src] : i;
+		F->dead[p] = true;
+		F->reads[b] = F->writes[b] = 0;
+	}
+	return 0;
+}
+
 /* The group as a plan kernel, interned; its leaves are the new operands. */
 static int emit_group(struct fuse *F, int i, const struct group *g)
 {
@@ -416,9 +537,12 @@ int lw_fuse(struct lower *L)
 			F.writer[b] = i;
 		}
 	}
+	for (int i = 0; i < ni && rc == 0; i++)
+		if (fusible_ins(&L->ins[i]))
+			rc = fold_transpose(&F, i);
 	for (int i = 0; i < ni && rc == 0; i++) {
 		struct lw_ins *x = &L->ins[i];
-		if (!fusible_ins(x) || !group_of(L, x, g))
+		if (F.dead[i] || !fusible_ins(x) || !group_of(L, x, g))
 			continue;
 		int core, leaf[FUSE_MAX_LEAVES];
 		bool cheap, changed = false, again = true;

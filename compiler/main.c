@@ -678,6 +678,7 @@ int main(int argc, char **argv)
 {
 	struct args a;
 	int rc;
+	interp_blas_init();
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
 		usage(stdout);
 		return 0;

@@ -2,7 +2,12 @@
  * kernels.c: the generated host kernels of a plan (compiler/codegen.h),
  * loaded from the plan's object (hostcode.c) and run across this rank's
  * threads (pool.c). A kernel without host code, or every kernel with
- * --reference, runs the reference interpreter's kernels instead.
+ * --reference, runs the reference interpreter's kernels instead, except
+ * for a dot that is one batched gemm on its operands in place
+ * (gpu_plan_gemm): that one calls sgemm or dgemm here, straight into its
+ * result buffer, where the reference kernel computes into a fresh tensor
+ * that the runtime then copies (the LM head of GPT-2 small writes 26 MB).
+ * The calls are interp_dot's, so the results are the same bit for bit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
+#include "runtime/gpu_plan.h"
 #include "runtime/hostcode.h"
 #include "runtime/pool.h"
 #include "runtime/rt.h"
@@ -72,10 +80,44 @@ static void chunk(void *ctx, int64_t begin, int64_t end)
 	c->fn(c->args, begin, end);
 }
 
+/* The dot x as interp_dot runs it, when it is one batched gemm in place. */
+static bool host_dot(struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	struct gpu_gemm g;
+	if (!gpu_plan_gemm(k, &g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g.m > INT32_MAX ||
+	    g.n > INT32_MAX || g.k > INT32_MAX)
+		return false;
+	const struct plan_device *d = r->d;
+	const char *a = rt_buf(r, &d->buf[d->args[x->arg]]), *b = rt_buf(r, &d->buf[d->args[x->arg + 1]]);
+	char *c = rt_buf(r, &d->buf[d->args[x->arg + 2]]);
+	size_t es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
+	size_t na = (size_t)(g.batch * g.m * g.k) * es, nb = (size_t)(g.batch * g.k * g.n) * es,
+	       nc = (size_t)(g.batch * g.m * g.n) * es;
+	if ((c < a + na && a < c + nc) || (c < b + nb && b < c + nc))
+		return false; /* written in place: gemm's C may not alias A or B */
+	enum CBLAS_TRANSPOSE ta = g.ta ? CblasTrans : CblasNoTrans, tb = g.tb ? CblasTrans : CblasNoTrans;
+	blasint m = (blasint)g.m, n = (blasint)g.n, kk = (blasint)g.k;
+	blasint lda = g.ta ? m : kk, ldb = g.tb ? kk : n;
+	for (int64_t i = 0; i < g.batch; i++) {
+		const char *ai = a + (size_t)(i * g.m * g.k) * es, *bi = b + (size_t)(i * g.k * g.n) * es;
+		char *ci = c + (size_t)(i * g.m * g.n) * es;
+		if (es == sizeof(float))
+			cblas_sgemm(CblasRowMajor, ta, tb, m, n, kk, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
+				    0.0f, (float *)ci, n);
+		else
+			cblas_dgemm(CblasRowMajor, ta, tb, m, n, kk, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
+				    0.0, (double *)ci, n);
+	}
+	return true;
+}
+
 bool rt_kernel_host(struct rt *r, const struct plan_instr *x)
 {
-	if (!r->fn || !r->fn[x->kernel])
+	if (!r->fn)
 		return false;
+	if (!r->fn[x->kernel])
+		return host_dot(r, x);
 	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	void *args[64];
 	for (int j = 0; j <= k->nin; j++)
