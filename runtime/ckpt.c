@@ -9,8 +9,16 @@
  *
  * Save order (what makes a crash at any moment harmless): every rank writes
  * its file in DIR/step-N.tmp and fsyncs it; rank 0 writes the manifest the
- * same way, renames the directory to step-N, fsyncs DIR, points LATEST at
- * it, and only then removes checkpoints older than the previous one.
+ * same way, puts the directory in place as step-N, fsyncs DIR, points
+ * LATEST at it (LATEST.tmp written, fsynced, renamed, DIR fsynced), and
+ * only then removes the checkpoints older than the previous one. A step-N
+ * that exists already (a run resumed from before it, into the same DIR) is
+ * swapped with the new one in one rename (RENAME_EXCHANGE), or, where the
+ * file system cannot, set aside as step-N.old first, so that a complete
+ * step-N (or its step-N.old) exists at every instant; the old one is
+ * removed once LATEST names the new. A LATEST that cannot be written puts
+ * the old step-N back (or the new one aside), so a failed save leaves DIR
+ * as it found it.
  *
  * A write that fails (a full disk, a file size limit, an I/O error) fails
  * the save on every rank: the ranks agree on the lowest one that failed,
@@ -18,8 +26,19 @@
  * DIR/step-N.tmp, and the checkpoints already complete stay as they were.
  * Loading never takes a step-N.tmp, so a save cut short by a crash is
  * ignored too. PCC_RUN_FAULT=R:ckpt:enospc:S makes rank R's file of the
- * checkpoint after step S find the disk full half way (rt.h).
+ * checkpoint after step S find the disk full half way (rt.h);
+ * 0:ckpt:crash:S makes rank 0 die just before that checkpoint's directory
+ * takes its place.
+ *
+ * Resuming from DIR loads the checkpoint LATEST names; when LATEST is
+ * missing, corrupt or names no complete checkpoint (a crash between the
+ * rename and LATEST, a hand-made DIR), or what it names fails its checks,
+ * the newest other complete one, then the ones before it, each with a
+ * warning. LATEST decides, not the highest step: after a run restarted
+ * from scratch into the same DIR, the step directories above its own are
+ * an abandoned run's.
  */
+#define _GNU_SOURCE /* renameat2 */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +54,6 @@
 #include "runtime/ckpt_manifest.h"
 #include "runtime/rt.h"
 
-#define KEEP 2 /* complete checkpoints kept: the newest and the one before */
 
 /* snprintf into an array, true when the path did not fit. */
 #define PATH_TOO_LONG(buf, ...) (snprintf(buf, sizeof buf, __VA_ARGS__) >= (int)sizeof buf)
@@ -194,22 +212,47 @@ static int write_manifest(struct rt *r, const char *tmpdir, long step, char *min
 	return rc;
 }
 
-static int cmp_desc(const void *a, const void *b)
+/* The step of a checkpoint directory's name, "step-" and digits, or -1;
+ * *aside when it ends ".old" (set aside while replaced, see publish). */
+static long name_step(const char *name, bool *aside)
 {
-	return -strcmp(*(char *const *)a, *(char *const *)b);
+	char *end;
+	if (strncmp(name, "step-", 5) || name[5] < '0' || name[5] > '9')
+		return -1;
+	errno = 0;
+	long step = strtol(name + 5, &end, 10);
+	*aside = !strcmp(end, ".old");
+	return errno || (*end && !*aside) ? -1 : step;
 }
 
-/* The complete checkpoints under dir, newest first (names "step-N"). */
+/* Newest first; of one step, the directory before its set-aside copy. */
+static int cmp_desc(const void *a, const void *b)
+{
+	bool xa, xb;
+	long sa = name_step(*(char *const *)a, &xa), sb = name_step(*(char *const *)b, &xb);
+	return sa != sb ? (sa < sb ? 1 : -1) : (int)xa - (int)xb;
+}
+
+static bool has_manifest(const char *dir, const char *name)
+{
+	char path[4400];
+	struct stat st;
+	return !PATH_TOO_LONG(path, "%s/%s/manifest.json", dir, name) && stat(path, &st) == 0;
+}
+
+/* The complete checkpoints under dir (a manifest: step-N, or step-N.old),
+ * newest first. */
 static int list_ckpts(const char *dir, char ***names)
 {
 	DIR *d = opendir(dir);
 	int n = 0, cap = 0;
+	bool aside;
 	*names = NULL;
 	if (!d)
 		return 0;
 	for (struct dirent *e; (e = readdir(d));) {
 		size_t len = strlen(e->d_name);
-		if (strncmp(e->d_name, "step-", 5) || (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
+		if (name_step(e->d_name, &aside) < 0 || !has_manifest(dir, e->d_name))
 			continue;
 		if (n == cap) {
 			char **x = ir_realloc(*names, sizeof *x * (size_t)(cap = cap ? 2 * cap : 8));
@@ -223,6 +266,39 @@ static int list_ckpts(const char *dir, char ***names)
 	closedir(d);
 	qsort(*names, (size_t)n, sizeof **names, cmp_desc);
 	return n;
+}
+
+/* What dir/LATEST names, in name[32], when that is a complete checkpoint:
+ * 0. Otherwise -1 and why in why[] ("is missing", ...). */
+static int latest_target(const char *dir, char *name, char *why, size_t nwhy)
+{
+	char path[4200], text[40];
+	bool aside;
+	snprintf(path, sizeof path, "%s/LATEST", dir);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT)
+			snprintf(why, nwhy, "is missing");
+		else
+			snprintf(why, nwhy, "cannot be read: %s", strerror(errno));
+		return -1;
+	}
+	size_t got = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[got] = 0;
+	size_t len = strcspn(text, "\n");
+	bool one_line = len > 0 && len < 32 && (text[len] == 0 || !strcmp(text + len, "\n"));
+	text[len] = 0;
+	if (!one_line || name_step(text, &aside) < 0 || aside) {
+		snprintf(why, nwhy, "is corrupt (it should hold one line, step-N)");
+		return -1;
+	}
+	memcpy(name, text, len + 1);
+	if (!has_manifest(dir, name)) {
+		snprintf(why, nwhy, "names %s, which is not a complete checkpoint (no manifest.json)", name);
+		return -1;
+	}
+	return 0;
 }
 
 static void free_names(char **names, int n)
@@ -246,31 +322,97 @@ static void remove_dir(const char *path)
 	rmdir(path);
 }
 
-/* Rank 0, after every file is durable: the directory into place, LATEST,
- * then the checkpoints older than the previous one removed. */
-static int publish(const char *dir, const char *tmpdir, long step)
+/* Once step-N is published: the checkpoints below step removed but the
+ * previous one (what LATEST named before, when that is below step, else
+ * the newest below step), and step-M.tmp left by crashes. Those above step
+ * stay: an abandoned run's, which LATEST no longer names. */
+static void prune(const char *dir, long step, const char *prev)
 {
-	char final[4200], latest[4200], name[32], **names;
+	char path[4400], **names;
+	const char *keep = NULL;
+	bool aside;
+	int n = list_ckpts(dir, &names);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(names[i], prev) && name_step(prev, &aside) < step)
+			keep = names[i];
+	for (int i = 0; i < n && !keep; i++)
+		if (name_step(names[i], &aside) < step)
+			keep = names[i];
+	for (int i = 0; i < n; i++)
+		if (name_step(names[i], &aside) < step && names[i] != keep) {
+			snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+			remove_dir(path);
+		}
+	free_names(names, n);
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (!strncmp(e->d_name, "step-", 5) && len > 9 && !strcmp(e->d_name + len - 4, ".tmp") &&
+		    !PATH_TOO_LONG(path, "%s/%s", dir, e->d_name))
+			remove_dir(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Rank 0, after every file is durable: the directory into place (swapped
+ * with a step-N there already), LATEST, then the old step-N and the
+ * checkpoints older than the previous one removed. On failure DIR is as it
+ * was: the new directory back at tmpdir, for the caller to remove. */
+static int publish(const struct rt *r, const char *dir, const char *tmpdir, long step)
+{
+	char final[4200], aside[4300], latest[4200], name[32], prev[32] = "", why[256];
+	struct stat st;
 	snprintf(name, sizeof name, "step-%08ld", step);
 	snprintf(final, sizeof final, "%s/%s", dir, name);
-	remove_dir(final); /* a checkpoint of this step from an earlier run */
+	snprintf(aside, sizeof aside, "%s.old", final);
+	snprintf(latest, sizeof latest, "%s/LATEST", dir);
+	if (latest_target(dir, prev, why, sizeof why) < 0)
+		prev[0] = 0;
+	if (stat(aside, &st) == 0 && stat(final, &st) < 0)
+		rename(aside, final); /* a crash while step-N was set aside: it is back */
+	else
+		remove_dir(aside);
 	int rc = sync_path(tmpdir);
-	if (rc == 0 && rename(tmpdir, final) < 0)
-		rc = ir_errorf(-errno, "%s: cannot rename to %s: %s", tmpdir, final, strerror(errno));
+	bool replace = rc == 0 && stat(final, &st) == 0, swapped = false, placed = false;
+	if (r->fault.kind == 'c' && r->fault.rank == r->c->rank && r->fault.step + 1 == step)
+		_exit(9); /* PCC_RUN_FAULT=0:ckpt:crash:S */
+	if (rc == 0 && replace) {
+		if (renameat2(AT_FDCWD, tmpdir, AT_FDCWD, final, RENAME_EXCHANGE) == 0)
+			swapped = placed = true;
+		else if (errno != EINVAL && errno != ENOSYS)
+			rc = ir_errorf(-errno, "%s: cannot swap with %s: %s", tmpdir, final, strerror(errno));
+		else if (rename(final, aside) < 0) /* no exchange on this file system */
+			rc = ir_errorf(-errno, "%s: cannot rename to %s: %s", final, aside, strerror(errno));
+	}
+	if (rc == 0 && !swapped) {
+		if (rename(tmpdir, final) == 0)
+			placed = true;
+		else
+			rc = ir_errorf(-errno, "%s: cannot rename to %s: %s", tmpdir, final, strerror(errno));
+	}
 	if (rc == 0)
 		rc = sync_path(dir);
-	snprintf(latest, sizeof latest, "%s/LATEST", dir);
 	strcat(name, "\n");
 	if (rc == 0 && (rc = write_durable(latest, name, strlen(name), SIZE_MAX)) == 0)
 		rc = sync_path(dir);
-	int n = rc == 0 ? list_ckpts(dir, &names) : 0;
-	for (int i = KEEP; i < n; i++) {
-		snprintf(final, sizeof final, "%s/%s", dir, names[i]);
-		remove_dir(final);
+	if (rc < 0) { /* back as it was; the error stays the one above */
+		if (swapped)
+			renameat2(AT_FDCWD, tmpdir, AT_FDCWD, final, RENAME_EXCHANGE);
+		else if (placed)
+			rename(final, tmpdir);
+		if (replace && !swapped)
+			rename(aside, final);
+		int fd = open(dir, O_RDONLY | O_CLOEXEC); /* no message: the error is the one above */
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+		return rc;
 	}
-	if (n)
-		free_names(names, n);
-	return rc;
+	remove_dir(swapped ? tmpdir : aside); /* the step-N this one replaced */
+	prune(dir, step, prev);
+	return 0;
 }
 
 /* The lowest rank whose rc failed, or the world size when none did.
@@ -308,7 +450,7 @@ int rt_ckpt_save(struct rt *r, const char *dir, long step)
 		if ((rc = r->c->ops->ctl_send(r->c, &n, sizeof n, 0)) == 0)
 			rc = r->c->ops->ctl_send(r->c, mine, (size_t)n, 0);
 	} else if ((rc = write_manifest(r, tmpdir, step, mine)) == 0) {
-		rc = publish(dir, tmpdir, step);
+		rc = publish(r, dir, tmpdir, step);
 	}
 	failed = first_failed(r, &rc);
 out:
@@ -415,15 +557,40 @@ static int load_one(struct rt *r, const char *cdir, long *step)
 	return rc;
 }
 
-int rt_ckpt_load(struct rt *r, const char *dir, long *step)
+/* The checkpoints to try, in order, into names[]: what LATEST names, then
+ * the other complete ones newest first. *why: LATEST's fault ("" none). */
+static int candidates(const char *dir, char ***names, char *why, size_t nwhy)
 {
-	char path[4200], **names = NULL;
+	char target[32];
+	int n = list_ckpts(dir, names);
+	why[0] = 0;
+	if (latest_target(dir, target, why, nwhy) < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (!strcmp((*names)[i], target)) { /* to the front, the others in order */
+			char *t = (*names)[i];
+			memmove(*names + 1, *names, sizeof **names * (size_t)i);
+			(*names)[0] = t;
+		}
+	return n;
+}
+
+int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t nused)
+{
+	char path[4200], why[256] = "", **names = NULL;
 	struct stat st;
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
 	bool single = stat(path, &st) == 0; /* dir is one checkpoint */
-	int n = single ? 1 : list_ckpts(dir, &names);
-	if (n == 0)
-		return ir_errorf(-ENOENT, "%s: no checkpoint (no step-N directory with a manifest)", dir);
+	int n = single ? 1 : candidates(dir, &names, why, sizeof why);
+	if (n == 0) {
+		ir_errorf(-ENOENT, "%s: no checkpoint (no step-N directory with a manifest)", dir);
+		if (why[0] && strcmp(why, "is missing"))
+			ir_error_prefix("%s/LATEST %s", dir, why);
+		return -ENOENT;
+	}
+	if (why[0] && r->c->rank == 0)
+		fprintf(stderr, "pcc-run: warning: %s/LATEST %s; resuming from the newest complete checkpoint, %s\n",
+			dir, why, names[0]);
 	int rc = -EINVAL;
 	for (int i = 0; i < n; i++) {
 		if (!single && PATH_TOO_LONG(path, "%s/%s", dir, names[i])) {
@@ -437,6 +604,10 @@ int rt_ckpt_load(struct rt *r, const char *dir, long *step)
 			break;
 		}
 		if (v == r->c->size) {
+			snprintf(used, nused, "%s%s", single ? dir : path,
+				 single ? "" : i == 0 && !why[0] ? " (named by LATEST)" :
+				 why[0] ? " (the newest complete checkpoint: LATEST names none)" :
+				 " (the newest that loads: the one LATEST names does not)");
 			rc = 0;
 			break;
 		}

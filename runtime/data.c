@@ -19,9 +19,12 @@
  * its first T tokens, labels its last T (the next token of each). The
  * position depends on the step alone, so a resumed run reads on where the
  * interrupted one stopped, and every rank reads the same windows. The
- * file is mapped, not read; each token is checked against the class count
- * when its window is first cut, so a bad token stops the run (every rank,
- * alike) before the step that would read it.
+ * file is mapped, not read; each token is checked when its window is
+ * first cut, so a bad token stops the run (every rank, alike) before the
+ * step that would read it. A token read as an id (a window's first T) must
+ * be a row of the embedding the ids index (embed_rows); one read as a
+ * label (its last T) a class of the loss. The two differ where a model's
+ * head has more or fewer classes than its embedding has rows.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +54,10 @@ struct rt_data {
 	int64_t ntok, nwin;      /* tokens, windows of seq + 1 */
 	int ids, labels;         /* input indices */
 	int64_t batch, seq;      /* of a micro-batch */
-	uint8_t *seen;           /* [nwin]: window checked against the classes */
+	int64_t vocab;           /* ids lie in [0, vocab): the embedding's rows */
+	const char *embed;       /* that embedding parameter; NULL: none found, vocab
+				  * is the class count */
+	uint8_t *seen;           /* [nwin]: window checked against its bounds */
 };
 
 void rt_data_close(struct rt_data *d)
@@ -181,6 +187,80 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 
 /* ---- token files */
 
+/* A fused kernel's gather whose indices derive from the ids (from[]: per
+ * buffer) and whose table is one of the kernel's operands: that operand's
+ * buffer in *table, the axis in *axis. -1 out of memory. */
+static int body_gather(const struct plan_kernel *k, const int *arg, const uint8_t *from, int *table,
+		       int64_t *axis)
+{
+	uint8_t *v = ir_calloc((size_t)(k->nin + k->nbody) + 1, 1); /* value derives from the ids */
+	if (!v)
+		return -1;
+	for (int j = 0; j < k->nin; j++)
+		v[j] = from[arg[j]];
+	for (int j = 0; j < k->nbody; j++) {
+		const struct plan_fop *f = &k->body[j];
+		if (f->op == IR_OP_GATHER && v[f->in[1]] && f->in[0] < k->nin) {
+			*table = arg[f->in[0]];
+			*axis = f->a.axis;
+		}
+		for (int q = 0; q < f->nin; q++)
+			v[k->nin + j] |= v[f->in[q]] && ir_dtype_is_int(f->dtype);
+	}
+	ir_free(v);
+	return 0;
+}
+
+/* The rows of the embedding the ids input indexes: the smallest, over
+ * every gather whose indices derive from the ids (the ids buffer itself or
+ * an integer computed from it, as a gather over a row-split table offsets
+ * them) and whose table is a parameter's slice (itself, or a copy,
+ * all-gather or conversion of it), of that parameter's global extent along
+ * the gathered axis. -1 when there is none. */
+static int64_t embed_rows(const struct plan *p, int ids, const char **name)
+{
+	int64_t rows = -1;
+	for (int dv = 0; dv < p->ndevices; dv++) {
+		const struct plan_device *d = &p->devices[dv];
+		uint8_t *from = ir_calloc((size_t)d->nbuf + 1, 1); /* buffer derives from the ids */
+		int *param = ir_calloc((size_t)d->nbuf + 1, sizeof *param); /* buffer holds parameter param - 1 */
+		for (int b = 0; from && param && b < d->nbuf; b++) {
+			from[b] = d->buf[b].bind == PLAN_BIND_INPUT && d->buf[b].index == ids;
+			param[b] = d->buf[b].bind == PLAN_BIND_PARAM ? d->buf[b].index + 1 : 0;
+		}
+		for (int i = 0; from && param && i < d->ninstr; i++) {
+			const struct plan_instr *x = &d->instr[i];
+			const int *arg = d->args + x->arg;
+			const struct plan_kernel *k = x->kind == PLAN_KERNEL ? &p->kernels[x->kernel] : NULL;
+			int table = -1; /* the gather's table operand */
+			int64_t axis = 0;
+			if (k && k->nbody == 0 && k->op == IR_OP_GATHER && from[arg[1]]) {
+				table = arg[0];
+				axis = k->a.axis;
+			}
+			if (k && k->nbody > 0 && body_gather(k, arg, from, &table, &axis) < 0)
+				break;
+			const struct plan_tensor *t = table >= 0 && param[table] ? &p->params[param[table] - 1] : NULL;
+			if (t && axis >= 0 && axis < t->shape.rank && (rows < 0 || t->shape.dims[axis] < rows)) {
+				rows = t->shape.dims[axis];
+				*name = t->name;
+			}
+			bool same = x->nin == 1 && x->nout == 1 && (x->kind == PLAN_COPY || x->kind == PLAN_ALL_GATHER ||
+								     (k && k->nbody == 0 && k->op == IR_OP_CONVERT));
+			if (same)
+				param[arg[1]] = param[arg[0]];
+			bool derived = false;
+			for (int j = 0; j < x->nin; j++)
+				derived = derived || from[arg[j]];
+			for (int j = 0; derived && table < 0 && j < x->nout; j++)
+				from[arg[x->nin + j]] = ir_dtype_is_int(d->buf[arg[x->nin + j]].dtype);
+		}
+		ir_free(from);
+		ir_free(param);
+	}
+	return rows;
+}
+
 /* The plan's ids and labels inputs, both integers of shape [B,T]. */
 static int token_inputs(struct rt_data *d, const char *path)
 {
@@ -204,6 +284,11 @@ static int token_inputs(struct rt_data *d, const char *path)
 				 ir_shape_str(&x->shape, b, sizeof b));
 	d->batch = l->shape.dims[0];
 	d->seq = l->shape.dims[1];
+	d->vocab = embed_rows(p, d->ids, &d->embed);
+	if (d->vocab < 0) {
+		d->vocab = p->classes;
+		d->embed = NULL;
+	}
 	if (d->batch < 1 || d->seq < 1)
 		return ir_errorf(-EINVAL, "%s: --tokens needs windows of at least one token; the labels are %s", path,
 				 ir_shape_str(&l->shape, a, sizeof a));
@@ -275,17 +360,28 @@ fail:
 	return NULL;
 }
 
-/* Window w's tokens checked against the class count, once. */
+/* Window w's tokens checked, once: its first T are ids, rows of the
+ * embedding; its last T labels, classes of the loss. */
 static int check_window(struct rt_data *d, int64_t w)
 {
 	if (d->seen[w])
 		return 0;
 	for (int64_t i = w * d->seq; i <= (w + 1) * d->seq; i++) {
 		int64_t t = token_at(d, i);
-		if (t < 0 || t >= d->p->classes)
+		bool id = i < (w + 1) * d->seq, label = i > w * d->seq;
+		if (id && (t < 0 || t >= d->vocab)) {
+			if (d->embed)
+				return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the "
+						 "vocabulary: the rows of the embedding \"%s\" the ids index)", d->path,
+						 (long long)t, (long long)i, (long long)d->vocab, d->embed);
 			return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the vocabulary: "
-					 "the class count of the plan's loss)", d->path, (long long)t, (long long)i,
-					 (long long)d->p->classes);
+					 "the class count of the plan's loss; no embedding of the ids was found)",
+					 d->path, (long long)t, (long long)i, (long long)d->vocab);
+		}
+		if (label && (t < 0 || t >= d->p->classes))
+			return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the class count "
+					 "of the plan's loss, which the labels, the ids shifted by one, index)", d->path,
+					 (long long)t, (long long)i, (long long)d->p->classes);
 	}
 	d->seen[w] = 1;
 	return 0;

@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		   "ids are its first T tokens, labels its last T.\n"
 		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
 		   "--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
-		   "--resume DIR loads the newest good one, on this plan's mesh whatever mesh wrote it.\n");
+		   "--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
+		   "on this plan's mesh whatever mesh wrote it.\n");
 }
 
 static int parse_num(const char *opt, const char *s, double lo, double *out)
@@ -179,12 +180,44 @@ static bool ckpt_after(const struct opts *o, long s)
 	return o->ckpt && ((o->ckpt_every && s % o->ckpt_every == 0) || s == o->steps);
 }
 
+/* PCC_RUN_FAULT=0:ckpt:crash[:STEP]: rank 0 dies as it puts the
+ * checkpoint after STEP in place (ckpt.c); the other kinds: rt_fault_parse.
+ * 1: not this kind. */
+static int fault_crash(struct rt *r, const char *spec, long steps)
+{
+	const char *k = spec ? strstr(spec, ":ckpt:crash") : NULL, *s = k ? k + strlen(":ckpt:crash") : NULL;
+	char *end;
+	long rank, step = 1;
+	if (!k)
+		return 1;
+	errno = 0;
+	rank = strtol(spec, &end, 10);
+	bool ok = end == k && spec[0] >= '0' && spec[0] <= '9' && !errno;
+	if (ok && *s) {
+		ok = s[0] == ':' && s[1] >= '0' && s[1] <= '9';
+		step = ok ? strtol(s + 1, &end, 10) : 0;
+		ok = ok && !*end && !errno && step >= 1;
+	}
+	if (!ok)
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: expected 0:ckpt:crash[:STEP]", spec);
+	if (rank != 0)
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: only rank 0 puts a checkpoint in place", spec);
+	if (step > steps)
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: step %ld is past the run's last step (%ld)", spec, step,
+				 steps);
+	r->fault = (struct rt_fault){ 0, -1, step - 1, 'c' };
+	return 0;
+}
+
 /* PCC_RUN_FAULT, refused where it could never fire. */
 static int fault_parse(struct rt *r, const struct opts *o)
 {
 	const char *spec = getenv("PCC_RUN_FAULT");
-	int rc = rt_fault_parse(r, spec, r->p->train ? o->steps : 1);
-	if (rc == 0 && r->fault.kind == 'n' && !ckpt_after(o, r->fault.step + 1))
+	long steps = r->p->train ? o->steps : 1;
+	int rc = fault_crash(r, spec, steps);
+	if (rc == 1)
+		rc = rt_fault_parse(r, spec, steps);
+	if (rc == 0 && (r->fault.kind == 'n' || r->fault.kind == 'c') && !ckpt_after(o, r->fault.step + 1))
 		rc = ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: no checkpoint is saved after step %ld%s", spec,
 			       r->fault.step + 1, o->ckpt ? " (see --checkpoint-every)" : " (no --checkpoint)");
 	return rc;
@@ -397,14 +430,15 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", what,
 		       p->train_config ? p->train_config : "");
 	if (o->resume) {
-		if (rt_ckpt_load(r, o->resume, &r->step) < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
+		char used[4400] = "";
+		if (rt_ckpt_load(r, o->resume, &r->step, used, sizeof used) < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
 			rc = -1; /* rt_ckpt_load reported it */
 			if (r->c->rank == 0)
 				fprintf(stderr, "pcc-run: %s\n", ir_error());
 			goto done;
 		}
 		if (r->c->rank == 0)
-			printf("pcc-run: resumed from %s at step %ld\n", o->resume, r->step);
+			printf("pcc-run: resumed from %s at step %ld\n", used, r->step);
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double t_all = ir_now();
@@ -458,6 +492,7 @@ int main(int argc, char **argv)
 		}
 	/* past RLIMIT_FSIZE a write fails with EFBIG, reported, instead of killing the rank */
 	signal(SIGXFSZ, SIG_IGN);
+	interp_blas_init();
 	if (rt_comm_mpi_init(&c, &argc, &argv) < 0) {
 		fprintf(stderr, "pcc-run: %s\n", ir_error());
 		return 1;

@@ -60,7 +60,9 @@ struct rt {
 		int rank, instr;      /* where: this rank's instruction, at step `step` */
 		long step;
 		char kind;            /* 'x' exit, 'h' hang, 'e' error, 'n' the checkpoint
-				       * file write of `step + 1` runs out of space; 0 none */
+				       * file write of `step + 1` runs out of space, 'c'
+				       * rank 0 dies as it puts that checkpoint in place
+				       * (main.c parses it); 0 none */
 	} fault;
 };
 
@@ -116,11 +118,13 @@ int rt_gather_outputs(struct rt *r, struct ir_tensor *out);
  * before it is kept, so a crash at any moment leaves a loadable checkpoint.
  * Both calls are collective. */
 int rt_ckpt_save(struct rt *r, const char *dir, long step);
-/* Loads the newest checkpoint under dir that passes its checks (falling
- * back to the one before, with a warning on rank 0), resharding every
- * slice from the shards that overlap it, so the mesh may differ from the
- * one that saved it. *step: the steps it had run. */
-int rt_ckpt_load(struct rt *r, const char *dir, long *step);
+/* Loads the checkpoint dir/LATEST names, or dir itself when it is one;
+ * when LATEST is missing, corrupt or names no complete checkpoint, or what
+ * it names fails its checks, the newest other complete one, then the ones
+ * before it (each time a warning); resharding every slice from the shards
+ * that overlap it, so the mesh may differ from the one that saved it.
+ * *step: the steps it had run; used: its directory and why that one. */
+int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t nused);
 
 /* ---- gpu.c, gpu_exec.c: the CUDA backend */
 /* Whether this build has it (the CUDA headers were found). */
@@ -168,7 +172,9 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p);
  * than one window. */
 struct rt_data *rt_data_open_tokens(const char *path, const char *type, const struct plan *p);
 /* The inputs of the next step: in[m * ninputs + i], valid until the next
- * call. Fails (token files) on a token outside [0, plan classes). */
+ * call. Fails (token files) on a token read as an id outside the rows of
+ * the embedding the ids index (the plan's classes where none is found) or
+ * read as a label outside [0, plan classes). */
 int rt_data_next(struct rt_data *d, const struct ir_tensor **in);
 /* The next call feeds step `step` (0-based): where a resumed run goes on. */
 void rt_data_seek(struct rt_data *d, long step);

@@ -18,6 +18,16 @@
 #    step-S.tmp directory is left, LATEST still names the checkpoint before,
 #    which is intact: a restart resumes from it and ends bit for bit where
 #    an uninterrupted run ends.
+# 4. LATEST and replacing a checkpoint (issue 8): --resume DIR takes what
+#    LATEST names (a run restarted from scratch into a DIR of an older run
+#    resumes from its own step 1, not the old run's step 4), and when
+#    LATEST is missing, corrupt or names no complete checkpoint, the newest
+#    complete one with a warning naming LATEST and the one used; a LATEST
+#    that cannot be written fails the save as a full disk does and puts the
+#    directory back; a step re-saved into the DIR (a run resumed from before
+#    it) replaces the old one in one rename, and a crash just before
+#    (PCC_RUN_FAULT=0:ckpt:crash:S) leaves the old one complete. Each
+#    resume ends bit for bit where the uninterrupted run ends.
 pcc=$1
 run=$2
 cmp=$3
@@ -159,5 +169,78 @@ limited() {
 	full_disk "$tmp/fl" 2 "File too large"
 }
 check "a file size limit (ulimit -f 8: 4 or 8 KiB) under the step-4 checkpoint: EFBIG named, step 2 kept and resumed bit for bit" limited
+
+# ---- 4. LATEST decides; LATEST and step-N written atomically (issue 8)
+
+# base: step-2 and step-4 of s2.bin (LATEST on step 4), copied per check.
+rm -rf "$tmp/base"
+$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 4 --checkpoint "$tmp/base" --checkpoint-every 2 >/dev/null 2>&1
+# resumes_at DIR STEP [WARNING]: a resume from DIR says it took step STEP
+# (and warns WARNING on stderr, else nothing) and ends 6 steps bit for bit
+# where the uninterrupted run ends.
+resumes_at() {
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$1" --save-onnx "$tmp/ra.onnx" \
+		>"$tmp/ra.out" 2>"$tmp/ra.err" || { echo "the resume failed: $(tail -3 "$tmp/ra.err")" >&2; return 1; }
+	grep 'resumed from' "$tmp/ra.out" >&2
+	grep -q "resumed from $1/step-0000000$2 (.*) at step $2\$" "$tmp/ra.out" || { echo "not resumed at step $2" >&2; return 1; }
+	if [ -n "$3" ]; then
+		grep -F -q -- "$3" "$tmp/ra.err" || { echo "no warning: $3; stderr: $(cat "$tmp/ra.err")" >&2; return 1; }
+	else
+		! grep -q warning "$tmp/ra.err" || { grep warning "$tmp/ra.err" >&2; return 1; }
+	fi
+	"$cmp" --onnx --rtol 0 --atol 0 "$tmp/ra.onnx" "$tmp/s2full.onnx" >&2
+}
+restarted() {
+	rm -rf "$tmp/rs" && cp -r "$tmp/base" "$tmp/rs" || return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 1 --checkpoint "$tmp/rs" >/dev/null 2>&1 || return 1
+	[ "$(cat "$tmp/rs/LATEST")" = step-00000001 ] && [ -f "$tmp/rs/step-00000001/manifest.json" ] ||
+		{ echo "LATEST $(cat "$tmp/rs/LATEST"), left: $(ls "$tmp/rs" | tr '\n' ' ')" >&2; return 1; }
+	resumes_at "$tmp/rs" 1
+}
+check "LATEST decides: a run restarted from scratch into a DIR holding an older run's step 2 and 4 keeps its step 1 and resumes from it, bit for bit" \
+	restarted
+# fallback HOW WARNING: LATEST broken by HOW; the newest complete, step 4, with the warning.
+fallback() {
+	rm -rf "$tmp/fb" && cp -r "$tmp/base" "$tmp/fb" && sh -c "$1" || return 1
+	resumes_at "$tmp/fb" 4 "$2"
+}
+check "LATEST missing: the newest complete checkpoint (step 4), with a warning naming LATEST and the one used" \
+	fallback "rm '$tmp/fb/LATEST'" "pcc-run: warning: $tmp/fb/LATEST is missing; resuming from the newest complete checkpoint, step-00000004"
+check "LATEST corrupt: the newest complete checkpoint, with a warning" \
+	fallback "echo 'not a step' >'$tmp/fb/LATEST'" "$tmp/fb/LATEST is corrupt (it should hold one line, step-N); resuming from the newest complete checkpoint, step-00000004"
+check "LATEST naming a checkpoint that is not complete (step 6 without its manifest): the newest complete one, with a warning" \
+	fallback "mkdir '$tmp/fb/step-00000006' && echo step-00000006 >'$tmp/fb/LATEST'" \
+	"$tmp/fb/LATEST names step-00000006, which is not a complete checkpoint (no manifest.json); resuming from the newest complete checkpoint, step-00000004"
+latest_unwritable() {
+	rm -rf "$tmp/lw" && mkdir "$tmp/lw" && cp -r "$tmp/base/step-00000002" "$tmp/lw/" && echo step-00000002 >"$tmp/lw/LATEST" &&
+		mkdir "$tmp/lw/LATEST.tmp" || return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --checkpoint "$tmp/lw" --checkpoint-every 2 --resume "$tmp/lw" \
+		>"$tmp/fd.out" 2>"$tmp/fd.err" && { echo "exit 0" >&2; return 1; }
+	rmdir "$tmp/lw/LATEST.tmp"
+	full_disk "$tmp/lw" 2 "pcc-run: rank 0: step 4: cannot save the checkpoint of step 4 (the checkpoints before it are kept): $tmp/lw/LATEST.tmp: cannot create: Is a directory"
+}
+check "a LATEST that cannot be written (LATEST.tmp a directory): one line naming it, the step-4 directory taken back, LATEST on step 2, which resumes bit for bit" \
+	latest_unwritable
+# resave [FAULT]: a run resumed from step-2 of a copy of base saves step 4
+# again into it (a crash just before the new step-4 takes its place with
+# FAULT); step-4 is complete at the end either way and resumes bit for bit.
+resave() {
+	rm -rf "$tmp/rv" && cp -r "$tmp/base" "$tmp/rv" || return 1
+	env ${1:+PCC_RUN_FAULT=$1} $mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 4 --checkpoint "$tmp/rv" \
+		--resume "$tmp/rv/step-00000002" >/dev/null 2>"$tmp/rv.err"
+	rv_rc=$?
+	if [ -n "$1" ]; then
+		[ $rv_rc -ne 0 ] || { echo "the crashed run exited 0" >&2; return 1; }
+	else
+		[ $rv_rc -eq 0 ] || { echo "the run failed: $(tail -3 "$tmp/rv.err")" >&2; return 1; }
+		[ "$(ls "$tmp/rv" | tr '\n' ' ')" = 'LATEST step-00000002 step-00000004 ' ] ||
+			{ echo "left: $(ls "$tmp/rv" | tr '\n' ' ')" >&2; return 1; }
+	fi
+	[ -f "$tmp/rv/step-00000004/manifest.json" ] || { echo "no complete step-4: $(ls "$tmp/rv" | tr '\n' ' ')" >&2; return 1; }
+	resumes_at "$tmp/rv" 4
+}
+check "re-saving step 4 (resumed from step 2 into the same DIR) replaces it: no step-4.tmp or .old left, resumes bit for bit" resave ""
+check "a crash as the re-saved step 4 takes its place (PCC_RUN_FAULT=0:ckpt:crash:4): the old step 4 is still complete and resumes bit for bit" \
+	resave 0:ckpt:crash:4
 
 tap_done

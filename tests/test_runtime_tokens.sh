@@ -15,8 +15,16 @@
 # uninterrupted run's bit for bit. Losses: 1e-5 relative (sums in another
 # order on a mesh), as test_runtime.sh.
 #
-# Refusals of bad token files (too short, not whole tokens, an id outside
-# the vocabulary) are in test_runtime_errors.sh.
+# Ids and labels have bounds of their own: a token read as an id must be a
+# row of the embedding the ids index, one read as a label a class of the
+# loss. gen_embed_model.py writes two models whose embedding rows differ
+# from their classes (48 rows and 64 classes, 80 and 64): an id of 50 is
+# refused by the first, naming the embedding and its 48 rows (the step
+# before it runs); an id of 70 read only as an id (element 0) is taken by
+# the second, and a 70 read as a label too is refused, naming the classes.
+#
+# Other refusals of bad token files (too short, not whole tokens, an id
+# outside the vocabulary) are in test_runtime_errors.sh.
 pcc=$1
 run=$2
 cmp=$3
@@ -97,5 +105,42 @@ resumes() {
 	"$cmp" --onnx --rtol 0 --atol 0 "$tmp/res.onnx" "$tmp/full.onnx" >&2
 }
 check "a run killed at step 6 and resumed from step 4 reads the same windows: losses and parameters bit for bit" resumes
+
+# Each token against the bound of what it is read as.
+# put_tokens FILE VOCAB POS VALUE: 100 random u16 ids below VOCAB, VALUE at POS.
+put_tokens() {
+	python3 -c "import random, struct, sys
+f, v, pos, val = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+t = [random.Random(1).randrange(v) for _ in range(100)]
+t[pos] = val
+open(f, 'wb').write(struct.pack('<100H', *t))" "$@"
+}
+check "models whose embedding rows are not their classes (48 and 64, 80 and 64) compile" sh -c "
+  python3 '$here/gen_embed_model.py' '$tmp/e48.onnx' --vocab 48 --classes 64 &&
+  python3 '$here/gen_embed_model.py' '$tmp/e80.onnx' --vocab 80 --classes 64 &&
+  '$pcc' '$tmp/e48.onnx' --cluster cpu:2 $topts -o '$tmp/e48.bin' >/dev/null &&
+  '$pcc' '$tmp/e80.onnx' --cluster cpu:2 $topts -o '$tmp/e80.bin' >/dev/null"
+put_tokens "$tmp/id50.tok" 48 40 50
+put_tokens "$tmp/id70at0.tok" 48 0 70
+put_tokens "$tmp/id70at40.tok" 48 40 70
+# refused PLAN FILE LINE: stops before step 3 (element 40 is in window 4,
+# step 3's first) with exactly the one line LINE; every rank by itself.
+refused() {
+	$mpi -np 2 "$run" "$1" --timeout 60 --tokens "$2" --steps 3 >"$tmp/rf.out" 2>"$tmp/rf.err" &&
+		{ echo "exit 0" >&2; return 1; }
+	grep '^pcc-run:' "$tmp/rf.err" >"$tmp/rf.line"
+	cat "$tmp/rf.line" >&2
+	[ "$(cat "$tmp/rf.line")" = "$3" ] || { echo "not the one line expected" >&2; return 1; }
+	[ "$(grep -c '^step ' "$tmp/rf.out")" -eq 2 ] || { echo "steps run: $(grep -c '^step ' "$tmp/rf.out")" >&2; return 1; }
+	! grep -q MPI_ABORT "$tmp/rf.err" || { echo "MPI_Abort stopped it" >&2; return 1; }
+}
+check "an id of 50, inside the 64 classes but outside the embedding's 48 rows: refused, naming file, element and the embedding" \
+	refused "$tmp/e48.bin" "$tmp/id50.tok" \
+	"pcc-run: rank 0: step 3: $tmp/id50.tok: token 50 at element 40 is outside [0, 48) (the vocabulary: the rows of the embedding \"wte\" the ids index)"
+check "an id of 70 read only as an id (element 0), inside the embedding's 80 rows, not the 64 classes: taken" sh -c "
+  $mpi -np 2 '$run' '$tmp/e80.bin' --timeout 60 --tokens '$tmp/id70at0.tok' --steps 3 | grep -q '^step 3/3 '"
+check "a token of 70 read as a label too (element 40), inside the embedding's 80 rows, outside the 64 classes: refused, naming the classes" \
+	refused "$tmp/e80.bin" "$tmp/id70at40.tok" \
+	"pcc-run: rank 0: step 3: $tmp/id70at40.tok: token 70 at element 40 is outside [0, 64) (the class count of the plan's loss, which the labels, the ids shifted by one, index)"
 
 tap_done
