@@ -18,7 +18,7 @@ src=$(cd "$here/.." && pwd)
 secs=${1:-60}
 md=${2:-$here/results/fuzz.md}
 out=${FUZZ_OUT:-$src/build-fuzz-bench}
-targets=${FUZZ_TARGETS:-onnx plan text cluster calib iopddl ckpt}
+targets=${FUZZ_TARGETS:-onnx plan text cluster calib iopddl answer ckpt}
 
 tap=$(FUZZ_OUT="$out" FUZZ_FRESH=1 FUZZ_JOBS=1 FUZZ_TARGETS="$targets" \
 	"$src/tests/fuzz/run-fuzz.sh" "$secs" 2>&1)
@@ -47,6 +47,7 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 		cluster) what="\`--cluster\` specs and JSON (compiler/cost_cluster.c)" ;;
 		calib) what="\`--calib\` files (compiler/cost_compute.c)" ;;
 		iopddl) what="IOPDDL instances, JSON or gzip (solvers/shard_read.c)" ;;
+		answer) what="answers to \`pcc-iopddl --eval\` (solvers/iopddl_main.c), then the evaluator" ;;
 		ckpt) what="checkpoint manifests (runtime/ckpt_manifest.c)" ;;
 		*) what="" ;;
 		esac

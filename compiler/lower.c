@@ -22,6 +22,7 @@
  * all-reduce makes it whole.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -115,6 +116,73 @@ int lw_rep_add(struct lower *L, int value, const struct ir_sharding *spec, int b
 
 /* ---- the kernel table, deduplicated ------------------------------------- */
 
+/* Kernels hash and compare by canonical copies: zeroed, then each field
+ * set, so that the bytes which mean nothing (padding, dims past a shape's
+ * rank, entries past a list's n, left unset where the structs were built)
+ * take no part and equal kernels always meet. Hashing the structs' raw
+ * bytes read those (valgrind) and could keep equal kernels apart. A new
+ * field fails the size checks: add it to canon_attrs or canon_fop. */
+_Static_assert(sizeof(struct ir_attrs) == 8 + sizeof(struct ir_shape) + 12 * sizeof(struct ir_ilist) + 7 * 8,
+	       "a new field of struct ir_attrs: add it to canon_attrs");
+_Static_assert(sizeof(struct plan_fop) == offsetof(struct plan_fop, shape) + sizeof(struct ir_shape) &&
+		       offsetof(struct plan_fop, dtype) == offsetof(struct plan_fop, in) + sizeof(int) * PLAN_FOP_MAX_IN &&
+		       offsetof(struct plan_fop, nin) == offsetof(struct plan_fop, a) + sizeof(struct ir_attrs),
+	       "a new field of struct plan_fop: add it to canon_fop");
+
+static void canon_shape(struct ir_shape *c, const struct ir_shape *x)
+{
+	memset(c, 0, sizeof *c);
+	c->rank = x->rank;
+	for (int d = 0; d < x->rank && d < IR_MAX_RANK; d++)
+		c->dims[d] = x->dims[d];
+}
+
+static void canon_ilist(struct ir_ilist *c, const struct ir_ilist *x)
+{
+	memset(c, 0, sizeof *c);
+	c->n = x->n;
+	for (int i = 0; i < x->n && i < IR_MAX_RANK; i++)
+		c->v[i] = x->v[i];
+}
+
+/* data is left NULL: a CONSTANT's bytes are hashed and compared apart */
+static void canon_attrs(struct ir_attrs *c, const struct ir_attrs *x)
+{
+	memset(c, 0, sizeof *c);
+	c->dtype = x->dtype;
+	canon_shape(&c->shape, &x->shape);
+	canon_ilist(&c->axes, &x->axes);
+	canon_ilist(&c->lhs_batch, &x->lhs_batch);
+	canon_ilist(&c->rhs_batch, &x->rhs_batch);
+	canon_ilist(&c->lhs_contract, &x->lhs_contract);
+	canon_ilist(&c->rhs_contract, &x->rhs_contract);
+	canon_ilist(&c->start, &x->start);
+	canon_ilist(&c->limit, &x->limit);
+	canon_ilist(&c->stride, &x->stride);
+	canon_ilist(&c->pad_lo, &x->pad_lo);
+	canon_ilist(&c->pad_hi, &x->pad_hi);
+	canon_ilist(&c->window, &x->window);
+	canon_ilist(&c->dilation, &x->dilation);
+	c->axis = x->axis;
+	c->k = x->k;
+	c->groups = x->groups;
+	c->mode = x->mode;
+	c->eps = x->eps;
+	c->value = x->value;
+}
+
+static void canon_fop(struct plan_fop *c, const struct plan_fop *x)
+{
+	memset(c, 0, sizeof *c);
+	c->op = x->op;
+	canon_attrs(&c->a, &x->a);
+	c->nin = x->nin;
+	for (int i = 0; i < x->nin && i < PLAN_FOP_MAX_IN; i++)
+		c->in[i] = x->in[i];
+	c->dtype = x->dtype;
+	canon_shape(&c->shape, &x->shape);
+}
+
 static uint64_t kernel_hash(const struct plan_kernel *k)
 {
 	XXH3_state_t *s = XXH3_createState();
@@ -123,18 +191,22 @@ static uint64_t kernel_hash(const struct plan_kernel *k)
 		return (uint64_t)k->op;
 	XXH3_64bits_reset(s);
 	XXH3_64bits_update(s, &k->op, sizeof k->op);
-	struct ir_attrs a = k->a;
-	a.data = NULL;
+	struct ir_attrs a;
+	canon_attrs(&a, &k->a);
 	XXH3_64bits_update(s, &a, sizeof a);
 	if (k->op == IR_OP_CONSTANT) {
 		struct ir_tensor t = { a.dtype, a.shape, NULL };
 		XXH3_64bits_update(s, k->a.data, ir_tensor_bytes(&t));
 	}
 	XXH3_64bits_update(s, k->dtype, sizeof *k->dtype * (size_t)(k->nin + k->nout));
-	XXH3_64bits_update(s, k->shape, sizeof *k->shape * (size_t)(k->nin + k->nout));
+	for (int i = 0; i < k->nin + k->nout; i++) {
+		struct ir_shape sh;
+		canon_shape(&sh, &k->shape[i]);
+		XXH3_64bits_update(s, &sh, sizeof sh);
+	}
 	for (int i = 0; i < k->nbody; i++) {
-		struct plan_fop f = k->body[i];
-		f.a.data = NULL;
+		struct plan_fop f;
+		canon_fop(&f, &k->body[i]);
 		XXH3_64bits_update(s, &f, sizeof f);
 		if (f.op == IR_OP_CONSTANT) {
 			struct ir_tensor t = { f.a.dtype, f.a.shape, NULL };
@@ -148,8 +220,9 @@ static uint64_t kernel_hash(const struct plan_kernel *k)
 
 static bool fop_eq(const struct plan_fop *x, const struct plan_fop *y)
 {
-	struct plan_fop a = *x, b = *y;
-	a.a.data = b.a.data = NULL;
+	struct plan_fop a, b;
+	canon_fop(&a, x);
+	canon_fop(&b, y);
 	if (memcmp(&a, &b, sizeof a))
 		return false;
 	struct ir_tensor t = { a.a.dtype, a.a.shape, NULL };
@@ -163,8 +236,9 @@ static bool kernel_eq(const struct plan_kernel *x, const struct plan_kernel *y)
 	for (int i = 0; i < x->nbody; i++)
 		if (!fop_eq(&x->body[i], &y->body[i]))
 			return false;
-	struct ir_attrs a = x->a, b = y->a;
-	a.data = b.data = NULL;
+	struct ir_attrs a, b;
+	canon_attrs(&a, &x->a);
+	canon_attrs(&b, &y->a);
 	if (memcmp(&a, &b, sizeof a))
 		return false;
 	for (int i = 0; i < x->nin + x->nout; i++)
@@ -191,6 +265,7 @@ static int khash_grow(struct lower *L)
 			j = (j + 1) & (size_t)(cap - 1);
 		t[j] = i;
 	}
+	ir_free(L->sh->khash);
 	L->sh->khash = t;
 	L->sh->khcap = cap;
 	return 0;

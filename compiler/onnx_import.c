@@ -779,7 +779,8 @@ struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_op
 		ir_errorf(-ENOMEM, "out of memory");
 		return NULL;
 	}
-	memcpy(dims, o->dims, (size_t)o->ndims * sizeof *dims);
+	if (o->ndims > 0) /* o->dims may be NULL then, which memcpy may not take */
+		memcpy(dims, o->dims, (size_t)o->ndims * sizeof *dims);
 	dims[o->ndims] = (struct onnx_dim_binding){ .name = name, .value = b };
 	struct onnx_import_opts with = *o;
 	with.dims = dims;

@@ -38,17 +38,18 @@ static int usage(void)
 }
 
 /* Reads the last non-empty line of path as "[i, j, ...]" into choice (n
- * entries); 0 or a message on stderr and -1. */
-static int read_answer(const char *path, int *choice, int n)
+ * entries): 0, or -1 and one line on why (without the "pcc-iopddl: "
+ * prefix) in why. tests/fuzz/fuzz_answer.c fuzzes it. */
+static int read_answer(const char *path, int *choice, int n, char *why, size_t cap)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		fprintf(stderr, "pcc-iopddl: %s: cannot open\n", path);
+		snprintf(why, cap, "%s: cannot open", path);
 		return -1;
 	}
 	char *line = NULL, *last = NULL;
-	size_t cap = 0;
-	while (getline(&line, &cap, f) > 0) {
+	size_t cap_line = 0;
+	while (getline(&line, &cap_line, f) > 0) {
 		if (line[strspn(line, " \t\r\n")] == '\0')
 			continue;
 		free(last);
@@ -81,7 +82,7 @@ static int read_answer(const char *path, int *choice, int n)
 	if (rc == 0 && k != n)
 		rc = -1;
 	if (rc < 0)
-		fprintf(stderr, "pcc-iopddl: %s: expected a last line \"[s0, s1, ...]\" with %d strategies\n", path, n);
+		snprintf(why, cap, "%s: expected a last line \"[s0, s1, ...]\" with %d strategies", path, n);
 	return rc;
 }
 
@@ -94,7 +95,10 @@ static int eval_main(const char *problem, const char *answer)
 	}
 	int *choice = malloc(sizeof *choice * ((size_t)p.nnodes + 1)), rc = 1;
 	struct shard_eval ev;
-	if (choice && read_answer(answer, choice, p.nnodes) == 0) {
+	char why[PATH_MAX + 128];
+	if (choice && read_answer(answer, choice, p.nnodes, why, sizeof why) < 0) {
+		fprintf(stderr, "pcc-iopddl: %s\n", why);
+	} else if (choice) {
 		if (shard_evaluate(&p, choice, &ev) < 0) {
 			fprintf(stderr, "pcc-iopddl: %s: %s\n", answer, shard_error());
 		} else {

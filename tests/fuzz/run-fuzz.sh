@@ -8,6 +8,8 @@
 #   cluster  --cluster specs and JSON files (compiler/cost_cluster.c)
 #   calib    --calib files (compiler/cost_compute.c)
 #   iopddl   IOPDDL instances, JSON or gzip (solvers/shard_read.c)
+#   answer   answers to `pcc-iopddl --eval` (solvers/iopddl_main.c), then
+#            the evaluator
 #   ckpt     checkpoint manifests (runtime/ckpt_manifest.c)
 #
 # Builds with clang's libFuzzer, ASan and UBSan, compiling pcc's sources
@@ -33,7 +35,7 @@
 # FUZZ_OUT/fuzz_NAME FILE; keep it as tests/fuzz/regressions/NAME/WHAT.EXT.
 set -eu
 
-all_targets="onnx plan text cluster calib iopddl ckpt"
+all_targets="onnx plan text cluster calib iopddl answer ckpt"
 
 # --one NAME SECONDS FLAGS...: fuzz one target (FUZZ_JOBS runs these at once)
 if [ "${1:-}" = --one ]; then
@@ -107,7 +109,8 @@ blas_libs=$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 libs="-lprotobuf-c -ljansson -lz -lglpk -lxxhash $blas_libs -lm -lpthread"
 # the readers and what they call: ir/, the importer, the interpreter, the
 # cost model's devices, clusters and roofline, the plan printer, solvers/
-# but the pcc-iopddl CLI, the one runtime file that needs no MPI
+# but the pcc-iopddl CLI (fuzz_answer.c compiles that in itself), the one
+# runtime file that needs no MPI
 srcs=$(cd "$src" && ls ir/*.c compiler/onnx_*.c compiler/interp*.c compiler/cost_device.c \
 	compiler/cost_cluster.c compiler/cost_comm.c compiler/cost_compute.c compiler/plan_print.c \
 	solvers/*.c runtime/ckpt_manifest.c | grep -v '^solvers/iopddl_main\.c$')
