@@ -310,6 +310,8 @@ static int single(const struct ropts *a, const struct wi_request *q, const struc
 		json_decref(o);
 	} else {
 		rc = wi_print(&w, stdout);
+		if (rc == 0 && a->explain)
+			rc = wi_explain(&w, stdout);
 	}
 	const struct whatif *one = &w;
 	if (rc == 0)

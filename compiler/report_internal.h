@@ -137,6 +137,15 @@ enum wi_mem { WI_MEM_PARAMS, WI_MEM_GRADS, WI_MEM_OPTIM, WI_MEM_ACT, WI_MEM_WORK
 extern const char *const wi_mem_key[WI_MEM_COUNT];   /* "params", ... "workspace" */
 extern const char *const wi_mem_label[WI_MEM_COUNT]; /* "parameters", ... */
 
+/* One op of a stage's plan (automatic): the intra-op pass's note on it and
+ * how many such ops (equal in kind, sharding and cost: the same op of
+ * repeated blocks) the stage runs per micro-batch. */
+#define WI_MAX_OPS 8
+struct wi_op {
+	struct intra_note n;
+	int count;
+};
+
 struct wi_stage {
 	char mesh[48];           /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
 	int devices;             /* devices running it */
@@ -150,6 +159,9 @@ struct wi_stage {
 	double inflight;         /* micro-batches of activations held at the peak */
 	double mem[WI_MEM_COUNT]; /* bytes per device */
 	double mem_total;
+	struct wi_op ops[WI_MAX_OPS]; /* automatic: the costliest ops per micro-batch
+				       * (time x count), costliest first */
+	int nops, ops_total;     /* shown, and ops in the stage's distinct layers */
 };
 
 struct whatif {
@@ -179,6 +191,8 @@ struct whatif {
 	double cost_per_step, cost_per_mtokens, cost_per_msamples;
 	double search_s;         /* automatic: wall time of the planner */
 	double residual;         /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
+	struct inter_alt alt[INTER_MAX_ALTS]; /* automatic: the fastest plans weighed */
+	int nalt, nweighed;
 };
 void wi_free(struct whatif *w);
 /* Appends a part (key, label, s); a full table is a bug. */
@@ -212,6 +226,12 @@ int wi_print(const struct whatif *w, FILE *f);
 json_t *wi_json(const struct whatif *w);
 int wi_compare_print(const struct whatif *a, const struct whatif *b, FILE *f);
 json_t *wi_compare_json(const struct whatif *a, const struct whatif *b);
+/* --explain of an automatic plan (report_explain.c): the plans the search
+ * weighed against it and each stage's costliest ops with their runner-up
+ * shardings; the same as JSON members "alternatives" and stages' "ops". */
+int wi_explain(const struct whatif *w, FILE *f);
+json_t *wi_alts_json(const struct whatif *w);
+json_t *wi_ops_json(const struct wi_stage *st);
 /* Writes o to path (or stdout for NULL), indented; -EIO naming the file. */
 int wi_json_write(json_t *o, const char *path);
 /* An output file can be created: its folder exists and is writable, it

@@ -163,9 +163,17 @@ json_t *wi_json(const struct whatif *w)
 		json_object_set_new(o, "search_s", json_real(w->search_s));
 		json_object_set_new(o, "breakdown_residual", json_real(w->residual));
 	}
-	for (int s = 0; s < w->nstages; s++)
-		json_array_append_new(stages, stage_json(&w->stages[s]));
+	for (int s = 0; s < w->nstages; s++) {
+		json_t *st = stage_json(&w->stages[s]);
+		if (!w->manual)
+			json_object_set_new(st, "ops", wi_ops_json(&w->stages[s]));
+		json_array_append_new(stages, st);
+	}
 	json_object_set_new(o, "stages", stages);
+	if (!w->manual) {
+		json_object_set_new(o, "plans_weighed", json_integer(w->nweighed));
+		json_object_set_new(o, "alternatives", wi_alts_json(w));
+	}
 	return o;
 }
 

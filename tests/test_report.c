@@ -463,6 +463,70 @@ static int auto_both(const char *m, const struct cost_cluster *c, int64_t batch,
 	return rc;
 }
 
+/* The planner's step time with the micro-batch count and stage count forced. */
+static double forced_time(const char *m, const struct cost_cluster *c, int64_t batch, int micro, int stages, int prec)
+{
+	struct tload l = { .m = m };
+	struct inter_opts o;
+	struct inter_plan p;
+	onnx_import_opts_init(&l.imp);
+	inter_opts_init(&o);
+	o.train = true;
+	o.batch = batch;
+	o.micro = micro;
+	o.stages = stages;
+	o.load = tload_b;
+	o.ctx = &l;
+	o.prec = prec;
+	if (onnx_batch_dim(m, &l.imp, l.bname, sizeof l.bname, &o.static_batch) < 0 || inter_pass(c, &o, &p) < 0)
+		return -1;
+	double t = p.step_time;
+	inter_plan_free(&p);
+	return t;
+}
+
+/* --explain's account: the plan heads the plans weighed, each of them
+ * what the planner finds when forced to its micro-batch and stage count;
+ * per stage the costliest ops, none with a cheaper runner-up, adding up
+ * to no more than the stage's time. */
+static void check_explain(const char *m, const struct cost_cluster *c, int64_t batch, const struct whatif *w)
+{
+	bool sorted = true, fit = true;
+	int chosen = 0;
+	for (int i = 0; i < w->nalt; i++) {
+		sorted &= i == 0 || w->alt[i].step_time >= w->alt[i - 1].step_time;
+		fit &= w->alt[i].mem_peak <= w->mem_limit;
+		chosen += w->alt[i].chosen;
+	}
+	TAP_OK(w->nalt > 1 && w->alt[0].chosen && chosen == 1 && w->nweighed >= w->nalt,
+	       "explain: the plan heads the %d fastest of %d plans weighed", w->nalt, w->nweighed);
+	TAP_NEAR(w->alt[0].step_time, w->t_step, 1e-12, "explain: the first is the plan's step time");
+	TAP_OK(sorted && fit, "explain: fastest first, every one within the memory limit");
+	for (int i = 1; i < w->nalt; i++)
+		if (w->alt[i].micro != w->micro) {
+			const struct inter_alt *a = &w->alt[i];
+			double t = forced_time(m, c, batch, a->micro, a->nstages, w->prec);
+			TAP_NEAR(t, a->step_time, 1e-9, "explain: %d micro-batches on %d stages (%s) weighed at %.6g s, "
+				 "the planner forced to them finds %.6g s", a->micro, a->nstages, a->stages, a->step_time, t);
+			break;
+		}
+	for (int s = 0; s < w->nstages; s++) {
+		const struct wi_stage *st = &w->stages[s];
+		double sum = 0;
+		bool ok = st->nops > 0 && st->nops <= st->ops_total;
+		for (int i = 0; i < st->nops; i++) {
+			const struct wi_op *o = &st->ops[i];
+			sum += o->n.t * o->count;
+			ok &= o->count >= 1 && o->n.t > 0 && o->n.chosen[0] && (isnan(o->n.delta) || o->n.delta >= 0);
+			ok &= i == 0 || o->n.t * o->count <= st->ops[i - 1].n.t * st->ops[i - 1].count;
+		}
+		TAP_OK(ok, "explain: stage %d: %d costliest of %d ops, heaviest first, no runner-up cheaper", s,
+		       st->nops, st->ops_total);
+		TAP_OK(sum <= (st->t_fwd + st->t_bwd) * (1 + 1e-9), "explain: stage %d: they take %.4g of its %.4g s",
+		       s, sum, st->t_fwd + st->t_bwd);
+	}
+}
+
 static double fwd_flops_at(const char *m, int64_t b)
 {
 	struct onnx_import_opts o;
@@ -526,6 +590,7 @@ static void check_auto(const char *m, const char *cluster, int64_t batch, int st
 	}
 	TAP_NEAR(w.cost_per_mtokens, 2.5 * w.devices * w.t_step / 3600 / ((double)w.batch * 2048) * 1e6, 1e-12,
 		 "cost per million tokens at 2.5 per GPU-hour");
+	check_explain(m, &c, batch, &w);
 	wi_free(&w);
 	inter_plan_free(&p);
 }

@@ -50,6 +50,23 @@ check "auto text: the stack, throughput, MFU, each stage's mesh and the verdict"
   grep -q '^plan      auto: 4 stages, interleaved' '$tmp/r.txt' && grep -q '^  pipeline bubble ' '$tmp/r.txt' &&
   grep -q '^per device .* TFLOP/s achieved, MFU ' '$tmp/r.txt' && test \$(grep -c '^    [0-3]  .* on 1x' '$tmp/r.txt') -eq 4 &&
   grep -q '^verdict   fits' '$tmp/r.txt'"
+check "auto --explain: the plans weighed, the plan first, and every stage's costliest ops with runner-ups; the same in JSON" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --explain >'$tmp/e.txt' &&
+  grep -A2 '^plans weighed: [0-9]*; the fastest that fit' '$tmp/e.txt' | grep -q '^plan  .* +0.0%' &&
+  test \$(grep -c '^stage [0-3] (layers [0-9]*-[0-9]*, mesh .*): the [1-8] costliest of [0-9]* ops' '$tmp/e.txt') -eq 4 &&
+  grep -q '^      runner-up <.*>: +' '$tmp/e.txt' &&
+  python3 - '$tmp/r.json' <<'EOF'
+import json, sys
+o = json.load(open(sys.argv[1]))
+a = o['alternatives']
+assert a[0]['chosen'] and abs(a[0]['step_time_s'] - o['step_time_s']) < 1e-12 * o['step_time_s'], a[0]
+assert all(x['step_time_s'] <= y['step_time_s'] for x, y in zip(a, a[1:])) and o['plans_weighed'] >= len(a)
+for s in o['stages']:
+    assert 1 <= len(s['ops']) <= 8, s['ops']
+    for op in s['ops']:
+        assert op['time_s'] > 0 and op['count'] >= 1 and op['sharding'].startswith('<'), op
+        assert op['runner_up'] is None or op['runner_up_extra_s'] >= 0, op
+EOF"
 check "auto: the forward plan without --train, as pcc MODEL --cluster C" sh -c "
   '$pcc' '$m' --cluster 1x8:a100 >'$tmp/plan' && '$pcc' report '$m' --cluster 1x8:a100 --json >'$tmp/f.json' &&
   python3 - '$tmp/plan' '$tmp/f.json' <<'EOF'
