@@ -3,7 +3,10 @@
  * memory (ZeRO), pipeline schedules, and `pcc report` on generated GPT-3
  * models: Megatron's collectives per layer, Korthikanti et al.'s activation
  * memory, the ZeRO paper's state memory, the time breakdown, verdicts and
- * error messages. Expected numbers are worked out by hand in the comments.
+ * error messages; the automatic plan's report against the planner, its
+ * --explain (the plans weighed, each stage's costliest ops) and the
+ * Megatron recipe for a model larger than a node. Expected numbers are
+ * worked out by hand in the comments.
  *
  * Usage: test_report MODELGEN (the pcc-modelgen executable).
  */
@@ -648,10 +651,67 @@ static void test_timeline(void)
 	}
 }
 
+/* The second operand's sharding of a dot's note ("<A> x <W> -> <O>") into
+ * buf when it is 2-D (a weight); else false. */
+static bool weight_spec(const char *chosen, char *buf, size_t n)
+{
+	const char *x = strstr(chosen, " x <"), *end = x ? strchr(x + 3, '>') : NULL;
+	if (!end || strstr(x + 3, " x "))
+		return false;
+	snprintf(buf, n, "%.*s", (int)(end - x - 2), x + 3);
+	const char *comma = strchr(buf, ',');
+	return comma && !strchr(comma + 1, ',');
+}
+
+/* The Megatron recipe: a GPT whose training state (16 bytes a parameter)
+ * is more than one node holds, on 2 nodes of 4 V100-16GB: a pipeline
+ * whose stages each sit inside one node (so the pipeline crosses the
+ * slow link), and in each stage the weights of the dots split over the
+ * node's devices (tensor parallelism on the fast links). */
+static void test_megatron_recipe(void)
+{
+	const char *m = model("gpt3-6.7b --layers 20");
+	struct cost_cluster c;
+	struct inter_plan p = { 0 };
+	struct whatif w = { 0 };
+	cost_cluster_parse("2x4:v100-16g", &c);
+	int rc = auto_both(m, &c, 64, 0, &p, &w);
+	if (!TAP_OK(rc == 0, "Megatron recipe: GPT 6.7B (20 blocks), batch 64 on 2x4 V100-16GB: %s",
+		    rc ? ir_error() : "planned"))
+		return;
+	struct cost_device dev;
+	int per_node;
+	cost_cluster_effective(&c, &dev, NULL, NULL, &per_node);
+	double node = per_node * 0.9 * dev.mem_bytes;
+	TAP_OK(16 * w.params > node, "Megatron recipe: its state, %.0f GiB, is more than a node's %.0f GiB",
+	       16 * w.params / (1 << 30), node / (1 << 30));
+	bool within = p.nstages >= 2, split = true;
+	for (int s = 0; s < p.nstages; s++) {
+		const struct inter_stage *st = &p.stages[s];
+		within &= st->rows == 1 && st->cols == per_node;
+		int dots = 0;
+		for (int i = 0; i < w.stages[s].nops; i++) {
+			const struct intra_note *n = &w.stages[s].ops[i].n;
+			char wt[64];
+			if (strcmp(n->op, "dot") || !weight_spec(n->chosen, wt, sizeof wt))
+				continue;
+			dots++;
+			split &= strchr(wt, 'S') != NULL;
+			TAP_DIAG("stage %d: %s, weight %s", s, n->name, wt);
+		}
+		split &= dots > 0;
+	}
+	TAP_OK(within, "Megatron recipe: %d stages, each on one whole node: the pipeline crosses nodes", p.nstages);
+	TAP_OK(split, "Megatron recipe: in every stage the dots' weights are split over the node's devices");
+	wi_free(&w);
+	inter_plan_free(&p);
+}
+
 static void test_auto(void)
 {
 	check_auto(model("gpt3-125m"), "2x8:a100-80g", 64, 0);
 	check_auto(model("gpt3-1.3b"), "1x8:v100", 64, 4);
+	test_megatron_recipe();
 	test_timeline();
 }
 
