@@ -315,6 +315,8 @@ struct report_stage {
 	double t_fwd, t_bwd;     /* compute per micro-batch, s */
 	double t_tp_fwd, t_tp_bwd; /* tensor-parallel collectives per micro-batch, s */
 	int n_tp_fwd, n_tp_bwd;  /* how many of them */
+	double t_bs_fwd, t_bs_bwd; /* all-reduces of batch statistics over dp per micro-batch, s */
+	int n_bs;                /* batch statistics (forward) */
 	double t_recompute;      /* per micro-batch, s (recompute=1) */
 	double t_mb;             /* everything per micro-batch, s */
 	double t_dp;             /* gradient synchronization per step, s */
@@ -354,7 +356,7 @@ struct report {
 	double model_flops;      /* per step: 3 x forward, no recomputation */
 	double hw_flops;         /* per step, recomputation included */
 	double t_step;           /* s */
-	double t_compute, t_tp, t_pp, t_bubble, t_dp, t_optim; /* parts of t_step */
+	double t_compute, t_tp, t_bstat, t_pp, t_bubble, t_dp, t_optim; /* parts of t_step */
 	double samples_per_s, tokens_per_s, tflops_per_device, mfu;
 	int peak_stage;          /* the stage with the most memory */
 	double mem_peak;         /* bytes on its devices */

@@ -108,7 +108,12 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n);
  * with the axes tp, dp, pp mapped onto the cluster; fills the rest of r
  * (r->dev, prec, mixed, batch, mb set by the caller). */
 int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
-		      const struct cost_axis axes[3], struct report *r);
+		      const struct cost_axis axes[3], const double *bs_fwd, const double *bs_bwd, struct report *r);
+
+/* Batch statistics data parallelism all-reduces (report_dp.c): per node of
+ * g, the bytes of its forward and backward all-reduce over the replicas,
+ * 0 for none; g2 is the same model imported at another batch size. */
+int report_batch_stats(const struct ir_graph *g, const struct ir_graph *g2, int elem_bytes, double *fwd, double *bwd);
 
 /* The manual plan's report as the JSON object `pcc report --json` prints. */
 json_t *report_json(const struct report *r);

@@ -61,6 +61,10 @@ static int print_text(const struct report *r, FILE *f)
 	line_t(f, "compute", r->t_compute, r->t_step, note);
 	snprintf(note, sizeof note, "%d collectives forward, %d backward per micro-batch", ps->n_tp_fwd, ps->n_tp_bwd);
 	line_t(f, "tensor-parallel comm (tp)", r->t_tp, r->t_step, p->tp > 1 ? note : "");
+	if (r->t_bstat > 0) {
+		snprintf(note, sizeof note, "%d all-reduced forward per micro-batch", ps->n_bs);
+		line_t(f, "batch statistics over dp", r->t_bstat, r->t_step, note);
+	}
 	line_t(f, "pipeline transfers (pp)", r->t_pp, r->t_step, "");
 	snprintf(note, sizeof note, "bubble fraction %.1f%%",
 		 100 * cost_bubble_fraction(p->sched, p->pp, r->mb, p->v));
@@ -130,9 +134,9 @@ json_t *report_json(const struct report *r)
 	json_object_set_new(o, "fwd_flops_per_microbatch", json_real(r->fwd_flops));
 	json_object_set_new(o, "model_flops_per_step", json_real(r->model_flops));
 	json_object_set_new(o, "step_time_s", json_real(r->t_step));
-	json_object_set_new(o, "time_s", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "compute", r->t_compute, "tp",
-						   r->t_tp, "pp", r->t_pp, "bubble", r->t_bubble, "dp", r->t_dp,
-						   "optimizer", r->t_optim));
+	json_object_set_new(o, "time_s", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", r->t_compute, "tp",
+						   r->t_tp, "batch_stats", r->t_bstat, "pp", r->t_pp, "bubble",
+						   r->t_bubble, "dp", r->t_dp, "optimizer", r->t_optim));
 	json_object_set_new(o, "samples_per_s", json_real(r->samples_per_s));
 	json_object_set_new(o, "tokens_per_s", r->tokens_per_sample > 0 ? json_real(r->tokens_per_s) : json_null());
 	json_object_set_new(o, "tflops_per_device", json_real(r->tflops_per_device));

@@ -67,6 +67,25 @@ for s in o['stages']:
         assert op['time_s'] > 0 and op['count'] >= 1 and op['sharding'].startswith('<'), op
         assert op['runner_up'] is None or op['runner_up_extra_s'] >= 0, op
 EOF"
+# Data parallelism all-reduces every batch norm's mean and variance over the
+# replicas per micro-batch (what one device computes; what the automatic plan
+# costs); a GPT (layer norm, a loss averaged over the batch) has none.
+"$modelgen" wresnet-1b -o "$tmp/wr.onnx" >/dev/null
+check "manual dp plans: each batch norm's two statistics all-reduced over dp per micro-batch; none without dp or in a GPT" sh -c "
+  '$pcc' inspect '$tmp/wr.onnx' --dim batch=8 --json >'$tmp/wi.json' &&
+  '$pcc' report '$tmp/wr.onnx' --cluster 1x8:v100 --plan dp=8,mb=4 --batch 1536 >'$tmp/wd.txt' &&
+  '$pcc' report '$tmp/wr.onnx' --cluster 1x8:v100 --plan dp=8,mb=4 --batch 1536 --json >'$tmp/wd.json' &&
+  '$pcc' report '$tmp/wr.onnx' --cluster 1x8:v100 --plan tp=8,mb=4 --batch 1536 --json >'$tmp/wt.json' &&
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --plan dp=4,tp=2 --batch 64 --json >'$tmp/gd.json' &&
+  python3 - '$tmp/wi.json' '$tmp/wd.txt' '$tmp/wd.json' '$tmp/wt.json' '$tmp/gd.json' <<'EOF'
+import json, re, sys
+bn = json.load(open(sys.argv[1]))['onnx_ops']['BatchNormalization']
+m = re.search(r'batch statistics over dp .* (\d+) all-reduced forward per micro-batch', open(sys.argv[2]).read())
+assert m and int(m.group(1)) == 2 * bn, (m and m.group(1), bn)
+d, t, g = (json.load(open(a)) for a in sys.argv[3:])
+assert d['time_s']['batch_stats'] > 0 and abs(sum(d['time_s'].values()) - d['step_time_s']) < 1e-9 * d['step_time_s']
+assert t['time_s']['batch_stats'] == 0 and g['time_s']['batch_stats'] == 0, (t['time_s'], g['time_s'])
+EOF"
 check "auto: the forward plan without --train, as pcc MODEL --cluster C" sh -c "
   '$pcc' '$m' --cluster 1x8:a100 >'$tmp/plan' && '$pcc' report '$m' --cluster 1x8:a100 --json >'$tmp/f.json' &&
   python3 - '$tmp/plan' '$tmp/f.json' <<'EOF'
