@@ -361,6 +361,7 @@ struct report {
 	int peak_stage;          /* the stage with the most memory */
 	double mem_peak;         /* bytes on its devices */
 	bool fits;
+	const char *fidelity;    /* what is known of the cost model's error here (static) */
 	int nstages;
 	struct report_stage *stages; /* [nstages], ir_malloc'd */
 };

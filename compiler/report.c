@@ -230,6 +230,7 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 	cost_cluster_effective(c, &r->dev, &intra, &inter, &dpn);
 	r->prec = pick_prec(p, &r->dev);
 	r->mixed = r->prec == COST_PREC_BF16 || r->prec == COST_PREC_F16 || r->prec == COST_PREC_FP8;
+	r->fidelity = report_fidelity(&r->dev, cal);
 	const int strides[3] = { 1, p->tp, p->tp * p->dp }, sizes[3] = { p->tp, p->dp, p->pp };
 	const char *names[3] = { "tp", "dp", "pp" };
 	for (int i = 0; i < 3; i++)

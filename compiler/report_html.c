@@ -105,6 +105,7 @@ static void summary(FILE *f, const struct whatif *const *w, int n)
 	    w[i]->fits ? "fits" : "does not fit");
 	if (w[0]->price > 0)
 		ROW("cost", "%.4g per step, %.4g per million tokens", w[i]->cost_per_step, w[i]->cost_per_mtokens);
+	ROW("cost model's error", "%s", w[i]->fidelity ? w[i]->fidelity : "");
 #undef ROW
 	fputs("</table>\n", f);
 }

@@ -60,6 +60,10 @@ struct tp_result {
 	int nev, cap;
 };
 
+/* What is known of the cost model's error on device d (report_fidelity.c):
+ * one sentence quoting a measurement in benchmarks/results/. */
+const char *report_fidelity(const struct cost_device *d, const struct cost_calib *cal);
+
 /* Lays the graph out Megatron-style over tp ranks: a dot whose activation
  * operand is replicated splits its weight by output columns; one whose
  * operand is split on the contracting dim splits the weight by rows and
@@ -196,6 +200,7 @@ struct whatif {
 	double cost_per_step, cost_per_mtokens, cost_per_msamples;
 	double search_s;         /* automatic: wall time of the planner */
 	double residual;         /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
+	const char *fidelity;    /* report_fidelity's sentence (static) */
 	struct inter_alt alt[INTER_MAX_ALTS]; /* automatic: the fastest plans weighed */
 	int nalt, nweighed;
 };

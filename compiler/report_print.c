@@ -89,6 +89,8 @@ static int print_text(const struct report *r, FILE *f)
 	else
 		fprintf(f, "verdict   DOES NOT FIT: stage %d needs %s more than the device's %s\n", r->peak_stage,
 			gib(r->mem_peak - r->dev.mem_bytes, b1, sizeof b1), gib(r->dev.mem_bytes, b2, sizeof b2));
+	if (r->fidelity)
+		fprintf(f, "fidelity  %s\n", r->fidelity);
 	if (r->nstages > 1) {
 		fprintf(f, "\nstage  segments  params/dev  fwd+bwd/mb    tp/mb   memory\n");
 		for (int s = 0; s < r->nstages; s++) {
@@ -148,6 +150,7 @@ json_t *report_json(const struct report *r)
 							 "grads", ps->mem_grads, "optimizer", ps->mem_optim,
 							 "activations", ps->mem_act, "buffers", ps->mem_buffers));
 	json_object_set_new(o, "fits", json_boolean(r->fits));
+	json_object_set_new(o, "fidelity", r->fidelity ? json_string(r->fidelity) : json_null());
 	for (int s = 0; s < r->nstages; s++)
 		json_array_append_new(stages, stage_json(&r->stages[s]));
 	json_object_set_new(o, "stages", stages);

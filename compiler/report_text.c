@@ -99,6 +99,8 @@ int wi_print(const struct whatif *w, FILE *f)
 	else
 		fprintf(f, "\nverdict   DOES NOT FIT: stage %d needs %.2f GiB more\n", w->peak_stage,
 			(w->mem_peak - w->mem_limit) / GIB);
+	if (w->fidelity)
+		fprintf(f, "fidelity  %s\n", w->fidelity);
 	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
 }
 
@@ -154,6 +156,7 @@ json_t *wi_json(const struct whatif *w)
 	json_object_set_new(o, "memory_limit_bytes", json_real(w->mem_limit));
 	json_object_set_new(o, "peak_stage", json_integer(w->peak_stage));
 	json_object_set_new(o, "fits", json_boolean(w->fits));
+	json_object_set_new(o, "fidelity", w->fidelity ? json_string(w->fidelity) : json_null());
 	json_object_set_new(o, "price_per_gpu_hour", num_or_null(w->price, w->price > 0));
 	json_object_set_new(o, "cost_per_step", num_or_null(w->cost_per_step, w->price > 0));
 	json_object_set_new(o, "cost_per_million_tokens",

@@ -134,6 +134,7 @@ int wi_from_report(const struct report *r, const char *label, double price, stru
 	wi_add_part(w, "comm_dp", dp, r->t_dp);
 	wi_add_part(w, "optimizer", "optimizer step", r->t_optim);
 	w->t_step = r->t_step;
+	w->fidelity = r->fidelity;
 	w->params = r->params;
 	w->tokens_per_sample = r->tokens_per_sample;
 	w->model_flops = r->model_flops;

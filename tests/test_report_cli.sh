@@ -86,6 +86,24 @@ d, t, g = (json.load(open(a)) for a in sys.argv[3:])
 assert d['time_s']['batch_stats'] > 0 and abs(sum(d['time_s'].values()) - d['step_time_s']) < 1e-9 * d['step_time_s']
 assert t['time_s']['batch_stats'] == 0 and g['time_s']['batch_stats'] == 0, (t['time_s'], g['time_s'])
 EOF"
+# The fidelity line quotes the measurements kept in benchmarks/results/.
+res=$(cd "$(dirname "$0")/../benchmarks/results" && pwd)
+check "fidelity: every report states the cost model's measured error, the figures of benchmarks/results" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 >'$tmp/fa.txt' &&
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --plan dp=4,tp=2 --batch 64 --json >'$tmp/fm.json' &&
+  python3 - '$tmp/fa.txt' '$tmp/fm.json' '$res/report_validation.md' <<'EOF'
+import json, re, sys
+line = [l for l in open(sys.argv[1]) if l.startswith('fidelity  ')]
+assert len(line) == 1, line
+fid = line[0][10:].strip()
+assert json.load(open(sys.argv[2]))['fidelity'] == fid
+r = open(sys.argv[3]).read()
+lo, hi, mean = re.search(r'Megatron \(PTD\) rows min ([0-9.]+), max ([0-9.]+), mean \|ratio - 1\| ([0-9.]+)%', r).groups()
+z = [float(x) for x in re.findall(r'ZeRO-3, 174.6B, [0-9]+ GPUs \|(?:[^|]*\|){6} ([0-9.]+) ', r)]
+assert len(z) == 3, z
+want = ['%s to %s times' % (lo, hi), '(mean error %s%%)' % mean, '%.1f to %.1f times for ZeRO-3' % (min(z), max(z))]
+assert all(w in fid for w in want), (fid, want)
+EOF"
 check "auto: the forward plan without --train, as pcc MODEL --cluster C" sh -c "
   '$pcc' '$m' --cluster 1x8:a100 >'$tmp/plan' && '$pcc' report '$m' --cluster 1x8:a100 --json >'$tmp/f.json' &&
   python3 - '$tmp/plan' '$tmp/f.json' <<'EOF'
