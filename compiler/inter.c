@@ -198,12 +198,17 @@ static int simulate(const struct search *s, int np, const struct inter_layer_cos
 	if (!buf)
 		return ir_errorf(-ENOMEM, "out of memory simulating a schedule");
 	double *tf = buf, *tb = buf + nv, *act = buf + 2 * nv, *x = buf + 3 * nv, *st = buf + 4 * nv;
+	/* interleaved: the last device's chunk feeds the first device's next
+	 * one; that crossing takes the largest of the stage boundaries' */
+	double wrap = 0;
+	for (int i = 0; i + 1 < np; i++)
+		wrap = fmax(wrap, xf[i]);
 	for (int k = 0; k < nv; k++) {
 		int i = k % np;
 		tf[k] = sum[i].t_mb / 3 / v;
 		tb[k] = 2 * tf[k];
 		act[k] = v > 1 ? 1.0 / v : 1; /* in units of the stage's micro-batch */
-		x[k] = xf[i];
+		x[k] = i + 1 < np ? xf[i] : wrap;
 	}
 	rc = sched_build(sch, np, s->m, v, &sc);
 	struct sched_costs c = { .t_fwd = tf, .t_bwd = tb, .t_xfer = nv > 1 ? x : NULL, .act_bytes = act,

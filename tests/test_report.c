@@ -707,12 +707,38 @@ static void test_megatron_recipe(void)
 	inter_plan_free(&p);
 }
 
+/* Interleaved: the last device's chunk sends to the first device's next
+ * chunk; that crossing costs what the stage boundaries cost, not nothing. */
+static void test_wrap_transfer(void)
+{
+	struct whatif w;
+	struct wi_stage st[4];
+	toy(&w, st, 4, 8, COST_SCHED_INTERLEAVED, 2);
+	for (int s = 0; s < 3; s++)
+		st[s].t_xfer = 0.2;
+	double T = 0, T0 = 0, Tall = 0;
+	struct sched sc;
+	struct sched_sim sim = { 0 };
+	double tf[8], tb[8], x[8];
+	for (int k = 0; k < 8; k++)
+		tf[k] = 0.5, tb[k] = 1, x[k] = 0.2;
+	struct sched_costs c = { .t_fwd = tf, .t_bwd = tb, .t_xfer = x };
+	if (sched_build(COST_SCHED_INTERLEAVED, 4, 8, 2, &sc) == 0 && sched_simulate(&sc, &c, &sim) == 0)
+		Tall = sim.step_time;
+	sched_sim_free(&sim);
+	sched_free(&sc);
+	TAP_OK(wi_pipeline_time(&w, true, &T) == 0 && wi_pipeline_time(&w, false, &T0) == 0, "interleaved toy simulated");
+	TAP_NEAR(T, Tall, 1e-12, "interleaved: the wrap-around crossing costs a boundary's transfer (%.4g s, %.4g s "
+		 "without transfers)", T, T0);
+}
+
 static void test_auto(void)
 {
 	check_auto(model("gpt3-125m"), "2x8:a100-80g", 64, 0);
 	check_auto(model("gpt3-1.3b"), "1x8:v100", 64, 4);
 	test_megatron_recipe();
 	test_timeline();
+	test_wrap_transfer();
 }
 
 static void cleanup(void)
