@@ -43,6 +43,10 @@ struct cost_device {
 	double mem_bytes;                     /* device memory capacity, bytes */
 	double mem_bw;                        /* device memory bandwidth, bytes/s */
 	double host_bw;                       /* host-to-device copy bandwidth, bytes/s (PCIe) */
+	/* An op whose bytes fit cache_bytes streams them at cache_bw instead of
+	 * mem_bw (a CPU's private L2); 0 for GPUs and presets: not modelled. */
+	double cache_bytes;                   /* bytes per device */
+	double cache_bw;                      /* bytes/s, counted as mem_bw is */
 };
 
 /* Presets: "v100-16g", "v100-32g", "a100-40g", "a100-80g", "h100-80g",
@@ -54,11 +58,14 @@ int cost_device_npresets(void);
 const struct cost_device *cost_device_preset_at(int i);
 
 /* The CPU host this process runs on, one rank out of `ranks` sharing it:
- * f32/f64 peaks from a short OpenBLAS sgemm/dgemm timing (all cores; the
- * other precisions 0, so they run at the f32 rate), bandwidth from one
+ * f32/f64 peaks from a short OpenBLAS sgemm/dgemm timing (one thread's
+ * best, times the online cores, robust on a loaded host; the other
+ * precisions 0, so they run at the f32 rate), bandwidth from one
  * core's memcpy (mem_bw = 2 x bytes copied per second, as a copy reads and
  * writes each byte), capacity from sysconf, each divided by ranks (cores
- * and memory are shared). Takes well under a second. */
+ * and memory are shared); cache_bytes one core's L2 (sysconf) and
+ * cache_bw a memcpy within it, shared only by ranks beyond the cores.
+ * Takes well under a second. */
 int cost_device_host(int ranks, struct cost_device *d);
 
 /* The peak for p; where the device lacks p, the next wider precision it has
@@ -253,7 +260,11 @@ struct cost_calib {
 		double overhead;                         /* s per op */
 	} cls[COST_CLASS_COUNT];
 };
-void cost_calib_init(struct cost_calib *cal); /* the defaults */
+void cost_calib_init(struct cost_calib *cal); /* the defaults (GPU assumptions) */
+/* The defaults for a "cpu:N" cluster (pcc-run's host kernels): a fraction
+ * of a microsecond per kernel instead of a GPU launch, slower small
+ * convolutions (cost_compute.c says why). device stays "" (defaults). */
+void cost_calib_host(struct cost_calib *cal);
 int cost_calib_load(const char *path, struct cost_calib *cal); /* -ENOENT/-EINVAL naming file and key */
 int cost_calib_save(const char *path, const struct cost_calib *cal);
 

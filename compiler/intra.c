@@ -40,6 +40,8 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	cost_cluster_effective(c, &env->dev, NULL, NULL, NULL);
 	if (o->cal)
 		env->cal = *o->cal;
+	else if (c->cpu)
+		cost_calib_host(&env->cal);
 	else
 		cost_calib_init(&env->cal);
 	env->prec = o->prec >= 0 ? (enum cost_prec)o->prec : cost_default_prec(&env->dev);

@@ -5,7 +5,12 @@
  *    time point at once, so if it does not fit nothing does (-ENOSPC).
  * 2. Reduction (shard_reduce.c) into a model with far fewer nodes and
  *    strategies (followers merged, leaves and chains eliminated); every
- *    model assignment expands to a full one.
+ *    model assignment expands to a full one. Then repeated identical
+ *    sub-problems solved once (shard_dedup.c): of the model's connected
+ *    components that carry no memory (and so are independent), one per
+ *    class of identical ones is searched and its answer copied. First
+ *    without the memory limit (2b: every component is then memory-free),
+ *    an optimum that fits being the answer.
  * 3. Local search on the model (shard_msearch.c) for a first incumbent;
  *    then, when the model is too big for one MIP, Lagrangian relaxation
  *    of the memory limit (shard_lagr.c: prices per time segment by
@@ -25,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solvers/shard_dedup.h"
 #include "solvers/shard_lagr.h"
 
 void shard_solve_params_init(struct shard_solve_params *prm)
@@ -42,6 +48,8 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 	prm->relax_share = 0.4;
 	prm->stop_when_optimal = true;
 	prm->memory_free_share = 0.2;
+	prm->dedup = true;
+	prm->stats = NULL;
 }
 
 static int fallback(const struct shard_problem *p, const struct shard_solve_params *prm, double left, int *choice,
@@ -119,13 +127,21 @@ static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_p
  * the whole MIP is tried. */
 struct gate {
 	const struct shard_problem *p;
-	int *choice; /* scratch of p->nnodes */
+	const struct shard_model *m; /* the reduced model of p */
+	const struct shard_dedup *d; /* the searched model's map to m, or NULL */
+	int *mchoice;                /* scratch of m->n */
+	int *choice;                 /* scratch of p->nnodes */
 };
 
-static bool gate_fits(const struct gate *g, const struct shard_model *m, const int *mchoice)
+static bool gate_fits(const struct gate *g, const struct shard_model *q, const int *qchoice)
 {
 	struct shard_eval ev;
-	shard_model_expand(m, mchoice, g->choice);
+	if (g->d) {
+		shard_dedup_expand(g->m, g->d, qchoice, g->mchoice);
+		shard_model_expand(g->m, g->mchoice, g->choice);
+	} else {
+		shard_model_expand(q, qchoice, g->choice);
+	}
 	return shard_evaluate(g->p, g->choice, &ev) == 0 && ev.feasible;
 }
 
@@ -194,14 +210,61 @@ out:
 	return rc;
 }
 
+/* Step 2c: the model's repeated memory-free components solved once
+ * (shard_dedup.c), the rest by search_model; mchoice gets m's assignment.
+ * A gated search (memory_free_first) stops at once, not optimal, when
+ * the deduplicated model is too big for one MIP. */
+static int search_dedup(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
+			bool *optimal, struct gate *gate, struct shard_solve_stats *st)
+{
+	struct shard_dedup d = {0};
+	struct shard_dedup_stats ds = {0};
+	int rc = prm->dedup ? shard_dedup_build(m, &d, &ds) : 0;
+	if (rc < 0)
+		return rc;
+	bool use = ds.copies > 0;
+	const struct shard_model *s = use ? &d.q : m;
+	st->reduced_nodes = st->solved_nodes = m->n;
+	st->components = ds.components;
+	st->distinct = ds.distinct;
+	st->copies = ds.copies;
+	if (use)
+		st->solved_nodes = d.q.n;
+	if (prm->verbose && prm->dedup)
+		fprintf(stderr,
+			"shard: %.2fs %d components, %d memory-free in %d classes: %d copies (%d nodes) solved once, "
+			"%d nodes left\n",
+			shard_now() - t0, ds.components, ds.free, ds.distinct, ds.copies, ds.nodes, s->n);
+	*optimal = false;
+	int *sc = use ? malloc(sizeof *sc * ((size_t)s->n + 1)) : mchoice;
+	if (!sc)
+		rc = shard_errorf(-ENOMEM, "solve: out of memory");
+	if (gate) {
+		gate->m = m;
+		gate->d = use ? &d : NULL;
+	}
+	if (rc == 0 && !(gate && whole_cols(s) > prm->mip_max_cols))
+		rc = search_model(s, prm, t0, sc, optimal, gate);
+	else if (rc == 0)
+		rc = -ENOSPC; /* too big to be proved optimal here */
+	if (rc == 0 && use)
+		shard_dedup_expand(m, &d, sc, mchoice);
+	if (use)
+		free(sc);
+	if (gate)
+		gate->d = NULL;
+	shard_dedup_free(&d);
+	return rc;
+}
+
 /* Step 2b: when memory may not bind at all, the problem without it (every
- * interval emptied: far stronger reductions, often one small MIP) is
- * solved first under a share of the time, when its local-search answer
- * fits the limit and its model is small enough for one MIP. Its proved
- * optimum, if it fits the limit, is the optimum: *done then, with choice
- * and out set. */
+ * interval emptied: far stronger reductions, often one small MIP once the
+ * repeated components are solved once) is solved first under a share of
+ * the time, when its local-search answer fits the limit and its model is
+ * small enough for one MIP. Its proved optimum, if it fits the limit, is
+ * the optimum: *done then, with choice and out set. */
 static int memory_free_first(const struct shard_problem *p, const struct shard_solve_params *prm, double t0,
-			     int *choice, struct shard_eval *out, bool *done)
+			     int *choice, struct shard_eval *out, bool *done, struct shard_solve_stats *st)
 {
 	*done = false;
 	struct shard_problem q = *p;
@@ -211,7 +274,7 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 	int rc = shard_reduce(&q, prm->forbidden_cost, &m, &rs);
 	if (rc < 0)
 		return rc;
-	if (m.no_finite || whole_cols(&m) > prm->mip_max_cols) {
+	if (m.no_finite) {
 		shard_model_free(&m);
 		return 0;
 	}
@@ -219,10 +282,11 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 	sub.time_limit = prm->memory_free_share * prm->time_limit;
 	sub.stop_when_optimal = true;
 	int *mchoice = malloc(sizeof *mchoice * ((size_t)m.n + 1)), *c = malloc(sizeof *c * ((size_t)p->nnodes + 1));
+	int *gm = malloc(sizeof *gm * ((size_t)m.n + 1));
 	bool optimal = false;
-	struct gate gate = {p, c};
-	rc = mchoice && c ? search_model(&m, &sub, shard_now(), mchoice, &optimal, &gate)
-			  : shard_errorf(-ENOMEM, "solve: out of memory");
+	struct gate gate = {p, &m, NULL, gm, c};
+	rc = mchoice && c && gm ? search_dedup(&m, &sub, shard_now(), mchoice, &optimal, &gate, st)
+				: shard_errorf(-ENOMEM, "solve: out of memory");
 	if (rc == 0 && optimal) {
 		shard_model_expand(&m, mchoice, c);
 		struct shard_eval ev;
@@ -239,6 +303,7 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 		rc = 0;
 	free(mchoice);
 	free(c);
+	free(gm);
 	shard_model_free(&m);
 	return rc;
 }
@@ -257,10 +322,16 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 	if (!out->feasible)
 		return shard_infeasible(p, choice, out);
 	bool done = false;
-	if (prm->memory_free_share > 0 && (rc = memory_free_first(p, prm, t0, choice, out, &done)) < 0)
+	struct shard_solve_stats st = {0};
+	if (prm->memory_free_share > 0 && (rc = memory_free_first(p, prm, t0, choice, out, &done, &st)) < 0)
 		return rc;
-	if (done)
+	st.memory_free = done;
+	if (done) {
+		if (prm->stats)
+			*prm->stats = st;
 		return 0;
+	}
+	memset(&st, 0, sizeof st);
 	struct shard_model m;
 	struct shard_reduce_stats rs;
 	if ((rc = shard_reduce(p, prm->forbidden_cost, &m, &rs)) < 0)
@@ -277,7 +348,9 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 		return shard_errorf(-ENOMEM, "solve: out of memory");
 	}
 	bool optimal = false;
-	rc = m.no_finite ? -ENOSPC : search_model(&m, prm, t0, mchoice, &optimal, NULL);
+	rc = m.no_finite ? -ENOSPC : search_dedup(&m, prm, t0, mchoice, &optimal, NULL, &st);
+	if (prm->stats)
+		*prm->stats = st;
 	if (rc == 0) {
 		shard_model_expand(&m, mchoice, choice);
 		rc = shard_evaluate(p, choice, out);

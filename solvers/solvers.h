@@ -128,11 +128,12 @@ int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_
  * a neighbour's strategy determines merged into it, leaves and memory-free
  * chain nodes eliminated, dominated strategies removed: the contest
  * instances shrink from 30-65 thousand nodes to a few hundred, a few with
- * no forbidden entries to 7-16 thousand), then local search over the
- * reduced problem, then Lagrangian relaxation of the memory limit (prices
- * per time segment by subgradient steps, the priced problem solved by
- * TRW-S message passing and descent, each answer repaired into the
- * limit), then exact MIP solves (GLPK) of the whole reduced problem
+ * no forbidden entries to 7-16 thousand; then of the connected components
+ * that carry no memory, identical ones solved once, shard_dedup.c), then
+ * local search over the reduced problem, then Lagrangian relaxation of
+ * the memory limit (prices per time segment by subgradient steps, the
+ * priced problem solved by TRW-S message passing and descent, each answer
+ * repaired into the limit), then exact MIP solves (GLPK) of the whole reduced problem
  * when it is small, or of windows of it around the incumbent
  * (large-neighbourhood search) when it is not. The heuristic above is the
  * fallback. Deterministic when max_rounds and lns_windows are
@@ -163,9 +164,26 @@ struct shard_solve_params {
 	/* Share of the time for first solving without the memory limit: a
 	 * proved optimum that happens to fit is the answer (0: skip). */
 	double memory_free_share;
+	/* Solve each class of identical memory-free components of the reduced
+	 * problem once (exact; false: search them all, for comparisons). */
+	bool dedup;
+	/* Optional (NULL: none): filled with what the solve did (an output
+	 * in the parameters so that the call keeps its signature). */
+	struct shard_solve_stats *stats;
 };
 
 void shard_solve_params_init(struct shard_solve_params *prm);
+
+/* What shard_solve did, for the model that gave the answer (the
+ * memory-free one when memory_free says so). */
+struct shard_solve_stats {
+	int reduced_nodes; /* nodes after the reductions */
+	int components;    /* connected components among them */
+	int distinct;      /* memory-free components solved: one per class of identical ones */
+	int copies;        /* memory-free components that took their class's answer */
+	int solved_nodes;  /* nodes searched: reduced_nodes less the copies' */
+	bool memory_free;  /* the answer is the optimum without the limit, which fits */
+};
 
 /* Same conventions as shard_heuristic: 0 with a feasible choice and its
  * evaluation in out; -ENOSPC when no assignment fits the usage limit

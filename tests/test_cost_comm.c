@@ -95,6 +95,28 @@ static void test_host(void)
 	TAP_OK(dt < 1.0, "host measured in %.3f s", dt);
 	TAP_OK(cost_device_peak(&d, COST_PREC_BF16) == d.peak_flops[COST_PREC_F32], "host bf16 runs at f32");
 	TAP_OK(cost_device_host(0, &d) == -EINVAL, "0 ranks rejected: %s", ir_error());
+	/* One thread's best short gemm, not an all-thread one: a second
+	 * measurement agrees (all-thread figures swung 10x on a loaded host). */
+	struct cost_device d2;
+	rc = cost_device_host(2, &d) | cost_device_host(2, &d2);
+	double q = d.peak_flops[COST_PREC_F32] / d2.peak_flops[COST_PREC_F32];
+	TAP_OK(rc == 0 && q > 0.25 && q < 4, "host f32 peak repeatable: %.3g vs %.3g FLOP/s", d.peak_flops[COST_PREC_F32],
+	       d2.peak_flops[COST_PREC_F32]);
+	/* The host's calibration: sub-microsecond kernel dispatch, not a GPU
+	 * launch; the GPU defaults stay as they were. */
+	struct cost_calib gpu, host;
+	cost_calib_init(&gpu);
+	cost_calib_host(&host);
+	TAP_OK(gpu.cls[COST_CLASS_DOT].overhead == 3e-6 && gpu.cls[COST_CLASS_ELEMENTWISE].overhead == 2e-6,
+	       "GPU defaults: 3 us per dot, 2 us per elementwise kernel");
+	bool sub_us = true;
+	for (int c = 0; c < COST_CLASS_COUNT; c++)
+		sub_us &= c == COST_CLASS_FREE ? host.cls[c].overhead == 0
+					       : host.cls[c].overhead > 0 && host.cls[c].overhead < 1e-6;
+	TAP_OK(sub_us && host.device[0] == 0, "host defaults: 0 < overhead < 1 us per kernel, free ops free");
+	TAP_OK(cost_roofline(&d, &host, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 1, 4) <
+		       cost_roofline(&d, &gpu, COST_CLASS_ELEMENTWISE, COST_PREC_F32, 1, 4),
+	       "a tiny kernel costs less on the host defaults");
 }
 
 /* ---- clusters ----------------------------------------------------------- */

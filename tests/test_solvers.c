@@ -381,6 +381,184 @@ static void test_solve_brute_force(void)
 	TAP_OK(bad_eval == 0, "shard_solve: the reported evaluation matches the evaluator");
 }
 
+/* ---- repeated identical sub-problems (shard_dedup.c) --------------------- */
+
+/* k copies of a side by side, no edge between them; copy c's intervals
+ * shifted by shift[c] time steps, or emptied (no memory) when shift[c] < 0. */
+static void problem_copies(const struct shard_problem *a, int k, const int *shift, struct shard_problem *p)
+{
+	int n = a->nnodes, kmax = 1;
+	for (int i = 0; i < n; i++)
+		kmax = shard_problem_nstrat(a, i) > kmax ? shard_problem_nstrat(a, i) : kmax;
+	problem_alloc(p, k * n, kmax, k * a->nedges);
+	for (int c = 0; c < k; c++) {
+		for (int i = 0; i < n; i++) {
+			int j = c * n + i, ns = shard_problem_nstrat(a, i);
+			p->strat_off[j + 1] = p->strat_off[j] + ns;
+			memcpy(p->cost + p->strat_off[j], a->cost + a->strat_off[i], sizeof *p->cost * (size_t)ns);
+			memcpy(p->usage + p->strat_off[j], a->usage + a->strat_off[i], sizeof *p->usage * (size_t)ns);
+			p->lo[j] = shift[c] < 0 ? 0 : a->lo[i] + shift[c];
+			p->hi[j] = shift[c] < 0 ? 0 : a->hi[i] + shift[c];
+		}
+		for (int e = 0; e < a->nedges; e++) {
+			int x = c * a->nedges + e;
+			int64_t len = a->edge_off[e + 1] - a->edge_off[e];
+			p->edge_u[x] = c * n + a->edge_u[e];
+			p->edge_v[x] = c * n + a->edge_v[e];
+			p->edge_off[x + 1] = p->edge_off[x] + len;
+			memcpy(p->edge_cost + p->edge_off[x], a->edge_cost + a->edge_off[e],
+			       sizeof *p->edge_cost * (size_t)len);
+		}
+	}
+	p->usage_limit = a->usage_limit;
+}
+
+/* A complete graph on n nodes of k strategies with random costs, every
+ * node live at [0, 1) with usage s + 1 for strategy s (so that the
+ * reductions keep it whole). */
+static void problem_clique(struct shard_problem *p, int n, int k)
+{
+	problem_alloc(p, n, k, n * (n - 1) / 2);
+	for (int i = 0; i < n; i++) {
+		p->strat_off[i + 1] = p->strat_off[i] + k;
+		for (int s = 0; s < k; s++) {
+			p->cost[i * k + s] = (int64_t)rnd(100);
+			p->usage[i * k + s] = s + 1;
+		}
+		p->hi[i] = 1;
+	}
+	int e = 0;
+	for (int u = 0; u < n; u++)
+		for (int v = u + 1; v < n; v++, e++) {
+			p->edge_u[e] = u;
+			p->edge_v[e] = v;
+			p->edge_off[e + 1] = p->edge_off[e] + k * k;
+			for (int x = 0; x < k * k; x++)
+				p->edge_cost[p->edge_off[e] + x] = (int64_t)rnd(100);
+		}
+	p->usage_limit = INT64_MAX;
+}
+
+static bool copies_agree(const int *choice, int n, int k)
+{
+	for (int c = 1; c < k; c++)
+		if (memcmp(choice, choice + c * n, sizeof *choice * (size_t)n))
+			return false;
+	return true;
+}
+
+static void test_dedup(void)
+{
+	struct shard_solve_params prm;
+	shard_solve_params_init(&prm);
+	prm.time_limit = 600; /* a backstop only: the work is bounded */
+	prm.max_rounds = 300;
+	prm.lns_windows = 20;
+	struct shard_solve_stats st, st0;
+	rng_state = 4242;
+	/* one 4-node clique of 3 strategies, its optimum by brute force */
+	struct shard_problem a, p;
+	problem_clique(&a, 4, 3);
+	int best[16], got[64], got0[64];
+	shard_i128 free_opt = 0, tight_opt = 0;
+	brute_force(&a, best, &free_opt);
+	struct shard_eval ev, ev0;
+	/* 6 copies, no limit */
+	enum { K = 6 };
+	int shift[K] = {0, 1, 2, 3, 4, 5};
+	problem_copies(&a, K, shift, &p);
+	prm.stats = &st;
+	int rc = shard_solve(&p, &prm, got, &ev);
+	prm.dedup = false;
+	prm.stats = &st0;
+	int rc0 = shard_solve(&p, &prm, got0, &ev0);
+	prm.dedup = true;
+	TAP_OK(rc == 0 && rc0 == 0 && ev.cost == K * free_opt && ev0.cost == ev.cost,
+	       "dedup: %d identical cliques without a limit: %d times one clique's optimum, as without dedup", K, K);
+	TAP_OK(copies_agree(got, 4, K), "dedup: every copy takes the same strategies");
+	TAP_OK(st.memory_free && st.components == K && st.distinct == 1 && st.copies == K - 1 &&
+		       st.solved_nodes == st.reduced_nodes / K && st0.copies == 0 &&
+		       st0.solved_nodes == st0.reduced_nodes,
+	       "dedup: %d components, %d distinct solved, %d copies, %d of %d nodes searched", st.components,
+	       st.distinct, st.copies, st.solved_nodes, st.reduced_nodes);
+	shard_problem_free(&p);
+	/* a limit that binds one clique: copies 0 and 1 live at [0, 1) and
+	 * [1, 2), copies 2 to 5 hold no memory */
+	a.usage_limit = 6;
+	if (brute_force(&a, best, &tight_opt) != 0 || tight_opt == free_opt)
+		TAP_DIAG("the limit does not bind the clique");
+	int shift2[K] = {0, 1, -1, -1, -1, -1};
+	problem_copies(&a, K, shift2, &p);
+	prm.stats = &st;
+	rc = shard_solve(&p, &prm, got, &ev);
+	prm.dedup = false;
+	prm.stats = &st0;
+	rc0 = shard_solve(&p, &prm, got0, &ev0);
+	prm.dedup = true;
+	TAP_OK(rc == 0 && rc0 == 0 && ev.feasible && ev.cost == 2 * tight_opt + (K - 2) * free_opt &&
+		       ev0.cost == ev.cost,
+	       "dedup: a binding limit over two of %d cliques: the optimum, as without dedup", K);
+	TAP_OK(copies_agree(got + 8, 4, K - 2), "dedup: the memory-free copies take the same strategies");
+	TAP_OK(!st.memory_free && st.components == K && st.distinct == 1 && st.copies == K - 3,
+	       "dedup: the two cliques under the limit are solved apart (%d components, %d distinct, %d copies)",
+	       st.components, st.distinct, st.copies);
+	/* all six under a limit that binds every one at the same time point:
+	 * nothing is memory-free, so nothing is copied */
+	int shift3[K] = {0, 0, 0, 0, 0, 0};
+	shard_problem_free(&p);
+	problem_copies(&a, K, shift3, &p);
+	p.usage_limit = K * 6;
+	prm.stats = &st;
+	rc = shard_solve(&p, &prm, got, &ev);
+	TAP_OK(rc == 0 && ev.feasible && st.copies == 0 && st.distinct == 0,
+	       "dedup: copies coupled through memory are not deduplicated");
+	shard_problem_free(&p);
+	shard_problem_free(&a);
+	prm.stats = NULL;
+	/* random cliques (which the reductions keep), 2 or 3 copies each
+	 * shifted in time, sharing it or holding no memory, under random
+	 * limits, against brute force */
+	int instances = 80, feasible = 0, optimal = 0, wrong = 0, deduped = 0;
+	for (int t = 0; t < instances; t++) {
+		int n = 3 + (int)rnd(2), k = n == 3 ? 3 : 2, sh[3];
+		int64_t peak = 0;
+		problem_clique(&a, n, 2 + (int)rnd(2));
+		for (int i = 0; i < n; i++) {
+			int64_t top = 0;
+			for (int s = a.strat_off[i]; s < a.strat_off[i + 1]; s++) {
+				a.usage[s] = (int64_t)rnd(10);
+				top = a.usage[s] > top ? a.usage[s] : top;
+			}
+			a.lo[i] = (int64_t)rnd(4);
+			a.hi[i] = a.lo[i] + (int64_t)rnd(4);
+			peak += top;
+		}
+		for (int c = 0; c < k; c++)
+			sh[c] = rnd(3) == 0 ? -1 : (int)rnd(3) * 2;
+		problem_copies(&a, k, sh, &p);
+		p.usage_limit = (int64_t)rnd((uint64_t)(k * peak + 1));
+		shard_i128 opt = 0;
+		int bf = brute_force(&p, best, &opt);
+		prm.stats = &st;
+		memset(&st, 0, sizeof st);
+		rc = shard_solve(&p, &prm, got, &ev);
+		deduped += st.copies > 0;
+		if (bf == 0) {
+			feasible++;
+			optimal += rc == 0 && ev.feasible && ev.cost == opt;
+		} else {
+			wrong += rc != -ENOSPC;
+		}
+		shard_problem_free(&p);
+		shard_problem_free(&a);
+	}
+	prm.stats = NULL;
+	TAP_OK(optimal == feasible && wrong == 0 && deduped > 0,
+	       "dedup: the optimum on all %d feasible random instances of copies (%d found, %d wrong -ENOSPC, %d "
+	       "deduplicated)",
+	       feasible, optimal, wrong, deduped);
+}
+
 /* TRW-S (shard_trws.c) on models without memory: exact on trees (it is
  * then min-sum belief propagation), and on loopy graphs its labeling's
  * reported energy is that labeling's exact cost. */
@@ -545,7 +723,10 @@ static void test_determinism(void)
 	struct shard_problem p;
 	struct shard_heuristic_params prm;
 	shard_heuristic_params_init(&prm);
-	prm.time_limit = 30;
+	/* the work is bounded (max_rounds, lns_windows, node and iteration
+	 * limits); the time limits are backstops that a loaded machine must
+	 * not reach, or a phase cut short would make the runs differ */
+	prm.time_limit = 3600;
 	prm.max_rounds = 3000;
 	rng_state = 777;
 	problem_random(&p, 300, 6, 1000);
@@ -562,7 +743,7 @@ static void test_determinism(void)
 	/* shard_solve: the same, with a memory limit that binds */
 	struct shard_solve_params sp;
 	shard_solve_params_init(&sp);
-	sp.time_limit = 60;
+	sp.time_limit = 3600;
 	sp.max_rounds = 2000;
 	sp.lns_windows = 60;
 	p.usage_limit = 0;
@@ -576,10 +757,22 @@ static void test_determinism(void)
 	struct shard_eval el;
 	shard_evaluate(&p, lu, &el);
 	p.usage_limit = (int64_t)el.peak_usage + 20;
-	ra = shard_solve(&p, &sp, a, &ea);
-	rb = shard_solve(&p, &sp, b, &eb);
-	TAP_OK(ra == 0 && rb == 0 && !memcmp(a, b, sizeof *a * 300) && ea.cost == eb.cost && ea.feasible,
-	       "shard_solve: two runs on a 300-node instance with a binding limit give the same assignment");
+	/* both paths: the whole reduced problem as one MIP (its
+	 * branch-and-bound stopped by the node count: run to the end, this
+	 * MIP takes several CPU seconds, which a loaded machine once turned
+	 * into a timed-out and so different run) and, with fewer MIP columns
+	 * allowed, the Lagrangian phase and the MIP windows */
+	static const char *path[2] = {"the whole MIP", "Lagrangian and windows"};
+	sp.mip_node_limit = 200;
+	for (int x = 0; x < 2; x++) {
+		sp.mip_max_cols = x == 0 ? 80000 : 3000;
+		ra = shard_solve(&p, &sp, a, &ea);
+		rb = shard_solve(&p, &sp, b, &eb);
+		TAP_OK(ra == 0 && rb == 0 && !memcmp(a, b, sizeof *a * 300) && ea.cost == eb.cost && ea.feasible,
+		       "shard_solve (%s): two runs on a 300-node instance with a binding limit give the same "
+		       "assignment",
+		       path[x]);
+	}
 	free(lu);
 	free(a);
 	free(b);
@@ -703,6 +896,7 @@ int main(int argc, char **argv)
 	test_brute_force();
 	test_reduce();
 	test_solve_brute_force();
+	test_dedup();
 	test_trws();
 	test_lagr();
 	test_mip_cbc();
