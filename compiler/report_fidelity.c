@@ -14,7 +14,9 @@ const char *report_fidelity(const struct cost_device *d, const struct cost_calib
 	if (cal && cal->device[0])
 		return "efficiencies from the --calib file: no error measured for them here";
 	if (!strcmp(d->name, "cpu"))
-		return "no measurement of the CPU-mesh cost model yet (benchmarks/results/cpu_model.md)";
+		return "against pcc-run on this machine's CPU mesh (benchmarks/results/cpu_model.md): "
+		       "24 cases on 1 and 2 ranks, median |error| 25%, max |error| 137% of the measured step time; "
+		       "ranks over-subscribing the cores are not modelled";
 	return "against published Megatron-LM runs on A100 (benchmarks/results/report_validation.md): "
 	       "predicted throughput 1.039 to 1.069 times the measured for tensor+pipeline+data plans "
 	       "(mean error 5.3%), 1.5 to 4.8 times for ZeRO-3 without model parallelism; "

@@ -104,6 +104,16 @@ assert len(z) == 3, z
 want = ['%s to %s times' % (lo, hi), '(mean error %s%%)' % mean, '%.1f to %.1f times for ZeRO-3' % (min(z), max(z))]
 assert all(w in fid for w in want), (fid, want)
 EOF"
+check "fidelity on a CPU mesh: the figures of benchmarks/results/cpu_model.md's summary" sh -c "
+  '$pcc' report '$m' --cluster cpu:2 --json >'$tmp/fc.json' &&
+  python3 - '$tmp/fc.json' '$res/cpu_model.md' <<'EOF'
+import json, re, sys
+fid = json.load(open(sys.argv[1]))['fidelity']
+n, med, mx = re.search(r'^Summary: ([0-9]+) cases, median \|error\| ([0-9]+)%, max \|error\| ([0-9]+)%$',
+                       open(sys.argv[2]).read(), re.M).groups()
+want = ['%s cases' % n, 'median |error| %s%%' % med, 'max |error| %s%%' % mx, 'cpu_model.md']
+assert all(w in fid for w in want), (fid, want)
+EOF"
 check "auto: the forward plan without --train, as pcc MODEL --cluster C" sh -c "
   '$pcc' '$m' --cluster 1x8:a100 >'$tmp/plan' && '$pcc' report '$m' --cluster 1x8:a100 --json >'$tmp/f.json' &&
   python3 - '$tmp/plan' '$tmp/f.json' <<'EOF'
