@@ -320,6 +320,8 @@ struct report_stage {
 	double t_fwd, t_bwd;     /* compute per micro-batch, s */
 	double t_tp_fwd, t_tp_bwd; /* tensor-parallel collectives per micro-batch, s */
 	int n_tp_fwd, n_tp_bwd;  /* how many of them */
+	double t_bs_fwd, t_bs_bwd; /* all-reduces of batch statistics over dp per micro-batch, s */
+	int n_bs;                /* batch statistics (forward) */
 	double t_recompute;      /* per micro-batch, s (recompute=1) */
 	double t_mb;             /* everything per micro-batch, s */
 	double t_dp;             /* gradient synchronization per step, s */
@@ -359,11 +361,12 @@ struct report {
 	double model_flops;      /* per step: 3 x forward, no recomputation */
 	double hw_flops;         /* per step, recomputation included */
 	double t_step;           /* s */
-	double t_compute, t_tp, t_pp, t_bubble, t_dp, t_optim; /* parts of t_step */
+	double t_compute, t_tp, t_bstat, t_pp, t_bubble, t_dp, t_optim; /* parts of t_step */
 	double samples_per_s, tokens_per_s, tflops_per_device, mfu;
 	int peak_stage;          /* the stage with the most memory */
 	double mem_peak;         /* bytes on its devices */
 	bool fits;
+	const char *fidelity;    /* what is known of the cost model's error here (static) */
 	int nstages;
 	struct report_stage *stages; /* [nstages], ir_malloc'd */
 };
@@ -582,6 +585,21 @@ int intra_reprice(struct ir_graph *g, double state_price, struct intra_result *r
  * runner-up strategy with its extra cost. */
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);
 
+/* One op of an intra-op plan as intra_explain describes it. */
+struct intra_note {
+	int node;                /* its node id in the graph solved */
+	char op[24], name[80];
+	char chosen[160];        /* "<S1,R> x <R,R> -> <S1,R>" (cut short when longer) */
+	char runner[160];        /* the runner-up strategy, "" when the op has none of
+				  * its own (it follows a neighbour, or has one strategy) */
+	double t;                /* s: compute and the collectives it causes, per
+				  * micro-batch (once-per-step gradient reductions left out) */
+	double delta;            /* s: the objective's rise under the runner-up; NAN: none */
+	char coll[80];           /* its costliest such collective, "" when none */
+};
+/* Every op of r's plan on g, costliest first (*out ir_malloc'd, *n). */
+int intra_notes(const struct ir_graph *g, const struct intra_result *r, struct intra_note **out, int *n);
+
 /* ---- SPMD lowering (compiler/lower*.c) ----------------------------------
  * Turns a graph the intra-op pass has sharded (r from intra_pass(g, ...),
  * its strategies still attached) into one program per device of its mesh
@@ -747,6 +765,20 @@ struct inter_stage {
 	double mem;                  /* peak bytes per device */
 };
 
+/* A plan the search weighed (the best stage assignment of one micro-batch
+ * size under one schedule), for --explain: why this plan and not another. */
+#define INTER_MAX_ALTS 10
+struct inter_alt {
+	int64_t micro_batch;
+	int micro;
+	enum cost_sched sched;
+	int v;
+	int nstages;
+	char stages[96];             /* "2 x 1x8, 1 x 2x4" */
+	double step_time, mem_peak;  /* s, bytes per device */
+	bool chosen;                 /* the plan taken */
+};
+
 struct inter_plan {
 	bool train;                  /* a training step (else inference) */
 	int nlayers;
@@ -760,6 +792,11 @@ struct inter_plan {
 	int devices;
 	int nsolved;                 /* intra-op solves (identical layers share) */
 	double search_s;             /* wall time of the pass */
+	/* The fastest plans that fit among those weighed, fastest first, the
+	 * chosen one among them; nweighed counts every one weighed (those
+	 * that do not fit included). */
+	struct inter_alt alt[INTER_MAX_ALTS];
+	int nalt, nweighed;
 };
 /* Errors: -ENOSPC "does not fit" naming the least memory per device any
  * plan needs and what the devices have; -EINVAL a batch no schedule can
@@ -769,7 +806,7 @@ struct inter_plan {
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p);
 void inter_plan_free(struct inter_plan *p);
 /* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,
- * throughput, MFU and memory per device. */
+ * throughput, MFU and memory per device; then the fastest alternatives. */
 int inter_explain(const struct inter_plan *p, FILE *f);
 
 /* ---- the executable plan (compiler/compile.c) ---------------------------

@@ -198,12 +198,17 @@ static int simulate(const struct search *s, int np, const struct inter_layer_cos
 	if (!buf)
 		return ir_errorf(-ENOMEM, "out of memory simulating a schedule");
 	double *tf = buf, *tb = buf + nv, *act = buf + 2 * nv, *x = buf + 3 * nv, *st = buf + 4 * nv;
+	/* interleaved: the last device's chunk feeds the first device's next
+	 * one; that crossing takes the largest of the stage boundaries' */
+	double wrap = 0;
+	for (int i = 0; i + 1 < np; i++)
+		wrap = fmax(wrap, xf[i]);
 	for (int k = 0; k < nv; k++) {
 		int i = k % np;
 		tf[k] = sum[i].t_mb / 3 / v;
 		tb[k] = 2 * tf[k];
 		act[k] = v > 1 ? 1.0 / v : 1; /* in units of the stage's micro-batch */
-		x[k] = xf[i];
+		x[k] = i + 1 < np ? xf[i] : wrap;
 	}
 	rc = sched_build(sch, np, s->m, v, &sc);
 	struct sched_costs c = { .t_fwd = tf, .t_bwd = tb, .t_xfer = nv > 1 ? x : NULL, .act_bytes = act,
@@ -221,8 +226,34 @@ static int simulate(const struct search *s, int np, const struct inter_layer_cos
 	return rc;
 }
 
-/* Times one stage assignment under each schedule (simulated); fills best
- * when it beats it; *t_min: the fastest that fits, if faster. */
+/* "4 x 1x8, 2 x 2x4 recomputed": the stages' logical meshes, runs of
+ * equal ones counted, and the options any stage takes. */
+static void describe(const struct search *s, const struct stage_dp_result *dr, char *buf, size_t n)
+{
+	size_t at = 0;
+	int any = 0;
+	buf[0] = 0;
+	for (int i = 0, run = 1; i < dr->nstages; i++, run++) {
+		int opt, optn;
+		int k = config_of(s, dr->stages[i].mesh, dr->stages[i].config, &opt);
+		any |= opt;
+		int kn = i + 1 < dr->nstages ? config_of(s, dr->stages[i + 1].mesh, dr->stages[i + 1].config, &optn) : -1;
+		if (kn >= 0 && s->ms->cfg[kn].n0 == s->ms->cfg[k].n0 && s->ms->cfg[kn].n1 == s->ms->cfg[k].n1)
+			continue;
+		if (at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s%d x %dx%d", at ? ", " : "", run, s->ms->cfg[k].n0,
+					       s->ms->cfg[k].n1);
+		run = 0;
+	}
+	static const char *const name[] = { " recomputed", " ZeRO-1", " lean" };
+	for (int b = 0; b < 3; b++)
+		if ((any & (1 << b)) && (b != 1 || s->env->train) && at < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s", name[b]);
+}
+
+/* Times one stage assignment under each schedule (simulated) and keeps it
+ * among the plans weighed; fills best when it beats it; *t_min: the
+ * fastest that fits, if faster. */
 static void try_schedules(const struct search *s, const struct stage_dp_result *dr, int64_t b, double fwd_flops,
 			  struct inter_plan *best, bool *have, double *t_min)
 {
@@ -261,8 +292,13 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			ok &= mem <= s->env->mem_limit;
 			peak = fmax(peak, mem);
 		}
-		if (!ok)
+		best->nweighed++;
+		if (!ok || (np == 1 && sch == COST_SCHED_GPIPE)) /* one stage: 1F1B's twin */
 			continue;
+		struct inter_alt alt = { .micro_batch = b, .micro = s->m, .sched = (enum cost_sched)sch, .v = v,
+					 .nstages = np, .step_time = T, .mem_peak = peak };
+		describe(s, dr, alt.stages, sizeof alt.stages);
+		inter_alt_keep(best, &alt);
 		*t_min = fmin(*t_min, T);
 		if (*have && (T > best->step_time * (1 + 1e-9) ||
 			      (T >= best->step_time * (1 - 1e-9) && peak >= best->mem_peak)))
@@ -524,6 +560,15 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		char why[96];
 		if (drc == 0) {
 			try_schedules(&s, &dr, b, graph_flops(g), best, have, t_here);
+			/* the plan without a pipeline, weighed too: the DP's step
+			 * time is the schedule simulator's only up to transfers */
+			if (dr.nstages > 1 && !env->stages) {
+				struct stage_dp_result one;
+				p.min_stages = p.max_stages = 1;
+				if (stage_dp_solve(&p, &one) == 0)
+					try_schedules(&s, &one, b, graph_flops(g), best, have, t_here);
+				stage_dp_result_free(&one);
+			}
 			stage_dp_result_free(&dr);
 		} else if (drc != -ENOSPC && env->stages) {
 			rc = ir_errorf(drc, "%s: %s", forced_str(o, env->stages, why, sizeof why), shard_error());
@@ -625,6 +670,7 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		inter_plan_free(p);
 		return rc;
 	}
+	inter_alt_mark(p);
 	p->devices = c->ndevices;
 	p->mem_limit = env.mem_limit;
 	p->search_s = ir_now() - t0;

@@ -1,7 +1,7 @@
 /*
  * inter_internal.h: shared by the inter-op pass's files (inter.c, the
  * search; inter_cost.c, per-layer costs from the intra-op pass;
- * inter_print.c, --explain) and nothing else.
+ * inter_print.c, --explain and the plans weighed) and nothing else.
  */
 #ifndef PCC_INTER_INTERNAL_H
 #define PCC_INTER_INTERNAL_H
@@ -58,5 +58,11 @@ int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max);
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
 		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost,
 		      struct inter_layer_cost *lean, int *nsolved);
+
+/* Keeps a plan weighed among p's fastest (p->alt, fastest first; ties:
+ * less memory, then the earlier weighed). */
+void inter_alt_keep(struct inter_plan *p, const struct inter_alt *a);
+/* Marks the alternative that is p's plan. */
+void inter_alt_mark(struct inter_plan *p);
 
 #endif

@@ -2,11 +2,64 @@
  * inter_print.c: `pcc MODEL --cluster C --explain`: the automatic plan in
  * words: every stage with its layers, sub-mesh and logical mesh, the
  * schedule and micro-batches, the predicted step time, throughput, MFU
- * and memory per device.
+ * and memory per device; and the plans the search weighed against it
+ * (the best stage assignment of each micro-batch size under each
+ * schedule, and of one stage without a pipeline), fastest first.
  */
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/inter_internal.h"
+
+static bool before(const struct inter_alt *a, const struct inter_alt *b)
+{
+	return a->step_time < b->step_time * (1 - 1e-12) ||
+	       (a->step_time <= b->step_time * (1 + 1e-12) && a->mem_peak < b->mem_peak);
+}
+
+void inter_alt_keep(struct inter_plan *p, const struct inter_alt *a)
+{
+	int n = p->nalt;
+	if (n == INTER_MAX_ALTS) {
+		if (!before(a, &p->alt[n - 1]))
+			return;
+		n--;
+	}
+	while (n > 0 && before(a, &p->alt[n - 1])) {
+		p->alt[n] = p->alt[n - 1];
+		n--;
+	}
+	p->alt[n] = *a;
+	if (p->nalt < INTER_MAX_ALTS)
+		p->nalt++;
+}
+
+void inter_alt_mark(struct inter_plan *p)
+{
+	for (int i = 0; i < p->nalt; i++) {
+		struct inter_alt *a = &p->alt[i];
+		a->chosen = a->micro_batch == p->micro_batch && a->sched == p->sched && a->nstages == p->nstages &&
+			    fabs(a->step_time - p->step_time) <= 1e-9 * p->step_time;
+		if (a->chosen)
+			break;
+	}
+}
+
+static void put_alts(const struct inter_plan *p, FILE *f)
+{
+	fprintf(f, "plans weighed: %d; the fastest that fit (micro-batch size x count):\n", p->nweighed);
+	fprintf(f, "  %-4s  %-12s  %-16s  %-40s  %12s  %8s  %10s\n", "", "size x count", "schedule", "stages (logical meshes)",
+		"step time", "vs plan", "memory");
+	for (int i = 0; i < p->nalt; i++) {
+		const struct inter_alt *a = &p->alt[i];
+		char mb[32], sch[24];
+		snprintf(mb, sizeof mb, "%lld x %d", (long long)a->micro_batch, a->micro);
+		snprintf(sch, sizeof sch, "%s%s", cost_sched_name(a->sched), a->v > 1 ? " v=2" : "");
+		fprintf(f, "  %-4s  %-12s  %-16s  %-40s  %9.3f ms  %+7.1f%%  %6.2f GiB\n", a->chosen ? "plan" : "", mb, sch,
+			a->stages, a->step_time * 1e3, 100 * (a->step_time / p->step_time - 1), a->mem_peak / (1 << 30));
+	}
+}
 
 static double gib(double b)
 {
@@ -40,5 +93,6 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		p->samples_per_s, 100 * p->mfu);
 	fprintf(f, "memory per device: peak %.2f GiB of %.2f GiB\n", gib(p->mem_peak), gib(p->mem_limit));
 	fprintf(f, "search: %.3f s, %d intra-op solves\n", p->search_s, p->nsolved);
+	put_alts(p, f);
 	return ferror(f) ? -1 : 0;
 }

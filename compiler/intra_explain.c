@@ -2,10 +2,13 @@
  * intra_explain.c: `pcc MODEL --stage-only --explain`: per op the chosen
  * sharding of its operands and result, its cost, the collectives it causes
  * and the runner-up strategy (the best other choice of its variable with
- * every other variable kept) with how much more it would cost.
+ * every other variable kept) with how much more it would cost; the same
+ * as records, costliest first, for `pcc report --explain` (intra_notes).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "compiler/intra_internal.h"
 
@@ -60,19 +63,104 @@ static void put_spec(FILE *f, const struct ir_sharding *s, int rank)
 	fputs(ir_sharding_str(s, rank, buf, sizeof buf), f);
 }
 
-/* "<S0,R> x <R,S1> -> <S0,S1>" */
+/* "<S0,R> x <R,S1> -> <S0,S1>" into buf (cut short to fit). */
+static const char *strategy_str(const struct intra_unit *x, const struct intra_strat *s, char *buf, size_t n)
+{
+	const struct ir_node *nd = x->node;
+	char one[IR_SHARDING_STR_MAX];
+	size_t at = 0;
+	buf[0] = 0;
+	for (int j = 0; j < nd->nin && at < n; j++) {
+		struct ir_sharding sp;
+		intra_operand_spec(&x->lab, s, j, nd->in[j]->shape.rank, &sp);
+		at += (size_t)snprintf(buf + at, n - at, "%s%s", j ? " x " : "",
+				       ir_sharding_str(&sp, nd->in[j]->shape.rank, one, sizeof one));
+	}
+	if (at < n)
+		snprintf(buf + at, n - at, "%s%s", nd->nin ? " -> " : "-> ",
+			 ir_sharding_str(&s->out, nd->out[0]->shape.rank, one, sizeof one));
+	return buf;
+}
+
 static void put_strategy(FILE *f, const struct intra_unit *x, const struct intra_strat *s)
 {
-	const struct ir_node *n = x->node;
-	for (int j = 0; j < n->nin; j++) {
-		struct ir_sharding sp;
-		intra_operand_spec(&x->lab, s, j, n->in[j]->shape.rank, &sp);
-		if (j)
-			fputs(" x ", f);
-		put_spec(f, &sp, n->in[j]->shape.rank);
+	char buf[1024];
+	fputs(strategy_str(x, s, buf, sizeof buf), f);
+}
+
+/* The best other strategy of unit u's variable (every other variable at
+ * its choice), or -1 when it has none of its own. */
+static int runner_up(const struct intra_state *st, const double *local, int u)
+{
+	int gk = st->unit[u].group, best = -1;
+	if (st->leader[gk] != u || shard_problem_nstrat(&st->prob, gk) < 2)
+		return -1;
+	int base = st->prob.strat_off[gk];
+	for (int k = 0; k < shard_problem_nstrat(&st->prob, gk); k++)
+		if (k != st->choice[gk] && (best < 0 || local[base + k] < local[base + best]))
+			best = k;
+	return best;
+}
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct intra_note *x = a, *y = b;
+	return x->t > y->t ? -1 : x->t < y->t ? 1 : x->node - y->node;
+}
+
+int intra_notes(const struct ir_graph *g, const struct intra_result *r, struct intra_note **out, int *n)
+{
+	const struct intra_state *st = r->st;
+	*out = NULL;
+	*n = 0;
+	(void)g;
+	if (!st)
+		return ir_errorf(-EINVAL, "no intra-op result to explain");
+	double *local = local_costs(st);
+	struct intra_note *v = ir_calloc((size_t)st->nunits + 1, sizeof *v);
+	if (!local || !v) {
+		ir_free(local);
+		ir_free(v);
+		return ir_errorf(-ENOMEM, "out of memory explaining the plan");
 	}
-	fputs(n->nin ? " -> " : "-> ", f);
-	put_spec(f, &s->out, n->out[0]->shape.rank);
+	int k = 0;
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		if (!x->node)
+			continue;
+		const struct intra_strat *s = intra_chosen(st, u);
+		struct intra_note *o = &v[k++];
+		o->node = x->node->id;
+		snprintf(o->op, sizeof o->op, "%s", ir_op_name(x->node->op));
+		snprintf(o->name, sizeof o->name, "%s", x->node->name ? x->node->name : "");
+		strategy_str(x, s, o->chosen, sizeof o->chosen);
+		o->t = s->t_compute;
+		double worst = -1;
+		for (int e = 0; e < r->nevents; e++) {
+			const struct intra_event *ev = &r->events[e];
+			if (ev->node != x->node->id || ev->once)
+				continue;
+			o->t += ev->t;
+			if (ev->t > worst) {
+				char b[32];
+				worst = ev->t;
+				snprintf(o->coll, sizeof o->coll, "%s%s %s over axis %d", ev->bwd ? "backward " : "",
+					 cost_coll_name(ev->coll), fmt_bytes(ev->bytes, b, sizeof b), ev->axis);
+			}
+		}
+		int best = runner_up(st, local, u);
+		o->delta = NAN;
+		if (best >= 0) {
+			int gk = x->group, base = st->prob.strat_off[gk];
+			strategy_str(x, &x->strat[x->map[best]], o->runner, sizeof o->runner);
+			o->delta = (local[base + best] - local[base + st->choice[gk]]) / INTRA_COST_SCALE;
+		}
+	}
+	ir_free(local);
+	qsort(v, (size_t)k, sizeof *v, by_cost);
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f)
@@ -108,15 +196,12 @@ int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *
 		fputs(": ", f);
 		put_strategy(f, x, s);
 		fprintf(f, "  %s", fmt_time(s->t_compute + s->t_own, b1, sizeof b1));
-		int gk = x->group;
+		int gk = x->group, best = runner_up(st, local, u);
 		if (st->leader[gk] != u) {
 			const struct intra_unit *l = &st->unit[st->leader[gk]];
 			fprintf(f, "  (follows %%%d)", l->node ? l->node->out[0]->id : l->value->id);
-		} else if (shard_problem_nstrat(&st->prob, gk) > 1) {
-			int base = st->prob.strat_off[gk], best = -1;
-			for (int k = 0; k < shard_problem_nstrat(&st->prob, gk); k++)
-				if (k != st->choice[gk] && (best < 0 || local[base + k] < local[base + best]))
-					best = k;
+		} else if (best >= 0) {
+			int base = st->prob.strat_off[gk];
 			fputs("  runner-up ", f);
 			put_strategy(f, x, &x->strat[x->map[best]]);
 			double d = (local[base + best] - local[base + st->choice[gk]]) / INTRA_COST_SCALE;

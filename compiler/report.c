@@ -171,11 +171,22 @@ double report_tokens_per_sample(const struct ir_graph *g)
 static int eval_one(const char *model, const struct onnx_import_opts *imp, const char *bname, int64_t b,
 		    const struct cost_calib *cal, const struct cost_axis axes[3], struct report *r)
 {
-	struct ir_graph *g = onnx_import_batch(model, imp, bname, b);
+	struct ir_graph *g = onnx_import_batch(model, imp, bname, b), *g2 = NULL;
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	r->tokens_per_sample = report_tokens_per_sample(g);
-	int rc = report_eval_graph(g, &r->plan, cal, axes, r);
+	/* data parallelism's batch statistics: which dims carry the batch is
+	 * what changes at another batch size (report_dp.c) */
+	int n = ir_graph_nnodes(g), rc = 0;
+	double *bs = r->plan.dp > 1 && bname[0] ? ir_calloc(2 * (size_t)n + 1, sizeof *bs) : NULL;
+	if (bs && !(g2 = onnx_import_batch(model, imp, bname, 2 * b)))
+		rc = ir_error_code() ? ir_error_code() : -EINVAL;
+	if (rc == 0 && bs)
+		rc = report_batch_stats(g, g2, r->mixed ? 2 : 0, bs, bs + n);
+	if (rc == 0)
+		rc = report_eval_graph(g, &r->plan, cal, axes, bs, bs ? bs + n : NULL, r);
+	ir_free(bs);
+	ir_graph_free(g2);
 	ir_graph_free(g);
 	if (rc < 0)
 		ir_error_prefix("%s", model);
@@ -219,6 +230,7 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 	cost_cluster_effective(c, &r->dev, &intra, &inter, &dpn);
 	r->prec = pick_prec(p, &r->dev);
 	r->mixed = r->prec == COST_PREC_BF16 || r->prec == COST_PREC_F16 || r->prec == COST_PREC_FP8;
+	r->fidelity = report_fidelity(&r->dev, cal);
 	const int strides[3] = { 1, p->tp, p->tp * p->dp }, sizes[3] = { p->tp, p->dp, p->pp };
 	const char *names[3] = { "tp", "dp", "pp" };
 	for (int i = 0; i < 3; i++)

@@ -56,6 +56,8 @@ struct solved {
 	int n0, n1;
 	bool lean;
 	struct layer_split x;
+	struct intra_note *notes; /* the layer's costliest ops (at most 4 x WI_MAX_OPS) */
+	int nnotes, nops;         /* kept, and ops in the layer */
 };
 
 struct actx {
@@ -91,10 +93,12 @@ static void state_split(const struct actx *a, const struct ir_graph *s, double *
 	}
 }
 
-/* A layer solved as the planner solved it (its lean variant for a lean stage). */
+/* A layer solved as the planner solved it (its lean variant for a lean
+ * stage), with its costliest ops (m->notes). */
 static int solve(const struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean,
-		 struct layer_split *x)
+		 struct solved *m)
 {
+	struct layer_split *x = &m->x;
 	struct ir_graph *s = graph_extract(g, first, last, false, NULL);
 	if (!s)
 		return ir_error_code() ? ir_error_code() : -ENOMEM;
@@ -124,32 +128,40 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 	state_split(a, s, x->state);
 	for (int i = 0; i < ir_graph_nnodes(s); i++)
 		x->fwd_flops += ir_node_flops(ir_graph_node(s, i));
+	rc = intra_notes(s, &r, &m->notes, &m->nops);
+	m->nnotes = m->nops < 4 * WI_MAX_OPS ? m->nops : 4 * WI_MAX_OPS;
 	intra_result_free(&r);
 	ir_graph_free(s);
-	return 0;
+	return rc;
 }
 
-/* solve() once per distinct (layer text, mesh). */
-static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean,
-		      struct layer_split *x)
+/* solve() once per distinct (layer text, mesh): the memo entry's index. */
+static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean)
 {
 	char *sig = graph_signature(g, first, last);
-	for (int i = 0; sig && i < a->nmemo; i++)
+	if (!sig)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int i = 0; i < a->nmemo; i++)
 		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && a->memo[i].lean == lean &&
 		    !strcmp(a->memo[i].sig, sig)) {
-			*x = a->memo[i].x;
 			free(sig);
-			return 0;
+			return i;
 		}
-	int rc = solve(a, g, first, last, n0, n1, lean, x);
-	struct solved *m = rc == 0 && sig ? ir_realloc(a->memo, sizeof *m * (size_t)(a->nmemo + 1)) : NULL;
+	struct solved *m = ir_realloc(a->memo, sizeof *m * (size_t)(a->nmemo + 1));
 	if (!m) {
 		free(sig);
-		return rc;
+		return ir_errorf(-ENOMEM, "out of memory");
 	}
 	a->memo = m;
-	m[a->nmemo++] = (struct solved){ sig, n0, n1, lean, *x };
-	return 0;
+	m += a->nmemo;
+	*m = (struct solved){ .sig = sig, .n0 = n0, .n1 = n1, .lean = lean };
+	int rc = solve(a, g, first, last, n0, n1, lean, m);
+	if (rc < 0) {
+		free(sig);
+		ir_free(m->notes);
+		return rc;
+	}
+	return a->nmemo++;
 }
 
 /* The layers the planner cut g into (inter.c: its count, or at least a
@@ -191,21 +203,86 @@ static void add_split(struct layer_split *a, const struct layer_split *b)
 	a->fwd_flops += b->fwd_flops;
 }
 
+/* Ops equal in kind, sharding and cost (the same op of repeated blocks)
+ * sort together. */
+static int by_kind(const void *a, const void *b)
+{
+	const struct intra_note *x = &((const struct wi_op *)a)->n, *y = &((const struct wi_op *)b)->n;
+	int c = strcmp(x->op, y->op);
+	c = c ? c : strcmp(x->chosen, y->chosen);
+	c = c ? c : strcmp(x->runner, y->runner);
+	c = c ? c : (x->t > y->t) - (x->t < y->t);
+	return c ? c : x->node - y->node;
+}
+
+static bool same_kind(const struct intra_note *x, const struct intra_note *y)
+{
+	return !strcmp(x->op, y->op) && !strcmp(x->chosen, y->chosen) && !strcmp(x->runner, y->runner) &&
+	       x->t == y->t && (x->delta == y->delta || (isnan(x->delta) && isnan(y->delta)));
+}
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct wi_op *x = a, *y = b;
+	double wx = x->n.t * x->count, wy = y->n.t * y->count;
+	return wx > wy ? -1 : wx < wy ? 1 : 0;
+}
+
+/* The stage's costliest ops: each distinct layer's (cnt[i] of memo entry
+ * i run in the stage), equal ones counted once with the times they run,
+ * weighed by that count. */
+static int stage_ops(const struct actx *a, const int *cnt, struct wi_stage *o)
+{
+	int n = 0, k = 0;
+	for (int i = 0; i < a->nmemo; i++)
+		if (cnt[i]) {
+			n += a->memo[i].nnotes;
+			o->ops_total += a->memo[i].nops;
+		}
+	struct wi_op *all = ir_calloc((size_t)n + 1, sizeof *all);
+	if (!all)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int i = 0; i < a->nmemo; i++)
+		for (int j = 0; cnt[i] && j < a->memo[i].nnotes; j++)
+			all[k++] = (struct wi_op){ a->memo[i].notes[j], cnt[i] };
+	qsort(all, (size_t)k, sizeof *all, by_kind);
+	int u = 0;
+	for (int i = 0; i < k; i++) {
+		if (u > 0 && same_kind(&all[u - 1].n, &all[i].n))
+			all[u - 1].count += all[i].count;
+		else
+			all[u++] = all[i];
+	}
+	k = u;
+	qsort(all, (size_t)k, sizeof *all, by_weight);
+	o->nops = k < WI_MAX_OPS ? k : WI_MAX_OPS;
+	memcpy(o->ops, all, sizeof *all * (size_t)o->nops);
+	ir_free(all);
+	return 0;
+}
+
 static int split_stage(struct actx *a, const struct ir_graph *g, const struct cluster_result *cl,
-		       const struct inter_stage *st, struct stage_split *out)
+		       const struct inter_stage *st, struct stage_split *out, struct wi_stage *ws)
 {
 	memset(out, 0, sizeof *out);
 	IR_ASSERT(cl->first[st->layer_first] == st->node_first && cl->first[st->layer_last + 1] == st->node_last);
-	for (int l = st->layer_first; l <= st->layer_last; l++) {
-		struct layer_split x;
-		int rc = solve_memo(a, g, cl->first[l], cl->first[l + 1], st->n0, st->n1, st->lean, &x);
-		if (rc < 0)
-			return rc;
-		add_split(&out->x, &x);
+	int *cnt = ir_calloc((size_t)(a->nmemo + st->layer_last - st->layer_first + 1), sizeof *cnt);
+	if (!cnt)
+		return ir_errorf(-ENOMEM, "out of memory");
+	int rc = 0;
+	for (int l = st->layer_first; l <= st->layer_last && rc >= 0; l++) {
+		rc = solve_memo(a, g, cl->first[l], cl->first[l + 1], st->n0, st->n1, st->lean);
+		if (rc >= 0) {
+			cnt[rc]++;
+			add_split(&out->x, &a->memo[rc].x);
+		}
 	}
+	if (rc >= 0)
+		rc = stage_ops(a, cnt, ws);
+	ir_free(cnt);
 	double t = out->x.t_mb * (st->recompute ? 4.0 / 3.0 : 1);
 	out->scale = t > 0 ? st->t_mb / t : 1;
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static void fill_stage(const struct inter_plan *p, const struct inter_stage *st, const struct stage_split *sp,
@@ -301,6 +378,10 @@ static void fill_plan(struct whatif *w, const struct wi_request *q, const struct
 	w->mem_capacity = dev.mem_bytes;
 	w->mem_limit = p->mem_limit;
 	w->search_s = p->search_s;
+	w->fidelity = report_fidelity(&dev, q->cal);
+	memcpy(w->alt, p->alt, sizeof w->alt);
+	w->nalt = p->nalt;
+	w->nweighed = p->nweighed;
 	w->tokens_per_sample = report_tokens_per_sample(g);
 	for (int i = 0; i < ir_graph_nparams(g); i++)
 		if (ir_dtype_is_float(ir_graph_param(g, i)->dtype))
@@ -343,7 +424,7 @@ static int breakdown(const struct wi_request *q, const struct cost_cluster *c, c
 	if (rc == 0)
 		IR_ASSERT(cl.nlayers == p->nlayers);
 	for (int s = 0; s < p->nstages && rc == 0; s++) {
-		rc = split_stage(&a, g, &cl, &p->stages[s], &sp[s]);
+		rc = split_stage(&a, g, &cl, &p->stages[s], &sp[s], &w->stages[s]);
 		if (rc == 0) {
 			fill_stage(p, &p->stages[s], &sp[s], &w->stages[s]);
 			w->residual = fmax(w->residual, fabs(sp[s].scale - 1));
@@ -354,8 +435,10 @@ static int breakdown(const struct wi_request *q, const struct cost_cluster *c, c
 		flops(w, p, sp, g);
 		rc = add_parts(w, p, sp);
 	}
-	for (int i = 0; i < a.nmemo; i++)
+	for (int i = 0; i < a.nmemo; i++) {
 		free(a.memo[i].sig);
+		ir_free(a.memo[i].notes);
+	}
 	ir_free(a.memo);
 	ir_free(sp);
 	cluster_result_free(&cl);

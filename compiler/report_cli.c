@@ -310,6 +310,8 @@ static int single(const struct ropts *a, const struct wi_request *q, const struc
 		json_decref(o);
 	} else {
 		rc = wi_print(&w, stdout);
+		if (rc == 0 && a->explain)
+			rc = wi_explain(&w, stdout);
 	}
 	const struct whatif *one = &w;
 	if (rc == 0)
@@ -393,9 +395,12 @@ static int run(const struct ropts *a)
 	onnx_import_opts_init(&imp);
 	imp.dims = a->dims;
 	imp.ndims = a->ndims;
-	cost_calib_init(&cal);
 	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0)
 		return rc;
+	if (c.cpu) /* what the planner uses on a CPU mesh (intra.c) */
+		cost_calib_host(&cal);
+	else
+		cost_calib_init(&cal);
 	if (a->calib && (rc = cost_calib_load(a->calib, &cal)) < 0)
 		return rc;
 	if ((rc = request(a, a->cmp[0] ? a->cmp[0] : a->plan, &imp, &cal, &q)) < 0)

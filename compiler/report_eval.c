@@ -47,6 +47,7 @@ struct eval {
 	int mark_id;
 	int *cand;          /* candidate cut positions, 0 and nn included */
 	int ncand;
+	const double *bs_fwd, *bs_bwd; /* [nn] batch statistics' all-reduce bytes, or NULL */
 };
 
 /* ---- compute per node (fused elementwise chains) ------------------------ */
@@ -313,6 +314,12 @@ static int partition(struct eval *e, int s, const double *pre, int *bounds)
 
 static void tp_range(const struct eval *e, int a, int b, struct report_stage *st)
 {
+	for (int i = a; e->bs_fwd && i < b; i++)
+		if (e->bs_fwd[i] > 0) {
+			st->t_bs_fwd += cost_collective(&e->ax_dp, COST_ALL_REDUCE, e->bs_fwd[i], NULL);
+			st->t_bs_bwd += e->bs_bwd[i] > 0 ? cost_collective(&e->ax_dp, COST_ALL_REDUCE, e->bs_bwd[i], NULL) : 0;
+			st->n_bs++;
+		}
 	for (int i = 0; i < e->tp.nev; i++) {
 		const struct tp_event *ev = &e->tp.ev[i];
 		if (ev->node < a || ev->node >= b)
@@ -465,8 +472,9 @@ static int build_stages(struct eval *e, const double *pre)
 			st->send_bytes = send > st->send_bytes ? send : st->send_bytes;
 		}
 		st->t_bwd = 2 * st->t_fwd;
-		st->t_recompute = p->recompute ? st->t_fwd + st->t_tp_fwd : 0;
-		st->t_mb = st->t_fwd + st->t_bwd + st->t_tp_fwd + st->t_tp_bwd + st->t_recompute;
+		st->t_recompute = p->recompute ? st->t_fwd + st->t_tp_fwd + st->t_bs_fwd : 0;
+		st->t_mb = st->t_fwd + st->t_bwd + st->t_tp_fwd + st->t_tp_bwd + st->t_bs_fwd + st->t_bs_bwd +
+			   st->t_recompute;
 		st->act_mb = act;
 		st->inflight = cost_inflight(p->sched, p->pp, r->mb, v, s);
 		struct cost_state_bytes m;
@@ -529,10 +537,12 @@ static int summarize(struct eval *e)
 	ir_free(t);
 	const struct report_stage *st = &r->stages[slow];
 	double comp = st->t_fwd + st->t_bwd + st->t_recompute, tp = st->t_tp_fwd + st->t_tp_bwd;
+	double bs = st->t_bs_fwd + st->t_bs_bwd;
 	r->t_compute = r->mb * comp;
 	r->t_tp = r->mb * tp;
+	r->t_bstat = r->mb * bs;
 	r->t_pp = pp > 1 ? r->mb * p2p * v : 0;
-	double zero3 = r->mb * (st->t_mb - comp - tp); /* ZeRO-3 gathers not hidden by compute */
+	double zero3 = r->mb * (st->t_mb - comp - tp - bs); /* ZeRO-3 gathers not hidden by compute */
 	zero3 = zero3 > 1e-12 * r->mb * st->t_mb ? zero3 : 0;
 	r->t_bubble = pipe - r->mb * (st->t_mb + (pp > 1 ? v * p2p : 0));
 	if (r->t_bubble < 0)
@@ -548,7 +558,7 @@ static int summarize(struct eval *e)
 			r->t_optim = r->stages[s].t_optim;
 	}
 	r->t_dp += zero3;
-	r->t_step = r->t_compute + r->t_tp + r->t_pp + r->t_bubble + r->t_dp + r->t_optim;
+	r->t_step = r->t_compute + r->t_tp + r->t_bstat + r->t_pp + r->t_bubble + r->t_dp + r->t_optim;
 	r->samples_per_s = (double)r->batch / r->t_step;
 	r->tokens_per_s = r->samples_per_s * r->tokens_per_sample;
 	r->model_flops = 3 * r->fwd_flops * r->mb * p->dp;
@@ -582,9 +592,10 @@ static void eval_free(struct eval *e)
 
 /* Evaluates graph g (batch bound to r->micro_batch) into r. */
 int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
-		      const struct cost_axis axes[3], struct report *r)
+		      const struct cost_axis axes[3], const double *bs_fwd, const double *bs_bwd, struct report *r)
 {
-	struct eval e = { .g = g, .p = p, .cal = cal, .r = r, .nn = ir_graph_nnodes(g) };
+	struct eval e = { .g = g, .p = p, .cal = cal, .r = r, .nn = ir_graph_nnodes(g), .bs_fwd = bs_fwd,
+			  .bs_bwd = bs_bwd };
 	int nv = ir_graph_nvalues(g), rc;
 	e.ax_tp = axes[0];
 	e.ax_dp = axes[1];

@@ -7,6 +7,7 @@
  * without cairo the page keeps its tables and says the charts are missing.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -104,6 +105,7 @@ static void summary(FILE *f, const struct whatif *const *w, int n)
 	    w[i]->fits ? "fits" : "does not fit");
 	if (w[0]->price > 0)
 		ROW("cost", "%.4g per step, %.4g per million tokens", w[i]->cost_per_step, w[i]->cost_per_mtokens);
+	ROW("cost model's error", "%s", w[i]->fidelity ? w[i]->fidelity : "");
 #undef ROW
 	fputs("</table>\n", f);
 }
@@ -167,6 +169,56 @@ static void stages(FILE *f, const struct whatif *w)
 	fputs("</table>\n", f);
 }
 
+/* An automatic plan's --explain: the plans weighed, each stage's costliest ops. */
+static void why(FILE *f, const struct whatif *w)
+{
+	char b[32];
+	if (w->manual || w->nalt == 0)
+		return;
+	fputs("<h3>", f);
+	esc(f, w->label);
+	fprintf(f, ": the fastest of %d plans weighed</h3>\n<table>\n<tr>", w->nweighed);
+	const char *head[] = { "micro-batch size x count", "schedule", "stages (logical meshes)", "step time", "vs plan",
+			       "peak memory (GiB)" };
+	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
+		cell(f, true, "%s", head[k]);
+	fputs("</tr>\n", f);
+	for (int i = 0; i < w->nalt; i++) {
+		const struct inter_alt *a = &w->alt[i];
+		fputs(a->chosen ? "<tr class=\"best\">" : "<tr>", f);
+		cell(f, false, "%lld x %d", (long long)a->micro_batch, a->micro);
+		cell(f, false, "%s%s", cost_sched_name(a->sched), a->v > 1 ? " v=2" : "");
+		cell(f, false, "%s", a->stages);
+		cell(f, false, "%s", wi_secs(a->step_time, b, sizeof b));
+		cell(f, false, "%+.1f%%", 100 * (a->step_time / w->t_step - 1));
+		cell(f, false, "%.2f", a->mem_peak / GIB);
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n<table>\n<tr>", f);
+	const char *ohead[] = { "stage", "op", "time per micro-batch", "sharding and collective", "runner-up",
+				"runner-up costs" };
+	for (size_t k = 0; k < sizeof ohead / sizeof *ohead; k++)
+		cell(f, true, "%s", ohead[k]);
+	fputs("</tr>\n", f);
+	for (int s = 0; s < w->nstages; s++)
+		for (int i = 0; i < w->stages[s].nops; i++) {
+			const struct wi_op *o = &w->stages[s].ops[i];
+			fputs("<tr>", f);
+			cell(f, false, "%d", s);
+			cell(f, false, "%s %s", o->n.op, o->n.name);
+			char times[16] = "";
+			if (o->count > 1)
+				snprintf(times, sizeof times, " x %d", o->count);
+			cell(f, false, "%s%s", wi_secs(o->n.t, b, sizeof b), times);
+			cell(f, false, "%s%s%s", o->n.chosen, o->n.coll[0] ? "; " : "", o->n.coll);
+			cell(f, false, "%s", isfinite(o->n.delta) ? o->n.runner : "");
+			cell(f, false, "%s%s", isfinite(o->n.delta) ? "+" : "",
+			     isfinite(o->n.delta) ? wi_secs(o->n.delta, b, sizeof b) : "");
+			fputs("</tr>\n", f);
+		}
+	fputs("</table>\n", f);
+}
+
 static void sweep_table(FILE *f, const struct wi_sweep_result *r)
 {
 	char b[32];
@@ -225,6 +277,13 @@ int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_re
 		image(f, w, n, NULL, WI_CHART_MEMORY, "memory per stage");
 		fputs("<h2>One step, per stage</h2>\n", f);
 		image(f, w, n, NULL, WI_CHART_TIMELINE, "timeline");
+		bool any = false;
+		for (int i = 0; i < n; i++)
+			any |= !w[i]->manual && w[i]->nalt > 0;
+		if (any)
+			fputs("<h2>Why this plan</h2>\n", f);
+		for (int i = 0; i < n; i++)
+			why(f, w[i]);
 	}
 	if (sw)
 		sweep_table(f, sw);

@@ -60,6 +60,10 @@ struct tp_result {
 	int nev, cap;
 };
 
+/* What is known of the cost model's error on device d (report_fidelity.c):
+ * one sentence quoting a measurement in benchmarks/results/. */
+const char *report_fidelity(const struct cost_device *d, const struct cost_calib *cal);
+
 /* Lays the graph out Megatron-style over tp ranks: a dot whose activation
  * operand is replicated splits its weight by output columns; one whose
  * operand is split on the contracting dim splits the weight by rows and
@@ -108,7 +112,12 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n);
  * with the axes tp, dp, pp mapped onto the cluster; fills the rest of r
  * (r->dev, prec, mixed, batch, mb set by the caller). */
 int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
-		      const struct cost_axis axes[3], struct report *r);
+		      const struct cost_axis axes[3], const double *bs_fwd, const double *bs_bwd, struct report *r);
+
+/* Batch statistics data parallelism all-reduces (report_dp.c): per node of
+ * g, the bytes of its forward and backward all-reduce over the replicas,
+ * 0 for none; g2 is the same model imported at another batch size. */
+int report_batch_stats(const struct ir_graph *g, const struct ir_graph *g2, int elem_bytes, double *fwd, double *bwd);
 
 /* The manual plan's report as the JSON object `pcc report --json` prints. */
 json_t *report_json(const struct report *r);
@@ -137,6 +146,15 @@ enum wi_mem { WI_MEM_PARAMS, WI_MEM_GRADS, WI_MEM_OPTIM, WI_MEM_ACT, WI_MEM_WORK
 extern const char *const wi_mem_key[WI_MEM_COUNT];   /* "params", ... "workspace" */
 extern const char *const wi_mem_label[WI_MEM_COUNT]; /* "parameters", ... */
 
+/* One op of a stage's plan (automatic): the intra-op pass's note on it and
+ * how many such ops (equal in kind, sharding and cost: the same op of
+ * repeated blocks) the stage runs per micro-batch. */
+#define WI_MAX_OPS 8
+struct wi_op {
+	struct intra_note n;
+	int count;
+};
+
 struct wi_stage {
 	char mesh[48];           /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
 	int devices;             /* devices running it */
@@ -150,6 +168,9 @@ struct wi_stage {
 	double inflight;         /* micro-batches of activations held at the peak */
 	double mem[WI_MEM_COUNT]; /* bytes per device */
 	double mem_total;
+	struct wi_op ops[WI_MAX_OPS]; /* automatic: the costliest ops per micro-batch
+				       * (time x count), costliest first */
+	int nops, ops_total;     /* shown, and ops in the stage's distinct layers */
 };
 
 struct whatif {
@@ -179,6 +200,9 @@ struct whatif {
 	double cost_per_step, cost_per_mtokens, cost_per_msamples;
 	double search_s;         /* automatic: wall time of the planner */
 	double residual;         /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
+	const char *fidelity;    /* report_fidelity's sentence (static) */
+	struct inter_alt alt[INTER_MAX_ALTS]; /* automatic: the fastest plans weighed */
+	int nalt, nweighed;
 };
 void wi_free(struct whatif *w);
 /* Appends a part (key, label, s); a full table is a bug. */
@@ -212,6 +236,12 @@ int wi_print(const struct whatif *w, FILE *f);
 json_t *wi_json(const struct whatif *w);
 int wi_compare_print(const struct whatif *a, const struct whatif *b, FILE *f);
 json_t *wi_compare_json(const struct whatif *a, const struct whatif *b);
+/* --explain of an automatic plan (report_explain.c): the plans the search
+ * weighed against it and each stage's costliest ops with their runner-up
+ * shardings; the same as JSON members "alternatives" and stages' "ops". */
+int wi_explain(const struct whatif *w, FILE *f);
+json_t *wi_alts_json(const struct whatif *w);
+json_t *wi_ops_json(const struct wi_stage *st);
 /* Writes o to path (or stdout for NULL), indented; -EIO naming the file. */
 int wi_json_write(json_t *o, const char *path);
 /* An output file can be created: its folder exists and is writable, it

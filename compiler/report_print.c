@@ -61,6 +61,10 @@ static int print_text(const struct report *r, FILE *f)
 	line_t(f, "compute", r->t_compute, r->t_step, note);
 	snprintf(note, sizeof note, "%d collectives forward, %d backward per micro-batch", ps->n_tp_fwd, ps->n_tp_bwd);
 	line_t(f, "tensor-parallel comm (tp)", r->t_tp, r->t_step, p->tp > 1 ? note : "");
+	if (r->t_bstat > 0) {
+		snprintf(note, sizeof note, "%d all-reduced forward per micro-batch", ps->n_bs);
+		line_t(f, "batch statistics over dp", r->t_bstat, r->t_step, note);
+	}
 	line_t(f, "pipeline transfers (pp)", r->t_pp, r->t_step, "");
 	snprintf(note, sizeof note, "bubble fraction %.1f%%",
 		 100 * cost_bubble_fraction(p->sched, p->pp, r->mb, p->v));
@@ -85,6 +89,8 @@ static int print_text(const struct report *r, FILE *f)
 	else
 		fprintf(f, "verdict   DOES NOT FIT: stage %d needs %s more than the device's %s\n", r->peak_stage,
 			gib(r->mem_peak - r->dev.mem_bytes, b1, sizeof b1), gib(r->dev.mem_bytes, b2, sizeof b2));
+	if (r->fidelity)
+		fprintf(f, "fidelity  %s\n", r->fidelity);
 	if (r->nstages > 1) {
 		fprintf(f, "\nstage  segments  params/dev  fwd+bwd/mb    tp/mb   memory\n");
 		for (int s = 0; s < r->nstages; s++) {
@@ -130,9 +136,9 @@ json_t *report_json(const struct report *r)
 	json_object_set_new(o, "fwd_flops_per_microbatch", json_real(r->fwd_flops));
 	json_object_set_new(o, "model_flops_per_step", json_real(r->model_flops));
 	json_object_set_new(o, "step_time_s", json_real(r->t_step));
-	json_object_set_new(o, "time_s", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "compute", r->t_compute, "tp",
-						   r->t_tp, "pp", r->t_pp, "bubble", r->t_bubble, "dp", r->t_dp,
-						   "optimizer", r->t_optim));
+	json_object_set_new(o, "time_s", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", r->t_compute, "tp",
+						   r->t_tp, "batch_stats", r->t_bstat, "pp", r->t_pp, "bubble",
+						   r->t_bubble, "dp", r->t_dp, "optimizer", r->t_optim));
 	json_object_set_new(o, "samples_per_s", json_real(r->samples_per_s));
 	json_object_set_new(o, "tokens_per_s", r->tokens_per_sample > 0 ? json_real(r->tokens_per_s) : json_null());
 	json_object_set_new(o, "tflops_per_device", json_real(r->tflops_per_device));
@@ -144,6 +150,7 @@ json_t *report_json(const struct report *r)
 							 "grads", ps->mem_grads, "optimizer", ps->mem_optim,
 							 "activations", ps->mem_act, "buffers", ps->mem_buffers));
 	json_object_set_new(o, "fits", json_boolean(r->fits));
+	json_object_set_new(o, "fidelity", r->fidelity ? json_string(r->fidelity) : json_null());
 	for (int s = 0; s < r->nstages; s++)
 		json_array_append_new(stages, stage_json(&r->stages[s]));
 	json_object_set_new(o, "stages", stages);

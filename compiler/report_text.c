@@ -99,6 +99,8 @@ int wi_print(const struct whatif *w, FILE *f)
 	else
 		fprintf(f, "\nverdict   DOES NOT FIT: stage %d needs %.2f GiB more\n", w->peak_stage,
 			(w->mem_peak - w->mem_limit) / GIB);
+	if (w->fidelity)
+		fprintf(f, "fidelity  %s\n", w->fidelity);
 	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
 }
 
@@ -154,6 +156,7 @@ json_t *wi_json(const struct whatif *w)
 	json_object_set_new(o, "memory_limit_bytes", json_real(w->mem_limit));
 	json_object_set_new(o, "peak_stage", json_integer(w->peak_stage));
 	json_object_set_new(o, "fits", json_boolean(w->fits));
+	json_object_set_new(o, "fidelity", w->fidelity ? json_string(w->fidelity) : json_null());
 	json_object_set_new(o, "price_per_gpu_hour", num_or_null(w->price, w->price > 0));
 	json_object_set_new(o, "cost_per_step", num_or_null(w->cost_per_step, w->price > 0));
 	json_object_set_new(o, "cost_per_million_tokens",
@@ -163,9 +166,17 @@ json_t *wi_json(const struct whatif *w)
 		json_object_set_new(o, "search_s", json_real(w->search_s));
 		json_object_set_new(o, "breakdown_residual", json_real(w->residual));
 	}
-	for (int s = 0; s < w->nstages; s++)
-		json_array_append_new(stages, stage_json(&w->stages[s]));
+	for (int s = 0; s < w->nstages; s++) {
+		json_t *st = stage_json(&w->stages[s]);
+		if (!w->manual)
+			json_object_set_new(st, "ops", wi_ops_json(&w->stages[s]));
+		json_array_append_new(stages, st);
+	}
 	json_object_set_new(o, "stages", stages);
+	if (!w->manual) {
+		json_object_set_new(o, "plans_weighed", json_integer(w->nweighed));
+		json_object_set_new(o, "alternatives", wi_alts_json(w));
+	}
 	return o;
 }
 

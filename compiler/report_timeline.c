@@ -37,11 +37,16 @@ static int make_costs(const struct whatif *w, bool xfer, double **buf, struct sc
 	if (!b)
 		return ir_errorf(-ENOMEM, "out of memory simulating the schedule");
 	double *tf = b, *tb = b + nv, *x = b + 2 * nv, *act = b + 3 * nv;
+	/* interleaved: the last device's chunk feeds the first device's next
+	 * one, a crossing as costly as the largest stage boundary (inter.c) */
+	double wrap = 0;
+	for (int s = 0; s + 1 < p; s++)
+		wrap = fmax(wrap, w->stages[s].t_xfer);
 	for (int k = 0; k < nv; k++) {
 		const struct wi_stage *st = &w->stages[k % p];
 		tf[k] = st->t_fwd / v;
 		tb[k] = st->t_bwd / v;
-		x[k] = xfer ? st->t_xfer : 0;
+		x[k] = !xfer ? 0 : k % p + 1 < p ? st->t_xfer : wrap;
 		act[k] = 1.0 / v;
 	}
 	*c = (struct sched_costs){ .t_fwd = tf, .t_bwd = tb, .t_xfer = nv > 1 ? x : NULL, .act_bytes = act };

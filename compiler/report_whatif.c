@@ -6,7 +6,7 @@
  * checks on output files the report commands share.
  *
  * A manual plan's step-time parts are its report's, with recomputation
- * taken out of compute: compute, recompute, comm_tp, transfers, bubble,
+ * taken out of compute: compute, recompute, comm_tp, comm_stats, transfers, bubble,
  * comm_dp, optimizer. They add up to its step time exactly.
  */
 #include <errno.h>
@@ -82,9 +82,9 @@ static void stage_from_report(const struct report *r, int s, double p2p, struct 
 	o->last = st->last;
 	o->recompute = p->recompute;
 	o->zero = p->zero > 0;
-	o->t_fwd = st->t_fwd + st->t_tp_fwd;
+	o->t_fwd = st->t_fwd + st->t_tp_fwd + st->t_bs_fwd;
 	o->t_bwd = st->t_mb - o->t_fwd;
-	o->comm_frac = st->t_mb > 0 ? (st->t_tp_fwd + st->t_tp_bwd) / st->t_mb : 0;
+	o->comm_frac = st->t_mb > 0 ? (st->t_tp_fwd + st->t_tp_bwd + st->t_bs_fwd + st->t_bs_bwd) / st->t_mb : 0;
 	o->t_xfer = s + 1 < r->nstages ? p2p / 2 : 0;
 	o->t_sync = fmax(st->t_dp - st->t_bwd, 0);
 	o->t_optim = st->t_optim;
@@ -128,11 +128,13 @@ int wi_from_report(const struct report *r, const char *label, double price, stru
 	wi_add_part(w, "compute", "compute", r->t_compute - rec);
 	wi_add_part(w, "recompute", "recomputation", rec);
 	wi_add_part(w, "comm_tp", tp, r->t_tp);
+	wi_add_part(w, "comm_stats", "batch statistics over dp", r->t_bstat);
 	wi_add_part(w, "transfers", "pipeline transfers (pp)", r->t_pp);
 	wi_add_part(w, "bubble", "pipeline bubble", r->t_bubble);
 	wi_add_part(w, "comm_dp", dp, r->t_dp);
 	wi_add_part(w, "optimizer", "optimizer step", r->t_optim);
 	w->t_step = r->t_step;
+	w->fidelity = r->fidelity;
 	w->params = r->params;
 	w->tokens_per_sample = r->tokens_per_sample;
 	w->model_flops = r->model_flops;

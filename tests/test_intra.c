@@ -19,6 +19,7 @@
  * Usage: test_intra MODELGEN (the pcc-modelgen executable).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -228,6 +229,27 @@ static void test_megatron_mlp(void)
 		}
 	TAP_OK(fwd == 1, "(b) one forward collective (%d)", fwd);
 	TAP_NEAR(bytes, 128.0 * 1024 * 2, 1e-9, "(b) it reduces batch x hidden in bf16 (%.0f bytes)", bytes);
+	/* the report's account of it (intra_notes): fc1 by columns, fc2 by
+	 * rows leaving partial sums, all-reduced where the bias add reads them;
+	 * no runner-up cheaper (the answer is locally optimal) */
+	struct intra_note *nt;
+	int nn, col = 0, row = 0, colls = 0;
+	int nrc = intra_notes(g, &r, &nt, &nn);
+	if (TAP_OK(nrc == 0 && nn == ir_graph_nnodes(g), "(b) a note per op (%d)", nn)) {
+		bool sorted = true, dearer = true, ar = false;
+		for (int i = 0; i < nn; i++) {
+			sorted &= i == 0 || nt[i].t <= nt[i - 1].t;
+			dearer &= isnan(nt[i].delta) || nt[i].delta >= 0;
+			col += !strcmp(nt[i].op, "dot") && !strcmp(nt[i].chosen, "<R,R> x <R,S1> -> <R,S1>");
+			row += !strcmp(nt[i].op, "dot") && !strcmp(nt[i].chosen, "<R,S1> x <S1,R> -> <R,R|P1>");
+			colls += nt[i].coll[0] != 0;
+			ar |= !strcmp(nt[i].op, "add") && !strcmp(nt[i].coll, "all-reduce 256.0 KiB over axis 1");
+		}
+		TAP_OK(sorted && dearer, "(b) notes costliest first, no runner-up cheaper");
+		TAP_OK(col == 1 && row == 1, "(b) notes: one dot by columns, one by rows");
+		TAP_OK(colls == 1 && ar, "(b) notes: the one collective is the all-reduce the bias add needs");
+		ir_free(nt);
+	}
 	intra_result_free(&r);
 	ir_graph_free(g);
 }

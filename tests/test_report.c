@@ -3,7 +3,10 @@
  * memory (ZeRO), pipeline schedules, and `pcc report` on generated GPT-3
  * models: Megatron's collectives per layer, Korthikanti et al.'s activation
  * memory, the ZeRO paper's state memory, the time breakdown, verdicts and
- * error messages. Expected numbers are worked out by hand in the comments.
+ * error messages; the automatic plan's report against the planner, its
+ * --explain (the plans weighed, each stage's costliest ops) and the
+ * Megatron recipe for a model larger than a node. Expected numbers are
+ * worked out by hand in the comments.
  *
  * Usage: test_report MODELGEN (the pcc-modelgen executable).
  */
@@ -463,6 +466,70 @@ static int auto_both(const char *m, const struct cost_cluster *c, int64_t batch,
 	return rc;
 }
 
+/* The planner's step time with the micro-batch count and stage count forced. */
+static double forced_time(const char *m, const struct cost_cluster *c, int64_t batch, int micro, int stages, int prec)
+{
+	struct tload l = { .m = m };
+	struct inter_opts o;
+	struct inter_plan p;
+	onnx_import_opts_init(&l.imp);
+	inter_opts_init(&o);
+	o.train = true;
+	o.batch = batch;
+	o.micro = micro;
+	o.stages = stages;
+	o.load = tload_b;
+	o.ctx = &l;
+	o.prec = prec;
+	if (onnx_batch_dim(m, &l.imp, l.bname, sizeof l.bname, &o.static_batch) < 0 || inter_pass(c, &o, &p) < 0)
+		return -1;
+	double t = p.step_time;
+	inter_plan_free(&p);
+	return t;
+}
+
+/* --explain's account: the plan heads the plans weighed, each of them
+ * what the planner finds when forced to its micro-batch and stage count;
+ * per stage the costliest ops, none with a cheaper runner-up, adding up
+ * to no more than the stage's time. */
+static void check_explain(const char *m, const struct cost_cluster *c, int64_t batch, const struct whatif *w)
+{
+	bool sorted = true, fit = true;
+	int chosen = 0;
+	for (int i = 0; i < w->nalt; i++) {
+		sorted &= i == 0 || w->alt[i].step_time >= w->alt[i - 1].step_time;
+		fit &= w->alt[i].mem_peak <= w->mem_limit;
+		chosen += w->alt[i].chosen;
+	}
+	TAP_OK(w->nalt > 1 && w->alt[0].chosen && chosen == 1 && w->nweighed >= w->nalt,
+	       "explain: the plan heads the %d fastest of %d plans weighed", w->nalt, w->nweighed);
+	TAP_NEAR(w->alt[0].step_time, w->t_step, 1e-12, "explain: the first is the plan's step time");
+	TAP_OK(sorted && fit, "explain: fastest first, every one within the memory limit");
+	for (int i = 1; i < w->nalt; i++)
+		if (w->alt[i].micro != w->micro) {
+			const struct inter_alt *a = &w->alt[i];
+			double t = forced_time(m, c, batch, a->micro, a->nstages, w->prec);
+			TAP_NEAR(t, a->step_time, 1e-9, "explain: %d micro-batches on %d stages (%s) weighed at %.6g s, "
+				 "the planner forced to them finds %.6g s", a->micro, a->nstages, a->stages, a->step_time, t);
+			break;
+		}
+	for (int s = 0; s < w->nstages; s++) {
+		const struct wi_stage *st = &w->stages[s];
+		double sum = 0;
+		bool ok = st->nops > 0 && st->nops <= st->ops_total;
+		for (int i = 0; i < st->nops; i++) {
+			const struct wi_op *o = &st->ops[i];
+			sum += o->n.t * o->count;
+			ok &= o->count >= 1 && o->n.t > 0 && o->n.chosen[0] && (isnan(o->n.delta) || o->n.delta >= 0);
+			ok &= i == 0 || o->n.t * o->count <= st->ops[i - 1].n.t * st->ops[i - 1].count;
+		}
+		TAP_OK(ok, "explain: stage %d: %d costliest of %d ops, heaviest first, no runner-up cheaper", s,
+		       st->nops, st->ops_total);
+		TAP_OK(sum <= (st->t_fwd + st->t_bwd) * (1 + 1e-9), "explain: stage %d: they take %.4g of its %.4g s",
+		       s, sum, st->t_fwd + st->t_bwd);
+	}
+}
+
 static double fwd_flops_at(const char *m, int64_t b)
 {
 	struct onnx_import_opts o;
@@ -526,6 +593,7 @@ static void check_auto(const char *m, const char *cluster, int64_t batch, int st
 	}
 	TAP_NEAR(w.cost_per_mtokens, 2.5 * w.devices * w.t_step / 3600 / ((double)w.batch * 2048) * 1e6, 1e-12,
 		 "cost per million tokens at 2.5 per GPU-hour");
+	check_explain(m, &c, batch, &w);
 	wi_free(&w);
 	inter_plan_free(&p);
 }
@@ -583,11 +651,94 @@ static void test_timeline(void)
 	}
 }
 
+/* The second operand's sharding of a dot's note ("<A> x <W> -> <O>") into
+ * buf when it is 2-D (a weight); else false. */
+static bool weight_spec(const char *chosen, char *buf, size_t n)
+{
+	const char *x = strstr(chosen, " x <"), *end = x ? strchr(x + 3, '>') : NULL;
+	if (!end || strstr(x + 3, " x "))
+		return false;
+	snprintf(buf, n, "%.*s", (int)(end - x - 2), x + 3);
+	const char *comma = strchr(buf, ',');
+	return comma && !strchr(comma + 1, ',');
+}
+
+/* The Megatron recipe: a GPT whose training state (16 bytes a parameter)
+ * is more than one node holds, on 2 nodes of 4 V100-16GB: a pipeline
+ * whose stages each sit inside one node (so the pipeline crosses the
+ * slow link), and in each stage the weights of the dots split over the
+ * node's devices (tensor parallelism on the fast links). */
+static void test_megatron_recipe(void)
+{
+	const char *m = model("gpt3-6.7b --layers 20");
+	struct cost_cluster c;
+	struct inter_plan p = { 0 };
+	struct whatif w = { 0 };
+	cost_cluster_parse("2x4:v100-16g", &c);
+	int rc = auto_both(m, &c, 64, 0, &p, &w);
+	if (!TAP_OK(rc == 0, "Megatron recipe: GPT 6.7B (20 blocks), batch 64 on 2x4 V100-16GB: %s",
+		    rc ? ir_error() : "planned"))
+		return;
+	struct cost_device dev;
+	int per_node;
+	cost_cluster_effective(&c, &dev, NULL, NULL, &per_node);
+	double node = per_node * 0.9 * dev.mem_bytes;
+	TAP_OK(16 * w.params > node, "Megatron recipe: its state, %.0f GiB, is more than a node's %.0f GiB",
+	       16 * w.params / (1 << 30), node / (1 << 30));
+	bool within = p.nstages >= 2, split = true;
+	for (int s = 0; s < p.nstages; s++) {
+		const struct inter_stage *st = &p.stages[s];
+		within &= st->rows == 1 && st->cols == per_node;
+		int dots = 0;
+		for (int i = 0; i < w.stages[s].nops; i++) {
+			const struct intra_note *n = &w.stages[s].ops[i].n;
+			char wt[64];
+			if (strcmp(n->op, "dot") || !weight_spec(n->chosen, wt, sizeof wt))
+				continue;
+			dots++;
+			split &= strchr(wt, 'S') != NULL;
+			TAP_DIAG("stage %d: %s, weight %s", s, n->name, wt);
+		}
+		split &= dots > 0;
+	}
+	TAP_OK(within, "Megatron recipe: %d stages, each on one whole node: the pipeline crosses nodes", p.nstages);
+	TAP_OK(split, "Megatron recipe: in every stage the dots' weights are split over the node's devices");
+	wi_free(&w);
+	inter_plan_free(&p);
+}
+
+/* Interleaved: the last device's chunk sends to the first device's next
+ * chunk; that crossing costs what the stage boundaries cost, not nothing. */
+static void test_wrap_transfer(void)
+{
+	struct whatif w;
+	struct wi_stage st[4];
+	toy(&w, st, 4, 8, COST_SCHED_INTERLEAVED, 2);
+	for (int s = 0; s < 3; s++)
+		st[s].t_xfer = 0.2;
+	double T = 0, T0 = 0, Tall = 0;
+	struct sched sc;
+	struct sched_sim sim = { 0 };
+	double tf[8], tb[8], x[8];
+	for (int k = 0; k < 8; k++)
+		tf[k] = 0.5, tb[k] = 1, x[k] = 0.2;
+	struct sched_costs c = { .t_fwd = tf, .t_bwd = tb, .t_xfer = x };
+	if (sched_build(COST_SCHED_INTERLEAVED, 4, 8, 2, &sc) == 0 && sched_simulate(&sc, &c, &sim) == 0)
+		Tall = sim.step_time;
+	sched_sim_free(&sim);
+	sched_free(&sc);
+	TAP_OK(wi_pipeline_time(&w, true, &T) == 0 && wi_pipeline_time(&w, false, &T0) == 0, "interleaved toy simulated");
+	TAP_NEAR(T, Tall, 1e-12, "interleaved: the wrap-around crossing costs a boundary's transfer (%.4g s, %.4g s "
+		 "without transfers)", T, T0);
+}
+
 static void test_auto(void)
 {
 	check_auto(model("gpt3-125m"), "2x8:a100-80g", 64, 0);
 	check_auto(model("gpt3-1.3b"), "1x8:v100", 64, 4);
+	test_megatron_recipe();
 	test_timeline();
+	test_wrap_transfer();
 }
 
 static void cleanup(void)

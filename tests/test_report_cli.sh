@@ -50,6 +50,70 @@ check "auto text: the stack, throughput, MFU, each stage's mesh and the verdict"
   grep -q '^plan      auto: 4 stages, interleaved' '$tmp/r.txt' && grep -q '^  pipeline bubble ' '$tmp/r.txt' &&
   grep -q '^per device .* TFLOP/s achieved, MFU ' '$tmp/r.txt' && test \$(grep -c '^    [0-3]  .* on 1x' '$tmp/r.txt') -eq 4 &&
   grep -q '^verdict   fits' '$tmp/r.txt'"
+check "auto --explain: the plans weighed, the plan first, and every stage's costliest ops with runner-ups; the same in JSON" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --explain >'$tmp/e.txt' &&
+  grep -A2 '^plans weighed: [0-9]*; the fastest that fit' '$tmp/e.txt' | grep -q '^plan  .* +0.0%' &&
+  test \$(grep -c '^stage [0-3] (layers [0-9]*-[0-9]*, mesh .*): the [1-8] costliest of [0-9]* ops' '$tmp/e.txt') -eq 4 &&
+  grep -q '^      runner-up <.*>: +' '$tmp/e.txt' &&
+  python3 - '$tmp/r.json' <<'EOF'
+import json, sys
+o = json.load(open(sys.argv[1]))
+a = o['alternatives']
+assert a[0]['chosen'] and abs(a[0]['step_time_s'] - o['step_time_s']) < 1e-12 * o['step_time_s'], a[0]
+assert all(x['step_time_s'] <= y['step_time_s'] for x, y in zip(a, a[1:])) and o['plans_weighed'] >= len(a)
+for s in o['stages']:
+    assert 1 <= len(s['ops']) <= 8, s['ops']
+    for op in s['ops']:
+        assert op['time_s'] > 0 and op['count'] >= 1 and op['sharding'].startswith('<'), op
+        assert op['runner_up'] is None or op['runner_up_extra_s'] >= 0, op
+EOF"
+# Data parallelism all-reduces every batch norm's mean and variance over the
+# replicas per micro-batch (what one device computes; what the automatic plan
+# costs); a GPT (layer norm, a loss averaged over the batch) has none.
+"$modelgen" wresnet-1b -o "$tmp/wr.onnx" >/dev/null
+check "manual dp plans: each batch norm's two statistics all-reduced over dp per micro-batch; none without dp or in a GPT" sh -c "
+  '$pcc' inspect '$tmp/wr.onnx' --dim batch=8 --json >'$tmp/wi.json' &&
+  '$pcc' report '$tmp/wr.onnx' --cluster 1x8:v100 --plan dp=8,mb=4 --batch 1536 >'$tmp/wd.txt' &&
+  '$pcc' report '$tmp/wr.onnx' --cluster 1x8:v100 --plan dp=8,mb=4 --batch 1536 --json >'$tmp/wd.json' &&
+  '$pcc' report '$tmp/wr.onnx' --cluster 1x8:v100 --plan tp=8,mb=4 --batch 1536 --json >'$tmp/wt.json' &&
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --plan dp=4,tp=2 --batch 64 --json >'$tmp/gd.json' &&
+  python3 - '$tmp/wi.json' '$tmp/wd.txt' '$tmp/wd.json' '$tmp/wt.json' '$tmp/gd.json' <<'EOF'
+import json, re, sys
+bn = json.load(open(sys.argv[1]))['onnx_ops']['BatchNormalization']
+m = re.search(r'batch statistics over dp .* (\d+) all-reduced forward per micro-batch', open(sys.argv[2]).read())
+assert m and int(m.group(1)) == 2 * bn, (m and m.group(1), bn)
+d, t, g = (json.load(open(a)) for a in sys.argv[3:])
+assert d['time_s']['batch_stats'] > 0 and abs(sum(d['time_s'].values()) - d['step_time_s']) < 1e-9 * d['step_time_s']
+assert t['time_s']['batch_stats'] == 0 and g['time_s']['batch_stats'] == 0, (t['time_s'], g['time_s'])
+EOF"
+# The fidelity line quotes the measurements kept in benchmarks/results/.
+res=$(cd "$(dirname "$0")/../benchmarks/results" && pwd)
+check "fidelity: every report states the cost model's measured error, the figures of benchmarks/results" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 >'$tmp/fa.txt' &&
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --plan dp=4,tp=2 --batch 64 --json >'$tmp/fm.json' &&
+  python3 - '$tmp/fa.txt' '$tmp/fm.json' '$res/report_validation.md' <<'EOF'
+import json, re, sys
+line = [l for l in open(sys.argv[1]) if l.startswith('fidelity  ')]
+assert len(line) == 1, line
+fid = line[0][10:].strip()
+assert json.load(open(sys.argv[2]))['fidelity'] == fid
+r = open(sys.argv[3]).read()
+lo, hi, mean = re.search(r'Megatron \(PTD\) rows min ([0-9.]+), max ([0-9.]+), mean \|ratio - 1\| ([0-9.]+)%', r).groups()
+z = [float(x) for x in re.findall(r'ZeRO-3, 174.6B, [0-9]+ GPUs \|(?:[^|]*\|){6} ([0-9.]+) ', r)]
+assert len(z) == 3, z
+want = ['%s to %s times' % (lo, hi), '(mean error %s%%)' % mean, '%.1f to %.1f times for ZeRO-3' % (min(z), max(z))]
+assert all(w in fid for w in want), (fid, want)
+EOF"
+check "fidelity on a CPU mesh: the figures of benchmarks/results/cpu_model.md's summary" sh -c "
+  '$pcc' report '$m' --cluster cpu:2 --json >'$tmp/fc.json' &&
+  python3 - '$tmp/fc.json' '$res/cpu_model.md' <<'EOF'
+import json, re, sys
+fid = json.load(open(sys.argv[1]))['fidelity']
+n, med, mx = re.search(r'^Summary: ([0-9]+) cases, median \|error\| ([0-9]+)%, max \|error\| ([0-9]+)%$',
+                       open(sys.argv[2]).read(), re.M).groups()
+want = ['%s cases' % n, 'median |error| %s%%' % med, 'max |error| %s%%' % mx, 'cpu_model.md']
+assert all(w in fid for w in want), (fid, want)
+EOF"
 check "auto: the forward plan without --train, as pcc MODEL --cluster C" sh -c "
   '$pcc' '$m' --cluster 1x8:a100 >'$tmp/plan' && '$pcc' report '$m' --cluster 1x8:a100 --json >'$tmp/f.json' &&
   python3 - '$tmp/plan' '$tmp/f.json' <<'EOF'

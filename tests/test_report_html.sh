@@ -88,7 +88,13 @@ assert '<td>%.3f s</td>' % o['step_time_s'] in h
 assert 'MFU %.1f%%' % (100 * o['mfu']) in h
 for s in o['stages']:
     assert '<td>%.3f</td>' % (s['total_bytes'] / 2**30) in h
-assert h.count('<table>') == 3 and h.count('<tr>') >= 1 + 8 + 1 + len(o['stages'])
+assert h.count('<table>') == 5 and h.count('<tr>') >= 1 + 8 + 1 + len(o['stages'])
+# why this plan: the plans weighed (the plan's row first, in bold) and each stage's costliest ops
+assert '<h2>Why this plan</h2>' in h and 'the fastest of %d plans weighed' % o['plans_weighed'] in h
+assert h.index('<tr class=\"best\"><td>%d x %d</td>' % (o['micro_batch'], o['micro_batches'])) > h.index('Why this plan')
+for s in o['stages']:
+    for op in s['ops']:
+        assert ('<td>%s</td>' % op['sharding'].replace('<', '&lt;').replace('>', '&gt;')) in h or op['collective'], op
 EOF"
 check "--html of a comparison and of a sweep: both plans' columns, the sweep's table" sh -c "
   '$pcc' report '$g' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 --html '$tmp/c.html' >/dev/null &&

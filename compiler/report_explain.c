@@ -1,0 +1,94 @@
+/*
+ * report_explain.c: `pcc report --explain` of an automatic plan: why this
+ * plan. The plans the search weighed against it (inter_plan's
+ * alternatives: the best stage assignment of each micro-batch size under
+ * each schedule, and the best without a pipeline), fastest first with
+ * their step time over the plan's; and per stage the ops that cost most
+ * per micro-batch (time x how many such ops it runs), each with its
+ * sharding, the collective it causes and the runner-up sharding with the
+ * objective's rise under it (intra_notes). The same as JSON.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "compiler/report_internal.h"
+
+static void alts(const struct whatif *w, FILE *f)
+{
+	char b[32];
+	fprintf(f, "\nplans weighed: %d; the fastest that fit (micro-batch size x count):\n", w->nweighed);
+	fprintf(f, "      %-12s  %-16s  %-40s  %12s  %8s  %9s\n", "size x count", "schedule", "stages (logical meshes)",
+		"step time", "vs plan", "peak GiB");
+	for (int i = 0; i < w->nalt; i++) {
+		const struct inter_alt *a = &w->alt[i];
+		char mb[32], sch[24];
+		snprintf(mb, sizeof mb, "%lld x %d", (long long)a->micro_batch, a->micro);
+		snprintf(sch, sizeof sch, "%s%s", cost_sched_name(a->sched), a->v > 1 ? " v=2" : "");
+		fprintf(f, "%-4s  %-12s  %-16s  %-40s  %12s  %+7.1f%%  %9.2f\n", a->chosen ? "plan" : "", mb, sch,
+			a->stages, wi_secs(a->step_time, b, sizeof b), 100 * (a->step_time / w->t_step - 1),
+			a->mem_peak / (1 << 30));
+	}
+}
+
+static void ops(const struct whatif *w, FILE *f)
+{
+	char b[32], d[32];
+	for (int s = 0; s < w->nstages; s++) {
+		const struct wi_stage *st = &w->stages[s];
+		fprintf(f, "\nstage %d (layers %d-%d, mesh %s): the %d costliest of %d ops per micro-batch\n", s, st->first,
+			st->last, st->mesh, st->nops, st->ops_total);
+		for (int i = 0; i < st->nops; i++) {
+			const struct intra_note *n = &st->ops[i].n;
+			fprintf(f, "  %-10s %s%s%s  %s", n->op, n->name[0] ? "\"" : "", n->name, n->name[0] ? "\"" : "",
+				wi_secs(n->t, b, sizeof b));
+			if (st->ops[i].count > 1)
+				fprintf(f, " x %d", st->ops[i].count);
+			fprintf(f, "\n      %s", n->chosen);
+			if (n->coll[0])
+				fprintf(f, "; %s", n->coll);
+			if (isfinite(n->delta))
+				fprintf(f, "\n      runner-up %s: %s%s", n->runner, n->delta >= 0 ? "+" : "-",
+					wi_secs(fabs(n->delta), d, sizeof d));
+			fputc('\n', f);
+		}
+	}
+}
+
+int wi_explain(const struct whatif *w, FILE *f)
+{
+	if (w->manual)
+		return 0;
+	alts(w, f);
+	ops(w, f);
+	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
+}
+
+json_t *wi_alts_json(const struct whatif *w)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < w->nalt; i++) {
+		const struct inter_alt *x = &w->alt[i];
+		json_array_append_new(a, json_pack("{s:b, s:I, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f}", "chosen", x->chosen,
+						   "micro_batch", (json_int_t)x->micro_batch, "micro_batches", x->micro,
+						   "schedule", cost_sched_name(x->sched), "chunks_per_device", x->v,
+						   "stages", x->nstages, "meshes", x->stages, "step_time_s", x->step_time,
+						   "vs_plan", x->step_time / w->t_step - 1, "peak_memory_bytes",
+						   x->mem_peak));
+	}
+	return a;
+}
+
+json_t *wi_ops_json(const struct wi_stage *st)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < st->nops; i++) {
+		const struct intra_note *n = &st->ops[i].n;
+		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:f, s:s}", "op", n->op, "name", n->name, "count",
+				      st->ops[i].count, "sharding", n->chosen, "time_s", n->t, "collective", n->coll);
+		json_object_set_new(o, "runner_up", isfinite(n->delta) ? json_string(n->runner) : json_null());
+		json_object_set_new(o, "runner_up_extra_s", isfinite(n->delta) ? json_real(n->delta) : json_null());
+		json_array_append_new(a, o);
+	}
+	return a;
+}
