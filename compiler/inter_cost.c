@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "compiler/inter_internal.h"
+#include "solvers/solvers.h"
 
 /* The gradient reductions (once per step) among the plan's collectives. */
 static double sync_time(const struct intra_result *r)
@@ -180,6 +181,7 @@ static void *worker(void *arg)
 			atomic_store(&p->next, p->njobs);
 		}
 	}
+	shard_thread_exit(); /* GLPK's state for this thread */
 	return NULL;
 }
 

@@ -327,3 +327,8 @@ int shard_mip_write(const struct shard_problem *p, const char *path)
 	shard_model_free(&m);
 	return rc;
 }
+
+void shard_thread_exit(void)
+{
+	glp_free_env();
+}

@@ -22,6 +22,9 @@ __extension__ typedef __int128 shard_i128;
 #define SHARD_I128_STRLEN 42
 
 const char *shard_error(void); /* the last error message; never NULL */
+/* Frees the calling thread's GLPK state; a thread that ran shard_solve
+ * calls it before it returns. */
+void shard_thread_exit(void);
 /* Writes v in decimal into buf (SHARD_I128_STRLEN bytes); returns buf. */
 char *shard_i128_str(shard_i128 v, char *buf);
 
