@@ -808,6 +808,8 @@ void inter_plan_free(struct inter_plan *p);
 /* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,
  * throughput, MFU and memory per device; then the fastest alternatives. */
 int inter_explain(const struct inter_plan *p, FILE *f);
+/* The plans weighed as a table, fastest first, each against t_plan. */
+void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, FILE *f);
 
 /* ---- the executable plan (compiler/compile.c) ---------------------------
  * The inter-op pass's plan lowered to per-device programs (ir/plan.h):

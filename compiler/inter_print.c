@@ -46,18 +46,18 @@ void inter_alt_mark(struct inter_plan *p)
 	}
 }
 
-static void put_alts(const struct inter_plan *p, FILE *f)
+void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, FILE *f)
 {
-	fprintf(f, "plans weighed: %d; the fastest that fit (micro-batch size x count):\n", p->nweighed);
-	fprintf(f, "  %-4s  %-12s  %-16s  %-40s  %12s  %8s  %10s\n", "", "size x count", "schedule", "stages (logical meshes)",
-		"step time", "vs plan", "memory");
-	for (int i = 0; i < p->nalt; i++) {
-		const struct inter_alt *a = &p->alt[i];
+	fprintf(f, "plans weighed: %d; the fastest that fit (micro-batch size x count):\n", nweighed);
+	fprintf(f, "      %-12s  %-16s  %-40s  %12s  %8s  %9s\n", "size x count", "schedule", "stages (logical meshes)",
+		"step time", "vs plan", "peak GiB");
+	for (int i = 0; i < nalt; i++) {
+		const struct inter_alt *a = &alt[i];
 		char mb[32], sch[24];
 		snprintf(mb, sizeof mb, "%lld x %d", (long long)a->micro_batch, a->micro);
 		snprintf(sch, sizeof sch, "%s%s", cost_sched_name(a->sched), a->v > 1 ? " v=2" : "");
-		fprintf(f, "  %-4s  %-12s  %-16s  %-40s  %9.3f ms  %+7.1f%%  %6.2f GiB\n", a->chosen ? "plan" : "", mb, sch,
-			a->stages, a->step_time * 1e3, 100 * (a->step_time / p->step_time - 1), a->mem_peak / (1 << 30));
+		fprintf(f, "%-4s  %-12s  %-16s  %-40s  %9.3f ms  %+7.1f%%  %9.2f\n", a->chosen ? "plan" : "", mb, sch,
+			a->stages, a->step_time * 1e3, 100 * (a->step_time / t_plan - 1), a->mem_peak / (1 << 30));
 	}
 }
 
@@ -93,6 +93,6 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		p->samples_per_s, 100 * p->mfu);
 	fprintf(f, "memory per device: peak %.2f GiB of %.2f GiB\n", gib(p->mem_peak), gib(p->mem_limit));
 	fprintf(f, "search: %.3f s, %d intra-op solves\n", p->search_s, p->nsolved);
-	put_alts(p, f);
+	inter_alts_print(p->alt, p->nalt, p->nweighed, p->step_time, f);
 	return ferror(f) ? -1 : 0;
 }

@@ -14,23 +14,6 @@
 
 #include "compiler/report_internal.h"
 
-static void alts(const struct whatif *w, FILE *f)
-{
-	char b[32];
-	fprintf(f, "\nplans weighed: %d; the fastest that fit (micro-batch size x count):\n", w->nweighed);
-	fprintf(f, "      %-12s  %-16s  %-40s  %12s  %8s  %9s\n", "size x count", "schedule", "stages (logical meshes)",
-		"step time", "vs plan", "peak GiB");
-	for (int i = 0; i < w->nalt; i++) {
-		const struct inter_alt *a = &w->alt[i];
-		char mb[32], sch[24];
-		snprintf(mb, sizeof mb, "%lld x %d", (long long)a->micro_batch, a->micro);
-		snprintf(sch, sizeof sch, "%s%s", cost_sched_name(a->sched), a->v > 1 ? " v=2" : "");
-		fprintf(f, "%-4s  %-12s  %-16s  %-40s  %12s  %+7.1f%%  %9.2f\n", a->chosen ? "plan" : "", mb, sch,
-			a->stages, wi_secs(a->step_time, b, sizeof b), 100 * (a->step_time / w->t_step - 1),
-			a->mem_peak / (1 << 30));
-	}
-}
-
 static void ops(const struct whatif *w, FILE *f)
 {
 	char b[32], d[32];
@@ -59,7 +42,8 @@ int wi_explain(const struct whatif *w, FILE *f)
 {
 	if (w->manual)
 		return 0;
-	alts(w, f);
+	fputc('\n', f);
+	inter_alts_print(w->alt, w->nalt, w->nweighed, w->t_step, f);
 	ops(w, f);
 	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
 }

@@ -11,20 +11,13 @@ its token ids must lie in [0, V) (the rows of wte) and its labels in
 Standard library only; the ModelProto is encoded by hand (opset 17).
 """
 import argparse
+import os
 import random
 import struct
+import sys
 
-
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_tokens import varint  # noqa: E402 (the same encoder)
 
 
 def field(num, payload):
