@@ -53,14 +53,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) p
 fmt() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else if (a < 10) printf "%.3f\n", a; else printf "%.1f\n", a }'; }
 
 # the timing driver: runtime/main.c + the step loop, linked like pcc-run
-inc="-I$build/runtime/pcc-run.p -I$build/runtime -I$root/runtime -I$build -I$root -I$build/compiler"
-inc="$inc -I/usr/include/x86_64-linux-gnu/openblas-pthread/ $(mpicc --showme:compile)"
-objs=$(ls "$build"/runtime/pcc-run.p/*.o | grep -v '/main\.c\.o$')
-cc $inc -D_FILE_OFFSET_BITS=64 -std=gnu11 -O2 -pthread -c "$here/codegen_run.c" -o "$tmp/codegen_run.o"
-cc -o "$tmp/pcc-bench-run" "$tmp/codegen_run.o" $objs -Wl,--start-group "$build"/compiler/libpcccompiler.a \
-	"$build"/ir/libpccir.a "$build"/solvers/libpccsolvers.a -Wl,--end-group -lm -lprotobuf-c -lxxhash -ljansson \
-	-lz -lglpk -L/usr/lib/x86_64-linux-gnu/openblas-pthread -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-pthread \
-	-lopenblas -pthread $(mpicc --showme:link)
+"$here/bench_driver.sh" "$build" "$here/codegen_run.c" "$tmp/pcc-bench-run"
 run=$tmp/pcc-bench-run
 
 have_ort=1

@@ -51,14 +51,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (p == "-" || m == "-" || m == 0) print "-"; else printf "%+.0f%%\n", (p / m - 1) * 100 }'; }
 
 # the timing driver: runtime/main.c with each step timed, linked like pcc-run
-inc="-I$build/runtime/pcc-run.p -I$build/runtime -I$root/runtime -I$build -I$root -I$build/compiler"
-inc="$inc -I/usr/include/x86_64-linux-gnu/openblas-pthread/ $(mpicc --showme:compile)"
-objs=$(ls "$build"/runtime/pcc-run.p/*.o | grep -v '/main\.c\.o$')
-cc $inc -D_FILE_OFFSET_BITS=64 -std=gnu11 -O2 -pthread -c "$here/cpu_model_run.c" -o "$tmp/run.o"
-cc -o "$tmp/pcc-bench-run" "$tmp/run.o" $objs -Wl,--start-group "$build"/compiler/libpcccompiler.a \
-	"$build"/ir/libpccir.a "$build"/solvers/libpccsolvers.a -Wl,--end-group -lm -lprotobuf-c -lxxhash -ljansson \
-	-lz -lglpk -L/usr/lib/x86_64-linux-gnu/openblas-pthread -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-pthread \
-	-lopenblas -pthread $(mpicc --showme:link)
+"$here/bench_driver.sh" "$build" "$here/cpu_model_run.c" "$tmp/pcc-bench-run"
 run=$tmp/pcc-bench-run
 
 # The cost model's defaults before the host had its own (GPU-style

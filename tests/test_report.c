@@ -435,43 +435,13 @@ static struct ir_graph *tload_b(void *ctx, int64_t b)
 	return onnx_import_batch(l->m, &l->imp, l->bname, b);
 }
 
-/* The planner run as `pcc MODEL --cluster C --train` runs it, and the
- * report of the same request. */
-static int auto_both(const char *m, const struct cost_cluster *c, int64_t batch, int stages, struct inter_plan *p,
-		     struct whatif *w)
-{
-	static struct cost_calib cal;
-	struct wi_request q;
-	struct tload l = { .m = m };
-	struct inter_opts o;
-	cost_calib_init(&cal);
-	wi_request_init(&q);
-	q.model = m;
-	q.cal = &cal;
-	q.batch = batch;
-	q.price = 2.5;
-	q.inter.train = true;
-	q.inter.stages = stages;
-	int rc = wi_auto(&q, c, w);
-	onnx_import_opts_init(&l.imp);
-	inter_opts_init(&o);
-	o.train = true;
-	o.batch = batch;
-	o.stages = stages;
-	o.load = tload_b;
-	o.ctx = &l;
-	o.prec = w->prec; /* the devices' 16-bit type, as pcc MODEL --train sets it */
-	if (rc == 0 && (rc = onnx_batch_dim(m, &l.imp, l.bname, sizeof l.bname, &o.static_batch)) == 0)
-		rc = inter_pass(c, &o, p);
-	return rc;
-}
-
-/* The planner's step time with the micro-batch count and stage count forced. */
-static double forced_time(const char *m, const struct cost_cluster *c, int64_t batch, int micro, int stages, int prec)
+/* The planner as `pcc MODEL --cluster C --train` runs it, micro-batches
+ * and stages forced where not 0, prec the step's precision. */
+static int planner(const char *m, const struct cost_cluster *c, int64_t batch, int micro, int stages, int prec,
+		   struct inter_plan *p)
 {
 	struct tload l = { .m = m };
 	struct inter_opts o;
-	struct inter_plan p;
 	onnx_import_opts_init(&l.imp);
 	inter_opts_init(&o);
 	o.train = true;
@@ -481,7 +451,35 @@ static double forced_time(const char *m, const struct cost_cluster *c, int64_t b
 	o.load = tload_b;
 	o.ctx = &l;
 	o.prec = prec;
-	if (onnx_batch_dim(m, &l.imp, l.bname, sizeof l.bname, &o.static_batch) < 0 || inter_pass(c, &o, &p) < 0)
+	int rc = onnx_batch_dim(m, &l.imp, l.bname, sizeof l.bname, &o.static_batch);
+	return rc < 0 ? rc : inter_pass(c, &o, p);
+}
+
+/* The planner run as `pcc MODEL --cluster C --train` runs it, and the
+ * report of the same request. */
+static int auto_both(const char *m, const struct cost_cluster *c, int64_t batch, int stages, struct inter_plan *p,
+		     struct whatif *w)
+{
+	static struct cost_calib cal;
+	struct wi_request q;
+	cost_calib_init(&cal);
+	wi_request_init(&q);
+	q.model = m;
+	q.cal = &cal;
+	q.batch = batch;
+	q.price = 2.5;
+	q.inter.train = true;
+	q.inter.stages = stages;
+	int rc = wi_auto(&q, c, w);
+	/* w->prec: the devices' 16-bit type, as pcc MODEL --train sets it */
+	return rc < 0 ? rc : planner(m, c, batch, 0, stages, w->prec, p);
+}
+
+/* The planner's step time with the micro-batch count and stage count forced. */
+static double forced_time(const char *m, const struct cost_cluster *c, int64_t batch, int micro, int stages, int prec)
+{
+	struct inter_plan p;
+	if (planner(m, c, batch, micro, stages, prec, &p) < 0)
 		return -1;
 	double t = p.step_time;
 	inter_plan_free(&p);
