@@ -597,8 +597,8 @@ struct intra_note {
 	double delta;            /* s: the objective's rise under the runner-up; NAN: none */
 	char coll[80];           /* its costliest such collective, "" when none */
 };
-/* Every op of r's plan on g, costliest first (*out ir_malloc'd, *n). */
-int intra_notes(const struct ir_graph *g, const struct intra_result *r, struct intra_note **out, int *n);
+/* Every op of r's plan, costliest first (*out ir_malloc'd, *n). */
+int intra_notes(const struct intra_result *r, struct intra_note **out, int *n);
 
 /* ---- SPMD lowering (compiler/lower*.c) ----------------------------------
  * Turns a graph the intra-op pass has sharded (r from intra_pass(g, ...),

@@ -108,12 +108,11 @@ static int by_cost(const void *a, const void *b)
 	return x->t > y->t ? -1 : x->t < y->t ? 1 : x->node - y->node;
 }
 
-int intra_notes(const struct ir_graph *g, const struct intra_result *r, struct intra_note **out, int *n)
+int intra_notes(const struct intra_result *r, struct intra_note **out, int *n)
 {
 	const struct intra_state *st = r->st;
 	*out = NULL;
 	*n = 0;
-	(void)g;
 	if (!st)
 		return ir_errorf(-EINVAL, "no intra-op result to explain");
 	double *local = local_costs(st);

@@ -128,7 +128,7 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 	state_split(a, s, x->state);
 	for (int i = 0; i < ir_graph_nnodes(s); i++)
 		x->fwd_flops += ir_node_flops(ir_graph_node(s, i));
-	rc = intra_notes(s, &r, &m->notes, &m->nops);
+	rc = intra_notes(&r, &m->notes, &m->nops);
 	m->nnotes = m->nops < 4 * WI_MAX_OPS ? m->nops : 4 * WI_MAX_OPS;
 	intra_result_free(&r);
 	ir_graph_free(s);

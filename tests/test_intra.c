@@ -234,7 +234,7 @@ static void test_megatron_mlp(void)
 	 * no runner-up cheaper (the answer is locally optimal) */
 	struct intra_note *nt;
 	int nn, col = 0, row = 0, colls = 0;
-	int nrc = intra_notes(g, &r, &nt, &nn);
+	int nrc = intra_notes(&r, &nt, &nn);
 	if (TAP_OK(nrc == 0 && nn == ir_graph_nnodes(g), "(b) a note per op (%d)", nn)) {
 		bool sorted = true, dearer = true, ar = false;
 		for (int i = 0; i < nn; i++) {
