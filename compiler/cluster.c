@@ -9,7 +9,12 @@
  * A cut's bytes are those of the node results defined before it and used
  * after it. Results computed from parameters and constants alone are left
  * out: a stage recomputes them from its own copy (a transposed weight, a
- * causal mask).
+ * causal mask). The DP weighs a cut by those bytes plus the traffic it
+ * adds by splitting a fused elementwise chain (the cost model's fusion,
+ * cost_fused_reads): a result that would never leave its kernel is
+ * written, and a consumer in its kernel after the cut reads it back. So a
+ * residual block is cut after its closing add and activation, not between
+ * them, and the layers' costs add up to the whole graph's.
  *
  * Cut candidates: the 4L cheapest boundaries plus the cheapest in each of
  * 8L windows of equal FLOPs, so the DP over candidates (min-max, then
@@ -43,40 +48,69 @@ struct cl {
 	double *pre;         /* [k+1] prefix FLOPs */
 	int *heavy;          /* [k+1] prefix count of heavy nodes */
 	double *cut;         /* [k+1] bytes crossing boundary b (nodes [0,b) before) */
+	double *weight;      /* [k+1] cut plus the bytes cutting there adds to fused chains */
 	int *cand;           /* candidate boundaries, ascending, with 0 and k */
 	int nc;
 };
 
-/* Bytes crossing each boundary: a value defined by node d and last used by
- * node u (or a graph output: used at k) crosses boundaries d+1 .. u. */
+/* Adds b bytes to boundaries from .. to (a difference array). */
+static void span(double *diff, int from, int to, double b)
+{
+	if (to < from)
+		return;
+	diff[from] += b;
+	diff[to + 1] -= b;
+}
+
+/* Per boundary: the bytes crossing it (cut), and those plus what cutting
+ * there adds to fused chains (weight). A value defined by node d and last
+ * used by node u (or a graph output: used at k) crosses boundaries
+ * d+1 .. u. One that stays in registers is written in addition when no
+ * consumer reads it from memory anyway, and read again when a consumer u'
+ * sharing its kernel follows the cut (boundaries d+1 .. u'). */
 static int cut_bytes(const struct ir_graph *g, struct cl *c)
 {
 	int nv = ir_graph_nvalues(g), k = c->k;
 	int *last = ir_malloc(sizeof *last * (size_t)nv);
+	int *last_fused = ir_malloc(sizeof *last_fused * (size_t)nv);
 	bool *free_ = ir_calloc((size_t)nv, sizeof *free_);
+	bool *stored = ir_calloc((size_t)nv, sizeof *stored);
 	double *diff = ir_calloc((size_t)k + 2, sizeof *diff);
-	if (!last || !free_ || !diff) {
+	double *extra = ir_calloc((size_t)k + 2, sizeof *extra);
+	uint32_t *fused_in = cost_fused_reads(g);
+	if (!last || !last_fused || !free_ || !stored || !diff || !extra || !fused_in) {
+		ir_free(fused_in);
 		ir_free(last);
+		ir_free(last_fused);
 		ir_free(free_);
+		ir_free(stored);
 		ir_free(diff);
+		ir_free(extra);
 		return ir_errorf(-ENOMEM, "out of memory clustering layers");
 	}
 	for (int v = 0; v < nv; v++) {
-		last[v] = -1;
+		last[v] = last_fused[v] = -1;
 		free_[v] = ir_graph_value(g, v)->kind == IR_VAL_PARAM;
 	}
 	for (int i = 0; i < k; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		bool f = true;
 		for (int j = 0; j < n->nin; j++) {
-			last[n->in[j]->id] = i;
-			f &= free_[n->in[j]->id];
+			int v = n->in[j]->id;
+			last[v] = i;
+			if (j < 32 && (fused_in[i] >> j & 1))
+				last_fused[v] = i;
+			else
+				stored[v] = true;
+			f &= free_[v];
 		}
 		for (int j = 0; j < n->nout; j++)
 			free_[n->out[j]->id] = f;
 	}
-	for (int o = 0; o < ir_graph_noutputs(g); o++)
+	for (int o = 0; o < ir_graph_noutputs(g); o++) {
 		last[ir_graph_output(g, o)->id] = k;
+		stored[ir_graph_output(g, o)->id] = true;
+	}
 	for (int i = 0; i < k; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int j = 0; j < n->nout; j++) {
@@ -84,18 +118,26 @@ static int cut_bytes(const struct ir_graph *g, struct cl *c)
 			if (free_[v->id] || last[v->id] <= i)
 				continue;
 			double b = (double)ir_shape_numel(&v->shape) * (double)ir_dtype_size(v->dtype);
-			diff[i + 1] += b;
-			diff[last[v->id] + 1] -= b;
+			span(diff, i + 1, last[v->id], b);
+			if (!stored[v->id])
+				span(extra, i + 1, last[v->id], b);
+			span(extra, i + 1, last_fused[v->id], b);
 		}
 	}
-	double run = 0;
+	double run = 0, more = 0;
 	for (int b = 0; b <= k; b++) {
 		run += diff[b];
+		more += extra[b];
 		c->cut[b] = b == 0 || b == k ? 0 : run;
+		c->weight[b] = b == 0 || b == k ? 0 : run + more;
 	}
 	ir_free(last);
+	ir_free(last_fused);
 	ir_free(free_);
+	ir_free(stored);
 	ir_free(diff);
+	ir_free(extra);
+	ir_free(fused_in);
 	return 0;
 }
 
@@ -126,7 +168,7 @@ static int candidates(struct cl *c, int layers)
 	}
 	int n = 0;
 	for (int b = 1; b < k; b++)
-		all[n++] = (struct bcut){ c->cut[b], b };
+		all[n++] = (struct bcut){ c->weight[b], b };
 	qsort(all, (size_t)n, sizeof *all, cmp_cut);
 	c->nc = 0;
 	c->cand[c->nc++] = 0;
@@ -138,7 +180,7 @@ static int candidates(struct cl *c, int layers)
 		double hi = total * (w + 1) / windows;
 		int best = -1;
 		for (; b < k && (c->pre[b] <= hi || w == windows - 1); b++)
-			if (best < 0 || c->cut[b] < c->cut[best])
+			if (best < 0 || c->weight[b] < c->weight[best])
 				best = b;
 		if (best > 0)
 			c->cand[c->nc++] = best;
@@ -182,7 +224,7 @@ static int dp(const struct cl *c, int L, double cap, bool need_heavy, struct clu
 		for (int j = 1; j < nc; j++)
 			for (int i = 0; i < j; i++)
 				if (isfinite(mx[AT(l - 1, i)]) && layer_ok(c, i, j, cap, need_heavy)) {
-					double v = fmax(mx[AT(l - 1, i)], c->cut[c->cand[i]]);
+					double v = fmax(mx[AT(l - 1, i)], c->weight[c->cand[i]]);
 					if (v < mx[AT(l, j)])
 						mx[AT(l, j)] = v;
 				}
@@ -197,11 +239,11 @@ static int dp(const struct cl *c, int L, double cap, bool need_heavy, struct clu
 	for (int l = 1; l <= L; l++)
 		for (int j = 1; j < nc; j++)
 			for (int i = 0; i < j; i++) {
-				if (!isfinite(sum[AT(l - 1, i)]) || c->cut[c->cand[i]] > bound ||
+				if (!isfinite(sum[AT(l - 1, i)]) || c->weight[c->cand[i]] > bound ||
 				    !layer_ok(c, i, j, cap, need_heavy))
 					continue;
 				double f = c->pre[c->cand[j]] - c->pre[c->cand[i]] - mean;
-				double s = sum[AT(l - 1, i)] + c->cut[c->cand[i]], d = dev[AT(l - 1, i)] + f * f;
+				double s = sum[AT(l - 1, i)] + c->weight[c->cand[i]], d = dev[AT(l - 1, i)] + f * f;
 				if (s < sum[AT(l, j)] || (s == sum[AT(l, j)] && d < dev[AT(l, j)])) {
 					sum[AT(l, j)] = s;
 					dev[AT(l, j)] = d;
@@ -216,13 +258,13 @@ static int dp(const struct cl *c, int L, double cap, bool need_heavy, struct clu
 		rc = ir_errorf(-ENOMEM, "out of memory clustering layers");
 		goto done;
 	}
-	r->max_cut = bound;
-	r->sum_cut = sum[AT(L, nc - 1)];
 	for (int l = L, j = nc - 1; l >= 0; j = l > 0 ? from[AT(l, j)] : j, l--)
 		r->first[l] = c->cand[j];
 	for (int l = 0; l < L; l++) {
 		r->flops[l] = c->pre[r->first[l + 1]] - c->pre[r->first[l]];
 		r->cut_bytes[l] = c->cut[r->first[l]];
+		r->max_cut = fmax(r->max_cut, r->cut_bytes[l]);
+		r->sum_cut += r->cut_bytes[l];
 	}
 #undef AT
 done:
@@ -245,7 +287,8 @@ int cluster_layers(const struct ir_graph *g, const struct cluster_opts *o, struc
 	c.pre = ir_calloc((size_t)c.k + 1, sizeof *c.pre);
 	c.heavy = ir_calloc((size_t)c.k + 1, sizeof *c.heavy);
 	c.cut = ir_calloc((size_t)c.k + 1, sizeof *c.cut);
-	int rc = c.pre && c.heavy && c.cut ? 0 : ir_errorf(-ENOMEM, "out of memory clustering layers");
+	c.weight = ir_calloc((size_t)c.k + 1, sizeof *c.weight);
+	int rc = c.pre && c.heavy && c.cut && c.weight ? 0 : ir_errorf(-ENOMEM, "out of memory clustering layers");
 	for (int i = 0; rc == 0 && i < c.k; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		c.pre[i + 1] = c.pre[i] + ir_node_flops(n);
@@ -285,6 +328,7 @@ int cluster_layers(const struct ir_graph *g, const struct cluster_opts *o, struc
 	ir_free(c.pre);
 	ir_free(c.heavy);
 	ir_free(c.cut);
+	ir_free(c.weight);
 	ir_free(c.cand);
 	if (rc < 0)
 		cluster_result_free(r);

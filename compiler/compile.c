@@ -175,6 +175,8 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	o.mem_limit = in->opts->mem_limit;
 	o.cal = in->opts->cal;
 	o.step_share = 1.0 / in->inter->micro;
+	if (x->overlap)
+		o.sync_share = INTER_SYNC_OVERLAP / in->inter->micro;
 	*sg = ts->g;
 	*src = NULL;
 	if (!ts->nstages) {

@@ -517,9 +517,16 @@ struct intra_opts {
 	double step_share;       /* weight of once-per-step costs (gradient
 				  * reductions, optimizer updates) in the objective:
 				  * 1 / micro-batches when solving one micro-batch; default 1 */
+	double sync_share;       /* weight of the gradient reductions alone: 0 when
+				  * they overlap the backward pass; < 0 (default):
+				  * step_share */
 	bool inputs_resident;    /* the graph's inputs are already on the devices (a
 				  * layer's activations from the layer before), not
 				  * copied from the host every step */
+	const bool *inputs_kept_before; /* per graph input (by index): what the
+				  * backward pass keeps of it is kept in another form
+				  * by the layer before (its producer's input), so
+				  * intra_result.mem_in_dup counts it; NULL: none */
 	double state_price;      /* training: s per byte of parameter, gradient and
 				  * optimizer state per device added to the objective,
 				  * for a plan leaner than the fastest (weights split
@@ -556,6 +563,9 @@ struct intra_result {
 	double mem_peak, mem_limit; /* bytes per device */
 	double mem_end;          /* bytes per device live at the end (state, kept activations, outputs) */
 	double mem_out;          /* of which graph outputs the backward pass does not keep */
+	double mem_out_kept;     /* of which graph outputs it keeps */
+	double mem_in_kept;      /* of which graph inputs it keeps */
+	double mem_in_dup;       /* of that, inputs intra_opts.inputs_kept_before marks */
 	double t_optim;          /* s: optimizer updates (once per step; in t_total x step_share) */
 	double t_optim_nozero;   /* s: the same without ZeRO's split */
 	double mem_zero_saved;   /* bytes per device ZeRO's split saves */
@@ -581,6 +591,10 @@ void intra_result_free(struct intra_result *r);
  * intra_opts.state_price set to state_price; r and g's annotations are
  * replaced by the new answer, or r is freed on error. */
 int intra_reprice(struct ir_graph *g, double state_price, struct intra_result *r);
+/* Training: per value id of g, whether the backward pass keeps it (as
+ * intra_pass counts memory: an elementwise result may be redone from its
+ * kept inputs instead). NULL when out of memory (ir_free it). */
+bool *intra_saved_values(const struct ir_graph *g);
 /* Per op: chosen sharding, its cost, the collectives it causes and the
  * runner-up strategy with its extra cost. */
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);
@@ -730,8 +744,17 @@ void inter_opts_init(struct inter_opts *o);
 /* How the inter-op pass solves one layer (a graph of its own,
  * graph_extract) on mesh n0 x n1 for steps of `micro` micro-batches: the
  * intra-op pass without a memory limit (the search checks memory per
- * stage), local search only. */
-void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, struct intra_opts *o);
+ * stage), local search only. With overlap, the gradient reductions weigh
+ * INTER_SYNC_OVERLAP of their share: a stage whose reduction the backward
+ * pass hides trades it for less work per micro-batch (a data-parallel
+ * layout rather than sharded weights), and so does the stage's final
+ * solve (inter_stage.overlap). */
+#define INTER_SYNC_OVERLAP 0.1
+void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bool overlap, struct intra_opts *o);
+/* A layer's time per micro-batch, forward and backward, from r solved
+ * under o: its objective less the once-per-step costs (t_sync: the
+ * gradient reductions among r's events). */
+double inter_layer_t_mb(const struct intra_result *r, const struct intra_opts *o, double t_sync);
 /* A layer's lean variant, which a stage short of memory takes instead of
  * its fastest plan: the layer re-solved (intra_reprice) with its
  * parameter, gradient and optimizer bytes priced at the fastest plan's
@@ -760,6 +783,8 @@ struct inter_stage {
 	bool zero;                   /* ZeRO-1: optimizer state split over each parameter's copies */
 	bool lean;                   /* its layers' plans trade time for less state
 				      * (inter_layer_solve's lean variant) */
+	bool overlap;                /* solved with its gradient reduction overlapped
+				      * (inter_layer_opts) */
 	double t_optim;              /* s per step: optimizer update */
 	double inflight;             /* micro-batches held at the peak */
 	double mem;                  /* peak bytes per device */

@@ -17,6 +17,7 @@
 #define PCC_COST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* ---- devices (cost_device.c) -------------------------------------------- */
@@ -226,6 +227,12 @@ enum cost_class cost_op_class(int op); /* op: an enum ir_op */
 /* Whether op fuses into an elementwise chain (one kernel: elementwise ops
  * and views), as the report and the intra-op pass both cost it. */
 bool cost_op_fusable(int op);
+/* Per node of g (by id), bit j set when input j stays in registers: node
+ * and producer are fusable and share a kernel. They can when no
+ * non-fusable op later than the producer feeds the node (a residual add
+ * after the block's dots reads its input from memory). Inputs past the
+ * 32nd are always read. NULL when out of memory (ir_free it). */
+uint32_t *cost_fused_reads(const struct ir_graph *g);
 /* Whether node n is a transpose of the last two dims only: read by dots
  * alone, it costs nothing (the GEMM reads its operand transposed); both
  * the report and the intra-op pass check the consumers. */

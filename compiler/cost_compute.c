@@ -47,6 +47,36 @@ bool cost_op_fusable(int op)
 	return c == COST_CLASS_ELEMENTWISE || c == COST_CLASS_FREE;
 }
 
+uint32_t *cost_fused_reads(const struct ir_graph *g)
+{
+	int nn = ir_graph_nnodes(g);
+	uint32_t *mask = ir_calloc((size_t)nn + 1, sizeof *mask);
+	int *barrier = ir_malloc(sizeof *barrier * ((size_t)nn + 1)); /* the latest non-fusable op feeding a node */
+	if (!mask || !barrier) {
+		ir_free(mask);
+		ir_free(barrier);
+		return NULL;
+	}
+	for (int i = 0; i < nn; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		barrier[i] = -1;
+		for (int j = 0; j < n->nin; j++) {
+			const struct ir_node *p = n->in[j]->kind == IR_VAL_NODE ? n->in[j]->def : NULL;
+			if (p && (cost_op_fusable(p->op) ? barrier[p->id] : p->id) > barrier[i])
+				barrier[i] = cost_op_fusable(p->op) ? barrier[p->id] : p->id;
+		}
+		if (!cost_op_fusable(n->op))
+			continue;
+		for (int j = 0; j < n->nin && j < 32; j++) {
+			const struct ir_node *p = n->in[j]->kind == IR_VAL_NODE ? n->in[j]->def : NULL;
+			if (p && cost_op_fusable(p->op) && barrier[i] < p->id)
+				mask[i] |= 1u << j;
+		}
+	}
+	ir_free(barrier);
+	return mask;
+}
+
 bool cost_transpose_folds(const struct ir_node *n)
 {
 	if (n->op != IR_OP_TRANSPOSE || n->a.axes.n < 2)

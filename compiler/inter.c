@@ -104,6 +104,8 @@ struct search {
 	int L, m;
 	const struct inter_layer_cost *cost; /* [L * ncfg] */
 	const struct inter_layer_cost *lean; /* [L * ncfg], or NULL (inference) */
+	const bool *overlap;      /* per stage of the assignment timed: cost holds its
+				   * layers solved with the reduction overlapped; or NULL */
 };
 
 /* Per-stage choices the DP makes besides the mesh: bits of a config. */
@@ -111,7 +113,8 @@ enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, OPT_LEAN = 4, NOPT = 8 };
 
 /* Sums over layers l..r of config k with options opt; false when a layer
  * has no plan. Kept activations add up over the layers, working sets do
- * not (one layer's at a time). Recomputation keeps only each layer's
+ * not (one layer's at a time); a value crossing from one layer to the
+ * next that both keep for their backward passes is held once. Recomputation keeps only each layer's
  * input per micro-batch in flight (spread over the stage's devices) and
  * one layer's kept activations and working set at a time, for one more
  * forward pass (a third of forward plus backward). */
@@ -133,6 +136,9 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 		sum->t_optim += zero ? y->t_optim : y->t_optim_nozero;
 		sum->mem_state += zero ? y->mem_state : y->mem_state_nozero;
 		sum->mem_act += y->mem_act;
+		if (x > l) /* held once: the smaller of what both ends keep, and what the layer before keeps for it */
+			sum->mem_act -= fmin(y[-(ptrdiff_t)s->ms->ncfg].mem_out_kept, y->mem_in_kept - y->mem_in_dup) +
+					y->mem_in_dup;
 		sum->mem_once = fmax(sum->mem_once, y->mem_once);
 		inputs += s->cl->cut_bytes[x] * s->env->elem_scale / d;
 		widest = fmax(widest, y->mem_act + y->mem_once);
@@ -298,6 +304,8 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		struct inter_alt alt = { .micro_batch = b, .micro = s->m, .sched = (enum cost_sched)sch, .v = v,
 					 .nstages = np, .step_time = T, .mem_peak = peak };
 		describe(s, dr, alt.stages, sizeof alt.stages);
+		if (s->overlap)
+			snprintf(alt.stages + strlen(alt.stages), sizeof alt.stages - strlen(alt.stages), " overlap");
 		inter_alt_keep(best, &alt);
 		*t_min = fmin(*t_min, T);
 		if (*have && (T > best->step_time * (1 + 1e-9) ||
@@ -312,6 +320,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			int k = config_of(s, st->mesh, st->config, &opt);
 			stages[i] = (struct inter_stage){
 				.recompute = opt & OPT_RECOMPUTE, .zero = opt & OPT_ZERO, .lean = opt & OPT_LEAN,
+				.overlap = s->overlap && s->overlap[i],
 				.mem_once = sum[i].mem_once,
 				.t_optim = sum[i].t_optim,
 				.layer_first = st->first, .layer_last = st->last,
@@ -341,6 +350,52 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		best->mfu = flops / (T * s->c->ndevices * s->env->peak_flops);
 		*have = true;
 	}
+}
+
+/* The stage assignment dr timed again with each stage whose gradient
+ * reduction the backward pass hides re-solved with that reduction
+ * overlapped (inter_layer_opts): the layers' objective charges it in full
+ * and so may shard weights to shrink it, at a cost per micro-batch that
+ * the step does pay. Kept (try_schedules) where faster. */
+static int try_overlap(const struct search *s, const struct ir_graph *g, const struct stage_dp_result *dr, int64_t b,
+		       double fwd_flops, struct inter_plan *best, bool *have, double *t_min)
+{
+	int np = dr->nstages, ncfg = s->ms->ncfg, nsolved = 0, rc = 0;
+	size_t ncost = (size_t)s->L * (size_t)ncfg;
+	if (!s->env->train || np > 64)
+		return 0;
+	bool *want = ir_calloc(ncost + 1, sizeof *want), over[64] = { 0 }, any = false;
+	struct inter_layer_cost *cost = ir_malloc(sizeof *cost * (ncost + 1));
+	if (!want || !cost) {
+		ir_free(want);
+		ir_free(cost);
+		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
+	}
+	memcpy(cost, s->cost, sizeof *cost * ncost);
+	for (int i = 0; i < np; i++) {
+		const struct stage_dp_stage *st = &dr->stages[i];
+		struct inter_layer_cost sum;
+		int opt;
+		int k = config_of(s, st->mesh, st->config, &opt);
+		if ((opt & OPT_LEAN) || !range(s, st->first, st->last, k, opt, &sum) || sum.t_sync <= 0 ||
+		    sum.t_sync > sum.t_mb * 2 / 3)
+			continue;
+		over[i] = any = true;
+		for (int x = st->first; x <= st->last; x++)
+			want[(size_t)x * (size_t)ncfg + (size_t)k] = true;
+	}
+	if (any)
+		rc = inter_layer_costs(s->env, g, s->cl, ncfg, s->ms->cfg, s->m, want, cost, NULL, &nsolved);
+	if (any && rc == 0) {
+		struct search again = *s;
+		again.cost = cost;
+		again.overlap = over;
+		try_schedules(&again, dr, b, fwd_flops, best, have, t_min);
+		best->nsolved += nsolved;
+	}
+	ir_free(want);
+	ir_free(cost);
+	return rc;
 }
 
 /* Micro-batch sizes to try first for global batch B: the static batch,
@@ -513,7 +568,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	if (!cost || !t || !xf)
 		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	if (rc == 0)
-		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, cost, lean, &nsolved);
+		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, NULL, cost, lean, &nsolved);
 	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean };
 	if (rc == 0) {
 		/* lower bounds on any pipeline: the largest layer alone on its
@@ -560,13 +615,16 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		char why[96];
 		if (drc == 0) {
 			try_schedules(&s, &dr, b, graph_flops(g), best, have, t_here);
+			rc = try_overlap(&s, g, &dr, b, graph_flops(g), best, have, t_here);
 			/* the plan without a pipeline, weighed too: the DP's step
 			 * time is the schedule simulator's only up to transfers */
-			if (dr.nstages > 1 && !env->stages) {
+			if (rc == 0 && dr.nstages > 1 && !env->stages) {
 				struct stage_dp_result one;
 				p.min_stages = p.max_stages = 1;
-				if (stage_dp_solve(&p, &one) == 0)
+				if (stage_dp_solve(&p, &one) == 0) {
 					try_schedules(&s, &one, b, graph_flops(g), best, have, t_here);
+					rc = try_overlap(&s, g, &one, b, graph_flops(g), best, have, t_here);
+				}
 				stage_dp_result_free(&one);
 			}
 			stage_dp_result_free(&dr);

@@ -56,7 +56,7 @@ static double state_bytes(const struct ir_graph *s, const struct inter_env *env)
 	return b;
 }
 
-void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, struct intra_opts *o)
+void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bool overlap, struct intra_opts *o)
 {
 	intra_opts_init(o);
 	o->n0 = n0;
@@ -70,6 +70,8 @@ void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, st
 	o->quick = true; /* no MIP: many small solves, on every core */
 	o->zero = io->train;
 	o->step_share = 1.0 / micro;
+	if (overlap)
+		o->sync_share = INTER_SYNC_OVERLAP / micro;
 	o->inputs_resident = true; /* activations of the layer before (data loading overlaps the step, as in the report) */
 }
 
@@ -94,33 +96,64 @@ double inter_lean_price(const struct intra_result *fast, double layer_numel, dou
 	return fast->t_total / fast->mem_state;
 }
 
-static void fill_cost(const struct inter_env *env, const struct ir_graph *s, const struct intra_result *r, int micro,
-		      struct inter_layer_cost *out)
+double inter_layer_t_mb(const struct intra_result *r, const struct intra_opts *o, double t_sync)
+{
+	double sync = o->sync_share >= 0 ? o->sync_share : o->step_share;
+	return fmax(r->t_total - sync * t_sync - o->step_share * r->t_optim, 0);
+}
+
+/* out from r, solved under o. */
+static void fill_cost(const struct inter_env *env, const struct ir_graph *s, const struct intra_result *r,
+		      const struct intra_opts *o, struct inter_layer_cost *out)
 {
 	out->ok = true;
 	out->t_sync = sync_time(r);
 	out->t_optim = r->t_optim;
 	out->t_optim_nozero = r->t_optim_nozero;
-	out->t_mb = fmax(r->t_total - (out->t_sync + r->t_optim) / micro, 0);
+	out->t_mb = inter_layer_t_mb(r, o, out->t_sync);
 	out->mem_state_nozero = state_bytes(s, env);
 	out->mem_state = out->mem_state_nozero - r->mem_zero_saved;
 	/* the layer's outputs: the next layer keeps what its backward needs */
 	out->mem_act = fmax(r->mem_end - r->mem_out - out->mem_state, 0);
 	out->mem_once = fmax(r->mem_peak - fmax(r->mem_end, out->mem_state), 0);
+	out->mem_in_kept = fmin(r->mem_in_kept, out->mem_act);
+	out->mem_in_dup = fmin(r->mem_in_dup, out->mem_in_kept);
+	out->mem_out_kept = fmin(r->mem_out_kept, out->mem_act);
+}
+
+/* Per input of layer s (src: its values' ids in g): kept in another form
+ * by the layer before. The whole graph (saved: intra_saved_values) keeps
+ * something upstream of it in its place, the input of the elementwise op
+ * that made it, which the layer before keeps for that op's backward. */
+static bool *kept_before(const struct ir_graph *g, const struct ir_graph *s, const int *src, const bool *saved)
+{
+	bool *b = ir_calloc((size_t)ir_graph_ninputs(s) + 1, sizeof *b);
+	for (int i = 0; b && saved && i < ir_graph_ninputs(s); i++) {
+		int v = src[ir_graph_input(s, i)->id];
+		b[i] = v >= 0 && ir_graph_value(g, v)->kind == IR_VAL_NODE && !saved[v];
+	}
+	return b;
 }
 
 /* out, and its lean variant (when lean is not NULL; a copy of out when
  * inter_lean_price says it is the same). model: the whole model's
- * inter_trained_numel. */
+ * inter_trained_numel; saved: g's intra_saved_values (training);
+ * overlap: as inter_layer_opts. */
 static int solve_layer(const struct inter_env *env, const struct ir_graph *g, int first, int last,
-		       const struct inter_config *cfg, int micro, double model, struct inter_layer_cost *out,
-		       struct inter_layer_cost *lean)
+		       const struct inter_config *cfg, int micro, bool overlap, double model, const bool *saved,
+		       struct inter_layer_cost *out, struct inter_layer_cost *lean)
 {
-	struct ir_graph *s = graph_extract(g, first, last, false, NULL);
-	if (!s)
+	int *src = NULL;
+	struct ir_graph *s = graph_extract(g, first, last, false, &src);
+	bool *before = s ? kept_before(g, s, src, saved) : NULL;
+	ir_free(src);
+	if (!before) {
+		ir_graph_free(s);
 		return -ENOMEM;
+	}
 	struct intra_opts o;
-	inter_layer_opts(env->opts, cfg->n0, cfg->n1, micro, &o);
+	inter_layer_opts(env->opts, cfg->n0, cfg->n1, micro, overlap, &o);
+	o.inputs_kept_before = before;
 	struct intra_result r;
 	int rc = intra_pass(s, env->c, &o, &r);
 	if (rc == -ENOSPC) { /* does not fit this mesh: not a choice */
@@ -128,19 +161,21 @@ static int solve_layer(const struct inter_env *env, const struct ir_graph *g, in
 		if (lean)
 			lean->ok = false;
 		ir_graph_free(s);
+		ir_free(before);
 		return 0;
 	}
 	if (rc == 0) {
-		fill_cost(env, s, &r, micro, out);
+		fill_cost(env, s, &r, &o, out);
 		double price = lean ? inter_lean_price(&r, inter_trained_numel(s), model, env->mem_limit) : 0;
 		if (lean)
 			*lean = *out;
 		if (price > 0 && (rc = intra_reprice(s, price, &r)) == 0)
-			fill_cost(env, s, &r, micro, lean);
+			fill_cost(env, s, &r, &o, lean);
 		if (rc == 0)
 			intra_result_free(&r);
 	}
 	ir_graph_free(s);
+	ir_free(before);
 	return rc;
 }
 
@@ -151,7 +186,9 @@ struct pool {
 	const struct cluster_result *cl;
 	const struct inter_config *cfg;
 	int ncfg, micro;
+	bool overlap;             /* inter_layer_opts' */
 	double model;             /* inter_trained_numel(g) */
+	const bool *saved;        /* intra_saved_values(g), training */
 	struct inter_layer_cost *cost, *lean;
 	const int *job;           /* l * ncfg + c, layers solved for themselves */
 	int njobs;
@@ -170,7 +207,7 @@ static void *worker(void *arg)
 			break;
 		int l = p->job[j] / p->ncfg, c = p->job[j] % p->ncfg;
 		int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro,
-				     p->model, &p->cost[p->job[j]], p->lean ? &p->lean[p->job[j]] : NULL);
+				     p->overlap, p->model, p->saved, &p->cost[p->job[j]], p->lean ? &p->lean[p->job[j]] : NULL);
 		if (rc < 0) {
 			pthread_mutex_lock(&p->lock);
 			if (p->rc == 0) {
@@ -209,8 +246,8 @@ static int run_pool(struct pool *p)
 }
 
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost,
-		      struct inter_layer_cost *lean, int *nsolved)
+		      int ncfg, const struct inter_config *cfg, int micro, const bool *overlap,
+		      struct inter_layer_cost *cost, struct inter_layer_cost *lean, int *nsolved)
 {
 	int L = cl->nlayers, rc = 0;
 	char **sig = ir_calloc((size_t)L, sizeof *sig);
@@ -231,17 +268,30 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 				same[l] = k;
 				break;
 			}
-		for (int c = 0; c < ncfg && same[l] == l; c++)
-			job[njobs++] = l * ncfg + c;
 	}
-	struct pool p = { .env = env, .g = g, .cl = cl, .cfg = cfg, .ncfg = ncfg, .micro = micro, .cost = cost,
-			  .model = inter_trained_numel(g), .lean = lean, .job = job, .njobs = njobs };
-	rc = run_pool(&p);
+	/* a class of identical layers is solved once, by its first, for any
+	 * config one of them wants */
+	for (int l = 0; l < L; l++)
+		for (int c = 0; c < ncfg && same[l] == l; c++) {
+			bool want = !overlap;
+			for (int k = l; k < L && !want; k++)
+				want = same[k] == l && overlap[k * ncfg + c];
+			if (want)
+				job[njobs++] = l * ncfg + c;
+		}
+	bool *saved = env->train ? intra_saved_values(g) : NULL;
+	struct pool p = { .env = env, .g = g, .cl = cl, .cfg = cfg, .ncfg = ncfg, .micro = micro, .overlap = overlap,
+			  .cost = cost, .model = inter_trained_numel(g), .saved = saved, .lean = overlap ? NULL : lean,
+			  .job = job, .njobs = njobs };
+	rc = env->train && !saved ? ir_errorf(-ENOMEM, "out of memory costing layers") : run_pool(&p);
+	ir_free(saved);
 	for (int l = 0; l < L && rc == 0; l++)
 		for (int c = 0; c < ncfg && same[l] != l; c++) {
 			size_t at = (size_t)l * (size_t)ncfg + (size_t)c, from = (size_t)same[l] * (size_t)ncfg + (size_t)c;
+			if (overlap && !overlap[at])
+				continue;
 			cost[at] = cost[from];
-			if (lean)
+			if (lean && !overlap)
 				lean[at] = lean[from];
 		}
 	*nsolved = njobs;

@@ -43,6 +43,9 @@ struct inter_layer_cost {
 	double mem_state_nozero;  /* the same without ZeRO-1 */
 	double mem_act;           /* bytes per device one micro-batch keeps for its backward pass */
 	double mem_once;          /* bytes per device held once: the working set above what is kept */
+	double mem_in_kept;       /* of mem_act, the layer's inputs (kept by the layer before too, */
+	double mem_out_kept;      /* of mem_act, its outputs     when that one keeps its outputs) */
+	double mem_in_dup;        /* of mem_in_kept, inputs the layer before keeps in another form */
 };
 
 /* Micro-batch sizes to try after the powers of two: the divisors of B
@@ -54,10 +57,12 @@ int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max);
  * `micro` micro-batches (the weight of once-per-step costs in the intra-op
  * objective), and lean[l * ncfg + c] (unless NULL) the lean variant of
  * each (inter_layer_solve); identical layers solved once (*nsolved counts
- * the layer and config pairs solved). */
+ * the layer and config pairs solved). With overlap (not NULL): only the
+ * pairs it marks, solved with the gradient reduction overlapped
+ * (inter_layer_opts), and no lean variants. */
 int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, int micro, struct inter_layer_cost *cost,
-		      struct inter_layer_cost *lean, int *nsolved);
+		      int ncfg, const struct inter_config *cfg, int micro, const bool *overlap,
+		      struct inter_layer_cost *cost, struct inter_layer_cost *lean, int *nsolved);
 
 /* Keeps a plan weighed among p's fastest (p->alt, fastest first; ties:
  * less memory, then the earlier weighed). */

@@ -86,8 +86,9 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.3f ms  %6.2f GiB (%.2f state%s + %.1f x %.2f",
 			i, layers, nodes, sub, mesh, s->t_mb * 1e3, s->t_xfer * 1e3, s->t_sync * 1e3, s->t_optim * 1e3,
 			gib(s->mem), gib(s->mem_state), s->zero && p->train ? " ZeRO-1" : "", s->inflight, gib(s->mem_act));
-		fprintf(f, " + %.2f%s%s)\n", gib(s->mem_once), s->recompute ? "; recomputed" : "",
-			s->lean ? "; lean: state split at a price" : "");
+		fprintf(f, " + %.2f%s%s%s)\n", gib(s->mem_once), s->recompute ? "; recomputed" : "",
+			s->lean ? "; lean: state split at a price" : "",
+			s->overlap ? "; solved with its gradient sync overlapped" : "");
 	}
 	fprintf(f, "step time %.3f ms, throughput %.4g samples/s, MFU %.1f%%\n", p->step_time * 1e3,
 		p->samples_per_s, 100 * p->mfu);

@@ -22,6 +22,7 @@ void intra_opts_init(struct intra_opts *o)
 	o->prec = -1;
 	o->time_limit = 10;
 	o->step_share = 1;
+	o->sync_share = -1;
 }
 
 
@@ -50,7 +51,9 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	env->train = o->train;
 	env->zero = o->train && o->zero;
 	env->step_share = o->step_share > 0 ? o->step_share : 1;
+	env->sync_share = o->sync_share >= 0 ? o->sync_share : env->step_share;
 	env->inputs_resident = o->inputs_resident;
+	env->inputs_kept_before = o->inputs_kept_before;
 	env->state_price = o->train && o->state_price > 0 ? o->state_price : 0;
 	cost_state_bytes_per_param(o->optim, mixed, &env->state);
 	return 0;
@@ -195,8 +198,19 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		bool again = false;
 		for (int k = 0; k < i; k++)
 			again |= ir_graph_output(g, k) == v;
-		if (v->kind == IR_VAL_NODE && !st->saved[v->id] && !again)
-			r->mem_out += intra_local_bytes(&st->env, v, &intra_chosen(st, st->value_unit[v->id])->out);
+		if (v->kind != IR_VAL_NODE || again)
+			continue;
+		double b = intra_local_bytes(&st->env, v, &intra_chosen(st, st->value_unit[v->id])->out);
+		*(st->saved[v->id] ? &r->mem_out_kept : &r->mem_out) += b;
+	}
+	for (int i = 0; i < ir_graph_ninputs(g); i++) {
+		const struct ir_value *v = ir_graph_input(g, i);
+		if (!st->saved[v->id])
+			continue;
+		double b = intra_local_bytes(&st->env, v, &intra_chosen(st, st->value_unit[v->id])->out);
+		r->mem_in_kept += b;
+		if (st->env.inputs_kept_before && st->env.inputs_kept_before[i])
+			r->mem_in_dup += b;
 	}
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];

@@ -280,7 +280,7 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 		gsrc.partial = intra_grad_partial(&v->lab, &v->strat[pv], j, x->shape.rank);
 		gdst.partial = 0;
 		double r = intra_reshard(&st->env, x, &gsrc, &gdst, st->weight[x->id], NULL);
-		t += st->weight[x->id] ? st->env.step_share * r : r; /* once per step */
+		t += st->weight[x->id] ? st->env.sync_share * r : r; /* once per step */
 	}
 	return t;
 }
@@ -543,26 +543,42 @@ static void find_saved(struct intra_state *st, const struct ir_graph *g, const b
 		cost_backward_keeps(&c, ir_graph_node(g, i), grad_mask(st, ir_graph_node(g, i)));
 }
 
+bool *intra_saved_values(const struct ir_graph *g)
+{
+	struct intra_state st = { .env = { .train = true, .elem_bytes = 4 } };
+	bool *act = cost_activation_values(g);
+	st.grad = grad_values(g, true, act, &st.weight);
+	st.saved = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *st.saved);
+	if (act && st.grad && st.weight && st.saved)
+		find_saved(&st, g, act);
+	else
+		ir_free(st.saved), st.saved = NULL;
+	ir_free(act);
+	ir_free(st.grad);
+	ir_free(st.weight);
+	return st.saved;
+}
+
 /* Fusion flags (INTRA_FUSE_*) per value. */
 static void find_fused(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
 {
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
-		bool f = cost_op_fusable(n->op);
 		for (int k = 0; k < n->nin; k++) {
-			if (!f)
+			if (k >= 32 || !(st->fused_in[i] >> k & 1))
 				st->fuse[n->in[k]->id] |= INTRA_FUSE_STORED;
 			if (n->op != IR_OP_DOT)
 				st->fuse[n->in[k]->id] |= INTRA_FUSE_NONDOT;
 		}
 		for (int k = 0; k < n->nout; k++) {
-			if (f)
+			if (cost_op_fusable(n->op))
 				st->fuse[n->out[k]->id] |= INTRA_FUSE_INSIDE;
 			if (is_output[n->out[k]->id])
 				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT;
 		}
 	}
 	st->env.fuse = st->fuse;
+	st->env.fused_in = st->fused_in;
 }
 
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o)
@@ -575,10 +591,11 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	bool *grad = st->grad = grad_values(g, st->env.train, act, &st->weight);
 	st->saved = ir_calloc((size_t)nv + 1, sizeof *st->saved);
 	st->fuse = ir_calloc((size_t)nv + 1, sizeof *st->fuse);
+	st->fused_in = cost_fused_reads(g);
 	st->nunits = nn + ni + np;
 	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
 	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
-	if (!uses || !is_output || !act || !grad || !st->weight || !st->saved || !st->fuse || !st->unit || !st->value_unit) {
+	if (!uses || !is_output || !act || !grad || !st->weight || !st->saved || !st->fuse || !st->fused_in || !st->unit || !st->value_unit) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;
 	}
@@ -632,6 +649,7 @@ void intra_state_free(struct intra_state *st)
 	ir_free(st->weight);
 	ir_free(st->saved);
 	ir_free(st->fuse);
+	ir_free(st->fused_in);
 	ir_free(st->leader);
 	ir_free(st->choice);
 	/* the problem's arrays came from ir_malloc: free them the same way */

@@ -73,18 +73,22 @@ struct intra_env {
 	bool train;
 	struct cost_state_bytes state; /* per parameter, training */
 	const uint8_t *fuse;     /* per value id INTRA_FUSE_* bits, or NULL (nothing fused) */
+	const uint32_t *fused_in; /* per node id: inputs read in registers (cost_fused_reads) */
 	bool zero;               /* intra_opts.zero */
 	double step_share;       /* intra_opts.step_share */
+	double sync_share;       /* intra_opts.sync_share (step_share when < 0) */
 	bool inputs_resident;    /* intra_opts.inputs_resident */
+	const bool *inputs_kept_before; /* intra_opts.inputs_kept_before */
 	double state_price;      /* intra_opts.state_price */
 };
 
 /* Elementwise chains run as one kernel (as the report costs them): a
  * fusable op reads only operands from outside its chain and writes only
- * results something outside the chain reads. */
+ * results something outside the chain reads (cost_fused_reads). */
 enum {
 	INTRA_FUSE_INSIDE = 1, /* produced by a fusable op (elementwise or a view) */
-	INTRA_FUSE_STORED = 2, /* read by a non-fusable op or a graph output */
+	INTRA_FUSE_STORED = 2, /* read from memory: by a non-fusable op, an op outside
+				* its chain, or as a graph output */
 	INTRA_FUSE_NONDOT = 4, /* read by something other than a dot (a graph output too) */
 };
 
@@ -143,6 +147,7 @@ struct intra_state {
 				      * parameter, or computed from parameters alone) */
 	bool *saved;                 /* per value id: kept for the backward pass (training) */
 	uint8_t *fuse;               /* per value id: INTRA_FUSE_* */
+	uint32_t *fused_in;          /* per node id: cost_fused_reads */
 	int ngroups;
 	int *leader;                 /* per group: its leading unit */
 	struct shard_problem prob;

@@ -54,7 +54,7 @@ struct layer_split {
 struct solved {
 	char *sig;
 	int n0, n1;
-	bool lean;
+	bool lean, overlap;
 	struct layer_split x;
 	struct intra_note *notes; /* the layer's costliest ops (at most 4 x WI_MAX_OPS) */
 	int nnotes, nops;         /* kept, and ops in the layer */
@@ -94,16 +94,17 @@ static void state_split(const struct actx *a, const struct ir_graph *s, double *
 }
 
 /* A layer solved as the planner solved it (its lean variant for a lean
- * stage), with its costliest ops (m->notes). */
+ * stage, its gradient reduction overlapped for an overlap one), with its
+ * costliest ops (m->notes). */
 static int solve(const struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean,
-		 struct solved *m)
+		 bool overlap, struct solved *m)
 {
 	struct layer_split *x = &m->x;
 	struct ir_graph *s = graph_extract(g, first, last, false, NULL);
 	if (!s)
 		return ir_error_code() ? ir_error_code() : -ENOMEM;
 	struct intra_opts o;
-	inter_layer_opts(a->o, n0, n1, a->micro, &o);
+	inter_layer_opts(a->o, n0, n1, a->micro, overlap, &o);
 	struct intra_result r;
 	int rc = intra_pass(s, a->c, &o, &r);
 	double price = rc == 0 && lean ? inter_lean_price(&r, inter_trained_numel(s), a->model, a->mem_limit) : 0;
@@ -123,7 +124,7 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 			x->comm[ax] += e->t;
 	}
 	x->compute = r.t_compute;
-	x->t_mb = fmax(r.t_total - o.step_share * (x->sync[0] + x->sync[1] + r.t_optim), 0);
+	x->t_mb = inter_layer_t_mb(&r, &o, x->sync[0] + x->sync[1]);
 	x->zero_saved = r.mem_zero_saved;
 	state_split(a, s, x->state);
 	for (int i = 0; i < ir_graph_nnodes(s); i++)
@@ -136,13 +137,14 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 }
 
 /* solve() once per distinct (layer text, mesh): the memo entry's index. */
-static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean)
+static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int last, int n0, int n1, bool lean,
+		      bool overlap)
 {
 	char *sig = graph_signature(g, first, last);
 	if (!sig)
 		return ir_errorf(-ENOMEM, "out of memory");
 	for (int i = 0; i < a->nmemo; i++)
-		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && a->memo[i].lean == lean &&
+		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && a->memo[i].lean == lean && a->memo[i].overlap == overlap &&
 		    !strcmp(a->memo[i].sig, sig)) {
 			free(sig);
 			return i;
@@ -154,8 +156,8 @@ static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int l
 	}
 	a->memo = m;
 	m += a->nmemo;
-	*m = (struct solved){ .sig = sig, .n0 = n0, .n1 = n1, .lean = lean };
-	int rc = solve(a, g, first, last, n0, n1, lean, m);
+	*m = (struct solved){ .sig = sig, .n0 = n0, .n1 = n1, .lean = lean, .overlap = overlap };
+	int rc = solve(a, g, first, last, n0, n1, lean, overlap, m);
 	if (rc < 0) {
 		free(sig);
 		ir_free(m->notes);
@@ -271,7 +273,7 @@ static int split_stage(struct actx *a, const struct ir_graph *g, const struct cl
 		return ir_errorf(-ENOMEM, "out of memory");
 	int rc = 0;
 	for (int l = st->layer_first; l <= st->layer_last && rc >= 0; l++) {
-		rc = solve_memo(a, g, cl->first[l], cl->first[l + 1], st->n0, st->n1, st->lean);
+		rc = solve_memo(a, g, cl->first[l], cl->first[l + 1], st->n0, st->n1, st->lean, st->overlap);
 		if (rc >= 0) {
 			cnt[rc]++;
 			add_split(&out->x, &a->memo[rc].x);

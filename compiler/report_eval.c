@@ -69,15 +69,20 @@ static int compute_times(struct eval *e)
 {
 	const struct ir_graph *g = e->g;
 	int nv = ir_graph_nvalues(g);
-	/* uses: bit 1 used by a fusable node, bit 2 by another (or an output),
-	 * bit 4 by something other than a dot (or an output) */
+	/* uses: bit 1 read in registers by a node of its chain, bit 2 from
+	 * memory (by another node, or an output), bit 4 by something other
+	 * than a dot (or an output) */
 	int *use = ir_calloc((size_t)nv + 1, sizeof *use);
-	if (!use)
+	uint32_t *fused_in = cost_fused_reads(g);
+	if (!use || !fused_in) {
+		ir_free(use);
+		ir_free(fused_in);
 		return ir_errorf(-ENOMEM, "out of memory");
+	}
 	for (int i = 0; i < e->nn; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int k = 0; k < n->nin; k++)
-			use[n->in[k]->id] |= (cost_op_fusable(n->op) ? 1 : 2) | (n->op != IR_OP_DOT ? 4 : 0);
+			use[n->in[k]->id] |= (k < 32 && (fused_in[i] >> k & 1) ? 1 : 2) | (n->op != IR_OP_DOT ? 4 : 0);
 	}
 	for (int i = 0; i < ir_graph_noutputs(g); i++)
 		use[ir_graph_output(g, i)->id] |= 2 | 4;
@@ -100,7 +105,7 @@ static int compute_times(struct eval *e)
 		/* in a chain: read what comes from outside it, write what leaves it */
 		for (int k = 0; k < n->nin; k++) {
 			const struct ir_value *v = n->in[k];
-			bool inside = v->kind == IR_VAL_NODE && cost_op_fusable(v->def->op);
+			bool inside = k < 32 && (fused_in[i] >> k & 1);
 			if (!inside && e->dyn[v->id])
 				bytes += tp_local_bytes(&e->tp, v, e->eb);
 		}
@@ -123,6 +128,7 @@ static int compute_times(struct eval *e)
 		e->t_node[i] = t > 0 ? t : 0;
 	}
 	ir_free(use);
+	ir_free(fused_in);
 	return 0;
 }
 
