@@ -3,13 +3,38 @@
  * loaded from the plan's object (hostcode.c) and run across this rank's
  * threads (pool.c). A kernel without host code, or every kernel with
  * --reference, runs the reference interpreter's kernels instead, except
- * for a dot that is one batched gemm on its operands in place
- * (gpu_plan_gemm): that one calls sgemm or dgemm here, straight into its
- * result buffer, where the reference kernel computes into a fresh tensor
- * that the runtime then copies (the LM head of GPT-2 small writes 26 MB).
- * The calls are interp_dot's, so the results are the same bit for bit.
+ * for the ops below, which run here, straight on the arena's buffers, where
+ * the reference kernel computes into a fresh tensor that the runtime then
+ * copies:
+ *
+ * - a dot that is one batched gemm on its operands in place
+ *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
+ *   GPT-2 small writes 26 MB);
+ * - an f32 convolution with one or two spatial dims, per image and group
+ *   (split over the pool's threads), as interp_conv computes it: out (Og x
+ *   P) = w (Og x Cg*KH*KW) * col (Cg*KH*KW x P), one sgemm. The column
+ *   matrix is built in the pool's scratch memory from a copy of the input
+ *   with its padding in place (no index table, no bounds checks); a 1x1
+ *   kernel with stride 1 and no padding needs none (the input is col);
+ *   with stride 1, col runs over OH x Wp columns (Wp the padded width), so
+ *   each of its rows is one slice of the padded input, and the junk
+ *   columns are dropped from the result (conv_wide);
+ * - an f32 window max or sum over the last two dims (pooling): the taps
+ *   folded along whole output rows;
+ * - a constant pad (zero in any dtype, any value in f32): row copies.
+ *
+ * Window ops and pads compute what the reference kernel computes in the
+ * same order and precision (max in float is exact, sums in double rounded
+ * once, NaN and signed zeros as interp_window has them): bit for bit.
+ * Convolutions make the same sgemm calls on the same column matrices,
+ * except conv_wide's, whose extra columns can change how OpenBLAS rounds
+ * the real ones in the last place (1 ulp on the ResNet fixture;
+ * test_codegen checks 1e-5 of the sum of magnitudes). Anything else
+ * (other dtypes or ranks, a result buffer that overlaps an operand) goes
+ * to the reference kernel.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,12 +137,512 @@ static bool host_dot(struct rt *r, const struct plan_instr *x)
 	return true;
 }
 
+/* Whether [a, a + na) and [b, b + nb) share a byte. */
+static bool overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+	const char *x = a, *y = b;
+	return x < y + nb && y < x + na;
+}
+
+static void *operand(struct rt *r, const struct plan_instr *x, int j)
+{
+	return rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
+}
+
+static size_t kernel_bytes(const struct plan_kernel *k, int j)
+{
+	return (size_t)ir_shape_numel(&k->shape[j]) * ir_dtype_size(k->dtype[j]);
+}
+
+/* ceil(a / b) for b > 0 and any a. */
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* A convolution with two spatial dims (one: H = KH = 1), per image and
+ * group: out (Og x P) = w (Og x CK) * col (CK x P). */
+struct conv {
+	const float *x, *w;
+	float *out, *work;      /* work: nthreads blocks of `block` floats */
+	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
+	int64_t sh, sw, ph, pw, dh, dw;
+	int64_t Hp, Wp;         /* the input plane with its padding */
+	int64_t items, nthreads, block, slack;
+	bool direct;            /* 1x1, stride 1, no padding: col is the input */
+	bool padded;            /* im2col reads a zero-padded copy of the input */
+	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
+};
+
+/* n floats from s to d, in constant-size pieces that the compiler inlines
+ * (the rows are a few floats long: a call each would cost more). */
+static void copy_floats(float *restrict d, const float *restrict s, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		memcpy(d + i, s + i, 8 * sizeof *d);
+	if (i + 4 <= n) {
+		memcpy(d + i, s + i, 4 * sizeof *d);
+		i += 4;
+	}
+	if (i + 2 <= n) {
+		memcpy(d + i, s + i, 2 * sizeof *d);
+		i += 2;
+	}
+	if (i < n)
+		d[i] = s[i];
+}
+
+/* The column matrix of one image and group: row (c, kh, kw), column
+ * (oh, ow), the input at (c, oh * sh - ph + kh * dh, ow * sw - pw + kw * dw),
+ * 0 in the padding; as interp_conv's table gathers it. x is the group's
+ * input, or (c->padded) its copy in Hp x Wp planes with the padding in
+ * place, so that no read needs a bounds check. */
+static void im2col(const struct conv *c, const float *x, float *restrict col)
+{
+	int64_t Wp = c->Wp, OW = c->OW, sw = c->sw;
+	for (int64_t ch = 0; ch < c->Cg; ch++, x += c->Hp * Wp) {
+		for (int64_t kh = 0; kh < c->KH; kh++) {
+			for (int64_t kw = 0; kw < c->KW; kw++) {
+				const float *src = x + kh * c->dh * Wp + kw * c->dw;
+				for (int64_t oh = 0; oh < c->OH; oh++, col += OW, src += c->sh * Wp) {
+					if (sw == 1)
+						copy_floats(col, src, OW);
+					else
+						for (int64_t ow = 0; ow < OW; ow++)
+							col[ow] = src[ow * sw];
+				}
+			}
+		}
+	}
+}
+
+/* The group's input x in Hp x Wp planes, (ph, pw) into each, zeros around. */
+static void pad_input(const struct conv *c, const float *x, float *restrict xp)
+{
+	memset(xp, 0, (size_t)(c->Cg * c->Hp * c->Wp + c->slack) * sizeof *xp);
+	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp)
+		for (int64_t h = 0; h < c->H; h++, x += c->W)
+			copy_floats(xp + (h + c->ph) * c->Wp + c->pw, x, c->W);
+}
+
+/* With stride 1, the column matrix over OH x Wp columns (the Wp - OW
+ * rightmost of each output row are junk: they read across the padded
+ * row's end) has rows that are plain slices of the padded input: one copy
+ * each, where im2col copies OH pieces of OW floats. The gemm's columns are
+ * independent of one another, so the OW real ones of each row come out as
+ * im2col's do; the junk ones are dropped when the result is compacted. */
+static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
+		      const float *w, float *out)
+{
+	int64_t Pw = c->OH * c->Wp;
+	float *row = col;
+	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp)
+		for (int64_t kh = 0; kh < c->KH; kh++)
+			for (int64_t kw = 0; kw < c->KW; kw++, row += Pw)
+				memcpy(row, xp + kh * c->dh * c->Wp + kw * c->dw, (size_t)Pw * sizeof *row);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)Pw, (blasint)c->CK, 1.0f, w,
+		    (blasint)c->CK, col, (blasint)Pw, 0.0f, cw, (blasint)Pw);
+	for (int64_t o = 0; o < c->Og; o++)
+		for (int64_t oh = 0; oh < c->OH; oh++, out += c->OW)
+			copy_floats(out, cw + o * Pw + oh * c->Wp, c->OW);
+}
+
+/* Thread t's share of the (image, group) items. */
+static void conv_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	int64_t ncol = c->CK * (c->wide ? c->OH * c->Wp : c->P);
+	for (int64_t t = begin; t < end; t++) {
+		float *col = NULL, *xp = NULL, *cw = NULL; /* no work area for a direct 1x1 */
+		if (c->work) {
+			col = c->work + (size_t)(t * c->block);
+			xp = col + ncol;
+			cw = xp + c->Cg * c->Hp * c->Wp + c->slack;
+		}
+		for (int64_t i = t * c->items / c->nthreads; i < (t + 1) * c->items / c->nthreads; i++) {
+			int64_t b = i / c->G, g = i % c->G;
+			const float *x = c->x + (b * c->C + g * c->Cg) * c->H * c->W, *w = c->w + g * c->Og * c->CK;
+			float *out = c->out + (b * c->O + g * c->Og) * c->P;
+			if (c->padded)
+				pad_input(c, x, xp);
+			if (c->wide) {
+				conv_wide(c, xp, col, cw, w, out);
+				continue;
+			}
+			if (c->direct)
+				col = (float *)x;
+			else
+				im2col(c, c->padded ? xp : x, col);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->P,
+				    (blasint)c->CK, 1.0f, w, (blasint)c->CK, col, (blasint)c->P, 0.0f, out, (blasint)c->P);
+		}
+	}
+}
+
+static bool host_conv(struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	const struct ir_shape *xs = &k->shape[0], *ws = &k->shape[1], *os = &k->shape[2];
+	const struct ir_attrs *a = &k->a;
+	int sp = xs->rank - 2; /* spatial dims */
+	if (k->dtype[0] != IR_F32 || k->dtype[1] != IR_F32 || k->dtype[2] != IR_F32 || sp < 1 || sp > 2)
+		return false;
+	struct conv c = { .N = xs->dims[0], .C = xs->dims[1], .O = ws->dims[0], .G = a->groups };
+	int h = sp == 2 ? 0 : -1, w = sp - 1; /* index of H and W in the attributes; -1: none */
+	c.H = h < 0 ? 1 : xs->dims[2];
+	c.W = xs->dims[2 + w];
+	c.KH = h < 0 ? 1 : ws->dims[2];
+	c.KW = ws->dims[2 + w];
+	c.OH = h < 0 ? 1 : os->dims[2];
+	c.OW = os->dims[2 + w];
+	c.sh = h < 0 ? 1 : a->stride.v[h];
+	c.ph = h < 0 ? 0 : a->pad_lo.v[h];
+	c.dh = h < 0 ? 1 : a->dilation.v[h];
+	c.sw = a->stride.v[w];
+	c.pw = a->pad_lo.v[w];
+	c.dw = a->dilation.v[w];
+	if (c.G < 1 || c.C % c.G || c.O % c.G)
+		return false;
+	c.Cg = c.C / c.G;
+	c.Og = c.O / c.G;
+	c.P = c.OH * c.OW;
+	c.CK = c.Cg * c.KH * c.KW;
+	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1 || c.Og > INT32_MAX || c.P > INT32_MAX || c.CK > INT32_MAX)
+		return false;
+	c.x = operand(r, x, 0);
+	c.w = operand(r, x, 1);
+	c.out = operand(r, x, 2);
+	size_t nout = kernel_bytes(k, 2);
+	if (overlap(c.out, nout, c.x, kernel_bytes(k, 0)) || overlap(c.out, nout, c.w, kernel_bytes(k, 1)))
+		return false;
+	if (nout == 0)
+		return true;
+	if (c.CK == 0) {
+		memset(c.out, 0, nout);
+		return true;
+	}
+	c.direct = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 && c.OH == c.H &&
+		   c.OW == c.W;
+	/* a thread per at least ~64K multiply-adds: fewer is not worth the hand-off */
+	int64_t macs = c.Og * c.P * c.CK;
+	c.items = c.N * c.G;
+	c.nthreads = pool_threads(r->pool);
+	c.nthreads = c.nthreads < c.items ? c.nthreads : c.items;
+	int64_t cap = c.items * macs / 65536;
+	c.nthreads = c.nthreads < cap ? c.nthreads : cap > 1 ? cap : 1;
+	/* the planes that the windows reach, from (-ph, -pw) on */
+	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
+	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
+	c.wide = !c.direct && c.sh == 1 && c.sw == 1;
+	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
+	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
+	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;
+	if (c.wide && c.OH * c.Wp > INT32_MAX)
+		return false;
+	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
+	c.block = c.direct ? 0
+			   : c.wide ? (c.CK + c.Og) * c.OH * c.Wp + c.Cg * c.Hp * c.Wp + c.slack
+				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
+	if (c.block && !(c.work = pool_scratch(r->pool, (size_t)(c.nthreads * c.block) * sizeof(float))))
+		return false;
+	pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
+	return true;
+}
+
+/* A window op over the last two dims of a tensor viewed as [planes, H, W]. */
+struct window {
+	const float *x;
+	float *out;
+	int64_t H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw;
+	bool max;
+};
+
+/* One output of the window at (oh, ow) of plane x, the out-of-range taps
+ * skipped, the others in interp_window's order (row-major over the window):
+ * max propagates NaN, sum adds in double and rounds once. */
+static float window_at(const struct window *c, const float *x, int64_t oh, int64_t ow)
+{
+	double acc = c->max ? -INFINITY : 0.0;
+	for (int64_t kh = 0; kh < c->KH; kh++) {
+		int64_t ih = oh * c->sh - c->ph + kh * c->dh;
+		if (ih < 0 || ih >= c->H)
+			continue;
+		for (int64_t kw = 0; kw < c->KW; kw++) {
+			int64_t iw = ow * c->sw - c->pw + kw * c->dw;
+			if (iw < 0 || iw >= c->W)
+				continue;
+			double v = x[ih * c->W + iw];
+			acc = !c->max ? acc + v : acc != acc || v != v ? NAN : acc > v ? acc : v;
+		}
+	}
+	return (float)acc;
+}
+
+/* The taps [*k0, *k1) of a window along one dim that fall inside it. */
+static void window_taps(int64_t o, int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *k0, int64_t *k1)
+{
+	int64_t at = o * s - p;
+	*k0 = at >= 0 ? 0 : ceil_div(-at, d);
+	*k1 = at + (k - 1) * d < n ? k : n - at > 0 ? ceil_div(n - at, d) : 0;
+	*k0 = *k0 > k ? k : *k0;
+	*k1 = *k1 < *k0 ? *k0 : *k1;
+}
+
+/* The outputs [*lo, *hi) along one dim whose tap k falls inside it. */
+static void tap_outputs(int64_t k, int64_t n, int64_t m, int64_t s, int64_t p, int64_t d, int64_t *lo,
+			int64_t *hi)
+{
+	int64_t off = k * d - p;
+	*lo = ceil_div(-off, s);
+	*hi = ceil_div(n - off, s);
+	*lo = *lo < 0 ? 0 : *lo > m ? m : *lo;
+	*hi = *hi > m ? m : *hi < *lo ? *lo : *hi;
+}
+
+#define WINDOW_TAPS_MAX 64 /* window_max_plane's table of taps along a row */
+
+/* A plane of a window max without NaN, in float (max is exact): each tap
+ * of the window in interp_window's order (row-major) folded into a whole
+ * output row with its acc > v ? acc : v (one maxss), so that the same one
+ * of equal values (+0, -0) wins; the loops run along the output row. */
+static void window_max_plane(const struct window *c, const float *x, float *restrict o)
+{
+	int64_t OW = c->OW, sw = c->sw, lo[WINDOW_TAPS_MAX], hi[WINDOW_TAPS_MAX];
+	for (int64_t kw = 0; kw < c->KW; kw++)
+		tap_outputs(kw, c->W, OW, sw, c->pw, c->dw, &lo[kw], &hi[kw]);
+	for (int64_t oh = 0; oh < c->OH; oh++, o += OW) {
+		int64_t h0, h1;
+		window_taps(oh, c->H, c->KH, c->sh, c->ph, c->dh, &h0, &h1);
+		for (int64_t ow = 0; ow < OW; ow++)
+			o[ow] = -INFINITY;
+		for (int64_t kh = h0; kh < h1; kh++) {
+			const float *row = x + (oh * c->sh - c->ph + kh * c->dh) * c->W;
+			for (int64_t kw = 0; kw < c->KW; kw++) {
+				int64_t at = kw * c->dw - c->pw; /* row[ow * sw + at]: in range from lo on */
+				for (int64_t ow = lo[kw]; ow < hi[kw]; ow++)
+					o[ow] = o[ow] > row[ow * sw + at] ? o[ow] : row[ow * sw + at];
+			}
+		}
+	}
+}
+
+/* Whether x[0..n) holds a NaN: four independent chains, no branch. */
+static bool has_nan(const float *x, int64_t n)
+{
+	bool a = false, b = false, c = false, d = false;
+	int64_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		a |= x[i] != x[i];
+		b |= x[i + 1] != x[i + 1];
+		c |= x[i + 2] != x[i + 2];
+		d |= x[i + 3] != x[i + 3];
+	}
+	for (; i < n; i++)
+		a |= x[i] != x[i];
+	return a | b | c | d;
+}
+
+static void window_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct window *c = ctx;
+	for (int64_t p = begin; p < end; p++) {
+		const float *x = c->x + p * c->H * c->W;
+		float *o = c->out + p * c->OH * c->OW;
+		if (c->max && c->KW <= WINDOW_TAPS_MAX && !has_nan(x, c->H * c->W)) {
+			window_max_plane(c, x, o);
+			continue;
+		}
+		for (int64_t oh = 0; oh < c->OH; oh++)
+			for (int64_t ow = 0; ow < c->OW; ow++)
+				o[oh * c->OW + ow] = window_at(c, x, oh, ow);
+	}
+}
+
+static bool host_window(struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	const struct ir_shape *xs = &k->shape[0], *os = &k->shape[1];
+	const struct ir_attrs *a = &k->a;
+	int n = xs->rank;
+	if (k->dtype[0] != IR_F32 || k->dtype[1] != IR_F32 || n < 2)
+		return false;
+	for (int d = 0; d < n - 2; d++)
+		if (a->window.v[d] != 1 || a->stride.v[d] != 1 || a->pad_lo.v[d] != 0 || os->dims[d] != xs->dims[d])
+			return false;
+	struct window c = { .H = xs->dims[n - 2], .W = xs->dims[n - 1], .OH = os->dims[n - 2], .OW = os->dims[n - 1],
+			    .KH = a->window.v[n - 2], .KW = a->window.v[n - 1], .sh = a->stride.v[n - 2],
+			    .sw = a->stride.v[n - 1], .ph = a->pad_lo.v[n - 2], .pw = a->pad_lo.v[n - 1],
+			    .dh = a->dilation.v[n - 2], .dw = a->dilation.v[n - 1], .max = k->op == IR_OP_WINDOW_MAX };
+	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1)
+		return false;
+	c.x = operand(r, x, 0);
+	c.out = operand(r, x, 1);
+	if (overlap(c.out, kernel_bytes(k, 1), c.x, kernel_bytes(k, 0)))
+		return false;
+	int64_t planes = c.OH * c.OW > 0 ? ir_shape_numel(os) / (c.OH * c.OW) : 0;
+	/* a thread per at least ~8K taps (a few microseconds) */
+	int64_t per = c.OH * c.OW * c.KH * c.KW, grain = 8192 / (per > 0 ? per : 1);
+	pool_run(r->pool, window_chunk, &c, planes, grain > 0 ? grain : 1);
+	return true;
+}
+
+/* n bytes copied, or zeroed; the sizes of one to four floats inline (the
+ * rows of a pad are often that short: a call each would cost more). */
+static inline void put_bytes(char *restrict d, const char *restrict s, size_t n)
+{
+	if (n == 4)
+		memcpy(d, s, 4);
+	else if (n == 8)
+		memcpy(d, s, 8);
+	else if (n == 16)
+		memcpy(d, s, 16);
+	else if (n)
+		memcpy(d, s, n);
+}
+
+static inline void zero_bytes(char *d, size_t n)
+{
+	if (n == 4)
+		memset(d, 0, 4);
+	else if (n == 8)
+		memset(d, 0, 8);
+	else if (n == 16)
+		memset(d, 0, 16);
+	else if (n)
+		memset(d, 0, n);
+}
+
+/* A constant pad: block d of the output is the fill where its index lies
+ * in the padding, else block d + 1 over the input's; at the last padded
+ * dim, e, the blocks after it are contiguous in both, so a row there is
+ * fill, input, fill. */
+struct pad {
+	const struct ir_shape *xs, *os;
+	const struct ir_attrs *a;
+	int e;
+	size_t es;              /* bytes of an element */
+	size_t ost[IR_MAX_RANK], ist[IR_MAX_RANK]; /* bytes between indices of dim d */
+	float f;                /* the fill, in f32 unless zero */
+	uint32_t fbits;         /* its bits, for 4-byte elements (0 when zero) */
+	bool zero;
+};
+
+static inline void pad_fill(const struct pad *c, char *out, size_t bytes)
+{
+	if (c->zero) {
+		zero_bytes(out, bytes);
+		return;
+	}
+	for (size_t i = 0; i < bytes / sizeof c->f; i++)
+		memcpy(out + i * sizeof c->f, &c->f, sizeof c->f);
+}
+
+/* Rows of dim e, count of them rows apart in the output (opitch bytes)
+ * and the input (ipitch). A row is fill,
+ * the input's n elements, fill. Short rows of 4-byte elements (the pads
+ * that interleave zeros have thousands of one or two) go element by
+ * element with a select, which stays inline; others as three copies. */
+static void pad_rows(const struct pad *c, char *restrict out, const char *restrict in, int64_t count,
+		     size_t opitch, size_t ipitch)
+{
+	int64_t lo = c->a->pad_lo.v[c->e], n = c->xs->dims[c->e], L = c->os->dims[c->e];
+	size_t row = c->ist[c->e], head = (size_t)lo * row, body = (size_t)n * row;
+	size_t tail = (size_t)(L - lo - n) * row;
+	if (c->es == 4 && row == 4 && L <= 16) {
+		uint32_t f = c->fbits;
+		for (int64_t r = 0; r < count; r++, out += opitch, in += ipitch) {
+			for (int64_t j = 0; j < L; j++) {
+				uint32_t v = f;
+				if ((uint64_t)(j - lo) < (uint64_t)n)
+					memcpy(&v, in + (j - lo) * 4, 4);
+				memcpy(out + j * 4, &v, 4);
+			}
+		}
+		return;
+	}
+	for (int64_t r = 0; r < count; r++, out += opitch, in += ipitch) {
+		pad_fill(c, out, head);
+		put_bytes(out + head, in, body);
+		pad_fill(c, out + head + body, tail);
+	}
+}
+
+/* Dim d's blocks: the rows when d == e, else each block of d, the fill or
+ * the blocks of dim d + 1 (the rows of dim e in one call when d + 1 == e:
+ * the blocks of d in range are consecutive). */
+static void pad_block(const struct pad *c, int d, char *out, const char *in)
+{
+	if (d == c->e) {
+		pad_rows(c, out, in, 1, 0, 0);
+		return;
+	}
+	int64_t dlo = c->a->pad_lo.v[d], dn = c->xs->dims[d], m = c->os->dims[d];
+	pad_fill(c, out, (size_t)dlo * c->ost[d]);
+	if (d + 1 == c->e)
+		pad_rows(c, out + (size_t)dlo * c->ost[d], in, dn, c->ost[d], c->ist[d]);
+	else
+		for (int64_t i = 0; i < dn; i++)
+			pad_block(c, d + 1, out + (size_t)(dlo + i) * c->ost[d], in + (size_t)i * c->ist[d]);
+	pad_fill(c, out + (size_t)(dlo + dn) * c->ost[d], (size_t)(m - dlo - dn) * c->ost[d]);
+}
+
+static bool host_pad(struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	struct pad c = { .xs = &k->shape[0], .os = &k->shape[1], .a = &k->a, .e = -1,
+			 .es = ir_dtype_size(k->dtype[0]), .f = (float)k->a.value };
+	int n = c.xs->rank;
+	c.zero = c.a->value == 0 && !signbit(c.a->value);
+	if (!c.zero)
+		memcpy(&c.fbits, &c.f, sizeof c.fbits);
+	if (c.a->mode != IR_PAD_CONSTANT || n < 1 || !(c.zero || k->dtype[0] == IR_F32))
+		return false;
+	const char *in = operand(r, x, 0);
+	char *out = operand(r, x, 1);
+	size_t nout = kernel_bytes(k, 1);
+	if (overlap(out, nout, in, kernel_bytes(k, 0)))
+		return false;
+	for (int d = 0; d < n; d++) {
+		if (c.a->pad_lo.v[d] < 0 || c.os->dims[d] < c.xs->dims[d] + c.a->pad_lo.v[d])
+			return false;
+		if (c.os->dims[d] != c.xs->dims[d])
+			c.e = d;
+	}
+	if (nout == 0)
+		return true;
+	if (c.e < 0) {
+		memcpy(out, in, nout);
+		return true;
+	}
+	c.ost[n - 1] = c.ist[n - 1] = c.es;
+	for (int d = n - 2; d >= 0; d--) {
+		c.ost[d] = c.ost[d + 1] * (size_t)c.os->dims[d + 1];
+		c.ist[d] = c.ist[d + 1] * (size_t)c.xs->dims[d + 1];
+	}
+	pad_block(&c, 0, out, in);
+	return true;
+}
+
+/* The ops above, for a kernel without host code. */
+static bool host_op(struct rt *r, const struct plan_instr *x)
+{
+	enum ir_op op = r->p->kernels[x->kernel].op;
+	if (op == IR_OP_DOT)
+		return host_dot(r, x);
+	if (op == IR_OP_CONV)
+		return host_conv(r, x);
+	if (op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM)
+		return host_window(r, x);
+	return op == IR_OP_PAD && host_pad(r, x);
+}
+
 bool rt_kernel_host(struct rt *r, const struct plan_instr *x)
 {
 	if (!r->fn)
 		return false;
 	if (!r->fn[x->kernel])
-		return host_dot(r, x);
+		return host_op(r, x);
 	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	void *args[64];
 	for (int j = 0; j <= k->nin; j++)

@@ -40,6 +40,8 @@ struct pool {
 	_Atomic bool waiting;    /* the caller is asleep on done, or about to be */
 	_Atomic bool stop;
 	bool busy;               /* in pool_run (catches reentry) */
+	void *scratch;           /* pool_scratch's, nscratch bytes */
+	size_t nscratch;
 	pthread_mutex_t mu;
 	pthread_cond_t wake, done;
 };
@@ -151,7 +153,21 @@ void pool_free(struct pool *p)
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->mu);
 	ir_free(p->tid);
+	ir_free(p->scratch);
 	ir_free(p);
+}
+
+void *pool_scratch(struct pool *p, size_t bytes)
+{
+	if (bytes <= p->nscratch)
+		return p->scratch;
+	void *s = ir_malloc(bytes);
+	if (!s)
+		return NULL;
+	ir_free(p->scratch);
+	p->scratch = s;
+	p->nscratch = bytes;
+	return s;
 }
 
 int pool_threads(const struct pool *p)

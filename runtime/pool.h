@@ -12,6 +12,7 @@
 #ifndef PCC_RUNTIME_POOL_H
 #define PCC_RUNTIME_POOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct pool;
@@ -28,5 +29,10 @@ int pool_threads(const struct pool *p);
  * Returns when every chunk is done. */
 void pool_run(struct pool *p, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx,
 	      int64_t n, int64_t grain);
+
+/* Scratch memory of at least bytes for the pool's caller (the host kernels'
+ * work areas), 64-byte aligned, kept and reused across calls: valid until
+ * the next pool_scratch or pool_free. NULL when out of memory. */
+void *pool_scratch(struct pool *p, size_t bytes);
 
 #endif

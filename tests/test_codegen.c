@@ -24,6 +24,14 @@
  * with AVX2 kernels on a CPU with AVX2 and FMA (unless OPENBLAS_CORETYPE
  * chose one), and calling it again changes nothing.
  *
+ * pcc-run's own host kernels for ops without generated code (runtime/
+ * kernels.c, compiled into this test: conv, window max and sum, pad) run
+ * on random inputs over odd sizes, strides, pads, dilations and groups, on
+ * a pool of 3 threads, against interp_kernel: window ops and pads bit for
+ * bit (NaN and signed zeros included), convolutions within 1e-5 of the sum
+ * of magnitudes (the same sgemm, but over more columns where the stride
+ * is 1, which may round differently in the last place).
+ *
  * argv: pcc, models dir, train dir, ptxas (or "").
  */
 #include <math.h>
@@ -37,6 +45,22 @@
 #include "ir/plan.h"
 #include "runtime/hostcode.h"
 #include "tests/tap.h"
+
+/* runtime/kernels.c, its pool and the gemm analysis it uses, with the two
+ * functions of pcc-run's other files that it calls. */
+#include "runtime/gpu_plan.c"
+#include "runtime/kernels.c"
+#include "runtime/pool.c"
+
+void *rt_buf(const struct rt *r, const struct plan_buffer *b)
+{
+	return r->arena + b->offset;
+}
+
+int rt_local_ranks(void)
+{
+	return 1;
+}
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -237,6 +261,254 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 	plan_free(p);
 }
 
+/* ---- pcc-run's host kernels (runtime/kernels.c) -------------------------- */
+
+/* Kernel k (its operands' shapes and dtypes set) run by rt_kernel_host on
+ * a pool, and by interp_kernel, on the same random inputs (with NaN and
+ * signed zeros when `special`); *err: the largest difference relative to
+ * the output's sum of magnitudes. false when rt_kernel_host did not take
+ * it or the results differ in size. */
+static bool run_host_op(struct plan_kernel *k, struct pool *pool, bool special, bool *same, double *err)
+{
+	int nb = k->nin + k->nout;
+	struct plan_buffer buf[4] = { 0 };
+	int args[4] = { 0, 1, 2, 3 };
+	int64_t off = 0;
+	for (int j = 0; j < nb; j++) {
+		buf[j] = (struct plan_buffer){ .dtype = k->dtype[j], .shape = k->shape[j], .offset = off };
+		buf[j].bytes = ir_shape_numel(&k->shape[j]) * (int64_t)ir_dtype_size(k->dtype[j]);
+		off += (buf[j].bytes + 63) / 64 * 64 + 64;
+	}
+	uint8_t *arena = calloc((size_t)off + 64, 1);
+	struct ir_tensor tin[3], tout[1];
+	for (int j = 0; j < k->nin; j++) {
+		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], arena + buf[j].offset };
+		int64_t n = ir_shape_numel(&k->shape[j]);
+		for (int64_t i = 0; i < n; i++) {
+			double v = urand() * 2 - 1;
+			if (special && i % 7 == 3)
+				v = i % 3 ? 0.0 : -0.0;
+			if (special && i % 97 == 5)
+				v = NAN;
+			if (k->dtype[j] == IR_F32)
+				((float *)tin[j].data)[i] = (float)v;
+			else if (k->dtype[j] == IR_I64)
+				((int64_t *)tin[j].data)[i] = (int64_t)(v * 1000);
+		}
+	}
+	struct plan p = { .nkernels = 1, .kernels = k };
+	struct plan_device d = { .nbuf = nb, .buf = buf, .nargs = nb, .args = args };
+	struct plan_instr x = { .kind = PLAN_KERNEL, .kernel = 0, .nin = k->nin, .nout = k->nout, .arg = 0 };
+	rt_kernel_fn none[1] = { NULL };
+	struct rt r = { .p = &p, .d = &d, .arena = arena, .fn = none, .pool = pool };
+	memset(arena + buf[k->nin].offset, 0x7f, (size_t)buf[k->nin].bytes); /* every element must be written */
+	bool took = rt_kernel_host(&r, &x);
+	int rc = interp_kernel(k, tin, tout);
+	const uint8_t *got = arena + buf[k->nin].offset;
+	*same = took && rc == 0 && memcmp(got, tout[0].data, (size_t)buf[k->nin].bytes) == 0;
+	*err = 0;
+	if (took && rc == 0 && k->dtype[k->nin] == IR_F32) {
+		int64_t n = ir_shape_numel(&k->shape[k->nin]);
+		double mag = 0;
+		const float *g = (const float *)got, *w = tout[0].data;
+		for (int64_t i = 0; i < n; i++)
+			mag += fabs(w[i]);
+		for (int64_t i = 0; i < n; i++) {
+			double e = (isnan(g[i]) != isnan(w[i])) ? INFINITY : isnan(g[i]) ? 0 : fabs(g[i] - w[i]);
+			*err = e / (mag > 0 ? mag : 1) > *err ? e / (mag > 0 ? mag : 1) : *err;
+		}
+	}
+	if (rc == 0)
+		ir_tensor_free(&tout[0]);
+	free(arena);
+	return took && rc == 0;
+}
+
+static struct ir_shape shape_of(int rank, const int64_t *dims)
+{
+	struct ir_shape s = { .rank = rank };
+	for (int i = 0; i < rank; i++)
+		s.dims[i] = dims[i];
+	return s;
+}
+
+static void set_list(struct ir_ilist *l, int n, const int64_t *v)
+{
+	l->n = n;
+	for (int i = 0; i < n; i++)
+		l->v[i] = v[i];
+}
+
+/* N, C, spatial dims, O, kernel, stride, pad lo, pad hi, dilation, groups:
+ * sp = 1 or 2 spatial dims (the second entry of each pair unused for 1). */
+struct conv_case {
+	int sp;
+	int64_t n, c, h, w, o, kh, kw, sh, sw, plh, plw, phh, phw, dh, dw, g;
+};
+
+static void check_host_conv(struct pool *pool)
+{
+	static const struct conv_case cs[] = {
+		{ 2, 2, 3, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },   /* resnet's first */
+		{ 2, 2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 },    /* 1x1 stride 2 */
+		{ 2, 2, 16, 8, 8, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1 },    /* 3x3 stride 2 */
+		{ 2, 3, 8, 5, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* 1x1: no im2col */
+		{ 2, 1, 6, 9, 11, 4, 3, 2, 1, 1, 2, 0, 1, 3, 2, 1, 2 },     /* groups, dilation, odd pads */
+		{ 2, 3, 4, 7, 6, 8, 2, 3, 3, 2, 0, 1, 2, 0, 1, 2, 4 },      /* depth multiplier 2 */
+		{ 2, 1, 5, 13, 3, 7, 5, 1, 2, 1, 2, 0, 2, 0, 1, 1, 1 },     /* kernel taller than wide */
+		{ 2, 2, 4, 4, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* kernel = input: one position */
+		{ 2, 1, 2, 3, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1 },      /* dilated past the input */
+		{ 2, 4, 1, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* 1x1 image */
+		{ 1, 3, 5, 1, 17, 4, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },     /* 1-D, stride 2 */
+		{ 1, 2, 4, 1, 10, 6, 1, 4, 1, 1, 0, 2, 0, 1, 1, 3, 2 },     /* 1-D, dilation 3, groups */
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		const struct conv_case *t = &cs[i];
+		struct plan_kernel k = { .op = IR_OP_CONV, .nin = 2, .nout = 1 };
+		enum ir_dtype dt[3] = { IR_F32, IR_F32, IR_F32 };
+		struct ir_shape sh[3];
+		int64_t oh = (t->h + t->plh + t->phh - t->dh * (t->kh - 1) - 1) / t->sh + 1;
+		int64_t ow = (t->w + t->plw + t->phw - t->dw * (t->kw - 1) - 1) / t->sw + 1;
+		int64_t xd[4] = { t->n, t->c, t->h, t->w }, wd[4] = { t->o, t->c / t->g, t->kh, t->kw },
+			od[4] = { t->n, t->o, oh, ow };
+		int64_t st[2] = { t->sh, t->sw }, lo[2] = { t->plh, t->plw }, hi[2] = { t->phh, t->phw },
+			dl[2] = { t->dh, t->dw };
+		if (t->sp == 1) { /* the second entry of each pair is the only spatial one */
+			xd[2] = t->w, wd[2] = t->kw, od[2] = ow;
+			st[0] = t->sw, lo[0] = t->plw, hi[0] = t->phw, dl[0] = t->dw;
+		}
+		sh[0] = shape_of(t->sp + 2, xd);
+		sh[1] = shape_of(t->sp + 2, wd);
+		sh[2] = shape_of(t->sp + 2, od);
+		set_list(&k.a.stride, t->sp, st);
+		set_list(&k.a.pad_lo, t->sp, lo);
+		set_list(&k.a.pad_hi, t->sp, hi);
+		set_list(&k.a.dilation, t->sp, dl);
+		k.a.groups = t->g;
+		k.dtype = dt;
+		k.shape = sh;
+		bool same;
+		double err;
+		char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
+		bool ok = run_host_op(&k, pool, false, &same, &err);
+		TAP_OK(ok && err <= 1e-5, "host conv %s * %s, stride %ld,%ld pad %ld,%ld/%ld,%ld dilation %ld,%ld groups %ld: "
+		       "max err %.2g of the sum of magnitudes%s", ir_shape_str(&sh[0], s0, sizeof s0),
+		       ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh, (long)t->sw, (long)t->plh, (long)t->plw,
+		       (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw, (long)t->g, err, same ? " (bit for bit)" : "");
+	}
+}
+
+/* rank, dims, window, stride, pad lo, pad hi, dilation (last two dims). */
+struct window_case {
+	int rank;
+	int64_t dims[4], kh, kw, sh, sw, plh, plw, phh, phw, dh, dw;
+};
+
+static void check_host_window(struct pool *pool)
+{
+	static const struct window_case cs[] = {
+		{ 4, { 2, 16, 16, 16 }, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 }, /* resnet's max pool */
+		{ 4, { 2, 3, 7, 9 }, 2, 3, 1, 2, 0, 1, 1, 2, 1, 1 },
+		{ 4, { 1, 2, 11, 6 }, 3, 2, 3, 1, 2, 0, 2, 1, 2, 3 },   /* dilation, odd pads */
+		{ 4, { 3, 1, 4, 4 }, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1 },    /* global */
+		{ 3, { 2, 5, 13 }, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1 },       /* 1-D */
+		{ 4, { 1, 2, 3, 3 }, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1 },    /* windows wholly in the padding */
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		for (int op = 0; op < 2; op++) {
+			for (int special = 0; special < 2; special++) {
+				const struct window_case *t = &cs[i];
+				int r = t->rank;
+				struct plan_kernel k = { .op = op ? IR_OP_WINDOW_SUM : IR_OP_WINDOW_MAX, .nin = 1, .nout = 1 };
+				enum ir_dtype dt[2] = { IR_F32, IR_F32 };
+				struct ir_shape sh[2];
+				int64_t win[4], st[4], lo[4], hi[4], dl[4], od[4];
+				for (int d = 0; d < r; d++)
+					win[d] = st[d] = dl[d] = 1, lo[d] = hi[d] = 0, od[d] = t->dims[d];
+				win[r - 2] = t->kh, win[r - 1] = t->kw, st[r - 2] = t->sh, st[r - 1] = t->sw;
+				lo[r - 2] = t->plh, lo[r - 1] = t->plw, hi[r - 2] = t->phh, hi[r - 1] = t->phw;
+				dl[r - 2] = t->dh, dl[r - 1] = t->dw;
+				for (int d = r - 2; d < r; d++)
+					od[d] = (t->dims[d] + lo[d] + hi[d] - dl[d] * (win[d] - 1) - 1) / st[d] + 1;
+				sh[0] = shape_of(r, t->dims);
+				sh[1] = shape_of(r, od);
+				set_list(&k.a.window, r, win);
+				set_list(&k.a.stride, r, st);
+				set_list(&k.a.pad_lo, r, lo);
+				set_list(&k.a.pad_hi, r, hi);
+				set_list(&k.a.dilation, r, dl);
+				k.dtype = dt;
+				k.shape = sh;
+				bool same;
+				double err;
+				char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
+				bool ok = run_host_op(&k, pool, special, &same, &err);
+				TAP_OK(ok && same, "host window_%s %s -> %s%s: bit for bit", op ? "sum" : "max",
+				       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1),
+				       special ? ", with NaN and signed zeros" : "");
+			}
+		}
+	}
+}
+
+static void check_host_pad(struct pool *pool)
+{
+	static const struct {
+		int rank;
+		int64_t dims[5], lo[5], hi[5];
+	} cs[] = {
+		{ 4, { 2, 8, 16, 16 }, { 0, 0, 1, 1 }, { 0, 0, 1, 1 } },
+		{ 5, { 2, 8, 15, 8, 1 }, { 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 1 } }, /* zeros interleaved */
+		{ 5, { 2, 3, 4, 1, 4 }, { 0, 0, 0, 1, 0 }, { 0, 0, 0, 0, 0 } },
+		{ 3, { 3, 5, 7 }, { 1, 0, 2 }, { 2, 3, 0 } },
+		{ 2, { 4, 3 }, { 2, 0 }, { 1, 0 } },
+		{ 1, { 9 }, { 3 }, { 5 } },
+		{ 3, { 2, 0, 3 }, { 1, 1, 1 }, { 0, 1, 0 } },               /* empty input */
+		{ 2, { 5, 6 }, { 0, 0 }, { 0, 0 } },                        /* nothing to pad */
+	};
+	static const double values[] = { 0.0, 1.5, -0.0 };
+	static const enum ir_dtype dts[] = { IR_F32, IR_I64 };
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+			for (size_t t = 0; t < sizeof dts / sizeof *dts; t++) {
+				struct plan_kernel k = { .op = IR_OP_PAD, .nin = 1, .nout = 1 };
+				enum ir_dtype dt[2] = { dts[t], dts[t] };
+				struct ir_shape sh[2];
+				int64_t od[5];
+				for (int d = 0; d < cs[i].rank; d++)
+					od[d] = cs[i].dims[d] + cs[i].lo[d] + cs[i].hi[d];
+				sh[0] = shape_of(cs[i].rank, cs[i].dims);
+				sh[1] = shape_of(cs[i].rank, od);
+				set_list(&k.a.pad_lo, cs[i].rank, cs[i].lo);
+				set_list(&k.a.pad_hi, cs[i].rank, cs[i].hi);
+				k.a.mode = IR_PAD_CONSTANT;
+				k.a.value = values[v];
+				k.dtype = dt;
+				k.shape = sh;
+				bool same, fast = values[v] == 0 && !signbit(values[v]) ? true : dts[t] == IR_F32;
+				double err;
+				char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
+				bool ok = run_host_op(&k, pool, false, &same, &err);
+				TAP_OK(fast ? ok && same : !ok, "host pad %s %s -> %s with %g: %s", ir_dtype_name(dts[t]),
+				       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), values[v],
+				       fast ? "bit for bit" : "left to the reference kernel");
+			}
+		}
+	}
+}
+
+static void check_host_ops(void)
+{
+	struct pool *pool = pool_new(3);
+	TAP_OK(pool, "a pool of 3 threads");
+	if (!pool)
+		return;
+	check_host_conv(pool);
+	check_host_window(pool);
+	check_host_pad(pool);
+	pool_free(pool);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
@@ -266,5 +538,6 @@ int main(int argc, char **argv)
 		check_plan(pcc, model, opts, ptxas, tag);
 	}
 	check_blas();
+	check_host_ops();
 	return tap_done();
 }
