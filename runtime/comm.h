@@ -9,7 +9,8 @@
  * Data movement contract (the executor packs and unpacks around it):
  * - send: the bytes are copied or kept until flush; the call never waits
  *   for the receiver (a plan's programs assume buffered sends).
- * - recv: waits for the message of (peer, tag), which must be n bytes.
+ * - recv: the message of (peer, tag), which must be n bytes. Messages of
+ *   one (peer, tag) match receives in the order the receives are started.
  * - all_reduce: n elements of dtype, reduced with op, into out (in == out
  *   allowed).
  * - reduce_scatter: in holds comm-size blocks of n elements in rank order;
@@ -19,6 +20,16 @@
  *   r; out gets the received blocks in rank order.
  * Plan communicators are indices into plan.comms; a rank calls only those
  * it belongs to.
+ *
+ * recv and the collectives take `req`: NULL waits until the operation is
+ * done (the buffers are free when the call returns); otherwise the call
+ * only starts it, sets *req, and wait(*req) finishes it later: until then
+ * the caller leaves in and out alone (in may be read, out not at all).
+ * Collectives of one communicator still start in the same order on all
+ * its ranks. progress drives every started operation and the sends a
+ * little without waiting (some MPIs move data only inside their calls).
+ * An operation started and waited for later gives exactly the bytes the
+ * waiting call gives (the same MPI call underneath).
  */
 #ifndef PCC_RUNTIME_COMM_H
 #define PCC_RUNTIME_COMM_H
@@ -28,18 +39,28 @@
 #include "ir/plan.h"
 
 struct rt_comm;
+struct rt_comm_req; /* an operation started and not yet waited for */
 
 struct rt_comm_ops {
 	const char *name;
 	/* Communicators for plan p (every rank calls it, collectively). */
 	int (*setup)(struct rt_comm *c, const struct plan *p);
 	int (*send)(struct rt_comm *c, const void *buf, size_t n, int peer, int tag);
-	int (*recv)(struct rt_comm *c, void *buf, size_t n, int peer, int tag);
+	int (*recv)(struct rt_comm *c, void *buf, size_t n, int peer, int tag, struct rt_comm_req **req);
 	int (*all_reduce)(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
-			  enum plan_reduce op);
-	int (*reduce_scatter)(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t);
-	int (*all_gather)(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes);
-	int (*all_to_all)(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes);
+			  enum plan_reduce op, struct rt_comm_req **req);
+	int (*reduce_scatter)(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
+			      struct rt_comm_req **req);
+	int (*all_gather)(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
+			  struct rt_comm_req **req);
+	int (*all_to_all)(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
+			  struct rt_comm_req **req);
+	/* Finishes and frees an operation started above: waits at most the
+	 * timeout; 0, or its error naming what it waited for. */
+	int (*wait)(struct rt_comm *c, struct rt_comm_req *req);
+	/* Drives the started operations and sends without waiting; errors of
+	 * an operation are kept for its wait. */
+	int (*progress)(struct rt_comm *c);
 	/* Waits until every send so far has left this rank's buffers. */
 	int (*flush)(struct rt_comm *c);
 	/* The runtime's own traffic (outputs to rank 0, checkpoints, agreeing

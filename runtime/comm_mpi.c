@@ -28,6 +28,8 @@ struct mpi_impl {
 	const struct plan *p;
 	struct pending *pend;
 	int npend, cap;
+	struct rt_comm_req **live; /* started and not yet waited for */
+	int nlive, livecap;
 	int tag_ub;
 };
 
@@ -167,91 +169,195 @@ static int m_send(struct rt_comm *c, const void *buf, size_t n, int peer, int ta
 	return 0;
 }
 
-static int m_recv(struct rt_comm *c, void *buf, size_t n, int peer, int tag)
-{
-	struct mpi_impl *m = impl(c);
+/* An operation started: what the wait needs to finish it. */
+struct rt_comm_req {
 	MPI_Request r;
 	MPI_Status st;
-	char what[96];
-	int got = 0, rc = count_of((int64_t)n, "recv");
+	bool done;              /* progress saw it complete (st holds its status) */
+	int mpi_err;            /* progress saw MPI fail it */
+	int64_t expect;         /* a receive: the bytes it must get; else -1 */
+	float *w;               /* 16-bit floats widened (owned); shortened into out */
+	void *out;
+	int64_t n;              /* elements of w */
+	enum ir_dtype t;
+	char what[160];         /* "all_reduce over ranks 0,1" for messages */
+};
+
+/* A request, listed for progress until it is freed; NULL: out of memory. */
+static struct rt_comm_req *req_new(struct rt_comm *c, int64_t expect)
+{
+	struct mpi_impl *m = impl(c);
+	if (m->nlive == m->livecap) {
+		int cap = m->livecap ? 2 * m->livecap : 16;
+		struct rt_comm_req **l = ir_realloc(m->live, sizeof *l * (size_t)cap);
+		if (!l)
+			return NULL;
+		m->live = l;
+		m->livecap = cap;
+	}
+	struct rt_comm_req *q = ir_calloc(1, sizeof *q);
+	if (q) {
+		q->r = MPI_REQUEST_NULL;
+		q->expect = expect;
+		m->live[m->nlive++] = q;
+	}
+	return q;
+}
+
+static void req_free(struct rt_comm *c, struct rt_comm_req *q)
+{
+	struct mpi_impl *m = impl(c);
+	for (int i = 0; i < m->nlive; i++)
+		if (m->live[i] == q) {
+			m->live[i] = m->live[--m->nlive];
+			break;
+		}
+	ir_free(q->w);
+	ir_free(q);
+}
+
+static int m_wait(struct rt_comm *c, struct rt_comm_req *q)
+{
+	int got = 0, rc = q->mpi_err != MPI_SUCCESS ? mpi_fail(q->mpi_err, q->what) : 0;
+	if (rc == 0 && !q->done)
+		rc = wait_req(c, &q->r, &q->st, q->what);
+	if (rc == 0 && q->expect >= 0 && (MPI_Get_count(&q->st, MPI_BYTE, &got), got != q->expect))
+		rc = ir_errorf(-EPROTO, "%s: got %d bytes", q->what, got);
+	if (rc == 0 && q->w)
+		shorten(q->w, q->out, q->n, q->t);
+	req_free(c, q);
+	return rc;
+}
+
+/* The tail of every start: err is the MPI call's; q finished now when req
+ * is NULL, else handed over. */
+static int issued(struct rt_comm *c, struct rt_comm_req *q, int err, struct rt_comm_req **req)
+{
+	if (err != MPI_SUCCESS) {
+		int rc = mpi_fail(err, q->what);
+		req_free(c, q);
+		return rc;
+	}
+	if (!req)
+		return m_wait(c, q);
+	*req = q;
+	return 0;
+}
+
+/* One MPI_Test drives Open MPI's whole progress engine (every request,
+ * libnbc's schedules included), and each can cost a sched_yield on an
+ * over-subscribed host: so one test a call, of the oldest operation not
+ * seen done, else of the oldest send. */
+static int m_progress(struct rt_comm *c)
+{
+	struct mpi_impl *m = impl(c);
+	int done = 0, err = MPI_SUCCESS;
+	for (int i = 0; i < m->nlive; i++) {
+		struct rt_comm_req *q = m->live[i];
+		if (q->done || q->mpi_err != MPI_SUCCESS)
+			continue;
+		if ((err = MPI_Test(&q->r, &done, &q->st)) != MPI_SUCCESS)
+			q->mpi_err = err;
+		q->done = done != 0;
+		return 0;
+	}
+	if (m->npend && MPI_Test(&m->pend[0].req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+		return ir_errorf(-EIO, "MPI_Test of a send failed");
+	return 0;
+}
+
+static int m_recv(struct rt_comm *c, void *buf, size_t n, int peer, int tag, struct rt_comm_req **req)
+{
+	struct mpi_impl *m = impl(c);
+	int rc = count_of((int64_t)n, "recv");
+	struct rt_comm_req *q = rc < 0 ? NULL : req_new(c, (int64_t)n);
 	if (rc < 0)
 		return rc;
-	snprintf(what, sizeof what, "a message from rank %d (tag %d, %zu bytes)", peer, tag, n);
-	/* a longer message fails as truncated (MPI_ERRORS_RETURN), a shorter one below */
-	int err = MPI_Irecv(buf, (int)n, MPI_BYTE, peer, tag % m->tag_ub, m->plan_world, &r);
-	if (err != MPI_SUCCESS)
-		return mpi_fail(err, what);
-	if ((rc = wait_req(c, &r, &st, what)) == 0 && (MPI_Get_count(&st, MPI_BYTE, &got), (size_t)got != n))
-		rc = ir_errorf(-EPROTO, "%s: got %d bytes", what, got);
-	return rc;
+	if (!q)
+		return ir_errorf(-ENOMEM, "out of memory receiving from rank %d", peer);
+	snprintf(q->what, sizeof q->what, "a message from rank %d (tag %d, %zu bytes)", peer, tag, n);
+	/* a longer message fails as truncated (MPI_ERRORS_RETURN), a shorter one at the wait */
+	return issued(c, q, MPI_Irecv(buf, (int)n, MPI_BYTE, peer, tag % m->tag_ub, m->plan_world, &q->r), req);
+}
+
+/* A request for collective op over comm, its count checked (elements). */
+static struct rt_comm_req *coll_req(struct rt_comm *c, int comm, const char *op, int64_t count, int *rc)
+{
+	struct rt_comm_req *q = req_new(c, -1);
+	if (!q) {
+		*rc = ir_errorf(-ENOMEM, "out of memory starting %s", op);
+		return NULL;
+	}
+	comm_what(c, comm, op, q->what, sizeof q->what);
+	if ((*rc = count_of(count, q->what)) < 0) {
+		req_free(c, q);
+		return NULL;
+	}
+	return q;
+}
+
+/* 16-bit floats of in widened into q (n elements), shortened into out at the wait. */
+static int widened(struct rt_comm_req *q, const void *in, void *out, int64_t n, enum ir_dtype t)
+{
+	if (!narrow(t))
+		return 0;
+	if (!(q->w = widen(in, n, t)))
+		return ir_errorf(-ENOMEM, "out of memory in %s", q->what);
+	q->out = out;
+	q->n = n;
+	q->t = t;
+	return 0;
 }
 
 static int m_all_reduce(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
-			enum plan_reduce op)
+			enum plan_reduce op, struct rt_comm_req **req)
 {
-	MPI_Request r;
-	char what[160];
-	comm_what(c, comm, "all_reduce", what, sizeof what);
-	int rc = count_of(n, what);
+	int rc;
+	struct rt_comm_req *q = coll_req(c, comm, "all_reduce", n, &rc);
+	if (q && (rc = widened(q, in, out, n, t)) < 0)
+		req_free(c, q);
 	if (rc < 0)
 		return rc;
-	float *w = narrow(t) ? widen(in, n, t) : NULL;
-	if (narrow(t) && !w)
-		return ir_errorf(-ENOMEM, "out of memory in %s", what);
-	const void *src = w ? (const void *)w : in;
-	void *dst = w ? (void *)w : out;
-	int err = MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, (int)n, mpi_type(t), mpi_op(op),
-				 impl(c)->comms[comm], &r);
-	rc = err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
-	if (rc == 0 && w)
-		shorten(w, out, n, t);
-	ir_free(w);
-	return rc;
+	const void *src = q->w ? (const void *)q->w : in;
+	void *dst = q->w ? (void *)q->w : out;
+	return issued(c, q, MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, (int)n, mpi_type(t), mpi_op(op),
+					   impl(c)->comms[comm], &q->r), req);
 }
 
-static int m_reduce_scatter(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t)
+static int m_reduce_scatter(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
+			    struct rt_comm_req **req)
 {
-	MPI_Request r;
-	char what[160];
-	int size = impl(c)->p->comms[comm].n;
-	comm_what(c, comm, "reduce_scatter", what, sizeof what);
-	int rc = count_of(n * size, what);
+	int rc, size = impl(c)->p->comms[comm].n;
+	struct rt_comm_req *q = coll_req(c, comm, "reduce_scatter", n * size, &rc);
+	if (q && (rc = widened(q, in, out, n * size, t)) < 0)
+		req_free(c, q);
 	if (rc < 0)
 		return rc;
-	float *w = narrow(t) ? widen(in, n * size, t) : NULL;
-	if (narrow(t) && !w)
-		return ir_errorf(-ENOMEM, "out of memory in %s", what);
-	int err = MPI_Ireduce_scatter_block(w ? (const void *)w : in, w ? (void *)w : out, (int)n, mpi_type(t),
-					    MPI_SUM, impl(c)->comms[comm], &r);
-	rc = err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
-	if (rc == 0 && w)
-		shorten(w, out, n, t);
-	ir_free(w);
-	return rc;
+	q->n = n; /* only the first n come back */
+	return issued(c, q, MPI_Ireduce_scatter_block(q->w ? (const void *)q->w : in, q->w ? (void *)q->w : out,
+						      (int)n, mpi_type(t), MPI_SUM, impl(c)->comms[comm], &q->r), req);
 }
 
-static int m_all_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes)
+static int m_all_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
+			struct rt_comm_req **req)
 {
-	MPI_Request r;
-	char what[160];
-	comm_what(c, comm, "all_gather", what, sizeof what);
-	int rc = count_of((int64_t)bytes * impl(c)->p->comms[comm].n, what);
-	if (rc < 0)
+	int rc;
+	struct rt_comm_req *q = coll_req(c, comm, "all_gather", (int64_t)bytes * impl(c)->p->comms[comm].n, &rc);
+	if (!q)
 		return rc;
-	int err = MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm], &r);
-	return err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+	return issued(c, q, MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm],
+					   &q->r), req);
 }
 
-static int m_all_to_all(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes)
+static int m_all_to_all(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
+			struct rt_comm_req **req)
 {
-	MPI_Request r;
-	char what[160];
-	comm_what(c, comm, "all_to_all", what, sizeof what);
-	int rc = count_of((int64_t)bytes * impl(c)->p->comms[comm].n, what);
-	if (rc < 0)
+	int rc;
+	struct rt_comm_req *q = coll_req(c, comm, "all_to_all", (int64_t)bytes * impl(c)->p->comms[comm].n, &rc);
+	if (!q)
 		return rc;
-	int err = MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm], &r);
-	return err != MPI_SUCCESS ? mpi_fail(err, what) : wait_req(c, &r, NULL, what);
+	return issued(c, q, MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm],
+					  &q->r), req);
 }
 
 static int m_flush(struct rt_comm *c)
@@ -338,6 +444,7 @@ static void m_finish(struct rt_comm *c)
 	MPI_Comm_free(&m->ctl);
 	ir_free(m->comms);
 	ir_free(m->pend);
+	ir_free(m->live);
 	ir_free(m);
 	c->impl = NULL;
 	MPI_Finalize();
@@ -346,7 +453,7 @@ static void m_finish(struct rt_comm *c)
 static const struct rt_comm_ops mpi_ops = {
 	.name = "mpi", .setup = m_setup, .send = m_send, .recv = m_recv, .all_reduce = m_all_reduce,
 	.reduce_scatter = m_reduce_scatter, .all_gather = m_all_gather, .all_to_all = m_all_to_all,
-	.flush = m_flush, .ctl_send = m_ctl_send, .ctl_recv = m_ctl_recv, .ctl_min = m_ctl_min,
+	.wait = m_wait, .progress = m_progress, .flush = m_flush, .ctl_send = m_ctl_send, .ctl_recv = m_ctl_recv, .ctl_min = m_ctl_min,
 	.abort = m_abort, .finish = m_finish,
 };
 

@@ -5,7 +5,7 @@
  *   mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]
  *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
  *   mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] [--steps S] ...
- *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32]
+ *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32] [--no-overlap]
  *
  * Every rank reads and checks the plan, takes its device program, loads
  * its parameter slices from the model the plan was compiled from (or
@@ -33,6 +33,7 @@ struct opts {
 	long threads;          /* --threads N per rank; 0: the cores divided among the host's ranks */
 	const char *device;    /* --device auto|cpu|gpu */
 	bool tf32;             /* --tf32: f32 dots on tensor cores (GPU) */
+	bool no_overlap;       /* --no-overlap: receives and collectives wait at their instruction */
 };
 
 static void usage(FILE *f)
@@ -45,6 +46,8 @@ static void usage(FILE *f)
 		   "                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
 		   "                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
 		   "                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
+		   "                 [--no-overlap] (CPU: every receive and collective waits at its\n"
+		   "                 instruction instead of overlapping compute; the same results)\n"
 		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
 		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step.\n"
 		   "--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
@@ -91,6 +94,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->reference = true;
 		} else if (!strcmp(s, "--tf32")) {
 			o->tf32 = true;
+		} else if (!strcmp(s, "--no-overlap")) {
+			o->no_overlap = true;
 		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
 			   !strcmp(s, "--threads")) {
 			char *end;
@@ -272,6 +277,7 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 		rc = rt_gpu_state(r, true);
 	if (agree(c, rc) < 0)
 		return -1;
+	r->no_overlap = o->no_overlap;
 	if (gpu && c->rank == 0)
 		printf("pcc-run: %d ranks on GPUs (NCCL)%s\n", c->size, o->tf32 ? ", f32 dots in TF32" : "");
 	return 0;
@@ -314,6 +320,27 @@ static void free_outputs(struct ir_tensor *out, int n)
 		ir_tensor_free(&out[i]);
 }
 
+/* "; overlap: 12 of 12 receives posted early, 3 of 5 collectives
+ * overlapped" (started before their instruction or waited for after it),
+ * summed over the ranks (collective: each sends rank 0 its counts;
+ * a rank that does not answer is an error, as in a step). */
+static int overlap_stats(const struct rt *r, char *buf, size_t n)
+{
+	long v[4] = { r->n_early, r->n_recv, r->n_late, r->n_coll }, w[4];
+	buf[0] = 0;
+	for (int q = 1; q < r->c->size; q++) {
+		int rc = r->c->rank == q ? r->c->ops->ctl_send(r->c, v, sizeof v, 0) :
+			 r->c->rank == 0 ? r->c->ops->ctl_recv(r->c, w, sizeof w, q) : 0;
+		if (rc < 0)
+			return rc;
+		for (int k = 0; k < 4 && r->c->rank == 0; k++)
+			v[k] += w[k];
+	}
+	snprintf(buf, n, "; overlap%s: %ld of %ld receives posted early, %ld of %ld collectives overlapped",
+		 r->ov ? "" : " off", v[0], v[1], v[2], v[3]);
+	return 0;
+}
+
 static int infer(struct rt *r, const struct opts *o)
 {
 	const struct plan *p = r->p;
@@ -331,12 +358,15 @@ static int infer(struct rt *r, const struct opts *o)
 		die(r->c, 0);
 	if ((rc = agree(r->c, 0)) < 0) /* every rank got through its program */
 		goto done;
+	char ov[160];
+	if (overlap_stats(r, ov, sizeof ov) < 0)
+		die(r->c, 0);
 	if (r->c->rank == 0) {
 		if (o->out_dir)
 			rc = write_outputs(p, r->micro, out, o->out_dir);
 		if (rc == 0)
-			printf("pcc-run: %d ranks ran %s in %.3f s%s%s\n", r->c->size, o->plan, t,
-			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "");
+			printf("pcc-run: %d ranks ran %s in %.3f s%s%s (%s)\n", r->c->size, o->plan, t,
+			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "", ov + 2);
 	}
 	rc = agree(r->c, rc);
 done:
@@ -463,10 +493,14 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (ckpt_after(o, r->step) && (rc = checkpoint(r, o, s)) < 0)
 			goto done;
 	}
+	double t_run = ir_now() - t_all;
+	char ov[160];
+	if (overlap_stats(r, ov, sizeof ov) < 0)
+		die(r->c, o->steps - 1);
 	if (r->c->rank == 0)
-		printf("pcc-run: %ld steps in %.3f s (rank 0: %s %.3f s, communication %.3f s%s)\n", o->steps - first,
-		       ir_now() - t_all, r->gpu ? "issuing kernels" : "kernels", r->t_kernel, r->t_comm,
-		       r->gpu && rt_gpu_fallbacks(r) ? ", some kernels on the host" : "");
+		printf("pcc-run: %ld steps in %.3f s (rank 0: %s %.3f s, communication %.3f s%s%s)\n", o->steps - first,
+		       t_run, r->gpu ? "issuing kernels" : "kernels", r->t_kernel, r->t_comm,
+		       r->gpu && rt_gpu_fallbacks(r) ? ", some kernels on the host" : "", ov);
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;
@@ -508,6 +542,7 @@ int main(int argc, char **argv)
 	rc = load(&r, &o, &p, &c);
 	if (rc == 0)
 		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
+	rt_overlap_release(&r);
 	rt_release(&r);
 	plan_free(p);
 	c.ops->finish(&c);

@@ -24,6 +24,21 @@
 #include "ir/plan.h"
 #include "runtime/comm.h"
 
+/* One run of a part of the program within a step, in the order the step
+ * runs them (step.c builds the list once). Trace positions number what a
+ * step does: a segment's feed at pos, its instruction i at pos + 1 + i -
+ * lo, its save at pos + 1 + hi - lo; the step's end one past the last
+ * segment's save. */
+struct rt_seg {
+	int mb;                       /* the micro-batch (its slots) */
+	int lo, hi;                   /* instructions [lo, hi) */
+	int part;                     /* 0 forward or whole, 1 backward, 2 per step */
+	bool feed;                    /* the micro-batch's inputs go in first */
+	int pos;                      /* trace position of its feed */
+};
+
+struct rt_overlap;
+
 struct rt {
 	const struct plan *p;
 	const struct plan_device *d;  /* this rank's program */
@@ -55,6 +70,16 @@ struct rt {
 	void (**fn)(void **args, int64_t begin, int64_t end);
 	struct pool *pool;
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
+	struct rt_seg *seg;           /* a step's segments (step.c) */
+	int nseg;
+	bool no_overlap;              /* --no-overlap: every receive and collective
+				       * waits at its instruction, as on a GPU rank */
+	struct rt_overlap *ov;        /* exec.c: which receives start early, which
+				       * collectives finish late; NULL: none */
+	/* since the start: receives run, of them posted before their
+	 * instruction; collectives run, of them started before their
+	 * instruction or waited for after it */
+	long n_recv, n_early, n_coll, n_late;
 	long step;                    /* steps run so far (since the start or resume) */
 	struct rt_fault {             /* fault injection for tests (PCC_RUN_FAULT) */
 		int rank, instr;      /* where: this rank's instruction, at step `step` */
@@ -90,9 +115,29 @@ int rt_run_kernel(struct rt *r, const struct plan_instr *x);
  * (of `steps`) that does not exist is refused: it would never fire. */
 int rt_fault_parse(struct rt *r, const char *spec, long steps);
 void *rt_buf(const struct rt *r, const struct plan_buffer *b);
-/* Runs instructions [lo, hi) of this rank's program. Errors are prefixed
- * "instruction I (kind)". */
-int rt_run(struct rt *r, int lo, int hi);
+/* Runs segment s's instructions (r->mb is its micro-batch). Errors are
+ * prefixed "instruction I (kind)". */
+int rt_run(struct rt *r, const struct rt_seg *s);
+/* Overlap of communication with compute (CPU ranks, unless no_overlap),
+ * worked out once from r->seg and the memory plan: each receive starts
+ * (MPI_Irecv) at the earliest trace position after which no step of the
+ * trace touches a byte of its buffer before the receive's instruction,
+ * which waits for it. Each collective starts (MPI_Iallreduce, ...) at the
+ * earliest position after which nothing writes its input or touches its
+ * result up to its instruction and no collective of its communicator
+ * comes between, and is waited for before the first position after its
+ * instruction that touches its result or writes its input. Receives from
+ * one peer start in the order of their instructions and the collectives
+ * of a communicator in program order, so messages match as they would
+ * without overlap; nothing is waited for before its own instruction. */
+int rt_overlap_init(struct rt *r);
+/* What is due before trace position pos (r->seg): collectives finished,
+ * receives started, progress driven. Call it for every position in order
+ * (rt_run does for instructions); pos past the last ends the step. Errors
+ * of a collective name the instruction that started it. */
+int rt_overlap_at(struct rt *r, int pos);
+/* Frees the overlap's plan and r->seg. */
+void rt_overlap_release(struct rt *r);
 
 /* ---- state.c */
 /* The arena (checked against the host's memory first; with sparse only

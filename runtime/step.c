@@ -4,7 +4,9 @@
  * forward and backward parts in its stage's order, inputs fed into the
  * micro-batch's slots when its forward part starts); then the per-step
  * part. Output slices are saved when the part writing them ends, before a
- * later micro-batch can overwrite them.
+ * later micro-batch can overwrite them. The step is a fixed list of
+ * segments (rt.h), so the receives and collectives that overlap compute
+ * (exec.c) are worked out once over it.
  */
 #include <errno.h>
 #include <string.h>
@@ -45,48 +47,70 @@ static int save(struct rt *r, int part)
 	return 0;
 }
 
-static int run_part(struct rt *r, int m, int lo, int hi, int part)
+/* Runs segment s, then saves what its part writes. */
+static int run_part(struct rt *r, const struct rt_seg *s)
 {
-	r->mb = m;
-	int rc = rt_run(r, lo, hi);
+	r->mb = s->mb;
+	int rc = rt_run(r, s);
 	if (rc == 0)
-		rc = save(r, part);
-	if (rc < 0 && part < 2)
-		ir_error_prefix("micro-batch %d", m);
+		rc = rt_overlap_at(r, s->pos + 1 + s->hi - s->lo);
+	if (rc == 0)
+		rc = save(r, s->part);
+	if (rc < 0 && s->part < 2)
+		ir_error_prefix("micro-batch %d", s->mb);
 	return rc;
+}
+
+/* A step's segments, once: the stage's order of forward and backward
+ * parts (pipelined training) or the micro-batches in turn, then the
+ * per-step part; and the overlap worked out over them. */
+static int segments(struct rt *r)
+{
+	const struct plan_device *d = r->d;
+	const struct plan_stage *st = &r->p->stages[d->stage];
+	int last = plan_step_first(d), n = (d->nfwd ? st->norder : r->micro) + 1, pos = 0;
+	struct rt_seg *s = ir_calloc((size_t)n, sizeof *s);
+	if (!s)
+		return ir_errorf(-ENOMEM, "out of memory ordering a step");
+	for (int k = 0; k < n - 1; k++) {
+		int e = d->nfwd ? st->order[k] : k, m = e >= 0 ? e : -(e + 1);
+		bool fwd = e >= 0;
+		s[k] = (struct rt_seg){ m, fwd ? 0 : d->nfwd, fwd && d->nfwd ? d->nfwd : last, fwd ? 0 : 1, fwd, 0 };
+	}
+	s[n - 1] = (struct rt_seg){ 0, last, d->ninstr, 2, false, 0 };
+	for (int k = 0; k < n; k++) {
+		s[k].pos = pos;
+		pos += s[k].hi - s[k].lo + 2;
+	}
+	r->seg = s;
+	r->nseg = n;
+	return rt_overlap_init(r);
 }
 
 int rt_step(struct rt *r, const struct ir_tensor *inputs)
 {
 	const struct plan *p = r->p;
 	const struct plan_device *d = r->d;
-	const struct plan_stage *st = &p->stages[d->stage];
-	int rc = 0, last = plan_step_first(d);
+	int rc = r->seg ? 0 : segments(r);
 	r->mb = 0;
 	for (int k = 0; k < d->nbuf && rc == 0; k++)
 		if (d->buf[k].bind == PLAN_BIND_ACCUM && r->gpu)
 			rc = rt_gpu_zero(r, &d->buf[k]);
 		else if (d->buf[k].bind == PLAN_BIND_ACCUM)
 			memset(rt_buf(r, &d->buf[k]), 0, (size_t)d->buf[k].bytes);
-	if (d->nfwd) {
-		for (int k = 0; k < st->norder && rc == 0; k++) {
-			int e = st->order[k], m = e >= 0 ? e : -(e + 1);
-			r->mb = m;
-			if (e >= 0)
-				rc = feed(r, inputs + (size_t)m * (size_t)p->ninputs);
-			if (rc == 0)
-				rc = e >= 0 ? run_part(r, m, 0, d->nfwd, 0) : run_part(r, m, d->nfwd, last, 1);
-		}
-	} else {
-		for (int m = 0; m < r->micro && rc == 0; m++) {
-			r->mb = m;
-			rc = feed(r, inputs + (size_t)m * (size_t)p->ninputs);
-			if (rc == 0)
-				rc = run_part(r, m, 0, last, 0);
-		}
+	for (int k = 0; k < r->nseg && rc == 0; k++) {
+		const struct rt_seg *s = &r->seg[k];
+		r->mb = s->mb;
+		rc = rt_overlap_at(r, s->pos);
+		if (rc == 0 && s->feed)
+			rc = feed(r, inputs + (size_t)s->mb * (size_t)p->ninputs);
+		if (rc == 0)
+			rc = run_part(r, s);
 	}
-	if (rc == 0)
-		rc = run_part(r, 0, last, d->ninstr, 2);
+	if (rc == 0) {
+		const struct rt_seg *s = &r->seg[r->nseg - 1];
+		rc = rt_overlap_at(r, s->pos + s->hi - s->lo + 2);
+	}
 	if (rc == 0 && r->gpu)
 		rc = rt_gpu_finish(r);
 	if (rc == 0)
