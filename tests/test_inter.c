@@ -165,6 +165,40 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 	return onnx_import_batch(l->path, NULL, l->name, b);
 }
 
+/* Generated model `model` with a symbolic batch (ld) and cluster c. */
+static bool symbolic(const char *model, const char *cluster, char *path, size_t n, struct batch_loader *ld,
+		     struct cost_cluster *c)
+{
+	int64_t sb = 0;
+	*ld = (struct batch_loader){ generated(model, "", path, n), "" };
+	return ld->path && cost_cluster_parse(cluster, c) == 0 &&
+	       onnx_batch_dim(ld->path, NULL, ld->name, sizeof ld->name, &sb) == 0 && ld->name[0];
+}
+
+/* The fastest of the manual plans (n of them) that fits within mem_limit
+ * per device, its plan in best_s; 1e30 when none does. */
+static double best_manual(const char *path, int64_t batch, const struct cost_cluster *c, double mem_limit,
+			  char (*plans)[96], int n, char *best_s)
+{
+	double best = 1e30;
+	snprintf(best_s, 96, "none");
+	for (int i = 0; i < n; i++) {
+		struct report_plan m;
+		struct report r;
+		report_plan_init(&m);
+		if (report_plan_parse(plans[i], &m) < 0 || report_evaluate(path, NULL, batch, c, &m, NULL, &r) < 0) {
+			TAP_DIAG("%s: %s", plans[i], ir_error());
+			continue;
+		}
+		if (r.fits && r.mem_peak <= mem_limit && r.t_step < best) {
+			best = r.t_step;
+			snprintf(best_s, 96, "%s", plans[i]);
+		}
+		report_free(&r);
+	}
+	return best;
+}
+
 /* The automatic plan against every manual Megatron plan the report can
  * evaluate (dp x tp x pp = 8, ZeRO 0/1, recomputation, micro-batches
  * searched) that fits the same memory budget: the same cost model, and
@@ -173,11 +207,9 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 static void test_versus_manual(void)
 {
 	char path[256];
-	struct batch_loader ld = { generated("gpt3-1.3b", "", path, sizeof path), "" };
+	struct batch_loader ld;
 	struct cost_cluster c;
-	int64_t sb = 0;
-	if (!TAP_OK(ld.path && cost_cluster_parse("1x8:v100", &c) == 0 &&
-			    onnx_batch_dim(ld.path, NULL, ld.name, sizeof ld.name, &sb) == 0 && ld.name[0],
+	if (!TAP_OK(symbolic("gpt3-1.3b", "1x8:v100", path, sizeof path, &ld, &c),
 		    "GPT-3 1.3B with a symbolic batch, 8 V100s"))
 		return;
 	struct inter_opts o;
@@ -189,30 +221,15 @@ static void test_versus_manual(void)
 	o.ctx = &ld;
 	if (!TAP_OK(inter_pass(&c, &o, &p) == 0, "automatic plan: %s", ir_error()))
 		return;
-	double best = 1e30;
-	char best_s[96] = "none";
+	char plans[64][96], best_s[96];
+	int n = 0;
 	for (int tp = 1; tp <= 8; tp *= 2)
 		for (int pp = 1; tp * pp <= 8; pp *= 2)
 			for (int zero = 0; zero <= 1; zero++)
-				for (int rc = 0; rc <= 1; rc++) {
-					struct report_plan m;
-					struct report r;
-					char s[96];
-					snprintf(s, sizeof s, "dp=%d,tp=%d,pp=%d,zero=%d,recompute=%d", 8 / tp / pp, tp,
-						 pp, zero, rc);
-					report_plan_init(&m);
-					if (report_plan_parse(s, &m) < 0 || report_evaluate(ld.path, NULL, 32, &c, &m,
-											    NULL, &r) < 0) {
-						TAP_DIAG("%s: %s", s, ir_error());
-						continue;
-					}
-					/* within the planner's memory budget (90% of the device's) */
-					if (r.fits && r.mem_peak <= p.mem_limit && r.t_step < best) {
-						best = r.t_step;
-						snprintf(best_s, sizeof best_s, "%s", s);
-					}
-					report_free(&r);
-				}
+				for (int rc = 0; rc <= 1; rc++)
+					snprintf(plans[n++], sizeof plans[0], "dp=%d,tp=%d,pp=%d,zero=%d,recompute=%d",
+						 8 / tp / pp, tp, pp, zero, rc);
+	double best = best_manual(ld.path, 32, &c, p.mem_limit, plans, n, best_s);
 	TAP_OK(best < 1e30 && p.step_time <= best * (1 + 1e-9) && p.mem_peak <= p.mem_limit,
 	       "automatic plan %.1f ms at least as fast as the best manual plan (%s, %.1f ms)", p.step_time * 1e3, best_s,
 	       best * 1e3);
@@ -392,11 +409,9 @@ static int wresnet_stage(struct batch_loader *ld, const struct cost_cluster *c, 
 static void test_wresnet(void)
 {
 	char path[256];
-	struct batch_loader ld = { generated("wresnet-250m", "", path, sizeof path), "" };
+	struct batch_loader ld;
 	struct cost_cluster c;
-	int64_t sb = 0;
-	if (!TAP_OK(ld.path && cost_cluster_parse("1x8:v100", &c) == 0 &&
-			    onnx_batch_dim(ld.path, NULL, ld.name, sizeof ld.name, &sb) == 0 && ld.name[0],
+	if (!TAP_OK(symbolic("wresnet-250m", "1x8:v100", path, sizeof path, &ld, &c),
 		    "Wide-ResNet 250M with a symbolic batch, 8 V100s"))
 		return;
 	struct ir_graph *g = load_batch(&ld, 32);
@@ -450,25 +465,12 @@ static void test_wresnet(void)
 	rc = inter_pass(&c, &o, &p);
 	if (!TAP_OK(rc == 0, "automatic plan, batch 256: %s", rc ? ir_error() : "planned"))
 		return;
-	double best = 1e30;
-	char best_s[96] = "none";
+	char plans[4][96], best_s[96];
+	int n = 0;
 	for (int re = 0; re <= 1; re++)
-		for (int zero = 0; zero <= 1; zero++) {
-			struct report_plan m;
-			struct report r;
-			char s[96];
-			snprintf(s, sizeof s, "dp=8,tp=1,pp=1,recompute=%d,zero=%d", re, zero);
-			report_plan_init(&m);
-			if (report_plan_parse(s, &m) < 0 || report_evaluate(ld.path, NULL, 256, &c, &m, NULL, &r) < 0) {
-				TAP_DIAG("%s: %s", s, ir_error());
-				continue;
-			}
-			if (r.fits && r.mem_peak <= p.mem_limit && r.t_step < best) {
-				best = r.t_step;
-				snprintf(best_s, sizeof best_s, "%s", s);
-			}
-			report_free(&r);
-		}
+		for (int zero = 0; zero <= 1; zero++)
+			snprintf(plans[n++], sizeof plans[0], "dp=8,tp=1,pp=1,recompute=%d,zero=%d", re, zero);
+	double best = best_manual(ld.path, 256, &c, p.mem_limit, plans, n, best_s);
 	TAP_OK(best < 1e30 && p.step_time <= best * (1 + 1e-9), "automatic plan %.1f ms at least as fast as the best "
 	       "data-parallel one (%s, %.1f ms)", p.step_time * 1e3, best_s, best * 1e3);
 	inter_plan_free(&p);
