@@ -5,6 +5,9 @@
  *   TAP_OK(cond, "fmt", ...)        one case
  *   TAP_NEAR(got, want, tol, "fmt", ...)  |got - want| <= tol * max(1, |want|)
  *   return tap_done();              prints the plan, exit status 0 or 1
+ *   tap_seconds(s)                  a wall-clock bound of s seconds, times
+ *                                   $PCC_TEST_TIME_SCALE (scripts/test-sanitize
+ *                                   sets 4, as its timeouts)
  */
 #ifndef PCC_TESTS_TAP_H
 #define PCC_TESTS_TAP_H
@@ -12,6 +15,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int tap_n, tap_failed;
 
@@ -40,6 +44,13 @@ tap_ok_at(int cond, const char *file, int line, const char *fmt, ...)
 		   __FILE__, __LINE__, __VA_ARGS__) ||                              \
 	 (printf("#   got %.17g want %.17g\n", (double)(got), (double)(want)), 0))
 #define TAP_DIAG(...) (printf("# "), printf(__VA_ARGS__), printf("\n"))
+
+__attribute__((unused)) static double tap_seconds(double s)
+{
+	const char *e = getenv("PCC_TEST_TIME_SCALE");
+	double k = e ? atof(e) : 1.0;
+	return s * (k > 0 ? k : 1.0);
+}
 
 __attribute__((unused)) static int tap_done(void)
 {
