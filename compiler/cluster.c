@@ -98,7 +98,7 @@ static int cut_bytes(const struct ir_graph *g, struct cl *c)
 		for (int j = 0; j < n->nin; j++) {
 			int v = n->in[j]->id;
 			last[v] = i;
-			if (j < 32 && (fused_in[i] >> j & 1))
+			if (cost_read_fused(fused_in, i, j))
 				last_fused[v] = i;
 			else
 				stored[v] = true;

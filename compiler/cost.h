@@ -233,6 +233,11 @@ bool cost_op_fusable(int op);
  * after the block's dots reads its input from memory). Inputs past the
  * 32nd are always read. NULL when out of memory (ir_free it). */
 uint32_t *cost_fused_reads(const struct ir_graph *g);
+/* Whether node `node` reads input j in registers (fused: cost_fused_reads). */
+static inline bool cost_read_fused(const uint32_t *fused, int node, int j)
+{
+	return j < 32 && (fused[node] >> j & 1);
+}
 /* Whether node n is a transpose of the last two dims only: read by dots
  * alone, it costs nothing (the GEMM reads its operand transposed); both
  * the report and the intra-op pass check the consumers. */

@@ -565,7 +565,7 @@ static void find_fused(struct intra_state *st, const struct ir_graph *g, const b
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int k = 0; k < n->nin; k++) {
-			if (k >= 32 || !(st->fused_in[i] >> k & 1))
+			if (!cost_read_fused(st->fused_in, i, k))
 				st->fuse[n->in[k]->id] |= INTRA_FUSE_STORED;
 			if (n->op != IR_OP_DOT)
 				st->fuse[n->in[k]->id] |= INTRA_FUSE_NONDOT;

@@ -192,7 +192,7 @@ static void strategy_costs(const struct intra_env *env, const struct ir_node *n,
 	bool fused = env->fuse && cost_op_fusable(n->op), end = !fused;
 	double bytes = 0;
 	for (int j = 0; j < n->nin; j++) {
-		if (fused && j < 32 && (env->fused_in[n->id] >> j & 1))
+		if (fused && cost_read_fused(env->fused_in, n->id, j))
 			continue; /* in registers: its producer is in the same kernel */
 		struct ir_sharding sp;
 		intra_operand_spec(l, s, j, n->in[j]->shape.rank, &sp);

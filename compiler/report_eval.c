@@ -82,7 +82,7 @@ static int compute_times(struct eval *e)
 	for (int i = 0; i < e->nn; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int k = 0; k < n->nin; k++)
-			use[n->in[k]->id] |= (k < 32 && (fused_in[i] >> k & 1) ? 1 : 2) | (n->op != IR_OP_DOT ? 4 : 0);
+			use[n->in[k]->id] |= (cost_read_fused(fused_in, i, k) ? 1 : 2) | (n->op != IR_OP_DOT ? 4 : 0);
 	}
 	for (int i = 0; i < ir_graph_noutputs(g); i++)
 		use[ir_graph_output(g, i)->id] |= 2 | 4;
@@ -105,7 +105,7 @@ static int compute_times(struct eval *e)
 		/* in a chain: read what comes from outside it, write what leaves it */
 		for (int k = 0; k < n->nin; k++) {
 			const struct ir_value *v = n->in[k];
-			bool inside = k < 32 && (fused_in[i] >> k & 1);
+			bool inside = cost_read_fused(fused_in, i, k);
 			if (!inside && e->dyn[v->id])
 				bytes += tp_local_bytes(&e->tp, v, e->eb);
 		}

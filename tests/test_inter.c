@@ -381,8 +381,8 @@ static bool splits_chain(const struct ir_graph *g, const uint32_t *fused, int b)
 {
 	for (int i = b; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
-		for (int j = 0; j < n->nin && j < 32; j++)
-			if ((fused[i] >> j & 1) && n->in[j]->def->id < b)
+		for (int j = 0; j < n->nin; j++)
+			if (cost_read_fused(fused, i, j) && n->in[j]->def->id < b)
 				return true;
 	}
 	return false;
