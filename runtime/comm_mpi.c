@@ -334,7 +334,8 @@ static int m_reduce_scatter(struct rt_comm *c, int comm, const void *in, void *o
 	if (rc < 0)
 		return rc;
 	q->n = n; /* only the first n come back */
-	return issued(c, q, MPI_Ireduce_scatter_block(q->w ? (const void *)q->w : in, q->w ? (void *)q->w : out,
+	/* widened: in place (MPI forbids one buffer as both); the block comes back first in it */
+	return issued(c, q, MPI_Ireduce_scatter_block(q->w ? MPI_IN_PLACE : in, q->w ? (void *)q->w : out,
 						      (int)n, mpi_type(t), MPI_SUM, impl(c)->comms[comm], &q->r), req);
 }
 
