@@ -5,7 +5,8 @@
  * inference plan's step runs once as a warm-up and then N more times, and
  * rank 0 prints
  *
- *   pcc-bench: step median X ms, min Y ms over N runs (mean per step: kernels K ms, communication C ms)
+ *   pcc-bench: step median X ms, min Y ms over N runs (mean per step: kernels K ms, of which dots D ms,
+ *   communication C ms)
  *
  * before pcc-run's own lines.  The outputs are those of the last run (the
  * step is a pure function of the inputs and the weights).  Training plans
@@ -34,18 +35,19 @@ int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 		return rt_step(r, inputs);
 	double *t = calloc((size_t)n, sizeof *t);
 	int rc = t ? rt_step(r, inputs) : -ENOMEM; /* warm-up */
-	double k0 = r->t_kernel, c0 = r->t_comm;
+	double k0 = r->t_kernel, c0 = r->t_comm, g0 = r->t_gemm;
 	for (long i = 0; i < n && rc == 0; i++) {
 		double t0 = ir_now();
 		rc = rt_step(r, inputs);
 		t[i] = ir_now() - t0;
 	}
 	if (rc == 0 && r->c->rank == 0) {
-		double k = (r->t_kernel - k0) / (double)n * 1e3, c = (r->t_comm - c0) / (double)n * 1e3;
+		double k = (r->t_kernel - k0) / (double)n * 1e3, c = (r->t_comm - c0) / (double)n * 1e3,
+		       g = (r->t_gemm - g0) / (double)n * 1e3;
 		qsort(t, (size_t)n, sizeof *t, cmp_double);
 		printf("pcc-bench: step median %.4f ms, min %.4f ms over %ld runs "
-		       "(mean per step: kernels %.4f ms, communication %.4f ms)\n",
-		       (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2) * 1e3, t[0] * 1e3, n, k, c);
+		       "(mean per step: kernels %.4f ms, of which dots %.4f ms, communication %.4f ms)\n",
+		       (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2) * 1e3, t[0] * 1e3, n, k, g, c);
 		fflush(stdout);
 	}
 	free(t);

@@ -41,6 +41,12 @@ void plan_kernel_free(struct plan_kernel *k)
 	ir_free(k->body);
 }
 
+enum ir_op plan_kernel_core(const struct plan_kernel *k)
+{
+	enum ir_op op = k->nbody ? k->body[0].op : k->op;
+	return op == IR_OP_DOT || op == IR_OP_CONV ? op : IR_OP_COUNT;
+}
+
 /* Whether slots k suffice: micro-batch m >= k starts its forward part
  * only once m - k has finished its backward part. done: [micro] scratch. */
 static bool slots_suffice(const int *order, int n, int micro, int k, bool *done)

@@ -235,6 +235,9 @@ const char *plan_reduce_name(enum plan_reduce r);
 const char *plan_bind_name(enum plan_bind b);
 /* all_reduce, all_gather, reduce_scatter, all_to_all: run over a communicator */
 bool plan_instr_is_collective(enum plan_instr_kind k);
+/* The library op a kernel calls: a dot or a convolution, alone or as the
+ * first op of a fused kernel (its epilogue the rest); else IR_OP_COUNT. */
+enum ir_op plan_kernel_core(const struct plan_kernel *k);
 
 /* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
 struct plan *plan_new(void);

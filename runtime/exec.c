@@ -51,16 +51,16 @@ static uint8_t *scratch(struct rt *r, size_t n)
 
 int rt_run_kernel(struct rt *r, const struct plan_instr *x)
 {
-	if (rt_kernel_host(r, x))
-		return 0;
+	int rc;
+	if (rt_kernel_host(r, x, &rc))
+		return rc;
 	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	struct ir_tensor tin[256], tout[2];
 	if (k->nin > 256 || k->nout > 2)
 		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", x->kernel, k->nin, k->nout);
 	for (int j = 0; j < k->nin; j++)
 		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], rt_buf(r, arg(r, x, j)) };
-	int rc = interp_kernel(k, tin, tout);
-	if (rc < 0)
+	if ((rc = interp_kernel(k, tin, tout)) < 0)
 		return rc;
 	for (int j = 0; j < k->nout; j++) {
 		memcpy(rt_buf(r, arg(r, x, k->nin + j)), tout[j].data, ir_tensor_bytes(&tout[j]));
@@ -671,10 +671,12 @@ static int inject(const struct rt *r, int i)
 
 int rt_run(struct rt *r, const struct rt_seg *s)
 {
+	/* one clock read per instruction (two with overlap): each one's end is
+	 * the next one's start */
+	double t0 = ir_now();
 	for (int i = s->lo; i < s->hi; i++) {
 		const struct plan_instr *x = &r->d->instr[i];
 		int pos = r->ov ? s->pos + 1 + i - s->lo : -1;
-		double t0 = ir_now();
 		r->pc = i;
 		int rc = rt_overlap_at(r, pos);
 		if (rc < 0) /* named the instruction that started it */
@@ -683,12 +685,16 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 		rc = inject(r, i);
 		if (rc == 0)
 			rc = r->gpu ? rt_gpu_run(r, x, i) : run_one(r, x, pos);
-		double t = ir_now() - tw;
+		double t1 = ir_now(), t = t1 - tw;
 		r->t_comm += tw - t0;
-		if (x->kind == PLAN_KERNEL)
+		t0 = t1;
+		if (x->kind == PLAN_KERNEL) {
 			r->t_kernel += t;
-		else
+			if (plan_kernel_core(&r->p->kernels[x->kernel]) == IR_OP_DOT)
+				r->t_gemm += t;
+		} else {
 			r->t_comm += t;
+		}
 		if (rc < 0) {
 			ir_error_prefix("instruction %d (%s%s%s)", i, plan_instr_kind_name(x->kind),
 					x->kind == PLAN_KERNEL ? " " : "",

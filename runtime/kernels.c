@@ -106,16 +106,15 @@ static void chunk(void *ctx, int64_t begin, int64_t end)
 }
 
 /* The dot x as interp_dot runs it, when it is one batched gemm in place. */
-static bool host_dot(struct rt *r, const struct plan_instr *x)
+static bool host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	struct gpu_gemm g;
 	if (!gpu_plan_gemm(k, &g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g.m > INT32_MAX ||
 	    g.n > INT32_MAX || g.k > INT32_MAX)
 		return false;
-	const struct plan_device *d = r->d;
-	const char *a = rt_buf(r, &d->buf[d->args[x->arg]]), *b = rt_buf(r, &d->buf[d->args[x->arg + 1]]);
-	char *c = rt_buf(r, &d->buf[d->args[x->arg + 2]]);
+	(void)r;
+	const char *a = buf[0], *b = buf[1];
+	char *c = buf[2];
 	size_t es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
 	size_t na = (size_t)(g.batch * g.m * g.k) * es, nb = (size_t)(g.batch * g.k * g.n) * es,
 	       nc = (size_t)(g.batch * g.m * g.n) * es;
@@ -142,11 +141,6 @@ static bool overlap(const void *a, size_t na, const void *b, size_t nb)
 {
 	const char *x = a, *y = b;
 	return x < y + nb && y < x + na;
-}
-
-static void *operand(struct rt *r, const struct plan_instr *x, int j)
-{
-	return rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
 }
 
 static size_t kernel_bytes(const struct plan_kernel *k, int j)
@@ -280,9 +274,8 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 	}
 }
 
-static bool host_conv(struct rt *r, const struct plan_instr *x)
+static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	const struct ir_shape *xs = &k->shape[0], *ws = &k->shape[1], *os = &k->shape[2];
 	const struct ir_attrs *a = &k->a;
 	int sp = xs->rank - 2; /* spatial dims */
@@ -310,9 +303,9 @@ static bool host_conv(struct rt *r, const struct plan_instr *x)
 	c.CK = c.Cg * c.KH * c.KW;
 	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1 || c.Og > INT32_MAX || c.P > INT32_MAX || c.CK > INT32_MAX)
 		return false;
-	c.x = operand(r, x, 0);
-	c.w = operand(r, x, 1);
-	c.out = operand(r, x, 2);
+	c.x = buf[0];
+	c.w = buf[1];
+	c.out = buf[2];
 	size_t nout = kernel_bytes(k, 2);
 	if (overlap(c.out, nout, c.x, kernel_bytes(k, 0)) || overlap(c.out, nout, c.w, kernel_bytes(k, 1)))
 		return false;
@@ -459,9 +452,8 @@ static void window_chunk(void *ctx, int64_t begin, int64_t end)
 	}
 }
 
-static bool host_window(struct rt *r, const struct plan_instr *x)
+static bool host_window(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	const struct ir_shape *xs = &k->shape[0], *os = &k->shape[1];
 	const struct ir_attrs *a = &k->a;
 	int n = xs->rank;
@@ -476,8 +468,8 @@ static bool host_window(struct rt *r, const struct plan_instr *x)
 			    .dh = a->dilation.v[n - 2], .dw = a->dilation.v[n - 1], .max = k->op == IR_OP_WINDOW_MAX };
 	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1)
 		return false;
-	c.x = operand(r, x, 0);
-	c.out = operand(r, x, 1);
+	c.x = buf[0];
+	c.out = buf[1];
 	if (overlap(c.out, kernel_bytes(k, 1), c.x, kernel_bytes(k, 0)))
 		return false;
 	int64_t planes = c.OH * c.OW > 0 ? ir_shape_numel(os) / (c.OH * c.OW) : 0;
@@ -587,9 +579,8 @@ static void pad_block(const struct pad *c, int d, char *out, const char *in)
 	pad_fill(c, out + (size_t)(dlo + dn) * c->ost[d], (size_t)(m - dlo - dn) * c->ost[d]);
 }
 
-static bool host_pad(struct rt *r, const struct plan_instr *x)
+static bool host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	struct pad c = { .xs = &k->shape[0], .os = &k->shape[1], .a = &k->a, .e = -1,
 			 .es = ir_dtype_size(k->dtype[0]), .f = (float)k->a.value };
 	int n = c.xs->rank;
@@ -598,8 +589,8 @@ static bool host_pad(struct rt *r, const struct plan_instr *x)
 		memcpy(&c.fbits, &c.f, sizeof c.fbits);
 	if (c.a->mode != IR_PAD_CONSTANT || n < 1 || !(c.zero || k->dtype[0] == IR_F32))
 		return false;
-	const char *in = operand(r, x, 0);
-	char *out = operand(r, x, 1);
+	const char *in = buf[0];
+	char *out = buf[1];
 	size_t nout = kernel_bytes(k, 1);
 	if (overlap(out, nout, in, kernel_bytes(k, 0)))
 		return false;
@@ -624,29 +615,69 @@ static bool host_pad(struct rt *r, const struct plan_instr *x)
 	return true;
 }
 
-/* The ops above, for a kernel without host code. */
-static bool host_op(struct rt *r, const struct plan_instr *x)
+/* The ops above on kernel k (one op), buffers buf (operands, result). */
+static bool host_op(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	enum ir_op op = r->p->kernels[x->kernel].op;
-	if (op == IR_OP_DOT)
-		return host_dot(r, x);
-	if (op == IR_OP_CONV)
-		return host_conv(r, x);
-	if (op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM)
-		return host_window(r, x);
-	return op == IR_OP_PAD && host_pad(r, x);
+	if (k->op == IR_OP_DOT)
+		return host_dot(r, k, buf);
+	if (k->op == IR_OP_CONV)
+		return host_conv(r, k, buf);
+	if (k->op == IR_OP_WINDOW_MAX || k->op == IR_OP_WINDOW_SUM)
+		return host_window(r, k, buf);
+	return k->op == IR_OP_PAD && host_pad(r, k, buf);
 }
 
-bool rt_kernel_host(struct rt *r, const struct plan_instr *x)
+/* The library core of fused kernel k (plan_kernel_core), its first body
+ * op, as a kernel of its own over k's buffers buf (operands, result):
+ * host_op's if it runs it, else the reference kernel's,
+ * written into k's result buffer. */
+static int run_core(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
+	const struct plan_fop *f = &k->body[0];
+	enum ir_dtype dt[PLAN_FOP_MAX_IN + 1];
+	struct ir_shape sh[PLAN_FOP_MAX_IN + 1];
+	struct ir_tensor tin[PLAN_FOP_MAX_IN], tout;
+	void *cbuf[PLAN_FOP_MAX_IN + 1];
+	for (int j = 0; j < f->nin; j++) {
+		dt[j] = k->dtype[f->in[j]];
+		sh[j] = k->shape[f->in[j]];
+		cbuf[j] = buf[f->in[j]];
+		tin[j] = (struct ir_tensor){ dt[j], sh[j], cbuf[j] };
+	}
+	dt[f->nin] = f->dtype;
+	sh[f->nin] = f->shape;
+	cbuf[f->nin] = buf[k->nin];
+	struct plan_kernel c = { .op = f->op, .a = f->a, .nin = f->nin, .nout = 1, .dtype = dt, .shape = sh };
+	if (host_op(r, &c, cbuf))
+		return 0;
+	int rc = interp_kernel(&c, tin, &tout);
+	if (rc < 0)
+		return rc;
+	memcpy(buf[k->nin], tout.data, ir_tensor_bytes(&tout));
+	ir_tensor_free(&tout);
+	return 0;
+}
+
+bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc)
+{
+	*rc = 0;
 	if (!r->fn)
 		return false;
-	if (!r->fn[x->kernel])
-		return host_op(r, x);
 	const struct plan_kernel *k = &r->p->kernels[x->kernel];
-	void *args[64];
+	void *args[66];
+	if (k->nin > 64)
+		return false;
 	for (int j = 0; j <= k->nin; j++)
 		args[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
+	if (!r->fn[x->kernel])
+		return !k->nbody && host_op(r, k, args);
+	if (k->nbody > 1 && plan_kernel_core(k) != IR_OP_COUNT) {
+		/* a library call, then its epilogue in place: the generated
+		 * function reads the call's result as operand nin */
+		if ((*rc = run_core(r, k, args)) < 0)
+			return true;
+		args[k->nin + 1] = args[k->nin];
+	}
 	struct call c = { r->fn[x->kernel], args };
 	int64_t rows = k->rows, per = rows ? ir_shape_numel(&k->shape[k->nin]) / rows : 1;
 	int64_t grain = 32768 / (per > 0 ? per : 1);

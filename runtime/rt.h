@@ -70,6 +70,7 @@ struct rt {
 	void (**fn)(void **args, int64_t begin, int64_t end);
 	struct pool *pool;
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
+	double t_gemm;                /* of t_kernel: in dots (gemm calls either way) */
 	struct rt_seg *seg;           /* a step's segments (step.c) */
 	int nseg;
 	bool no_overlap;              /* --no-overlap: every receive and collective
@@ -101,8 +102,12 @@ typedef void (*rt_kernel_fn)(void **args, int64_t begin, int64_t end);
  * among this host's ranks). Nothing with reference set. */
 int rt_kernels_load(struct rt *r, bool reference, int threads);
 void rt_kernels_release(struct rt *r);
-/* Runs instruction x's kernel as host code, if it has some: true. */
-bool rt_kernel_host(struct rt *r, const struct plan_instr *x);
+/* Runs instruction x's kernel here (generated code, or one of the ops
+ * kernels.c runs on the arena's buffers): true, *rc its status; false
+ * when the reference kernel must run it. A fused kernel whose first op is
+ * a dot or a convolution (plan_kernel_core) runs that op first, then its
+ * generated epilogue in place on the result. */
+bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc);
 
 /* ---- exec.c */
 /* Runs kernel instruction x on the host (generated code or reference). */

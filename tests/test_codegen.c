@@ -302,8 +302,9 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, bool special, 
 	rt_kernel_fn none[1] = { NULL };
 	struct rt r = { .p = &p, .d = &d, .arena = arena, .fn = none, .pool = pool };
 	memset(arena + buf[k->nin].offset, 0x7f, (size_t)buf[k->nin].bytes); /* every element must be written */
-	bool took = rt_kernel_host(&r, &x);
-	int rc = interp_kernel(k, tin, tout);
+	int rc;
+	bool took = rt_kernel_host(&r, &x, &rc) && rc == 0;
+	rc = interp_kernel(k, tin, tout);
 	const uint8_t *got = arena + buf[k->nin].offset;
 	*same = took && rc == 0 && memcmp(got, tout[0].data, (size_t)buf[k->nin].bytes) == 0;
 	*err = 0;
