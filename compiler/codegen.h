@@ -52,10 +52,20 @@ enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, cons
  * operands and earlier body ops). */
 enum cg_class cg_body_class(const struct plan_kernel *k, int i);
 
-/* A kernel as a one-op body when it is not fused (so one path emits both). */
+/* The most operands a compiled kernel has (its function's args[] holds
+ * them and its result). */
+#define CG_MAX_IN 63
+
+/* A kernel as a one-op body when it is not fused (so one path emits both);
+ * a fused kernel with a library core (plan_kernel_core) as its epilogue:
+ * the body after the core, the core's result an operand after the
+ * kernel's own (number nin, as in the body), which the runtime passes as
+ * the result buffer the call wrote (the epilogue runs in place). */
 struct cg_view {
 	struct plan_kernel k;
 	struct plan_fop one;
+	enum ir_dtype dtype[CG_MAX_IN + 1];
+	struct ir_shape shape[CG_MAX_IN + 1];
 };
 const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view *v);
 

@@ -2,6 +2,8 @@
  * codegen_class.c: which ops codegen compiles, and as what (codegen.h).
  * One switch over the op table; the fusion pass asks the same question.
  */
+#include <string.h>
+
 #include "compiler/codegen.h"
 
 /* f16 and bf16 stay with the reference kernels for now: their rounding
@@ -77,6 +79,22 @@ enum cg_class cg_body_class(const struct plan_kernel *k, int i)
 
 const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view *v)
 {
+	if (k->nbody > 1 && plan_kernel_core(k) != IR_OP_COUNT && k->nin < CG_MAX_IN) {
+		int n = k->nin;
+		v->k = *k;
+		v->k.nin = n + 1;
+		memcpy(v->dtype, k->dtype, sizeof *v->dtype * (size_t)n);
+		memcpy(v->shape, k->shape, sizeof *v->shape * (size_t)n);
+		v->dtype[n] = k->body[0].dtype;
+		v->shape[n] = k->body[0].shape;
+		v->dtype[n + 1] = k->dtype[n];
+		v->shape[n + 1] = k->shape[n];
+		v->k.dtype = v->dtype;
+		v->k.shape = v->shape;
+		v->k.body = k->body + 1;
+		v->k.nbody = k->nbody - 1;
+		return &v->k;
+	}
 	if (k->nbody)
 		return k;
 	v->k = *k;
@@ -92,7 +110,8 @@ const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view
 bool cg_kernel_compiles(const struct plan_kernel *k, int *core)
 {
 	*core = -1;
-	if (k->nout != 1 || k->nin > 63 || (!k->nbody && k->nin > PLAN_FOP_MAX_IN))
+	if (k->nout != 1 || k->nin + (plan_kernel_core(k) != IR_OP_COUNT) > CG_MAX_IN ||
+	    (!k->nbody && k->nin > PLAN_FOP_MAX_IN))
 		return false;
 	struct cg_view v;
 	const struct plan_kernel *b = cg_as_body(k, &v);

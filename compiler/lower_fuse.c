@@ -20,13 +20,19 @@
  *     elementwise consumer that reads it element for element (the core's
  *     epilogue: the scaling after a mean, a residual add after layer norm),
  *     never another group with a core.
- * Nor when P's operands would then stay live longer (until C) by more
- * bytes than P's result, fused away, saves: fusion never raises the peak.
+ * Nor when P's operands, then live until C, would raise the program's
+ * peak of live temporaries (keeps_peak): fusion never raises the peak.
  * Never across anything but kernels (collectives, transfers, copies), nor
  * across the boundaries of the per-micro-batch, forward and per-step
  * parts; never when an instruction in between writes a buffer P reads, or
  * when C writes one (in place) that P reads. Dots, convolutions, gathers and
- * the rest stay kernels of their own (library calls), but a dot reading a
+ * the rest stay kernels of their own (library calls), except that on CPU
+ * ranks a finished loop group that reads a dot's or a convolution's result
+ * element for element takes that call as its core (absorb_core, a second
+ * pass): the call writes the group's result buffer and the group's ops
+ * then run on it in place, while it is in cache (bias, activation,
+ * residual add: a pass over the result and a buffer fewer). GPU plans keep
+ * them apart (cuBLASLt's epilogues cover only some). A dot reading a
  * transpose's result under the same conditions reads the transpose's
  * operand instead, through renamed dims (fold_transpose: a gemm flag in
  * place of a copy per step). PCC_NO_FUSE=1 in the
@@ -190,7 +196,39 @@ struct fuse {
 	struct lower *L;
 	int *writes, *reads, *writer, *seg, *last;
 	bool *dead;
+	int64_t *live;          /* per instruction: bytes of the temporaries live there */
+	int64_t peak;           /* their most, over the program */
+	bool strict;            /* no more bytes live anywhere (the first round) */
 };
+
+static int64_t buf_bytes(const struct lower *L, int b)
+{
+	return ir_shape_numel(&L->buf[b].shape) * (int64_t)ir_dtype_size(L->buf[b].dtype);
+}
+
+/* Whether fusing producer p into consumer i keeps the peak of live
+ * temporaries: p's operands leaf[] then live until i, p's result b not
+ * at all. Extending a lifetime costs nothing where the program is below
+ * its peak (a residual add and its ReLU, a dot and its bias); it only
+ * must not raise the peak. But the fusions that free bytes come first
+ * (F->strict: no more bytes live anywhere), as they lower the peak the
+ * others must then keep. With apply, records the change. */
+static bool keeps_peak(struct fuse *F, int p, int i, const int *leaf, int nl, int b, bool apply)
+{
+	const struct lower *L = F->L;
+	int64_t gone = buf_bytes(L, b);
+	for (int t = p; t <= i; t++) {
+		int64_t d = -gone;
+		for (int k = 0; k < nl; k++)
+			if (L->buf[leaf[k]].bind == PLAN_BIND_NONE && F->last[leaf[k]] < t)
+				d += buf_bytes(L, leaf[k]);
+		if (apply)
+			F->live[t] += d;
+		else if (d > 0 && (F->strict || F->live[t] + d > F->peak))
+			return false;
+	}
+	return true;
+}
 
 /* Whether instruction t writes buffer b. */
 static bool writes_buf(const struct lower *L, const struct lw_ins *t, int b)
@@ -204,6 +242,36 @@ static bool writes_buf(const struct lower *L, const struct lw_ins *t, int b)
 static bool fusible_ins(const struct lw_ins *x)
 {
 	return x->kind == PLAN_KERNEL && x->kernel >= 0 && !x->dev_kernel && !x->only && x->nout == 1;
+}
+
+/* F->live: each temporary live from its first write (first[])
+ * to its last read, as the memory plan has it. */
+static void live_profile(struct fuse *F, const int *first)
+{
+	const struct lower *L = F->L;
+	int ni = L->nins;
+	for (int b = 0; b < L->nbuf; b++)
+		if (L->buf[b].bind == PLAN_BIND_NONE && F->writes[b] > 0) {
+			int end = F->last[b] > first[b] ? F->last[b] : first[b];
+			F->live[first[b]] += buf_bytes(L, b);
+			F->live[end + 1] -= buf_bytes(L, b);
+		}
+	for (int t = 1; t < ni; t++)
+		F->live[t] += F->live[t - 1];
+}
+
+/* Producer p (operands leaf[], result b) is now part of instruction i's
+ * group; had[k]: the group read leaf[k] already. */
+static void took(struct fuse *F, int p, int i, const int *leaf, int nl, const bool *had, int b)
+{
+	keeps_peak(F, p, i, leaf, nl, b, true);
+	for (int k = 0; k < nl; k++) {
+		F->last[leaf[k]] = F->last[leaf[k]] > i ? F->last[leaf[k]] : i;
+		if (had[k])
+			F->reads[leaf[k]]--; /* now one reader (i) where there were two */
+	}
+	F->dead[p] = true;
+	F->reads[b] = F->writes[b] = 0;
 }
 
 /* Tries to absorb the producer of buffer b into instruction i's group. */
@@ -242,26 +310,71 @@ static bool absorb(struct fuse *F, int i, struct group *c, int b)
 		   !reads_identity(L, c, b)) {
 		return false; /* would recompute real work per broadcast copy */
 	}
-	/* memory: P's operands now live until C; that must not cost more than
-	 * the temporary fused away (P's result, live from P to C) saves */
-	int64_t longer = 0;
-	for (int k = 0; k < nl; k++)
-		if (L->buf[leaf[k]].bind == PLAN_BIND_NONE && F->last[leaf[k]] < i)
-			longer += ir_shape_numel(&L->buf[leaf[k]].shape) * (int64_t)ir_dtype_size(L->buf[leaf[k]].dtype);
-	if (longer > ir_shape_numel(&bf->shape) * (int64_t)ir_dtype_size(bf->dtype))
+	if (!keeps_peak(F, p, i, leaf, nl, b, false))
 		return false;
 	bool had[FUSE_MAX_LEAVES];
-	for (int k = 0; k < nl; k++) {
+	for (int k = 0; k < nl; k++)
 		had[k] = group_reads(c, leaf[k]);
-		F->last[leaf[k]] = F->last[leaf[k]] > i ? F->last[leaf[k]] : i;
-	}
 	if (!merge(c, &pg, b))
 		return false;
-	for (int k = 0; k < nl; k++)
-		if (had[k])
-			F->reads[leaf[k]]--; /* now one reader (i) where there were two */
-	F->dead[p] = true;
-	F->reads[b] = F->writes[b] = 0;
+	took(F, p, i, leaf, nl, had, b);
+	return true;
+}
+
+/* Whether the plan runs on CPU ranks (cluster "cpu:N"), where a dot's or a
+ * convolution's epilogue joins it (absorb_core). */
+static bool host_plan(const struct lower *L)
+{
+	const char *c = L->p->cluster;
+	return c && !strncmp(c, "cpu:", 4);
+}
+
+/* Tries to make the dot or convolution writing buffer b the core of
+ * instruction i's loop group c: the library call writes c's result buffer,
+ * then c's ops run on it in place (plan_kernel_core). Only when c reads b
+ * element for element over c's own shape, and c reads nothing the call
+ * would overwrite (its result buffer, written in place by an update);
+ * otherwise as absorb: b a temporary written once and read by i alone,
+ * nothing in between writing the call's operands, the peak not raised. */
+static bool absorb_core(struct fuse *F, int i, struct group *c, int b)
+{
+	struct lower *L = F->L;
+	const struct lw_buf *bf = &L->buf[b];
+	int out = L->args[L->ins[i].arg + L->ins[i].nin];
+	if (bf->bind != PLAN_BIND_NONE || F->writes[b] != 1 || F->reads[b] != 1 || b == out)
+		return false;
+	int p = F->writer[b];
+	if (p < 0 || p >= i || F->dead[p] || F->seg[p] != F->seg[i] || !fusible_ins(&L->ins[p]))
+		return false;
+	const struct plan_kernel *pk = &L->p->kernels[L->ins[p].kernel];
+	struct group pg;
+	int ccore, cl[FUSE_MAX_LEAVES], pl[FUSE_MAX_LEAVES];
+	bool ccheap;
+	if (pk->nbody || (pk->op != IR_OP_DOT && pk->op != IR_OP_CONV) || !group_of(L, &L->ins[p], &pg) ||
+	    !group_ok(L, c, &ccore, &ccheap) || ccore >= 0 || !reads_identity(L, c, b) ||
+	    !ir_shape_eq(&bf->shape, &c->op[c->nop - 1].shape))
+		return false;
+	int ncl = count_leaves(c, cl), npl = count_leaves(&pg, pl);
+	if (ncl < 0 || npl < 0)
+		return false;
+	for (int k = 0; k < ncl; k++)
+		if (cl[k] == out)
+			return false;
+	for (int k = 0; k < npl; k++) {
+		if (pl[k] == out)
+			return false;
+		for (int t = p + 1; t < i; t++)
+			if (!F->dead[t] && writes_buf(L, &L->ins[t], pl[k]))
+				return false;
+	}
+	if (!keeps_peak(F, p, i, pl, npl, b, false))
+		return false;
+	bool had[FUSE_MAX_LEAVES];
+	for (int k = 0; k < npl; k++)
+		had[k] = group_reads(c, pl[k]);
+	if (!merge(c, &pg, b))
+		return false;
+	took(F, p, i, pl, npl, had, b);
 	return true;
 }
 
@@ -449,6 +562,25 @@ nomem:
 	return ir_errorf(-ENOMEM, "out of memory fusing kernels");
 }
 
+/* Instruction i's group g, grown by every producer it can absorb. */
+static int grow(struct fuse *F, int i, struct group *g)
+{
+	struct lower *L = F->L;
+	struct lw_ins *x = &L->ins[i];
+	int core, leaf[FUSE_MAX_LEAVES];
+	bool cheap, changed = false, again = true;
+	if (F->dead[i] || !fusible_ins(x) || !group_of(L, x, g) || !group_ok(L, g, &core, &cheap))
+		return 0;
+	while (again) {
+		again = false;
+		int nl = count_leaves(g, leaf);
+		for (int k = 0; k < nl && !again; k++)
+			again = absorb(F, i, g, leaf[k]);
+		changed |= again;
+	}
+	return changed ? emit_group(F, i, g) : 0;
+}
+
 /* Drops the instructions fused away, keeping the part boundaries. */
 static void compact(struct fuse *F)
 {
@@ -509,8 +641,10 @@ int lw_fuse(struct lower *L)
 	F.last = ir_calloc((size_t)nb + 1, sizeof *F.last);
 	F.seg = ir_malloc(sizeof *F.seg * ((size_t)ni + 1));
 	F.dead = ir_calloc((size_t)ni + 1, sizeof *F.dead);
+	F.live = ir_calloc((size_t)ni + 2, sizeof *F.live);
+	int *first = ir_malloc(sizeof *first * ((size_t)nb + 1));
 	struct group *g = ir_malloc(sizeof *g);
-	if (!F.writes || !F.reads || !F.writer || !F.seg || !F.dead || !F.last || !g) {
+	if (!F.writes || !F.reads || !F.writer || !F.seg || !F.dead || !F.last || !F.live || !first || !g) {
 		rc = ir_errorf(-ENOMEM, "out of memory fusing kernels");
 		goto out;
 	}
@@ -533,30 +667,35 @@ int lw_fuse(struct lower *L)
 		}
 		for (int j = 0; j < x->nout; j++) {
 			int b = L->args[x->arg + x->nin + j];
-			F.writes[b]++;
+			if (!F.writes[b]++)
+				first[b] = i;
 			F.writer[b] = i;
 		}
 	}
 	for (int i = 0; i < ni && rc == 0; i++)
 		if (fusible_ins(&L->ins[i]))
 			rc = fold_transpose(&F, i);
-	for (int i = 0; i < ni && rc == 0; i++) {
+	live_profile(&F, first);
+	for (int round = 0; round < 2 && rc == 0; round++) {
+		F.strict = round == 0;
+		for (int t = F.peak = 0; t < ni; t++) /* the peak the first round left */
+			F.peak = F.live[t] > F.peak ? F.live[t] : F.peak;
+		for (int i = 0; i < ni && rc == 0; i++)
+			rc = grow(&F, i, g);
+	}
+	/* then, on CPU ranks, each finished loop group's dot or convolution
+	 * (after the first pass, so that a group with a core is never absorbed
+	 * into a later one) */
+	for (int i = 0; i < ni && rc == 0 && host_plan(L); i++) {
 		struct lw_ins *x = &L->ins[i];
-		if (F.dead[i] || !fusible_ins(x) || !group_of(L, x, g))
+		int leaf[FUSE_MAX_LEAVES], nl;
+		if (F.dead[i] || !fusible_ins(x) || !group_of(L, x, g) || (nl = count_leaves(g, leaf)) < 0)
 			continue;
-		int core, leaf[FUSE_MAX_LEAVES];
-		bool cheap, changed = false, again = true;
-		if (!group_ok(L, g, &core, &cheap))
-			continue;
-		while (again) {
-			again = false;
-			int nl = count_leaves(g, leaf);
-			for (int k = 0; k < nl && !again; k++)
-				again = absorb(&F, i, g, leaf[k]);
-			changed |= again;
-		}
-		if (changed)
-			rc = emit_group(&F, i, g);
+		for (int k = 0; k < nl; k++)
+			if (absorb_core(&F, i, g, leaf[k])) {
+				rc = emit_group(&F, i, g);
+				break;
+			}
 	}
 	if (rc == 0) {
 		compact(&F);
@@ -570,5 +709,7 @@ out:
 	ir_free(F.last);
 	ir_free(F.seg);
 	ir_free(F.dead);
+	ir_free(F.live);
+	ir_free(first);
 	return rc;
 }

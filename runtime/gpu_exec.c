@@ -323,6 +323,10 @@ static int kernel(struct rt *r, const struct plan_instr *x, int i)
 	int rc = order_after(r->gpu, rg, ranges(r, x, rg));
 	if (rc < 0)
 		return rc;
+	/* a CPU plan's library call with its epilogue (plan_kernel_core): the
+	 * PTX is the epilogue alone, so the host runs the pair */
+	if (plan_kernel_core(&r->p->kernels[x->kernel]) != IR_OP_COUNT && r->p->kernels[x->kernel].nbody)
+		return on_host(r, x);
 	if (r->gpu->fn[x->kernel])
 		return launch(r, x, i);
 	if (gemm(r, x, &rc))

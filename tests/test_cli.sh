@@ -33,7 +33,7 @@ check "plan.bin: --dump prints one device's buffers and program" sh -c "'$pcc' i
 check "plan.bin: --dump of a device not in the plan, exit 1" sh -c "'$pcc' inspect '$tmp/plan.bin' --dump 9 2>'$tmp/e'; test \$? -eq 1 && grep -q 'devices 0 to 3' '$tmp/e'"
 check "plan.bin: a truncated plan is refused, exit 1, one line" sh -c "head -c 300 '$tmp/plan.bin' >'$tmp/cut.bin' && '$pcc' inspect '$tmp/cut.bin' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'cut.bin: truncated' '$tmp/e'"
 check "plan.bin: a corrupted plan fails its checksum" sh -c "cp '$tmp/plan.bin' '$tmp/bad.bin' && printf 'X' | dd of='$tmp/bad.bin' bs=1 seek=2000 conv=notrunc 2>/dev/null && '$pcc' inspect '$tmp/bad.bin' 2>'$tmp/e'; test \$? -eq 1 && grep -q 'checksum' '$tmp/e'"
-check "plan.bin: a lowered plan over the memory limit, exit 1, nothing written" sh -c "'$pcc' '$m' --cluster 1x4:v100 --memory-limit 120KB -o '$tmp/big.bin' 2>'$tmp/e' >/dev/null; test \$? -eq 1 && grep -q 'the lowered plan needs 13. KiB on device 0, more than the 120 KiB allowed' '$tmp/e' && test ! -e '$tmp/big.bin'"
+check "plan.bin: a lowered plan over the memory limit, exit 1, nothing written" sh -c "'$pcc' '$m' --cluster 1x4:v100 --memory-limit 120KB -o '$tmp/big.bin' 2>'$tmp/e' >/dev/null; test \$? -eq 1 && grep -q 'the lowered plan needs 14. KiB on device 0, more than the 120 KiB allowed' '$tmp/e' && test ! -e '$tmp/big.bin'"
 check "plan.bin: a pipelined plan (2 stages on 1x2 sub-meshes) is lowered and verified, sends pair with receives" sh -c "'$pcc' '$models/gpt_dyn_op17/model.onnx' --dim seq=8 --cluster cpu:4 --stages 2 --batch 64 --micro-batches 16 --memory-limit 120KB -o '$tmp/pp.bin' | grep -q '^wrote .*pp.bin: 4 devices' && '$pcc' inspect '$tmp/pp.bin' >'$tmp/i' && grep -q '^stage 1: ranks 2-3, sub-mesh 1x2' '$tmp/i' && grep -q '16 micro-batches' '$tmp/i' && awk '\$2 == 0 && \$9 > 0 && \$10 == 0 { s++ } \$2 == 1 && \$9 == 0 && \$10 > 0 { r++ } END { exit !(s == 2 && r == 2) }' '$tmp/i'"
 check "plan.bin: a training plan (momentum, 2 micro-batches) is lowered and verified; inspect shows the optimizer and the per-step part" sh -c "'$pcc' '$models/mlp_loss_op17/model.onnx' --cluster cpu:4 --train --optim momentum --lr 0.05 --batch 8 --micro-batches 2 -o '$tmp/t.bin' | grep -q '^wrote .*t.bin: 4 devices' && '$pcc' inspect '$tmp/t.bin' >'$tmp/i' && grep -q '^training: momentum lr=0.05 momentum=0.9 ' '$tmp/i' && grep -q '2 micro-batches' '$tmp/i' && awk 'NF == 13 && \$1 ~ /^[0-9]/ && \$NF > 0 { n++ } END { exit n != 4 }' '$tmp/i' && '$pcc' inspect '$tmp/t.bin' --dump 0 >'$tmp/d' && grep -q '^once per step, after the last micro-batch:' '$tmp/d' && grep -q ' accum 0 ' '$tmp/d' && grep -q ' state ' '$tmp/d'"
 check "plan.bin: a training plan on GPUs defaults to their 16-bit mixed precision (V100: f16 with loss scaling; A100: bf16), the plan and the search agree; --precision f32 overrides" sh -c "'$pcc' '$models/mlp_loss_op17/model.onnx' --cluster 1x2:v100 --train --batch 8 -o '$tmp/v.bin' >/dev/null && '$pcc' inspect '$tmp/v.bin' | grep -q '^training: .* precision=f16; ' && '$pcc' inspect '$tmp/v.bin' --dump 0 | grep -q 'state .*train.loss_scale' && '$pcc' '$models/mlp_loss_op17/model.onnx' --cluster 1x2:a100 --train --batch 8 -o '$tmp/a.bin' >/dev/null && '$pcc' inspect '$tmp/a.bin' | grep -q '^training: .* precision=bf16; ' && '$pcc' '$models/mlp_loss_op17/model.onnx' --cluster 1x2:a100 --train --batch 8 --precision f32 -o '$tmp/f.bin' >/dev/null && '$pcc' inspect '$tmp/f.bin' | grep -q '^training: .* precision=f32; '"
@@ -56,10 +56,20 @@ for f in "$models/../fuzz/regressions/onnx/"*.onnx; do
 	check "fuzz regression $(basename "$f"): exit 1 within 10 s" sh -c "timeout 10 '$pcc' inspect '$f' >/dev/null 2>&1; test \$? -eq 1"
 done
 # Fusion decisions for a transformer (two GPT layers: QKV splits, the
-# attention scale and mask into softmax, bias + GELU, bias + residual add
-# into layer norm) against the golden list, kernel numbers left out.
+# attention scale and mask into softmax, each projection's dot with its
+# bias, GELU or residual add as its epilogue, the last residual add into
+# layer norm) against the golden list, kernel numbers left out.
 golden=$(dirname "$0")/golden/gpt_op17_fusion.txt
 check "fusion of gpt_op17 matches tests/golden/gpt_op17_fusion.txt" sh -c "
   '$pcc' '$models/gpt_op17/model.onnx' --cluster cpu:1 --dump-after=fusion -o '$tmp/f.bin' |
   grep -o 'fused (k[0-9]*) {[^}]*}' | sed 's/ (k[0-9]*)//' | diff -u '$golden' - >&2"
+# A CPU plan's convolutions take their bias, ReLU and residual add (ResNet:
+# 4 of its 6); a GPU plan keeps every dot apart (its epilogue would run on
+# the host).
+check "fusion: resnet_op17 on cpu:1 fuses 4 convolutions with their epilogues (conv, bias add, relu)" sh -c "
+  '$pcc' '$models/resnet_op17/model.onnx' --cluster cpu:1 --dump-after=fusion -o '$tmp/r.bin' |
+  grep -c 'fused (k[0-9]*) { %[0-9]* = conv .* add .* relu' | grep -qx 4"
+check "fusion: gpt_op17 on 1x4:v100 fuses no dot" sh -c "
+  '$pcc' '$models/gpt_op17/model.onnx' --cluster 1x4:v100 --dump-after=fusion -o '$tmp/g.bin' >'$tmp/gf' &&
+  grep -q 'fused (k' '$tmp/gf' && ! grep 'fused (k' '$tmp/gf' | grep -q '= dot'"
 tap_done

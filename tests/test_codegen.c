@@ -120,12 +120,35 @@ static int64_t ulps(float a, float b)
 }
 
 /* Kernel k's host code against the interpreter: the worst element. */
+/* Into out: the result of fused kernel k's library core (its first op) on
+ * k's operands in[], as the interpreter computes it. */
+static bool core_result(const struct plan_kernel *k, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	const struct plan_fop *f = &k->body[0];
+	enum ir_dtype dt[PLAN_FOP_MAX_IN + 1];
+	struct ir_shape sh[PLAN_FOP_MAX_IN + 1];
+	struct ir_tensor cin[PLAN_FOP_MAX_IN], r;
+	for (int j = 0; j < f->nin; j++) {
+		cin[j] = in[f->in[j]];
+		dt[j] = cin[j].dtype;
+		sh[j] = cin[j].shape;
+	}
+	dt[f->nin] = f->dtype;
+	sh[f->nin] = f->shape;
+	struct plan_kernel c = { .op = f->op, .a = f->a, .nin = f->nin, .nout = 1, .dtype = dt, .shape = sh };
+	if (interp_kernel(&c, cin, &r) < 0)
+		return false;
+	memcpy(out->data, r.data, ir_tensor_bytes(&r));
+	ir_tensor_free(&r);
+	return true;
+}
+
 static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int64_t, int64_t), char *why,
 			 size_t nwhy)
 {
 	const struct plan_kernel *k = &p->kernels[kid];
 	struct ir_tensor in[64], ref = { 0 }, got;
-	void *args[65];
+	void *args[66];
 	bool ok = true;
 	for (int j = 0; j < k->nin; j++) {
 		ir_tensor_alloc(&in[j], k->dtype[j], &k->shape[j]);
@@ -134,6 +157,14 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 	}
 	ir_tensor_alloc(&got, k->dtype[k->nin], &k->shape[k->nin]);
 	args[k->nin] = got.data;
+	if (k->nbody > 1 && plan_kernel_core(k) != IR_OP_COUNT) {
+		/* an epilogue: it runs in place on its library call's result */
+		args[k->nin + 1] = got.data;
+		if (!core_result(k, in, &got)) {
+			snprintf(why, nwhy, "its core, in the interpreter: %s", ir_error());
+			ok = false;
+		}
+	}
 	fn(args, 0, k->rows);
 	if (interp_kernel(k, in, &ref) < 0) {
 		snprintf(why, nwhy, "interpreter: %s", ir_error());
