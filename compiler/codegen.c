@@ -257,6 +257,11 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &jj, 1, "");
 		c->base[j] = LLVMBuildLoad2(c->b, c->ptr, p, "");
 	}
+	/* an epilogue reads its library call's result where it writes its
+	 * own: through the same pointer, LLVM sees each element read before
+	 * it is written and vectorizes without a runtime overlap check */
+	if (b != k && k->nbody)
+		c->base[b->nin - 1] = c->base[b->nin];
 	int split = cg_row_split(b, core, c->gpu);
 	LLVMValueRef lo, hi, step;
 	if (c->gpu) {
