@@ -274,24 +274,28 @@ static void took(struct fuse *F, int p, int i, const int *leaf, int nl, const bo
 	F->reads[b] = F->writes[b] = 0;
 }
 
-/* Tries to absorb the producer of buffer b into instruction i's group. */
-static bool absorb(struct fuse *F, int i, struct group *c, int b)
+/* The instruction writing buffer b, when i may absorb it: b a temporary
+ * written once (by it) and read by i alone, not i's result, the writer an
+ * earlier fusible kernel in i's part of the program; else -1. */
+static int producer(const struct fuse *F, int i, int b)
 {
-	struct lower *L = F->L;
-	const struct lw_buf *bf = &L->buf[b];
-	int out = L->args[L->ins[i].arg + L->ins[i].nin];
-	if (bf->bind != PLAN_BIND_NONE || F->writes[b] != 1 || F->reads[b] != 1 || b == out)
-		return false;
-	int p = F->writer[b];
+	const struct lower *L = F->L;
+	int out = L->args[L->ins[i].arg + L->ins[i].nin], p = F->writer[b];
+	if (L->buf[b].bind != PLAN_BIND_NONE || F->writes[b] != 1 || F->reads[b] != 1 || b == out)
+		return -1;
 	if (p < 0 || p >= i || F->dead[p] || F->seg[p] != F->seg[i] || !fusible_ins(&L->ins[p]))
-		return false;
-	struct group pg;
-	int pcore, ccore, leaf[FUSE_MAX_LEAVES];
-	bool pcheap, ccheap;
-	if (!group_of(L, &L->ins[p], &pg) || !group_ok(L, &pg, &pcore, &pcheap) ||
-	    !group_ok(L, c, &ccore, &ccheap))
-		return false;
-	int nl = count_leaves(&pg, leaf);
+		return -1;
+	return p;
+}
+
+/* Producer p's group pg joins i's group c in place of buffer b, p's
+ * operands leaf[] read at i instead: when none of them is i's result or
+ * written in between, the peak stays, and the merged group fits. */
+static bool join(struct fuse *F, int p, int i, struct group *c, const struct group *pg, int b)
+{
+	const struct lower *L = F->L;
+	int out = L->args[L->ins[i].arg + L->ins[i].nin], leaf[FUSE_MAX_LEAVES];
+	int nl = count_leaves(pg, leaf);
 	if (nl < 0)
 		return false;
 	for (int k = 0; k < nl; k++) {
@@ -301,24 +305,38 @@ static bool absorb(struct fuse *F, int i, struct group *c, int b)
 			if (!F->dead[t] && writes_buf(L, &L->ins[t], leaf[k]))
 				return false;
 	}
-	if (pcore >= 0) {
-		/* an epilogue: read element for element, over the same shape */
-		if (ccore >= 0 || !reads_identity(L, c, b) ||
-		    !ir_shape_eq(&pg.op[pg.nop - 1].shape, &c->op[c->nop - 1].shape))
-			return false;
-	} else if (!pcheap && ir_shape_numel(&bf->shape) < ir_shape_numel(&c->op[c->nop - 1].shape) &&
-		   !reads_identity(L, c, b)) {
-		return false; /* would recompute real work per broadcast copy */
-	}
 	if (!keeps_peak(F, p, i, leaf, nl, b, false))
 		return false;
 	bool had[FUSE_MAX_LEAVES];
 	for (int k = 0; k < nl; k++)
 		had[k] = group_reads(c, leaf[k]);
-	if (!merge(c, &pg, b))
+	if (!merge(c, pg, b))
 		return false;
 	took(F, p, i, leaf, nl, had, b);
 	return true;
+}
+
+/* Tries to absorb the producer of buffer b into instruction i's group. */
+static bool absorb(struct fuse *F, int i, struct group *c, int b)
+{
+	struct lower *L = F->L;
+	int p = producer(F, i, b);
+	struct group pg;
+	int pcore, ccore;
+	bool pcheap, ccheap;
+	if (p < 0 || !group_of(L, &L->ins[p], &pg) || !group_ok(L, &pg, &pcore, &pcheap) ||
+	    !group_ok(L, c, &ccore, &ccheap))
+		return false;
+	if (pcore >= 0) {
+		/* an epilogue: read element for element, over the same shape */
+		if (ccore >= 0 || !reads_identity(L, c, b) ||
+		    !ir_shape_eq(&pg.op[pg.nop - 1].shape, &c->op[c->nop - 1].shape))
+			return false;
+	} else if (!pcheap && ir_shape_numel(&L->buf[b].shape) < ir_shape_numel(&c->op[c->nop - 1].shape) &&
+		   !reads_identity(L, c, b)) {
+		return false; /* would recompute real work per broadcast copy */
+	}
+	return join(F, p, i, c, &pg, b);
 }
 
 /* Whether the plan runs on CPU ranks (cluster "cpu:N"), where a dot's or a
@@ -334,48 +352,25 @@ static bool host_plan(const struct lower *L)
  * then c's ops run on it in place (plan_kernel_core). Only when c reads b
  * element for element over c's own shape, and c reads nothing the call
  * would overwrite (its result buffer, written in place by an update);
- * otherwise as absorb: b a temporary written once and read by i alone,
- * nothing in between writing the call's operands, the peak not raised. */
+ * otherwise as absorb. */
 static bool absorb_core(struct fuse *F, int i, struct group *c, int b)
 {
 	struct lower *L = F->L;
-	const struct lw_buf *bf = &L->buf[b];
-	int out = L->args[L->ins[i].arg + L->ins[i].nin];
-	if (bf->bind != PLAN_BIND_NONE || F->writes[b] != 1 || F->reads[b] != 1 || b == out)
-		return false;
-	int p = F->writer[b];
-	if (p < 0 || p >= i || F->dead[p] || F->seg[p] != F->seg[i] || !fusible_ins(&L->ins[p]))
+	int p = producer(F, i, b), out = L->args[L->ins[i].arg + L->ins[i].nin], cl[FUSE_MAX_LEAVES], ccore;
+	bool ccheap;
+	if (p < 0)
 		return false;
 	const struct plan_kernel *pk = &L->p->kernels[L->ins[p].kernel];
 	struct group pg;
-	int ccore, cl[FUSE_MAX_LEAVES], pl[FUSE_MAX_LEAVES];
-	bool ccheap;
 	if (pk->nbody || (pk->op != IR_OP_DOT && pk->op != IR_OP_CONV) || !group_of(L, &L->ins[p], &pg) ||
 	    !group_ok(L, c, &ccore, &ccheap) || ccore >= 0 || !reads_identity(L, c, b) ||
-	    !ir_shape_eq(&bf->shape, &c->op[c->nop - 1].shape))
+	    !ir_shape_eq(&L->buf[b].shape, &c->op[c->nop - 1].shape))
 		return false;
-	int ncl = count_leaves(c, cl), npl = count_leaves(&pg, pl);
-	if (ncl < 0 || npl < 0)
-		return false;
+	int ncl = count_leaves(c, cl);
 	for (int k = 0; k < ncl; k++)
 		if (cl[k] == out)
 			return false;
-	for (int k = 0; k < npl; k++) {
-		if (pl[k] == out)
-			return false;
-		for (int t = p + 1; t < i; t++)
-			if (!F->dead[t] && writes_buf(L, &L->ins[t], pl[k]))
-				return false;
-	}
-	if (!keeps_peak(F, p, i, pl, npl, b, false))
-		return false;
-	bool had[FUSE_MAX_LEAVES];
-	for (int k = 0; k < npl; k++)
-		had[k] = group_reads(c, pl[k]);
-	if (!merge(c, &pg, b))
-		return false;
-	took(F, p, i, pl, npl, had, b);
-	return true;
+	return ncl >= 0 && join(F, p, i, c, &pg, b);
 }
 
 /* The transpose a single-op kernel (or a fused one of one op) applies, or
