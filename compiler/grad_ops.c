@@ -178,44 +178,95 @@ struct ir_value *gb_pad(struct gb *b, struct ir_value *x, const struct ir_ilist 
 	return gb_op(b, IR_OP_PAD, 1, &x, &a);
 }
 
-struct ir_value *gb_dilate(struct gb *b, struct ir_value *g, const struct ir_ilist *stride)
+/* g spread over a grid along the dims of `dims` (a mask): element i of dim
+ * d lands at start[d] + i * stride[d] of a zero tensor whose dim d has
+ * len[d] elements. One pad does it all, between two reshapes: each dim
+ * with stride s > 1 splits into [n, 1] and pads to [q + n + e, s] (start =
+ * q s + o: o zeros before each element and s - 1 - o after it, q and e
+ * whole rows before and after), which merges into (q + n + e) s elements;
+ * a dim with stride 1 pads by start before and what len leaves after;
+ * then one slice cuts each dim to len. (Zero insertion pad by pad, dim by
+ * dim, took four kernels a dim: two pads, two slices.) */
+static struct ir_value *spread(struct gb *b, struct ir_value *g, unsigned dims, const int64_t *len,
+			       const struct ir_ilist *start, const struct ir_ilist *stride)
 {
-	for (int d = 0; g && d < stride->n; d++) {
-		int64_t s = stride->v[d], n = g->shape.dims[d];
-		if (s == 1 || n == 0)
-			continue;
-		/* [.., n, ..] -> [.., n, 1, ..] -> pad to [.., n, s, ..] ->
-		 * [.., n*s, ..], then drop the zeros after the last element. */
-		struct ir_shape split = { .rank = g->shape.rank + 1 };
-		for (int i = 0, j = 0; i < g->shape.rank; i++) {
-			split.dims[j++] = g->shape.dims[i];
-			if (i == d)
-				split.dims[j++] = 1;
+	int r = g->shape.rank, k = 0;
+	struct ir_shape split = { 0 }, merged = g->shape;
+	struct ir_ilist lo = { 0 }, hi = { 0 }, st = { .n = r }, li = { .n = r }, one = { .n = r };
+	bool cut = false;
+	for (int d = 0; d < r; d++) {
+		int64_t n = g->shape.dims[d], s = stride->v[d], q = start->v[d] / s, o = start->v[d] % s;
+		bool on = dims >> d & 1;
+		li.v[d] = on ? len[d] : n;
+		one.v[d] = 1;
+		split.dims[k] = n;
+		lo.v[k] = on ? q : 0;
+		if (!on || s == 1) {
+			hi.v[k] = on && len[d] > q + n ? len[d] - q - n : 0;
+			merged.dims[d] = n + lo.v[k] + hi.v[k];
+			k++;
+		} else {
+			int64_t rows = q + n;
+			hi.v[k] = len[d] > rows * s ? (len[d] - rows * s + s - 1) / s : 0;
+			merged.dims[d] = (rows + hi.v[k]) * s;
+			k++;
+			split.dims[k] = 1;
+			lo.v[k] = o;
+			hi.v[k] = s - 1 - o;
+			k++;
 		}
-		struct ir_ilist lo = { .n = split.rank }, hi = lo;
-		hi.v[d + 1] = s - 1;
-		struct ir_shape merged = g->shape;
-		merged.dims[d] = n * s;
-		struct ir_value *t = gb_pad(b, gb_reshape(b, g, &split), &lo, &hi, 0);
-		g = gb_slice_dim(b, gb_reshape(b, t, &merged), d, 0, (n - 1) * s + 1);
+		cut = cut || merged.dims[d] != li.v[d];
+	}
+	split.rank = lo.n = hi.n = k;
+	struct ir_value *t = gb_reshape(b, gb_pad(b, gb_reshape(b, g, &split), &lo, &hi, 0), &merged);
+	return t && cut ? gb_slice(b, t, &st, &li, &one) : t;
+}
+
+/* spread over every dim of `want` (a mask), as many at a time as the rank
+ * limit lets a split shape hold. */
+static struct ir_value *spread_all(struct gb *b, struct ir_value *g, unsigned want, const int64_t *len,
+				   const struct ir_ilist *start, const struct ir_ilist *stride)
+{
+	while (g && want) {
+		unsigned dims = 0;
+		int rank = g->shape.rank;
+		for (int d = 0; d < g->shape.rank; d++)
+			if (want >> d & 1 && (stride->v[d] == 1 || rank < IR_MAX_RANK)) {
+				rank += stride->v[d] > 1;
+				dims |= 1u << d;
+			}
+		g = spread(b, g, dims, len, start, stride);
+		want &= ~dims;
 	}
 	return g;
+}
+
+struct ir_value *gb_dilate(struct gb *b, struct ir_value *g, const struct ir_ilist *stride)
+{
+	if (!g)
+		return NULL;
+	int64_t len[IR_MAX_RANK];
+	struct ir_ilist zero = { .n = g->shape.rank };
+	struct ir_shape s = g->shape;
+	unsigned want = 0;
+	for (int d = 0; d < g->shape.rank; d++) {
+		int64_t n = g->shape.dims[d];
+		len[d] = s.dims[d] = n ? (n - 1) * stride->v[d] + 1 : 0;
+		want |= (unsigned)(stride->v[d] > 1) << d;
+	}
+	if (ir_shape_numel(&g->shape) == 0)
+		return gb_full(b, g->dtype, &s, 0);
+	return spread_all(b, g, want, len, &zero, stride);
 }
 
 struct ir_value *gb_unslice(struct gb *b, struct ir_value *g, const struct ir_shape *full,
 			    const struct ir_ilist *start, const struct ir_ilist *stride)
 {
-	struct ir_value *t = gb_dilate(b, g, stride);
-	if (!t)
+	if (!g)
 		return NULL;
-	if (ir_shape_numel(&t->shape) == 0)
-		return gb_full(b, t->dtype, full, 0);
-	struct ir_ilist lo = { .n = full->rank }, hi = lo;
-	for (int i = 0; i < full->rank; i++) {
-		lo.v[i] = start->v[i];
-		hi.v[i] = full->dims[i] - start->v[i] - t->shape.dims[i];
-	}
-	return gb_pad(b, t, &lo, &hi, 0);
+	if (ir_shape_numel(&g->shape) == 0)
+		return gb_full(b, g->dtype, full, 0);
+	return spread_all(b, g, (1u << full->rank) - 1, full->dims, start, stride);
 }
 
 struct ir_value *gb_accumulate(struct gb *b, struct ir_value *a, struct ir_value *c)
