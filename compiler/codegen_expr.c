@@ -540,6 +540,33 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
 	return ir_dtype_is_float(t) ? float_op(c, f->op, x, z, t) : int_op(c, f->op, x, z, t, in);
 }
 
+/* The operand index oi (shape os) that reshape's result index idx (shape
+ * s) reads: dimensions grouped where the running products of the two
+ * shapes meet ([1,128,12,64] and [1,128,768]: {1}{128}{12,64 | 768}), and
+ * the linear offset mapped within each group only, so that a dimension
+ * kept whole is its own index and no division spans the whole shape. */
+static void reshape_index(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx,
+			  const struct ir_shape *os, LLVMValueRef *oi)
+{
+	if (ir_shape_numel(s) == 0) {
+		cg_delinear(c, cg_linear(c, s, idx, 0, s->rank), os, 0, os->rank, oi);
+		return;
+	}
+	int a = 0, b = 0;
+	while (a < s->rank || b < os->rank) {
+		int a0 = a, b0 = b;
+		int64_t pa = a < s->rank ? s->dims[a++] : 1, pb = b < os->rank ? os->dims[b++] : 1;
+		while (pa != pb) {
+			IR_ASSERT(pa < pb ? a < s->rank : b < os->rank);
+			if (pa < pb)
+				pa *= s->dims[a++];
+			else
+				pb *= os->dims[b++];
+		}
+		cg_delinear(c, cg_linear(c, s, idx, a0, a), os, b0, b, oi);
+	}
+}
+
 /* The operand index data movement op f reads for result index idx. */
 static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx, LLVMValueRef *oi)
 {
@@ -551,7 +578,7 @@ static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRe
 		for (int d = 0; d < f->shape.rank; d++)
 			oi[f->a.axes.v[d]] = idx[d];
 	} else if (f->op == IR_OP_RESHAPE) {
-		cg_delinear(c, cg_linear(c, &f->shape, idx, 0, f->shape.rank), os, 0, os->rank, oi);
+		reshape_index(c, &f->shape, idx, os, oi);
 	} else if (f->op == IR_OP_SLICE) {
 		for (int d = 0; d < os->rank; d++)
 			oi[d] = LLVMBuildAdd(c->b, cg_i64c(c, f->a.start.v[d]),
