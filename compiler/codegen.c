@@ -11,7 +11,10 @@
  *                  elements (double, or int64); out = value(root)
  *   softmax, layer norm: for r in rows: two passes for the statistics
  *                  (max and sum of exp; mean and variance, as the
- *                  interpreter), then out = value(root) per element
+ *                  interpreter), then out = value(root) per element; the
+ *                  host keeps a softmax row's exp values (double) on the
+ *                  stack for that last pass rather than computing them
+ *                  again
  * The host function takes [row_begin, row_end) so the runtime splits rows
  * over threads; the GPU kernel strides its rows over the grid.
  */
@@ -156,22 +159,41 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 	return fl ? cg_from_f64(c, acc, f->dtype) : cg_from_i64(c, acc, f->dtype);
 }
 
-/* One pass over a row's trailing elements: returns the fold of g. */
+/* One pass over a row's trailing elements: returns the fold of g (f64).
+ * The max folds in the input's float type with llvm.maximum, which
+ * vectorizes where a compare and select does not. The interpreter's max
+ * skips NaN and maximum returns it, but a row with a NaN is NaN throughout
+ * either way (its exp joins the sum), and the two differ otherwise only
+ * in the sign of a zero max, which x - max and so exp do not see. The sum
+ * of exp stores each exp in c->row when there is one. */
 enum pass { P_MAX, P_SUMEXP, P_SUM, P_SQDEV };
 
 static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRef *idx, int split, enum pass p)
 {
 	const struct ir_shape *s = &f->shape;
+	enum ir_dtype it = cg_dtype(c, f->in[0]);
+	bool native = p == P_MAX && ir_dtype_is_float(it);
+	LLVMTypeRef at = native ? cg_type(c, it) : c->f64;
 	struct loop l;
-	LLVMValueRef init = LLVMConstReal(c->f64, p == P_MAX ? -INFINITY : 0.0);
+	LLVMValueRef init = LLVMConstReal(at, p == P_MAX ? -INFINITY : 0.0);
 	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, tail_numel(s, split)), init);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
-	LLVMValueRef x = cg_to_f64(c, cg_value(c, f->in[0], idx), cg_dtype(c, f->in[0])), n = NULL;
+	LLVMValueRef x = cg_value(c, f->in[0], idx), n = NULL;
+	if (!native)
+		x = cg_to_f64(c, x, it);
 	switch (p) {
-	case P_MAX: n = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, l.acc, ""), x, l.acc, ""); break;
-	case P_SUMEXP:
-		n = reassoc(LLVMBuildFAdd(c->b, l.acc, cg_math(c, "exp", LLVMBuildFSub(c->b, x, c->stat[0], ""), NULL), ""));
+	case P_MAX:
+		n = native ? cg_maximum(c, l.acc, x) :
+			     LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, l.acc, ""), x, l.acc, "");
 		break;
+	case P_SUMEXP: {
+		LLVMValueRef d = LLVMBuildFSub(c->b, x, c->stat[0], "");
+		LLVMValueRef e = f->dtype == IR_F32 ? cg_math_f32(c, "exp", d) : cg_math(c, "exp", d, NULL);
+		if (c->row)
+			LLVMBuildStore(c->b, e, LLVMBuildGEP2(c->b, c->f64, c->row, &l.i, 1, ""));
+		n = reassoc(LLVMBuildFAdd(c->b, l.acc, e, ""));
+		break;
+	}
 	case P_SUM: n = reassoc(LLVMBuildFAdd(c->b, l.acc, x, "")); break;
 	case P_SQDEV: {
 		LLVMValueRef d = LLVMBuildFSub(c->b, x, c->stat[0], "");
@@ -179,7 +201,8 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 		break;
 	}
 	}
-	return loop_end(c, &l, cg_i64c(c, 1), n);
+	LLVMValueRef r = loop_end(c, &l, cg_i64c(c, 1), n);
+	return native ? cg_to_f64(c, r, it) : r;
 }
 
 /* The per-row code: statistics or the reduction, then the row's results. */
@@ -234,6 +257,11 @@ static LLVMValueRef sreg(struct cg *c, const char *name)
 	return LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, ft, f, NULL, 0, ""), c->i64, "");
 }
 
+/* Elements of a softmax row whose exp the host keeps on the stack (in
+ * double, 8 bytes each) between the sum and the final pass, rather than
+ * computing it again: longer rows compute it twice. */
+enum { ROW_STACK_MAX = 4096 };
+
 /* pcc_k<kid>: the host function or the GPU kernel of kernel k. */
 static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int core)
 {
@@ -263,6 +291,14 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	if (b != k && k->nbody)
 		c->base[b->nin - 1] = c->base[b->nin];
 	int split = cg_row_split(b, core, c->gpu);
+	c->split = split;
+	c->row = NULL;
+	if (!c->gpu && core >= 0 && b->body[core].op == IR_OP_SOFTMAX &&
+	    tail_numel(&b->body[core].shape, split) <= ROW_STACK_MAX) {
+		LLVMTypeRef rt = LLVMArrayType2(c->f64, (uint64_t)tail_numel(&b->body[core].shape, split));
+		c->row = LLVMBuildAlloca(c->b, rt, "row");
+		LLVMSetAlignment(c->row, 64);
+	}
 	LLVMValueRef lo, hi, step;
 	if (c->gpu) {
 		LLVMValueRef tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");

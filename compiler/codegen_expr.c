@@ -9,6 +9,11 @@
  * Rounding follows the interpreter (interp.c): +, -, *, /, sqrt, floor,
  * ceil, round, abs and neg in the result's own float type (the same as
  * rounding the double result once), the rest in double, rounded once.
+ * On the host, exp, tanh and sigmoid with f32 results (and softmax's exp)
+ * compute exp and tanh inline (exp_poly, tanh_poly) rather than call
+ * libm: loops then vectorize with no calls, and rounded to f32 the two
+ * agree with libm's double exp and tanh rounded for every f32 input (a C
+ * copy of exp_poly and tanh_poly checked over all 2^32 when written).
  */
 #include <math.h>
 #include <stdio.h>
@@ -174,6 +179,114 @@ LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRe
 	return call;
 }
 
+/* ---- exp and tanh without a call (host, results rounded to f32) ------- */
+
+static LLVMValueRef dconst(struct cg *c, double v)
+{
+	return LLVMConstReal(c->f64, v);
+}
+
+/* a * b + d, fused where the target has FMA. */
+static LLVMValueRef fmuladd(struct cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d)
+{
+	LLVMValueRef args[3] = { a, b, d };
+	return intrinsic(c, "llvm.fmuladd", c->f64, 3, args);
+}
+
+/* sum of a[j] x^j for j < n (n <= 16) by Estrin's scheme: pairs a[2i] +
+ * a[2i+1] x, then pairs of those with x^2, with x^4, with x^8: a chain of
+ * 4 multiply-adds where Horner's rule has n - 1, so that the out-of-order
+ * core overlaps more loop iterations. */
+static LLVMValueRef estrin(struct cg *c, LLVMValueRef x, const double *a, int n)
+{
+	LLVMValueRef t[16];
+	IR_ASSERT(n <= 16);
+	for (int i = 0; i < n; i++)
+		t[i] = dconst(c, a[i]);
+	for (LLVMValueRef pw = x; n > 1; n = (n + 1) / 2) {
+		for (int i = 0; i < n / 2; i++)
+			t[i] = fmuladd(c, t[2 * i + 1], pw, t[2 * i]);
+		if (n % 2)
+			t[n / 2] = t[n - 1];
+		if (n > 2)
+			pw = LLVMBuildFMul(c->b, pw, pw, "");
+	}
+	return t[0];
+}
+
+/* x clamped to [lo, hi]; NaN stays NaN (a compare with NaN is false). */
+static LLVMValueRef clamp(struct cg *c, LLVMValueRef x, double lo, double hi)
+{
+	x = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, dconst(c, lo), ""), dconst(c, lo), x, "");
+	return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, dconst(c, hi), ""), dconst(c, hi), x, "");
+}
+
+/* e^x = s (1 + p) for x in [-700, 700], as plain arithmetic, so that
+ * loops vectorize to the full width with no call: x = k ln2 + r, |r| <=
+ * ln2/2 (k rounded by adding 1.5 * 2^52; ln2 in two parts, k * ln2_hi
+ * exact for |k| < 2^21); p = e^r - 1 by its Taylor series to r^13
+ * (truncation below 1e-17 relative); s = 2^k put in the exponent field
+ * (k + 1023 in [13, 2033]: normal). NaN gives NaN. */
+static LLVMValueRef exp_parts(struct cg *c, LLVMValueRef x, LLVMValueRef *s)
+{
+	const double magic = 6755399441055744.0; /* 1.5 * 2^52 */
+	LLVMValueRef t = fmuladd(c, x, dconst(c, 1.4426950408889634074), dconst(c, magic));
+	LLVMValueRef k = LLVMBuildFSub(c->b, t, dconst(c, magic), "");
+	LLVMValueRef nk = LLVMBuildFNeg(c->b, k, "");
+	LLVMValueRef r = fmuladd(c, nk, dconst(c, 6.93147180369123816490e-01), x);
+	r = fmuladd(c, nk, dconst(c, 1.90821492927058770002e-10), r);
+	double a[14], fact = 1; /* 1/n!, n! exact in double */
+	for (int n = 0; n < 14; n++) {
+		fact *= n ? n : 1;
+		a[n] = n ? 1 / fact : 0;
+	}
+	LLVMValueRef bits = LLVMBuildShl(c->b, LLVMBuildBitCast(c->b, t, c->i64, ""), cg_i64c(c, 52), "");
+	bits = LLVMBuildAdd(c->b, bits, cg_i64c(c, (int64_t)1023 << 52), "");
+	*s = LLVMBuildBitCast(c->b, bits, c->f64, "");
+	return estrin(c, r, a, 14);
+}
+
+/* exp of a double within a few ulp, as libmvec's: x clamped to [-700,
+ * 700], which changes only results below 1e-304 or above 1e304, which an
+ * f32 rounding makes 0 or inf as it does the true ones. */
+static LLVMValueRef exp_poly(struct cg *c, LLVMValueRef x)
+{
+	LLVMValueRef s, p = exp_parts(c, clamp(c, x, -700, 700), &s);
+	return fmuladd(c, s, p, s);
+}
+
+/* tanh of a double: on |x| (the sign copied back, so that tanh(-0) is
+ * -0), m / (m + 2) with m = e^2|x| - 1 = s p + (s - 1), which keeps its
+ * relative accuracy as |x| goes to 0 (k = 0, s = 1: m = p); 2|x| clamped
+ * to 40, where tanh is 1 in double. */
+static LLVMValueRef tanh_poly(struct cg *c, LLVMValueRef x)
+{
+	LLVMValueRef a = intrinsic(c, "llvm.fabs", c->f64, 1, &x);
+	LLVMValueRef y = LLVMBuildFAdd(c->b, a, a, "");
+	y = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, y, dconst(c, 40), ""), dconst(c, 40), y, "");
+	LLVMValueRef s, p = exp_parts(c, y, &s);
+	LLVMValueRef m = fmuladd(c, s, p, LLVMBuildFSub(c->b, s, dconst(c, 1), ""));
+	LLVMValueRef r = LLVMBuildFDiv(c->b, m, LLVMBuildFAdd(c->b, m, dconst(c, 2), ""), "");
+	LLVMValueRef args[2] = { r, x };
+	return intrinsic(c, "llvm.copysign", c->f64, 2, args);
+}
+
+LLVMValueRef cg_math_f32(struct cg *c, const char *name, LLVMValueRef x)
+{
+	if (c->gpu)
+		return cg_math(c, name, x, NULL);
+	if (!strcmp(name, "exp"))
+		return exp_poly(c, x);
+	IR_ASSERT(!strcmp(name, "tanh"));
+	return tanh_poly(c, x);
+}
+
+LLVMValueRef cg_maximum(struct cg *c, LLVMValueRef x, LLVMValueRef z)
+{
+	LLVMValueRef args[2] = { x, z };
+	return intrinsic(c, "llvm.maximum", LLVMTypeOf(x), 2, args);
+}
+
 LLVMValueRef cg_fmax(struct cg *c, LLVMValueRef x, LLVMValueRef z, bool max)
 {
 	LLVMValueRef nan = LLVMBuildFCmp(c->b, LLVMRealUNO, x, z, "");
@@ -335,11 +448,14 @@ static LLVMValueRef float_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMVa
 	}
 	/* the rest in double, rounded once */
 	LLVMValueRef a = cg_to_f64(c, x, t), b = z ? cg_to_f64(c, z, t) : NULL, d1 = LLVMConstReal(c->f64, 1), r = NULL;
+	bool f32 = t == IR_F32;
 	if (op == IR_OP_RSQRT)
 		r = LLVMBuildFDiv(c->b, d1, intrinsic(c, "llvm.sqrt", c->f64, 1, &a), "");
 	else if (op == IR_OP_SIGMOID)
-		r = LLVMBuildFDiv(c->b, d1, LLVMBuildFAdd(c->b, d1, cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL),
-							  ""), "");
+		r = LLVMBuildFDiv(c->b, d1, LLVMBuildFAdd(c->b, d1, f32 ? cg_math_f32(c, "exp", LLVMBuildFNeg(c->b, a, "")) :
+							  cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL), ""), "");
+	else if (f32 && (op == IR_OP_EXP || op == IR_OP_TANH))
+		r = cg_math_f32(c, op == IR_OP_EXP ? "exp" : "tanh", a);
 	for (size_t i = 0; !r && i < sizeof libm_ops / sizeof libm_ops[0]; i++)
 		if (libm_ops[i].op == op)
 			r = cg_math(c, libm_ops[i].fn, a, b);
@@ -424,6 +540,33 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
 	return ir_dtype_is_float(t) ? float_op(c, f->op, x, z, t) : int_op(c, f->op, x, z, t, in);
 }
 
+/* The operand index oi (shape os) that reshape's result index idx (shape
+ * s) reads: dimensions grouped where the running products of the two
+ * shapes meet ([1,128,12,64] and [1,128,768]: {1}{128}{12,64 | 768}), and
+ * the linear offset mapped within each group only, so that a dimension
+ * kept whole is its own index and no division spans the whole shape. */
+static void reshape_index(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx,
+			  const struct ir_shape *os, LLVMValueRef *oi)
+{
+	if (ir_shape_numel(s) == 0) {
+		cg_delinear(c, cg_linear(c, s, idx, 0, s->rank), os, 0, os->rank, oi);
+		return;
+	}
+	int a = 0, b = 0;
+	while (a < s->rank || b < os->rank) {
+		int a0 = a, b0 = b;
+		int64_t pa = a < s->rank ? s->dims[a++] : 1, pb = b < os->rank ? os->dims[b++] : 1;
+		while (pa != pb) {
+			IR_ASSERT(pa < pb ? a < s->rank : b < os->rank);
+			if (pa < pb)
+				pa *= s->dims[a++];
+			else
+				pb *= os->dims[b++];
+		}
+		cg_delinear(c, cg_linear(c, s, idx, a0, a), os, b0, b, oi);
+	}
+}
+
 /* The operand index data movement op f reads for result index idx. */
 static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx, LLVMValueRef *oi)
 {
@@ -435,7 +578,7 @@ static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRe
 		for (int d = 0; d < f->shape.rank; d++)
 			oi[f->a.axes.v[d]] = idx[d];
 	} else if (f->op == IR_OP_RESHAPE) {
-		cg_delinear(c, cg_linear(c, &f->shape, idx, 0, f->shape.rank), os, 0, os->rank, oi);
+		reshape_index(c, &f->shape, idx, os, oi);
 	} else if (f->op == IR_OP_SLICE) {
 		for (int d = 0; d < os->rank; d++)
 			oi[d] = LLVMBuildAdd(c->b, cg_i64c(c, f->a.start.v[d]),
@@ -456,7 +599,14 @@ static LLVMValueRef row_value(struct cg *c, const struct plan_fop *f, const LLVM
 {
 	LLVMValueRef x = cg_to_f64(c, cg_value(c, f->in[0], idx), cg_dtype(c, f->in[0])), r;
 	if (f->op == IR_OP_SOFTMAX) {
-		LLVMValueRef e = cg_math(c, "exp", LLVMBuildFSub(c->b, x, c->stat[0], ""), NULL);
+		LLVMValueRef e;
+		if (c->row) {
+			LLVMValueRef j = cg_linear(c, &f->shape, idx, c->split, f->shape.rank);
+			e = LLVMBuildLoad2(c->b, c->f64, LLVMBuildGEP2(c->b, c->f64, c->row, &j, 1, ""), "");
+		} else {
+			LLVMValueRef d = LLVMBuildFSub(c->b, x, c->stat[0], "");
+			e = f->dtype == IR_F32 ? cg_math_f32(c, "exp", d) : cg_math(c, "exp", d, NULL);
+		}
 		r = LLVMBuildFDiv(c->b, e, c->stat[1], "");
 	} else {
 		int ax = (int)f->a.axis, nt = f->shape.rank - ax;

@@ -22,6 +22,9 @@ struct cg {
 	LLVMValueRef core_val;  /* its value in the current row (CG_REDUCE), else: */
 	LLVMValueRef stat[2];   /* softmax: max, sum; layer norm: mean, 1/std (f64) */
 	bool stats_ready;       /* the final pass: the core op's value from stat[] */
+	int split;              /* a row is the dimensions from split on */
+	LLVMValueRef row;       /* host softmax: the row's exp(x - max) (f64, on the
+				 * stack), for the final pass; NULL: computed again */
 	int kid;                /* the kernel's index (names its constants) */
 	const char *mvec;       /* host: libmvec variants the CPU runs, as ISA letter
 				 * and lanes ("b2d4e8": SSE2 x2, AVX2 x4, AVX-512 x8) */
@@ -51,10 +54,19 @@ void cg_mvec_keep(struct cg *c);
 
 /* A call of the double math function name ("exp"; on GPUs libdevice's). */
 LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRef y);
+/* exp or tanh of a double whose result is rounded to f32: on the host
+ * computed inline (a polynomial within a few ulp of double, as libmvec's
+ * variants, so rounded to f32 it almost always equals libm's result
+ * rounded and is never 1 ulp of f32 off it), so loops vectorize with no
+ * call; on GPUs cg_math. */
+LLVMValueRef cg_math_f32(struct cg *c, const char *name, LLVMValueRef x);
 /* Whether op calls the math library (libdevice on GPUs). */
 bool cg_needs_libm(enum ir_op op);
 /* NaN-propagating max/min as the interpreter's (x, z both double). */
 LLVMValueRef cg_fmax(struct cg *c, LLVMValueRef x, LLVMValueRef z, bool max);
+
+/* llvm.maximum: NaN if either is, and -0 below +0. */
+LLVMValueRef cg_maximum(struct cg *c, LLVMValueRef x, LLVMValueRef z);
 
 /* Linear offset of idx in shape s (row-major), and back. */
 LLVMValueRef cg_linear(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx, int lo, int hi);

@@ -71,6 +71,10 @@ struct rt {
 	struct pool *pool;
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
 	double t_gemm;                /* of t_kernel: in dots (gemm calls either way) */
+	/* per-kernel profile, filled only where the caller allocated it (the
+	 * codegen benchmark's PCC_BENCH_PROFILE): seconds and calls, [nkernels] */
+	double *prof_time;
+	long *prof_calls;
 	struct rt_seg *seg;           /* a step's segments (step.c) */
 	int nseg;
 	bool no_overlap;              /* --no-overlap: every receive and collective
