@@ -10,9 +10,15 @@
  * - a dot that is one batched gemm on its operands in place
  *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
  *   GPT-2 small writes 26 MB);
- * - an f32 convolution with one or two spatial dims, per image and group
- *   (split over the pool's threads), as interp_conv computes it: out (Og x
- *   P) = w (Og x Cg*KH*KW) * col (Cg*KH*KW x P), one sgemm. The column
+ * - an f32 convolution with one or two spatial dims, per image and group,
+ *   as interp_conv computes it: out (Og x P) = w (Og x Cg*KH*KW) * col
+ *   (Cg*KH*KW x P), one sgemm. With at least as many (image, group) items
+ *   as threads, the threads take items; with fewer (a batch of one image
+ *   at real sizes), each item is split across them: its column matrix by
+ *   channels, its gemm by output channels or by columns, whichever is
+ *   longer (ResNet-50 at batch 1, 2 threads: 250 -> 155 ms). Either way
+ *   OpenBLAS runs single-threaded inside the pool's threads: its own
+ *   threads would compete with them for the cores. The column
  *   matrix is built in the pool's scratch memory from a copy of the input
  *   with its padding in place (no index table, no bounds checks); a 1x1
  *   kernel with stride 1 and no padding needs none (the input is col);
@@ -26,10 +32,11 @@
  * Window ops and pads compute what the reference kernel computes in the
  * same order and precision (max in float is exact, sums in double rounded
  * once, NaN and signed zeros as interp_window has them): bit for bit.
- * Convolutions make the same sgemm calls on the same column matrices,
- * except conv_wide's, whose extra columns can change how OpenBLAS rounds
- * the real ones in the last place (1 ulp on the ResNet fixture;
- * test_codegen checks 1e-5 of the sum of magnitudes). Anything else
+ * Convolutions compute each output as a dot of the same weights and
+ * column entries with sgemm, but not always in the same calls: conv_wide's
+ * extra columns and a split gemm's pieces can change how OpenBLAS rounds
+ * in the last place (1 ulp on the ResNet fixture; ResNet-50 came out bit
+ * for bit; test_codegen checks 1e-5 of the sum of magnitudes). Anything else
  * (other dtypes or ranks, a result buffer that overlaps an operand) goes
  * to the reference kernel.
  */
@@ -155,18 +162,26 @@ static int64_t ceil_div(int64_t a, int64_t b)
 }
 
 /* A convolution with two spatial dims (one: H = KH = 1), per image and
- * group: out (Og x P) = w (Og x CK) * col (CK x P). */
+ * group: out (Og x P) = w (Og x CK) * col (CK x ncol). */
 struct conv {
 	const float *x, *w;
 	float *out, *work;      /* work: nthreads blocks of `block` floats */
 	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
 	int64_t sh, sw, ph, pw, dh, dw;
 	int64_t Hp, Wp;         /* the input plane with its padding */
+	int64_t ncol;           /* columns of the gemm: P, or OH * Wp when wide */
 	int64_t items, nthreads, block, slack;
 	bool direct;            /* 1x1, stride 1, no padding: col is the input */
 	bool padded;            /* im2col reads a zero-padded copy of the input */
 	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
+	/* split_item's: the item that the threads share, its work areas */
+	const float *xi, *wi;
+	float *oi, *col, *xp, *cw;
+	bool by_rows;           /* its gemm split by output channels, else by columns */
 };
+
+#define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
+#define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
 
 /* n floats from s to d, in constant-size pieces that the compiler inlines
  * (the rows are a few floats long: a call each would cost more). */
@@ -187,37 +202,49 @@ static void copy_floats(float *restrict d, const float *restrict s, int64_t n)
 		d[i] = s[i];
 }
 
-/* The column matrix of one image and group: row (c, kh, kw), column
- * (oh, ow), the input at (c, oh * sh - ph + kh * dh, ow * sw - pw + kw * dw),
- * 0 in the padding; as interp_conv's table gathers it. x is the group's
- * input, or (c->padded) its copy in Hp x Wp planes with the padding in
+/* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
+ * column (oh, ow) is the input at (oh * sh - ph + kh * dh, ow * sw - pw +
+ * kw * dw), 0 in the padding; as interp_conv's table gathers it. x is the
+ * input's plane, or (c->padded) its copy in Hp x Wp with the padding in
  * place, so that no read needs a bounds check. */
-static void im2col(const struct conv *c, const float *x, float *restrict col)
+static void im2col_plane(const struct conv *c, const float *x, float *restrict col)
 {
 	int64_t Wp = c->Wp, OW = c->OW, sw = c->sw;
-	for (int64_t ch = 0; ch < c->Cg; ch++, x += c->Hp * Wp) {
-		for (int64_t kh = 0; kh < c->KH; kh++) {
-			for (int64_t kw = 0; kw < c->KW; kw++) {
-				const float *src = x + kh * c->dh * Wp + kw * c->dw;
-				for (int64_t oh = 0; oh < c->OH; oh++, col += OW, src += c->sh * Wp) {
-					if (sw == 1)
-						copy_floats(col, src, OW);
-					else
-						for (int64_t ow = 0; ow < OW; ow++)
-							col[ow] = src[ow * sw];
-				}
+	for (int64_t kh = 0; kh < c->KH; kh++) {
+		for (int64_t kw = 0; kw < c->KW; kw++) {
+			const float *src = x + kh * c->dh * Wp + kw * c->dw;
+			for (int64_t oh = 0; oh < c->OH; oh++, col += OW, src += c->sh * Wp) {
+				if (sw == 1)
+					copy_floats(col, src, OW);
+				else
+					for (int64_t ow = 0; ow < OW; ow++)
+						col[ow] = src[ow * sw];
 			}
 		}
 	}
 }
 
-/* The group's input x in Hp x Wp planes, (ph, pw) into each, zeros around. */
+/* The column matrix of one image and group, x its Cg planes. */
+static void im2col(const struct conv *c, const float *x, float *restrict col)
+{
+	for (int64_t ch = 0; ch < c->Cg; ch++, x += c->Hp * c->Wp, col += c->KH * c->KW * c->P)
+		im2col_plane(c, x, col);
+}
+
+/* One input plane x in Hp x Wp, at (ph, pw), zeros around. */
+static void pad_plane(const struct conv *c, const float *x, float *restrict xp)
+{
+	memset(xp, 0, (size_t)(c->Hp * c->Wp) * sizeof *xp);
+	for (int64_t h = 0; h < c->H; h++, x += c->W)
+		copy_floats(xp + (h + c->ph) * c->Wp + c->pw, x, c->W);
+}
+
+/* The group's input x in Hp x Wp planes, then slack zeros. */
 static void pad_input(const struct conv *c, const float *x, float *restrict xp)
 {
-	memset(xp, 0, (size_t)(c->Cg * c->Hp * c->Wp + c->slack) * sizeof *xp);
-	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp)
-		for (int64_t h = 0; h < c->H; h++, x += c->W)
-			copy_floats(xp + (h + c->ph) * c->Wp + c->pw, x, c->W);
+	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp, x += c->H * c->W)
+		pad_plane(c, x, xp);
+	memset(xp, 0, (size_t)c->slack * sizeof *xp);
 }
 
 /* With stride 1, the column matrix over OH x Wp columns (the Wp - OW
@@ -225,33 +252,43 @@ static void pad_input(const struct conv *c, const float *x, float *restrict xp)
  * row's end) has rows that are plain slices of the padded input: one copy
  * each, where im2col copies OH pieces of OW floats. The gemm's columns are
  * independent of one another, so the OW real ones of each row come out as
- * im2col's do; the junk ones are dropped when the result is compacted. */
+ * im2col's do; the junk ones are dropped when the result is compacted.
+ * These are the KH * KW rows of one channel, xp its padded plane. */
+static void wide_rows(const struct conv *c, const float *xp, float *restrict row)
+{
+	for (int64_t kh = 0; kh < c->KH; kh++)
+		for (int64_t kw = 0; kw < c->KW; kw++, row += c->ncol)
+			memcpy(row, xp + kh * c->dh * c->Wp + kw * c->dw, (size_t)c->ncol * sizeof *row);
+}
+
+/* Output channels [o0, o1) and rows [h0, h1) of the wide result cw into out. */
+static void compact(const struct conv *c, const float *cw, float *out, int64_t o0, int64_t o1, int64_t h0,
+		    int64_t h1)
+{
+	for (int64_t o = o0; o < o1; o++)
+		for (int64_t oh = h0; oh < h1; oh++)
+			copy_floats(out + o * c->P + oh * c->OW, cw + o * c->ncol + oh * c->Wp, c->OW);
+}
+
 static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
 		      const float *w, float *out)
 {
-	int64_t Pw = c->OH * c->Wp;
-	float *row = col;
-	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp)
-		for (int64_t kh = 0; kh < c->KH; kh++)
-			for (int64_t kw = 0; kw < c->KW; kw++, row += Pw)
-				memcpy(row, xp + kh * c->dh * c->Wp + kw * c->dw, (size_t)Pw * sizeof *row);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)Pw, (blasint)c->CK, 1.0f, w,
-		    (blasint)c->CK, col, (blasint)Pw, 0.0f, cw, (blasint)Pw);
-	for (int64_t o = 0; o < c->Og; o++)
-		for (int64_t oh = 0; oh < c->OH; oh++, out += c->OW)
-			copy_floats(out, cw + o * Pw + oh * c->Wp, c->OW);
+	for (int64_t ch = 0; ch < c->Cg; ch++)
+		wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->ncol, (blasint)c->CK, 1.0f,
+		    w, (blasint)c->CK, col, (blasint)c->ncol, 0.0f, cw, (blasint)c->ncol);
+	compact(c, cw, out, 0, c->Og, 0, c->OH);
 }
 
 /* Thread t's share of the (image, group) items. */
 static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct conv *c = ctx;
-	int64_t ncol = c->CK * (c->wide ? c->OH * c->Wp : c->P);
 	for (int64_t t = begin; t < end; t++) {
 		float *col = NULL, *xp = NULL, *cw = NULL; /* no work area for a direct 1x1 */
 		if (c->work) {
 			col = c->work + (size_t)(t * c->block);
-			xp = col + ncol;
+			xp = col + c->CK * c->ncol;
 			cw = xp + c->Cg * c->Hp * c->Wp + c->slack;
 		}
 		for (int64_t i = t * c->items / c->nthreads; i < (t + 1) * c->items / c->nthreads; i++) {
@@ -273,6 +310,88 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 		}
 	}
 }
+
+/* split_item's phases, over the item's channels: the padded planes, then
+ * (once they are all in place: a wide row reads into the next plane) the
+ * column matrix's rows. */
+static void pad_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	for (int64_t ch = begin; ch < end; ch++)
+		pad_plane(c, c->xi + ch * c->H * c->W, c->xp + ch * c->Hp * c->Wp);
+}
+
+static void col_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	const float *x = c->padded ? c->xp : c->xi;
+	for (int64_t ch = begin; ch < end; ch++) {
+		const float *plane = x + ch * c->Hp * c->Wp;
+		float *rows = c->col + ch * c->KH * c->KW * c->ncol;
+		if (c->wide)
+			wide_rows(c, plane, rows);
+		else
+			im2col_plane(c, plane, rows);
+	}
+}
+
+/* Pieces [begin, end) of the item's gemm: output channels in blocks of
+ * CONV_ROW_BLOCK (by_rows), else columns: whole output rows when wide (so
+ * that the piece compacts its own), else blocks of CONV_COL_BLOCK. */
+static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	int64_t o0 = 0, o1 = c->Og, j0 = 0, j1 = c->ncol, unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	if (c->by_rows) {
+		o0 = begin * CONV_ROW_BLOCK;
+		o1 = end * CONV_ROW_BLOCK < c->Og ? end * CONV_ROW_BLOCK : c->Og;
+	} else {
+		j0 = begin * unit;
+		j1 = end * unit < c->ncol ? end * unit : c->ncol;
+	}
+	const float *b = c->direct ? c->xi : c->col;
+	float *dst = c->wide ? c->cw : c->oi;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
+		    1.0f, c->wi + o0 * c->CK, (blasint)c->CK, b + j0, (blasint)c->ncol, 0.0f, dst + o0 * c->ncol + j0,
+		    (blasint)c->ncol);
+	if (c->wide)
+		compact(c, c->cw, c->oi, o0, o1, j0 / c->Wp, j1 / c->Wp);
+}
+
+/* Items one at a time, each across the pool's threads (fewer items than
+ * threads: a batch of one image): its padded input and column matrix
+ * split by channels, its gemm by output channels or by columns, whichever
+ * is longer (each piece packs the whole of the other operand). */
+static void split_items(struct rt *r, struct conv *c)
+{
+	c->col = c->work;
+	c->xp = c->col ? c->col + c->CK * c->ncol : NULL;
+	c->cw = c->xp ? c->xp + c->Cg * c->Hp * c->Wp + c->slack : NULL;
+	c->by_rows = c->Og > c->ncol;
+	int64_t unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	int64_t pieces = c->by_rows ? ceil_div(c->Og, CONV_ROW_BLOCK) : ceil_div(c->ncol, unit);
+	int64_t macs = c->CK * (c->by_rows ? CONV_ROW_BLOCK * c->ncol : c->Og * unit);
+	/* a thread per at least ~64K multiply-adds, or ~8K floats copied */
+	int64_t grain = ceil_div(65536, macs), pgrain = ceil_div(8192, c->Hp * c->Wp),
+		cgrain = ceil_div(8192, c->KH * c->KW * c->ncol);
+	for (int64_t i = 0; i < c->items; i++) {
+		int64_t b = i / c->G, g = i % c->G;
+		c->xi = c->x + (b * c->C + g * c->Cg) * c->H * c->W;
+		c->wi = c->w + g * c->Og * c->CK;
+		c->oi = c->out + (b * c->O + g * c->Og) * c->P;
+		if (c->padded) {
+			pool_run(r->pool, pad_chunk, c, c->Cg, pgrain);
+			memset(c->xp + c->Cg * c->Hp * c->Wp, 0, (size_t)c->slack * sizeof *c->xp);
+		}
+		if (!c->direct)
+			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
+		pool_run(r->pool, gemm_chunk, c, pieces, grain);
+	}
+}
+
+/* OpenBLAS's thread count (weak: with another BLAS, these are NULL). */
+int openblas_get_num_threads(void) __attribute__((weak));
+void openblas_set_num_threads(int n) __attribute__((weak));
 
 static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
@@ -320,8 +439,9 @@ static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *bu
 	/* a thread per at least ~64K multiply-adds: fewer is not worth the hand-off */
 	int64_t macs = c.Og * c.P * c.CK;
 	c.items = c.N * c.G;
-	c.nthreads = pool_threads(r->pool);
-	c.nthreads = c.nthreads < c.items ? c.nthreads : c.items;
+	int threads = pool_threads(r->pool);
+	bool split = c.items < threads;
+	c.nthreads = split ? 1 : threads;
 	int64_t cap = c.items * macs / 65536;
 	c.nthreads = c.nthreads < cap ? c.nthreads : cap > 1 ? cap : 1;
 	/* the planes that the windows reach, from (-ph, -pw) on */
@@ -331,15 +451,26 @@ static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *bu
 	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
 	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
 	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;
-	if (c.wide && c.OH * c.Wp > INT32_MAX)
+	c.ncol = c.wide ? c.OH * c.Wp : c.P;
+	if (c.ncol > INT32_MAX)
 		return false;
 	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
 	c.block = c.direct ? 0
-			   : c.wide ? (c.CK + c.Og) * c.OH * c.Wp + c.Cg * c.Hp * c.Wp + c.slack
+			   : c.wide ? (c.CK + c.Og) * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
 				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
 	if (c.block && !(c.work = pool_scratch(r->pool, (size_t)(c.nthreads * c.block) * sizeof(float))))
 		return false;
-	pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
+	/* the pool's threads run one sgemm each: OpenBLAS's own would compete
+	 * with them for the cores */
+	int blas = threads > 1 && openblas_get_num_threads ? openblas_get_num_threads() : 1;
+	if (blas > 1)
+		openblas_set_num_threads(1);
+	if (split)
+		split_items(r, &c);
+	else
+		pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
+	if (blas > 1)
+		openblas_set_num_threads(blas);
 	return true;
 }
 

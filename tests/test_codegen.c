@@ -30,7 +30,8 @@
  * a pool of 3 threads, against interp_kernel: window ops and pads bit for
  * bit (NaN and signed zeros included), convolutions within 1e-5 of the sum
  * of magnitudes (the same sgemm, but over more columns where the stride
- * is 1, which may round differently in the last place).
+ * is 1, or split in pieces for one image at real sizes, which may round
+ * differently in the last place).
  *
  * argv: pcc, models dir, train dir, ptxas (or "").
  */
@@ -362,6 +363,15 @@ static void check_host_conv(struct pool *pool)
 		{ 2, 4, 1, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* 1x1 image */
 		{ 1, 3, 5, 1, 17, 4, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },     /* 1-D, stride 2 */
 		{ 1, 2, 4, 1, 10, 6, 1, 4, 1, 1, 0, 2, 0, 1, 1, 3, 2 },     /* 1-D, dilation 3, groups */
+		/* one image at real sizes: split across the threads (split_items) */
+		{ 2, 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by columns */
+		{ 2, 1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },  /* wide, by rows (200: a part block) */
+		{ 2, 1, 64, 28, 27, 72, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 }, /* 1x1 stride 2, by columns */
+		{ 2, 1, 128, 14, 14, 232, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* direct 1x1, by rows */
+		{ 2, 1, 3, 56, 56, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1 },  /* the stem: padded, stride 2 */
+		{ 2, 1, 32, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2 }, /* two groups, three threads */
+		{ 1, 1, 64, 1, 500, 48, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1 }, /* 1-D, wide, one output row */
+		{ 1, 1, 64, 1, 700, 40, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 }, /* 1-D, stride 2, by columns */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const struct conv_case *t = &cs[i];
