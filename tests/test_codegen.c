@@ -265,11 +265,11 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 /* ---- pcc-run's host kernels (runtime/kernels.c) -------------------------- */
 
 /* Kernel k (its operands' shapes and dtypes set) run by rt_kernel_host on
- * a pool, and by interp_kernel, on the same random inputs (with NaN and
- * signed zeros when `special`); *err: the largest difference relative to
+ * a pool, and by interp_kernel, on the same random inputs (special 1: with
+ * NaN and signed zeros; 2: +0 and -0 tied for the max, no NaN); *err: the largest difference relative to
  * the output's sum of magnitudes. false when rt_kernel_host did not take
  * it or the results differ in size. */
-static bool run_host_op(struct plan_kernel *k, struct pool *pool, bool special, bool *same, double *err)
+static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, bool *same, double *err)
 {
 	int nb = k->nin + k->nout;
 	struct plan_buffer buf[4] = { 0 };
@@ -287,10 +287,12 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, bool special, 
 		int64_t n = ir_shape_numel(&k->shape[j]);
 		for (int64_t i = 0; i < n; i++) {
 			double v = urand() * 2 - 1;
-			if (special && i % 7 == 3)
+			if (special == 1 && i % 7 == 3)
 				v = i % 3 ? 0.0 : -0.0;
-			if (special && i % 97 == 5)
+			if (special == 1 && i % 97 == 5)
 				v = NAN;
+			if (special == 2)
+				v = i % 3 ? (i % 5 < 2 ? -0.0 : 0.0) : -fabs(v);
 			if (k->dtype[j] == IR_F32)
 				((float *)tin[j].data)[i] = (float)v;
 			else if (k->dtype[j] == IR_I64)
@@ -424,10 +426,12 @@ static void check_host_window(struct pool *pool)
 		{ 4, { 3, 1, 4, 4 }, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1 },    /* global */
 		{ 3, { 2, 5, 13 }, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1 },       /* 1-D */
 		{ 4, { 1, 2, 3, 3 }, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1 },    /* windows wholly in the padding */
+		{ 4, { 1, 64, 112, 112 }, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 }, /* resnet-50's max pool */
+		{ 3, { 1, 2, 5000 }, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1 },   /* rows too long for window_max_plane */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		for (int op = 0; op < 2; op++) {
-			for (int special = 0; special < 2; special++) {
+			for (int special = 0; special < 3; special++) {
 				const struct window_case *t = &cs[i];
 				int r = t->rank;
 				struct plan_kernel k = { .op = op ? IR_OP_WINDOW_SUM : IR_OP_WINDOW_MAX, .nin = 1, .nout = 1 };
@@ -456,7 +460,7 @@ static void check_host_window(struct pool *pool)
 				bool ok = run_host_op(&k, pool, special, &same, &err);
 				TAP_OK(ok && same, "host window_%s %s -> %s%s: bit for bit", op ? "sum" : "max",
 				       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1),
-				       special ? ", with NaN and signed zeros" : "");
+				       special == 1 ? ", with NaN and signed zeros" : special ? ", +0 and -0 tied" : "");
 			}
 		}
 	}
