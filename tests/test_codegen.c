@@ -427,7 +427,7 @@ static void check_host_window(struct pool *pool)
 		{ 3, { 2, 5, 13 }, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1 },       /* 1-D */
 		{ 4, { 1, 2, 3, 3 }, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1 },    /* windows wholly in the padding */
 		{ 4, { 1, 64, 112, 112 }, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 }, /* resnet-50's max pool */
-		{ 3, { 1, 2, 5000 }, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1 },   /* rows too long for window_max_plane */
+		{ 3, { 1, 2, 5000 }, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1 },   /* a long row */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		for (int op = 0; op < 2; op++) {
