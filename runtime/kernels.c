@@ -9,18 +9,21 @@
  *
  * - a dot that is one batched gemm on its operands in place
  *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
- *   GPT-2 small writes 26 MB);
+ *   GPT-2 small writes 26 MB), the matrices split over the pool's threads,
+ *   or with fewer matrices than threads, blocks of rows or columns of each;
  * - an f32 convolution with one or two spatial dims, per image and group,
  *   as interp_conv computes it: out (Og x P) = w (Og x Cg*KH*KW) * col
  *   (Cg*KH*KW x P), one sgemm. With at least as many (image, group) items
  *   as threads, the threads take items; with fewer (a batch of one image
  *   at real sizes), each item is split across them: its column matrix by
  *   channels, its gemm by output channels or by columns, whichever is
- *   longer (ResNet-50 at batch 1, 2 threads: 250 -> 155 ms). Either way
+ *   longer (ResNet-50 at batch 1, 2 threads: 250 -> 155 ms on a busy
+ *   machine, 67 -> 52 ms on a quiet one). For dots and convolutions alike,
  *   OpenBLAS runs single-threaded inside the pool's threads: its own
- *   threads would compete with them for the cores. The column
- *   matrix is built in the pool's scratch memory from a copy of the input
- *   with its padding in place (no index table, no bounds checks); a 1x1
+ *   threads would compete with them for the cores, and spin on (yielding)
+ *   long after each call. The column matrix is built in the pool's
+ *   scratch memory from a copy of the input with its padding in place
+ *   (no index table, no bounds checks); a 1x1
  *   kernel with stride 1 and no padding needs none (the input is col);
  *   with stride 1, col runs over OH x Wp columns (Wp the padded width), so
  *   each of its rows is one slice of the padded input, and the junk
@@ -35,13 +38,13 @@
  * Window ops and pads compute what the reference kernel computes in the
  * same order and precision (max in float is exact, sums in double rounded
  * once, NaN and signed zeros as interp_window has them): bit for bit.
- * Convolutions compute each output as a dot of the same weights and
- * column entries with sgemm, but not always in the same calls: conv_wide's
- * extra columns and a split gemm's pieces can change how OpenBLAS rounds
- * in the last place (1 ulp on the ResNet fixture; ResNet-50 came out bit
- * for bit; test_codegen checks 1e-5 of the sum of magnitudes). Anything else
- * (other dtypes or ranks, a result buffer that overlaps an operand) goes
- * to the reference kernel.
+ * Dots and convolutions compute each output as a dot of the same entries
+ * with sgemm, but not always in the same calls: conv_wide's extra columns
+ * and a split gemm's pieces can change how OpenBLAS rounds in the last
+ * place (1 ulp on the ResNet fixture; GPT-2 small came out bit for bit,
+ * ResNet-50's logits within 6e-7; test_codegen checks 1e-5 of the sum of
+ * magnitudes). Anything else (other dtypes or ranks, a result buffer that
+ * overlaps an operand) goes to the reference kernel.
  */
 #include <errno.h>
 #include <math.h>
@@ -115,34 +118,103 @@ static void chunk(void *ctx, int64_t begin, int64_t end)
 	c->fn(c->args, begin, end);
 }
 
-/* The dot x as interp_dot runs it, when it is one batched gemm in place. */
+/* ceil(a / b) for b > 0 and any a. */
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* OpenBLAS's thread count (weak: with another BLAS, these are NULL). */
+int openblas_get_num_threads(void) __attribute__((weak));
+void openblas_set_num_threads(int n) __attribute__((weak));
+
+/* OpenBLAS to one thread while the pool's threads each make sgemm calls
+ * (its own threads would compete with them for the cores, and spin on
+ * after each call); returns the count to restore (1: nothing to do). */
+static int blas_single(const struct rt *r)
+{
+	int n = pool_threads(r->pool) > 1 && openblas_get_num_threads ? openblas_get_num_threads() : 1;
+	if (n > 1)
+		openblas_set_num_threads(1);
+	return n;
+}
+
+static void blas_restore(int n)
+{
+	if (n > 1)
+		openblas_set_num_threads(n);
+}
+
+#define DOT_ROW_BLOCK 16 /* rows of C per piece of a split gemm (sgemm's unroll divides it) */
+#define DOT_COL_BLOCK 64 /* columns of C per piece */
+
+/* A batched gemm C_i = op(A_i) op(B_i) in pieces: each matrix of the
+ * batch whole, or, with fewer matrices than threads, split into blocks
+ * of rows or of columns of C (whichever dim is longer). */
+struct dot {
+	const char *a, *b;
+	char *c;
+	struct gpu_gemm g;
+	size_t es;               /* bytes of an element */
+	int64_t pieces;          /* per matrix */
+	bool by_rows;
+};
+
+static void dot_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct dot *d = ctx;
+	const struct gpu_gemm *g = &d->g;
+	enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans, tb = g->tb ? CblasTrans : CblasNoTrans;
+	blasint lda = (blasint)(g->ta ? g->m : g->k), ldb = (blasint)(g->tb ? g->k : g->n), ldc = (blasint)g->n;
+	for (int64_t u = begin; u < end; u++) {
+		int64_t i = u / d->pieces, p = u % d->pieces, m0 = 0, m1 = g->m, n0 = 0, n1 = g->n;
+		if (d->pieces > 1 && d->by_rows) {
+			m0 = p * DOT_ROW_BLOCK;
+			m1 = m0 + DOT_ROW_BLOCK < g->m ? m0 + DOT_ROW_BLOCK : g->m;
+		} else if (d->pieces > 1) {
+			n0 = p * DOT_COL_BLOCK;
+			n1 = n0 + DOT_COL_BLOCK < g->n ? n0 + DOT_COL_BLOCK : g->n;
+		}
+		/* rows m0.. of op(A): rows of A, or its columns when transposed; likewise B's columns */
+		const char *ai = d->a + (size_t)(i * g->m * g->k + (g->ta ? m0 : m0 * g->k)) * d->es;
+		const char *bi = d->b + (size_t)(i * g->k * g->n + (g->tb ? n0 * g->k : n0)) * d->es;
+		char *ci = d->c + (size_t)(i * g->m * g->n + m0 * g->n + n0) * d->es;
+		blasint m = (blasint)(m1 - m0), n = (blasint)(n1 - n0), k = (blasint)g->k;
+		if (d->es == sizeof(float))
+			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
+				    0.0f, (float *)ci, ldc);
+		else
+			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
+				    0.0, (double *)ci, ldc);
+	}
+}
+
+/* The dot x as interp_dot runs it, when it is one batched gemm in place,
+ * across the pool's threads (dot_chunk). */
 static bool host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	struct gpu_gemm g;
-	if (!gpu_plan_gemm(k, &g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g.m > INT32_MAX ||
-	    g.n > INT32_MAX || g.k > INT32_MAX)
+	struct dot d = { .a = buf[0], .b = buf[1], .c = buf[2], .pieces = 1 };
+	struct gpu_gemm *g = &d.g;
+	if (!gpu_plan_gemm(k, g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g->m > INT32_MAX ||
+	    g->n > INT32_MAX || g->k > INT32_MAX)
 		return false;
-	(void)r;
-	const char *a = buf[0], *b = buf[1];
-	char *c = buf[2];
-	size_t es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
-	size_t na = (size_t)(g.batch * g.m * g.k) * es, nb = (size_t)(g.batch * g.k * g.n) * es,
-	       nc = (size_t)(g.batch * g.m * g.n) * es;
-	if ((c < a + na && a < c + nc) || (c < b + nb && b < c + nc))
+	d.es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
+	size_t na = (size_t)(g->batch * g->m * g->k) * d.es, nb = (size_t)(g->batch * g->k * g->n) * d.es,
+	       nc = (size_t)(g->batch * g->m * g->n) * d.es;
+	if ((d.c < d.a + na && d.a < d.c + nc) || (d.c < d.b + nb && d.b < d.c + nc))
 		return false; /* written in place: gemm's C may not alias A or B */
-	enum CBLAS_TRANSPOSE ta = g.ta ? CblasTrans : CblasNoTrans, tb = g.tb ? CblasTrans : CblasNoTrans;
-	blasint m = (blasint)g.m, n = (blasint)g.n, kk = (blasint)g.k;
-	blasint lda = g.ta ? m : kk, ldb = g.tb ? kk : n;
-	for (int64_t i = 0; i < g.batch; i++) {
-		const char *ai = a + (size_t)(i * g.m * g.k) * es, *bi = b + (size_t)(i * g.k * g.n) * es;
-		char *ci = c + (size_t)(i * g.m * g.n) * es;
-		if (es == sizeof(float))
-			cblas_sgemm(CblasRowMajor, ta, tb, m, n, kk, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
-				    0.0f, (float *)ci, n);
-		else
-			cblas_dgemm(CblasRowMajor, ta, tb, m, n, kk, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
-				    0.0, (double *)ci, n);
-	}
+	int threads = pool_threads(r->pool);
+	d.by_rows = g->m > g->n;
+	if (g->batch < threads)
+		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, DOT_COL_BLOCK);
+	/* a thread per at least ~64K multiply-adds */
+	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * DOT_COL_BLOCK);
+	int64_t units = g->batch * d.pieces, grain = macs > 0 ? ceil_div(65536, macs) : units;
+	if (units < 1)
+		return true;
+	int blas = blas_single(r);
+	pool_run(r->pool, dot_chunk, &d, units, grain);
+	blas_restore(blas);
 	return true;
 }
 
@@ -156,12 +228,6 @@ static bool overlap(const void *a, size_t na, const void *b, size_t nb)
 static size_t kernel_bytes(const struct plan_kernel *k, int j)
 {
 	return (size_t)ir_shape_numel(&k->shape[j]) * ir_dtype_size(k->dtype[j]);
-}
-
-/* ceil(a / b) for b > 0 and any a. */
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-	return a >= 0 ? (a + b - 1) / b : -(-a / b);
 }
 
 /* A convolution with two spatial dims (one: H = KH = 1), per image and
@@ -392,10 +458,6 @@ static void split_items(struct rt *r, struct conv *c)
 	}
 }
 
-/* OpenBLAS's thread count (weak: with another BLAS, these are NULL). */
-int openblas_get_num_threads(void) __attribute__((weak));
-void openblas_set_num_threads(int n) __attribute__((weak));
-
 static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
 	const struct ir_shape *xs = &k->shape[0], *ws = &k->shape[1], *os = &k->shape[2];
@@ -463,17 +525,12 @@ static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *bu
 				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
 	if (c.block && !(c.work = pool_scratch(r->pool, (size_t)(c.nthreads * c.block) * sizeof(float))))
 		return false;
-	/* the pool's threads run one sgemm each: OpenBLAS's own would compete
-	 * with them for the cores */
-	int blas = threads > 1 && openblas_get_num_threads ? openblas_get_num_threads() : 1;
-	if (blas > 1)
-		openblas_set_num_threads(1);
+	int blas = blas_single(r);
 	if (split)
 		split_items(r, &c);
 	else
 		pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
-	if (blas > 1)
-		openblas_set_num_threads(blas);
+	blas_restore(blas);
 	return true;
 }
 

@@ -466,6 +466,55 @@ static void check_host_window(struct pool *pool)
 	}
 }
 
+/* batch (0: none), m, k, n, A transposed, B transposed, dtype. */
+struct dot_case {
+	int64_t batch, m, k, n;
+	bool ta, tb;
+	enum ir_dtype dt;
+};
+
+static void check_host_dot(struct pool *pool)
+{
+	static const struct dot_case cs[] = {
+		{ 0, 1, 2048, 1000, false, false, IR_F32 },  /* resnet-50's fc: by columns */
+		{ 0, 300, 64, 90, false, false, IR_F32 },    /* by rows, a part block */
+		{ 0, 77, 129, 200, true, false, IR_F32 },    /* A transposed */
+		{ 0, 250, 96, 70, false, true, IR_F32 },     /* B transposed, by rows */
+		{ 0, 40, 33, 300, true, true, IR_F64 },      /* both, f64 */
+		{ 2, 64, 100, 130, false, false, IR_F32 },   /* two matrices, three threads */
+		{ 4, 20, 50, 30, false, true, IR_F32 },      /* a matrix per thread */
+		{ 0, 3, 5, 7, false, false, IR_F32 },        /* too small to split */
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		const struct dot_case *t = &cs[i];
+		struct plan_kernel k = { .op = IR_OP_DOT, .nin = 2, .nout = 1 };
+		enum ir_dtype dt[3] = { t->dt, t->dt, t->dt };
+		struct ir_shape sh[3];
+		int nb = t->batch ? 1 : 0;
+		int64_t ad[3] = { t->batch }, bd[3] = { t->batch }, od[3] = { t->batch, t->m, t->n };
+		ad[nb] = t->ta ? t->k : t->m, ad[nb + 1] = t->ta ? t->m : t->k;
+		bd[nb] = t->tb ? t->n : t->k, bd[nb + 1] = t->tb ? t->k : t->n;
+		int64_t zero = 0, lc = nb + (t->ta ? 0 : 1), rc = nb + (t->tb ? 1 : 0);
+		sh[0] = shape_of(nb + 2, ad);
+		sh[1] = shape_of(nb + 2, bd);
+		sh[2] = shape_of(nb + 2, nb ? od : od + 1);
+		set_list(&k.a.lhs_batch, nb, &zero);
+		set_list(&k.a.rhs_batch, nb, &zero);
+		set_list(&k.a.lhs_contract, 1, &lc);
+		set_list(&k.a.rhs_contract, 1, &rc);
+		k.dtype = dt;
+		k.shape = sh;
+		bool same;
+		double err;
+		char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
+		bool ok = run_host_op(&k, pool, false, &same, &err);
+		TAP_OK(ok && (t->dt != IR_F32 || err <= 1e-5) && (t->dt == IR_F32 || same),
+		       "host dot %s %s . %s: max err %.2g of the sum of magnitudes%s", ir_dtype_name(t->dt),
+		       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), err,
+		       same ? " (bit for bit)" : "");
+	}
+}
+
 static void check_host_pad(struct pool *pool)
 {
 	static const struct {
@@ -518,6 +567,7 @@ static void check_host_ops(void)
 	TAP_OK(pool, "a pool of 3 threads");
 	if (!pool)
 		return;
+	check_host_dot(pool);
 	check_host_conv(pool);
 	check_host_window(pool);
 	check_host_pad(pool);
