@@ -52,7 +52,9 @@ ORT_PYTHON=${ORT_PYTHON:-/tmp/ort-venv/bin/python}
 pcc=$build/compiler/pcc
 cmp=$build/tests/pb_cmp
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
-mpirun=(mpirun --oversubscribe -np 1)
+# --bind-to none: Open MPI binds a job of one or two ranks to one core each
+# by default, and the rank's --threads would then share that core
+mpirun=(mpirun --oversubscribe --bind-to none -np 1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$root"
