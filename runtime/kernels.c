@@ -27,7 +27,10 @@
  *   kernel with stride 1 and no padding needs none (the input is col);
  *   with stride 1, col runs over OH x Wp columns (Wp the padded width), so
  *   each of its rows is one slice of the padded input, and the junk
- *   columns are dropped from the result (conv_wide);
+ *   columns are dropped from the result (conv_wide), unless the rows are
+ *   short in a big gemm, where the junk would cost more to multiply than
+ *   im2col's pieces to copy (ResNet-50's 14x14 and 7x7 stages: 14% and
+ *   29% more columns; 51 -> 48 ms);
  * - an f32 window max or sum over the last two dims (pooling), from a
  *   copy of each plane with its padding in place (-inf for max, 0 for
  *   sum: no bounds checks), each output's taps folded in a register, a
@@ -251,6 +254,8 @@ struct conv {
 
 #define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
 #define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
+#define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
+#define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 
 /* n floats from s to d, in constant-size pieces that the compiler inlines
  * (the rows are a few floats long: a call each would cost more). */
@@ -512,7 +517,9 @@ static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *bu
 	/* the planes that the windows reach, from (-ph, -pw) on */
 	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
 	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
-	c.wide = !c.direct && c.sh == 1 && c.sw == 1;
+	/* junk columns cost (Wp - OW) / OW of the gemm: short rows of a big
+	 * gemm are cheaper to gather (im2col) than to multiply */
+	c.wide = !c.direct && c.sh == 1 && c.sw == 1 && (c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
 	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
 	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
 	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;

@@ -367,7 +367,8 @@ static void check_host_conv(struct pool *pool)
 		{ 1, 2, 4, 1, 10, 6, 1, 4, 1, 1, 0, 2, 0, 1, 1, 3, 2 },     /* 1-D, dilation 3, groups */
 		/* one image at real sizes: split across the threads (split_items) */
 		{ 2, 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by columns */
-		{ 2, 1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },  /* wide, by rows (200: a part block) */
+		{ 2, 1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },  /* short rows: im2col, by rows */
+		{ 2, 1, 32, 16, 16, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by rows (600: a part block) */
 		{ 2, 1, 64, 28, 27, 72, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 }, /* 1x1 stride 2, by columns */
 		{ 2, 1, 128, 14, 14, 232, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* direct 1x1, by rows */
 		{ 2, 1, 3, 56, 56, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1 },  /* the stem: padded, stride 2 */
