@@ -9,29 +9,45 @@
  *
  * - a dot that is one batched gemm on its operands in place
  *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
- *   GPT-2 small writes 26 MB);
- * - an f32 convolution with one or two spatial dims, per image and group
- *   (split over the pool's threads), as interp_conv computes it: out (Og x
- *   P) = w (Og x Cg*KH*KW) * col (Cg*KH*KW x P), one sgemm. The column
- *   matrix is built in the pool's scratch memory from a copy of the input
- *   with its padding in place (no index table, no bounds checks); a 1x1
+ *   GPT-2 small writes 26 MB), the matrices split over the pool's threads,
+ *   or with fewer matrices than threads, blocks of rows or columns of each;
+ * - an f32 convolution with one or two spatial dims, per image and group,
+ *   as interp_conv computes it: out (Og x P) = w (Og x Cg*KH*KW) * col
+ *   (Cg*KH*KW x P), one sgemm. With at least as many (image, group) items
+ *   as threads, the threads take items; with fewer (a batch of one image
+ *   at real sizes), each item is split across them: its column matrix by
+ *   channels, its gemm by output channels or by columns, whichever is
+ *   longer (ResNet-50 at batch 1, 2 threads: 250 -> 155 ms on a busy
+ *   machine, 67 -> 52 ms on a quiet one). For dots and convolutions alike,
+ *   OpenBLAS runs single-threaded inside the pool's threads: its own
+ *   threads would compete with them for the cores, and spin on (yielding)
+ *   long after each call. The column matrix is built in the pool's
+ *   scratch memory from a copy of the input with its padding in place
+ *   (no index table, no bounds checks); a 1x1
  *   kernel with stride 1 and no padding needs none (the input is col);
  *   with stride 1, col runs over OH x Wp columns (Wp the padded width), so
  *   each of its rows is one slice of the padded input, and the junk
- *   columns are dropped from the result (conv_wide);
- * - an f32 window max or sum over the last two dims (pooling): the taps
- *   folded along whole output rows;
+ *   columns are dropped from the result (conv_wide), unless the rows are
+ *   short in a big gemm, where the junk would cost more to multiply than
+ *   im2col's pieces to copy (ResNet-50's 14x14 and 7x7 stages: 14% and
+ *   29% more columns; 51 -> 48 ms);
+ * - an f32 window max or sum over the last two dims (pooling), from a
+ *   copy of each plane with its padding in place (-inf for max, 0 for
+ *   sum: no bounds checks), each output's taps folded in a register, a
+ *   max four outputs to a maxps (fixture's 3x3/2 pool: 15 -> 5 us,
+ *   ResNet-50's: 1.3 -> 0.5 ms, one thread);
  * - a constant pad (zero in any dtype, any value in f32): row copies.
  *
  * Window ops and pads compute what the reference kernel computes in the
  * same order and precision (max in float is exact, sums in double rounded
  * once, NaN and signed zeros as interp_window has them): bit for bit.
- * Convolutions make the same sgemm calls on the same column matrices,
- * except conv_wide's, whose extra columns can change how OpenBLAS rounds
- * the real ones in the last place (1 ulp on the ResNet fixture;
- * test_codegen checks 1e-5 of the sum of magnitudes). Anything else
- * (other dtypes or ranks, a result buffer that overlaps an operand) goes
- * to the reference kernel.
+ * Dots and convolutions compute each output as a dot of the same entries
+ * with sgemm, but not always in the same calls: conv_wide's extra columns
+ * and a split gemm's pieces can change how OpenBLAS rounds in the last
+ * place (1 ulp on the ResNet fixture; GPT-2 small came out bit for bit,
+ * ResNet-50's logits within 6e-7; test_codegen checks 1e-5 of the sum of
+ * magnitudes). Anything else (other dtypes or ranks, a result buffer that
+ * overlaps an operand) goes to the reference kernel.
  */
 #include <errno.h>
 #include <math.h>
@@ -105,34 +121,103 @@ static void chunk(void *ctx, int64_t begin, int64_t end)
 	c->fn(c->args, begin, end);
 }
 
-/* The dot x as interp_dot runs it, when it is one batched gemm in place. */
+/* ceil(a / b) for b > 0 and any a. */
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* OpenBLAS's thread count (weak: with another BLAS, these are NULL). */
+int openblas_get_num_threads(void) __attribute__((weak));
+void openblas_set_num_threads(int n) __attribute__((weak));
+
+/* OpenBLAS to one thread while the pool's threads each make sgemm calls
+ * (its own threads would compete with them for the cores, and spin on
+ * after each call); returns the count to restore (1: nothing to do). */
+static int blas_single(const struct rt *r)
+{
+	int n = pool_threads(r->pool) > 1 && openblas_get_num_threads ? openblas_get_num_threads() : 1;
+	if (n > 1)
+		openblas_set_num_threads(1);
+	return n;
+}
+
+static void blas_restore(int n)
+{
+	if (n > 1)
+		openblas_set_num_threads(n);
+}
+
+#define DOT_ROW_BLOCK 16 /* rows of C per piece of a split gemm (sgemm's unroll divides it) */
+#define DOT_COL_BLOCK 64 /* columns of C per piece */
+
+/* A batched gemm C_i = op(A_i) op(B_i) in pieces: each matrix of the
+ * batch whole, or, with fewer matrices than threads, split into blocks
+ * of rows or of columns of C (whichever dim is longer). */
+struct dot {
+	const char *a, *b;
+	char *c;
+	struct gpu_gemm g;
+	size_t es;               /* bytes of an element */
+	int64_t pieces;          /* per matrix */
+	bool by_rows;
+};
+
+static void dot_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct dot *d = ctx;
+	const struct gpu_gemm *g = &d->g;
+	enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans, tb = g->tb ? CblasTrans : CblasNoTrans;
+	blasint lda = (blasint)(g->ta ? g->m : g->k), ldb = (blasint)(g->tb ? g->k : g->n), ldc = (blasint)g->n;
+	for (int64_t u = begin; u < end; u++) {
+		int64_t i = u / d->pieces, p = u % d->pieces, m0 = 0, m1 = g->m, n0 = 0, n1 = g->n;
+		if (d->pieces > 1 && d->by_rows) {
+			m0 = p * DOT_ROW_BLOCK;
+			m1 = m0 + DOT_ROW_BLOCK < g->m ? m0 + DOT_ROW_BLOCK : g->m;
+		} else if (d->pieces > 1) {
+			n0 = p * DOT_COL_BLOCK;
+			n1 = n0 + DOT_COL_BLOCK < g->n ? n0 + DOT_COL_BLOCK : g->n;
+		}
+		/* rows m0.. of op(A): rows of A, or its columns when transposed; likewise B's columns */
+		const char *ai = d->a + (size_t)(i * g->m * g->k + (g->ta ? m0 : m0 * g->k)) * d->es;
+		const char *bi = d->b + (size_t)(i * g->k * g->n + (g->tb ? n0 * g->k : n0)) * d->es;
+		char *ci = d->c + (size_t)(i * g->m * g->n + m0 * g->n + n0) * d->es;
+		blasint m = (blasint)(m1 - m0), n = (blasint)(n1 - n0), k = (blasint)g->k;
+		if (d->es == sizeof(float))
+			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
+				    0.0f, (float *)ci, ldc);
+		else
+			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
+				    0.0, (double *)ci, ldc);
+	}
+}
+
+/* The dot x as interp_dot runs it, when it is one batched gemm in place,
+ * across the pool's threads (dot_chunk). */
 static bool host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	struct gpu_gemm g;
-	if (!gpu_plan_gemm(k, &g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g.m > INT32_MAX ||
-	    g.n > INT32_MAX || g.k > INT32_MAX)
+	struct dot d = { .a = buf[0], .b = buf[1], .c = buf[2], .pieces = 1 };
+	struct gpu_gemm *g = &d.g;
+	if (!gpu_plan_gemm(k, g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g->m > INT32_MAX ||
+	    g->n > INT32_MAX || g->k > INT32_MAX)
 		return false;
-	(void)r;
-	const char *a = buf[0], *b = buf[1];
-	char *c = buf[2];
-	size_t es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
-	size_t na = (size_t)(g.batch * g.m * g.k) * es, nb = (size_t)(g.batch * g.k * g.n) * es,
-	       nc = (size_t)(g.batch * g.m * g.n) * es;
-	if ((c < a + na && a < c + nc) || (c < b + nb && b < c + nc))
+	d.es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
+	size_t na = (size_t)(g->batch * g->m * g->k) * d.es, nb = (size_t)(g->batch * g->k * g->n) * d.es,
+	       nc = (size_t)(g->batch * g->m * g->n) * d.es;
+	if ((d.c < d.a + na && d.a < d.c + nc) || (d.c < d.b + nb && d.b < d.c + nc))
 		return false; /* written in place: gemm's C may not alias A or B */
-	enum CBLAS_TRANSPOSE ta = g.ta ? CblasTrans : CblasNoTrans, tb = g.tb ? CblasTrans : CblasNoTrans;
-	blasint m = (blasint)g.m, n = (blasint)g.n, kk = (blasint)g.k;
-	blasint lda = g.ta ? m : kk, ldb = g.tb ? kk : n;
-	for (int64_t i = 0; i < g.batch; i++) {
-		const char *ai = a + (size_t)(i * g.m * g.k) * es, *bi = b + (size_t)(i * g.k * g.n) * es;
-		char *ci = c + (size_t)(i * g.m * g.n) * es;
-		if (es == sizeof(float))
-			cblas_sgemm(CblasRowMajor, ta, tb, m, n, kk, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
-				    0.0f, (float *)ci, n);
-		else
-			cblas_dgemm(CblasRowMajor, ta, tb, m, n, kk, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
-				    0.0, (double *)ci, n);
-	}
+	int threads = pool_threads(r->pool);
+	d.by_rows = g->m > g->n;
+	if (g->batch < threads)
+		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, DOT_COL_BLOCK);
+	/* a thread per at least ~64K multiply-adds */
+	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * DOT_COL_BLOCK);
+	int64_t units = g->batch * d.pieces, grain = macs > 0 ? ceil_div(65536, macs) : units;
+	if (units < 1)
+		return true;
+	int blas = blas_single(r);
+	pool_run(r->pool, dot_chunk, &d, units, grain);
+	blas_restore(blas);
 	return true;
 }
 
@@ -148,25 +233,29 @@ static size_t kernel_bytes(const struct plan_kernel *k, int j)
 	return (size_t)ir_shape_numel(&k->shape[j]) * ir_dtype_size(k->dtype[j]);
 }
 
-/* ceil(a / b) for b > 0 and any a. */
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-	return a >= 0 ? (a + b - 1) / b : -(-a / b);
-}
-
 /* A convolution with two spatial dims (one: H = KH = 1), per image and
- * group: out (Og x P) = w (Og x CK) * col (CK x P). */
+ * group: out (Og x P) = w (Og x CK) * col (CK x ncol). */
 struct conv {
 	const float *x, *w;
 	float *out, *work;      /* work: nthreads blocks of `block` floats */
 	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
 	int64_t sh, sw, ph, pw, dh, dw;
 	int64_t Hp, Wp;         /* the input plane with its padding */
+	int64_t ncol;           /* columns of the gemm: P, or OH * Wp when wide */
 	int64_t items, nthreads, block, slack;
 	bool direct;            /* 1x1, stride 1, no padding: col is the input */
 	bool padded;            /* im2col reads a zero-padded copy of the input */
 	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
+	/* split_item's: the item that the threads share, its work areas */
+	const float *xi, *wi;
+	float *oi, *col, *xp, *cw;
+	bool by_rows;           /* its gemm split by output channels, else by columns */
 };
+
+#define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
+#define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
+#define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
+#define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 
 /* n floats from s to d, in constant-size pieces that the compiler inlines
  * (the rows are a few floats long: a call each would cost more). */
@@ -187,37 +276,49 @@ static void copy_floats(float *restrict d, const float *restrict s, int64_t n)
 		d[i] = s[i];
 }
 
-/* The column matrix of one image and group: row (c, kh, kw), column
- * (oh, ow), the input at (c, oh * sh - ph + kh * dh, ow * sw - pw + kw * dw),
- * 0 in the padding; as interp_conv's table gathers it. x is the group's
- * input, or (c->padded) its copy in Hp x Wp planes with the padding in
+/* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
+ * column (oh, ow) is the input at (oh * sh - ph + kh * dh, ow * sw - pw +
+ * kw * dw), 0 in the padding; as interp_conv's table gathers it. x is the
+ * input's plane, or (c->padded) its copy in Hp x Wp with the padding in
  * place, so that no read needs a bounds check. */
-static void im2col(const struct conv *c, const float *x, float *restrict col)
+static void im2col_plane(const struct conv *c, const float *x, float *restrict col)
 {
 	int64_t Wp = c->Wp, OW = c->OW, sw = c->sw;
-	for (int64_t ch = 0; ch < c->Cg; ch++, x += c->Hp * Wp) {
-		for (int64_t kh = 0; kh < c->KH; kh++) {
-			for (int64_t kw = 0; kw < c->KW; kw++) {
-				const float *src = x + kh * c->dh * Wp + kw * c->dw;
-				for (int64_t oh = 0; oh < c->OH; oh++, col += OW, src += c->sh * Wp) {
-					if (sw == 1)
-						copy_floats(col, src, OW);
-					else
-						for (int64_t ow = 0; ow < OW; ow++)
-							col[ow] = src[ow * sw];
-				}
+	for (int64_t kh = 0; kh < c->KH; kh++) {
+		for (int64_t kw = 0; kw < c->KW; kw++) {
+			const float *src = x + kh * c->dh * Wp + kw * c->dw;
+			for (int64_t oh = 0; oh < c->OH; oh++, col += OW, src += c->sh * Wp) {
+				if (sw == 1)
+					copy_floats(col, src, OW);
+				else
+					for (int64_t ow = 0; ow < OW; ow++)
+						col[ow] = src[ow * sw];
 			}
 		}
 	}
 }
 
-/* The group's input x in Hp x Wp planes, (ph, pw) into each, zeros around. */
+/* The column matrix of one image and group, x its Cg planes. */
+static void im2col(const struct conv *c, const float *x, float *restrict col)
+{
+	for (int64_t ch = 0; ch < c->Cg; ch++, x += c->Hp * c->Wp, col += c->KH * c->KW * c->P)
+		im2col_plane(c, x, col);
+}
+
+/* One input plane x in Hp x Wp, at (ph, pw), zeros around. */
+static void pad_plane(const struct conv *c, const float *x, float *restrict xp)
+{
+	memset(xp, 0, (size_t)(c->Hp * c->Wp) * sizeof *xp);
+	for (int64_t h = 0; h < c->H; h++, x += c->W)
+		copy_floats(xp + (h + c->ph) * c->Wp + c->pw, x, c->W);
+}
+
+/* The group's input x in Hp x Wp planes, then slack zeros. */
 static void pad_input(const struct conv *c, const float *x, float *restrict xp)
 {
-	memset(xp, 0, (size_t)(c->Cg * c->Hp * c->Wp + c->slack) * sizeof *xp);
-	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp)
-		for (int64_t h = 0; h < c->H; h++, x += c->W)
-			copy_floats(xp + (h + c->ph) * c->Wp + c->pw, x, c->W);
+	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp, x += c->H * c->W)
+		pad_plane(c, x, xp);
+	memset(xp, 0, (size_t)c->slack * sizeof *xp);
 }
 
 /* With stride 1, the column matrix over OH x Wp columns (the Wp - OW
@@ -225,33 +326,43 @@ static void pad_input(const struct conv *c, const float *x, float *restrict xp)
  * row's end) has rows that are plain slices of the padded input: one copy
  * each, where im2col copies OH pieces of OW floats. The gemm's columns are
  * independent of one another, so the OW real ones of each row come out as
- * im2col's do; the junk ones are dropped when the result is compacted. */
+ * im2col's do; the junk ones are dropped when the result is compacted.
+ * These are the KH * KW rows of one channel, xp its padded plane. */
+static void wide_rows(const struct conv *c, const float *xp, float *restrict row)
+{
+	for (int64_t kh = 0; kh < c->KH; kh++)
+		for (int64_t kw = 0; kw < c->KW; kw++, row += c->ncol)
+			memcpy(row, xp + kh * c->dh * c->Wp + kw * c->dw, (size_t)c->ncol * sizeof *row);
+}
+
+/* Output channels [o0, o1) and rows [h0, h1) of the wide result cw into out. */
+static void compact(const struct conv *c, const float *cw, float *out, int64_t o0, int64_t o1, int64_t h0,
+		    int64_t h1)
+{
+	for (int64_t o = o0; o < o1; o++)
+		for (int64_t oh = h0; oh < h1; oh++)
+			copy_floats(out + o * c->P + oh * c->OW, cw + o * c->ncol + oh * c->Wp, c->OW);
+}
+
 static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
 		      const float *w, float *out)
 {
-	int64_t Pw = c->OH * c->Wp;
-	float *row = col;
-	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp)
-		for (int64_t kh = 0; kh < c->KH; kh++)
-			for (int64_t kw = 0; kw < c->KW; kw++, row += Pw)
-				memcpy(row, xp + kh * c->dh * c->Wp + kw * c->dw, (size_t)Pw * sizeof *row);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)Pw, (blasint)c->CK, 1.0f, w,
-		    (blasint)c->CK, col, (blasint)Pw, 0.0f, cw, (blasint)Pw);
-	for (int64_t o = 0; o < c->Og; o++)
-		for (int64_t oh = 0; oh < c->OH; oh++, out += c->OW)
-			copy_floats(out, cw + o * Pw + oh * c->Wp, c->OW);
+	for (int64_t ch = 0; ch < c->Cg; ch++)
+		wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->ncol, (blasint)c->CK, 1.0f,
+		    w, (blasint)c->CK, col, (blasint)c->ncol, 0.0f, cw, (blasint)c->ncol);
+	compact(c, cw, out, 0, c->Og, 0, c->OH);
 }
 
 /* Thread t's share of the (image, group) items. */
 static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct conv *c = ctx;
-	int64_t ncol = c->CK * (c->wide ? c->OH * c->Wp : c->P);
 	for (int64_t t = begin; t < end; t++) {
 		float *col = NULL, *xp = NULL, *cw = NULL; /* no work area for a direct 1x1 */
 		if (c->work) {
 			col = c->work + (size_t)(t * c->block);
-			xp = col + ncol;
+			xp = col + c->CK * c->ncol;
 			cw = xp + c->Cg * c->Hp * c->Wp + c->slack;
 		}
 		for (int64_t i = t * c->items / c->nthreads; i < (t + 1) * c->items / c->nthreads; i++) {
@@ -271,6 +382,84 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->P,
 				    (blasint)c->CK, 1.0f, w, (blasint)c->CK, col, (blasint)c->P, 0.0f, out, (blasint)c->P);
 		}
+	}
+}
+
+/* split_item's phases, over the item's channels: the padded planes, then
+ * (once they are all in place: a wide row reads into the next plane) the
+ * column matrix's rows. */
+static void pad_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	for (int64_t ch = begin; ch < end; ch++)
+		pad_plane(c, c->xi + ch * c->H * c->W, c->xp + ch * c->Hp * c->Wp);
+}
+
+static void col_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	const float *x = c->padded ? c->xp : c->xi;
+	for (int64_t ch = begin; ch < end; ch++) {
+		const float *plane = x + ch * c->Hp * c->Wp;
+		float *rows = c->col + ch * c->KH * c->KW * c->ncol;
+		if (c->wide)
+			wide_rows(c, plane, rows);
+		else
+			im2col_plane(c, plane, rows);
+	}
+}
+
+/* Pieces [begin, end) of the item's gemm: output channels in blocks of
+ * CONV_ROW_BLOCK (by_rows), else columns: whole output rows when wide (so
+ * that the piece compacts its own), else blocks of CONV_COL_BLOCK. */
+static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	int64_t o0 = 0, o1 = c->Og, j0 = 0, j1 = c->ncol, unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	if (c->by_rows) {
+		o0 = begin * CONV_ROW_BLOCK;
+		o1 = end * CONV_ROW_BLOCK < c->Og ? end * CONV_ROW_BLOCK : c->Og;
+	} else {
+		j0 = begin * unit;
+		j1 = end * unit < c->ncol ? end * unit : c->ncol;
+	}
+	const float *b = c->direct ? c->xi : c->col;
+	float *dst = c->wide ? c->cw : c->oi;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
+		    1.0f, c->wi + o0 * c->CK, (blasint)c->CK, b + j0, (blasint)c->ncol, 0.0f, dst + o0 * c->ncol + j0,
+		    (blasint)c->ncol);
+	if (c->wide)
+		compact(c, c->cw, c->oi, o0, o1, j0 / c->Wp, j1 / c->Wp);
+}
+
+/* Items one at a time, each across the pool's threads (fewer items than
+ * threads: a batch of one image): its padded input and column matrix
+ * split by channels, its gemm by output channels or by columns, whichever
+ * is longer (each piece packs the whole of the other operand). */
+static void split_items(struct rt *r, struct conv *c)
+{
+	c->col = c->work;
+	c->xp = c->col ? c->col + c->CK * c->ncol : NULL;
+	c->cw = c->xp ? c->xp + c->Cg * c->Hp * c->Wp + c->slack : NULL;
+	c->by_rows = c->Og > c->ncol;
+	int64_t unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	int64_t pieces = c->by_rows ? ceil_div(c->Og, CONV_ROW_BLOCK) : ceil_div(c->ncol, unit);
+	int64_t macs = c->CK * (c->by_rows ? CONV_ROW_BLOCK * c->ncol : c->Og * unit);
+	/* a thread per at least ~64K multiply-adds, or ~8K floats copied */
+	int64_t grain = ceil_div(65536, macs), pgrain = ceil_div(8192, c->Hp * c->Wp),
+		cgrain = ceil_div(8192, c->KH * c->KW * c->ncol);
+	for (int64_t i = 0; i < c->items; i++) {
+		int64_t b = i / c->G, g = i % c->G;
+		c->xi = c->x + (b * c->C + g * c->Cg) * c->H * c->W;
+		c->wi = c->w + g * c->Og * c->CK;
+		c->oi = c->out + (b * c->O + g * c->Og) * c->P;
+		if (c->padded) {
+			pool_run(r->pool, pad_chunk, c, c->Cg, pgrain);
+			memset(c->xp + c->Cg * c->Hp * c->Wp, 0, (size_t)c->slack * sizeof *c->xp);
+		}
+		if (!c->direct)
+			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
+		pool_run(r->pool, gemm_chunk, c, pieces, grain);
 	}
 }
 
@@ -320,36 +509,50 @@ static bool host_conv(struct rt *r, const struct plan_kernel *k, void *const *bu
 	/* a thread per at least ~64K multiply-adds: fewer is not worth the hand-off */
 	int64_t macs = c.Og * c.P * c.CK;
 	c.items = c.N * c.G;
-	c.nthreads = pool_threads(r->pool);
-	c.nthreads = c.nthreads < c.items ? c.nthreads : c.items;
+	int threads = pool_threads(r->pool);
+	bool split = c.items < threads;
+	c.nthreads = split ? 1 : threads;
 	int64_t cap = c.items * macs / 65536;
 	c.nthreads = c.nthreads < cap ? c.nthreads : cap > 1 ? cap : 1;
 	/* the planes that the windows reach, from (-ph, -pw) on */
 	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
 	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
-	c.wide = !c.direct && c.sh == 1 && c.sw == 1;
+	/* junk columns cost (Wp - OW) / OW of the gemm: short rows of a big
+	 * gemm are cheaper to gather (im2col) than to multiply */
+	c.wide = !c.direct && c.sh == 1 && c.sw == 1 && (c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
 	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
 	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
 	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;
-	if (c.wide && c.OH * c.Wp > INT32_MAX)
+	c.ncol = c.wide ? c.OH * c.Wp : c.P;
+	if (c.ncol > INT32_MAX)
 		return false;
 	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
 	c.block = c.direct ? 0
-			   : c.wide ? (c.CK + c.Og) * c.OH * c.Wp + c.Cg * c.Hp * c.Wp + c.slack
+			   : c.wide ? (c.CK + c.Og) * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
 				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
 	if (c.block && !(c.work = pool_scratch(r->pool, (size_t)(c.nthreads * c.block) * sizeof(float))))
 		return false;
-	pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
+	int blas = blas_single(r);
+	if (split)
+		split_items(r, &c);
+	else
+		pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
+	blas_restore(blas);
 	return true;
 }
 
-/* A window op over the last two dims of a tensor viewed as [planes, H, W]. */
+/* A window op over the last two dims of a tensor viewed as [planes, H, W],
+ * read from a copy of each plane with its padding in place. */
 struct window {
 	const float *x;
-	float *out;
+	float *out, *work;      /* work: `parts` planes of Hp x Wp floats */
 	int64_t H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw;
+	int64_t Hp, Wp;         /* the planes that the windows reach, from (-ph, -pw) on */
+	int64_t planes, parts;
 	bool max;
 };
+
+#define WINDOW_SLACK 8 /* floats after each padded plane: load4 reads past the last tap */
 
 /* One output of the window at (oh, ow) of plane x, the out-of-range taps
  * skipped, the others in interp_window's order (row-major over the window):
@@ -372,83 +575,137 @@ static float window_at(const struct window *c, const float *x, int64_t oh, int64
 	return (float)acc;
 }
 
-/* The taps [*k0, *k1) of a window along one dim that fall inside it. */
-static void window_taps(int64_t o, int64_t n, int64_t k, int64_t s, int64_t p, int64_t d, int64_t *k0, int64_t *k1)
+/* Four floats and the lane masks that compare them (GCC's vector
+ * extensions: one SSE register). */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+/* Whether x[0..n) holds a NaN. */
+static bool has_nan(const float *x, int64_t n)
 {
-	int64_t at = o * s - p;
-	*k0 = at >= 0 ? 0 : ceil_div(-at, d);
-	*k1 = at + (k - 1) * d < n ? k : n - at > 0 ? ceil_div(n - at, d) : 0;
-	*k0 = *k0 > k ? k : *k0;
-	*k1 = *k1 < *k0 ? *k0 : *k1;
+	v4i any = { 0, 0, 0, 0 };
+	int64_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		v4f v;
+		memcpy(&v, x + i, sizeof v);
+		any |= v != v;
+	}
+	bool a = any[0] | any[1] | any[2] | any[3];
+	for (; i < n; i++)
+		a |= x[i] != x[i];
+	return a;
 }
 
-/* The outputs [*lo, *hi) along one dim whose tap k falls inside it. */
-static void tap_outputs(int64_t k, int64_t n, int64_t m, int64_t s, int64_t p, int64_t d, int64_t *lo,
-			int64_t *hi)
+/* p[0], p[sw], p[2 sw], p[3 sw]; with sw = 2, p[7] is read too. */
+static inline v4f load4(const float *p, int64_t sw)
 {
-	int64_t off = k * d - p;
-	*lo = ceil_div(-off, s);
-	*hi = ceil_div(n - off, s);
-	*lo = *lo < 0 ? 0 : *lo > m ? m : *lo;
-	*hi = *hi > m ? m : *hi < *lo ? *lo : *hi;
+	v4f a, b;
+	if (sw > 2)
+		return (v4f){ p[0], p[sw], p[2 * sw], p[3 * sw] };
+	memcpy(&a, p, sizeof a);
+	if (sw == 1)
+		return a;
+	memcpy(&b, p + 4, sizeof b);
+	return __builtin_shuffle(a, b, (v4i){ 0, 2, 4, 6 });
 }
 
-#define WINDOW_TAPS_MAX 64 /* window_max_plane's table of taps along a row */
-
-/* A plane of a window max without NaN, in float (max is exact): each tap
- * of the window in interp_window's order (row-major) folded into a whole
- * output row with its acc > v ? acc : v (one maxss), so that the same one
- * of equal values (+0, -0) wins; the loops run along the output row. */
-static void window_max_plane(const struct window *c, const float *x, float *restrict o)
+/* a > b ? a : b lane by lane: maxps, where there is one. */
+static inline v4f max4(v4f a, v4f b)
 {
-	int64_t OW = c->OW, sw = c->sw, lo[WINDOW_TAPS_MAX], hi[WINDOW_TAPS_MAX];
-	for (int64_t kw = 0; kw < c->KW; kw++)
-		tap_outputs(kw, c->W, OW, sw, c->pw, c->dw, &lo[kw], &hi[kw]);
-	for (int64_t oh = 0; oh < c->OH; oh++, o += OW) {
-		int64_t h0, h1;
-		window_taps(oh, c->H, c->KH, c->sh, c->ph, c->dh, &h0, &h1);
-		for (int64_t ow = 0; ow < OW; ow++)
-			o[ow] = -INFINITY;
-		for (int64_t kh = h0; kh < h1; kh++) {
-			const float *row = x + (oh * c->sh - c->ph + kh * c->dh) * c->W;
-			for (int64_t kw = 0; kw < c->KW; kw++) {
-				int64_t at = kw * c->dw - c->pw; /* row[ow * sw + at]: in range from lo on */
-				for (int64_t ow = lo[kw]; ow < hi[kw]; ow++)
-					o[ow] = o[ow] > row[ow * sw + at] ? o[ow] : row[ow * sw + at];
+#ifdef __SSE__
+	return __builtin_ia32_maxps(a, b);
+#else
+	v4i m = a > b;
+	return (v4f)(((v4i)a & m) | ((v4i)b & ~m));
+#endif
+}
+
+/* The window max or sum of a padded plane xp (no NaN for max), KH x KW
+ * taps (constants where inlined): each output folds its taps in
+ * interp_window's order (row-major), the max as acc > v ? acc : v (maxss,
+ * or maxps on four outputs at once: the later of +0 and -0 wins) from
+ * -inf, the sum in double from 0. Taps in the padding read -inf (max) or
+ * 0 (sum), which change no accumulator in value or sign (a double sum
+ * from +0 is never -0), so each output is interp_window's, without a
+ * bounds check. */
+static inline __attribute__((always_inline)) void window_fold(const struct window *c, const float *xp,
+							      float *restrict o, int64_t KH, int64_t KW, int64_t sw)
+{
+	int64_t Wp = c->Wp, dh = c->dh * Wp, dw = c->dw;
+	for (int64_t oh = 0; oh < c->OH; oh++, o += c->OW) {
+		const float *row = xp + oh * c->sh * Wp;
+		int64_t ow = 0;
+		for (; c->max && ow + 8 <= c->OW; ow += 8) { /* two blocks of four: two chains of maxps */
+			const float *at = row + ow * sw;
+			v4f a = { -INFINITY, -INFINITY, -INFINITY, -INFINITY }, b = a;
+			for (int64_t kh = 0; kh < KH; kh++)
+				for (int64_t kw = 0; kw < KW; kw++) {
+					a = max4(a, load4(at + kh * dh + kw * dw, sw));
+					b = max4(b, load4(at + 4 * sw + kh * dh + kw * dw, sw));
+				}
+			memcpy(o + ow, &a, sizeof a);
+			memcpy(o + ow + 4, &b, sizeof b);
+		}
+		for (; ow < c->OW; ow++) {
+			const float *at = row + ow * sw;
+			if (c->max) {
+				float acc = -INFINITY;
+				for (int64_t kh = 0; kh < KH; kh++)
+					for (int64_t kw = 0; kw < KW; kw++) {
+						float v = at[kh * dh + kw * dw];
+						acc = acc > v ? acc : v;
+					}
+				o[ow] = acc;
+			} else {
+				double acc = 0.0;
+				for (int64_t kh = 0; kh < KH; kh++)
+					for (int64_t kw = 0; kw < KW; kw++)
+						acc += at[kh * dh + kw * dw];
+				o[ow] = (float)acc;
 			}
 		}
 	}
 }
 
-/* Whether x[0..n) holds a NaN: four independent chains, no branch. */
-static bool has_nan(const float *x, int64_t n)
+/* window_fold with the common shapes' sizes as constants. */
+static void window_plane(const struct window *c, const float *xp, float *o)
 {
-	bool a = false, b = false, c = false, d = false;
-	int64_t i = 0;
-	for (; i + 4 <= n; i += 4) {
-		a |= x[i] != x[i];
-		b |= x[i + 1] != x[i + 1];
-		c |= x[i + 2] != x[i + 2];
-		d |= x[i + 3] != x[i + 3];
-	}
-	for (; i < n; i++)
-		a |= x[i] != x[i];
-	return a | b | c | d;
+	if (c->KH == 3 && c->KW == 3 && c->sw == 2)
+		window_fold(c, xp, o, 3, 3, 2);
+	else if (c->KH == 3 && c->KW == 3 && c->sw == 1)
+		window_fold(c, xp, o, 3, 3, 1);
+	else if (c->KH == 2 && c->KW == 2 && c->sw == 2)
+		window_fold(c, xp, o, 2, 2, 2);
+	else
+		window_fold(c, xp, o, c->KH, c->KW, c->sw);
 }
 
+/* Part t of the planes, in work area t: its border filled once (the
+ * planes differ only inside), each plane's rows copied in, then folded. A
+ * plane of a max with a NaN goes output by output (window_at). */
 static void window_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct window *c = ctx;
-	for (int64_t p = begin; p < end; p++) {
-		const float *x = c->x + p * c->H * c->W;
-		float *o = c->out + p * c->OH * c->OW;
-		if (c->max && c->KW <= WINDOW_TAPS_MAX && !has_nan(x, c->H * c->W)) {
-			window_max_plane(c, x, o);
-			continue;
+	int64_t i0 = c->ph, i1 = c->ph + c->H < c->Hp ? c->ph + c->H : c->Hp; /* xp's rows from the input */
+	int64_t j0 = c->pw < c->Wp ? c->pw : c->Wp, j1 = c->pw + c->W < c->Wp ? c->pw + c->W : c->Wp;
+	float fill = c->max ? -INFINITY : 0.0f;
+	for (int64_t t = begin; t < end; t++) {
+		float *xp = c->work + (size_t)(t * (c->Hp * c->Wp + WINDOW_SLACK));
+		for (int64_t i = 0; i < c->Hp * c->Wp + WINDOW_SLACK; i++)
+			xp[i] = fill;
+		for (int64_t p = t * c->planes / c->parts; p < (t + 1) * c->planes / c->parts; p++) {
+			const float *x = c->x + p * c->H * c->W;
+			float *o = c->out + p * c->OH * c->OW;
+			if (c->max && has_nan(x, c->H * c->W)) {
+				for (int64_t oh = 0; oh < c->OH; oh++)
+					for (int64_t ow = 0; ow < c->OW; ow++)
+						o[oh * c->OW + ow] = window_at(c, x, oh, ow);
+				continue;
+			}
+			for (int64_t i = i0; i < i1; i++)
+				copy_floats(xp + i * c->Wp + j0, x + (i - c->ph) * c->W, j1 - j0);
+			window_plane(c, xp, o);
 		}
-		for (int64_t oh = 0; oh < c->OH; oh++)
-			for (int64_t ow = 0; ow < c->OW; ow++)
-				o[oh * c->OW + ow] = window_at(c, x, oh, ow);
 	}
 }
 
@@ -466,16 +723,24 @@ static bool host_window(struct rt *r, const struct plan_kernel *k, void *const *
 			    .KH = a->window.v[n - 2], .KW = a->window.v[n - 1], .sh = a->stride.v[n - 2],
 			    .sw = a->stride.v[n - 1], .ph = a->pad_lo.v[n - 2], .pw = a->pad_lo.v[n - 1],
 			    .dh = a->dilation.v[n - 2], .dw = a->dilation.v[n - 1], .max = k->op == IR_OP_WINDOW_MAX };
-	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1)
+	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1 || c.KH < 1 || c.KW < 1 || c.ph < 0 || c.pw < 0)
 		return false;
 	c.x = buf[0];
 	c.out = buf[1];
 	if (overlap(c.out, kernel_bytes(k, 1), c.x, kernel_bytes(k, 0)))
 		return false;
-	int64_t planes = c.OH * c.OW > 0 ? ir_shape_numel(os) / (c.OH * c.OW) : 0;
+	if (c.OH * c.OW == 0)
+		return true;
+	c.planes = ir_shape_numel(os) / (c.OH * c.OW);
+	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
+	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
 	/* a thread per at least ~8K taps (a few microseconds) */
-	int64_t per = c.OH * c.OW * c.KH * c.KW, grain = 8192 / (per > 0 ? per : 1);
-	pool_run(r->pool, window_chunk, &c, planes, grain > 0 ? grain : 1);
+	int64_t taps = c.planes * c.OH * c.OW * c.KH * c.KW;
+	c.parts = pool_threads(r->pool) < ceil_div(taps, 8192) ? pool_threads(r->pool) : ceil_div(taps, 8192);
+	c.parts = c.parts < c.planes ? c.parts : c.planes;
+	if (!(c.work = pool_scratch(r->pool, (size_t)(c.parts * (c.Hp * c.Wp + WINDOW_SLACK)) * sizeof(float))))
+		return false;
+	pool_run(r->pool, window_chunk, &c, c.parts, 1);
 	return true;
 }
 

@@ -36,7 +36,8 @@
  * a pool of 3 threads, against interp_kernel: window ops and pads bit for
  * bit (NaN and signed zeros included), convolutions within 1e-5 of the sum
  * of magnitudes (the same sgemm, but over more columns where the stride
- * is 1, which may round differently in the last place).
+ * is 1, or split in pieces for one image at real sizes, which may round
+ * differently in the last place).
  *
  * argv: pcc, models dir, train dir, ptxas (or "").
  */
@@ -320,11 +321,11 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 /* ---- pcc-run's host kernels (runtime/kernels.c) -------------------------- */
 
 /* Kernel k (its operands' shapes and dtypes set) run by rt_kernel_host on
- * a pool, and by interp_kernel, on the same random inputs (with NaN and
- * signed zeros when `special`); *err: the largest difference relative to
+ * a pool, and by interp_kernel, on the same random inputs (special 1: with
+ * NaN and signed zeros; 2: +0 and -0 tied for the max, no NaN); *err: the largest difference relative to
  * the output's sum of magnitudes. false when rt_kernel_host did not take
  * it or the results differ in size. */
-static bool run_host_op(struct plan_kernel *k, struct pool *pool, bool special, bool *same, double *err)
+static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, bool *same, double *err)
 {
 	int nb = k->nin + k->nout;
 	struct plan_buffer buf[4] = { 0 };
@@ -342,10 +343,12 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, bool special, 
 		int64_t n = ir_shape_numel(&k->shape[j]);
 		for (int64_t i = 0; i < n; i++) {
 			double v = urand() * 2 - 1;
-			if (special && i % 7 == 3)
+			if (special == 1 && i % 7 == 3)
 				v = i % 3 ? 0.0 : -0.0;
-			if (special && i % 97 == 5)
+			if (special == 1 && i % 97 == 5)
 				v = NAN;
+			if (special == 2)
+				v = i % 3 ? (i % 5 < 2 ? -0.0 : 0.0) : -fabs(v);
 			if (k->dtype[j] == IR_F32)
 				((float *)tin[j].data)[i] = (float)v;
 			else if (k->dtype[j] == IR_I64)
@@ -418,6 +421,16 @@ static void check_host_conv(struct pool *pool)
 		{ 2, 4, 1, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* 1x1 image */
 		{ 1, 3, 5, 1, 17, 4, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },     /* 1-D, stride 2 */
 		{ 1, 2, 4, 1, 10, 6, 1, 4, 1, 1, 0, 2, 0, 1, 1, 3, 2 },     /* 1-D, dilation 3, groups */
+		/* one image at real sizes: split across the threads (split_items) */
+		{ 2, 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by columns */
+		{ 2, 1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },  /* short rows: im2col, by rows */
+		{ 2, 1, 32, 16, 16, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by rows (600: a part block) */
+		{ 2, 1, 64, 28, 27, 72, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 }, /* 1x1 stride 2, by columns */
+		{ 2, 1, 128, 14, 14, 232, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* direct 1x1, by rows */
+		{ 2, 1, 3, 56, 56, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1 },  /* the stem: padded, stride 2 */
+		{ 2, 1, 32, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2 }, /* two groups, three threads */
+		{ 1, 1, 64, 1, 500, 48, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1 }, /* 1-D, wide, one output row */
+		{ 1, 1, 64, 1, 700, 40, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 }, /* 1-D, stride 2, by columns */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const struct conv_case *t = &cs[i];
@@ -470,10 +483,12 @@ static void check_host_window(struct pool *pool)
 		{ 4, { 3, 1, 4, 4 }, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1 },    /* global */
 		{ 3, { 2, 5, 13 }, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1 },       /* 1-D */
 		{ 4, { 1, 2, 3, 3 }, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1 },    /* windows wholly in the padding */
+		{ 4, { 1, 64, 112, 112 }, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 }, /* resnet-50's max pool */
+		{ 3, { 1, 2, 5000 }, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1 },   /* a long row */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		for (int op = 0; op < 2; op++) {
-			for (int special = 0; special < 2; special++) {
+			for (int special = 0; special < 3; special++) {
 				const struct window_case *t = &cs[i];
 				int r = t->rank;
 				struct plan_kernel k = { .op = op ? IR_OP_WINDOW_SUM : IR_OP_WINDOW_MAX, .nin = 1, .nout = 1 };
@@ -502,9 +517,58 @@ static void check_host_window(struct pool *pool)
 				bool ok = run_host_op(&k, pool, special, &same, &err);
 				TAP_OK(ok && same, "host window_%s %s -> %s%s: bit for bit", op ? "sum" : "max",
 				       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1),
-				       special ? ", with NaN and signed zeros" : "");
+				       special == 1 ? ", with NaN and signed zeros" : special ? ", +0 and -0 tied" : "");
 			}
 		}
+	}
+}
+
+/* batch (0: none), m, k, n, A transposed, B transposed, dtype. */
+struct dot_case {
+	int64_t batch, m, k, n;
+	bool ta, tb;
+	enum ir_dtype dt;
+};
+
+static void check_host_dot(struct pool *pool)
+{
+	static const struct dot_case cs[] = {
+		{ 0, 1, 2048, 1000, false, false, IR_F32 },  /* resnet-50's fc: by columns */
+		{ 0, 300, 64, 90, false, false, IR_F32 },    /* by rows, a part block */
+		{ 0, 77, 129, 200, true, false, IR_F32 },    /* A transposed */
+		{ 0, 250, 96, 70, false, true, IR_F32 },     /* B transposed, by rows */
+		{ 0, 40, 33, 300, true, true, IR_F64 },      /* both, f64 */
+		{ 2, 64, 100, 130, false, false, IR_F32 },   /* two matrices, three threads */
+		{ 4, 20, 50, 30, false, true, IR_F32 },      /* a matrix per thread */
+		{ 0, 3, 5, 7, false, false, IR_F32 },        /* too small to split */
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		const struct dot_case *t = &cs[i];
+		struct plan_kernel k = { .op = IR_OP_DOT, .nin = 2, .nout = 1 };
+		enum ir_dtype dt[3] = { t->dt, t->dt, t->dt };
+		struct ir_shape sh[3];
+		int nb = t->batch ? 1 : 0;
+		int64_t ad[3] = { t->batch }, bd[3] = { t->batch }, od[3] = { t->batch, t->m, t->n };
+		ad[nb] = t->ta ? t->k : t->m, ad[nb + 1] = t->ta ? t->m : t->k;
+		bd[nb] = t->tb ? t->n : t->k, bd[nb + 1] = t->tb ? t->k : t->n;
+		int64_t zero = 0, lc = nb + (t->ta ? 0 : 1), rc = nb + (t->tb ? 1 : 0);
+		sh[0] = shape_of(nb + 2, ad);
+		sh[1] = shape_of(nb + 2, bd);
+		sh[2] = shape_of(nb + 2, nb ? od : od + 1);
+		set_list(&k.a.lhs_batch, nb, &zero);
+		set_list(&k.a.rhs_batch, nb, &zero);
+		set_list(&k.a.lhs_contract, 1, &lc);
+		set_list(&k.a.rhs_contract, 1, &rc);
+		k.dtype = dt;
+		k.shape = sh;
+		bool same;
+		double err;
+		char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
+		bool ok = run_host_op(&k, pool, false, &same, &err);
+		TAP_OK(ok && (t->dt != IR_F32 || err <= 1e-5) && (t->dt == IR_F32 || same),
+		       "host dot %s %s . %s: max err %.2g of the sum of magnitudes%s", ir_dtype_name(t->dt),
+		       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), err,
+		       same ? " (bit for bit)" : "");
 	}
 }
 
@@ -560,6 +624,7 @@ static void check_host_ops(void)
 	TAP_OK(pool, "a pool of 3 threads");
 	if (!pool)
 		return;
+	check_host_dot(pool);
 	check_host_conv(pool);
 	check_host_window(pool);
 	check_host_pad(pool);
