@@ -88,10 +88,19 @@ int rt_kernels_load(struct rt *r, bool reference, int threads)
 			return ir_errorf(-EINVAL, "host code: kernel %d has no function %s", k, name);
 		memcpy(&r->fn[k], &sym, sizeof sym); /* POSIX: a symbol's address converts */
 	}
+	/* mpirun binds a rank to a core or a socket unless told not to: the
+	 * CPUs this rank may run on, when fewer than the machine's, are its
+	 * share; else the machine's divided among this host's ranks */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int allowed = rt_allowed_cpus();
+	cpus = cpus > 0 ? cpus : 1;
 	if (threads <= 0) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = (int)(cpus > 0 ? cpus : 1) / rt_local_ranks();
+		threads = allowed > 0 && allowed < cpus ? allowed : (int)cpus / rt_local_ranks();
 		threads = threads < 1 ? 1 : threads;
+	} else if (allowed > 0 && threads > allowed && r->c->rank == 0) {
+		fprintf(stderr, "pcc-run: warning: --threads %d, but rank 0 may run on %d CPU%s only (mpirun binds "
+			"ranks to cores: pass it --bind-to none or --map-by ...:PE=%d)\n", threads, allowed,
+			allowed == 1 ? "" : "s", threads);
 	}
 	if (!(r->pool = pool_new(threads)))
 		return -ENOMEM;

@@ -98,6 +98,8 @@ struct rt {
 
 /* ---- state.c: ranks sharing this host (Open MPI tells; 1 when unknown) */
 int rt_local_ranks(void);
+/* The CPUs this process may run on (its affinity mask); 0: unknown. */
+int rt_allowed_cpus(void);
 
 /* ---- kernels.c */
 typedef void (*rt_kernel_fn)(void **args, int64_t begin, int64_t end);

@@ -4,7 +4,9 @@
  * value, the outputs it writes, and the gathering of outputs and of whole
  * parameters on rank 0 over the table's ctl channel.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,12 @@ int rt_local_ranks(void)
 	const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 	int n = s ? atoi(s) : 1;
 	return n > 0 ? n : 1;
+}
+
+int rt_allowed_cpus(void)
+{
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
 /* Which part of device d's program writes each of its output slices that

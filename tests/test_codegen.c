@@ -69,6 +69,11 @@ int rt_local_ranks(void)
 	return 1;
 }
 
+int rt_allowed_cpus(void)
+{
+	return 0;
+}
+
 static uint64_t rng = 88172645463325252ull;
 
 static double urand(void)

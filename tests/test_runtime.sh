@@ -92,6 +92,16 @@ trainer vit "$train/vit" momentum 8 2 --stages 2 --mesh 2x2
 trainer resnet_train "$train/resnet_train" momentum 4 1 --mesh 4x1
 trainer gpt "$train/gpt" momentum 8 1 --mesh 1x8
 
+# Threads beyond the CPUs a rank may run on (mpirun binds 1- and 2-rank
+# jobs to cores): a warning naming the fix, and the outputs still right.
+r=$models/resnet_op17
+check "pcc-run on 1 CPU with --threads 2 warns (mpirun's binding, --bind-to none) and still computes resnet_op17" sh -c "
+  '$pcc' '$r/model.onnx' --cluster cpu:1 -o '$tmp/t.bin' >/dev/null &&
+  taskset -c 0 $mpi --bind-to none -np 1 '$run' '$tmp/t.bin' -i '$r/test_data_set_0' -o '$tmp/t_out' --threads 2 \
+    2>'$tmp/t_err' >/dev/null &&
+  grep -q 'warning: --threads 2, but rank 0 may run on 1 CPU only .*--bind-to none' '$tmp/t_err' &&
+  '$cmp' --rtol 1e-4 --atol 1e-5 '$tmp/t_out' '$r/test_data_set_0' >&2"
+
 # Checkpoints: test_runtime_ckpt.sh.
 
 tap_done
