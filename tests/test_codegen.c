@@ -57,6 +57,8 @@
  * functions of pcc-run's other files that it calls. */
 #include "runtime/gpu_plan.c"
 #include "runtime/kernels.c"
+#include "runtime/kernels_gemm.c"
+#include "runtime/kernels_window.c"
 #include "runtime/pool.c"
 
 void *rt_buf(const struct rt *r, const struct plan_buffer *b)

@@ -1,0 +1,435 @@
+/*
+ * kernels_gemm.c: the dots and convolutions pcc-run runs on the arena's
+ * buffers (kernels.c):
+ *
+ * - a dot that is one batched gemm on its operands in place
+ *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
+ *   GPT-2 small writes 26 MB), the matrices split over the pool's threads,
+ *   or with fewer matrices than threads, blocks of rows or columns of each;
+ * - an f32 convolution with one or two spatial dims, per image and group,
+ *   as interp_conv computes it: out (Og x P) = w (Og x Cg*KH*KW) * col
+ *   (Cg*KH*KW x P), one sgemm. With at least as many (image, group) items
+ *   as threads, the threads take items; with fewer (a batch of one image
+ *   at real sizes), each item is split across them: its column matrix by
+ *   channels, its gemm by output channels or by columns, whichever is
+ *   longer (ResNet-50 at batch 1, 2 threads: 250 -> 155 ms on a busy
+ *   machine, 67 -> 52 ms on a quiet one). For dots and convolutions alike,
+ *   OpenBLAS runs single-threaded inside the pool's threads: its own
+ *   threads would compete with them for the cores, and spin on (yielding)
+ *   long after each call. The column matrix is built in the pool's
+ *   scratch memory from a copy of the input with its padding in place
+ *   (no index table, no bounds checks); a 1x1 kernel with stride 1 and
+ *   no padding needs none (the input is col);
+ *   with stride 1, col runs over OH x Wp columns (Wp the padded width), so
+ *   each of its rows is one slice of the padded input, and the junk
+ *   columns are dropped from the result (conv_wide), unless the rows are
+ *   short in a big gemm, where the junk would cost more to multiply than
+ *   im2col's pieces to copy (ResNet-50's 14x14 and 7x7 stages: 14% and
+ *   29% more columns; 51 -> 48 ms).
+ *
+ * Dots and convolutions compute each output as a dot of the same entries
+ * with sgemm, but not always in the same calls: conv_wide's extra columns
+ * and a split gemm's pieces can change how OpenBLAS rounds in the last
+ * place (1 ulp on the ResNet fixture; GPT-2 small came out bit for bit,
+ * ResNet-50's logits within 6e-7; test_codegen checks 1e-5 of the sum of
+ * magnitudes). Anything else (other dtypes or ranks, a result buffer that
+ * overlaps an operand) goes to the reference kernel.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "runtime/gpu_plan.h"
+#include "runtime/kernels_internal.h"
+#include "runtime/pool.h"
+
+/* OpenBLAS's thread count (weak: with another BLAS, these are NULL). */
+int openblas_get_num_threads(void) __attribute__((weak));
+void openblas_set_num_threads(int n) __attribute__((weak));
+
+/* OpenBLAS to one thread while the pool's threads each make sgemm calls
+ * (its own threads would compete with them for the cores, and spin on
+ * after each call); returns the count to restore (1: nothing to do). */
+static int blas_single(const struct rt *r)
+{
+	int n = pool_threads(r->pool) > 1 && openblas_get_num_threads ? openblas_get_num_threads() : 1;
+	if (n > 1)
+		openblas_set_num_threads(1);
+	return n;
+}
+
+static void blas_restore(int n)
+{
+	if (n > 1)
+		openblas_set_num_threads(n);
+}
+
+#define DOT_ROW_BLOCK 16 /* rows of C per piece of a split gemm (sgemm's unroll divides it) */
+#define DOT_COL_BLOCK 64 /* columns of C per piece */
+
+/* A batched gemm C_i = op(A_i) op(B_i) in pieces: each matrix of the
+ * batch whole, or, with fewer matrices than threads, split into blocks
+ * of rows or of columns of C (whichever dim is longer). */
+struct dot {
+	const char *a, *b;
+	char *c;
+	struct gpu_gemm g;
+	size_t es;               /* bytes of an element */
+	int64_t pieces;          /* per matrix */
+	bool by_rows;
+};
+
+static void dot_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct dot *d = ctx;
+	const struct gpu_gemm *g = &d->g;
+	enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans, tb = g->tb ? CblasTrans : CblasNoTrans;
+	blasint lda = (blasint)(g->ta ? g->m : g->k), ldb = (blasint)(g->tb ? g->k : g->n), ldc = (blasint)g->n;
+	/* one call per matrix for the chunk's consecutive pieces of it: each
+	 * call packs its operands again (the LM head of GPT-2 small in pieces
+	 * of 64 columns packed its 128 x 768 rows 786 times) */
+	for (int64_t u = begin, next; u < end; u = next) {
+		int64_t i = u / d->pieces, p = u % d->pieces, m0 = 0, m1 = g->m, n0 = 0, n1 = g->n;
+		next = (i + 1) * d->pieces < end ? (i + 1) * d->pieces : end;
+		int64_t q = p + next - u; /* pieces p .. q - 1 */
+		if (d->pieces > 1 && d->by_rows) {
+			m0 = p * DOT_ROW_BLOCK;
+			m1 = q * DOT_ROW_BLOCK < g->m ? q * DOT_ROW_BLOCK : g->m;
+		} else if (d->pieces > 1) {
+			n0 = p * DOT_COL_BLOCK;
+			n1 = q * DOT_COL_BLOCK < g->n ? q * DOT_COL_BLOCK : g->n;
+		}
+		/* rows m0.. of op(A): rows of A, or its columns when transposed; likewise B's columns */
+		const char *ai = d->a + (size_t)(i * g->m * g->k + (g->ta ? m0 : m0 * g->k)) * d->es;
+		const char *bi = d->b + (size_t)(i * g->k * g->n + (g->tb ? n0 * g->k : n0)) * d->es;
+		char *ci = d->c + (size_t)(i * g->m * g->n + m0 * g->n + n0) * d->es;
+		blasint m = (blasint)(m1 - m0), n = (blasint)(n1 - n0), k = (blasint)g->k;
+		if (d->es == sizeof(float))
+			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
+				    0.0f, (float *)ci, ldc);
+		else
+			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
+				    0.0, (double *)ci, ldc);
+	}
+}
+
+/* The dot x as interp_dot runs it, when it is one batched gemm in place,
+ * across the pool's threads (dot_chunk). */
+bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
+{
+	struct dot d = { .a = buf[0], .b = buf[1], .c = buf[2], .pieces = 1 };
+	struct gpu_gemm *g = &d.g;
+	if (!gpu_plan_gemm(k, g) || (k->dtype[0] != IR_F32 && k->dtype[0] != IR_F64) || g->m > INT32_MAX ||
+	    g->n > INT32_MAX || g->k > INT32_MAX)
+		return false;
+	d.es = k->dtype[0] == IR_F32 ? sizeof(float) : sizeof(double);
+	size_t na = (size_t)(g->batch * g->m * g->k) * d.es, nb = (size_t)(g->batch * g->k * g->n) * d.es,
+	       nc = (size_t)(g->batch * g->m * g->n) * d.es;
+	if ((d.c < d.a + na && d.a < d.c + nc) || (d.c < d.b + nb && d.b < d.c + nc))
+		return false; /* written in place: gemm's C may not alias A or B */
+	int threads = pool_threads(r->pool);
+	d.by_rows = g->m > g->n;
+	if (g->batch < threads)
+		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, DOT_COL_BLOCK);
+	/* a thread per at least ~64K multiply-adds */
+	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * DOT_COL_BLOCK);
+	int64_t units = g->batch * d.pieces, grain = macs > 0 ? ceil_div(65536, macs) : units;
+	if (units < 1)
+		return true;
+	int blas = blas_single(r);
+	pool_run(r->pool, dot_chunk, &d, units, grain);
+	blas_restore(blas);
+	return true;
+}
+
+/* A convolution with two spatial dims (one: H = KH = 1), per image and
+ * group: out (Og x P) = w (Og x CK) * col (CK x ncol). */
+struct conv {
+	const float *x, *w;
+	float *out, *work;      /* work: nthreads blocks of `block` floats */
+	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
+	int64_t sh, sw, ph, pw, dh, dw;
+	int64_t Hp, Wp;         /* the input plane with its padding */
+	int64_t ncol;           /* columns of the gemm: P, or OH * Wp when wide */
+	int64_t items, nthreads, block, slack;
+	bool direct;            /* 1x1, stride 1, no padding: col is the input */
+	bool padded;            /* im2col reads a zero-padded copy of the input */
+	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
+	/* split_item's: the item that the threads share, its work areas */
+	const float *xi, *wi;
+	float *oi, *col, *xp, *cw;
+	bool by_rows;           /* its gemm split by output channels, else by columns */
+};
+
+#define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
+#define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
+#define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
+#define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
+/* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
+ * column (oh, ow) is the input at (oh * sh - ph + kh * dh, ow * sw - pw +
+ * kw * dw), 0 in the padding; as interp_conv's table gathers it. x is the
+ * input's plane, or (c->padded) its copy in Hp x Wp with the padding in
+ * place, so that no read needs a bounds check. */
+static void im2col_plane(const struct conv *c, const float *x, float *restrict col)
+{
+	int64_t Wp = c->Wp, OW = c->OW, sw = c->sw;
+	for (int64_t kh = 0; kh < c->KH; kh++) {
+		for (int64_t kw = 0; kw < c->KW; kw++) {
+			const float *src = x + kh * c->dh * Wp + kw * c->dw;
+			for (int64_t oh = 0; oh < c->OH; oh++, col += OW, src += c->sh * Wp) {
+				if (sw == 1)
+					copy_floats(col, src, OW);
+				else
+					for (int64_t ow = 0; ow < OW; ow++)
+						col[ow] = src[ow * sw];
+			}
+		}
+	}
+}
+
+/* The column matrix of one image and group, x its Cg planes. */
+static void im2col(const struct conv *c, const float *x, float *restrict col)
+{
+	for (int64_t ch = 0; ch < c->Cg; ch++, x += c->Hp * c->Wp, col += c->KH * c->KW * c->P)
+		im2col_plane(c, x, col);
+}
+
+/* One input plane x in Hp x Wp, at (ph, pw), zeros around. */
+static void pad_plane(const struct conv *c, const float *x, float *restrict xp)
+{
+	memset(xp, 0, (size_t)(c->Hp * c->Wp) * sizeof *xp);
+	for (int64_t h = 0; h < c->H; h++, x += c->W)
+		copy_floats(xp + (h + c->ph) * c->Wp + c->pw, x, c->W);
+}
+
+/* The group's input x in Hp x Wp planes, then slack zeros. */
+static void pad_input(const struct conv *c, const float *x, float *restrict xp)
+{
+	for (int64_t ch = 0; ch < c->Cg; ch++, xp += c->Hp * c->Wp, x += c->H * c->W)
+		pad_plane(c, x, xp);
+	memset(xp, 0, (size_t)c->slack * sizeof *xp);
+}
+
+/* With stride 1, the column matrix over OH x Wp columns (the Wp - OW
+ * rightmost of each output row are junk: they read across the padded
+ * row's end) has rows that are plain slices of the padded input: one copy
+ * each, where im2col copies OH pieces of OW floats. The gemm's columns are
+ * independent of one another, so the OW real ones of each row come out as
+ * im2col's do; the junk ones are dropped when the result is compacted.
+ * These are the KH * KW rows of one channel, xp its padded plane. */
+static void wide_rows(const struct conv *c, const float *xp, float *restrict row)
+{
+	for (int64_t kh = 0; kh < c->KH; kh++)
+		for (int64_t kw = 0; kw < c->KW; kw++, row += c->ncol)
+			memcpy(row, xp + kh * c->dh * c->Wp + kw * c->dw, (size_t)c->ncol * sizeof *row);
+}
+
+/* Output channels [o0, o1) and rows [h0, h1) of the wide result cw into out. */
+static void compact(const struct conv *c, const float *cw, float *out, int64_t o0, int64_t o1, int64_t h0,
+		    int64_t h1)
+{
+	for (int64_t o = o0; o < o1; o++)
+		for (int64_t oh = h0; oh < h1; oh++)
+			copy_floats(out + o * c->P + oh * c->OW, cw + o * c->ncol + oh * c->Wp, c->OW);
+}
+
+static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
+		      const float *w, float *out)
+{
+	for (int64_t ch = 0; ch < c->Cg; ch++)
+		wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->ncol, (blasint)c->CK, 1.0f,
+		    w, (blasint)c->CK, col, (blasint)c->ncol, 0.0f, cw, (blasint)c->ncol);
+	compact(c, cw, out, 0, c->Og, 0, c->OH);
+}
+
+/* Thread t's share of the (image, group) items. */
+static void conv_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	for (int64_t t = begin; t < end; t++) {
+		float *col = NULL, *xp = NULL, *cw = NULL; /* no work area for a direct 1x1 */
+		if (c->work) {
+			col = c->work + (size_t)(t * c->block);
+			xp = col + c->CK * c->ncol;
+			cw = xp + c->Cg * c->Hp * c->Wp + c->slack;
+		}
+		for (int64_t i = t * c->items / c->nthreads; i < (t + 1) * c->items / c->nthreads; i++) {
+			int64_t b = i / c->G, g = i % c->G;
+			const float *x = c->x + (b * c->C + g * c->Cg) * c->H * c->W, *w = c->w + g * c->Og * c->CK;
+			float *out = c->out + (b * c->O + g * c->Og) * c->P;
+			if (c->padded)
+				pad_input(c, x, xp);
+			if (c->wide) {
+				conv_wide(c, xp, col, cw, w, out);
+				continue;
+			}
+			if (c->direct)
+				col = (float *)x;
+			else
+				im2col(c, c->padded ? xp : x, col);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->P,
+				    (blasint)c->CK, 1.0f, w, (blasint)c->CK, col, (blasint)c->P, 0.0f, out, (blasint)c->P);
+		}
+	}
+}
+
+/* split_item's phases, over the item's channels: the padded planes, then
+ * (once they are all in place: a wide row reads into the next plane) the
+ * column matrix's rows. */
+static void pad_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	for (int64_t ch = begin; ch < end; ch++)
+		pad_plane(c, c->xi + ch * c->H * c->W, c->xp + ch * c->Hp * c->Wp);
+}
+
+static void col_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	const float *x = c->padded ? c->xp : c->xi;
+	for (int64_t ch = begin; ch < end; ch++) {
+		const float *plane = x + ch * c->Hp * c->Wp;
+		float *rows = c->col + ch * c->KH * c->KW * c->ncol;
+		if (c->wide)
+			wide_rows(c, plane, rows);
+		else
+			im2col_plane(c, plane, rows);
+	}
+}
+
+/* Pieces [begin, end) of the item's gemm: output channels in blocks of
+ * CONV_ROW_BLOCK (by_rows), else columns: whole output rows when wide (so
+ * that the piece compacts its own), else blocks of CONV_COL_BLOCK. */
+static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	int64_t o0 = 0, o1 = c->Og, j0 = 0, j1 = c->ncol, unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	if (c->by_rows) {
+		o0 = begin * CONV_ROW_BLOCK;
+		o1 = end * CONV_ROW_BLOCK < c->Og ? end * CONV_ROW_BLOCK : c->Og;
+	} else {
+		j0 = begin * unit;
+		j1 = end * unit < c->ncol ? end * unit : c->ncol;
+	}
+	const float *b = c->direct ? c->xi : c->col;
+	float *dst = c->wide ? c->cw : c->oi;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
+		    1.0f, c->wi + o0 * c->CK, (blasint)c->CK, b + j0, (blasint)c->ncol, 0.0f, dst + o0 * c->ncol + j0,
+		    (blasint)c->ncol);
+	if (c->wide)
+		compact(c, c->cw, c->oi, o0, o1, j0 / c->Wp, j1 / c->Wp);
+}
+
+/* Items one at a time, each across the pool's threads (fewer items than
+ * threads: a batch of one image): its padded input and column matrix
+ * split by channels, its gemm by output channels or by columns, whichever
+ * is longer (each piece packs the whole of the other operand). */
+static void split_items(struct rt *r, struct conv *c)
+{
+	c->col = c->work;
+	c->xp = c->col ? c->col + c->CK * c->ncol : NULL;
+	c->cw = c->xp ? c->xp + c->Cg * c->Hp * c->Wp + c->slack : NULL;
+	c->by_rows = c->Og > c->ncol;
+	int64_t unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	int64_t pieces = c->by_rows ? ceil_div(c->Og, CONV_ROW_BLOCK) : ceil_div(c->ncol, unit);
+	int64_t macs = c->CK * (c->by_rows ? CONV_ROW_BLOCK * c->ncol : c->Og * unit);
+	/* a thread per at least ~64K multiply-adds, or ~8K floats copied */
+	int64_t grain = ceil_div(65536, macs), pgrain = ceil_div(8192, c->Hp * c->Wp),
+		cgrain = ceil_div(8192, c->KH * c->KW * c->ncol);
+	for (int64_t i = 0; i < c->items; i++) {
+		int64_t b = i / c->G, g = i % c->G;
+		c->xi = c->x + (b * c->C + g * c->Cg) * c->H * c->W;
+		c->wi = c->w + g * c->Og * c->CK;
+		c->oi = c->out + (b * c->O + g * c->Og) * c->P;
+		if (c->padded) {
+			pool_run(r->pool, pad_chunk, c, c->Cg, pgrain);
+			memset(c->xp + c->Cg * c->Hp * c->Wp, 0, (size_t)c->slack * sizeof *c->xp);
+		}
+		if (!c->direct)
+			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
+		pool_run(r->pool, gemm_chunk, c, pieces, grain);
+	}
+}
+
+bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
+{
+	const struct ir_shape *xs = &k->shape[0], *ws = &k->shape[1], *os = &k->shape[2];
+	const struct ir_attrs *a = &k->a;
+	int sp = xs->rank - 2; /* spatial dims */
+	if (k->dtype[0] != IR_F32 || k->dtype[1] != IR_F32 || k->dtype[2] != IR_F32 || sp < 1 || sp > 2)
+		return false;
+	struct conv c = { .N = xs->dims[0], .C = xs->dims[1], .O = ws->dims[0], .G = a->groups };
+	int h = sp == 2 ? 0 : -1, w = sp - 1; /* index of H and W in the attributes; -1: none */
+	c.H = h < 0 ? 1 : xs->dims[2];
+	c.W = xs->dims[2 + w];
+	c.KH = h < 0 ? 1 : ws->dims[2];
+	c.KW = ws->dims[2 + w];
+	c.OH = h < 0 ? 1 : os->dims[2];
+	c.OW = os->dims[2 + w];
+	c.sh = h < 0 ? 1 : a->stride.v[h];
+	c.ph = h < 0 ? 0 : a->pad_lo.v[h];
+	c.dh = h < 0 ? 1 : a->dilation.v[h];
+	c.sw = a->stride.v[w];
+	c.pw = a->pad_lo.v[w];
+	c.dw = a->dilation.v[w];
+	if (c.G < 1 || c.C % c.G || c.O % c.G)
+		return false;
+	c.Cg = c.C / c.G;
+	c.Og = c.O / c.G;
+	c.P = c.OH * c.OW;
+	c.CK = c.Cg * c.KH * c.KW;
+	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1 || c.Og > INT32_MAX || c.P > INT32_MAX || c.CK > INT32_MAX)
+		return false;
+	c.x = buf[0];
+	c.w = buf[1];
+	c.out = buf[2];
+	size_t nout = kernel_bytes(k, 2);
+	if (overlap(c.out, nout, c.x, kernel_bytes(k, 0)) || overlap(c.out, nout, c.w, kernel_bytes(k, 1)))
+		return false;
+	if (nout == 0)
+		return true;
+	if (c.CK == 0) {
+		memset(c.out, 0, nout);
+		return true;
+	}
+	c.direct = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 && c.OH == c.H &&
+		   c.OW == c.W;
+	/* a thread per at least ~64K multiply-adds: fewer is not worth the hand-off */
+	int64_t macs = c.Og * c.P * c.CK;
+	c.items = c.N * c.G;
+	int threads = pool_threads(r->pool);
+	bool split = c.items < threads;
+	c.nthreads = split ? 1 : threads;
+	int64_t cap = c.items * macs / 65536;
+	c.nthreads = c.nthreads < cap ? c.nthreads : cap > 1 ? cap : 1;
+	/* the planes that the windows reach, from (-ph, -pw) on */
+	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
+	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
+	/* junk columns cost (Wp - OW) / OW of the gemm: short rows of a big
+	 * gemm are cheaper to gather (im2col) than to multiply */
+	c.wide = !c.direct && c.sh == 1 && c.sw == 1 && (c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
+	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
+	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
+	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;
+	c.ncol = c.wide ? c.OH * c.Wp : c.P;
+	if (c.ncol > INT32_MAX)
+		return false;
+	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
+	c.block = c.direct ? 0
+			   : c.wide ? (c.CK + c.Og) * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
+				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
+	if (c.block && !(c.work = pool_scratch(r->pool, (size_t)(c.nthreads * c.block) * sizeof(float))))
+		return false;
+	int blas = blas_single(r);
+	if (split)
+		split_items(r, &c);
+	else
+		pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
+	blas_restore(blas);
+	return true;
+}

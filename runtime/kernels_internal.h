@@ -1,0 +1,55 @@
+/*
+ * kernels_internal.h: the ops pcc-run runs on the arena's buffers
+ * (kernels.c dispatches to them), and what their files share.
+ */
+#ifndef PCC_RUNTIME_KERNELS_INTERNAL_H
+#define PCC_RUNTIME_KERNELS_INTERNAL_H
+
+#include <string.h>
+
+#include "runtime/rt.h"
+
+/* Kernel k (one op) on its buffers buf (operands, then the result): true
+ * when done here, false when the reference kernel must run it (another
+ * dtype or rank, a result that overlaps an operand). */
+bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf);  /* kernels_gemm.c */
+bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf);
+bool rt_host_window(struct rt *r, const struct plan_kernel *k, void *const *buf); /* kernels_window.c */
+bool rt_host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf);
+
+/* ceil(a / b) for b > 0 and any a. */
+static inline int64_t ceil_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b - 1) / b : -(-a / b);
+}
+
+/* Whether [a, a + na) and [b, b + nb) share a byte. */
+static inline bool overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+	const char *x = a, *y = b;
+	return x < y + nb && y < x + na;
+}
+
+static inline size_t kernel_bytes(const struct plan_kernel *k, int j)
+{
+	return (size_t)ir_shape_numel(&k->shape[j]) * ir_dtype_size(k->dtype[j]);
+}
+/* n floats from s to d, in constant-size pieces that the compiler inlines
+ * (the rows are a few floats long: a call each would cost more). */
+static inline void copy_floats(float *restrict d, const float *restrict s, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		memcpy(d + i, s + i, 8 * sizeof *d);
+	if (i + 4 <= n) {
+		memcpy(d + i, s + i, 4 * sizeof *d);
+		i += 4;
+	}
+	if (i + 2 <= n) {
+		memcpy(d + i, s + i, 2 * sizeof *d);
+		i += 2;
+	}
+	if (i < n)
+		d[i] = s[i];
+}
+#endif
