@@ -47,14 +47,14 @@ int rt_kernels_load(struct rt *r, bool reference, int threads)
 			return ir_errorf(-EINVAL, "host code: kernel %d has no function %s", k, name);
 		memcpy(&r->fn[k], &sym, sizeof sym); /* POSIX: a symbol's address converts */
 	}
-	/* mpirun binds a rank to a core or a socket unless told not to: the
-	 * CPUs this rank may run on, when fewer than the machine's, are its
-	 * share; else the machine's divided among this host's ranks */
+	/* the machine's CPUs divided among this host's ranks, but no more than
+	 * this rank may run on (mpirun binds a rank to a core or a socket
+	 * unless told not to) */
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int allowed = rt_allowed_cpus();
-	cpus = cpus > 0 ? cpus : 1;
 	if (threads <= 0) {
-		threads = allowed > 0 && allowed < cpus ? allowed : (int)cpus / rt_local_ranks();
+		threads = (int)(cpus > 0 ? cpus : 1) / rt_local_ranks();
+		threads = allowed > 0 && allowed < threads ? allowed : threads;
 		threads = threads < 1 ? 1 : threads;
 	} else if (allowed > 0 && threads > allowed && r->c->rank == 0) {
 		fprintf(stderr, "pcc-run: warning: --threads %d, but rank 0 may run on %d CPU%s only (mpirun binds "
