@@ -350,7 +350,7 @@ static bool host_plan(const struct lower *L)
 /* Tries to make the dot or convolution writing buffer b the core of
  * instruction i's loop group c: the library call writes c's result buffer,
  * then c's ops run on it in place (plan_kernel_core). Only when c reads b
- * element for element over c's own shape, and c reads nothing the call
+ * element for element, b's type is c's result's, and c reads nothing the call
  * would overwrite (its result buffer, written in place by an update);
  * otherwise as absorb. */
 static bool absorb_core(struct fuse *F, int i, struct group *c, int b)
@@ -364,8 +364,8 @@ static bool absorb_core(struct fuse *F, int i, struct group *c, int b)
 	struct group pg;
 	if (pk->nbody || (pk->op != IR_OP_DOT && pk->op != IR_OP_CONV) || !group_of(L, &L->ins[p], &pg) ||
 	    !group_ok(L, c, &ccore, &ccheap) || ccore >= 0 || !reads_identity(L, c, b) ||
-	    !ir_shape_eq(&L->buf[b].shape, &c->op[c->nop - 1].shape))
-		return false;
+	    !ir_shape_eq(&L->buf[b].shape, &L->buf[out].shape) || L->buf[b].dtype != L->buf[out].dtype)
+		return false; /* the call writes its result where the group's goes */
 	int ncl = count_leaves(c, cl);
 	for (int k = 0; k < ncl; k++)
 		if (cl[k] == out)
