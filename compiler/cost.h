@@ -121,6 +121,9 @@ struct cost_cluster {
  * offending part of the spec (or the file and JSON path) and return
  * -EINVAL, or -ENOENT for a file that does not exist. */
 int cost_cluster_parse(const char *spec, struct cost_cluster *c);
+/* Whether spec names CPU ranks ("cpu:N", the only form that does), as
+ * cost_cluster_parse reads it: the lowering fuses for the host then. */
+bool cost_cluster_spec_cpu(const char *spec);
 
 /* True when every group has the same device, devices per node and links. */
 bool cost_cluster_uniform(const struct cost_cluster *c);

@@ -288,6 +288,12 @@ static int parse_cpu(const char *arg, struct cost_cluster *c)
 	return 0;
 }
 
+bool cost_cluster_spec_cpu(const char *spec)
+{
+	const char *colon = spec ? strchr(spec, ':') : NULL;
+	return colon && colon - spec == 3 && !strncasecmp(spec, "cpu", 3);
+}
+
 static int parse_short(const char *spec, struct cost_cluster *c)
 {
 	const char *colon = strchr(spec, ':'), *p = spec;
@@ -295,7 +301,7 @@ static int parse_short(const char *spec, struct cost_cluster *c)
 	if (!colon)
 		return ir_errorf(-EINVAL, "expected [NODES x] DEVICES : KIND (4x8:a100-80g, 8:h100, cpu:4) "
 				 "or a .json file");
-	if (colon - spec == 3 && !strncasecmp(spec, "cpu", 3))
+	if (cost_cluster_spec_cpu(spec))
 		return parse_cpu(colon + 1, c);
 	if (!parse_count(&p, &devices))
 		return ir_errorf(-EINVAL, "expected a node or device count at the start");

@@ -339,14 +339,6 @@ static bool absorb(struct fuse *F, int i, struct group *c, int b)
 	return join(F, p, i, c, &pg, b);
 }
 
-/* Whether the plan runs on CPU ranks (cluster "cpu:N"), where a dot's or a
- * convolution's epilogue joins it (absorb_core). */
-static bool host_plan(const struct lower *L)
-{
-	const char *c = L->p->cluster;
-	return c && !strncmp(c, "cpu:", 4);
-}
-
 /* Tries to make the dot or convolution writing buffer b the core of
  * instruction i's loop group c: the library call writes c's result buffer,
  * then c's ops run on it in place (plan_kernel_core). Only when c reads b
@@ -678,10 +670,11 @@ int lw_fuse(struct lower *L)
 		for (int i = 0; i < ni && rc == 0; i++)
 			rc = grow(&F, i, g);
 	}
-	/* then, on CPU ranks, each finished loop group's dot or convolution
-	 * (after the first pass, so that a group with a core is never absorbed
-	 * into a later one) */
-	for (int i = 0; i < ni && rc == 0 && host_plan(L); i++) {
+	/* then, on CPU ranks ("cpu:N"), each finished loop group's dot or
+	 * convolution (after the rounds above, so that a group with a core is
+	 * never absorbed into a later one) */
+	bool host = cost_cluster_spec_cpu(L->p->cluster);
+	for (int i = 0; i < ni && rc == 0 && host; i++) {
 		struct lw_ins *x = &L->ins[i];
 		int leaf[FUSE_MAX_LEAVES], nl;
 		if (F.dead[i] || !fusible_ins(x) || !group_of(L, x, g) || (nl = count_leaves(g, leaf)) < 0)

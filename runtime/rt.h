@@ -70,7 +70,7 @@ struct rt {
 	void (**fn)(void **args, int64_t begin, int64_t end);
 	struct pool *pool;
 	double t_kernel, t_comm;      /* seconds in kernels, in the table */
-	double t_gemm;                /* of t_kernel: in dots (gemm calls either way) */
+	double t_gemm;                /* of t_kernel: in kernels whose core is a dot (plan_kernel_core) */
 	/* per-kernel profile, filled only where the caller allocated it (the
 	 * codegen benchmark's PCC_BENCH_PROFILE): seconds and calls, [nkernels] */
 	double *prof_time;
