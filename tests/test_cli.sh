@@ -69,6 +69,9 @@ check "fusion of gpt_op17 matches tests/golden/gpt_op17_fusion.txt" sh -c "
 check "fusion: resnet_op17 on cpu:1 fuses 4 convolutions with their epilogues (conv, bias add, relu)" sh -c "
   '$pcc' '$models/resnet_op17/model.onnx' --cluster cpu:1 --dump-after=fusion -o '$tmp/r.bin' |
   grep -c 'fused (k[0-9]*) { %[0-9]* = conv .* add .* relu' | grep -qx 4"
+check "fusion: the cluster spec's kind is case-insensitive for fusion as for the cost model (CPU:1 fuses the same 4 convolutions)" sh -c "
+  '$pcc' '$models/resnet_op17/model.onnx' --cluster CPU:1 --dump-after=fusion -o '$tmp/r2.bin' |
+  grep -c 'fused (k[0-9]*) { %[0-9]* = conv .* add .* relu' | grep -qx 4"
 check "fusion: a dot whose result is converted to f64 keeps its own kernel (the call would write f32 where the f64 result goes)" sh -c "
   '$pcc' '$models/../ir/dot_convert.ir' --cluster cpu:1 --dump-after=fusion -o '$tmp/dc.bin' >'$tmp/dc' &&
   grep -q 'kernel dot' '$tmp/dc' && grep -q 'kernel convert' '$tmp/dc'"
