@@ -21,7 +21,8 @@
  *     epilogue: the scaling after a mean, a residual add after layer norm),
  *     never another group with a core.
  * Nor when P's operands, then live until C, would raise the program's
- * peak of live temporaries (keeps_peak): fusion never raises the peak.
+ * peak of live temporaries (keeps_peak; in a pipelined program, nor raise
+ * the bytes live anywhere): fusion never raises the peak.
  * Never across anything but kernels (collectives, transfers, copies), nor
  * across the boundaries of the per-micro-batch, forward and per-step
  * parts; never when an instruction in between writes a buffer P reads, or
@@ -663,7 +664,11 @@ int lw_fuse(struct lower *L)
 		if (fusible_ins(&L->ins[i]))
 			rc = fold_transpose(&F, i);
 	live_profile(&F, first);
-	for (int round = 0; round < 2 && rc == 0; round++) {
+	/* a pipelined program's profile is not its memory plan's (what crosses
+	 * from the forward part to the backward takes a slot per micro-batch
+	 * in flight): only the first round there */
+	int rounds = L->fwd_end > 0 ? 1 : 2;
+	for (int round = 0; round < rounds && rc == 0; round++) {
 		F.strict = round == 0;
 		for (int t = F.peak = 0; t < ni; t++) /* the peak the first round left */
 			F.peak = F.live[t] > F.peak ? F.live[t] : F.peak;
