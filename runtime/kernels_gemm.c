@@ -44,6 +44,7 @@
 #include <cblas.h>
 
 #include "runtime/gpu_plan.h"
+#include "runtime/kernels_igemm.h"
 #include "runtime/kernels_internal.h"
 #include "runtime/pool.h"
 
@@ -151,6 +152,7 @@ bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 struct conv {
 	const float *x, *w;
 	float *out, *work;      /* work: nthreads blocks of `block` floats */
+	int64_t *off;           /* igemm's row offsets into B (col, or xp when wide) */
 	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
 	int64_t sh, sw, ph, pw, dh, dw;
 	int64_t Hp, Wp;         /* the input plane with its padding */
@@ -159,6 +161,7 @@ struct conv {
 	bool direct;            /* 1x1, stride 1, no padding: col is the input */
 	bool padded;            /* im2col reads a zero-padded copy of the input */
 	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
+	bool ig;                /* igemm, not sgemm: no column matrix when wide */
 	/* split_item's: the item that the threads share, its work areas */
 	const float *xi, *wi;
 	float *oi, *col, *xp, *cw;
@@ -167,6 +170,7 @@ struct conv {
 
 #define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
 #define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
+#define IGEMM_COL_BLOCK 192 /* columns per piece of a split igemm: 4 tiles of 48 */
 #define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
 #define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 /* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
@@ -237,13 +241,36 @@ static void compact(const struct conv *c, const float *cw, float *out, int64_t o
 			copy_floats(out + o * c->P + oh * c->OW, cw + o * c->ncol + oh * c->Wp, c->OW);
 }
 
+/* Output channels [o0, o1) and columns [j0, j1) of dst = w * B, B the
+ * column matrix (or, c->ig and wide, the padded planes xp read through
+ * c->off). */
+static void conv_gemm(const struct conv *c, const float *w, const float *b, float *dst, int64_t o0, int64_t o1,
+		      int64_t j0, int64_t j1)
+{
+	if (c->ig) {
+		struct igemm g = { .a = w, .b = b, .off = c->off, .c = dst, .K = c->CK, .lda = c->CK, .ldc = c->ncol };
+		igemm_block(&g, o0, o1, j0, j1);
+		return;
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
+		    1.0f, w + o0 * c->CK, (blasint)c->CK, b + j0, (blasint)c->ncol, 0.0f, dst + o0 * c->ncol + j0,
+		    (blasint)c->ncol);
+}
+
+/* Floats of a work area's column matrix: none when the gemm reads its
+ * input in place. */
+static int64_t col_floats(const struct conv *c)
+{
+	return c->direct || (c->ig && c->wide) ? 0 : c->CK * c->ncol;
+}
+
 static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
 		      const float *w, float *out)
 {
-	for (int64_t ch = 0; ch < c->Cg; ch++)
-		wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->ncol, (blasint)c->CK, 1.0f,
-		    w, (blasint)c->CK, col, (blasint)c->ncol, 0.0f, cw, (blasint)c->ncol);
+	if (!c->ig)
+		for (int64_t ch = 0; ch < c->Cg; ch++)
+			wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
+	conv_gemm(c, w, c->ig ? xp : col, cw, 0, c->Og, 0, c->ncol);
 	compact(c, cw, out, 0, c->Og, 0, c->OH);
 }
 
@@ -255,7 +282,7 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 		float *col = NULL, *xp = NULL, *cw = NULL; /* no work area for a direct 1x1 */
 		if (c->work) {
 			col = c->work + (size_t)(t * c->block);
-			xp = col + c->CK * c->ncol;
+			xp = col + col_floats(c);
 			cw = xp + c->Cg * c->Hp * c->Wp + c->slack;
 		}
 		for (int64_t i = t * c->items / c->nthreads; i < (t + 1) * c->items / c->nthreads; i++) {
@@ -272,8 +299,7 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 				col = (float *)x;
 			else
 				im2col(c, c->padded ? xp : x, col);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)c->Og, (blasint)c->P,
-				    (blasint)c->CK, 1.0f, w, (blasint)c->CK, col, (blasint)c->P, 0.0f, out, (blasint)c->P);
+			conv_gemm(c, w, col, out, 0, c->Og, 0, c->P);
 		}
 	}
 }
@@ -302,13 +328,20 @@ static void col_chunk(void *ctx, int64_t begin, int64_t end)
 	}
 }
 
+/* The columns of a piece of a split gemm: sgemm's wide pieces are whole
+ * output rows (each piece compacts its own); igemm's are whole tiles, and
+ * its wide result is compacted after (compact_chunk). */
+static int64_t col_unit(const struct conv *c)
+{
+	return c->ig ? IGEMM_COL_BLOCK : c->wide ? c->Wp : CONV_COL_BLOCK;
+}
+
 /* Pieces [begin, end) of the item's gemm: output channels in blocks of
- * CONV_ROW_BLOCK (by_rows), else columns: whole output rows when wide (so
- * that the piece compacts its own), else blocks of CONV_COL_BLOCK. */
+ * CONV_ROW_BLOCK (by_rows), else blocks of col_unit columns. */
 static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct conv *c = ctx;
-	int64_t o0 = 0, o1 = c->Og, j0 = 0, j1 = c->ncol, unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	int64_t o0 = 0, o1 = c->Og, j0 = 0, j1 = c->ncol, unit = col_unit(c);
 	if (c->by_rows) {
 		o0 = begin * CONV_ROW_BLOCK;
 		o1 = end * CONV_ROW_BLOCK < c->Og ? end * CONV_ROW_BLOCK : c->Og;
@@ -316,13 +349,16 @@ static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
 		j0 = begin * unit;
 		j1 = end * unit < c->ncol ? end * unit : c->ncol;
 	}
-	const float *b = c->direct ? c->xi : c->col;
-	float *dst = c->wide ? c->cw : c->oi;
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
-		    1.0f, c->wi + o0 * c->CK, (blasint)c->CK, b + j0, (blasint)c->ncol, 0.0f, dst + o0 * c->ncol + j0,
-		    (blasint)c->ncol);
-	if (c->wide)
+	const float *b = c->direct ? c->xi : c->ig && c->wide ? c->xp : c->col;
+	conv_gemm(c, c->wi, b, c->wide ? c->cw : c->oi, o0, o1, j0, j1);
+	if (c->wide && !c->ig)
 		compact(c, c->cw, c->oi, o0, o1, j0 / c->Wp, j1 / c->Wp);
+}
+
+static void compact_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	compact(c, c->cw, c->oi, begin, end, 0, c->OH);
 }
 
 /* Items one at a time, each across the pool's threads (fewer items than
@@ -332,10 +368,10 @@ static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
 static void split_items(struct rt *r, struct conv *c)
 {
 	c->col = c->work;
-	c->xp = c->col ? c->col + c->CK * c->ncol : NULL;
+	c->xp = c->col ? c->col + col_floats(c) : NULL;
 	c->cw = c->xp ? c->xp + c->Cg * c->Hp * c->Wp + c->slack : NULL;
 	c->by_rows = c->Og > c->ncol;
-	int64_t unit = c->wide ? c->Wp : CONV_COL_BLOCK;
+	int64_t unit = col_unit(c);
 	int64_t pieces = c->by_rows ? ceil_div(c->Og, CONV_ROW_BLOCK) : ceil_div(c->ncol, unit);
 	int64_t macs = c->CK * (c->by_rows ? CONV_ROW_BLOCK * c->ncol : c->Og * unit);
 	/* a thread per at least ~64K multiply-adds, or ~8K floats copied */
@@ -350,10 +386,42 @@ static void split_items(struct rt *r, struct conv *c)
 			pool_run(r->pool, pad_chunk, c, c->Cg, pgrain);
 			memset(c->xp + c->Cg * c->Hp * c->Wp, 0, (size_t)c->slack * sizeof *c->xp);
 		}
-		if (!c->direct)
+		if (!c->direct && !(c->ig && c->wide))
 			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
 		pool_run(r->pool, gemm_chunk, c, pieces, grain);
+		if (c->ig && c->wide)
+			pool_run(r->pool, compact_chunk, c, c->Og, ceil_div(8192, c->P));
 	}
+}
+
+/* Whether convolutions run on igemm: 1 yes, 0 no, -1 not asked yet
+ * (test_codegen sets it to check both paths). */
+static int conv_igemm = -1;
+
+/* igemm when the CPU has it, unless PCC_IGEMM=0 (sgemm: for comparisons). */
+static bool ig_ok(void)
+{
+	if (conv_igemm < 0) {
+		const char *e = getenv("PCC_IGEMM");
+		conv_igemm = igemm_available() && !(e && !strcmp(e, "0"));
+	}
+	return conv_igemm;
+}
+
+/* igemm's row k of B: row k of the column matrix, or, when wide, the
+ * slice of the padded planes that is that row (wide_rows' copy). */
+static void conv_offsets(struct conv *c)
+{
+	int64_t k = 0;
+	if (!c->wide) {
+		for (; k < c->CK; k++)
+			c->off[k] = k * c->ncol;
+		return;
+	}
+	for (int64_t ch = 0; ch < c->Cg; ch++)
+		for (int64_t kh = 0; kh < c->KH; kh++)
+			for (int64_t kw = 0; kw < c->KW; kw++)
+				c->off[k++] = ch * c->Hp * c->Wp + kh * c->dh * c->Wp + kw * c->dw;
 }
 
 bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
@@ -410,9 +478,12 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	/* the planes that the windows reach, from (-ph, -pw) on */
 	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
 	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
-	/* junk columns cost (Wp - OW) / OW of the gemm: short rows of a big
-	 * gemm are cheaper to gather (im2col) than to multiply */
-	c.wide = !c.direct && c.sh == 1 && c.sw == 1 && (c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
+	/* junk columns cost (Wp - OW) / OW of the gemm: with sgemm, short rows
+	 * of a big gemm are cheaper to gather (im2col) than to multiply; igemm
+	 * reads the padded planes in place, and its tiles of 48 columns waste
+	 * about as many lanes on OH * OW columns as on OH * Wp */
+	c.ig = ig_ok();
+	c.wide = !c.direct && c.sh == 1 && c.sw == 1 && (c.ig || c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
 	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
 	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
 	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;
@@ -421,10 +492,18 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 		return false;
 	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
 	c.block = c.direct ? 0
-			   : c.wide ? (c.CK + c.Og) * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
+			   : c.wide ? col_floats(&c) + c.Og * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
 				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
-	if (c.block && !(c.work = pool_scratch(r->pool, (size_t)(c.nthreads * c.block) * sizeof(float))))
+	/* the scratch: igemm's offsets, then the threads' work areas */
+	size_t noff = c.ig ? ((size_t)c.CK * sizeof *c.off + 63) / 64 * 64 : 0;
+	char *scratch = NULL;
+	if ((noff || c.block) &&
+	    !(scratch = pool_scratch(r->pool, noff + (size_t)(c.nthreads * c.block) * sizeof(float))))
 		return false;
+	c.off = noff ? (int64_t *)scratch : NULL;
+	c.work = c.block ? (float *)(scratch + noff) : NULL;
+	if (c.ig)
+		conv_offsets(&c);
 	int blas = blas_single(r);
 	if (split)
 		split_items(r, &c);

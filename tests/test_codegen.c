@@ -58,6 +58,7 @@
 #include "runtime/gpu_plan.c"
 #include "runtime/kernels.c"
 #include "runtime/kernels_gemm.c"
+#include "runtime/kernels_igemm.c"
 #include "runtime/kernels_window.c"
 #include "runtime/pool.c"
 
@@ -625,6 +626,64 @@ static void check_host_pad(struct pool *pool)
 	}
 }
 
+/* igemm against a plain triple loop in double, on every tile shape
+ * (rows 1 to 8 past the last full tile, 1 to 48 columns past it), B's
+ * rows out of order and spaced (off), past one pass of KC steps, and on
+ * a block of C inside a bigger one. */
+static void check_igemm(void)
+{
+	if (!igemm_available()) {
+		TAP_DIAG("igemm: this CPU has no AVX-512F (not checked)");
+		return;
+	}
+	static const int64_t cs[][5] = {
+		/* M, N, K, lda pad, ldc pad */
+		{ 1, 1, 1, 0, 0 }, { 7, 17, 3, 1, 2 }, { 8, 48, 64, 0, 0 }, { 13, 95, 300, 5, 3 },
+		{ 33, 130, 257, 0, 7 }, { 3, 200, 700, 2, 0 },
+	};
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+		int64_t M = cs[i][0], N = cs[i][1], K = cs[i][2], lda = K + cs[i][3], ldc = N + cs[i][4], ldb = N + 9;
+		float *a = malloc((size_t)(M * lda) * sizeof *a), *b = malloc((size_t)(K * ldb) * sizeof *b);
+		float *c = malloc((size_t)(M * ldc) * sizeof *c);
+		int64_t *off = malloc((size_t)K * sizeof *off);
+		for (int64_t j = 0; j < M * lda; j++)
+			a[j] = (float)(urand() * 2 - 1);
+		for (int64_t j = 0; j < K * ldb; j++)
+			b[j] = (float)(urand() * 2 - 1);
+		for (int64_t j = 0; j < M * ldc; j++)
+			c[j] = 1234.5f; /* outside the block: must stay */
+		for (int64_t k = 0; k < K; k++)
+			off[k] = ((k * 7 + 3) % K) * ldb; /* a permutation of the rows when K is not a multiple of 7 */
+		struct igemm g = { .a = a, .b = b, .off = off, .c = c, .M = M, .N = N, .K = K, .lda = lda, .ldc = ldc };
+		int64_t m0 = M > 2 ? 1 : 0, n0 = N > 2 ? 2 : 0; /* a block that starts inside a tile */
+		igemm_block(&g, m0, M, n0, N);
+		double worst = 0;
+		bool kept = true;
+		for (int64_t r = 0; r < M; r++) {
+			for (int64_t j = 0; j < ldc; j++) {
+				float got = c[r * ldc + j];
+				if (r < m0 || j < n0 || j >= N) {
+					kept = kept && got == 1234.5f;
+					continue;
+				}
+				double want = 0, mag = 0;
+				for (int64_t k = 0; k < K; k++) {
+					want += (double)a[r * lda + k] * b[off[k] + j];
+					mag += fabs((double)a[r * lda + k] * b[off[k] + j]);
+				}
+				double e = fabs(got - want) / (mag > 0 ? mag : 1);
+				worst = e > worst ? e : worst;
+			}
+		}
+		/* K fused multiply-adds in f32: each rounds by at most 2^-24 of a
+		 * partial sum, itself at most the sum of magnitudes */
+		TAP_OK(kept && worst <= (double)K * 0x1p-24, "igemm %ldx%ldx%ld, block from (%ld, %ld): max err %.2g of "
+		       "the sum of magnitudes, C outside the block kept", (long)M, (long)N, (long)K, (long)m0, (long)n0,
+		       worst);
+		free(a), free(b), free(c), free(off);
+	}
+}
+
 static void check_host_ops(void)
 {
 	struct pool *pool = pool_new(3);
@@ -632,7 +691,16 @@ static void check_host_ops(void)
 	if (!pool)
 		return;
 	check_host_dot(pool);
+	check_igemm();
+	bool ig = ig_ok();
+	TAP_DIAG("convolutions on %s", ig ? "igemm" : "sgemm (no AVX-512F)");
 	check_host_conv(pool);
+	if (ig) {
+		TAP_DIAG("again on sgemm, as on a CPU without AVX-512F");
+		conv_igemm = 0;
+		check_host_conv(pool);
+		conv_igemm = 1;
+	}
 	check_host_window(pool);
 	check_host_pad(pool);
 	pool_free(pool);

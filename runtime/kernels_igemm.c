@@ -1,0 +1,135 @@
+/*
+ * kernels_igemm.c: an f32 gemm that reads its operands where they lie
+ * (kernels_igemm.h), for the convolutions and dots of kernels_gemm.c.
+ *
+ * Why not sgemm: OpenBLAS packs both operands into its own layout on
+ * every call. At batch 1 the weights are the big operand (ResNet-50's
+ * last 3x3 convolution multiplies 9.4 MB of weights by 49 columns), so
+ * the packing costs about what the multiply does, and a convolution must
+ * first build its column matrix (im2col) for sgemm to pack again.
+ *
+ * Here nothing is packed. C's tile of MR rows by up to NR columns lives
+ * in 24 AVX-512 registers for the whole of K; each step k loads NR
+ * floats of B's row k (one row of the column matrix, which for a
+ * stride-1 convolution is a slice of the padded input: off[k] says
+ * where, so the column matrix is never built) and broadcasts MR weights
+ * from A's rows in place. Each C element is written once, as the sum
+ * over k in order by fused multiply-adds.
+ *
+ * Cache blocking: the columns go in chunks whose rows of B (K x chunk)
+ * fit in half of L2; within a chunk the row tiles go outer, so one
+ * tile's MR rows of A are reused from L1 across the chunk's column
+ * tiles, and the chunk of B from L2 across the row tiles.
+ *
+ * Needs AVX-512F (checked at run time by igemm_available; callers fall
+ * back to sgemm without it).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/kernels_igemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define MR 8      /* rows of a tile */
+#define NV 3      /* vectors of 16 floats per tile row: NR = 48 columns */
+#define NR (16 * NV)
+#define KC 256    /* steps k per pass over C: B's rows a tile reads span at most KC pages */
+#define CHUNK_BYTES (1 << 20) /* B's rows for a chunk of columns: half of a 2 MB L2 */
+
+bool igemm_available(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f");
+}
+
+/* The tile C[0..mr) x [0..16 * nv) (its last vector's lanes masked by
+ * last) = A's mr rows times B's columns from col. mr and nv are
+ * constants in each instance below, so the loops unroll and acc stays in
+ * registers. */
+static inline __attribute__((always_inline, target("avx512f"))) void
+tile(const int mr, const int nv, const float *restrict a, int64_t lda, const float *restrict b,
+     const int64_t *restrict off, int64_t K, float *restrict c, int64_t ldc, __mmask16 last, bool add)
+{
+	__m512 acc[MR][NV];
+#pragma GCC unroll 8
+	for (int i = 0; i < mr; i++)
+#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++)
+			acc[i][v] = !add ? _mm512_setzero_ps()
+				: v == nv - 1 ? _mm512_maskz_loadu_ps(last, c + i * ldc + 16 * v)
+					      : _mm512_loadu_ps(c + i * ldc + 16 * v);
+	for (int64_t k = 0; k < K; k++) {
+		const float *bk = b + off[k];
+		__m512 bv[NV];
+#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++)
+			bv[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, bk + 16 * v) : _mm512_loadu_ps(bk + 16 * v);
+#pragma GCC unroll 8
+		for (int i = 0; i < mr; i++) {
+			__m512 ai = _mm512_set1_ps(a[i * lda + k]);
+#pragma GCC unroll 3
+			for (int v = 0; v < nv; v++)
+				acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < mr; i++)
+#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++) {
+			if (v == nv - 1)
+				_mm512_mask_storeu_ps(c + i * ldc + 16 * v, last, acc[i][v]);
+			else
+				_mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+		}
+}
+
+typedef void tile_fn(const float *a, int64_t lda, const float *b, const int64_t *off, int64_t K, float *c,
+		     int64_t ldc, __mmask16 last, bool add);
+
+#define TILE(R, V)                                                                                               \
+	static __attribute__((target("avx512f"))) void tile_##R##_##V(const float *a, int64_t lda, const float *b, \
+								       const int64_t *off, int64_t K, float *c,   \
+								       int64_t ldc, __mmask16 last, bool add)     \
+	{                                                                                                        \
+		tile(R, V, a, lda, b, off, K, c, ldc, last, add);                                                \
+	}
+#define TILES(R) TILE(R, 1) TILE(R, 2) TILE(R, 3)
+TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6) TILES(7) TILES(8)
+#define ROW(R) { tile_##R##_1, tile_##R##_2, tile_##R##_3 }
+static tile_fn *const tiles[MR][NV] = { ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7), ROW(8) };
+
+void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+	int64_t kc = g->K < KC ? g->K : KC;
+	int64_t chunk = kc > 0 ? CHUNK_BYTES / (4 * kc) / NR * NR : n1 - n0;
+	chunk = chunk > NR ? chunk : NR;
+	for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
+		int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
+		for (int64_t k0 = 0; k0 < g->K || k0 == 0; k0 += kc) {
+			int64_t nk = g->K - k0 < kc ? g->K - k0 : kc;
+			for (int64_t i = m0; i < m1; i += MR) {
+				int mr = m1 - i < MR ? (int)(m1 - i) : MR;
+				for (int64_t j = c0; j < c1; j += NR) {
+					int64_t n = c1 - j < NR ? c1 - j : NR;
+					int nv = (int)((n + 15) / 16);
+					__mmask16 last = (__mmask16)(n % 16 ? (1u << (n % 16)) - 1 : 0xffffu);
+					tiles[mr - 1][nv - 1](g->a + i * g->lda + k0, g->lda, g->b + j, g->off + k0, nk,
+							      g->c + i * g->ldc + j, g->ldc, last, k0 > 0);
+				}
+			}
+		}
+	}
+}
+#else
+bool igemm_available(void)
+{
+	return false;
+}
+
+void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+	(void)g, (void)m0, (void)m1, (void)n0, (void)n1;
+}
+#endif
