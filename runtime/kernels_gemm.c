@@ -162,6 +162,7 @@ struct conv {
 	bool padded;            /* im2col reads a zero-padded copy of the input */
 	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
 	bool ig;                /* igemm, not sgemm: no column matrix when wide */
+	bool panels;            /* igemm's column matrix, in panels of IGEMM_NR columns */
 	/* split_item's: the item that the threads share, its work areas */
 	const float *xi, *wi;
 	float *oi, *col, *xp, *cw;
@@ -170,7 +171,7 @@ struct conv {
 
 #define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
 #define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
-#define IGEMM_COL_BLOCK 192 /* columns per piece of a split igemm: 4 tiles of 48 */
+#define IGEMM_COL_BLOCK (4 * IGEMM_NR) /* columns per piece of a split igemm */
 #define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
 #define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 /* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
@@ -192,6 +193,34 @@ static void im2col_plane(const struct conv *c, const float *x, float *restrict c
 						col[ow] = src[ow * sw];
 			}
 		}
+	}
+}
+
+/* Panels [t0, t1) of the column matrix (c->panels), x the item's planes
+ * (padded or not, as for im2col): panel t holds columns t * IGEMM_NR on,
+ * row after row, IGEMM_NR floats each, so that igemm's tile reads it in
+ * order (a row of the plain column matrix is P floats long: its tiles'
+ * rows were a page or more apart). Columns past P are zeros. */
+static void im2col_panels(const struct conv *c, const float *x, float *restrict col, int64_t t0, int64_t t1)
+{
+	int64_t src[IGEMM_NR]; /* each column's window corner in the plane */
+	for (int64_t t = t0; t < t1; t++) {
+		int64_t n = c->P - t * IGEMM_NR < IGEMM_NR ? c->P - t * IGEMM_NR : IGEMM_NR;
+		for (int64_t j = 0; j < n; j++) {
+			int64_t p = t * IGEMM_NR + j, oh = p / c->OW, ow = p % c->OW;
+			src[j] = oh * c->sh * c->Wp + ow * c->sw;
+		}
+		float *dst = col + t * c->CK * IGEMM_NR;
+		const float *plane = x;
+		for (int64_t ch = 0; ch < c->Cg; ch++, plane += c->Hp * c->Wp)
+			for (int64_t kh = 0; kh < c->KH; kh++)
+				for (int64_t kw = 0; kw < c->KW; kw++, dst += IGEMM_NR) {
+					const float *s = plane + kh * c->dh * c->Wp + kw * c->dw;
+					for (int64_t j = 0; j < n; j++)
+						dst[j] = s[src[j]];
+					for (int64_t j = n; j < IGEMM_NR; j++)
+						dst[j] = 0;
+				}
 	}
 }
 
@@ -248,7 +277,8 @@ static void conv_gemm(const struct conv *c, const float *w, const float *b, floa
 		      int64_t j0, int64_t j1)
 {
 	if (c->ig) {
-		struct igemm g = { .a = w, .b = b, .off = c->off, .c = dst, .K = c->CK, .lda = c->CK, .ldc = c->ncol };
+		struct igemm g = { .a = w, .b = b, .off = c->off, .c = dst, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
+				   .panel = c->panels ? c->CK * IGEMM_NR : 0 };
 		igemm_block(&g, o0, o1, j0, j1);
 		return;
 	}
@@ -261,7 +291,8 @@ static void conv_gemm(const struct conv *c, const float *w, const float *b, floa
  * input in place. */
 static int64_t col_floats(const struct conv *c)
 {
-	return c->direct || (c->ig && c->wide) ? 0 : c->CK * c->ncol;
+	return c->direct || (c->ig && c->wide) ? 0 : c->panels ? ceil_div(c->P, IGEMM_NR) * IGEMM_NR * c->CK
+								 : c->CK * c->ncol;
 }
 
 static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
@@ -297,6 +328,8 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 			}
 			if (c->direct)
 				col = (float *)x;
+			else if (c->panels)
+				im2col_panels(c, c->padded ? xp : x, col, 0, ceil_div(c->P, IGEMM_NR));
 			else
 				im2col(c, c->padded ? xp : x, col);
 			conv_gemm(c, w, col, out, 0, c->Og, 0, c->P);
@@ -318,6 +351,10 @@ static void col_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct conv *c = ctx;
 	const float *x = c->padded ? c->xp : c->xi;
+	if (c->panels) { /* [begin, end) are panels */
+		im2col_panels(c, x, c->col, begin, end);
+		return;
+	}
 	for (int64_t ch = begin; ch < end; ch++) {
 		const float *plane = x + ch * c->Hp * c->Wp;
 		float *rows = c->col + ch * c->KH * c->KW * c->ncol;
@@ -386,7 +423,9 @@ static void split_items(struct rt *r, struct conv *c)
 			pool_run(r->pool, pad_chunk, c, c->Cg, pgrain);
 			memset(c->xp + c->Cg * c->Hp * c->Wp, 0, (size_t)c->slack * sizeof *c->xp);
 		}
-		if (!c->direct && !(c->ig && c->wide))
+		if (c->panels)
+			pool_run(r->pool, col_chunk, c, ceil_div(c->P, IGEMM_NR), ceil_div(8192, c->CK * IGEMM_NR));
+		else if (!c->direct && !(c->ig && c->wide))
 			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
 		pool_run(r->pool, gemm_chunk, c, pieces, grain);
 		if (c->ig && c->wide)
@@ -415,7 +454,7 @@ static void conv_offsets(struct conv *c)
 	int64_t k = 0;
 	if (!c->wide) {
 		for (; k < c->CK; k++)
-			c->off[k] = k * c->ncol;
+			c->off[k] = c->panels ? k * IGEMM_NR : k * c->ncol;
 		return;
 	}
 	for (int64_t ch = 0; ch < c->Cg; ch++)
@@ -488,12 +527,13 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
 	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;
 	c.ncol = c.wide ? c.OH * c.Wp : c.P;
+	c.panels = c.ig && !c.wide && !c.direct;
 	if (c.ncol > INT32_MAX)
 		return false;
 	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
 	c.block = c.direct ? 0
 			   : c.wide ? col_floats(&c) + c.Og * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
-				    : c.CK * c.P + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
+				    : col_floats(&c) + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
 	/* the scratch: igemm's offsets, then the threads' work areas */
 	size_t noff = c.ig ? ((size_t)c.CK * sizeof *c.off + 63) / 64 * 64 : 0;
 	char *scratch = NULL;

@@ -35,6 +35,7 @@
 #define MR 8      /* rows of a tile */
 #define NV 3      /* vectors of 16 floats per tile row: NR = 48 columns */
 #define NR (16 * NV)
+_Static_assert(NR == IGEMM_NR, "igemm's tile width");
 #define KC 256    /* steps k per pass over C: B's rows a tile reads span at most KC pages */
 #define CHUNK_BYTES (1 << 20) /* B's rows for a chunk of columns: half of a 2 MB L2 */
 
@@ -115,7 +116,8 @@ void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int6
 					int64_t n = c1 - j < NR ? c1 - j : NR;
 					int nv = (int)((n + 15) / 16);
 					__mmask16 last = (__mmask16)(n % 16 ? (1u << (n % 16)) - 1 : 0xffffu);
-					tiles[mr - 1][nv - 1](g->a + i * g->lda + k0, g->lda, g->b + j, g->off + k0, nk,
+					const float *b = g->panel ? g->b + j / NR * g->panel : g->b + j;
+					tiles[mr - 1][nv - 1](g->a + i * g->lda + k0, g->lda, b, g->off + k0, nk,
 							      g->c + i * g->ldc + j, g->ldc, last, k0 > 0);
 				}
 			}
