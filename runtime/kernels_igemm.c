@@ -108,7 +108,8 @@ void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int6
 	chunk = chunk > NR ? chunk : NR;
 	for (int64_t c0 = n0; c0 < n1; c0 += chunk) {
 		int64_t c1 = c0 + chunk < n1 ? c0 + chunk : n1;
-		for (int64_t k0 = 0; k0 < g->K || k0 == 0; k0 += kc) {
+		/* passes of kc steps; with K = 0, one pass that writes zeros */
+		for (int64_t k0 = 0; k0 < g->K || (k0 == 0 && g->K == 0); k0 += kc > 0 ? kc : 1) {
 			int64_t nk = g->K - k0 < kc ? g->K - k0 : kc;
 			for (int64_t i = m0; i < m1; i += MR) {
 				int mr = m1 - i < MR ? (int)(m1 - i) : MR;

@@ -638,14 +638,14 @@ static void check_igemm(void)
 	}
 	static const int64_t cs[][5] = {
 		/* M, N, K, lda pad, ldc pad */
-		{ 1, 1, 1, 0, 0 }, { 7, 17, 3, 1, 2 }, { 8, 48, 64, 0, 0 }, { 13, 95, 300, 5, 3 },
+		{ 1, 1, 1, 0, 0 }, { 5, 20, 0, 0, 1 }, { 7, 17, 3, 1, 2 }, { 8, 48, 64, 0, 0 }, { 13, 95, 300, 5, 3 },
 		{ 33, 130, 257, 0, 7 }, { 3, 200, 700, 2, 0 },
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		int64_t M = cs[i][0], N = cs[i][1], K = cs[i][2], lda = K + cs[i][3], ldc = N + cs[i][4], ldb = N + 9;
-		float *a = malloc((size_t)(M * lda) * sizeof *a), *b = malloc((size_t)(K * ldb) * sizeof *b);
+		float *a = malloc((size_t)(M * lda + 1) * sizeof *a), *b = malloc((size_t)(K * ldb + 1) * sizeof *b);
 		float *c = malloc((size_t)(M * ldc) * sizeof *c);
-		int64_t *off = malloc((size_t)K * sizeof *off);
+		int64_t *off = malloc((size_t)(K + 1) * sizeof *off);
 		for (int64_t j = 0; j < M * lda; j++)
 			a[j] = (float)(urand() * 2 - 1);
 		for (int64_t j = 0; j < K * ldb; j++)
