@@ -524,11 +524,15 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	c.Hp = (c.OH - 1) * c.sh + (c.KH - 1) * c.dh + 1;
 	c.Wp = (c.OW - 1) * c.sw + (c.KW - 1) * c.dw + 1;
 	/* junk columns cost (Wp - OW) / OW of the gemm: with sgemm, short rows
-	 * of a big gemm are cheaper to gather (im2col) than to multiply; igemm
-	 * reads the padded planes in place, and its tiles of 48 columns waste
-	 * about as many lanes on OH * OW columns as on OH * Wp */
+	 * of a big gemm are cheaper to gather (im2col) than to multiply. igemm
+	 * reads the padded planes in place, so it goes wide unless that takes
+	 * 15% more vectors of 16 columns than P does (ResNet-50's 7x7 stage: 4
+	 * and 4; a weight gradient's 3x3 output from a 56-wide input: 11 and 1) */
 	c.ig = ig_ok();
-	c.wide = !c.direct && c.sh == 1 && c.sw == 1 && (c.ig || c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
+	int64_t wp = c.Wp > c.W + c.pw ? c.Wp : c.W + c.pw; /* Wp if wide, as set below */
+	int64_t vwide = ceil_div(c.OH * wp, 16), vcol = ceil_div(c.P, 16);
+	c.wide = !c.direct && c.sh == 1 && c.sw == 1 &&
+		 (c.ig ? vwide * 20 <= vcol * 23 : c.OW >= WIDE_ROW_MIN || macs < WIDE_MACS_MAX);
 	c.padded = c.wide || c.ph || c.pw || c.Hp > c.H || c.Wp > c.W;
 	c.Hp = c.padded && c.Hp < c.H + c.ph ? c.H + c.ph : c.padded ? c.Hp : c.H;
 	c.Wp = c.padded && c.Wp < c.W + c.pw ? c.W + c.pw : c.padded ? c.Wp : c.W;

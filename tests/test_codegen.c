@@ -439,6 +439,7 @@ static void check_host_conv(struct pool *pool)
 		{ 2, 1, 32, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2 }, /* two groups, three threads */
 		{ 1, 1, 64, 1, 500, 48, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1 }, /* 1-D, wide, one output row */
 		{ 1, 1, 64, 1, 700, 40, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 }, /* 1-D, stride 2, by columns */
+		{ 2, 1, 6, 12, 12, 5, 10, 10, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* a weight gradient's: 3x3 out, not wide */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const struct conv_case *t = &cs[i];
