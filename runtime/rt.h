@@ -5,8 +5,11 @@
  * table (comm.h) for transfers and collectives. Depends on ir/ and on
  * compiler/'s reference kernels and ONNX tensor I/O; nothing depends on it.
  *
- *   exec.c     one instruction at a time: kernels, collectives (packed to
- *              rank-major blocks for the table), sends, receives
+ *   exec.c     one instruction at a time: kernels, collectives, sends,
+ *              receives (exec_internal.h: what its two helpers share)
+ *   collective.c  a collective: operands packed to rank-major blocks for
+ *              the table, the result unpacked
+ *   overlap.c  receives and collectives started early, finished late
  *   step.c     a step: inputs into their slots, the per-micro-batch parts in
  *              the stage's order, the per-step part, outputs saved
  *   state.c    parameters loaded from the model, state and accumulators,
@@ -79,7 +82,7 @@ struct rt {
 	int nseg;
 	bool no_overlap;              /* --no-overlap: every receive and collective
 				       * waits at its instruction, as on a GPU rank */
-	struct rt_overlap *ov;        /* exec.c: which receives start early, which
+	struct rt_overlap *ov;        /* overlap.c: which receives start early, which
 				       * collectives finish late; NULL: none */
 	/* since the start: receives run, of them posted before their
 	 * instruction; collectives run, of them started before their
@@ -129,6 +132,7 @@ void *rt_buf(const struct rt *r, const struct plan_buffer *b);
 /* Runs segment s's instructions (r->mb is its micro-batch). Errors are
  * prefixed "instruction I (kind)". */
 int rt_run(struct rt *r, const struct rt_seg *s);
+/* ---- overlap.c */
 /* Overlap of communication with compute (CPU ranks, unless no_overlap),
  * worked out once from r->seg and the memory plan: each receive starts
  * (MPI_Irecv) at the earliest trace position after which no step of the
