@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -200,32 +199,6 @@ static int host_measure(struct host *h)
 	return 0;
 }
 
-/* The cache directory (see the top), NULL when none is set. */
-static const char *cache_dir(char *buf, size_t n)
-{
-	const char *d = getenv("PCC_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	if (d && *d)
-		snprintf(buf, n, "%s", d);
-	else if (x && *x)
-		snprintf(buf, n, "%s/pcc", x);
-	else if (home && *home)
-		snprintf(buf, n, "%s/.cache/pcc", home);
-	else
-		return NULL;
-	return buf;
-}
-
-/* mkdir -p dir (best effort: a failure shows when the file is written). */
-static void make_dirs(char *dir)
-{
-	for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = 0;
-		mkdir(dir, 0777);
-		*s = '/';
-	}
-	mkdir(dir, 0777);
-}
-
 #define HOST_CACHE_VERSION 1
 
 /* The figures in path for the host id: 1 read, 0 no file, 2 another
@@ -289,7 +262,7 @@ static int host_figures(struct host *h, char *src, size_t nsrc)
 	*h = id;
 	const char *off = getenv("PCC_HOST_CACHE");
 	char dir[4096], path[4200], why[256] = "";
-	if ((off && !strcmp(off, "0")) || !cache_dir(dir, sizeof dir)) {
+	if ((off && !strcmp(off, "0")) || !ir_cache_dir(dir, sizeof dir)) {
 		snprintf(src, nsrc, "measured");
 		return host_measure(h);
 	}
@@ -305,7 +278,7 @@ static int host_figures(struct host *h, char *src, size_t nsrc)
 	int rc = host_measure(h);
 	if (rc < 0)
 		return rc;
-	make_dirs(dir);
+	ir_make_dirs(dir);
 	/* a file for another host, or a bad one, is replaced; none: the first
 	 * process to publish wins (another may have while this one measured),
 	 * and everyone reads its figures */

@@ -41,6 +41,12 @@ const char *ir_bytes_str(double bytes, char buf[IR_BYTES_STRLEN]);
 /* Seconds on the monotonic clock (for durations). */
 double ir_now(void);
 
+/* pcc's cache directory (the host's figures, cubins): $PCC_CACHE_DIR, else
+ * $XDG_CACHE_HOME/pcc, else $HOME/.cache/pcc; NULL when none is set. */
+const char *ir_cache_dir(char *buf, size_t n);
+/* mkdir -p dir, best effort (a failure shows when a file is written). */
+void ir_make_dirs(char *dir);
+
 _Noreturn void ir_assert_fail(const char *file, int line, const char *expr);
 #define IR_ASSERT(e) ((e) ? (void)0 : ir_assert_fail(__FILE__, __LINE__, #e))
 

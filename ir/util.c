@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "ir/ir.h"
@@ -269,6 +270,30 @@ unsigned ir_op_flags(enum ir_op op)
 {
 	IR_ASSERT((unsigned)op < IR_OP_COUNT);
 	return ops[op].flags;
+}
+
+const char *ir_cache_dir(char *buf, size_t n)
+{
+	const char *d = getenv("PCC_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	if (d && *d)
+		snprintf(buf, n, "%s", d);
+	else if (x && *x)
+		snprintf(buf, n, "%s/pcc", x);
+	else if (home && *home)
+		snprintf(buf, n, "%s/.cache/pcc", home);
+	else
+		return NULL;
+	return buf;
+}
+
+void ir_make_dirs(char *dir)
+{
+	for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		mkdir(dir, 0777);
+		*s = '/';
+	}
+	mkdir(dir, 0777);
 }
 
 double ir_now(void)

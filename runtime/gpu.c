@@ -175,20 +175,6 @@ static void pin_io(struct rt *r)
 
 /* ---- the plan's kernels ------------------------------------------------------ */
 
-static const char *cache_dir(char *buf, size_t n)
-{
-	const char *d = getenv("PCC_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-	if (d)
-		snprintf(buf, n, "%s", d);
-	else if (x)
-		snprintf(buf, n, "%s/pcc", x);
-	else if (h)
-		snprintf(buf, n, "%s/.cache/pcc", h);
-	else
-		return NULL;
-	return buf;
-}
-
 static void *read_all(const char *path, size_t *n)
 {
 	FILE *f = fopen(path, "rb");
@@ -206,7 +192,7 @@ static void *read_all(const char *path, size_t *n)
 }
 
 /* The cubin the driver compiles from text for this GPU, cached under
- * cache_dir()/cubin-<hash>.cubin (hash of the PTX, the GPU and the driver). */
+ * ir_cache_dir()/cubin-<hash>.cubin (hash of the PTX, the GPU and the driver). */
 static int load_module(struct rt_gpu *g, const char *text)
 {
 	const struct gpu_api *a = g->a;
@@ -215,7 +201,7 @@ static int load_module(struct rt_gpu *g, const char *text)
 	a->cuDriverGetVersion(&drv);
 	uint64_t key[3] = { XXH3_64bits(text, strlen(text)), XXH3_64bits(g->name, strlen(g->name)),
 			    (uint64_t)drv << 16 | (uint64_t)g->cc };
-	bool cached = cache_dir(dir, sizeof dir);
+	bool cached = ir_cache_dir(dir, sizeof dir);
 	snprintf(path, sizeof path, "%s/cubin-%016llx.cubin", dir, (unsigned long long)XXH3_64bits(key, sizeof key));
 	size_t n = 0;
 	void *bin = cached ? read_all(path, &n) : NULL;
@@ -243,13 +229,7 @@ static int load_module(struct rt_gpu *g, const char *text)
 		rc = gpu_check(g, a->cuModuleLoadData(&g->mod, cubin), "cuModuleLoadData");
 	if (rc == 0 && cached) { /* best effort: written whole, then renamed into place */
 		snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-		char *s = strchr(dir + 1, '/');
-		for (; s; s = strchr(s + 1, '/')) {
-			*s = 0;
-			mkdir(dir, 0777);
-			*s = '/';
-		}
-		mkdir(dir, 0777);
+		ir_make_dirs(dir);
 		FILE *f = fopen(tmp, "wb");
 		bool ok = f && fwrite(cubin, 1, size, f) == size;
 		if (f && fclose(f) != 0)
