@@ -124,13 +124,14 @@ enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, OPT_LEAN = 4, NOPT = 8 };
 static void real_act(const struct search *s, int l, int r, int k, int opt, struct inter_layer_cost *sum)
 {
 	const struct inter_step_mem *m = s->real;
-	double act = 0, once = 0, upd = 0;
+	double act = 0, once = 0, upd = 0, least = 1.0 / (s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
 	for (int x = l; x <= r; x++) {
 		const struct inter_layer_cost *y =
 			&(opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
-		double f = m->model[x] > 0 ? fmin(y->mem_act / m->model[x], 1) : 1;
+		/* a fraction between one device's even share and all */
+		double f = least < 1 && m->model[x] > 0 ? fmax(fmin(y->mem_act / m->model[x], 1), least) : 1;
 		act += m->own[x] * f + (x == l ? m->cross[x] * f : 0);
-		double fs = m->state[x] > 0 ? fmin(y->mem_state_nozero / m->state[x], 1) : 1;
+		double fs = least < 1 && m->state[x] > 0 ? fmax(fmin(y->mem_state_nozero / m->state[x], 1), least) : 1;
 		once = fmax(once, m->work[x] * f);
 		upd = fmax(upd, m->upd[x] * fs);
 	}
