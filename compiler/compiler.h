@@ -537,6 +537,11 @@ struct inter_opts {
 	int64_t static_batch;    /* the model's batch when fixed, else 0 */
 	bool no_interleaved;     /* leave interleaved 1F1B out of the search (what
 				  * lowering a training plan cannot run yet) */
+	bool lowered_memory;     /* training: charge each stage the activations and
+				  * working sets the lowering allocates, measured on the
+				  * train step (inter_step.c), not those of an ideal
+				  * backend (cost_saved.c, as pcc report's manual plans):
+				  * for a plan that is lowered (pcc -o plan.bin) */
 	int stages;              /* exactly this many pipeline stages (at most the
 				  * devices, the layers and 64); 0: searched */
 	int mesh0, mesh1;        /* every stage's logical mesh is mesh0 x mesh1 on a

@@ -11,7 +11,10 @@
  * transfer to the next stage added to the sender, and memory checked with
  * 1F1B's in-flight count. The DP's stages are then timed under each
  * schedule (cost_pipeline_time) and the fastest that fits wins; ties go to
- * the least memory.
+ * the least memory. A plan to be lowered (inter_opts.lowered_memory) is
+ * charged, per stage, the activations and working sets the lowering
+ * allocates (inter_step.c: measured on the train step, scaled by each
+ * layer plan's sharding), so that its prediction is its arena.
  *
  * Forced shapes (tests, or a user who knows better): inter_opts.stages
  * makes the DP return exactly that many stages (clustering into at least
@@ -106,10 +109,45 @@ struct search {
 	const struct inter_layer_cost *lean; /* [L * ncfg], or NULL (inference) */
 	const bool *overlap;      /* per stage of the assignment timed: cost holds its
 				   * layers solved with the reduction overlapped; or NULL */
+	const struct inter_step_mem *real; /* training: what the lowering keeps; or NULL */
 };
 
 /* Per-stage choices the DP makes besides the mesh: bits of a config. */
 enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, OPT_LEAN = 4, NOPT = 8 };
+
+/* The activations and working sets of layers l..r of config k as the
+ * lowering allocates them (inter_step.c): each layer's measured bytes
+ * times the fraction of its ideal kept bytes one device holds under the
+ * layer's own plan (all of them when it keeps none), and what an earlier
+ * layer's backward reads first held here too; the update's temporaries
+ * scaled as the state is (stage_once). */
+static void real_act(const struct search *s, int l, int r, int k, int opt, struct inter_layer_cost *sum)
+{
+	const struct inter_step_mem *m = s->real;
+	double act = 0, once = 0, upd = 0, least = 1.0 / (s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
+	for (int x = l; x <= r; x++) {
+		const struct inter_layer_cost *y =
+			&(opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
+		/* a fraction between one device's even share and all */
+		double f = least < 1 && m->model[x] > 0 ? fmax(fmin(y->mem_act / m->model[x], 1), least) : 1;
+		act += m->own[x] * f + (x == l ? m->cross[x] * f : 0);
+		double fs = least < 1 && m->state[x] > 0 ? fmax(fmin(y->mem_state_nozero / m->state[x], 1), least) : 1;
+		once = fmax(once, m->work[x] * f);
+		upd = fmax(upd, m->upd[x] * fs);
+	}
+	sum->mem_act = act;
+	sum->mem_once = once;
+	sum->mem_upd = upd;
+}
+
+/* The working set a stage holds once with `inflight` micro-batches' kept
+ * activations: the per-micro-batch one, or the update's where that is
+ * larger than both (it takes the activations' place after the last
+ * micro-batch), so that state + inflight * act + this is the peak. */
+static double stage_once(const struct inter_layer_cost *sum, double inflight)
+{
+	return fmax(sum->mem_once, sum->mem_upd - inflight * sum->mem_act);
+}
 
 /* Sums over layers l..r of config k with options opt; false when a layer
  * has no plan. Kept activations add up over the layers, working sets do
@@ -147,6 +185,8 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 		sum->t_mb *= 4.0 / 3.0;
 		sum->mem_act = inputs;
 		sum->mem_once = widest;
+	} else if (s->real && s->real->nlayers == s->L) {
+		real_act(s, l, r, k, opt, sum);
 	}
 	sum->ok = true;
 	return true;
@@ -187,7 +227,7 @@ static bool fits(void *ctx, int l, int r, int m, int c, int after)
 	if (k < 0 || !range(s, l, r, k, opt, &sum))
 		return false;
 	double inflight = fmin(s->m, after + 1);
-	return sum.mem_state + inflight * sum.mem_act + sum.mem_once <= s->env->mem_limit;
+	return sum.mem_state + inflight * sum.mem_act + stage_once(&sum, inflight) <= s->env->mem_limit;
 }
 
 /* Runs schedule (sch, v) of the stages on the simulator: a backward takes
@@ -294,7 +334,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		T += sync;
 		bool ok = true;
 		for (int i = 0; i < np; i++) {
-			double mem = sum[i].mem_state + infl[i] * sum[i].mem_act + sum[i].mem_once;
+			double mem = sum[i].mem_state + infl[i] * sum[i].mem_act + stage_once(&sum[i], infl[i]);
 			ok &= mem <= s->env->mem_limit;
 			peak = fmax(peak, mem);
 		}
@@ -321,7 +361,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			stages[i] = (struct inter_stage){
 				.recompute = opt & OPT_RECOMPUTE, .zero = opt & OPT_ZERO, .lean = opt & OPT_LEAN,
 				.overlap = s->overlap && s->overlap[i],
-				.mem_once = sum[i].mem_once,
+				.mem_once = stage_once(&sum[i], infl[i]),
 				.t_optim = sum[i].t_optim,
 				.layer_first = st->first, .layer_last = st->last,
 				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
@@ -331,7 +371,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 				.mem_state = sum[i].mem_state, .mem_act = sum[i].mem_act,
 				.inflight = infl[i],
 			};
-			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act + sum[i].mem_once;
+			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act + stages[i].mem_once;
 		}
 		ir_free(best->stages);
 		best->stages = stages;
@@ -569,7 +609,11 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	if (rc == 0)
 		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, NULL, cost, lean, &nsolved);
-	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean };
+	struct inter_step_mem real = { 0 };
+	if (rc == 0 && env->train && o->lowered_memory)
+		rc = inter_step_measure(env, o, b, m, g, &cl, &real);
+	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean,
+			    .real = &real };
 	if (rc == 0) {
 		/* lower bounds on any pipeline: the largest layer alone on its
 		 * leanest mesh, and every layer's bytes over all devices spread evenly */
@@ -587,7 +631,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 						      : INFINITY;
 					if (!isfinite(*at))
 						continue;
-					double mem = sum.mem_state + sum.mem_act + sum.mem_once;
+					double mem = sum.mem_state + sum.mem_act + stage_once(&sum, 1);
 					if (r == L - 1 && l == 0)
 						*least_mem = fmin(*least_mem, mem);
 					if (r == l) {
@@ -635,6 +679,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		}
 	}
 	best->nsolved += nsolved;
+	inter_step_mem_free(&real);
 	ir_free(cost);
 	ir_free(t);
 	ir_free(xf);

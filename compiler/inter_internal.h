@@ -43,10 +43,35 @@ struct inter_layer_cost {
 	double mem_state_nozero;  /* the same without ZeRO-1 */
 	double mem_act;           /* bytes per device one micro-batch keeps for its backward pass */
 	double mem_once;          /* bytes per device held once: the working set above what is kept */
+	double mem_upd;           /* bytes per device of the update's temporaries (measured
+				   * ranges only, inter_step.c), held after the last
+				   * micro-batch instead of activations and mem_once */
 	double mem_in_kept;       /* of mem_act, the layer's inputs (kept by the layer before too, */
 	double mem_out_kept;      /* of mem_act, its outputs     when that one keeps its outputs) */
 	double mem_in_dup;        /* of mem_in_kept, inputs the layer before keeps in another form */
 };
+
+/* What the lowering of a pipelined train step keeps per micro-batch, per
+ * layer, in global bytes at the step's dtypes (inter_step.c): own[x], the
+ * forward values whose first backward reader is layer x; cross[x], those
+ * an earlier layer's backward reads first and layer x's or a later one's
+ * too; work[x], the most other per-micro-batch temporaries live in layer
+ * x; model[x], the ideal kept bytes the layer's intra-op solve counts;
+ * upd[x], the most temporaries live in the update of layer x's
+ * parameters; state[x], their parameter, gradient and optimizer bytes.
+ * All NULL (nlayers 0) when the step could not be built. */
+struct inter_step_mem {
+	int nlayers;
+	double *own, *cross, *work, *model, *upd, *state; /* [nlayers] each, one allocation */
+};
+
+/* m for forward graph g at micro-batch size b in steps of `micro`
+ * micro-batches, clustered as cl; g's nodes untouched (the step is built
+ * from o->load's fresh copy). A step the default train options cannot
+ * build leaves m empty (0); -ENOMEM. */
+int inter_step_measure(const struct inter_env *env, const struct inter_opts *o, int64_t b, int micro,
+		       const struct ir_graph *g, const struct cluster_result *cl, struct inter_step_mem *m);
+void inter_step_mem_free(struct inter_step_mem *m);
 
 /* Micro-batch sizes to try after the powers of two: the divisors of B
  * that are not powers of two within a factor of two of the best one,

@@ -83,10 +83,12 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		snprintf(nodes, sizeof nodes, "%d-%d", s->node_first, s->node_last - 1);
 		snprintf(sub, sizeof sub, "%dx%d", s->rows, s->cols);
 		snprintf(mesh, sizeof mesh, "%dx%d", s->n0, s->n1);
-		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.3f ms  %6.2f GiB (%.2f state%s + %.1f x %.2f",
+		char b[4][IR_BYTES_STRLEN];
+		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.3f ms  %9s (%s state%s + %.1f x %s",
 			i, layers, nodes, sub, mesh, s->t_mb * 1e3, s->t_xfer * 1e3, s->t_sync * 1e3, s->t_optim * 1e3,
-			gib(s->mem), gib(s->mem_state), s->zero && p->train ? " ZeRO-1" : "", s->inflight, gib(s->mem_act));
-		fprintf(f, " + %.2f%s%s%s)\n", gib(s->mem_once), s->recompute ? "; recomputed" : "",
+			ir_bytes_str(s->mem, b[0]), ir_bytes_str(s->mem_state, b[1]), s->zero && p->train ? " ZeRO-1" : "",
+			s->inflight, ir_bytes_str(s->mem_act, b[2]));
+		fprintf(f, " + %s%s%s%s)\n", ir_bytes_str(s->mem_once, b[3]), s->recompute ? "; recomputed" : "",
 			s->lean ? "; lean: state split at a price" : "",
 			s->overlap ? "; solved with its gradient sync overlapped" : "");
 	}

@@ -81,6 +81,7 @@ struct lower {
 				      * backward part; 0 for none */
 	const int *order;            /* pipelined training: the stage's schedule */
 	int norder;
+	struct lw_early *early;      /* training: lw_train_node's bookkeeping, or NULL */
 };
 
 /* The lowering of one plan: its stages and how their values relate to
@@ -183,6 +184,14 @@ int lw_train_finish(struct lower *L, const struct lower_train *tr, const int *in
  * end of the forward part; the gradients L computes into accumulators
  * (accumulate) or kept, and the per-step part's start. */
 int lw_train_fwd_end(struct lower *L, const struct lower_train *tr, const int *inv);
+/* After node m of L's graph is lowered: a parameter gradient m completes
+ * is added into its accumulator now (per micro-batch part, several
+ * micro-batches), and a new parameter or state value whose old value no
+ * node left to lower reads is written back now (per-step part), so that
+ * neither waits, live, for the end of its part. lw_train_bwd_end and
+ * lw_train_finish then skip what was done here. */
+int lw_train_node(struct lower *L, const struct lower_train *tr, const int *inv, const struct ir_node *m);
+void lw_train_early_free(struct lower *L);
 int lw_train_bwd_end(struct lower *L, const struct lower_train *tr, const int *inv, bool accumulate);
 
 /* Value v as a buffer under dst (lower.c): the rep that has it, a

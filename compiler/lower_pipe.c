@@ -96,7 +96,7 @@ static int lower_node(struct lw_ctx *c, int s, const struct ir_node *n)
 	int rc = receive_operands(c, s, m, false);
 	if (rc == 0 && (rc = lw_node(&c->L[s], m)) < 0)
 		ir_error_prefix("stage %d", s);
-	return rc;
+	return rc < 0 ? rc : lw_train_node(&c->L[s], c->tr, c->inv[s], m);
 }
 
 /* Nodes [first, last) of the whole step, in order, each into its stage

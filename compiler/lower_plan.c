@@ -251,6 +251,7 @@ static int model_output(struct lw_ctx *c, int o)
 
 static void lower_release(struct lower *L)
 {
+	lw_train_early_free(L);
 	for (int i = 0; i < L->nins; i++) {
 		ir_free(L->ins[i].dev_kernel);
 		ir_free(L->ins[i].dev_peer);
@@ -285,11 +286,16 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 		for (int i = 0; i < nn; i++) {
 			if (i == split && (rc = lw_train_split(L, c->tr)) < 0)
 				return rc;
-			if (!is_const(L, ir_graph_node(L->g, i)) && (rc = lw_node(L, ir_graph_node(L->g, i))) < 0) {
+			const struct ir_node *n = ir_graph_node(L->g, i);
+			if (is_const(L, n))
+				continue;
+			if ((rc = lw_node(L, n)) < 0) {
 				if (c->ns > 1)
 					ir_error_prefix("stage %d", s);
 				return rc;
 			}
+			if (c->tr && (rc = lw_train_node(L, c->tr, NULL, n)) < 0)
+				return rc;
 		}
 		if (c->tr && (rc = lw_train_finish(L, c->tr, NULL, true)) < 0)
 			return rc;

@@ -13,10 +13,17 @@
  * micro-batch. Per step: the update nodes read the accumulators; bringing
  * a partial accumulator to the sharding the update needs is the step's
  * gradient reduction (an all-reduce for a replicated update, a reduce-
- * scatter for one split over the data-parallel axis, as ZeRO does). Last,
- * every new parameter and state value is brought to the sharding of the
- * buffer it replaces (for a split update, the all-gather of the new
- * parameter) and copied over it.
+ * scatter for one split over the data-parallel axis, as ZeRO does). Every
+ * new parameter and state value is brought to the sharding of the buffer
+ * it replaces (for a split update, the all-gather of the new parameter)
+ * and copied over it.
+ *
+ * Both happen as early as they may (lw_train_node): a gradient is added
+ * into its accumulator right after the node that completes it, a new value
+ * written back right after the last node reading the old one, so that the
+ * part does not hold every gradient, or every new value, at its end: the
+ * memory the inter-op search charges (the stage's state and activations)
+ * is then the arena's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -136,6 +143,135 @@ static bool made_here(const struct ir_value *v)
 	return v && v->kind == IR_VAL_NODE;
 }
 
+/* lw_train_node's bookkeeping for one stage. */
+struct lw_early {
+	int *acc;                 /* [nparams]: the accumulator made early, -1 */
+	int *left;                /* [L's values]: nodes left to lower that read it */
+	unsigned char *done;      /* [nparams + nstate]: written back early */
+};
+
+void lw_train_early_free(struct lower *L)
+{
+	if (!L->early)
+		return;
+	ir_free(L->early->acc);
+	ir_free(L->early->left);
+	ir_free(L->early->done);
+	ir_free(L->early);
+	L->early = NULL;
+}
+
+static bool node_is_const(const struct lower *L, const struct ir_node *n)
+{
+	for (int j = 0; j < n->nout; j++)
+		if (L->dyn[n->out[j]->id])
+			return false;
+	return true;
+}
+
+static int early_init(struct lower *L, const struct train_step *ts)
+{
+	int nv = ir_graph_nvalues(L->g);
+	struct lw_early *e = ir_calloc(1, sizeof *e);
+	if (!e)
+		return -ENOMEM;
+	L->early = e;
+	e->acc = ir_malloc(sizeof *e->acc * (size_t)(ts->nparams + 1));
+	e->left = ir_calloc((size_t)nv + 1, sizeof *e->left);
+	e->done = ir_calloc((size_t)(ts->nparams + ts->nstate) + 1, 1);
+	if (!e->acc || !e->left || !e->done)
+		return -ENOMEM;
+	for (int i = 0; i < ts->nparams; i++)
+		e->acc[i] = -1;
+	for (int i = 0; i < ir_graph_nnodes(L->g); i++) {
+		const struct ir_node *n = ir_graph_node(L->g, i);
+		if (node_is_const(L, n))
+			continue; /* made where read, never lowered in order */
+		for (int j = 0; j < n->nin; j++) {
+			bool again = false;
+			for (int k = 0; k < j; k++)
+				again |= n->in[k] == n->in[j];
+			if (!again)
+				e->left[n->in[j]->id]++;
+		}
+	}
+	return 0;
+}
+
+/* The accumulator of parameter i: acc += gradient gv, in the gradient's
+ * own sharding (*spec). */
+static int accumulate_into(struct lower *L, const struct train_step *ts, int i, const struct ir_value *gv, int *acc,
+		      struct ir_sharding *spec)
+{
+	int rc;
+	if ((rc = lw_ensure(L, gv)) < 0)
+		return rc;
+	int r = L->rep_head[gv->id];
+	IR_ASSERT(r >= 0);
+	int gb = L->reps[r].buf;
+	*spec = L->reps[r].spec;
+	if ((*acc = lw_buf_new(L, L->buf[gb].dtype, &L->buf[gb].shape)) < 0)
+		return -ENOMEM;
+	L->buf[*acc].bind = PLAN_BIND_ACCUM;
+	L->buf[*acc].index = param_index(ts->g, ts->params[i]);
+	L->buf[*acc].spec = *spec;
+	int in[2] = { *acc, gb };
+	return lw_kernel_into(L, IR_OP_ADD, 2, in, *acc);
+}
+
+/* Write-back k (parameters, then state inputs) of the step: L's old value
+ * *t and new value *v (either NULL when L holds none), its bind and
+ * index. */
+static void wb_pair(const struct lower *L, const struct lower_train *tr, const int *inv, int k,
+		    const struct ir_value **t, const struct ir_value **v, enum plan_bind *bind, int *idx)
+{
+	const struct train_step *ts = tr->ts;
+	const struct ir_graph *whole = ts->g;
+	bool param = k < ts->nparams;
+	const struct ir_value *wt = param ? ts->params[k] : ts->state[k - ts->nparams];
+	*t = in_L(L, inv, wt);
+	*v = in_L(L, inv, ir_graph_output(whole, 2 + k));
+	*bind = param ? PLAN_BIND_PARAM : PLAN_BIND_STATE;
+	*idx = param ? param_index(whole, wt) : k - ts->nparams;
+}
+
+int lw_train_node(struct lower *L, const struct lower_train *tr, const int *inv, const struct ir_node *m)
+{
+	const struct train_step *ts = tr->ts;
+	int rc = 0;
+	if (!L->early && (rc = early_init(L, ts)) < 0)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	struct lw_early *e = L->early;
+	for (int j = 0; j < m->nin; j++) {
+		bool again = false;
+		for (int k = 0; k < j; k++)
+			again |= m->in[k] == m->in[j];
+		if (!again && e->left[m->in[j]->id] > 0)
+			e->left[m->in[j]->id]--;
+	}
+	if (L->step_first < 0) { /* per micro-batch: gradients completed by m */
+		for (int i = 0; i < ts->nparams && tr->micro > 1 && rc == 0; i++) {
+			const struct ir_value *gv = in_L(L, inv, ts->grads[i]);
+			struct ir_sharding spec;
+			if (gv && made_here(gv) && gv->def == m && e->acc[i] < 0)
+				rc = accumulate_into(L, ts, i, gv, &e->acc[i], &spec);
+		}
+		return rc == -ENOMEM ? ir_errorf(-ENOMEM, "out of memory lowering the plan") : rc;
+	}
+	/* per step: new values whose old ones nothing left reads */
+	for (int k = 0; k < ts->nparams + ts->nstate && rc == 0; k++) {
+		const struct ir_value *t, *v;
+		enum plan_bind bind;
+		int idx;
+		wb_pair(L, tr, inv, k, &t, &v, &bind, &idx);
+		if (e->done[k] || !t || v == t || !made_here(v) || L->rep_head[v->id] < 0 || e->left[t->id] > 0)
+			continue;
+		e->done[k] = 1;
+		rc = write_back(L, t, bind, idx, v);
+	}
+	return rc;
+}
+
 int lw_train_fwd_end(struct lower *L, const struct lower_train *tr, const int *inv)
 {
 	const struct ir_graph *whole = tr->ts->g;
@@ -175,25 +311,21 @@ int lw_train_bwd_end(struct lower *L, const struct lower_train *tr, const int *i
 		acc[i] = -1;
 		if (!made_here(gv))
 			continue;
-		if ((rc = lw_ensure(L, gv)) < 0)
-			goto out;
-		int r = L->rep_head[gv->id];
-		IR_ASSERT(r >= 0);
-		int gb = L->reps[r].buf;
-		spec[i] = L->reps[r].spec;
-		if (!accumulate) {
-			acc[i] = gb; /* one micro-batch: the gradient is the sum */
+		if (accumulate && L->early && L->early->acc[i] >= 0) { /* added when completed */
+			acc[i] = L->early->acc[i];
+			spec[i] = L->buf[acc[i]].spec;
 			continue;
 		}
-		if ((acc[i] = lw_buf_new(L, L->buf[gb].dtype, &L->buf[gb].shape)) < 0) {
-			rc = -ENOMEM;
-			goto out;
+		if (!accumulate) {
+			if ((rc = lw_ensure(L, gv)) < 0)
+				goto out;
+			int r = L->rep_head[gv->id];
+			IR_ASSERT(r >= 0);
+			acc[i] = L->reps[r].buf; /* one micro-batch: the gradient is the sum */
+			spec[i] = L->reps[r].spec;
+			continue;
 		}
-		L->buf[acc[i]].bind = PLAN_BIND_ACCUM;
-		L->buf[acc[i]].index = param_index(ts->g, ts->params[i]);
-		L->buf[acc[i]].spec = spec[i];
-		int in[2] = { acc[i], gb };
-		if ((rc = lw_kernel_into(L, IR_OP_ADD, 2, in, acc[i])) < 0)
+		if ((rc = accumulate_into(L, ts, i, gv, &acc[i], &spec[i])) < 0)
 			goto out;
 	}
 	/* the per-step part knows only bound buffers and the accumulators */
@@ -242,16 +374,13 @@ int lw_train_finish(struct lower *L, const struct lower_train *tr, const int *in
 	int rc;
 	if (norm_out && ((rc = lw_ensure(L, norm)) < 0 || (rc = lw_bind_output(L, 1, norm)) < 0))
 		return rc;
-	for (int i = 0; i < ts->nparams; i++) {
-		const struct ir_value *t = in_L(L, inv, ts->params[i]), *v = in_L(L, inv, ir_graph_output(whole, 2 + i));
-		if (t && (made_here(v) || v == t) &&
-		    (rc = write_back(L, t, PLAN_BIND_PARAM, param_index(whole, ts->params[i]), v)) < 0)
-			return rc;
-	}
-	for (int j = 0; j < ts->nstate; j++) {
-		const struct ir_value *t = in_L(L, inv, ts->state[j]);
-		const struct ir_value *v = in_L(L, inv, ir_graph_output(whole, 2 + ts->nparams + j));
-		if (t && (made_here(v) || v == t) && (rc = write_back(L, t, PLAN_BIND_STATE, j, v)) < 0)
+	for (int k = 0; k < ts->nparams + ts->nstate; k++) {
+		const struct ir_value *t, *v;
+		enum plan_bind bind;
+		int idx;
+		wb_pair(L, tr, inv, k, &t, &v, &bind, &idx);
+		if (t && (made_here(v) || v == t) && !(L->early && L->early->done[k]) &&
+		    (rc = write_back(L, t, bind, idx, v)) < 0)
 			return rc;
 	}
 	return 0;

@@ -538,6 +538,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	bool text = ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt");
 	/* a training plan to lower: only schedules lowering runs */
 	o.no_interleaved = a->train && a->out_dir && !text;
+	o.lowered_memory = o.no_interleaved; /* and the memory it will allocate */
 	/* the cost model knows Nesterov's state as momentum's */
 	if (a->optim && (rc = cost_optim_parse(strcmp(a->optim, "nesterov") ? a->optim : "momentum", &o.optim)) < 0)
 		return rc;
