@@ -196,6 +196,7 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 		bool taken = false;
 		if ((rc = shard_mip_window(st, l.win, l.nw, &mp, &l.mv, &res)) < 0)
 			break;
+		st->backstop |= res.timed_out;
 		stats->windows++;
 		stats->optimal += res.optimal;
 		if (res.solved && (rc = lns_take(st, &l.mv, &taken)) < 0)
@@ -211,12 +212,15 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 			size--;
 		if (prm->verbose && (taken || round % 50 == 0)) {
 			char b[SHARD_I128_STRLEN];
-			fprintf(stderr, "shard: %.2fs lns window %d (%d nodes, %d cols, %s, %.3fs)%s: cost %s\n",
+			fprintf(stderr, "shard: %.2fs lns window %d (%d nodes, %d cols, %s, %.3fs, %d iterations)%s: cost %s\n",
 				shard_now() - prm->t0, round, l.nw, res.cols,
-				res.optimal ? "optimal" : res.solved ? "feasible" : "unsolved", res.seconds,
+				res.optimal ? "optimal" : res.solved ? "feasible" : "unsolved", res.seconds, res.iterations,
 				taken ? " improved" : "", shard_i128_str(st->cost, b));
 		}
 	}
+	/* windows left when the deadline came: the backstop cut the search */
+	if (rc == 0 && stats->windows < prm->max_windows && shard_now() >= st->deadline)
+		st->backstop = true;
 	stats->final_window = size;
 	free(l.win);
 	moves_free(&l.mv);
