@@ -51,10 +51,12 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 	prm->mip_max_cols = 80000;
 	prm->lns_window = 24;
 	prm->lns_windows = INT_MAX;
+	prm->lns_iterations = 0;
 	prm->mip_node_limit = 2000;
 	prm->mip_it_limit = 0;
 	prm->max_rounds = INT_MAX;
 	prm->relax_share = 0.4;
+	prm->lagr_iters = 0;
 	prm->stop_when_optimal = true;
 	prm->memory_free_share = 0.2;
 	prm->dedup = true;
@@ -135,12 +137,12 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0, int windows)
 {
 	struct lns_params lp = {prm->lns_window, 200, 20000, prm->mip_node_limit, prm->mip_gap, false, true, 3000,
-				windows, prm->seed, prm->verbose, t0};
+				windows, prm->seed, prm->verbose, t0, prm->lns_iterations};
 	struct lns_stats ls;
 	int rc = shard_lns(st, ms, &lp, &ls);
 	if (prm->verbose)
-		fprintf(stderr, "shard: %.2fs lns: %d windows, %d optimal, %d improved, window %d\n", shard_now() - t0,
-			ls.windows, ls.optimal, ls.improved, ls.final_window);
+		fprintf(stderr, "shard: %.2fs lns: %d windows, %d optimal, %d improved, window %d, %lld iterations\n",
+			shard_now() - t0, ls.windows, ls.optimal, ls.improved, ls.final_window, (long long)ls.iterations);
 	return rc;
 }
 
@@ -206,7 +208,8 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	}
 	if (rc == 0 && !whole && prm->relax_share > 0) {
 		struct lagr_params lp = {fixed ? st.deadline : t0 + prm->relax_share * prm->time_limit,
-					 fixed ? 1 + prm->max_rounds / 20 : INT_MAX, prm->verbose, t0};
+					 !fixed ? INT_MAX : prm->lagr_iters > 0 ? prm->lagr_iters : 1 + prm->max_rounds / 20,
+					 prm->verbose, t0};
 		rc = shard_lagr(&st, &ms, &lp, &have);
 	}
 	if (rc == 0 && !have)
