@@ -23,6 +23,7 @@ stop_hogs() {
 	hogs=""
 }
 trap 'stop_hogs; rm -rf "$tmp"' EXIT
+trap 'stop_hogs; rm -rf "$tmp"; exit 1' INT TERM HUP
 # one core when taskset is there, so that the hogs surely take its time
 pin=""
 if command -v taskset >/dev/null 2>&1 && taskset -c 0 true 2>/dev/null; then
@@ -45,8 +46,9 @@ check "idle: a pipelined training plan (gpt_loss, 2 stages) compiles without a w
 check "idle: a 2-layer GPT-3 125M training plan on 1x8:h100 compiles without a warning" \
 	sh -c "$pin '$pcc' $big -o '$tmp/big0.bin' >/dev/null 2>'$tmp/e' && ! grep -q warning '$tmp/e'"
 
+# busy loops that end by themselves too, should this script be killed
 for i in 1 2 3; do
-	$pin sh -c 'while :; do :; done' &
+	$pin timeout 90 sh -c 'while :; do :; done' &
 	hogs="$hogs $!"
 done
 # both compiles at once, next to the hogs
