@@ -108,6 +108,8 @@ static int lower_stages(const struct compile_input *in, const struct ir_graph *g
 		o.n1 = y->n1;
 		o.mem_limit = in->opts->mem_limit;
 		o.cal = in->opts->cal;
+		if (in->opts->time_limit > 0)
+			o.time_limit = in->opts->time_limit;
 		o.inputs_resident = s > 0; /* received from the stage before */
 		if ((rc = intra_pass(x.g[s], in->cluster, &o, &x.r[s])) < 0) {
 			if (ns > 1)
@@ -174,6 +176,8 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	o.n1 = x->n1;
 	o.mem_limit = in->opts->mem_limit;
 	o.cal = in->opts->cal;
+	if (in->opts->time_limit > 0)
+		o.time_limit = in->opts->time_limit;
 	o.step_share = 1.0 / in->inter->micro;
 	if (x->overlap)
 		o.sync_share = INTER_SYNC_OVERLAP / in->inter->micro;

@@ -301,6 +301,10 @@ int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool j
  * by solvers/. The answer is written onto the graph as sharding annotations
  * (ir_value.sharding, ir_graph_mesh). */
 
+/* The solver's default backstop, s: about 6 times the longest bounded
+ * solve measured (MoE 380M on 1x8, 10.5 s on an idle 2-core host). */
+#define INTRA_TIME_LIMIT 60
+
 struct intra_opts {
 	int n0, n1;              /* the mesh; n0 * n1 <= the cluster's devices */
 	bool train;              /* cost a training step: backward compute and
@@ -309,7 +313,11 @@ struct intra_opts {
 	int prec;                /* enum cost_prec, or -1: bf16 where the device
 				  * has it, else f16, else f32 (as pcc report) */
 	double mem_limit;        /* bytes per device; 0: 90% of device memory */
-	double time_limit;       /* s for the solver; default 10 */
+	double time_limit;       /* s of wall time for the solver, a backstop only:
+				  * its work is bounded by counts, so the plan does
+				  * not depend on the machine's load unless this
+				  * fires (intra_result.timed_out); default
+				  * INTRA_TIME_LIMIT */
 	const struct cost_calib *cal; /* NULL: default efficiencies */
 	bool no_follow;          /* give every op its own variable (tests) */
 	bool quick;              /* greedy and local search only, no MIP (thread-safe:
@@ -380,6 +388,9 @@ struct intra_result {
 	int nstrategies;         /* strategies over all variables */
 	double solve_s;          /* wall time of the solver */
 	double pass_s;           /* wall time of the whole pass */
+	bool timed_out;          /* the time limit (a backstop) cut the solver's
+				  * counted work short: the plan may vary with the
+				  * machine's speed and load */
 	int nevents;
 	struct intra_event *events; /* [nevents] */
 	struct intra_state *st;  /* what --explain needs */
@@ -391,6 +402,10 @@ struct intra_result {
 int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
 	       struct intra_result *r);
 void intra_result_free(struct intra_result *r);
+/* How many intra_pass and intra_reprice solves in this process so far were
+ * cut short by their time limit (intra_result.timed_out; thread-safe), so
+ * that a driver can say once that its plan may vary with machine load. */
+int intra_timeouts(void);
 /* Solves r's problem again (r from intra_pass on g, training) with
  * intra_opts.state_price set to state_price; r and g's annotations are
  * replaced by the new answer, or r is freed on error. */
@@ -547,8 +562,16 @@ struct inter_opts {
 	int mesh0, mesh1;        /* every stage's logical mesh is mesh0 x mesh1 on a
 				  * sub-mesh of mesh0 * mesh1 devices, so the stages
 				  * number devices / (mesh0 * mesh1); 0: searched */
+	double time_limit;       /* s, every sharding solve's backstop (the search's
+				  * per-layer ones and the stages' final ones, as
+				  * intra_opts.time_limit); 0: INTER_TIME_LIMIT for
+				  * the per-layer solves, INTRA_TIME_LIMIT for the rest */
 };
 void inter_opts_init(struct inter_opts *o);
+
+/* The backstop of the search's per-layer solves, s: they take milliseconds
+ * (at most 40 ms measured, for real models on an idle host). */
+#define INTER_TIME_LIMIT 30
 
 /* How the inter-op pass solves one layer (a graph of its own,
  * graph_extract) on mesh n0 x n1 for steps of `micro` micro-batches: the

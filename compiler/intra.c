@@ -9,10 +9,19 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
 #include "compiler/intra_internal.h"
+
+/* Solves cut short by the time limit, over every thread (intra_timeouts). */
+static atomic_int timeouts;
+
+int intra_timeouts(void)
+{
+	return atomic_load(&timeouts);
+}
 
 void intra_opts_init(struct intra_opts *o)
 {
@@ -20,7 +29,7 @@ void intra_opts_init(struct intra_opts *o)
 	o->n0 = o->n1 = 1;
 	o->optim = COST_OPT_ADAM;
 	o->prec = -1;
-	o->time_limit = 10;
+	o->time_limit = INTRA_TIME_LIMIT;
 	o->step_share = 1;
 	o->sync_share = -1;
 }
@@ -158,23 +167,43 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 	r->nvars = st->ngroups;
 	r->nstrategies = st->prob.strat_off[st->ngroups];
 	r->mem_limit = (double)st->prob.usage_limit;
-	/* Bounded rounds and windows: the same graph gets the same plan on
-	 * any machine unless the time limit cuts the search short. */
+	/* Bounded rounds, windows, simplex iterations and branch-and-bound
+	 * nodes: the same graph gets the same plan on any machine, however
+	 * loaded, unless the time limit (a far backstop) cuts the search
+	 * short, which r->timed_out and intra_timeouts() report. */
 	struct shard_solve_params prm;
 	shard_solve_params_init(&prm);
 	prm.time_limit = st->time_limit;
 	prm.max_rounds = 2000;
 	prm.lns_windows = 60;
+	/* Sized on an idle 2-core host to end about where the old 10 s limit
+	 * did: 40000 simplex iterations are 30-42 windows and 5-9 s on GPT-3
+	 * 125M and 1.3B, MoE 380M and Wide-ResNet 250M (whose last of 3
+	 * improving windows is the 28th), and 40 Lagrangian iterations
+	 * (about 55 ms each on GPT-3 1.3B's 4300 merged nodes), past which
+	 * its dual bound hardly moves. */
+	prm.lns_iterations = 40000;
+	prm.lagr_iters = 40;
 	prm.mip_node_limit = 200;
+	/* simplex iterations of the whole problem's root LP: 8-layer GPT-3
+	 * slices on 2x4 need up to about 2400; GPT-3 125M's memory-free MIP
+	 * (32k columns, 22k iterations, 12 s) stops at 3000 after 1.2 s,
+	 * unsolved, as it did at its old time share (0.48 s) */
+	prm.mip_it_limit = 3000;
 	if (st->quick) { /* local search only: no MIP, no GLPK */
 		prm.mip_max_cols = 0;
 		prm.lns_windows = 0;
 		prm.max_rounds = 200;
 	}
 	struct shard_eval ev;
+	struct shard_solve_stats ss = {0};
+	prm.stats = &ss;
 	double t0 = ir_now();
 	int rc = shard_solve(&st->prob, &prm, st->choice, &ev);
 	r->solve_s = ir_now() - t0;
+	r->timed_out = ss.timed_out;
+	if (ss.timed_out)
+		atomic_fetch_add(&timeouts, 1);
 	if (rc == -ENOSPC) {
 		char need[SHARD_I128_STRLEN], lim[IR_BYTES_STRLEN], least[IR_BYTES_STRLEN];
 		return ir_errorf(-ENOSPC,
@@ -243,7 +272,7 @@ int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct in
 	if (rc < 0 || (rc = intra_build(st, g, o)) < 0)
 		goto fail;
 	r->st = st;
-	st->time_limit = o->time_limit > 0 ? o->time_limit : 10;
+	st->time_limit = o->time_limit > 0 ? o->time_limit : INTRA_TIME_LIMIT;
 	st->quick = o->quick;
 	st->choice = ir_malloc(sizeof *st->choice * ((size_t)st->ngroups + 1));
 	if (!st->choice) {

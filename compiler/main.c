@@ -64,7 +64,8 @@ static void usage(FILE *f)
 	cli_train_usage(f);
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
-		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--calib FILE] [--explain]\n"
+		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
+		"                 [--calib FILE] [--explain]\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
@@ -89,6 +90,10 @@ static void usage(FILE *f)
 		"           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
 		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
 		"  --batch  global batch of one step (samples)\n"
+		"  --time-limit S  wall seconds each sharding solve may take, a backstop only (default\n"
+		"           60 per stage, 30 per layer in the search): the solver's work is bounded by\n"
+		"           counts, so the same input and flags give the same plan however loaded the\n"
+		"           machine is, unless this fires, which pcc then says on stderr\n"
 		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
 }
 
@@ -531,6 +536,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	o.mesh0 = a->mesh0;
 	o.mesh1 = a->mesh1;
 	o.mem_limit = a->mem_limit;
+	o.time_limit = a->time_limit;
 	o.cal = cal;
 	o.load = load_batch;
 	o.ctx = &pl;
@@ -675,6 +681,19 @@ static int cmd_version(void)
 	return 0;
 }
 
+/* One line when some sharding solve stopped at its time limit instead of
+ * at its counted work: only then may the same command's plan differ. */
+static int warn_timeouts(int status)
+{
+	int n = intra_timeouts();
+	if (n > 0)
+		fprintf(stderr,
+			"pcc: warning: %d sharding solve%s stopped at the time limit (--time-limit) before "
+			"finishing: the plan may vary with machine load\n",
+			n, n == 1 ? "" : "s");
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
@@ -685,7 +704,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "report"))
-		return report_cli(argc, argv);
+		return warn_timeouts(report_cli(argc, argv));
 	if (argc >= 2 && !strcmp(argv[1], "train")) {
 		rc = cmd_train(argc, argv);
 		if (rc < 0)
@@ -713,7 +732,7 @@ int main(int argc, char **argv)
 		free((char *)a.dims[i].name);
 	if (rc < 0) {
 		fprintf(stderr, "pcc: %s\n", ir_error());
-		return 1;
+		return warn_timeouts(1);
 	}
-	return 0;
+	return warn_timeouts(0);
 }

@@ -41,6 +41,7 @@ void shard_heuristic_params_init(struct shard_heuristic_params *prm)
 	prm->max_rounds = 20000;
 	prm->verbose = false;
 	prm->forbidden_cost = 1000000000000000000; /* the contest's "infinite" cost */
+	prm->timed_out = NULL;
 }
 
 /* Working memory of one run. */
@@ -375,6 +376,8 @@ int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_
 	if ((rc = shard_evaluate(p, choice, out)) < 0)
 		goto out;
 	assert(out->feasible && out->cost == r.st.cost && "the evaluator disagrees with the search");
+	if (prm->timed_out)
+		*prm->timed_out = r.st.timed_out;
 out:
 	shard_state_free(&r.st);
 	shard_queue_free(&r.q);

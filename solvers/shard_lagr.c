@@ -164,6 +164,7 @@ int shard_lagr(struct mstate *st, struct msearch *ms, const struct lagr_params *
 		memcpy(l.best, st->choice, sizeof *l.best * (size_t)m->n);
 	double theta = 1.0, top = -HUGE_VAL;
 	int stall = 0, it;
+	bool converged = false;
 	for (it = 0; it < prm->max_iters && rc == 0 && shard_now() < st->deadline; it++) {
 		price(&l);
 		double e;
@@ -195,8 +196,10 @@ int shard_lagr(struct mstate *st, struct msearch *ms, const struct lagr_params *
 			fprintf(stderr, "shard: %.2fs lagrange %d: labeling %.6e, dual~ %.6e, theta %.3g, best %s\n",
 				shard_now() - prm->t0, it, cost, est, theta, *have ? shard_i128_str(ub, b) : "none");
 		}
-		if (norm == 0)
-			break; /* x fits and every priced segment is exactly full */
+		if (norm == 0) {
+			converged = true; /* x fits and every priced segment is exactly full */
+			break;
+		}
 		double target = *have ? (double)ub : 1.05 * est;
 		double step = theta * (target - est) / norm;
 		if (step <= 0)
@@ -206,6 +209,8 @@ int shard_lagr(struct mstate *st, struct msearch *ms, const struct lagr_params *
 			l.lambda[s] = v > 0 ? v : 0;
 		}
 	}
+	/* iterations left when the time came, in the search or its inner one */
+	st->backstop |= (rc == 0 && !converged && it < prm->max_iters) || (l.st2_ok && l.st2.backstop);
 	st->deadline = deadline;
 	st->timed_out = false;
 	if (*have)

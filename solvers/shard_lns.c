@@ -187,7 +187,8 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 	l.in = calloc((size_t)m->n + 1, 1);
 	int rc = l.win && l.in ? 0 : NOMEM();
 	int size = prm->window;
-	for (int round = 0; rc == 0 && round < prm->max_windows && shard_now() < st->deadline; round++) {
+	bool spent = false;
+	for (int round = 0; rc == 0 && round < prm->max_windows && !spent && shard_now() < st->deadline; round++) {
 		make_window(&l, round, size);
 		double left = st->deadline - shard_now();
 		struct mip_params mp = {prm->node_limit, 40 * prm->cheap, prm->gap, left, prm->max_cols,
@@ -196,7 +197,10 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 		bool taken = false;
 		if ((rc = shard_mip_window(st, l.win, l.nw, &mp, &l.mv, &res)) < 0)
 			break;
+		st->backstop |= res.timed_out;
 		stats->windows++;
+		stats->iterations += res.iterations;
+		spent = prm->max_iterations > 0 && stats->iterations >= prm->max_iterations;
 		stats->optimal += res.optimal;
 		if (res.solved && (rc = lns_take(st, &l.mv, &taken)) < 0)
 			break;
@@ -211,12 +215,15 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 			size--;
 		if (prm->verbose && (taken || round % 50 == 0)) {
 			char b[SHARD_I128_STRLEN];
-			fprintf(stderr, "shard: %.2fs lns window %d (%d nodes, %d cols, %s, %.3fs)%s: cost %s\n",
+			fprintf(stderr, "shard: %.2fs lns window %d (%d nodes, %d cols, %s, %.3fs, %d iterations)%s: cost %s\n",
 				shard_now() - prm->t0, round, l.nw, res.cols,
-				res.optimal ? "optimal" : res.solved ? "feasible" : "unsolved", res.seconds,
+				res.optimal ? "optimal" : res.solved ? "feasible" : "unsolved", res.seconds, res.iterations,
 				taken ? " improved" : "", shard_i128_str(st->cost, b));
 		}
 	}
+	/* windows left when the deadline came: the backstop cut the search */
+	if (rc == 0 && stats->windows < prm->max_windows && !spent && shard_now() >= st->deadline)
+		st->backstop = true;
 	stats->final_window = size;
 	free(l.win);
 	moves_free(&l.mv);

@@ -23,14 +23,20 @@ struct lns_params {
 	uint64_t seed;
 	bool verbose;
 	double t0;
+	/* simplex iterations over all windows: no window starts once they
+	 * are spent (0: no limit); a count of work, not of seconds, so that
+	 * the search's length does not depend on the machine's load */
+	int64_t max_iterations;
 };
 
 struct lns_stats {
 	int windows, optimal, improved, final_window;
+	int64_t iterations; /* simplex iterations over all windows */
 };
 
-/* Improves st's feasible assignment window by window until st's
- * deadline; ms runs the descent after each improvement. */
+/* Improves st's feasible assignment window by window until max_windows
+ * or max_iterations are reached, or st's deadline; ms runs the descent
+ * after each improvement. */
 int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *prm, struct lns_stats *stats);
 
 /* Moves st to the window's new strategies (mv) when that costs less and

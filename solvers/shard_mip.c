@@ -189,6 +189,8 @@ static void solve(glp_prob *lp, const struct build *b, const struct mip_params *
 		glp_adv_basis(lp, 0);
 		src = glp_simplex(lp, &smcp);
 	}
+	res->timed_out |= src == GLP_ETMLIM;
+	res->iterations = glp_get_it_cnt(lp);
 	if (src != 0 || glp_get_status(lp) != GLP_OPT)
 		return;
 	double left = prm->time_limit - (shard_now() - t0);
@@ -203,6 +205,7 @@ static void solve(glp_prob *lp, const struct build *b, const struct mip_params *
 	iocp.presolve = presolve ? GLP_ON : GLP_OFF;
 	iocp.tm_lim = ms_of(left);
 	int irc = glp_intopt(lp, &iocp);
+	res->timed_out |= irc == GLP_ETMLIM;
 	int status = glp_mip_status(lp);
 	res->solved = (irc == 0 || irc == GLP_ETMLIM || irc == GLP_EMIPGAP || irc == GLP_ESTOP) &&
 		      (status == GLP_OPT || status == GLP_FEAS);

@@ -32,6 +32,7 @@ struct mip_result {
 	bool too_big; /* over max_cols: nothing was built */
 	int iterations; /* simplex iterations, a deterministic measure of work */
 	int lazy_rounds; /* re-solves after adding broken memory rows */
+	bool timed_out;  /* GLPK stopped at the time limit (the backstop) */
 	double seconds;
 };
 

@@ -261,6 +261,6 @@ bool ms_late(struct mstate *st)
 	if (st->timed_out)
 		return true;
 	if ((++st->ticks & 7) == 0 && shard_now() > st->deadline)
-		st->timed_out = true;
+		st->timed_out = st->backstop = true;
 	return st->timed_out;
 }

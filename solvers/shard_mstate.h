@@ -28,6 +28,10 @@ struct mstate {
 	int nundo, undo_cap;
 	double deadline;
 	bool timed_out;
+	/* Sticky: some phase ran into a wall-clock deadline (timed_out is
+	 * reset between phases; this is not), so the answer may depend on the
+	 * machine's speed and load. */
+	bool backstop;
 	unsigned ticks;
 	/* per node: the move counter when it last changed strategy, so that
 	 * block moves can skip neighbourhoods that did not change */

@@ -27,11 +27,29 @@ const char *shard_error(void)
 	return err_msg[0] ? err_msg : "unknown error";
 }
 
-double shard_now(void)
+static double wall_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* shard_clock_scale's state: since wall time `since`, the clock reads
+ * `base` plus scale times the wall time passed (scale 1: the wall clock). */
+static double clock_scale = 1, clock_since, clock_base;
+
+void shard_clock_scale(double scale)
+{
+	double now = shard_now();
+	clock_since = wall_now();
+	clock_base = now;
+	clock_scale = scale > 0 ? scale : 1;
+}
+
+double shard_now(void)
+{
+	double t = wall_now();
+	return clock_scale == 1 && clock_base == 0 ? t : clock_base + clock_scale * (t - clock_since);
 }
 
 int shard_cmp_i64(const void *a, const void *b)

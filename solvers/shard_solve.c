@@ -23,6 +23,14 @@
  * 5. The answer is expanded and re-evaluated by shard_evaluate; if the
  *    model path fails (no finite assignment, no feasible start) the plain
  *    heuristic answers instead.
+ *
+ * Unbounded (the defaults, the contest's way) the phases take shares of
+ * the time limit. Bounded (max_rounds finite, as the compiler calls it)
+ * each phase ends at a count: rounds, Lagrangian iterations, windows,
+ * simplex iterations (mip_it_limit) and branch-and-bound nodes, so that a
+ * loaded machine gets the same answer later; the time limit then only
+ * stops the whole solve as a backstop, and stats->timed_out says that it
+ * did (every deadline check that fires sets mstate.backstop).
  */
 #include <errno.h>
 #include <limits.h>
@@ -43,9 +51,12 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 	prm->mip_max_cols = 80000;
 	prm->lns_window = 24;
 	prm->lns_windows = INT_MAX;
+	prm->lns_iterations = 0;
 	prm->mip_node_limit = 2000;
+	prm->mip_it_limit = 0;
 	prm->max_rounds = INT_MAX;
 	prm->relax_share = 0.4;
+	prm->lagr_iters = 0;
 	prm->stop_when_optimal = true;
 	prm->memory_free_share = 0.2;
 	prm->dedup = true;
@@ -53,7 +64,7 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 }
 
 static int fallback(const struct shard_problem *p, const struct shard_solve_params *prm, double left, int *choice,
-		    struct shard_eval *out)
+		    struct shard_eval *out, bool *timed_out)
 {
 	struct shard_heuristic_params h;
 	shard_heuristic_params_init(&h);
@@ -62,9 +73,16 @@ static int fallback(const struct shard_problem *p, const struct shard_solve_para
 	h.verbose = prm->verbose;
 	h.forbidden_cost = prm->forbidden_cost;
 	h.max_rounds = prm->max_rounds;
+	h.timed_out = timed_out;
 	if (prm->verbose)
 		fprintf(stderr, "shard: the reduced problem has no feasible start: plain heuristic\n");
 	return shard_heuristic(p, &h, choice, out);
+}
+
+/* Bounded work (see solvers.h): no phase stops at a share of the time. */
+static bool bounded(const struct shard_solve_params *prm)
+{
+	return prm->max_rounds != INT_MAX;
 }
 
 /* Columns the whole model's MIP needs: strategies and finite entries. */
@@ -87,13 +105,17 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 	for (int i = 0; i < m->n; i++)
 		nodes[i] = i;
 	/* GLPK gets no incumbent with its presolver on, so an unfinished run
-	 * leaves nothing: keep 40% of the time for the windows after it. */
-	struct mip_params mp = {prm->mip_node_limit, 0, prm->mip_gap, 0.6 * (st->deadline - shard_now()), 0,
+	 * leaves nothing: keep 40% of the time for the windows after it
+	 * (bounded: the iteration and node limits end it, the time only as
+	 * the backstop) */
+	double left = st->deadline - shard_now();
+	struct mip_params mp = {prm->mip_node_limit, prm->mip_it_limit, prm->mip_gap, bounded(prm) ? left : 0.6 * left, 0,
 				4 * prm->mip_max_cols, true, false, false, false};
 	struct mip_result res;
 	struct mip_moves mv = {0, 0, NULL, NULL};
 	bool taken = false;
 	int rc = shard_mip_window(st, nodes, m->n, &mp, &mv, &res);
+	st->backstop |= res.timed_out;
 	if (rc == 0 && res.solved)
 		rc = lns_take(st, &mv, &taken);
 	moves_free(&mv);
@@ -101,10 +123,12 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 	*solved = res.solved;
 	if (prm->verbose) {
 		char b[SHARD_I128_STRLEN];
-		fprintf(stderr, "shard: %.2fs whole MIP (%d columns, %d rows, %d memory): %s%s in %.2fs, cost %s\n",
+		fprintf(stderr,
+			"shard: %.2fs whole MIP (%d columns, %d rows, %d memory): %s%s%s in %.2fs, %d iterations, "
+			"cost %s\n",
 			shard_now() - t0, res.cols, res.rows, res.mem_rows,
 			res.optimal ? "optimal" : res.solved ? "feasible" : "no solution", taken ? ", taken" : "",
-			res.seconds, shard_i128_str(st->cost, b));
+			res.timed_out ? " (time limit)" : "", res.seconds, res.iterations, shard_i128_str(st->cost, b));
 	}
 	free(nodes);
 	return rc;
@@ -113,12 +137,12 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0, int windows)
 {
 	struct lns_params lp = {prm->lns_window, 200, 20000, prm->mip_node_limit, prm->mip_gap, false, true, 3000,
-				windows, prm->seed, prm->verbose, t0};
+				windows, prm->seed, prm->verbose, t0, prm->lns_iterations};
 	struct lns_stats ls;
 	int rc = shard_lns(st, ms, &lp, &ls);
 	if (prm->verbose)
-		fprintf(stderr, "shard: %.2fs lns: %d windows, %d optimal, %d improved, window %d\n", shard_now() - t0,
-			ls.windows, ls.optimal, ls.improved, ls.final_window);
+		fprintf(stderr, "shard: %.2fs lns: %d windows, %d optimal, %d improved, window %d, %lld iterations\n",
+			shard_now() - t0, ls.windows, ls.optimal, ls.improved, ls.final_window, (long long)ls.iterations);
 	return rc;
 }
 
@@ -149,7 +173,7 @@ static bool gate_fits(const struct gate *g, const struct shard_model *q, const i
  * *optimal: the whole model's MIP proved it optimal. With a gate, stops
  * early unless the gate passes, and tries nothing after the whole MIP. */
 static int search_model(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
-			bool *optimal, const struct gate *gate)
+			bool *optimal, const struct gate *gate, bool *timed_out)
 {
 	struct mstate st;
 	struct msearch ms;
@@ -166,7 +190,7 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	 * can take (even lazily): windows then */
 	bool whole = whole_cols(m) <= prm->mip_max_cols && m->poff[m->n] <= 4000;
 	/* bounded work: the result must not depend on the machine's speed */
-	bool bounded = prm->max_rounds != INT_MAX;
+	bool fixed = bounded(prm);
 	rc = msearch_start(&ms);
 	bool have = rc == 0;
 	if (rc == -ENOSPC)
@@ -176,15 +200,16 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	 * answer replaces it only when it is truly better */
 	if (rc == 0 && have && !whole) {
 		double deadline = st.deadline, cap = t0 + 0.05 * prm->time_limit;
-		if (!bounded && cap < deadline)
+		if (!fixed && cap < deadline)
 			st.deadline = cap;
 		rc = msearch_improve(&ms, prm->max_rounds < 300 ? prm->max_rounds : 300);
 		st.deadline = deadline;
 		st.timed_out = false;
 	}
 	if (rc == 0 && !whole && prm->relax_share > 0) {
-		struct lagr_params lp = {t0 + prm->relax_share * prm->time_limit,
-					 bounded ? 1 + prm->max_rounds / 20 : INT_MAX, prm->verbose, t0};
+		struct lagr_params lp = {fixed ? st.deadline : t0 + prm->relax_share * prm->time_limit,
+					 !fixed ? INT_MAX : prm->lagr_iters > 0 ? prm->lagr_iters : 1 + prm->max_rounds / 20,
+					 prm->verbose, t0};
 		rc = shard_lagr(&st, &ms, &lp, &have);
 	}
 	if (rc == 0 && !have)
@@ -203,6 +228,7 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	if (rc == 0 && !(*optimal && prm->stop_when_optimal))
 		rc = msearch_improve(&ms, prm->max_rounds);
 out:
+	*timed_out |= st.backstop;
 	if (rc == 0)
 		memcpy(mchoice, st.choice, sizeof *mchoice * (size_t)m->n);
 	msearch_free(&ms);
@@ -244,7 +270,7 @@ static int search_dedup(const struct shard_model *m, const struct shard_solve_pa
 		gate->d = use ? &d : NULL;
 	}
 	if (rc == 0 && !(gate && whole_cols(s) > prm->mip_max_cols))
-		rc = search_model(s, prm, t0, sc, optimal, gate);
+		rc = search_model(s, prm, t0, sc, optimal, gate, &st->timed_out);
 	else if (rc == 0)
 		rc = -ENOSPC; /* too big to be proved optimal here */
 	if (rc == 0 && use)
@@ -279,7 +305,8 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 		return 0;
 	}
 	struct shard_solve_params sub = *prm;
-	sub.time_limit = prm->memory_free_share * prm->time_limit;
+	/* bounded: the first try ends at its counts; the time only as the backstop */
+	sub.time_limit = bounded(prm) ? prm->time_limit - (shard_now() - t0) : prm->memory_free_share * prm->time_limit;
 	sub.stop_when_optimal = true;
 	int *mchoice = malloc(sizeof *mchoice * ((size_t)m.n + 1)), *c = malloc(sizeof *c * ((size_t)p->nnodes + 1));
 	int *gm = malloc(sizeof *gm * ((size_t)m.n + 1));
@@ -331,7 +358,9 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 			*prm->stats = st;
 		return 0;
 	}
+	bool late = st.timed_out; /* an unfinished first try changed what follows */
 	memset(&st, 0, sizeof st);
+	st.timed_out = late;
 	struct shard_model m;
 	struct shard_reduce_stats rs;
 	if ((rc = shard_reduce(p, prm->forbidden_cost, &m, &rs)) < 0)
@@ -349,8 +378,6 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 	}
 	bool optimal = false;
 	rc = m.no_finite ? -ENOSPC : search_dedup(&m, prm, t0, mchoice, &optimal, NULL, &st);
-	if (prm->stats)
-		*prm->stats = st;
 	if (rc == 0) {
 		shard_model_expand(&m, mchoice, choice);
 		rc = shard_evaluate(p, choice, out);
@@ -359,7 +386,12 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 	}
 	free(mchoice);
 	shard_model_free(&m);
-	if (rc == -ENOSPC)
-		return fallback(p, prm, t0 + prm->time_limit - shard_now(), choice, out);
+	if (rc == -ENOSPC) {
+		bool cut = false;
+		rc = fallback(p, prm, t0 + prm->time_limit - shard_now(), choice, out, &cut);
+		st.timed_out |= cut;
+	}
+	if (prm->stats)
+		*prm->stats = st;
 	return rc;
 }

@@ -25,6 +25,11 @@ const char *shard_error(void); /* the last error message; never NULL */
 /* Frees the calling thread's GLPK state; a thread that ran shard_solve
  * calls it before it returns. */
 void shard_thread_exit(void);
+/* For tests: the solvers' clock runs `scale` times as fast as the wall
+ * clock from now on (1: back to its pace), as a machine that much slower
+ * or more loaded would see the time limits. Not thread-safe; GLPK's own
+ * time limits keep the wall clock. */
+void shard_clock_scale(double scale);
 /* Writes v in decimal into buf (SHARD_I128_STRLEN bytes); returns buf. */
 char *shard_i128_str(shard_i128 v, char *buf);
 
@@ -112,6 +117,9 @@ struct shard_heuristic_params {
 	 * they rule out are pruned before the search (INT64_MAX: none are).
 	 * The evaluator still counts them exactly. */
 	int64_t forbidden_cost;
+	/* Optional (NULL: none): set to whether the time limit cut the
+	 * rounds short (an output in the parameters, as shard_solve's stats). */
+	bool *timed_out;
 };
 
 void shard_heuristic_params_init(struct shard_heuristic_params *prm);
@@ -139,13 +147,17 @@ int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_
  * repaired into the limit), then exact MIP solves (GLPK) of the whole reduced problem
  * when it is small, or of windows of it around the incumbent
  * (large-neighbourhood search) when it is not. The heuristic above is the
- * fallback. Deterministic when max_rounds and lns_windows are
- * finite and the time limit is not reached: the result then depends on p
- * and the parameters only. With the defaults (unbounded) the phases share
- * the time limit, so a faster machine gets further.
+ * fallback. Deterministic when max_rounds and lns_windows are finite
+ * ("bounded": every phase then ends at a count of rounds, iterations,
+ * windows or branch-and-bound nodes, and the time limit is a backstop for
+ * the whole solve only) and the time limit is not reached, which
+ * stats->timed_out reports: the result then depends on p and the
+ * parameters only, not on the machine's speed or load. With the defaults
+ * (unbounded) the phases share the time limit, so a faster machine gets
+ * further.
  */
 struct shard_solve_params {
-	double time_limit;      /* seconds of wall time, > 0 */
+	double time_limit;      /* seconds of wall time, > 0 (bounded: a backstop) */
 	double mip_gap;         /* relative gap at which a MIP may stop */
 	uint64_t seed;          /* of the randomized search steps */
 	bool verbose;           /* progress lines on stderr */
@@ -155,17 +167,28 @@ struct shard_solve_params {
 	int mip_max_cols;
 	int lns_window;         /* nodes per window (a starting size) */
 	int lns_windows;        /* windows at most */
+	/* Simplex iterations over all windows at most (0: no limit): a count
+	 * that ends the windows at about the same time on any idle machine
+	 * (4000-7600 per second on 11-14k-column windows on a 2-core host),
+	 * and later on a loaded one, not earlier. */
+	int64_t lns_iterations;
 	int mip_node_limit;     /* branch-and-bound nodes per MIP solve */
+	/* Simplex iterations of the whole problem's root LP (0: none, the
+	 * time limit's share only). */
+	int mip_it_limit;
 	int max_rounds;         /* local search rounds per phase */
 	/* Share of the time for the Lagrangian phase (problems too big for
-	 * one MIP); with max_rounds finite it ends after max_rounds / 20 + 1
-	 * iterations, this share being only a backstop. */
+	 * one MIP); bounded, it ends after max_rounds / 20 + 1 iterations
+	 * and this share is not used. */
 	double relax_share;
+	/* Bounded: Lagrangian iterations at most (0: max_rounds / 20 + 1). */
+	int lagr_iters;
 	/* Return as soon as the whole problem's MIP is proved optimal
 	 * (else search on until the time limit). */
 	bool stop_when_optimal;
 	/* Share of the time for first solving without the memory limit: a
-	 * proved optimum that happens to fit is the answer (0: skip). */
+	 * proved optimum that happens to fit is the answer (0: skip; bounded,
+	 * only whether it is > 0 matters). */
 	double memory_free_share;
 	/* Solve each class of identical memory-free components of the reduced
 	 * problem once (exact; false: search them all, for comparisons). */
@@ -186,6 +209,11 @@ struct shard_solve_stats {
 	int copies;        /* memory-free components that took their class's answer */
 	int solved_nodes;  /* nodes searched: reduced_nodes less the copies' */
 	bool memory_free;  /* the answer is the optimum without the limit, which fits */
+	/* The time limit stopped some phase before its counted work was done,
+	 * so the answer may depend on the machine's speed and load (with the
+	 * defaults' unbounded rounds and windows, the time limit is the plan:
+	 * this is then usually true). */
+	bool timed_out;
 };
 
 /* Same conventions as shard_heuristic: 0 with a feasible choice and its
