@@ -485,11 +485,14 @@ static void run_test(const char *root, const char *name)
 		_exit(0);
 	}
 	int st = 0;
-	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+	if (pid < 0 || waitpid(pid, &st, 0) < 0) {
+		rep->v = V_FAIL;
 		snprintf(rep->what, sizeof rep->what, "cannot start a process for it");
-	else if (WIFSIGNALED(st))
-		snprintf(rep->what, sizeof rep->what, "%s at %s", WTERMSIG(st) == SIGALRM ? "timed out" : strsignal(WTERMSIG(st)),
-			 rep->stage);
+	} else if (WIFSIGNALED(st)) {
+		rep->v = V_FAIL;
+		snprintf(rep->what, sizeof rep->what, "%s at %s",
+			 WTERMSIG(st) == SIGALRM ? "timed out" : strsignal(WTERMSIG(st)), rep->stage);
+	}
 	struct op_count *e = op_entry(op);
 	t_compile += rep->t_compile;
 	t_run += rep->t_run;
