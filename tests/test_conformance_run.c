@@ -19,11 +19,12 @@
  * bfloat16 data).
  *
  * The tests are many and small, so all of it runs in this process rather
- * than through pcc and mpirun (2-3 s of processes and LLVM start-up per
- * test; here about 0.2 s of CPU): each test in a child process (a crash or
- * a hang is that test's failure, not the run's), the plan run by the
- * runtime's own code (rt.h) on one rank whose communication table has no
- * peers. All of the tests, not a subset: one op's tests differ in dtypes,
+ * than through pcc and mpirun (about 1 s of process start-up, MPI and the
+ * host's measurement per test; here 0.1 s, nearly all of it LLVM, so the
+ * whole run takes about a minute on 2 cores): each test in a child
+ * process (a crash or a hang is that test's failure, not the run's), the
+ * plan run by the runtime's own code (rt.h) on one rank whose
+ * communication table has no peers. All of the tests, not a subset: one op's tests differ in dtypes,
  * axes and broadcasts, which is what code generation varies on.
  *
  * --special (exploring, not run by meson): also data set 0 with special
@@ -155,10 +156,14 @@ struct verdict_report {
 	enum cli_gap gap;
 	char gap_what[256];
 	double t_compile, t_run; /* seconds */
+	double t_inter, t_lower, t_codegen; /* of t_compile */
 };
 
 static struct verdict_report *rep;
 static const char *host_cpu; /* --host-cpu: LLVM's CPU; NULL: pcc's default */
+/* cpu:1, parsed once: parsing measures the host (gemm and copy rates,
+ * 0.1 s), which would take most of each test's time */
+static struct cost_cluster cpu1;
 
 static void stage(const char *s)
 {
@@ -191,26 +196,28 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 
 static struct plan *compile(const char *model, const struct onnx_import_opts *imp, const char *tmp)
 {
-	struct cost_cluster c;
 	struct inter_opts o;
 	struct inter_plan ip;
 	struct loader l = { model, imp, "" };
 	struct plan *p = NULL, *back = NULL;
-	if (cost_cluster_parse("cpu:1", &c) < 0)
-		return NULL;
 	inter_opts_init(&o);
 	o.load = load_batch;
 	o.ctx = &l;
 	stage("inter-op pass");
-	if (onnx_batch_dim(model, imp, l.bname, sizeof l.bname, &o.static_batch) < 0 || inter_pass(&c, &o, &ip) < 0)
+	double t0 = ir_now(), t1;
+	if (onnx_batch_dim(model, imp, l.bname, sizeof l.bname, &o.static_batch) < 0 || inter_pass(&cpu1, &o, &ip) < 0)
 		return NULL;
 	stage("lowering and fusion");
-	struct compile_input in = { model, "cpu:1", &c, &o, &ip, NULL };
+	t1 = ir_now();
+	rep->t_inter = t1 - t0;
+	struct compile_input in = { model, "cpu:1", &cpu1, &o, &ip, NULL };
 	int rc = compile_lower(&in, &p);
 	inter_plan_free(&ip);
 	if (rc < 0)
 		return NULL;
 	stage("codegen");
+	t0 = ir_now();
+	rep->t_lower = t0 - t1;
 	struct codegen_opts co;
 	codegen_opts_init(&co);
 	co.host = true;
@@ -221,6 +228,7 @@ static struct plan *compile(const char *model, const struct onnx_import_opts *im
 		return NULL;
 	}
 	stage("plan.bin written and read back");
+	rep->t_codegen = ir_now() - t0;
 	if (plan_write(p, tmp) == 0 && (back = plan_read(tmp)) && plan_verify(back) < 0) {
 		plan_free(back);
 		back = NULL;
@@ -466,7 +474,7 @@ static int cmp_names(const void *a, const void *b)
 }
 
 static int nout, npass, nfail, ngap[3];
-static double t_compile, t_run;
+static double t_compile, t_run, t_inter, t_lower, t_codegen;
 
 static void run_test(const char *root, const char *name)
 {
@@ -495,6 +503,9 @@ static void run_test(const char *root, const char *name)
 	}
 	struct op_count *e = op_entry(op);
 	t_compile += rep->t_compile;
+	t_inter += rep->t_inter;
+	t_lower += rep->t_lower;
+	t_codegen += rep->t_codegen;
 	t_run += rep->t_run;
 	switch (rep->v) {
 	case V_PASS:
@@ -537,6 +548,10 @@ int main(int argc, char **argv)
 		printf("Bail out! cannot open %s (install libonnx-testdata)\n", root);
 		return 1;
 	}
+	if (cost_cluster_parse("cpu:1", &cpu1) < 0) {
+		printf("Bail out! %s\n", ir_error());
+		return 1;
+	}
 	rep = mmap(NULL, sizeof *rep, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (rep == MAP_FAILED) {
 		printf("Bail out! mmap: %s\n", strerror(errno));
@@ -558,8 +573,9 @@ int main(int argc, char **argv)
 		if (ops[i].failed)
 			TAP_DIAG("%-32s passed %3d  failed %3d", ops[i].op, ops[i].passed, ops[i].failed);
 	TAP_DIAG("node tests through plan.bin and generated kernels: %d passed, %d failed; %d out of scope "
-		 "(not passed by test_conformance); %.1f s (compiling %.1f s, running %.1f s)", npass, nfail, nout,
-		 ir_now() - t0, t_compile, t_run);
+		 "(not passed by test_conformance); %.1f s: compiling %.1f s (inter-op pass %.1f s, lowering %.1f s, "
+		 "codegen %.1f s), running %.1f s", npass, nfail, nout, ir_now() - t0, t_compile, t_inter, t_lower,
+		 t_codegen, t_run);
 	TAP_DIAG("of the passed, the command line (pcc, then pcc-run -i DATA_SET) cannot run %d: inputs bound as "
 		 "constants (pcc has no option for it) %d, data sets pcc-run -i cannot read %d", ngap[1] + ngap[2],
 		 ngap[1], ngap[2]);
