@@ -223,7 +223,6 @@ static struct plan *compile(const char *model, const struct onnx_import_opts *im
 	co.host = true;
 	co.host_cpu = host_cpu;
 	if (codegen_plan(p, &co) < 0) {
-		ir_error_prefix("codegen");
 		plan_free(p);
 		return NULL;
 	}
