@@ -279,6 +279,18 @@ int cluster_layers(const struct ir_graph *g, const struct cluster_opts *o, struc
 {
 	memset(r, 0, sizeof *r);
 	struct cl c = { .k = ir_graph_nnodes(g) };
+	if (c.k == 0 && o->layers <= 1) {
+		/* nothing to compute (outputs are inputs: an Identity model) */
+		r->nlayers = 1;
+		r->first = ir_calloc(2, sizeof *r->first);
+		r->flops = ir_calloc(1, sizeof *r->flops);
+		r->cut_bytes = ir_calloc(2, sizeof *r->cut_bytes);
+		if (!r->first || !r->flops || !r->cut_bytes) {
+			cluster_result_free(r);
+			return ir_errorf(-ENOMEM, "out of memory clustering layers");
+		}
+		return 0;
+	}
 	if (c.k == 0)
 		return ir_errorf(-EINVAL, "the graph has no nodes to cluster into layers");
 	if (o->layers < 0 || o->eps < 0)

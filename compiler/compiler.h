@@ -53,7 +53,9 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *o,
 /* The batch dimension: dimension 0 of the first graph input that has one.
  * Symbolic: its name in name[] and *size = 0; static (fixed in the file,
  * or bound by a --dim binding of o, which may be NULL): name[0] = 0 and
- * its size. -EINVAL when no input has a dimension. Reads only the header. */
+ * its size. A model none of whose inputs has a first dimension (no inputs,
+ * scalars only, or an empty one) has no batch to split: static, size 1.
+ * Reads only the header. */
 int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
 		   int64_t *size);
 /* onnx_import with the symbolic batch dimension name (from onnx_batch_dim;

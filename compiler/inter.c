@@ -385,9 +385,10 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		best->v = v;
 		best->step_time = T;
 		best->mem_peak = peak;
-		best->samples_per_s = (double)best->batch / T;
+		/* T is 0 for a model with nothing to compute (an Identity) */
+		best->samples_per_s = T > 0 ? (double)best->batch / T : 0;
 		double flops = fwd_flops * (s->env->train ? 3 : 1) * s->m;
-		best->mfu = flops / (T * s->c->ndevices * s->env->peak_flops);
+		best->mfu = T > 0 ? flops / (T * s->c->ndevices * s->env->peak_flops) : 0;
 		*have = true;
 	}
 }

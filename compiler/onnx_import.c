@@ -728,7 +728,10 @@ static int batch_dim_in_file(const char *path, char *name, size_t namelen, int64
 		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
 	}
 	const Onnx__GraphProto *gp = m->graph;
-	int rc = ir_errorf(-EINVAL, "%s: the model has no input with a batch dimension", path);
+	/* no input with a dimension (none, scalars only, an empty first
+	 * dimension): no batch to split, the model is one sample */
+	name[0] = 0;
+	*size = 1;
 	for (size_t i = 0; i < gp->n_input; i++) {
 		const Onnx__ValueInfoProto *vi = gp->input[i];
 		bool init = false;
@@ -739,19 +742,18 @@ static int batch_dim_in_file(const char *path, char *name, size_t namelen, int64
 		    vi->type->tensor_type->shape->n_dim == 0)
 			continue;
 		const Onnx__TensorShapeProto__Dimension *d = vi->type->tensor_type->shape->dim[0];
-		name[0] = 0;
-		*size = 0;
-		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param)
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param) {
 			snprintf(name, namelen, "%s", d->dim_param);
-		else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value > 0)
+			*size = 0;
+		} else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value > 0) {
 			*size = d->dim_value;
-		else
+		} else {
 			continue;
-		rc = 0;
+		}
 		break;
 	}
 	onnx__model_proto__free_unpacked(m, NULL);
-	return rc;
+	return 0;
 }
 
 int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size)

@@ -111,6 +111,71 @@ static inline int read_inputs(const char *dir, struct ir_tensor *t, char **names
 	return n;
 }
 
+/* The op a test is about: its single node's type, or "(expanded)" for the
+ * function-body expansions that hold several nodes. */
+static inline void node_test_op(const char *model, char *op, size_t n)
+{
+	snprintf(op, n, "?");
+	FILE *f = fopen(model, "rb");
+	if (!f)
+		return;
+	static uint8_t buf[1 << 22];
+	size_t len = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	if (!m)
+		return;
+	if (m->graph && m->graph->n_node == 1)
+		snprintf(op, n, "%s", m->graph->node[0]->op_type);
+	else if (m->graph)
+		snprintf(op, n, "(expanded)");
+	onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* The inputs of a node test that pcc binds as constants, kept alive while
+ * the graph may be imported again (compile_lower's loader does). */
+struct node_consts {
+	struct ir_tensor t[64];
+	char *names[64];
+	struct onnx_const_input ci[64];
+	int n, nbound; /* tensors read; of them bound: ci[0 .. nbound) */
+};
+
+static inline void node_consts_free(struct node_consts *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		ir_tensor_free(&b->t[i]);
+		free(b->names[i]);
+	}
+	b->n = b->nbound = 0;
+}
+
+/* Imports a node test's model (o: options, filled) as the conformance
+ * tests do. pcc compiles static shapes: when an input decides shapes
+ * (Reshape's shape, Slice's starts, ...) the import fails, and it is
+ * imported again with the integer and scalar inputs of test_data_set_0
+ * bound as constants (data stays data), held in b and o until
+ * node_consts_free(b). */
+static inline struct ir_graph *import_node_test(const char *root, const char *name, struct node_consts *b,
+						struct onnx_import_opts *o)
+{
+	char model[2048], data[2048];
+	snprintf(model, sizeof model, "%s/%s/model.onnx", root, name);
+	memset(b, 0, sizeof *b);
+	onnx_import_opts_init(o);
+	struct ir_graph *g = onnx_import(model, o, NULL);
+	if (g || !strstr(ir_error(), "must be a constant known at compile time"))
+		return g;
+	snprintf(data, sizeof data, "%s/%s/test_data_set_0", root, name);
+	b->n = read_inputs(data, b->t, b->names, 64);
+	for (int i = 0; i < b->n; i++)
+		if (!ir_dtype_is_float(b->t[i].dtype) || b->t[i].shape.rank == 0)
+			b->ci[b->nbound++] = (struct onnx_const_input){ b->names[i] ? b->names[i] : "", b->t[i] };
+	o->consts = b->ci;
+	o->nconsts = b->nbound;
+	return onnx_import(model, o, NULL);
+}
+
 /* Runs g on dir/input_N.pb and compares with dir/output_N.pb. Inputs are
  * matched to graph inputs by name (inputs bound as constants at import are
  * left out of the graph), else by position. Returns 0 when run; errors in

@@ -50,27 +50,6 @@ static struct op_count *op_entry(const char *op)
 	return &ops[nops++];
 }
 
-/* The op a test is about: its single node's type, or "(expanded)" for the
- * function-body expansions that hold several nodes. */
-static void test_op(const char *model, char *op, size_t n)
-{
-	snprintf(op, n, "?");
-	FILE *f = fopen(model, "rb");
-	if (!f)
-		return;
-	static uint8_t buf[1 << 22];
-	size_t len = fread(buf, 1, sizeof buf, f);
-	fclose(f);
-	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-	if (!m)
-		return;
-	if (m->graph && m->graph->n_node == 1)
-		snprintf(op, n, "%s", m->graph->node[0]->op_type);
-	else if (m->graph)
-		snprintf(op, n, "(expanded)");
-	onnx__model_proto__free_unpacked(m, NULL);
-}
-
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -85,36 +64,12 @@ static void run_test(const char *root, const char *name)
 {
 	char model[2048], data[2048], op[64];
 	snprintf(model, sizeof model, "%s/%s/model.onnx", root, name);
-	test_op(model, op, sizeof op);
+	node_test_op(model, op, sizeof op);
 	struct op_count *e = op_entry(op);
-	struct ir_graph *g = onnx_import(model, NULL, NULL);
-	struct ir_tensor consts[64];
-	char *names[64] = { 0 };
-	int nconsts = 0;
-	if (!g && strstr(ir_error(), "must be a constant known at compile time")) {
-		/* pcc compiles static shapes: inputs that decide shapes (Reshape's
-		 * shape, Slice's starts, ...) are bound from the test's data. */
-		snprintf(data, sizeof data, "%s/%s/test_data_set_0", root, name);
-		struct onnx_const_input ci[64];
-		struct onnx_import_opts o;
-		onnx_import_opts_init(&o);
-		nconsts = read_inputs(data, consts, names, 64);
-		for (int i = 0; i < nconsts; i++)
-			ci[i] = (struct onnx_const_input){ names[i] ? names[i] : "", consts[i] };
-		o.consts = ci;
-		o.nconsts = nconsts;
-		/* bind only integers and scalars: data stays data */
-		int k = 0;
-		for (int i = 0; i < nconsts; i++)
-			if (!ir_dtype_is_float(consts[i].dtype) || consts[i].shape.rank == 0)
-				ci[k++] = ci[i];
-		o.nconsts = k;
-		g = onnx_import(model, &o, NULL);
-	}
-	for (int i = 0; i < nconsts; i++) {
-		ir_tensor_free(&consts[i]);
-		free(names[i]);
-	}
+	struct node_consts consts;
+	struct onnx_import_opts o;
+	struct ir_graph *g = import_node_test(root, name, &consts, &o);
+	node_consts_free(&consts);
 	if (!g) {
 		if (ir_error_code() == -ENOTSUP) {
 			e->unsupported++;

@@ -13,7 +13,10 @@
  *     cannot take are refused naming the option and why;
  *   - a Wide-ResNet's layer cuts never split a fused elementwise chain,
  *     its per-layer costs add up to the stage solved as one layer, and its
- *     automatic plan is at least as fast as data parallelism.
+ *     automatic plan is at least as fast as data parallelism;
+ *   - models with nothing to split or compute plan too: an ONNX model
+ *     without inputs (no batch dimension: one sample) and a graph whose
+ *     output is its input (no nodes: one empty layer).
  *
  * Usage: test_inter MODELGEN (the pcc-modelgen executable).
  */
@@ -23,6 +26,7 @@
 #include <string.h>
 
 #include "compiler/inter_internal.h"
+#include "compiler/onnx_internal.h"
 #include "tap.h"
 
 static const char *modelgen;
@@ -491,6 +495,105 @@ static void test_batch_between(void)
 	TAP_OK(inter_batch_between(1024, 64, c, 8) == 0, "a power of two has no others");
 }
 
+static struct ir_graph *load_text(void *ctx, int64_t b)
+{
+	(void)b;
+	return ir_parse(ctx);
+}
+
+static struct ir_graph *load_onnx(void *ctx, int64_t b)
+{
+	(void)b;
+	return onnx_import(ctx, NULL, NULL);
+}
+
+/* An ONNX model of one Constant node: no inputs at all. */
+static const char *constant_model(char *path, size_t n)
+{
+	float v[2] = { 1, 2 };
+	int64_t dims[2] = { 2 };
+	Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+	t.n_dims = 1, t.dims = dims, t.has_data_type = 1, t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+	t.n_float_data = 2, t.float_data = v;
+	Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, *ap = &a;
+	a.name = "value", a.has_type = 1, a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR, a.t = &t;
+	char *out = "y";
+	Onnx__NodeProto node = ONNX__NODE_PROTO__INIT, *np = &node;
+	node.op_type = "Constant", node.n_output = 1, node.output = &out, node.n_attribute = 1, node.attribute = &ap;
+	Onnx__TensorShapeProto__Dimension d = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT, *dp = &d;
+	d.value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE, d.dim_value = 2;
+	Onnx__TensorShapeProto sh = ONNX__TENSOR_SHAPE_PROTO__INIT;
+	sh.n_dim = 1, sh.dim = &dp;
+	Onnx__TypeProto__Tensor tt = ONNX__TYPE_PROTO__TENSOR__INIT;
+	tt.has_elem_type = 1, tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, tt.shape = &sh;
+	Onnx__TypeProto ty = ONNX__TYPE_PROTO__INIT;
+	ty.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE, ty.tensor_type = &tt;
+	Onnx__ValueInfoProto vo = ONNX__VALUE_INFO_PROTO__INIT, *vp = &vo;
+	vo.name = "y", vo.type = &ty;
+	Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+	g.name = "constant", g.n_node = 1, g.node = &np, g.n_output = 1, g.output = &vp;
+	Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opp = &op;
+	op.domain = "", op.has_version = 1, op.version = 17;
+	Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+	m.has_ir_version = 1, m.ir_version = 8, m.n_opset_import = 1, m.opset_import = &opp, m.graph = &g;
+	uint8_t buf[1024];
+	size_t len = onnx__model_proto__get_packed_size(&m);
+	snprintf(path, n, "%s/constant.onnx", tmpdir);
+	FILE *f = len <= sizeof buf ? fopen(path, "wb") : NULL;
+	if (!f)
+		return NULL;
+	onnx__model_proto__pack(&m, buf);
+	bool ok = fwrite(buf, 1, len, f) == len;
+	return fclose(f) == 0 && ok ? path : NULL;
+}
+
+/* Nothing to split or compute still plans (the ONNX backend tests
+ * test_constant, test_range_*, test_identity, test_dropout_default, Sum
+ * of one input: pcc refused them all). */
+static void test_nothing_to_do(void)
+{
+	struct cost_cluster c;
+	struct inter_opts o;
+	struct inter_plan p;
+	char path[256], name[128];
+	int64_t b = 0;
+	if (!TAP_OK(cost_cluster_parse("cpu:1", &c) == 0 && constant_model(path, sizeof path), "cpu:1 and a "
+		    "Constant model ready"))
+		return;
+	int rc = onnx_batch_dim(path, NULL, name, sizeof name, &b);
+	if (!TAP_OK(rc == 0 && !name[0] && b == 1, "a model without inputs has a static batch of one sample"))
+		TAP_DIAG("%s", ir_error());
+	inter_opts_init(&o);
+	o.load = load_onnx;
+	o.ctx = path;
+	o.static_batch = b;
+	rc = inter_pass(&c, &o, &p);
+	if (TAP_OK(rc == 0 && p.nstages == 1, "and plans one stage"))
+		inter_plan_free(&p);
+	else
+		TAP_DIAG("%s", ir_error());
+	char text[] = "pcc-ir 1\ninput %0 \"x\" : f32[4,3]\noutput %0 \"y\"\n";
+	struct ir_graph *g = ir_parse(text);
+	struct cluster_opts co;
+	struct cluster_result cl;
+	cluster_opts_init(&co);
+	rc = g ? cluster_layers(g, &co, &cl) : -1;
+	if (TAP_OK(rc == 0 && cl.nlayers == 1 && cl.first[0] == 0 && cl.first[1] == 0,
+		   "a graph of no nodes (its output is its input) is one empty layer"))
+		cluster_result_free(&cl);
+	else
+		TAP_DIAG("%s", ir_error());
+	ir_graph_free(g);
+	o.load = load_text;
+	o.ctx = text;
+	o.static_batch = 4;
+	rc = inter_pass(&c, &o, &p);
+	if (TAP_OK(rc == 0 && p.nstages == 1, "and plans one stage"))
+		inter_plan_free(&p);
+	else
+		TAP_DIAG("%s", ir_error());
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -509,6 +612,7 @@ int main(int argc, char **argv)
 	test_lean();
 	test_forced();
 	test_batch_between();
+	test_nothing_to_do();
 	test_wresnet();
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
