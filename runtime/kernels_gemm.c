@@ -177,7 +177,7 @@ struct conv {
 
 #define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
 #define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
-#define IGEMM_COL_BLOCK (4 * IGEMM_NR) /* columns per piece of a split igemm */
+#define IGEMM_COL_BLOCK IGEMM_NR /* columns per piece of a split igemm: one tile (pieces cost nothing to start, and a thread's share stays within a tile of the others') */
 #define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
 #define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 /* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
