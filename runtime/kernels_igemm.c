@@ -125,7 +125,30 @@ void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int6
 		}
 	}
 }
+/* d[q] = s[2 q] for q < n, reading nothing past s[2 (n - 1)]: 16 at a
+ * time from two loads, the even lanes picked by one permute. */
+__attribute__((target("avx512f"))) void igemm_stride2(float *restrict d, const float *restrict s, int64_t n)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	int64_t q = 0;
+	for (; q + 16 <= n; q += 16) { /* s[2q] .. s[2q + 30]: the second load stops short of s[2q + 31] */
+		__m512 lo = _mm512_loadu_ps(s + 2 * q), hi = _mm512_maskz_loadu_ps(0x7fff, s + 2 * q + 16);
+		_mm512_storeu_ps(d + q, _mm512_permutex2var_ps(lo, even, hi));
+	}
+	if (q < n) { /* the last 2 (n - q) - 1 floats */
+		int64_t m = 2 * (n - q) - 1;
+		__mmask16 ml = (__mmask16)(m >= 16 ? 0xffffu : (1u << m) - 1), mh = (__mmask16)(m > 16 ? (1u << (m - 16)) - 1 : 0);
+		__m512 lo = _mm512_maskz_loadu_ps(ml, s + 2 * q), hi = _mm512_maskz_loadu_ps(mh, s + 2 * q + 16);
+		_mm512_mask_storeu_ps(d + q, (__mmask16)((1u << (n - q)) - 1), _mm512_permutex2var_ps(lo, even, hi));
+	}
+}
 #else
+void igemm_stride2(float *restrict d, const float *restrict s, int64_t n)
+{
+	for (int64_t q = 0; q < n; q++)
+		d[q] = s[2 * q];
+}
+
 bool igemm_available(void)
 {
 	return false;

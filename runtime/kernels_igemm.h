@@ -30,6 +30,10 @@ struct igemm {
 /* Whether this CPU runs igemm_block (AVX-512F). */
 bool igemm_available(void);
 
+/* d[q] = s[2 q] for q < n (a stride-2 row of a column matrix), reading
+ * nothing past s[2 (n - 1)]; needs igemm_available() on x86. */
+void igemm_stride2(float *restrict d, const float *restrict s, int64_t n);
+
 /* C's rows [m0, m1) and columns [n0, n1) (n0 a multiple of IGEMM_NR
  * when g->panel). */
 void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
