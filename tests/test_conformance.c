@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
+#include "tests/conformance.h"
 #include "tests/harness.h"
 #include "tests/tap.h"
 
@@ -30,30 +31,6 @@ static const struct {
 	{ "test_cast_FLOAT_to_BFLOAT16",
 	  "ONNX 1.12's reference truncates f32 to bf16; pcc rounds to nearest even like PyTorch and ONNX >= 1.13" },
 };
-
-struct op_count {
-	char op[64];
-	int passed, failed, unsupported;
-};
-
-static struct op_count ops[1024];
-static int nops;
-
-static struct op_count *op_entry(const char *op)
-{
-	for (int i = 0; i < nops; i++)
-		if (!strcmp(ops[i].op, op))
-			return &ops[i];
-	if (nops == 1024)
-		return &ops[1023];
-	snprintf(ops[nops].op, sizeof ops[nops].op, "%s", op);
-	return &ops[nops++];
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static int cmp_ops(const void *a, const void *b)
 {

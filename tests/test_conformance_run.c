@@ -42,6 +42,7 @@
 
 #include "compiler/codegen.h"
 #include "runtime/rt.h"
+#include "tests/conformance.h"
 #include "tests/harness.h"
 #include "tests/tap.h"
 
@@ -447,30 +448,6 @@ static int child(const char *root, const char *name)
 }
 
 /* ---- the parent: one child per test, a case each */
-
-struct op_count {
-	char op[64];
-	int passed, failed;
-};
-
-static struct op_count ops[1024];
-static int nops;
-
-static struct op_count *op_entry(const char *op)
-{
-	for (int i = 0; i < nops; i++)
-		if (!strcmp(ops[i].op, op))
-			return &ops[i];
-	if (nops == 1024)
-		return &ops[1023];
-	snprintf(ops[nops].op, sizeof ops[nops].op, "%s", op);
-	return &ops[nops++];
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static int nout, npass, nfail, ngap[3];
 static double t_compile, t_run, t_inter, t_lower, t_codegen;
