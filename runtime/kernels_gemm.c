@@ -177,7 +177,9 @@ struct conv {
 
 #define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
 #define CONV_COL_BLOCK 64 /* columns per piece of a split gemm (not wide) */
-#define IGEMM_COL_BLOCK IGEMM_NR /* columns per piece of a split igemm: one tile (pieces cost nothing to start, and a thread's share stays within a tile of the others') */
+/* columns per piece of a split igemm: one tile (a piece costs nothing to
+ * start, and the threads' shares then differ by a tile at most) */
+#define IGEMM_COL_BLOCK IGEMM_NR
 #define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
 #define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 /* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
@@ -225,7 +227,7 @@ static void im2col_panels(const struct conv *c, const float *x, float *restrict 
 						if (c->sw == 1)
 							copy_floats(dst + j, r, run);
 						else if (c->sw == 2)
-							igemm_stride2(dst + j, r, run);
+							rt_igemm_stride2(dst + j, r, run);
 						else
 							for (int64_t q = 0; q < run; q++)
 								dst[j + q] = r[q * c->sw];
@@ -250,9 +252,9 @@ static void panels_gemm(const struct conv *c, const float *x, const float *w, fl
 	for (int64_t t = t0; t < t1; t += PANEL_GROUP) {
 		int64_t u = t + PANEL_GROUP < t1 ? t + PANEL_GROUP : t1;
 		im2col_panels(c, x, col, t, u);
-		struct igemm g = { .a = w, .b = col, .off = c->off, .c = out, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
+		struct rt_igemm g = { .a = w, .b = col, .off = c->off, .c = out, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
 				   .panel = c->CK * IGEMM_NR };
-		igemm_block(&g, o0, o1, t * IGEMM_NR, u * IGEMM_NR < c->P ? u * IGEMM_NR : c->P);
+		rt_igemm_block(&g, o0, o1, t * IGEMM_NR, u * IGEMM_NR < c->P ? u * IGEMM_NR : c->P);
 	}
 }
 
@@ -309,9 +311,9 @@ static void conv_gemm(const struct conv *c, const float *w, const float *b, floa
 		      int64_t j0, int64_t j1)
 {
 	if (c->ig) {
-		struct igemm g = { .a = w, .b = b, .off = c->off, .c = dst, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
+		struct rt_igemm g = { .a = w, .b = b, .off = c->off, .c = dst, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
 				   .panel = c->panels ? c->CK * IGEMM_NR : 0 };
-		igemm_block(&g, o0, o1, j0, j1);
+		rt_igemm_block(&g, o0, o1, j0, j1);
 		return;
 	}
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
@@ -482,7 +484,7 @@ static bool ig_ok(void)
 {
 	if (conv_igemm < 0) {
 		const char *e = getenv("PCC_IGEMM");
-		conv_igemm = igemm_available() && !(e && !strcmp(e, "0"));
+		conv_igemm = rt_igemm_available() && !(e && !strcmp(e, "0"));
 	}
 	return conv_igemm;
 }

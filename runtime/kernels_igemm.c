@@ -21,7 +21,7 @@
  * tile's MR rows of A are reused from L1 across the chunk's column
  * tiles, and the chunk of B from L2 across the row tiles.
  *
- * Needs AVX-512F (checked at run time by igemm_available; callers fall
+ * Needs AVX-512F (checked at run time by rt_igemm_available; callers fall
  * back to sgemm without it).
  */
 #include <stdbool.h>
@@ -39,7 +39,7 @@ _Static_assert(NR == IGEMM_NR, "igemm's tile width");
 #define KC 256    /* steps k per pass over C: B's rows a tile reads span at most KC pages */
 #define CHUNK_BYTES (1 << 20) /* B's rows for a chunk of columns: half of a 2 MB L2 */
 
-bool igemm_available(void)
+bool rt_igemm_available(void)
 {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx512f");
@@ -101,7 +101,7 @@ TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6) TILES(7) TILES(8)
 #define ROW(R) { tile_##R##_1, tile_##R##_2, tile_##R##_3 }
 static tile_fn *const tiles[MR][NV] = { ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7), ROW(8) };
 
-void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+void rt_igemm_block(const struct rt_igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
 	int64_t kc = g->K < KC ? g->K : KC;
 	int64_t chunk = kc > 0 ? CHUNK_BYTES / (4 * kc) / NR * NR : n1 - n0;
@@ -127,7 +127,7 @@ void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int6
 }
 /* d[q] = s[2 q] for q < n, reading nothing past s[2 (n - 1)]: 16 at a
  * time from two loads, the even lanes picked by one permute. */
-__attribute__((target("avx512f"))) void igemm_stride2(float *restrict d, const float *restrict s, int64_t n)
+__attribute__((target("avx512f"))) void rt_igemm_stride2(float *restrict d, const float *restrict s, int64_t n)
 {
 	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
 	int64_t q = 0;
@@ -143,18 +143,18 @@ __attribute__((target("avx512f"))) void igemm_stride2(float *restrict d, const f
 	}
 }
 #else
-void igemm_stride2(float *restrict d, const float *restrict s, int64_t n)
+void rt_igemm_stride2(float *restrict d, const float *restrict s, int64_t n)
 {
 	for (int64_t q = 0; q < n; q++)
 		d[q] = s[2 * q];
 }
 
-bool igemm_available(void)
+bool rt_igemm_available(void)
 {
 	return false;
 }
 
-void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+void rt_igemm_block(const struct rt_igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
 	(void)g, (void)m0, (void)m1, (void)n0, (void)n1;
 }

@@ -19,7 +19,7 @@
 
 #define IGEMM_NR 48 /* columns of a tile */
 
-struct igemm {
+struct rt_igemm {
 	const float *a, *b;
 	const int64_t *off; /* K offsets into b */
 	float *c;
@@ -27,14 +27,14 @@ struct igemm {
 	int64_t panel;      /* floats from one tile's panel of B to the next; 0: B's columns are contiguous */
 };
 
-/* Whether this CPU runs igemm_block (AVX-512F). */
-bool igemm_available(void);
+/* Whether this CPU runs rt_igemm_block (AVX-512F). */
+bool rt_igemm_available(void);
 
 /* d[q] = s[2 q] for q < n (a stride-2 row of a column matrix), reading
- * nothing past s[2 (n - 1)]; needs igemm_available() on x86. */
-void igemm_stride2(float *restrict d, const float *restrict s, int64_t n);
+ * nothing past s[2 (n - 1)]; needs rt_igemm_available() on x86. */
+void rt_igemm_stride2(float *restrict d, const float *restrict s, int64_t n);
 
 /* C's rows [m0, m1) and columns [n0, n1) (n0 a multiple of IGEMM_NR
  * when g->panel). */
-void igemm_block(const struct igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+void rt_igemm_block(const struct rt_igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
 #endif

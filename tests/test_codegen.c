@@ -633,7 +633,7 @@ static void check_host_pad(struct pool *pool)
  * a block of C inside a bigger one. */
 static void check_igemm(void)
 {
-	if (!igemm_available()) {
+	if (!rt_igemm_available()) {
 		TAP_DIAG("igemm: this CPU has no AVX-512F (not checked)");
 		return;
 	}
@@ -655,9 +655,9 @@ static void check_igemm(void)
 			c[j] = 1234.5f; /* outside the block: must stay */
 		for (int64_t k = 0; k < K; k++)
 			off[k] = ((k * 7 + 3) % K) * ldb; /* a permutation of the rows when K is not a multiple of 7 */
-		struct igemm g = { .a = a, .b = b, .off = off, .c = c, .M = M, .N = N, .K = K, .lda = lda, .ldc = ldc };
+		struct rt_igemm g = { .a = a, .b = b, .off = off, .c = c, .M = M, .N = N, .K = K, .lda = lda, .ldc = ldc };
 		int64_t m0 = M > 2 ? 1 : 0, n0 = N > 2 ? 2 : 0; /* a block that starts inside a tile */
-		igemm_block(&g, m0, M, n0, N);
+		rt_igemm_block(&g, m0, M, n0, N);
 		double worst = 0;
 		bool kept = true;
 		for (int64_t r = 0; r < M; r++) {
@@ -685,12 +685,12 @@ static void check_igemm(void)
 	}
 }
 
-/* igemm_stride2 against the plain loop for every length to 40, on a
+/* rt_igemm_stride2 against the plain loop for every length to 40, on a
  * source exactly 2 (n - 1) + 1 floats long (the sanitizer builds catch a
  * read past it). */
 static void check_stride2(void)
 {
-	if (!igemm_available())
+	if (!rt_igemm_available())
 		return;
 	bool ok = true;
 	for (int64_t n = 1; n <= 40; n++) {
@@ -699,12 +699,12 @@ static void check_stride2(void)
 			s[i] = (float)(i * 3 + 1);
 		for (int i = 0; i < 48; i++)
 			d[i] = -1;
-		igemm_stride2(d, s, n);
+		rt_igemm_stride2(d, s, n);
 		for (int64_t q = 0; q < 48; q++)
 			ok = ok && d[q] == (q < n ? s[2 * q] : -1);
 		free(s);
 	}
-	TAP_OK(ok, "igemm_stride2: every length 1 to 40 picks the even floats, writes no more");
+	TAP_OK(ok, "rt_igemm_stride2: every length 1 to 40 picks the even floats, writes no more");
 }
 
 static void check_host_ops(void)
