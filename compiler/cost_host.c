@@ -201,41 +201,46 @@ static int host_measure(struct host *h)
 
 #define HOST_CACHE_VERSION 1
 
-/* The figures in path for the host id: 1 read, 0 no file, 2 another
- * host's (or another version's), -1 unreadable or malformed (why says
- * how). */
-static int cache_read(const char *path, const struct host *id, struct host *h, char *why, size_t nwhy)
+/* What cache_read found in the file. */
+enum cache_state { CACHE_NONE, CACHE_READ, CACHE_OTHER /* another host's or version's */, CACHE_BAD };
+
+/* The figures in path for the host id (CACHE_BAD: why says what is
+ * wrong). */
+static enum cache_state cache_read(const char *path, const struct host *id, struct host *h, char *why, size_t nwhy)
 {
 	json_error_t err;
 	json_t *j = json_load_file(path, 0, &err);
 	if (!j) {
 		if (access(path, F_OK) != 0)
-			return 0;
+			return CACHE_NONE;
 		snprintf(why, nwhy, "line %d: %s", err.line, err.text);
-		return -1;
+		return CACHE_BAD;
 	}
 	const char *cpu = NULL, *blas = NULL;
 	json_int_t version = 0, cores = 0, l2 = -1;
 	*h = *id;
+	enum cache_state st = CACHE_BAD;
 	int rc = json_unpack_ex(j, &err, 0, "{s:I, s:s, s:s, s:I, s:I, s:F, s:F, s:F, s:F}", "version", &version, "cpu",
 				&cpu, "blas", &blas, "cores", &cores, "l2", &l2, "sgemm", &h->sgemm, "dgemm", &h->dgemm,
 				"copy", &h->copy, "cache_copy", &h->cache_copy);
 	if (rc < 0)
 		snprintf(why, nwhy, "%s", err.text);
 	else if (version != HOST_CACHE_VERSION)
-		rc = 1; /* another pcc's: measured again */
+		st = CACHE_OTHER; /* another pcc's: measured again */
 	else if (!(h->sgemm > 0 && h->dgemm > 0 && h->copy > 0 && h->cache_copy > 0))
-		rc = -1, snprintf(why, nwhy, "a figure is not a positive number");
+		snprintf(why, nwhy, "a figure is not a positive number");
 	else
-		rc = strcmp(cpu, id->cpu) || strcmp(blas, id->blas) || cores != id->cores || l2 != id->l2 ? 1 : 2;
+		st = strcmp(cpu, id->cpu) || strcmp(blas, id->blas) || cores != id->cores || l2 != id->l2 ? CACHE_OTHER
+														   : CACHE_READ;
 	json_decref(j);
-	return rc == 2 ? 1 : rc == 1 ? 2 : -1;
+	return st;
 }
 
 /* Writes h to a file beside path and publishes it there: with replace,
  * over what is there; else only if nothing is (link fails when another
- * process published first). Best effort: false when it is not there. */
-static bool cache_write(const char *path, const struct host *h, bool replace)
+ * process published first). Best effort: the caller reads back what is
+ * there. */
+static void cache_write(const char *path, const struct host *h, bool replace)
 {
 	char tmp[4300];
 	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
@@ -249,9 +254,9 @@ static bool cache_write(const char *path, const struct host *h, bool replace)
 			      h->sgemm, "dgemm", h->dgemm, "copy", h->copy, "cache_copy", h->cache_copy, "measured", when);
 	bool ok = j && json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) == 0;
 	json_decref(j);
-	ok = ok && (replace ? rename(tmp, path) == 0 : link(tmp, path) == 0);
+	if (ok)
+		replace ? rename(tmp, path) : link(tmp, path);
 	unlink(tmp);
-	return ok;
 }
 
 /* This host's figures: from the cache, else measured (and cached). */
@@ -267,12 +272,12 @@ static int host_figures(struct host *h, char *src, size_t nsrc)
 		return host_measure(h);
 	}
 	snprintf(path, sizeof path, "%s/host.json", dir);
-	int got = cache_read(path, &id, h, why, sizeof why);
-	if (got == 1) {
+	enum cache_state got = cache_read(path, &id, h, why, sizeof why);
+	if (got == CACHE_READ) {
 		snprintf(src, nsrc, "measured once, cached");
 		return 0;
 	}
-	if (got < 0)
+	if (got == CACHE_BAD)
 		fprintf(stderr, "pcc: warning: ignoring the host figures in %s (%s): measuring again\n", path, why);
 	*h = id;
 	int rc = host_measure(h);
@@ -282,9 +287,9 @@ static int host_figures(struct host *h, char *src, size_t nsrc)
 	/* a file for another host, or a bad one, is replaced; none: the first
 	 * process to publish wins (another may have while this one measured),
 	 * and everyone reads its figures */
-	cache_write(path, h, got != 0);
+	cache_write(path, h, got != CACHE_NONE);
 	struct host won;
-	if (cache_read(path, &id, &won, why, sizeof why) == 1) {
+	if (cache_read(path, &id, &won, why, sizeof why) == CACHE_READ) {
 		*h = won;
 		snprintf(src, nsrc, "measured once, cached");
 	} else {

@@ -240,24 +240,6 @@ static void im2col_panels(const struct conv *c, const float *x, float *restrict 
 	}
 }
 
-#define PANEL_GROUP 4 /* panels built, then multiplied, at a time: they are read back from L1/L2 */
-
-/* Output channels [o0, o1) and tiles [t0, t1) of out = w * col, the
- * panels of col built from x a few at a time just before their multiply
- * (the whole column matrix, 7.4 MB for ResNet-50's stem, went out to
- * memory and back). */
-static void panels_gemm(const struct conv *c, const float *x, const float *w, float *col, float *out, int64_t o0,
-			int64_t o1, int64_t t0, int64_t t1)
-{
-	for (int64_t t = t0; t < t1; t += PANEL_GROUP) {
-		int64_t u = t + PANEL_GROUP < t1 ? t + PANEL_GROUP : t1;
-		im2col_panels(c, x, col, t, u);
-		struct rt_igemm g = { .a = w, .b = col, .off = c->off, .c = out, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
-				   .panel = c->CK * IGEMM_NR };
-		rt_igemm_block(&g, o0, o1, t * IGEMM_NR, u * IGEMM_NR < c->P ? u * IGEMM_NR : c->P);
-	}
-}
-
 /* The column matrix of one image and group, x its Cg planes. */
 static void im2col(const struct conv *c, const float *x, float *restrict col)
 {
@@ -319,6 +301,22 @@ static void conv_gemm(const struct conv *c, const float *w, const float *b, floa
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)(o1 - o0), (blasint)(j1 - j0), (blasint)c->CK,
 		    1.0f, w + o0 * c->CK, (blasint)c->CK, b + j0, (blasint)c->ncol, 0.0f, dst + o0 * c->ncol + j0,
 		    (blasint)c->ncol);
+}
+
+#define PANEL_GROUP 4 /* panels built, then multiplied, at a time: they are read back from L1/L2 */
+
+/* Output channels [o0, o1) and tiles [t0, t1) of out = w * col, the
+ * panels of col built from x a few at a time just before their multiply
+ * (the whole column matrix, 7.4 MB for ResNet-50's stem, went out to
+ * memory and back). */
+static void panels_gemm(const struct conv *c, const float *x, const float *w, float *col, float *out, int64_t o0,
+			int64_t o1, int64_t t0, int64_t t1)
+{
+	for (int64_t t = t0; t < t1; t += PANEL_GROUP) {
+		int64_t u = t + PANEL_GROUP < t1 ? t + PANEL_GROUP : t1;
+		im2col_panels(c, x, col, t, u);
+		conv_gemm(c, w, col, out, o0, o1, t * IGEMM_NR, u * IGEMM_NR < c->P ? u * IGEMM_NR : c->P);
+	}
 }
 
 /* Floats of a work area's column matrix: none when the gemm reads its

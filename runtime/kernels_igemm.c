@@ -1,6 +1,6 @@
 /*
  * kernels_igemm.c: an f32 gemm that reads its operands where they lie
- * (kernels_igemm.h), for the convolutions and dots of kernels_gemm.c.
+ * (kernels_igemm.h), for the convolutions of kernels_gemm.c.
  *
  * Why not sgemm: OpenBLAS packs both operands into its own layout on
  * every call. At batch 1 the weights are the big operand (ResNet-50's
@@ -9,12 +9,13 @@
  * first build its column matrix (im2col) for sgemm to pack again.
  *
  * Here nothing is packed. C's tile of MR rows by up to NR columns lives
- * in 24 AVX-512 registers for the whole of K; each step k loads NR
+ * in 24 AVX-512 registers for a pass of KC steps of k (C is loaded back
+ * for the next pass); each step k loads NR
  * floats of B's row k (one row of the column matrix, which for a
  * stride-1 convolution is a slice of the padded input: off[k] says
  * where, so the column matrix is never built) and broadcasts MR weights
- * from A's rows in place. Each C element is written once, as the sum
- * over k in order by fused multiply-adds.
+ * from A's rows in place. Each C element is the sum over k in order, by
+ * fused multiply-adds.
  *
  * Cache blocking: the columns go in chunks whose rows of B (K x chunk)
  * fit in half of L2; within a chunk the row tiles go outer, so one
