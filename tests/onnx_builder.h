@@ -3,14 +3,13 @@
  * (test_onnx_errors_*.c): a tiny ModelProto builder over protobuf-c, the
  * checks that an import fails with a message holding given strings or
  * succeeds with a verified graph, interp_run on zero inputs, and the
- * temporary directory the models are written to. Needs _GNU_SOURCE (nftw)
- * defined before the first #include.
+ * temporary directory the models are written to (tmpdir.h: needs
+ * _GNU_SOURCE defined before the first #include).
  */
 #ifndef PCC_TESTS_ONNX_BUILDER_H
 #define PCC_TESTS_ONNX_BUILDER_H
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,6 +20,7 @@
 #include "compiler/compiler.h"
 #include "onnx.pb-c.h"
 #include "tap.h"
+#include "tmpdir.h"
 
 /* ONNX TensorProto.DataType codes */
 enum { T_FLOAT = 1, T_INT64 = 7, T_STRING = 8 };
@@ -409,29 +409,6 @@ static inline int run_zeros(const struct ir_graph *g, long fail_after)
 	for (int i = 0; rc == 0 && i < nout; i++)
 		ir_tensor_free(&out[i]);
 	return rc;
-}
-
-/* ---- the temporary directory ---------------------------------------------- */
-
-static inline int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-/* Creates tmpdir; 0, or -1 with the reason printed. */
-static inline int tmpdir_make(void)
-{
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return -1;
-	}
-	return 0;
-}
-
-/* Removes tmpdir and everything the cases wrote there. */
-static inline void tmpdir_remove(void)
-{
-	nftw(tmpdir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif

@@ -1,8 +1,7 @@
 /*
  * solvers_check.h: shared by the solver library's tests (test_solvers_*.c):
  * message and int128 checks, problems built in memory (empty ones to fill,
- * seeded random ones), their optimum by enumerating every assignment, and
- * the temporary directory the tests write files to.
+ * seeded random ones) and their optimum by enumerating every assignment.
  */
 #ifndef PCC_TESTS_SOLVERS_CHECK_H
 #define PCC_TESTS_SOLVERS_CHECK_H
@@ -15,8 +14,6 @@
 
 #include "solvers/solvers.h"
 #include "tests/tap.h"
-
-static char tmp_dir[] = "/tmp/test_solvers.XXXXXX";
 
 static inline bool has(const char *s)
 {
@@ -115,27 +112,6 @@ static inline int brute_force(const struct shard_problem *p, int *best, shard_i1
 			break;
 	}
 	return found ? 0 : -ENOSPC;
-}
-
-/* ---- the temporary directory ---------------------------------------------- */
-
-/* Creates tmp_dir; 0, or -1 with the reason printed. */
-static inline int tmp_dir_make(void)
-{
-	if (!mkdtemp(tmp_dir)) {
-		perror("mkdtemp");
-		return -1;
-	}
-	return 0;
-}
-
-/* Removes tmp_dir and everything the cases wrote there. */
-static inline void tmp_dir_remove(void)
-{
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-	if (system(cmd) != 0)
-		TAP_DIAG("could not remove %s", tmp_dir);
 }
 
 #endif

@@ -13,7 +13,7 @@
  * as a hang is possible. Messages for bad models:
  * test_onnx_errors_messages.c.
  */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE /* nftw (tmpdir.h) */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,10 +135,10 @@ static void test_alloc_failures(void)
 
 int main(void)
 {
-	if (tmpdir_make() < 0)
+	if (tmpdir_make(tmpdir) < 0)
 		return 1;
 	test_nameless_attribute();
 	test_alloc_failures();
-	tmpdir_remove();
+	tmpdir_remove(tmpdir);
 	return tap_done();
 }

@@ -17,7 +17,7 @@
  *    exactly one stderr line "pcc: ...".
  * Allocation failures: test_onnx_errors_alloc.c.
  */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE /* nftw (tmpdir.h) */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -510,7 +510,7 @@ static void test_cli(const char *pcc)
 
 int main(int argc, char **argv)
 {
-	if (tmpdir_make() < 0)
+	if (tmpdir_make(tmpdir) < 0)
 		return 1;
 	test_unsupported();
 	test_opset();
@@ -530,6 +530,6 @@ int main(int argc, char **argv)
 		test_cli(argv[1]);
 	else
 		TAP_DIAG("no pcc binary given: skipping the CLI checks");
-	tmpdir_remove();
+	tmpdir_remove(tmpdir);
 	return tap_done();
 }

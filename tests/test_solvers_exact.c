@@ -8,6 +8,7 @@
  * the MIP that shard_mip_write writes, solved by COIN-OR CBC (skipped
  * without cbc).
  */
+#define _GNU_SOURCE /* nftw (tmpdir.h) */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,9 @@
 
 #include "solvers/shard_model.h"
 #include "tests/solvers_check.h"
+#include "tests/tmpdir.h"
+
+static char tmp_dir[] = "/tmp/test_solvers.XXXXXX";
 
 /* ---- against brute force ------------------------------------------------- */
 
@@ -416,13 +420,13 @@ static void test_mip_cbc(void)
 
 int main(void)
 {
-	if (tmp_dir_make() < 0)
+	if (tmpdir_make(tmp_dir) < 0)
 		return 1;
 	test_brute_force();
 	test_reduce();
 	test_solve_brute_force();
 	test_dedup();
 	test_mip_cbc();
-	tmp_dir_remove();
+	tmpdir_remove(tmp_dir);
 	return tap_done();
 }

@@ -9,6 +9,7 @@
  * example.json (tests/iopddl); SHARED_DIR the contest instances
  * (../shared/iopddl), whose cases are skipped when it is missing.
  */
+#define _GNU_SOURCE /* nftw (tmpdir.h) */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,9 +19,11 @@
 #include <zlib.h>
 
 #include "tests/solvers_check.h"
+#include "tests/tmpdir.h"
 
 static const char *example_dir = "tests/iopddl";
 static const char *shared_dir = "../shared/iopddl";
+static char tmp_dir[] = "/tmp/test_solvers.XXXXXX";
 
 /* ---- the example --------------------------------------------------------- */
 
@@ -213,13 +216,13 @@ int main(int argc, char **argv)
 		example_dir = argv[1];
 	if (argc > 2)
 		shared_dir = argv[2];
-	if (tmp_dir_make() < 0)
+	if (tmpdir_make(tmp_dir) < 0)
 		return 1;
 	test_example();
 	test_evaluator_extremes();
 	test_malformed();
 	test_shared("B", "532843");
 	test_shared("G", "217039");
-	tmp_dir_remove();
+	tmpdir_remove(tmp_dir);
 	return tap_done();
 }
