@@ -90,6 +90,37 @@ struct dot {
 	bool by_rows;
 };
 
+/* A piece of one row or one column of C (m or n is 1) as a matrix-vector
+ * product: sgemm on a vector runs its matrix path, packing the whole
+ * matrix for one pass over it (ResNet-50's fc, 2048 x 1000, took 1.4 ms
+ * where sgemv takes 0.3). y is zeroed first: gemv with beta 0 scales y,
+ * and 0 times a NaN left in the arena is NaN. */
+static void gemv(const struct dot *d, const char *ai, const char *bi, char *ci, blasint m, blasint n)
+{
+	const struct gpu_gemm *g = &d->g;
+	blasint lda = (blasint)(g->ta ? g->m : g->k), ldb = (blasint)(g->tb ? g->k : g->n), ldc = (blasint)g->n;
+	const char *mat, *x;
+	enum CBLAS_TRANSPOSE t;
+	blasint rows, cols, ld, incx, incy, len;
+	if (m == 1) { /* y (n) = op(B)^T x, x row m0 of op(A) */
+		mat = bi, x = ai, ld = ldb, incx = g->ta ? lda : 1, incy = 1, len = n;
+		t = g->tb ? CblasNoTrans : CblasTrans;
+		rows = g->tb ? n : (blasint)g->k, cols = g->tb ? (blasint)g->k : n;
+	} else { /* y (m, column n0 of C) = op(A) x, x column n0 of op(B) */
+		mat = ai, x = bi, ld = lda, incx = g->tb ? 1 : ldb, incy = ldc, len = m;
+		t = g->ta ? CblasTrans : CblasNoTrans;
+		rows = g->ta ? (blasint)g->k : m, cols = g->ta ? m : (blasint)g->k;
+	}
+	for (blasint i = 0; i < len; i++)
+		memset(ci + (size_t)i * (size_t)incy * d->es, 0, d->es);
+	if (d->es == sizeof(float))
+		cblas_sgemv(CblasRowMajor, t, rows, cols, 1.0f, (const float *)mat, ld, (const float *)x, incx, 0.0f,
+			    (float *)ci, incy);
+	else
+		cblas_dgemv(CblasRowMajor, t, rows, cols, 1.0, (const double *)mat, ld, (const double *)x, incx, 0.0,
+			    (double *)ci, incy);
+}
+
 static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct dot *d = ctx;
@@ -115,6 +146,10 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 		const char *bi = d->b + (size_t)(i * g->k * g->n + (g->tb ? n0 * g->k : n0)) * d->es;
 		char *ci = d->c + (size_t)(i * g->m * g->n + m0 * g->n + n0) * d->es;
 		blasint m = (blasint)(m1 - m0), n = (blasint)(n1 - n0), k = (blasint)g->k;
+		if (m == 1 || n == 1) {
+			gemv(d, ai, bi, ci, m, n);
+			continue;
+		}
 		if (d->es == sizeof(float))
 			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
 				    0.0f, (float *)ci, ldc);

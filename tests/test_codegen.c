@@ -368,7 +368,8 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, b
 	struct plan_instr x = { .kind = PLAN_KERNEL, .kernel = 0, .nin = k->nin, .nout = k->nout, .arg = 0 };
 	rt_kernel_fn none[1] = { NULL };
 	struct rt r = { .p = &p, .d = &d, .arena = arena, .fn = none, .pool = pool };
-	memset(arena + buf[k->nin].offset, 0x7f, (size_t)buf[k->nin].bytes); /* every element must be written */
+	/* every element must be written, and nothing read before: NaN (f32 and f64) */
+	memset(arena + buf[k->nin].offset, 0xff, (size_t)buf[k->nin].bytes);
 	int rc;
 	bool took = rt_kernel_host(&r, &x, &rc) && rc == 0;
 	rc = interp_kernel(k, tin, tout);
@@ -542,7 +543,15 @@ struct dot_case {
 static void check_host_dot(struct pool *pool)
 {
 	static const struct dot_case cs[] = {
-		{ 0, 1, 2048, 1000, false, false, IR_F32 },  /* resnet-50's fc: by columns */
+		{ 0, 1, 2048, 1000, false, false, IR_F32 },  /* resnet-50's fc: by columns, gemv */
+		{ 0, 1, 2048, 1000, false, true, IR_F32 },   /* the same as ONNX's Gemm (transB) */
+		{ 0, 1, 300, 70, true, false, IR_F32 },      /* a row of A stored as a column */
+		{ 0, 500, 64, 1, false, false, IR_F32 },     /* a column of C: by rows, gemv */
+		{ 0, 300, 50, 1, true, true, IR_F32 },       /* the same, both transposed */
+		{ 0, 1, 100, 1, false, false, IR_F32 },      /* one element */
+		{ 3, 1, 40, 50, false, false, IR_F32 },      /* rows of a batch */
+		{ 0, 1, 100, 130, false, true, IR_F64 },     /* dgemv */
+		{ 0, 33, 100, 1, true, false, IR_F64 },
 		{ 0, 300, 64, 90, false, false, IR_F32 },    /* by rows, a part block */
 		{ 0, 77, 129, 200, true, false, IR_F32 },    /* A transposed */
 		{ 0, 250, 96, 70, false, true, IR_F32 },     /* B transposed, by rows */
