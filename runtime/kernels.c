@@ -90,12 +90,12 @@ static void chunk(void *ctx, int64_t begin, int64_t end)
 }
 
 /* The ops kernels_internal.h lists, on kernel k (one op), buffers buf (operands, result). */
-static bool host_op(struct rt *r, const struct plan_kernel *k, void *const *buf)
+static bool host_op(struct rt *r, const struct plan_kernel *k, void *const *buf, struct rt_epilogue *epi)
 {
 	if (k->op == IR_OP_DOT)
 		return rt_host_dot(r, k, buf);
 	if (k->op == IR_OP_CONV)
-		return rt_host_conv(r, k, buf);
+		return rt_host_conv(r, k, buf, epi);
 	if (k->op == IR_OP_WINDOW_MAX || k->op == IR_OP_WINDOW_SUM)
 		return rt_host_window(r, k, buf);
 	return k->op == IR_OP_PAD && rt_host_pad(r, k, buf);
@@ -103,9 +103,9 @@ static bool host_op(struct rt *r, const struct plan_kernel *k, void *const *buf)
 
 /* The library core of fused kernel k (plan_kernel_core), its first body
  * op, as a kernel of its own over k's buffers buf (operands, result):
- * host_op's if it runs it, else the reference kernel's,
- * written into k's result buffer. */
-static int run_core(struct rt *r, const struct plan_kernel *k, void *const *buf)
+ * host_op's if it runs it (with k's epilogue epi, which it may run),
+ * else the reference kernel's, written into k's result buffer. */
+static int run_core(struct rt *r, const struct plan_kernel *k, void *const *buf, struct rt_epilogue *epi)
 {
 	const struct plan_fop *f = &k->body[0];
 	enum ir_dtype dt[PLAN_FOP_MAX_IN + 1];
@@ -122,7 +122,7 @@ static int run_core(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	sh[f->nin] = f->shape;
 	cbuf[f->nin] = buf[k->nin];
 	struct plan_kernel c = { .op = f->op, .a = f->a, .nin = f->nin, .nout = 1, .dtype = dt, .shape = sh };
-	if (host_op(r, &c, cbuf))
+	if (host_op(r, &c, cbuf, epi))
 		return 0;
 	int rc = interp_kernel(&c, tin, &tout);
 	if (rc < 0)
@@ -144,16 +144,19 @@ bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc)
 	for (int j = 0; j <= k->nin; j++)
 		args[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
 	if (!r->fn[x->kernel])
-		return !k->nbody && host_op(r, k, args);
+		return !k->nbody && host_op(r, k, args, NULL);
+	int64_t rows = k->rows;
 	if (k->nbody > 1 && plan_kernel_core(k) != IR_OP_COUNT) {
 		/* a library call, then its epilogue in place: the generated
-		 * function reads the call's result as operand nin */
-		if ((*rc = run_core(r, k, args)) < 0)
-			return true;
+		 * function reads the call's result as operand nin; the call
+		 * may run it itself, on blocks of rows still in cache */
 		args[k->nin + 1] = args[k->nin];
+		struct rt_epilogue epi = { r->fn[x->kernel], args, rows, false };
+		if ((*rc = run_core(r, k, args, &epi)) < 0 || epi.done)
+			return true;
 	}
 	struct call c = { r->fn[x->kernel], args };
-	int64_t rows = k->rows, per = rows ? ir_shape_numel(&k->shape[k->nin]) / rows : 1;
+	int64_t per = rows ? ir_shape_numel(&k->shape[k->nin]) / rows : 1;
 	int64_t grain = 32768 / (per > 0 ? per : 1);
 	pool_run(r->pool, chunk, &c, rows, grain > 0 ? grain : 1);
 	return true;

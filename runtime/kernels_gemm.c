@@ -204,7 +204,9 @@ struct conv {
 	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
 	bool ig;                /* igemm, not sgemm: no column matrix when wide */
 	bool panels;            /* igemm's column matrix, in panels of IGEMM_NR columns */
+	struct rt_epilogue *epi; /* run on blocks of output channels once final; NULL: none */
 	/* split_item's: the item that the threads share, its work areas */
+	int64_t item;
 	const float *xi, *wi;
 	float *oi, *col, *xp, *cw;
 	bool by_rows;           /* its gemm split by output channels, else by columns */
@@ -216,6 +218,7 @@ struct conv {
  * start, and the threads' shares then differ by a tile at most) */
 #define IGEMM_COL_BLOCK IGEMM_NR
 #define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
+#define EPI_BLOCK_BYTES (128 << 10) /* result computed, then finished (epilogue), at a time: it stays in L2 */
 #define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
 /* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
  * column (oh, ow) is the input at (oh * sh - ph + kh * dh, ow * sw - pw +
@@ -362,14 +365,35 @@ static int64_t col_floats(const struct conv *c)
 								 : c->CK * c->ncol;
 }
 
-static void conv_wide(const struct conv *c, const float *xp, float *restrict col, float *restrict cw,
-		      const float *w, float *out)
+/* The epilogue (c->epi) on output channels [o0, o1) of item (image,
+ * group) i: OH rows of the result each. */
+static void conv_epilogue(const struct conv *c, int64_t i, int64_t o0, int64_t o1)
 {
-	if (!c->ig)
-		for (int64_t ch = 0; ch < c->Cg; ch++)
-			wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
-	conv_gemm(c, w, c->ig ? xp : col, cw, 0, c->Og, 0, c->ncol);
-	compact(c, cw, out, 0, c->Og, 0, c->OH);
+	if (!c->epi)
+		return;
+	int64_t r0 = (i / c->G * c->O + i % c->G * c->Og + o0) * c->OH;
+	c->epi->fn(c->epi->args, r0, r0 + (o1 - o0) * c->OH);
+}
+
+/* Output channels [o0, o1) of item i, whole: dst = w * b (all columns;
+ * dst is the wide result when c->wide, then compacted into out), then
+ * the epilogue; in blocks of channels that stay in cache between the two
+ * when igemm runs it (sgemm would pack b again for each). */
+static void finish_rows(const struct conv *c, int64_t i, const float *w, const float *b, float *dst, float *out,
+			int64_t o0, int64_t o1)
+{
+	int64_t blk = o1 - o0;
+	if (c->epi && c->ig) {
+		blk = EPI_BLOCK_BYTES / (int64_t)sizeof(float) / c->ncol / 8 * 8;
+		blk = blk > 8 ? blk : 8;
+	}
+	for (int64_t a = o0, e; a < o1; a = e) {
+		e = a + blk < o1 ? a + blk : o1;
+		conv_gemm(c, w, b, dst, a, e, 0, c->ncol);
+		if (c->wide)
+			compact(c, dst, out, a, e, 0, c->OH);
+		conv_epilogue(c, i, a, e);
+	}
 }
 
 /* Thread t's share of the (image, group) items. */
@@ -390,18 +414,22 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 			if (c->padded)
 				pad_input(c, x, xp);
 			if (c->wide) {
-				conv_wide(c, xp, col, cw, w, out);
+				if (!c->ig)
+					for (int64_t ch = 0; ch < c->Cg; ch++)
+						wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
+				finish_rows(c, i, w, c->ig ? xp : col, cw, out, 0, c->Og);
 				continue;
 			}
 			if (c->panels) {
 				panels_gemm(c, c->padded ? xp : x, w, col, out, 0, c->Og, 0, ceil_div(c->P, IGEMM_NR));
+				conv_epilogue(c, i, 0, c->Og);
 				continue;
 			}
 			if (c->direct)
 				col = (float *)x;
 			else
 				im2col(c, c->padded ? xp : x, col);
-			conv_gemm(c, w, col, out, 0, c->Og, 0, c->P);
+			finish_rows(c, i, w, col, out, out, 0, c->Og);
 		}
 	}
 }
@@ -443,32 +471,35 @@ static int64_t col_unit(const struct conv *c)
 }
 
 /* Pieces [begin, end) of the item's gemm: output channels in blocks of
- * CONV_ROW_BLOCK (by_rows), else blocks of col_unit columns. */
+ * CONV_ROW_BLOCK (by_rows: whole, epilogue included), else blocks of
+ * col_unit columns. */
 static void gemm_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct conv *c = ctx;
-	int64_t o0 = 0, o1 = c->Og, j0 = 0, j1 = c->ncol, unit = col_unit(c);
+	const float *b = c->direct ? c->xi : c->ig && c->wide ? c->xp : c->col;
 	if (c->by_rows) {
-		o0 = begin * CONV_ROW_BLOCK;
-		o1 = end * CONV_ROW_BLOCK < c->Og ? end * CONV_ROW_BLOCK : c->Og;
-	} else {
-		j0 = begin * unit;
-		j1 = end * unit < c->ncol ? end * unit : c->ncol;
+		int64_t o1 = end * CONV_ROW_BLOCK < c->Og ? end * CONV_ROW_BLOCK : c->Og;
+		finish_rows(c, c->item, c->wi, b, c->wide ? c->cw : c->oi, c->oi, begin * CONV_ROW_BLOCK, o1);
+		return;
 	}
-	if (c->panels && !c->by_rows) { /* pieces are tiles: each builds its own panels */
+	if (c->panels) { /* pieces are tiles: each builds its own panels */
 		panels_gemm(c, c->padded ? c->xp : c->xi, c->wi, c->col, c->oi, 0, c->Og, begin, end);
 		return;
 	}
-	const float *b = c->direct ? c->xi : c->ig && c->wide ? c->xp : c->col;
-	conv_gemm(c, c->wi, b, c->wide ? c->cw : c->oi, o0, o1, j0, j1);
+	int64_t unit = col_unit(c), j0 = begin * unit, j1 = end * unit < c->ncol ? end * unit : c->ncol;
+	conv_gemm(c, c->wi, b, c->wide ? c->cw : c->oi, 0, c->Og, j0, j1);
 	if (c->wide && !c->ig)
-		compact(c, c->cw, c->oi, o0, o1, j0 / c->Wp, j1 / c->Wp);
+		compact(c, c->cw, c->oi, 0, c->Og, j0 / c->Wp, j1 / c->Wp);
 }
 
+/* After a gemm split by columns: output channels [begin, end) compacted
+ * (igemm's wide result), then finished (the epilogue). */
 static void compact_chunk(void *ctx, int64_t begin, int64_t end)
 {
 	const struct conv *c = ctx;
-	compact(c, c->cw, c->oi, begin, end, 0, c->OH);
+	if (c->ig && c->wide)
+		compact(c, c->cw, c->oi, begin, end, 0, c->OH);
+	conv_epilogue(c, c->item, begin, end);
 }
 
 /* Items one at a time, each across the pool's threads (fewer items than
@@ -480,7 +511,12 @@ static void split_items(struct rt *r, struct conv *c)
 	c->col = c->work;
 	c->xp = c->col ? c->col + col_floats(c) : NULL;
 	c->cw = c->xp ? c->xp + c->Cg * c->Hp * c->Wp + c->slack : NULL;
-	c->by_rows = c->Og > c->ncol;
+	/* with an epilogue, igemm splits by output channels when they make
+	 * two pieces a thread: each piece is then final, and finished while
+	 * it is in cache (igemm packs nothing, so no operand is packed again) */
+	int threads = pool_threads(r->pool);
+	c->by_rows = c->Og > c->ncol ||
+		     (c->epi && c->ig && !c->panels && ceil_div(c->Og, CONV_ROW_BLOCK) >= 2 * threads);
 	int64_t unit = col_unit(c);
 	int64_t pieces = c->by_rows ? ceil_div(c->Og, CONV_ROW_BLOCK) : ceil_div(c->ncol, unit);
 	int64_t macs = c->CK * (c->by_rows ? CONV_ROW_BLOCK * c->ncol : c->Og * unit);
@@ -489,6 +525,7 @@ static void split_items(struct rt *r, struct conv *c)
 		cgrain = ceil_div(8192, c->KH * c->KW * c->ncol);
 	for (int64_t i = 0; i < c->items; i++) {
 		int64_t b = i / c->G, g = i % c->G;
+		c->item = i;
 		c->xi = c->x + (b * c->C + g * c->Cg) * c->H * c->W;
 		c->wi = c->w + g * c->Og * c->CK;
 		c->oi = c->out + (b * c->O + g * c->Og) * c->P;
@@ -503,7 +540,7 @@ static void split_items(struct rt *r, struct conv *c)
 			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
 		}
 		pool_run(r->pool, gemm_chunk, c, pieces, grain);
-		if (c->ig && c->wide)
+		if (!c->by_rows && ((c->ig && c->wide) || c->epi))
 			pool_run(r->pool, compact_chunk, c, c->Og, ceil_div(8192, c->P));
 	}
 }
@@ -538,7 +575,7 @@ static void conv_offsets(struct conv *c)
 				c->off[k++] = ch * c->Hp * c->Wp + kh * c->dh * c->Wp + kw * c->dw;
 }
 
-bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
+bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, struct rt_epilogue *epi)
 {
 	const struct ir_shape *xs = &k->shape[0], *ws = &k->shape[1], *os = &k->shape[2];
 	const struct ir_attrs *a = &k->a;
@@ -625,11 +662,15 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	c.work = c.block ? (float *)(scratch + noff) : NULL;
 	if (c.ig)
 		conv_offsets(&c);
+	/* the epilogue's rows are the result's (image, channel, output row) */
+	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
 	int blas = blas_single(r);
 	if (split)
 		split_items(r, &c);
 	else
 		pool_run(r->pool, conv_chunk, &c, c.nthreads, 1);
 	blas_restore(blas);
+	if (c.epi)
+		c.epi->done = true;
 	return true;
 }

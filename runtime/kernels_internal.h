@@ -9,11 +9,24 @@
 
 #include "runtime/rt.h"
 
+/* A fused kernel's epilogue (its generated function, run in place on its
+ * library call's result), for the call to run on each block of rows as
+ * soon as the block is final, while it is in cache: fn(args, begin, end)
+ * on the result's rows [begin, end), rows of them in all. The call sets
+ * done when it ran fn on every row once. */
+struct rt_epilogue {
+	rt_kernel_fn fn;
+	void **args;
+	int64_t rows;
+	bool done;
+};
+
 /* Kernel k (one op) on its buffers buf (operands, then the result): true
  * when done here, false when the reference kernel must run it (another
- * dtype or rank, a result that overlaps an operand). */
+ * dtype or rank, a result that overlaps an operand). rt_host_conv runs
+ * epi (NULL: none) on its result, when its rows are whole output rows. */
 bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf);  /* kernels_gemm.c */
-bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf);
+bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, struct rt_epilogue *epi);
 bool rt_host_window(struct rt *r, const struct plan_kernel *k, void *const *buf); /* kernels_window.c */
 bool rt_host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf);
 
