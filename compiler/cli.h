@@ -12,6 +12,23 @@
  * dims[*ndims]; -EINVAL naming the bad text or the limit max. */
 int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int max);
 
+/* "--const NAME=FILE|DIR" (cli_const.c): graph inputs bound as constants.
+ * parse records one (no file read yet; -EINVAL for bad text, a name given
+ * twice, more than CLI_MAX_CONSTS); load reads every value, FILE a
+ * TensorProto, DIR its input_N.pb with N the input's place among model's
+ * inputs; use points o at them (valid until free). */
+#define CLI_MAX_CONSTS 64
+struct cli_consts {
+	struct onnx_const_input k[CLI_MAX_CONSTS]; /* [n]: name and from ("--const
+						    * NAME=SRC") malloc'd, value ir_malloc'd */
+	const char *src[CLI_MAX_CONSTS];           /* [n]: FILE or DIR, in argv */
+	int n;
+};
+int cli_parse_const(const char *s, struct cli_consts *c);
+int cli_consts_load(struct cli_consts *c, const char *model);
+void cli_consts_use(const struct cli_consts *c, struct onnx_import_opts *o);
+void cli_consts_free(struct cli_consts *c);
+
 /* `pcc train ...` (cli_train.c): argv[1] is "train". 0 or negative error. */
 int cmd_train(int argc, char **argv);
 void cli_train_usage(FILE *f);

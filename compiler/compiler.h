@@ -18,10 +18,15 @@ struct onnx_dim_binding {
 };
 
 /* A graph input replaced by a constant at import (e.g. a shape tensor that
- * a model takes as input), so what depends on it folds. */
+ * a model takes as input), so what depends on it folds. A name that is no
+ * input of the model is an error. */
 struct onnx_const_input {
 	const char *name;
-	struct ir_tensor value; /* must match the input's dtype and shape */
+	struct ir_tensor value; /* must match the input's dtype and its shape where the
+				 * model fixes it (a symbolic dimension not bound by
+				 * --dim takes the constant's size) */
+	const char *from;       /* where the value came from, for messages (pcc --const's
+				 * "NAME=FILE"); NULL: none */
 };
 
 struct onnx_import_opts {
@@ -62,9 +67,19 @@ int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *nam
  * empty or NULL: none) bound to b on top of o's bindings. */
 struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b);
 
+/* The model's graph inputs in order (initializers that old exporters list
+ * among them left out): the N of the backend-test layout's input_N.pb.
+ * *names is one ir_malloc'd block holding the array and the strings
+ * (ir_free it). Reads the whole file. */
+int onnx_input_names(const char *path, char ***names, int *n);
+
 /* TensorProto files (the ONNX backend-test layout input_N.pb/output_N.pb).
- * read: t->data is ir_malloc'd; *name (may be NULL) is ir_malloc'd too. */
+ * read: t->data is ir_malloc'd; *name (may be NULL) is ir_malloc'd too.
+ * read_as: for an input of dtype want (IR_DTYPE_COUNT: any), which reads
+ * a UINT16 tensor as bfloat16 bit patterns where want is bf16 (ONNX 1.12's
+ * test data stores bfloat16 so) and refuses it naming want otherwise. */
 int onnx_tensor_read(const char *path, struct ir_tensor *t, char **name);
+int onnx_tensor_read_as(const char *path, struct ir_tensor *t, char **name, enum ir_dtype want);
 int onnx_tensor_write(const char *path, const struct ir_tensor *t, const char *name);
 
 /* ---- reference interpreter (compiler/interp*.c) --------------------------
@@ -682,6 +697,8 @@ struct compile_input {
 	const struct inter_opts *opts;   /* what inter_pass ran with (its loader) */
 	const struct inter_plan *inter;
 	const struct train_opts *train;  /* training plans: the step's options (NULL: defaults) */
+	const struct onnx_import_opts *imp; /* what the loader imports with; its constants decide
+					     * which input_N.pb feeds each plan input (NULL: none) */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
  * (interleaved 1F1B training schedules), with a message saying so. */

@@ -2,8 +2,8 @@
  * main.c: the pcc driver. Parses the command line, runs one subcommand and
  * turns a recorded error into one line "pcc: ..." with exit status 1.
  *
- *   pcc inspect MODEL [--dim N=V]... [--json]
- *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]...
+ *   pcc inspect MODEL [--dim N=V]... [--const NAME=FILE|DIR]... [--json]
+ *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]... [--const NAME=FILE|DIR]...
  *   pcc print MODEL [--dim N=V]...          the core IR in its text form
  *   pcc report MODEL --cluster C [--plan P] ...  what-if reports (report_cli.c)
  *   pcc MODEL --cluster C [--batch B] [--train] [--stages P] [--mesh N0xN1] [--explain]
@@ -12,6 +12,8 @@
  *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
  *   pcc train MODEL -i DIR [--optimizer O] [--lr X] [--steps N] [--save-onnx OUT] ...
  *   pcc version
+ * --const binds a graph input as a constant (cli_const.c) wherever a
+ * model is imported.
  */
 #include <errno.h>
 #include <glpk.h>
@@ -43,6 +45,7 @@ struct args {
 	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
 	int ndims;
+	struct cli_consts consts; /* --const NAME=FILE|DIR */
 	struct train_opts topts; /* --train: the step's options (--loss, --lr, ...) */
 	const char *freeze[MAX_DIMS];
 	const char *train_opt;   /* the first step option given, for "needs --train" */
@@ -55,17 +58,17 @@ struct args {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--json] [--train [--optim O]]\n"
+		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--const NAME=FILE|DIR]... [--json] [--train [--optim O]]\n"
 		"       pcc inspect plan.bin [--dump DEVICE]\n"
-		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]...\n"
-		"       pcc print MODEL [--dim NAME=VALUE]...\n");
+		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
+		"       pcc print MODEL [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n");
 	report_cli_usage(f);
 	fprintf(f, "       pcc version\n");
 	cli_train_usage(f);
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
-		"                 [--calib FILE] [--explain]\n"
+		"                 [--calib FILE] [--explain] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
@@ -94,7 +97,10 @@ static void usage(FILE *f)
 		"           60 per stage, 30 per layer in the search): the solver's work is bounded by\n"
 		"           counts, so the same input and flags give the same plan however loaded the\n"
 		"           machine is, unless this fires, which pcc then says on stderr\n"
-		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n");
+		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n"
+		"  --const  bind a graph input as a constant (a shape, Slice's starts, TopK's k...):\n"
+		"           NAME=FILE.pb (a TensorProto) or NAME=DIR (DIR/input_N.pb, N the input's\n"
+		"           place among the model's inputs); pcc-run -i then leaves its file unread\n");
 }
 
 int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int max)
@@ -215,6 +221,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strncmp(s, "--dim=", 6)) {
 			if (cli_parse_dim(s + 6, a->dims, &a->ndims, MAX_DIMS) < 0)
 				return -EINVAL;
+		} else if (!strcmp(s, "--const") && has_next) {
+			if (cli_parse_const(argv[++i], &a->consts) < 0)
+				return -EINVAL;
+		} else if (!strncmp(s, "--const=", 8)) {
+			if (cli_parse_const(s + 8, &a->consts) < 0)
+				return -EINVAL;
 		} else if (!strcmp(s, "--cluster") && has_next) {
 			a->cluster = argv[++i];
 		} else if (!strcmp(s, "--calib") && has_next) {
@@ -265,6 +277,7 @@ static struct ir_graph *load(const struct args *a, struct onnx_model_info *info)
 	onnx_import_opts_init(&o);
 	o.dims = a->dims;
 	o.ndims = a->ndims;
+	cli_consts_use(&a->consts, &o);
 	if (!a->model) {
 		ir_errorf(-EINVAL, "%s: no model given", a->cmd);
 		return NULL;
@@ -341,16 +354,30 @@ static void summarize(const char *name, const struct ir_tensor *t)
 	printf(n > 8 ? " ...\n" : "\n");
 }
 
+/* The N of the DIR/input_N.pb that feeds graph input v: its place among
+ * the model's inputs (names, n; none: i, no input bound as a constant). */
+static int input_file(const struct ir_value *v, int i, char **names, int n)
+{
+	for (int k = 0; names && v->name && k < n; k++)
+		if (!strcmp(names[k], v->name))
+			return k;
+	return i;
+}
+
 static int cmd_eval(const struct args *a)
 {
-	char path[4096];
-	int rc = 0, nin, nout;
+	char path[4096], **names = NULL;
+	int rc = 0, nin, nout, nnames = 0;
 	struct ir_tensor *ins = NULL, *outs = NULL;
 	if (!a->in_dir)
 		return ir_errorf(-EINVAL, "eval: -i DIR is required");
 	struct ir_graph *g = load(a, NULL);
 	if (!g)
 		return -EINVAL;
+	if (a->consts.n && (rc = onnx_input_names(a->model, &names, &nnames)) < 0) {
+		ir_graph_free(g);
+		return rc;
+	}
 	nin = ir_graph_ninputs(g);
 	nout = ir_graph_noutputs(g);
 	ins = ir_calloc((size_t)nin + 1, sizeof *ins);
@@ -362,8 +389,8 @@ static int cmd_eval(const struct args *a)
 	for (int i = 0; i < nin; i++) {
 		struct ir_value *v = ir_graph_input(g, i);
 		char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
-		snprintf(path, sizeof path, "%s/input_%d.pb", a->in_dir, i);
-		if ((rc = onnx_tensor_read(path, &ins[i], NULL)) < 0)
+		snprintf(path, sizeof path, "%s/input_%d.pb", a->in_dir, input_file(v, i, names, nnames));
+		if ((rc = onnx_tensor_read_as(path, &ins[i], NULL, v->dtype)) < 0)
 			goto out;
 		if (ins[i].dtype != v->dtype || !ir_shape_eq(&ins[i].shape, &v->shape)) {
 			rc = ir_errorf(-EINVAL, "%s: holds %s%s but input \"%s\" is %s%s", path,
@@ -397,6 +424,7 @@ out:
 		ir_tensor_free(&outs[i]);
 	ir_free(ins);
 	ir_free(outs);
+	ir_free(names);
 	ir_graph_free(g);
 	return rc;
 }
@@ -477,9 +505,9 @@ static int write_text(const char *path, const struct inter_plan *p)
 
 /* -o plan.bin: lowered, verified, written, read back and verified again. */
 static int write_plan(const struct args *a, const struct cost_cluster *c, const struct inter_opts *o,
-		      const struct inter_plan *ip, const struct train_opts *to)
+		      const struct inter_plan *ip, const struct train_opts *to, const struct onnx_import_opts *imp)
 {
-	struct compile_input in = { a->model, a->cluster, c, o, ip, to };
+	struct compile_input in = { a->model, a->cluster, c, o, ip, to, imp };
 	struct plan *p, *back;
 	int rc = compile_lower(&in, &p);
 	if (rc < 0) {
@@ -583,6 +611,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		onnx_import_opts_init(&pl.imp);
 		pl.imp.dims = a->dims;
 		pl.imp.ndims = a->ndims;
+		cli_consts_use(&a->consts, &pl.imp);
 		if ((rc = onnx_batch_dim(a->model, &pl.imp, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
 			return rc;
 	}
@@ -599,7 +628,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		rc = inter_explain(&p, stdout);
 	pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
 	if (rc == 0 && a->out_dir)
-		rc = text ? write_text(a->out_dir, &p) : write_plan(a, c, &o, &p, &to);
+		rc = text ? write_text(a->out_dir, &p) : write_plan(a, c, &o, &p, &to, &pl.imp);
 	inter_plan_free(&p);
 	return rc;
 }
@@ -671,6 +700,20 @@ static int cmd_compile(const struct args *a)
 	return rc;
 }
 
+/* --const's values, read before any command runs: only an ONNX model has
+ * inputs to bind. */
+static int load_consts(struct args *a)
+{
+	size_t n = a->model ? strlen(a->model) : 0;
+	if (a->consts.n == 0)
+		return 0;
+	if (!a->model || is_plan_file(a->model) || (n > 3 && !strcmp(a->model + n - 3, ".ir")))
+		return ir_errorf(-EINVAL, "%s: %s, and --const binds an input of an ONNX model", a->consts.k[0].from,
+				 !a->model ? "no model given" : is_plan_file(a->model) ? "the file is a plan" :
+				 "the model is IR text");
+	return cli_consts_load(&a->consts, a->model);
+}
+
 static int cmd_version(void)
 {
 	unsigned maj, min, patch;
@@ -692,6 +735,21 @@ static int warn_timeouts(int status)
 			"finishing: the plan may vary with machine load\n",
 			n, n == 1 ? "" : "s");
 	return status;
+}
+
+static int run(const struct args *a)
+{
+	if (!strcmp(a->cmd, "inspect"))
+		return cmd_inspect(a);
+	if (!strcmp(a->cmd, "eval"))
+		return cmd_eval(a);
+	if (!strcmp(a->cmd, "print"))
+		return cmd_print(a);
+	if (!strcmp(a->cmd, "version") || !strcmp(a->cmd, "--version"))
+		return cmd_version();
+	if (!strcmp(a->cmd, "compile"))
+		return cmd_compile(a);
+	return ir_errorf(-EINVAL, "unknown command '%s' (try 'pcc --help')", a->cmd);
 }
 
 int main(int argc, char **argv)
@@ -716,20 +774,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(a.cmd, "inspect"))
-		rc = cmd_inspect(&a);
-	else if (!strcmp(a.cmd, "eval"))
-		rc = cmd_eval(&a);
-	else if (!strcmp(a.cmd, "print"))
-		rc = cmd_print(&a);
-	else if (!strcmp(a.cmd, "version") || !strcmp(a.cmd, "--version"))
-		rc = cmd_version();
-	else if (!strcmp(a.cmd, "compile"))
-		rc = cmd_compile(&a);
-	else
-		rc = ir_errorf(-EINVAL, "unknown command '%s' (try 'pcc --help')", a.cmd);
+	if ((rc = load_consts(&a)) == 0)
+		rc = run(&a);
 	for (int i = 0; i < a.ndims; i++)
 		free((char *)a.dims[i].name);
+	cli_consts_free(&a.consts);
 	if (rc < 0) {
 		fprintf(stderr, "pcc: %s\n", ir_error());
 		return warn_timeouts(1);

@@ -39,6 +39,10 @@ int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t,
 		t->data = (void *)v->data.bytes;
 		return 0;
 	}
+	if (v->kind == IR_VAL_INPUT)
+		return onnx_fail(c, "%s must be a constant known at compile time (it is the graph input \"%s\": "
+				 "bind it with --const %s=FILE.pb)", what, v->name ? v->name : "",
+				 v->name ? v->name : "NAME");
 	return onnx_fail(c, "%s must be a constant known at compile time (it is computed at run time)",
 			 what);
 }

@@ -4,6 +4,8 @@
  * 1. Read and unpack the ModelProto (bounded by the file size; protobuf-c
  *    rejects malformed input). Only opsets 13..17 of the default domain.
  * 2. Graph inputs get static shapes: symbolic dims are bound by --dim.
+ *    An input bound to a constant (onnx_import_opts.consts, pcc --const)
+ *    becomes that constant, so the shapes it decides fold.
  * 3. Initializers: floating point ones become parameters that keep a
  *    reference to their bytes (inline, owned by the unpacked model, or an
  *    external file that is never read here); integer and bool ones become
@@ -270,6 +272,73 @@ static int bind_dim(struct onnx_ctx *c, const char *input, const Onnx__TensorSha
 			 input, i);
 }
 
+/* Whether dimension d has a size without a constant's help: a number, or a
+ * name bound by --dim. */
+static bool dim_fixed(const struct onnx_ctx *c, const Onnx__TensorShapeProto__Dimension *d)
+{
+	if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+		return true;
+	for (int k = 0; d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+			k < c->opts->ndims; k++)
+		if (strcmp(c->opts->dims[k].name, d->dim_param) == 0)
+			return true;
+	return false;
+}
+
+/* The shape as the model declares it: "[2,batch,?]". */
+static const char *decl_shape_str(const Onnx__TensorShapeProto *sp, char *buf, size_t n)
+{
+	size_t at = (size_t)snprintf(buf, n, "[");
+	for (size_t i = 0; i < sp->n_dim && at < n; i++) {
+		const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+		const char *sep = i ? "," : "";
+		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+			at += (size_t)snprintf(buf + at, n - at, "%s%lld", sep, (long long)d->dim_value);
+		else
+			at += (size_t)snprintf(buf + at, n - at, "%s%s", sep,
+					       d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+					       d->dim_param ? d->dim_param : "?");
+	}
+	if (at < n)
+		snprintf(buf + at, n - at, "]");
+	return buf;
+}
+
+static const struct onnx_const_input *find_const(const struct onnx_ctx *c, const char *name)
+{
+	for (int i = 0; i < c->opts->nconsts; i++)
+		if (strcmp(c->opts->consts[i].name, name) == 0)
+			return &c->opts->consts[i];
+	return NULL;
+}
+
+/* Input name becomes constant k: its dtype must match, and its shape where
+ * the model fixes it; symbolic dimensions take the constant's sizes. */
+static int import_const_input(struct onnx_ctx *c, const char *name, enum ir_dtype dt,
+			      const Onnx__TensorShapeProto *sp, const struct onnx_const_input *k)
+{
+	struct ir_shape s = k->value.shape;
+	bool ok = k->value.dtype == dt && (size_t)s.rank == sp->n_dim;
+	for (int i = 0; ok && i < s.rank; i++) {
+		int64_t want;
+		if (dim_fixed(c, sp->dim[i]))
+			ok = bind_dim(c, name, sp->dim[i], i, &want) == 0 && want == s.dims[i];
+	}
+	if (!ok) {
+		char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
+		return ir_errorf(-EINVAL, "%s: input \"%s\" is %s%s, but the constant bound to it%s%s%s is %s%s",
+				 c->path, name, ir_dtype_name(dt), decl_shape_str(sp, s1, sizeof s1),
+				 k->from ? " (" : "", k->from ? k->from : "", k->from ? ")" : "",
+				 ir_dtype_name(k->value.dtype), ir_shape_str(&s, s2, sizeof s2));
+	}
+	struct ir_attrs a = { .dtype = dt, .shape = s, .data = k->value.data };
+	struct ir_node *n = ir_graph_add_node(c->g, IR_OP_CONSTANT, name, 0, NULL, &a);
+	if (!n)
+		return -ENOMEM;
+	n->out[0]->name = ir_graph_strdup(c->g, name);
+	return sym_put(c->names, n->out[0]->name, n->out[0]);
+}
+
 static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 {
 	const char *name = vi->name ? vi->name : "";
@@ -288,30 +357,54 @@ static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 	if (tt->shape->n_dim > IR_MAX_RANK)
 		return ir_errorf(-EINVAL, "%s: input \"%s\": rank %zu exceeds %d", c->path, name,
 				 tt->shape->n_dim, IR_MAX_RANK);
+	const struct onnx_const_input *k = find_const(c, name);
+	if (k)
+		return import_const_input(c, name, dt, tt->shape, k);
 	s.rank = (int)tt->shape->n_dim;
 	for (int i = 0; i < s.rank; i++)
 		if (bind_dim(c, name, tt->shape->dim[i], i, &s.dims[i]) < 0)
 			return -EINVAL;
-	struct ir_value *v = NULL;
-	for (int i = 0; i < c->opts->nconsts; i++) {
-		const struct onnx_const_input *k = &c->opts->consts[i];
-		if (strcmp(k->name, name) != 0)
-			continue;
-		if (k->value.dtype != dt || !ir_shape_eq(&k->value.shape, &s))
-			return ir_errorf(-EINVAL, "%s: input \"%s\": the constant bound to it has another type", c->path, name);
-		struct ir_attrs a = { .dtype = dt, .shape = s, .data = k->value.data };
-		struct ir_node *n = ir_graph_add_node(c->g, IR_OP_CONSTANT, name, 0, NULL, &a);
-		if (!n)
-			return -ENOMEM;
-		n->out[0]->name = ir_graph_strdup(c->g, name);
-		return sym_put(c->names, n->out[0]->name, n->out[0]);
-	}
-	v = ir_graph_add_input(c->g, name, dt, &s);
+	struct ir_value *v = ir_graph_add_input(c->g, name, dt, &s);
 	if (!v) {
 		ir_error_prefix("%s: input \"%s\"", c->path, name);
 		return -EINVAL;
 	}
 	return sym_put(c->names, v->name, v);
+}
+
+/* Every constant binds an input of the model, once (initializers are
+ * imported already: names holds them alone). */
+static int check_consts(struct onnx_ctx *c, const Onnx__GraphProto *gp)
+{
+	for (int i = 0; i < c->opts->nconsts; i++) {
+		const char *name = c->opts->consts[i].name;
+		bool found = false;
+		for (int j = 0; j < i; j++)
+			if (strcmp(c->opts->consts[j].name, name) == 0)
+				return ir_errorf(-EINVAL, "%s: input \"%s\" is bound to a constant twice", c->path,
+						 name);
+		for (size_t k = 0; k < gp->n_input && !found; k++)
+			found = gp->input[k]->name && strcmp(gp->input[k]->name, name) == 0;
+		if (found && sym_get(c->names, name))
+			return ir_errorf(-EINVAL, "%s: \"%s\" is an initializer of the model (a weight), not an input "
+					 "to bind to a constant", c->path, name);
+		if (found)
+			continue;
+		char list[512] = "";
+		size_t at = 0;
+		int shown = 0;
+		for (size_t k = 0; k < gp->n_input && at < sizeof list; k++) {
+			const char *in = gp->input[k]->name ? gp->input[k]->name : "";
+			if (sym_get(c->names, in))
+				continue;
+			at += (size_t)snprintf(list + at, sizeof list - at, "%s\"%s\"", shown++ ? ", " : "", in);
+		}
+		return ir_errorf(-EINVAL, "%s: the model has no input \"%s\" to bind to a constant%s%s%s "
+				 "(its inputs: %s)", c->path, name, c->opts->consts[i].from ? " (" : "",
+				 c->opts->consts[i].from ? c->opts->consts[i].from : "",
+				 c->opts->consts[i].from ? ")" : "", shown ? list : "none");
+	}
+	return 0;
 }
 
 /* A relative path that stays inside the model's directory: no leading '/',
@@ -672,6 +765,8 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 	for (size_t i = 0; i < gp->n_initializer; i++)
 		if (import_initializer(&c, gp->initializer[i]) < 0)
 			goto fail;
+	if (check_consts(&c, gp) < 0)
+		goto fail;
 	for (size_t i = 0; i < gp->n_input; i++) {
 		/* old exporters list initializers among the inputs too */
 		if (gp->input[i]->name && sym_get(&names, gp->input[i]->name))
@@ -714,7 +809,16 @@ fail:
 	return NULL;
 }
 
-static int batch_dim_in_file(const char *path, char *name, size_t namelen, int64_t *size)
+static bool is_const(const struct onnx_import_opts *o, const char *name)
+{
+	for (int i = 0; o && name && i < o->nconsts; i++)
+		if (strcmp(o->consts[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
+			     int64_t *size)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
@@ -737,7 +841,8 @@ static int batch_dim_in_file(const char *path, char *name, size_t namelen, int64
 		bool init = false;
 		for (size_t k = 0; k < gp->n_initializer && !init; k++)
 			init = vi->name && gp->initializer[k]->name && strcmp(vi->name, gp->initializer[k]->name) == 0;
-		if (init || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+		if (init || is_const(o, vi->name) || !vi->type ||
+		    vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
 		    !vi->type->tensor_type || !vi->type->tensor_type->shape ||
 		    vi->type->tensor_type->shape->n_dim == 0)
 			continue;
@@ -758,13 +863,59 @@ static int batch_dim_in_file(const char *path, char *name, size_t namelen, int64
 
 int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size)
 {
-	int rc = batch_dim_in_file(path, name, namelen, size);
+	int rc = batch_dim_in_file(path, o, name, namelen, size);
 	for (int i = 0; rc == 0 && o && i < o->ndims && name[0]; i++)
 		if (strcmp(o->dims[i].name, name) == 0) { /* bound by the user: static */
 			*size = o->dims[i].value;
 			name[0] = 0;
 		}
 	return rc;
+}
+
+int onnx_input_names(const char *path, char ***names, int *n)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0, bytes = 0;
+	*names = NULL;
+	*n = 0;
+	if (onnx_read_file(path, &buf, &len) < 0)
+		return ir_error_code();
+	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+	ir_free(buf);
+	if (!m || !m->graph) {
+		if (m)
+			onnx__model_proto__free_unpacked(m, NULL);
+		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or "
+				 "corrupt)", path);
+	}
+	const Onnx__GraphProto *gp = m->graph;
+	bool *init = ir_calloc(gp->n_input + 1, sizeof *init);
+	int count = 0;
+	for (size_t i = 0; init && i < gp->n_input; i++) {
+		const char *in = gp->input[i]->name ? gp->input[i]->name : "";
+		for (size_t k = 0; k < gp->n_initializer && !init[i]; k++)
+			init[i] = gp->initializer[k]->name && strcmp(in, gp->initializer[k]->name) == 0;
+		if (!init[i]) {
+			bytes += strlen(in) + 1;
+			count++;
+		}
+	}
+	char **out = init ? ir_malloc(sizeof *out * (size_t)count + bytes + 1) : NULL;
+	if (out) {
+		char *at = (char *)(out + count);
+		for (size_t i = 0, j = 0; i < gp->n_input; i++) {
+			if (init[i])
+				continue;
+			const char *in = gp->input[i]->name ? gp->input[i]->name : "";
+			out[j++] = strcpy(at, in);
+			at += strlen(in) + 1;
+		}
+		*names = out;
+		*n = count;
+	}
+	ir_free(init);
+	onnx__model_proto__free_unpacked(m, NULL);
+	return out ? 0 : ir_errorf(-ENOMEM, "%s: out of memory", path);
 }
 
 struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b)

@@ -73,6 +73,10 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		fprintf(f, "training: %s; %d state tensors (%.4g MiB); per device, the last per_step instructions run "
 			"once per step, after the last micro-batch\n", p->train_config ? p->train_config : "?", p->nstate,
 			tensor_bytes(p->state, p->nstate) / (1 << 20));
+	for (int i = 0; p->input_file && i < p->ninputs; i++) /* pcc --const bound some of the model's */
+		fprintf(f, "%s input %d \"%s\" from input_%d.pb%s",
+			i ? "," : "input files (others bound as constants):", i, p->inputs[i].name, p->input_file[i],
+			i + 1 == p->ninputs ? "\n" : "");
 	if (p->labels_input >= 0)
 		fprintf(f, "labels: input %d \"%s\", class indices in [0, %lld) (or the ignored -100)\n", p->labels_input,
 			p->inputs[p->labels_input].name, (long long)p->classes);

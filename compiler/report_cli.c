@@ -7,7 +7,7 @@
  *   pcc report MODEL --cluster C [--plan P] --compare-cluster C2
  *   ... [--sweep gpus=8..1024 | --sweep tp,pp | --sweep sensitivity] [--csv FILE]
  *   ... [--trace FILE.json] [--svg FILE] [--png FILE] [--html FILE] [--json]
- *       [--price-per-gpu-hour X] [--batch B] [--calib FILE] [--dim N=V]...
+ *       [--price-per-gpu-hour X] [--batch B] [--calib FILE] [--dim N=V]... [--const NAME=FILE|DIR]...
  *
  * Without --plan the report runs the planner exactly as `pcc MODEL
  * --cluster C` does (same options: --train, --optim, --micro-batches,
@@ -37,6 +37,7 @@ struct ropts {
 	double mem_limit, price;
 	struct onnx_dim_binding dims[MAX_LIST];
 	int ndims;
+	struct cli_consts consts; /* --const NAME=FILE|DIR */
 	struct train_opts topts;
 	const char *freeze[MAX_LIST];
 	const char *train_opt;   /* the first step option given */
@@ -52,7 +53,7 @@ void report_cli_usage(FILE *f)
 		"                  [--compare A B] [--compare-cluster C2]   (A, B: auto or dp=..,tp=..,pp=..)\n"
 		"                  [--sweep gpus=LO..HI | --sweep tp,pp | --sweep sensitivity] [--csv FILE]\n"
 		"                  [--trace FILE.json] [--svg FILE] [--png FILE] [--html FILE]\n"
-		"                  [--price-per-gpu-hour X] [--json]\n");
+		"                  [--price-per-gpu-hour X] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]... [--json]\n");
 }
 
 static int parse_double(const char *opt, const char *s, double *out)
@@ -129,6 +130,8 @@ static int option_with_value(struct ropts *a, const char *s, const char *v)
 		return parse_count(s, v, &a->stages) < 0 ? -EINVAL : 1;
 	if (!strcmp(s, "--dim"))
 		return cli_parse_dim(v, a->dims, &a->ndims, MAX_LIST) < 0 ? -EINVAL : 1;
+	if (!strcmp(s, "--const"))
+		return cli_parse_const(v, &a->consts) < 0 ? -EINVAL : 1;
 	if (!strcmp(s, "--mesh")) {
 		char tail;
 		if (sscanf(v, "%dx%d%c", &a->mesh0, &a->mesh1, &tail) != 2 || a->mesh0 < 1 || a->mesh1 < 1)
@@ -162,6 +165,9 @@ static int parse(int argc, char **argv, struct ropts *a)
 			a->cmp[1] = argv[++i];
 		} else if (!strncmp(s, "--dim=", 6)) {
 			if (cli_parse_dim(s + 6, a->dims, &a->ndims, MAX_LIST) < 0)
+				return -EINVAL;
+		} else if (!strncmp(s, "--const=", 8)) {
+			if (cli_parse_const(s + 8, &a->consts) < 0)
 				return -EINVAL;
 		} else if (i + 1 < argc && (rc = option_with_value(a, s, argv[i + 1])) != 0) {
 			if (rc < 0)
@@ -383,18 +389,19 @@ static int sweep(const struct ropts *a, const struct wi_request *q, const struct
 	return rc;
 }
 
-static int run(const struct ropts *a)
+static int run(struct ropts *a)
 {
 	struct onnx_import_opts imp;
 	struct cost_cluster c;
 	struct cost_calib cal;
 	struct wi_request q;
 	int rc = check(a);
-	if (rc < 0)
+	if (rc < 0 || (rc = cli_consts_load(&a->consts, a->model)) < 0)
 		return rc;
 	onnx_import_opts_init(&imp);
 	imp.dims = a->dims;
 	imp.ndims = a->ndims;
+	cli_consts_use(&a->consts, &imp);
 	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0)
 		return rc;
 	if (c.cpu) /* what the planner uses on a CPU mesh (intra.c) */
@@ -428,5 +435,6 @@ int report_cli(int argc, char **argv)
 	}
 	for (int i = 0; i < a.ndims; i++)
 		free((char *)a.dims[i].name);
+	cli_consts_free(&a.consts);
 	return status;
 }

@@ -93,6 +93,7 @@ void plan_free(struct plan *p)
 	ir_free(p->stages);
 	free_tensors(p->params, p->nparams);
 	free_tensors(p->inputs, p->ninputs);
+	ir_free(p->input_file);
 	free_tensors(p->outputs, p->noutputs);
 	free_tensors(p->state, p->nstate);
 	ir_free(p->train_config);

@@ -208,6 +208,10 @@ struct plan {
 				     * entropy): the input holding the labels, integers
 				     * in [0, classes) or the ignored -100; -1: none */
 	int64_t classes;            /* that loss's class count (an LM's vocabulary) */
+	int *input_file;            /* [ninputs]: the N of the DIR/input_N.pb that feeds
+				     * input i, strictly increasing: its place among the
+				     * model's inputs when some were bound as constants at
+				     * compile time (pcc --const); NULL: i */
 	int micro;                  /* micro-batches per step (1: none) */
 	int64_t device_memory;      /* bytes per device the plan must fit */
 	int nstages;

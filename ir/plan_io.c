@@ -227,6 +227,8 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 			  .host_object = { p->host_object_len, p->host_object },
 			  .host_cpu = (char *)(p->host_cpu ? p->host_cpu : ""),
 			  .host_features = (char *)(p->host_features ? p->host_features : ""),
+			  .n_input_files = p->input_file ? (size_t)p->ninputs : 0,
+			  .input_files = (int32_t *)p->input_file,
 			  .n_stages = (size_t)p->nstages, .n_kernels = (size_t)p->nkernels,
 			  .n_comms = (size_t)p->ncomms, .n_devices = (size_t)p->ndevices };
 	if (!NEW_MSGS(s, ss, m->stages, p->nstages) || !NEW_MSGS(s, ks, m->kernels, p->nkernels) ||

@@ -15,7 +15,8 @@
  *      with structural checks only: names resolve, enums are in range,
  *      arrays hold the counts they claim, ranks fit IR_MAX_RANK, dims are
  *      valid, CONSTANT data has its size, the labels input exists and holds
- *      integers. plan_verify checks the meaning.
+ *      integers, input files are one per input in increasing order.
+ *      plan_verify checks the meaning.
  */
 #include <errno.h>
 #include <limits.h>
@@ -354,6 +355,22 @@ static int get_labels(const Pcc__Labels *m, struct plan *p)
 	return 0;
 }
 
+/* Which input_N.pb feeds each input: none listed (input i reads
+ * input_i.pb), or one per input, strictly increasing from 0. */
+static int get_input_files(const Pcc__Plan *m, struct plan *p)
+{
+	int n;
+	if (m->n_input_files == 0)
+		return 0;
+	if (m->n_input_files != (size_t)p->ninputs)
+		return ir_errorf(-EINVAL, "input files: %zu for %d inputs", m->n_input_files, p->ninputs);
+	for (size_t i = 0; i < m->n_input_files; i++)
+		if (m->input_files[i] < (i ? m->input_files[i - 1] + 1 : 0))
+			return ir_errorf(-EINVAL, "input files: input %zu reads input_%d.pb, after input_%d.pb", i,
+					 (int)m->input_files[i], i ? (int)m->input_files[i - 1] : -1);
+	return get_ints(m->input_files, m->n_input_files, &p->input_file, &n);
+}
+
 static int get_plan(const Pcc__Plan *m, struct plan *p)
 {
 	int rc;
@@ -388,7 +405,7 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 	    (rc = get_tensors(m->outputs, m->n_outputs, "output", &p->outputs, &p->noutputs)) < 0 ||
 	    (rc = get_tensors(m->state, m->n_state, "state", &p->state, &p->nstate)) < 0)
 		return rc;
-	if ((rc = get_labels(m->labels, p)) < 0)
+	if ((rc = get_labels(m->labels, p)) < 0 || (rc = get_input_files(m, p)) < 0)
 		return rc;
 	if (m->model[0] && !(p->model = get_str(m->model)))
 		return nomem();

@@ -2,7 +2,12 @@
  * data.c: what a run feeds its plan's inputs (rt.h), in two formats.
  *
  * The ONNX backend-test layout: DIR/input_N.pb, or
- * DIR/test_data_set_K/input_N.pb for K = 0, 1, ... Every rank reads the
+ * DIR/test_data_set_K/input_N.pb for K = 0, 1, ... Input i reads
+ * input_N.pb with N = plan.input_file[i]: i, or, where pcc bound some of
+ * the model's inputs as constants (--const), its place among the model's
+ * inputs, so a data set that holds every input feeds it unchanged (the
+ * bound inputs' files unread). bfloat16 inputs also read ONNX 1.12's
+ * UINT16 files (onnx_tensor_read_as). Every rank reads the
  * sets itself (they are one step's worth of inputs, not the model) and
  * takes its slices in step.c. A set holds one micro-batch, or one whole
  * step whose dimension 0 is micro times the plan's; a step's micro-batches
@@ -111,6 +116,27 @@ static int check_labels(const struct plan *p, const struct ir_tensor *t, const c
 	return 0;
 }
 
+/* Adds to the "cannot open" of input i's file which files the set must
+ * hold, and which it need not. */
+static void no_file(const struct plan *p, int i, const char *dir)
+{
+	char want[256] = "", skip[256] = "", was[1024];
+	size_t at = 0, sk = 0;
+	int nskip = 0;
+	snprintf(was, sizeof was, "%s", ir_error());
+	for (int k = 0, f = 0; k < p->ninputs && at < sizeof want; k++) {
+		int file = p->input_file ? p->input_file[k] : k;
+		for (; f < file && sk < sizeof skip; f++, nskip++)
+			sk += (size_t)snprintf(skip + sk, sizeof skip - sk, "%sinput_%d.pb", nskip ? ", " : "", f);
+		f = file + 1;
+		at += (size_t)snprintf(want + at, sizeof want - at, "%sinput_%d.pb", k ? ", " : "", file);
+	}
+	const char *why = !nskip ? "" : nskip == 1 ? ": its input is bound as a constant by pcc --const)" :
+			  ": their inputs are bound as constants by pcc --const)";
+	ir_errorf(-ENOENT, "%s (input %d \"%s\"): the plan reads %s from %s%s%s%s", was, i, p->inputs[i].name, want,
+		  dir, nskip ? " (not " : "", skip, why);
+}
+
 /* Reads one set's inputs; *whole set when they hold a whole step. */
 static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, bool *whole)
 {
@@ -118,10 +144,14 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 	char path[4096], want[IR_SHAPE_STR_MAX], got[IR_SHAPE_STR_MAX];
 	for (int i = 0; i < p->ninputs; i++) {
 		const struct plan_tensor *x = &p->inputs[i];
-		if (snprintf(path, sizeof path, "%s/input_%d.pb", dir, i) >= (int)sizeof path)
+		int file = p->input_file ? p->input_file[i] : i;
+		if (snprintf(path, sizeof path, "%s/input_%d.pb", dir, file) >= (int)sizeof path)
 			return ir_errorf(-ENAMETOOLONG, "%s: path too long", dir);
-		if (onnx_tensor_read(path, &t[i], NULL) < 0)
+		if (onnx_tensor_read_as(path, &t[i], NULL, x->dtype) < 0) {
+			if (ir_error_code() == -ENOENT)
+				no_file(p, i, dir);
 			return -EINVAL;
+		}
 		struct ir_shape s = x->shape;
 		bool one = ir_shape_eq(&t[i].shape, &s), all = false;
 		if (s.rank > 0) {
@@ -149,7 +179,8 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 	struct rt_data *d = data_new(p);
 	if (!d)
 		return NULL;
-	snprintf(path, sizeof path, "%s/input_0.pb", dir);
+	int first = p->input_file && p->ninputs ? p->input_file[0] : 0;
+	snprintf(path, sizeof path, "%s/input_%d.pb", dir, first);
 	bool flat = exists(path) || p->ninputs == 0;
 	int n = 0;
 	if (!flat)
@@ -160,7 +191,7 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 		}
 	int nsets = flat ? 1 : n;
 	if (nsets == 0) {
-		ir_errorf(-ENOENT, "%s: no input_0.pb and no test_data_set_0/ (the backend-test layout)", dir);
+		ir_errorf(-ENOENT, "%s: no input_%d.pb and no test_data_set_0/ (the backend-test layout)", dir, first);
 		rt_data_close(d);
 		return NULL;
 	}

@@ -219,7 +219,8 @@ int rt_step(struct rt *r, const struct ir_tensor *inputs);
  * one step's inputs at a time, micro-batch by micro-batch. */
 struct rt_data;
 /* The backend-test layout (input_N.pb, in DIR or in each
- * DIR/test_data_set_K/): each set holds either one micro-batch or one
+ * DIR/test_data_set_K/; input i reads N = plan.input_file[i], else i; a
+ * bf16 input also reads ONNX 1.12's UINT16): each set holds either one micro-batch or one
  * whole step (dimension 0 of every input `micro` times the plan's), used in
  * turn, cycling. The labels of a class-index loss are checked: one line
  * naming the file, element, label and range. */

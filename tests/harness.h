@@ -170,7 +170,7 @@ static inline struct ir_graph *import_node_test(const char *root, const char *na
 	b->n = read_inputs(data, b->t, b->names, 64);
 	for (int i = 0; i < b->n; i++)
 		if (!ir_dtype_is_float(b->t[i].dtype) || b->t[i].shape.rank == 0)
-			b->ci[b->nbound++] = (struct onnx_const_input){ b->names[i] ? b->names[i] : "", b->t[i] };
+			b->ci[b->nbound++] = (struct onnx_const_input){ b->names[i] ? b->names[i] : "", b->t[i], NULL };
 	o->consts = b->ci;
 	o->nconsts = b->nbound;
 	return onnx_import(model, o, NULL);

@@ -110,6 +110,8 @@ static struct plan *build_plan(void)
 	set_tensor(&p->inputs[1], "labels", IR_I64, shp(1, 8, 0));
 	p->labels_input = 1;
 	p->classes = 32;
+	p->input_file = ir_calloc(2, sizeof *p->input_file);
+	p->input_file[1] = 2; /* input_1.pb's input was bound as a constant (pcc --const) */
 	p->outputs = ir_calloc(2, sizeof *p->outputs);
 	p->noutputs = 2;
 	set_tensor(&p->outputs[0], "y", IR_F32, shp(2, 8, 32));
@@ -351,6 +353,9 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 	     "train_config");
 	SAME(!a->model == !b->model && (!a->model || !strcmp(a->model, b->model)), "model");
 	SAME(a->labels_input == b->labels_input && a->classes == b->classes, "labels");
+	SAME(!a->input_file == !b->input_file &&
+		     (!a->input_file || !memcmp(a->input_file, b->input_file, sizeof *a->input_file * (size_t)a->ninputs)),
+	     "input files");
 	SAME(a->nkernels == b->nkernels, "nkernels");
 	for (int i = 0; i < a->nkernels; i++) {
 		const struct plan_kernel *x = &a->kernels[i], *y = &b->kernels[i];
@@ -665,6 +670,16 @@ static void test_content(void)
 		ir_free(b);
 		b = NULL;
 	}
+	q->devices[1].buf[2].shape.dims[0] = 8;
+	q->labels_input = 1;
+	q->classes = 32;
+	q->input_file[1] = 0;
+	TAP_OK(plan_pack(q, &b, &n) == 0 &&
+		       refused(b, n, "malformed plan: input files: input 1 reads input_0.pb, after input_0.pb"),
+	       "refused: %s", ir_error());
+	ir_free(b);
+	b = NULL;
+	q->input_file[1] = 2;
 	q->labels_input = -1;
 	q->classes = 0;
 	u = plan_pack(q, &b, &n) == 0 ? plan_unpack(b, n) : NULL;
