@@ -817,20 +817,31 @@ static bool is_const(const struct onnx_import_opts *o, const char *name)
 	return false;
 }
 
-static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
-			     int64_t *size)
+/* The model in file path, with a graph (onnx__model_proto__free_unpacked);
+ * NULL with a message when it cannot be read or decoded. */
+static Onnx__ModelProto *model_in_file(const char *path)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	if (onnx_read_file(path, &buf, &len) < 0)
-		return ir_error_code();
+		return NULL;
 	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
 	ir_free(buf);
 	if (!m || !m->graph) {
 		if (m)
 			onnx__model_proto__free_unpacked(m, NULL);
-		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
+		ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
+		return NULL;
 	}
+	return m;
+}
+
+static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
+			     int64_t *size)
+{
+	Onnx__ModelProto *m = model_in_file(path);
+	if (!m)
+		return ir_error_code();
 	const Onnx__GraphProto *gp = m->graph;
 	/* no input with a dimension (none, scalars only, an empty first
 	 * dimension): no batch to split, the model is one sample */
@@ -874,20 +885,12 @@ int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *nam
 
 int onnx_input_names(const char *path, char ***names, int *n)
 {
-	uint8_t *buf = NULL;
-	size_t len = 0, bytes = 0;
+	size_t bytes = 0;
 	*names = NULL;
 	*n = 0;
-	if (onnx_read_file(path, &buf, &len) < 0)
+	Onnx__ModelProto *m = model_in_file(path);
+	if (!m)
 		return ir_error_code();
-	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-	ir_free(buf);
-	if (!m || !m->graph) {
-		if (m)
-			onnx__model_proto__free_unpacked(m, NULL);
-		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or "
-				 "corrupt)", path);
-	}
 	const Onnx__GraphProto *gp = m->graph;
 	bool *init = ir_calloc(gp->n_input + 1, sizeof *init);
 	int count = 0;
