@@ -434,6 +434,8 @@ static void check_igemm(void)
 		/* M, N, K, lda pad, ldc pad */
 		{ 1, 1, 1, 0, 0 }, { 5, 20, 0, 0, 1 }, { 7, 17, 3, 1, 2 }, { 8, 48, 64, 0, 0 }, { 13, 95, 300, 5, 3 },
 		{ 33, 130, 257, 0, 7 }, { 3, 200, 700, 2, 0 },
+		/* 1 to 4 columns past whole vectors (from n0 = 2), as dot products */
+		{ 17, 51, 300, 1, 2 }, { 9, 198, 600, 0, 0 }, { 4, 21, 40, 3, 0 }, { 2, 4, 17, 0, 1 },
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		int64_t M = cs[i][0], N = cs[i][1], K = cs[i][2], lda = K + cs[i][3], ldc = N + cs[i][4], ldb = N + 9;
