@@ -52,7 +52,7 @@
 _Static_assert(NR == IGEMM_NR, "igemm's tile width");
 #define KC 256    /* steps k per pass over C: B's rows a tile reads span at most KC pages */
 #define A_BLOCK_BYTES (256 << 10) /* A's rows for a block of rows: a quarter of a 1 MB L2 */
-#define TAIL_MAX 4 /* columns past the last whole vector computed as dot products, at most */
+#define TAIL_MAX IGEMM_TAIL_MAX
 
 bool rt_igemm_available(void)
 {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #define IGEMM_NR 48 /* columns of a tile */
+#define IGEMM_TAIL_MAX 4 /* columns past the last whole vector of 16 computed as dot products, at most */
 
 struct rt_igemm {
 	const float *a, *b;
