@@ -82,9 +82,12 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 		return onnx_fail(c, "input and weight types %s and %s differ", ir_dtype_name(x->dtype),
 				 ir_dtype_name(w->dtype));
 	int64_t G = attr_int(c, "group", 1), C = x->shape.dims[1], Mg = w->shape.dims[1];
-	if (G < 1 || C % G != 0 || w->shape.dims[0] != C)
-		return onnx_fail(c, "weight [C, M/group, k..] needs C = %lld (the input's channels) divisible by group %lld",
-				 (long long)C, (long long)G);
+	if (w->shape.dims[0] != C)
+		return onnx_fail(c, "the weight's first dim is %lld, not the input's %lld channels (weights are [C, M/group, k..])",
+				 (long long)w->shape.dims[0], (long long)C);
+	if (G < 1 || C % G != 0)
+		return onnx_fail(c, "the input's %lld channels are not divisible by group %lld", (long long)C,
+				 (long long)G);
 	int64_t K[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], op[IR_MAX_RANK], lo[IR_MAX_RANK],
 		hi[IR_MAX_RANK], pads[2 * IR_MAX_RANK], oshape[IR_MAX_RANK + 2], ks[IR_MAX_RANK];
 	int n;
