@@ -9,7 +9,9 @@
  * between the input's elements (stride - 1 of them), the kernel reversed
  * spatially with in and out channels swapped per group, then a stride-1
  * convolution padded by d(K-1) - pad (plus output_padding at the end); a
- * pad that would be negative becomes a slice of the result.
+ * pad that would be negative becomes a slice of the result. When the
+ * kernel equals the stride (k2s2 upsampling) the contributions do not
+ * overlap and it is a dot followed by a pixel shuffle instead.
  *
  * Resize is separable: along each resized axis every output element is a
  * weighted sum of at most 4 input elements whose indices and weights
@@ -69,6 +71,102 @@ static struct ir_value *insert_zeros(struct onnx_ctx *c, struct ir_value *x, con
 	return b_reshape(c, t, &merged);
 }
 
+/* ConvTranspose's geometry per spatial dim: kernel, stride, dilation,
+ * the pads at each end (hi less output_padding; negative pads add zero
+ * rows) and the result's length. */
+struct ct {
+	int k;
+	int64_t G;
+	int64_t K[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK],
+		len[IR_MAX_RANK];
+};
+
+/* y [N, M, ..] cut to len[i] elements from start[i] along spatial dim i
+ * (one slice, none when it would keep everything). */
+static struct ir_value *cut_spatial(struct onnx_ctx *c, struct ir_value *y, int k, const int64_t *start,
+				    const int64_t *len)
+{
+	if (!y)
+		return NULL;
+	struct ir_attrs a = { .start.n = k + 2, .limit.n = k + 2, .stride.n = k + 2 };
+	bool all = true;
+	for (int i = 0; i < k + 2; i++) {
+		bool sp = i >= 2;
+		a.start.v[i] = sp ? start[i - 2] : 0;
+		a.limit.v[i] = sp ? start[i - 2] + len[i - 2] : y->shape.dims[i];
+		a.stride.v[i] = 1;
+		all = all && a.start.v[i] == 0 && a.limit.v[i] == y->shape.dims[i];
+	}
+	return all ? y : b_op(c, IR_OP_SLICE, 1, &y, &a);
+}
+
+/* The general form: a stride-1 conv over x with zeros inserted, of the
+ * kernel reversed with in and out channels swapped per group. */
+static struct ir_value *ct_conv(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
+{
+	int k = t->k, r = k + 2;
+	int64_t G = t->G, C = x->shape.dims[1], Mg = w->shape.dims[1];
+	/* W [C, M/G, K..] reversed, as [G, C/G, M/G, K..] -> [G, M/G, C/G, K..] = [M, C/G, K..] */
+	struct ir_attrs rev = { .axes.n = k };
+	struct ir_shape s5 = { r + 1, { G, C / G, Mg } }, sw = { r, { G * Mg, C / G } };
+	int64_t perm[IR_MAX_RANK] = { 0, 2, 1 };
+	for (int i = 0; i < k; i++) {
+		rev.axes.v[i] = i + 2;
+		s5.dims[i + 3] = sw.dims[i + 2] = t->K[i];
+		perm[i + 3] = i + 3;
+	}
+	struct ir_value *wf = b_op(c, IR_OP_REVERSE, 1, &w, &rev);
+	wf = b_reshape(c, b_transpose(c, b_reshape(c, wf, &s5), perm), &sw);
+	struct ir_value *xd = insert_zeros(c, x, t->s);
+	struct ir_attrs a = { .groups = G, .stride.n = k, .dilation.n = k, .pad_lo.n = k, .pad_hi.n = k };
+	int64_t cut[IR_MAX_RANK];
+	for (int i = 0; i < k; i++) {
+		int64_t span = t->d[i] * (t->K[i] - 1);
+		/* the input ends in s - 1 inserted zeros already */
+		int64_t plo = span - t->lo[i], phi = span - t->hi[i] - (t->s[i] - 1);
+		a.stride.v[i] = 1;
+		a.dilation.v[i] = t->d[i];
+		a.pad_lo.v[i] = plo > 0 ? plo : 0;
+		a.pad_hi.v[i] = phi > 0 ? phi : 0;
+		cut[i] = plo < 0 ? -plo : 0; /* a negative pad drops rows */
+	}
+	struct ir_value *ops[2] = { xd, wf };
+	struct ir_value *y = xd && wf ? b_op(c, IR_OP_CONV, 2, ops, &a) : NULL;
+	return cut_spatial(c, y, k, cut, t->len);
+}
+
+/* Kernel dims equal to the strides, no dilation, one group (UNet's k2s2
+ * upsampling): input pixels' contributions do not overlap, so the result
+ * is a dot of x with W, [N, D.., M, K..], whose kernel dims are then
+ * interleaved with the input's ([N, M, D1 K1, ..]), then padded or cut
+ * at the ends: s^k times fewer multiply-adds than the conv over zeros. */
+static struct ir_value *ct_dot(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
+{
+	int k = t->k;
+	struct ir_attrs a = { .lhs_contract = { 1, { 1 } }, .rhs_contract = { 1, { 0 } } };
+	struct ir_value *ops[2] = { x, w };
+	struct ir_value *y = b_op(c, IR_OP_DOT, 2, ops, &a);
+	int64_t perm[IR_MAX_RANK] = { 0, k + 1 };
+	struct ir_shape full = { k + 2, { x->shape.dims[0], w->shape.dims[1] } };
+	struct ir_attrs pa = { .pad_lo.n = k + 2, .pad_hi.n = k + 2, .mode = IR_PAD_CONSTANT };
+	bool pad = false;
+	for (int i = 0; i < k; i++) {
+		perm[2 + 2 * i] = 1 + i;
+		perm[3 + 2 * i] = k + 2 + i;
+		full.dims[i + 2] = x->shape.dims[i + 2] * t->K[i];
+		pa.pad_lo.v[i + 2] = t->lo[i] < 0 ? -t->lo[i] : 0;
+		pa.pad_hi.v[i + 2] = t->hi[i] < 0 ? -t->hi[i] : 0;
+		pad = pad || t->lo[i] < 0 || t->hi[i] < 0;
+	}
+	y = b_reshape(c, b_transpose(c, y, perm), &full);
+	if (y && pad)
+		y = b_op(c, IR_OP_PAD, 1, &y, &pa);
+	int64_t start[IR_MAX_RANK];
+	for (int i = 0; i < k; i++)
+		start[i] = t->lo[i] > 0 ? t->lo[i] : 0;
+	return cut_spatial(c, y, k, start, t->len);
+}
+
 static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -81,7 +179,7 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 	if (x->dtype != w->dtype)
 		return onnx_fail(c, "input and weight types %s and %s differ", ir_dtype_name(x->dtype),
 				 ir_dtype_name(w->dtype));
-	int64_t G = attr_int(c, "group", 1), C = x->shape.dims[1], Mg = w->shape.dims[1];
+	int64_t G = attr_int(c, "group", 1), C = x->shape.dims[1];
 	if (w->shape.dims[0] != C)
 		return onnx_fail(c, "the weight's first dim is %lld, not the input's %lld channels (weights are [C, M/group, k..])",
 				 (long long)w->shape.dims[0], (long long)C);
@@ -134,38 +232,18 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 			hi[i] = total - lo[i];
 		}
 	}
-	/* W [C, M/G, K..] reversed, as [G, C/G, M/G, K..] -> [G, M/G, C/G, K..] = [M, C/G, K..] */
-	struct ir_attrs rev = { .axes.n = k };
-	struct ir_shape s5 = { r + 1, { G, C / G, Mg } }, sw = { r, { G * Mg, C / G } };
-	int64_t perm[IR_MAX_RANK] = { 0, 2, 1 };
+	struct ct ct = { .k = k, .G = G };
+	bool dot = G == 1;
 	for (int i = 0; i < k; i++) {
-		rev.axes.v[i] = i + 2;
-		s5.dims[i + 3] = sw.dims[i + 2] = K[i];
-		perm[i + 3] = i + 3;
-	}
-	struct ir_value *wf = b_op(c, IR_OP_REVERSE, 1, &w, &rev);
-	wf = b_reshape(c, b_transpose(c, b_reshape(c, wf, &s5), perm), &sw);
-	struct ir_value *xd = insert_zeros(c, x, s);
-	struct ir_attrs a = { .groups = G, .stride.n = k, .dilation.n = k, .pad_lo.n = k, .pad_hi.n = k };
-	int64_t cut[IR_MAX_RANK], len[IR_MAX_RANK];
-	for (int i = 0; i < k; i++) {
-		int64_t span = d[i] * (K[i] - 1);
-		/* the input ends in s - 1 inserted zeros already */
-		int64_t plo = span - lo[i], phi = span - hi[i] + op[i] - (s[i] - 1);
-		len[i] = s[i] * (x->shape.dims[i + 2] - 1) + op[i] + span + 1 - lo[i] - hi[i];
-		if (len[i] < 1)
+		ct.K[i] = K[i], ct.s[i] = s[i], ct.d[i] = d[i], ct.lo[i] = lo[i];
+		ct.hi[i] = hi[i] - op[i]; /* output_padding is a negative pad at the end */
+		ct.len[i] = s[i] * (x->shape.dims[i + 2] - 1) + op[i] + d[i] * (K[i] - 1) + 1 - lo[i] - hi[i];
+		if (ct.len[i] < 1)
 			return onnx_fail(c, "the output's spatial dim %d would have %lld elements", i,
-					 (long long)len[i]);
-		a.stride.v[i] = 1;
-		a.dilation.v[i] = d[i];
-		a.pad_lo.v[i] = plo > 0 ? plo : 0;
-		a.pad_hi.v[i] = phi > 0 ? phi : 0;
-		cut[i] = plo < 0 ? -plo : 0; /* a negative pad drops rows */
+					 (long long)ct.len[i]);
+		dot = dot && K[i] == s[i] && d[i] == 1;
 	}
-	struct ir_value *ops[2] = { xd, wf };
-	struct ir_value *y = xd && wf ? b_op(c, IR_OP_CONV, 2, ops, &a) : NULL;
-	for (int i = 0; y && i < k; i++)
-		y = b_slice(c, y, i + 2, cut[i], cut[i] + len[i], 1);
+	struct ir_value *y = dot ? ct_dot(c, x, w, &ct) : ct_conv(c, x, w, &ct);
 	if (y && nin > 2 && in[2]) {
 		struct ir_shape bs = { r, { 1, y->shape.dims[1] } };
 		for (int i = 2; i < r; i++)

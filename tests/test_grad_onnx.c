@@ -134,6 +134,18 @@ static void test_conv_transpose(void)
 	attr_str(b, n, "auto_pad", "SAME_LOWER");
 	mb_output(b, "y", T_DOUBLE, "1,2,6,5");
 	check_model("ConvTranspose 2-D output_shape [6,5], SAME_LOWER", b, "ct_same.onnx");
+
+	/* kernel = stride (a dot and a pixel shuffle), output_shape one
+	 * longer than the full result and pads cutting the other dim */
+	b = mb_new(13);
+	mb_input(b, "x", T_DOUBLE, "2,3,3,2");
+	mb_input(b, "W", T_DOUBLE, "3,2,2,3");
+	mb_input(b, "B", T_DOUBLE, "2");
+	n = mb_node(b, "ConvTranspose", "up", "x,W,B", "y");
+	attr_ints(b, n, "strides", 2, (int64_t[]){ 2, 3 });
+	attr_ints(b, n, "output_shape", 2, (int64_t[]){ 7, 5 });
+	mb_output(b, "y", T_DOUBLE, "2,2,7,5");
+	check_model("ConvTranspose 2-D kernel = stride [2,3] (a dot), output_shape [7,5]", b, "ct_dot.onnx");
 }
 
 /* ---- Resize ------------------------------------------------------------------------ */
