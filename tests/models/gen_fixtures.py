@@ -308,8 +308,9 @@ class UNet(nn.Module):
     """Tiny UNet for segmentation: two encoder levels and a strided-conv
     bottleneck; the decoder upsamples once with ConvTranspose2d (k3, stride
     2, padding 1, output_padding 1) plus a nearest nn.Upsample skip from
-    the bottleneck, and once with a bilinear nn.Upsample; skips are
-    concatenated; a 1x1 conv gives per-pixel class logits."""
+    the bottleneck, and once with a bilinear nn.Upsample plus a k2s2
+    ConvTranspose2d; skips are concatenated; a 1x1 conv gives per-pixel
+    class logits."""
 
     def __init__(self, c_in=3, n_classes=4):
         super().__init__()
@@ -320,6 +321,7 @@ class UNet(nn.Module):
         self.up_nearest = nn.Upsample(scale_factor=2, mode="nearest")
         self.dec1 = nn.Conv2d(32, 16, 3, padding=1)
         self.up2 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.up2t = nn.ConvTranspose2d(16, 16, 2, stride=2)
         self.dec2 = nn.Conv2d(24, 8, 3, padding=1)
         self.head = nn.Conv2d(8, n_classes, 1)
 
@@ -329,7 +331,8 @@ class UNet(nn.Module):
         m = F.relu(self.mid(e2))                        # [B, 16, H/4, W/4]
         u1 = self.up1(m) + self.up_nearest(m)           # [B, 16, H/2, W/2]
         d1 = F.relu(self.dec1(torch.cat([u1, e2], 1)))
-        d2 = F.relu(self.dec2(torch.cat([self.up2(d1), e1], 1)))
+        u2 = self.up2(d1) + self.up2t(d1)               # [B, 16, H, W]
+        d2 = F.relu(self.dec2(torch.cat([u2, e1], 1)))
         return self.head(d2)
 
 
@@ -709,9 +712,9 @@ def write_ops_md(rows, path):
         "  assignments, so 2 second-choice assignments are dropped.  ScatterND",
         "  indices are always distinct (dropped pairs go to private overflow rows).",
         "- `mlp_ext_*` keep all initializers in `weights.bin` next to `model.onnx`.",
-        "- `unet_*`: ConvTranspose (k3, stride 2, pads 1, output_padding 1) and",
-        "  two Resize nodes with constant scales [1,1,2,2]: nearest (asymmetric,",
-        "  floor) and linear (half_pixel).",
+        "- `unet_*`: two ConvTranspose (k3, stride 2, pads 1, output_padding 1;",
+        "  k2, stride 2) and two Resize nodes with constant scales [1,1,2,2]:",
+        "  nearest (asymmetric, floor) and linear (half_pixel).",
         "",
     ]
     with open(path, "w") as f:
