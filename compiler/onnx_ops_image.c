@@ -32,11 +32,15 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/onnx_internal.h"
 
 /* ---- ConvTranspose --------------------------------------------------------------- */
+
+/* Strides, dilations, pads and output padding beyond this are refused. */
+#define LIMIT (1 << 20)
 
 /* Python's floor division by 2 (pads may be negative). */
 static int64_t half_floor(int64_t v)
@@ -209,9 +213,15 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 		return onnx_fail(c, "pads must have %d entries", 2 * k);
 	for (int i = 0; n && i < k; i++)
 		lo[i] = pads[i], hi[i] = pads[i + k];
-	for (int i = 0; i < k; i++)
+	for (int i = 0; i < k; i++) {
 		if (s[i] < 1 || d[i] < 1 || op[i] < 0 || K[i] < 1)
 			return onnx_fail(c, "strides, dilations and kernel must be positive and output_padding non-negative");
+		/* bounds that keep the size arithmetic below in int64 */
+		if (s[i] > LIMIT || d[i] > LIMIT || op[i] > LIMIT || llabs(lo[i]) > LIMIT || llabs(hi[i]) > LIMIT)
+			return onnx_fail(c, "strides, dilations, pads or output_padding beyond %d", LIMIT);
+		if (x->shape.dims[i + 2] > IR_MAX_NUMEL / s[i] || K[i] > IR_MAX_NUMEL / d[i])
+			return onnx_fail(c, "the output's spatial dim %d would be too large", i);
+	}
 	const char *ap = attr_string(c, "auto_pad", "NOTSET", buf, sizeof buf);
 	bool upper = !strcmp(ap, "SAME_UPPER"), same = upper || !strcmp(ap, "SAME_LOWER");
 	if (!same && strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0)
@@ -227,6 +237,8 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 	if (n || same) {
 		for (int i = 0; i < k; i++) {
 			int64_t want = n ? oshape[i + n - k] : x->shape.dims[i + 2] * s[i];
+			if (want < 1 || want > IR_MAX_NUMEL)
+				return onnx_fail(c, "output_shape %lld for spatial dim %d", (long long)want, i);
 			int64_t total = s[i] * (x->shape.dims[i + 2] - 1) + op[i] + d[i] * (K[i] - 1) + 1 - want;
 			lo[i] = upper ? half_floor(total) : total - half_floor(total);
 			hi[i] = total - lo[i];
@@ -265,8 +277,9 @@ static int h_depth_to_space(struct onnx_ctx *c, struct ir_value **in, int nin, s
 	if (x->shape.rank != 4)
 		return onnx_fail(c, "input must be [N, C, H, W]");
 	int64_t N = x->shape.dims[0], C = x->shape.dims[1], H = x->shape.dims[2], W = x->shape.dims[3];
-	if (b < 1)
-		return onnx_fail(c, "attribute 'blocksize' must be given and positive");
+	if (b < 1 || (d2s ? b > C / b : b > H || b > W))
+		return onnx_fail(c, "attribute 'blocksize' %lld must be given, positive and at most %s", (long long)b,
+				 d2s ? "the square root of the channels" : "the height and the width");
 	if (!d2s) {
 		if (H % b || W % b)
 			return onnx_fail(c, "H %lld and W %lld must be multiples of blocksize %lld", (long long)H,
@@ -426,9 +439,9 @@ static int axis_taps(const struct resize *z, int64_t n_in, int64_t n_out, double
 	}
 	for (int64_t o = 0; o < n_out; o++) {
 		double x = source_coord(z, o, n_in, scale, roi_lo, roi_hi);
-		if (z->cm == CM_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(n_in - 1))) {
-			t->outside[o] = t->any_outside = true;
-			x = x < 0 ? 0 : (double)(n_in - 1);
+		if (z->cm == CM_TF_CROP_AND_RESIZE && !(x >= 0 && x <= (double)(n_in - 1))) {
+			t->outside[o] = t->any_outside = true; /* NaN too (a NaN roi) */
+			x = x > 0 ? (double)(n_in - 1) : 0;
 		}
 		if (nt == 1) {
 			t->idx[o] = clamp_index(nearest_index(z->nm, x, scale), n_in);
