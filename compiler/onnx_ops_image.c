@@ -180,6 +180,8 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 	char buf[32];
 	if (k < 1 || w->shape.rank != r)
 		return onnx_fail(c, "input and weight need equal rank >= 3");
+	if (k > 3) /* the zero insertion splits each dim in two: 2k + 2 <= IR_MAX_RANK */
+		return onnx_unsupported(c, "%d spatial dims (1 to 3 are supported)", k);
 	if (x->dtype != w->dtype)
 		return onnx_fail(c, "input and weight types %s and %s differ", ir_dtype_name(x->dtype),
 				 ir_dtype_name(w->dtype));
@@ -644,7 +646,7 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	}
 	if (nscale && nsize)
 		return onnx_fail(c, "only one of scales and sizes may be given");
-	if ((nscale || nsize) != 1 || (nscale && nscale != r) || (nsize && nsize != r))
+	if ((!nscale && !nsize) || (nscale && nscale != r) || (nsize && nsize != r))
 		return onnx_fail(c, "scales or sizes must be given with %d entries (one per dim)", r);
 	for (int i = 0; i < 2 * r; i++)
 		roi[i] = i < r ? 0 : 1;

@@ -443,6 +443,14 @@ static void test_image_ops(void)
 			   "(ConvTranspose)", "first dim is 3, not the input's 4 channels");
 
 	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1,1,2,2,2,2");
+	mb_init_f32(b, "W", "1,1,1,1,1,1");
+	mb_node(b, "ConvTranspose", "up", "x,W", "y");
+	mb_output(b, "y", T_FLOAT, "1,1,2,2,2,2");
+	EXPECT_MODEL_ERROR(b, "convtranspose_4d.onnx", "ConvTranspose of 4 spatial dims", "(ConvTranspose)",
+			   "4 spatial dims (1 to 3 are supported)");
+
+	b = mb_new(13);
 	mb_input(b, "x", T_FLOAT, "1,6,2,2");
 	mb_attr_int(b, mb_node(b, "DepthToSpace", "d2s", "x", "y"), "blocksize", 2);
 	mb_output(b, "y", T_FLOAT, "1,1,4,4");
