@@ -317,6 +317,10 @@ enum coord_mode { CM_HALF_PIXEL, CM_PYTORCH_HALF_PIXEL, CM_ALIGN_CORNERS, CM_ASY
 enum nearest_mode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_LEGACY, NM_COUNT };
 enum interp_mode { IM_NEAREST, IM_LINEAR, IM_CUBIC, IM_COUNT };
 
+/* The longest resized dim (elements): its indices and weights are built
+ * at import and kept in the graph as constants. */
+#define RESIZE_MAX (1 << 20)
+
 struct resize {
 	enum interp_mode mode;
 	enum coord_mode cm;
@@ -663,8 +667,9 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 		double v = nsize ? sz[i] : floor(scale[i] * (double)n_in);
 		if (!nsize && !(scale[i] > 0))
 			return onnx_fail(c, "scale %g for dim %d must be positive", scale[i], i);
-		if (!(v >= (n_in > 0) && v <= (double)(1 << 30)))
-			return onnx_fail(c, "dim %d of %lld elements would have %g", i, (long long)n_in, v);
+		if (!(v >= (n_in > 0) && v <= (double)RESIZE_MAX))
+			return onnx_fail(c, "dim %d of %lld elements would have %g (at most 2^20 supported)", i,
+					 (long long)n_in, v);
 		n_out[i] = (int64_t)v;
 		if (nsize)
 			scale[i] = n_in ? (double)n_out[i] / (double)n_in : 1;
