@@ -20,9 +20,10 @@
  * gather with constant indices per tap and multiply-adds with constant
  * weights (nearest: one gather; linear: two; cubic: four). Axes that map
  * every element to itself are skipped, and axes that shrink go first.
- * The coordinates follow ONNX's reference implementation (the one the
- * backend tests' data came from): the resized length in the coordinate
- * formulas is scale * input length, not the rounded output size.
+ * The coordinates follow the spec, onnxruntime and PyTorch: the resized
+ * length in align_corners' ratio is the output size (ONNX's reference,
+ * which made the backend tests' data, takes scale * input length
+ * unrounded, and disagrees where that is not a whole number).
  *
  * DepthToSpace and SpaceToDepth are a reshape, a transpose and a reshape.
  *
@@ -365,11 +366,14 @@ static double cubic_weight(double a, double t)
 }
 
 /* Where output element o of n_out falls in an input of length n_in,
- * scale being the axis's scale (n_out / n_in when sizes were given). */
-static double source_coord(const struct resize *z, int64_t o, int64_t n_in, double scale, double roi_lo,
-			   double roi_hi)
+ * scale being the axis's scale (n_out / n_in when sizes were given).
+ * The resized length in align_corners' and tf_crop_and_resize's ratios
+ * is n_out, as the spec says and onnxruntime and PyTorch compute; ONNX's
+ * reference takes scale * n_in, unrounded (see test_conformance.c). */
+static double source_coord(const struct resize *z, int64_t o, int64_t n_in, int64_t n_out, double scale,
+			   double roi_lo, double roi_hi)
 {
-	double x = (double)o, len = scale * (double)n_in; /* as ONNX's reference: not rounded */
+	double x = (double)o, len = (double)n_out;
 	switch (z->cm) {
 	case CM_HALF_PIXEL:
 		return (x + 0.5) / scale - 0.5;
@@ -444,7 +448,7 @@ static int axis_taps(const struct resize *z, int64_t n_in, int64_t n_out, double
 		return ir_errorf(-ENOMEM, "out of memory for Resize's indices");
 	}
 	for (int64_t o = 0; o < n_out; o++) {
-		double x = source_coord(z, o, n_in, scale, roi_lo, roi_hi);
+		double x = source_coord(z, o, n_in, n_out, scale, roi_lo, roi_hi);
 		if (z->cm == CM_TF_CROP_AND_RESIZE && !(x >= 0 && x <= (double)(n_in - 1))) {
 			t->outside[o] = t->any_outside = true; /* NaN too (a NaN roi) */
 			x = x > 0 ? (double)(n_in - 1) : 0;
