@@ -46,13 +46,16 @@ struct onnx_op_def {
 	} while (0)
 
 /* The handler tables: elementwise (onnx_ops.c), shapes and data movement
- * (onnx_ops_shape.c), contractions and nn ops (onnx_ops_nn.c). */
+ * (onnx_ops_shape.c), contractions and nn ops (onnx_ops_nn.c), image ops
+ * (onnx_ops_image.c: ConvTranspose, Resize, DepthToSpace...). */
 extern const struct onnx_op_def onnx_ops_basic[];
 extern const int onnx_ops_basic_count;
 extern const struct onnx_op_def onnx_ops_shape[];
 extern const int onnx_ops_shape_count;
 extern const struct onnx_op_def onnx_ops_nn[];
 extern const int onnx_ops_nn_count;
+extern const struct onnx_op_def onnx_ops_image[];
+extern const int onnx_ops_image_count;
 
 /* Reads a whole ONNX file (regular, under 2 GiB) into *buf (ir_malloc'd).
  * Errors name the file: -errno when it cannot be opened, -EINVAL not a

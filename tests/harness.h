@@ -155,7 +155,8 @@ static inline void node_consts_free(struct node_consts *b)
  * (Reshape's shape, Slice's starts, ...) the import fails, and it is
  * imported again with the integer and scalar inputs of test_data_set_0
  * bound as constants (data stays data), held in b and o until
- * node_consts_free(b). */
+ * node_consts_free(b). When a float tensor decides them (Resize's scales
+ * and roi), every input but the first (the data) is bound. */
 static inline struct ir_graph *import_node_test(const char *root, const char *name, struct node_consts *b,
 						struct onnx_import_opts *o)
 {
@@ -172,6 +173,13 @@ static inline struct ir_graph *import_node_test(const char *root, const char *na
 		if (!ir_dtype_is_float(b->t[i].dtype) || b->t[i].shape.rank == 0)
 			b->ci[b->nbound++] = (struct onnx_const_input){ b->names[i] ? b->names[i] : "", b->t[i], NULL };
 	o->consts = b->ci;
+	o->nconsts = b->nbound;
+	g = onnx_import(model, o, NULL);
+	if (g || !strstr(ir_error(), "must be a constant known at compile time"))
+		return g;
+	b->nbound = 0;
+	for (int i = 1; i < b->n; i++)
+		b->ci[b->nbound++] = (struct onnx_const_input){ b->names[i] ? b->names[i] : "", b->t[i], NULL };
 	o->nconsts = b->nbound;
 	return onnx_import(model, o, NULL);
 }

@@ -294,7 +294,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *pcc = argv[1], *models = argv[2], *train = argv[3], *ptxas = argv[4];
-	static const char *const inf[] = { "gpt_op17", "bert_op17", "mlp_op17", "moe_op17", "vit_op17", "resnet_op17" };
+	static const char *const inf[] = { "gpt_op17", "bert_op17", "mlp_op17", "moe_op17", "vit_op17", "resnet_op17",
+					   "unet_op17" };
 	static const char *const tr[] = { "gpt", "bert", "mlp_loss", "moe", "vit", "resnet_train" };
 	static const char *const loss[] = { "cross_entropy:logits,labels", "mse:pooled,target", "model",
 					    "mse:y,target", "cross_entropy:logits,labels", "cross_entropy:logits,labels" };

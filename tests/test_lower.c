@@ -155,7 +155,8 @@ out:
 
 static void test_models(void)
 {
-	static const char *models[] = { "mlp_op17", "gpt_op17", "bert_op17", "moe_op17", "resnet_op17", "vit_op17" };
+	static const char *models[] = { "mlp_op17",    "gpt_op17", "bert_op17", "moe_op17",
+					"resnet_op17", "vit_op17", "unet_op17" };
 	static const int meshes[][2] = { { 1, 1 }, { 1, 2 }, { 1, 4 }, { 2, 2 }, { 2, 4 } };
 	for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
 		struct model m;
@@ -285,7 +286,8 @@ static void synth_chain(struct model *m)
  * (counts that divide each other, and 3 against 2 and 4, which do not). */
 static void test_pipelined(void)
 {
-	static const char *models[] = { "mlp_op17", "gpt_op17", "bert_op17", "moe_op17", "resnet_op17", "vit_op17" };
+	static const char *models[] = { "mlp_op17",    "gpt_op17", "bert_op17", "moe_op17",
+					"resnet_op17", "vit_op17", "unet_op17" };
 	static const int plans[][4][2] = {
 		{ { 1, 2 }, { 1, 2 } }, { { 1, 4 }, { 1, 2 } }, { { 1, 2 }, { 2, 2 } },
 		{ { 2, 2 }, { 1, 4 } }, { { 1, 1 }, { 1, 3 }, { 1, 2 } }, { { 1, 2 }, { 1, 1 }, { 1, 4 } },

@@ -388,6 +388,76 @@ static void test_empty_scalars(void)
 			   "(ConstantOfShape)", "value");
 }
 
+/* ---- image ops (onnx_ops_image.c) ---------------------------------------------- */
+
+static void mb_attr_string(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+	a->has_s = 1;
+	a->s.len = strlen(v);
+	a->s.data = (uint8_t *)mb_str(b, v);
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
+/* x f32[1,4,4,4] -> Resize(x, roi, scales) -> y, scales an initializer */
+static struct mb *mb_resize(const char *mode)
+{
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1,4,4,4");
+	Onnx__TensorProto *t = mb_init_f32(b, "scales", "4");
+	memcpy(t->raw_data.data, (float[]){ 1, 1, 2, 2 }, 16);
+	mb_attr_string(b, mb_node(b, "Resize", "up", "x,,scales", "y"), "mode", mode);
+	mb_output(b, "y", T_FLOAT, "1,4,8,8");
+	return b;
+}
+
+static void test_image_ops(void)
+{
+	struct mb *b = mb_resize("area");
+	EXPECT_MODEL_ERROR(b, "resize_area.onnx", "Resize with an unknown mode", "(Resize)",
+			   "mode 'area' is not supported");
+	b = mb_resize("linear");
+	mb_attr_int(b, b->g.node[0], "antialias", 1);
+	EXPECT_MODEL_ERROR(b, "resize_antialias.onnx", "Resize with antialias (opset 18)", "(Resize)",
+			   "unsupported attribute 'antialias'");
+	b = mb_resize("nearest");
+	mb_input(b, "s", T_FLOAT, "4");
+	b->g.node[0]->input[2] = "s";
+	EXPECT_MODEL_ERROR(b, "resize_scales_input.onnx", "Resize whose scales are computed at run time",
+			   "(Resize)", "scales must be a constant known at compile time");
+	b = mb_resize("cubic");
+	b->g.node[0]->input[2] = "";
+	EXPECT_MODEL_ERROR(b, "resize_no_scales.onnx", "Resize without scales or sizes", "(Resize)",
+			   "scales or sizes must be given");
+
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1,4,3,3");
+	mb_init_f32(b, "W", "3,2,3,3");
+	mb_node(b, "ConvTranspose", "up", "x,W", "y");
+	mb_output(b, "y", T_FLOAT, "1,2,5,5");
+	EXPECT_MODEL_ERROR(b, "convtranspose_channels.onnx", "ConvTranspose whose weight has other channels",
+			   "(ConvTranspose)", "first dim is 3, not the input's 4 channels");
+
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1,1,2,2,2,2");
+	mb_init_f32(b, "W", "1,1,1,1,1,1");
+	mb_node(b, "ConvTranspose", "up", "x,W", "y");
+	mb_output(b, "y", T_FLOAT, "1,1,2,2,2,2");
+	EXPECT_MODEL_ERROR(b, "convtranspose_4d.onnx", "ConvTranspose of 4 spatial dims", "(ConvTranspose)",
+			   "4 spatial dims (1 to 3 are supported)");
+
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1,6,2,2");
+	mb_attr_int(b, mb_node(b, "DepthToSpace", "d2s", "x", "y"), "blocksize", 2);
+	mb_output(b, "y", T_FLOAT, "1,1,4,4");
+	EXPECT_MODEL_ERROR(b, "depthtospace_channels.onnx", "DepthToSpace of channels not a multiple of b^2",
+			   "(DepthToSpace)", "multiple of blocksize^2");
+}
+
 /* ---- run-time errors ---------------------------------------------------------- */
 
 static void test_gather(void)
@@ -524,6 +594,7 @@ int main(int argc, char **argv)
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();
+	test_image_ops();
 	test_gather();
 	test_batchnorm_state();
 	if (argc > 1)

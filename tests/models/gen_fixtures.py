@@ -18,7 +18,8 @@ Every .pb file is a serialized onnx.TensorProto named after the graph
 input/output it belongs to.  Expected outputs are PyTorch's own float32
 results, not onnxruntime's.  Seeds are fixed, so the files are reproducible.
 Afterwards every model is checked with onnx.checker and an op histogram is
-written to tests/models/OPS.md.
+written to tests/models/OPS.md (always over every fixture present, so
+regenerating some families keeps the others' rows).
 """
 
 import argparse
@@ -303,6 +304,38 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
+class UNet(nn.Module):
+    """Tiny UNet for segmentation: two encoder levels and a strided-conv
+    bottleneck; the decoder upsamples once with ConvTranspose2d (k3, stride
+    2, padding 1, output_padding 1) plus a nearest nn.Upsample skip from
+    the bottleneck, and once with a bilinear nn.Upsample plus a k2s2
+    ConvTranspose2d; skips are concatenated; a 1x1 conv gives per-pixel
+    class logits."""
+
+    def __init__(self, c_in=3, n_classes=4):
+        super().__init__()
+        self.enc1 = nn.Conv2d(c_in, 8, 3, padding=1)
+        self.enc2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.mid = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(16, 16, 3, stride=2, padding=1, output_padding=1)
+        self.up_nearest = nn.Upsample(scale_factor=2, mode="nearest")
+        self.dec1 = nn.Conv2d(32, 16, 3, padding=1)
+        self.up2 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.up2t = nn.ConvTranspose2d(16, 16, 2, stride=2)
+        self.dec2 = nn.Conv2d(24, 8, 3, padding=1)
+        self.head = nn.Conv2d(8, n_classes, 1)
+
+    def forward(self, x):
+        e1 = F.relu(self.enc1(x))                       # [B, 8, H, W]
+        e2 = F.relu(self.enc2(F.max_pool2d(e1, 2)))     # [B, 16, H/2, W/2]
+        m = F.relu(self.mid(e2))                        # [B, 16, H/4, W/4]
+        u1 = self.up1(m) + self.up_nearest(m)           # [B, 16, H/2, W/2]
+        d1 = F.relu(self.dec1(torch.cat([u1, e2], 1)))
+        u2 = self.up2(d1) + self.up2t(d1)               # [B, 16, H, W]
+        d2 = F.relu(self.dec2(torch.cat([u2, e1], 1)))
+        return self.head(d2)
+
+
 class MoE(nn.Module):
     """Top-2 Mixture-of-Experts layer with capacity-limited dispatch.
 
@@ -476,6 +509,12 @@ def moe_spec():
 
 
 # name -> (spec function, opsets)
+def unet_spec():
+    torch.manual_seed(9)
+    img = torch.randn(2, 3, 16, 16, generator=gen(109))
+    return spec(UNet(), (img,), ["image"], ["logits"])
+
+
 FIXTURES = {
     "mlp": (mlp_spec, OPSETS),
     "mlp_ext": (mlp_ext_spec, OPSETS),
@@ -488,6 +527,7 @@ FIXTURES = {
     "resnet": (resnet_spec, OPSETS),
     "resnet_train": (resnet_train_spec, OPSETS),
     "moe": (moe_spec, OPSETS),
+    "unet": (unet_spec, OPSETS),
 }
 
 
@@ -672,6 +712,9 @@ def write_ops_md(rows, path):
         "  assignments, so 2 second-choice assignments are dropped.  ScatterND",
         "  indices are always distinct (dropped pairs go to private overflow rows).",
         "- `mlp_ext_*` keep all initializers in `weights.bin` next to `model.onnx`.",
+        "- `unet_*`: two ConvTranspose (k3, stride 2, pads 1, output_padding 1;",
+        "  k2, stride 2) and two Resize nodes with constant scales [1,1,2,2]:",
+        "  nearest (asymmetric, floor) and linear (half_pixel).",
         "",
     ]
     with open(path, "w") as f:
@@ -695,21 +738,23 @@ def main():
     torch.set_num_threads(1)
     rows = []
     for family, (make_spec, opsets) in FIXTURES.items():
-        if args.only and family not in args.only:
-            continue
         for opset in opsets:
             name = f"{family}_op{opset}"
-            s = make_spec()  # fresh, seeded model and inputs per export
-            d = write_fixture(name, s, opset, args.out)
+            d = os.path.join(args.out, name)
+            if not args.only or family in args.only:
+                s = make_spec()  # fresh, seeded model and inputs per export
+                write_fixture(name, s, opset, args.out)
+            elif not os.path.exists(os.path.join(d, "model.onnx")):
+                continue  # OPS.md lists what is there
             ops, n_params, size = check_and_count(d)
             proto = onnx.load(os.path.join(d, "model.onnx"), load_external_data=False)
             io_sig = "; ".join(f"{i.name}{dim_str(i)}" for i in proto.graph.input)
             io_sig += " -> " + "; ".join(f"{o.name}{dim_str(o)}" for o in proto.graph.output)
             rows.append((name, opset, ops, n_params, io_sig))
-            print(f"{name:20s} {size:8d} bytes  {n_params:6d} params  {sum(ops.values()):4d} nodes")
-    if not args.only:
-        write_ops_md(rows, os.path.join(args.out, "OPS.md"))
-        print("wrote", os.path.join(args.out, "OPS.md"))
+            if not args.only or family in args.only:
+                print(f"{name:20s} {size:8d} bytes  {n_params:6d} params  {sum(ops.values()):4d} nodes")
+    write_ops_md(rows, os.path.join(args.out, "OPS.md"))
+    print("wrote", os.path.join(args.out, "OPS.md"))
 
 
 if __name__ == "__main__":
