@@ -132,12 +132,14 @@ uint16_t ir_f32_to_bf16(float f);
 
 /* ---- ops ---------------------------------------------------------------- */
 
+/* clang-format off */
 enum ir_op {
 #define X(e, name, nin, nout, flags) IR_OP_##e,
 	IR_OPS(X)
 #undef X
 	IR_OP_COUNT
 };
+/* clang-format on */
 
 enum {
 	IR_OPF_UNARY = 1 << 0,      /* elementwise, one operand */

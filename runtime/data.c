@@ -399,7 +399,10 @@ static int check_window(struct rt_data *d, int64_t w)
 		return 0;
 	for (int64_t i = w * d->seq; i <= (w + 1) * d->seq; i++) {
 		int64_t t = token_at(d, i);
+		/* clang-format would read i < ... > as a template */
+		/* clang-format off */
 		bool id = i < (w + 1) * d->seq, label = i > w * d->seq;
+		/* clang-format on */
 		if (id && (t < 0 || t >= d->vocab)) {
 			if (d->embed)
 				return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the "

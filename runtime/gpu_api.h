@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <nccl.h>
 
+/* clang-format off */
 #define GPU_CU_FUNCS(X)                                                                                   \
 	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)               \
 	X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
@@ -34,6 +35,7 @@
 	X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommSplit) X(ncclCommDestroy)        \
 	X(ncclCommAbort) X(ncclCommGetAsyncError) X(ncclGetErrorString) X(ncclAllReduce)                    \
 	X(ncclReduceScatter) X(ncclAllGather) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
+/* clang-format on */
 
 #define GPU_API_FIELD(f) __typeof__(&f) f;
 struct gpu_api {

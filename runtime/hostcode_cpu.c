@@ -14,6 +14,7 @@
 
 /* LLVM feature names that __builtin_cpu_supports knows by the same name
  * (it takes only literals); clang knows fewer than gcc. */
+/* clang-format off */
 #define CPU_FEATURES(X)                                                           \
 	X("sse") X("sse2") X("sse3") X("ssse3") X("sse4.1") X("sse4.2") X("sse4a") \
 	X("popcnt") X("avx") X("avx2") X("fma") X("fma4") X("xop") X("bmi")        \
@@ -29,6 +30,7 @@
 	X("avxvnni") X("adx") X("rdrnd") X("rdseed") X("amx-tile") X("amx-int8")   \
 	X("amx-bf16")
 #endif
+/* clang-format on */
 
 /* 1 or 0, or -1 where no check can see feature f. */
 static int cpu_has(const char *f)
