@@ -86,11 +86,11 @@ int main(int argc, char **argv)
 	/* M (output channels), N (positions; 3x3 stride-1 convolutions run
 	 * wide, over OH x (OW + 2)), K (input channels x kernel) */
 	static const int64_t shapes[][3] = {
-		{ 64, 12544, 147 },  /* stem 7x7/2 */
-		{ 64, 3136, 64 },    { 64, 3248, 576 },  { 256, 3136, 64 },  { 64, 3136, 256 },   /* 56x56 */
-		{ 128, 784, 256 },   { 128, 840, 1152 }, { 512, 784, 128 },  { 128, 784, 512 },   /* 28x28 */
-		{ 256, 196, 512 },   { 256, 224, 2304 }, { 1024, 196, 256 }, { 256, 196, 1024 },  /* 14x14 */
-		{ 512, 49, 1024 },   { 512, 63, 4608 },  { 2048, 49, 512 },  { 512, 49, 2048 },   /* 7x7 */
+		{ 64, 12544, 147 },                                                             /* stem 7x7/2 */
+		{ 64, 3136, 64 },   { 64, 3248, 576 },  { 256, 3136, 64 },  { 64, 3136, 256 },  /* 56x56 */
+		{ 128, 784, 256 },  { 128, 840, 1152 }, { 512, 784, 128 },  { 128, 784, 512 },  /* 28x28 */
+		{ 256, 196, 512 },  { 256, 224, 2304 }, { 1024, 196, 256 }, { 256, 196, 1024 }, /* 14x14 */
+		{ 512, 49, 1024 },  { 512, 63, 4608 },  { 2048, 49, 512 },  { 512, 49, 2048 },  /* 7x7 */
 	};
 	int runs = argc > 1 ? atoi(argv[1]) : 9;
 	if (runs < 1 || runs > MAX_RUNS) {
@@ -111,8 +111,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pcc-igemm-bench: out of memory\n");
 			return 1;
 		}
-		printf("| %lld x %lld x %lld | %.1f | %.1f | %.2f |\n", (long long)shapes[i][0], (long long)shapes[i][1],
-		       (long long)shapes[i][2], ig, sg, ig / sg);
+		printf("| %lld x %lld x %lld | %.1f | %.1f | %.2f |\n", (long long)shapes[i][0],
+		       (long long)shapes[i][1], (long long)shapes[i][2], ig, sg, ig / sg);
 		lr += ig / sg;
 	}
 	printf("mean igemm/sgemm over %d shapes: %.2f (median of %d runs each, one thread)\n", n, lr / n, runs);

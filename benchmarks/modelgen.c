@@ -37,8 +37,11 @@ static const struct mg_config models[] = {
  * (39.1B: 48 layers, h 8192, 64 heads; 76.1B: 60, 10240, 80), with GPT-3's
  * context and vocabulary (Megatron pads its vocabulary to 51200).
  */
-#define G(n, l, h, a, p, src) { .name = n, .family = MG_GPT, .layers = l, .hidden = h, .heads = a, \
-				.seq = 2048, .vocab = 50257, .mlp_ratio = 4, .published = p, .source = src }
+#define G(n, l, h, a, p, src)                                                                                   \
+	{                                                                                                       \
+		.name = n, .family = MG_GPT, .layers = l, .hidden = h, .heads = a, .seq = 2048, .vocab = 50257, \
+		.mlp_ratio = 4, .published = p, .source = src                                                   \
+	}
 	G("gpt3-125m", 12, 768, 12, 125e6, GPT3),
 	G("gpt3-350m", 24, 1024, 16, 350e6, GPT3),
 	G("gpt3-760m", 24, 1536, 16, 760e6, GPT3),
@@ -61,8 +64,11 @@ static const struct mg_config models[] = {
  * every MLP 8h wide, "intermediate_size = hidden_size * 8", which the
  * published sizes need; 4h would make moe-380m 214M).
  */
-#define M(n, l, h, e, p) { .name = n, .family = MG_MOE, .layers = l, .hidden = h, .heads = 16, .seq = 1024, \
-			   .vocab = 32000, .mlp_ratio = 8, .experts = e, .published = p, .source = ALPA }
+#define M(n, l, h, e, p)                                                                                         \
+	{                                                                                                        \
+		.name = n, .family = MG_MOE, .layers = l, .hidden = h, .heads = 16, .seq = 1024, .vocab = 32000, \
+		.mlp_ratio = 8, .experts = e, .published = p, .source = ALPA                                     \
+	}
 	M("moe-380m", 8, 768, 8, 380e6),
 	M("moe-690m", 8, 768, 16, 690e6),
 	M("moe-1.3b", 16, 768, 16, 1.3e9),
@@ -77,8 +83,11 @@ static const struct mg_config models[] = {
  * channels, width factor; 500M is its 2-GPU point) and 1024 classes
  * (benchmark_one_case_wresnet.py).
  */
-#define W(n, d, ch, w, p) { .name = n, .family = MG_WRESNET, .layers = d, .channels = ch, .width = w, \
-			    .classes = 1024, .image = 224, .published = p, .source = ALPA }
+#define W(n, d, ch, w, p)                                                                                  \
+	{                                                                                                  \
+		.name = n, .family = MG_WRESNET, .layers = d, .channels = ch, .width = w, .classes = 1024, \
+		.image = 224, .published = p, .source = ALPA                                               \
+	}
 	W("wresnet-250m", 50, 160, 2, 250e6),
 	W("wresnet-500m", 50, 224, 2, 500e6),
 	W("wresnet-1b", 50, 320, 2, 1e9),
@@ -103,17 +112,16 @@ struct args {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N]\n"
-		"       pcc-modelgen --list\n"
-		"\n"
-		"Writes a benchmark model as ONNX (opset 17): graph and shapes, with the\n"
-		"weights as external data in OUT.weights, which is never written.\n"
-		"  --batch N  a fixed batch size (default: symbolic dimension \"batch\")\n"
-		"  --seq N    sequence length (transformers)\n"
-		"  --vocab N  vocabulary size (transformers)\n"
-		"  --layers N decoder layers (transformers; MoE layers stay every second one)\n"
-		"  --list     every model with its configuration and parameter counts\n");
+	fprintf(f, "usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N]\n"
+		   "       pcc-modelgen --list\n"
+		   "\n"
+		   "Writes a benchmark model as ONNX (opset 17): graph and shapes, with the\n"
+		   "weights as external data in OUT.weights, which is never written.\n"
+		   "  --batch N  a fixed batch size (default: symbolic dimension \"batch\")\n"
+		   "  --seq N    sequence length (transformers)\n"
+		   "  --vocab N  vocabulary size (transformers)\n"
+		   "  --layers N decoder layers (transformers; MoE layers stay every second one)\n"
+		   "  --list     every model with its configuration and parameter counts\n");
 }
 
 static int64_t params(const struct mg_config *c)
@@ -153,8 +161,9 @@ static void describe(const struct mg_config *c, char *buf, size_t n)
 			 (long long)c->mlp_ratio, (long long)c->seq, (long long)c->vocab);
 		return;
 	case MG_WRESNET:
-		snprintf(buf, n, "depth %lld, channels %lld, width %lld, image %lld, classes %lld", (long long)c->layers,
-			 (long long)c->channels, (long long)c->width, (long long)c->image, (long long)c->classes);
+		snprintf(buf, n, "depth %lld, channels %lld, width %lld, image %lld, classes %lld",
+			 (long long)c->layers, (long long)c->channels, (long long)c->width, (long long)c->image,
+			 (long long)c->classes);
 		return;
 	case MG_FAMILY_COUNT:
 		break;
@@ -165,8 +174,7 @@ static void describe(const struct mg_config *c, char *buf, size_t n)
 static void list(FILE *f)
 {
 	char cfg[160], pub[32];
-	fprintf(f, "%-13s %-76s %13s %9s %7s  %s\n", "model", "configuration", "params", "published", "diff",
-		"source");
+	fprintf(f, "%-13s %-76s %13s %9s %7s  %s\n", "model", "configuration", "params", "published", "diff", "source");
 	for (int i = 0; i < NMODELS; i++) {
 		const struct mg_config *c = &models[i];
 		int64_t p = params(c);
@@ -244,7 +252,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	if (!a->out)
 		return mg_errorf(-EINVAL, "no output file given (-o OUT.onnx)");
 	if (find_model(a->model)->family == MG_WRESNET && (a->seq || a->vocab || a->layers))
-		return mg_errorf(-EINVAL, "%s is not a transformer: --seq, --vocab and --layers do not apply", a->model);
+		return mg_errorf(-EINVAL, "%s is not a transformer: --seq, --vocab and --layers do not apply",
+				 a->model);
 	return 0;
 }
 

@@ -24,18 +24,18 @@ struct mg_config {
 	const char *name;
 	enum mg_family family;
 	/* transformers */
-	int64_t layers;     /* decoder layers (GPT, MoE); depth 50 or 101 (Wide-ResNet) */
-	int64_t hidden;     /* d_model */
+	int64_t layers; /* decoder layers (GPT, MoE); depth 50 or 101 (Wide-ResNet) */
+	int64_t hidden; /* d_model */
 	int64_t heads;
-	int64_t seq;        /* tokens per sequence, also the rows of the position table */
+	int64_t seq; /* tokens per sequence, also the rows of the position table */
 	int64_t vocab;
-	int64_t mlp_ratio;  /* MLP width / d_model */
-	int64_t experts;    /* MoE: experts per MoE layer */
+	int64_t mlp_ratio; /* MLP width / d_model */
+	int64_t experts;   /* MoE: experts per MoE layer */
 	/* Wide-ResNet */
-	int64_t channels;   /* base channels of the first stage */
-	int64_t width;      /* width factor of the 3x3 convolutions */
+	int64_t channels; /* base channels of the first stage */
+	int64_t width;    /* width factor of the 3x3 convolutions */
 	int64_t classes;
-	int64_t image;      /* image height = width */
+	int64_t image; /* image height = width */
 	/* all */
 	int64_t batch;      /* 0: a symbolic dimension named "batch" */
 	double published;   /* the parameter count the source gives */

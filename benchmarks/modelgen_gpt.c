@@ -35,12 +35,12 @@
 struct tf {
 	struct mg_builder *b;
 	const struct mg_config *c;
-	int64_t hd;           /* head dim */
-	int64_t ffn;          /* MLP width */
-	int64_t capacity;     /* MoE: tokens per expert and group */
-	const char *mask;     /* [s, s] bool: key position <= query position */
-	const char *scale;    /* 1 / sqrt(hd) */
-	const char *masked;   /* the score of a masked position, -1e4 */
+	int64_t hd;         /* head dim */
+	int64_t ffn;        /* MLP width */
+	int64_t capacity;   /* MoE: tokens per expert and group */
+	const char *mask;   /* [s, s] bool: key position <= query position */
+	const char *scale;  /* 1 / sqrt(hd) */
+	const char *masked; /* the score of a masked position, -1e4 */
 	const char *zero, *half, *one, *sqrt2;
 	const char *heads_shape; /* [0, 0, heads, 3 hd] */
 	const char *bsh_shape;   /* [0, 0, h] */
@@ -215,7 +215,8 @@ static const char *experts(struct tf *t, const char *x)
 	struct mg_builder *b = t->b;
 	int64_t h = t->c->hidden, e = t->c->experts, f = t->ffn, c = t->capacity;
 	const char *combine = top2_combine(t, x);
-	struct Onnx__NodeProto *cast = mgb_node(b, "Cast", 1, (const char *[]){ mgb_op(b, "Greater", 2, combine, t->zero) }, 1);
+	struct Onnx__NodeProto *cast = mgb_node(b, "Cast", 1,
+						(const char *[]){ mgb_op(b, "Greater", 2, combine, t->zero) }, 1);
 	mgb_attr_int(b, cast, "to", MG_FLOAT);
 	const char *in = einsum(b, "bsec,bsm->ebcm", mgb_out(cast, 0), x); /* [E, b, C, h] */
 	in = mgb_op(b, "Reshape", 2, in, mgb_ints(b, 3, (int64_t[]){ e, -1, h }));

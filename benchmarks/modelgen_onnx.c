@@ -63,11 +63,11 @@ struct mg_builder {
 	Onnx__ValueInfoProto *inputs[MAX_IO], *outputs[MAX_IO];
 	size_t ninputs, noutputs;
 	char scope[160];
-	char *location;    /* external data file, relative to the model */
-	int64_t offset;    /* bytes of external data laid out so far */
-	int64_t params;    /* elements of all weights (trainable) */
-	unsigned serial;   /* makes node names unique */
-	int err;           /* first failure, 0 if none */
+	char *location;  /* external data file, relative to the model */
+	int64_t offset;  /* bytes of external data laid out so far */
+	int64_t params;  /* elements of all weights (trainable) */
+	unsigned serial; /* makes node names unique */
+	int err;         /* first failure, 0 if none */
 };
 
 static void *fail_nomem(struct mg_builder *b)
@@ -116,19 +116,19 @@ static char *str_printf(struct mg_builder *b, const char *fmt, ...)
 }
 
 /* Appends p to a growable array of pointers of any one type. */
-#define PUSH(b, arr, n, cap, p)                                                         \
-	do {                                                                            \
-		if ((n) == (cap)) {                                                     \
-			size_t c2_ = (cap) ? 2 * (cap) : 256;                           \
-			void *a2_ = realloc((arr), c2_ * sizeof *(arr));                \
-			if (!a2_) {                                                     \
-				fail_nomem(b);                                          \
-				break;                                                  \
-			}                                                               \
-			(arr) = a2_;                                                    \
-			(cap) = c2_;                                                    \
-		}                                                                       \
-		(arr)[(n)++] = (p);                                                     \
+#define PUSH(b, arr, n, cap, p)                                          \
+	do {                                                             \
+		if ((n) == (cap)) {                                      \
+			size_t c2_ = (cap) ? 2 * (cap) : 256;            \
+			void *a2_ = realloc((arr), c2_ * sizeof *(arr)); \
+			if (!a2_) {                                      \
+				fail_nomem(b);                           \
+				break;                                   \
+			}                                                \
+			(arr) = a2_;                                     \
+			(cap) = c2_;                                     \
+		}                                                        \
+		(arr)[(n)++] = (p);                                      \
 	} while (0)
 
 /* ---- builder -------------------------------------------------------------- */
@@ -253,8 +253,7 @@ static Onnx__StringStringEntryProto *entry(struct mg_builder *b, const char *key
 	return e;
 }
 
-static const char *initializer(struct mg_builder *b, const char *name, int rank, const int64_t *dims,
-			       bool trainable)
+static const char *initializer(struct mg_builder *b, const char *name, int rank, const int64_t *dims, bool trainable)
 {
 	Onnx__TensorProto *t = alloc(b, sizeof *t);
 	int64_t *d = alloc(b, (size_t)(rank + 1) * sizeof *d);

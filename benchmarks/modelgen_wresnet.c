@@ -25,8 +25,8 @@
 
 #include "benchmarks/modelgen.h"
 
-static const char *conv_bn(struct mg_builder *b, const char *x, const char *name, int64_t cin, int64_t cout,
-			   int64_t k, int64_t stride, bool relu)
+static const char *conv_bn(struct mg_builder *b, const char *x, const char *name, int64_t cin, int64_t cout, int64_t k,
+			   int64_t stride, bool relu)
 {
 	char w[48], scale[48], bias[48], mean[48], var[48];
 	int64_t pad = k / 2;

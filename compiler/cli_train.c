@@ -95,8 +95,7 @@ int cli_train_option(const char *s, const char *v, struct train_opts *t, const c
 	return rc < 0 ? rc : 1;
 }
 
-static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze,
-		 struct onnx_dim_binding *dims)
+static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze, struct onnx_dim_binding *dims)
 {
 	for (int i = 2; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

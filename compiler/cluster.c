@@ -44,12 +44,12 @@ void cluster_result_free(struct cluster_result *r)
 }
 
 struct cl {
-	int k;               /* nodes */
-	double *pre;         /* [k+1] prefix FLOPs */
-	int *heavy;          /* [k+1] prefix count of heavy nodes */
-	double *cut;         /* [k+1] bytes crossing boundary b (nodes [0,b) before) */
-	double *weight;      /* [k+1] cut plus the bytes cutting there adds to fused chains */
-	int *cand;           /* candidate boundaries, ascending, with 0 and k */
+	int k;          /* nodes */
+	double *pre;    /* [k+1] prefix FLOPs */
+	int *heavy;     /* [k+1] prefix count of heavy nodes */
+	double *cut;    /* [k+1] bytes crossing boundary b (nodes [0,b) before) */
+	double *weight; /* [k+1] cut plus the bytes cutting there adds to fused chains */
+	int *cand;      /* candidate boundaries, ascending, with 0 and k */
 	int nc;
 };
 
@@ -294,8 +294,8 @@ int cluster_layers(const struct ir_graph *g, const struct cluster_opts *o, struc
 	if (c.k == 0)
 		return ir_errorf(-EINVAL, "the graph has no nodes to cluster into layers");
 	if (o->layers < 0 || o->eps < 0)
-		return ir_errorf(-EINVAL, "layer clustering: layers %d and eps %g must not be negative",
-				 o->layers, o->eps);
+		return ir_errorf(-EINVAL, "layer clustering: layers %d and eps %g must not be negative", o->layers,
+				 o->eps);
 	c.pre = ir_calloc((size_t)c.k + 1, sizeof *c.pre);
 	c.heavy = ir_calloc((size_t)c.k + 1, sizeof *c.heavy);
 	c.cut = ir_calloc((size_t)c.k + 1, sizeof *c.cut);

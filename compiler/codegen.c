@@ -100,12 +100,22 @@ static LLVMValueRef reassoc(LLVMValueRef v)
 static int64_t int_extreme(enum ir_dtype t, bool lowest)
 {
 	switch (t) {
-	case IR_I64: return lowest ? INT64_MIN : INT64_MAX;
-	case IR_I32: return lowest ? INT32_MIN : INT32_MAX;
-	case IR_I8: return lowest ? INT8_MIN : INT8_MAX;
-	case IR_U8: return lowest ? 0 : UINT8_MAX;
-	case IR_BOOL: return lowest ? 0 : 1;
-	case IR_F64: case IR_F32: case IR_F16: case IR_BF16: case IR_DTYPE_COUNT: break;
+	case IR_I64:
+		return lowest ? INT64_MIN : INT64_MAX;
+	case IR_I32:
+		return lowest ? INT32_MIN : INT32_MAX;
+	case IR_I8:
+		return lowest ? INT8_MIN : INT8_MAX;
+	case IR_U8:
+		return lowest ? 0 : UINT8_MAX;
+	case IR_BOOL:
+		return lowest ? 0 : 1;
+	case IR_F64:
+	case IR_F32:
+	case IR_F16:
+	case IR_BF16:
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	return 0;
 }
@@ -131,11 +141,14 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 	}
 	LLVMValueRef init;
 	if (fl)
-		init = LLVMConstReal(c->f64, f->op == IR_OP_REDUCE_SUM ? 0.0 : f->op == IR_OP_REDUCE_PROD ? 1.0 :
-					     f->op == IR_OP_REDUCE_MAX ? -INFINITY : INFINITY);
+		init = LLVMConstReal(c->f64, f->op == IR_OP_REDUCE_SUM    ? 0.0
+					     : f->op == IR_OP_REDUCE_PROD ? 1.0
+					     : f->op == IR_OP_REDUCE_MAX  ? -INFINITY
+									  : INFINITY);
 	else
-		init = cg_i64c(c, f->op == IR_OP_REDUCE_SUM ? 0 : f->op == IR_OP_REDUCE_PROD ? 1 :
-				  int_extreme(it, f->op == IR_OP_REDUCE_MAX));
+		init = cg_i64c(c, f->op == IR_OP_REDUCE_SUM    ? 0
+				  : f->op == IR_OP_REDUCE_PROD ? 1
+							       : int_extreme(it, f->op == IR_OP_REDUCE_MAX));
 	struct loop l;
 	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&rs)), init);
 	LLVMValueRef ri[IR_MAX_RANK], full[IR_MAX_RANK];
@@ -148,12 +161,15 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 	bool sum = f->op == IR_OP_REDUCE_SUM, prod = f->op == IR_OP_REDUCE_PROD, max = f->op == IR_OP_REDUCE_MAX;
 	if (fl) {
 		x = cg_to_f64(c, x, it);
-		n = sum ? reassoc(LLVMBuildFAdd(c->b, acc, x, "")) : prod ? reassoc(LLVMBuildFMul(c->b, acc, x, "")) :
-		    cg_fmax(c, acc, x, max);
+		n = sum    ? reassoc(LLVMBuildFAdd(c->b, acc, x, ""))
+		    : prod ? reassoc(LLVMBuildFMul(c->b, acc, x, ""))
+			   : cg_fmax(c, acc, x, max);
 	} else {
 		x = cg_to_i64(c, x, it);
-		n = sum ? LLVMBuildAdd(c->b, acc, x, "") : prod ? LLVMBuildMul(c->b, acc, x, "") :
-		    LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, max ? LLVMIntSGT : LLVMIntSLT, x, acc, ""), x, acc, "");
+		n = sum    ? LLVMBuildAdd(c->b, acc, x, "")
+		    : prod ? LLVMBuildMul(c->b, acc, x, "")
+			   : LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, max ? LLVMIntSGT : LLVMIntSLT, x, acc, ""), x,
+					     acc, "");
 	}
 	acc = loop_end(c, &l, cg_i64c(c, 1), n);
 	return fl ? cg_from_f64(c, acc, f->dtype) : cg_from_i64(c, acc, f->dtype);
@@ -183,8 +199,8 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 		x = cg_to_f64(c, x, it);
 	switch (p) {
 	case P_MAX:
-		n = native ? cg_maximum(c, l.acc, x) :
-			     LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, l.acc, ""), x, l.acc, "");
+		n = native ? cg_maximum(c, l.acc, x)
+			   : LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, l.acc, ""), x, l.acc, "");
 		break;
 	case P_SUMEXP: {
 		LLVMValueRef d = LLVMBuildFSub(c->b, x, c->stat[0], "");
@@ -194,7 +210,9 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 		n = reassoc(LLVMBuildFAdd(c->b, l.acc, e, ""));
 		break;
 	}
-	case P_SUM: n = reassoc(LLVMBuildFAdd(c->b, l.acc, x, "")); break;
+	case P_SUM:
+		n = reassoc(LLVMBuildFAdd(c->b, l.acc, x, ""));
+		break;
 	case P_SQDEV: {
 		LLVMValueRef d = LLVMBuildFSub(c->b, x, c->stat[0], "");
 		n = reassoc(LLVMBuildFAdd(c->b, l.acc, LLVMBuildFMul(c->b, d, d, ""), ""));
@@ -228,8 +246,7 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 			c->stat[0] = LLVMBuildFDiv(c->b, row_pass(c, f, idx, split, P_SUM), n, "");
 			LLVMValueRef var = LLVMBuildFDiv(c->b, row_pass(c, f, idx, split, P_SQDEV), n, "");
 			var = LLVMBuildFAdd(c->b, var, LLVMConstReal(c->f64, f->a.eps), "");
-			c->stat[1] = LLVMBuildFDiv(c->b, LLVMConstReal(c->f64, 1.0),
-						   cg_math(c, "sqrt", var, NULL), "");
+			c->stat[1] = LLVMBuildFDiv(c->b, LLVMConstReal(c->f64, 1.0), cg_math(c, "sqrt", var, NULL), "");
 		}
 		c->stats_ready = true;
 	}
@@ -358,15 +375,16 @@ static int llvm_error(const char *what, char *msg)
 	return rc;
 }
 
-static int target_machine(const char *triple, const char *cpu, const char *features, int opt,
-			  LLVMTargetMachineRef *tm)
+static int target_machine(const char *triple, const char *cpu, const char *features, int opt, LLVMTargetMachineRef *tm)
 {
 	LLVMTargetRef t;
 	char *err = NULL;
 	if (LLVMGetTargetFromTriple(triple, &t, &err))
 		return llvm_error(triple, err);
-	LLVMCodeGenOptLevel ol = opt >= 3 ? LLVMCodeGenLevelAggressive : opt == 2 ? LLVMCodeGenLevelDefault :
-				 opt == 1 ? LLVMCodeGenLevelLess : LLVMCodeGenLevelNone;
+	LLVMCodeGenOptLevel ol = opt >= 3   ? LLVMCodeGenLevelAggressive
+				 : opt == 2 ? LLVMCodeGenLevelDefault
+				 : opt == 1 ? LLVMCodeGenLevelLess
+					    : LLVMCodeGenLevelNone;
 	*tm = LLVMCreateTargetMachine(t, triple, cpu, features, ol, LLVMRelocPIC, LLVMCodeModelSmall);
 	if (!*tm)
 		return ir_errorf(-EINVAL, "codegen: no target machine for %s (cpu %s)", triple, cpu);

@@ -79,10 +79,10 @@ int cg_row_split(const struct plan_kernel *b, int core, bool gpu);
 int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu);
 
 struct codegen_opts {
-	bool host;              /* x86-64 object */
-	const char *host_cpu;   /* LLVM CPU name; NULL: "x86-64-v3" */
-	bool ptx;               /* PTX for sm_80 and sm_90 */
-	int opt_level;          /* 0 .. 3 */
+	bool host;            /* x86-64 object */
+	const char *host_cpu; /* LLVM CPU name; NULL: "x86-64-v3" */
+	bool ptx;             /* PTX for sm_80 and sm_90 */
+	int opt_level;        /* 0 .. 3 */
 };
 
 void codegen_opts_init(struct codegen_opts *o);

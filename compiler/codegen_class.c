@@ -11,9 +11,17 @@
 static bool dtype_ok(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_F64: case IR_F32: case IR_I64: case IR_I32: case IR_I8: case IR_U8: case IR_BOOL:
+	case IR_F64:
+	case IR_F32:
+	case IR_I64:
+	case IR_I32:
+	case IR_I8:
+	case IR_U8:
+	case IR_BOOL:
 		return true;
-	case IR_F16: case IR_BF16: case IR_DTYPE_COUNT:
+	case IR_F16:
+	case IR_BF16:
+	case IR_DTYPE_COUNT:
 		return false;
 	}
 	return false;
@@ -30,33 +38,87 @@ enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, cons
 		if (!dtype_ok(in[j]))
 			return CG_NONE;
 	switch (op) {
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
-	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
-	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
-	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_CONVERT:
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
-	case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR:
-	case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE: case IR_OP_GT: case IR_OP_GE:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
 	case IR_OP_SELECT:
 		return CG_ELEM;
 	case IR_OP_POW: /* integer pow is repeated squaring: the reference kernel's */
 		return ir_dtype_is_float(out) ? CG_ELEM : CG_NONE;
-	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE:
-	case IR_OP_REVERSE: case IR_OP_IOTA:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_REVERSE:
+	case IR_OP_IOTA:
 		return CG_MOVE;
 	case IR_OP_CONSTANT:
 		return ir_shape_numel(&a->shape) <= CG_MAX_CONSTANT ? CG_MOVE : CG_NONE;
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
 		return CG_REDUCE;
 	case IR_OP_SOFTMAX:
 		return ir_dtype_is_float(out) && a->axis == sh[0].rank - 1 ? CG_ROW : CG_NONE;
 	case IR_OP_LAYER_NORM:
 		return ir_dtype_is_float(out) ? CG_ROW : CG_NONE;
-	case IR_OP_DOT: case IR_OP_CONV: case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM: case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_GATHER:
-	case IR_OP_SCATTER: case IR_OP_TOPK: case IR_OP_COUNT:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
 		return CG_NONE;
 	}
 	return CG_NONE;
@@ -98,8 +160,9 @@ const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view
 	if (k->nbody)
 		return k;
 	v->k = *k;
-	v->one = (struct plan_fop){ .op = k->op, .a = k->a, .nin = k->nin, .dtype = k->dtype[k->nin],
-				    .shape = k->shape[k->nin] };
+	v->one = (struct plan_fop){
+		.op = k->op, .a = k->a, .nin = k->nin, .dtype = k->dtype[k->nin], .shape = k->shape[k->nin]
+	};
 	for (int j = 0; j < k->nin && j < PLAN_FOP_MAX_IN; j++)
 		v->one.in[j] = j;
 	v->k.nbody = 1;
@@ -125,8 +188,7 @@ bool cg_kernel_compiles(const struct plan_kernel *k, int *core)
 			*core = i;
 		}
 	}
-	if (*core >= 0 && *core != b->nbody - 1 &&
-	    !ir_shape_eq(&b->body[*core].shape, &b->body[b->nbody - 1].shape))
+	if (*core >= 0 && *core != b->nbody - 1 && !ir_shape_eq(&b->body[*core].shape, &b->body[b->nbody - 1].shape))
 		return false;
 	return true;
 }

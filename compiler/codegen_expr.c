@@ -34,12 +34,22 @@ const struct ir_shape *cg_shape(const struct cg *c, int v)
 LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t)
 {
 	switch (t) {
-	case IR_F64: return c->f64;
-	case IR_F32: return c->f32;
-	case IR_I64: return c->i64;
-	case IR_I32: return c->i32;
-	case IR_I8: case IR_U8: case IR_BOOL: return c->i8;
-	case IR_F16: case IR_BF16: case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		return c->f64;
+	case IR_F32:
+		return c->f32;
+	case IR_I64:
+		return c->i64;
+	case IR_I32:
+		return c->i32;
+	case IR_I8:
+	case IR_U8:
+	case IR_BOOL:
+		return c->i8;
+	case IR_F16:
+	case IR_BF16:
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"dtype codegen does not handle");
 	return NULL;
@@ -64,8 +74,8 @@ LLVMValueRef cg_to_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 	if (ir_dtype_is_float(t)) {
 		/* toward zero, NaN 0, clamped to the int64 range: fptosi.sat */
 		LLVMTypeRef ty[2] = { c->i64, c->f64 };
-		LLVMValueRef f = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fptosi.sat", 15),
-							     ty, 2);
+		LLVMValueRef f = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fptosi.sat", 15), ty,
+							     2);
 		LLVMValueRef a = cg_to_f64(c, x, t);
 		return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(f), f, &a, 1, "");
 	}
@@ -81,8 +91,8 @@ LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 	if (t == IR_F32)
 		return LLVMBuildFPTrunc(c->b, x, c->f32, "");
 	if (t == IR_BOOL)
-		return LLVMBuildZExt(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(c->f64, 0), ""),
-				     c->i8, "");
+		return LLVMBuildZExt(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(c->f64, 0), ""), c->i8,
+				     "");
 	return cg_from_i64(c, cg_to_i64(c, x, IR_F64), t);
 }
 
@@ -105,8 +115,8 @@ static LLVMValueRef intrinsic(struct cg *c, const char *name, LLVMTypeRef t, int
 
 /* libmvec's double functions (glibc 2.22 for exp, log, sin, cos and pow,
  * 2.35 for the rest). */
-static const char *const mvec_fns[] = { "exp",  "log",  "sin",   "cos",   "pow",   "tanh", "erf", "tan",
-					"asin", "acos", "atan",  "sinh",  "cosh", "asinh", "acosh", "atanh" };
+static const char *const mvec_fns[] = { "exp",  "log",  "sin",  "cos",  "pow",  "tanh",  "erf",   "tan",
+					"asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh" };
 
 /* Tells the loop vectorizer that call (to name, n double arguments) has
  * libmvec's vector variants: the "vector-function-abi-variant" attribute
@@ -123,7 +133,8 @@ static void mvec_variants(struct cg *c, LLVMValueRef call, const char *name, int
 			LLVMTypeRef vt = LLVMVectorType(c->f64, (unsigned)lanes), pt[2] = { vt, vt };
 			LLVMValueRef f = LLVMAddFunction(c->mod, vname, LLVMFunctionType(vt, pt, (unsigned)n, 0));
 			unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+						LLVMCreateEnumAttribute(c->ctx, kind, 0));
 			IR_ASSERT(c->nmvec_used < (int)(sizeof c->mvec_used / sizeof c->mvec_used[0]));
 			c->mvec_used[c->nmvec_used++] = f;
 		}
@@ -170,7 +181,8 @@ LLVMValueRef cg_math(struct cg *c, const char *name, LLVMValueRef x, LLVMValueRe
 				      LLVMGetEnumAttributeKindForName("nounwind", 8),
 				      LLVMGetEnumAttributeKindForName("willreturn", 10) };
 		for (int i = 0; i < 3; i++)
-			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kinds[i], 0));
+			LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+						LLVMCreateEnumAttribute(c->ctx, kinds[i], 0));
 	}
 	LLVMValueRef call = LLVMBuildCall2(c->b, ft, f, args, (unsigned)n, "");
 	for (size_t i = 0; !c->gpu && c->mvec && i < sizeof mvec_fns / sizeof mvec_fns[0]; i++)
@@ -339,11 +351,22 @@ static LLVMValueRef constant(struct cg *c, const struct plan_fop *f, int i, cons
 		float fl;
 		memcpy(&bits, f->a.data, es);
 		switch (f->dtype) {
-		case IR_F64: memcpy(&d, f->a.data, 8); return LLVMConstReal(c->f64, d);
-		case IR_F32: memcpy(&fl, f->a.data, 4); return LLVMConstReal(c->f32, fl);
-		case IR_I64: case IR_I32: case IR_I8: case IR_U8: case IR_BOOL:
+		case IR_F64:
+			memcpy(&d, f->a.data, 8);
+			return LLVMConstReal(c->f64, d);
+		case IR_F32:
+			memcpy(&fl, f->a.data, 4);
+			return LLVMConstReal(c->f32, fl);
+		case IR_I64:
+		case IR_I32:
+		case IR_I8:
+		case IR_U8:
+		case IR_BOOL:
 			return LLVMConstInt(cg_type(c, f->dtype), bits, 0);
-		case IR_F16: case IR_BF16: case IR_DTYPE_COUNT: break;
+		case IR_F16:
+		case IR_BF16:
+		case IR_DTYPE_COUNT:
+			break;
 		}
 		IR_ASSERT(!"constant dtype");
 	}
@@ -377,15 +400,22 @@ static LLVMValueRef nonzero(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 static LLVMValueRef compare(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValueRef z, enum ir_dtype t)
 {
 	if (ir_dtype_is_float(t)) {
-		LLVMRealPredicate p = op == IR_OP_EQ ? LLVMRealOEQ : op == IR_OP_NE ? LLVMRealUNE :
-				      op == IR_OP_LT ? LLVMRealOLT : op == IR_OP_LE ? LLVMRealOLE :
-				      op == IR_OP_GT ? LLVMRealOGT : LLVMRealOGE;
+		LLVMRealPredicate p = op == IR_OP_EQ   ? LLVMRealOEQ
+				      : op == IR_OP_NE ? LLVMRealUNE
+				      : op == IR_OP_LT ? LLVMRealOLT
+				      : op == IR_OP_LE ? LLVMRealOLE
+				      : op == IR_OP_GT ? LLVMRealOGT
+						       : LLVMRealOGE;
 		return pred(c, LLVMBuildFCmp(c->b, p, x, z, ""));
 	}
 	x = cg_to_i64(c, x, t);
 	z = cg_to_i64(c, z, t);
-	LLVMIntPredicate p = op == IR_OP_EQ ? LLVMIntEQ : op == IR_OP_NE ? LLVMIntNE : op == IR_OP_LT ? LLVMIntSLT :
-			     op == IR_OP_LE ? LLVMIntSLE : op == IR_OP_GT ? LLVMIntSGT : LLVMIntSGE;
+	LLVMIntPredicate p = op == IR_OP_EQ   ? LLVMIntEQ
+			     : op == IR_OP_NE ? LLVMIntNE
+			     : op == IR_OP_LT ? LLVMIntSLT
+			     : op == IR_OP_LE ? LLVMIntSLE
+			     : op == IR_OP_GT ? LLVMIntSGT
+					      : LLVMIntSGE;
 	return pred(c, LLVMBuildICmp(c->b, p, x, z, ""));
 }
 
@@ -394,9 +424,9 @@ static const struct {
 	enum ir_op op;
 	const char *fn;
 } libm_ops[] = {
-	{ IR_OP_EXP, "exp" }, { IR_OP_LOG, "log" }, { IR_OP_TANH, "tanh" }, { IR_OP_ERF, "erf" },
-	{ IR_OP_SIN, "sin" }, { IR_OP_COS, "cos" }, { IR_OP_TAN, "tan" }, { IR_OP_ASIN, "asin" },
-	{ IR_OP_ACOS, "acos" }, { IR_OP_ATAN, "atan" }, { IR_OP_SINH, "sinh" }, { IR_OP_COSH, "cosh" },
+	{ IR_OP_EXP, "exp" },     { IR_OP_LOG, "log" },     { IR_OP_TANH, "tanh" },   { IR_OP_ERF, "erf" },
+	{ IR_OP_SIN, "sin" },     { IR_OP_COS, "cos" },     { IR_OP_TAN, "tan" },     { IR_OP_ASIN, "asin" },
+	{ IR_OP_ACOS, "acos" },   { IR_OP_ATAN, "atan" },   { IR_OP_SINH, "sinh" },   { IR_OP_COSH, "cosh" },
 	{ IR_OP_ASINH, "asinh" }, { IR_OP_ACOSH, "acosh" }, { IR_OP_ATANH, "atanh" }, { IR_OP_REM, "fmod" },
 	{ IR_OP_POW, "pow" },
 };
@@ -452,8 +482,12 @@ static LLVMValueRef float_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMVa
 	if (op == IR_OP_RSQRT)
 		r = LLVMBuildFDiv(c->b, d1, intrinsic(c, "llvm.sqrt", c->f64, 1, &a), "");
 	else if (op == IR_OP_SIGMOID)
-		r = LLVMBuildFDiv(c->b, d1, LLVMBuildFAdd(c->b, d1, f32 ? cg_math_f32(c, "exp", LLVMBuildFNeg(c->b, a, "")) :
-							  cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL), ""), "");
+		r = LLVMBuildFDiv(c->b, d1,
+				  LLVMBuildFAdd(c->b, d1,
+						f32 ? cg_math_f32(c, "exp", LLVMBuildFNeg(c->b, a, ""))
+						    : cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL),
+						""),
+				  "");
 	else if (f32 && (op == IR_OP_EXP || op == IR_OP_TANH))
 		r = cg_math_f32(c, op == IR_OP_EXP ? "exp" : "tanh", a);
 	for (size_t i = 0; !r && i < sizeof libm_ops / sizeof libm_ops[0]; i++)
@@ -497,9 +531,9 @@ static LLVMValueRef int_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValu
 					       LLVMBuildICmp(c->b, LLVMIntEQ, b, m1, ""), "");
 		LLVMValueRef safe = LLVMBuildSelect(c->b, bad, cg_i64c(c, 1), b, "");
 		LLVMValueRef q = op == IR_OP_DIV ? LLVMBuildSDiv(c->b, a, safe, "") : LLVMBuildSRem(c->b, a, safe, "");
-		LLVMValueRef alt = op == IR_OP_DIV ?
-			LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, b, m1, ""), LLVMBuildSub(c->b, zero, a, ""),
-					zero, "") : zero;
+		LLVMValueRef alt = op == IR_OP_DIV ? LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, b, m1, ""),
+								     LLVMBuildSub(c->b, zero, a, ""), zero, "")
+						   : zero;
 		r = LLVMBuildSelect(c->b, bad, alt, q, "");
 	}
 	return cg_from_i64(c, r, t);
@@ -534,8 +568,9 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
 		return pred(c, LLVMBuildNot(c->b, nonzero(c, x, in), ""));
 	if (op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR) {
 		LLVMValueRef a = nonzero(c, x, in), b = nonzero(c, z, in);
-		return pred(c, op == IR_OP_AND ? LLVMBuildAnd(c->b, a, b, "") :
-			       op == IR_OP_OR ? LLVMBuildOr(c->b, a, b, "") : LLVMBuildXor(c->b, a, b, ""));
+		return pred(c, op == IR_OP_AND  ? LLVMBuildAnd(c->b, a, b, "")
+			       : op == IR_OP_OR ? LLVMBuildOr(c->b, a, b, "")
+						: LLVMBuildXor(c->b, a, b, ""));
 	}
 	return ir_dtype_is_float(t) ? float_op(c, f->op, x, z, t) : int_op(c, f->op, x, z, t, in);
 }
@@ -545,8 +580,8 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
  * shapes meet ([1,128,12,64] and [1,128,768]: {1}{128}{12,64 | 768}), and
  * the linear offset mapped within each group only, so that a dimension
  * kept whole is its own index and no division spans the whole shape. */
-static void reshape_index(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx,
-			  const struct ir_shape *os, LLVMValueRef *oi)
+static void reshape_index(struct cg *c, const struct ir_shape *s, const LLVMValueRef *idx, const struct ir_shape *os,
+			  LLVMValueRef *oi)
 {
 	if (ir_shape_numel(s) == 0) {
 		cg_delinear(c, cg_linear(c, s, idx, 0, s->rank), os, 0, os->rank, oi);
@@ -637,8 +672,9 @@ LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 			return constant(c, f, i, idx);
 		if (f->op == IR_OP_IOTA) {
 			LLVMValueRef j = idx[f->a.axis];
-			return ir_dtype_is_float(f->dtype) ? cg_from_f64(c, LLVMBuildSIToFP(c->b, j, c->f64, ""), f->dtype) :
-							     cg_from_i64(c, j, f->dtype);
+			return ir_dtype_is_float(f->dtype)
+				       ? cg_from_f64(c, LLVMBuildSIToFP(c->b, j, c->f64, ""), f->dtype)
+				       : cg_from_i64(c, j, f->dtype);
 		}
 		move_index(c, f, idx, oi);
 		return cg_value(c, f->in[0], oi);

@@ -17,17 +17,17 @@ struct cg {
 	bool gpu;
 	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
 	const struct plan_kernel *k;
-	LLVMValueRef base[64];  /* operand j's data, then the result's ([nin]) */
-	int core;               /* the body op with a reduction, -1 */
-	LLVMValueRef core_val;  /* its value in the current row (CG_REDUCE), else: */
-	LLVMValueRef stat[2];   /* softmax: max, sum; layer norm: mean, 1/std (f64) */
-	bool stats_ready;       /* the final pass: the core op's value from stat[] */
-	int split;              /* a row is the dimensions from split on */
-	LLVMValueRef row;       /* host softmax: the row's exp(x - max) (f64, on the
-				 * stack), for the final pass; NULL: computed again */
-	int kid;                /* the kernel's index (names its constants) */
-	const char *mvec;       /* host: libmvec variants the CPU runs, as ISA letter
-				 * and lanes ("b2d4e8": SSE2 x2, AVX2 x4, AVX-512 x8) */
+	LLVMValueRef base[64];      /* operand j's data, then the result's ([nin]) */
+	int core;                   /* the body op with a reduction, -1 */
+	LLVMValueRef core_val;      /* its value in the current row (CG_REDUCE), else: */
+	LLVMValueRef stat[2];       /* softmax: max, sum; layer norm: mean, 1/std (f64) */
+	bool stats_ready;           /* the final pass: the core op's value from stat[] */
+	int split;                  /* a row is the dimensions from split on */
+	LLVMValueRef row;           /* host softmax: the row's exp(x - max) (f64, on the
+				     * stack), for the final pass; NULL: computed again */
+	int kid;                    /* the kernel's index (names its constants) */
+	const char *mvec;           /* host: libmvec variants the CPU runs, as ISA letter
+				     * and lanes ("b2d4e8": SSE2 x2, AVX2 x4, AVX-512 x8) */
 	LLVMValueRef mvec_used[64]; /* the variants declared (kept: llvm.compiler.used) */
 	int nmvec_used;
 };

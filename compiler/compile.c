@@ -30,7 +30,7 @@
  * whole graph, not owned, or an extracted one), value map, the intra-op
  * pass's result and the entry lowering reads. */
 struct stage_set {
-	int n, rank;                 /* stages; ranks taken so far */
+	int n, rank; /* stages; ranks taken so far */
 	const struct ir_graph *whole;
 	struct ir_graph **g;
 	int **src;
@@ -41,8 +41,13 @@ struct stage_set {
 
 static int stages_new(struct stage_set *x, int n, const struct ir_graph *whole)
 {
-	*x = (struct stage_set){ n, 0, whole, ir_calloc((size_t)n, sizeof *x->g), ir_calloc((size_t)n, sizeof *x->src),
-				 ir_calloc((size_t)n, sizeof *x->r), ir_calloc((size_t)n, sizeof *x->st),
+	*x = (struct stage_set){ n,
+				 0,
+				 whole,
+				 ir_calloc((size_t)n, sizeof *x->g),
+				 ir_calloc((size_t)n, sizeof *x->src),
+				 ir_calloc((size_t)n, sizeof *x->r),
+				 ir_calloc((size_t)n, sizeof *x->st),
 				 ir_calloc((size_t)n, sizeof *x->solved) };
 	if (!x->g || !x->src || !x->r || !x->st || !x->solved)
 		return ir_errorf(-ENOMEM, "out of memory");
@@ -131,8 +136,10 @@ static int stage_orders(const struct inter_plan *ip, int ***out)
 {
 	struct sched sc;
 	if (ip->sched == COST_SCHED_INTERLEAVED)
-		return ir_errorf(-ENOTSUP, "the plan runs interleaved 1F1B (%d chunks per device), which lowering "
-				 "does not support yet (inter_opts.no_interleaved leaves it out of the search)", ip->v);
+		return ir_errorf(-ENOTSUP,
+				 "the plan runs interleaved 1F1B (%d chunks per device), which lowering "
+				 "does not support yet (inter_opts.no_interleaved leaves it out of the search)",
+				 ip->v);
 	int rc = sched_build(ip->sched, ip->nstages, ip->micro, 1, &sc);
 	if (rc < 0)
 		return rc;
@@ -192,7 +199,7 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	int nn = ir_graph_nnodes(ts->g), nw = ir_graph_nvalues(ts->g);
 	bool *keep = ir_calloc((size_t)nn + 1, sizeof *keep);
 	int *inv = ir_malloc(sizeof *inv * (size_t)(nw + 1));
-	int (*mine)[2] = ir_calloc((size_t)ntie + 1, sizeof *mine);
+	int(*mine)[2] = ir_calloc((size_t)ntie + 1, sizeof *mine);
 	if (!keep || !inv || !mine) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
@@ -222,7 +229,7 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 			mine[k][0] = inv[ties[t][0]];
 			mine[k++][1] = inv[ties[t][1]];
 		}
-	o.ties = (const int (*)[2])mine;
+	o.ties = (const int(*)[2])mine;
 	o.nties = k;
 	o.inputs_resident = s > 0; /* received from the stage before */
 	if ((rc = intra_pass(*sg, in->cluster, &o, r)) < 0)
@@ -245,7 +252,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	struct train_step ts;
 	struct stage_set x = { 0 };
 	double *start = NULL;
-	int (*ties)[2] = NULL;
+	int(*ties)[2] = NULL;
 	char cfg[512];
 	memset(&ts, 0, sizeof ts);
 	if (ns > 1 && (rc = stage_orders(ip, &order)) < 0) {
@@ -275,7 +282,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	train_state_start(&ts, &to, start);
 	train_step_ties(&ts, ties);
 	for (int s = 0; s < ns; s++) {
-		if ((rc = train_stage(in, &ts, (const int (*)[2])ties, s, &x.g[s], &x.src[s], &x.r[s])) < 0) {
+		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, &x.g[s], &x.src[s], &x.r[s])) < 0) {
 			if (ns == 1)
 				ir_error_prefix("the train step");
 			goto out;
@@ -365,7 +372,8 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 	for (int i = 0; i < p->ndevices && rc == 0; i++) {
 		char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN];
 		if (p->devices[i].arena_bytes > p->device_memory)
-			rc = ir_errorf(-ENOSPC, "the lowered plan needs %s on device %d, more than the %s allowed "
+			rc = ir_errorf(-ENOSPC,
+				       "the lowered plan needs %s on device %d, more than the %s allowed "
 				       "(every temporary live at once, after fusion)",
 				       ir_bytes_str((double)p->devices[i].arena_bytes, need), i,
 				       ir_bytes_str((double)p->device_memory, have));

@@ -41,19 +41,18 @@ void onnx_import_opts_init(struct onnx_import_opts *o);
 
 /* Statistics of the ONNX file itself, filled by the importer. */
 struct onnx_model_info {
-	int64_t opset;            /* default-domain opset */
-	const char *producer;     /* arena string or NULL */
-	int nops;                 /* distinct ONNX op types */
-	const char **op_names;    /* [nops], sorted by name */
-	int *op_counts;           /* [nops] */
+	int64_t opset;         /* default-domain opset */
+	const char *producer;  /* arena string or NULL */
+	int nops;              /* distinct ONNX op types */
+	const char **op_names; /* [nops], sorted by name */
+	int *op_counts;        /* [nops] */
 };
 
 /* Reads path, decomposes it into core ops and folds shape computations.
  * Never reads external weight data. On error returns NULL with a message
  * "FILE: node \"NAME\" (OP): what is wrong" in ir_error(). info may be NULL;
  * its arrays live in the graph's arena. */
-struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *o,
-			     struct onnx_model_info *info);
+struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *o, struct onnx_model_info *info);
 
 /* The batch dimension: dimension 0 of the first graph input that has one.
  * Symbolic: its name in name[] and *size = 0; static (fixed in the file,
@@ -61,8 +60,7 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *o,
  * its size. A model none of whose inputs has a first dimension (no inputs,
  * scalars only, or an empty one) has no batch to split: static, size 1.
  * Reads only the header. */
-int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
-		   int64_t *size);
+int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size);
 /* onnx_import with the symbolic batch dimension name (from onnx_batch_dim;
  * empty or NULL: none) bound to b on top of o's bindings. */
 struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b);
@@ -112,20 +110,19 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t);
 /* Runs the whole graph. inputs[i] feeds ir_graph_input(g, i) and must
  * match its dtype and shape; outputs[] receives ir_graph_noutputs(g)
  * allocated tensors. Intermediate values are freed after their last use. */
-int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs,
-	       struct ir_tensor *outputs);
+int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs, struct ir_tensor *outputs);
 /* As interp_run, with params[i] (when params and params[i] are not NULL)
  * used instead of the bytes of ir_graph_param(g, i): a trainer's current
  * weights. Inputs and params are read in place, never freed. */
-int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs,
-		    const struct ir_tensor *const *params, struct ir_tensor *outputs);
+int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs, const struct ir_tensor *const *params,
+		    struct ir_tensor *outputs);
 /* Runs nodes [first, last) of g over a value table the caller owns:
  * vals[v] holds value id v where present[v]. Operands must be present or be
  * params (then loaded). Results become present. A value not in keep[] is
  * freed after its last reader in g when that reader runs here, and at once
  * when nothing reads it; kept values are the caller's to free. */
-int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals,
-		     bool *present, const bool *keep);
+int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals, bool *present,
+		     const bool *keep);
 
 /* ---- autodiff (compiler/grad*.c) -------------------------------------------
  * Reverse mode over the core ops: one VJP rule per op (grad_rules.c, one
@@ -140,8 +137,7 @@ int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_te
  * is not floating point; -ENOTSUP an op with no gradient rule lies on a path
  * from wrt[i] to the loss (the message names the op, its node and wrt[i]).
  * On error g may hold unused extra nodes (ir_graph_dce removes them). */
-int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt,
-	       struct ir_value **grads);
+int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt, struct ir_value **grads);
 
 /* ---- writing trained weights back (compiler/onnx_save.c) -------------------
  * Copies the ONNX model at src to dst with the initializers named names[i]
@@ -151,8 +147,7 @@ int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value
  * or, when the result would pass protobuf's 2 GiB limit, into
  * "<dst>.data" beside dst. dst is written to a temporary file and renamed,
  * so on any error no partial dst exists. */
-int onnx_save_params(const char *src, const char *dst, int n, const char *const *names,
-		     const struct ir_tensor *values);
+int onnx_save_params(const char *src, const char *dst, int n, const char *const *names, const struct ir_tensor *values);
 
 /* ---- a rank's slices of the initializers (compiler/onnx_weights.c) --------
  * What a runtime rank loads: onnx_weights_open unpacks the model (inline
@@ -197,29 +192,29 @@ enum train_optim { TRAIN_SGD, TRAIN_MOMENTUM, TRAIN_NESTEROV, TRAIN_ADAM, TRAIN_
 enum train_sched { TRAIN_LR_CONSTANT, TRAIN_LR_COSINE, TRAIN_LR_LINEAR };
 
 struct train_opts {
-	const char *loss;        /* NULL: the model's own scalar output;
-				  * "cross_entropy:LOGITS,LABELS" or "mse:OUTPUT,TARGET" */
+	const char *loss;          /* NULL: the model's own scalar output;
+				    * "cross_entropy:LOGITS,LABELS" or "mse:OUTPUT,TARGET" */
 	const char *const *freeze; /* fnmatch patterns of parameters not trained */
 	int nfreeze;
-	enum train_optim optim;  /* default adamw */
-	double lr;               /* peak learning rate (default 1e-3) */
-	double momentum;         /* SGD momentum (0.9) */
+	enum train_optim optim;   /* default adamw */
+	double lr;                /* peak learning rate (default 1e-3) */
+	double momentum;          /* SGD momentum (0.9) */
 	double beta1, beta2, eps; /* Adam (0.9, 0.999, 1e-8) */
-	double weight_decay;     /* AdamW decoupled, else L2 added to the gradient (0; AdamW 0.01) */
-	double clip_norm;        /* global gradient norm limit; 0: no clipping */
-	enum train_sched sched;  /* default constant */
-	int64_t warmup;          /* linear warmup steps */
-	int64_t total;           /* steps of the decay (schedule length) */
-	double min_lr;           /* where the decay ends */
-	enum ir_dtype compute;   /* IR_F32, or IR_BF16 / IR_F16: mixed precision with
-				  * f32 master weights */
-	double loss_scale;       /* f16: initial dynamic loss scale (65536) */
-	int64_t scale_window;    /* f16: good steps before the scale doubles (2000) */
-	int accum;               /* micro-batches per step (1); the loss and gradients are
-				  * their mean */
-	double grad_scale;       /* the gradients are those of loss * grad_scale (1);
-				  * lowering sets 1 / micro-batches, so accumulated
-				  * gradients sum to the mean */
+	double weight_decay;      /* AdamW decoupled, else L2 added to the gradient (0; AdamW 0.01) */
+	double clip_norm;         /* global gradient norm limit; 0: no clipping */
+	enum train_sched sched;   /* default constant */
+	int64_t warmup;           /* linear warmup steps */
+	int64_t total;            /* steps of the decay (schedule length) */
+	double min_lr;            /* where the decay ends */
+	enum ir_dtype compute;    /* IR_F32, or IR_BF16 / IR_F16: mixed precision with
+				   * f32 master weights */
+	double loss_scale;        /* f16: initial dynamic loss scale (65536) */
+	int64_t scale_window;     /* f16: good steps before the scale doubles (2000) */
+	int accum;                /* micro-batches per step (1); the loss and gradients are
+				   * their mean */
+	double grad_scale;        /* the gradients are those of loss * grad_scale (1);
+				   * lowering sets 1 / micro-batches, so accumulated
+				   * gradients sum to the mean */
 };
 void train_opts_init(struct train_opts *o);
 /* The options as one readable line ("adamw lr=0.001 betas=0.9,0.999 ..."). */
@@ -232,25 +227,25 @@ int train_sched_parse(const char *s, enum train_sched *out);
 double train_lr_at(const struct train_opts *o, int64_t t);
 
 struct train_step {
-	struct ir_graph *g;      /* owned */
+	struct ir_graph *g; /* owned */
 	struct ir_value *loss;
 	int nparams;
 	struct ir_value **params; /* trained parameters (IR_VAL_PARAM values of g) */
 	struct ir_value **grads;  /* their gradients: what update nodes read */
 	int nstate;
-	struct ir_value **state;  /* state inputs of g, in input order */
-	int ndata;                /* data inputs (model + loss); state[0] is input ndata */
-	int update_first;         /* first node of the once-per-step part */
-	int bwd_first;            /* first node of the backward pass (after the loss) */
-	int nstages;              /* pipelined (the forward graph's nodes carried their
-				   * stage in ir_node.tag): every node's tag is its
-				   * stage, or IR_TAG_ALL for the update's global
-				   * scalars (step, learning rate, gradient norm),
-				   * which every stage computes; 0: not pipelined */
-	int *param_stage;         /* [nparams] when pipelined, else NULL */
-	int nfrozen;              /* floating point params left alone (frozen or off the loss) */
-	int label_input;          /* cross_entropy: index of the labels input, else -1 */
-	int64_t nclasses;         /* cross_entropy: the class dimension's size */
+	struct ir_value **state; /* state inputs of g, in input order */
+	int ndata;               /* data inputs (model + loss); state[0] is input ndata */
+	int update_first;        /* first node of the once-per-step part */
+	int bwd_first;           /* first node of the backward pass (after the loss) */
+	int nstages;             /* pipelined (the forward graph's nodes carried their
+				  * stage in ir_node.tag): every node's tag is its
+				  * stage, or IR_TAG_ALL for the update's global
+				  * scalars (step, learning rate, gradient norm),
+				  * which every stage computes; 0: not pipelined */
+	int *param_stage;        /* [nparams] when pipelined, else NULL */
+	int nfrozen;             /* floating point params left alone (frozen or off the loss) */
+	int label_input;         /* cross_entropy: index of the labels input, else -1 */
+	int64_t nclasses;        /* cross_entropy: the class dimension's size */
 };
 
 /* Builds the train step from forward graph g (which it takes over, also on
@@ -277,9 +272,9 @@ struct train_run_opts {
 	const char *model, *in_dir, *save;
 	struct onnx_import_opts imp;
 	struct train_opts t;
-	int64_t steps;           /* default 1 */
-	int64_t log_every;       /* 0: about 10 lines */
-	FILE *log;               /* per-step lines; NULL: none */
+	int64_t steps;     /* default 1 */
+	int64_t log_every; /* 0: about 10 lines */
+	FILE *log;         /* per-step lines; NULL: none */
 };
 /* Errors name the file, input or step; nothing is written unless every
  * step succeeded (a non-finite loss without f16 loss scaling fails). */
@@ -288,7 +283,7 @@ int train_run(const struct train_run_opts *o);
 /* ---- statistics and `pcc inspect` (compiler/inspect.c) ------------------ */
 
 struct inspect_stats {
-	int64_t params;           /* elements of floating-point parameters */
+	int64_t params; /* elements of floating-point parameters */
 	int64_t param_bytes;
 	double flops;             /* one forward pass, 2 per multiply-add */
 	double dot_flops;         /* the part in dots and convolutions */
@@ -323,101 +318,100 @@ int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool j
 #define INTRA_TIME_LIMIT 60
 
 struct intra_opts {
-	int n0, n1;              /* the mesh; n0 * n1 <= the cluster's devices */
-	bool train;              /* cost a training step: backward compute and
-				  * collectives, gradients, optimizer state */
-	enum cost_optim optim;   /* training only; default adam */
-	int prec;                /* enum cost_prec, or -1: bf16 where the device
-				  * has it, else f16, else f32 (as pcc report) */
-	double mem_limit;        /* bytes per device; 0: 90% of device memory */
-	double time_limit;       /* s of wall time for the solver, a backstop only:
-				  * its work is bounded by counts, so the plan does
-				  * not depend on the machine's load unless this
-				  * fires (intra_result.timed_out); default
-				  * INTRA_TIME_LIMIT */
-	const struct cost_calib *cal; /* NULL: default efficiencies */
-	bool no_follow;          /* give every op its own variable (tests) */
-	bool quick;              /* greedy and local search only, no MIP (thread-safe:
-				  * the inter-op pass's many per-layer solves) */
-	bool zero;               /* training: ZeRO-1, each parameter's optimizer state
-				  * and update split over the devices holding copies
-				  * of it (its gradient all-reduce becomes a
-				  * reduce-scatter and an all-gather: the same bytes) */
-	double step_share;       /* weight of once-per-step costs (gradient
-				  * reductions, optimizer updates) in the objective:
-				  * 1 / micro-batches when solving one micro-batch; default 1 */
-	double sync_share;       /* weight of the gradient reductions alone: 0 when
-				  * they overlap the backward pass; < 0 (default):
-				  * step_share */
-	bool inputs_resident;    /* the graph's inputs are already on the devices (a
-				  * layer's activations from the layer before), not
-				  * copied from the host every step */
+	int n0, n1;                     /* the mesh; n0 * n1 <= the cluster's devices */
+	bool train;                     /* cost a training step: backward compute and
+					 * collectives, gradients, optimizer state */
+	enum cost_optim optim;          /* training only; default adam */
+	int prec;                       /* enum cost_prec, or -1: bf16 where the device
+					 * has it, else f16, else f32 (as pcc report) */
+	double mem_limit;               /* bytes per device; 0: 90% of device memory */
+	double time_limit;              /* s of wall time for the solver, a backstop only:
+					 * its work is bounded by counts, so the plan does
+					 * not depend on the machine's load unless this
+					 * fires (intra_result.timed_out); default
+					 * INTRA_TIME_LIMIT */
+	const struct cost_calib *cal;   /* NULL: default efficiencies */
+	bool no_follow;                 /* give every op its own variable (tests) */
+	bool quick;                     /* greedy and local search only, no MIP (thread-safe:
+					 * the inter-op pass's many per-layer solves) */
+	bool zero;                      /* training: ZeRO-1, each parameter's optimizer state
+					 * and update split over the devices holding copies
+					 * of it (its gradient all-reduce becomes a
+					 * reduce-scatter and an all-gather: the same bytes) */
+	double step_share;              /* weight of once-per-step costs (gradient
+					 * reductions, optimizer updates) in the objective:
+					 * 1 / micro-batches when solving one micro-batch; default 1 */
+	double sync_share;              /* weight of the gradient reductions alone: 0 when
+					 * they overlap the backward pass; < 0 (default):
+					 * step_share */
+	bool inputs_resident;           /* the graph's inputs are already on the devices (a
+					 * layer's activations from the layer before), not
+					 * copied from the host every step */
 	const bool *inputs_kept_before; /* per graph input (by index): what the
-				  * backward pass keeps of it is kept in another form
-				  * by the layer before (its producer's input), so
-				  * intra_result.mem_in_dup counts it; NULL: none */
-	double state_price;      /* training: s per byte of parameter, gradient and
-				  * optimizer state per device added to the objective,
-				  * for a plan leaner than the fastest (weights split
-				  * at some communication); t_total leaves it out; 0: none */
-	int update_first;        /* a train step's graph (train_build): nodes from
-				  * update_first on run once per step, so their costs
-				  * and those of resharding into them weigh step_share;
-				  * 0: none */
-	int nties;               /* value pairs (v, w) of a train step: after the
-				  * step, new value v is brought to w's sharding and
-				  * copied over it (new parameters and state), costed
-				  * once per step */
+					 * backward pass keeps of it is kept in another form
+					 * by the layer before (its producer's input), so
+					 * intra_result.mem_in_dup counts it; NULL: none */
+	double state_price;             /* training: s per byte of parameter, gradient and
+					 * optimizer state per device added to the objective,
+					 * for a plan leaner than the fastest (weights split
+					 * at some communication); t_total leaves it out; 0: none */
+	int update_first;               /* a train step's graph (train_build): nodes from
+					 * update_first on run once per step, so their costs
+					 * and those of resharding into them weigh step_share;
+					 * 0: none */
+	int nties;                      /* value pairs (v, w) of a train step: after the
+					 * step, new value v is brought to w's sharding and
+					 * copied over it (new parameters and state), costed
+					 * once per step */
 	const int (*ties)[2];
 };
 void intra_opts_init(struct intra_opts *o);
 
 /* One collective the chosen plan runs, for --explain and tests. */
 struct intra_event {
-	int node;                /* graph node causing it (consumer for resharding) */
-	int operand;             /* its operand, or -1: the node's own collective */
-	bool bwd;                /* in the backward pass (training) */
+	int node;    /* graph node causing it (consumer for resharding) */
+	int operand; /* its operand, or -1: the node's own collective */
+	bool bwd;    /* in the backward pass (training) */
 	enum cost_coll coll;
-	int axis;                /* mesh axis */
-	double bytes;            /* per device, as cost_collective takes it */
-	double t;                /* s */
-	bool once;               /* once per step: the gradient reduction of a parameter
-				  * or a value computed from parameters alone */
+	int axis;     /* mesh axis */
+	double bytes; /* per device, as cost_collective takes it */
+	double t;     /* s */
+	bool once;    /* once per step: the gradient reduction of a parameter
+		       * or a value computed from parameters alone */
 };
 
 struct intra_state;
 struct intra_result {
-	double t_total;          /* s: the objective (one step or forward pass) */
+	double t_total; /* s: the objective (one step or forward pass) */
 	double t_compute, t_comm;
 	double mem_peak, mem_limit; /* bytes per device */
-	double mem_end;          /* bytes per device live at the end (state, kept activations, outputs) */
-	double mem_out;          /* of which graph outputs the backward pass does not keep */
-	double mem_out_kept;     /* of which graph outputs it keeps */
-	double mem_in_kept;      /* of which graph inputs it keeps */
-	double mem_in_dup;       /* of that, inputs intra_opts.inputs_kept_before marks */
-	double t_optim;          /* s: optimizer updates (once per step; in t_total x step_share) */
-	double t_optim_nozero;   /* s: the same without ZeRO's split */
-	double mem_zero_saved;   /* bytes per device ZeRO's split saves */
-	double mem_state;        /* bytes per device of parameters, gradients and
-				  * optimizer state (with ZeRO's split when zero) */
-	double mem_state_least;  /* the same split evenly over every device */
-	int nvars;               /* solver variables after following */
-	int nstrategies;         /* strategies over all variables */
-	double solve_s;          /* wall time of the solver */
-	double pass_s;           /* wall time of the whole pass */
-	bool timed_out;          /* the time limit (a backstop) cut the solver's
-				  * counted work short: the plan may vary with the
-				  * machine's speed and load */
+	double mem_end;             /* bytes per device live at the end (state, kept activations, outputs) */
+	double mem_out;             /* of which graph outputs the backward pass does not keep */
+	double mem_out_kept;        /* of which graph outputs it keeps */
+	double mem_in_kept;         /* of which graph inputs it keeps */
+	double mem_in_dup;          /* of that, inputs intra_opts.inputs_kept_before marks */
+	double t_optim;             /* s: optimizer updates (once per step; in t_total x step_share) */
+	double t_optim_nozero;      /* s: the same without ZeRO's split */
+	double mem_zero_saved;      /* bytes per device ZeRO's split saves */
+	double mem_state;           /* bytes per device of parameters, gradients and
+				     * optimizer state (with ZeRO's split when zero) */
+	double mem_state_least;     /* the same split evenly over every device */
+	int nvars;                  /* solver variables after following */
+	int nstrategies;            /* strategies over all variables */
+	double solve_s;             /* wall time of the solver */
+	double pass_s;              /* wall time of the whole pass */
+	bool timed_out;             /* the time limit (a backstop) cut the solver's
+				     * counted work short: the plan may vary with the
+				     * machine's speed and load */
 	int nevents;
 	struct intra_event *events; /* [nevents] */
-	struct intra_state *st;  /* what --explain needs */
+	struct intra_state *st;     /* what --explain needs */
 };
 
 /* Runs the pass on g over cluster c; on success annotates every value of g
  * and fills r (free with intra_result_free). Errors name the mesh, the op
  * or the memory limit: -EINVAL bad options, -ENOSPC no plan fits memory. */
-int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
-	       struct intra_result *r);
+int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o, struct intra_result *r);
 void intra_result_free(struct intra_result *r);
 /* How many intra_pass and intra_reprice solves in this process so far were
  * cut short by their time limit (intra_result.timed_out; thread-safe), so
@@ -437,15 +431,15 @@ int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *
 
 /* One op of an intra-op plan as intra_explain describes it. */
 struct intra_note {
-	int node;                /* its node id in the graph solved */
+	int node; /* its node id in the graph solved */
 	char op[24], name[80];
-	char chosen[160];        /* "<S1,R> x <R,R> -> <S1,R>" (cut short when longer) */
-	char runner[160];        /* the runner-up strategy, "" when the op has none of
-				  * its own (it follows a neighbour, or has one strategy) */
-	double t;                /* s: compute and the collectives it causes, per
-				  * micro-batch (once-per-step gradient reductions left out) */
-	double delta;            /* s: the objective's rise under the runner-up; NAN: none */
-	char coll[80];           /* its costliest such collective, "" when none */
+	char chosen[160]; /* "<S1,R> x <R,R> -> <S1,R>" (cut short when longer) */
+	char runner[160]; /* the runner-up strategy, "" when the op has none of
+			   * its own (it follows a neighbour, or has one strategy) */
+	double t;         /* s: compute and the collectives it causes, per
+			   * micro-batch (once-per-step gradient reductions left out) */
+	double delta;     /* s: the objective's rise under the runner-up; NAN: none */
+	char coll[80];    /* its costliest such collective, "" when none */
 };
 /* Every op of r's plan, costliest first (*out ir_malloc'd, *n). */
 int intra_notes(const struct intra_result *r, struct intra_note **out, int *n);
@@ -468,10 +462,10 @@ int lower_single(const struct ir_graph *g, const struct intra_result *r, const c
  * assembled on the receiving side. The programs run once per micro-batch. */
 struct lower_stage {
 	const struct ir_graph *g;
-	const struct intra_result *r;    /* intra_pass(g, ...) */
-	int first_rank, rows, cols;      /* its devices; sub-mesh nodes x devices per node */
-	const int *src;                  /* per value id of g: the whole graph's value id it
-					  * stands for (graph_extract); NULL: g is the whole graph */
+	const struct intra_result *r; /* intra_pass(g, ...) */
+	int first_rank, rows, cols;   /* its devices; sub-mesh nodes x devices per node */
+	const int *src;               /* per value id of g: the whole graph's value id it
+				       * stands for (graph_extract); NULL: g is the whole graph */
 };
 int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
 	       struct plan **out);
@@ -493,10 +487,10 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
 struct lower_train {
 	const struct train_step *ts;
 	int micro;
-	const double *state_init;        /* [ts->nstate] */
-	const char *config;              /* the optimizer's options, as text */
-	const int *const *order;         /* pipelined: per stage its schedule, 2 * micro
-					  * entries (plan_stage.order); NULL for one stage */
+	const double *state_init; /* [ts->nstate] */
+	const char *config;       /* the optimizer's options, as text */
+	const int *const *order;  /* pipelined: per stage its schedule, 2 * micro
+				   * entries (plan_stage.order); NULL for one stage */
 };
 int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out);
@@ -528,9 +522,9 @@ struct ir_graph *graph_extract_set(const struct ir_graph *g, const bool *keep, i
  * most even FLOPs; each layer has a heavy op and at most (1 + eps) times
  * the mean FLOPs (eps doubled where nothing meets it). */
 struct cluster_opts {
-	int layers;              /* 0: automatic, heavy ops / 3, at most max_layers */
-	int max_layers;          /* 16 */
-	double eps;              /* 0.5, Alpa's */
+	int layers;     /* 0: automatic, heavy ops / 3, at most max_layers */
+	int max_layers; /* 16 */
+	double eps;     /* 0.5, Alpa's */
 };
 void cluster_opts_init(struct cluster_opts *o);
 
@@ -555,34 +549,34 @@ void cluster_result_free(struct cluster_result *r);
  * interleaved 1F1B) with the best step time that fits. */
 struct inter_opts {
 	bool train;
-	enum cost_optim optim;   /* training; default adam */
-	int prec;                /* enum cost_prec, or -1: the device's 16-bit type */
-	int64_t batch;           /* global batch per step; 0: the graph's batch, one micro-batch */
-	int micro;               /* micro-batches per step; 0: searched */
-	int layers;              /* 0: automatic */
-	double mem_limit;        /* bytes per device; 0: 90% of device memory */
+	enum cost_optim optim; /* training; default adam */
+	int prec;              /* enum cost_prec, or -1: the device's 16-bit type */
+	int64_t batch;         /* global batch per step; 0: the graph's batch, one micro-batch */
+	int micro;             /* micro-batches per step; 0: searched */
+	int layers;            /* 0: automatic */
+	double mem_limit;      /* bytes per device; 0: 90% of device memory */
 	const struct cost_calib *cal;
 	/* The forward graph at micro-batch size b (a symbolic batch bound to
 	 * b), or with static_batch > 0, the graph of that batch whatever b. */
 	struct ir_graph *(*load)(void *ctx, int64_t b);
 	void *ctx;
-	int64_t static_batch;    /* the model's batch when fixed, else 0 */
-	bool no_interleaved;     /* leave interleaved 1F1B out of the search (what
-				  * lowering a training plan cannot run yet) */
-	bool lowered_memory;     /* training: charge each stage the activations and
-				  * working sets the lowering allocates, measured on the
-				  * train step (inter_step.c), not those of an ideal
-				  * backend (cost_saved.c, as pcc report's manual plans):
-				  * for a plan that is lowered (pcc -o plan.bin) */
-	int stages;              /* exactly this many pipeline stages (at most the
-				  * devices, the layers and 64); 0: searched */
-	int mesh0, mesh1;        /* every stage's logical mesh is mesh0 x mesh1 on a
-				  * sub-mesh of mesh0 * mesh1 devices, so the stages
-				  * number devices / (mesh0 * mesh1); 0: searched */
-	double time_limit;       /* s, every sharding solve's backstop (the search's
-				  * per-layer ones and the stages' final ones, as
-				  * intra_opts.time_limit); 0: INTER_TIME_LIMIT for
-				  * the per-layer solves, INTRA_TIME_LIMIT for the rest */
+	int64_t static_batch; /* the model's batch when fixed, else 0 */
+	bool no_interleaved;  /* leave interleaved 1F1B out of the search (what
+			       * lowering a training plan cannot run yet) */
+	bool lowered_memory;  /* training: charge each stage the activations and
+			       * working sets the lowering allocates, measured on the
+			       * train step (inter_step.c), not those of an ideal
+			       * backend (cost_saved.c, as pcc report's manual plans):
+			       * for a plan that is lowered (pcc -o plan.bin) */
+	int stages;           /* exactly this many pipeline stages (at most the
+			       * devices, the layers and 64); 0: searched */
+	int mesh0, mesh1;     /* every stage's logical mesh is mesh0 x mesh1 on a
+			       * sub-mesh of mesh0 * mesh1 devices, so the stages
+			       * number devices / (mesh0 * mesh1); 0: searched */
+	double time_limit;    /* s, every sharding solve's backstop (the search's
+			       * per-layer ones and the stages' final ones, as
+			       * intra_opts.time_limit); 0: INTER_TIME_LIMIT for
+			       * the per-layer solves, INTRA_TIME_LIMIT for the rest */
 };
 void inter_opts_init(struct inter_opts *o);
 
@@ -648,24 +642,24 @@ struct inter_alt {
 	enum cost_sched sched;
 	int v;
 	int nstages;
-	char stages[96];             /* "2 x 1x8, 1 x 2x4" */
-	double step_time, mem_peak;  /* s, bytes per device */
-	bool chosen;                 /* the plan taken */
+	char stages[96];            /* "2 x 1x8, 1 x 2x4" */
+	double step_time, mem_peak; /* s, bytes per device */
+	bool chosen;                /* the plan taken */
 };
 
 struct inter_plan {
-	bool train;                  /* a training step (else inference) */
+	bool train; /* a training step (else inference) */
 	int nlayers;
 	int nstages;
 	struct inter_stage *stages;
 	int64_t batch, micro_batch;
-	int micro;                   /* micro-batches per step */
+	int micro; /* micro-batches per step */
 	enum cost_sched sched;
-	int v;                       /* interleaved: chunks per device */
+	int v; /* interleaved: chunks per device */
 	double step_time, samples_per_s, mfu, mem_peak, mem_limit;
 	int devices;
-	int nsolved;                 /* intra-op solves (identical layers share) */
-	double search_s;             /* wall time of the pass */
+	int nsolved;     /* intra-op solves (identical layers share) */
+	double search_s; /* wall time of the pass */
 	/* The fastest plans that fit among those weighed, fastest first, the
 	 * chosen one among them; nweighed counts every one weighed (those
 	 * that do not fit included). */
@@ -691,12 +685,12 @@ void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, doubl
  * on its logical mesh, lowered, memory-planned, identified (hashes of the
  * model file and of the options) and checked with plan_verify. */
 struct compile_input {
-	const char *model;               /* the model file (hashed) */
-	const char *cluster_spec;        /* as given on the command line */
+	const char *model;        /* the model file (hashed) */
+	const char *cluster_spec; /* as given on the command line */
 	const struct cost_cluster *cluster;
-	const struct inter_opts *opts;   /* what inter_pass ran with (its loader) */
+	const struct inter_opts *opts; /* what inter_pass ran with (its loader) */
 	const struct inter_plan *inter;
-	const struct train_opts *train;  /* training plans: the step's options (NULL: defaults) */
+	const struct train_opts *train;     /* training plans: the step's options (NULL: defaults) */
 	const struct onnx_import_opts *imp; /* what the loader imports with; its constants decide
 					     * which input_N.pb feeds each plan input (NULL: none) */
 };

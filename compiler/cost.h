@@ -38,16 +38,16 @@ const char *cost_prec_name(enum cost_prec p);            /* "f32", "bf16", ... *
 int cost_prec_parse(const char *s, enum cost_prec *out); /* 0 or -EINVAL with message */
 
 struct cost_device {
-	char name[32];                        /* preset key, e.g. "h100-80g" */
-	char desc[80];                        /* e.g. "NVIDIA H100 SXM5 80 GB" */
-	double peak_flops[COST_PREC_COUNT];   /* FLOP/s, dense; 0 = no hardware support */
-	double mem_bytes;                     /* device memory capacity, bytes */
-	double mem_bw;                        /* device memory bandwidth, bytes/s */
-	double host_bw;                       /* host-to-device copy bandwidth, bytes/s (PCIe) */
+	char name[32];                      /* preset key, e.g. "h100-80g" */
+	char desc[80];                      /* e.g. "NVIDIA H100 SXM5 80 GB" */
+	double peak_flops[COST_PREC_COUNT]; /* FLOP/s, dense; 0 = no hardware support */
+	double mem_bytes;                   /* device memory capacity, bytes */
+	double mem_bw;                      /* device memory bandwidth, bytes/s */
+	double host_bw;                     /* host-to-device copy bandwidth, bytes/s (PCIe) */
 	/* An op whose bytes fit cache_bytes streams them at cache_bw instead of
 	 * mem_bw (a CPU's private L2); 0 for GPUs and presets: not modelled. */
-	double cache_bytes;                   /* bytes per device */
-	double cache_bw;                      /* bytes/s, counted as mem_bw is */
+	double cache_bytes; /* bytes per device */
+	double cache_bw;    /* bytes/s, counted as mem_bw is */
 };
 
 /* Presets: "v100-16g", "v100-32g", "a100-40g", "a100-80g", "h100-80g",
@@ -88,8 +88,8 @@ struct cost_link {
 
 /* Nodes of one kind. */
 struct cost_node_group {
-	int count;             /* nodes */
-	int devices;           /* devices per node */
+	int count;   /* nodes */
+	int devices; /* devices per node */
 	struct cost_device dev;
 	struct cost_link intra; /* NVLink/NVSwitch (GPU), shared memory (CPU) */
 	struct cost_link inter; /* this device's share of the node's NICs */
@@ -98,12 +98,12 @@ struct cost_node_group {
 #define COST_MAX_GROUPS 16
 
 struct cost_cluster {
-	char name[64];         /* the spec or the file's "name" */
+	char name[64]; /* the spec or the file's "name" */
 	int ngroups;
 	struct cost_node_group groups[COST_MAX_GROUPS];
-	int nodes;             /* sum of groups[].count */
-	int ndevices;          /* sum of count * devices */
-	bool cpu;              /* local CPU ranks ("cpu:N") */
+	int nodes;    /* sum of groups[].count */
+	int ndevices; /* sum of count * devices */
+	bool cpu;     /* local CPU ranks ("cpu:N") */
 };
 
 /* Parses a short form or a JSON file (any spec naming an existing file, or
@@ -134,9 +134,8 @@ bool cost_cluster_uniform(const struct cost_cluster *c);
  * group can run the precision) and the slowest links (least bandwidth,
  * most latency). devices_per_node: the smallest group's. Any pointer may
  * be NULL. */
-void cost_cluster_effective(const struct cost_cluster *c, struct cost_device *d,
-			    struct cost_link *intra, struct cost_link *inter,
-			    int *devices_per_node);
+void cost_cluster_effective(const struct cost_cluster *c, struct cost_device *d, struct cost_link *intra,
+			    struct cost_link *inter, int *devices_per_node);
 
 /* One line per group: "2 x 8 h100-80g, NVLink 450 GB/s 1 us, NIC 50 GB/s 5 us". */
 void cost_cluster_print(const struct cost_cluster *c, FILE *f);
@@ -199,8 +198,7 @@ int cost_algo_parse(const char *s, enum cost_algo *out);
  * The fastest algorithm applicable is chosen and returned in *algo (may be
  * NULL). Send/recv is between two members of the axis that sit on different
  * nodes when the axis spans nodes. */
-double cost_collective(const struct cost_axis *ax, enum cost_coll op, double bytes,
-		       enum cost_algo *algo);
+double cost_collective(const struct cost_axis *ax, enum cost_coll op, double bytes, enum cost_algo *algo);
 
 /* NCCL's bus bandwidth of a measured collective: algbw = bytes / t, and
  * busbw = algbw * 2(n-1)/n for all-reduce, (n-1)/n for all-gather and
@@ -213,7 +211,7 @@ struct ir_node;
 
 /* Op classes with their own efficiencies. */
 enum cost_class {
-	COST_CLASS_DOT,         /* dot: compute-bound when large */
+	COST_CLASS_DOT, /* dot: compute-bound when large */
 	COST_CLASS_CONV,
 	COST_CLASS_ELEMENTWISE, /* unary, binary, select, convert */
 	COST_CLASS_REDUCE,      /* reductions, arg-reductions, windows, cumsum */
@@ -287,8 +285,8 @@ int cost_calib_save(const char *path, const struct cost_calib *cal);
  * bytes / (mem_bw * memory_eff)), the efficiencies taken at flops. Zero for
  * COST_CLASS_FREE. A fused group is costed as one op of its class with its
  * summed FLOPs and the bytes crossing its boundary. */
-double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
-		     enum cost_class cls, enum cost_prec prec, double flops, double bytes);
+double cost_roofline(const struct cost_device *d, const struct cost_calib *cal, enum cost_class cls,
+		     enum cost_prec prec, double flops, double bytes);
 
 /* Bytes of a value, with elem_bytes replacing floating-point element
  * sizes when > 0 (mixed precision); integer and bool sizes kept. */
@@ -316,7 +314,7 @@ bool *cost_activation_values(const struct ir_graph *g);
  * activations. keep is called for
  * each (possibly more than once per value); a negative return stops. */
 struct cost_keep {
-	const bool *dyn;                                     /* cost_activation_values */
+	const bool *dyn;                                      /* cost_activation_values */
 	double (*bytes)(const struct ir_value *v, void *arg); /* per device */
 	int (*keep)(const struct ir_value *v, void *arg);
 	void *arg;
@@ -342,8 +340,7 @@ void cost_state_bytes_per_param(enum cost_optim o, bool mixed, struct cost_state
  * pipeline parallelism) under ZeRO stage zero (0..3) over dp replicas:
  * stage 1 divides optimizer state by dp, 2 also gradients, 3 also
  * parameters. */
-void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams,
-		       struct cost_state_bytes *out);
+void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams, struct cost_state_bytes *out);
 
 /* Seconds of the optimizer update of nparams parameters on device d: one
  * memory-bound pass (multi-tensor, at the efficiency of a large kernel)

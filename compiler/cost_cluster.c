@@ -139,11 +139,20 @@ static bool parse_number(const char *s, double *v, const char **end)
 static double si_prefix(char c)
 {
 	switch (c) {
-	case 'k': case 'K': return 1e3;
-	case 'm': case 'M': return 1e6;
-	case 'g': case 'G': return 1e9;
-	case 't': case 'T': return 1e12;
-	default: return 0;
+	case 'k':
+	case 'K':
+		return 1e3;
+	case 'm':
+	case 'M':
+		return 1e6;
+	case 'g':
+	case 'G':
+		return 1e9;
+	case 't':
+	case 'T':
+		return 1e12;
+	default:
+		return 0;
 	}
 }
 
@@ -171,8 +180,10 @@ check:
 	if (*out > 0 && isfinite(*out))
 		return 0;
 bad:
-	return ir_errorf(-EINVAL, "bad bandwidth \"%s\" (expected a positive number and a unit: "
-			 "200Gbps, 400Gb/s, 25GBps, 300GB/s)", s);
+	return ir_errorf(-EINVAL,
+			 "bad bandwidth \"%s\" (expected a positive number and a unit: "
+			 "200Gbps, 400Gb/s, 25GBps, 300GB/s)",
+			 s);
 }
 
 /* A time in seconds; a bare number is us. */
@@ -300,7 +311,7 @@ static int parse_short(const char *spec, struct cost_cluster *c)
 	int nodes = 1, devices;
 	if (!colon)
 		return ir_errorf(-EINVAL, "expected [NODES x] DEVICES : KIND (4x8:a100-80g, 8:h100, cpu:4) "
-				 "or a .json file");
+					  "or a .json file");
 	if (cost_cluster_spec_cpu(spec))
 		return parse_cpu(colon + 1, c);
 	if (!parse_count(&p, &devices))
@@ -313,8 +324,8 @@ static int parse_short(const char *spec, struct cost_cluster *c)
 					 spec);
 	}
 	if (p != colon)
-		return ir_errorf(-EINVAL, "unexpected \"%.*s\" before ':' (expected NODESxDEVICES)",
-				 (int)(colon - p), p);
+		return ir_errorf(-EINVAL, "unexpected \"%.*s\" before ':' (expected NODESxDEVICES)", (int)(colon - p),
+				 p);
 	if (nodes < 1 || devices < 1)
 		return ir_errorf(-EINVAL, "%s count must be at least 1, got 0", nodes < 1 ? "node" : "device");
 	if ((long)nodes * devices > MAX_DEVICES)
@@ -439,7 +450,8 @@ static int parse_tflops(struct jctx *cx, json_t *t, struct cost_device *d)
  * none). */
 static int parse_device_obj(struct jctx *cx, json_t *o, struct cost_device *d, char *kind, size_t ksize)
 {
-	static const char *const keys[] = { "name", "desc", "like", "memory_GB", "memory_GBps", "host_GBps", "tflops", NULL };
+	static const char *const keys[] = { "name",        "desc",      "like",   "memory_GB",
+					    "memory_GBps", "host_GBps", "tflops", NULL };
 	int rc = check_keys(cx, o, keys);
 	if (rc < 0)
 		return rc;
@@ -490,8 +502,8 @@ static int parse_device_obj(struct jctx *cx, json_t *o, struct cost_device *d, c
 
 static int parse_group(struct jctx *cx, json_t *o, struct cost_node_group *g)
 {
-	static const char *const keys[] = { "count", "devices", "device", "nvlink_GBps", "nic_Gbps",
-					    "nvlink_latency_us", "nic_latency_us", NULL };
+	static const char *const keys[] = { "count",    "devices",           "device",         "nvlink_GBps",
+					    "nic_Gbps", "nvlink_latency_us", "nic_latency_us", NULL };
 	if (!json_is_object(o))
 		return jerr(cx, "expected an object");
 	int rc = check_keys(cx, o, keys), count = 1, devices = 0;
@@ -728,8 +740,8 @@ int cost_axis_make(const struct cost_cluster *c, int stride, int n, struct cost_
 	if (n < 1 || stride < 1)
 		return ir_errorf(-EINVAL, "axis of %d devices with stride %d (both must be at least 1)", n, stride);
 	if ((long)stride * n > c->ndevices)
-		return ir_errorf(-EINVAL, "axis of %d devices with stride %d spans %ld devices; the cluster has %d",
-				 n, stride, (long)stride * n, c->ndevices);
+		return ir_errorf(-EINVAL, "axis of %d devices with stride %d spans %ld devices; the cluster has %d", n,
+				 stride, (long)stride * n, c->ndevices);
 	ax->n = n;
 	if (n == 1 || (stride * n <= m && m % (stride * n) == 0)) {
 		ax->local = n;
@@ -742,8 +754,10 @@ int cost_axis_make(const struct cost_cluster *c, int stride, int n, struct cost_
 		ax->nodes = n / ax->local;
 	} else {
 		ax->n = 0;
-		return ir_errorf(-EINVAL, "axis of %d devices with stride %d straddles nodes of %d devices "
-				 "unevenly", n, stride, m);
+		return ir_errorf(-EINVAL,
+				 "axis of %d devices with stride %d straddles nodes of %d devices "
+				 "unevenly",
+				 n, stride, m);
 	}
 	return 0;
 }
@@ -753,8 +767,8 @@ int cost_mesh_make(const struct cost_cluster *c, int n0, int n1, struct cost_mes
 	int rc;
 	memset(m, 0, sizeof *m);
 	if (n0 < 1 || n1 < 1 || (long)n0 * n1 > c->ndevices)
-		return ir_errorf(-EINVAL, "mesh %dx%d needs %ld devices; the cluster has %d", n0, n1,
-				 (long)n0 * n1, c->ndevices);
+		return ir_errorf(-EINVAL, "mesh %dx%d needs %ld devices; the cluster has %d", n0, n1, (long)n0 * n1,
+				 c->ndevices);
 	if ((rc = cost_axis_make(c, 1, n1, &m->ax[1])) < 0 || (rc = cost_axis_make(c, n1, n0, &m->ax[0])) < 0) {
 		ir_error_prefix("mesh %dx%d", n0, n1);
 		return rc;

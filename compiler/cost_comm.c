@@ -66,13 +66,12 @@
 #define TREE_BW_EFF 0.92
 
 static const char *const coll_names[COST_COLL_COUNT] = {
-	[COST_ALL_REDUCE] = "all-reduce", [COST_ALL_GATHER] = "all-gather",
-	[COST_REDUCE_SCATTER] = "reduce-scatter", [COST_ALL_TO_ALL] = "all-to-all",
-	[COST_BROADCAST] = "broadcast", [COST_SEND_RECV] = "send-recv",
+	[COST_ALL_REDUCE] = "all-reduce", [COST_ALL_GATHER] = "all-gather", [COST_REDUCE_SCATTER] = "reduce-scatter",
+	[COST_ALL_TO_ALL] = "all-to-all", [COST_BROADCAST] = "broadcast",   [COST_SEND_RECV] = "send-recv",
 };
 
 static const char *const algo_names[COST_ALGO_COUNT] = {
-	[COST_ALGO_NONE] = "none", [COST_ALGO_RING] = "ring", [COST_ALGO_TREE] = "tree",
+	[COST_ALGO_NONE] = "none",         [COST_ALGO_RING] = "ring",     [COST_ALGO_TREE] = "tree",
 	[COST_ALGO_HIER] = "hierarchical", [COST_ALGO_DIRECT] = "direct",
 };
 
@@ -110,8 +109,10 @@ int cost_coll_parse(const char *s, enum cost_coll *out)
 			*out = (enum cost_coll)i;
 			return 0;
 		}
-	return ir_errorf(-EINVAL, "unknown collective \"%s\" (expected all-reduce, all-gather, reduce-scatter, "
-			 "all-to-all, broadcast or send-recv)", s);
+	return ir_errorf(-EINVAL,
+			 "unknown collective \"%s\" (expected all-reduce, all-gather, reduce-scatter, "
+			 "all-to-all, broadcast or send-recv)",
+			 s);
 }
 
 int cost_algo_parse(const char *s, enum cost_algo *out)

@@ -18,9 +18,8 @@
 #include "compiler/compiler.h"
 
 static const char *const class_names[COST_CLASS_COUNT] = {
-	[COST_CLASS_DOT] = "dot",       [COST_CLASS_CONV] = "conv",
-	[COST_CLASS_ELEMENTWISE] = "elementwise", [COST_CLASS_REDUCE] = "reduce",
-	[COST_CLASS_NORM] = "norm",     [COST_CLASS_MOVE] = "move",
+	[COST_CLASS_DOT] = "dot",       [COST_CLASS_CONV] = "conv", [COST_CLASS_ELEMENTWISE] = "elementwise",
+	[COST_CLASS_REDUCE] = "reduce", [COST_CLASS_NORM] = "norm", [COST_CLASS_MOVE] = "move",
 	[COST_CLASS_GATHER] = "gather", [COST_CLASS_FREE] = "free",
 };
 
@@ -37,7 +36,8 @@ int cost_class_parse(const char *s, enum cost_class *out)
 			*out = c;
 			return 0;
 		}
-	return ir_errorf(-EINVAL, "unknown op class \"%s\" (dot, conv, elementwise, reduce, norm, move, gather, free)", s);
+	return ir_errorf(-EINVAL, "unknown op class \"%s\" (dot, conv, elementwise, reduce, norm, move, gather, free)",
+			 s);
 }
 
 /* The cost concern of the op table: which efficiency row an op uses. */
@@ -92,32 +92,86 @@ enum cost_class cost_op_class(int op_)
 {
 	enum ir_op op = op_;
 	switch (op) {
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
-	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
-	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
-	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_CONVERT:
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
-	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
-	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE:
-	case IR_OP_GT: case IR_OP_GE: case IR_OP_SELECT:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_SELECT:
 		return COST_CLASS_ELEMENTWISE;
 	case IR_OP_DOT:
 		return COST_CLASS_DOT;
 	case IR_OP_CONV:
 		return COST_CLASS_CONV;
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
-	case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
 	case IR_OP_CUMSUM:
 		return COST_CLASS_REDUCE;
-	case IR_OP_TRANSPOSE: case IR_OP_SLICE: case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
 		return COST_CLASS_MOVE;
-	case IR_OP_RESHAPE: case IR_OP_BROADCAST: case IR_OP_IOTA: case IR_OP_CONSTANT:
+	case IR_OP_RESHAPE:
+	case IR_OP_BROADCAST:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
 		return COST_CLASS_FREE;
-	case IR_OP_GATHER: case IR_OP_SCATTER: case IR_OP_TOPK:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_TOPK:
 		return COST_CLASS_GATHER;
-	case IR_OP_SOFTMAX: case IR_OP_LAYER_NORM:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
 		return COST_CLASS_NORM;
 	case IR_OP_COUNT:
 		break;
@@ -128,8 +182,7 @@ enum cost_class cost_op_class(int op_)
 
 #define HOST_OVERHEAD_US 0.6 /* us per kernel on the host CPU, see cost_calib_host */
 
-static void set_rows(struct cost_calib *cal, enum cost_class c, double overhead_us, int n,
-		     const struct cost_eff *rows)
+static void set_rows(struct cost_calib *cal, enum cost_class c, double overhead_us, int n, const struct cost_eff *rows)
 {
 	cal->cls[c].nrows = n;
 	memcpy(cal->cls[c].rows, rows, (size_t)n * sizeof *rows);
@@ -148,10 +201,12 @@ static void set_rows(struct cost_calib *cal, enum cost_class c, double overhead_
 void cost_calib_init(struct cost_calib *cal)
 {
 	memset(cal, 0, sizeof *cal);
-	set_rows(cal, COST_CLASS_DOT, 3, 4, (const struct cost_eff[]){
-		{ 1e7, 0.2, 0.5 }, { 1e9, 0.45, 0.65 }, { 1e11, 0.7, 0.8 }, { 1e13, 0.8, 0.8 } });
-	set_rows(cal, COST_CLASS_CONV, 3, 4, (const struct cost_eff[]){
-		{ 1e7, 0.15, 0.45 }, { 1e9, 0.4, 0.6 }, { 1e11, 0.6, 0.7 }, { 1e13, 0.7, 0.7 } });
+	set_rows(cal, COST_CLASS_DOT, 3, 4,
+		 (const struct cost_eff[]){
+			 { 1e7, 0.2, 0.5 }, { 1e9, 0.45, 0.65 }, { 1e11, 0.7, 0.8 }, { 1e13, 0.8, 0.8 } });
+	set_rows(cal, COST_CLASS_CONV, 3, 4,
+		 (const struct cost_eff[]){
+			 { 1e7, 0.15, 0.45 }, { 1e9, 0.4, 0.6 }, { 1e11, 0.6, 0.7 }, { 1e13, 0.7, 0.7 } });
 	set_rows(cal, COST_CLASS_ELEMENTWISE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.8 } });
 	set_rows(cal, COST_CLASS_REDUCE, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.7 } });
 	set_rows(cal, COST_CLASS_NORM, 2, 1, (const struct cost_eff[]){ { INFINITY, 0.5, 0.7 } });
@@ -179,8 +234,9 @@ void cost_calib_init(struct cost_calib *cal)
 void cost_calib_host(struct cost_calib *cal)
 {
 	cost_calib_init(cal);
-	set_rows(cal, COST_CLASS_CONV, HOST_OVERHEAD_US, 4, (const struct cost_eff[]){
-		{ 1e7, 0.03, 0.3 }, { 1e9, 0.15, 0.5 }, { 1e11, 0.5, 0.7 }, { 1e13, 0.7, 0.7 } });
+	set_rows(cal, COST_CLASS_CONV, HOST_OVERHEAD_US, 4,
+		 (const struct cost_eff[]){
+			 { 1e7, 0.03, 0.3 }, { 1e9, 0.15, 0.5 }, { 1e11, 0.5, 0.7 }, { 1e13, 0.7, 0.7 } });
 	for (int c = 0; c < COST_CLASS_COUNT; c++)
 		if (c != COST_CLASS_FREE && c != COST_CLASS_CONV)
 			cal->cls[c].overhead = HOST_OVERHEAD_US * 1e-6;
@@ -210,8 +266,8 @@ static struct cost_eff pick_eff(const struct cost_calib *cal, enum cost_class cl
 	return r[n - 1];
 }
 
-double cost_roofline(const struct cost_device *d, const struct cost_calib *cal,
-		     enum cost_class cls, enum cost_prec prec, double flops, double bytes)
+double cost_roofline(const struct cost_device *d, const struct cost_calib *cal, enum cost_class cls,
+		     enum cost_prec prec, double flops, double bytes)
 {
 	IR_ASSERT(cls >= 0 && cls < COST_CLASS_COUNT);
 	if (cls == COST_CLASS_FREE || (flops <= 0 && bytes <= 0))
@@ -232,8 +288,7 @@ double cost_value_bytes(const struct ir_value *v, int elem_bytes)
 
 /* ---- calibration files (JSON, format in cost.h) ------------------------ */
 
-static int load_class(const char *path, const char *cname, json_t *o, struct cost_calib *cal,
-		      enum cost_class c)
+static int load_class(const char *path, const char *cname, json_t *o, struct cost_calib *cal, enum cost_class c)
 {
 	const char *key;
 	json_t *val;
@@ -242,29 +297,35 @@ static int load_class(const char *path, const char *cname, json_t *o, struct cos
 	json_object_foreach(o, key, val) {
 		if (strcmp(key, "overhead_us") == 0) {
 			if (!json_is_number(val) || json_number_value(val) < 0)
-				return ir_errorf(-EINVAL, "%s: classes.%s.overhead_us must be a number >= 0", path, cname);
+				return ir_errorf(-EINVAL, "%s: classes.%s.overhead_us must be a number >= 0", path,
+						 cname);
 			cal->cls[c].overhead = json_number_value(val) * 1e-6;
 		} else if (strcmp(key, "rows") == 0) {
 			size_t n = json_array_size(val);
 			if (!json_is_array(val) || n == 0 || n > COST_MAX_EFF_ROWS)
-				return ir_errorf(-EINVAL, "%s: classes.%s.rows must be an array of 1 to %d rows",
-						 path, cname, COST_MAX_EFF_ROWS);
+				return ir_errorf(-EINVAL, "%s: classes.%s.rows must be an array of 1 to %d rows", path,
+						 cname, COST_MAX_EFF_ROWS);
 			for (size_t i = 0; i < n; i++) {
 				json_t *r = json_array_get(val, i), *mf = json_object_get(r, "max_flops"),
 				       *ce = json_object_get(r, "compute_eff"), *me = json_object_get(r, "memory_eff");
 				if (!json_is_object(r) || !json_is_number(ce) || !json_is_number(me) ||
 				    (mf && !json_is_number(mf)) || json_object_size(r) != 2u + (mf != NULL))
-					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu] needs compute_eff, memory_eff "
-							 "and optionally max_flops, nothing else", path, cname, i);
+					return ir_errorf(-EINVAL,
+							 "%s: classes.%s.rows[%zu] needs compute_eff, memory_eff "
+							 "and optionally max_flops, nothing else",
+							 path, cname, i);
 				struct cost_eff *e = &cal->cls[c].rows[i];
 				e->max_flops = mf ? json_number_value(mf) : INFINITY;
 				e->compute_eff = json_number_value(ce);
 				e->memory_eff = json_number_value(me);
 				if (!(e->max_flops > 0))
-					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: max_flops must be positive",
-							 path, cname, i);
-				if (!(e->compute_eff > 0 && e->compute_eff <= 1 && e->memory_eff > 0 && e->memory_eff <= 1))
-					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: efficiencies must be in (0, 1]",
+					return ir_errorf(-EINVAL,
+							 "%s: classes.%s.rows[%zu]: max_flops must be positive", path,
+							 cname, i);
+				if (!(e->compute_eff > 0 && e->compute_eff <= 1 && e->memory_eff > 0 &&
+				      e->memory_eff <= 1))
+					return ir_errorf(-EINVAL,
+							 "%s: classes.%s.rows[%zu]: efficiencies must be in (0, 1]",
 							 path, cname, i);
 				if (i > 0 && !(e->max_flops > e[-1].max_flops))
 					return ir_errorf(-EINVAL, "%s: classes.%s.rows[%zu]: max_flops must increase",
@@ -272,7 +333,8 @@ static int load_class(const char *path, const char *cname, json_t *o, struct cos
 			}
 			cal->cls[c].nrows = (int)n;
 		} else {
-			return ir_errorf(-EINVAL, "%s: classes.%s: unknown key \"%s\" (overhead_us, rows)", path, cname, key);
+			return ir_errorf(-EINVAL, "%s: classes.%s: unknown key \"%s\" (overhead_us, rows)", path, cname,
+					 key);
 		}
 	}
 	return 0;

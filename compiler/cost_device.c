@@ -25,7 +25,7 @@
 #define T 1e12           /* TFLOP/s */
 
 static const char *const prec_names[COST_PREC_COUNT] = {
-	[COST_PREC_F64] = "f64", [COST_PREC_F32] = "f32", [COST_PREC_TF32] = "tf32",
+	[COST_PREC_F64] = "f64",   [COST_PREC_F32] = "f32", [COST_PREC_TF32] = "tf32",
 	[COST_PREC_BF16] = "bf16", [COST_PREC_F16] = "f16", [COST_PREC_FP8] = "fp8",
 };
 
@@ -39,8 +39,9 @@ int cost_prec_parse(const char *s, enum cost_prec *out)
 	static const struct {
 		const char *alias;
 		enum cost_prec p;
-	} aliases[] = { { "fp64", COST_PREC_F64 }, { "fp32", COST_PREC_F32 },
-			{ "fp16", COST_PREC_F16 }, { "f8", COST_PREC_FP8 } };
+	} aliases[] = {
+		{ "fp64", COST_PREC_F64 }, { "fp32", COST_PREC_F32 }, { "fp16", COST_PREC_F16 }, { "f8", COST_PREC_FP8 }
+	};
 	for (int i = 0; i < COST_PREC_COUNT; i++)
 		if (!strcasecmp(s, prec_names[i])) {
 			*out = (enum cost_prec)i;
@@ -71,42 +72,67 @@ int cost_prec_parse(const char *s, enum cost_prec *out)
  *  H200: NVIDIA H200 Tensor Core GPU datasheet (SXM column): the same
  *        compute figures as H100 SXM; 141 GB HBM3e at 4.8 TB/s. */
 static const struct cost_device presets[] = {
-	{ .name = "v100-16g", .desc = "NVIDIA V100 SXM2 16 GB",
-	  .peak_flops = { [COST_PREC_F64] = 7.8 * T, [COST_PREC_F32] = 15.7 * T,
-			  [COST_PREC_F16] = 125 * T },
-	  .mem_bytes = 16 * GIB, .mem_bw = 900e9, .host_bw = 16e9 },
-	{ .name = "v100-32g", .desc = "NVIDIA V100 SXM2 32 GB",
-	  .peak_flops = { [COST_PREC_F64] = 7.8 * T, [COST_PREC_F32] = 15.7 * T,
-			  [COST_PREC_F16] = 125 * T },
-	  .mem_bytes = 32 * GIB, .mem_bw = 900e9, .host_bw = 16e9 },
-	{ .name = "a100-40g", .desc = "NVIDIA A100 SXM4 40 GB",
-	  .peak_flops = { [COST_PREC_F64] = 9.7 * T, [COST_PREC_F32] = 19.5 * T,
-			  [COST_PREC_TF32] = 156 * T, [COST_PREC_BF16] = 312 * T,
+	{ .name = "v100-16g",
+	  .desc = "NVIDIA V100 SXM2 16 GB",
+	  .peak_flops = { [COST_PREC_F64] = 7.8 * T, [COST_PREC_F32] = 15.7 * T, [COST_PREC_F16] = 125 * T },
+	  .mem_bytes = 16 * GIB,
+	  .mem_bw = 900e9,
+	  .host_bw = 16e9 },
+	{ .name = "v100-32g",
+	  .desc = "NVIDIA V100 SXM2 32 GB",
+	  .peak_flops = { [COST_PREC_F64] = 7.8 * T, [COST_PREC_F32] = 15.7 * T, [COST_PREC_F16] = 125 * T },
+	  .mem_bytes = 32 * GIB,
+	  .mem_bw = 900e9,
+	  .host_bw = 16e9 },
+	{ .name = "a100-40g",
+	  .desc = "NVIDIA A100 SXM4 40 GB",
+	  .peak_flops = { [COST_PREC_F64] = 9.7 * T,
+			  [COST_PREC_F32] = 19.5 * T,
+			  [COST_PREC_TF32] = 156 * T,
+			  [COST_PREC_BF16] = 312 * T,
 			  [COST_PREC_F16] = 312 * T },
-	  .mem_bytes = 40 * GIB, .mem_bw = 1555e9, .host_bw = 32e9 },
-	{ .name = "a100-80g", .desc = "NVIDIA A100 SXM4 80 GB",
-	  .peak_flops = { [COST_PREC_F64] = 9.7 * T, [COST_PREC_F32] = 19.5 * T,
-			  [COST_PREC_TF32] = 156 * T, [COST_PREC_BF16] = 312 * T,
+	  .mem_bytes = 40 * GIB,
+	  .mem_bw = 1555e9,
+	  .host_bw = 32e9 },
+	{ .name = "a100-80g",
+	  .desc = "NVIDIA A100 SXM4 80 GB",
+	  .peak_flops = { [COST_PREC_F64] = 9.7 * T,
+			  [COST_PREC_F32] = 19.5 * T,
+			  [COST_PREC_TF32] = 156 * T,
+			  [COST_PREC_BF16] = 312 * T,
 			  [COST_PREC_F16] = 312 * T },
-	  .mem_bytes = 80 * GIB, .mem_bw = 2039e9, .host_bw = 32e9 },
-	{ .name = "h100-80g", .desc = "NVIDIA H100 SXM5 80 GB",
-	  .peak_flops = { [COST_PREC_F64] = 34 * T, [COST_PREC_F32] = 67 * T,
-			  [COST_PREC_TF32] = 494.7 * T, [COST_PREC_BF16] = 989.4 * T,
-			  [COST_PREC_F16] = 989.4 * T, [COST_PREC_FP8] = 1978.9 * T },
-	  .mem_bytes = 80 * GIB, .mem_bw = 3.35e12, .host_bw = 64e9 },
-	{ .name = "h200-141g", .desc = "NVIDIA H200 SXM 141 GB",
-	  .peak_flops = { [COST_PREC_F64] = 34 * T, [COST_PREC_F32] = 67 * T,
-			  [COST_PREC_TF32] = 494.7 * T, [COST_PREC_BF16] = 989.4 * T,
-			  [COST_PREC_F16] = 989.4 * T, [COST_PREC_FP8] = 1978.9 * T },
-	  .mem_bytes = 141 * GIB, .mem_bw = 4.8e12, .host_bw = 64e9 },
+	  .mem_bytes = 80 * GIB,
+	  .mem_bw = 2039e9,
+	  .host_bw = 32e9 },
+	{ .name = "h100-80g",
+	  .desc = "NVIDIA H100 SXM5 80 GB",
+	  .peak_flops = { [COST_PREC_F64] = 34 * T,
+			  [COST_PREC_F32] = 67 * T,
+			  [COST_PREC_TF32] = 494.7 * T,
+			  [COST_PREC_BF16] = 989.4 * T,
+			  [COST_PREC_F16] = 989.4 * T,
+			  [COST_PREC_FP8] = 1978.9 * T },
+	  .mem_bytes = 80 * GIB,
+	  .mem_bw = 3.35e12,
+	  .host_bw = 64e9 },
+	{ .name = "h200-141g",
+	  .desc = "NVIDIA H200 SXM 141 GB",
+	  .peak_flops = { [COST_PREC_F64] = 34 * T,
+			  [COST_PREC_F32] = 67 * T,
+			  [COST_PREC_TF32] = 494.7 * T,
+			  [COST_PREC_BF16] = 989.4 * T,
+			  [COST_PREC_F16] = 989.4 * T,
+			  [COST_PREC_FP8] = 1978.9 * T },
+	  .mem_bytes = 141 * GIB,
+	  .mem_bw = 4.8e12,
+	  .host_bw = 64e9 },
 };
 #define NPRESETS ((int)(sizeof presets / sizeof presets[0]))
 
 /* Short names: the largest memory of each kind. */
 static const struct {
 	const char *alias, *preset;
-} aliases[] = { { "v100", "v100-32g" }, { "a100", "a100-80g" }, { "h100", "h100-80g" },
-		{ "h200", "h200-141g" } };
+} aliases[] = { { "v100", "v100-32g" }, { "a100", "a100-80g" }, { "h100", "h100-80g" }, { "h200", "h200-141g" } };
 
 int cost_device_npresets(void)
 {
@@ -128,8 +154,10 @@ int cost_device_preset(const char *name, struct cost_device *d)
 			*d = presets[i];
 			return 0;
 		}
-	return ir_errorf(-ENOENT, "unknown device \"%s\" (presets: v100-16g, v100-32g, a100-40g, "
-			 "a100-80g, h100-80g, h200-141g; aliases v100, a100, h100, h200)", name);
+	return ir_errorf(-ENOENT,
+			 "unknown device \"%s\" (presets: v100-16g, v100-32g, a100-40g, "
+			 "a100-80g, h100-80g, h200-141g; aliases v100, a100, h100, h200)",
+			 name);
 }
 
 /* The next wider precision whose values p converts to exactly, so running

@@ -147,13 +147,12 @@ out:
 	return rate;
 }
 
-
 /* One core's figures and what they were measured on. */
 struct host {
-	char cpu[128], blas[32];  /* /proc/cpuinfo's model name; OpenBLAS's core */
-	long cores, l2;           /* sysconf's online CPUs and L2 bytes (0: unknown) */
-	double sgemm, dgemm;      /* one thread's best FLOP/s */
-	double copy, cache_copy;  /* one core's memcpy bytes/s: DRAM, and a quarter of the L2 */
+	char cpu[128], blas[32]; /* /proc/cpuinfo's model name; OpenBLAS's core */
+	long cores, l2;          /* sysconf's online CPUs and L2 bytes (0: unknown) */
+	double sgemm, dgemm;     /* one thread's best FLOP/s */
+	double copy, cache_copy; /* one core's memcpy bytes/s: DRAM, and a quarter of the L2 */
 };
 
 char *openblas_get_corename(void) __attribute__((weak));
@@ -231,7 +230,7 @@ static enum cache_state cache_read(const char *path, const struct host *id, stru
 		snprintf(why, nwhy, "a figure is not a positive number");
 	else
 		st = strcmp(cpu, id->cpu) || strcmp(blas, id->blas) || cores != id->cores || l2 != id->l2 ? CACHE_OTHER
-														   : CACHE_READ;
+													  : CACHE_READ;
 	json_decref(j);
 	return st;
 }
@@ -249,9 +248,10 @@ static void cache_write(const char *path, const struct host *h, bool replace)
 	struct tm tm;
 	if (gmtime_r(&now, &tm))
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_t *j = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:s}", "version", HOST_CACHE_VERSION, "cpu",
-			      h->cpu, "blas", h->blas, "cores", (json_int_t)h->cores, "l2", (json_int_t)h->l2, "sgemm",
-			      h->sgemm, "dgemm", h->dgemm, "copy", h->copy, "cache_copy", h->cache_copy, "measured", when);
+	json_t *j = json_pack("{s:i, s:s, s:s, s:I, s:I, s:f, s:f, s:f, s:f, s:s}", "version", HOST_CACHE_VERSION,
+			      "cpu", h->cpu, "blas", h->blas, "cores", (json_int_t)h->cores, "l2", (json_int_t)h->l2,
+			      "sgemm", h->sgemm, "dgemm", h->dgemm, "copy", h->copy, "cache_copy", h->cache_copy,
+			      "measured", when);
 	bool ok = j && json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) == 0;
 	json_decref(j);
 	if (ok)

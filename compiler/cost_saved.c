@@ -23,23 +23,57 @@ int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_val
 	bool g0 = gmask & 1u, g1 = gmask & 2u, g2 = gmask & 4u;
 	int k = 0;
 	switch ((enum ir_op)n->op) {
-	case IR_OP_EXP: case IR_OP_TANH: case IR_OP_SIGMOID: case IR_OP_SQRT: case IR_OP_RSQRT:
-	case IR_OP_RECIP: case IR_OP_RELU:
+	case IR_OP_EXP:
+	case IR_OP_TANH:
+	case IR_OP_SIGMOID:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_RELU:
 		if (g0)
 			out[k++] = n->out[0];
 		break;
-	case IR_OP_LOG: case IR_OP_ERF: case IR_OP_ABS: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH:
+	case IR_OP_LOG:
+	case IR_OP_ERF:
+	case IR_OP_ABS:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
 		if (g0)
 			out[k++] = n->in[0];
 		break;
-	case IR_OP_NEG: case IR_OP_SIGN: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND:
-	case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_CONVERT: case IR_OP_ADD:
-	case IR_OP_SUB: case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE:
-	case IR_OP_LT: case IR_OP_LE: case IR_OP_GT: case IR_OP_GE:
+	case IR_OP_NEG:
+	case IR_OP_SIGN:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
 		break;
-	case IR_OP_MUL: case IR_OP_DOT: case IR_OP_CONV:
+	case IR_OP_MUL:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
 		if (g1)
 			out[k++] = n->in[0];
 		if (g0)
@@ -51,7 +85,10 @@ int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_val
 		if (g1)
 			out[k++] = n->in[0];
 		break;
-	case IR_OP_REM: case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
 		if (g0 || g1) {
 			out[k++] = n->in[0];
 			out[k++] = n->in[1];
@@ -61,15 +98,29 @@ int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_val
 		if (g1 || g2)
 			out[k++] = n->in[0];
 		break;
-	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_WINDOW_MAX:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_WINDOW_MAX:
 		if (g0) {
 			out[k++] = n->in[0];
 			out[k++] = n->out[0];
 		}
 		break;
-	case IR_OP_REDUCE_SUM: case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM:
-	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE: case IR_OP_CONCAT:
-	case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_IOTA: case IR_OP_CONSTANT:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
 		break;
 	case IR_OP_GATHER:
 		if (g0)

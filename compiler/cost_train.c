@@ -97,8 +97,7 @@ double cost_optim_time(const struct cost_device *d, const struct cost_calib *cal
 	return nparams > 0 && t > 0 ? t * (nparams / bulk) : 0;
 }
 
-void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams,
-		       struct cost_state_bytes *out)
+void cost_state_memory(enum cost_optim o, bool mixed, int zero, int dp, double nparams, struct cost_state_bytes *out)
 {
 	IR_ASSERT(zero >= 0 && zero <= 3 && dp >= 1);
 	struct cost_state_bytes b;

@@ -36,16 +36,17 @@ static int check_args(const struct ir_value *loss, int n, struct ir_value *const
 				 ir_shape_str(&loss->shape, sb, sizeof sb));
 	for (int i = 0; i < n; i++)
 		if (!ir_dtype_is_float(wrt[i]->dtype))
-			return ir_errorf(-EINVAL, "cannot differentiate with respect to \"%s\": it is %s, "
-						  "not floating point",
+			return ir_errorf(-EINVAL,
+					 "cannot differentiate with respect to \"%s\": it is %s, "
+					 "not floating point",
 					 vname(wrt[i], buf, sizeof buf), ir_dtype_name(wrt[i]->dtype));
 	return 0;
 }
 
 /* reach[v]: index of a wrt value that v depends on through floating point
  * results, or -1; need[v]: the loss depends on v. */
-static void mark(const struct ir_graph *g, const struct ir_value *loss, int n,
-		 struct ir_value *const *wrt, int *reach, bool *need)
+static void mark(const struct ir_graph *g, const struct ir_value *loss, int n, struct ir_value *const *wrt, int *reach,
+		 bool *need)
 {
 	int nv = ir_graph_nvalues(g), nn = ir_graph_nnodes(g);
 	for (int v = 0; v < nv; v++) {
@@ -115,8 +116,7 @@ static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reac
 	rc = grad_rule(b, nd, gout, want, gin);
 	if (rc == -ENOTSUP) {
 		ir_error_prefix("node \"%s\" on the path from \"%s\" to the loss",
-				nd->name ? nd->name : ir_op_name(nd->op),
-				vname(wrt[first], buf, sizeof buf));
+				nd->name ? nd->name : ir_op_name(nd->op), vname(wrt[first], buf, sizeof buf));
 		goto done;
 	}
 	if (rc == 0)
@@ -136,8 +136,7 @@ done:
 	return rc;
 }
 
-int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt,
-	       struct ir_value **grads)
+int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt, struct ir_value **grads)
 {
 	int rc = check_args(loss, n, wrt);
 	if (rc < 0)

@@ -20,8 +20,7 @@ struct gb {
 	int tag;
 };
 
-struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in,
-		       const struct ir_attrs *a);
+struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a);
 struct ir_value *gb_un(struct gb *b, enum ir_op op, struct ir_value *x);
 struct ir_value *gb_bin(struct gb *b, enum ir_op op, struct ir_value *x, struct ir_value *y);
 struct ir_value *gb_select(struct gb *b, struct ir_value *c, struct ir_value *x, struct ir_value *y);
@@ -36,23 +35,22 @@ struct ir_value *gb_reshape(struct gb *b, struct ir_value *x, const struct ir_sh
 /* Result dim i is operand dim perm[i]; the identity makes no node. */
 struct ir_value *gb_transpose(struct gb *b, struct ir_value *x, const int64_t *perm);
 /* Operand dim i goes to result dim axes->v[i]. */
-struct ir_value *gb_broadcast(struct gb *b, struct ir_value *x, const struct ir_shape *s,
-			      const struct ir_ilist *axes);
+struct ir_value *gb_broadcast(struct gb *b, struct ir_value *x, const struct ir_shape *s, const struct ir_ilist *axes);
 /* reduce_sum over the sorted axes; none makes no node. */
 struct ir_value *gb_sum(struct gb *b, struct ir_value *x, const struct ir_ilist *axes);
 /* Sums g (of shape s) over dims axis..rank-1 and broadcasts it back to s:
  * the per-row totals the normalizing rules need. */
 struct ir_value *gb_rowsum(struct gb *b, struct ir_value *g, int64_t axis, int64_t last);
-struct ir_value *gb_slice(struct gb *b, struct ir_value *x, const struct ir_ilist *start,
-			  const struct ir_ilist *limit, const struct ir_ilist *stride);
+struct ir_value *gb_slice(struct gb *b, struct ir_value *x, const struct ir_ilist *start, const struct ir_ilist *limit,
+			  const struct ir_ilist *stride);
 /* Slice of one dim (stride 1). */
 struct ir_value *gb_slice_dim(struct gb *b, struct ir_value *x, int dim, int64_t start, int64_t limit);
-struct ir_value *gb_pad(struct gb *b, struct ir_value *x, const struct ir_ilist *lo,
-			const struct ir_ilist *hi, double value);
+struct ir_value *gb_pad(struct gb *b, struct ir_value *x, const struct ir_ilist *lo, const struct ir_ilist *hi,
+			double value);
 /* The transpose of a strided slice: g placed into zeros of shape full at
  * start + i * stride (the VJP of SLICE, and of strided windows). */
-struct ir_value *gb_unslice(struct gb *b, struct ir_value *g, const struct ir_shape *full,
-			    const struct ir_ilist *start, const struct ir_ilist *stride);
+struct ir_value *gb_unslice(struct gb *b, struct ir_value *g, const struct ir_shape *full, const struct ir_ilist *start,
+			    const struct ir_ilist *stride);
 /* Zeros interleaved after every element of dims with stride > 1, keeping
  * (n - 1) * stride + 1 elements. */
 struct ir_value *gb_dilate(struct gb *b, struct ir_value *g, const struct ir_ilist *stride);
@@ -63,17 +61,14 @@ struct ir_value *gb_accumulate(struct gb *b, struct ir_value *a, struct ir_value
  * want[k] says whether operand k needs one; gin[k] receives its gradient
  * contribution (NULL: zero). 0, or -ENOTSUP when n has no rule (message
  * names the op and why), or the builder's error. */
-int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gout,
-	      const bool *want, struct ir_value **gin);
+int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gout, const bool *want,
+	      struct ir_value **gin);
 
 /* The larger rules (grad_rules_nn.c). */
-int grad_dot(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-	     struct ir_value **gin);
-int grad_conv(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-	      struct ir_value **gin);
+int grad_dot(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin);
+int grad_conv(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin);
 int grad_window(struct gb *b, const struct ir_node *n, struct ir_value *g, struct ir_value **gin);
-int grad_layer_norm(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-		    struct ir_value **gin);
+int grad_layer_norm(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin);
 int grad_topk(struct gb *b, const struct ir_node *n, struct ir_value *g, struct ir_value **gin);
 int grad_gather(struct gb *b, const struct ir_node *n, struct ir_value *g, struct ir_value **gin);
 int grad_pad(struct gb *b, const struct ir_node *n, struct ir_value *g, struct ir_value **gin);

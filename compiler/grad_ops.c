@@ -8,8 +8,7 @@
 
 #include "compiler/grad_internal.h"
 
-struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in,
-		       const struct ir_attrs *a)
+struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a)
 {
 	static const struct ir_attrs none;
 	if (b->err)
@@ -112,8 +111,7 @@ struct ir_value *gb_transpose(struct gb *b, struct ir_value *x, const int64_t *p
 	return identity ? x : gb_op(b, IR_OP_TRANSPOSE, 1, &x, &a);
 }
 
-struct ir_value *gb_broadcast(struct gb *b, struct ir_value *x, const struct ir_shape *s,
-			      const struct ir_ilist *axes)
+struct ir_value *gb_broadcast(struct gb *b, struct ir_value *x, const struct ir_shape *s, const struct ir_ilist *axes)
 {
 	if (x && ir_shape_eq(&x->shape, s))
 		return x;
@@ -143,8 +141,8 @@ struct ir_value *gb_rowsum(struct gb *b, struct ir_value *g, int64_t axis, int64
 	return gb_broadcast(b, gb_sum(b, g, &red), &g->shape, &keep);
 }
 
-struct ir_value *gb_slice(struct gb *b, struct ir_value *x, const struct ir_ilist *start,
-			  const struct ir_ilist *limit, const struct ir_ilist *stride)
+struct ir_value *gb_slice(struct gb *b, struct ir_value *x, const struct ir_ilist *start, const struct ir_ilist *limit,
+			  const struct ir_ilist *stride)
 {
 	struct ir_attrs a = { .start = *start, .limit = *limit, .stride = *stride };
 	return gb_op(b, IR_OP_SLICE, 1, &x, &a);
@@ -166,8 +164,8 @@ struct ir_value *gb_slice_dim(struct gb *b, struct ir_value *x, int dim, int64_t
 	return gb_slice(b, x, &st, &li, &sd);
 }
 
-struct ir_value *gb_pad(struct gb *b, struct ir_value *x, const struct ir_ilist *lo,
-			const struct ir_ilist *hi, double value)
+struct ir_value *gb_pad(struct gb *b, struct ir_value *x, const struct ir_ilist *lo, const struct ir_ilist *hi,
+			double value)
 {
 	bool any = false;
 	for (int i = 0; i < lo->n; i++)
@@ -259,8 +257,8 @@ struct ir_value *gb_dilate(struct gb *b, struct ir_value *g, const struct ir_ili
 	return spread_all(b, g, want, len, &zero, stride);
 }
 
-struct ir_value *gb_unslice(struct gb *b, struct ir_value *g, const struct ir_shape *full,
-			    const struct ir_ilist *start, const struct ir_ilist *stride)
+struct ir_value *gb_unslice(struct gb *b, struct ir_value *g, const struct ir_shape *full, const struct ir_ilist *start,
+			    const struct ir_ilist *stride)
 {
 	if (!g)
 		return NULL;

@@ -38,8 +38,7 @@ static struct ir_value *trunc_v(struct gb *b, struct ir_value *z)
 }
 
 /* g where x beats z, g/2 where they tie, else 0 (max with cmp GT, min LT). */
-static struct ir_value *winner(struct gb *b, enum ir_op cmp, struct ir_value *x, struct ir_value *z,
-			       struct ir_value *g)
+static struct ir_value *winner(struct gb *b, enum ir_op cmp, struct ir_value *x, struct ir_value *z, struct ir_value *g)
 {
 	struct ir_value *zero = gb_like(b, g, 0);
 	struct ir_value *tie = gb_select(b, gb_bin(b, IR_OP_EQ, x, z), gb_scale(b, g, 0.5), zero);
@@ -98,8 +97,7 @@ static struct ir_value *prod_others(struct gb *b, const struct ir_node *n, struc
 	struct ir_value *zero = gb_like(b, x, 0), *is0 = gb_bin(b, IR_OP_EQ, x, zero);
 	struct ir_value *nz = gb_select(b, is0, gb_like(b, x, 1), x);
 	struct ir_value *p_nz = gb_broadcast(b, gb_op(b, IR_OP_REDUCE_PROD, 1, &nz, &pa), &x->shape, &keep);
-	struct ir_value *zeros = gb_broadcast(b, gb_sum(b, gb_convert(b, is0, x->dtype), &n->a.axes),
-					      &x->shape, &keep);
+	struct ir_value *zeros = gb_broadcast(b, gb_sum(b, gb_convert(b, is0, x->dtype), &n->a.axes), &x->shape, &keep);
 	struct ir_value *none = gb_bin(b, IR_OP_EQ, zeros, zero);
 	struct ir_value *one = gb_bin(b, IR_OP_EQ, zeros, gb_like(b, x, 1));
 	struct ir_value *others = gb_select(b, is0, gb_select(b, one, p_nz, zero),
@@ -115,8 +113,7 @@ static struct ir_value *softmax(struct gb *b, const struct ir_node *n, struct ir
 	return times(b, y, gb_bin(b, IR_OP_SUB, g, gb_rowsum(b, gy, n->a.axis, n->a.axis)));
 }
 
-static int concat(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-		  struct ir_value **gin)
+static int concat(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin)
 {
 	int64_t at = 0;
 	for (int k = 0; k < n->nin; k++) {
@@ -160,14 +157,14 @@ static struct ir_value *last_writer_only(struct gb *b, const struct ir_node *n, 
 	return gb_select(b, m, gu, gb_like(b, gu, 0));
 }
 
-static int scatter(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-		   struct ir_value **gin)
+static int scatter(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin)
 {
 	struct ir_value *idx = n->in[1], *up = n->in[2];
 	if (n->a.mode != IR_SCATTER_NONE && n->a.mode != IR_SCATTER_ADD)
 		return ir_errorf(-ENOTSUP, "scatter with mode %s has no gradient rule",
-				 n->a.mode == IR_SCATTER_MUL ? "mul" :
-				 n->a.mode == IR_SCATTER_MAX ? "max" : "min");
+				 n->a.mode == IR_SCATTER_MUL   ? "mul"
+				 : n->a.mode == IR_SCATTER_MAX ? "max"
+							       : "min");
 	if (want[0]) {
 		/* Replaced rows do not reach the result. */
 		struct ir_value *in[3] = { g, idx, gb_like(b, up, 0) };
@@ -196,8 +193,8 @@ static struct ir_value *pow_exponent(struct gb *b, const struct ir_node *n, stru
 
 #define WANT(k, expr) (gin[k] = want[k] ? (expr) : NULL)
 
-int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gout,
-	      const bool *want, struct ir_value **gin)
+int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gout, const bool *want,
+	      struct ir_value **gin)
 {
 	struct ir_value *g = gout[0], *x = n->in[0], *y = n->out[0];
 	struct ir_value *z = n->nin > 1 ? n->in[1] : NULL;
@@ -227,8 +224,7 @@ int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gou
 		gin[0] = times(b, g, one_minus_sq(b, y));
 		return 0;
 	case IR_OP_ERF: /* g 2/sqrt(pi) exp(-x^2) */
-		gin[0] = times(b, g, gb_scale(b, gb_un(b, IR_OP_EXP, gb_un(b, IR_OP_NEG, sq(b, x))),
-					      2 / sqrt(M_PI)));
+		gin[0] = times(b, g, gb_scale(b, gb_un(b, IR_OP_EXP, gb_un(b, IR_OP_NEG, sq(b, x))), 2 / sqrt(M_PI)));
 		return 0;
 	case IR_OP_SIGMOID:
 		gin[0] = times(b, g, times(b, y, gb_bin(b, IR_OP_SUB, gb_like(b, y, 1), y)));
@@ -272,11 +268,27 @@ int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gou
 	case IR_OP_CONVERT:
 		gin[0] = gb_convert(b, g, x->dtype);
 		return 0;
-	case IR_OP_SIGN: case IR_OP_FLOOR: case IR_OP_CEIL: case IR_OP_ROUND:
+	case IR_OP_SIGN:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
 		return 0; /* piecewise constant: zero almost everywhere */
-	case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_AND: case IR_OP_OR:
-	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE: case IR_OP_GT:
-	case IR_OP_GE: case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_IOTA: case IR_OP_CONSTANT:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
 		return 0; /* boolean, integer or no operands: never on a gradient path */
 	case IR_OP_ADD:
 		WANT(0, g);
@@ -326,10 +338,12 @@ int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gou
 	case IR_OP_REDUCE_PROD:
 		gin[0] = prod_others(b, n, g);
 		return 0;
-	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
 		gin[0] = extreme(b, n, g);
 		return 0;
-	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
 		return grad_window(b, n, g, gin);
 	case IR_OP_CUMSUM: { /* the same sum run the other way */
 		struct ir_attrs a = n->a;

@@ -18,8 +18,7 @@ struct dot_dims {
 	struct ir_ilist batch, contract, free;
 };
 
-static void dot_dims(int rank, const struct ir_ilist *batch, const struct ir_ilist *contract,
-		     struct dot_dims *d)
+static void dot_dims(int rank, const struct ir_ilist *batch, const struct ir_ilist *contract, struct dot_dims *d)
 {
 	d->batch = *batch;
 	d->contract = *contract;
@@ -46,9 +45,8 @@ static int rank_in(const struct ir_ilist *set, int64_t dim)
 
 /* The gradient of one operand (self, dims s) given the other (dims od):
  * g's dims for the other's free part start at g_other. */
-static struct ir_value *dot_operand(struct gb *b, struct ir_value *g, int g_other,
-				    struct ir_value *other, const struct dot_dims *s,
-				    const struct dot_dims *od, const struct ir_value *self)
+static struct ir_value *dot_operand(struct gb *b, struct ir_value *g, int g_other, struct ir_value *other,
+				    const struct dot_dims *s, const struct dot_dims *od, const struct ir_value *self)
 {
 	struct ir_attrs a = { 0 };
 	struct ir_ilist gb_ = { .n = s->batch.n }, gc = { .n = od->free.n }, oc = od->free;
@@ -83,8 +81,7 @@ static struct ir_value *dot_operand(struct gb *b, struct ir_value *g, int g_othe
 	return gb_transpose(b, r, perm);
 }
 
-int grad_dot(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-	     struct ir_value **gin)
+int grad_dot(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin)
 {
 	struct ir_value *l = n->in[0], *r = n->in[1];
 	struct dot_dims ld, rd;
@@ -133,8 +130,9 @@ static struct ir_value *conv_input_grad(struct gb *b, const struct ir_node *n, s
 	}
 	wf = gb_reshape(b, gb_transpose(b, gb_reshape(b, wf, &s5), perm), &s_out);
 
-	struct ir_attrs a = { .groups = G, .stride = { .n = k }, .dilation = n->a.dilation,
-			      .pad_lo = { .n = k }, .pad_hi = { .n = k } };
+	struct ir_attrs a = {
+		.groups = G, .stride = { .n = k }, .dilation = n->a.dilation, .pad_lo = { .n = k }, .pad_hi = { .n = k }
+	};
 	struct ir_ilist cut_lo = { .n = k };
 	for (int i = 0; i < k; i++) {
 		int64_t S = x->shape.dims[i + 2], K = w->shape.dims[i + 2], s = n->a.stride.v[i];
@@ -176,8 +174,11 @@ static struct ir_value *conv_weight_grad(struct gb *b, const struct ir_node *n, 
 	/* x: [N, G, Cg, S] -> [Cg, G, N, S]; g: [N, G, Og, o] -> [G, Og, N, o]. */
 	struct ir_value *xr = gb_reshape(b, gb_transpose(b, gb_reshape(b, x, &xs), perm_x), &xm);
 	struct ir_value *gr = gb_reshape(b, gb_transpose(b, gb_reshape(b, g, &gs), perm_g), &gm);
-	struct ir_attrs a = { .groups = G, .stride = n->a.dilation, .dilation = n->a.stride,
-			      .pad_lo = n->a.pad_lo, .pad_hi = n->a.pad_hi };
+	struct ir_attrs a = { .groups = G,
+			      .stride = n->a.dilation,
+			      .dilation = n->a.stride,
+			      .pad_lo = n->a.pad_lo,
+			      .pad_hi = n->a.pad_hi };
 	struct ir_value *in[2] = { xr, gr };
 	struct ir_value *r = gb_op(b, IR_OP_CONV, 2, in, &a); /* [Cg, O, K'..] */
 	for (int i = 0; r && i < k; i++)
@@ -188,8 +189,7 @@ static struct ir_value *conv_weight_grad(struct gb *b, const struct ir_node *n, 
 	return gb_transpose(b, r, swap);
 }
 
-int grad_conv(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-	      struct ir_value **gin)
+int grad_conv(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin)
 {
 	if (want[0])
 		gin[0] = conv_input_grad(b, n, g);
@@ -254,8 +254,7 @@ int grad_window(struct gb *b, const struct ir_node *n, struct ir_value *g, struc
  * xhat = (x - mean) rstd over dims axis..; y = xhat scale + bias.
  * d x = rstd (gh - mean(gh) - xhat mean(gh xhat)) with gh = g scale;
  * d scale = sum over the leading dims of g xhat; d bias = sum of g. */
-int grad_layer_norm(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want,
-		    struct ir_value **gin)
+int grad_layer_norm(struct gb *b, const struct ir_node *n, struct ir_value *g, const bool *want, struct ir_value **gin)
 {
 	struct ir_value *x = n->in[0], *scale = n->in[1];
 	int r = x->shape.rank;
@@ -278,8 +277,7 @@ int grad_layer_norm(struct gb *b, const struct ir_node *n, struct ir_value *g, c
 	if (want[0]) {
 		struct ir_value *gh = gb_bin(b, IR_OP_MUL, g, gb_broadcast(b, scale, &x->shape, &tail));
 		struct ir_value *mg = gb_scale(b, gb_rowsum(b, gh, axis, r - 1), inv_m);
-		struct ir_value *mgx = gb_scale(b, gb_rowsum(b, gb_bin(b, IR_OP_MUL, gh, xhat), axis, r - 1),
-						inv_m);
+		struct ir_value *mgx = gb_scale(b, gb_rowsum(b, gb_bin(b, IR_OP_MUL, gh, xhat), axis, r - 1), inv_m);
 		struct ir_value *inner = gb_bin(b, IR_OP_SUB, gb_bin(b, IR_OP_SUB, gh, mg),
 						gb_bin(b, IR_OP_MUL, xhat, mgx));
 		gin[0] = gb_bin(b, IR_OP_MUL, rstd, inner);
@@ -362,8 +360,7 @@ int grad_gather(struct gb *b, const struct ir_node *n, struct ir_value *g, struc
 /* ---- pad: constant padding just drops the border; edge and reflect also
  * fold the border's gradient back onto the elements it copied, one dim at
  * a time (padding each dim in turn gives the same result). */
-static struct ir_value *unpad_dim(struct gb *b, struct ir_value *g, int d, int64_t lo, int64_t len,
-				  int64_t mode)
+static struct ir_value *unpad_dim(struct gb *b, struct ir_value *g, int d, int64_t lo, int64_t len, int64_t mode)
 {
 	int64_t hi = g->shape.dims[d] - lo - len;
 	struct ir_value *mid = gb_slice_dim(b, g, d, lo, lo + len);
@@ -382,8 +379,9 @@ static struct ir_value *unpad_dim(struct gb *b, struct ir_value *g, int d, int64
 			phi.v[d] = 0;
 		}
 		if (hi) {
-			struct ir_value *s = gb_reshape(b, gb_sum(b, gb_slice_dim(b, g, d, lo + len, lo + len + hi),
-								  &one), &row);
+			struct ir_value *s = gb_reshape(b,
+							gb_sum(b, gb_slice_dim(b, g, d, lo + len, lo + len + hi), &one),
+							&row);
 			plo.v[d] = len - 1;
 			acc = gb_accumulate(b, acc, gb_pad(b, s, &plo, &phi, 0));
 		}

@@ -38,12 +38,11 @@ static json_t *value_json(const struct ir_value *v, const char *name)
 	json_t *shape = json_array();
 	for (int i = 0; i < v->shape.rank; i++)
 		json_array_append_new(shape, json_integer(v->shape.dims[i]));
-	return json_pack("{s:s, s:s, s:o}", "name", name ? name : "", "dtype", ir_dtype_name(v->dtype),
-			 "shape", shape);
+	return json_pack("{s:s, s:s, s:o}", "name", name ? name : "", "dtype", ir_dtype_name(v->dtype), "shape", shape);
 }
 
-static int print_json(const struct ir_graph *g, const struct onnx_model_info *info,
-		      const struct inspect_stats *s, FILE *f)
+static int print_json(const struct ir_graph *g, const struct onnx_model_info *info, const struct inspect_stats *s,
+		      FILE *f)
 {
 	json_t *o = json_object(), *ins = json_array(), *outs = json_array(), *onnx = json_object(),
 	       *core = json_object();
@@ -86,8 +85,7 @@ static const char *human(double x, char *buf, size_t n, const char *unit)
 static void print_value(FILE *f, const struct ir_value *v, const char *name)
 {
 	char sh[IR_SHAPE_STR_MAX];
-	fprintf(f, "  %-24s %s%s\n", name ? name : "", ir_dtype_name(v->dtype),
-		ir_shape_str(&v->shape, sh, sizeof sh));
+	fprintf(f, "  %-24s %s%s\n", name ? name : "", ir_dtype_name(v->dtype), ir_shape_str(&v->shape, sh, sizeof sh));
 }
 
 int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, bool json, FILE *f)
@@ -105,8 +103,7 @@ int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, 
 	fprintf(f, "outputs:\n");
 	for (int i = 0; i < ir_graph_noutputs(g); i++)
 		print_value(f, ir_graph_output(g, i), ir_graph_output_name(g, i));
-	fprintf(f, "parameters: %lld (%s)\n", (long long)s.params,
-		human((double)s.param_bytes, b1, sizeof b1, "B"));
+	fprintf(f, "parameters: %lld (%s)\n", (long long)s.params, human((double)s.param_bytes, b1, sizeof b1, "B"));
 	fprintf(f, "forward FLOPs: %.6g (%s)\n", s.flops, human(s.flops, b2, sizeof b2, "FLOP"));
 	fprintf(f, "  of which dot/conv: %.6g (%s)\n", s.dot_flops, human(s.dot_flops, b2, sizeof b2, "FLOP"));
 	fprintf(f, "activation bytes: %lld (%s)\n", (long long)s.activation_bytes,
@@ -138,8 +135,10 @@ int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool j
 	double state = grads * slots, total = params + grads + state;
 	char b1[32], b2[32], b3[32];
 	if (json) {
-		fprintf(f, "{\"optimizer\": \"%s\", \"gradient_bytes\": %.0f, \"optimizer_state_bytes\": %.0f, "
-			   "\"train_total_bytes\": %.0f}\n", names[optim], grads, state, total);
+		fprintf(f,
+			"{\"optimizer\": \"%s\", \"gradient_bytes\": %.0f, \"optimizer_state_bytes\": %.0f, "
+			"\"train_total_bytes\": %.0f}\n",
+			names[optim], grads, state, total);
 		return 0;
 	}
 	fprintf(f, "training (%s): gradients %s, optimizer state %s, with parameters %s\n", names[optim],

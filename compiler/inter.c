@@ -53,7 +53,7 @@ void inter_plan_free(struct inter_plan *p)
  * c]], the c-th logical mesh of sub-mesh m. */
 struct meshes {
 	int nmesh, ncfg, maxc;
-	int dev[MAX_SUBMESH];             /* devices of sub-mesh m */
+	int dev[MAX_SUBMESH]; /* devices of sub-mesh m */
 	struct inter_config cfg[MAX_CONFIGS];
 	int cfg_of[MAX_CONFIGS];
 };
@@ -107,9 +107,9 @@ struct search {
 	int L, m;
 	const struct inter_layer_cost *cost; /* [L * ncfg] */
 	const struct inter_layer_cost *lean; /* [L * ncfg], or NULL (inference) */
-	const bool *overlap;      /* per stage of the assignment timed: cost holds its
-				   * layers solved with the reduction overlapped; or NULL */
-	const struct inter_step_mem *real; /* training: what the lowering keeps; or NULL */
+	const bool *overlap;                 /* per stage of the assignment timed: cost holds its
+					      * layers solved with the reduction overlapped; or NULL */
+	const struct inter_step_mem *real;   /* training: what the lowering keeps; or NULL */
 };
 
 /* Per-stage choices the DP makes besides the mesh: bits of a config. */
@@ -126,8 +126,8 @@ static void real_act(const struct search *s, int l, int r, int k, int opt, struc
 	const struct inter_step_mem *m = s->real;
 	double act = 0, once = 0, upd = 0, least = 1.0 / (s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
 	for (int x = l; x <= r; x++) {
-		const struct inter_layer_cost *y =
-			&(opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
+		const struct inter_layer_cost *y = &(
+			opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
 		/* a fraction between one device's even share and all */
 		double f = least < 1 && m->model[x] > 0 ? fmax(fmin(y->mem_act / m->model[x], 1), least) : 1;
 		act += m->own[x] * f + (x == l ? m->cross[x] * f : 0);
@@ -165,8 +165,8 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
 	bool zero = opt & OPT_ZERO;
 	for (int x = l; x <= r; x++) {
-		const struct inter_layer_cost *y =
-			&(opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
+		const struct inter_layer_cost *y = &(
+			opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
 		if (!y->ok)
 			return false;
 		sum->t_mb += y->t_mb;
@@ -257,8 +257,9 @@ static int simulate(const struct search *s, int np, const struct inter_layer_cos
 		x[k] = i + 1 < np ? xf[i] : wrap;
 	}
 	rc = sched_build(sch, np, s->m, v, &sc);
-	struct sched_costs c = { .t_fwd = tf, .t_bwd = tb, .t_xfer = nv > 1 ? x : NULL, .act_bytes = act,
-				 .static_bytes = st };
+	struct sched_costs c = {
+		.t_fwd = tf, .t_bwd = tb, .t_xfer = nv > 1 ? x : NULL, .act_bytes = act, .static_bytes = st
+	};
 	if (rc == 0)
 		rc = sched_simulate(&sc, &c, &sim);
 	if (rc == 0) {
@@ -283,7 +284,8 @@ static void describe(const struct search *s, const struct stage_dp_result *dr, c
 		int opt, optn;
 		int k = config_of(s, dr->stages[i].mesh, dr->stages[i].config, &opt);
 		any |= opt;
-		int kn = i + 1 < dr->nstages ? config_of(s, dr->stages[i + 1].mesh, dr->stages[i + 1].config, &optn) : -1;
+		int kn = i + 1 < dr->nstages ? config_of(s, dr->stages[i + 1].mesh, dr->stages[i + 1].config, &optn)
+					     : -1;
 		if (kn >= 0 && s->ms->cfg[kn].n0 == s->ms->cfg[k].n0 && s->ms->cfg[kn].n1 == s->ms->cfg[k].n1)
 			continue;
 		if (at < n)
@@ -341,15 +343,20 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		best->nweighed++;
 		if (!ok || (np == 1 && sch == COST_SCHED_GPIPE)) /* one stage: 1F1B's twin */
 			continue;
-		struct inter_alt alt = { .micro_batch = b, .micro = s->m, .sched = (enum cost_sched)sch, .v = v,
-					 .nstages = np, .step_time = T, .mem_peak = peak };
+		struct inter_alt alt = { .micro_batch = b,
+					 .micro = s->m,
+					 .sched = (enum cost_sched)sch,
+					 .v = v,
+					 .nstages = np,
+					 .step_time = T,
+					 .mem_peak = peak };
 		describe(s, dr, alt.stages, sizeof alt.stages);
 		if (s->overlap)
 			snprintf(alt.stages + strlen(alt.stages), sizeof alt.stages - strlen(alt.stages), " overlap");
 		inter_alt_keep(best, &alt);
 		*t_min = fmin(*t_min, T);
-		if (*have && (T > best->step_time * (1 + 1e-9) ||
-			      (T >= best->step_time * (1 - 1e-9) && peak >= best->mem_peak)))
+		if (*have &&
+		    (T > best->step_time * (1 + 1e-9) || (T >= best->step_time * (1 - 1e-9) && peak >= best->mem_peak)))
 			continue;
 		struct inter_stage *stages = ir_calloc((size_t)np, sizeof *stages);
 		if (!stages)
@@ -359,19 +366,29 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			int opt;
 			int k = config_of(s, st->mesh, st->config, &opt);
 			stages[i] = (struct inter_stage){
-				.recompute = opt & OPT_RECOMPUTE, .zero = opt & OPT_ZERO, .lean = opt & OPT_LEAN,
+				.recompute = opt & OPT_RECOMPUTE,
+				.zero = opt & OPT_ZERO,
+				.lean = opt & OPT_LEAN,
 				.overlap = s->overlap && s->overlap[i],
 				.mem_once = stage_once(&sum[i], infl[i]),
 				.t_optim = sum[i].t_optim,
-				.layer_first = st->first, .layer_last = st->last,
-				.node_first = s->cl->first[st->first], .node_last = s->cl->first[st->last + 1],
-				.rows = s->ms->cfg[k].rows, .cols = s->ms->cfg[k].cols, .n0 = s->ms->cfg[k].n0, .n1 = s->ms->cfg[k].n1,
-				.t_mb = sum[i].t_mb, .t_sync = sum[i].t_sync,
+				.layer_first = st->first,
+				.layer_last = st->last,
+				.node_first = s->cl->first[st->first],
+				.node_last = s->cl->first[st->last + 1],
+				.rows = s->ms->cfg[k].rows,
+				.cols = s->ms->cfg[k].cols,
+				.n0 = s->ms->cfg[k].n0,
+				.n1 = s->ms->cfg[k].n1,
+				.t_mb = sum[i].t_mb,
+				.t_sync = sum[i].t_sync,
 				.t_xfer = i + 1 < np ? xf[i] : 0,
-				.mem_state = sum[i].mem_state, .mem_act = sum[i].mem_act,
+				.mem_state = sum[i].mem_state,
+				.mem_act = sum[i].mem_act,
 				.inflight = infl[i],
 			};
-			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act + stages[i].mem_once;
+			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act +
+					stages[i].mem_once;
 		}
 		ir_free(best->stages);
 		best->stages = stages;
@@ -470,7 +487,8 @@ int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max)
 	}
 	for (int i = 1; i < n; i++) /* nearest to best first (ratio) */
 		for (int j = i; j > 0; j--) {
-			double a = fabs(log((double)cand[j] / (double)best)), p = fabs(log((double)cand[j - 1] / (double)best));
+			double a = fabs(log((double)cand[j] / (double)best)),
+			       p = fabs(log((double)cand[j - 1] / (double)best));
 			if (a >= p)
 				break;
 			int64_t t = cand[j];
@@ -488,20 +506,27 @@ static int check_batch(const struct inter_opts *o, int64_t *B)
 	if (*B <= 0)
 		return ir_errorf(-EINVAL, "the model's batch dimension is symbolic: give --batch B (samples per step)");
 	if (b0 > 0 && *B < b0)
-		return ir_errorf(-EINVAL, "--batch %lld is smaller than the model's batch %lld (the micro-batch "
-				 "size): the smallest valid is %lld", (long long)*B, (long long)b0, (long long)b0);
+		return ir_errorf(-EINVAL,
+				 "--batch %lld is smaller than the model's batch %lld (the micro-batch "
+				 "size): the smallest valid is %lld",
+				 (long long)*B, (long long)b0, (long long)b0);
 	if (b0 > 0 && *B % b0)
-		return ir_errorf(-EINVAL, "--batch %lld is not a multiple of the model's batch %lld (the micro-batch "
-				 "size): the nearest valid are %lld and %lld", (long long)*B, (long long)b0,
-				 (long long)(*B / b0 * b0), (long long)((*B / b0 + 1) * b0));
+		return ir_errorf(-EINVAL,
+				 "--batch %lld is not a multiple of the model's batch %lld (the micro-batch "
+				 "size): the nearest valid are %lld and %lld",
+				 (long long)*B, (long long)b0, (long long)(*B / b0 * b0),
+				 (long long)((*B / b0 + 1) * b0));
 	if (b0 > 0 && o->micro > 0 && *B != b0 * o->micro)
-		return ir_errorf(-EINVAL, "--batch %lld with %d micro-batches of the model's %lld samples: the batch "
-				 "would be %lld", (long long)*B, o->micro, (long long)b0, (long long)(b0 * o->micro));
+		return ir_errorf(-EINVAL,
+				 "--batch %lld with %d micro-batches of the model's %lld samples: the batch "
+				 "would be %lld",
+				 (long long)*B, o->micro, (long long)b0, (long long)(b0 * o->micro));
 	if (b0 == 0 && o->micro > 0 && *B % o->micro) {
 		int64_t lo = *B / o->micro * o->micro;
-		return ir_errorf(-EINVAL, "--batch %lld does not split into %d micro-batches: the nearest valid "
-				 "batches are %lld and %lld", (long long)*B, o->micro,
-				 (long long)(lo ? lo : o->micro), (long long)(lo + o->micro));
+		return ir_errorf(-EINVAL,
+				 "--batch %lld does not split into %d micro-batches: the nearest valid "
+				 "batches are %lld and %lld",
+				 (long long)*B, o->micro, (long long)(lo ? lo : o->micro), (long long)(lo + o->micro));
 	}
 	return 0;
 }
@@ -556,20 +581,26 @@ static int forced_stages(const struct cost_cluster *c, const struct inter_opts *
 		return ir_errorf(-EINVAL, "stages %d and mesh %dx%d: expected 0 (searched) or positive sizes",
 				 o->stages, o->mesh0, o->mesh1);
 	if (o->stages > D)
-		return ir_errorf(-EINVAL, "--stages %d: more stages than the %d devices of cluster %s (a stage "
-				 "needs at least one)", o->stages, D, c->name);
+		return ir_errorf(-EINVAL,
+				 "--stages %d: more stages than the %d devices of cluster %s (a stage "
+				 "needs at least one)",
+				 o->stages, D, c->name);
 	if (d > 0 && ms->nmesh == 0) {
 		int rows[MAX_SUBMESH], cols[MAX_SUBMESH];
 		int n = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
 		char sizes[256];
 		for (int k = 0, at = 0; k < n && at < (int)sizeof sizes - 16; k++)
 			at += snprintf(sizes + at, sizeof sizes - (size_t)at, "%s%d", k ? ", " : "", rows[k] * cols[k]);
-		return ir_errorf(-EINVAL, "--mesh %dx%d: no sub-mesh of cluster %s has %d devices (its sub-meshes "
-				 "have %s)", o->mesh0, o->mesh1, c->name, d, sizes);
+		return ir_errorf(-EINVAL,
+				 "--mesh %dx%d: no sub-mesh of cluster %s has %d devices (its sub-meshes "
+				 "have %s)",
+				 o->mesh0, o->mesh1, c->name, d, sizes);
 	}
 	if (d > 0 && o->stages > 0 && d * o->stages != D)
-		return ir_errorf(-EINVAL, "--stages %d with --mesh %dx%d takes %d devices, cluster %s has %d (a plan "
-				 "uses every device)", o->stages, o->mesh0, o->mesh1, d * o->stages, c->name, D);
+		return ir_errorf(-EINVAL,
+				 "--stages %d with --mesh %dx%d takes %d devices, cluster %s has %d (a plan "
+				 "uses every device)",
+				 o->stages, o->mesh0, o->mesh1, d * o->stages, c->name, D);
 	if (d > 0 && D % d)
 		return ir_errorf(-EINVAL, "--mesh %dx%d: the %d devices of cluster %s do not split into stages of %d",
 				 o->mesh0, o->mesh1, D, c->name, d);
@@ -577,8 +608,10 @@ static int forced_stages(const struct cost_cluster *c, const struct inter_opts *
 		*P = D / d;
 	char why[96];
 	if (o->layers > 0 && *P > o->layers)
-		return ir_errorf(-EINVAL, "%s: more stages than the %d layers of --layers (a stage holds at least "
-				 "one layer)", forced_str(o, *P, why, sizeof why), o->layers);
+		return ir_errorf(-EINVAL,
+				 "%s: more stages than the %d layers of --layers (a stage holds at least "
+				 "one layer)",
+				 forced_str(o, *P, why, sizeof why), o->layers);
 	if (*P > 64) /* try_schedules' arrays */
 		return ir_errorf(-EINVAL, "%s: more than 64 stages", forced_str(o, *P, why, sizeof why));
 	return 0;
@@ -613,8 +646,9 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	struct inter_step_mem real = { 0 };
 	if (rc == 0 && env->train && o->lowered_memory)
 		rc = inter_step_measure(env, o, b, m, g, &cl, &real);
-	struct search s = { .env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean,
-			    .real = &real };
+	struct search s = {
+		.env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean, .real = &real
+	};
 	if (rc == 0) {
 		/* lower bounds on any pipeline: the largest layer alone on its
 		 * leanest mesh, and every layer's bytes over all devices spread evenly */
@@ -639,7 +673,7 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 						least = fmin(least, mem);
 						/* a working set is held once per stage, not per layer */
 						least_total = fmin(least_total, (sum.mem_state + sum.mem_act) *
-									      ms->dev[x / (NOPT * ms->maxc)]);
+											ms->dev[x / (NOPT * ms->maxc)]);
 					}
 				}
 			worst_layer = fmax(worst_layer, least);
@@ -650,8 +684,16 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 			for (int x = 0; x < ms->nmesh; x++)
 				xf[r * ms->nmesh + x] = xfer_time(&s, r, ms->dev[x]);
 		struct stage_dp_problem p = {
-			.nlayers = L, .nmeshes = ms->nmesh, .mesh_devices = ms->dev, .nconfigs = NOPT * ms->maxc,
-			.ndevices = env->c->ndevices, .nmicro = m, .t = t, .xfer = xf, .fits = fits, .ctx = &s,
+			.nlayers = L,
+			.nmeshes = ms->nmesh,
+			.mesh_devices = ms->dev,
+			.nconfigs = NOPT * ms->maxc,
+			.ndevices = env->c->ndevices,
+			.nmicro = m,
+			.t = t,
+			.xfer = xf,
+			.fits = fits,
+			.ctx = &s,
 			.max_stages = env->stages ? env->stages : 64, /* try_schedules' arrays */
 			.min_stages = env->stages,
 		};
@@ -697,30 +739,42 @@ static int not_fit(const struct cost_cluster *c, const struct inter_opts *o, int
 {
 	char need[IR_BYTES_STRLEN], pipe[IR_BYTES_STRLEN], have_b[IR_BYTES_STRLEN], why[96];
 	if (P > 0 && isfinite(least_layer))
-		return ir_errorf(-ENOSPC, "%s: no plan of %d stage%s fits cluster %s: a pipeline needs at least %s "
+		return ir_errorf(-ENOSPC,
+				 "%s: no plan of %d stage%s fits cluster %s: a pipeline needs at least %s "
 				 "per device (its largest layer alone, or all layers spread evenly, one micro-batch in "
-				 "flight); the limit is %s", forced_str(o, P, why, sizeof why), P, P == 1 ? "" : "s",
-				 c->name, ir_bytes_str(least_layer, pipe), ir_bytes_str(limit, have_b));
+				 "flight); the limit is %s",
+				 forced_str(o, P, why, sizeof why), P, P == 1 ? "" : "s", c->name,
+				 ir_bytes_str(least_layer, pipe), ir_bytes_str(limit, have_b));
 	if (P > 0)
-		return ir_errorf(-ENOSPC, "%s: no plan of %d stage%s fits cluster %s: some layer fits no allowed "
-				 "sub-mesh's %s per device, even fully sharded", forced_str(o, P, why, sizeof why), P,
-				 P == 1 ? "" : "s", c->name, ir_bytes_str(limit, have_b));
+		return ir_errorf(-ENOSPC,
+				 "%s: no plan of %d stage%s fits cluster %s: some layer fits no allowed "
+				 "sub-mesh's %s per device, even fully sharded",
+				 forced_str(o, P, why, sizeof why), P, P == 1 ? "" : "s", c->name,
+				 ir_bytes_str(limit, have_b));
 	if (isfinite(least_layer))
-		return ir_errorf(-ENOSPC, "the model does not fit cluster %s: as one stage it needs %s%s per "
+		return ir_errorf(-ENOSPC,
+				 "the model does not fit cluster %s: as one stage it needs %s%s per "
 				 "device, as a pipeline at least %s (its largest layer alone, or all layers "
-				 "spread evenly, one micro-batch in flight); the limit is %s", c->name,
-				 isfinite(least) ? "at least " : "",
+				 "spread evenly, one micro-batch in flight); the limit is %s",
+				 c->name, isfinite(least) ? "at least " : "",
 				 isfinite(least) ? ir_bytes_str(least, need) : "more than the cluster",
 				 ir_bytes_str(least_layer, pipe), ir_bytes_str(limit, have_b));
-	return ir_errorf(-ENOSPC, "the model does not fit cluster %s: some layer fits no sub-mesh's "
-			 "%s per device, even fully sharded", c->name, ir_bytes_str(limit, have_b));
+	return ir_errorf(-ENOSPC,
+			 "the model does not fit cluster %s: some layer fits no sub-mesh's "
+			 "%s per device, even fully sharded",
+			 c->name, ir_bytes_str(limit, have_b));
 }
 
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p)
 {
 	memset(p, 0, sizeof *p);
 	double t0 = ir_now();
-	struct inter_env env = { .c = c, .train = o->train, .optim = o->optim, .prec = o->prec, .cal = o->cal, .opts = o,
+	struct inter_env env = { .c = c,
+				 .train = o->train,
+				 .optim = o->optim,
+				 .prec = o->prec,
+				 .cal = o->cal,
+				 .opts = o,
 				 .no_interleaved = o->no_interleaved };
 	struct cost_device dev;
 	cost_cluster_effective(c, &dev, &env.intra, &env.inter, &env.per_node);

@@ -72,7 +72,8 @@ void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bo
 	o->step_share = 1.0 / micro;
 	if (overlap)
 		o->sync_share = INTER_SYNC_OVERLAP / micro;
-	o->inputs_resident = true; /* activations of the layer before (data loading overlaps the step, as in the report) */
+	o->inputs_resident =
+		true; /* activations of the layer before (data loading overlaps the step, as in the report) */
 }
 
 double inter_trained_numel(const struct ir_graph *g)
@@ -186,15 +187,15 @@ struct pool {
 	const struct cluster_result *cl;
 	const struct inter_config *cfg;
 	int ncfg, micro;
-	bool overlap;             /* inter_layer_opts' */
-	double model;             /* inter_trained_numel(g) */
-	const bool *saved;        /* intra_saved_values(g), training */
+	bool overlap;      /* inter_layer_opts' */
+	double model;      /* inter_trained_numel(g) */
+	const bool *saved; /* intra_saved_values(g), training */
 	struct inter_layer_cost *cost, *lean;
-	const int *job;           /* l * ncfg + c, layers solved for themselves */
+	const int *job; /* l * ncfg + c, layers solved for themselves */
 	int njobs;
 	atomic_int next;
 	pthread_mutex_t lock;
-	int rc;                   /* the first error, its message in err */
+	int rc; /* the first error, its message in err */
 	char err[512];
 };
 
@@ -207,7 +208,8 @@ static void *worker(void *arg)
 			break;
 		int l = p->job[j] / p->ncfg, c = p->job[j] % p->ncfg;
 		int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro,
-				     p->overlap, p->model, p->saved, &p->cost[p->job[j]], p->lean ? &p->lean[p->job[j]] : NULL);
+				     p->overlap, p->model, p->saved, &p->cost[p->job[j]],
+				     p->lean ? &p->lean[p->job[j]] : NULL);
 		if (rc < 0) {
 			pthread_mutex_lock(&p->lock);
 			if (p->rc == 0) {
@@ -245,9 +247,9 @@ static int run_pool(struct pool *p)
 	return p->rc < 0 ? ir_errorf(p->rc, "%s", p->err) : 0;
 }
 
-int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, int micro, const bool *overlap,
-		      struct inter_layer_cost *cost, struct inter_layer_cost *lean, int *nsolved)
+int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl, int ncfg,
+		      const struct inter_config *cfg, int micro, const bool *overlap, struct inter_layer_cost *cost,
+		      struct inter_layer_cost *lean, int *nsolved)
 {
 	int L = cl->nlayers, rc = 0;
 	char **sig = ir_calloc((size_t)L, sizeof *sig);
@@ -280,14 +282,25 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 				job[njobs++] = l * ncfg + c;
 		}
 	bool *saved = env->train ? intra_saved_values(g) : NULL;
-	struct pool p = { .env = env, .g = g, .cl = cl, .cfg = cfg, .ncfg = ncfg, .micro = micro, .overlap = overlap,
-			  .cost = cost, .model = inter_trained_numel(g), .saved = saved, .lean = overlap ? NULL : lean,
-			  .job = job, .njobs = njobs };
+	struct pool p = { .env = env,
+			  .g = g,
+			  .cl = cl,
+			  .cfg = cfg,
+			  .ncfg = ncfg,
+			  .micro = micro,
+			  .overlap = overlap,
+			  .cost = cost,
+			  .model = inter_trained_numel(g),
+			  .saved = saved,
+			  .lean = overlap ? NULL : lean,
+			  .job = job,
+			  .njobs = njobs };
 	rc = env->train && !saved ? ir_errorf(-ENOMEM, "out of memory costing layers") : run_pool(&p);
 	ir_free(saved);
 	for (int l = 0; l < L && rc == 0; l++)
 		for (int c = 0; c < ncfg && same[l] != l; c++) {
-			size_t at = (size_t)l * (size_t)ncfg + (size_t)c, from = (size_t)same[l] * (size_t)ncfg + (size_t)c;
+			size_t at = (size_t)l * (size_t)ncfg + (size_t)c,
+			       from = (size_t)same[l] * (size_t)ncfg + (size_t)c;
 			if (overlap && !overlap[at])
 				continue;
 			cost[at] = cost[from];

@@ -13,42 +13,42 @@ struct inter_env {
 	const struct cost_cluster *c;
 	bool train;
 	enum cost_optim optim;
-	int prec;                 /* enum cost_prec or -1 */
-	double mem_limit;         /* bytes per device */
+	int prec;         /* enum cost_prec or -1 */
+	double mem_limit; /* bytes per device */
 	const struct cost_calib *cal;
 	const struct inter_opts *opts; /* what the layer solves take from the user */
 	struct cost_state_bytes state; /* per parameter */
-	double peak_flops;        /* one device at the step's precision */
-	double elem_scale;        /* f32 activation bytes -> bytes in the step (0.5 mixed) */
+	double peak_flops;             /* one device at the step's precision */
+	double elem_scale;             /* f32 activation bytes -> bytes in the step (0.5 mixed) */
 	struct cost_link intra, inter;
-	int per_node;             /* devices per node */
-	bool no_interleaved;      /* inter_opts.no_interleaved */
-	int stages;               /* the exact stage count (inter_opts.stages, or what
-				   * a forced mesh implies); 0: searched */
+	int per_node;        /* devices per node */
+	bool no_interleaved; /* inter_opts.no_interleaved */
+	int stages;          /* the exact stage count (inter_opts.stages, or what
+			      * a forced mesh implies); 0: searched */
 };
 
 /* One (sub-mesh, logical mesh) choice: the DP's (m, c) flattened. */
 struct inter_config {
-	int mesh;                 /* index into the sub-mesh list */
-	int rows, cols;           /* the sub-mesh: nodes x devices */
-	int n0, n1;               /* its logical mesh */
+	int mesh;       /* index into the sub-mesh list */
+	int rows, cols; /* the sub-mesh: nodes x devices */
+	int n0, n1;     /* its logical mesh */
 };
 
 struct inter_layer_cost {
-	bool ok;                  /* a plan fits device memory */
-	double t_mb;              /* s per micro-batch, forward and backward */
-	double t_sync;            /* s per step: gradient reduction */
+	bool ok;                        /* a plan fits device memory */
+	double t_mb;                    /* s per micro-batch, forward and backward */
+	double t_sync;                  /* s per step: gradient reduction */
 	double t_optim, t_optim_nozero; /* s per step: optimizer update with and without ZeRO-1 */
-	double mem_state;         /* bytes per device: params, grads, optimizer (ZeRO-1) */
-	double mem_state_nozero;  /* the same without ZeRO-1 */
-	double mem_act;           /* bytes per device one micro-batch keeps for its backward pass */
-	double mem_once;          /* bytes per device held once: the working set above what is kept */
-	double mem_upd;           /* bytes per device of the update's temporaries (measured
-				   * ranges only, inter_step.c), held after the last
-				   * micro-batch instead of activations and mem_once */
-	double mem_in_kept;       /* of mem_act, the layer's inputs (kept by the layer before too, */
-	double mem_out_kept;      /* of mem_act, its outputs     when that one keeps its outputs) */
-	double mem_in_dup;        /* of mem_in_kept, inputs the layer before keeps in another form */
+	double mem_state;               /* bytes per device: params, grads, optimizer (ZeRO-1) */
+	double mem_state_nozero;        /* the same without ZeRO-1 */
+	double mem_act;                 /* bytes per device one micro-batch keeps for its backward pass */
+	double mem_once;                /* bytes per device held once: the working set above what is kept */
+	double mem_upd;                 /* bytes per device of the update's temporaries (measured
+					 * ranges only, inter_step.c), held after the last
+					 * micro-batch instead of activations and mem_once */
+	double mem_in_kept;             /* of mem_act, the layer's inputs (kept by the layer before too, */
+	double mem_out_kept;            /* of mem_act, its outputs     when that one keeps its outputs) */
+	double mem_in_dup;              /* of mem_in_kept, inputs the layer before keeps in another form */
 };
 
 /* What the lowering of a pipelined train step keeps per micro-batch, per
@@ -85,9 +85,9 @@ int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max);
  * the layer and config pairs solved). With overlap (not NULL): only the
  * pairs it marks, solved with the gradient reduction overlapped
  * (inter_layer_opts), and no lean variants. */
-int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl,
-		      int ncfg, const struct inter_config *cfg, int micro, const bool *overlap,
-		      struct inter_layer_cost *cost, struct inter_layer_cost *lean, int *nsolved);
+int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, const struct cluster_result *cl, int ncfg,
+		      const struct inter_config *cfg, int micro, const bool *overlap, struct inter_layer_cost *cost,
+		      struct inter_layer_cost *lean, int *nsolved);
 
 /* Keeps a plan weighed among p's fastest (p->alt, fastest first; ties:
  * less memory, then the earlier weighed). */

@@ -68,14 +68,15 @@ static double gib(double b)
 
 int inter_explain(const struct inter_plan *p, FILE *f)
 {
-	fprintf(f, "plan: %d stage%s over %d devices, %d layers; schedule %s", p->nstages,
-		p->nstages == 1 ? "" : "s", p->devices, p->nlayers, cost_sched_name(p->sched));
+	fprintf(f, "plan: %d stage%s over %d devices, %d layers; schedule %s", p->nstages, p->nstages == 1 ? "" : "s",
+		p->devices, p->nlayers, cost_sched_name(p->sched));
 	if (p->sched == COST_SCHED_INTERLEAVED)
 		fprintf(f, " (%d chunks per device)", p->v);
 	fprintf(f, ", %d micro-batch%s of %lld (batch %lld)\n", p->micro, p->micro == 1 ? "" : "es",
 		(long long)p->micro_batch, (long long)p->batch);
-	fprintf(f, "  stage  layers   nodes          sub-mesh  logical  per micro-batch  transfer   grad sync     update  "
-		   "memory/device\n");
+	fprintf(f,
+		"  stage  layers   nodes          sub-mesh  logical  per micro-batch  transfer   grad sync     update  "
+		"memory/device\n");
 	for (int i = 0; i < p->nstages; i++) {
 		const struct inter_stage *s = &p->stages[i];
 		char layers[32], nodes[32], sub[16], mesh[16];
@@ -84,16 +85,17 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 		snprintf(sub, sizeof sub, "%dx%d", s->rows, s->cols);
 		snprintf(mesh, sizeof mesh, "%dx%d", s->n0, s->n1);
 		char b[4][IR_BYTES_STRLEN];
-		fprintf(f, "  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.3f ms  %9s (%s state%s + %.1f x %s",
+		fprintf(f,
+			"  %5d  %-7s  %-13s  %-8s  %-7s  %12.3f ms  %6.3f ms  %6.3f ms  %6.3f ms  %9s (%s state%s + %.1f x %s",
 			i, layers, nodes, sub, mesh, s->t_mb * 1e3, s->t_xfer * 1e3, s->t_sync * 1e3, s->t_optim * 1e3,
-			ir_bytes_str(s->mem, b[0]), ir_bytes_str(s->mem_state, b[1]), s->zero && p->train ? " ZeRO-1" : "",
-			s->inflight, ir_bytes_str(s->mem_act, b[2]));
+			ir_bytes_str(s->mem, b[0]), ir_bytes_str(s->mem_state, b[1]),
+			s->zero && p->train ? " ZeRO-1" : "", s->inflight, ir_bytes_str(s->mem_act, b[2]));
 		fprintf(f, " + %s%s%s%s)\n", ir_bytes_str(s->mem_once, b[3]), s->recompute ? "; recomputed" : "",
 			s->lean ? "; lean: state split at a price" : "",
 			s->overlap ? "; solved with its gradient sync overlapped" : "");
 	}
-	fprintf(f, "step time %.3f ms, throughput %.4g samples/s, MFU %.1f%%\n", p->step_time * 1e3,
-		p->samples_per_s, 100 * p->mfu);
+	fprintf(f, "step time %.3f ms, throughput %.4g samples/s, MFU %.1f%%\n", p->step_time * 1e3, p->samples_per_s,
+		100 * p->mfu);
 	fprintf(f, "memory per device: peak %.2f GiB of %.2f GiB\n", gib(p->mem_peak), gib(p->mem_limit));
 	fprintf(f, "search: %.3f s, %d intra-op solves\n", p->search_s, p->nsolved);
 	inter_alts_print(p->alt, p->nalt, p->nweighed, p->step_time, f);

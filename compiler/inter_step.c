@@ -154,7 +154,8 @@ static int measure(const struct train_step *ts, int L, const struct cost_state_b
 	for (int i = 0; i < ts->nparams; i++) {
 		int x = ts->param_stage ? ts->param_stage[i] : 0;
 		if (x >= 0 && x < L)
-			m->state[x] += (double)ir_shape_numel(&ts->params[i]->shape) * (st->params + st->grads + st->optim);
+			m->state[x] += (double)ir_shape_numel(&ts->params[i]->shape) *
+				       (st->params + st->grads + st->optim);
 	}
 	ir_free(dyn);
 	ir_free(lo);

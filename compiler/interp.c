@@ -72,32 +72,51 @@ static int64_t f64_to_i64(double v)
 }
 
 /* One typed loop: dst[i] = E for i < n, where p[i] is the tensor side. */
-#define LOAD(T, E)                                         \
-	do {                                               \
-		const T *p = (const T *)t->data + off;     \
-		for (int64_t i = 0; i < n; i++)            \
-			dst[i] = (E);                      \
+#define LOAD(T, E)                                     \
+	do {                                           \
+		const T *p = (const T *)t->data + off; \
+		for (int64_t i = 0; i < n; i++)        \
+			dst[i] = (E);                  \
 	} while (0)
-#define STORE(T, E)                                        \
-	do {                                               \
-		T *p = (T *)t->data + off;                 \
-		for (int64_t i = 0; i < n; i++)            \
-			p[i] = (E);                        \
+#define STORE(T, E)                             \
+	do {                                    \
+		T *p = (T *)t->data + off;      \
+		for (int64_t i = 0; i < n; i++) \
+			p[i] = (E);             \
 	} while (0)
 
 void interp_load_f64(const struct ir_tensor *t, int64_t off, int64_t n, double *dst)
 {
 	switch (t->dtype) {
-	case IR_F64: LOAD(double, p[i]); return;
-	case IR_F32: LOAD(float, p[i]); return;
-	case IR_F16: LOAD(uint16_t, ir_f16_to_f32(p[i])); return;
-	case IR_BF16: LOAD(uint16_t, ir_bf16_to_f32(p[i])); return;
-	case IR_I64: LOAD(int64_t, (double)p[i]); return;
-	case IR_I32: LOAD(int32_t, p[i]); return;
-	case IR_I8: LOAD(int8_t, p[i]); return;
-	case IR_U8: LOAD(uint8_t, p[i]); return;
-	case IR_BOOL: LOAD(uint8_t, p[i] != 0); return;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		LOAD(double, p[i]);
+		return;
+	case IR_F32:
+		LOAD(float, p[i]);
+		return;
+	case IR_F16:
+		LOAD(uint16_t, ir_f16_to_f32(p[i]));
+		return;
+	case IR_BF16:
+		LOAD(uint16_t, ir_bf16_to_f32(p[i]));
+		return;
+	case IR_I64:
+		LOAD(int64_t, (double)p[i]);
+		return;
+	case IR_I32:
+		LOAD(int32_t, p[i]);
+		return;
+	case IR_I8:
+		LOAD(int8_t, p[i]);
+		return;
+	case IR_U8:
+		LOAD(uint8_t, p[i]);
+		return;
+	case IR_BOOL:
+		LOAD(uint8_t, p[i] != 0);
+		return;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -105,16 +124,35 @@ void interp_load_f64(const struct ir_tensor *t, int64_t off, int64_t n, double *
 void interp_load_i64(const struct ir_tensor *t, int64_t off, int64_t n, int64_t *dst)
 {
 	switch (t->dtype) {
-	case IR_F64: LOAD(double, f64_to_i64(p[i])); return;
-	case IR_F32: LOAD(float, f64_to_i64(p[i])); return;
-	case IR_F16: LOAD(uint16_t, f64_to_i64(ir_f16_to_f32(p[i]))); return;
-	case IR_BF16: LOAD(uint16_t, f64_to_i64(ir_bf16_to_f32(p[i]))); return;
-	case IR_I64: LOAD(int64_t, p[i]); return;
-	case IR_I32: LOAD(int32_t, p[i]); return;
-	case IR_I8: LOAD(int8_t, p[i]); return;
-	case IR_U8: LOAD(uint8_t, p[i]); return;
-	case IR_BOOL: LOAD(uint8_t, p[i] != 0); return;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		LOAD(double, f64_to_i64(p[i]));
+		return;
+	case IR_F32:
+		LOAD(float, f64_to_i64(p[i]));
+		return;
+	case IR_F16:
+		LOAD(uint16_t, f64_to_i64(ir_f16_to_f32(p[i])));
+		return;
+	case IR_BF16:
+		LOAD(uint16_t, f64_to_i64(ir_bf16_to_f32(p[i])));
+		return;
+	case IR_I64:
+		LOAD(int64_t, p[i]);
+		return;
+	case IR_I32:
+		LOAD(int32_t, p[i]);
+		return;
+	case IR_I8:
+		LOAD(int8_t, p[i]);
+		return;
+	case IR_U8:
+		LOAD(uint8_t, p[i]);
+		return;
+	case IR_BOOL:
+		LOAD(uint8_t, p[i] != 0);
+		return;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -122,16 +160,35 @@ void interp_load_i64(const struct ir_tensor *t, int64_t off, int64_t n, int64_t 
 void interp_store_f64(struct ir_tensor *t, int64_t off, int64_t n, const double *src)
 {
 	switch (t->dtype) {
-	case IR_F64: STORE(double, src[i]); return;
-	case IR_F32: STORE(float, (float)src[i]); return;
-	case IR_F16: STORE(uint16_t, ir_f32_to_f16(f64_to_f32_odd(src[i]))); return;
-	case IR_BF16: STORE(uint16_t, ir_f32_to_bf16(f64_to_f32_odd(src[i]))); return;
-	case IR_I64: STORE(int64_t, f64_to_i64(src[i])); return;
-	case IR_I32: STORE(int32_t, (int32_t)(uint32_t)f64_to_i64(src[i])); return;
-	case IR_I8: STORE(int8_t, (int8_t)(uint8_t)f64_to_i64(src[i])); return;
-	case IR_U8: STORE(uint8_t, (uint8_t)f64_to_i64(src[i])); return;
-	case IR_BOOL: STORE(uint8_t, src[i] != 0); return;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		STORE(double, src[i]);
+		return;
+	case IR_F32:
+		STORE(float, (float)src[i]);
+		return;
+	case IR_F16:
+		STORE(uint16_t, ir_f32_to_f16(f64_to_f32_odd(src[i])));
+		return;
+	case IR_BF16:
+		STORE(uint16_t, ir_f32_to_bf16(f64_to_f32_odd(src[i])));
+		return;
+	case IR_I64:
+		STORE(int64_t, f64_to_i64(src[i]));
+		return;
+	case IR_I32:
+		STORE(int32_t, (int32_t)(uint32_t)f64_to_i64(src[i]));
+		return;
+	case IR_I8:
+		STORE(int8_t, (int8_t)(uint8_t)f64_to_i64(src[i]));
+		return;
+	case IR_U8:
+		STORE(uint8_t, (uint8_t)f64_to_i64(src[i]));
+		return;
+	case IR_BOOL:
+		STORE(uint8_t, src[i] != 0);
+		return;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -141,16 +198,35 @@ void interp_store_i64(struct ir_tensor *t, int64_t off, int64_t n, const int64_t
 	/* (float)int64 and (double)int64 round once; f16/bf16 go through double
 	 * (exact below 2^53) and then the round-to-odd step. */
 	switch (t->dtype) {
-	case IR_F64: STORE(double, (double)src[i]); return;
-	case IR_F32: STORE(float, (float)src[i]); return;
-	case IR_F16: STORE(uint16_t, ir_f32_to_f16(f64_to_f32_odd((double)src[i]))); return;
-	case IR_BF16: STORE(uint16_t, ir_f32_to_bf16(f64_to_f32_odd((double)src[i]))); return;
-	case IR_I64: STORE(int64_t, src[i]); return;
-	case IR_I32: STORE(int32_t, (int32_t)(uint32_t)src[i]); return;
-	case IR_I8: STORE(int8_t, (int8_t)(uint8_t)src[i]); return;
-	case IR_U8: STORE(uint8_t, (uint8_t)src[i]); return;
-	case IR_BOOL: STORE(uint8_t, src[i] != 0); return;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		STORE(double, (double)src[i]);
+		return;
+	case IR_F32:
+		STORE(float, (float)src[i]);
+		return;
+	case IR_F16:
+		STORE(uint16_t, ir_f32_to_f16(f64_to_f32_odd((double)src[i])));
+		return;
+	case IR_BF16:
+		STORE(uint16_t, ir_f32_to_bf16(f64_to_f32_odd((double)src[i])));
+		return;
+	case IR_I64:
+		STORE(int64_t, src[i]);
+		return;
+	case IR_I32:
+		STORE(int32_t, (int32_t)(uint32_t)src[i]);
+		return;
+	case IR_I8:
+		STORE(int8_t, (int8_t)(uint8_t)src[i]);
+		return;
+	case IR_U8:
+		STORE(uint8_t, (uint8_t)src[i]);
+		return;
+	case IR_BOOL:
+		STORE(uint8_t, src[i] != 0);
+		return;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -184,12 +260,21 @@ int64_t *interp_dup_i64(const struct ir_tensor *t)
 int64_t interp_int_lowest(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_I64: return INT64_MIN;
-	case IR_I32: return INT32_MIN;
-	case IR_I8: return INT8_MIN;
-	case IR_U8: return 0;
-	case IR_BOOL: return 0;
-	case IR_F64: case IR_F32: case IR_F16: case IR_BF16: case IR_DTYPE_COUNT:
+	case IR_I64:
+		return INT64_MIN;
+	case IR_I32:
+		return INT32_MIN;
+	case IR_I8:
+		return INT8_MIN;
+	case IR_U8:
+		return 0;
+	case IR_BOOL:
+		return 0;
+	case IR_F64:
+	case IR_F32:
+	case IR_F16:
+	case IR_BF16:
+	case IR_DTYPE_COUNT:
 		break;
 	}
 	IR_ASSERT(!"not an integer dtype");
@@ -198,12 +283,21 @@ int64_t interp_int_lowest(enum ir_dtype t)
 int64_t interp_int_highest(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_I64: return INT64_MAX;
-	case IR_I32: return INT32_MAX;
-	case IR_I8: return INT8_MAX;
-	case IR_U8: return UINT8_MAX;
-	case IR_BOOL: return 1;
-	case IR_F64: case IR_F32: case IR_F16: case IR_BF16: case IR_DTYPE_COUNT:
+	case IR_I64:
+		return INT64_MAX;
+	case IR_I32:
+		return INT32_MAX;
+	case IR_I8:
+		return INT8_MAX;
+	case IR_U8:
+		return UINT8_MAX;
+	case IR_BOOL:
+		return 1;
+	case IR_F64:
+	case IR_F32:
+	case IR_F16:
+	case IR_BF16:
+	case IR_DTYPE_COUNT:
 		break;
 	}
 	IR_ASSERT(!"not an integer dtype");
@@ -275,8 +369,8 @@ static void copy_run(char *dst, const char *src, size_t esize, int64_t n, int64_
 	IR_ASSERT(!"element size not 1, 2, 4 or 8");
 }
 
-void interp_copy_view(void *dst, const void *src, size_t esize, int rank, const int64_t *dims,
-		      const int64_t *strides, int64_t offset)
+void interp_copy_view(void *dst, const void *src, size_t esize, int rank, const int64_t *dims, const int64_t *strides,
+		      int64_t offset)
 {
 	int64_t idx[IR_MAX_RANK] = { 0 }, total = 1;
 	const char *s = src;
@@ -325,73 +419,140 @@ static double min_f(double x, double z)
 static void eval_f64(enum ir_op op, const double *a, const double *b, double *y, int64_t m)
 {
 	int64_t i;
-#define MAP1(e)                                    \
-	for (i = 0; i < m; i++) {                  \
-		double x = a[i];                   \
-		y[i] = (e);                        \
-	}                                          \
+#define MAP1(e)                   \
+	for (i = 0; i < m; i++) { \
+		double x = a[i];  \
+		y[i] = (e);       \
+	}                         \
 	return
-#define MAP2(e)                                    \
-	for (i = 0; i < m; i++) {                  \
-		double x = a[i], z = b[i];         \
-		y[i] = (e);                        \
-	}                                          \
+#define MAP2(e)                            \
+	for (i = 0; i < m; i++) {          \
+		double x = a[i], z = b[i]; \
+		y[i] = (e);                \
+	}                                  \
 	return
 	switch (op) {
-	case IR_OP_NEG: MAP1(-x);
-	case IR_OP_ABS: MAP1(fabs(x));
-	case IR_OP_SIGN: MAP1(sign_f(x));
-	case IR_OP_EXP: MAP1(exp(x));
-	case IR_OP_LOG: MAP1(log(x));
-	case IR_OP_SQRT: MAP1(sqrt(x));
-	case IR_OP_RSQRT: MAP1(1.0 / sqrt(x));
-	case IR_OP_RECIP: MAP1(1.0 / x);
-	case IR_OP_TANH: MAP1(tanh(x));
-	case IR_OP_ERF: MAP1(erf(x));
-	case IR_OP_SIGMOID: MAP1(1.0 / (1.0 + exp(-x)));
-	case IR_OP_RELU: MAP1(x > 0 || x != x ? x : 0.0);
-	case IR_OP_SIN: MAP1(sin(x));
-	case IR_OP_COS: MAP1(cos(x));
-	case IR_OP_TAN: MAP1(tan(x));
-	case IR_OP_ASIN: MAP1(asin(x));
-	case IR_OP_ACOS: MAP1(acos(x));
-	case IR_OP_ATAN: MAP1(atan(x));
-	case IR_OP_SINH: MAP1(sinh(x));
-	case IR_OP_COSH: MAP1(cosh(x));
-	case IR_OP_ASINH: MAP1(asinh(x));
-	case IR_OP_ACOSH: MAP1(acosh(x));
-	case IR_OP_ATANH: MAP1(atanh(x));
-	case IR_OP_FLOOR: MAP1(floor(x));
-	case IR_OP_CEIL: MAP1(ceil(x));
-	case IR_OP_ROUND: MAP1(nearbyint(x)); /* default rounding mode: half to even */
-	case IR_OP_NOT: MAP1(x == 0);
-	case IR_OP_IS_NAN: MAP1(x != x);
-	case IR_OP_IS_INF: MAP1(isinf(x) != 0);
-	case IR_OP_CONVERT: MAP1(x); /* the store converts */
-	case IR_OP_ADD: MAP2(x + z);
-	case IR_OP_SUB: MAP2(x - z);
-	case IR_OP_MUL: MAP2(x * z);
-	case IR_OP_DIV: MAP2(x / z);
-	case IR_OP_REM: MAP2(fmod(x, z));
-	case IR_OP_POW: MAP2(pow(x, z));
-	case IR_OP_MAX: MAP2(max_f(x, z));
-	case IR_OP_MIN: MAP2(min_f(x, z));
-	case IR_OP_AND: MAP2(x != 0 && z != 0);
-	case IR_OP_OR: MAP2(x != 0 || z != 0);
-	case IR_OP_XOR: MAP2((x != 0) != (z != 0));
-	case IR_OP_EQ: MAP2(x == z);
-	case IR_OP_NE: MAP2(x != z);
-	case IR_OP_LT: MAP2(x < z);
-	case IR_OP_LE: MAP2(x <= z);
-	case IR_OP_GT: MAP2(x > z);
-	case IR_OP_GE: MAP2(x >= z);
-	case IR_OP_SELECT: case IR_OP_DOT: case IR_OP_CONV: case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM:
-	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE:
-	case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_GATHER:
-	case IR_OP_SCATTER: case IR_OP_IOTA: case IR_OP_CONSTANT: case IR_OP_SOFTMAX:
-	case IR_OP_LAYER_NORM: case IR_OP_TOPK: case IR_OP_COUNT:
+	case IR_OP_NEG:
+		MAP1(-x);
+	case IR_OP_ABS:
+		MAP1(fabs(x));
+	case IR_OP_SIGN:
+		MAP1(sign_f(x));
+	case IR_OP_EXP:
+		MAP1(exp(x));
+	case IR_OP_LOG:
+		MAP1(log(x));
+	case IR_OP_SQRT:
+		MAP1(sqrt(x));
+	case IR_OP_RSQRT:
+		MAP1(1.0 / sqrt(x));
+	case IR_OP_RECIP:
+		MAP1(1.0 / x);
+	case IR_OP_TANH:
+		MAP1(tanh(x));
+	case IR_OP_ERF:
+		MAP1(erf(x));
+	case IR_OP_SIGMOID:
+		MAP1(1.0 / (1.0 + exp(-x)));
+	case IR_OP_RELU:
+		MAP1(x > 0 || x != x ? x : 0.0);
+	case IR_OP_SIN:
+		MAP1(sin(x));
+	case IR_OP_COS:
+		MAP1(cos(x));
+	case IR_OP_TAN:
+		MAP1(tan(x));
+	case IR_OP_ASIN:
+		MAP1(asin(x));
+	case IR_OP_ACOS:
+		MAP1(acos(x));
+	case IR_OP_ATAN:
+		MAP1(atan(x));
+	case IR_OP_SINH:
+		MAP1(sinh(x));
+	case IR_OP_COSH:
+		MAP1(cosh(x));
+	case IR_OP_ASINH:
+		MAP1(asinh(x));
+	case IR_OP_ACOSH:
+		MAP1(acosh(x));
+	case IR_OP_ATANH:
+		MAP1(atanh(x));
+	case IR_OP_FLOOR:
+		MAP1(floor(x));
+	case IR_OP_CEIL:
+		MAP1(ceil(x));
+	case IR_OP_ROUND:
+		MAP1(nearbyint(x)); /* default rounding mode: half to even */
+	case IR_OP_NOT:
+		MAP1(x == 0);
+	case IR_OP_IS_NAN:
+		MAP1(x != x);
+	case IR_OP_IS_INF:
+		MAP1(isinf(x) != 0);
+	case IR_OP_CONVERT:
+		MAP1(x); /* the store converts */
+	case IR_OP_ADD:
+		MAP2(x + z);
+	case IR_OP_SUB:
+		MAP2(x - z);
+	case IR_OP_MUL:
+		MAP2(x * z);
+	case IR_OP_DIV:
+		MAP2(x / z);
+	case IR_OP_REM:
+		MAP2(fmod(x, z));
+	case IR_OP_POW:
+		MAP2(pow(x, z));
+	case IR_OP_MAX:
+		MAP2(max_f(x, z));
+	case IR_OP_MIN:
+		MAP2(min_f(x, z));
+	case IR_OP_AND:
+		MAP2(x != 0 && z != 0);
+	case IR_OP_OR:
+		MAP2(x != 0 || z != 0);
+	case IR_OP_XOR:
+		MAP2((x != 0) != (z != 0));
+	case IR_OP_EQ:
+		MAP2(x == z);
+	case IR_OP_NE:
+		MAP2(x != z);
+	case IR_OP_LT:
+		MAP2(x < z);
+	case IR_OP_LE:
+		MAP2(x <= z);
+	case IR_OP_GT:
+		MAP2(x > z);
+	case IR_OP_GE:
+		MAP2(x >= z);
+	case IR_OP_SELECT:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
 		break;
 	}
 	IR_ASSERT(!"not a unary or binary elementwise op");
@@ -429,56 +590,118 @@ static int64_t irem(int64_t x, int64_t z)
 static void eval_i64(enum ir_op op, const int64_t *a, const int64_t *b, int64_t *y, int64_t m)
 {
 	int64_t i;
-#define IMAP1(e)                                   \
-	for (i = 0; i < m; i++) {                  \
-		int64_t x = a[i];                  \
-		y[i] = (e);                        \
-	}                                          \
+#define IMAP1(e)                  \
+	for (i = 0; i < m; i++) { \
+		int64_t x = a[i]; \
+		y[i] = (e);       \
+	}                         \
 	return
-#define IMAP2(e)                                   \
-	for (i = 0; i < m; i++) {                  \
-		int64_t x = a[i], z = b[i];        \
-		y[i] = (e);                        \
-	}                                          \
+#define IMAP2(e)                            \
+	for (i = 0; i < m; i++) {           \
+		int64_t x = a[i], z = b[i]; \
+		y[i] = (e);                 \
+	}                                   \
 	return
 	switch (op) {
-	case IR_OP_NEG: IMAP1((int64_t)(0 - (uint64_t)x));
-	case IR_OP_ABS: IMAP1(x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
-	case IR_OP_SIGN: IMAP1((x > 0) - (x < 0));
-	case IR_OP_RELU: IMAP1(x > 0 ? x : 0);
-	case IR_OP_NOT: IMAP1(x == 0);
-	case IR_OP_CONVERT: IMAP1(x);
-	case IR_OP_ADD: IMAP2((int64_t)((uint64_t)x + (uint64_t)z));
-	case IR_OP_SUB: IMAP2((int64_t)((uint64_t)x - (uint64_t)z));
-	case IR_OP_MUL: IMAP2((int64_t)((uint64_t)x * (uint64_t)z));
-	case IR_OP_DIV: IMAP2(idiv(x, z));
-	case IR_OP_REM: IMAP2(irem(x, z));
-	case IR_OP_POW: IMAP2(ipow(x, z));
-	case IR_OP_MAX: IMAP2(x > z ? x : z);
-	case IR_OP_MIN: IMAP2(x < z ? x : z);
-	case IR_OP_AND: IMAP2(x != 0 && z != 0);
-	case IR_OP_OR: IMAP2(x != 0 || z != 0);
-	case IR_OP_XOR: IMAP2((x != 0) != (z != 0));
-	case IR_OP_EQ: IMAP2(x == z);
-	case IR_OP_NE: IMAP2(x != z);
-	case IR_OP_LT: IMAP2(x < z);
-	case IR_OP_LE: IMAP2(x <= z);
-	case IR_OP_GT: IMAP2(x > z);
-	case IR_OP_GE: IMAP2(x >= z);
+	case IR_OP_NEG:
+		IMAP1((int64_t)(0 - (uint64_t)x));
+	case IR_OP_ABS:
+		IMAP1(x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+	case IR_OP_SIGN:
+		IMAP1((x > 0) - (x < 0));
+	case IR_OP_RELU:
+		IMAP1(x > 0 ? x : 0);
+	case IR_OP_NOT:
+		IMAP1(x == 0);
+	case IR_OP_CONVERT:
+		IMAP1(x);
+	case IR_OP_ADD:
+		IMAP2((int64_t)((uint64_t)x + (uint64_t)z));
+	case IR_OP_SUB:
+		IMAP2((int64_t)((uint64_t)x - (uint64_t)z));
+	case IR_OP_MUL:
+		IMAP2((int64_t)((uint64_t)x * (uint64_t)z));
+	case IR_OP_DIV:
+		IMAP2(idiv(x, z));
+	case IR_OP_REM:
+		IMAP2(irem(x, z));
+	case IR_OP_POW:
+		IMAP2(ipow(x, z));
+	case IR_OP_MAX:
+		IMAP2(x > z ? x : z);
+	case IR_OP_MIN:
+		IMAP2(x < z ? x : z);
+	case IR_OP_AND:
+		IMAP2(x != 0 && z != 0);
+	case IR_OP_OR:
+		IMAP2(x != 0 || z != 0);
+	case IR_OP_XOR:
+		IMAP2((x != 0) != (z != 0));
+	case IR_OP_EQ:
+		IMAP2(x == z);
+	case IR_OP_NE:
+		IMAP2(x != z);
+	case IR_OP_LT:
+		IMAP2(x < z);
+	case IR_OP_LE:
+		IMAP2(x <= z);
+	case IR_OP_GT:
+		IMAP2(x > z);
+	case IR_OP_GE:
+		IMAP2(x >= z);
 	/* float-only ops: ir_infer rejects integer operands */
-	case IR_OP_EXP: case IR_OP_LOG: case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP:
-	case IR_OP_TANH: case IR_OP_ERF: case IR_OP_SIGMOID: case IR_OP_SIN: case IR_OP_COS:
-	case IR_OP_TAN: case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH:
-	case IR_OP_COSH: case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR:
-	case IR_OP_CEIL: case IR_OP_ROUND: case IR_OP_IS_NAN: case IR_OP_IS_INF:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
 	/* not elementwise */
-	case IR_OP_SELECT: case IR_OP_DOT: case IR_OP_CONV: case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD: case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN: case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: case IR_OP_CUMSUM:
-	case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST: case IR_OP_SLICE:
-	case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE: case IR_OP_GATHER:
-	case IR_OP_SCATTER: case IR_OP_IOTA: case IR_OP_CONSTANT: case IR_OP_SOFTMAX:
-	case IR_OP_LAYER_NORM: case IR_OP_TOPK: case IR_OP_COUNT:
+	case IR_OP_SELECT:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
 		break;
 	}
 	IR_ASSERT(!"not an integer elementwise op");
@@ -494,34 +717,64 @@ static void eval_i64(enum ir_op op, const int64_t *a, const int64_t *b, int64_t 
 static bool fast_f32(enum ir_op op, const float *a, const float *b, float *y, int64_t n)
 {
 	int64_t i;
-#define F32_1(e)                          \
-	for (i = 0; i < n; i++) {         \
-		double x = a[i];          \
-		y[i] = (float)(e);        \
-	}                                 \
+#define F32_1(e)                   \
+	for (i = 0; i < n; i++) {  \
+		double x = a[i];   \
+		y[i] = (float)(e); \
+	}                          \
 	return true
-#define F32_2(e)                                  \
-	for (i = 0; i < n; i++) {                 \
-		double x = a[i], z = b[i];        \
-		y[i] = (float)(e);                \
-	}                                         \
+#define F32_2(e)                           \
+	for (i = 0; i < n; i++) {          \
+		double x = a[i], z = b[i]; \
+		y[i] = (float)(e);         \
+	}                                  \
 	return true
-	if (op == IR_OP_ADD) { F32_2(x + z); }
-	if (op == IR_OP_SUB) { F32_2(x - z); }
-	if (op == IR_OP_MUL) { F32_2(x * z); }
-	if (op == IR_OP_DIV) { F32_2(x / z); }
-	if (op == IR_OP_MAX) { F32_2(max_f(x, z)); }
-	if (op == IR_OP_MIN) { F32_2(min_f(x, z)); }
+	if (op == IR_OP_ADD) {
+		F32_2(x + z);
+	}
+	if (op == IR_OP_SUB) {
+		F32_2(x - z);
+	}
+	if (op == IR_OP_MUL) {
+		F32_2(x * z);
+	}
+	if (op == IR_OP_DIV) {
+		F32_2(x / z);
+	}
+	if (op == IR_OP_MAX) {
+		F32_2(max_f(x, z));
+	}
+	if (op == IR_OP_MIN) {
+		F32_2(min_f(x, z));
+	}
 	/* pow(x, 2) of an f32 x is exact in double, so x * x is the same value */
-	if (op == IR_OP_POW) { F32_2(z == 2.0 ? x * x : pow(x, z)); }
-	if (op == IR_OP_NEG) { F32_1(-x); }
-	if (op == IR_OP_RELU) { F32_1(x > 0 || x != x ? x : 0.0); }
-	if (op == IR_OP_TANH) { F32_1(tanh(x)); }
-	if (op == IR_OP_EXP) { F32_1(exp(x)); }
-	if (op == IR_OP_ERF) { F32_1(erf(x)); }
-	if (op == IR_OP_SQRT) { F32_1(sqrt(x)); }
-	if (op == IR_OP_RSQRT) { F32_1(1.0 / sqrt(x)); }
-	if (op == IR_OP_SIGMOID) { F32_1(1.0 / (1.0 + exp(-x))); }
+	if (op == IR_OP_POW) {
+		F32_2(z == 2.0 ? x * x : pow(x, z));
+	}
+	if (op == IR_OP_NEG) {
+		F32_1(-x);
+	}
+	if (op == IR_OP_RELU) {
+		F32_1(x > 0 || x != x ? x : 0.0);
+	}
+	if (op == IR_OP_TANH) {
+		F32_1(tanh(x));
+	}
+	if (op == IR_OP_EXP) {
+		F32_1(exp(x));
+	}
+	if (op == IR_OP_ERF) {
+		F32_1(erf(x));
+	}
+	if (op == IR_OP_SQRT) {
+		F32_1(sqrt(x));
+	}
+	if (op == IR_OP_RSQRT) {
+		F32_1(1.0 / sqrt(x));
+	}
+	if (op == IR_OP_SIGMOID) {
+		F32_1(1.0 / (1.0 + exp(-x)));
+	}
 	return false;
 #undef F32_1
 #undef F32_2
@@ -529,12 +782,10 @@ static bool fast_f32(enum ir_op op, const float *a, const float *b, float *y, in
 
 /* y = op(a) or op(a, b) in blocks: load into the operand's domain, compute,
  * store with one rounding to y's dtype. b is NULL for unary ops. */
-static void elementwise(enum ir_op op, const struct ir_tensor *a, const struct ir_tensor *b,
-			struct ir_tensor *y)
+static void elementwise(enum ir_op op, const struct ir_tensor *a, const struct ir_tensor *b, struct ir_tensor *y)
 {
 	int64_t total = ir_shape_numel(&y->shape);
-	if (a->dtype == IR_F32 && y->dtype == IR_F32 &&
-	    fast_f32(op, a->data, b ? b->data : NULL, y->data, total))
+	if (a->dtype == IR_F32 && y->dtype == IR_F32 && fast_f32(op, a->data, b ? b->data : NULL, y->data, total))
 		return;
 	if (ir_dtype_is_float(a->dtype)) {
 		double xa[INTERP_BLOCK], xb[INTERP_BLOCK], r[INTERP_BLOCK];
@@ -602,48 +853,106 @@ static void select_op(const struct ir_tensor *in, struct ir_tensor *y)
 static int dispatch(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
 {
 	switch (n->op) {
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
-	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
-	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
-	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
 	case IR_OP_CONVERT:
 		elementwise(n->op, &in[0], NULL, &out[0]);
 		return 0;
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
-	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
-	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE:
-	case IR_OP_GT: case IR_OP_GE:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
 		elementwise(n->op, &in[0], &in[1], &out[0]);
 		return 0;
 	case IR_OP_SELECT:
 		select_op(in, &out[0]);
 		return 0;
-	case IR_OP_DOT: return interp_dot(n, in, out);
-	case IR_OP_CONV: return interp_conv(n, in, out);
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
+	case IR_OP_DOT:
+		return interp_dot(n, in, out);
+	case IR_OP_CONV:
+		return interp_conv(n, in, out);
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
 	case IR_OP_REDUCE_PROD:
 		return interp_reduce(n, in, out);
-	case IR_OP_ARGMAX: case IR_OP_ARGMIN: return interp_arg(n, in, out);
-	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: return interp_window(n, in, out);
-	case IR_OP_CUMSUM: return interp_cumsum(n, in, out);
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+		return interp_arg(n, in, out);
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+		return interp_window(n, in, out);
+	case IR_OP_CUMSUM:
+		return interp_cumsum(n, in, out);
 	case IR_OP_RESHAPE:
 		memcpy(out[0].data, in[0].data, ir_tensor_bytes(&in[0]));
 		return 0;
-	case IR_OP_TRANSPOSE: return interp_transpose(n, in, out);
-	case IR_OP_BROADCAST: return interp_broadcast(n, in, out);
-	case IR_OP_SLICE: return interp_slice(n, in, out);
-	case IR_OP_CONCAT: return interp_concat(n, in, out);
-	case IR_OP_PAD: return interp_pad(n, in, out);
-	case IR_OP_REVERSE: return interp_reverse(n, in, out);
-	case IR_OP_GATHER: return interp_gather(n, in, out);
-	case IR_OP_SCATTER: return interp_scatter(n, in, out);
-	case IR_OP_IOTA: return interp_iota(n, in, out);
-	case IR_OP_CONSTANT: return interp_constant(n, in, out);
-	case IR_OP_SOFTMAX: return interp_softmax(n, in, out);
-	case IR_OP_LAYER_NORM: return interp_layer_norm(n, in, out);
-	case IR_OP_TOPK: return interp_topk(n, in, out);
+	case IR_OP_TRANSPOSE:
+		return interp_transpose(n, in, out);
+	case IR_OP_BROADCAST:
+		return interp_broadcast(n, in, out);
+	case IR_OP_SLICE:
+		return interp_slice(n, in, out);
+	case IR_OP_CONCAT:
+		return interp_concat(n, in, out);
+	case IR_OP_PAD:
+		return interp_pad(n, in, out);
+	case IR_OP_REVERSE:
+		return interp_reverse(n, in, out);
+	case IR_OP_GATHER:
+		return interp_gather(n, in, out);
+	case IR_OP_SCATTER:
+		return interp_scatter(n, in, out);
+	case IR_OP_IOTA:
+		return interp_iota(n, in, out);
+	case IR_OP_CONSTANT:
+		return interp_constant(n, in, out);
+	case IR_OP_SOFTMAX:
+		return interp_softmax(n, in, out);
+	case IR_OP_LAYER_NORM:
+		return interp_layer_norm(n, in, out);
+	case IR_OP_TOPK:
+		return interp_topk(n, in, out);
 	case IR_OP_COUNT:
 		break;
 	}
@@ -684,21 +993,20 @@ const char *interp_value_name(const struct ir_value *v, char *buf, size_t n)
 
 /* Reads nbytes at offset of file into dst; -ENOENT (or another errno from
  * fopen) / -EIO with a message naming the file. */
-static int read_external(const char *file, const char *pname, int64_t offset, size_t nbytes,
-			 void *dst)
+static int read_external(const char *file, const char *pname, int64_t offset, size_t nbytes, void *dst)
 {
 	FILE *f = fopen(file, "rb");
 	struct stat st;
 	int rc = 0;
 	if (!f) {
 		int e = errno ? errno : ENOENT;
-		return ir_errorf(-e, "%s: cannot open external data of parameter \"%s\": %s", file,
-				 pname, strerror(e));
+		return ir_errorf(-e, "%s: cannot open external data of parameter \"%s\": %s", file, pname, strerror(e));
 	}
 	if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
 		long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
-		rc = ir_errorf(-EIO, "%s: external data of parameter \"%s\" is short: needs %zu bytes "
-				     "at offset %lld, the file has %lld bytes",
+		rc = ir_errorf(-EIO,
+			       "%s: external data of parameter \"%s\" is short: needs %zu bytes "
+			       "at offset %lld, the file has %lld bytes",
 			       file, pname, nbytes, (long long)offset, size);
 	}
 	fclose(f);
@@ -717,8 +1025,8 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 	size_t want = ir_tensor_bytes(t);
 	if (d->nbytes != (int64_t)want || d->offset < 0 || (!d->bytes && !d->path)) {
 		rc = ir_errorf(-EINVAL, "parameter \"%s\" (%s%s, %zu bytes) has %lld bytes of data at offset %lld%s",
-			       pname, ir_dtype_name(v->dtype), ir_shape_str(&v->shape, sbuf, sizeof sbuf),
-			       want, (long long)d->nbytes, (long long)d->offset,
+			       pname, ir_dtype_name(v->dtype), ir_shape_str(&v->shape, sbuf, sizeof sbuf), want,
+			       (long long)d->nbytes, (long long)d->offset,
 			       !d->bytes && !d->path ? " and no source" : "");
 		goto fail;
 	}
@@ -745,4 +1053,3 @@ fail:
 	ir_tensor_free(t);
 	return rc;
 }
-

@@ -38,8 +38,9 @@ void gotoblas_dynamic_init(void) __attribute__((weak));
 static bool pre_avx2(const char *core)
 {
 	static const char *const old[] = {
-		"prescott", "core2", "penryn", "dunnington", "nehalem", "atom", "sandybridge", "katmai", "coppermine",
-		"northwood", "banias", "nano", "opteron", "barcelona", "bobcat", "athlon", "unknown",
+		"prescott",    "core2",     "penryn",     "dunnington", "nehalem", "atom",
+		"sandybridge", "katmai",    "coppermine", "northwood",  "banias",  "nano",
+		"opteron",     "barcelona", "bobcat",     "athlon",     "unknown",
 	};
 	for (size_t i = 0; i < sizeof old / sizeof *old; i++)
 		if (!strcasecmp(core, old[i]))

@@ -33,10 +33,20 @@ enum dom { DOM_F32, DOM_F64, DOM_I64 };
 static enum dom domain_of(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_F32: case IR_F16: case IR_BF16: return DOM_F32;
-	case IR_F64: return DOM_F64;
-	case IR_I64: case IR_I32: case IR_I8: case IR_U8: case IR_BOOL: return DOM_I64;
-	case IR_DTYPE_COUNT: break;
+	case IR_F32:
+	case IR_F16:
+	case IR_BF16:
+		return DOM_F32;
+	case IR_F64:
+		return DOM_F64;
+	case IR_I64:
+	case IR_I32:
+	case IR_I8:
+	case IR_U8:
+	case IR_BOOL:
+		return DOM_I64;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -109,8 +119,10 @@ static void domain_store(struct ir_tensor *out, enum dom d, const void *res)
 static int check_blas(const char *op, int64_t m, int64_t n, int64_t k)
 {
 	if ((int64_t)(blasint)m != m || (int64_t)(blasint)n != n || (int64_t)(blasint)k != k)
-		return ir_errorf(-EOVERFLOW, "%s: matrix sizes M=%lld N=%lld K=%lld exceed the BLAS "
-					     "integer range", op, (long long)m, (long long)n, (long long)k);
+		return ir_errorf(-EOVERFLOW,
+				 "%s: matrix sizes M=%lld N=%lld K=%lld exceed the BLAS "
+				 "integer range",
+				 op, (long long)m, (long long)n, (long long)k);
 	return 0;
 }
 
@@ -142,8 +154,8 @@ static int append(int64_t *perm, int n, const struct ir_ilist *l)
 
 /* Orders t's dims as batch, then first, then second, where the free dims
  * (in operand order) stand in for whichever of first/second is NULL. */
-static void order(const struct ir_tensor *t, const struct ir_ilist *batch,
-		  const struct ir_ilist *contract, bool contract_first, int64_t *perm)
+static void order(const struct ir_tensor *t, const struct ir_ilist *batch, const struct ir_ilist *contract,
+		  bool contract_first, int64_t *perm)
 {
 	unsigned used = 0;
 	int n = 0, nfree = 0;
@@ -166,8 +178,8 @@ static void order(const struct ir_tensor *t, const struct ir_ilist *batch,
 }
 
 /* lhs wants [B, M, K] (contract last), rhs [B, K, N] (contract first). */
-static int prepare(const struct ir_tensor *t, enum dom d, const struct ir_ilist *batch,
-		   const struct ir_ilist *contract, bool is_lhs, struct operand *op)
+static int prepare(const struct ir_tensor *t, enum dom d, const struct ir_ilist *batch, const struct ir_ilist *contract,
+		   bool is_lhs, struct operand *op)
 {
 	int64_t want[IR_MAX_RANK], alt[IR_MAX_RANK], st[IR_MAX_RANK];
 	int64_t dims[IR_MAX_RANK], strides[IR_MAX_RANK];
@@ -205,8 +217,7 @@ static int prepare(const struct ir_tensor *t, enum dom d, const struct ir_ilist 
 }
 
 /* Product of the dims of t in neither list. */
-static int64_t free_prod(const struct ir_tensor *t, const struct ir_ilist *batch,
-			 const struct ir_ilist *contract)
+static int64_t free_prod(const struct ir_tensor *t, const struct ir_ilist *batch, const struct ir_ilist *contract)
 {
 	unsigned used = 0;
 	int64_t p = 1;
@@ -220,8 +231,7 @@ static int64_t free_prod(const struct ir_tensor *t, const struct ir_ilist *batch
 	return p;
 }
 
-static void gemm_int(const int64_t *a, const int64_t *b, int64_t *c, int64_t M, int64_t N,
-		     int64_t K)
+static void gemm_int(const int64_t *a, const int64_t *b, int64_t *c, int64_t M, int64_t N, int64_t K)
 {
 	for (int64_t m = 0; m < M; m++) {
 		int64_t *cr = c + m * N;
@@ -259,8 +269,7 @@ int interp_dot(const struct ir_node *n, const struct ir_tensor *in, struct ir_te
 		rc = prepare(r, d, &a->rhs_batch, &a->rhs_contract, false, &ro);
 	if (rc < 0)
 		goto done;
-	res = out->dtype == dom_dtype(d) ? out->data
-					  : ir_calloc((size_t)(B * M * N), dom_size(d));
+	res = out->dtype == dom_dtype(d) ? out->data : ir_calloc((size_t)(B * M * N), dom_size(d));
 	if (!res) {
 		rc = interp_nomem("a dot result");
 		goto done;
@@ -272,15 +281,13 @@ int interp_dot(const struct ir_node *n, const struct ir_tensor *in, struct ir_te
 		switch (d) {
 		case DOM_F32:
 			cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)N, (blasint)K, 1.0f,
-				    (const float *)lo.p + b * M * K, (blasint)lda,
-				    (const float *)ro.p + b * K * N, (blasint)ldb, 0.0f,
-				    (float *)res + b * M * N, (blasint)N);
+				    (const float *)lo.p + b * M * K, (blasint)lda, (const float *)ro.p + b * K * N,
+				    (blasint)ldb, 0.0f, (float *)res + b * M * N, (blasint)N);
 			break;
 		case DOM_F64:
 			cblas_dgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)N, (blasint)K, 1.0,
-				    (const double *)lo.p + b * M * K, (blasint)lda,
-				    (const double *)ro.p + b * K * N, (blasint)ldb, 0.0,
-				    (double *)res + b * M * N, (blasint)N);
+				    (const double *)lo.p + b * M * K, (blasint)lda, (const double *)ro.p + b * K * N,
+				    (blasint)ldb, 0.0, (double *)res + b * M * N, (blasint)N);
 			break;
 		case DOM_I64:
 			gemm_int((const int64_t *)lo.p + b * M * K, (const int64_t *)ro.p + b * K * N,
@@ -301,9 +308,8 @@ done:
 
 /* tab[r * P + p]: offset in one input channel plane read by kernel tap r at
  * output position p (both row-major over the spatial dims), or -1. */
-static int64_t *conv_table(const struct ir_shape *xs, const struct ir_shape *ws,
-			   const struct ir_shape *os, const struct ir_attrs *a, int64_t KK,
-			   int64_t P)
+static int64_t *conv_table(const struct ir_shape *xs, const struct ir_shape *ws, const struct ir_shape *os,
+			   const struct ir_attrs *a, int64_t KK, int64_t P)
 {
 	int k = xs->rank - 2;
 	int64_t kidx[IR_MAX_RANK] = { 0 }, sst[IR_MAX_RANK];
@@ -322,8 +328,7 @@ static int64_t *conv_table(const struct ir_shape *xs, const struct ir_shape *ws,
 		for (int64_t p = 0; p < P; p++) {
 			int64_t off = 0;
 			for (int i = 0; i < k && off >= 0; i++) {
-				int64_t pos = oidx[i] * a->stride.v[i] - a->pad_lo.v[i] +
-					      kidx[i] * a->dilation.v[i];
+				int64_t pos = oidx[i] * a->stride.v[i] - a->pad_lo.v[i] + kidx[i] * a->dilation.v[i];
 				off = pos < 0 || pos >= xs->dims[i + 2] ? -1 : off + pos * sst[i];
 			}
 			tab[r * P + p] = off;
@@ -359,8 +364,7 @@ int interp_conv(const struct ir_node *n, const struct ir_tensor *in, struct ir_t
 		goto done;
 	}
 	col = ir_malloc((size_t)(CK * P) * dom_size(d));
-	res = out->dtype == dom_dtype(d) ? out->data
-					  : ir_calloc((size_t)ir_shape_numel(&out->shape), dom_size(d));
+	res = out->dtype == dom_dtype(d) ? out->data : ir_calloc((size_t)ir_shape_numel(&out->shape), dom_size(d));
 	if (!col || !res) {
 		rc = interp_nomem("convolution buffers");
 		goto done;
@@ -375,20 +379,18 @@ int interp_conv(const struct ir_node *n, const struct ir_tensor *in, struct ir_t
 				for (int64_t c = 0; c < Cg; c++, xs += S)
 					for (int64_t i = 0; i < KK * P; i++)
 						*cs++ = tab[i] < 0 ? 0.0f : xs[tab[i]];
-				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og,
-					    (blasint)P, (blasint)CK, 1.0f, (const float *)wp + woff,
-					    (blasint)CK, col, (blasint)P, 0.0f, (float *)res + ooff,
-					    (blasint)P);
+				cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og, (blasint)P,
+					    (blasint)CK, 1.0f, (const float *)wp + woff, (blasint)CK, col, (blasint)P,
+					    0.0f, (float *)res + ooff, (blasint)P);
 			} else {
 				const double *xs = (const double *)xp + xoff;
 				double *cs = col;
 				for (int64_t c = 0; c < Cg; c++, xs += S)
 					for (int64_t i = 0; i < KK * P; i++)
 						*cs++ = tab[i] < 0 ? 0.0 : xs[tab[i]];
-				cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og,
-					    (blasint)P, (blasint)CK, 1.0, (const double *)wp + woff,
-					    (blasint)CK, col, (blasint)P, 0.0, (double *)res + ooff,
-					    (blasint)P);
+				cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og, (blasint)P,
+					    (blasint)CK, 1.0, (const double *)wp + woff, (blasint)CK, col, (blasint)P,
+					    0.0, (double *)res + ooff, (blasint)P);
 			}
 		}
 	}

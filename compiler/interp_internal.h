@@ -51,8 +51,8 @@ void interp_index_next(int64_t *idx, const int64_t *dims, int rank);
  * row-major; the source element of index (i0..) is
  * offset + sum_d i_d * strides[d] (elements of esize bytes; strides may be 0
  * or negative). Runs with stride 1 are memcpy'd. */
-void interp_copy_view(void *dst, const void *src, size_t esize, int rank, const int64_t *dims,
-		      const int64_t *strides, int64_t offset);
+void interp_copy_view(void *dst, const void *src, size_t esize, int rank, const int64_t *dims, const int64_t *strides,
+		      int64_t offset);
 
 /* ---- kernels: in[] and out[] as for interp_node, out[] already allocated
  * (zeroed) with the node's result dtypes and shapes. 0 or negative error. */

@@ -27,8 +27,7 @@
 
 #include "compiler/interp_internal.h"
 
-static void axis_view(const struct ir_shape *s, int64_t axis, int64_t *outer, int64_t *len,
-		      int64_t *inner)
+static void axis_view(const struct ir_shape *s, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner)
 {
 	*outer = interp_dims_prod(s, 0, (int)axis);
 	*len = s->dims[axis];
@@ -81,10 +80,18 @@ static double red_f64(enum red k, const double *x, int64_t n)
 	double acc = k == RED_SUM ? 0.0 : k == RED_PROD ? 1.0 : k == RED_MAX ? -INFINITY : INFINITY;
 	for (int64_t i = 0; i < n; i++) {
 		switch (k) {
-		case RED_SUM: acc += x[i]; break;
-		case RED_PROD: acc *= x[i]; break;
-		case RED_MAX: acc = max_f(acc, x[i]); break;
-		case RED_MIN: acc = min_f(acc, x[i]); break;
+		case RED_SUM:
+			acc += x[i];
+			break;
+		case RED_PROD:
+			acc *= x[i];
+			break;
+		case RED_MAX:
+			acc = max_f(acc, x[i]);
+			break;
+		case RED_MIN:
+			acc = min_f(acc, x[i]);
+			break;
 		}
 	}
 	return acc;
@@ -92,14 +99,24 @@ static double red_f64(enum red k, const double *x, int64_t n)
 
 static int64_t red_i64(enum red k, const int64_t *x, int64_t n, enum ir_dtype t)
 {
-	int64_t acc = k == RED_SUM ? 0 : k == RED_PROD ? 1 : k == RED_MAX ? interp_int_lowest(t)
-										: interp_int_highest(t);
+	int64_t acc = k == RED_SUM    ? 0
+		      : k == RED_PROD ? 1
+		      : k == RED_MAX  ? interp_int_lowest(t)
+				      : interp_int_highest(t);
 	for (int64_t i = 0; i < n; i++) {
 		switch (k) {
-		case RED_SUM: acc = wrap_add(acc, x[i]); break;
-		case RED_PROD: acc = wrap_mul(acc, x[i]); break;
-		case RED_MAX: acc = x[i] > acc ? x[i] : acc; break;
-		case RED_MIN: acc = x[i] < acc ? x[i] : acc; break;
+		case RED_SUM:
+			acc = wrap_add(acc, x[i]);
+			break;
+		case RED_PROD:
+			acc = wrap_mul(acc, x[i]);
+			break;
+		case RED_MAX:
+			acc = x[i] > acc ? x[i] : acc;
+			break;
+		case RED_MIN:
+			acc = x[i] < acc ? x[i] : acc;
+			break;
 		}
 	}
 	return acc;
@@ -110,8 +127,10 @@ static int64_t red_i64(enum red k, const int64_t *x, int64_t n, enum ir_dtype t)
 int interp_reduce(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
 {
 	const struct ir_tensor *x = &in[0];
-	enum red k = n->op == IR_OP_REDUCE_SUM ? RED_SUM : n->op == IR_OP_REDUCE_MAX ? RED_MAX
-		   : n->op == IR_OP_REDUCE_MIN ? RED_MIN : RED_PROD;
+	enum red k = n->op == IR_OP_REDUCE_SUM   ? RED_SUM
+		     : n->op == IR_OP_REDUCE_MAX ? RED_MAX
+		     : n->op == IR_OP_REDUCE_MIN ? RED_MIN
+						 : RED_PROD;
 	int r = x->shape.rank, np = 0;
 	int64_t st[IR_MAX_RANK], dims[IR_MAX_RANK], strides[IR_MAX_RANK], R = 1;
 	unsigned reduced = 0;
@@ -233,8 +252,7 @@ int interp_window(const struct ir_node *n, const struct ir_tensor *in, struct ir
 		for (int64_t w = 0; w < W; w++) {
 			int64_t off = 0;
 			for (int d = 0; d < r && off >= 0; d++) {
-				int64_t pos = oidx[d] * a->stride.v[d] - a->pad_lo.v[d] +
-					      widx[d] * a->dilation.v[d];
+				int64_t pos = oidx[d] * a->stride.v[d] - a->pad_lo.v[d] + widx[d] * a->dilation.v[d];
 				off = pos < 0 || pos >= x->shape.dims[d] ? -1 : off + pos * st[d];
 			}
 			if (off >= 0)
@@ -251,8 +269,7 @@ int interp_window(const struct ir_node *n, const struct ir_tensor *in, struct ir
 			const int64_t *iv = v;
 			int64_t acc = is_max ? interp_int_lowest(x->dtype) : 0;
 			for (int64_t j = 0; j < nv; j++)
-				acc = is_max ? (iv[offs[j]] > acc ? iv[offs[j]] : acc)
-					     : wrap_add(acc, iv[offs[j]]);
+				acc = is_max ? (iv[offs[j]] > acc ? iv[offs[j]] : acc) : wrap_add(acc, iv[offs[j]]);
 			((int64_t *)res)[p] = acc;
 		}
 		interp_index_next(oidx, out->shape.dims, r);
@@ -451,8 +468,9 @@ static int64_t *resolve_indices(const struct ir_tensor *t, int64_t axis, int64_t
 		return NULL;
 	for (int64_t j = 0; j < n; j++) {
 		if (idx[j] < -size || idx[j] >= size) {
-			*rc = ir_errorf(-ERANGE, "index %lld (indices element %lld) is out of range for "
-						 "axis %lld of size %lld",
+			*rc = ir_errorf(-ERANGE,
+					"index %lld (indices element %lld) is out of range for "
+					"axis %lld of size %lld",
 					(long long)idx[j], (long long)j, (long long)axis, (long long)size);
 			ir_free(idx);
 			return NULL;
@@ -484,8 +502,8 @@ int interp_gather(const struct ir_node *n, const struct ir_tensor *in, struct ir
 
 /* Combines update rows into the result one index at a time, each step
  * rounded to the dtype, so duplicates accumulate in index order. */
-static int scatter_combine(int64_t mode, struct ir_tensor *out, const struct ir_tensor *up,
-			   const int64_t *idx, int64_t I, int64_t R)
+static int scatter_combine(int64_t mode, struct ir_tensor *out, const struct ir_tensor *up, const int64_t *idx,
+			   int64_t I, int64_t R)
 {
 	bool fl = ir_dtype_is_float(out->dtype);
 	void *ov = ir_malloc((size_t)R * 8), *uv = ir_malloc((size_t)R * 8);
@@ -557,8 +575,7 @@ int interp_scatter(const struct ir_node *n, const struct ir_tensor *in, struct i
 	if (n->a.mode == IR_SCATTER_NONE) {
 		size_t row = (size_t)R * ir_dtype_size(x->dtype);
 		for (int64_t j = 0; j < I; j++)
-			memcpy((char *)out->data + (size_t)idx[j] * row,
-			       (const char *)up->data + (size_t)j * row, row);
+			memcpy((char *)out->data + (size_t)idx[j] * row, (const char *)up->data + (size_t)j * row, row);
 	} else {
 		rc = scatter_combine(n->a.mode, out, up, idx, I, R);
 	}
@@ -648,8 +665,7 @@ int interp_reverse(const struct ir_node *n, const struct ir_tensor *in, struct i
 		off += (x->shape.dims[d] - 1) * st[d];
 		st[d] = -st[d];
 	}
-	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), x->shape.rank, x->shape.dims, st,
-			 off);
+	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), x->shape.rank, x->shape.dims, st, off);
 	return 0;
 }
 
@@ -660,8 +676,7 @@ int interp_concat(const struct ir_node *n, const struct ir_tensor *in, struct ir
 	char *dst = out->data;
 	for (int64_t o = 0; o < outer; o++) {
 		for (int k = 0; k < n->nin; k++) {
-			size_t chunk = (size_t)interp_dims_prod(&in[k].shape, (int)n->a.axis,
-								 in[k].shape.rank) * es;
+			size_t chunk = (size_t)interp_dims_prod(&in[k].shape, (int)n->a.axis, in[k].shape.rank) * es;
 			memcpy(dst, (const char *)in[k].data + (size_t)o * chunk, chunk);
 			dst += chunk;
 		}
@@ -678,8 +693,7 @@ int interp_slice(const struct ir_node *n, const struct ir_tensor *in, struct ir_
 		off += n->a.start.v[d] * st[d];
 		st[d] *= n->a.stride.v[d];
 	}
-	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), out->shape.rank, out->shape.dims,
-			 st, off);
+	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), out->shape.rank, out->shape.dims, st, off);
 	return 0;
 }
 
@@ -690,8 +704,7 @@ int interp_transpose(const struct ir_node *n, const struct ir_tensor *in, struct
 	interp_strides(&x->shape, st);
 	for (int i = 0; i < out->shape.rank; i++)
 		strides[i] = st[n->a.axes.v[i]];
-	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), out->shape.rank, out->shape.dims,
-			 strides, 0);
+	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), out->shape.rank, out->shape.dims, strides, 0);
 	return 0;
 }
 
@@ -703,8 +716,7 @@ int interp_broadcast(const struct ir_node *n, const struct ir_tensor *in, struct
 	for (int i = 0; i < x->shape.rank; i++)
 		if (x->shape.dims[i] != 1)
 			strides[n->a.axes.v[i]] = st[i];
-	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), out->shape.rank, out->shape.dims,
-			 strides, 0);
+	interp_copy_view(out->data, x->data, ir_dtype_size(x->dtype), out->shape.rank, out->shape.dims, strides, 0);
 	return 0;
 }
 

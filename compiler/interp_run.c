@@ -35,8 +35,8 @@ static void drop(struct ir_tensor *vals, bool *present, int v)
 	present[v] = false;
 }
 
-int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals,
-		     bool *present, const bool *keep)
+int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals, bool *present,
+		     const bool *keep)
 {
 	enum { MAX_RESULTS = 4, MAX_STACK_IN = 16 };
 	int *lastr = last_readers(g);
@@ -114,8 +114,8 @@ static int copy_out(const struct ir_tensor *t, struct ir_tensor *out)
 	return rc;
 }
 
-int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs,
-		    const struct ir_tensor *const *params, struct ir_tensor *outputs)
+int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs, const struct ir_tensor *const *params,
+		    struct ir_tensor *outputs)
 {
 	int nv = ir_graph_nvalues(g), no = ir_graph_noutputs(g), rc = check_inputs(g, inputs);
 	if (rc < 0)

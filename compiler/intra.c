@@ -34,14 +34,13 @@ void intra_opts_init(struct intra_opts *o)
 	o->sync_share = -1;
 }
 
-
 static int make_env(struct intra_env *env, const struct cost_cluster *c, const struct intra_opts *o)
 {
 	if (o->n0 < 1 || o->n1 < 1)
 		return ir_errorf(-EINVAL, "mesh %dx%d: each axis needs at least one device", o->n0, o->n1);
 	if ((long)o->n0 * o->n1 > c->ndevices)
-		return ir_errorf(-EINVAL, "mesh %dx%d needs %d devices, cluster %s has %d", o->n0, o->n1,
-				 o->n0 * o->n1, c->name, c->ndevices);
+		return ir_errorf(-EINVAL, "mesh %dx%d needs %d devices, cluster %s has %d", o->n0, o->n1, o->n0 * o->n1,
+				 c->name, c->ndevices);
 	int rc = cost_mesh_make(c, o->n0, o->n1, &env->mesh);
 	if (rc < 0) {
 		ir_error_prefix("mesh %dx%d on cluster %s", o->n0, o->n1, c->name);
@@ -101,7 +100,9 @@ static int push_event(struct intra_result *r, int *cap, const struct intra_event
 static int push_colls(struct intra_result *r, int *cap, const struct intra_coll *c, int node, int operand, int bwd)
 {
 	for (int i = 0; i < c->n; i++) {
-		struct intra_event ev = { node, operand, bwd > 0, c->op[i], c->axis[i], c->bytes[i], c->t[i], bwd == 2 };
+		struct intra_event ev = {
+			node, operand, bwd > 0, c->op[i], c->axis[i], c->bytes[i], c->t[i], bwd == 2
+		};
 		if (push_event(r, cap, &ev) < 0)
 			return -ENOMEM;
 		r->t_comm += c->t[i];
@@ -119,7 +120,9 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 		const struct intra_strat *s = intra_chosen(st, u);
 		r->t_compute += s->t_compute;
 		if (s->own_axis >= 0) {
-			struct intra_coll c = { 1, { COST_ALL_REDUCE }, { s->own_axis }, { s->own_bytes }, { s->t_own } };
+			struct intra_coll c = {
+				1, { COST_ALL_REDUCE }, { s->own_axis }, { s->own_bytes }, { s->t_own }
+			};
 			if (push_colls(r, &cap, &c, x->node->id, -1, 0) < 0)
 				return -ENOMEM;
 		}
@@ -196,7 +199,7 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		prm.max_rounds = 200;
 	}
 	struct shard_eval ev;
-	struct shard_solve_stats ss = {0};
+	struct shard_solve_stats ss = { 0 };
 	prm.stats = &ss;
 	double t0 = ir_now();
 	int rc = shard_solve(&st->prob, &prm, st->choice, &ev);
@@ -251,7 +254,8 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		r->mem_state += kept;
 		if (whole > 0) { /* a trained parameter */
 			const struct cost_state_bytes *b = &st->env.state;
-			r->mem_state_least += (double)ir_shape_numel(&x->value->shape) * (b->params + b->grads + b->optim) /
+			r->mem_state_least += (double)ir_shape_numel(&x->value->shape) *
+					      (b->params + b->grads + b->optim) /
 					      ((double)st->env.mesh.n0 * st->env.mesh.n1);
 		}
 	}
@@ -260,8 +264,7 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 	return list_events(r, st, g);
 }
 
-int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o,
-	       struct intra_result *r)
+int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o, struct intra_result *r)
 {
 	memset(r, 0, sizeof *r);
 	double t_start = ir_now();

@@ -32,10 +32,10 @@
 struct edge_acc {
 	int n, cap;
 	int *u, *v;
-	int64_t *off;        /* into cost */
+	int64_t *off; /* into cost */
 	double *cost;
 	int64_t ncost, cost_cap;
-	int *slot;           /* open-addressing table of edge indices */
+	int *slot; /* open-addressing table of edge indices */
 	int nslot;
 };
 
@@ -66,7 +66,8 @@ static int edge_find(struct edge_acc *e, int u, int v, int64_t size)
 			return e->slot[i];
 	if (e->n == e->cap) {
 		int cap = e->cap ? 2 * e->cap : 256;
-		int *nu = ir_realloc(e->u, sizeof *nu * (size_t)cap), *nv = nu ? ir_realloc(e->v, sizeof *nv * (size_t)cap) : NULL;
+		int *nu = ir_realloc(e->u, sizeof *nu * (size_t)cap),
+		    *nv = nu ? ir_realloc(e->v, sizeof *nv * (size_t)cap) : NULL;
 		if (nu)
 			e->u = nu;
 		if (nv)
@@ -135,8 +136,7 @@ static int follow(const struct intra_unit *f, const struct ir_sharding *prod, in
 	IR_ASSERT(!"a follower lacks its producer's sharding");
 }
 
-static bool is_follower(const struct ir_graph *g, const struct ir_node *n, const int *uses,
-			const struct intra_opts *o)
+static bool is_follower(const struct ir_graph *g, const struct ir_node *n, const int *uses, const struct intra_opts *o)
 {
 	(void)g;
 	if (o->no_follow || !(ir_op_flags(n->op) & IR_OPF_UNARY))
@@ -145,8 +145,7 @@ static bool is_follower(const struct ir_graph *g, const struct ir_node *n, const
 	return x->kind == IR_VAL_NODE && uses[x->id] == 1 && x->def->nout == 1;
 }
 
-static int make_groups(struct intra_state *st, const struct ir_graph *g, const int *uses,
-		       const struct intra_opts *o)
+static int make_groups(struct intra_state *st, const struct ir_graph *g, const int *uses, const struct intra_opts *o)
 {
 	st->leader = ir_malloc(sizeof *st->leader * (size_t)st->nunits);
 	if (!st->leader)
@@ -328,8 +327,8 @@ static int add_pair(struct intra_state *st, struct edge_acc *e, double *node_cos
 		for (int s = 0; s < kx; s++) {
 			struct ir_sharding dst = y->strat[y->map[s]].out;
 			dst.partial = 0;
-			node_cost[p->strat_off[gx] + s] +=
-				share * intra_reshard(&st->env, v, &x->strat[x->map[s]].out, &dst, false, NULL);
+			node_cost[p->strat_off[gx] + s] += share * intra_reshard(&st->env, v, &x->strat[x->map[s]].out,
+										 &dst, false, NULL);
 		}
 		return 0;
 	}
@@ -341,7 +340,8 @@ static int add_pair(struct intra_state *st, struct edge_acc *e, double *node_cos
 		for (int b = 0; b < ky; b++) {
 			struct ir_sharding dst = y->strat[y->map[b]].out;
 			dst.partial = 0;
-			m[a * ky + b] += share * intra_reshard(&st->env, v, &x->strat[x->map[a]].out, &dst, false, NULL);
+			m[a * ky + b] += share *
+					 intra_reshard(&st->env, v, &x->strat[x->map[a]].out, &dst, false, NULL);
 		}
 	return 0;
 }
@@ -595,7 +595,8 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	st->nunits = nn + ni + np;
 	st->unit = ir_calloc((size_t)st->nunits + 1, sizeof *st->unit);
 	st->value_unit = ir_malloc(sizeof *st->value_unit * ((size_t)nv + 1));
-	if (!uses || !is_output || !act || !grad || !st->weight || !st->saved || !st->fuse || !st->fused_in || !st->unit || !st->value_unit) {
+	if (!uses || !is_output || !act || !grad || !st->weight || !st->saved || !st->fuse || !st->fused_in ||
+	    !st->unit || !st->value_unit) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;
 	}

@@ -69,17 +69,17 @@ struct intra_env {
 	struct cost_device dev;
 	struct cost_calib cal;
 	enum cost_prec prec;
-	int elem_bytes;          /* floating-point bytes per element in the step */
+	int elem_bytes; /* floating-point bytes per element in the step */
 	bool train;
-	struct cost_state_bytes state; /* per parameter, training */
-	const uint8_t *fuse;     /* per value id INTRA_FUSE_* bits, or NULL (nothing fused) */
-	const uint32_t *fused_in; /* per node id: inputs read in registers (cost_fused_reads) */
-	bool zero;               /* intra_opts.zero */
-	double step_share;       /* intra_opts.step_share */
-	double sync_share;       /* intra_opts.sync_share (step_share when < 0) */
-	bool inputs_resident;    /* intra_opts.inputs_resident */
+	struct cost_state_bytes state;  /* per parameter, training */
+	const uint8_t *fuse;            /* per value id INTRA_FUSE_* bits, or NULL (nothing fused) */
+	const uint32_t *fused_in;       /* per node id: inputs read in registers (cost_fused_reads) */
+	bool zero;                      /* intra_opts.zero */
+	double step_share;              /* intra_opts.step_share */
+	double sync_share;              /* intra_opts.sync_share (step_share when < 0) */
+	bool inputs_resident;           /* intra_opts.inputs_resident */
 	const bool *inputs_kept_before; /* intra_opts.inputs_kept_before */
-	double state_price;      /* intra_opts.state_price */
+	double state_price;             /* intra_opts.state_price */
 };
 
 /* Elementwise chains run as one kernel (as the report costs them): a
@@ -127,33 +127,33 @@ double intra_local_bytes(const struct intra_env *env, const struct ir_value *v, 
  * stage starts from). Units in one group share one solver variable: a
  * follower's strategy is a function (map) of its leader's. */
 struct intra_unit {
-	const struct ir_node *node;  /* NULL for an input or parameter */
-	const struct ir_value *value;/* the input or parameter; else NULL */
+	const struct ir_node *node;   /* NULL for an input or parameter */
+	const struct ir_value *value; /* the input or parameter; else NULL */
 	struct intra_labels lab;
 	int nstrat;
 	struct intra_strat *strat;
-	int group;                   /* solver node index */
-	int *map;                    /* [group's strategies]: own strategy */
-	int64_t lo, hi;              /* live interval of its results */
+	int group;      /* solver node index */
+	int *map;       /* [group's strategies]: own strategy */
+	int64_t lo, hi; /* live interval of its results */
 };
 
 struct intra_state {
 	struct intra_env env;
 	int nunits;
-	struct intra_unit *unit;     /* node units first (graph order), then inputs, params */
-	int *value_unit;             /* per value id: the unit defining it, -1 unused */
-	bool *grad;                  /* per value id: carries a gradient (training) */
-	bool *weight;                /* per value id: its gradient is reduced once per step (a
-				      * parameter, or computed from parameters alone) */
-	bool *saved;                 /* per value id: kept for the backward pass (training) */
-	uint8_t *fuse;               /* per value id: INTRA_FUSE_* */
-	uint32_t *fused_in;          /* per node id: cost_fused_reads */
+	struct intra_unit *unit; /* node units first (graph order), then inputs, params */
+	int *value_unit;         /* per value id: the unit defining it, -1 unused */
+	bool *grad;              /* per value id: carries a gradient (training) */
+	bool *weight;            /* per value id: its gradient is reduced once per step (a
+				  * parameter, or computed from parameters alone) */
+	bool *saved;             /* per value id: kept for the backward pass (training) */
+	uint8_t *fuse;           /* per value id: INTRA_FUSE_* */
+	uint32_t *fused_in;      /* per node id: cost_fused_reads */
 	int ngroups;
-	int *leader;                 /* per group: its leading unit */
+	int *leader; /* per group: its leading unit */
 	struct shard_problem prob;
-	int *choice;                 /* per group: chosen strategy */
-	double time_limit;           /* intra_opts.time_limit, for the solver */
-	bool quick;                  /* intra_opts.quick */
+	int *choice;       /* per group: chosen strategy */
+	double time_limit; /* intra_opts.time_limit, for the solver */
+	bool quick;        /* intra_opts.quick */
 };
 
 /* In training, whether node n's backward pass reads its operand j (an

@@ -43,12 +43,12 @@ static void *grow(void *p, int *cap, int need, size_t elem)
 	return q;
 }
 
-#define GROW(L, arr, n, cap, need)                                                  \
-	do {                                                                        \
-		void *q_ = grow((L)->arr, &(L)->cap, (need), sizeof *(L)->arr);     \
-		if (!q_)                                                            \
-			return ir_errorf(-ENOMEM, "out of memory lowering the plan");  \
-		(L)->arr = q_;                                                      \
+#define GROW(L, arr, n, cap, need)                                                    \
+	do {                                                                          \
+		void *q_ = grow((L)->arr, &(L)->cap, (need), sizeof *(L)->arr);       \
+		if (!q_)                                                              \
+			return ir_errorf(-ENOMEM, "out of memory lowering the plan"); \
+		(L)->arr = q_;                                                        \
 	} while (0)
 
 int lw_buf_new(struct lower *L, enum ir_dtype dt, const struct ir_shape *shape_)
@@ -84,10 +84,22 @@ void lw_piece(const struct lower *L, int k, uint8_t m, int *piece, int *n)
 {
 	int i0 = k / L->n1, i1 = k % L->n1;
 	switch (m & 3) {
-	case 0: *piece = 0; *n = 1; return;
-	case 1: *piece = i0; *n = L->n0; return;
-	case 2: *piece = i1; *n = L->n1; return;
-	default: *piece = i0 * L->n1 + i1; *n = L->n0 * L->n1; return;
+	case 0:
+		*piece = 0;
+		*n = 1;
+		return;
+	case 1:
+		*piece = i0;
+		*n = L->n0;
+		return;
+	case 2:
+		*piece = i1;
+		*n = L->n1;
+		return;
+	default:
+		*piece = i0 * L->n1 + i1;
+		*n = L->n0 * L->n1;
+		return;
 	}
 }
 
@@ -125,7 +137,8 @@ int lw_rep_add(struct lower *L, int value, const struct ir_sharding *spec, int b
 _Static_assert(sizeof(struct ir_attrs) == 8 + sizeof(struct ir_shape) + 12 * sizeof(struct ir_ilist) + 7 * 8,
 	       "a new field of struct ir_attrs: add it to canon_attrs");
 _Static_assert(sizeof(struct plan_fop) == offsetof(struct plan_fop, shape) + sizeof(struct ir_shape) &&
-		       offsetof(struct plan_fop, dtype) == offsetof(struct plan_fop, in) + sizeof(int) * PLAN_FOP_MAX_IN &&
+		       offsetof(struct plan_fop, dtype) ==
+			       offsetof(struct plan_fop, in) + sizeof(int) * PLAN_FOP_MAX_IN &&
 		       offsetof(struct plan_fop, nin) == offsetof(struct plan_fop, a) + sizeof(struct ir_attrs),
 	       "a new field of struct plan_fop: add it to canon_fop");
 
@@ -342,8 +355,8 @@ nomem:
 	return ir_errorf(-ENOMEM, "out of memory lowering the plan");
 }
 
-int lw_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *dev_attrs,
-	      int nin, const int *in, int *out)
+int lw_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *dev_attrs, int nin,
+	      const int *in, int *out)
 {
 	enum ir_dtype dt[2];
 	struct ir_shape sh[2];

@@ -73,8 +73,9 @@ static bool group_of(const struct lower *L, const struct lw_ins *x, struct group
 		if (k->nin > PLAN_FOP_MAX_IN)
 			return false;
 		g->nop = 1;
-		g->op[0] = (struct plan_fop){ .op = k->op, .a = k->a, .nin = k->nin,
-					      .dtype = k->dtype[k->nin], .shape = k->shape[k->nin] };
+		g->op[0] = (struct plan_fop){
+			.op = k->op, .a = k->a, .nin = k->nin, .dtype = k->dtype[k->nin], .shape = k->shape[k->nin]
+		};
 		for (int j = 0; j < k->nin; j++)
 			g->ref[0][j] = -arg[j] - 1;
 		return true;
@@ -197,9 +198,9 @@ struct fuse {
 	struct lower *L;
 	int *writes, *reads, *writer, *seg, *last;
 	bool *dead;
-	int64_t *live;          /* per instruction: bytes of the temporaries live there */
-	int64_t peak;           /* their most, over the program */
-	bool strict;            /* no more bytes live anywhere (the first round) */
+	int64_t *live; /* per instruction: bytes of the temporaries live there */
+	int64_t peak;  /* their most, over the program */
+	bool strict;   /* no more bytes live anywhere (the first round) */
 };
 
 static int64_t buf_bytes(const struct lower *L, int b)
@@ -418,7 +419,8 @@ static bool consecutive(const struct ir_ilist *l, int64_t first)
  * layouts). */
 static bool gemm_layout(const struct ir_attrs *a, int j, int rank)
 {
-	const struct ir_ilist *batch = j ? &a->rhs_batch : &a->lhs_batch, *con = j ? &a->rhs_contract : &a->lhs_contract;
+	const struct ir_ilist *batch = j ? &a->rhs_batch : &a->lhs_batch,
+			      *con = j ? &a->rhs_contract : &a->lhs_contract;
 	return consecutive(batch, 0) && (consecutive(con, batch->n) || consecutive(con, rank - con->n));
 }
 

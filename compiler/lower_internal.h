@@ -19,27 +19,27 @@
 
 struct lw_buf {
 	enum ir_dtype dtype;
-	struct ir_shape shape;       /* local */
+	struct ir_shape shape; /* local */
 	enum plan_bind bind;
-	int index;                   /* bound tensor */
-	struct ir_sharding spec;     /* bound: how the global tensor is split */
-	int64_t offset;              /* bytes, set by the memory plan */
-	int slots;                   /* set by the memory plan (plan_buffer.slots) */
+	int index;               /* bound tensor */
+	struct ir_sharding spec; /* bound: how the global tensor is split */
+	int64_t offset;          /* bytes, set by the memory plan */
+	int slots;               /* set by the memory plan (plan_buffer.slots) */
 };
 
 struct lw_ins {
 	enum plan_instr_kind kind;
-	int kernel;                  /* PLAN_KERNEL, same on every device, or -1 */
-	int *dev_kernel;             /* [devices]: per-device kernels, or NULL */
-	uint8_t axes;                /* collectives: mesh-axis mask of the communicator */
+	int kernel;      /* PLAN_KERNEL, same on every device, or -1 */
+	int *dev_kernel; /* [devices]: per-device kernels, or NULL */
+	uint8_t axes;    /* collectives: mesh-axis mask of the communicator */
 	enum plan_reduce reduce;
 	int axis, axis2;
-	int only;                    /* 0: every device of the stage; k + 1: device k alone */
-	int peer;                    /* send/recv: the other global rank ... */
-	int *dev_peer;               /* ... or per device (receives), or NULL */
-	int tag;                     /* send/recv */
+	int only;      /* 0: every device of the stage; k + 1: device k alone */
+	int peer;      /* send/recv: the other global rank ... */
+	int *dev_peer; /* ... or per device (receives), or NULL */
+	int tag;       /* send/recv */
 	int nin, nout;
-	int arg;                     /* into lower.args */
+	int arg; /* into lower.args */
 };
 
 /* A value available in some buffer under some sharding. */
@@ -47,13 +47,13 @@ struct lw_rep {
 	int value;
 	struct ir_sharding spec;
 	int buf;
-	int next;                    /* next rep of the same value, -1 */
+	int next; /* next rep of the same value, -1 */
 };
 
 /* What the stages of one plan share: the kernel table's dedup index and
  * the send/receive tags. */
 struct lw_shared {
-	int *khash;                  /* open addressing over plan kernels, -1 empty */
+	int *khash; /* open addressing over plan kernels, -1 empty */
 	int khcap;
 	int ntags;
 };
@@ -72,16 +72,16 @@ struct lower {
 	int *args;
 	int nreps, capreps;
 	struct lw_rep *reps;
-	int *rep_head;               /* per value id: first rep, -1 */
-	bool *dyn;                   /* per value id: reads an input or parameter upstream
-				      * (else a constant, made where it is read) */
-	int step_first;              /* training: the first instruction run once per
-				      * step; -1 (or nins) for none */
-	int fwd_end;                 /* pipelined training: the first instruction of the
-				      * backward part; 0 for none */
-	const int *order;            /* pipelined training: the stage's schedule */
+	int *rep_head;    /* per value id: first rep, -1 */
+	bool *dyn;        /* per value id: reads an input or parameter upstream
+			   * (else a constant, made where it is read) */
+	int step_first;   /* training: the first instruction run once per
+			   * step; -1 (or nins) for none */
+	int fwd_end;      /* pipelined training: the first instruction of the
+			   * backward part; 0 for none */
+	const int *order; /* pipelined training: the stage's schedule */
 	int norder;
-	struct lw_early *early;      /* training: lw_train_node's bookkeeping, or NULL */
+	struct lw_early *early; /* training: lw_train_node's bookkeeping, or NULL */
 };
 
 /* The lowering of one plan: its stages and how their values relate to
@@ -91,10 +91,10 @@ struct lw_ctx {
 	const struct ir_graph *whole;
 	const struct lower_stage *st;
 	int ns;
-	struct lower *L;        /* [ns] */
-	int **inv;              /* [ns][whole value id]: the stage's value id, -1 */
-	int *owner;             /* [whole value id]: the stage computing it, -1 */
-	int *pidx, *iidx;       /* [whole value id]: parameter / input index, -1 */
+	struct lower *L;  /* [ns] */
+	int **inv;        /* [ns][whole value id]: the stage's value id, -1 */
+	int *owner;       /* [whole value id]: the stage computing it, -1 */
+	int *pidx, *iidx; /* [whole value id]: parameter / input index, -1 */
 };
 
 /* lower_plan.c: the whole graph's value id that stage s's value v stands
@@ -125,8 +125,8 @@ int lw_emit(struct lower *L, const struct lw_ins *proto, int nin, const int *in,
 /* Kernel op(attrs) over buffers in[]; creates its result buffers (local
  * types from shape inference) into out[] and returns 0. dev_attrs: per
  * device attributes (then a[] is ignored), or NULL. */
-int lw_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *dev_attrs,
-	      int nin, const int *in, int *out);
+int lw_kernel(struct lower *L, enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *dev_attrs, int nin,
+	      const int *in, int *out);
 /* Kernel op (no attributes) over in[] written into the existing buffer
  * out (which may be one of in[]: elementwise ops run in place). */
 int lw_kernel_into(struct lower *L, enum ir_op op, int nin, const int *in, int out);

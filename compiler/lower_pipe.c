@@ -67,8 +67,10 @@ static int receive_operands(struct lw_ctx *c, int s, const struct ir_node *m, bo
 		if (fwd_only && d->id >= c->tr->ts->bwd_first)
 			continue;
 		if (d->id >= c->tr->ts->bwd_first && d->id < c->tr->ts->update_first && d->tag < s)
-			return ir_errorf(-EINVAL, "stage %d's backward reads a backward value of stage %d, which runs "
-					 "after it (a compiler bug)", s, d->tag);
+			return ir_errorf(-EINVAL,
+					 "stage %d's backward reads a backward value of stage %d, which runs "
+					 "after it (a compiler bug)",
+					 s, d->tag);
 		int rc = lw_receive(c, s, v);
 		if (rc < 0)
 			return rc;
@@ -141,8 +143,9 @@ static int share_param(struct lw_ctx *c, int i)
 		if (r < 0)
 			continue; /* bound nowhere: nothing reads it there */
 		if (u < 0)
-			return ir_errorf(-EINVAL, "stage %d does not compute the new value of parameter %d (a compiler bug)",
-					 o, i);
+			return ir_errorf(-EINVAL,
+					 "stage %d does not compute the new value of parameter %d (a compiler bug)", o,
+					 i);
 		const struct ir_value *uv = ir_graph_value(S->g, u);
 		if ((rc = lw_ensure(S, uv)) < 0)
 			return rc;

@@ -126,7 +126,8 @@ int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
 	if (!x->r->st)
 		return ir_errorf(-EINVAL, "lowering needs the intra-op pass's strategies");
 	if (x->first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
-		return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s, x->first_rank);
+		return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s,
+				 x->first_rank);
 	L->p = p;
 	L->sh = sh;
 	L->g = x->g;
@@ -242,8 +243,10 @@ static int model_output(struct lw_ctx *c, int o)
 		if (c->inv[t][w->id] >= 0 && c->L[t].rep_head[c->inv[t][w->id]] >= 0)
 			s = t;
 	if (s < 0)
-		return ir_errorf(-ENOTSUP, "output %d \"%s\" is a model input or parameter no node reads; lowering "
-				 "cannot bind it", o, ir_graph_output_name(c->whole, o) ? ir_graph_output_name(c->whole, o) : "");
+		return ir_errorf(-ENOTSUP,
+				 "output %d \"%s\" is a model input or parameter no node reads; lowering "
+				 "cannot bind it",
+				 o, ir_graph_output_name(c->whole, o) ? ir_graph_output_name(c->whole, o) : "");
 	const struct ir_value *v = ir_graph_value(c->L[s].g, c->inv[s][w->id]);
 	int rc = lw_ensure(&c->L[s], v);
 	return rc < 0 ? rc : lw_bind_output(&c->L[s], o, v);

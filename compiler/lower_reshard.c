@@ -40,8 +40,8 @@ static int collective(struct lower *L, const struct lw_ins *c, int buf, const st
 
 /* Reduces the partial sums over axis a: a reduce-scatter into a dimension
  * the target splits on a (when the piece order allows), else an all-reduce. */
-static int reduce_partial(struct lower *L, int buf, struct ir_sharding *cur, const struct ir_sharding *dst,
-			  int rank, int a)
+static int reduce_partial(struct lower *L, int buf, struct ir_sharding *cur, const struct ir_sharding *dst, int rank,
+			  int a)
 {
 	uint8_t bit = (uint8_t)(1u << a);
 	cur->partial &= (uint8_t)~bit;
@@ -56,8 +56,9 @@ static int reduce_partial(struct lower *L, int buf, struct ir_sharding *cur, con
 			continue;
 		struct ir_shape sh = L->buf[buf].shape;
 		sh.dims[d] /= axis_size(L, a);
-		struct lw_ins c = { .kind = PLAN_REDUCE_SCATTER, .kernel = -1, .axes = bit, .reduce = PLAN_SUM,
-				    .axis = d };
+		struct lw_ins c = {
+			.kind = PLAN_REDUCE_SCATTER, .kernel = -1, .axes = bit, .reduce = PLAN_SUM, .axis = d
+		};
 		cur->dim[d] = (uint8_t)(s | bit);
 		return collective(L, &c, buf, &sh);
 	}

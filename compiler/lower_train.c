@@ -74,8 +74,7 @@ static int bound_rep(const struct lower *L, int t)
 /* New value v copied over the bound buffer of t (a parameter or state
  * input of index idx), brought to that buffer's sharding first. A t that
  * nothing read has no buffer yet: it gets one, replicated. */
-static int write_back(struct lower *L, const struct ir_value *t, enum plan_bind bind, int idx,
-		      const struct ir_value *v)
+static int write_back(struct lower *L, const struct ir_value *t, enum plan_bind bind, int idx, const struct ir_value *v)
 {
 	if (v == t)
 		return 0; /* the step leaves it as it was */
@@ -121,9 +120,10 @@ static int check_update_reads(const struct lower *L, const struct train_step *ts
 			for (int k = 0; !ok && k < ts->nstate; k++)
 				ok = ts->state[k] == v;
 			if (!ok)
-				return ir_errorf(-EINVAL, "train step: update node %d (%s) reads value \"%s\" of the "
-						 "per-micro-batch part, which is not a gradient (a compiler bug)", n->id,
-						 ir_op_name(n->op), v->name ? v->name : "");
+				return ir_errorf(-EINVAL,
+						 "train step: update node %d (%s) reads value \"%s\" of the "
+						 "per-micro-batch part, which is not a gradient (a compiler bug)",
+						 n->id, ir_op_name(n->op), v->name ? v->name : "");
 		}
 	}
 	return 0;
@@ -145,9 +145,9 @@ static bool made_here(const struct ir_value *v)
 
 /* lw_train_node's bookkeeping for one stage. */
 struct lw_early {
-	int *acc;                 /* [nparams]: the accumulator made early, -1 */
-	int *left;                /* [L's values]: nodes left to lower that read it */
-	unsigned char *done;      /* [nparams + nstate]: written back early */
+	int *acc;            /* [nparams]: the accumulator made early, -1 */
+	int *left;           /* [L's values]: nodes left to lower that read it */
+	unsigned char *done; /* [nparams + nstate]: written back early */
 };
 
 void lw_train_early_free(struct lower *L)
@@ -201,7 +201,7 @@ static int early_init(struct lower *L, const struct train_step *ts)
 /* The accumulator of parameter i: acc += gradient gv, in the gradient's
  * own sharding (*spec). */
 static int accumulate_into(struct lower *L, const struct train_step *ts, int i, const struct ir_value *gv, int *acc,
-		      struct ir_sharding *spec)
+			   struct ir_sharding *spec)
 {
 	int rc;
 	if ((rc = lw_ensure(L, gv)) < 0)
@@ -287,8 +287,8 @@ int lw_train_fwd_end(struct lower *L, const struct lower_train *tr, const int *i
 		if (!made_here(v))
 			continue;
 		if (!tl)
-			return ir_errorf(-EINVAL, "stage %d updates \"%s\" but does not hold it (a compiler bug)", L->stage,
-					 t->name ? t->name : "");
+			return ir_errorf(-EINVAL, "stage %d updates \"%s\" but does not hold it (a compiler bug)",
+					 L->stage, t->name ? t->name : "");
 		if ((rc = write_back(L, tl, PLAN_BIND_PARAM, param_index(whole, t), v)) < 0)
 			return rc;
 	}

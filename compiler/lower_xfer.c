@@ -129,8 +129,10 @@ int lw_transfer(struct lower *S, const struct ir_value *u, int sbuf, const struc
 		nblk *= per[d];
 	}
 	if (nblk > XF_MAX_BLOCKS)
-		return ir_errorf(-ENOTSUP, "sending \"%s\" from stage %d to stage %d takes %d blocks per device, at most "
-				 "%d are supported", v->name ? v->name : "", S->stage, R->stage, nblk, XF_MAX_BLOCKS);
+		return ir_errorf(-ENOTSUP,
+				 "sending \"%s\" from stage %d to stage %d takes %d blocks per device, at most "
+				 "%d are supported",
+				 v->name ? v->name : "", S->stage, R->stage, nblk, XF_MAX_BLOCKS);
 	int *load = ir_calloc((size_t)S->nd, sizeof *load);
 	int *from = ir_malloc(sizeof *from * (size_t)R->nd * (size_t)nblk);
 	int *blocks = ir_malloc(sizeof *blocks * (size_t)nblk);

@@ -40,19 +40,19 @@ struct args {
 	bool json, explain, stage_only, train, print_ir;
 	int mesh0, mesh1;
 	int micro, layers, stages;
-	int dump;                /* pcc inspect plan.bin --dump DEVICE; -1: none */
+	int dump; /* pcc inspect plan.bin --dump DEVICE; -1: none */
 	double mem_limit, time_limit;
 	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
 	int ndims;
 	struct cli_consts consts; /* --const NAME=FILE|DIR */
-	struct train_opts topts; /* --train: the step's options (--loss, --lr, ...) */
+	struct train_opts topts;  /* --train: the step's options (--loss, --lr, ...) */
 	const char *freeze[MAX_DIMS];
-	const char *train_opt;   /* the first step option given, for "needs --train" */
-	bool precision;          /* --precision given */
-	const char *host_cpu;    /* --host-cpu: the CPU host kernels are compiled for */
-	const char *codegen;     /* --codegen host|ptx|all|none; NULL: the cluster's kind */
-	bool dump_fusion;        /* --dump-after=fusion */
+	const char *train_opt; /* the first step option given, for "needs --train" */
+	bool precision;        /* --precision given */
+	const char *host_cpu;  /* --host-cpu: the CPU host kernels are compiled for */
+	const char *codegen;   /* --codegen host|ptx|all|none; NULL: the cluster's kind */
+	bool dump_fusion;      /* --dump-after=fusion */
 };
 
 static void usage(FILE *f)
@@ -205,8 +205,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (strcmp(a->codegen, "host") && strcmp(a->codegen, "ptx") && strcmp(a->codegen, "all") &&
 			    strcmp(a->codegen, "none"))
 				return ir_errorf(-EINVAL, "--codegen %s: expected host, ptx, all or none", a->codegen);
-		} else if (!strcmp(s, "--dump-after=fusion") || (!strcmp(s, "--dump-after") && has_next &&
-								   !strcmp(argv[i + 1], "fusion") && ++i)) {
+		} else if (!strcmp(s, "--dump-after=fusion") ||
+			   (!strcmp(s, "--dump-after") && has_next && !strcmp(argv[i + 1], "fusion") && ++i)) {
 			a->dump_fusion = true;
 		} else if (!strcmp(s, "--time-limit") && has_next) {
 			char *end;
@@ -347,8 +347,7 @@ static void summarize(const char *name, const struct ir_tensor *t)
 {
 	char sh[IR_SHAPE_STR_MAX];
 	int64_t n = ir_shape_numel(&t->shape);
-	printf("%s: %s%s =", name ? name : "", ir_dtype_name(t->dtype),
-	       ir_shape_str(&t->shape, sh, sizeof sh));
+	printf("%s: %s%s =", name ? name : "", ir_dtype_name(t->dtype), ir_shape_str(&t->shape, sh, sizeof sh));
 	for (int64_t i = 0; i < n && i < 8; i++)
 		printf(" %.6g", ir_tensor_get_f64(t, i));
 	printf(n > 8 ? " ...\n" : "\n");
@@ -478,8 +477,8 @@ static struct ir_graph *load_batch(void *ctx, int64_t b)
 	size_t n = strlen(pl->a->model);
 	if (n > 3 && !strcmp(pl->a->model + n - 3, ".ir"))
 		return load_any(pl->a);
-	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b) :
-			      onnx_import(pl->a->model, &pl->imp, NULL);
+	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b)
+			    : onnx_import(pl->a->model, &pl->imp, NULL);
 }
 
 /* Names the model in the error unless the message already starts with it
@@ -584,8 +583,10 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	/* The step's precision and the search's agree: --precision, else mixed
 	 * precision in the devices' 16-bit type (f32 where they have none). */
 	if (a->train && a->precision) {
-		o.prec = to.compute == IR_BF16 ? COST_PREC_BF16 : to.compute == IR_F16 ? COST_PREC_F16 :
-			 to.compute == IR_F64 ? COST_PREC_F64 : COST_PREC_F32;
+		o.prec = to.compute == IR_BF16  ? COST_PREC_BF16
+			 : to.compute == IR_F16 ? COST_PREC_F16
+			 : to.compute == IR_F64 ? COST_PREC_F64
+						: COST_PREC_F32;
 	} else if (a->train) {
 		struct cost_device dev;
 		struct cost_link intra, inter;
@@ -604,8 +605,9 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		struct ir_graph *g = load_any(a);
 		if (!g)
 			return -EINVAL;
-		o.static_batch = ir_graph_ninputs(g) && ir_graph_input(g, 0)->shape.rank ?
-			ir_graph_input(g, 0)->shape.dims[0] : 1;
+		o.static_batch = ir_graph_ninputs(g) && ir_graph_input(g, 0)->shape.rank
+					 ? ir_graph_input(g, 0)->shape.dims[0]
+					 : 1;
 		ir_graph_free(g);
 	} else {
 		onnx_import_opts_init(&pl.imp);
@@ -621,9 +623,10 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	}
 	char peak[IR_BYTES_STRLEN];
 	printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
-	       "peak %s per device\n", a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s",
-	       cost_sched_name(p.sched), p.micro, p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s,
-	       100 * p.mfu, ir_bytes_str(p.mem_peak, peak));
+	       "peak %s per device\n",
+	       a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s", cost_sched_name(p.sched), p.micro,
+	       p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s, 100 * p.mfu,
+	       ir_bytes_str(p.mem_peak, peak));
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
 	pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
@@ -689,8 +692,8 @@ static int cmd_compile(const struct args *a)
 			if (counts[k][b])
 				printf("%s %d %s%s", any++ ? "," : "", counts[k][b], cost_coll_name((enum cost_coll)k),
 				       b ? " (backward)" : "");
-	printf("%s\nintra-op pass: %.3f s (solver %.3f s), %d variables, %d strategies\n", any ? "" : " none",
-	       r.pass_s, r.solve_s, r.nvars, r.nstrategies);
+	printf("%s\nintra-op pass: %.3f s (solver %.3f s), %d variables, %d strategies\n", any ? "" : " none", r.pass_s,
+	       r.solve_s, r.nvars, r.nstrategies);
 	if (a->explain)
 		rc = intra_explain(g, &r, stdout);
 	if (rc == 0 && a->print_ir)
@@ -709,8 +712,9 @@ static int load_consts(struct args *a)
 		return 0;
 	if (!a->model || is_plan_file(a->model) || (n > 3 && !strcmp(a->model + n - 3, ".ir")))
 		return ir_errorf(-EINVAL, "%s: %s, and --const binds an input of an ONNX model", a->consts.k[0].from,
-				 !a->model ? "no model given" : is_plan_file(a->model) ? "the file is a plan" :
-				 "the model is IR text");
+				 !a->model                ? "no model given"
+				 : is_plan_file(a->model) ? "the file is a plan"
+							  : "the model is IR text");
 	return cli_consts_load(&a->consts, a->model);
 }
 

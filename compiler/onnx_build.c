@@ -40,11 +40,11 @@ int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t,
 		return 0;
 	}
 	if (v->kind == IR_VAL_INPUT)
-		return onnx_fail(c, "%s must be a constant known at compile time (it is the graph input \"%s\": "
-				 "bind it with --const %s=FILE.pb)", what, v->name ? v->name : "",
-				 v->name ? v->name : "NAME");
-	return onnx_fail(c, "%s must be a constant known at compile time (it is computed at run time)",
-			 what);
+		return onnx_fail(c,
+				 "%s must be a constant known at compile time (it is the graph input \"%s\": "
+				 "bind it with --const %s=FILE.pb)",
+				 what, v->name ? v->name : "", v->name ? v->name : "NAME");
+	return onnx_fail(c, "%s must be a constant known at compile time (it is computed at run time)", what);
 }
 
 int onnx_const_scalar(struct onnx_ctx *c, struct ir_value *v, double *out, const char *what)
@@ -53,8 +53,7 @@ int onnx_const_scalar(struct onnx_ctx *c, struct ir_value *v, double *out, const
 	if (onnx_const_view(c, v, &t, what) < 0)
 		return -EINVAL;
 	if (ir_shape_numel(&t.shape) != 1)
-		return onnx_fail(c, "%s must hold one element, not %lld", what,
-				 (long long)ir_shape_numel(&t.shape));
+		return onnx_fail(c, "%s must hold one element, not %lld", what, (long long)ir_shape_numel(&t.shape));
 	*out = ir_tensor_get_f64(&t, 0);
 	return 0;
 }
@@ -130,8 +129,7 @@ static struct ir_node *fold(struct onnx_ctx *c, struct ir_node *n)
 	return k;
 }
 
-struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
-		       const struct ir_attrs *a)
+struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a)
 {
 	struct ir_node *n = ir_graph_add_node(c->g, op, onnx_node_label(c->node), nin, in, a);
 	if (n && foldable(n))
@@ -139,8 +137,7 @@ struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_val
 	return n;
 }
 
-struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
-		      const struct ir_attrs *a)
+struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a)
 {
 	struct ir_node *n = b_node(c, op, nin, in, a);
 	return n ? n->out[0] : NULL;
@@ -191,8 +188,8 @@ static int broadcast_shape(const struct ir_shape *x, const struct ir_shape *y, s
 		int xi = i - (s->rank - x->rank), yi = i - (s->rank - y->rank);
 		int64_t dx = xi >= 0 ? x->dims[xi] : 1, dy = yi >= 0 ? y->dims[yi] : 1;
 		if (dx != dy && dx != 1 && dy != 1)
-			return ir_errorf(-EINVAL, "shapes %s and %s do not broadcast",
-					 ir_shape_str(x, bx, sizeof bx), ir_shape_str(y, by, sizeof by));
+			return ir_errorf(-EINVAL, "shapes %s and %s do not broadcast", ir_shape_str(x, bx, sizeof bx),
+					 ir_shape_str(y, by, sizeof by));
 		s->dims[i] = dx == 1 ? dy : dx;
 	}
 	return 0;
@@ -208,15 +205,13 @@ struct ir_value *b_binary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x,
 	return in[0] && in[1] ? b_op(c, op, 2, in, &a) : NULL;
 }
 
-struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x,
-			  struct ir_value *y)
+struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x, struct ir_value *y)
 {
 	struct ir_shape s, s2;
 	if (!cond || !x || !y || broadcast_shape(&x->shape, &y->shape, &s) < 0 ||
 	    broadcast_shape(&cond->shape, &s, &s2) < 0)
 		return NULL;
-	struct ir_value *in[3] = { b_broadcast_to(c, cond, &s2), b_broadcast_to(c, x, &s2),
-				   b_broadcast_to(c, y, &s2) };
+	struct ir_value *in[3] = { b_broadcast_to(c, cond, &s2), b_broadcast_to(c, x, &s2), b_broadcast_to(c, y, &s2) };
 	struct ir_attrs a = { 0 };
 	return in[0] && in[1] && in[2] ? b_op(c, IR_OP_SELECT, 3, in, &a) : NULL;
 }
@@ -250,8 +245,8 @@ struct ir_value *b_transpose(struct onnx_ctx *c, struct ir_value *x, const int64
 	return identity ? x : b_op(c, IR_OP_TRANSPOSE, 1, &x, &a);
 }
 
-struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, const int64_t *axes,
-			  int naxes, bool keepdims)
+struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, const int64_t *axes, int naxes,
+			  bool keepdims)
 {
 	if (!x)
 		return NULL;
@@ -279,8 +274,7 @@ struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x,
 	return keepdims ? b_reshape(c, r, &kept) : r;
 }
 
-struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start,
-			 int64_t limit, int64_t stride)
+struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start, int64_t limit, int64_t stride)
 {
 	if (!x)
 		return NULL;
@@ -330,4 +324,3 @@ struct ir_value *b_iota(struct onnx_ctx *c, enum ir_dtype t, const struct ir_sha
 	struct ir_attrs a = { .dtype = t, .shape = *s, .axis = axis };
 	return b_op(c, IR_OP_IOTA, 0, NULL, &a);
 }
-

@@ -187,8 +187,7 @@ int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max)
 	if (!a)
 		return 0;
 	if (a->n_ints > (size_t)max)
-		return onnx_fail(c, "attribute '%s' has %zu entries (at most %d supported)", name,
-				 a->n_ints, max);
+		return onnx_fail(c, "attribute '%s' has %zu entries (at most %d supported)", name, a->n_ints, max);
 	memcpy(out, a->ints, a->n_ints * sizeof *out);
 	return (int)a->n_ints;
 }
@@ -241,16 +240,20 @@ static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
 			c->opset = o->has_version ? o->version : 1;
 	}
 	if (c->opset < 0)
-		return ir_errorf(-ENOTSUP, "%s: the model imports no default-domain opset (only other domains, which pcc does not support)", c->path);
+		return ir_errorf(
+			-ENOTSUP,
+			"%s: the model imports no default-domain opset (only other domains, which pcc does not support)",
+			c->path);
 	if (c->opset < OPSET_MIN || c->opset > OPSET_MAX)
-		return ir_errorf(-ENOTSUP, "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
-				 "re-export with opset_version=%d or newer)", c->path,
-				 (long long)c->opset, OPSET_MIN, OPSET_MAX, 13);
+		return ir_errorf(-ENOTSUP,
+				 "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
+				 "re-export with opset_version=%d or newer)",
+				 c->path, (long long)c->opset, OPSET_MIN, OPSET_MAX, 13);
 	return 0;
 }
 
-static int bind_dim(struct onnx_ctx *c, const char *input, const Onnx__TensorShapeProto__Dimension *d,
-		    int i, int64_t *out)
+static int bind_dim(struct onnx_ctx *c, const char *input, const Onnx__TensorShapeProto__Dimension *d, int i,
+		    int64_t *out)
 {
 	if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
 		if (d->dim_value < 0)
@@ -268,8 +271,7 @@ static int bind_dim(struct onnx_ctx *c, const char *input, const Onnx__TensorSha
 		return ir_errorf(-EINVAL, "%s: input \"%s\": dimension %d is symbolic \"%s\"; bind it with --dim %s=N",
 				 c->path, input, i, d->dim_param, d->dim_param);
 	}
-	return ir_errorf(-EINVAL, "%s: input \"%s\": dimension %d has neither a size nor a name", c->path,
-			 input, i);
+	return ir_errorf(-EINVAL, "%s: input \"%s\": dimension %d has neither a size nor a name", c->path, input, i);
 }
 
 /* Whether dimension d has a size without a constant's help: a number, or a
@@ -279,7 +281,8 @@ static bool dim_fixed(const struct onnx_ctx *c, const Onnx__TensorShapeProto__Di
 	if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
 		return true;
 	for (int k = 0; d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
-			k < c->opts->ndims; k++)
+			k < c->opts->ndims;
+	     k++)
 		if (strcmp(c->opts->dims[k].name, d->dim_param) == 0)
 			return true;
 	return false;
@@ -297,7 +300,9 @@ static const char *decl_shape_str(const Onnx__TensorShapeProto *sp, char *buf, s
 		else
 			at += (size_t)snprintf(buf + at, n - at, "%s%s", sep,
 					       d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-					       d->dim_param ? d->dim_param : "?");
+							       d->dim_param
+						       ? d->dim_param
+						       : "?");
 	}
 	if (at < n)
 		snprintf(buf + at, n - at, "]");
@@ -314,8 +319,8 @@ static const struct onnx_const_input *find_const(const struct onnx_ctx *c, const
 
 /* Input name becomes constant k: its dtype must match, and its shape where
  * the model fixes it; symbolic dimensions take the constant's sizes. */
-static int import_const_input(struct onnx_ctx *c, const char *name, enum ir_dtype dt,
-			      const Onnx__TensorShapeProto *sp, const struct onnx_const_input *k)
+static int import_const_input(struct onnx_ctx *c, const char *name, enum ir_dtype dt, const Onnx__TensorShapeProto *sp,
+			      const struct onnx_const_input *k)
 {
 	struct ir_shape s = k->value.shape;
 	bool ok = k->value.dtype == dt && (size_t)s.rank == sp->n_dim;
@@ -355,8 +360,8 @@ static int import_input(struct onnx_ctx *c, const Onnx__ValueInfoProto *vi)
 		return ir_errorf(-EINVAL, "%s: input \"%s\" has no shape", c->path, name);
 	struct ir_shape s = { 0 };
 	if (tt->shape->n_dim > IR_MAX_RANK)
-		return ir_errorf(-EINVAL, "%s: input \"%s\": rank %zu exceeds %d", c->path, name,
-				 tt->shape->n_dim, IR_MAX_RANK);
+		return ir_errorf(-EINVAL, "%s: input \"%s\": rank %zu exceeds %d", c->path, name, tt->shape->n_dim,
+				 IR_MAX_RANK);
 	const struct onnx_const_input *k = find_const(c, name);
 	if (k)
 		return import_const_input(c, name, dt, tt->shape, k);
@@ -386,8 +391,10 @@ static int check_consts(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 		for (size_t k = 0; k < gp->n_input && !found; k++)
 			found = gp->input[k]->name && strcmp(gp->input[k]->name, name) == 0;
 		if (found && sym_get(c->names, name))
-			return ir_errorf(-EINVAL, "%s: \"%s\" is an initializer of the model (a weight), not an input "
-					 "to bind to a constant", c->path, name);
+			return ir_errorf(-EINVAL,
+					 "%s: \"%s\" is an initializer of the model (a weight), not an input "
+					 "to bind to a constant",
+					 c->path, name);
 		if (found)
 			continue;
 		char list[512] = "";
@@ -399,8 +406,10 @@ static int check_consts(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 				continue;
 			at += (size_t)snprintf(list + at, sizeof list - at, "%s\"%s\"", shown++ ? ", " : "", in);
 		}
-		return ir_errorf(-EINVAL, "%s: the model has no input \"%s\" to bind to a constant%s%s%s "
-				 "(its inputs: %s)", c->path, name, c->opts->consts[i].from ? " (" : "",
+		return ir_errorf(-EINVAL,
+				 "%s: the model has no input \"%s\" to bind to a constant%s%s%s "
+				 "(its inputs: %s)",
+				 c->path, name, c->opts->consts[i].from ? " (" : "",
 				 c->opts->consts[i].from ? c->opts->consts[i].from : "",
 				 c->opts->consts[i].from ? ")" : "", shown ? list : "none");
 	}
@@ -434,7 +443,10 @@ int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct i
 		char *end;
 		if (strcmp(k, "location") == 0) {
 			if (!path_inside(v))
-				return ir_errorf(-EINVAL, "external data location \"%s\" must be a relative path inside the model's directory", v);
+				return ir_errorf(
+					-EINVAL,
+					"external data location \"%s\" must be a relative path inside the model's directory",
+					v);
 			d->path = v;
 		} else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
 			long long x = strtoll(v, &end, 10);
@@ -468,8 +480,9 @@ static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 			d.nbytes = (int64_t)want;
 		if ((size_t)d.nbytes != want) {
 			ir_errorf(-EINVAL, "external data holds %lld bytes, shape %s of %s needs %zu",
-				  (long long)d.nbytes, ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX),
-				  ir_dtype_name(dt), want);
+				  (long long)d.nbytes,
+				  ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX), ir_dtype_name(dt),
+				  want);
 			goto fail;
 		}
 		if (!ir_dtype_is_float(dt)) {
@@ -480,8 +493,8 @@ static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 	} else if (t->has_raw_data && ir_dtype_is_float(dt)) {
 		if (t->raw_data.len != want) {
 			ir_errorf(-EINVAL, "raw_data holds %zu bytes, shape %s of %s needs %zu", t->raw_data.len,
-				  ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX),
-				  ir_dtype_name(dt), want);
+				  ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX), ir_dtype_name(dt),
+				  want);
 			goto fail;
 		}
 		d.bytes = t->raw_data.data; /* owned by the unpacked model */
@@ -627,8 +640,8 @@ static int import_nodes(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 			if (!n->output[k] || !n->output[k][0])
 				continue;
 			if (sym_get(&producers, n->output[k]) || sym_get(c->names, n->output[k])) {
-				rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): value \"%s\" is defined twice",
-					       c->path, onnx_node_label(n), n->op_type, n->output[k]);
+				rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): value \"%s\" is defined twice", c->path,
+					       onnx_node_label(n), n->op_type, n->output[k]);
 				goto out;
 			}
 			if ((rc = sym_put(&producers, n->output[k], (struct ir_value *)(uintptr_t)(i + 1))) < 0)
@@ -650,13 +663,17 @@ static int import_nodes(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 					continue;
 				uintptr_t p = (uintptr_t)sym_get(&producers, name);
 				if (!p) {
-					rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): input \"%s\" is not defined by any node, input or initializer",
-						       c->path, onnx_node_label(n), n->op_type, name);
+					rc = ir_errorf(
+						-EINVAL,
+						"%s: node \"%s\" (%s): input \"%s\" is not defined by any node, input or initializer",
+						c->path, onnx_node_label(n), n->op_type, name);
 					goto out;
 				}
 				if (state[p - 1] == 1) {
-					rc = ir_errorf(-EINVAL, "%s: node \"%s\" (%s): input \"%s\" depends on this node's own output (cycle)",
-						       c->path, onnx_node_label(n), n->op_type, name);
+					rc = ir_errorf(
+						-EINVAL,
+						"%s: node \"%s\" (%s): input \"%s\" depends on this node's own output (cycle)",
+						c->path, onnx_node_label(n), n->op_type, name);
 					goto out;
 				}
 				if (state[p - 1] == 0) {
@@ -726,8 +743,7 @@ static char *dir_of(struct ir_graph *g, const char *path)
 	return d;
 }
 
-struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *opts,
-			     struct onnx_model_info *info)
+struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *opts, struct onnx_model_info *info)
 {
 	struct onnx_import_opts dflt;
 	struct symtab names = { 0 };
@@ -854,9 +870,8 @@ static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o,
 		for (size_t k = 0; k < gp->n_initializer && !init; k++)
 			init = vi->name && gp->initializer[k]->name && strcmp(vi->name, gp->initializer[k]->name) == 0;
 		if (init || is_const(o, vi->name) || !vi->type ||
-		    vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
-		    !vi->type->tensor_type || !vi->type->tensor_type->shape ||
-		    vi->type->tensor_type->shape->n_dim == 0)
+		    vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !vi->type->tensor_type ||
+		    !vi->type->tensor_type->shape || vi->type->tensor_type->shape->n_dim == 0)
 			continue;
 		const Onnx__TensorShapeProto__Dimension *d = vi->type->tensor_type->shape->dim[0];
 		if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param) {

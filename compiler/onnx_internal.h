@@ -16,20 +16,19 @@
 struct symtab;
 
 struct onnx_ctx {
-	const char *path;        /* model file, for messages */
-	const char *base_dir;    /* its directory, for external data */
+	const char *path;     /* model file, for messages */
+	const char *base_dir; /* its directory, for external data */
 	struct ir_graph *g;
-	int64_t opset;           /* default-domain opset */
+	int64_t opset; /* default-domain opset */
 	const struct onnx_import_opts *opts;
-	struct symtab *names;    /* ONNX value name -> ir_value */
+	struct symtab *names;        /* ONNX value name -> ir_value */
 	const Onnx__NodeProto *node; /* node being imported */
 };
 
 /* A handler gets the node's inputs (NULL where an optional input is
  * omitted) and must fill out[i] for each declared output i < nout
  * (entries for omitted optional outputs may stay NULL). 0 or negative. */
-typedef int (*onnx_handler_fn)(struct onnx_ctx *c, struct ir_value **in, int nin,
-			       struct ir_value **out, int nout);
+typedef int (*onnx_handler_fn)(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout);
 
 struct onnx_op_def {
 	const char *name;
@@ -92,8 +91,7 @@ const Onnx__AttributeProto *attr_find(struct onnx_ctx *c, const char *name);
 int64_t attr_int(struct onnx_ctx *c, const char *name, int64_t dflt);
 double attr_float(struct onnx_ctx *c, const char *name, double dflt);
 /* Copies a string attribute into buf (dflt when absent). */
-const char *attr_string(struct onnx_ctx *c, const char *name, const char *dflt, char *buf,
-			size_t n);
+const char *attr_string(struct onnx_ctx *c, const char *name, const char *dflt, char *buf, size_t n);
 /* Reads an ints attribute; returns its length (0 when absent), or -EINVAL
  * when longer than max. */
 int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max);
@@ -102,13 +100,11 @@ int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max);
  * the message in ir_error(); the dispatcher adds the node context. */
 struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
 		       const struct ir_attrs *a);
-struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in,
-		      const struct ir_attrs *a);
+struct ir_value *b_op(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a);
 struct ir_value *b_unary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x);
 /* Numpy-broadcasts x and y to a common shape, then applies op. */
 struct ir_value *b_binary(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, struct ir_value *y);
-struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x,
-			  struct ir_value *y);
+struct ir_value *b_select(struct onnx_ctx *c, struct ir_value *cond, struct ir_value *x, struct ir_value *y);
 /* Numpy-style (right-aligned) broadcast of x to shape. */
 struct ir_value *b_broadcast_to(struct onnx_ctx *c, struct ir_value *x, const struct ir_shape *s);
 struct ir_value *b_convert(struct onnx_ctx *c, struct ir_value *x, enum ir_dtype t);
@@ -116,15 +112,14 @@ struct ir_value *b_reshape(struct onnx_ctx *c, struct ir_value *x, const struct 
 struct ir_value *b_transpose(struct onnx_ctx *c, struct ir_value *x, const int64_t *perm);
 /* Reduces axes (any order, duplicates rejected) and keeps them as size 1
  * when keepdims. */
-struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x,
-			  const int64_t *axes, int naxes, bool keepdims);
-struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start,
-			 int64_t limit, int64_t stride);
+struct ir_value *b_reduce(struct onnx_ctx *c, enum ir_op op, struct ir_value *x, const int64_t *axes, int naxes,
+			  bool keepdims);
+struct ir_value *b_slice(struct onnx_ctx *c, struct ir_value *x, int axis, int64_t start, int64_t limit,
+			 int64_t stride);
 struct ir_value *b_concat(struct onnx_ctx *c, int n, struct ir_value *const *in, int axis);
 struct ir_value *b_scalar(struct onnx_ctx *c, enum ir_dtype t, double v);
 /* A constant of the given shape and dtype from host data (copied). */
-struct ir_value *b_const(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s,
-			 const void *data);
+struct ir_value *b_const(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, const void *data);
 struct ir_value *b_const_i64(struct onnx_ctx *c, int n, const int64_t *v);
 struct ir_value *b_iota(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, int axis);
 

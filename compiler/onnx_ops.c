@@ -13,7 +13,6 @@
 
 #include "compiler/onnx_internal.h"
 
-
 static const char *op_type(struct onnx_ctx *c)
 {
 	return c->node->op_type;
@@ -25,15 +24,13 @@ static const struct {
 	const char *onnx;
 	enum ir_op op;
 } unary_map[] = {
-	{ "Abs", IR_OP_ABS },     { "Neg", IR_OP_NEG },       { "Exp", IR_OP_EXP },
-	{ "Log", IR_OP_LOG },     { "Sqrt", IR_OP_SQRT },     { "Reciprocal", IR_OP_RECIP },
-	{ "Tanh", IR_OP_TANH },   { "Erf", IR_OP_ERF },       { "Sigmoid", IR_OP_SIGMOID },
-	{ "Relu", IR_OP_RELU },   { "Sin", IR_OP_SIN },       { "Cos", IR_OP_COS },
-	{ "Tan", IR_OP_TAN },     { "Asin", IR_OP_ASIN },     { "Acos", IR_OP_ACOS },
-	{ "Atan", IR_OP_ATAN },   { "Sinh", IR_OP_SINH },     { "Cosh", IR_OP_COSH },
-	{ "Asinh", IR_OP_ASINH }, { "Acosh", IR_OP_ACOSH },   { "Atanh", IR_OP_ATANH },
-	{ "Floor", IR_OP_FLOOR }, { "Ceil", IR_OP_CEIL },     { "Round", IR_OP_ROUND },
-	{ "Not", IR_OP_NOT },     { "Sign", IR_OP_SIGN },
+	{ "Abs", IR_OP_ABS },         { "Neg", IR_OP_NEG },          { "Exp", IR_OP_EXP },     { "Log", IR_OP_LOG },
+	{ "Sqrt", IR_OP_SQRT },       { "Reciprocal", IR_OP_RECIP }, { "Tanh", IR_OP_TANH },   { "Erf", IR_OP_ERF },
+	{ "Sigmoid", IR_OP_SIGMOID }, { "Relu", IR_OP_RELU },        { "Sin", IR_OP_SIN },     { "Cos", IR_OP_COS },
+	{ "Tan", IR_OP_TAN },         { "Asin", IR_OP_ASIN },        { "Acos", IR_OP_ACOS },   { "Atan", IR_OP_ATAN },
+	{ "Sinh", IR_OP_SINH },       { "Cosh", IR_OP_COSH },        { "Asinh", IR_OP_ASINH }, { "Acosh", IR_OP_ACOSH },
+	{ "Atanh", IR_OP_ATANH },     { "Floor", IR_OP_FLOOR },      { "Ceil", IR_OP_CEIL },   { "Round", IR_OP_ROUND },
+	{ "Not", IR_OP_NOT },         { "Sign", IR_OP_SIGN },
 };
 
 static int h_unary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
@@ -49,14 +46,10 @@ static const struct {
 	const char *onnx;
 	enum ir_op op;
 } binary_map[] = {
-	{ "Add", IR_OP_ADD },         { "Sub", IR_OP_SUB },
-	{ "Mul", IR_OP_MUL },         { "Div", IR_OP_DIV },
-	{ "And", IR_OP_AND },         { "Or", IR_OP_OR },
-	{ "Xor", IR_OP_XOR },         { "Equal", IR_OP_EQ },
-	{ "Less", IR_OP_LT },         { "LessOrEqual", IR_OP_LE },
-	{ "Greater", IR_OP_GT },      { "GreaterOrEqual", IR_OP_GE },
-	{ "Max", IR_OP_MAX },         { "Min", IR_OP_MIN },
-	{ "Sum", IR_OP_ADD },         { "Mean", IR_OP_ADD },
+	{ "Add", IR_OP_ADD }, { "Sub", IR_OP_SUB },        { "Mul", IR_OP_MUL },    { "Div", IR_OP_DIV },
+	{ "And", IR_OP_AND }, { "Or", IR_OP_OR },          { "Xor", IR_OP_XOR },    { "Equal", IR_OP_EQ },
+	{ "Less", IR_OP_LT }, { "LessOrEqual", IR_OP_LE }, { "Greater", IR_OP_GT }, { "GreaterOrEqual", IR_OP_GE },
+	{ "Max", IR_OP_MAX }, { "Min", IR_OP_MIN },        { "Sum", IR_OP_ADD },    { "Mean", IR_OP_ADD },
 };
 
 /* Binary and variadic (Max, Min, Sum, Mean) elementwise ops. */
@@ -212,8 +205,7 @@ static int h_activation(struct onnx_ctx *c, struct ir_value **in, int nin, struc
 		double gamma = selu ? attr_float(c, "gamma", 1.05070102214813232421875) : 1.0;
 		struct ir_value *e = celu ? b_unary(c, IR_OP_EXP, b_binary(c, IR_OP_DIV, x, scalar_like(c, x, alpha)))
 					  : b_unary(c, IR_OP_EXP, x);
-		struct ir_value *neg = b_binary(c, IR_OP_MUL, scalar_like(c, x, alpha),
-						b_binary(c, IR_OP_SUB, e, one));
+		struct ir_value *neg = b_binary(c, IR_OP_MUL, scalar_like(c, x, alpha), b_binary(c, IR_OP_SUB, e, one));
 		r = b_select(c, b_binary(c, IR_OP_GT, x, zero), x, neg);
 		if (gamma != 1.0)
 			r = b_binary(c, IR_OP_MUL, r, scalar_like(c, x, gamma));
@@ -287,7 +279,8 @@ static int h_reduce(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	if (!strcmp(op, "Sum"))
 		r = b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, keep);
 	else if (!strcmp(op, "Mean"))
-		r = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, keep), b_scalar(c, x->dtype, count));
+		r = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, keep),
+			     b_scalar(c, x->dtype, count));
 	else if (!strcmp(op, "Max"))
 		r = b_reduce(c, IR_OP_REDUCE_MAX, x, axes, n, keep);
 	else if (!strcmp(op, "Min"))

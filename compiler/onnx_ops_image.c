@@ -82,8 +82,7 @@ static struct ir_value *insert_zeros(struct onnx_ctx *c, struct ir_value *x, con
 struct ct {
 	int k;
 	int64_t G;
-	int64_t K[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK],
-		len[IR_MAX_RANK];
+	int64_t K[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK], len[IR_MAX_RANK];
 };
 
 /* y [N, M, ..] cut to len[i] elements from start[i] along spatial dim i
@@ -188,13 +187,15 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 				 ir_dtype_name(w->dtype));
 	int64_t G = attr_int(c, "group", 1), C = x->shape.dims[1];
 	if (w->shape.dims[0] != C)
-		return onnx_fail(c, "the weight's first dim is %lld, not the input's %lld channels (weights are [C, M/group, k..])",
-				 (long long)w->shape.dims[0], (long long)C);
+		return onnx_fail(
+			c,
+			"the weight's first dim is %lld, not the input's %lld channels (weights are [C, M/group, k..])",
+			(long long)w->shape.dims[0], (long long)C);
 	if (G < 1 || C % G != 0)
 		return onnx_fail(c, "the input's %lld channels are not divisible by group %lld", (long long)C,
 				 (long long)G);
-	int64_t K[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], op[IR_MAX_RANK], lo[IR_MAX_RANK],
-		hi[IR_MAX_RANK], pads[2 * IR_MAX_RANK], oshape[IR_MAX_RANK + 2], ks[IR_MAX_RANK];
+	int64_t K[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], op[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK],
+		pads[2 * IR_MAX_RANK], oshape[IR_MAX_RANK + 2], ks[IR_MAX_RANK];
 	int n;
 	for (int i = 0; i < k; i++) {
 		K[i] = w->shape.dims[i + 2];
@@ -218,7 +219,8 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 		lo[i] = pads[i], hi[i] = pads[i + k];
 	for (int i = 0; i < k; i++) {
 		if (s[i] < 1 || d[i] < 1 || op[i] < 0 || K[i] < 1)
-			return onnx_fail(c, "strides, dilations and kernel must be positive and output_padding non-negative");
+			return onnx_fail(
+				c, "strides, dilations and kernel must be positive and output_padding non-negative");
 		/* bounds that keep the size arithmetic below in int64 */
 		if (s[i] > LIMIT || d[i] > LIMIT || op[i] > LIMIT || llabs(lo[i]) > LIMIT || llabs(hi[i]) > LIMIT)
 			return onnx_fail(c, "strides, dilations, pads or output_padding beyond %d", LIMIT);
@@ -293,7 +295,8 @@ static int h_depth_to_space(struct onnx_ctx *c, struct ir_value **in, int nin, s
 		return OUT1(b_reshape(c, b_transpose(c, b_reshape(c, x, &s6), perm), &s4));
 	}
 	if (C % (b * b))
-		return onnx_fail(c, "C %lld must be a multiple of blocksize^2 = %lld", (long long)C, (long long)(b * b));
+		return onnx_fail(c, "C %lld must be a multiple of blocksize^2 = %lld", (long long)C,
+				 (long long)(b * b));
 	const char *mode = attr_string(c, "mode", "DCR", buf, sizeof buf);
 	struct ir_shape s4 = { 4, { N, C / (b * b), H * b, W * b } }, s6;
 	int64_t perm[6];
@@ -313,8 +316,15 @@ static int h_depth_to_space(struct onnx_ctx *c, struct ir_value **in, int nin, s
 
 /* ---- Resize ------------------------------------------------------------------------ */
 
-enum coord_mode { CM_HALF_PIXEL, CM_PYTORCH_HALF_PIXEL, CM_ALIGN_CORNERS, CM_ASYMMETRIC, CM_TF_HALF_PIXEL_FOR_NN,
-		  CM_TF_CROP_AND_RESIZE, CM_COUNT };
+enum coord_mode {
+	CM_HALF_PIXEL,
+	CM_PYTORCH_HALF_PIXEL,
+	CM_ALIGN_CORNERS,
+	CM_ASYMMETRIC,
+	CM_TF_HALF_PIXEL_FOR_NN,
+	CM_TF_CROP_AND_RESIZE,
+	CM_COUNT
+};
 enum nearest_mode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_LEGACY, NM_COUNT };
 enum interp_mode { IM_NEAREST, IM_LINEAR, IM_CUBIC, IM_COUNT };
 
@@ -341,8 +351,8 @@ struct taps {
 	bool any_outside;
 };
 
-static int parse_name(struct onnx_ctx *c, const char *attr, const char *dflt, const char *const *names,
-		      int count, int *out)
+static int parse_name(struct onnx_ctx *c, const char *attr, const char *dflt, const char *const *names, int count,
+		      int *out)
 {
 	char buf[32];
 	const char *v = attr_string(c, attr, dflt, buf, sizeof buf);
@@ -370,8 +380,8 @@ static double cubic_weight(double a, double t)
  * The resized length in align_corners' and tf_crop_and_resize's ratios
  * is n_out, as the spec says and onnxruntime and PyTorch compute; ONNX's
  * reference takes scale * n_in, unrounded (see test_conformance.c). */
-static double source_coord(const struct resize *z, int64_t o, int64_t n_in, int64_t n_out, double scale,
-			   double roi_lo, double roi_hi)
+static double source_coord(const struct resize *z, int64_t o, int64_t n_in, int64_t n_out, double scale, double roi_lo,
+			   double roi_hi)
 {
 	double x = (double)o, len = (double)n_out;
 	switch (z->cm) {
@@ -434,8 +444,8 @@ static void taps_free(struct taps *t)
 }
 
 /* Fills t for one axis of n_in -> n_out elements. -ENOMEM. */
-static int axis_taps(const struct resize *z, int64_t n_in, int64_t n_out, double scale, double roi_lo,
-		     double roi_hi, struct taps *t)
+static int axis_taps(const struct resize *z, int64_t n_in, int64_t n_out, double scale, double roi_lo, double roi_hi,
+		     struct taps *t)
 {
 	int nt = z->mode == IM_NEAREST ? 1 : z->mode == IM_LINEAR ? 2 : 4;
 	memset(t, 0, sizeof *t);
@@ -595,7 +605,7 @@ static int const_doubles(struct onnx_ctx *c, struct ir_value *v, double *out, in
 static int resize_attrs(struct onnx_ctx *c, bool legacy, struct resize *z)
 {
 	static const char *const modes[IM_COUNT] = { "nearest", "linear", "cubic" };
-	static const char *const cms[CM_COUNT] = { "half_pixel", "pytorch_half_pixel", "align_corners",
+	static const char *const cms[CM_COUNT] = { "half_pixel", "pytorch_half_pixel",   "align_corners",
 						   "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize" };
 	static const char *const nms[NM_COUNT] = { "round_prefer_floor", "round_prefer_ceil", "floor", "ceil" };
 	int m = 0, cm = CM_ASYMMETRIC, nm = NM_LEGACY;
@@ -609,8 +619,11 @@ static int resize_attrs(struct onnx_ctx *c, bool legacy, struct resize *z)
 			parse_name(c, "nearest_mode", "round_prefer_floor", nms, NM_LEGACY, &nm) < 0))
 		return -ENOTSUP;
 	if (cm == CM_TF_HALF_PIXEL_FOR_NN && c->opset >= 13)
-		return onnx_unsupported(c, "coordinate_transformation_mode 'tf_half_pixel_for_nn' was removed in opset 13");
-	*z = (struct resize){ .mode = (enum interp_mode)m, .cm = (enum coord_mode)cm, .nm = (enum nearest_mode)nm,
+		return onnx_unsupported(
+			c, "coordinate_transformation_mode 'tf_half_pixel_for_nn' was removed in opset 13");
+	*z = (struct resize){ .mode = (enum interp_mode)m,
+			      .cm = (enum coord_mode)cm,
+			      .nm = (enum nearest_mode)nm,
 			      .cubic_a = attr_float(c, "cubic_coeff_a", -0.75),
 			      .extrapolation = attr_float(c, "extrapolation_value", 0),
 			      .exclude_outside = attr_int(c, "exclude_outside", 0) != 0 };

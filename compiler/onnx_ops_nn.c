@@ -13,9 +13,7 @@
 
 #include "compiler/onnx_internal.h"
 
-
-static struct ir_value *dot(struct onnx_ctx *c, struct ir_value *l, struct ir_value *r,
-			    const struct ir_attrs *a)
+static struct ir_value *dot(struct onnx_ctx *c, struct ir_value *l, struct ir_value *r, const struct ir_attrs *a)
 {
 	struct ir_value *ops[2] = { l, r };
 	return l && r ? b_op(c, IR_OP_DOT, 2, ops, a) : NULL;
@@ -278,8 +276,7 @@ static int h_einsum(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 /* Spatial window parameters from ONNX attributes (kernel dims known). */
 struct window {
 	int k;
-	int64_t kernel[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK],
-		dil[IR_MAX_RANK];
+	int64_t kernel[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK], dil[IR_MAX_RANK];
 };
 
 static int window_attrs(struct onnx_ctx *c, const struct ir_shape *x, struct window *w, bool ceil_mode)
@@ -474,9 +471,11 @@ static int h_batchnorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 		for (int i = 0; i < r; i++)
 			if (i != 1)
 				axes[n++] = i, count *= (double)x->shape.dims[i];
-		bmean = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, true), b_scalar(c, x->dtype, count));
+		bmean = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, true),
+				 b_scalar(c, x->dtype, count));
 		struct ir_value *d = b_binary(c, IR_OP_SUB, x, bmean);
-		bvar = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, n, true),
+		bvar = b_binary(c, IR_OP_DIV,
+				b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, n, true),
 				b_scalar(c, x->dtype, count));
 		mean = bmean;
 		var = bvar;
@@ -545,7 +544,9 @@ static int h_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 		struct ir_value *m = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, true),
 					      b_scalar(c, x->dtype, count));
 		struct ir_value *d = b_binary(c, IR_OP_SUB, x, m);
-		struct ir_value *v = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, n, true),
+		struct ir_value *v = b_binary(c, IR_OP_DIV,
+					      b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, n,
+						       true),
 					      b_scalar(c, x->dtype, count));
 		out[1] = m;
 		if (nout > 2)
@@ -570,9 +571,12 @@ static int h_instancenorm(struct onnx_ctx *c, struct ir_value **in, int nin, str
 	struct ir_value *m = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, r - 2, true),
 				      b_scalar(c, x->dtype, count));
 	struct ir_value *d = b_binary(c, IR_OP_SUB, x, m);
-	struct ir_value *v = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, r - 2, true),
+	struct ir_value *v = b_binary(c, IR_OP_DIV,
+				      b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, r - 2, true),
 				      b_scalar(c, x->dtype, count));
-	struct ir_value *inv = b_unary(c, IR_OP_RSQRT, b_binary(c, IR_OP_ADD, v, b_scalar(c, x->dtype, attr_float(c, "epsilon", 1e-5))));
+	struct ir_value *inv = b_unary(c, IR_OP_RSQRT,
+				       b_binary(c, IR_OP_ADD, v,
+						b_scalar(c, x->dtype, attr_float(c, "epsilon", 1e-5))));
 	struct ir_value *y = b_binary(c, IR_OP_MUL, b_binary(c, IR_OP_MUL, d, inv), per_channel(c, in[1], r));
 	return OUT1(b_binary(c, IR_OP_ADD, y, per_channel(c, in[2], r)));
 }
@@ -638,8 +642,8 @@ static int h_loss(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 	ls.dims[1] = 1;
 	struct ir_value *hot = b_binary(c, IR_OP_EQ, b_reshape(c, lab, &ls), b_iota(c, IR_I64, xs, 1));
 	int64_t one = 1;
-	struct ir_value *picked = b_reduce(c, IR_OP_REDUCE_SUM,
-					   b_select(c, hot, logp, b_scalar(c, x->dtype, 0)), &one, 1, false);
+	struct ir_value *picked = b_reduce(c, IR_OP_REDUCE_SUM, b_select(c, hot, logp, b_scalar(c, x->dtype, 0)), &one,
+					   1, false);
 	struct ir_value *w;
 	if (nin > 2 && in[2]) {
 		/* weight of each element's class: one-hot dot weights */

@@ -62,7 +62,8 @@ static int h_reshape(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 	for (int i = 0; i < s.rank; i++) {
 		if (s.dims[i] == 0 && !allowzero) {
 			if (i >= in[0]->shape.rank)
-				return onnx_fail(c, "shape entry %d is 0 but the input has rank %d", i, in[0]->shape.rank);
+				return onnx_fail(c, "shape entry %d is 0 but the input has rank %d", i,
+						 in[0]->shape.rank);
 			s.dims[i] = in[0]->shape.dims[i];
 		}
 		if (s.dims[i] == -1) {
@@ -126,7 +127,8 @@ static int h_squeeze(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 		if (onnx_axis(c, axes[i], x->rank, &ax) < 0)
 			return -EINVAL;
 		if (x->dims[ax] != 1)
-			return onnx_fail(c, "cannot squeeze dim %lld of size %lld", (long long)ax, (long long)x->dims[ax]);
+			return onnx_fail(c, "cannot squeeze dim %lld of size %lld", (long long)ax,
+					 (long long)x->dims[ax]);
 		drop[ax] = true;
 	}
 	struct ir_shape s = { 0 };
@@ -387,7 +389,8 @@ static struct ir_value *flat_elements_index(struct onnx_ctx *c, struct ir_value 
 	struct ir_value *flat = NULL;
 	for (int k = 0; k < s->rank && i64; k++) {
 		struct ir_value *pos = k == axis ? i64 : b_iota(c, IR_I64, s, k);
-		flat = flat ? b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MUL, flat, b_scalar(c, IR_I64, (double)data->dims[k])), pos)
+		flat = flat ? b_binary(c, IR_OP_ADD,
+				       b_binary(c, IR_OP_MUL, flat, b_scalar(c, IR_I64, (double)data->dims[k])), pos)
 			    : pos;
 	}
 	return flat;
@@ -416,8 +419,10 @@ static int h_gather_elements(struct onnx_ctx *c, struct ir_value **in, int nin, 
 /* ScatterElements/ScatterND reduction attribute -> IR_SCATTER_*, or -EINVAL. */
 static int64_t scatter_mode(struct onnx_ctx *c)
 {
-	static const char *names[] = { [IR_SCATTER_NONE] = "none", [IR_SCATTER_ADD] = "add",
-				       [IR_SCATTER_MUL] = "mul", [IR_SCATTER_MAX] = "max",
+	static const char *names[] = { [IR_SCATTER_NONE] = "none",
+				       [IR_SCATTER_ADD] = "add",
+				       [IR_SCATTER_MUL] = "mul",
+				       [IR_SCATTER_MAX] = "max",
 				       [IR_SCATTER_MIN] = "min" };
 	char buf[16];
 	const char *red = attr_string(c, "reduction", "none", buf, sizeof buf);
@@ -452,8 +457,8 @@ static int h_scatter_elements(struct onnx_ctx *c, struct ir_value **in, int nin,
 
 /* GatherND / ScatterND with indices [..., K]: the first K data dims are
  * flattened into one row index r = sum idx_k * stride_k. */
-static struct ir_value *nd_rows(struct onnx_ctx *c, struct ir_value *idx, const struct ir_shape *x,
-				int64_t k, struct ir_value **data, struct ir_value *dv)
+static struct ir_value *nd_rows(struct onnx_ctx *c, struct ir_value *idx, const struct ir_shape *x, int64_t k,
+				struct ir_value **data, struct ir_value *dv)
 {
 	const struct ir_shape *s = &idx->shape;
 	struct ir_shape lead = { s->rank - 1, { 0 } };
@@ -465,7 +470,8 @@ static struct ir_value *nd_rows(struct onnx_ctx *c, struct ir_value *idx, const 
 		struct ir_value *col = b_reshape(c, b_slice(c, i64, s->rank - 1, j, j + 1, 1), &lead);
 		struct ir_value *neg = b_binary(c, IR_OP_LT, col, b_scalar(c, IR_I64, 0));
 		col = b_select(c, neg, b_binary(c, IR_OP_ADD, col, b_scalar(c, IR_I64, (double)x->dims[j])), col);
-		flat = flat ? b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MUL, flat, b_scalar(c, IR_I64, (double)x->dims[j])), col)
+		flat = flat ? b_binary(c, IR_OP_ADD,
+				       b_binary(c, IR_OP_MUL, flat, b_scalar(c, IR_I64, (double)x->dims[j])), col)
 			    : col;
 	}
 	struct ir_shape rows = { x->rank - (int)k + 1, { 1 } };
@@ -661,8 +667,9 @@ static int h_cumsum(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	int64_t ax[1], axis;
 	if (onnx_const_ints(c, in[1], ax, 1, "axis") != 1 || onnx_axis(c, ax[0], in[0]->shape.rank, &axis) < 0)
 		return -EINVAL;
-	struct ir_attrs a = { .axis = axis, .mode = (attr_int(c, "exclusive", 0) ? IR_CUMSUM_EXCLUSIVE : 0) |
-						    (attr_int(c, "reverse", 0) ? IR_CUMSUM_REVERSE : 0) };
+	struct ir_attrs a = { .axis = axis,
+			      .mode = (attr_int(c, "exclusive", 0) ? IR_CUMSUM_EXCLUSIVE : 0) |
+				      (attr_int(c, "reverse", 0) ? IR_CUMSUM_REVERSE : 0) };
 	struct ir_value *x = in[0];
 	return OUT1(b_op(c, IR_OP_CUMSUM, 1, &x, &a));
 }
@@ -714,8 +721,10 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 		return onnx_fail(c, "pads has %d entries, expected %d", n, 2 * naxes);
 	const char *mode = attr_string(c, "mode", "constant", buf, sizeof buf);
 	struct ir_attrs a = { .pad_lo.n = x->rank, .pad_hi.n = x->rank };
-	a.mode = !strcmp(mode, "constant") ? IR_PAD_CONSTANT : !strcmp(mode, "edge") ? IR_PAD_EDGE
-	       : !strcmp(mode, "reflect") ? IR_PAD_REFLECT : -1;
+	a.mode = !strcmp(mode, "constant")  ? IR_PAD_CONSTANT
+		 : !strcmp(mode, "edge")    ? IR_PAD_EDGE
+		 : !strcmp(mode, "reflect") ? IR_PAD_REFLECT
+					    : -1;
 	if (a.mode < 0)
 		return onnx_fail(c, "unknown mode '%s'", mode);
 	if (c->opset < 11) {

@@ -49,21 +49,21 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "onnx_save.c assumes a
 
 /* A file being written under a temporary name beside its final one. */
 struct tmp {
-	char *path;   /* ir_malloc'd temporary name; NULL when none */
+	char *path; /* ir_malloc'd temporary name; NULL when none */
 	FILE *f;
-	int err;      /* first errno of a failed write, 0 if none */
-	int64_t pos;  /* bytes written */
+	int err;     /* first errno of a failed write, 0 if none */
+	int64_t pos; /* bytes written */
 };
 
 struct init {
-	Onnx__TensorProto *orig;  /* as unpacked; owned by the model */
-	Onnx__TensorProto copy;   /* stands in for orig in the graph when changed */
-	int value;                /* index into values[], or -1 */
-	bool external;            /* orig's bytes are in a file beside src */
-	char *ext_path;           /* that file, ir_malloc'd */
+	Onnx__TensorProto *orig; /* as unpacked; owned by the model */
+	Onnx__TensorProto copy;  /* stands in for orig in the graph when changed */
+	int value;               /* index into values[], or -1 */
+	bool external;           /* orig's bytes are in a file beside src */
+	char *ext_path;          /* that file, ir_malloc'd */
 	int64_t ext_offset;
-	size_t nbytes;            /* contents; set when value >= 0 or external */
-	void *buf;                /* ir_malloc'd contents read from ext_path */
+	size_t nbytes; /* contents; set when value >= 0 or external */
+	void *buf;     /* ir_malloc'd contents read from ext_path */
 	Onnx__StringStringEntryProto kv[3], *kvp[3];
 	char offset[24], length[24];
 };
@@ -73,9 +73,9 @@ struct save {
 	const struct ir_tensor *values;
 	Onnx__ModelProto *m;
 	Onnx__GraphProto *gp;
-	struct init *in;          /* [gp->n_initializer] */
-	char *data_name;          /* "<basename of dst>.data", ir_malloc'd */
-	char *data_path;          /* "<dst>.data" */
+	struct init *in; /* [gp->n_initializer] */
+	char *data_name; /* "<basename of dst>.data", ir_malloc'd */
+	char *data_path; /* "<dst>.data" */
 	struct tmp model, data;
 };
 
@@ -127,7 +127,8 @@ static int read_model(struct save *s)
 	/* protobuf-c copies what it keeps, so buf can go right away */
 	s->m = onnx__model_proto__unpack(NULL, len, buf);
 	if (!s->m)
-		rc = ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", s->src);
+		rc = ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)",
+			       s->src);
 	else if (!s->m->graph)
 		rc = ir_errorf(-EINVAL, "%s: the model has no graph", s->src);
 	else
@@ -183,7 +184,8 @@ static int plan_external(struct save *s, struct init *it)
 		}
 	}
 	if (!loc || !path_inside(loc))
-		return ir_errorf(-EINVAL, "external data location \"%s\" must be a relative path inside the model's directory",
+		return ir_errorf(-EINVAL,
+				 "external data location \"%s\" must be a relative path inside the model's directory",
 				 loc ? loc : "");
 	if (length >= 0 && (size_t)length != it->nbytes)
 		return ir_errorf(-EINVAL, "external data holds %lld bytes, %s%s needs %zu", (long long)length,
@@ -201,15 +203,16 @@ static int load_external(struct init *it)
 	int rc = 0;
 	FILE *f = fopen(it->ext_path, "rb");
 	if (!f)
-		return ir_errorf(-errno, "%s: cannot open external data of initializer \"%s\": %s",
-				 it->ext_path, tname(it->orig), strerror(errno));
+		return ir_errorf(-errno, "%s: cannot open external data of initializer \"%s\": %s", it->ext_path,
+				 tname(it->orig), strerror(errno));
 	if (!(it->buf = ir_malloc(it->nbytes ? it->nbytes : 1))) {
 		rc = ir_errorf(-ENOMEM, "out of memory reading %zu bytes of %s", it->nbytes, it->ext_path);
-	} else if (fseeko(f, (off_t)it->ext_offset, SEEK_SET) != 0 ||
-		   fread(it->buf, 1, it->nbytes, f) != it->nbytes) {
+	} else if (fseeko(f, (off_t)it->ext_offset, SEEK_SET) != 0 || fread(it->buf, 1, it->nbytes, f) != it->nbytes) {
 		long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
-		rc = ir_errorf(-EIO, "%s: external data of initializer \"%s\" is short: needs %zu bytes at offset %lld, the file has %lld bytes",
-			       it->ext_path, tname(it->orig), it->nbytes, (long long)it->ext_offset, size);
+		rc = ir_errorf(
+			-EIO,
+			"%s: external data of initializer \"%s\" is short: needs %zu bytes at offset %lld, the file has %lld bytes",
+			it->ext_path, tname(it->orig), it->nbytes, (long long)it->ext_offset, size);
 	}
 	fclose(f);
 	return rc;
@@ -286,9 +289,9 @@ static int match_values(struct save *s, int n, const char *const *names)
 			return -EINVAL;
 		}
 		if (dt != v->dtype || !ir_shape_eq(&sh, &v->shape))
-			return ir_errorf(-EINVAL, "%s: initializer \"%s\": expected %s%s, got %s%s", s->src,
-					 names[k], ir_dtype_name(dt), ir_shape_str(&sh, s1, sizeof s1),
-					 ir_dtype_name(v->dtype), ir_shape_str(&v->shape, s2, sizeof s2));
+			return ir_errorf(-EINVAL, "%s: initializer \"%s\": expected %s%s, got %s%s", s->src, names[k],
+					 ir_dtype_name(dt), ir_shape_str(&sh, s1, sizeof s1), ir_dtype_name(v->dtype),
+					 ir_shape_str(&v->shape, s2, sizeof s2));
 		s->in[i].value = k;
 		s->in[i].nbytes = ir_tensor_bytes(v);
 		set_raw(s, i, v->data, s->in[i].nbytes);
@@ -506,8 +509,7 @@ static int write_inline(struct save *s)
 	return write_model(s);
 }
 
-int onnx_save_params(const char *src, const char *dst, int n, const char *const *names,
-		     const struct ir_tensor *values)
+int onnx_save_params(const char *src, const char *dst, int n, const char *const *names, const struct ir_tensor *values)
 {
 	struct save s = { .src = src, .dst = dst, .values = values };
 	int rc;

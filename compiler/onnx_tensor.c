@@ -18,31 +18,62 @@
 
 /* ONNX TensorProto.DataType codes */
 enum {
-	T_FLOAT = 1, T_UINT8 = 2, T_INT8 = 3, T_UINT16 = 4, T_INT16 = 5, T_INT32 = 6,
-	T_INT64 = 7, T_STRING = 8, T_BOOL = 9, T_FLOAT16 = 10, T_DOUBLE = 11,
-	T_UINT32 = 12, T_UINT64 = 13, T_COMPLEX64 = 14, T_COMPLEX128 = 15, T_BFLOAT16 = 16,
+	T_FLOAT = 1,
+	T_UINT8 = 2,
+	T_INT8 = 3,
+	T_UINT16 = 4,
+	T_INT16 = 5,
+	T_INT32 = 6,
+	T_INT64 = 7,
+	T_STRING = 8,
+	T_BOOL = 9,
+	T_FLOAT16 = 10,
+	T_DOUBLE = 11,
+	T_UINT32 = 12,
+	T_UINT64 = 13,
+	T_COMPLEX64 = 14,
+	T_COMPLEX128 = 15,
+	T_BFLOAT16 = 16,
 };
 
 const char *onnx_dtype_name(int32_t t)
 {
-	static const char *names[] = { "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
-				       "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
-				       "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16" };
+	static const char *names[] = { "UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
+				       "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
+				       "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16" };
 	return t >= 0 && t <= T_BFLOAT16 ? names[t] : "UNKNOWN";
 }
 
 int onnx_dtype_to_ir(int32_t t, enum ir_dtype *out)
 {
 	switch (t) {
-	case T_FLOAT: *out = IR_F32; return 0;
-	case T_DOUBLE: *out = IR_F64; return 0;
-	case T_FLOAT16: *out = IR_F16; return 0;
-	case T_BFLOAT16: *out = IR_BF16; return 0;
-	case T_INT64: *out = IR_I64; return 0;
-	case T_INT32: *out = IR_I32; return 0;
-	case T_INT8: *out = IR_I8; return 0;
-	case T_UINT8: *out = IR_U8; return 0;
-	case T_BOOL: *out = IR_BOOL; return 0;
+	case T_FLOAT:
+		*out = IR_F32;
+		return 0;
+	case T_DOUBLE:
+		*out = IR_F64;
+		return 0;
+	case T_FLOAT16:
+		*out = IR_F16;
+		return 0;
+	case T_BFLOAT16:
+		*out = IR_BF16;
+		return 0;
+	case T_INT64:
+		*out = IR_I64;
+		return 0;
+	case T_INT32:
+		*out = IR_I32;
+		return 0;
+	case T_INT8:
+		*out = IR_I8;
+		return 0;
+	case T_UINT8:
+		*out = IR_U8;
+		return 0;
+	case T_BOOL:
+		*out = IR_BOOL;
+		return 0;
 	}
 	return ir_errorf(-ENOTSUP, "element type %s (%d) is not supported", onnx_dtype_name(t), (int)t);
 }
@@ -50,16 +81,26 @@ int onnx_dtype_to_ir(int32_t t, enum ir_dtype *out)
 int32_t onnx_dtype_from_ir(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_F64: return T_DOUBLE;
-	case IR_F32: return T_FLOAT;
-	case IR_F16: return T_FLOAT16;
-	case IR_BF16: return T_BFLOAT16;
-	case IR_I64: return T_INT64;
-	case IR_I32: return T_INT32;
-	case IR_I8: return T_INT8;
-	case IR_U8: return T_UINT8;
-	case IR_BOOL: return T_BOOL;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		return T_DOUBLE;
+	case IR_F32:
+		return T_FLOAT;
+	case IR_F16:
+		return T_FLOAT16;
+	case IR_BF16:
+		return T_BFLOAT16;
+	case IR_I64:
+		return T_INT64;
+	case IR_I32:
+		return T_INT32;
+	case IR_I8:
+		return T_INT8;
+	case IR_U8:
+		return T_UINT8;
+	case IR_BOOL:
+		return T_BOOL;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -116,22 +157,35 @@ int onnx_tensor_decode(const Onnx__TensorProto *p, struct ir_tensor *t)
 	for (int64_t i = 0; i < n && (dt == IR_F16 || dt == IR_BF16); i++)
 		if (p->int32_data[i] < 0 || p->int32_data[i] > 0xffff) {
 			ir_tensor_free(t);
-			return ir_errorf(-EINVAL, "int32_data element %lld is %d, not the bit pattern of a 16-bit "
-					 "float (0 to 65535)", (long long)i, (int)p->int32_data[i]);
+			return ir_errorf(-EINVAL,
+					 "int32_data element %lld is %d, not the bit pattern of a 16-bit "
+					 "float (0 to 65535)",
+					 (long long)i, (int)p->int32_data[i]);
 		}
 	for (int64_t i = 0; i < n; i++) {
 		switch (dt) {
-		case IR_F32: ((float *)t->data)[i] = p->float_data[i]; break;
-		case IR_F64: ((double *)t->data)[i] = p->double_data[i]; break;
-		case IR_I64: ((int64_t *)t->data)[i] = p->int64_data[i]; break;
+		case IR_F32:
+			((float *)t->data)[i] = p->float_data[i];
+			break;
+		case IR_F64:
+			((double *)t->data)[i] = p->double_data[i];
+			break;
+		case IR_I64:
+			((int64_t *)t->data)[i] = p->int64_data[i];
+			break;
 		/* 16-bit floats travel as their bit patterns in int32_data */
 		case IR_F16:
-		case IR_BF16: ((uint16_t *)t->data)[i] = (uint16_t)p->int32_data[i]; break;
+		case IR_BF16:
+			((uint16_t *)t->data)[i] = (uint16_t)p->int32_data[i];
+			break;
 		case IR_I32:
 		case IR_I8:
 		case IR_U8:
-		case IR_BOOL: ir_tensor_set_i64(t, i, p->int32_data[i]); break;
-		case IR_DTYPE_COUNT: IR_ASSERT(!"bad dtype");
+		case IR_BOOL:
+			ir_tensor_set_i64(t, i, p->int32_data[i]);
+			break;
+		case IR_DTYPE_COUNT:
+			IR_ASSERT(!"bad dtype");
 		}
 	}
 	return 0;
@@ -174,7 +228,8 @@ int onnx_tensor_read_as(const char *path, struct ir_tensor *t, char **name, enum
 	if (p->has_data_type && p->data_type == T_UINT16 && want == IR_BF16)
 		p->data_type = T_BFLOAT16; /* the same bits, both storage forms */
 	else if (p->has_data_type && p->data_type == T_UINT16 && want != IR_DTYPE_COUNT)
-		rc = ir_errorf(-EINVAL, "holds UINT16, which pcc reads only as bfloat16 bit patterns (as ONNX "
+		rc = ir_errorf(-EINVAL,
+			       "holds UINT16, which pcc reads only as bfloat16 bit patterns (as ONNX "
 			       "1.12's test data stores bfloat16) for a bf16 input; the input it feeds is %s",
 			       ir_dtype_name(want));
 	if (rc == 0)

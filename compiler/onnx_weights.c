@@ -15,8 +15,8 @@
 #include "compiler/onnx_internal.h"
 
 struct onnx_weights {
-	char *path;                  /* for messages */
-	char *base_dir;              /* for external data */
+	char *path;     /* for messages */
+	char *base_dir; /* for external data */
 	Onnx__ModelProto *m;
 	int n;
 	const Onnx__TensorProto **by_name; /* initializers sorted by name */
@@ -69,7 +69,8 @@ struct onnx_weights *onnx_weights_open(const char *path)
 	w->m = onnx__model_proto__unpack(NULL, len, buf);
 	ir_free(buf);
 	if (!w->m || !w->m->graph) {
-		ir_errorf(-EINVAL, "%s: not a valid ONNX model (%s)", path, w->m ? "no graph" : "protobuf decoding failed");
+		ir_errorf(-EINVAL, "%s: not a valid ONNX model (%s)", path,
+			  w->m ? "no graph" : "protobuf decoding failed");
 		onnx_weights_close(w);
 		return NULL;
 	}
@@ -89,8 +90,8 @@ struct onnx_weights *onnx_weights_open(const char *path)
 static const Onnx__TensorProto *find(const struct onnx_weights *w, const char *name)
 {
 	Onnx__TensorProto key = { .name = (char *)name };
-	const Onnx__TensorProto *kp = &key, *const *hit =
-		bsearch(&kp, w->by_name, (size_t)w->n, sizeof *w->by_name, cmp_name);
+	const Onnx__TensorProto *kp = &key, *const *hit = bsearch(&kp, w->by_name, (size_t)w->n, sizeof *w->by_name,
+								  cmp_name);
 	return hit ? *hit : NULL;
 }
 
@@ -134,7 +135,8 @@ static int read_external(const struct onnx_weights *w, const Onnx__TensorProto *
 	}
 	int64_t want = ir_shape_numel(global) * (int64_t)es;
 	if (d.nbytes >= 0 && d.nbytes != want)
-		return ir_errorf(-EINVAL, "%s: initializer \"%s\": external data holds %lld bytes, its shape needs %lld",
+		return ir_errorf(-EINVAL,
+				 "%s: initializer \"%s\": external data holds %lld bytes, its shape needs %lld",
 				 w->path, t->name, (long long)d.nbytes, (long long)want);
 	snprintf(file, sizeof file, "%s/%s", d.base_dir, d.path);
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -153,7 +155,8 @@ static int read_external(const struct onnx_weights *w, const Onnx__TensorProto *
 		while (got < n) {
 			ssize_t x = pread(fd, dst + got, n - got, (off_t)(d.offset + off * (int64_t)es + (int64_t)got));
 			if (x <= 0) {
-				rc = ir_errorf(-EIO, "%s: external data of \"%s\" is short or unreadable at offset %lld%s%s",
+				rc = ir_errorf(-EIO,
+					       "%s: external data of \"%s\" is short or unreadable at offset %lld%s%s",
 					       file, t->name, (long long)(d.offset + off * (int64_t)es + (int64_t)got),
 					       x < 0 ? ": " : "", x < 0 ? strerror(errno) : "");
 				break;
@@ -180,7 +183,8 @@ static int read_stored(const struct onnx_weights *w, const Onnx__TensorProto *t,
 		return read_external(w, t, global, start, block, es, dst);
 	if (t->has_raw_data) {
 		if (t->raw_data.len != (size_t)ir_shape_numel(global) * es)
-			return ir_errorf(-EINVAL, "%s: initializer \"%s\": raw_data holds %zu bytes, its shape needs %zu",
+			return ir_errorf(-EINVAL,
+					 "%s: initializer \"%s\": raw_data holds %zu bytes, its shape needs %zu",
 					 w->path, t->name, t->raw_data.len, (size_t)ir_shape_numel(global) * es);
 		ir_copy_block(dst, block, NULL, t->raw_data.data, global, start, block, es);
 		return 0;
@@ -214,7 +218,8 @@ int onnx_weights_read(const struct onnx_weights *w, const char *name, enum ir_dt
 				 ir_shape_str(global, want, sizeof want));
 	for (int i = 0; i < s.rank; i++)
 		if (start[i] < 0 || block->dims[i] < 0 || start[i] > s.dims[i] - block->dims[i])
-			return ir_errorf(-EINVAL, "%s: initializer \"%s\": slice %s at dimension %d start %lld is outside %s",
+			return ir_errorf(-EINVAL,
+					 "%s: initializer \"%s\": slice %s at dimension %d start %lld is outside %s",
 					 w->path, name, ir_shape_str(block, want, sizeof want), i, (long long)start[i],
 					 ir_shape_str(&s, have, sizeof have));
 	if (dt == dtype)

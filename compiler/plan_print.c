@@ -33,9 +33,8 @@ static double comm_bytes(const struct plan_device *d)
 int plan_print_summary(const struct plan *p, FILE *f)
 {
 	fprintf(f, "plan: format %d, %d device%s of cluster %s (%d nodes, %d devices), %s, %d micro-batch%s\n",
-		p->version, p->ndevices, p->ndevices == 1 ? "" : "s", p->cluster ? p->cluster : "?",
-		p->cluster_nodes, p->cluster_devices, p->train ? "training step" : "forward pass", p->micro,
-		p->micro == 1 ? "" : "es");
+		p->version, p->ndevices, p->ndevices == 1 ? "" : "s", p->cluster ? p->cluster : "?", p->cluster_nodes,
+		p->cluster_devices, p->train ? "training step" : "forward pass", p->micro, p->micro == 1 ? "" : "es");
 	fprintf(f, "model %016llx, options %016llx\n", (unsigned long long)p->model_hash,
 		(unsigned long long)p->options_hash);
 	for (int s = 0; s < p->nstages; s++) {
@@ -53,7 +52,8 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		}
 		fprintf(f, "\n");
 	}
-	fprintf(f, "%d parameters (%.4g MiB), %d inputs (%.4g MiB), %d outputs (%.4g MiB), %d kernels, %d communicators\n",
+	fprintf(f,
+		"%d parameters (%.4g MiB), %d inputs (%.4g MiB), %d outputs (%.4g MiB), %d kernels, %d communicators\n",
 		p->nparams, tensor_bytes(p->params, p->nparams) / (1 << 20), p->ninputs,
 		tensor_bytes(p->inputs, p->ninputs) / (1 << 20), p->noutputs,
 		tensor_bytes(p->outputs, p->noutputs) / (1 << 20), p->nkernels, p->ncomms);
@@ -63,34 +63,36 @@ int plan_print_summary(const struct plan *p, FILE *f)
 		host += p->kernels[k].host;
 		gpu += p->kernels[k].gpu;
 	}
-	fprintf(f, "kernels: %d fused; generated code: %d host (%zu-byte x86-64 object for %s, %s), %d GPU (PTX",
-		fused, host, p->host_object_len, p->host_cpu ? p->host_cpu : "-",
-		p->host_features ? p->host_features : "-", gpu);
+	fprintf(f, "kernels: %d fused; generated code: %d host (%zu-byte x86-64 object for %s, %s), %d GPU (PTX", fused,
+		host, p->host_object_len, p->host_cpu ? p->host_cpu : "-", p->host_features ? p->host_features : "-",
+		gpu);
 	for (int i = 0; i < p->nptx; i++)
 		fprintf(f, " %s", p->ptx[i].arch);
 	fprintf(f, "%s); the rest run reference kernels or library calls\n", p->nptx ? "" : " none");
 	if (p->train)
-		fprintf(f, "training: %s; %d state tensors (%.4g MiB); per device, the last per_step instructions run "
-			"once per step, after the last micro-batch\n", p->train_config ? p->train_config : "?", p->nstate,
+		fprintf(f,
+			"training: %s; %d state tensors (%.4g MiB); per device, the last per_step instructions run "
+			"once per step, after the last micro-batch\n",
+			p->train_config ? p->train_config : "?", p->nstate,
 			tensor_bytes(p->state, p->nstate) / (1 << 20));
 	for (int i = 0; p->input_file && i < p->ninputs; i++) /* pcc --const bound some of the model's */
 		fprintf(f, "%s input %d \"%s\" from input_%d.pb%s",
 			i ? "," : "input files (others bound as constants):", i, p->inputs[i].name, p->input_file[i],
 			i + 1 == p->ninputs ? "\n" : "");
 	if (p->labels_input >= 0)
-		fprintf(f, "labels: input %d \"%s\", class indices in [0, %lld) (or the ignored -100)\n", p->labels_input,
-			p->inputs[p->labels_input].name, (long long)p->classes);
+		fprintf(f, "labels: input %d \"%s\", class indices in [0, %lld) (or the ignored -100)\n",
+			p->labels_input, p->inputs[p->labels_input].name, (long long)p->classes);
 	fprintf(f, "device stage  instrs  kernels  all_reduce all_gather reduce_scatter all_to_all  send  recv"
-		"  comm_MiB  peak_MiB  per_step\n");
+		   "  comm_MiB  peak_MiB  per_step\n");
 	for (int i = 0; i < p->ndevices; i++) {
 		const struct plan_device *d = &p->devices[i];
 		int count[PLAN_INSTR_KIND_COUNT] = { 0 };
 		for (int k = 0; k < d->ninstr; k++)
 			count[d->instr[k].kind]++;
-		fprintf(f, "%6d %5d %7d %8d %11d %10d %14d %10d %5d %5d %9.3f %9.3f %9d\n", d->rank, d->stage, d->ninstr,
-			count[PLAN_KERNEL], count[PLAN_ALL_REDUCE], count[PLAN_ALL_GATHER], count[PLAN_REDUCE_SCATTER],
-			count[PLAN_ALL_TO_ALL], count[PLAN_SEND], count[PLAN_RECV], comm_bytes(d) / (1 << 20),
-			(double)d->arena_bytes / (1 << 20), d->nstep);
+		fprintf(f, "%6d %5d %7d %8d %11d %10d %14d %10d %5d %5d %9.3f %9.3f %9d\n", d->rank, d->stage,
+			d->ninstr, count[PLAN_KERNEL], count[PLAN_ALL_REDUCE], count[PLAN_ALL_GATHER],
+			count[PLAN_REDUCE_SCATTER], count[PLAN_ALL_TO_ALL], count[PLAN_SEND], count[PLAN_RECV],
+			comm_bytes(d) / (1 << 20), (double)d->arena_bytes / (1 << 20), d->nstep);
 	}
 	return ferror(f) ? ir_errorf(-EIO, "write error") : 0;
 }
@@ -158,9 +160,11 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 		if (x->slots > 1)
 			fprintf(f, " x%d slots (one per micro-batch in flight)", x->slots);
 		if (x->bind != PLAN_BIND_NONE) {
-			const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM || x->bind == PLAN_BIND_ACCUM ? p->params :
-						      x->bind == PLAN_BIND_INPUT ? p->inputs :
-						      x->bind == PLAN_BIND_STATE ? p->state : p->outputs;
+			const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM || x->bind == PLAN_BIND_ACCUM
+							      ? p->params
+						      : x->bind == PLAN_BIND_INPUT ? p->inputs
+						      : x->bind == PLAN_BIND_STATE ? p->state
+										   : p->outputs;
 			fprintf(f, " %s %d \"%s\" from [", plan_bind_name(x->bind), x->index, t[x->index].name);
 			for (int e = 0; e < x->shape.rank; e++)
 				fprintf(f, "%s%lld", e ? "," : "", (long long)x->start[e]);
@@ -168,7 +172,10 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 		}
 		fprintf(f, "\n");
 	}
-	fprintf(f, "program:%s\n", d->nfwd ? " forward part, per micro-batch" : d->nstep ? " once per micro-batch" : "");
+	fprintf(f, "program:%s\n",
+		d->nfwd    ? " forward part, per micro-batch"
+		: d->nstep ? " once per micro-batch"
+			   : "");
 	for (int i = 0; i < d->ninstr; i++) {
 		if (d->nfwd && i == d->nfwd)
 			fprintf(f, "backward part, per micro-batch:\n");

@@ -68,8 +68,10 @@ int report_plan_parse(const char *s, struct report_plan *p)
 			if ((rc = cost_prec_parse(v, &pr)) == 0)
 				p->prec = (int)pr;
 		} else
-			return ir_errorf(-EINVAL, "plan: unknown key \"%s\" (dp, tp, pp, mb, schedule, v, zero, "
-					 "recompute, optim, precision)", k);
+			return ir_errorf(-EINVAL,
+					 "plan: unknown key \"%s\" (dp, tp, pp, mb, schedule, v, zero, "
+					 "recompute, optim, precision)",
+					 k);
 		if (rc < 0) {
 			if (strncmp(ir_error(), "plan:", 5) != 0)
 				ir_error_prefix("plan: %s", k);
@@ -98,7 +100,7 @@ static enum cost_prec pick_prec(const struct report_plan *p, const struct cost_d
  * dim of size b0 or a symbolic one (b0 == 0: candidates listed). */
 struct batch_plan {
 	int64_t batch;
-	int n;              /* candidate micro-batch sizes */
+	int n; /* candidate micro-batch sizes */
 	int64_t cand[64];
 	int mb[64];
 };
@@ -111,11 +113,13 @@ static int resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch,
 		int mb = p->mb ? p->mb : (p->pp == 1 ? 1 : 4 * p->pp);
 		if (batch) {
 			if (batch % ((int64_t)p->dp * b0) != 0)
-				return ir_errorf(-EINVAL, "--batch %lld is not a multiple of dp x the model's batch %lld = %lld",
+				return ir_errorf(-EINVAL,
+						 "--batch %lld is not a multiple of dp x the model's batch %lld = %lld",
 						 (long long)batch, (long long)b0, (long long)(p->dp * b0));
 			int64_t m = batch / (p->dp * b0);
 			if (p->mb && p->mb != m)
-				return ir_errorf(-EINVAL, "plan: mb=%d but --batch %lld / (dp %d x micro-batch %lld) = %lld",
+				return ir_errorf(-EINVAL,
+						 "plan: mb=%d but --batch %lld / (dp %d x micro-batch %lld) = %lld",
 						 p->mb, (long long)batch, p->dp, (long long)b0, (long long)m);
 			mb = (int)m;
 		}
@@ -139,8 +143,10 @@ static int resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch,
 	bp->batch = batch;
 	if (p->mb) {
 		if (per % p->mb)
-			return ir_errorf(-EINVAL, "plan: mb=%d does not divide the %lld samples per replica (--batch %lld / dp %d)",
-					 p->mb, (long long)per, (long long)batch, p->dp);
+			return ir_errorf(
+				-EINVAL,
+				"plan: mb=%d does not divide the %lld samples per replica (--batch %lld / dp %d)",
+				p->mb, (long long)per, (long long)batch, p->dp);
 		bp->cand[0] = per / p->mb;
 		bp->mb[0] = p->mb;
 		bp->n = 1;
@@ -200,9 +206,8 @@ static bool better(const struct report *a, const struct report *b)
 	return a->fits ? a->t_step < b->t_step : a->mem_peak < b->mem_peak;
 }
 
-int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64_t batch,
-		    const struct cost_cluster *c, const struct report_plan *p,
-		    const struct cost_calib *cal, struct report *r)
+int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64_t batch, const struct cost_cluster *c,
+		    const struct report_plan *p, const struct cost_calib *cal, struct report *r)
 {
 	struct onnx_import_opts none;
 	struct cost_calib dflt;

@@ -42,13 +42,13 @@ static struct ir_graph *load_b(void *ctx, int64_t b)
 
 /* What one layer on one mesh costs, split by kind. */
 struct layer_split {
-	double t_mb;             /* s per micro-batch: the objective less once-per-step costs */
+	double t_mb; /* s per micro-batch: the objective less once-per-step costs */
 	double compute;
-	double comm[2];          /* per micro-batch, per mesh axis */
-	double sync[2];          /* per step: gradient reductions, per mesh axis */
-	double state[3];         /* bytes per device without ZeRO: params, grads, optimizer */
-	double zero_saved;       /* bytes ZeRO-1 takes off the optimizer state */
-	double fwd_flops;        /* the layer's forward, whole (not per device) */
+	double comm[2];    /* per micro-batch, per mesh axis */
+	double sync[2];    /* per step: gradient reductions, per mesh axis */
+	double state[3];   /* bytes per device without ZeRO: params, grads, optimizer */
+	double zero_saved; /* bytes ZeRO-1 takes off the optimizer state */
+	double fwd_flops;  /* the layer's forward, whole (not per device) */
 };
 
 struct solved {
@@ -144,8 +144,8 @@ static int solve_memo(struct actx *a, const struct ir_graph *g, int first, int l
 	if (!sig)
 		return ir_errorf(-ENOMEM, "out of memory");
 	for (int i = 0; i < a->nmemo; i++)
-		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && a->memo[i].lean == lean && a->memo[i].overlap == overlap &&
-		    !strcmp(a->memo[i].sig, sig)) {
+		if (a->memo[i].n0 == n0 && a->memo[i].n1 == n1 && a->memo[i].lean == lean &&
+		    a->memo[i].overlap == overlap && !strcmp(a->memo[i].sig, sig)) {
 			free(sig);
 			return i;
 		}
@@ -393,8 +393,7 @@ static void fill_plan(struct whatif *w, const struct wi_request *q, const struct
 /* Model FLOPs per step: the whole forward (x3 training) of every
  * micro-batch, as the planner's MFU counts them; hardware FLOPs add a
  * forward of the stages that recompute (their layers as solved). */
-static void flops(struct whatif *w, const struct inter_plan *p, const struct stage_split *sp,
-		  const struct ir_graph *g)
+static void flops(struct whatif *w, const struct inter_plan *p, const struct stage_split *sp, const struct ir_graph *g)
 {
 	double fwd = 0, again = 0;
 	for (int i = 0; i < ir_graph_nnodes(g); i++)
@@ -412,8 +411,9 @@ static int breakdown(const struct wi_request *q, const struct cost_cluster *c, c
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	struct cluster_result cl = { 0 };
-	struct actx a = { .q = q, .c = c, .o = o, .micro = p->micro, .model = inter_trained_numel(g),
-			  .mem_limit = p->mem_limit };
+	struct actx a = {
+		.q = q, .c = c, .o = o, .micro = p->micro, .model = inter_trained_numel(g), .mem_limit = p->mem_limit
+	};
 	struct stage_split *sp = ir_calloc((size_t)p->nstages, sizeof *sp);
 	w->stages = ir_calloc((size_t)p->nstages, sizeof *w->stages);
 	/* the planner's precision: o->prec, or the devices' default (inter.c) */

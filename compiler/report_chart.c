@@ -125,8 +125,7 @@ static cairo_surface_t *draw(const struct chart_in *in, int which, const char *s
 	return s;
 }
 
-int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path,
-		   bool png)
+int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path, bool png)
 {
 	const struct chart_in in = { w, n, sw };
 	const char *opt = png ? "--png" : "--svg";
@@ -168,8 +167,8 @@ static cairo_status_t append(void *closure, const unsigned char *data, unsigned 
 	return CAIRO_STATUS_SUCCESS;
 }
 
-int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which,
-		 unsigned char **buf, size_t *len)
+int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which, unsigned char **buf,
+		 size_t *len)
 {
 	const struct chart_in in = { w, n, sw };
 	struct membuf b = { 0 };
@@ -198,15 +197,14 @@ static int none(void)
 	return ir_errorf(-ENOTSUP, "pictures need cairo: install libcairo2-dev (scripts/install-deps) and rebuild pcc");
 }
 
-int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path,
-		   bool png)
+int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path, bool png)
 {
 	(void)w, (void)n, (void)sw, (void)path, (void)png;
 	return none();
 }
 
-int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which,
-		 unsigned char **buf, size_t *len)
+int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which, unsigned char **buf,
+		 size_t *len)
 {
 	(void)w, (void)n, (void)sw, (void)which;
 	*buf = NULL;

@@ -114,7 +114,8 @@ void chart_steps(cairo_t *cr, const struct chart_in *in, struct box b)
 		const struct whatif *w = in->w[i];
 		double y = b.y + 44 + 34.0 * i, x = x0;
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		chart_text(cr, x0 - 10, y + 17, 1, 12, false, "%s%.24s", in->n > 1 ? (i ? "B: " : "A: ") : "", w->label);
+		chart_text(cr, x0 - 10, y + 17, 1, 12, false, "%s%.24s", in->n > 1 ? (i ? "B: " : "A: ") : "",
+			   w->label);
 		for (int k = 0; k < w->nparts; k++) {
 			double dx = max > 0 ? w->part[k].s / max * width : 0;
 			chart_color(cr, key_index(keys, nk, w->part[k].key));

@@ -28,7 +28,8 @@ static void grid(cairo_t *cr, struct box p, double max, bool right, double scale
 			segment(cr, p.x, y, p.x + p.w, y);
 		}
 		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-		chart_text(cr, right ? p.x + p.w + 6 : p.x - 6, y + 4, right ? -1 : 1, 10, false, "%.4g%s", v * scale, unit);
+		chart_text(cr, right ? p.x + p.w + 6 : p.x - 6, y + 4, right ? -1 : 1, 10, false, "%.4g%s", v * scale,
+			   unit);
 	}
 }
 
@@ -88,7 +89,8 @@ static void gpus_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 			double y1 = first * r->pt[i + 1].gpus / r->pt[first_i].gpus;
 			if (y1 > max)
 				break;
-			segment(cr, p.x + dx * i, p.y + p.h - y0 / max * p.h, p.x + dx * (i + 1), p.y + p.h - y1 / max * p.h);
+			segment(cr, p.x + dx * i, p.y + p.h - y0 / max * p.h, p.x + dx * (i + 1),
+				p.y + p.h - y1 / max * p.h);
 		}
 		cairo_set_dash(cr, NULL, 0, 0);
 	}
@@ -144,7 +146,8 @@ static void sens_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 		cairo_rectangle(cr, w < 0 ? mid + w : mid, y + 2, fabs(w), 18);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-		chart_text(cr, d < 0 ? mid + w - 6 : mid + w + 6, y + 15, d < 0 ? 1 : -1, 10, false, "%+.1f%%", 100 * d);
+		chart_text(cr, d < 0 ? mid + w - 6 : mid + w + 6, y + 15, d < 0 ? 1 : -1, 10, false, "%+.1f%%",
+			   100 * d);
 	}
 	chart_text(cr, mid, b.y + b.h - 8, 0, 11, false, "step time against the cluster as given (left: faster)");
 }

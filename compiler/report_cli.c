@@ -40,7 +40,7 @@ struct ropts {
 	struct cli_consts consts; /* --const NAME=FILE|DIR */
 	struct train_opts topts;
 	const char *freeze[MAX_LIST];
-	const char *train_opt;   /* the first step option given */
+	const char *train_opt; /* the first step option given */
 };
 
 void report_cli_usage(FILE *f)
@@ -82,8 +82,10 @@ static int parse_size(const char *opt, const char *s, double *out)
 	static const struct {
 		const char *suffix;
 		double unit;
-	} units[] = { { "", 1 },       { "k", 1 << 10 }, { "kb", 1 << 10 }, { "kib", 1 << 10 }, { "m", 1 << 20 },
-		      { "mb", 1 << 20 }, { "mib", 1 << 20 }, { "g", 1 << 30 }, { "gb", 1 << 30 }, { "gib", 1 << 30 } };
+	} units[] = {
+		{ "", 1 },         { "k", 1 << 10 },   { "kb", 1 << 10 }, { "kib", 1 << 10 }, { "m", 1 << 20 },
+		{ "mb", 1 << 20 }, { "mib", 1 << 20 }, { "g", 1 << 30 },  { "gb", 1 << 30 },  { "gib", 1 << 30 }
+	};
 	char *end;
 	double v = strtod(s, &end);
 	for (size_t i = 0; end != s && v > 0 && i < sizeof units / sizeof *units; i++)
@@ -100,9 +102,9 @@ static int option_with_value(struct ropts *a, const char *s, const char *v)
 	const struct {
 		const char *name;
 		const char **dst;
-	} strs[] = { { "--cluster", &a->cluster }, { "--plan", &a->plan },       { "--calib", &a->calib },
-		     { "--trace", &a->trace },     { "--csv", &a->csv },         { "--svg", &a->svg },
-		     { "--png", &a->png },         { "--html", &a->html },       { "--compare-cluster", &a->cluster2 },
+	} strs[] = { { "--cluster", &a->cluster }, { "--plan", &a->plan },      { "--calib", &a->calib },
+		     { "--trace", &a->trace },     { "--csv", &a->csv },        { "--svg", &a->svg },
+		     { "--png", &a->png },         { "--html", &a->html },      { "--compare-cluster", &a->cluster2 },
 		     { "--optim", &a->optim },     { "--optimizer", &a->optim } };
 	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
 		if (!strcmp(s, strs[i].name)) {
@@ -112,7 +114,9 @@ static int option_with_value(struct ropts *a, const char *s, const char *v)
 	char *end;
 	if (!strcmp(s, "--batch")) {
 		a->batch = strtoll(v, &end, 10);
-		return *end || end == v || a->batch <= 0 ? ir_errorf(-EINVAL, "--batch %s: expected a positive integer", v) : 1;
+		return *end || end == v || a->batch <= 0
+			       ? ir_errorf(-EINVAL, "--batch %s: expected a positive integer", v)
+			       : 1;
 	}
 	if (!strcmp(s, "--sweep")) {
 		a->sweep_spec = v;
@@ -160,7 +164,8 @@ static int parse(int argc, char **argv, struct ropts *a)
 			a->help = true;
 		} else if (!strcmp(s, "--compare")) {
 			if (i + 2 >= argc)
-				return ir_errorf(-EINVAL, "--compare expects two plans, A and B (auto or dp=..,tp=..,pp=..)");
+				return ir_errorf(-EINVAL,
+						 "--compare expects two plans, A and B (auto or dp=..,tp=..,pp=..)");
 			a->cmp[0] = argv[++i];
 			a->cmp[1] = argv[++i];
 		} else if (!strncmp(s, "--dim=", 6)) {
@@ -192,7 +197,7 @@ static int check(const struct ropts *a)
 		return ir_errorf(-EINVAL, "report: no model given");
 	if (!a->cluster)
 		return ir_errorf(-EINVAL, "report: --cluster is required (with --plan P for a manual plan, without "
-				 "it for the automatic one)");
+					  "it for the automatic one)");
 	if (a->cmp[0] && a->plan)
 		return ir_errorf(-EINVAL, "report: --compare A B names both plans; leave --plan out");
 	if (a->sweep_spec && (a->cmp[0] || a->cluster2))
@@ -201,7 +206,10 @@ static int check(const struct ropts *a)
 		return ir_errorf(-EINVAL, "report: --csv %s writes a sweep: give --sweep too", a->csv);
 	const struct {
 		const char *opt, *path;
-	} out[] = { { "--trace", a->trace }, { "--csv", a->csv }, { "--svg", a->svg }, { "--png", a->png },
+	} out[] = { { "--trace", a->trace },
+		    { "--csv", a->csv },
+		    { "--svg", a->svg },
+		    { "--png", a->png },
 		    { "--html", a->html } };
 	for (size_t i = 0; i < sizeof out / sizeof *out; i++)
 		if (out[i].path && wi_check_writable(out[i].opt, out[i].path) < 0)
@@ -224,9 +232,10 @@ static int request(const struct ropts *a, const char *spec, const struct onnx_im
 	if (q->manual) {
 		int rc = report_plan_parse(spec, &q->plan);
 		if (rc == 0 && a->precision && q->plan.prec < 0)
-			q->plan.prec = a->topts.compute == IR_BF16 ? COST_PREC_BF16 :
-				       a->topts.compute == IR_F16  ? COST_PREC_F16 :
-				       a->topts.compute == IR_F64  ? COST_PREC_F64 : COST_PREC_F32;
+			q->plan.prec = a->topts.compute == IR_BF16  ? COST_PREC_BF16
+				       : a->topts.compute == IR_F16 ? COST_PREC_F16
+				       : a->topts.compute == IR_F64 ? COST_PREC_F64
+								    : COST_PREC_F32;
 		return rc;
 	}
 	if (a->train_opt && !a->train)
@@ -243,9 +252,10 @@ static int request(const struct ropts *a, const char *spec, const struct onnx_im
 	if (a->optim && cost_optim_parse(strcmp(a->optim, "nesterov") ? a->optim : "momentum", &o->optim) < 0)
 		return -EINVAL;
 	if (a->train && a->precision)
-		q->prec = a->topts.compute == IR_BF16 ? COST_PREC_BF16 :
-			  a->topts.compute == IR_F16  ? COST_PREC_F16 :
-			  a->topts.compute == IR_F64  ? COST_PREC_F64 : COST_PREC_F32;
+		q->prec = a->topts.compute == IR_BF16  ? COST_PREC_BF16
+			  : a->topts.compute == IR_F16 ? COST_PREC_F16
+			  : a->topts.compute == IR_F64 ? COST_PREC_F64
+						       : COST_PREC_F32;
 	return 0;
 }
 
@@ -290,8 +300,8 @@ static int manual(const struct ropts *a, const struct wi_request *q, const struc
 	} else {
 		rc = report_print(&r, false, stdout);
 		if (rc == 0 && q->price > 0)
-			printf("price     %.4g per GPU-hour: %.4g per step, %.4g per million %s\n", w.price, w.cost_per_step,
-			       w.tokens_per_sample > 0 ? w.cost_per_mtokens : w.cost_per_msamples,
+			printf("price     %.4g per GPU-hour: %.4g per step, %.4g per million %s\n", w.price,
+			       w.cost_per_step, w.tokens_per_sample > 0 ? w.cost_per_mtokens : w.cost_per_msamples,
 			       w.tokens_per_sample > 0 ? "tokens" : "samples");
 		if (rc == 0 && a->explain)
 			rc = report_explain(&r, stdout);

@@ -33,19 +33,19 @@ struct eval {
 	struct report *r;
 	struct tp_result tp;
 	struct cost_axis ax_tp, ax_dp, ax_pp;
-	int eb;             /* activation element bytes */
+	int eb; /* activation element bytes */
 	int nn;
-	double *t_node;     /* [nn] forward compute, s */
-	bool *dyn;          /* [nvalues] depends on an input or a parameter */
-	bool *act;          /* [nvalues] depends on an input (differs per micro-batch) */
-	bool *stored;       /* [nvalues] written to memory (not fused away) */
-	int *need_first;    /* [nn + 1] CSR: values node i's backward keeps */
+	double *t_node;  /* [nn] forward compute, s */
+	bool *dyn;       /* [nvalues] depends on an input or a parameter */
+	bool *act;       /* [nvalues] depends on an input (differs per micro-batch) */
+	bool *stored;    /* [nvalues] written to memory (not fused away) */
+	int *need_first; /* [nn + 1] CSR: values node i's backward keeps */
 	int *need;
-	double *cross;      /* [nn + 1] bytes of gradient-carrying activations live at position k */
+	double *cross; /* [nn + 1] bytes of gradient-carrying activations live at position k */
 	int *ncross;
-	int *mark;          /* [nvalues] scratch for dedup */
+	int *mark; /* [nvalues] scratch for dedup */
 	int mark_id;
-	int *cand;          /* candidate cut positions, 0 and nn included */
+	int *cand; /* candidate cut positions, 0 and nn included */
 	int ncand;
 	const double *bs_fwd, *bs_bwd; /* [nn] batch statistics' all-reduce bytes, or NULL */
 };
@@ -323,7 +323,9 @@ static void tp_range(const struct eval *e, int a, int b, struct report_stage *st
 	for (int i = a; e->bs_fwd && i < b; i++)
 		if (e->bs_fwd[i] > 0) {
 			st->t_bs_fwd += cost_collective(&e->ax_dp, COST_ALL_REDUCE, e->bs_fwd[i], NULL);
-			st->t_bs_bwd += e->bs_bwd[i] > 0 ? cost_collective(&e->ax_dp, COST_ALL_REDUCE, e->bs_bwd[i], NULL) : 0;
+			st->t_bs_bwd += e->bs_bwd[i] > 0
+						? cost_collective(&e->ax_dp, COST_ALL_REDUCE, e->bs_bwd[i], NULL)
+						: 0;
 			st->n_bs++;
 		}
 	for (int i = 0; i < e->tp.nev; i++) {
@@ -600,8 +602,9 @@ static void eval_free(struct eval *e)
 int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
 		      const struct cost_axis axes[3], const double *bs_fwd, const double *bs_bwd, struct report *r)
 {
-	struct eval e = { .g = g, .p = p, .cal = cal, .r = r, .nn = ir_graph_nnodes(g), .bs_fwd = bs_fwd,
-			  .bs_bwd = bs_bwd };
+	struct eval e = {
+		.g = g, .p = p, .cal = cal, .r = r, .nn = ir_graph_nnodes(g), .bs_fwd = bs_fwd, .bs_bwd = bs_bwd
+	};
 	int nv = ir_graph_nvalues(g), rc;
 	e.ax_tp = axes[0];
 	e.ax_dp = axes[1];

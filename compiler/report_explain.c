@@ -19,8 +19,8 @@ static void ops(const struct whatif *w, FILE *f)
 	char b[32], d[32];
 	for (int s = 0; s < w->nstages; s++) {
 		const struct wi_stage *st = &w->stages[s];
-		fprintf(f, "\nstage %d (layers %d-%d, mesh %s): the %d costliest of %d ops per micro-batch\n", s, st->first,
-			st->last, st->mesh, st->nops, st->ops_total);
+		fprintf(f, "\nstage %d (layers %d-%d, mesh %s): the %d costliest of %d ops per micro-batch\n", s,
+			st->first, st->last, st->mesh, st->nops, st->ops_total);
 		for (int i = 0; i < st->nops; i++) {
 			const struct intra_note *n = &st->ops[i].n;
 			fprintf(f, "  %-10s %s%s%s  %s", n->op, n->name[0] ? "\"" : "", n->name, n->name[0] ? "\"" : "",
@@ -53,12 +53,12 @@ json_t *wi_alts_json(const struct whatif *w)
 	json_t *a = json_array();
 	for (int i = 0; i < w->nalt; i++) {
 		const struct inter_alt *x = &w->alt[i];
-		json_array_append_new(a, json_pack("{s:b, s:I, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f}", "chosen", x->chosen,
-						   "micro_batch", (json_int_t)x->micro_batch, "micro_batches", x->micro,
-						   "schedule", cost_sched_name(x->sched), "chunks_per_device", x->v,
-						   "stages", x->nstages, "meshes", x->stages, "step_time_s", x->step_time,
-						   "vs_plan", x->step_time / w->t_step - 1, "peak_memory_bytes",
-						   x->mem_peak));
+		json_array_append_new(a, json_pack("{s:b, s:I, s:i, s:s, s:i, s:i, s:s, s:f, s:f, s:f}", "chosen",
+						   x->chosen, "micro_batch", (json_int_t)x->micro_batch,
+						   "micro_batches", x->micro, "schedule", cost_sched_name(x->sched),
+						   "chunks_per_device", x->v, "stages", x->nstages, "meshes", x->stages,
+						   "step_time_s", x->step_time, "vs_plan", x->step_time / w->t_step - 1,
+						   "peak_memory_bytes", x->mem_peak));
 	}
 	return a;
 }

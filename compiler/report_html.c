@@ -40,7 +40,8 @@ static void base64(FILE *f, const unsigned char *p, size_t n)
 {
 	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
 		fputc(a[v >> 18 & 63], f);
 		fputc(a[v >> 12 & 63], f);
 		fputc(i + 1 < n ? a[v >> 6 & 63] : '=', f);
@@ -86,13 +87,13 @@ static void summary(FILE *f, const struct whatif *const *w, int n)
 	for (int i = 0; i < n; i++)
 		cell(f, true, "%s%s", n > 1 ? (i ? "B: " : "A: ") : "", w[i]->label);
 	fputs("</tr>\n", f);
-#define ROW(name, ...)                                   \
-	do {                                             \
-		fputs("<tr>", f);                        \
-		cell(f, true, "%s", name);               \
-		for (int i = 0; i < n; i++)              \
-			cell(f, false, __VA_ARGS__);     \
-		fputs("</tr>\n", f);                     \
+#define ROW(name, ...)                               \
+	do {                                         \
+		fputs("<tr>", f);                    \
+		cell(f, true, "%s", name);           \
+		for (int i = 0; i < n; i++)          \
+			cell(f, false, __VA_ARGS__); \
+		fputs("</tr>\n", f);                 \
 	} while (0)
 	ROW("cluster", "%s (%d devices, %s)", w[i]->cluster, w[i]->devices, w[i]->device);
 	ROW("plan", "%d stage%s, %s, %d micro-batches of %lld", w[i]->nstages, w[i]->nstages == 1 ? "" : "s",
@@ -178,8 +179,10 @@ static void why(FILE *f, const struct whatif *w)
 	fputs("<h3>", f);
 	esc(f, w->label);
 	fprintf(f, ": the fastest of %d plans weighed</h3>\n<table>\n<tr>", w->nweighed);
-	const char *head[] = { "micro-batch size x count", "schedule", "stages (logical meshes)", "step time", "vs plan",
-			       "peak memory (GiB)" };
+	const char *head[] = {
+		"micro-batch size x count", "schedule", "stages (logical meshes)", "step time", "vs plan",
+		"peak memory (GiB)"
+	};
 	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
 		cell(f, true, "%s", head[k]);
 	fputs("</tr>\n", f);
@@ -195,7 +198,7 @@ static void why(FILE *f, const struct whatif *w)
 		fputs("</tr>\n", f);
 	}
 	fputs("</table>\n<table>\n<tr>", f);
-	const char *ohead[] = { "stage", "op", "time per micro-batch", "sharding and collective", "runner-up",
+	const char *ohead[] = { "stage",          "op", "time per micro-batch", "sharding and collective", "runner-up",
 				"runner-up costs" };
 	for (size_t k = 0; k < sizeof ohead / sizeof *ohead; k++)
 		cell(f, true, "%s", ohead[k]);
@@ -223,8 +226,8 @@ static void sweep_table(FILE *f, const struct wi_sweep_result *r)
 {
 	char b[32];
 	fputs("<h2>Sweep</h2>\n<table>\n<tr>", f);
-	const char *head[] = { "point", "step time", "samples/s", "tokens/s", "TFLOP/s per device", "MFU",
-			       "peak GiB", "fits" };
+	const char *head[] = { "point", "step time", "samples/s", "tokens/s", "TFLOP/s per device",
+			       "MFU",   "peak GiB",  "fits" };
 	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
 		cell(f, true, "%s", head[k]);
 	fputs("</tr>\n", f);

@@ -31,31 +31,31 @@ enum tp_kind {
 
 struct tp_value {
 	enum tp_kind kind;
-	int dim;                 /* TP_S: the split dim */
-	int origin;              /* TP_S: the column-parallel node it comes from, or -1 */
-	int root;                /* TP_FREE: the parameter's value id */
+	int dim;                       /* TP_S: the split dim */
+	int origin;                    /* TP_S: the column-parallel node it comes from, or -1 */
+	int root;                      /* TP_FREE: the parameter's value id */
 	signed char pdim[IR_MAX_RANK]; /* TP_FREE: value dim -> parameter dim, -1 */
-	bool grad;               /* depends on a parameter: has a gradient */
-	bool gathered;           /* a replicated copy exists (all-gathered) */
-	bool bwd_reduced;        /* its gradient's all-reduce is already counted */
+	bool grad;                     /* depends on a parameter: has a gradient */
+	bool gathered;                 /* a replicated copy exists (all-gathered) */
+	bool bwd_reduced;              /* its gradient's all-reduce is already counted */
 };
 
 enum tp_phase { TP_FWD, TP_BWD };
 
 /* One collective the layout causes, per micro-batch. */
 struct tp_event {
-	int node;               /* where it happens (a node id: decides the stage) */
+	int node; /* where it happens (a node id: decides the stage) */
 	enum cost_coll coll;
 	enum tp_phase phase;
-	double bytes;           /* per device, as cost_collective takes them */
-	const char *why;        /* "row-parallel dot", "layer norm statistics", ... */
+	double bytes;    /* per device, as cost_collective takes them */
+	const char *why; /* "row-parallel dot", "layer norm statistics", ... */
 };
 
 struct tp_result {
 	int tp;
-	struct tp_value *val;   /* [nvalues] */
-	bool *node_split;       /* [nnodes]: the node's work is divided by tp */
-	bool *param_split;      /* [nvalues]: parameter stored 1/tp per rank */
+	struct tp_value *val; /* [nvalues] */
+	bool *node_split;     /* [nnodes]: the node's work is divided by tp */
+	bool *param_split;    /* [nvalues]: parameter stored 1/tp per rank */
 	struct tp_event *ev;
 	int nev, cap;
 };
@@ -76,14 +76,13 @@ void tp_result_free(struct tp_result *r);
 /* Bytes of v on one rank under r (float elements at elem_bytes when > 0). */
 double tp_local_bytes(const struct tp_result *r, const struct ir_value *v, int elem_bytes);
 
-
 /* ---- internals of report_tp.c and report_tp_rules.c ---- */
 
 struct tp_ctx {
 	const struct ir_graph *g;
 	struct tp_result *r;
 	int tp;
-	int eb; /* activation element bytes (0: the model's) */
+	int eb;       /* activation element bytes (0: the model's) */
 	int origin;   /* the column-parallel node the current node's split comes from */
 	bool *forbid; /* [nnodes]: column-parallel splits that cost more than they save */
 	bool blamed;  /* a new one was found this round */
@@ -95,8 +94,8 @@ bool tp_splittable(const struct tp_ctx *c, const struct ir_value *v, int d);
 double tp_full_bytes(const struct tp_ctx *c, const struct ir_value *v);
 bool tp_is_free(struct tp_ctx *c, const struct ir_value *v);
 /* Records a collective at node n. */
-int tp_event_add(struct tp_ctx *c, const struct ir_node *n, enum cost_coll coll, enum tp_phase ph,
-		 double bytes, const char *why);
+int tp_event_add(struct tp_ctx *c, const struct ir_node *n, enum cost_coll coll, enum tp_phase ph, double bytes,
+		 const char *why);
 /* v used whole by split work: its gradient is all-reduced once backward. */
 int tp_used_whole(struct tp_ctx *c, const struct ir_node *n, const struct ir_value *v, const char *why);
 /* Makes v available whole (all-reduce of partial sums, all-gather of a split). */
@@ -137,8 +136,8 @@ double report_tokens_per_sample(const struct ir_graph *g);
 
 /* One part of the step time, s per step; the parts add up to t_step. */
 struct wi_part {
-	char key[24];            /* JSON and CSV key: "compute", "comm_axis0", ... */
-	char label[64];          /* for people: "communication, mesh axis 0" */
+	char key[24];   /* JSON and CSV key: "compute", "comm_axis0", ... */
+	char label[64]; /* for people: "communication, mesh axis 0" */
 	double s;
 };
 
@@ -156,51 +155,51 @@ struct wi_op {
 };
 
 struct wi_stage {
-	char mesh[48];           /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
-	int devices;             /* devices running it */
-	int first, last;         /* layers [first, last] (automatic) or nodes [first, last) (manual) */
+	char mesh[48];   /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
+	int devices;     /* devices running it */
+	int first, last; /* layers [first, last] (automatic) or nodes [first, last) (manual) */
 	bool recompute, zero;
-	double t_fwd, t_bwd;     /* s per micro-batch, all of the device's chunks */
-	double comm_frac;        /* the part of t_fwd and t_bwd that is collectives */
-	double t_xfer;           /* s per transfer to the next stage (one direction) */
-	double t_sync;           /* s per step: gradient reduction left exposed */
-	double t_optim;          /* s per step: optimizer update */
-	double inflight;         /* micro-batches of activations held at the peak */
+	double t_fwd, t_bwd;      /* s per micro-batch, all of the device's chunks */
+	double comm_frac;         /* the part of t_fwd and t_bwd that is collectives */
+	double t_xfer;            /* s per transfer to the next stage (one direction) */
+	double t_sync;            /* s per step: gradient reduction left exposed */
+	double t_optim;           /* s per step: optimizer update */
+	double inflight;          /* micro-batches of activations held at the peak */
 	double mem[WI_MEM_COUNT]; /* bytes per device */
 	double mem_total;
 	struct wi_op ops[WI_MAX_OPS]; /* automatic: the costliest ops per micro-batch
 				       * (time x count), costliest first */
-	int nops, ops_total;     /* shown, and ops in the stage's distinct layers */
+	int nops, ops_total;          /* shown, and ops in the stage's distinct layers */
 };
 
 struct whatif {
-	char label[96];          /* "auto", "dp=8,tp=8,pp=16" */
+	char label[96]; /* "auto", "dp=8,tp=8,pp=16" */
 	char model[256], cluster[64], device[80];
 	bool manual, train;
 	int devices;
 	enum cost_prec prec;
 	enum cost_optim optim;
 	enum cost_sched sched;
-	int v;                   /* chunks per device (interleaved), else 1 */
-	int micro;               /* micro-batches per step */
+	int v;                      /* chunks per device (interleaved), else 1 */
+	int micro;                  /* micro-batches per step */
 	int64_t batch, micro_batch; /* global samples per step; per micro-batch (per replica, manual) */
 	int nstages;
 	struct wi_stage *stages; /* [nstages], ir_malloc'd */
 	double t_step;           /* s */
 	int nparts;
 	struct wi_part part[WI_MAX_PARTS];
-	double params;           /* parameter elements of the model */
+	double params; /* parameter elements of the model */
 	double samples_per_s, tokens_per_sample, tokens_per_s;
 	double model_flops, hw_flops; /* per step: without and with recomputation */
 	double tflops_per_device, mfu, peak_flops;
 	double mem_capacity, mem_limit, mem_peak; /* bytes per device */
 	int peak_stage;
 	bool fits;
-	double price;            /* per GPU-hour; 0: none given */
+	double price; /* per GPU-hour; 0: none given */
 	double cost_per_step, cost_per_mtokens, cost_per_msamples;
-	double search_s;         /* automatic: wall time of the planner */
-	double residual;         /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
-	const char *fidelity;    /* report_fidelity's sentence (static) */
+	double search_s;                      /* automatic: wall time of the planner */
+	double residual;                      /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
+	const char *fidelity;                 /* report_fidelity's sentence (static) */
 	struct inter_alt alt[INTER_MAX_ALTS]; /* automatic: the fastest plans weighed */
 	int nalt, nweighed;
 };
@@ -216,8 +215,8 @@ int wi_from_report(const struct report *r, const char *label, double price, stru
 struct wi_request {
 	const char *model;
 	const struct onnx_import_opts *imp;
-	const struct cost_calib *cal;  /* not NULL */
-	int64_t batch;           /* --batch; 0: the plan's default */
+	const struct cost_calib *cal; /* not NULL */
+	int64_t batch;                /* --batch; 0: the plan's default */
 	bool manual;
 	struct report_plan plan; /* manual */
 	struct inter_opts inter; /* automatic: the planner's options (load, ctx, static_batch,
@@ -259,14 +258,14 @@ const char *wi_secs(double t, char *b, size_t n);
 int wi_pipeline_time(const struct whatif *w, bool xfer, double *t);
 
 enum wi_span_kind {
-	WI_SPAN_FWD,         /* forward compute of (micro-batch, chunk) */
-	WI_SPAN_BWD,         /* backward compute (recomputation included) */
-	WI_SPAN_COLL,        /* the collectives inside a forward or backward */
-	WI_SPAN_RECV_ACT,    /* an activation arriving from the stage before */
-	WI_SPAN_RECV_GRAD,   /* a gradient arriving from the stage after */
-	WI_SPAN_SYNC,        /* the gradient reduction left exposed */
-	WI_SPAN_OPTIM,       /* the optimizer update */
-	WI_SPAN_IDLE,        /* nothing runs: bubble, waits */
+	WI_SPAN_FWD,       /* forward compute of (micro-batch, chunk) */
+	WI_SPAN_BWD,       /* backward compute (recomputation included) */
+	WI_SPAN_COLL,      /* the collectives inside a forward or backward */
+	WI_SPAN_RECV_ACT,  /* an activation arriving from the stage before */
+	WI_SPAN_RECV_GRAD, /* a gradient arriving from the stage after */
+	WI_SPAN_SYNC,      /* the gradient reduction left exposed */
+	WI_SPAN_OPTIM,     /* the optimizer update */
+	WI_SPAN_IDLE,      /* nothing runs: bubble, waits */
 	WI_SPAN_COUNT
 };
 extern const char *const wi_span_name[WI_SPAN_COUNT];
@@ -274,16 +273,16 @@ extern const char *const wi_span_name[WI_SPAN_COUNT];
 /* One interval on one stage's devices, s from the start of the step. */
 struct wi_span {
 	enum wi_span_kind kind;
-	int stage, mb, chunk;    /* mb, chunk: -1 where none */
+	int stage, mb, chunk; /* mb, chunk: -1 where none */
 	double t0, t1;
 };
 
 struct wi_timeline {
 	int nstages;
 	int n, cap;
-	struct wi_span *span;    /* ir_malloc'd, in order of start per stage */
-	double t_pipe;           /* s: the simulator's step time of the pipeline */
-	double t_step;           /* s: with the once-per-step work */
+	struct wi_span *span; /* ir_malloc'd, in order of start per stage */
+	double t_pipe;        /* s: the simulator's step time of the pipeline */
+	double t_step;        /* s: with the once-per-step work */
 };
 /* Every op of the schedule with its start and end, replayed by the rules
  * sched_simulate states (compute takes its time, sends are free and never
@@ -307,25 +306,25 @@ json_t *wi_trace_json(const struct whatif *const *w, int n);
 /* ---- sweeps (report_sweep.c) ------------------------------------------------ */
 
 enum wi_sweep_kind {
-	WI_SWEEP_GPUS,           /* gpus=LO..HI: powers of two, nodes of the cluster's kind */
-	WI_SWEEP_TPPP,           /* tp,pp: every power-of-two split of the cluster's devices */
-	WI_SWEEP_SENS,           /* sensitivity: links' bandwidth and latency, devices' FLOP/s x0.5, x2 */
+	WI_SWEEP_GPUS, /* gpus=LO..HI: powers of two, nodes of the cluster's kind */
+	WI_SWEEP_TPPP, /* tp,pp: every power-of-two split of the cluster's devices */
+	WI_SWEEP_SENS, /* sensitivity: links' bandwidth and latency, devices' FLOP/s x0.5, x2 */
 	WI_SWEEP_COUNT
 };
 
 struct wi_sweep {
 	enum wi_sweep_kind kind;
-	int lo, hi;              /* gpus */
+	int lo, hi; /* gpus */
 };
 /* "gpus=8..1024", "tp,pp", "sensitivity"; -EINVAL naming what is wrong. */
 int wi_sweep_parse(const char *s, struct wi_sweep *sw);
 
 struct wi_point {
-	char name[48];           /* "64 gpus", "tp=2 pp=4", "bandwidth x2" */
-	int gpus, dp, tp, pp;    /* dp, tp, pp: manual plans and tp,pp; else 0 */
-	char knob[16];           /* sensitivity: "base", "bandwidth", "latency", "flops" */
-	double factor;           /* sensitivity: 0.5, 1 or 2 */
-	bool ok;                 /* evaluated; else err says why */
+	char name[48];        /* "64 gpus", "tp=2 pp=4", "bandwidth x2" */
+	int gpus, dp, tp, pp; /* dp, tp, pp: manual plans and tp,pp; else 0 */
+	char knob[16];        /* sensitivity: "base", "bandwidth", "latency", "flops" */
+	double factor;        /* sensitivity: 0.5, 1 or 2 */
+	bool ok;              /* evaluated; else err says why */
 	char err[400];
 	struct whatif w;
 };
@@ -333,9 +332,9 @@ struct wi_point {
 struct wi_sweep_result {
 	struct wi_sweep sw;
 	int n;
-	struct wi_point *pt;     /* [n] */
-	int base;                /* the point of the cluster as given, or -1 */
-	int best;                /* the fastest point that fits, or -1 */
+	struct wi_point *pt; /* [n] */
+	int base;            /* the point of the cluster as given, or -1 */
+	int best;            /* the fastest point that fits, or -1 */
 };
 int wi_sweep_run(const struct wi_sweep *sw, const struct wi_request *q, const struct cost_cluster *c,
 		 struct wi_sweep_result *r);
@@ -347,21 +346,20 @@ int wi_sweep_csv(const struct wi_sweep_result *r, const char *path);
 /* ---- pictures (report_chart.c, report_html.c) ------------------------------- */
 
 enum wi_chart {
-	WI_CHART_STEPS,          /* the step-time stack of each plan */
-	WI_CHART_MEMORY,         /* memory per stage by kind, against capacity */
-	WI_CHART_TIMELINE,       /* one step per stage on the simulator */
-	WI_CHART_SWEEP,          /* the sweep's chart */
+	WI_CHART_STEPS,    /* the step-time stack of each plan */
+	WI_CHART_MEMORY,   /* memory per stage by kind, against capacity */
+	WI_CHART_TIMELINE, /* one step per stage on the simulator */
+	WI_CHART_SWEEP,    /* the sweep's chart */
 	WI_CHART_COUNT,
 	WI_CHART_ALL = WI_CHART_COUNT /* the sweep's, or the three of the plans */
 };
 
 /* A sweep's chart when sw is given, else the step-time stack, memory per
  * stage and timeline of the n what-ifs, to path as SVG or PNG (cairo). */
-int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path,
-		   bool png);
+int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path, bool png);
 /* One chart (enum wi_chart) as PNG bytes in memory (*buf ir_malloc'd). */
-int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which,
-		 unsigned char **buf, size_t *len);
+int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which, unsigned char **buf,
+		 size_t *len);
 /* One self-contained HTML page: tables and the charts as base64 PNG. */
 int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path);
 
@@ -371,7 +369,7 @@ int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_re
 /* ---- drawing (report_chart_draw.c, report_chart_sweep.c) ---- */
 
 struct box {
-	double x, y, w, h;       /* device units (pixels at 1:1) */
+	double x, y, w, h; /* device units (pixels at 1:1) */
 };
 
 struct chart_in {

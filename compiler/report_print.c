@@ -44,8 +44,8 @@ static int print_text(const struct report *r, FILE *f)
 	const struct report_plan *p = &r->plan;
 	const struct report_stage *ps = &r->stages[r->peak_stage];
 	char b1[64], b2[64], note[160];
-	fprintf(f, "model     %s: %.4g B parameters, %.4g GFLOP forward per micro-batch\n", r->model,
-		r->params / 1e9, r->fwd_flops / 1e9);
+	fprintf(f, "model     %s: %.4g B parameters, %.4g GFLOP forward per micro-batch\n", r->model, r->params / 1e9,
+		r->fwd_flops / 1e9);
 	fprintf(f, "cluster   %s: %d devices used, %s, %.4g TFLOP/s %s, %s\n", r->cluster, r->devices,
 		r->dev.desc[0] ? r->dev.desc : r->dev.name, cost_device_peak(&r->dev, r->prec) / 1e12,
 		cost_prec_name(r->prec), gib(r->dev.mem_bytes, b1, sizeof b1));
@@ -54,8 +54,8 @@ static int print_text(const struct report *r, FILE *f)
 		fprintf(f, " (v=%d)", p->v);
 	fprintf(f, ", zero=%d, recompute=%d, %s, %s%s\n", p->zero, p->recompute, cost_optim_name(p->optim),
 		cost_prec_name(r->prec), r->mixed ? " mixed precision" : "");
-	fprintf(f, "batch     %lld samples per step = dp %d x %d micro-batches x %lld%s\n", (long long)r->batch,
-		p->dp, r->mb, (long long)r->micro_batch, r->batch_chosen ? " (micro-batch size chosen)" : "");
+	fprintf(f, "batch     %lld samples per step = dp %d x %d micro-batches x %lld%s\n", (long long)r->batch, p->dp,
+		r->mb, (long long)r->micro_batch, r->batch_chosen ? " (micro-batch size chosen)" : "");
 	fprintf(f, "\nstep time %34s\n", secs(r->t_step, b1, sizeof b1));
 	snprintf(note, sizeof note, "forward, backward x2%s", p->recompute ? ", recompute" : "");
 	line_t(f, "compute", r->t_compute, r->t_step, note);
@@ -66,8 +66,7 @@ static int print_text(const struct report *r, FILE *f)
 		line_t(f, "batch statistics over dp", r->t_bstat, r->t_step, note);
 	}
 	line_t(f, "pipeline transfers (pp)", r->t_pp, r->t_step, "");
-	snprintf(note, sizeof note, "bubble fraction %.1f%%",
-		 100 * cost_bubble_fraction(p->sched, p->pp, r->mb, p->v));
+	snprintf(note, sizeof note, "bubble fraction %.1f%%", 100 * cost_bubble_fraction(p->sched, p->pp, r->mb, p->v));
 	line_t(f, "pipeline bubble", r->t_bubble, r->t_step, p->pp > 1 ? note : "");
 	line_t(f, "data-parallel comm (dp)", r->t_dp, r->t_step, p->dp > 1 ? "exposed, after overlap" : "");
 	line_t(f, "optimizer step", r->t_optim, r->t_step, "");
@@ -79,7 +78,8 @@ static int print_text(const struct report *r, FILE *f)
 	line_m(f, "parameters", ps->mem_params, "");
 	line_m(f, "gradients", ps->mem_grads, "");
 	line_m(f, "optimizer state", ps->mem_optim, "");
-	snprintf(note, sizeof note, "%s per micro-batch x %.3g in flight", gib(ps->act_mb, b2, sizeof b2), ps->inflight);
+	snprintf(note, sizeof note, "%s per micro-batch x %.3g in flight", gib(ps->act_mb, b2, sizeof b2),
+		 ps->inflight);
 	line_m(f, "activations", ps->mem_act, note);
 	line_m(f, "buffers and workspace", ps->mem_buffers, "");
 	snprintf(note, sizeof note, "of %s", gib(r->dev.mem_bytes, b1, sizeof b1));
@@ -97,7 +97,8 @@ static int print_text(const struct report *r, FILE *f)
 			const struct report_stage *st = &r->stages[s];
 			fprintf(f, "%5d  %8d  %9.4gB  %10s  %7s  %s\n", s, st->layers, st->params / 1e9,
 				secs(st->t_fwd + st->t_bwd + st->t_recompute, b1, sizeof b1),
-				secs(st->t_tp_fwd + st->t_tp_bwd, b2, sizeof b2), gib(st->mem_total, note, sizeof note));
+				secs(st->t_tp_fwd + st->t_tp_bwd, b2, sizeof b2),
+				gib(st->mem_total, note, sizeof note));
 		}
 	}
 	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
@@ -125,20 +126,21 @@ json_t *report_json(const struct report *r)
 	json_object_set_new(o, "cluster", json_string(r->cluster));
 	json_object_set_new(o, "device", json_string(r->dev.name));
 	json_object_set_new(o, "devices", json_integer(r->devices));
-	json_object_set_new(o, "plan", json_pack("{s:i, s:i, s:i, s:i, s:s, s:i, s:i, s:i, s:s, s:s}", "dp", p->dp,
-						 "tp", p->tp, "pp", p->pp, "mb", r->mb, "schedule",
-						 cost_sched_name(p->sched), "v", p->v, "zero", p->zero, "recompute",
-						 p->recompute, "optim", cost_optim_name(p->optim), "precision",
-						 cost_prec_name(r->prec)));
+	json_object_set_new(o, "plan",
+			    json_pack("{s:i, s:i, s:i, s:i, s:s, s:i, s:i, s:i, s:s, s:s}", "dp", p->dp, "tp", p->tp,
+				      "pp", p->pp, "mb", r->mb, "schedule", cost_sched_name(p->sched), "v", p->v,
+				      "zero", p->zero, "recompute", p->recompute, "optim", cost_optim_name(p->optim),
+				      "precision", cost_prec_name(r->prec)));
 	json_object_set_new(o, "batch", json_integer(r->batch));
 	json_object_set_new(o, "micro_batch", json_integer(r->micro_batch));
 	json_object_set_new(o, "params", json_real(r->params));
 	json_object_set_new(o, "fwd_flops_per_microbatch", json_real(r->fwd_flops));
 	json_object_set_new(o, "model_flops_per_step", json_real(r->model_flops));
 	json_object_set_new(o, "step_time_s", json_real(r->t_step));
-	json_object_set_new(o, "time_s", json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", r->t_compute, "tp",
-						   r->t_tp, "batch_stats", r->t_bstat, "pp", r->t_pp, "bubble",
-						   r->t_bubble, "dp", r->t_dp, "optimizer", r->t_optim));
+	json_object_set_new(o, "time_s",
+			    json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "compute", r->t_compute, "tp", r->t_tp,
+				      "batch_stats", r->t_bstat, "pp", r->t_pp, "bubble", r->t_bubble, "dp", r->t_dp,
+				      "optimizer", r->t_optim));
 	json_object_set_new(o, "samples_per_s", json_real(r->samples_per_s));
 	json_object_set_new(o, "tokens_per_s", r->tokens_per_sample > 0 ? json_real(r->tokens_per_s) : json_null());
 	json_object_set_new(o, "tflops_per_device", json_real(r->tflops_per_device));
@@ -146,9 +148,10 @@ json_t *report_json(const struct report *r)
 	json_object_set_new(o, "peak_memory_bytes", json_real(r->mem_peak));
 	json_object_set_new(o, "memory_capacity_bytes", json_real(r->dev.mem_bytes));
 	json_object_set_new(o, "peak_stage", json_integer(r->peak_stage));
-	json_object_set_new(o, "memory_bytes", json_pack("{s:f, s:f, s:f, s:f, s:f}", "params", ps->mem_params,
-							 "grads", ps->mem_grads, "optimizer", ps->mem_optim,
-							 "activations", ps->mem_act, "buffers", ps->mem_buffers));
+	json_object_set_new(o, "memory_bytes",
+			    json_pack("{s:f, s:f, s:f, s:f, s:f}", "params", ps->mem_params, "grads", ps->mem_grads,
+				      "optimizer", ps->mem_optim, "activations", ps->mem_act, "buffers",
+				      ps->mem_buffers));
 	json_object_set_new(o, "fits", json_boolean(r->fits));
 	json_object_set_new(o, "fidelity", r->fidelity ? json_string(r->fidelity) : json_null());
 	for (int s = 0; s < r->nstages; s++)

@@ -56,7 +56,8 @@ int wi_sweep_parse(const char *s, struct wi_sweep *sw)
 	if (end == s + 5 || strncmp(end, "..", 2) || end2 == end + 2 || *end2)
 		return ir_errorf(-EINVAL, "--sweep %s: expected gpus=LO..HI, e.g. gpus=8..1024", s);
 	if (!pow2(lo) || !pow2(hi) || lo > hi || hi > MAX_GPUS)
-		return ir_errorf(-EINVAL, "--sweep %s: LO and HI must be powers of two with LO <= HI <= %d", s, MAX_GPUS);
+		return ir_errorf(-EINVAL, "--sweep %s: LO and HI must be powers of two with LO <= HI <= %d", s,
+				 MAX_GPUS);
 	sw->kind = WI_SWEEP_GPUS;
 	sw->lo = (int)lo;
 	sw->hi = (int)hi;
@@ -109,7 +110,8 @@ static int sweep_gpus(struct wi_sweep_result *r, const struct wi_request *q, con
 {
 	int per = c->groups[0].devices;
 	if (!cost_cluster_uniform(c))
-		return ir_errorf(-EINVAL, "--sweep gpus: cluster %s has nodes of different kinds; give one kind", c->name);
+		return ir_errorf(-EINVAL, "--sweep gpus: cluster %s has nodes of different kinds; give one kind",
+				 c->name);
 	for (long n = r->sw.lo; n <= r->sw.hi; n *= 2) {
 		struct wi_point *p = add_point(r, cap);
 		struct wi_request qq = *q;
@@ -123,7 +125,8 @@ static int sweep_gpus(struct wi_sweep_result *r, const struct wi_request *q, con
 		if (q->manual) {
 			int tp = q->plan.tp, pp = q->plan.pp;
 			if (n % ((long)tp * pp)) {
-				snprintf(p->err, sizeof p->err, "%ld devices do not split into tp=%d x pp=%d", n, tp, pp);
+				snprintf(p->err, sizeof p->err, "%ld devices do not split into tp=%d x pp=%d", n, tp,
+					 pp);
 				continue;
 			}
 			qq.plan.dp = (int)(n / ((long)tp * pp));

@@ -44,10 +44,10 @@ static void print_gpus(const struct wi_sweep_result *r, FILE *f)
 			snprintf(plan, sizeof plan, "dp=%d tp=%d pp=%d", p->dp, p->tp, p->pp);
 		else
 			plan_short(w, plan, sizeof plan);
-		fprintf(f, "%6d  %-24s  %12s  %11.4g  %11.4g  %8.1f  %5.1f%%  %9.2f  %5s  %9.1f%%%s\n", p->gpus,
-			plan, wi_secs(w->t_step, b, sizeof b), w->samples_per_s, w->tokens_per_s,
-			w->tflops_per_device, 100 * w->mfu, w->mem_peak / GIB, w->fits ? "yes" : "NO",
-			100 * efficiency(r, p), i == r->best ? "  best" : "");
+		fprintf(f, "%6d  %-24s  %12s  %11.4g  %11.4g  %8.1f  %5.1f%%  %9.2f  %5s  %9.1f%%%s\n", p->gpus, plan,
+			wi_secs(w->t_step, b, sizeof b), w->samples_per_s, w->tokens_per_s, w->tflops_per_device,
+			100 * w->mfu, w->mem_peak / GIB, w->fits ? "yes" : "NO", 100 * efficiency(r, p),
+			i == r->best ? "  best" : "");
 	}
 }
 

@@ -27,8 +27,14 @@ static void header(const struct whatif *w, FILE *f)
 	char plan[160];
 	plan_words(w, plan, sizeof plan);
 	double n = w->params;
-	fprintf(f, "model     %s: %.4g %sparameters, %s (%s), %s\n", w->model, n >= 1e9 ? n / 1e9 : n >= 1e6 ? n / 1e6 : n,
-		n >= 1e9 ? "B " : n >= 1e6 ? "M " : "", w->train ? "training step" : "forward pass", cost_optim_name(w->optim), cost_prec_name(w->prec));
+	fprintf(f, "model     %s: %.4g %sparameters, %s (%s), %s\n", w->model,
+		n >= 1e9   ? n / 1e9
+		: n >= 1e6 ? n / 1e6
+			   : n,
+		n >= 1e9   ? "B "
+		: n >= 1e6 ? "M "
+			   : "",
+		w->train ? "training step" : "forward pass", cost_optim_name(w->optim), cost_prec_name(w->prec));
 	fprintf(f, "cluster   %s: %d devices, %s, %.4g TFLOP/s %s, %.2f GiB\n", w->cluster, w->devices, w->device,
 		w->peak_flops / 1e12, cost_prec_name(w->prec), w->mem_capacity / GIB);
 	fprintf(f, "plan      %s: %s (batch %lld)", w->label, plan, (long long)w->batch);
@@ -67,8 +73,9 @@ static void rates(const struct whatif *w, FILE *f)
 static void stage_table(const struct whatif *w, FILE *f)
 {
 	char b[32], rng[32], act[32];
-	fprintf(f, "\nstage  %-7s  devices  %-18s  %12s  %8s  %8s  %8s  %14s  %9s  %9s\n", w->manual ? "nodes" : "layers",
-		"mesh", "per micro-b.", "params", "grads", "optim", "activations", "workspace", "total GiB");
+	fprintf(f, "\nstage  %-7s  devices  %-18s  %12s  %8s  %8s  %8s  %14s  %9s  %9s\n",
+		w->manual ? "nodes" : "layers", "mesh", "per micro-b.", "params", "grads", "optim", "activations",
+		"workspace", "total GiB");
 	for (int s = 0; s < w->nstages; s++) {
 		const struct wi_stage *st = &w->stages[s];
 		if (w->manual)
@@ -78,9 +85,10 @@ static void stage_table(const struct whatif *w, FILE *f)
 		snprintf(act, sizeof act, "%.3g x %.3g", st->inflight,
 			 st->inflight > 0 ? st->mem[WI_MEM_ACT] / st->inflight / GIB : 0);
 		fprintf(f, "%5d  %-7s  %7d  %-18s  %12s  %8.3f  %8.3f  %8.3f  %14s  %9.3f  %9.3f%s%s\n", s, rng,
-			st->devices, st->mesh, wi_secs(st->t_fwd + st->t_bwd, b, sizeof b), st->mem[WI_MEM_PARAMS] / GIB,
-			st->mem[WI_MEM_GRADS] / GIB, st->mem[WI_MEM_OPTIM] / GIB, act, st->mem[WI_MEM_WORK] / GIB,
-			st->mem_total / GIB, st->recompute ? "  recompute" : "", st->zero ? "  ZeRO" : "");
+			st->devices, st->mesh, wi_secs(st->t_fwd + st->t_bwd, b, sizeof b),
+			st->mem[WI_MEM_PARAMS] / GIB, st->mem[WI_MEM_GRADS] / GIB, st->mem[WI_MEM_OPTIM] / GIB, act,
+			st->mem[WI_MEM_WORK] / GIB, st->mem_total / GIB, st->recompute ? "  recompute" : "",
+			st->zero ? "  ZeRO" : "");
 	}
 }
 
@@ -111,11 +119,11 @@ static json_t *stage_json(const struct wi_stage *st)
 	json_t *mem = json_object();
 	for (int k = 0; k < WI_MEM_COUNT; k++)
 		json_object_set_new(mem, wi_mem_key[k], json_real(st->mem[k]));
-	return json_pack("{s:s, s:i, s:i, s:i, s:b, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:f}", "mesh", st->mesh,
-			 "devices", st->devices, "first", st->first, "last", st->last, "recompute", st->recompute, "zero",
-			 st->zero, "fwd_s", st->t_fwd, "bwd_s", st->t_bwd, "comm_fraction", st->comm_frac, "xfer_s",
-			 st->t_xfer, "grad_sync_exposed_s", st->t_sync, "optimizer_s", st->t_optim, "inflight",
-			 st->inflight, "memory_bytes", mem, "total_bytes", st->mem_total);
+	return json_pack("{s:s, s:i, s:i, s:i, s:b, s:b, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:f}", "mesh",
+			 st->mesh, "devices", st->devices, "first", st->first, "last", st->last, "recompute",
+			 st->recompute, "zero", st->zero, "fwd_s", st->t_fwd, "bwd_s", st->t_bwd, "comm_fraction",
+			 st->comm_frac, "xfer_s", st->t_xfer, "grad_sync_exposed_s", st->t_sync, "optimizer_s",
+			 st->t_optim, "inflight", st->inflight, "memory_bytes", mem, "total_bytes", st->mem_total);
 }
 
 static json_t *num_or_null(double x, bool ok)

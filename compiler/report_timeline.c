@@ -26,8 +26,10 @@
 
 #include "compiler/report_internal.h"
 
-const char *const wi_span_name[WI_SPAN_COUNT] = { "forward", "backward", "collectives", "receive activation",
-						  "receive gradient", "gradient sync", "optimizer", "idle" };
+const char *const wi_span_name[WI_SPAN_COUNT] = { "forward",          "backward",
+						  "collectives",      "receive activation",
+						  "receive gradient", "gradient sync",
+						  "optimizer",        "idle" };
 
 /* The simulator's cost arrays for w (4 p v doubles in *buf, ir_free). */
 static int make_costs(const struct whatif *w, bool xfer, double **buf, struct sched_costs *c)
@@ -102,9 +104,9 @@ struct replay {
 	const struct whatif *w;
 	const struct sched *s;
 	const struct sched_costs *c;
-	double *clock;           /* [p] */
-	int *pc;                 /* [p] */
-	double *issued;          /* [2 p v m]: send times of activations, then gradients; < 0 not yet */
+	double *clock;  /* [p] */
+	int *pc;        /* [p] */
+	double *issued; /* [2 p v m]: send times of activations, then gradients; < 0 not yet */
 	struct wi_timeline *tl;
 };
 

@@ -27,7 +27,6 @@
 
 #include "compiler/report_internal.h"
 
-
 /* The split made at node o forced a collective it was meant to avoid (an
  * all-gather of its result, or a split of a replicated activation that
  * carries a gradient, such as the residual stream): forbid it and run the
@@ -52,8 +51,8 @@ double tp_full_bytes(const struct tp_ctx *c, const struct ir_value *v)
 	return cost_value_bytes(v, c->eb);
 }
 
-int tp_event_add(struct tp_ctx *c, const struct ir_node *n, enum cost_coll coll, enum tp_phase ph,
-		 double bytes, const char *why)
+int tp_event_add(struct tp_ctx *c, const struct ir_node *n, enum cost_coll coll, enum tp_phase ph, double bytes,
+		 const char *why)
 {
 	struct tp_result *r = c->r;
 	if (r->nev == r->cap) {
@@ -128,7 +127,8 @@ int tp_need_repl(struct tp_ctx *c, const struct ir_node *n, const struct ir_valu
 		t->gathered = true;
 		rc = tp_event_add(c, n, COST_ALL_GATHER, TP_FWD, tp_full_bytes(c, v), "split value needed whole");
 		if (rc == 0 && t->grad)
-			rc = tp_event_add(c, n, COST_REDUCE_SCATTER, TP_BWD, tp_full_bytes(c, v), "split value needed whole");
+			rc = tp_event_add(c, n, COST_REDUCE_SCATTER, TP_BWD, tp_full_bytes(c, v),
+					  "split value needed whole");
 		break;
 	}
 	return rc;
@@ -148,9 +148,12 @@ int tp_take_split(struct tp_ctx *c, const struct ir_node *n, const struct ir_val
 	}
 	if (t->kind == TP_S) {
 		blame(c, t->origin);
-		int rc = tp_event_add(c, n, COST_ALL_TO_ALL, TP_FWD, tp_full_bytes(c, v) / c->tp, "split moved to another dim");
-		return rc < 0 ? rc : t->grad ? tp_event_add(c, n, COST_ALL_TO_ALL, TP_BWD, tp_full_bytes(c, v) / c->tp,
-						    "split moved to another dim") : 0;
+		int rc = tp_event_add(c, n, COST_ALL_TO_ALL, TP_FWD, tp_full_bytes(c, v) / c->tp,
+				      "split moved to another dim");
+		return rc < 0    ? rc
+		       : t->grad ? tp_event_add(c, n, COST_ALL_TO_ALL, TP_BWD, tp_full_bytes(c, v) / c->tp,
+						"split moved to another dim")
+				 : 0;
 	}
 	/* A broadcast value (a softmax's max, a norm's statistics) sums its
 	 * gradient down to its small source first: cheap, no blame. */
@@ -172,7 +175,7 @@ void tp_set_split(struct tp_ctx *c, const struct ir_value *v, int d)
 }
 
 void tp_set_free_like(struct tp_ctx *c, const struct ir_value *out, const struct tp_value *src,
-			  const int *map /* out dim -> src dim or -1 */)
+		      const int *map /* out dim -> src dim or -1 */)
 {
 	struct tp_value *t = tp_st(c, out);
 	t->kind = TP_FREE;

@@ -129,7 +129,8 @@ static int dot_split_from(struct tp_ctx *c, const struct ir_node *n, int side)
 		return 0;
 	}
 	/* x split on a free dim: the other operand is used whole */
-	if ((rc = tp_need_repl(c, n, o)) < 0 || (rc = tp_used_whole(c, n, o, "operand of a dot split on the other side")) < 0)
+	if ((rc = tp_need_repl(c, n, o)) < 0 ||
+	    (rc = tp_used_whole(c, n, o, "operand of a dot split on the other side")) < 0)
 		return rc;
 	tp_set_split(c, n->out[0], dot_out_dim(n, side, d));
 	return 0;
@@ -165,7 +166,8 @@ static int dot(struct tp_ctx *c, const struct ir_node *n)
 		int d = weight_column(c, n, w);
 		if (d >= 0) {
 			if ((rc = tp_take_split(c, n, n->in[w], d)) < 0 ||
-			    (rc = tp_used_whole(c, n, n->in[1 - w], "input of a column-parallel dot (Megatron's f)")) < 0)
+			    (rc = tp_used_whole(c, n, n->in[1 - w], "input of a column-parallel dot (Megatron's f)")) <
+				    0)
 				return rc;
 			c->origin = n->id;
 			tp_set_split(c, n->out[0], dot_out_dim(n, w, d));
@@ -326,8 +328,8 @@ static int reshape(struct tp_ctx *c, const struct ir_node *n)
 	case TP_S:
 		/* a dim passed through keeps its (possibly padded) split; one
 		 * regrouped (hidden -> heads x head size) needs tp | heads */
-		if (fwd[t->dim] >= 0 && (tp_divisible(c, o, fwd[t->dim]) ||
-					 o->shape.dims[fwd[t->dim]] == x->shape.dims[t->dim])) {
+		if (fwd[t->dim] >= 0 &&
+		    (tp_divisible(c, o, fwd[t->dim]) || o->shape.dims[fwd[t->dim]] == x->shape.dims[t->dim])) {
 			tp_set_split(c, o, fwd[t->dim]);
 			return 0;
 		}
@@ -499,24 +501,68 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n)
 {
 	bool touched[IR_MAX_RANK] = { false };
 	switch (n->op) {
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
-	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
-	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
-	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF: case IR_OP_CONVERT:
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
-	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
-	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE:
-	case IR_OP_GT: case IR_OP_GE: case IR_OP_SELECT:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_SELECT:
 		return elementwise(c, n);
 	case IR_OP_DOT:
 		return dot(c, n);
 	case IR_OP_CONV:
 		return conv(c, n);
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
 		return reduce(c, n);
-	case IR_OP_ARGMAX: case IR_OP_ARGMIN: case IR_OP_CUMSUM: case IR_OP_TOPK:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_CUMSUM:
+	case IR_OP_TOPK:
 		touched[n->a.axis] = true;
 		if (tp_st(c, n->in[0])->kind == TP_S && !touched[tp_st(c, n->in[0])->dim] && n->op != IR_OP_CUMSUM &&
 		    n->op != IR_OP_TOPK) { /* arg-reductions drop the axis */
@@ -524,10 +570,13 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n)
 			tp_set_split(c, n->out[0], d - (d > n->a.axis));
 			return 0;
 		}
-		return n->op == IR_OP_ARGMAX || n->op == IR_OP_ARGMIN ? tp_need_repl(c, n, n->in[0]) : same_rank(c, n, touched);
-	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM:
+		return n->op == IR_OP_ARGMAX || n->op == IR_OP_ARGMIN ? tp_need_repl(c, n, n->in[0])
+								      : same_rank(c, n, touched);
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
 		for (int i = 0; i < n->in[0]->shape.rank; i++)
-			touched[i] = n->a.window.v[i] != 1 || n->a.stride.v[i] != 1 || n->a.pad_lo.v[i] || n->a.pad_hi.v[i];
+			touched[i] = n->a.window.v[i] != 1 || n->a.stride.v[i] != 1 || n->a.pad_lo.v[i] ||
+				     n->a.pad_hi.v[i];
 		return same_rank(c, n, touched);
 	case IR_OP_PAD:
 		for (int i = 0; i < n->in[0]->shape.rank; i++)
@@ -556,7 +605,8 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n)
 				return rc;
 		}
 		return 0;
-	case IR_OP_IOTA: case IR_OP_CONSTANT:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
 		return 0;
 	case IR_OP_SOFTMAX:
 		return softmax(c, n);
@@ -568,4 +618,3 @@ int tp_node_rule(struct tp_ctx *c, const struct ir_node *n)
 	IR_ASSERT(!"op out of range");
 	return 0;
 }
-

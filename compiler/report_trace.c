@@ -22,8 +22,8 @@
 
 enum stream { S_COMPUTE, S_COLL, S_RECV_ACT, S_RECV_GRAD, S_SYNC, S_COUNT };
 
-static const char *const stream_name[S_COUNT] = { "compute", "collectives", "receive activation",
-						  "receive gradient", "gradient sync" };
+static const char *const stream_name[S_COUNT] = { "compute", "collectives", "receive activation", "receive gradient",
+						  "gradient sync" };
 
 static enum stream stream_of(enum wi_span_kind k)
 {
@@ -129,8 +129,8 @@ static void stage_names(json_t *ev, const struct whatif *w, int i, int n, int s,
 	int pid = i * 1000 + s;
 	const struct wi_stage *st = &w->stages[s];
 	if (n > 1)
-		snprintf(name, sizeof name, "%s (%s) stage %d: %d device%s, %s", i ? "B" : "A", w->label, s, st->devices,
-			 st->devices == 1 ? "" : "s", st->mesh);
+		snprintf(name, sizeof name, "%s (%s) stage %d: %d device%s, %s", i ? "B" : "A", w->label, s,
+			 st->devices, st->devices == 1 ? "" : "s", st->mesh);
 	else
 		snprintf(name, sizeof name, "stage %d: %d device%s, %s", s, st->devices, st->devices == 1 ? "" : "s",
 			 st->mesh);
@@ -172,11 +172,11 @@ static int add_plan(json_t *ev, json_t *info, const struct whatif *w, int i, int
 	for (int s = 0; s < w->nstages && rc == 0; s++)
 		stage_names(ev, w, i, n, s, &l[s]);
 	if (rc == 0)
-		json_array_append_new(info, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:i, s:s, s:i}", "label", w->label, "model",
-					      w->model, "cluster", w->cluster, "step_time_s", w->t_step,
-					      "simulated_step_time_s", tl.t_step, "pipeline_time_s", tl.t_pipe,
-					      "micro_batches", w->micro, "schedule", cost_sched_name(w->sched), "stages",
-					      w->nstages));
+		json_array_append_new(info, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f, s:i, s:s, s:i}", "label",
+						      w->label, "model", w->model, "cluster", w->cluster, "step_time_s",
+						      w->t_step, "simulated_step_time_s", tl.t_step, "pipeline_time_s",
+						      tl.t_pipe, "micro_batches", w->micro, "schedule",
+						      cost_sched_name(w->sched), "stages", w->nstages));
 	lanes_free(l, w->nstages);
 	wi_timeline_free(&tl);
 	return rc;
@@ -191,8 +191,8 @@ json_t *wi_trace_json(const struct whatif *const *w, int n)
 			json_decref(info);
 			return NULL;
 		}
-	return json_pack("{s:o, s:s, s:{s:s, s:o}}", "traceEvents", ev, "displayTimeUnit", "ms", "otherData", "generator",
-			 "pcc report", "plans", info);
+	return json_pack("{s:o, s:s, s:{s:s, s:o}}", "traceEvents", ev, "displayTimeUnit", "ms", "otherData",
+			 "generator", "pcc report", "plans", info);
 }
 
 int wi_trace_write(const struct whatif *const *w, int n, const char *path)

@@ -133,14 +133,14 @@ static int check_args(enum cost_sched kind, int p, int m, int v)
 		return ir_errorf(-EINVAL, "%s schedule: %d micro-batches; need at least 1", name, m);
 	if (kind != COST_SCHED_INTERLEAVED && v != 1)
 		return ir_errorf(-EINVAL,
-				 "%s schedule: one model chunk per device, not %d (more chunks need interleaved)",
-				 name, v);
+				 "%s schedule: one model chunk per device, not %d (more chunks need interleaved)", name,
+				 v);
 	if (kind == COST_SCHED_INTERLEAVED && v < 2)
 		return ir_errorf(-EINVAL,
 				 "interleaved schedule: %d model chunks per device; need at least 2 (1 is 1f1b)", v);
 	if ((long)p * m * v > MAX_UNITS)
-		return ir_errorf(-EINVAL, "%s schedule: %d stages x %d micro-batches x %d chunks is too large",
-				 name, p, m, v);
+		return ir_errorf(-EINVAL, "%s schedule: %d stages x %d micro-batches x %d chunks is too large", name, p,
+				 m, v);
 	if (kind == COST_SCHED_INTERLEAVED && m % p != 0) {
 		int lo = m / p * p, hi = lo + p;
 		if (lo == 0)

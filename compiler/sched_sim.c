@@ -90,7 +90,8 @@ static int file_op(struct sim *sm, int d, int i)
 			return ir_errorf(-EINVAL, "%s: virtual stage %d has no stage %d to exchange with",
 					 where(s, d, i, w, sizeof w), k, other);
 		if (other % s->p == d)
-			return ir_errorf(-EINVAL, "%s: virtual stages %d and %d are both on device %d; nothing to transfer",
+			return ir_errorf(-EINVAL,
+					 "%s: virtual stages %d and %d are both on device %d; nothing to transfer",
 					 where(s, d, i, w, sizeof w), k, other, d);
 		if (op->peer != other % s->p)
 			return ir_errorf(-EINVAL, "%s: the peer of virtual stage %d is device %d (stage %d)",
@@ -122,10 +123,12 @@ static int check_complete(const struct sim *sm)
 			struct slot snd = sm->at[pairs[j][0]][key], rcv = sm->at[pairs[j][1]][key];
 			if (snd.dev >= 0 && rcv.dev < 0)
 				return ir_errorf(-EINVAL, "%s: device %d never receives it",
-						 where(s, snd.dev, snd.idx, w, sizeof w), s->ops[snd.dev][snd.idx].peer);
+						 where(s, snd.dev, snd.idx, w, sizeof w),
+						 s->ops[snd.dev][snd.idx].peer);
 			if (rcv.dev >= 0 && snd.dev < 0)
 				return ir_errorf(-EINVAL, "%s: device %d never sends it",
-						 where(s, rcv.dev, rcv.idx, w, sizeof w), s->ops[rcv.dev][rcv.idx].peer);
+						 where(s, rcv.dev, rcv.idx, w, sizeof w),
+						 s->ops[rcv.dev][rcv.idx].peer);
 		}
 	}
 	return 0;
@@ -186,8 +189,10 @@ static int check_costs(const struct sched *s, const struct sched_costs *c, int n
 		const char *name;
 		const double *x;
 		int n;
-	} arrays[] = { { "t_fwd", c->t_fwd, nv },           { "t_bwd", c->t_bwd, nv },
-		       { "t_xfer", c->t_xfer, nv - 1 },      { "act_bytes", c->act_bytes, nv },
+	} arrays[] = { { "t_fwd", c->t_fwd, nv },
+		       { "t_bwd", c->t_bwd, nv },
+		       { "t_xfer", c->t_xfer, nv - 1 },
+		       { "act_bytes", c->act_bytes, nv },
 		       { "static_bytes", c->static_bytes, s->p } };
 	IR_ASSERT(c->t_fwd && c->t_bwd);
 	for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++)

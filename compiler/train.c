@@ -105,8 +105,10 @@ static int spec_loss(struct train_step *ts, struct ir_graph *g, const char *spec
 	const char *colon = strchr(spec, ':'), *comma = colon ? strchr(colon, ',') : NULL;
 	if (!colon || !comma || colon - spec >= (long)sizeof kind || comma - colon - 1 >= (long)sizeof a ||
 	    strlen(comma + 1) >= sizeof bname || comma == colon + 1 || !comma[1])
-		return ir_errorf(-EINVAL, "--loss %s: expected cross_entropy:LOGITS,LABELS or "
-					  "mse:OUTPUT,TARGET", spec);
+		return ir_errorf(-EINVAL,
+				 "--loss %s: expected cross_entropy:LOGITS,LABELS or "
+				 "mse:OUTPUT,TARGET",
+				 spec);
 	snprintf(kind, sizeof kind, "%.*s", (int)(colon - spec), spec);
 	snprintf(a, sizeof a, "%.*s", (int)(comma - colon - 1), colon + 1);
 	snprintf(bname, sizeof bname, "%s", comma + 1);
@@ -158,8 +160,7 @@ static bool updated(const struct ir_graph *g, const struct ir_value *p)
 }
 
 /* The candidate parameters: floating point, not state, not frozen. */
-static int candidates(const struct ir_graph *g, const struct train_opts *o, struct ir_value ***out,
-		      int *nfrozen)
+static int candidates(const struct ir_graph *g, const struct train_opts *o, struct ir_value ***out, int *nfrozen)
 {
 	int np = ir_graph_nparams(g), n = 0;
 	struct ir_value **v = ir_calloc((size_t)np + 1, sizeof *v);

@@ -18,8 +18,8 @@
 struct cast {
 	struct ir_graph *src, *dst;
 	enum ir_dtype to;
-	bool full;                /* f64: parameters converted too */
-	struct ir_value **map;    /* src value id -> dst value */
+	bool full;             /* f64: parameters converted too */
+	struct ir_value **map; /* src value id -> dst value */
 	struct gb b;
 };
 
@@ -31,8 +31,8 @@ static enum ir_dtype cast_dtype(const struct cast *c, enum ir_dtype t)
 /* Ops kept in f32 under mixed precision. */
 static bool keep_f32(enum ir_op op)
 {
-	return op == IR_OP_LAYER_NORM || op == IR_OP_SOFTMAX || op == IR_OP_REDUCE_SUM ||
-	       op == IR_OP_REDUCE_PROD || op == IR_OP_EXP || op == IR_OP_LOG || op == IR_OP_CUMSUM;
+	return op == IR_OP_LAYER_NORM || op == IR_OP_SOFTMAX || op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_PROD ||
+	       op == IR_OP_EXP || op == IR_OP_LOG || op == IR_OP_CUMSUM;
 }
 
 /* Bytes of a CONSTANT converted to dtype to, in dst's arena. */
@@ -111,9 +111,10 @@ static int copy_node(struct cast *c, const struct ir_node *n)
 	} else if (n->op == IR_OP_CONVERT || n->op == IR_OP_IOTA) {
 		a.dtype = cast_dtype(c, n->a.dtype);
 	}
-	struct ir_node *m = rc == 0 && !c->b.err ?
-		ir_graph_add_node(c->dst, n->op, n->name ? ir_graph_strdup(c->dst, n->name) : NULL,
-				  n->nin, in, &a) : NULL;
+	struct ir_node *m = rc == 0 && !c->b.err ? ir_graph_add_node(c->dst, n->op,
+								     n->name ? ir_graph_strdup(c->dst, n->name) : NULL,
+								     n->nin, in, &a)
+						 : NULL;
 	if (in != in_small)
 		ir_free(in);
 	if (rc < 0 || c->b.err)
@@ -156,8 +157,7 @@ int train_cast(struct ir_graph **g, enum ir_dtype to)
 		rc = copy_node(&c, ir_graph_node(c.src, i));
 	c.b.tagged = false;
 	for (int i = 0; rc == 0 && i < ir_graph_noutputs(c.src); i++)
-		rc = ir_graph_add_output(c.dst, c.map[ir_graph_output(c.src, i)->id],
-					 ir_graph_output_name(c.src, i));
+		rc = ir_graph_add_output(c.dst, c.map[ir_graph_output(c.src, i)->id], ir_graph_output_name(c.src, i));
 	/* Updated state keeps its dtype: the new value converts back. Params
 	 * are copied in order, so the source's k-th param is the copy's k-th. */
 	for (int i = 0; rc == 0 && i < ir_graph_nupdates(c.src); i++) {

@@ -45,10 +45,12 @@ void train_opts_str(const struct train_opts *o, char *buf, size_t n)
 		snprintf(opt, sizeof opt, " momentum=%g", o->momentum);
 	else if (o->optim == TRAIN_ADAM || o->optim == TRAIN_ADAMW)
 		snprintf(opt, sizeof opt, " betas=%g,%g eps=%g", o->beta1, o->beta2, o->eps);
-	snprintf(buf, n, "%s lr=%g%s weight_decay=%g clip_norm=%g schedule=%s warmup=%lld total=%lld min_lr=%g "
-		 "precision=%s%s%s", optim_names[o->optim], o->lr, opt, weight_decay(o), o->clip_norm,
-		 sched_names[o->sched], (long long)o->warmup, (long long)o->total, o->min_lr,
-		 ir_dtype_name(o->compute), o->loss ? " loss=" : "", o->loss ? o->loss : "");
+	snprintf(buf, n,
+		 "%s lr=%g%s weight_decay=%g clip_norm=%g schedule=%s warmup=%lld total=%lld min_lr=%g "
+		 "precision=%s%s%s",
+		 optim_names[o->optim], o->lr, opt, weight_decay(o), o->clip_norm, sched_names[o->sched],
+		 (long long)o->warmup, (long long)o->total, o->min_lr, ir_dtype_name(o->compute),
+		 o->loss ? " loss=" : "", o->loss ? o->loss : "");
 }
 
 static double weight_decay(const struct train_opts *o)
@@ -60,7 +62,12 @@ static double weight_decay(const struct train_opts *o)
 
 int train_check_opts(const struct train_opts *o)
 {
-	struct { const char *name; double v, lo; bool open_hi; double hi; } c[] = {
+	struct {
+		const char *name;
+		double v, lo;
+		bool open_hi;
+		double hi;
+	} c[] = {
 		{ "momentum", o->momentum, 0, true, 1 },
 		{ "beta1", o->beta1, 0, true, 1 },
 		{ "beta2", o->beta2, 0, true, 1 },
@@ -155,9 +162,9 @@ static struct ir_value *sum_all(struct gb *b, struct ir_value *x)
 
 /* One parameter's update. slot[]: its state inputs; nslot_out[]: their new
  * values. Returns the new parameter. */
-static struct ir_value *update_param(struct gb *b, const struct train_opts *o, struct ir_value *p,
-				     struct ir_value *g, struct ir_value *const *slot,
-				     struct ir_value **slot_out, struct ir_value *lr, struct ir_value *t1)
+static struct ir_value *update_param(struct gb *b, const struct train_opts *o, struct ir_value *p, struct ir_value *g,
+				     struct ir_value *const *slot, struct ir_value **slot_out, struct ir_value *lr,
+				     struct ir_value *t1)
 {
 	double wd = weight_decay(o);
 	struct ir_value *lr_b = spread(b, lr, p);
@@ -178,8 +185,7 @@ static struct ir_value *update_param(struct gb *b, const struct train_opts *o, s
 	case TRAIN_ADAMW: {
 		if (o->optim == TRAIN_ADAMW && wd > 0) /* decoupled: p (1 - lr wd) */
 			p = gb_bin(b, IR_OP_SUB, p, gb_bin(b, IR_OP_MUL, gb_scale(b, lr_b, wd), p));
-		struct ir_value *m = gb_bin(b, IR_OP_ADD, gb_scale(b, slot[0], o->beta1),
-					    gb_scale(b, g, 1 - o->beta1));
+		struct ir_value *m = gb_bin(b, IR_OP_ADD, gb_scale(b, slot[0], o->beta1), gb_scale(b, g, 1 - o->beta1));
 		struct ir_value *v = gb_bin(b, IR_OP_ADD, gb_scale(b, slot[1], o->beta2),
 					    gb_scale(b, gb_bin(b, IR_OP_MUL, g, g), 1 - o->beta2));
 		slot_out[0] = m;
@@ -189,8 +195,10 @@ static struct ir_value *update_param(struct gb *b, const struct train_opts *o, s
 					      gb_bin(b, IR_OP_POW, gb_like(b, t1, o->beta1), t1));
 		struct ir_value *bc2 = gb_bin(b, IR_OP_SUB, gb_like(b, t1, 1),
 					      gb_bin(b, IR_OP_POW, gb_like(b, t1, o->beta2), t1));
-		struct ir_value *denom = gb_offset(b, gb_bin(b, IR_OP_DIV, gb_un(b, IR_OP_SQRT, v),
-							     spread(b, gb_un(b, IR_OP_SQRT, bc2), p)), o->eps);
+		struct ir_value *denom = gb_offset(b,
+						   gb_bin(b, IR_OP_DIV, gb_un(b, IR_OP_SQRT, v),
+							  spread(b, gb_un(b, IR_OP_SQRT, bc2), p)),
+						   o->eps);
 		struct ir_value *size = spread(b, gb_bin(b, IR_OP_DIV, lr, bc1), p);
 		return gb_bin(b, IR_OP_SUB, p, gb_bin(b, IR_OP_MUL, size, gb_bin(b, IR_OP_DIV, m, denom)));
 	}
@@ -223,8 +231,7 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 	struct gb b = { .g = g, .name = "update" };
 	enum ir_dtype dt = ts->params[0]->dtype;
 	int ns = nslots(o->optim), nstate0 = ts->nstate, rc = 0;
-	static const char *const slot_names[3][2] = { { NULL, NULL }, { "momentum", NULL },
-						      { "adam_m", "adam_v" } };
+	static const char *const slot_names[3][2] = { { NULL, NULL }, { "momentum", NULL }, { "adam_m", "adam_v" } };
 	/* State inputs: one or two slots per parameter. */
 	for (int i = 0; i < ts->nparams && rc == 0; i++)
 		for (int s = 0; s < ns && rc == 0; s++) {
@@ -283,8 +290,8 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 	/* finite: the step is taken (always, unless f16 gradients overflowed). */
 	struct ir_value *finite = NULL;
 	if (scale)
-		finite = gb_un(&b, IR_OP_NOT, gb_bin(&b, IR_OP_OR, gb_un(&b, IR_OP_IS_NAN, sumsq),
-						     gb_un(&b, IR_OP_IS_INF, sumsq)));
+		finite = gb_un(&b, IR_OP_NOT,
+			       gb_bin(&b, IR_OP_OR, gb_un(&b, IR_OP_IS_NAN, sumsq), gb_un(&b, IR_OP_IS_INF, sumsq)));
 	int first_slot = nstate0;
 	for (int i = 0; i < ts->nparams; i++) {
 		struct ir_value *const *slot = &ts->state[first_slot + i * ns];
@@ -310,8 +317,7 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		sout[0] = gb_select(&b, finite, sout[0], step);
 		sout[1] = gb_select(&b, finite, gb_select(&b, grow, gb_scale(&b, scale, 2), scale),
 				    gb_scale(&b, scale, 0.5));
-		sout[2] = gb_select(&b, finite, gb_select(&b, grow, gb_like(&b, good, 0), g1),
-				    gb_like(&b, good, 0));
+		sout[2] = gb_select(&b, finite, gb_select(&b, grow, gb_like(&b, good, 0), g1), gb_like(&b, good, 0));
 	}
 	rc = b.err;
 	if (rc < 0)

@@ -21,11 +21,11 @@ struct trainer {
 	struct train_step ts;
 	int nsets;
 	struct dataset *sets;
-	struct ir_tensor *params;  /* current trained params [nparams] */
-	struct ir_tensor *state;   /* [nstate] */
-	struct ir_tensor *bufs;    /* updated model state [nupdates] (running statistics) */
+	struct ir_tensor *params; /* current trained params [nparams] */
+	struct ir_tensor *state;  /* [nstate] */
+	struct ir_tensor *bufs;   /* updated model state [nupdates] (running statistics) */
 	int nbufs;
-	struct ir_tensor *vals;    /* the value table [nvalues] */
+	struct ir_tensor *vals; /* the value table [nvalues] */
 	bool *present, *keep;
 };
 
@@ -49,8 +49,8 @@ static int conform(const struct ir_value *v, struct ir_tensor *t, const char *fi
 	if ((t->dtype != v->dtype && !widen) || !ir_shape_eq(&t->shape, &v->shape))
 		return ir_errorf(-EINVAL, "%s: input \"%s\" expects %s%s%s, got %s%s", file, v->name,
 				 ir_dtype_name(v->dtype), ir_shape_str(&v->shape, want, sizeof want),
-				 labels ? " (integer class indices)" : "",
-				 ir_dtype_name(t->dtype), ir_shape_str(&t->shape, got, sizeof got));
+				 labels ? " (integer class indices)" : "", ir_dtype_name(t->dtype),
+				 ir_shape_str(&t->shape, got, sizeof got));
 	if (widen) {
 		struct ir_tensor w;
 		int rc = ir_tensor_alloc(&w, IR_I64, &t->shape);
@@ -70,8 +70,9 @@ static int check_labels(const struct trainer *tr, const struct ir_tensor *t, con
 	for (int64_t i = 0; i < n; i++) {
 		int64_t l = ir_tensor_get_i64(t, i);
 		if (l != -100 && (l < 0 || l >= c))
-			return ir_errorf(-EINVAL, "%s: label %lld at element %lld is outside [0, %lld) "
-						  "(and not the ignored -100)",
+			return ir_errorf(-EINVAL,
+					 "%s: label %lld at element %lld is outside [0, %lld) "
+					 "(and not the ignored -100)",
 					 file, (long long)l, (long long)i, (long long)c);
 	}
 	return 0;
@@ -266,8 +267,8 @@ static int step(struct trainer *tr, int64_t t, double *loss, double *norm)
 		 * table; a value the step left unchanged is still the old one. */
 		for (int o = 2; o < no; o++) {
 			int v = ir_graph_output(ts->g, o)->id;
-			struct ir_tensor *dst = o - 2 < ts->nparams ? &tr->params[o - 2] :
-								  &tr->state[o - 2 - ts->nparams];
+			struct ir_tensor *dst = o - 2 < ts->nparams ? &tr->params[o - 2]
+								    : &tr->state[o - 2 - ts->nparams];
 			if (borrowed[v] || !tr->present[v])
 				continue;
 			ir_tensor_free(dst);
@@ -374,8 +375,9 @@ int train_run(const struct train_run_opts *o)
 	int64_t every = o->log_every > 0 ? o->log_every : (steps + 9) / 10;
 	int rc = setup(&tr);
 	if (rc == 0 && o->log)
-		fprintf(o->log, "training %d parameter tensors (%d floating point initializers left "
-				"alone), %d data set%s, %d micro-batch%s per step\n",
+		fprintf(o->log,
+			"training %d parameter tensors (%d floating point initializers left "
+			"alone), %d data set%s, %d micro-batch%s per step\n",
 			tr.ts.nparams, tr.ts.nfrozen, tr.nsets, tr.nsets == 1 ? "" : "s", o->t.accum,
 			o->t.accum == 1 ? "" : "es");
 	for (int64_t t = 0; rc == 0 && t < steps; t++) {
@@ -386,8 +388,8 @@ int train_run(const struct train_run_opts *o)
 			break;
 		}
 		if (!isfinite(loss) && o->t.compute != IR_F16) {
-			rc = ir_errorf(-ERANGE, "step %lld: the loss is %g; stopping, nothing saved",
-				       (long long)t + 1, loss);
+			rc = ir_errorf(-ERANGE, "step %lld: the loss is %g; stopping, nothing saved", (long long)t + 1,
+				       loss);
 			break;
 		}
 		if (o->log && (t % every == 0 || t == steps - 1)) {

@@ -34,9 +34,9 @@ struct ir_graph {
 	struct block *blocks;
 	struct cleanup *cleanups;
 	struct ptrvec nodes, values, inputs, params, outputs;
-	const char **output_names; /* parallel to outputs, cap outputs.cap */
+	const char **output_names;            /* parallel to outputs, cap outputs.cap */
 	struct ptrvec upd_params, upd_values; /* state updates, pairwise */
-	int mesh[2];               /* 0 x 0: no mesh */
+	int mesh[2];                          /* 0 x 0: no mesh */
 };
 
 void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1)
@@ -263,8 +263,14 @@ void ir_graph_set_output(struct ir_graph *g, int i, struct ir_value *v)
 	g->outputs.v[i] = v;
 }
 
-int ir_graph_ninputs(const struct ir_graph *g) { return g->inputs.n; }
-int ir_graph_nparams(const struct ir_graph *g) { return g->params.n; }
+int ir_graph_ninputs(const struct ir_graph *g)
+{
+	return g->inputs.n;
+}
+int ir_graph_nparams(const struct ir_graph *g)
+{
+	return g->params.n;
+}
 void ir_graph_clear_outputs(struct ir_graph *g)
 {
 	g->outputs.n = 0;
@@ -278,8 +284,7 @@ int ir_graph_add_update(struct ir_graph *g, struct ir_value *param, struct ir_va
 				 param->name ? param->name : "?");
 	for (int i = 0; i < g->upd_params.n; i++)
 		if (g->upd_params.v[i] == param)
-			return ir_errorf(-EINVAL, "parameter \"%s\" is updated twice",
-					 param->name ? param->name : "?");
+			return ir_errorf(-EINVAL, "parameter \"%s\" is updated twice", param->name ? param->name : "?");
 	if (vec_push(&g->upd_params, param) < 0)
 		return ir_errorf(-ENOMEM, "out of memory adding an update");
 	if (vec_push(&g->upd_values, v) < 0) {
@@ -289,7 +294,10 @@ int ir_graph_add_update(struct ir_graph *g, struct ir_value *param, struct ir_va
 	return 0;
 }
 
-int ir_graph_nupdates(const struct ir_graph *g) { return g->upd_params.n; }
+int ir_graph_nupdates(const struct ir_graph *g)
+{
+	return g->upd_params.n;
+}
 
 struct ir_value *ir_graph_update_param(const struct ir_graph *g, int i)
 {
@@ -303,9 +311,18 @@ struct ir_value *ir_graph_update_value(const struct ir_graph *g, int i)
 	return g->upd_values.v[i];
 }
 
-int ir_graph_noutputs(const struct ir_graph *g) { return g->outputs.n; }
-int ir_graph_nnodes(const struct ir_graph *g) { return g->nodes.n; }
-int ir_graph_nvalues(const struct ir_graph *g) { return g->values.n; }
+int ir_graph_noutputs(const struct ir_graph *g)
+{
+	return g->outputs.n;
+}
+int ir_graph_nnodes(const struct ir_graph *g)
+{
+	return g->nodes.n;
+}
+int ir_graph_nvalues(const struct ir_graph *g)
+{
+	return g->values.n;
+}
 
 struct ir_value *ir_graph_input(const struct ir_graph *g, int i)
 {
@@ -406,8 +423,9 @@ int ir_graph_dce(struct ir_graph *g)
 	keep = 0;
 	for (int i = 0; i < nv; i++) {
 		struct ir_value *v = g->values.v[i];
-		if (live[v->id] || v->kind == IR_VAL_INPUT || (v->kind == IR_VAL_NODE && v->def->id >= 0 &&
-			v->def->id < g->nodes.n && g->nodes.v[v->def->id] == v->def)) {
+		if (live[v->id] || v->kind == IR_VAL_INPUT ||
+		    (v->kind == IR_VAL_NODE && v->def->id >= 0 && v->def->id < g->nodes.n &&
+		     g->nodes.v[v->def->id] == v->def)) {
 			g->values.v[keep++] = v;
 		}
 	}

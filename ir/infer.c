@@ -55,8 +55,8 @@ static int same_shape_operands(enum ir_op op, int nin, struct ir_value *const *i
 	char a[IR_SHAPE_STR_MAX], b[IR_SHAPE_STR_MAX];
 	for (int i = 1; i < nin; i++) {
 		if (!ir_shape_eq(&in[0]->shape, &in[i]->shape))
-			return fail(op, "operand shapes %s and %s differ (broadcast explicitly)",
-				    SHAPE(in[0], a), SHAPE(in[i], b));
+			return fail(op, "operand shapes %s and %s differ (broadcast explicitly)", SHAPE(in[0], a),
+				    SHAPE(in[i], b));
 	}
 	return 0;
 }
@@ -85,13 +85,13 @@ static int infer_dot(const struct ir_attrs *a, struct ir_value *const *in, struc
 	}
 	for (int i = 0; i < a->lhs_batch.n; i++) {
 		if (l->shape.dims[a->lhs_batch.v[i]] != r->shape.dims[a->rhs_batch.v[i]])
-			return fail(IR_OP_DOT, "batch dims differ: lhs %s dim %lld vs rhs %s dim %lld",
-				    SHAPE(l, bl), (long long)a->lhs_batch.v[i], SHAPE(r, br),
-				    (long long)a->rhs_batch.v[i]);
+			return fail(IR_OP_DOT, "batch dims differ: lhs %s dim %lld vs rhs %s dim %lld", SHAPE(l, bl),
+				    (long long)a->lhs_batch.v[i], SHAPE(r, br), (long long)a->rhs_batch.v[i]);
 	}
 	for (int i = 0; i < a->lhs_contract.n; i++) {
 		if (l->shape.dims[a->lhs_contract.v[i]] != r->shape.dims[a->rhs_contract.v[i]])
-			return fail(IR_OP_DOT, "operand shapes %s and %s do not contract (lhs dim %lld vs rhs dim %lld)",
+			return fail(IR_OP_DOT,
+				    "operand shapes %s and %s do not contract (lhs dim %lld vs rhs dim %lld)",
 				    SHAPE(l, bl), SHAPE(r, br), (long long)a->lhs_contract.v[i],
 				    (long long)a->rhs_contract.v[i]);
 	}
@@ -111,8 +111,8 @@ static int infer_dot(const struct ir_attrs *a, struct ir_value *const *in, struc
 	return 0;
 }
 
-static int window_dim(enum ir_op op, int64_t size, int64_t win, int64_t stride, int64_t lo,
-		      int64_t hi, int64_t dil, int64_t *out)
+static int window_dim(enum ir_op op, int64_t size, int64_t win, int64_t stride, int64_t lo, int64_t hi, int64_t dil,
+		      int64_t *out)
 {
 	if (win < 1 || stride < 1 || dil < 1 || lo < 0 || hi < 0)
 		return fail(op, "window %lld, stride %lld, dilation %lld and pads %lld/%lld must be positive",
@@ -121,8 +121,7 @@ static int window_dim(enum ir_op op, int64_t size, int64_t win, int64_t stride, 
 		return fail(op, "window or padding too large");
 	int64_t span = dil * (win - 1) + 1, padded = size + lo + hi;
 	if (padded < span)
-		return fail(op, "window span %lld exceeds padded size %lld", (long long)span,
-			    (long long)padded);
+		return fail(op, "window span %lld exceeds padded size %lld", (long long)span, (long long)padded);
 	*out = (padded - span) / stride + 1;
 	return 0;
 }
@@ -133,35 +132,32 @@ static int infer_conv(const struct ir_attrs *a, struct ir_value *const *in, stru
 	char bx[IR_SHAPE_STR_MAX], bw[IR_SHAPE_STR_MAX];
 	int k = x->shape.rank - 2;
 	if (k < 1 || w->shape.rank != x->shape.rank)
-		return fail(IR_OP_CONV, "input %s and weight %s need equal rank >= 3",
-			    SHAPE(x, bx), SHAPE(w, bw));
+		return fail(IR_OP_CONV, "input %s and weight %s need equal rank >= 3", SHAPE(x, bx), SHAPE(w, bw));
 	if (a->stride.n != k || a->pad_lo.n != k || a->pad_hi.n != k || a->dilation.n != k)
 		return fail(IR_OP_CONV, "stride, pads and dilation need %d entries", k);
 	if (a->groups < 1 || x->shape.dims[1] % a->groups || w->shape.dims[0] % a->groups ||
 	    x->shape.dims[1] != w->shape.dims[1] * a->groups)
-		return fail(IR_OP_CONV, "input %s, weight %s and groups %lld disagree on channels",
-			    SHAPE(x, bx), SHAPE(w, bw), (long long)a->groups);
+		return fail(IR_OP_CONV, "input %s, weight %s and groups %lld disagree on channels", SHAPE(x, bx),
+			    SHAPE(w, bw), (long long)a->groups);
 	s->rank = x->shape.rank;
 	s->dims[0] = x->shape.dims[0];
 	s->dims[1] = w->shape.dims[0];
 	for (int i = 0; i < k; i++)
-		if (window_dim(IR_OP_CONV, x->shape.dims[i + 2], w->shape.dims[i + 2], a->stride.v[i],
-			       a->pad_lo.v[i], a->pad_hi.v[i], a->dilation.v[i], &s->dims[i + 2]) < 0)
+		if (window_dim(IR_OP_CONV, x->shape.dims[i + 2], w->shape.dims[i + 2], a->stride.v[i], a->pad_lo.v[i],
+			       a->pad_hi.v[i], a->dilation.v[i], &s->dims[i + 2]) < 0)
 			return -EINVAL;
 	return 0;
 }
 
-static int infer_window(enum ir_op op, const struct ir_attrs *a, const struct ir_value *x,
-			struct ir_shape *s)
+static int infer_window(enum ir_op op, const struct ir_attrs *a, const struct ir_value *x, struct ir_shape *s)
 {
 	int r = x->shape.rank;
-	if (a->window.n != r || a->stride.n != r || a->pad_lo.n != r || a->pad_hi.n != r ||
-	    a->dilation.n != r)
+	if (a->window.n != r || a->stride.n != r || a->pad_lo.n != r || a->pad_hi.n != r || a->dilation.n != r)
 		return fail(op, "window, stride, pads and dilation need %d entries", r);
 	s->rank = r;
 	for (int i = 0; i < r; i++)
-		if (window_dim(op, x->shape.dims[i], a->window.v[i], a->stride.v[i], a->pad_lo.v[i],
-			       a->pad_hi.v[i], a->dilation.v[i], &s->dims[i]) < 0)
+		if (window_dim(op, x->shape.dims[i], a->window.v[i], a->stride.v[i], a->pad_lo.v[i], a->pad_hi.v[i],
+			       a->dilation.v[i], &s->dims[i]) < 0)
 			return -EINVAL;
 	return 0;
 }
@@ -172,8 +168,8 @@ static int infer_broadcast(const struct ir_attrs *a, const struct ir_value *x, s
 	if (ir_shape_check(&a->shape) < 0)
 		return -EINVAL;
 	if (a->axes.n != x->shape.rank)
-		return fail(IR_OP_BROADCAST, "operand %s needs %d axes, got %d", SHAPE(x, bx),
-			    x->shape.rank, a->axes.n);
+		return fail(IR_OP_BROADCAST, "operand %s needs %d axes, got %d", SHAPE(x, bx), x->shape.rank,
+			    a->axes.n);
 	for (int i = 0; i < a->axes.n; i++) {
 		int64_t d = a->axes.v[i];
 		if (d < 0 || d >= a->shape.rank || (i > 0 && d <= a->axes.v[i - 1]))
@@ -196,15 +192,14 @@ static int infer_slice(const struct ir_attrs *a, const struct ir_value *x, struc
 	for (int i = 0; i < r; i++) {
 		int64_t st = a->start.v[i], li = a->limit.v[i], sd = a->stride.v[i];
 		if (st < 0 || st > li || li > x->shape.dims[i] || sd < 1)
-			return fail(IR_OP_SLICE, "dim %d: start %lld, limit %lld, stride %lld invalid for %s",
-				    i, (long long)st, (long long)li, (long long)sd, SHAPE(x, bx));
+			return fail(IR_OP_SLICE, "dim %d: start %lld, limit %lld, stride %lld invalid for %s", i,
+				    (long long)st, (long long)li, (long long)sd, SHAPE(x, bx));
 		s->dims[i] = (li - st + sd - 1) / sd;
 	}
 	return 0;
 }
 
-static int infer_concat(const struct ir_attrs *a, int nin, struct ir_value *const *in,
-			struct ir_shape *s)
+static int infer_concat(const struct ir_attrs *a, int nin, struct ir_value *const *in, struct ir_shape *s)
 {
 	char b0[IR_SHAPE_STR_MAX], bi[IR_SHAPE_STR_MAX];
 	if (nin < 1)
@@ -219,8 +214,8 @@ static int infer_concat(const struct ir_attrs *a, int nin, struct ir_value *cons
 			ok = d == a->axis || o->dims[d] == s->dims[d];
 		if (!ok)
 			return fail(IR_OP_CONCAT, "operands %s%s and %s%s differ off axis %lld",
-				    ir_dtype_name(in[0]->dtype), SHAPE(in[0], b0),
-				    ir_dtype_name(in[i]->dtype), SHAPE(in[i], bi), (long long)a->axis);
+				    ir_dtype_name(in[0]->dtype), SHAPE(in[0], b0), ir_dtype_name(in[i]->dtype),
+				    SHAPE(in[i], bi), (long long)a->axis);
 		s->dims[a->axis] += o->dims[a->axis];
 	}
 	return ir_shape_check(s) < 0 ? fail(IR_OP_CONCAT, "result too large") : 0;
@@ -274,8 +269,8 @@ static int infer_scatter(const struct ir_attrs *a, struct ir_value *const *in, s
 	if (!ir_dtype_is_int(idx->dtype))
 		return fail(IR_OP_SCATTER, "indices must be integers, not %s", ir_dtype_name(idx->dtype));
 	if (up->dtype != x->dtype)
-		return fail(IR_OP_SCATTER, "updates dtype %s differs from data %s",
-			    ir_dtype_name(up->dtype), ir_dtype_name(x->dtype));
+		return fail(IR_OP_SCATTER, "updates dtype %s differs from data %s", ir_dtype_name(up->dtype),
+			    ir_dtype_name(x->dtype));
 	if (a->mode < IR_SCATTER_NONE || a->mode > IR_SCATTER_MIN)
 		return fail(IR_OP_SCATTER, "unknown mode %lld", (long long)a->mode);
 	bool ok = x->shape.rank >= 1 && up->shape.rank == idx->shape.rank + x->shape.rank - 1;
@@ -305,8 +300,7 @@ static int infer_reshape(const struct ir_attrs *a, const struct ir_value *x, str
 static int infer_transpose(const struct ir_attrs *a, const struct ir_value *x, struct ir_shape *s)
 {
 	if (a->axes.n != x->shape.rank)
-		return fail(IR_OP_TRANSPOSE, "permutation has %d entries for rank %d", a->axes.n,
-			    x->shape.rank);
+		return fail(IR_OP_TRANSPOSE, "permutation has %d entries for rank %d", a->axes.n, x->shape.rank);
 	if (check_axes(IR_OP_TRANSPOSE, &a->axes, x->shape.rank, false) < 0)
 		return -EINVAL;
 	s->rank = x->shape.rank;
@@ -315,8 +309,7 @@ static int infer_transpose(const struct ir_attrs *a, const struct ir_value *x, s
 	return 0;
 }
 
-static int infer_reduce(enum ir_op op, const struct ir_attrs *a, const struct ir_value *x,
-			struct ir_shape *s)
+static int infer_reduce(enum ir_op op, const struct ir_attrs *a, const struct ir_value *x, struct ir_shape *s)
 {
 	if (check_axes(op, &a->axes, x->shape.rank, true) < 0)
 		return -EINVAL;
@@ -377,8 +370,8 @@ static int same_dtype(enum ir_op op, int first, int nin, struct ir_value *const 
 	return 0;
 }
 
-int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a,
-	     enum ir_dtype *dt, struct ir_shape *s)
+int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a, enum ir_dtype *dt,
+	     struct ir_shape *s)
 {
 	if ((unsigned)op >= IR_OP_COUNT)
 		return ir_errorf(-EINVAL, "unknown op %d", (int)op);
@@ -388,17 +381,39 @@ int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir
 	if (x)
 		dt[0] = x->dtype;
 	switch (op) {
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
-	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
-	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
-	case IR_OP_ROUND: case IR_OP_NOT:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
 		*s = x->shape;
 		if (op == IR_OP_NEG && x->dtype == IR_BOOL)
 			return fail(op, "needs a numeric operand, got bool");
 		return 0;
-	case IR_OP_IS_NAN: case IR_OP_IS_INF:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
 		if (!ir_dtype_is_float(x->dtype))
 			return fail(op, "needs a floating-point operand, got %s", ir_dtype_name(x->dtype));
 		*s = x->shape;
@@ -410,9 +425,22 @@ int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir
 		*s = x->shape;
 		dt[0] = a->dtype;
 		return 0;
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
-	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
-	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE: case IR_OP_GT:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
 	case IR_OP_GE:
 		if (same_dtype(op, 0, nin, in) < 0 || same_shape_operands(op, nin, in) < 0)
 			return -EINVAL;
@@ -438,16 +466,21 @@ int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir
 		if (!ir_dtype_is_float(x->dtype))
 			return fail(op, "needs floating-point operands");
 		return infer_conv(a, in, s);
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN: case IR_OP_REDUCE_PROD:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
 		return infer_reduce(op, a, x, s);
-	case IR_OP_ARGMAX: case IR_OP_ARGMIN: {
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN: {
 		struct ir_attrs r = { .axes = { 1, { a->axis } } };
 		if (check_axis(op, a->axis, x->shape.rank) < 0)
 			return -EINVAL;
 		dt[0] = IR_I64;
 		return infer_reduce(op, &r, x, s);
 	}
-	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
 		return infer_window(op, a, x, s);
 	case IR_OP_CUMSUM:
 		*s = x->shape;
@@ -502,8 +535,8 @@ int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir
 		if (check_axis(op, a->axis, x->shape.rank) < 0)
 			return -EINVAL;
 		if (a->k < 0 || a->k > x->shape.dims[a->axis])
-			return fail(op, "k = %lld exceeds dim %lld of size %lld", (long long)a->k,
-				    (long long)a->axis, (long long)x->shape.dims[a->axis]);
+			return fail(op, "k = %lld exceeds dim %lld of size %lld", (long long)a->k, (long long)a->axis,
+				    (long long)x->shape.dims[a->axis]);
 		s[0] = x->shape;
 		s[0].dims[a->axis] = a->k;
 		s[1] = s[0];

@@ -25,8 +25,7 @@
 /* ---- errors and assertions -------------------------------------------- */
 
 /* Records a message (printf-style) and returns code (a negative errno). */
-int ir_errorf(int code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int ir_errorf(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefixes the recorded message with printf-style context and ": ". */
 void ir_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *ir_error(void);
@@ -62,24 +61,13 @@ void ir_alloc_fail_after(long n);
 
 /* ---- dtypes and shapes ------------------------------------------------ */
 
-enum ir_dtype {
-	IR_F64,
-	IR_F32,
-	IR_F16,
-	IR_BF16,
-	IR_I64,
-	IR_I32,
-	IR_I8,
-	IR_U8,
-	IR_BOOL,
-	IR_DTYPE_COUNT
-};
+enum ir_dtype { IR_F64, IR_F32, IR_F16, IR_BF16, IR_I64, IR_I32, IR_I8, IR_U8, IR_BOOL, IR_DTYPE_COUNT };
 
-size_t ir_dtype_size(enum ir_dtype t);            /* bytes per element */
-const char *ir_dtype_name(enum ir_dtype t);       /* "f32", "i64", ... */
+size_t ir_dtype_size(enum ir_dtype t);                 /* bytes per element */
+const char *ir_dtype_name(enum ir_dtype t);            /* "f32", "i64", ... */
 int ir_dtype_parse(const char *s, enum ir_dtype *out); /* 0 or -EINVAL */
 bool ir_dtype_is_float(enum ir_dtype t);
-bool ir_dtype_is_int(enum ir_dtype t);            /* signed or unsigned ints, not bool */
+bool ir_dtype_is_int(enum ir_dtype t); /* signed or unsigned ints, not bool */
 
 #define IR_MAX_RANK 8
 /* No tensor may hold more elements than this (about 1.8e13): larger shapes
@@ -122,8 +110,7 @@ void ir_tensor_set_i64(struct ir_tensor *t, int64_t i, int64_t v);
  * of src_shape to dst_start inside one of dst_shape (es bytes an element;
  * a NULL start is all zeros). The block must lie inside both. */
 void ir_copy_block(void *dst, const struct ir_shape *dst_shape, const int64_t *dst_start, const void *src,
-		   const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *block,
-		   size_t es);
+		   const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *block, size_t es);
 
 float ir_f16_to_f32(uint16_t h);
 uint16_t ir_f32_to_f16(float f);
@@ -142,21 +129,21 @@ enum ir_op {
 /* clang-format on */
 
 enum {
-	IR_OPF_UNARY = 1 << 0,      /* elementwise, one operand */
-	IR_OPF_BINARY = 1 << 1,     /* elementwise, two operands of one shape */
-	IR_OPF_ELEMENTWISE = 1 << 2,/* other elementwise (select) */
-	IR_OPF_FLOAT = 1 << 3,      /* operands must be floating point */
-	IR_OPF_LOGIC = 1 << 4,      /* operands must be bool */
-	IR_OPF_PREDICATE = 1 << 5,  /* result is bool */
-	IR_OPF_REDUCE = 1 << 6,     /* reduction over attrs.axes */
-	IR_OPF_MOVE = 1 << 7,       /* moves data, computes nothing */
-	IR_OPF_HEAVY = 1 << 8,      /* dot and convolution */
-	IR_OPF_COMPOSITE = 1 << 9,  /* has a reference decomposition */
+	IR_OPF_UNARY = 1 << 0,       /* elementwise, one operand */
+	IR_OPF_BINARY = 1 << 1,      /* elementwise, two operands of one shape */
+	IR_OPF_ELEMENTWISE = 1 << 2, /* other elementwise (select) */
+	IR_OPF_FLOAT = 1 << 3,       /* operands must be floating point */
+	IR_OPF_LOGIC = 1 << 4,       /* operands must be bool */
+	IR_OPF_PREDICATE = 1 << 5,   /* result is bool */
+	IR_OPF_REDUCE = 1 << 6,      /* reduction over attrs.axes */
+	IR_OPF_MOVE = 1 << 7,        /* moves data, computes nothing */
+	IR_OPF_HEAVY = 1 << 8,       /* dot and convolution */
+	IR_OPF_COMPOSITE = 1 << 9,   /* has a reference decomposition */
 };
 
-const char *ir_op_name(enum ir_op op);            /* "dot", "reduce_sum", ... */
+const char *ir_op_name(enum ir_op op);              /* "dot", "reduce_sum", ... */
 int ir_op_parse(const char *name, enum ir_op *out); /* 0 or -EINVAL */
-int ir_op_ninputs(enum ir_op op);                 /* -1: variadic */
+int ir_op_ninputs(enum ir_op op);                   /* -1: variadic */
 int ir_op_noutputs(enum ir_op op);
 unsigned ir_op_flags(enum ir_op op);
 static inline bool ir_op_is_elementwise(enum ir_op op)
@@ -233,9 +220,8 @@ struct ir_attrs {
 };
 
 /* An ilist from a literal: IR_ILIST(2, 0, 1) has n = 3. */
-#define IR_ILIST(...)                                                      \
-	((struct ir_ilist){ .n = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), \
-			    .v = { __VA_ARGS__ } })
+#define IR_ILIST(...) \
+	((struct ir_ilist){ .n = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), .v = { __VA_ARGS__ } })
 
 /* ---- graph ---------------------------------------------------------------- */
 
@@ -245,11 +231,11 @@ enum ir_value_kind { IR_VAL_INPUT, IR_VAL_PARAM, IR_VAL_NODE, IR_VAL_KIND_COUNT 
 
 /* Where a parameter's bytes are. Exactly one of bytes / path is set. */
 struct ir_data {
-	const void *bytes;  /* inline, owned by the graph */
-	const char *path;   /* external file: absolute, or relative to base_dir */
+	const void *bytes;    /* inline, owned by the graph */
+	const char *path;     /* external file: absolute, or relative to base_dir */
 	const char *base_dir; /* directory of the model file, or NULL */
-	int64_t offset;     /* bytes into path */
-	int64_t nbytes;     /* == ir_tensor_bytes of the value */
+	int64_t offset;       /* bytes into path */
+	int64_t nbytes;       /* == ir_tensor_bytes of the value */
 };
 
 struct ir_node;
@@ -280,36 +266,36 @@ int ir_sharding_check(const struct ir_sharding *s, const struct ir_shape *shape,
 int ir_sharding_pieces(uint8_t m, int n0, int n1);
 
 struct ir_value {
-	int id;                 /* dense index in ir_graph_values, stable until compact */
-	const char *name;       /* ONNX name, or NULL */
+	int id;           /* dense index in ir_graph_values, stable until compact */
+	const char *name; /* ONNX name, or NULL */
 	enum ir_dtype dtype;
 	struct ir_shape shape;
 	enum ir_value_kind kind;
-	struct ir_node *def;    /* IR_VAL_NODE: producer */
-	int def_index;          /* IR_VAL_NODE: which output of def */
-	struct ir_data data;    /* IR_VAL_PARAM only */
-	bool buffer;            /* IR_VAL_PARAM: model state, never trained (running statistics) */
-	bool sharded;           /* sharding below is set (needs a mesh) */
+	struct ir_node *def; /* IR_VAL_NODE: producer */
+	int def_index;       /* IR_VAL_NODE: which output of def */
+	struct ir_data data; /* IR_VAL_PARAM only */
+	bool buffer;         /* IR_VAL_PARAM: model state, never trained (running statistics) */
+	bool sharded;        /* sharding below is set (needs a mesh) */
 	struct ir_sharding sharding;
 };
 
 struct ir_node {
-	int id;                 /* position in ir_graph_nodes */
+	int id; /* position in ir_graph_nodes */
 	enum ir_op op;
-	const char *name;       /* ONNX node name it came from (for messages), or NULL */
+	const char *name; /* ONNX node name it came from (for messages), or NULL */
 	int nin, nout;
 	struct ir_value **in;
 	struct ir_value **out;
 	struct ir_attrs a;
-	int tag;                /* a pass's label, IR_TAG_NONE when new: the
-				 * pipeline stage of a train step's node
-				 * (IR_TAG_ALL: computed in every stage) */
+	int tag; /* a pass's label, IR_TAG_NONE when new: the
+		  * pipeline stage of a train step's node
+		  * (IR_TAG_ALL: computed in every stage) */
 };
 
 #define IR_TAG_NONE (-1)
 #define IR_TAG_ALL (-2)
 
-struct ir_graph *ir_graph_new(void);  /* NULL on allocation failure */
+struct ir_graph *ir_graph_new(void); /* NULL on allocation failure */
 void ir_graph_free(struct ir_graph *g);
 /* Arena allocation, zeroed, freed with the graph. NULL on failure. */
 void *ir_graph_alloc(struct ir_graph *g, size_t n);
@@ -318,16 +304,14 @@ const char *ir_graph_strdup(struct ir_graph *g, const char *s);
  * parameter bytes point into). 0 or -ENOMEM. */
 int ir_graph_on_free(struct ir_graph *g, void (*fn)(void *), void *ctx);
 
-struct ir_value *ir_graph_add_input(struct ir_graph *g, const char *name,
-				    enum ir_dtype dtype, const struct ir_shape *shape);
-struct ir_value *ir_graph_add_param(struct ir_graph *g, const char *name,
-				    enum ir_dtype dtype, const struct ir_shape *shape,
-				    const struct ir_data *data);
+struct ir_value *ir_graph_add_input(struct ir_graph *g, const char *name, enum ir_dtype dtype,
+				    const struct ir_shape *shape);
+struct ir_value *ir_graph_add_param(struct ir_graph *g, const char *name, enum ir_dtype dtype,
+				    const struct ir_shape *shape, const struct ir_data *data);
 /* Appends a node; infers its results' dtypes and shapes (ir_infer). NULL on
  * invalid operands or attributes, with the reason in ir_error(). */
-struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char *name,
-				  int nin, struct ir_value *const *in,
-				  const struct ir_attrs *a);
+struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char *name, int nin,
+				  struct ir_value *const *in, const struct ir_attrs *a);
 /* Marks v as graph output number ir_graph_noutputs(); name may be NULL. */
 int ir_graph_add_output(struct ir_graph *g, struct ir_value *v, const char *name);
 /* Forgets every output (the values stay; ir_graph_dce may then drop them). */
@@ -371,8 +355,7 @@ int ir_graph_dce(struct ir_graph *g);
 
 /* Result dtypes and shapes of op on operands in[] with attributes a.
  * 0, or -EINVAL with a message naming op, operand shapes and the rule. */
-int ir_infer(enum ir_op op, int nin, struct ir_value *const *in,
-	     const struct ir_attrs *a, enum ir_dtype *out_dtype,
+int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a, enum ir_dtype *out_dtype,
 	     struct ir_shape *out_shape);
 
 /* Checks the whole graph: topological order, operand counts, shapes and

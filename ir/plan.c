@@ -125,16 +125,26 @@ void plan_free(struct plan *p)
 const char *plan_instr_kind_name(enum plan_instr_kind k)
 {
 	switch (k) {
-	case PLAN_KERNEL: return "kernel";
-	case PLAN_ALL_REDUCE: return "all_reduce";
-	case PLAN_ALL_GATHER: return "all_gather";
-	case PLAN_REDUCE_SCATTER: return "reduce_scatter";
-	case PLAN_ALL_TO_ALL: return "all_to_all";
-	case PLAN_SEND: return "send";
-	case PLAN_RECV: return "recv";
-	case PLAN_COPY: return "copy";
-	case PLAN_FREE: return "free";
-	case PLAN_INSTR_KIND_COUNT: break;
+	case PLAN_KERNEL:
+		return "kernel";
+	case PLAN_ALL_REDUCE:
+		return "all_reduce";
+	case PLAN_ALL_GATHER:
+		return "all_gather";
+	case PLAN_REDUCE_SCATTER:
+		return "reduce_scatter";
+	case PLAN_ALL_TO_ALL:
+		return "all_to_all";
+	case PLAN_SEND:
+		return "send";
+	case PLAN_RECV:
+		return "recv";
+	case PLAN_COPY:
+		return "copy";
+	case PLAN_FREE:
+		return "free";
+	case PLAN_INSTR_KIND_COUNT:
+		break;
 	}
 	return "?";
 }
@@ -161,10 +171,14 @@ bool plan_instr_is_collective(enum plan_instr_kind k)
 const char *plan_reduce_name(enum plan_reduce r)
 {
 	switch (r) {
-	case PLAN_SUM: return "sum";
-	case PLAN_MAX: return "max";
-	case PLAN_MIN: return "min";
-	case PLAN_REDUCE_COUNT: break;
+	case PLAN_SUM:
+		return "sum";
+	case PLAN_MAX:
+		return "max";
+	case PLAN_MIN:
+		return "min";
+	case PLAN_REDUCE_COUNT:
+		break;
 	}
 	return "?";
 }
@@ -172,13 +186,20 @@ const char *plan_reduce_name(enum plan_reduce r)
 const char *plan_bind_name(enum plan_bind b)
 {
 	switch (b) {
-	case PLAN_BIND_NONE: return "none";
-	case PLAN_BIND_PARAM: return "param";
-	case PLAN_BIND_INPUT: return "input";
-	case PLAN_BIND_OUTPUT: return "output";
-	case PLAN_BIND_STATE: return "state";
-	case PLAN_BIND_ACCUM: return "accum";
-	case PLAN_BIND_COUNT: break;
+	case PLAN_BIND_NONE:
+		return "none";
+	case PLAN_BIND_PARAM:
+		return "param";
+	case PLAN_BIND_INPUT:
+		return "input";
+	case PLAN_BIND_OUTPUT:
+		return "output";
+	case PLAN_BIND_STATE:
+		return "state";
+	case PLAN_BIND_ACCUM:
+		return "accum";
+	case PLAN_BIND_COUNT:
+		break;
 	}
 	return "?";
 }

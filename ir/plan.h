@@ -85,29 +85,29 @@ enum plan_bind {
 
 struct plan_buffer {
 	enum ir_dtype dtype;
-	struct ir_shape shape;  /* local, elements */
-	int64_t offset;         /* bytes into the device's arena, PLAN_ALIGN-aligned */
-	int64_t bytes;          /* ir_dtype_size * numel */
+	struct ir_shape shape; /* local, elements */
+	int64_t offset;        /* bytes into the device's arena, PLAN_ALIGN-aligned */
+	int64_t bytes;         /* ir_dtype_size * numel */
 	enum plan_bind bind;
-	int index;              /* the parameter, input or output it binds */
+	int index;                  /* the parameter, input or output it binds */
 	int64_t start[IR_MAX_RANK]; /* where the slice starts in the global tensor */
-	bool writer;            /* outputs: this device's copy is the one to read
-				 * (replicated slices have exactly one writer) */
-	int slots;              /* pipelined training: copies, one per micro-batch in
-				 * flight, slot k at offset + k * the aligned size;
-				 * micro-batch m uses slot m % slots (0 or 1: one) */
+	bool writer;                /* outputs: this device's copy is the one to read
+				     * (replicated slices have exactly one writer) */
+	int slots;                  /* pipelined training: copies, one per micro-batch in
+				     * flight, slot k at offset + k * the aligned size;
+				     * micro-batch m uses slot m % slots (0 or 1: one) */
 };
 
 struct plan_instr {
 	enum plan_instr_kind kind;
-	int kernel;             /* PLAN_KERNEL: index into plan kernels */
-	int comm;               /* collectives: index into plan comms */
+	int kernel; /* PLAN_KERNEL: index into plan kernels */
+	int comm;   /* collectives: index into plan comms */
 	enum plan_reduce reduce;
-	int axis, axis2;        /* gather/scatter/all-to-all dimensions */
-	int peer;               /* send/recv: the other rank */
-	int tag;                /* send/recv: matches a send with its receive */
+	int axis, axis2; /* gather/scatter/all-to-all dimensions */
+	int peer;        /* send/recv: the other rank */
+	int tag;         /* send/recv: matches a send with its receive */
 	int nin, nout;
-	int arg;                /* in[] then out[]: args[arg .. arg + nin + nout) of the device */
+	int arg; /* in[] then out[]: args[arg .. arg + nin + nout) of the device */
 };
 
 #define PLAN_FOP_MAX_IN 3
@@ -116,10 +116,10 @@ struct plan_instr {
  * operands 0 .. nin-1, then body op i's result nin + i. */
 struct plan_fop {
 	enum ir_op op;
-	struct ir_attrs a;      /* CONSTANT data: a plan-owned copy */
+	struct ir_attrs a; /* CONSTANT data: a plan-owned copy */
 	int nin;
-	int in[PLAN_FOP_MAX_IN];/* value numbers, each below this op's own */
-	enum ir_dtype dtype;    /* the result */
+	int in[PLAN_FOP_MAX_IN]; /* value numbers, each below this op's own */
+	enum ir_dtype dtype;     /* the result */
 	struct ir_shape shape;
 };
 
@@ -132,88 +132,88 @@ struct plan_fop {
  * work items the code splits into (codegen.h). */
 struct plan_kernel {
 	enum ir_op op;
-	struct ir_attrs a;      /* CONSTANT data: a plan-owned copy */
+	struct ir_attrs a; /* CONSTANT data: a plan-owned copy */
 	int nin, nout;
 	enum ir_dtype *dtype;   /* [nin + nout] */
 	struct ir_shape *shape; /* [nin + nout] */
 	int nbody;
-	struct plan_fop *body;  /* [nbody] */
-	bool host;              /* host code exists */
-	bool gpu;               /* PTX exists */
+	struct plan_fop *body; /* [nbody] */
+	bool host;             /* host code exists */
+	bool gpu;              /* PTX exists */
 	int64_t rows;
 };
 
 /* PTX text of every kernel with gpu set, for one GPU architecture. */
 struct plan_ptx {
-	char *arch;             /* "sm_80", "sm_90" */
+	char *arch; /* "sm_80", "sm_90" */
 	char *text;
 };
 
 struct plan_comm {
 	int n;
-	int *ranks;             /* [n] global ranks in comm rank order */
+	int *ranks; /* [n] global ranks in comm rank order */
 };
 
 struct plan_device {
-	int rank;               /* global rank == index in plan devices */
+	int rank; /* global rank == index in plan devices */
 	int stage;
-	int coord[IR_MESH_AXES];/* position in its stage's logical mesh */
+	int coord[IR_MESH_AXES]; /* position in its stage's logical mesh */
 	int nbuf;
 	struct plan_buffer *buf;
 	int ninstr;
 	struct plan_instr *instr;
 	int nargs;
-	int *args;              /* buffer ids */
-	int64_t arena_bytes;    /* the arena this program needs */
-	int nstep;              /* the last nstep instructions run once per step,
-				 * after the last micro-batch (training: the update);
-				 * the others once per micro-batch. 0: inference */
-	int nfwd;               /* pipelined training: the per-micro-batch part is a
-				 * forward part, the first nfwd instructions, and a
-				 * backward part, the rest, run in the stage's order.
-				 * 0: it runs as one */
+	int *args;           /* buffer ids */
+	int64_t arena_bytes; /* the arena this program needs */
+	int nstep;           /* the last nstep instructions run once per step,
+			      * after the last micro-batch (training: the update);
+			      * the others once per micro-batch. 0: inference */
+	int nfwd;            /* pipelined training: the per-micro-batch part is a
+			      * forward part, the first nfwd instructions, and a
+			      * backward part, the rest, run in the stage's order.
+			      * 0: it runs as one */
 };
 
 /* A global tensor the plan binds (parameter, input, output or state). */
 struct plan_tensor {
 	char *name;
 	enum ir_dtype dtype;
-	struct ir_shape shape;  /* global */
-	double init;            /* state: the value of every element at the start */
-	bool per_step;          /* output: written once per step, by the update part */
+	struct ir_shape shape; /* global */
+	double init;           /* state: the value of every element at the start */
+	bool per_step;         /* output: written once per step, by the update part */
 };
 
 struct plan_stage {
-	int first_rank, ndevices;   /* ranks [first_rank, first_rank + ndevices) */
-	int rows, cols;             /* sub-mesh: nodes x devices per node */
-	int n0, n1;                 /* logical mesh; rank = first_rank + i0 * n1 + i1 */
-	int norder;                 /* pipelined training: 2 * micro, else 0 */
-	int *order;                 /* the schedule: m >= 0 runs the forward part of
-				     * micro-batch m, -(m + 1) its backward part; each
-				     * in increasing m, a forward before its backward */
+	int first_rank, ndevices; /* ranks [first_rank, first_rank + ndevices) */
+	int rows, cols;           /* sub-mesh: nodes x devices per node */
+	int n0, n1;               /* logical mesh; rank = first_rank + i0 * n1 + i1 */
+	int norder;               /* pipelined training: 2 * micro, else 0 */
+	int *order;               /* the schedule: m >= 0 runs the forward part of
+				   * micro-batch m, -(m + 1) its backward part; each
+				   * in increasing m, a forward before its backward */
 };
 
 struct plan {
-	int version;                /* PLAN_FORMAT_VERSION */
-	char *cluster;              /* the cluster spec it was compiled for */
+	int version;                        /* PLAN_FORMAT_VERSION */
+	char *cluster;                      /* the cluster spec it was compiled for */
 	int cluster_nodes, cluster_devices; /* the whole cluster */
-	char *model;                /* the ONNX file compiled (absolute path), where the
-				     * runtime loads the weights from; NULL: unknown */
-	uint64_t model_hash;        /* of the ONNX file's bytes */
-	uint64_t options_hash;      /* of the compile options that shaped the plan */
+	char *model;                        /* the ONNX file compiled (absolute path), where the
+					     * runtime loads the weights from; NULL: unknown */
+	uint64_t model_hash;                /* of the ONNX file's bytes */
+	uint64_t options_hash;              /* of the compile options that shaped the plan */
 	bool train;
-	char *train_config;         /* training: optimizer and options, readable
-				     * ("adamw lr=0.001 ..."); NULL otherwise */
-	int labels_input;           /* training with a class-index loss (cross
-				     * entropy): the input holding the labels, integers
-				     * in [0, classes) or the ignored -100; -1: none */
-	int64_t classes;            /* that loss's class count (an LM's vocabulary) */
-	int *input_file;            /* [ninputs]: the N of the DIR/input_N.pb that feeds
-				     * input i, strictly increasing: its place among the
-				     * model's inputs when some were bound as constants at
-				     * compile time (pcc --const); NULL: i */
-	int micro;                  /* micro-batches per step (1: none) */
-	int64_t device_memory;      /* bytes per device the plan must fit */
+	char *train_config;    /* training: optimizer and options, readable
+				* ("adamw lr=0.001 ..."); NULL otherwise */
+	int labels_input;      /* training with a class-index loss (cross
+				* entropy): the input holding the labels, integers
+				* in [0, classes) or the ignored -100; -1: none */
+	int64_t classes;       /* that loss's class count (an LM's vocabulary) */
+	int *input_file;       /* [ninputs]: the N of the DIR/input_N.pb that feeds
+				* input i, strictly increasing: its place among the
+				* model's inputs when some were bound as constants at
+				* compile time (pcc --const); NULL: i */
+	int micro;             /* micro-batches per step (1: none) */
+	int64_t device_memory; /* bytes per device the plan must fit */
 	int nstages;
 	struct plan_stage *stages;
 	int nparams, ninputs, noutputs, nstate;

@@ -30,13 +30,12 @@ static int read_file(const char *path, uint8_t **out, size_t *n)
 		goto fail;
 	if ((uint64_t)st.st_size > PLAN_MAX_BYTES + 64) {
 		close(fd);
-		return ir_errorf(-EFBIG, "%s: not a pcc plan (%lld bytes, more than a plan holds)",
-				 path, (long long)st.st_size);
+		return ir_errorf(-EFBIG, "%s: not a pcc plan (%lld bytes, more than a plan holds)", path,
+				 (long long)st.st_size);
 	}
 	if (!(buf = ir_malloc((size_t)st.st_size))) {
 		close(fd);
-		return ir_errorf(-ENOMEM, "%s: out of memory reading %lld bytes", path,
-				 (long long)st.st_size);
+		return ir_errorf(-ENOMEM, "%s: out of memory reading %lld bytes", path, (long long)st.st_size);
 	}
 	/* a file that shrinks meanwhile just reads short and fails as truncated */
 	while (got < (size_t)st.st_size) {
@@ -126,9 +125,8 @@ out:
 int plan_check_mesh(const struct plan *p, int nranks)
 {
 	if (nranks != p->ndevices)
-		return ir_errorf(-EINVAL, "plan compiled for %d devices (cluster %s), run with %d ranks",
-				 p->ndevices, p->cluster && *p->cluster ? p->cluster : "unknown",
-				 nranks);
+		return ir_errorf(-EINVAL, "plan compiled for %d devices (cluster %s), run with %d ranks", p->ndevices,
+				 p->cluster && *p->cluster ? p->cluster : "unknown", nranks);
 	return 0;
 }
 

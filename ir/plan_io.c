@@ -23,25 +23,21 @@ _Static_assert(sizeof(int) == sizeof(int32_t), "int is 32 bits");
  * protobuf-c keeps unknown numbers, so reading checks the range. */
 #define SAME(a, b) ((int)(a) == (int)(b))
 _Static_assert(SAME(PCC__INSTR_KIND__INSTR_KERNEL, PLAN_KERNEL) &&
-	       SAME(PCC__INSTR_KIND__INSTR_ALL_REDUCE, PLAN_ALL_REDUCE) &&
-	       SAME(PCC__INSTR_KIND__INSTR_ALL_GATHER, PLAN_ALL_GATHER) &&
-	       SAME(PCC__INSTR_KIND__INSTR_REDUCE_SCATTER, PLAN_REDUCE_SCATTER) &&
-	       SAME(PCC__INSTR_KIND__INSTR_ALL_TO_ALL, PLAN_ALL_TO_ALL) &&
-	       SAME(PCC__INSTR_KIND__INSTR_SEND, PLAN_SEND) &&
-	       SAME(PCC__INSTR_KIND__INSTR_RECV, PLAN_RECV) &&
-	       SAME(PCC__INSTR_KIND__INSTR_COPY, PLAN_COPY) &&
-	       SAME(PCC__INSTR_KIND__INSTR_FREE, PLAN_FREE) &&
-	       SAME(PCC__INSTR_KIND__INSTR_FREE + 1, PLAN_INSTR_KIND_COUNT),
+		       SAME(PCC__INSTR_KIND__INSTR_ALL_REDUCE, PLAN_ALL_REDUCE) &&
+		       SAME(PCC__INSTR_KIND__INSTR_ALL_GATHER, PLAN_ALL_GATHER) &&
+		       SAME(PCC__INSTR_KIND__INSTR_REDUCE_SCATTER, PLAN_REDUCE_SCATTER) &&
+		       SAME(PCC__INSTR_KIND__INSTR_ALL_TO_ALL, PLAN_ALL_TO_ALL) &&
+		       SAME(PCC__INSTR_KIND__INSTR_SEND, PLAN_SEND) && SAME(PCC__INSTR_KIND__INSTR_RECV, PLAN_RECV) &&
+		       SAME(PCC__INSTR_KIND__INSTR_COPY, PLAN_COPY) && SAME(PCC__INSTR_KIND__INSTR_FREE, PLAN_FREE) &&
+		       SAME(PCC__INSTR_KIND__INSTR_FREE + 1, PLAN_INSTR_KIND_COUNT),
 	       "schema InstrKind matches enum plan_instr_kind");
 _Static_assert(SAME(PCC__REDUCE__REDUCE_SUM, PLAN_SUM) && SAME(PCC__REDUCE__REDUCE_MAX, PLAN_MAX) &&
-	       SAME(PCC__REDUCE__REDUCE_MIN, PLAN_MIN) &&
-	       SAME(PCC__REDUCE__REDUCE_MIN + 1, PLAN_REDUCE_COUNT),
+		       SAME(PCC__REDUCE__REDUCE_MIN, PLAN_MIN) && SAME(PCC__REDUCE__REDUCE_MIN + 1, PLAN_REDUCE_COUNT),
 	       "schema Reduce matches enum plan_reduce");
 _Static_assert(SAME(PCC__BIND__BIND_NONE, PLAN_BIND_NONE) && SAME(PCC__BIND__BIND_PARAM, PLAN_BIND_PARAM) &&
-	       SAME(PCC__BIND__BIND_INPUT, PLAN_BIND_INPUT) &&
-	       SAME(PCC__BIND__BIND_OUTPUT, PLAN_BIND_OUTPUT) &&
-	       SAME(PCC__BIND__BIND_STATE, PLAN_BIND_STATE) && SAME(PCC__BIND__BIND_ACCUM, PLAN_BIND_ACCUM) &&
-	       SAME(PCC__BIND__BIND_ACCUM + 1, PLAN_BIND_COUNT),
+		       SAME(PCC__BIND__BIND_INPUT, PLAN_BIND_INPUT) && SAME(PCC__BIND__BIND_OUTPUT, PLAN_BIND_OUTPUT) &&
+		       SAME(PCC__BIND__BIND_STATE, PLAN_BIND_STATE) && SAME(PCC__BIND__BIND_ACCUM, PLAN_BIND_ACCUM) &&
+		       SAME(PCC__BIND__BIND_ACCUM + 1, PLAN_BIND_COUNT),
 	       "schema Bind matches enum plan_bind");
 #undef SAME
 
@@ -79,8 +75,8 @@ static void scratch_free(struct scratch *s)
 }
 
 /* n message structs ms[] and the array of pointers to them ps[] */
-#define NEW_MSGS(s, ms, ps, n)                                                 \
-	(((ms) = scratch_calloc((s), (size_t)(n), sizeof *(ms))) != NULL &&     \
+#define NEW_MSGS(s, ms, ps, n)                                              \
+	(((ms) = scratch_calloc((s), (size_t)(n), sizeof *(ms))) != NULL && \
 	 ((ps) = scratch_calloc((s), (size_t)(n), sizeof *(ps))) != NULL)
 
 /* the base of a message struct, for designated initializers */
@@ -95,17 +91,19 @@ static size_t rank_of(const struct ir_shape *s)
 	return (size_t)s->rank;
 }
 
-static int pack_tensors(struct scratch *s, const struct plan_tensor *t, int n,
-			size_t *n_out, Pcc__Tensor ***out)
+static int pack_tensors(struct scratch *s, const struct plan_tensor *t, int n, size_t *n_out, Pcc__Tensor ***out)
 {
 	Pcc__Tensor *ms, **ps;
 	if (!NEW_MSGS(s, ms, ps, n))
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
-		ms[i] = (Pcc__Tensor){ MSG(tensor), .name = (char *)(t[i].name ? t[i].name : ""),
-				       .dtype = DTYPE(t[i].dtype), .n_shape = rank_of(&t[i].shape),
+		ms[i] = (Pcc__Tensor){ MSG(tensor),
+				       .name = (char *)(t[i].name ? t[i].name : ""),
+				       .dtype = DTYPE(t[i].dtype),
+				       .n_shape = rank_of(&t[i].shape),
 				       .shape = DIMS(t[i].shape.dims),
-				       .init_bits = (union bits){ .d = t[i].init }.u, .per_step = t[i].per_step };
+				       .init_bits = (union bits){ .d = t[i].init }.u,
+				       .per_step = t[i].per_step };
 		ps[i] = &ms[i];
 	}
 	*n_out = (size_t)n;
@@ -115,9 +113,14 @@ static int pack_tensors(struct scratch *s, const struct plan_tensor *t, int n,
 
 static void pack_attrs(enum ir_op op, const struct ir_attrs *a, Pcc__Attrs *m)
 {
-	*m = (Pcc__Attrs){ MSG(attrs), .dtype = DTYPE(a->dtype), .n_shape = rank_of(&a->shape),
-			   .shape = DIMS(a->shape.dims), .axis = a->axis, .k = a->k,
-			   .groups = a->groups, .mode = a->mode,
+	*m = (Pcc__Attrs){ MSG(attrs),
+			   .dtype = DTYPE(a->dtype),
+			   .n_shape = rank_of(&a->shape),
+			   .shape = DIMS(a->shape.dims),
+			   .axis = a->axis,
+			   .k = a->k,
+			   .groups = a->groups,
+			   .mode = a->mode,
 			   .eps_bits = (union bits){ .d = a->eps }.u,
 			   .value_bits = (union bits){ .d = a->value }.u };
 	for (size_t i = 0; i < sizeof ilists / sizeof ilists[0]; i++) {
@@ -143,14 +146,15 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
 		return -ENOMEM;
 	pack_attrs(k->op, &k->a, a);
 	for (int i = 0; i < n; i++) {
-		ms[i] = (Pcc__Operand){ MSG(operand), .dtype = DTYPE(k->dtype[i]),
-					.n_shape = rank_of(&k->shape[i]),
+		ms[i] = (Pcc__Operand){ MSG(operand), .dtype = DTYPE(k->dtype[i]), .n_shape = rank_of(&k->shape[i]),
 					.shape = DIMS(k->shape[i].dims) };
 		ps[i] = &ms[i];
 	}
-	*m = (Pcc__Kernel){ MSG(kernel), .op = (char *)ir_op_name(k->op), .attrs = a,
-			    .nin = k->nin, .nout = k->nout, .n_operands = (size_t)n, .operands = ps,
-			    .host = k->host, .gpu = k->gpu, .rows = k->rows };
+	*m = (Pcc__Kernel){ MSG(kernel),     .op = (char *)ir_op_name(k->op),
+			    .attrs = a,      .nin = k->nin,
+			    .nout = k->nout, .n_operands = (size_t)n,
+			    .operands = ps,  .host = k->host,
+			    .gpu = k->gpu,   .rows = k->rows };
 	Pcc__FusedOp *fs, **fp;
 	if (!NEW_MSGS(s, fs, fp, k->nbody))
 		return -ENOMEM;
@@ -164,8 +168,8 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
 		pack_attrs(f->op, &f->a, fa);
 		*r = (Pcc__Operand){ MSG(operand), .dtype = DTYPE(f->dtype), .n_shape = rank_of(&f->shape),
 				     .shape = DIMS(f->shape.dims) };
-		fs[i] = (Pcc__FusedOp){ MSG(fused_op), .op = (char *)ir_op_name(f->op), .attrs = fa,
-					.n_in = (size_t)f->nin, .in = (int32_t *)f->in, .result = r };
+		fs[i] = (Pcc__FusedOp){ MSG(fused_op),          .op = (char *)ir_op_name(f->op), .attrs = fa,
+					.n_in = (size_t)f->nin, .in = (int32_t *)f->in,          .result = r };
 		fp[i] = &fs[i];
 	}
 	m->n_body = (size_t)k->nbody;
@@ -183,31 +187,51 @@ static int pack_device(struct scratch *s, const struct plan_device *d, Pcc__Devi
 		const struct plan_buffer *b = &d->buf[i];
 		IR_ASSERT((unsigned)b->bind < PLAN_BIND_COUNT);
 		/* start means something only per dimension of the buffer */
-		bs[i] = (Pcc__Buffer){ MSG(buffer), .dtype = DTYPE(b->dtype),
-				       .n_shape = rank_of(&b->shape), .shape = DIMS(b->shape.dims),
-				       .offset = b->offset, .bytes = b->bytes,
-				       .bind = (Pcc__Bind)b->bind, .index = b->index,
-				       .n_start = rank_of(&b->shape), .start = DIMS(b->start),
-				       .writer = b->writer, .slots = b->slots };
+		bs[i] = (Pcc__Buffer){ MSG(buffer),
+				       .dtype = DTYPE(b->dtype),
+				       .n_shape = rank_of(&b->shape),
+				       .shape = DIMS(b->shape.dims),
+				       .offset = b->offset,
+				       .bytes = b->bytes,
+				       .bind = (Pcc__Bind)b->bind,
+				       .index = b->index,
+				       .n_start = rank_of(&b->shape),
+				       .start = DIMS(b->start),
+				       .writer = b->writer,
+				       .slots = b->slots };
 		bp[i] = &bs[i];
 	}
 	for (int i = 0; i < d->ninstr; i++) {
 		const struct plan_instr *in = &d->instr[i];
-		IR_ASSERT((unsigned)in->kind < PLAN_INSTR_KIND_COUNT &&
-			  (unsigned)in->reduce < PLAN_REDUCE_COUNT);
-		is[i] = (Pcc__Instr){ MSG(instr), .kind = (Pcc__InstrKind)in->kind,
-				      .kernel = in->kernel, .comm = in->comm,
-				      .reduce = (Pcc__Reduce)in->reduce, .axis = in->axis,
-				      .axis2 = in->axis2, .peer = in->peer, .tag = in->tag,
-				      .nin = in->nin, .nout = in->nout, .arg = in->arg };
+		IR_ASSERT((unsigned)in->kind < PLAN_INSTR_KIND_COUNT && (unsigned)in->reduce < PLAN_REDUCE_COUNT);
+		is[i] = (Pcc__Instr){ MSG(instr),
+				      .kind = (Pcc__InstrKind)in->kind,
+				      .kernel = in->kernel,
+				      .comm = in->comm,
+				      .reduce = (Pcc__Reduce)in->reduce,
+				      .axis = in->axis,
+				      .axis2 = in->axis2,
+				      .peer = in->peer,
+				      .tag = in->tag,
+				      .nin = in->nin,
+				      .nout = in->nout,
+				      .arg = in->arg };
 		ip[i] = &is[i];
 	}
-	*m = (Pcc__Device){ MSG(device), .rank = d->rank, .stage = d->stage,
-			    .n_coord = IR_MESH_AXES, .coord = (int32_t *)d->coord,
-			    .n_buffers = (size_t)d->nbuf, .buffers = bp,
-			    .n_instructions = (size_t)d->ninstr, .instructions = ip,
-			    .n_args = (size_t)d->nargs, .args = (int32_t *)d->args,
-			    .arena_bytes = d->arena_bytes, .nstep = d->nstep, .nfwd = d->nfwd };
+	*m = (Pcc__Device){ MSG(device),
+			    .rank = d->rank,
+			    .stage = d->stage,
+			    .n_coord = IR_MESH_AXES,
+			    .coord = (int32_t *)d->coord,
+			    .n_buffers = (size_t)d->nbuf,
+			    .buffers = bp,
+			    .n_instructions = (size_t)d->ninstr,
+			    .instructions = ip,
+			    .n_args = (size_t)d->nargs,
+			    .args = (int32_t *)d->args,
+			    .arena_bytes = d->arena_bytes,
+			    .nstep = d->nstep,
+			    .nfwd = d->nfwd };
 	return 0;
 }
 
@@ -217,11 +241,16 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 	Pcc__Kernel *ks;
 	Pcc__Comm *cs;
 	Pcc__Device *ds;
-	*m = (Pcc__Plan){ MSG(plan), .version = PLAN_FORMAT_VERSION,
+	*m = (Pcc__Plan){ MSG(plan),
+			  .version = PLAN_FORMAT_VERSION,
 			  .cluster = (char *)(p->cluster ? p->cluster : ""),
-			  .cluster_nodes = p->cluster_nodes, .cluster_devices = p->cluster_devices,
-			  .model_hash = p->model_hash, .options_hash = p->options_hash,
-			  .train = p->train, .micro = p->micro, .device_memory = p->device_memory,
+			  .cluster_nodes = p->cluster_nodes,
+			  .cluster_devices = p->cluster_devices,
+			  .model_hash = p->model_hash,
+			  .options_hash = p->options_hash,
+			  .train = p->train,
+			  .micro = p->micro,
+			  .device_memory = p->device_memory,
 			  .train_config = (char *)(p->train_config ? p->train_config : ""),
 			  .model = (char *)(p->model ? p->model : ""),
 			  .host_object = { p->host_object_len, p->host_object },
@@ -229,8 +258,10 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 			  .host_features = (char *)(p->host_features ? p->host_features : ""),
 			  .n_input_files = p->input_file ? (size_t)p->ninputs : 0,
 			  .input_files = (int32_t *)p->input_file,
-			  .n_stages = (size_t)p->nstages, .n_kernels = (size_t)p->nkernels,
-			  .n_comms = (size_t)p->ncomms, .n_devices = (size_t)p->ndevices };
+			  .n_stages = (size_t)p->nstages,
+			  .n_kernels = (size_t)p->nkernels,
+			  .n_comms = (size_t)p->ncomms,
+			  .n_devices = (size_t)p->ndevices };
 	if (!NEW_MSGS(s, ss, m->stages, p->nstages) || !NEW_MSGS(s, ks, m->kernels, p->nkernels) ||
 	    !NEW_MSGS(s, cs, m->comms, p->ncomms) || !NEW_MSGS(s, ds, m->devices, p->ndevices) ||
 	    pack_tensors(s, p->params, p->nparams, &m->n_params, &m->params) < 0 ||
@@ -247,9 +278,14 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 	}
 	for (int i = 0; i < p->nstages; i++) {
 		const struct plan_stage *st = &p->stages[i];
-		ss[i] = (Pcc__Stage){ MSG(stage), .first_rank = st->first_rank,
-				      .ndevices = st->ndevices, .rows = st->rows, .cols = st->cols,
-				      .n0 = st->n0, .n1 = st->n1, .n_order = (size_t)st->norder,
+		ss[i] = (Pcc__Stage){ MSG(stage),
+				      .first_rank = st->first_rank,
+				      .ndevices = st->ndevices,
+				      .rows = st->rows,
+				      .cols = st->cols,
+				      .n0 = st->n0,
+				      .n1 = st->n1,
+				      .n_order = (size_t)st->norder,
 				      .order = st->order };
 		m->stages[i] = &ss[i];
 	}

@@ -18,14 +18,16 @@
 #define PLAN_MAX_BYTES ((size_t)INT32_MAX - 64)
 
 /* The ilist attributes, shared by packing and unpacking. */
-#define ILIST(f) { #f, offsetof(struct ir_attrs, f), offsetof(Pcc__Attrs, n_##f), offsetof(Pcc__Attrs, f) }
+#define ILIST(f)                                                                                       \
+	{                                                                                              \
+#f, offsetof(struct ir_attrs, f), offsetof(Pcc__Attrs, n_##f), offsetof(Pcc__Attrs, f) \
+	}
 static const struct {
 	const char *name;
 	size_t ir, pb_n, pb_v;
 } ilists[] = {
-	ILIST(axes), ILIST(lhs_batch), ILIST(rhs_batch), ILIST(lhs_contract),
-	ILIST(rhs_contract), ILIST(start), ILIST(limit), ILIST(stride),
-	ILIST(pad_lo), ILIST(pad_hi), ILIST(window), ILIST(dilation),
+	ILIST(axes),  ILIST(lhs_batch), ILIST(rhs_batch), ILIST(lhs_contract), ILIST(rhs_contract), ILIST(start),
+	ILIST(limit), ILIST(stride),    ILIST(pad_lo),    ILIST(pad_hi),       ILIST(window),       ILIST(dilation),
 };
 #undef ILIST
 
@@ -40,6 +42,5 @@ static inline size_t constant_bytes(const struct ir_attrs *a)
 	struct ir_tensor t = { .dtype = a->dtype, .shape = a->shape };
 	return ir_tensor_bytes(&t);
 }
-
 
 #endif

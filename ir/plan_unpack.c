@@ -144,8 +144,7 @@ static char *get_str(const char *s)
 	return d;
 }
 
-static int get_tensors(Pcc__Tensor *const *ms, size_t n, const char *what,
-		       struct plan_tensor **out, int *count)
+static int get_tensors(Pcc__Tensor *const *ms, size_t n, const char *what, struct plan_tensor **out, int *count)
 {
 	int rc;
 	if (!(*out = get_array(n, sizeof **out, count)))
@@ -168,16 +167,15 @@ static int get_tensors(Pcc__Tensor *const *ms, size_t n, const char *what,
 static int get_attrs(const Pcc__Attrs *m, enum ir_op op, struct ir_attrs *a)
 {
 	int rc;
-	if ((rc = get_dtype(m->dtype, &a->dtype)) < 0 ||
-	    (rc = get_shape(m->shape, m->n_shape, &a->shape)) < 0)
+	if ((rc = get_dtype(m->dtype, &a->dtype)) < 0 || (rc = get_shape(m->shape, m->n_shape, &a->shape)) < 0)
 		return rc;
 	for (size_t i = 0; i < sizeof ilists / sizeof ilists[0]; i++) {
 		struct ir_ilist *l = (struct ir_ilist *)((char *)a + ilists[i].ir);
 		size_t n = *(const size_t *)((const char *)m + ilists[i].pb_n);
 		const int64_t *v = *(int64_t *const *)((const char *)m + ilists[i].pb_v);
 		if (n > IR_MAX_RANK)
-			return ir_errorf(-EINVAL, "attribute %s has %zu entries, more than %d",
-					 ilists[i].name, n, IR_MAX_RANK);
+			return ir_errorf(-EINVAL, "attribute %s has %zu entries, more than %d", ilists[i].name, n,
+					 IR_MAX_RANK);
 		l->n = (int)n;
 		if (n)
 			memcpy(l->v, v, n * sizeof *v);
@@ -192,11 +190,9 @@ static int get_attrs(const Pcc__Attrs *m, enum ir_op op, struct ir_attrs *a)
 	if (m->data.len != want) {
 		char buf[IR_SHAPE_STR_MAX];
 		if (op != IR_OP_CONSTANT)
-			return ir_errorf(-EINVAL, "%zu bytes of data on a %s kernel",
-					 m->data.len, ir_op_name(op));
-		return ir_errorf(-EINVAL, "constant data is %zu bytes, a %s%s constant has %zu",
-				 m->data.len, ir_dtype_name(a->dtype),
-				 ir_shape_str(&a->shape, buf, sizeof buf), want);
+			return ir_errorf(-EINVAL, "%zu bytes of data on a %s kernel", m->data.len, ir_op_name(op));
+		return ir_errorf(-EINVAL, "constant data is %zu bytes, a %s%s constant has %zu", m->data.len,
+				 ir_dtype_name(a->dtype), ir_shape_str(&a->shape, buf, sizeof buf), want);
 	}
 	if (op == IR_OP_CONSTANT) {
 		void *data = ir_malloc(want);
@@ -221,8 +217,7 @@ static int get_kernel(const Pcc__Kernel *m, struct plan_kernel *k)
 	if ((rc = get_attrs(m->attrs, k->op, &k->a)) < 0)
 		return rc;
 	if (m->nin < 0 || m->nout < 0 || m->n_operands != (size_t)m->nin + (size_t)m->nout)
-		return ir_errorf(-EINVAL, "%zu operand types for nin %d + nout %d",
-				 m->n_operands, m->nin, m->nout);
+		return ir_errorf(-EINVAL, "%zu operand types for nin %d + nout %d", m->n_operands, m->nin, m->nout);
 	k->dtype = ir_calloc(m->n_operands, sizeof *k->dtype);
 	k->shape = ir_calloc(m->n_operands, sizeof *k->shape);
 	if (!k->dtype || !k->shape)
@@ -260,8 +255,7 @@ static int get_kernel(const Pcc__Kernel *m, struct plan_kernel *k)
 		o->nin = (int)f->n_in;
 		for (size_t j = 0; j < f->n_in; j++)
 			o->in[j] = f->in[j];
-		if ((rc = get_attrs(f->attrs, o->op, &o->a)) < 0 ||
-		    (rc = get_dtype(f->result->dtype, &o->dtype)) < 0 ||
+		if ((rc = get_attrs(f->attrs, o->op, &o->a)) < 0 || (rc = get_dtype(f->result->dtype, &o->dtype)) < 0 ||
 		    (rc = get_shape(f->result->shape, f->result->n_shape, &o->shape)) < 0) {
 			ir_error_prefix("body op %zu", i);
 			return rc;
@@ -273,8 +267,7 @@ static int get_kernel(const Pcc__Kernel *m, struct plan_kernel *k)
 static int get_buffer(const Pcc__Buffer *m, struct plan_buffer *b)
 {
 	int rc;
-	if ((rc = get_dtype(m->dtype, &b->dtype)) < 0 ||
-	    (rc = get_shape(m->shape, m->n_shape, &b->shape)) < 0)
+	if ((rc = get_dtype(m->dtype, &b->dtype)) < 0 || (rc = get_shape(m->shape, m->n_shape, &b->shape)) < 0)
 		return rc;
 	if ((unsigned)m->bind >= PLAN_BIND_COUNT)
 		return ir_errorf(-EINVAL, "unknown bind %d", (int)m->bind);
@@ -298,9 +291,17 @@ static int get_instr(const Pcc__Instr *m, struct plan_instr *in)
 	if ((unsigned)m->reduce >= PLAN_REDUCE_COUNT)
 		return ir_errorf(-EINVAL, "unknown reduction %d", (int)m->reduce);
 	*in = (struct plan_instr){
-		.kind = (enum plan_instr_kind)m->kind, .kernel = m->kernel, .comm = m->comm,
-		.reduce = (enum plan_reduce)m->reduce, .axis = m->axis, .axis2 = m->axis2,
-		.peer = m->peer, .tag = m->tag, .nin = m->nin, .nout = m->nout, .arg = m->arg,
+		.kind = (enum plan_instr_kind)m->kind,
+		.kernel = m->kernel,
+		.comm = m->comm,
+		.reduce = (enum plan_reduce)m->reduce,
+		.axis = m->axis,
+		.axis2 = m->axis2,
+		.peer = m->peer,
+		.tag = m->tag,
+		.nin = m->nin,
+		.nout = m->nout,
+		.arg = m->arg,
 	};
 	return 0;
 }
@@ -375,8 +376,8 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 {
 	int rc;
 	if (m->version != PLAN_FORMAT_VERSION)
-		return ir_errorf(-EINVAL, "content has format version %u, the file %d",
-				 m->version, PLAN_FORMAT_VERSION);
+		return ir_errorf(-EINVAL, "content has format version %u, the file %d", m->version,
+				 PLAN_FORMAT_VERSION);
 	p->version = PLAN_FORMAT_VERSION;
 	p->cluster_nodes = m->cluster_nodes;
 	p->cluster_devices = m->cluster_devices;
@@ -395,8 +396,9 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 		return nomem();
 	for (int i = 0; i < p->nstages; i++) {
 		const Pcc__Stage *s = m->stages[i];
-		p->stages[i] = (struct plan_stage){ s->first_rank, s->ndevices, s->rows,
-						    s->cols, s->n0, s->n1, 0, NULL };
+		p->stages[i] = (struct plan_stage){
+			s->first_rank, s->ndevices, s->rows, s->cols, s->n0, s->n1, 0, NULL
+		};
 		if ((rc = get_ints(s->order, s->n_order, &p->stages[i].order, &p->stages[i].norder)) < 0)
 			return rc;
 	}
@@ -431,8 +433,7 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 			return rc;
 		}
 	for (int i = 0; i < p->ncomms; i++)
-		if ((rc = get_ints(m->comms[i]->ranks, m->comms[i]->n_ranks,
-				   &p->comms[i].ranks, &p->comms[i].n)) < 0)
+		if ((rc = get_ints(m->comms[i]->ranks, m->comms[i]->n_ranks, &p->comms[i].ranks, &p->comms[i].n)) < 0)
 			return rc;
 	for (int i = 0; i < p->ndevices; i++)
 		if ((rc = get_device(m->devices[i], &p->devices[i])) < 0) {

@@ -51,18 +51,15 @@ struct scratch {
 	struct span *span;
 	struct event *start, *end;
 	struct placed *live;
-	int *need;              /* [nstages] plan_schedule_slots of each stage */
+	int *need; /* [nstages] plan_schedule_slots of each stage */
 };
 
 #define ty plan_verify_ty
 
 static const char *const bind_names[PLAN_BIND_COUNT] = {
-	[PLAN_BIND_NONE] = "temporary",
-	[PLAN_BIND_PARAM] = "parameter",
-	[PLAN_BIND_INPUT] = "input",
-	[PLAN_BIND_OUTPUT] = "output",
-	[PLAN_BIND_STATE] = "state",
-	[PLAN_BIND_ACCUM] = "the gradient accumulator of parameter",
+	[PLAN_BIND_NONE] = "temporary", [PLAN_BIND_PARAM] = "parameter",
+	[PLAN_BIND_INPUT] = "input",    [PLAN_BIND_OUTPUT] = "output",
+	[PLAN_BIND_STATE] = "state",    [PLAN_BIND_ACCUM] = "the gradient accumulator of parameter",
 };
 
 int plan_verify_instr_errorf(const struct plan *p, int d, int i, const char *fmt, ...)
@@ -103,15 +100,14 @@ static bool bad_table(int n, const void *a)
 static int check_header(const struct plan *p)
 {
 	if (p->version != PLAN_FORMAT_VERSION)
-		return ir_errorf(-EINVAL, "plan: format version %d, this pcc reads version %d",
-				 p->version, PLAN_FORMAT_VERSION);
+		return ir_errorf(-EINVAL, "plan: format version %d, this pcc reads version %d", p->version,
+				 PLAN_FORMAT_VERSION);
 	if (p->ndevices < 1 || !p->devices)
 		return ir_errorf(-EINVAL, "plan: has no devices");
 	if (p->nstages < 1 || !p->stages)
 		return ir_errorf(-EINVAL, "plan: has no stages");
 	if (bad_table(p->nparams, p->params) || bad_table(p->ninputs, p->inputs) ||
-	    bad_table(p->noutputs, p->outputs) || bad_table(p->nkernels, p->kernels) ||
-	    bad_table(p->ncomms, p->comms))
+	    bad_table(p->noutputs, p->outputs) || bad_table(p->nkernels, p->kernels) || bad_table(p->ncomms, p->comms))
 		return ir_errorf(-EINVAL, "plan: a table count is negative or its array is missing");
 	return 0;
 }
@@ -141,9 +137,11 @@ static int check_order(const struct plan *p, int s, unsigned char *done)
 			f++;
 		}
 		if (!ok)
-			return ir_errorf(-EINVAL, "plan: stage %d's schedule, entry %d (%d): forwards run in "
+			return ir_errorf(-EINVAL,
+					 "plan: stage %d's schedule, entry %d (%d): forwards run in "
 					 "micro-batch order, each backward after its forward and once, backwards in "
-					 "stage 0's order", s, k, m);
+					 "stage 0's order",
+					 s, k, m);
 	}
 	if (f != p->micro)
 		return ir_errorf(-EINVAL, "plan: stage %d's schedule runs %d forward parts, one per micro-batch is %d",
@@ -156,20 +154,20 @@ static int check_stage(const struct plan *p, int s, int next)
 {
 	const struct plan_stage *st = &p->stages[s];
 	if (st->first_rank != next)
-		return ir_errorf(-EINVAL, "plan: stage %d starts at rank %d, the previous stage ends at rank %d",
-				 s, st->first_rank, next);
+		return ir_errorf(-EINVAL, "plan: stage %d starts at rank %d, the previous stage ends at rank %d", s,
+				 st->first_rank, next);
 	if (st->ndevices < 1 || st->ndevices > p->ndevices - next)
-		return ir_errorf(-EINVAL, "plan: stage %d has %d devices, ranks [%d, %d) remain",
-				 s, st->ndevices, next, p->ndevices);
+		return ir_errorf(-EINVAL, "plan: stage %d has %d devices, ranks [%d, %d) remain", s, st->ndevices, next,
+				 p->ndevices);
 	if (st->n0 < 1 || st->n1 < 1 || (int64_t)st->n0 * st->n1 != st->ndevices)
-		return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d logical mesh",
-				 s, st->ndevices, st->n0, st->n1);
+		return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d logical mesh", s, st->ndevices,
+				 st->n0, st->n1);
 	if (st->rows < 1 || st->cols < 1 || (int64_t)st->rows * st->cols != st->ndevices)
-		return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d sub-mesh",
-				 s, st->ndevices, st->rows, st->cols);
+		return ir_errorf(-EINVAL, "plan: stage %d has %d devices but a %dx%d sub-mesh", s, st->ndevices,
+				 st->rows, st->cols);
 	if (st->norder && (st->norder != 2 * (int64_t)p->micro || !st->order))
-		return ir_errorf(-EINVAL, "plan: stage %d has a schedule of %d entries, %d micro-batches need %d",
-				 s, st->norder, p->micro, 2 * p->micro);
+		return ir_errorf(-EINVAL, "plan: stage %d has a schedule of %d entries, %d micro-batches need %d", s,
+				 st->norder, p->micro, 2 * p->micro);
 	return 0;
 }
 
@@ -180,20 +178,21 @@ static int check_devices(const struct plan *p)
 		if (dev->rank != d)
 			return ir_errorf(-EINVAL, "plan: device %d has rank %d", d, dev->rank);
 		if (dev->stage < 0 || dev->stage >= p->nstages)
-			return ir_errorf(-EINVAL, "plan: device %d is in stage %d, the plan has %d",
-					 d, dev->stage, p->nstages);
+			return ir_errorf(-EINVAL, "plan: device %d is in stage %d, the plan has %d", d, dev->stage,
+					 p->nstages);
 		const struct plan_stage *st = &p->stages[dev->stage];
 		if ((dev->nfwd > 0) != (st->norder > 0))
 			return ir_errorf(-EINVAL, "plan: device %d has %s forward part, its stage %d %s a schedule", d,
 					 dev->nfwd > 0 ? "a" : "no", dev->stage, st->norder ? "has" : "has no");
 		int i = d - st->first_rank;
 		if (i < 0 || i >= st->ndevices)
-			return ir_errorf(-EINVAL, "plan: device %d is in stage %d, which holds ranks [%d, %d)",
-					 d, dev->stage, st->first_rank, st->first_rank + st->ndevices);
+			return ir_errorf(-EINVAL, "plan: device %d is in stage %d, which holds ranks [%d, %d)", d,
+					 dev->stage, st->first_rank, st->first_rank + st->ndevices);
 		if (dev->coord[0] != i / st->n1 || dev->coord[1] != i % st->n1)
-			return ir_errorf(-EINVAL, "plan: device %d has mesh coordinates (%d, %d), its place in stage %d's %dx%d mesh is (%d, %d)",
-					 d, dev->coord[0], dev->coord[1], dev->stage, st->n0, st->n1,
-					 i / st->n1, i % st->n1);
+			return ir_errorf(
+				-EINVAL,
+				"plan: device %d has mesh coordinates (%d, %d), its place in stage %d's %dx%d mesh is (%d, %d)",
+				d, dev->coord[0], dev->coord[1], dev->stage, st->n0, st->n1, i / st->n1, i % st->n1);
 	}
 	return 0;
 }
@@ -218,8 +217,8 @@ static int check_stages(const struct plan *p)
 	if (r < 0)
 		return r;
 	if (next != p->ndevices)
-		return ir_errorf(-EINVAL, "plan: stages cover ranks [0, %d), the plan has %d devices",
-				 next, p->ndevices);
+		return ir_errorf(-EINVAL, "plan: stages cover ranks [0, %d), the plan has %d devices", next,
+				 p->ndevices);
 	return check_devices(p);
 }
 
@@ -233,8 +232,8 @@ static int check_comms(const struct plan *p, int *seen)
 		for (int j = 0; j < cm->n; j++) {
 			int r = cm->ranks[j];
 			if (r < 0 || r >= p->ndevices)
-				return ir_errorf(-EINVAL, "plan: comm %d: rank %d is not in the plan (%d devices)",
-						 c, r, p->ndevices);
+				return ir_errorf(-EINVAL, "plan: comm %d: rank %d is not in the plan (%d devices)", c,
+						 r, p->ndevices);
 			if (seen[r] == c + 1)
 				return ir_errorf(-EINVAL, "plan: comm %d lists rank %d twice", c, r);
 			seen[r] = c + 1;
@@ -248,8 +247,8 @@ static int check_tensors(const char *what, const struct plan_tensor *t, int n)
 	for (int i = 0; i < n; i++) {
 		const char *name = t[i].name ? t[i].name : "";
 		if ((unsigned)t[i].dtype >= IR_DTYPE_COUNT)
-			return ir_errorf(-EINVAL, "plan: %s %d \"%s\" has dtype %d, not a dtype",
-					 what, i, name, (int)t[i].dtype);
+			return ir_errorf(-EINVAL, "plan: %s %d \"%s\" has dtype %d, not a dtype", what, i, name,
+					 (int)t[i].dtype);
 		if (ir_shape_check(&t[i].shape) < 0) {
 			ir_error_prefix("plan: %s %d \"%s\"", what, i, name);
 			return -EINVAL;
@@ -296,13 +295,13 @@ static int check_binding(const struct plan *p, int d, int b)
 	const char *name = t->name ? t->name : "";
 	/* an accumulator holds its parameter's gradient in the compute dtype */
 	if ((bf->dtype != t->dtype && bf->bind != PLAN_BIND_ACCUM) || bf->shape.rank != t->shape.rank)
-		return buf_errorf(d, b, "is %s, %s %d \"%s\" is %s", ty(bs, bf->dtype, &bf->shape),
-				  what, bf->index, name, ty(ts, t->dtype, &t->shape));
+		return buf_errorf(d, b, "is %s, %s %d \"%s\" is %s", ty(bs, bf->dtype, &bf->shape), what, bf->index,
+				  name, ty(ts, t->dtype, &t->shape));
 	for (int k = 0; k < bf->shape.rank; k++)
 		if (bf->start[k] < 0 || bf->start[k] > t->shape.dims[k] - bf->shape.dims[k])
 			return buf_errorf(d, b, "slice [%lld, %lld) of dimension %d lies outside %s %d \"%s\" %s",
-					  (long long)bf->start[k], (long long)(bf->start[k] + bf->shape.dims[k]),
-					  k, what, bf->index, name, ty(ts, t->dtype, &t->shape));
+					  (long long)bf->start[k], (long long)(bf->start[k] + bf->shape.dims[k]), k,
+					  what, bf->index, name, ty(ts, t->dtype, &t->shape));
 	return 0;
 }
 
@@ -310,17 +309,19 @@ static int check_buffers(const struct plan *p, int d)
 {
 	const struct plan_device *dev = &p->devices[d];
 	char bs[TY_MAX];
-	if (bad_table(dev->nbuf, dev->buf) || bad_table(dev->ninstr, dev->instr) ||
-	    bad_table(dev->nargs, dev->args))
-		return ir_errorf(-EINVAL, "device %d: a buffer, instruction or argument count is negative or its array is missing", d);
+	if (bad_table(dev->nbuf, dev->buf) || bad_table(dev->ninstr, dev->instr) || bad_table(dev->nargs, dev->args))
+		return ir_errorf(
+			-EINVAL,
+			"device %d: a buffer, instruction or argument count is negative or its array is missing", d);
 	if (dev->arena_bytes < 0)
 		return ir_errorf(-EINVAL, "device %d: arena of %lld bytes", d, (long long)dev->arena_bytes);
 	if (dev->nstep < 0 || dev->nstep > dev->ninstr)
 		return ir_errorf(-EINVAL, "device %d: a per-step part of %d instructions, the program has %d", d,
 				 dev->nstep, dev->ninstr);
 	if (dev->nfwd < 0 || dev->nfwd > plan_step_first(dev))
-		return ir_errorf(-EINVAL, "device %d: a forward part of %d instructions, the per-micro-batch part has %d",
-				 d, dev->nfwd, plan_step_first(dev));
+		return ir_errorf(-EINVAL,
+				 "device %d: a forward part of %d instructions, the per-micro-batch part has %d", d,
+				 dev->nfwd, plan_step_first(dev));
 	if (p->device_memory > 0 && dev->arena_bytes > p->device_memory)
 		return ir_errorf(-EINVAL, "device %d: arena needs %lld bytes, devices have %lld", d,
 				 (long long)dev->arena_bytes, (long long)p->device_memory);
@@ -337,15 +338,16 @@ static int check_buffers(const struct plan *p, int d)
 			return buf_errorf(d, b, "has %lld bytes, %s needs %lld", (long long)bf->bytes,
 					  ty(bs, bf->dtype, &bf->shape), (long long)need);
 		if (bf->offset < 0 || bf->offset % PLAN_ALIGN)
-			return buf_errorf(d, b, "offset %lld is not a multiple of %d",
-					  (long long)bf->offset, PLAN_ALIGN);
+			return buf_errorf(d, b, "offset %lld is not a multiple of %d", (long long)bf->offset,
+					  PLAN_ALIGN);
 		if (bf->slots < 0 || bf->slots > p->micro || (bf->slots > 1 && !dev->nfwd))
 			return buf_errorf(d, b, "has %d slots (%d micro-batches%s)", bf->slots, p->micro,
 					  dev->nfwd ? "" : ", no forward part");
 		int k = plan_buffer_slots(bf);
 		/* slots past the arena (checked before their product can overflow) */
-		int64_t extent = k > 1 && plan_slot_stride(bf) > dev->arena_bytes / (k - 1) ? INT64_MAX :
-				 plan_slot_stride(bf) * (k - 1) + bf->bytes;
+		int64_t extent = k > 1 && plan_slot_stride(bf) > dev->arena_bytes / (k - 1)
+					 ? INT64_MAX
+					 : plan_slot_stride(bf) * (k - 1) + bf->bytes;
 		if (extent == INT64_MAX || bf->offset > dev->arena_bytes - extent)
 			return buf_errorf(d, b, "bytes [%lld, %lld) lie outside the arena of %lld bytes",
 					  (long long)bf->offset,
@@ -373,8 +375,8 @@ static int check_kernel_operands(const struct plan *p, int d, int i)
 			return plan_verify_instr_errorf(p, d, i, "%s %d (buffer %d) is %s, kernel %d (%s) expects %s",
 							j < in->nin ? "operand" : "result",
 							j < in->nin ? j : j - in->nin, id,
-							ty(bs, bf->dtype, &bf->shape), in->kernel,
-							ir_op_name(kn->op), ty(ks, kn->dtype[j], &kn->shape[j]));
+							ty(bs, bf->dtype, &bf->shape), in->kernel, ir_op_name(kn->op),
+							ty(ks, kn->dtype[j], &kn->shape[j]));
 	}
 	return 0;
 }
@@ -401,11 +403,11 @@ static int check_collective(const struct plan *p, int d, int i, int ia, int io)
 	if (reduces && (unsigned)in->reduce >= PLAN_REDUCE_COUNT)
 		return plan_verify_instr_errorf(p, d, i, "reduction %d is not a reduction", (int)in->reduce);
 	if (in->kind != PLAN_ALL_REDUCE && (in->axis < 0 || in->axis >= rank))
-		return plan_verify_instr_errorf(p, d, i, "axis %d is not a dimension of input buffer %d %s",
-						in->axis, ia, ty(as, a->dtype, &a->shape));
+		return plan_verify_instr_errorf(p, d, i, "axis %d is not a dimension of input buffer %d %s", in->axis,
+						ia, ty(as, a->dtype, &a->shape));
 	if (in->kind == PLAN_ALL_TO_ALL && (in->axis2 < 0 || in->axis2 >= rank))
-		return plan_verify_instr_errorf(p, d, i, "axis2 %d is not a dimension of input buffer %d %s",
-						in->axis2, ia, ty(as, a->dtype, &a->shape));
+		return plan_verify_instr_errorf(p, d, i, "axis2 %d is not a dimension of input buffer %d %s", in->axis2,
+						ia, ty(as, a->dtype, &a->shape));
 	/* Compare without multiplying: scale both sides down by n where the
 	 * collective scales up, so absurd sizes cannot overflow. */
 	struct ir_shape sa = a->shape, so = o->shape;
@@ -436,9 +438,11 @@ static int check_collective(const struct plan *p, int d, int i, int ia, int io)
 		snprintf(how, sizeof how, " from axis %d to axis %d", in->axis, in->axis2);
 	else if (in->kind != PLAN_ALL_REDUCE)
 		snprintf(how, sizeof how, " along axis %d", in->axis);
-	return plan_verify_instr_errorf(p, d, i, "input buffer %d is %s and output buffer %d is %s: %s over %d ranks%s does not map one to the other",
-					ia, ty(as, a->dtype, &a->shape), io, ty(os, o->dtype, &o->shape),
-					plan_instr_kind_name(in->kind), n, how);
+	return plan_verify_instr_errorf(
+		p, d, i,
+		"input buffer %d is %s and output buffer %d is %s: %s over %d ranks%s does not map one to the other",
+		ia, ty(as, a->dtype, &a->shape), io, ty(os, o->dtype, &o->shape), plan_instr_kind_name(in->kind), n,
+		how);
 }
 
 static int check_instr(const struct plan *p, int d, int i)
@@ -447,10 +451,9 @@ static int check_instr(const struct plan *p, int d, int i)
 	const struct plan_instr *in = &dev->instr[i];
 	if ((unsigned)in->kind >= PLAN_INSTR_KIND_COUNT)
 		return plan_verify_instr_errorf(p, d, i, "kind %d is not an instruction kind", (int)in->kind);
-	if (in->arg < 0 || in->nin < 0 || in->nout < 0 ||
-	    (int64_t)in->arg + in->nin + in->nout > dev->nargs)
-		return plan_verify_instr_errorf(p, d, i, "arguments [%d, %lld) lie outside the device's %d",
-						in->arg, (long long)in->arg + in->nin + in->nout, dev->nargs);
+	if (in->arg < 0 || in->nin < 0 || in->nout < 0 || (int64_t)in->arg + in->nin + in->nout > dev->nargs)
+		return plan_verify_instr_errorf(p, d, i, "arguments [%d, %lld) lie outside the device's %d", in->arg,
+						(long long)in->arg + in->nin + in->nout, dev->nargs);
 	for (int j = 0; j < in->nin + in->nout; j++) {
 		int id = dev->args[in->arg + j];
 		if (id < 0 || id >= dev->nbuf)
@@ -461,8 +464,7 @@ static int check_instr(const struct plan *p, int d, int i)
 	switch (in->kind) {
 	case PLAN_KERNEL:
 		if (in->kernel < 0 || in->kernel >= p->nkernels)
-			return plan_verify_instr_errorf(p, d, i, "kernel %d, the plan has %d",
-							in->kernel, p->nkernels);
+			return plan_verify_instr_errorf(p, d, i, "kernel %d, the plan has %d", in->kernel, p->nkernels);
 		nin = p->kernels[in->kernel].nin;
 		nout = p->kernels[in->kernel].nout;
 		break;
@@ -482,8 +484,8 @@ static int check_instr(const struct plan *p, int d, int i)
 		break;
 	}
 	if (in->nin != nin || in->nout != nout)
-		return plan_verify_instr_errorf(p, d, i, "has %d inputs and %d outputs, it needs %d and %d",
-						in->nin, in->nout, nin, nout);
+		return plan_verify_instr_errorf(p, d, i, "has %d inputs and %d outputs, it needs %d and %d", in->nin,
+						in->nout, nin, nout);
 	int ia = nin ? dev->args[in->arg] : -1, io = nout ? dev->args[in->arg + nin] : -1;
 	switch (in->kind) {
 	case PLAN_KERNEL:
@@ -501,7 +503,8 @@ static int check_instr(const struct plan *p, int d, int i)
 		return 0;
 	case PLAN_COPY:
 		if (dev->buf[ia].bytes != dev->buf[io].bytes)
-			return plan_verify_instr_errorf(p, d, i, "copies buffer %d of %lld bytes into buffer %d of %lld bytes",
+			return plan_verify_instr_errorf(p, d, i,
+							"copies buffer %d of %lld bytes into buffer %d of %lld bytes",
 							ia, (long long)dev->buf[ia].bytes, io,
 							(long long)dev->buf[io].bytes);
 		return 0;
@@ -509,8 +512,8 @@ static int check_instr(const struct plan *p, int d, int i)
 		/* A bound buffer holds a parameter, input or output for the whole
 		 * run: freeing it would hand its bytes to a temporary. */
 		if (dev->buf[ia].bind != PLAN_BIND_NONE)
-			return plan_verify_instr_errorf(p, d, i, "frees buffer %d, which is bound to %s %d",
-							ia, bind_names[dev->buf[ia].bind], dev->buf[ia].index);
+			return plan_verify_instr_errorf(p, d, i, "frees buffer %d, which is bound to %s %d", ia,
+							bind_names[dev->buf[ia].bind], dev->buf[ia].index);
 		return 0;
 	case PLAN_INSTR_KIND_COUNT:
 		break;
@@ -544,10 +547,12 @@ static int check_dataflow(const struct plan *p, int d, struct scratch *s)
 		for (int j = 0; j < in->nin; j++) {
 			int b = args[j];
 			if (s->state[b] == FREED && frees)
-				return plan_verify_instr_errorf(p, d, i, "frees buffer %d again (instruction %d freed it)",
-								b, s->span[b].last);
+				return plan_verify_instr_errorf(p, d, i,
+								"frees buffer %d again (instruction %d freed it)", b,
+								s->span[b].last);
 			if (s->state[b] == FREED)
-				return plan_verify_instr_errorf(p, d, i, "reads buffer %d after it is freed (at instruction %d)",
+				return plan_verify_instr_errorf(p, d, i,
+								"reads buffer %d after it is freed (at instruction %d)",
 								b, s->span[b].last);
 			if (s->state[b] == UNWRITTEN)
 				return plan_verify_instr_errorf(p, d, i, "%s buffer %d before it is written",
@@ -559,13 +564,17 @@ static int check_dataflow(const struct plan *p, int d, struct scratch *s)
 		for (int j = in->nin; j < in->nin + in->nout; j++) {
 			int b = args[j];
 			if (s->state[b] == FREED)
-				return plan_verify_instr_errorf(p, d, i, "writes buffer %d after it is freed (at instruction %d)",
-								b, s->span[b].last);
+				return plan_verify_instr_errorf(
+					p, d, i, "writes buffer %d after it is freed (at instruction %d)", b,
+					s->span[b].last);
 			if (dev->buf[b].bind == PLAN_BIND_OUTPUT &&
 			    p->outputs[dev->buf[b].index].per_step != (i >= plan_step_first(dev)))
-				return plan_verify_instr_errorf(p, d, i, "writes output %d once per %s; it is read once per %s",
-								dev->buf[b].index, i >= plan_step_first(dev) ? "step" : "micro-batch",
-								p->outputs[dev->buf[b].index].per_step ? "step" : "micro-batch");
+				return plan_verify_instr_errorf(p, d, i,
+								"writes output %d once per %s; it is read once per %s",
+								dev->buf[b].index,
+								i >= plan_step_first(dev) ? "step" : "micro-batch",
+								p->outputs[dev->buf[b].index].per_step ? "step"
+												       : "micro-batch");
 			s->state[b] = LIVE;
 			touch(s, b, i);
 		}
@@ -617,15 +626,17 @@ static int check_crossing(const struct plan *p, int d, struct scratch *s)
 	}
 	for (int b = 0; b < dev->nbuf; b++) {
 		const struct plan_buffer *bf = &dev->buf[b];
-		bool crosses = s->state[b] && (bf->bind == PLAN_BIND_INPUT ||
-					       (bf->bind == PLAN_BIND_NONE && s->span[b].first >= 0 &&
-						s->span[b].first < dev->nfwd));
+		bool crosses = s->state[b] &&
+			       (bf->bind == PLAN_BIND_INPUT ||
+				(bf->bind == PLAN_BIND_NONE && s->span[b].first >= 0 && s->span[b].first < dev->nfwd));
 		if (!crosses)
 			continue;
 		if (plan_buffer_slots(bf) < need)
-			return buf_errorf(d, b, "is read by the backward part of the micro-batch whose forward part "
+			return buf_errorf(d, b,
+					  "is read by the backward part of the micro-batch whose forward part "
 					  "%s it, and has %d slots for the %d micro-batches in flight",
-					  bf->bind == PLAN_BIND_INPUT ? "reads" : "writes", plan_buffer_slots(bf), need);
+					  bf->bind == PLAN_BIND_INPUT ? "reads" : "writes", plan_buffer_slots(bf),
+					  need);
 		s->span[b] = (struct span){ 0, sf };
 	}
 	return 0;
@@ -661,7 +672,8 @@ static int check_memory(const struct plan *p, int d, struct scratch *s)
 			nlive--;
 		}
 		const struct plan_buffer *bf = &dev->buf[b];
-		struct placed me = { bf->offset, bf->offset + plan_slot_stride(bf) * (plan_buffer_slots(bf) - 1) + bf->bytes, b };
+		struct placed me = { bf->offset,
+				     bf->offset + plan_slot_stride(bf) * (plan_buffer_slots(bf) - 1) + bf->bytes, b };
 		int at = lower_bound(s->live, nlive, me.lo);
 		const struct placed *other = NULL;
 		if (at > 0 && s->live[at - 1].hi > me.lo)
@@ -670,9 +682,11 @@ static int check_memory(const struct plan *p, int d, struct scratch *s)
 			other = &s->live[at];
 		if (other) {
 			const struct placed *x = other->id < me.id ? other : &me, *y = other->id < me.id ? &me : other;
-			return ir_errorf(-EINVAL, "device %d: buffers %d and %d overlap (bytes [%lld, %lld) and [%lld, %lld)) while both live at instruction %d",
-					 d, x->id, y->id, (long long)x->lo, (long long)x->hi,
-					 (long long)y->lo, (long long)y->hi, t);
+			return ir_errorf(
+				-EINVAL,
+				"device %d: buffers %d and %d overlap (bytes [%lld, %lld) and [%lld, %lld)) while both live at instruction %d",
+				d, x->id, y->id, (long long)x->lo, (long long)x->hi, (long long)y->lo, (long long)y->hi,
+				t);
 		}
 		memmove(s->live + at + 1, s->live + at, (size_t)(nlive - at) * sizeof *s->live);
 		s->live[at] = me;

@@ -78,8 +78,7 @@ static int cmp_writer(const void *x, const void *y)
 static bool slices_meet(const struct plan_buffer *a, const struct plan_buffer *b)
 {
 	for (int k = 0; k < a->shape.rank; k++)
-		if (a->start[k] + a->shape.dims[k] <= b->start[k] ||
-		    b->start[k] + b->shape.dims[k] <= a->start[k])
+		if (a->start[k] + a->shape.dims[k] <= b->start[k] || b->start[k] + b->shape.dims[k] <= a->start[k])
 			return false;
 	return true;
 }
@@ -114,14 +113,16 @@ int plan_verify_outputs(const struct plan *p)
 			for (int64_t y = x + 1; y < k && !r && a->bytes; y++) {
 				const struct plan_buffer *b = &p->devices[w[y].d].buf[w[y].b];
 				if (b->bytes && slices_meet(a, b))
-					r = ir_errorf(-EINVAL, "plan: output %d \"%s\": device %d, buffer %d and device %d, buffer %d both write some of its elements",
-						      o, t->name ? t->name : "", w[x].d, w[x].b, w[y].d, w[y].b);
+					r = ir_errorf(
+						-EINVAL,
+						"plan: output %d \"%s\": device %d, buffer %d and device %d, buffer %d both write some of its elements",
+						o, t->name ? t->name : "", w[x].d, w[x].b, w[y].d, w[y].b);
 			}
 		}
 		if (!r && held != ir_shape_numel(&t->shape))
-			r = ir_errorf(-EINVAL, "plan: output %d \"%s\": the writer slices cover %lld of its %lld elements",
-				      o, t->name ? t->name : "", (long long)held,
-				      (long long)ir_shape_numel(&t->shape));
+			r = ir_errorf(-EINVAL,
+				      "plan: output %d \"%s\": the writer slices cover %lld of its %lld elements", o,
+				      t->name ? t->name : "", (long long)held, (long long)ir_shape_numel(&t->shape));
 	}
 	ir_free(w);
 	return r;
@@ -147,7 +148,8 @@ static bool same_collective(const struct plan *p, struct ref x, struct ref y)
 {
 	const struct plan_instr *a = instr_of(p, x), *b = instr_of(p, y);
 	const struct plan_buffer *ba = operand(p, x.d, x.i, 0), *bb = operand(p, y.d, y.i, 0);
-	if (part_of(p, x.d, x.i) != part_of(p, y.d, y.i) || a->kind != b->kind || ba->dtype != bb->dtype || !ir_shape_eq(&ba->shape, &bb->shape))
+	if (part_of(p, x.d, x.i) != part_of(p, y.d, y.i) || a->kind != b->kind || ba->dtype != bb->dtype ||
+	    !ir_shape_eq(&ba->shape, &bb->shape))
 		return false;
 	switch (a->kind) {
 	case PLAN_ALL_REDUCE:
@@ -196,16 +198,16 @@ static char *describe(const struct plan *p, struct ref x, char *out, size_t n)
 	case PLAN_INSTR_KIND_COUNT:
 		break;
 	}
-	snprintf(out, n, "%s%s of %s %s", plan_instr_kind_name(in->kind), how,
-		 ir_dtype_name(bf->dtype), ir_shape_str(&bf->shape, sh, sizeof sh));
+	snprintf(out, n, "%s%s of %s %s", plan_instr_kind_name(in->kind), how, ir_dtype_name(bf->dtype),
+		 ir_shape_str(&bf->shape, sh, sizeof sh));
 	return out;
 }
 
 /* One communicator: its collectives are bucket[lo, hi) (device order, all
  * from members), pos[rank] a member's index. Numbers its instances from
  * m->ninst. */
-static int match_comm(const struct plan *p, int c, const struct ref *bucket, int64_t lo,
-		      int64_t hi, const int *pos, int64_t *mstart, int64_t *mcount, struct sim *m)
+static int match_comm(const struct plan *p, int c, const struct ref *bucket, int64_t lo, int64_t hi, const int *pos,
+		      int64_t *mstart, int64_t *mcount, struct sim *m)
 {
 	const struct plan_comm *cm = &p->comms[c];
 	char da[256], db[256];
@@ -228,13 +230,17 @@ static int match_comm(const struct plan *p, int c, const struct ref *bucket, int
 		struct ref a = bucket[mstart[j0] + k];
 		for (int j = 0; j < cm->n; j++) {
 			if (mcount[j] <= k)
-				return ir_errorf(-EINVAL, "device %d never joins collective %lld on comm %d (device %d's instruction %d)",
-						 cm->ranks[j], (long long)k, c, a.d, a.i);
+				return ir_errorf(
+					-EINVAL,
+					"device %d never joins collective %lld on comm %d (device %d's instruction %d)",
+					cm->ranks[j], (long long)k, c, a.d, a.i);
 			struct ref b = bucket[mstart[j] + k];
 			if (!same_collective(p, a, b))
-				return plan_verify_instr_errorf(p, b.d, b.i, "collective %lld on comm %d is %s, device %d's (instruction %d) is %s",
-								(long long)k, c, describe(p, b, db, sizeof db),
-								a.d, a.i, describe(p, a, da, sizeof da));
+				return plan_verify_instr_errorf(
+					p, b.d, b.i,
+					"collective %lld on comm %d is %s, device %d's (instruction %d) is %s",
+					(long long)k, c, describe(p, b, db, sizeof db), a.d, a.i,
+					describe(p, a, da, sizeof da));
 			m->match[m->base[b.d] + b.i] = m->ninst + (int)k;
 		}
 		m->inst_comm[m->ninst + k] = c;
@@ -328,14 +334,17 @@ static int pair(const struct plan *p, const struct msg *s, const struct msg *v, 
 	const struct plan_buffer *a = operand(p, s->d, s->i, 0), *b = operand(p, v->d, v->i, 0);
 	char as[IR_SHAPE_STR_MAX], bs[IR_SHAPE_STR_MAX];
 	if (a->dtype != b->dtype || a->bytes != b->bytes || !ir_shape_eq(&a->shape, &b->shape))
-		return plan_verify_instr_errorf(p, s->d, s->i, "sends %s %s (%lld bytes) to device %d (tag %d), device %d's instruction %d (recv) receives %s %s (%lld bytes)",
-						ir_dtype_name(a->dtype), ir_shape_str(&a->shape, as, sizeof as),
-						(long long)a->bytes, s->dst, s->tag, v->d, v->i,
-						ir_dtype_name(b->dtype), ir_shape_str(&b->shape, bs, sizeof bs),
-						(long long)b->bytes);
+		return plan_verify_instr_errorf(
+			p, s->d, s->i,
+			"sends %s %s (%lld bytes) to device %d (tag %d), device %d's instruction %d (recv) receives %s %s (%lld bytes)",
+			ir_dtype_name(a->dtype), ir_shape_str(&a->shape, as, sizeof as), (long long)a->bytes, s->dst,
+			s->tag, v->d, v->i, ir_dtype_name(b->dtype), ir_shape_str(&b->shape, bs, sizeof bs),
+			(long long)b->bytes);
 	if (part_of(p, s->d, s->i) != part_of(p, v->d, v->i))
-		return plan_verify_instr_errorf(p, s->d, s->i, "sends %s, device %d's instruction %d (recv) "
-						"receives %s", part_name(part_of(p, s->d, s->i)), v->d, v->i,
+		return plan_verify_instr_errorf(p, s->d, s->i,
+						"sends %s, device %d's instruction %d (recv) "
+						"receives %s",
+						part_name(part_of(p, s->d, s->i)), v->d, v->i,
 						part_name(part_of(p, v->d, v->i)));
 	m->match[m->base[s->d] + s->i] = v->i;
 	m->match[m->base[v->d] + v->i] = s->i;
@@ -371,11 +380,14 @@ static int match_messages(const struct plan *p, struct sim *m)
 	for (int64_t a = 0, b = 0; (a < ns || b < nr) && r == 0;) {
 		int c = a == ns ? 1 : b == nr ? -1 : cmp_key(&snd[a], &rcv[b]);
 		if (c < 0)
-			r = plan_verify_instr_errorf(p, snd[a].d, snd[a].i, "sends to device %d (tag %d), but device %d has no matching recv",
+			r = plan_verify_instr_errorf(p, snd[a].d, snd[a].i,
+						     "sends to device %d (tag %d), but device %d has no matching recv",
 						     snd[a].dst, snd[a].tag, snd[a].dst);
 		else if (c > 0)
-			r = plan_verify_instr_errorf(p, rcv[b].d, rcv[b].i, "receives from device %d (tag %d), but device %d has no matching send",
-						     rcv[b].src, rcv[b].tag, rcv[b].src);
+			r = plan_verify_instr_errorf(
+				p, rcv[b].d, rcv[b].i,
+				"receives from device %d (tag %d), but device %d has no matching send", rcv[b].src,
+				rcv[b].tag, rcv[b].src);
 		else
 			r = pair(p, &snd[a++], &rcv[b++], m);
 	}
@@ -406,8 +418,7 @@ static int deadlock(const struct plan *p, const struct sim *m, const int *pc, co
 		} else {
 			int inst = m->match[m->base[d] + pc[d]];
 			snprintf(what, sizeof what, "%s on comm %d, %d of %d ranks arrived",
-				 plan_instr_kind_name(in->kind), in->comm, arrived[inst],
-				 p->comms[in->comm].n);
+				 plan_instr_kind_name(in->kind), in->comm, arrived[inst], p->comms[in->comm].n);
 		}
 		if (at < (int)sizeof msg)
 			at += snprintf(msg + at, sizeof msg - (size_t)at, "%s device %d waits at instruction %d (%s)",

@@ -38,8 +38,10 @@ static int check_body(const struct plan_kernel *kn, int k)
 		}
 		for (int j = 0; j < f->nin && rc == 0; j++) {
 			if (f->in[j] < 0 || f->in[j] >= kn->nin + i)
-				rc = ir_errorf(-EINVAL, "plan: kernel %d, body op %d (%s): operand %d is value %d, "
-					       "not one before it", k, i, ir_op_name(f->op), j, f->in[j]);
+				rc = ir_errorf(-EINVAL,
+					       "plan: kernel %d, body op %d (%s): operand %d is value %d, "
+					       "not one before it",
+					       k, i, ir_op_name(f->op), j, f->in[j]);
 			else
 				in[j] = &v[f->in[j]];
 		}
@@ -117,11 +119,11 @@ int plan_verify_kernels(const struct plan *p)
 			continue;
 		}
 		if (nin >= 0 ? kn->nin != nin : kn->nin < 1)
-			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has %d inputs, the op takes %s%d",
-					 k, name, kn->nin, nin < 0 ? "at least " : "", nin < 0 ? 1 : nin);
+			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has %d inputs, the op takes %s%d", k, name,
+					 kn->nin, nin < 0 ? "at least " : "", nin < 0 ? 1 : nin);
 		if (kn->nout != nout)
-			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has %d outputs, the op has %d",
-					 k, name, kn->nout, nout);
+			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has %d outputs, the op has %d", k, name,
+					 kn->nout, nout);
 		if (!kn->dtype || !kn->shape)
 			return ir_errorf(-EINVAL, "plan: kernel %d (%s) has no operand types", k, name);
 		for (int j = 0; j < kn->nin + kn->nout; j++) {
@@ -139,4 +141,3 @@ int plan_verify_kernels(const struct plan *p)
 	}
 	return 0;
 }
-

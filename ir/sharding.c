@@ -27,7 +27,9 @@ char *ir_sharding_str(const struct ir_sharding *s, int rank, char *buf, size_t n
 		at += (size_t)w;
 	if (s->partial)
 		at += (size_t)snprintf(buf + (at < n ? at : n), at < n ? n - at : 0, "|P%s",
-				       s->partial == 1 ? "0" : s->partial == 2 ? "1" : "01");
+				       s->partial == 1   ? "0"
+				       : s->partial == 2 ? "1"
+							 : "01");
 	snprintf(buf + (at < n ? at : n), at < n ? n - at : 0, ">");
 	return buf;
 }
@@ -57,8 +59,8 @@ int ir_sharding_parse(const char *text, size_t n, int rank, struct ir_sharding *
 	memset(out, 0, sizeof *out);
 	for (int d = 0; d < rank; d++) {
 		if (d && (p == end || *p++ != ','))
-			return ir_errorf(-EINVAL, "sharding <%.*s>: expected %d entries, one per dimension",
-					 (int)n, text, rank);
+			return ir_errorf(-EINVAL, "sharding <%.*s>: expected %d entries, one per dimension", (int)n,
+					 text, rank);
 		if (p < end && *p == 'R') {
 			p++;
 			continue;
@@ -69,19 +71,17 @@ int ir_sharding_parse(const char *text, size_t n, int rank, struct ir_sharding *
 			m = axes(&p, end);
 		}
 		if (!m)
-			return ir_errorf(-EINVAL, "sharding <%.*s>: entry %d is not R, S0, S1 or S01",
-					 (int)n, text, d);
+			return ir_errorf(-EINVAL, "sharding <%.*s>: entry %d is not R, S0, S1 or S01", (int)n, text, d);
 		out->dim[d] = (uint8_t)m;
 	}
 	if (p < end && *p == '|') {
 		p++;
 		if (p == end || *p++ != 'P' || !(out->partial = (uint8_t)axes(&p, end)))
-			return ir_errorf(-EINVAL, "sharding <%.*s>: expected P0, P1 or P01 after '|'",
-					 (int)n, text);
+			return ir_errorf(-EINVAL, "sharding <%.*s>: expected P0, P1 or P01 after '|'", (int)n, text);
 	}
 	if (p != end)
-		return ir_errorf(-EINVAL, "sharding <%.*s>: expected %d entries, one per dimension",
-				 (int)n, text, rank);
+		return ir_errorf(-EINVAL, "sharding <%.*s>: expected %d entries, one per dimension", (int)n, text,
+				 rank);
 	return 0;
 }
 
@@ -102,8 +102,8 @@ int ir_sharding_check(const struct ir_sharding *s, const struct ir_shape *shape,
 	for (int d = 0; d < IR_MAX_RANK; d++) {
 		if (d >= shape->rank) {
 			if (s->dim[d])
-				return ir_errorf(-EINVAL, "sharding splits dimension %d of a rank-%d value",
-						 d, shape->rank);
+				return ir_errorf(-EINVAL, "sharding splits dimension %d of a rank-%d value", d,
+						 shape->rank);
 			continue;
 		}
 		ir_sharding_str(s, shape->rank, buf, sizeof buf);
@@ -115,8 +115,8 @@ int ir_sharding_check(const struct ir_sharding *s, const struct ir_shape *shape,
 		int k = ir_sharding_pieces(s->dim[d], n0, n1);
 		if (shape->dims[d] % k)
 			return ir_errorf(-EINVAL,
-					 "sharding %s: dimension %d of size %lld does not split into %d pieces",
-					 buf, d, (long long)shape->dims[d], k);
+					 "sharding %s: dimension %d of size %lld does not split into %d pieces", buf, d,
+					 (long long)shape->dims[d], k);
 	}
 	return 0;
 }

@@ -28,21 +28,64 @@ double ir_node_flops(const struct ir_node *n)
 			per *= (double)w->dims[i];
 		return 2.0 * numel(n->out[0]) * per;
 	}
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP: case IR_OP_LOG:
-	case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP: case IR_OP_TANH: case IR_OP_ERF:
-	case IR_OP_SIGMOID: case IR_OP_RELU: case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN:
-	case IR_OP_ASIN: case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR: case IR_OP_CEIL:
-	case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN: case IR_OP_IS_INF:
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_REM:
-	case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN: case IR_OP_AND: case IR_OP_OR:
-	case IR_OP_XOR: case IR_OP_EQ: case IR_OP_NE: case IR_OP_LT: case IR_OP_LE:
-	case IR_OP_GT: case IR_OP_GE: case IR_OP_SELECT: case IR_OP_CUMSUM:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_SELECT:
+	case IR_OP_CUMSUM:
 		return numel(n->out[0]);
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD: case IR_OP_ARGMAX: case IR_OP_ARGMIN:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
 		return numel(n->in[0]);
-	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM: {
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM: {
 		double w = 1;
 		for (int i = 0; i < n->a.window.n; i++)
 			w *= (double)n->a.window.v[i];
@@ -54,9 +97,18 @@ double ir_node_flops(const struct ir_node *n)
 		return 8.0 * numel(n->in[0]); /* mean, var (3), normalize (2), scale, bias */
 	case IR_OP_TOPK:
 		return numel(n->in[0]) * (double)(n->a.k > 1 ? n->a.k : 1);
-	case IR_OP_CONVERT: case IR_OP_RESHAPE: case IR_OP_TRANSPOSE: case IR_OP_BROADCAST:
-	case IR_OP_SLICE: case IR_OP_CONCAT: case IR_OP_PAD: case IR_OP_REVERSE:
-	case IR_OP_GATHER: case IR_OP_SCATTER: case IR_OP_IOTA: case IR_OP_CONSTANT:
+	case IR_OP_CONVERT:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
 		return 0;
 	case IR_OP_COUNT:
 		break;

@@ -20,9 +20,8 @@ int ir_tensor_alloc(struct ir_tensor *t, enum ir_dtype dtype, const struct ir_sh
 	t->data = ir_calloc(1, ir_tensor_bytes(t));
 	if (!t->data) {
 		char buf[IR_SHAPE_STR_MAX];
-		return ir_errorf(-ENOMEM, "out of memory allocating a %s%s tensor (%zu bytes)",
-				 ir_dtype_name(dtype), ir_shape_str(shape, buf, sizeof buf),
-				 ir_tensor_bytes(t));
+		return ir_errorf(-ENOMEM, "out of memory allocating a %s%s tensor (%zu bytes)", ir_dtype_name(dtype),
+				 ir_shape_str(shape, buf, sizeof buf), ir_tensor_bytes(t));
 	}
 	return 0;
 }
@@ -98,16 +97,26 @@ double ir_tensor_get_f64(const struct ir_tensor *t, int64_t i)
 {
 	const void *p = t->data;
 	switch (t->dtype) {
-	case IR_F64: return ((const double *)p)[i];
-	case IR_F32: return ((const float *)p)[i];
-	case IR_F16: return ir_f16_to_f32(((const uint16_t *)p)[i]);
-	case IR_BF16: return ir_bf16_to_f32(((const uint16_t *)p)[i]);
-	case IR_I64: return (double)((const int64_t *)p)[i];
-	case IR_I32: return ((const int32_t *)p)[i];
-	case IR_I8: return ((const int8_t *)p)[i];
-	case IR_U8: return ((const uint8_t *)p)[i];
-	case IR_BOOL: return ((const uint8_t *)p)[i] != 0;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		return ((const double *)p)[i];
+	case IR_F32:
+		return ((const float *)p)[i];
+	case IR_F16:
+		return ir_f16_to_f32(((const uint16_t *)p)[i]);
+	case IR_BF16:
+		return ir_bf16_to_f32(((const uint16_t *)p)[i]);
+	case IR_I64:
+		return (double)((const int64_t *)p)[i];
+	case IR_I32:
+		return ((const int32_t *)p)[i];
+	case IR_I8:
+		return ((const int8_t *)p)[i];
+	case IR_U8:
+		return ((const uint8_t *)p)[i];
+	case IR_BOOL:
+		return ((const uint8_t *)p)[i] != 0;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -116,11 +125,16 @@ int64_t ir_tensor_get_i64(const struct ir_tensor *t, int64_t i)
 {
 	const void *p = t->data;
 	switch (t->dtype) {
-	case IR_I64: return ((const int64_t *)p)[i];
-	case IR_I32: return ((const int32_t *)p)[i];
-	case IR_I8: return ((const int8_t *)p)[i];
-	case IR_U8: return ((const uint8_t *)p)[i];
-	case IR_BOOL: return ((const uint8_t *)p)[i] != 0;
+	case IR_I64:
+		return ((const int64_t *)p)[i];
+	case IR_I32:
+		return ((const int32_t *)p)[i];
+	case IR_I8:
+		return ((const int8_t *)p)[i];
+	case IR_U8:
+		return ((const uint8_t *)p)[i];
+	case IR_BOOL:
+		return ((const uint8_t *)p)[i] != 0;
 	case IR_F64:
 	case IR_F32:
 	case IR_F16:
@@ -134,7 +148,8 @@ int64_t ir_tensor_get_i64(const struct ir_tensor *t, int64_t i)
 			return INT64_MIN;
 		return (int64_t)d;
 	}
-	case IR_DTYPE_COUNT: break;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -143,11 +158,21 @@ void ir_tensor_set_f64(struct ir_tensor *t, int64_t i, double v)
 {
 	void *p = t->data;
 	switch (t->dtype) {
-	case IR_F64: ((double *)p)[i] = v; return;
-	case IR_F32: ((float *)p)[i] = (float)v; return;
-	case IR_F16: ((uint16_t *)p)[i] = ir_f32_to_f16((float)v); return;
-	case IR_BF16: ((uint16_t *)p)[i] = ir_f32_to_bf16((float)v); return;
-	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+	case IR_F64:
+		((double *)p)[i] = v;
+		return;
+	case IR_F32:
+		((float *)p)[i] = (float)v;
+		return;
+	case IR_F16:
+		((uint16_t *)p)[i] = ir_f32_to_f16((float)v);
+		return;
+	case IR_BF16:
+		((uint16_t *)p)[i] = ir_f32_to_bf16((float)v);
+		return;
+	case IR_BOOL:
+		((uint8_t *)p)[i] = v != 0;
+		return;
 	case IR_I64:
 	case IR_I32:
 	case IR_I8:
@@ -164,7 +189,8 @@ void ir_tensor_set_f64(struct ir_tensor *t, int64_t i, double v)
 		ir_tensor_set_i64(t, i, x);
 		return;
 	}
-	case IR_DTYPE_COUNT: break;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
@@ -173,23 +199,35 @@ void ir_tensor_set_i64(struct ir_tensor *t, int64_t i, int64_t v)
 {
 	void *p = t->data;
 	switch (t->dtype) {
-	case IR_I64: ((int64_t *)p)[i] = v; return;
-	case IR_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; return;
-	case IR_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; return;
-	case IR_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
-	case IR_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+	case IR_I64:
+		((int64_t *)p)[i] = v;
+		return;
+	case IR_I32:
+		((int32_t *)p)[i] = (int32_t)(uint32_t)v;
+		return;
+	case IR_I8:
+		((int8_t *)p)[i] = (int8_t)(uint8_t)v;
+		return;
+	case IR_U8:
+		((uint8_t *)p)[i] = (uint8_t)v;
+		return;
+	case IR_BOOL:
+		((uint8_t *)p)[i] = v != 0;
+		return;
 	case IR_F64:
 	case IR_F32:
 	case IR_F16:
-	case IR_BF16: ir_tensor_set_f64(t, i, (double)v); return;
-	case IR_DTYPE_COUNT: break;
+	case IR_BF16:
+		ir_tensor_set_f64(t, i, (double)v);
+		return;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	IR_ASSERT(!"bad dtype");
 }
 
 void ir_copy_block(void *dst, const struct ir_shape *dst_shape, const int64_t *dst_start, const void *src,
-		   const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *block,
-		   size_t es)
+		   const struct ir_shape *src_shape, const int64_t *src_start, const struct ir_shape *block, size_t es)
 {
 	static const int64_t zero[IR_MAX_RANK];
 	int r = block->rank;

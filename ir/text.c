@@ -145,8 +145,7 @@ static void put_double(FILE *f, double d)
 	fputs(buf, f);
 }
 
-static void put_attr(FILE *f, const struct ir_attrs *a, enum attr at,
-		     const struct op_syntax *syn)
+static void put_attr(FILE *f, const struct ir_attrs *a, enum attr at, const struct op_syntax *syn)
 {
 	const char *field = (const char *)a + tx_attr_info[at].offset;
 

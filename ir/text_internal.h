@@ -39,16 +39,7 @@ enum attr {
 	ATTR_COUNT
 };
 
-enum attr_kind {
-	KIND_DTYPE,
-	KIND_SHAPE,
-	KIND_ILIST,
-	KIND_INT,
-	KIND_MODE,
-	KIND_DOUBLE,
-	KIND_DATA,
-	KIND_COUNT
-};
+enum attr_kind { KIND_DTYPE, KIND_SHAPE, KIND_ILIST, KIND_INT, KIND_MODE, KIND_DOUBLE, KIND_DATA, KIND_COUNT };
 
 struct tx_attr_row {
 	const char *name;

@@ -254,7 +254,8 @@ static int64_t string_body(struct parser *ps, const char *p, char *out, const ch
 		if (c == '\\') {
 			c = *p++;
 			switch (c) {
-			case '"': case '\\':
+			case '"':
+			case '\\':
 				break;
 			case 'n':
 				c = '\n';
@@ -270,11 +271,11 @@ static int64_t string_body(struct parser *ps, const char *p, char *out, const ch
 				if (!c)
 					return tx_fail(ps, "NUL byte in string"), -1;
 				break;
-			case '\0': case '\n':
+			case '\0':
+			case '\n':
 				return tx_fail(ps, "unterminated string"), -1;
 			default:
-				return tx_fail(ps, "bad escape in string: '\\%c'",
-					    c >= ' ' && c <= '~' ? c : '?'), -1;
+				return tx_fail(ps, "bad escape in string: '\\%c'", c >= ' ' && c <= '~' ? c : '?'), -1;
 			}
 		}
 		if (out)

@@ -153,24 +153,22 @@ static int param_data(struct parser *ps, const struct def *d, struct ir_data *da
 		if (tx_parse_hex(ps, &data->bytes, &data->nbytes))
 			return -EINVAL;
 		if (data->nbytes != need)
-			return tx_fail(ps, "%" PRId64 " bytes of hex, but %s needs %" PRId64,
-				    data->nbytes, type, need);
+			return tx_fail(ps, "%" PRId64 " bytes of hex, but %s needs %" PRId64, data->nbytes, type, need);
 		return 0;
 	}
 	if (!tx_word_is(w, n, "external")) {
 		ps->p = start;
 		return tx_fail_expected(ps, "'hex' or 'external'");
 	}
-	if (tx_parse_string(ps, &data->path) || tx_expect_word(ps, "offset") ||
-	    tx_parse_int(ps, &data->offset))
+	if (tx_parse_string(ps, &data->path) || tx_expect_word(ps, "offset") || tx_parse_int(ps, &data->offset))
 		return -EINVAL;
 	if (data->offset < 0)
 		return tx_fail(ps, "negative offset %" PRId64, data->offset);
 	if (tx_expect_word(ps, "bytes") || tx_parse_int(ps, &data->nbytes))
 		return -EINVAL;
 	if (data->nbytes != need)
-		return tx_fail(ps, "external data of %" PRId64 " bytes, but %s needs %" PRId64,
-			    data->nbytes, type, need);
+		return tx_fail(ps, "external data of %" PRId64 " bytes, but %s needs %" PRId64, data->nbytes, type,
+			       need);
 	tx_skip_ws(ps);
 	if (!tx_at_eol(ps) && (tx_expect_word(ps, "base_dir") || tx_parse_string(ps, &data->base_dir)))
 		return -EINVAL;
@@ -238,8 +236,8 @@ static int stmt_mesh(struct parser *ps)
 	return end_stmt(ps);
 }
 
-static int parse_attr(struct parser *ps, enum ir_op op, const struct op_syntax *syn,
-		      struct ir_attrs *a, unsigned *seen, int64_t *data_bytes)
+static int parse_attr(struct parser *ps, enum ir_op op, const struct op_syntax *syn, struct ir_attrs *a, unsigned *seen,
+		      int64_t *data_bytes)
 {
 	const char *w;
 	size_t n = tx_word(ps, &w);
@@ -303,15 +301,15 @@ static int grow_ops(struct parser *ps, int need)
 
 /* Everything the text says about a node that the builder cannot check:
  * result and operand counts, and the size of a constant's data. */
-static int check_node(struct parser *ps, enum ir_op op, int nres, int nin,
-		      const struct ir_attrs *a, unsigned seen, int64_t data_bytes)
+static int check_node(struct parser *ps, enum ir_op op, int nres, int nin, const struct ir_attrs *a, unsigned seen,
+		      int64_t data_bytes)
 {
 	const char *name = ir_op_name(op);
 	int want = ir_op_ninputs(op);
 
 	if (nres != ir_op_noutputs(op))
-		return tx_fail(ps, "%s has %d result%s, the text names %d", name,
-			    ir_op_noutputs(op), ir_op_noutputs(op) == 1 ? "" : "s", nres);
+		return tx_fail(ps, "%s has %d result%s, the text names %d", name, ir_op_noutputs(op),
+			       ir_op_noutputs(op) == 1 ? "" : "s", nres);
 	if (want >= 0 && nin != want)
 		return tx_fail(ps, "%s takes %d operand%s, got %d", name, want, want == 1 ? "" : "s", nin);
 	if (want < 0 && nin < 1)
@@ -323,9 +321,8 @@ static int check_node(struct parser *ps, enum ir_op op, int nres, int nin,
 		if (!(seen & A(DATA)) && need > 0)
 			return tx_fail(ps, "%s needs data=hex \"...\"", name);
 		if ((seen & A(DATA)) && data_bytes != need)
-			return tx_fail(ps, "%s data has %" PRId64 " bytes, %s%s needs %" PRId64, name,
-				    data_bytes, ir_dtype_name(a->dtype),
-				    ir_shape_str(&a->shape, shape, sizeof shape), need);
+			return tx_fail(ps, "%s data has %" PRId64 " bytes, %s%s needs %" PRId64, name, data_bytes,
+				       ir_dtype_name(a->dtype), ir_shape_str(&a->shape, shape, sizeof shape), need);
 	}
 	return 0;
 }
@@ -337,10 +334,9 @@ static int check_result(struct parser *ps, const struct ir_node *n, int i, const
 
 	if (v->dtype == d->dtype && ir_shape_eq(&v->shape, &d->shape))
 		return 0;
-	return tx_fail(ps, "%%%" PRId64 " is %s%s in the text, but %s gives %s%s", d->id,
-		    ir_dtype_name(d->dtype), ir_shape_str(&d->shape, want, sizeof want),
-		    ir_op_name(n->op), ir_dtype_name(v->dtype),
-		    ir_shape_str(&v->shape, got, sizeof got));
+	return tx_fail(ps, "%%%" PRId64 " is %s%s in the text, but %s gives %s%s", d->id, ir_dtype_name(d->dtype),
+		       ir_shape_str(&d->shape, want, sizeof want), ir_op_name(n->op), ir_dtype_name(v->dtype),
+		       ir_shape_str(&v->shape, got, sizeof got));
 }
 
 static int parse_op(struct parser *ps, enum ir_op *op)
@@ -493,4 +489,3 @@ struct ir_graph *ir_parse(const char *text)
 	}
 	return ps.g;
 }
-

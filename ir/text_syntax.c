@@ -56,25 +56,58 @@ static const char *const topk_modes[] = {
 	[IR_TOPK_SMALLEST] = "smallest",
 };
 
-#define WITH_MODES(bits, names) \
-	((struct op_syntax){ (bits) | A(MODE), names, (int)(sizeof names / sizeof names[0]) })
+#define WITH_MODES(bits, names) ((struct op_syntax){ (bits) | A(MODE), names, (int)(sizeof names / sizeof names[0]) })
 #define PLAIN(bits) ((struct op_syntax){ (bits), NULL, 0 })
 
 struct op_syntax tx_op_syntax(enum ir_op op)
 {
 	switch (op) {
-	case IR_OP_NEG: case IR_OP_ABS: case IR_OP_SIGN: case IR_OP_EXP:
-	case IR_OP_LOG: case IR_OP_SQRT: case IR_OP_RSQRT: case IR_OP_RECIP:
-	case IR_OP_TANH: case IR_OP_ERF: case IR_OP_SIGMOID: case IR_OP_RELU:
-	case IR_OP_SIN: case IR_OP_COS: case IR_OP_TAN: case IR_OP_ASIN:
-	case IR_OP_ACOS: case IR_OP_ATAN: case IR_OP_SINH: case IR_OP_COSH:
-	case IR_OP_ASINH: case IR_OP_ACOSH: case IR_OP_ATANH: case IR_OP_FLOOR:
-	case IR_OP_CEIL: case IR_OP_ROUND: case IR_OP_NOT: case IR_OP_IS_NAN:
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
 	case IR_OP_IS_INF:
-	case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
-	case IR_OP_REM: case IR_OP_POW: case IR_OP_MAX: case IR_OP_MIN:
-	case IR_OP_AND: case IR_OP_OR: case IR_OP_XOR: case IR_OP_EQ:
-	case IR_OP_NE: case IR_OP_LT: case IR_OP_LE: case IR_OP_GT: case IR_OP_GE:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
 	case IR_OP_SELECT:
 		return PLAIN(0);
 	case IR_OP_CONVERT:
@@ -83,12 +116,18 @@ struct op_syntax tx_op_syntax(enum ir_op op)
 		return PLAIN(A(LHS_BATCH) | A(RHS_BATCH) | A(LHS_CONTRACT) | A(RHS_CONTRACT));
 	case IR_OP_CONV:
 		return PLAIN(A(STRIDE) | A(PAD_LO) | A(PAD_HI) | A(DILATION) | A(GROUPS));
-	case IR_OP_REDUCE_SUM: case IR_OP_REDUCE_MAX: case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD: case IR_OP_TRANSPOSE: case IR_OP_REVERSE:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_REVERSE:
 		return PLAIN(A(AXES));
-	case IR_OP_ARGMAX: case IR_OP_ARGMIN:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
 		return WITH_MODES(A(AXIS), arg_modes);
-	case IR_OP_WINDOW_MAX: case IR_OP_WINDOW_SUM:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
 		return PLAIN(A(WINDOW) | A(STRIDE) | A(PAD_LO) | A(PAD_HI) | A(DILATION));
 	case IR_OP_CUMSUM:
 		return WITH_MODES(A(AXIS), cumsum_modes);
@@ -98,7 +137,9 @@ struct op_syntax tx_op_syntax(enum ir_op op)
 		return PLAIN(A(SHAPE) | A(AXES));
 	case IR_OP_SLICE:
 		return PLAIN(A(START) | A(LIMIT) | A(STRIDE));
-	case IR_OP_CONCAT: case IR_OP_GATHER: case IR_OP_SOFTMAX:
+	case IR_OP_CONCAT:
+	case IR_OP_GATHER:
+	case IR_OP_SOFTMAX:
 		return PLAIN(A(AXIS));
 	case IR_OP_PAD:
 		/* value only matters for mode=constant, but printing it always

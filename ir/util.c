@@ -138,9 +138,9 @@ static const struct {
 	const char *name;
 	size_t size;
 } dtypes[IR_DTYPE_COUNT] = {
-	[IR_F64] = { "f64", 8 }, [IR_F32] = { "f32", 4 }, [IR_F16] = { "f16", 2 },
+	[IR_F64] = { "f64", 8 },   [IR_F32] = { "f32", 4 }, [IR_F16] = { "f16", 2 },
 	[IR_BF16] = { "bf16", 2 }, [IR_I64] = { "i64", 8 }, [IR_I32] = { "i32", 4 },
-	[IR_I8] = { "i8", 1 },   [IR_U8] = { "u8", 1 },   [IR_BOOL] = { "bool", 1 },
+	[IR_I8] = { "i8", 1 },     [IR_U8] = { "u8", 1 },   [IR_BOOL] = { "bool", 1 },
 };
 
 size_t ir_dtype_size(enum ir_dtype t)
@@ -194,8 +194,7 @@ int ir_shape_check(const struct ir_shape *s)
 	for (int i = 0; i < s->rank; i++) {
 		int64_t d = s->dims[i];
 		if (d < 0)
-			return ir_errorf(-EINVAL, "negative dimension in shape %s",
-					 ir_shape_str(s, buf, sizeof buf));
+			return ir_errorf(-EINVAL, "negative dimension in shape %s", ir_shape_str(s, buf, sizeof buf));
 		if (d > IR_MAX_NUMEL || (d > 0 && n > IR_MAX_NUMEL / d))
 			return ir_errorf(-EINVAL, "shape %s has more than 2^44 elements",
 					 ir_shape_str(s, buf, sizeof buf));

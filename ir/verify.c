@@ -10,8 +10,7 @@
 
 static int node_fail(const struct ir_node *n, const char *what)
 {
-	return ir_errorf(-EINVAL, "node %d \"%s\" (%s): %s", n->id, n->name ? n->name : "",
-			 ir_op_name(n->op), what);
+	return ir_errorf(-EINVAL, "node %d \"%s\" (%s): %s", n->id, n->name ? n->name : "", ir_op_name(n->op), what);
 }
 
 int ir_verify(const struct ir_graph *g)
@@ -49,8 +48,7 @@ int ir_verify(const struct ir_graph *g)
 		}
 		for (int j = 0; j < n->nin; j++) {
 			struct ir_value *v = n->in[j];
-			if (!v || v->id < 0 || v->id >= nv || ir_graph_value(g, v->id) != v ||
-			    !defined[v->id]) {
+			if (!v || v->id < 0 || v->id >= nv || ir_graph_value(g, v->id) != v || !defined[v->id]) {
 				rc = node_fail(n, "uses a value before its definition");
 				goto out;
 			}
@@ -86,8 +84,8 @@ int ir_verify(const struct ir_graph *g)
 	}
 	for (int i = 0; i < ir_graph_nupdates(g); i++) {
 		struct ir_value *p = ir_graph_update_param(g, i), *v = ir_graph_update_value(g, i);
-		if (p->kind != IR_VAL_PARAM || v->id < 0 || v->id >= nv || !defined[v->id] ||
-		    p->dtype != v->dtype || !ir_shape_eq(&p->shape, &v->shape)) {
+		if (p->kind != IR_VAL_PARAM || v->id < 0 || v->id >= nv || !defined[v->id] || p->dtype != v->dtype ||
+		    !ir_shape_eq(&p->shape, &v->shape)) {
 			rc = ir_errorf(-EINVAL, "update %d (of \"%s\") is not a defined value of the parameter's type",
 				       i, p->name ? p->name : "?");
 			goto out;

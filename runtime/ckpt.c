@@ -54,7 +54,6 @@
 #include "runtime/ckpt_manifest.h"
 #include "runtime/rt.h"
 
-
 /* snprintf into an array, true when the path did not fit. */
 #define PATH_TOO_LONG(buf, ...) (snprintf(buf, sizeof buf, __VA_ARGS__) >= (int)sizeof buf)
 
@@ -143,8 +142,9 @@ static int write_shards(struct rt *r, const char *tmpdir, long step, char **desc
 		snprintf(hex, sizeof hex, "%016" PRIx64, (uint64_t)XXH3_64bits(all + off, (size_t)x->bytes));
 		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:o, s:o, s:s, s:I, s:I, s:s}", "kind",
 						     x->bind == PLAN_BIND_PARAM ? "param" : "state", "index", x->index,
-						     "dtype", ir_dtype_name(x->dtype), "start", shape_json(&x->shape, x->start),
-						     "shape", shape_json(&x->shape, NULL), "file", name, "offset",
+						     "dtype", ir_dtype_name(x->dtype), "start",
+						     shape_json(&x->shape, x->start), "shape",
+						     shape_json(&x->shape, NULL), "file", name, "offset",
 						     (json_int_t)off, "bytes", (json_int_t)x->bytes, "xxh3", hex));
 		off += (size_t)x->bytes;
 	}
@@ -198,8 +198,8 @@ static int write_manifest(struct rt *r, const char *tmpdir, long step, char *min
 	json_t *m = json_pack("{s:i, s:I, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "format", RT_CKPT_FORMAT, "step",
 			      (json_int_t)step, "model_hash", hex[0], "options_hash", hex[1], "train_config",
 			      p->train_config ? p->train_config : "", "ranks", r->c->size, "params",
-			      tensors_json(p->params, p->nparams), "state", tensors_json(p->state, p->nstate),
-			      "shards", shards);
+			      tensors_json(p->params, p->nparams), "state", tensors_json(p->state, p->nstate), "shards",
+			      shards);
 	char *text = m ? json_dumps(m, JSON_INDENT(1)) : NULL;
 	json_decref(m);
 	if (rc == 0 && !text)
@@ -537,9 +537,10 @@ static int fill(struct rt *r, const char *cdir, const struct rt_manifest *m, con
 	if (rc == -ENOMEM)
 		ir_errorf(-ENOMEM, "out of memory loading a checkpoint");
 	else if (rc == 0 && covered < n)
-		rc = ir_errorf(-EINVAL, "%s: no shard holds part of %s \"%s\" (%lld of %lld elements of this rank's slice)",
-			       cdir, x->bind == PLAN_BIND_PARAM ? "parameter" : "state", t->name, (long long)(n - covered),
-			       (long long)n);
+		rc = ir_errorf(-EINVAL,
+			       "%s: no shard holds part of %s \"%s\" (%lld of %lld elements of this rank's slice)",
+			       cdir, x->bind == PLAN_BIND_PARAM ? "parameter" : "state", t->name,
+			       (long long)(n - covered), (long long)n);
 	ir_free(mask);
 	ir_free(ones);
 	return rc;
@@ -605,9 +606,10 @@ int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t n
 		}
 		if (v == r->c->size) {
 			snprintf(used, nused, "%s%s", single ? dir : path,
-				 single ? "" : i == 0 && !why[0] ? " (named by LATEST)" :
-				 why[0] ? " (the newest complete checkpoint: LATEST names none)" :
-				 " (the newest that loads: the one LATEST names does not)");
+				 single              ? ""
+				 : i == 0 && !why[0] ? " (named by LATEST)"
+				 : why[0]            ? " (the newest complete checkpoint: LATEST names none)"
+						     : " (the newest that loads: the one LATEST names does not)");
 			rc = 0;
 			break;
 		}

@@ -87,7 +87,8 @@ static int parse_shard(json_t *o, json_t *params, json_t *state, const struct pl
 	json_t *idx = json_object_get(o, "index");
 	int r2 = 0;
 	if (!kind || !dt || !file || !hex || !json_is_integer(idx) || strlen(file) >= sizeof s->file ||
-	    strchr(file, '/') || ir_dtype_parse(dt, &s->dtype) < 0 || get_shape(json_object_get(o, "shape"), &s->shape) < 0 ||
+	    strchr(file, '/') || ir_dtype_parse(dt, &s->dtype) < 0 ||
+	    get_shape(json_object_get(o, "shape"), &s->shape) < 0 ||
 	    get_dims(json_object_get(o, "start"), s->start, &r2) < 0 || r2 != s->shape.rank)
 		return -1;
 	bool param = !strcmp(kind, "param");
@@ -134,7 +135,8 @@ int rt_manifest_read(const struct plan *p, const char *cdir, struct rt_manifest 
 		rc = ir_errorf(-ENOMEM, "out of memory reading %s", path);
 	for (int i = 0; i < m->n && rc == 0; i++)
 		if (parse_shard(json_array_get(shards, (size_t)i), params, state, p, &m->sh[i]) < 0)
-			rc = ir_errorf(-EINVAL, "%s: shard %d is malformed or does not match the plan's tensor", path, i);
+			rc = ir_errorf(-EINVAL, "%s: shard %d is malformed or does not match the plan's tensor", path,
+				       i);
 	json_decref(root);
 	return rc;
 }
@@ -146,8 +148,8 @@ void rt_manifest_free(struct rt_manifest *m)
 	m->n = 0;
 }
 
-bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, int64_t *in_s,
-		      int64_t *in_x, struct ir_shape *blk)
+bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, int64_t *in_s, int64_t *in_x,
+		      struct ir_shape *blk)
 {
 	if (s->kind != (int)x->bind || s->index != x->index || s->dtype != x->dtype || s->shape.rank != x->shape.rank)
 		return false;

@@ -12,20 +12,20 @@
 
 /* One slice of a parameter or state tensor in a rank's file. */
 struct rt_shard {
-	int kind;                 /* PLAN_BIND_PARAM or PLAN_BIND_STATE */
-	int index;                /* the plan's tensor; -1: the plan has none of its name */
+	int kind;  /* PLAN_BIND_PARAM or PLAN_BIND_STATE */
+	int index; /* the plan's tensor; -1: the plan has none of its name */
 	enum ir_dtype dtype;
-	struct ir_shape shape;    /* the slice, elements */
+	struct ir_shape shape;      /* the slice, elements */
 	int64_t start[IR_MAX_RANK]; /* where it starts in the global tensor */
-	char file[64];            /* in the checkpoint directory, no '/' */
-	int64_t offset, bytes;    /* in that file */
+	char file[64];              /* in the checkpoint directory, no '/' */
+	int64_t offset, bytes;      /* in that file */
 	uint64_t xxh3;
 };
 
 struct rt_manifest {
-	long step;                /* the steps run when it was saved */
+	long step; /* the steps run when it was saved */
 	int n;
-	struct rt_shard *sh;      /* [n] */
+	struct rt_shard *sh; /* [n] */
 };
 
 /* Reads cdir/manifest.json into m and checks it against p: its format and
@@ -40,7 +40,7 @@ void rt_manifest_free(struct rt_manifest *m);
 /* Where shard s overlaps buffer x (a slice of the same tensor): the block
  * blk of it, starting at in_s in the shard and at in_x in the buffer. False
  * when they share no element (another tensor or dtype, or disjoint). */
-bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, int64_t *in_s,
-		      int64_t *in_x, struct ir_shape *blk);
+bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, int64_t *in_s, int64_t *in_x,
+		      struct ir_shape *blk);
 
 #endif

@@ -46,7 +46,12 @@ size_t rt_coll_pack_bytes(const struct rt *r, const struct plan_instr *x)
 		return (size_t)in->bytes;
 	case PLAN_ALL_TO_ALL:
 		return 2 * (size_t)in->bytes;
-	case PLAN_ALL_REDUCE: case PLAN_KERNEL: case PLAN_SEND: case PLAN_RECV: case PLAN_COPY: case PLAN_FREE:
+	case PLAN_ALL_REDUCE:
+	case PLAN_KERNEL:
+	case PLAN_SEND:
+	case PLAN_RECV:
+	case PLAN_COPY:
+	case PLAN_FREE:
 	case PLAN_INSTR_KIND_COUNT:
 		break;
 	}
@@ -91,7 +96,12 @@ int rt_coll_start(struct rt *r, const struct plan_instr *x, uint8_t *s, struct r
 		}
 		return c->all_to_all(r->c, x->comm, s, s + in->bytes, pb, req);
 	}
-	case PLAN_KERNEL: case PLAN_SEND: case PLAN_RECV: case PLAN_COPY: case PLAN_FREE: case PLAN_INSTR_KIND_COUNT:
+	case PLAN_KERNEL:
+	case PLAN_SEND:
+	case PLAN_RECV:
+	case PLAN_COPY:
+	case PLAN_FREE:
+	case PLAN_INSTR_KIND_COUNT:
 		break;
 	}
 	return ir_errorf(-EINVAL, "%s is not a collective", plan_instr_kind_name(x->kind));

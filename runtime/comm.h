@@ -76,8 +76,8 @@ struct rt_comm_ops {
 
 struct rt_comm {
 	const struct rt_comm_ops *ops;
-	int rank, size;          /* this rank, the world */
-	double timeout;          /* seconds one wait may last before it fails */
+	int rank, size; /* this rank, the world */
+	double timeout; /* seconds one wait may last before it fails */
 	void *impl;
 };
 

@@ -24,7 +24,7 @@ struct pending {
 struct mpi_impl {
 	MPI_Comm plan_world, ctl;
 	int ncomms;
-	MPI_Comm *comms;        /* per plan comm; MPI_COMM_NULL where this rank is not a member */
+	MPI_Comm *comms; /* per plan comm; MPI_COMM_NULL where this rank is not a member */
 	const struct plan *p;
 	struct pending *pend;
 	int npend, cap;
@@ -67,14 +67,24 @@ static int wait_req(struct rt_comm *c, MPI_Request *r, MPI_Status *st, const cha
 static MPI_Datatype mpi_type(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_F64: return MPI_DOUBLE;
-	case IR_F32: return MPI_FLOAT;
-	case IR_F16: case IR_BF16: return MPI_FLOAT; /* reduced as f32 (see widen) */
-	case IR_I64: return MPI_INT64_T;
-	case IR_I32: return MPI_INT32_T;
-	case IR_I8: return MPI_INT8_T;
-	case IR_U8: case IR_BOOL: return MPI_UINT8_T;
-	case IR_DTYPE_COUNT: break;
+	case IR_F64:
+		return MPI_DOUBLE;
+	case IR_F32:
+		return MPI_FLOAT;
+	case IR_F16:
+	case IR_BF16:
+		return MPI_FLOAT; /* reduced as f32 (see widen) */
+	case IR_I64:
+		return MPI_INT64_T;
+	case IR_I32:
+		return MPI_INT32_T;
+	case IR_I8:
+		return MPI_INT8_T;
+	case IR_U8:
+	case IR_BOOL:
+		return MPI_UINT8_T;
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	return MPI_DATATYPE_NULL;
 }
@@ -173,14 +183,14 @@ static int m_send(struct rt_comm *c, const void *buf, size_t n, int peer, int ta
 struct rt_comm_req {
 	MPI_Request r;
 	MPI_Status st;
-	bool done;              /* progress saw it complete (st holds its status) */
-	int mpi_err;            /* progress saw MPI fail it */
-	int64_t expect;         /* a receive: the bytes it must get; else -1 */
-	float *w;               /* 16-bit floats widened (owned); shortened into out */
+	bool done;      /* progress saw it complete (st holds its status) */
+	int mpi_err;    /* progress saw MPI fail it */
+	int64_t expect; /* a receive: the bytes it must get; else -1 */
+	float *w;       /* 16-bit floats widened (owned); shortened into out */
 	void *out;
-	int64_t n;              /* elements of w */
+	int64_t n; /* elements of w */
 	enum ir_dtype t;
-	char what[160];         /* "all_reduce over ranks 0,1" for messages */
+	char what[160]; /* "all_reduce over ranks 0,1" for messages */
 };
 
 /* A request, listed for progress until it is freed; NULL: out of memory. */
@@ -320,8 +330,10 @@ static int m_all_reduce(struct rt_comm *c, int comm, const void *in, void *out, 
 		return rc;
 	const void *src = q->w ? (const void *)q->w : in;
 	void *dst = q->w ? (void *)q->w : out;
-	return issued(c, q, MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, (int)n, mpi_type(t), mpi_op(op),
-					   impl(c)->comms[comm], &q->r), req);
+	return issued(c, q,
+		      MPI_Iallreduce(src == dst ? MPI_IN_PLACE : src, dst, (int)n, mpi_type(t), mpi_op(op),
+				     impl(c)->comms[comm], &q->r),
+		      req);
 }
 
 static int m_reduce_scatter(struct rt_comm *c, int comm, const void *in, void *out, int64_t n, enum ir_dtype t,
@@ -335,30 +347,32 @@ static int m_reduce_scatter(struct rt_comm *c, int comm, const void *in, void *o
 		return rc;
 	q->n = n; /* only the first n come back */
 	/* widened: in place (MPI forbids one buffer as both); the block comes back first in it */
-	return issued(c, q, MPI_Ireduce_scatter_block(q->w ? MPI_IN_PLACE : in, q->w ? (void *)q->w : out,
-						      (int)n, mpi_type(t), MPI_SUM, impl(c)->comms[comm], &q->r), req);
+	return issued(c, q,
+		      MPI_Ireduce_scatter_block(q->w ? MPI_IN_PLACE : in, q->w ? (void *)q->w : out, (int)n,
+						mpi_type(t), MPI_SUM, impl(c)->comms[comm], &q->r),
+		      req);
 }
 
-static int m_all_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
-			struct rt_comm_req **req)
+static int m_all_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes, struct rt_comm_req **req)
 {
 	int rc;
 	struct rt_comm_req *q = coll_req(c, comm, "all_gather", (int64_t)bytes * impl(c)->p->comms[comm].n, &rc);
 	if (!q)
 		return rc;
-	return issued(c, q, MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm],
-					   &q->r), req);
+	return issued(c, q,
+		      MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm], &q->r),
+		      req);
 }
 
-static int m_all_to_all(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
-			struct rt_comm_req **req)
+static int m_all_to_all(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes, struct rt_comm_req **req)
 {
 	int rc;
 	struct rt_comm_req *q = coll_req(c, comm, "all_to_all", (int64_t)bytes * impl(c)->p->comms[comm].n, &rc);
 	if (!q)
 		return rc;
-	return issued(c, q, MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm],
-					  &q->r), req);
+	return issued(c, q,
+		      MPI_Ialltoall(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE, impl(c)->comms[comm], &q->r),
+		      req);
 }
 
 static int m_flush(struct rt_comm *c)
@@ -452,10 +466,22 @@ static void m_finish(struct rt_comm *c)
 }
 
 static const struct rt_comm_ops mpi_ops = {
-	.name = "mpi", .setup = m_setup, .send = m_send, .recv = m_recv, .all_reduce = m_all_reduce,
-	.reduce_scatter = m_reduce_scatter, .all_gather = m_all_gather, .all_to_all = m_all_to_all,
-	.wait = m_wait, .progress = m_progress, .flush = m_flush, .ctl_send = m_ctl_send, .ctl_recv = m_ctl_recv, .ctl_min = m_ctl_min,
-	.abort = m_abort, .finish = m_finish,
+	.name = "mpi",
+	.setup = m_setup,
+	.send = m_send,
+	.recv = m_recv,
+	.all_reduce = m_all_reduce,
+	.reduce_scatter = m_reduce_scatter,
+	.all_gather = m_all_gather,
+	.all_to_all = m_all_to_all,
+	.wait = m_wait,
+	.progress = m_progress,
+	.flush = m_flush,
+	.ctl_send = m_ctl_send,
+	.ctl_recv = m_ctl_recv,
+	.ctl_min = m_ctl_min,
+	.abort = m_abort,
+	.finish = m_finish,
 };
 
 int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)

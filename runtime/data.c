@@ -44,25 +44,25 @@
 struct rt_data {
 	const struct plan *p;
 	int micro;
-	struct ir_tensor *step;  /* [micro * ninputs]: what rt_data_next hands out */
-	long next;               /* the step the next call feeds (0-based) */
+	struct ir_tensor *step; /* [micro * ninputs]: what rt_data_next hands out */
+	long next;              /* the step the next call feeds (0-based) */
 	/* the backend-test layout */
 	int nsets;
-	bool whole;              /* every set is a whole step */
-	struct ir_tensor *sets;  /* [nsets * ninputs]; step[] are views into them */
+	bool whole;             /* every set is a whole step */
+	struct ir_tensor *sets; /* [nsets * ninputs]; step[] are views into them */
 	/* a token file; step[] own their data */
 	const char *path;
-	const uint8_t *map;      /* the file, mapped */
+	const uint8_t *map; /* the file, mapped */
 	size_t map_bytes;
-	int tsize;               /* bytes per token: 2 or 4 */
-	bool tsigned;            /* i32 */
-	int64_t ntok, nwin;      /* tokens, windows of seq + 1 */
-	int ids, labels;         /* input indices */
-	int64_t batch, seq;      /* of a micro-batch */
-	int64_t vocab;           /* ids lie in [0, vocab): the embedding's rows */
-	const char *embed;       /* that embedding parameter; NULL: none found, vocab
-				  * is the class count */
-	uint8_t *seen;           /* [nwin]: window checked against its bounds */
+	int tsize;          /* bytes per token: 2 or 4 */
+	bool tsigned;       /* i32 */
+	int64_t ntok, nwin; /* tokens, windows of seq + 1 */
+	int ids, labels;    /* input indices */
+	int64_t batch, seq; /* of a micro-batch */
+	int64_t vocab;      /* ids lie in [0, vocab): the embedding's rows */
+	const char *embed;  /* that embedding parameter; NULL: none found, vocab
+			     * is the class count */
+	uint8_t *seen;      /* [nwin]: window checked against its bounds */
 };
 
 void rt_data_close(struct rt_data *d)
@@ -110,8 +110,10 @@ static int check_labels(const struct plan *p, const struct ir_tensor *t, const c
 	for (int64_t i = 0; i < n; i++) {
 		int64_t l = ir_tensor_get_i64(t, i);
 		if (l != -100 && (l < 0 || l >= c))
-			return ir_errorf(-EINVAL, "%s: label %lld at element %lld is outside [0, %lld) (and not the "
-					 "ignored -100)", path, (long long)l, (long long)i, (long long)c);
+			return ir_errorf(-EINVAL,
+					 "%s: label %lld at element %lld is outside [0, %lld) (and not the "
+					 "ignored -100)",
+					 path, (long long)l, (long long)i, (long long)c);
 	}
 	return 0;
 }
@@ -131,8 +133,9 @@ static void no_file(const struct plan *p, int i, const char *dir)
 		f = file + 1;
 		at += (size_t)snprintf(want + at, sizeof want - at, "%sinput_%d.pb", k ? ", " : "", file);
 	}
-	const char *why = !nskip ? "" : nskip == 1 ? ": its input is bound as a constant by pcc --const)" :
-			  ": their inputs are bound as constants by pcc --const)";
+	const char *why = !nskip       ? ""
+			  : nskip == 1 ? ": its input is bound as a constant by pcc --const)"
+				       : ": their inputs are bound as constants by pcc --const)";
 	ir_errorf(-ENOENT, "%s (input %d \"%s\"): the plan reads %s from %s%s%s%s", was, i, p->inputs[i].name, want,
 		  dir, nskip ? " (not " : "", skip, why);
 }
@@ -159,9 +162,10 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 			all = d->micro > 1 && ir_shape_eq(&t[i].shape, &s);
 		}
 		if (t[i].dtype != x->dtype || !(one || all))
-			return ir_errorf(-EINVAL, "%s: input %d \"%s\" is %s%s, the plan takes %s%s per micro-batch%s", path,
-					 i, x->name, ir_dtype_name(t[i].dtype), ir_shape_str(&t[i].shape, got, sizeof got),
-					 ir_dtype_name(x->dtype), ir_shape_str(&x->shape, want, sizeof want),
+			return ir_errorf(-EINVAL, "%s: input %d \"%s\" is %s%s, the plan takes %s%s per micro-batch%s",
+					 path, i, x->name, ir_dtype_name(t[i].dtype),
+					 ir_shape_str(&t[i].shape, got, sizeof got), ir_dtype_name(x->dtype),
+					 ir_shape_str(&x->shape, want, sizeof want),
 					 d->micro > 1 ? " (or micro-batches times that along dimension 0)" : "");
 		if (i > 0 && all != *whole)
 			return ir_errorf(-EINVAL, "%s: input %d holds %s the others", path, i,
@@ -221,8 +225,7 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 /* A fused kernel's gather whose indices derive from the ids (from[]: per
  * buffer) and whose table is one of the kernel's operands: that operand's
  * buffer in *table, the axis in *axis. -1 out of memory. */
-static int body_gather(const struct plan_kernel *k, const int *arg, const uint8_t *from, int *table,
-		       int64_t *axis)
+static int body_gather(const struct plan_kernel *k, const int *arg, const uint8_t *from, int *table, int64_t *axis)
 {
 	uint8_t *v = ir_calloc((size_t)(k->nin + k->nbody) + 1, 1); /* value derives from the ids */
 	if (!v)
@@ -253,7 +256,7 @@ static int64_t embed_rows(const struct plan *p, int ids, const char **name)
 	int64_t rows = -1;
 	for (int dv = 0; dv < p->ndevices; dv++) {
 		const struct plan_device *d = &p->devices[dv];
-		uint8_t *from = ir_calloc((size_t)d->nbuf + 1, 1); /* buffer derives from the ids */
+		uint8_t *from = ir_calloc((size_t)d->nbuf + 1, 1);          /* buffer derives from the ids */
 		int *param = ir_calloc((size_t)d->nbuf + 1, sizeof *param); /* buffer holds parameter param - 1 */
 		for (int b = 0; from && param && b < d->nbuf; b++) {
 			from[b] = d->buf[b].bind == PLAN_BIND_INPUT && d->buf[b].index == ids;
@@ -276,8 +279,9 @@ static int64_t embed_rows(const struct plan *p, int ids, const char **name)
 				rows = t->shape.dims[axis];
 				*name = t->name;
 			}
-			bool same = x->nin == 1 && x->nout == 1 && (x->kind == PLAN_COPY || x->kind == PLAN_ALL_GATHER ||
-								     (k && k->nbody == 0 && k->op == IR_OP_CONVERT));
+			bool same = x->nin == 1 && x->nout == 1 &&
+				    (x->kind == PLAN_COPY || x->kind == PLAN_ALL_GATHER ||
+				     (k && k->nbody == 0 && k->op == IR_OP_CONVERT));
 			if (same)
 				param[arg[1]] = param[arg[0]];
 			bool derived = false;
@@ -298,14 +302,16 @@ static int token_inputs(struct rt_data *d, const char *path)
 	const struct plan *p = d->p;
 	char a[IR_SHAPE_STR_MAX], b[IR_SHAPE_STR_MAX];
 	if (p->labels_input < 0)
-		return ir_errorf(-EINVAL, "%s: --tokens needs a plan trained with a cross entropy over token ids "
+		return ir_errorf(-EINVAL,
+				 "%s: --tokens needs a plan trained with a cross entropy over token ids "
 				 "(pcc MODEL --train --loss cross_entropy:LOGITS,LABELS); this one has no labels input",
 				 path);
 	const struct plan_tensor *l = &p->inputs[p->labels_input];
 	if (p->ninputs != 2 || l->shape.rank != 2)
-		return ir_errorf(-EINVAL, "%s: --tokens feeds a plan of two inputs, token ids and labels of shape "
-				 "[B,T]; this one has %d inputs, labels \"%s\" of shape %s", path, p->ninputs, l->name,
-				 ir_shape_str(&l->shape, a, sizeof a));
+		return ir_errorf(-EINVAL,
+				 "%s: --tokens feeds a plan of two inputs, token ids and labels of shape "
+				 "[B,T]; this one has %d inputs, labels \"%s\" of shape %s",
+				 path, p->ninputs, l->name, ir_shape_str(&l->shape, a, sizeof a));
 	d->labels = p->labels_input;
 	d->ids = 1 - d->labels;
 	const struct plan_tensor *x = &p->inputs[d->ids];
@@ -370,8 +376,10 @@ struct rt_data *rt_data_open_tokens(const char *path, const char *type, const st
 		ir_errorf(-EINVAL, "%s: %lld bytes is not a whole number of %s tokens (%d bytes each)", path,
 			  (long long)st.st_size, type ? type : "u16", d->tsize);
 	else if (d->ntok < d->seq + 1)
-		ir_errorf(-EINVAL, "%s: %lld tokens, fewer than one window of %lld (the plan's sequence of %lld, "
-			  "plus the last label)", path, (long long)d->ntok, (long long)(d->seq + 1), (long long)d->seq);
+		ir_errorf(-EINVAL,
+			  "%s: %lld tokens, fewer than one window of %lld (the plan's sequence of %lld, "
+			  "plus the last label)",
+			  path, (long long)d->ntok, (long long)(d->seq + 1), (long long)d->seq);
 	else if ((d->map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
 		ir_errorf(-errno, "%s: cannot map: %s", path, strerror(errno));
 	close(fd);
@@ -405,17 +413,20 @@ static int check_window(struct rt_data *d, int64_t w)
 		/* clang-format on */
 		if (id && (t < 0 || t >= d->vocab)) {
 			if (d->embed)
-				return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the "
-						 "vocabulary: the rows of the embedding \"%s\" the ids index)", d->path,
-						 (long long)t, (long long)i, (long long)d->vocab, d->embed);
-			return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the vocabulary: "
+				return ir_errorf(-EINVAL,
+						 "%s: token %lld at element %lld is outside [0, %lld) (the "
+						 "vocabulary: the rows of the embedding \"%s\" the ids index)",
+						 d->path, (long long)t, (long long)i, (long long)d->vocab, d->embed);
+			return ir_errorf(-EINVAL,
+					 "%s: token %lld at element %lld is outside [0, %lld) (the vocabulary: "
 					 "the class count of the plan's loss; no embedding of the ids was found)",
 					 d->path, (long long)t, (long long)i, (long long)d->vocab);
 		}
 		if (label && (t < 0 || t >= d->p->classes))
-			return ir_errorf(-EINVAL, "%s: token %lld at element %lld is outside [0, %lld) (the class count "
-					 "of the plan's loss, which the labels, the ids shifted by one, index)", d->path,
-					 (long long)t, (long long)i, (long long)d->p->classes);
+			return ir_errorf(-EINVAL,
+					 "%s: token %lld at element %lld is outside [0, %lld) (the class count "
+					 "of the plan's loss, which the labels, the ids shifted by one, index)",
+					 d->path, (long long)t, (long long)i, (long long)d->p->classes);
 	}
 	d->seen[w] = 1;
 	return 0;

@@ -55,9 +55,12 @@ static int run_one(struct rt *r, const struct plan_instr *x, int pos)
 		r->n_recv++;
 		if (ov)
 			return rt_overlap_finish(r, pos);
-		return c->recv(r->c, rt_buf(r, rt_arg(r, x, x->nin)), (size_t)rt_arg(r, x, x->nin)->bytes, x->peer, x->tag,
-			       NULL);
-	case PLAN_ALL_REDUCE: case PLAN_ALL_GATHER: case PLAN_REDUCE_SCATTER: case PLAN_ALL_TO_ALL: {
+		return c->recv(r->c, rt_buf(r, rt_arg(r, x, x->nin)), (size_t)rt_arg(r, x, x->nin)->bytes, x->peer,
+			       x->tag, NULL);
+	case PLAN_ALL_REDUCE:
+	case PLAN_ALL_GATHER:
+	case PLAN_REDUCE_SCATTER:
+	case PLAN_ALL_TO_ALL: {
 		r->n_coll++;
 		if (ov && rt_overlap_started(ov, pos))
 			return 0;
@@ -104,21 +107,26 @@ int rt_fault_parse(struct rt *r, const char *spec, long steps)
 	}
 	ok = ok && k > 0 && k < sizeof kind && (*s == 0 || (*s++ == ':' && fault_num(&s, 1, &step) && !*s));
 	bool ckpt = instr < 0;
-	if (!ok || (ckpt ? strcmp(kind, "enospc") : strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error")))
-		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error[:STEP] or "
-				 "RANK:ckpt:enospc[:STEP]", spec);
+	if (!ok ||
+	    (ckpt ? strcmp(kind, "enospc") : strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error")))
+		return ir_errorf(-EINVAL,
+				 "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error[:STEP] or "
+				 "RANK:ckpt:enospc[:STEP]",
+				 spec);
 	/* a fault that can never fire would pass a test for the wrong reason */
 	if (rank >= p->ndevices)
-		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: rank %ld does not exist (the plan has ranks 0 to %d)", spec,
-				 rank, p->ndevices - 1);
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: rank %ld does not exist (the plan has ranks 0 to %d)",
+				 spec, rank, p->ndevices - 1);
 	if (instr >= p->devices[rank].ninstr)
-		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: rank %ld has no instruction %ld (its program has %d)", spec,
-				 rank, instr, p->devices[rank].ninstr);
+		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: rank %ld has no instruction %ld (its program has %d)",
+				 spec, rank, instr, p->devices[rank].ninstr);
 	if (step > steps)
 		return ir_errorf(-EINVAL, "PCC_RUN_FAULT=%s: step %ld is past the run's last step (%ld)", spec, step,
 				 steps);
 	r->fault = (struct rt_fault){ (int)rank, (int)instr, step - 1,
-				      ckpt ? 'n' : kind[0] == 'e' && kind[1] == 'x' ? 'x' : kind[0] };
+				      ckpt                               ? 'n'
+				      : kind[0] == 'e' && kind[1] == 'x' ? 'x'
+									 : kind[0] };
 	return 0;
 }
 

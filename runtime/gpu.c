@@ -63,8 +63,9 @@ int gpu_wait(struct rt *r, CUstream s, const char *what)
 			next_check = now + 0.1;
 		}
 		if (now - t0 > r->c->timeout)
-			return ir_errorf(-ETIMEDOUT, "%s: the GPU did not finish in %.0f s (a peer rank may have stopped)",
-					 what, r->c->timeout);
+			return ir_errorf(-ETIMEDOUT,
+					 "%s: the GPU did not finish in %.0f s (a peer rank may have stopped)", what,
+					 r->c->timeout);
 		usleep(nap);
 		nap = nap < 1000 ? nap * 2 : nap;
 	}
@@ -84,8 +85,8 @@ static int pick_device(struct rt *r)
 	const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
 	int local = lr ? atoi(lr) : r->c->rank;
 	if (rc == 0 && rt_local_ranks() > n)
-		rc = ir_errorf(-ENODEV, "%d ranks run on this host but it has %d GPU%s: one rank per GPU", rt_local_ranks(),
-			       n, n == 1 ? "" : "s");
+		rc = ir_errorf(-ENODEV, "%d ranks run on this host but it has %d GPU%s: one rank per GPU",
+			       rt_local_ranks(), n, n == 1 ? "" : "s");
 	if (rc < 0)
 		return rc;
 	int maj = 0, min = 0;
@@ -100,8 +101,8 @@ static int pick_device(struct rt *r)
 		return rc;
 	g->cc = maj * 10 + min;
 	if (g->cc < 80)
-		return ir_errorf(-ENODEV, "%s has compute capability %d.%d; the plan's PTX needs 8.0 or newer", g->name, maj,
-				 min);
+		return ir_errorf(-ENODEV, "%s has compute capability %d.%d; the plan's PTX needs 8.0 or newer", g->name,
+				 maj, min);
 	if ((rc = gpu_check(g, a->cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "cuDevicePrimaryCtxRetain")) < 0)
 		return rc;
 	return gpu_check(g, a->cuCtxSetCurrent(g->ctx), "cuCtxSetCurrent");
@@ -112,8 +113,8 @@ static int alloc(struct rt_gpu *g, CUdeviceptr *p, size_t n, const char *what)
 	char b[IR_BYTES_STRLEN];
 	CUresult e = g->a->cuMemAlloc(p, n ? n : 1);
 	if (e != CUDA_SUCCESS)
-		return ir_errorf(-ENOMEM, "cannot allocate %s (%s) on %s: %s", what, ir_bytes_str((double)n, b), g->name,
-				 gpu_cu_error(g->a, e));
+		return ir_errorf(-ENOMEM, "cannot allocate %s (%s) on %s: %s", what, ir_bytes_str((double)n, b),
+				 g->name, gpu_cu_error(g->a, e));
 	return 0;
 }
 
@@ -131,7 +132,8 @@ static int arena(struct rt *r)
 	if (rc == 0)
 		rc = alloc(g, &g->ws, g->nws, "the cuBLASLt workspace");
 	if (rc == 0)
-		rc = gpu_check(g, g->a->cuMemsetD8Async(g->arena, 0, (size_t)r->d->arena_bytes, g->compute), "cuMemsetD8");
+		rc = gpu_check(g, g->a->cuMemsetD8Async(g->arena, 0, (size_t)r->d->arena_bytes, g->compute),
+			       "cuMemsetD8");
 	return rc == 0 ? gpu_wait(r, g->compute, "clearing the arena") : rc;
 }
 
@@ -254,8 +256,10 @@ static int kernels(struct rt *r)
 	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)))
 		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
 	if (!text)
-		return ir_errorf(-EINVAL, "the plan has no PTX for %s (sm_%d): recompile it for a GPU cluster or with "
-				 "--codegen ptx", g->name, g->cc);
+		return ir_errorf(-EINVAL,
+				 "the plan has no PTX for %s (sm_%d): recompile it for a GPU cluster or with "
+				 "--codegen ptx",
+				 g->name, g->cc);
 	int rc = load_module(g, text);
 	for (int k = 0; k < p->nkernels && rc == 0; k++) {
 		char name[32];
@@ -300,7 +304,8 @@ static int arg_tables(struct rt *r)
 	r->mb = saved;
 	int rc = alloc(g, &g->argtab, (size_t)n * sizeof *t, "the kernels' argument tables");
 	if (rc == 0)
-		rc = gpu_check(g, g->a->cuMemcpyHtoDAsync(g->argtab, t, (size_t)n * sizeof *t, g->compute), "cuMemcpyHtoD");
+		rc = gpu_check(g, g->a->cuMemcpyHtoDAsync(g->argtab, t, (size_t)n * sizeof *t, g->compute),
+			       "cuMemcpyHtoD");
 	if (rc == 0)
 		rc = gpu_wait(r, g->compute, "copying the kernels' arguments");
 	ir_free(t);
@@ -341,9 +346,10 @@ static size_t scratch_need(const struct rt *r, const struct plan_instr *x)
 {
 	const struct plan_buffer *in = &r->d->buf[r->d->args[x->arg]];
 	size_t n = (size_t)r->p->comms[x->comm].n;
-	return x->kind == PLAN_ALL_GATHER ? (size_t)in->bytes * n :
-	       x->kind == PLAN_REDUCE_SCATTER ? (size_t)in->bytes :
-	       x->kind == PLAN_ALL_TO_ALL ? 2 * (size_t)in->bytes : 0;
+	return x->kind == PLAN_ALL_GATHER       ? (size_t)in->bytes * n
+	       : x->kind == PLAN_REDUCE_SCATTER ? (size_t)in->bytes
+	       : x->kind == PLAN_ALL_TO_ALL     ? 2 * (size_t)in->bytes
+						: 0;
 }
 
 static int split(struct rt *r, int color, int key, struct gpu_lane *l)

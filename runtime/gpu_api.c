@@ -49,7 +49,9 @@ static int resolve(void *h, const char *name, void **slot)
 	return *slot ? 0 : -1;
 }
 
-#define GPU_API_RESOLVE(f) if (rc == 0) rc = resolve(h, STR(f), (void **)&api.f);
+#define GPU_API_RESOLVE(f) \
+	if (rc == 0)       \
+		rc = resolve(h, STR(f), (void **)&api.f);
 
 static int load_all(void)
 {
@@ -57,8 +59,7 @@ static int load_all(void)
 	static const char *const lt[] = { "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL };
 	static const char *const nccl[] = { "libnccl.so.2", "libnccl.so", NULL };
 	int rc = 0;
-	void *h = open_lib(cuda, "the NVIDIA driver's libcuda.so.1",
-			   ": no NVIDIA driver on this machine");
+	void *h = open_lib(cuda, "the NVIDIA driver's libcuda.so.1", ": no NVIDIA driver on this machine");
 	if (!h)
 		return -1;
 	GPU_CU_FUNCS(GPU_API_RESOLVE)

@@ -138,8 +138,8 @@ int rt_gpu_zero(struct rt *r, const struct plan_buffer *b)
 	struct gpu_range rg = range_of(r, b, true);
 	int rc = order_after(g, &rg, 1);
 	return rc == 0 ? gpu_check(g, g->a->cuMemsetD8Async(gpu_dbuf(r, b), 0, (size_t)b->bytes, g->compute),
-				   "cuMemsetD8") :
-			 rc;
+				   "cuMemsetD8")
+		       : rc;
 }
 
 int rt_gpu_state(struct rt *r, bool to_device)
@@ -190,8 +190,9 @@ static int launch(struct rt *r, const struct plan_instr *x, int i)
 	if (rows <= 0)
 		return 0;
 	blocks = blocks < most ? blocks : most;
-	return gpu_check(g, g->a->cuLaunchKernel(g->fn[x->kernel], (unsigned)blocks, 1, 1, 256, 1, 1, 0, g->compute,
-						 params, NULL),
+	return gpu_check(g,
+			 g->a->cuLaunchKernel(g->fn[x->kernel], (unsigned)blocks, 1, 1, 256, 1, 1, 0, g->compute,
+					      params, NULL),
 			 "cuLaunchKernel");
 }
 
@@ -202,7 +203,8 @@ static cudaDataType_t cuda_type(enum ir_dtype t)
 
 static int lt_check(const struct rt_gpu *g, cublasStatus_t s, const char *what)
 {
-	return s == CUBLAS_STATUS_SUCCESS ? 0 : ir_errorf(-EIO, "cuBLASLt %s: %s", what, g->a->cublasLtGetStatusString(s));
+	return s == CUBLAS_STATUS_SUCCESS ? 0
+					  : ir_errorf(-EIO, "cuBLASLt %s: %s", what, g->a->cublasLtGetStatusString(s));
 }
 
 static int layout(const struct rt_gpu *g, cublasLtMatrixLayout_t *l, cudaDataType_t t, int64_t rows, int64_t cols,
@@ -212,11 +214,14 @@ static int layout(const struct rt_gpu *g, cublasLtMatrixLayout_t *l, cudaDataTyp
 	int64_t stride = rows * cols;
 	int rc = lt_check(g, g->a->cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, rows), "layout");
 	if (rc == 0 && batch > 1)
-		rc = lt_check(g, g->a->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb),
+		rc = lt_check(g,
+			      g->a->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb,
+								     sizeof nb),
 			      "batch count");
 	if (rc == 0 && batch > 1)
-		rc = lt_check(g, g->a->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-									&stride, sizeof stride),
+		rc = lt_check(g,
+			      g->a->cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+								     &stride, sizeof stride),
 			      "batch stride");
 	return rc;
 }
@@ -229,8 +234,9 @@ static int gemm_plan(struct rt_gpu *g, const struct plan_kernel *k, struct gpu_g
 	struct gpu_gemm *m = &e->g;
 	enum ir_dtype t = k->dtype[0];
 	cudaDataType_t dt = cuda_type(t);
-	cublasComputeType_t ct = t == IR_F64 ? CUBLAS_COMPUTE_64F :
-				 t == IR_F32 && g->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+	cublasComputeType_t ct = t == IR_F64              ? CUBLAS_COMPUTE_64F
+				 : t == IR_F32 && g->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+							  : CUBLAS_COMPUTE_32F;
 	cublasOperation_t ta = m->tb ? CUBLAS_OP_T : CUBLAS_OP_N, tb = m->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
 	uint64_t ws = g->nws;
 	cublasLtMatmulPreference_t pref = NULL;
@@ -238,9 +244,13 @@ static int gemm_plan(struct rt_gpu *g, const struct plan_kernel *k, struct gpu_g
 	int nres = 0;
 	int rc = lt_check(g, a->cublasLtMatmulDescCreate(&e->desc, ct, t == IR_F64 ? CUDA_R_64F : CUDA_R_32F), "desc");
 	if (rc == 0)
-		rc = lt_check(g, a->cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "op");
+		rc = lt_check(g,
+			      a->cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+			      "op");
 	if (rc == 0)
-		rc = lt_check(g, a->cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "op");
+		rc = lt_check(g,
+			      a->cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+			      "op");
 	if (rc == 0) /* stored shapes, column-major: rhs n x k (or k x n), lhs k x m (or m x k) */
 		rc = layout(g, &e->la, dt, m->tb ? m->k : m->n, m->tb ? m->n : m->k, m->batch);
 	if (rc == 0)
@@ -250,12 +260,14 @@ static int gemm_plan(struct rt_gpu *g, const struct plan_kernel *k, struct gpu_g
 	if (rc == 0)
 		rc = lt_check(g, a->cublasLtMatmulPreferenceCreate(&pref), "preference");
 	if (rc == 0)
-		rc = lt_check(g, a->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-									 sizeof ws),
+		rc = lt_check(g,
+			      a->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+								      &ws, sizeof ws),
 			      "workspace");
 	if (rc == 0)
-		rc = lt_check(g, a->cublasLtMatmulAlgoGetHeuristic(g->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref, 1, &res,
-								   &nres),
+		rc = lt_check(g,
+			      a->cublasLtMatmulAlgoGetHeuristic(g->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref, 1,
+								&res, &nres),
 			      "heuristic");
 	if (pref)
 		a->cublasLtMatmulPreferenceDestroy(pref);
@@ -284,9 +296,10 @@ static bool gemm(struct rt *r, const struct plan_instr *x, int *rc)
 	double one64 = 1, zero64 = 0;
 	bool f64 = k->dtype[0] == IR_F64;
 	CUdeviceptr lhs = gpu_dbuf(r, arg(r, x, 0)), rhs = gpu_dbuf(r, arg(r, x, 1)), out = gpu_dbuf(r, arg(r, x, 2));
-	*rc = lt_check(g, g->a->cublasLtMatmul(g->lt, e->desc, f64 ? (void *)&one64 : (void *)&one, (void *)rhs, e->la,
-					       (void *)lhs, e->lb, f64 ? (void *)&zero64 : (void *)&zero, (void *)out,
-					       e->lc, (void *)out, e->lc, &e->algo, (void *)g->ws, g->nws, g->compute),
+	*rc = lt_check(g,
+		       g->a->cublasLtMatmul(g->lt, e->desc, f64 ? (void *)&one64 : (void *)&one, (void *)rhs, e->la,
+					    (void *)lhs, e->lb, f64 ? (void *)&zero64 : (void *)&zero, (void *)out,
+					    e->lc, (void *)out, e->lc, &e->algo, (void *)g->ws, g->nws, g->compute),
 		       "matmul");
 	return true;
 }
@@ -349,12 +362,17 @@ static int copy_block(struct rt_gpu *g, CUstream s, CUdeviceptr dst, const struc
 		rc = gpu_plan_block(dshape, dstart, sshape, sstart, blk, es, v, n, &n);
 	}
 	for (int i = 0; i < n && rc == 0; i++) {
-		CUDA_MEMCPY2D c = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = src + (CUdeviceptr)v[i].src,
-				    .srcPitch = (size_t)v[i].spitch, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
-				    .dstDevice = dst + (CUdeviceptr)v[i].dst, .dstPitch = (size_t)v[i].dpitch,
-				    .WidthInBytes = (size_t)v[i].width, .Height = (size_t)v[i].height };
-		rc = gpu_check(g, v[i].height == 1 ? g->a->cuMemcpyDtoDAsync(c.dstDevice, c.srcDevice, c.WidthInBytes, s) :
-						     g->a->cuMemcpy2DAsync(&c, s),
+		CUDA_MEMCPY2D c = { .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+				    .srcDevice = src + (CUdeviceptr)v[i].src,
+				    .srcPitch = (size_t)v[i].spitch,
+				    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+				    .dstDevice = dst + (CUdeviceptr)v[i].dst,
+				    .dstPitch = (size_t)v[i].dpitch,
+				    .WidthInBytes = (size_t)v[i].width,
+				    .Height = (size_t)v[i].height };
+		rc = gpu_check(g,
+			       v[i].height == 1 ? g->a->cuMemcpyDtoDAsync(c.dstDevice, c.srcDevice, c.WidthInBytes, s)
+						: g->a->cuMemcpy2DAsync(&c, s),
 			       "cuMemcpy2D");
 	}
 	if (v != &one)
@@ -365,14 +383,24 @@ static int copy_block(struct rt_gpu *g, CUstream s, CUdeviceptr dst, const struc
 static ncclDataType_t nccl_type(enum ir_dtype t)
 {
 	switch (t) {
-	case IR_F32: return ncclFloat32;
-	case IR_F64: return ncclFloat64;
-	case IR_F16: return ncclFloat16;
-	case IR_BF16: return ncclBfloat16;
-	case IR_I64: return ncclInt64;
-	case IR_I32: return ncclInt32;
-	case IR_I8: return ncclInt8;
-	case IR_U8: case IR_BOOL: case IR_DTYPE_COUNT: break;
+	case IR_F32:
+		return ncclFloat32;
+	case IR_F64:
+		return ncclFloat64;
+	case IR_F16:
+		return ncclFloat16;
+	case IR_BF16:
+		return ncclBfloat16;
+	case IR_I64:
+		return ncclInt64;
+	case IR_I32:
+		return ncclInt32;
+	case IR_I8:
+		return ncclInt8;
+	case IR_U8:
+	case IR_BOOL:
+	case IR_DTYPE_COUNT:
+		break;
 	}
 	return ncclUint8;
 }
@@ -386,15 +414,18 @@ static bool leading(const struct plan_buffer *b, int axis)
 	return true;
 }
 
-static int gather(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr *x, int n,
-		  const struct plan_buffer *in, CUdeviceptr din, const struct plan_buffer *out, CUdeviceptr dout)
+static int gather(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr *x, int n, const struct plan_buffer *in,
+		  CUdeviceptr din, const struct plan_buffer *out, CUdeviceptr dout)
 {
 	const struct gpu_api *a = g->a;
 	if (leading(in, x->axis))
-		return gpu_nccl_check(g, a->ncclAllGather((void *)din, (void *)dout, (size_t)in->bytes, ncclUint8, l->comm, l->s),
+		return gpu_nccl_check(g,
+				      a->ncclAllGather((void *)din, (void *)dout, (size_t)in->bytes, ncclUint8, l->comm,
+						       l->s),
 				      "all_gather");
-	int rc = gpu_nccl_check(g, a->ncclAllGather((void *)din, (void *)l->scratch, (size_t)in->bytes, ncclUint8, l->comm,
-						   l->s),
+	int rc = gpu_nccl_check(g,
+				a->ncclAllGather((void *)din, (void *)l->scratch, (size_t)in->bytes, ncclUint8, l->comm,
+						 l->s),
 				"all_gather");
 	for (int q = 0; q < n && rc == 0; q++) {
 		int64_t st[IR_MAX_RANK] = { 0 };
@@ -415,14 +446,15 @@ static int scatter(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr
 		for (int q = 0; q < n && rc == 0; q++) {
 			int64_t st[IR_MAX_RANK] = { 0 };
 			st[x->axis] = q * out->shape.dims[x->axis];
-			rc = copy_block(g, l->s, l->scratch + (CUdeviceptr)q * (CUdeviceptr)out->bytes, &out->shape, NULL, din,
-					&in->shape, st, &out->shape, ir_dtype_size(in->dtype));
+			rc = copy_block(g, l->s, l->scratch + (CUdeviceptr)q * (CUdeviceptr)out->bytes, &out->shape,
+					NULL, din, &in->shape, st, &out->shape, ir_dtype_size(in->dtype));
 		}
 	}
 	if (rc == 0)
-		rc = gpu_nccl_check(g, g->a->ncclReduceScatter((void *)src, (void *)dout,
-							       (size_t)ir_shape_numel(&out->shape), nccl_type(in->dtype),
-							       ncclSum, l->comm, l->s),
+		rc = gpu_nccl_check(g,
+				    g->a->ncclReduceScatter((void *)src, (void *)dout,
+							    (size_t)ir_shape_numel(&out->shape), nccl_type(in->dtype),
+							    ncclSum, l->comm, l->s),
 				    "reduce_scatter");
 	return rc;
 }
@@ -446,7 +478,8 @@ static int all_to_all(struct rt_gpu *g, struct gpu_lane *l, const struct plan_in
 	for (int q = 0; q < n && rc == 0; q++) {
 		rc = gpu_nccl_check(g, a->ncclSend((void *)(s + q * pb), pb, ncclUint8, q, l->comm, l->s), "send");
 		if (rc == 0)
-			rc = gpu_nccl_check(g, a->ncclRecv((void *)(recv + q * pb), pb, ncclUint8, q, l->comm, l->s), "recv");
+			rc = gpu_nccl_check(g, a->ncclRecv((void *)(recv + q * pb), pb, ncclUint8, q, l->comm, l->s),
+					    "recv");
 	}
 	if (rc == 0)
 		rc = gpu_nccl_check(g, a->ncclGroupEnd(), "group end");
@@ -477,8 +510,9 @@ static int collective(struct rt *r, const struct plan_instr *x)
 		return rc;
 	static const ncclRedOp_t ops[PLAN_REDUCE_COUNT] = { ncclSum, ncclMax, ncclMin };
 	if (x->kind == PLAN_ALL_REDUCE)
-		rc = gpu_nccl_check(g, g->a->ncclAllReduce((void *)din, (void *)dout, (size_t)ir_shape_numel(&in->shape),
-							   nccl_type(in->dtype), ops[x->reduce], l->comm, l->s),
+		rc = gpu_nccl_check(g,
+				    g->a->ncclAllReduce((void *)din, (void *)dout, (size_t)ir_shape_numel(&in->shape),
+							nccl_type(in->dtype), ops[x->reduce], l->comm, l->s),
 				    "all_reduce");
 	else if (x->kind == PLAN_ALL_GATHER)
 		rc = gather(g, l, x, n, in, din, out, dout);
@@ -506,8 +540,9 @@ static int transfer(struct rt *r, const struct plan_instr *x)
 	void *p = (void *)gpu_dbuf(r, b);
 	int rc = lane_begin(g, l, &rg, 1);
 	if (rc == 0)
-		rc = gpu_nccl_check(g, send ? g->a->ncclSend(p, (size_t)b->bytes, ncclUint8, 1, l->comm, l->s) :
-					      g->a->ncclRecv(p, (size_t)b->bytes, ncclUint8, 0, l->comm, l->s),
+		rc = gpu_nccl_check(g,
+				    send ? g->a->ncclSend(p, (size_t)b->bytes, ncclUint8, 1, l->comm, l->s)
+					 : g->a->ncclRecv(p, (size_t)b->bytes, ncclUint8, 0, l->comm, l->s),
 				    send ? "send" : "recv");
 	return rc == 0 ? lane_end(g, l, &rg, 1) : rc;
 }
@@ -521,10 +556,11 @@ int rt_gpu_run(struct rt *r, const struct plan_instr *x, int i)
 	case PLAN_COPY: {
 		struct gpu_range rg[2] = { range_of(r, arg(r, x, 0), false), range_of(r, arg(r, x, 1), true) };
 		int rc = order_after(g, rg, 2);
-		return rc == 0 ? gpu_check(g, g->a->cuMemcpyDtoDAsync(gpu_dbuf(r, arg(r, x, 1)), gpu_dbuf(r, arg(r, x, 0)),
-								       (size_t)arg(r, x, 0)->bytes, g->compute),
-					   "cuMemcpyDtoD") :
-				 rc;
+		return rc == 0 ? gpu_check(g,
+					   g->a->cuMemcpyDtoDAsync(gpu_dbuf(r, arg(r, x, 1)), gpu_dbuf(r, arg(r, x, 0)),
+								   (size_t)arg(r, x, 0)->bytes, g->compute),
+					   "cuMemcpyDtoD")
+			       : rc;
 	}
 	case PLAN_FREE:
 		return 0;

@@ -45,9 +45,9 @@ struct gpu_gemm_plan {
 
 /* A stream with NCCL work: a plan communicator's or a pair's. */
 struct gpu_lane {
-	ncclComm_t comm;        /* NULL: this rank is not in it */
+	ncclComm_t comm; /* NULL: this rank is not in it */
 	CUstream s;
-	CUdeviceptr scratch;    /* packing collectives */
+	CUdeviceptr scratch; /* packing collectives */
 	size_t nscratch;
 };
 
@@ -56,30 +56,30 @@ struct rt_gpu {
 	CUdevice dev;
 	CUcontext ctx;
 	char name[128];
-	int cc, sms;                 /* compute capability (major * 10 + minor), SMs */
+	int cc, sms; /* compute capability (major * 10 + minor), SMs */
 	CUdeviceptr arena;
 	CUmodule mod;
-	CUfunction *fn;              /* [nkernels]: NULL where no PTX */
-	int64_t *rows;               /* [nkernels]: the GPU kernel's rows */
-	CUdeviceptr argtab;          /* kernel arguments: per instruction, micro
-				      * rows of nin + 1 device pointers */
-	int64_t *argoff;             /* [ninstr]: its first pointer's index, or -1 */
+	CUfunction *fn;     /* [nkernels]: NULL where no PTX */
+	int64_t *rows;      /* [nkernels]: the GPU kernel's rows */
+	CUdeviceptr argtab; /* kernel arguments: per instruction, micro
+			     * rows of nin + 1 device pointers */
+	int64_t *argoff;    /* [ninstr]: its first pointer's index, or -1 */
 	cublasLtHandle_t lt;
-	CUdeviceptr ws;              /* cuBLASLt workspace */
+	CUdeviceptr ws; /* cuBLASLt workspace */
 	size_t nws;
-	struct gpu_gemm_plan *gemm;  /* [nkernels] */
+	struct gpu_gemm_plan *gemm; /* [nkernels] */
 	bool tf32;
 	CUstream compute;
 	ncclComm_t world;
-	struct gpu_lane *lane;       /* [ncomms] then [npairs] */
+	struct gpu_lane *lane; /* [ncomms] then [npairs] */
 	int *pairs, npairs;
 	struct gpu_pending pend[GPU_MAX_PENDING];
 	int npend;
-	CUevent *free_ev;            /* events to reuse */
+	CUevent *free_ev; /* events to reuse */
 	int nfree, capfree;
 	void *pinned[GPU_MAX_PINNED]; /* host pages registered with the driver */
 	int npinned;
-	int fallbacks;               /* kernels run on the host so far */
+	int fallbacks; /* kernels run on the host so far */
 };
 
 /* gpu.c */

@@ -94,11 +94,16 @@ int gpu_plan_check_p2p(const struct plan *p)
 		if (a && b && !cmp_msg(a, b) && a->tag == b->tag)
 			continue;
 		const struct msg *e = a && (!b || cmp_msg(a, b) <= 0) ? a : b;
-		rc = ir_errorf(-EINVAL, "transfers from rank %d to rank %d: message %d of its %s part (tag %d) %s", e->from,
-			       e->to, e->seq, e->part == 2 ? "per-step" : e->part == 1 ? "backward" : "forward",
-			       e->tag, a && b && !cmp_msg(a, b) ? "is received out of order (the GPU runtime matches "
-								  "messages by order)" :
-							    e == a ? "is never received" : "is never sent");
+		rc = ir_errorf(-EINVAL, "transfers from rank %d to rank %d: message %d of its %s part (tag %d) %s",
+			       e->from, e->to, e->seq,
+			       e->part == 2   ? "per-step"
+			       : e->part == 1 ? "backward"
+					      : "forward",
+			       e->tag,
+			       a && b && !cmp_msg(a, b) ? "is received out of order (the GPU runtime matches "
+							  "messages by order)"
+			       : e == a                 ? "is never received"
+							: "is never sent");
 	}
 	ir_free(s);
 	ir_free(r);
@@ -209,8 +214,9 @@ int gpu_plan_block(const struct ir_shape *dshape, const int64_t *dstart, const s
 			so += x * ss[d];
 			dof += x * ds[d];
 		}
-		out[i] = (struct gpu_copy2d){ so, dof, width, height, col >= 0 ? ss[col] : width,
-					      col >= 0 ? ds[col] : width };
+		out[i] = (struct gpu_copy2d){
+			so, dof, width, height, col >= 0 ? ss[col] : width, col >= 0 ? ds[col] : width
+		};
 	}
 	return 0;
 }

@@ -41,7 +41,7 @@ bool gpu_plan_gemm(const struct plan_kernel *k, struct gpu_gemm *g);
 
 /* One 2-D copy: height rows of width bytes, rows pitch bytes apart. */
 struct gpu_copy2d {
-	int64_t src, dst;              /* byte offsets of the first row */
+	int64_t src, dst; /* byte offsets of the first row */
 	int64_t width, height, spitch, dpitch;
 };
 

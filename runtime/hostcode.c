@@ -32,24 +32,25 @@
 #define NONE UINT64_MAX
 #define STUB_BYTES 16
 
-struct export {
-	uint32_t name;  /* offset in names */
+struct export
+{
+	uint32_t name; /* offset in names */
 	uint64_t addr;
 };
 
 struct hostcode {
-	uint8_t *base;  /* the mapping, size bytes */
+	uint8_t *base; /* the mapping, size bytes */
 	size_t size;
-	char *names;    /* a copy of the object's symbol string table */
+	char *names; /* a copy of the object's symbol string table */
 	struct export *exp;
 	size_t nexp;
 };
 
 struct loader {
 	struct hostcode_elf e;
-	uint64_t *secoff;       /* per section: offset in the mapping, NONE if not loaded */
-	uint64_t *addr;         /* per symbol: address (commons: offset until mapped), NONE if not loaded */
-	int32_t *got, *stub;    /* per symbol: its GOT slot and stub, -1 if none */
+	uint64_t *secoff;    /* per section: offset in the mapping, NONE if not loaded */
+	uint64_t *addr;      /* per symbol: address (commons: offset until mapped), NONE if not loaded */
+	int32_t *got, *stub; /* per symbol: its GOT slot and stub, -1 if none */
 	unsigned ngot, nstub;
 	uint64_t stub_off, got_off, ro_off, rw_off, size; /* bytes in the mapping */
 	uint8_t *base;
@@ -234,9 +235,11 @@ static int apply(void *ctx, unsigned target, const Elf64_Rela *r)
 		break;
 	}
 	if (!ok)
-		return ir_errorf(-ERANGE, "host code: relocation overflow: %s against '%s' at offset %llu of section "
-				 "%u (%s): 0x%llx does not fit in 32 bits", rtype, symname(ld, s),
-				 (unsigned long long)r->r_offset, target, secname(ld, target), (unsigned long long)v);
+		return ir_errorf(-ERANGE,
+				 "host code: relocation overflow: %s against '%s' at offset %llu of section "
+				 "%u (%s): 0x%llx does not fit in 32 bits",
+				 rtype, symname(ld, s), (unsigned long long)r->r_offset, target, secname(ld, target),
+				 (unsigned long long)v);
 	uint32_t v32 = (uint32_t)v;
 	memcpy(at, &v32, 4);
 	return 0;

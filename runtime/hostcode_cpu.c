@@ -35,7 +35,7 @@
 /* 1 or 0, or -1 where no check can see feature f. */
 static int cpu_has(const char *f)
 {
-#define X(name)                    \
+#define X(name)                   \
 	if (strcmp(f, name) == 0) \
 		return __builtin_cpu_supports(name) != 0;
 	CPU_FEATURES(X)
@@ -60,7 +60,8 @@ int hostcode_check_cpu(const char *features, const char *cpu)
 		p += k + (p[k] == ',');
 	}
 	if (nl)
-		return ir_errorf(-ENOTSUP, "this CPU lacks %s, which the plan's host code needs (compiled for CPU '%s')",
-				 lacks, cpu ? cpu : "?");
+		return ir_errorf(-ENOTSUP,
+				 "this CPU lacks %s, which the plan's host code needs (compiled for CPU '%s')", lacks,
+				 cpu ? cpu : "?");
 	return 0;
 }

@@ -18,8 +18,8 @@
 /* the relocations hostcode.c applies */
 #define R(t) [t] = #t
 static const char *const rname[] = {
-	R(R_X86_64_NONE), R(R_X86_64_64), R(R_X86_64_PC32), R(R_X86_64_PLT32), R(R_X86_64_32), R(R_X86_64_32S),
-	R(R_X86_64_PC64), R(R_X86_64_GOTPCREL), R(R_X86_64_GOTPCRELX), R(R_X86_64_REX_GOTPCRELX),
+	R(R_X86_64_NONE), R(R_X86_64_64),   R(R_X86_64_PC32),     R(R_X86_64_PLT32),     R(R_X86_64_32),
+	R(R_X86_64_32S),  R(R_X86_64_PC64), R(R_X86_64_GOTPCREL), R(R_X86_64_GOTPCRELX), R(R_X86_64_REX_GOTPCRELX),
 };
 #undef R
 
@@ -48,8 +48,8 @@ static int check_range(const struct hostcode_elf *e, uint64_t off, uint64_t size
 	if (off <= e->n && size <= e->n - off)
 		return 0;
 	uint64_t end = off + size < off ? UINT64_MAX : off + size;
-	return ir_errorf(-EINVAL, "host code: truncated at offset %zu: section %u (%s) extends to offset %llu",
-			 e->n, i, hostcode_elf_secname(e, i), (unsigned long long)end);
+	return ir_errorf(-EINVAL, "host code: truncated at offset %zu: section %u (%s) extends to offset %llu", e->n, i,
+			 hostcode_elf_secname(e, i), (unsigned long long)end);
 }
 
 static int check_sec(const struct hostcode_elf *e, uint64_t i, const char *what)
@@ -80,8 +80,8 @@ static int read_sections(struct hostcode_elf *e)
 	if (e->n < SELFMAG || memcmp(e->obj, ELFMAG, SELFMAG) != 0)
 		return ir_errorf(-EINVAL, "host code: not an ELF object (%zu bytes, no ELF magic)", e->n);
 	if (e->n < sizeof eh)
-		return ir_errorf(-EINVAL, "host code: truncated at offset %zu: the ELF header needs %zu bytes",
-				 e->n, sizeof eh);
+		return ir_errorf(-EINVAL, "host code: truncated at offset %zu: the ELF header needs %zu bytes", e->n,
+				 sizeof eh);
 	memcpy(&eh, e->obj, sizeof eh);
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
 		return ir_errorf(-EINVAL, "host code: not a 64-bit little-endian ELF object");
@@ -112,9 +112,10 @@ static int read_sections(struct hostcode_elf *e)
 			return rc;
 		uint64_t al = h->sh_addralign;
 		if ((h->sh_flags & SHF_ALLOC) && ((al & (al - 1)) || al > e->page || h->sh_size > HOSTCODE_MAX_BYTES))
-			return ir_errorf(-EINVAL, "host code: section %u has alignment %llu and size %llu (expected a "
-					 "power of two up to a page, and at most 2 GiB)", i, (unsigned long long)al,
-					 (unsigned long long)h->sh_size);
+			return ir_errorf(-EINVAL,
+					 "host code: section %u has alignment %llu and size %llu (expected a "
+					 "power of two up to a page, and at most 2 GiB)",
+					 i, (unsigned long long)al, (unsigned long long)h->sh_size);
 	}
 	if (shstrndx != SHN_UNDEF && ((rc = check_sec(e, shstrndx, "section names")) < 0 ||
 				      (rc = strtab(e, (unsigned)shstrndx, &e->shstr, &e->shstrsz)) < 0))
@@ -137,8 +138,7 @@ static int read_symbols(struct hostcode_elf *e)
 		return 0;
 	if (h->sh_entsize != sizeof(Elf64_Sym) || h->sh_size % sizeof(Elf64_Sym) || h->sh_size == 0)
 		return ir_errorf(-EINVAL, "host code: symbol table section %u is malformed", e->symtab);
-	if ((rc = check_sec(e, h->sh_link, "symbol names")) < 0 ||
-	    (rc = strtab(e, h->sh_link, &e->str, &e->strsz)) < 0)
+	if ((rc = check_sec(e, h->sh_link, "symbol names")) < 0 || (rc = strtab(e, h->sh_link, &e->str, &e->strsz)) < 0)
 		return rc;
 	e->nsym = (unsigned)(h->sh_size / sizeof(Elf64_Sym));
 	if (!(e->sym = ir_malloc(h->sh_size)))
@@ -151,11 +151,15 @@ static int read_symbols(struct hostcode_elf *e)
 			return ir_errorf(-EINVAL, "host code: symbol %u has its name out of range", i);
 		if (k == SHN_XINDEX || (k < SHN_LORESERVE && k >= e->nsh) ||
 		    (k >= SHN_LORESERVE && k != SHN_ABS && k != SHN_COMMON))
-			return ir_errorf(-EINVAL, "host code: symbol '%s': section %u out of range (the object has "
-					 "%u sections)", hostcode_elf_symname(e, i), k, e->nsh);
+			return ir_errorf(-EINVAL,
+					 "host code: symbol '%s': section %u out of range (the object has "
+					 "%u sections)",
+					 hostcode_elf_symname(e, i), k, e->nsh);
 		if (type == STT_TLS || (type == STT_GNU_IFUNC && k != SHN_UNDEF))
-			return ir_errorf(-ENOTSUP, "host code: symbol '%s' is thread-local or an ifunc, which is not "
-					 "supported", hostcode_elf_symname(e, i));
+			return ir_errorf(-ENOTSUP,
+					 "host code: symbol '%s' is thread-local or an ifunc, which is not "
+					 "supported",
+					 hostcode_elf_symname(e, i));
 	}
 	return 0;
 }
@@ -182,11 +186,14 @@ int hostcode_elf_each_rela(const struct hostcode_elf *e, int (*fn)(void *ctx, un
 			unsigned type = ELF64_R_TYPE(r.r_info);
 			uint64_t sym = ELF64_R_SYM(r.r_info);
 			if (!hostcode_elf_rname(type))
-				return ir_errorf(-ENOTSUP, "host code: unsupported relocation type %u in section %u (%s)",
-						 type, i, hostcode_elf_secname(e, i));
+				return ir_errorf(-ENOTSUP,
+						 "host code: unsupported relocation type %u in section %u (%s)", type,
+						 i, hostcode_elf_secname(e, i));
 			if (sym >= e->nsym)
-				return ir_errorf(-EINVAL, "host code: relocation %llu in section %u (%s): symbol %llu "
-						 "out of range", (unsigned long long)j, i, hostcode_elf_secname(e, i),
+				return ir_errorf(-EINVAL,
+						 "host code: relocation %llu in section %u (%s): symbol %llu "
+						 "out of range",
+						 (unsigned long long)j, i, hostcode_elf_secname(e, i),
 						 (unsigned long long)sym);
 			if ((rc = fn(ctx, h->sh_info, &r)) < 0)
 				return rc;

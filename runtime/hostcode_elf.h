@@ -18,16 +18,16 @@
 #define HOSTCODE_MAX_BYTES (1ull << 31) /* the small code model's reach */
 
 struct hostcode_elf {
-	const uint8_t *obj;     /* n bytes */
+	const uint8_t *obj; /* n bytes */
 	size_t n;
-	size_t page;            /* bytes */
-	Elf64_Shdr *sh;         /* nsh, copied (the object may be unaligned) */
+	size_t page;    /* bytes */
+	Elf64_Shdr *sh; /* nsh, copied (the object may be unaligned) */
 	unsigned nsh;
-	const char *shstr;      /* section names, shstrsz bytes, NUL-terminated; NULL if none */
+	const char *shstr; /* section names, shstrsz bytes, NUL-terminated; NULL if none */
 	size_t shstrsz;
-	Elf64_Sym *sym;         /* nsym, copied; 0 if there is no symbol table */
-	unsigned nsym, symtab;  /* symtab: its section, 0 if none */
-	const char *str;        /* symbol names, strsz bytes, NUL-terminated */
+	Elf64_Sym *sym;        /* nsym, copied; 0 if there is no symbol table */
+	unsigned nsym, symtab; /* symtab: its section, 0 if none */
+	const char *str;       /* symbol names, strsz bytes, NUL-terminated */
 	size_t strsz;
 };
 

@@ -57,9 +57,10 @@ int rt_kernels_load(struct rt *r, bool reference, int threads)
 		threads = allowed > 0 && allowed < threads ? allowed : threads;
 		threads = threads < 1 ? 1 : threads;
 	} else if (allowed > 0 && threads > allowed && r->c->rank == 0) {
-		fprintf(stderr, "pcc-run: warning: --threads %d, but rank 0 may run on %d CPU%s only (mpirun binds "
-			"ranks to cores: pass it --bind-to none or --map-by ...:PE=%d)\n", threads, allowed,
-			allowed == 1 ? "" : "s", threads);
+		fprintf(stderr,
+			"pcc-run: warning: --threads %d, but rank 0 may run on %d CPU%s only (mpirun binds "
+			"ranks to cores: pass it --bind-to none or --map-by ...:PE=%d)\n",
+			threads, allowed, allowed == 1 ? "" : "s", threads);
 	}
 	if (!(r->pool = pool_new(threads)))
 		return -ENOMEM;

@@ -85,8 +85,8 @@ struct dot {
 	const char *a, *b;
 	char *c;
 	struct gpu_gemm g;
-	size_t es;               /* bytes of an element */
-	int64_t pieces;          /* per matrix */
+	size_t es;      /* bytes of an element */
+	int64_t pieces; /* per matrix */
 	bool by_rows;
 };
 
@@ -151,11 +151,11 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			continue;
 		}
 		if (d->es == sizeof(float))
-			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi, ldb,
-				    0.0f, (float *)ci, ldc);
+			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi,
+				    ldb, 0.0f, (float *)ci, ldc);
 		else
-			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi, ldb,
-				    0.0, (double *)ci, ldc);
+			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi,
+				    ldb, 0.0, (double *)ci, ldc);
 	}
 }
 
@@ -192,24 +192,24 @@ bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
  * group: out (Og x P) = w (Og x CK) * col (CK x ncol). */
 struct conv {
 	const float *x, *w;
-	float *out, *work;      /* work: nthreads blocks of `block` floats */
-	int64_t *off;           /* igemm's row offsets into B (col, or xp when wide) */
+	float *out, *work; /* work: nthreads blocks of `block` floats */
+	int64_t *off;      /* igemm's row offsets into B (col, or xp when wide) */
 	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
 	int64_t sh, sw, ph, pw, dh, dw;
-	int64_t Hp, Wp;         /* the input plane with its padding */
-	int64_t ncol;           /* columns of the gemm: P, or OH * Wp when wide */
+	int64_t Hp, Wp; /* the input plane with its padding */
+	int64_t ncol;   /* columns of the gemm: P, or OH * Wp when wide */
 	int64_t items, nthreads, block, slack;
-	bool direct;            /* 1x1, stride 1, no padding: col is the input */
-	bool padded;            /* im2col reads a zero-padded copy of the input */
-	bool wide;              /* stride 1: the gemm runs over OH x Wp columns */
-	bool ig;                /* igemm, not sgemm: no column matrix when wide */
-	bool panels;            /* igemm's column matrix, in panels of IGEMM_NR columns */
+	bool direct;             /* 1x1, stride 1, no padding: col is the input */
+	bool padded;             /* im2col reads a zero-padded copy of the input */
+	bool wide;               /* stride 1: the gemm runs over OH x Wp columns */
+	bool ig;                 /* igemm, not sgemm: no column matrix when wide */
+	bool panels;             /* igemm's column matrix, in panels of IGEMM_NR columns */
 	struct rt_epilogue *epi; /* run on blocks of output channels once final; NULL: none */
 	/* split_item's: the item that the threads share, its work areas */
 	int64_t item;
 	const float *xi, *wi;
 	float *oi, *col, *xp, *cw;
-	bool by_rows;           /* its gemm split by output channels, else by columns */
+	bool by_rows; /* its gemm split by output channels, else by columns */
 };
 
 #define CONV_ROW_BLOCK 16 /* output channels per piece of a split gemm: sgemm's unroll divides it */
@@ -217,9 +217,9 @@ struct conv {
 /* columns per piece of a split igemm: one tile (a piece costs nothing to
  * start, and the threads' shares then differ by a tile at most) */
 #define IGEMM_COL_BLOCK IGEMM_NR
-#define WIDE_ROW_MIN 16        /* output rows this long run wide at any size */
+#define WIDE_ROW_MIN 16             /* output rows this long run wide at any size */
 #define EPI_BLOCK_BYTES (128 << 10) /* result computed, then finished (epilogue), at a time: it stays in L2 */
-#define WIDE_MACS_MAX (1 << 20) /* items under this many multiply-adds run wide at any row length */
+#define WIDE_MACS_MAX (1 << 20)     /* items under this many multiply-adds run wide at any row length */
 /* The KH * KW rows (kh, kw) of one channel's column matrix, x its plane:
  * column (oh, ow) is the input at (oh * sh - ph + kh * dh, ow * sw - pw +
  * kw * dw), 0 in the padding; as interp_conv's table gathers it. x is the
@@ -316,8 +316,7 @@ static void wide_rows(const struct conv *c, const float *xp, float *restrict row
 }
 
 /* Output channels [o0, o1) and rows [h0, h1) of the wide result cw into out. */
-static void compact(const struct conv *c, const float *cw, float *out, int64_t o0, int64_t o1, int64_t h0,
-		    int64_t h1)
+static void compact(const struct conv *c, const float *cw, float *out, int64_t o0, int64_t o1, int64_t h0, int64_t h1)
 {
 	for (int64_t o = o0; o < o1; o++)
 		for (int64_t oh = h0; oh < h1; oh++)
@@ -331,8 +330,14 @@ static void conv_gemm(const struct conv *c, const float *w, const float *b, floa
 		      int64_t j0, int64_t j1)
 {
 	if (c->ig) {
-		struct rt_igemm g = { .a = w, .b = b, .off = c->off, .c = dst, .K = c->CK, .lda = c->CK, .ldc = c->ncol,
-				   .panel = c->panels ? c->CK * IGEMM_NR : 0 };
+		struct rt_igemm g = { .a = w,
+				      .b = b,
+				      .off = c->off,
+				      .c = dst,
+				      .K = c->CK,
+				      .lda = c->CK,
+				      .ldc = c->ncol,
+				      .panel = c->panels ? c->CK * IGEMM_NR : 0 };
 		rt_igemm_block(&g, o0, o1, j0, j1);
 		return;
 	}
@@ -361,8 +366,9 @@ static void panels_gemm(const struct conv *c, const float *x, const float *w, fl
  * input in place. */
 static int64_t col_floats(const struct conv *c)
 {
-	return c->direct || (c->ig && c->wide) ? 0 : c->panels ? ceil_div(c->P, IGEMM_NR) * IGEMM_NR * c->CK
-								 : c->CK * c->ncol;
+	return c->direct || (c->ig && c->wide) ? 0
+	       : c->panels                     ? ceil_div(c->P, IGEMM_NR) * IGEMM_NR * c->CK
+					       : c->CK * c->ncol;
 }
 
 /* The epilogue (c->epi) on output channels [o0, o1) of item (image,
@@ -416,7 +422,8 @@ static void conv_chunk(void *ctx, int64_t begin, int64_t end)
 			if (c->wide) {
 				if (!c->ig)
 					for (int64_t ch = 0; ch < c->Cg; ch++)
-						wide_rows(c, xp + ch * c->Hp * c->Wp, col + ch * c->KH * c->KW * c->ncol);
+						wide_rows(c, xp + ch * c->Hp * c->Wp,
+							  col + ch * c->KH * c->KW * c->ncol);
 				finish_rows(c, i, w, c->ig ? xp : col, cw, out, 0, c->Og);
 				continue;
 			}
@@ -535,7 +542,8 @@ static void split_items(struct rt *r, struct conv *c)
 		}
 		if (c->panels) { /* by columns, gemm_chunk builds its own */
 			if (c->by_rows)
-				pool_run(r->pool, col_chunk, c, ceil_div(c->P, IGEMM_NR), ceil_div(8192, c->CK * IGEMM_NR));
+				pool_run(r->pool, col_chunk, c, ceil_div(c->P, IGEMM_NR),
+					 ceil_div(8192, c->CK * IGEMM_NR));
 		} else if (!c->direct && !(c->ig && c->wide)) {
 			pool_run(r->pool, col_chunk, c, c->Cg, cgrain);
 		}
@@ -655,8 +663,8 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 		return false;
 	c.slack = c.wide ? (c.KW - 1) * c.dw : 0; /* the last junk columns read past the last plane */
 	c.block = c.direct ? 0
-			   : c.wide ? col_floats(&c) + c.Og * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
-				    : col_floats(&c) + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
+		  : c.wide ? col_floats(&c) + c.Og * c.ncol + c.Cg * c.Hp * c.Wp + c.slack
+			   : col_floats(&c) + (c.padded ? c.Cg * c.Hp * c.Wp : 0);
 	/* the scratch: igemm's offsets, then the threads' work areas */
 	size_t noff = c.ig ? ((size_t)c.CK * sizeof *c.off + 63) / 64 * 64 : 0;
 	char *scratch = NULL;

@@ -46,11 +46,11 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define MR 8      /* rows of a tile */
-#define NV 3      /* vectors of 16 floats per tile row: NR = 48 columns */
+#define MR 8 /* rows of a tile */
+#define NV 3 /* vectors of 16 floats per tile row: NR = 48 columns */
 #define NR (16 * NV)
 _Static_assert(NR == IGEMM_NR, "igemm's tile width");
-#define KC 256    /* steps k per pass over C: B's rows a tile reads span at most KC pages */
+#define KC 256                    /* steps k per pass over C: B's rows a tile reads span at most KC pages */
 #define A_BLOCK_BYTES (256 << 10) /* A's rows for a block of rows: a quarter of a 1 MB L2 */
 #define TAIL_MAX IGEMM_TAIL_MAX
 
@@ -73,9 +73,9 @@ tile(const int mr, const int nv, const float *restrict a, int64_t lda, const flo
 	for (int i = 0; i < mr; i++)
 #pragma GCC unroll 3
 		for (int v = 0; v < nv; v++)
-			acc[i][v] = !add ? _mm512_setzero_ps()
-				: v == nv - 1 ? _mm512_maskz_loadu_ps(last, c + i * ldc + 16 * v)
-					      : _mm512_loadu_ps(c + i * ldc + 16 * v);
+			acc[i][v] = !add          ? _mm512_setzero_ps()
+				    : v == nv - 1 ? _mm512_maskz_loadu_ps(last, c + i * ldc + 16 * v)
+						  : _mm512_loadu_ps(c + i * ldc + 16 * v);
 	for (int64_t k = 0; k < K; k++) {
 		const float *bk = b + off[k];
 		__m512 bv[NV];
@@ -101,9 +101,10 @@ tile(const int mr, const int nv, const float *restrict a, int64_t lda, const flo
 		}
 }
 
-typedef void tile_fn(const float *a, int64_t lda, const float *b, const int64_t *off, int64_t K, float *c,
-		     int64_t ldc, __mmask16 last, bool add);
+typedef void tile_fn(const float *a, int64_t lda, const float *b, const int64_t *off, int64_t K, float *c, int64_t ldc,
+		     __mmask16 last, bool add);
 
+/* clang-format off */
 #define TILE(R, V)                                                                                               \
 	static __attribute__((target("avx512f"))) void tile_##R##_##V(const float *a, int64_t lda, const float *b, \
 								       const int64_t *off, int64_t K, float *c,   \
@@ -115,14 +116,16 @@ typedef void tile_fn(const float *a, int64_t lda, const float *b, const int64_t 
 TILES(1) TILES(2) TILES(3) TILES(4) TILES(5) TILES(6) TILES(7) TILES(8)
 #define ROW(R) { tile_##R##_1, tile_##R##_2, tile_##R##_3 }
 static tile_fn *const tiles[MR][NV] = { ROW(1), ROW(2), ROW(3), ROW(4), ROW(5), ROW(6), ROW(7), ROW(8) };
+/* clang-format on */
 
 /* Rows [i0, i1) of C's nt (constant in each instance) columns from jt, as
  * dot products over this pass's nk steps, bt[q] column jt + q of B's
  * rows (packed): two rows at a time, a vector of 16 steps of k per
  * load of A, 2 nt accumulators. */
-static inline __attribute__((always_inline, target("avx512f"))) void
-tail_dots(const int nt, const float *a, int64_t lda, const float (*bt)[KC], int64_t nk, float *c, int64_t ldc,
-	  int64_t i0, int64_t i1, bool add)
+static inline __attribute__((always_inline, target("avx512f"))) void tail_dots(const int nt, const float *a,
+									       int64_t lda, const float (*bt)[KC],
+									       int64_t nk, float *c, int64_t ldc,
+									       int64_t i0, int64_t i1, bool add)
 {
 	__mmask16 last = (__mmask16)(nk % 16 ? (1u << (nk % 16)) - 1 : 0xffffu);
 	for (int64_t i = i0; i < i1; i += 2) {
@@ -152,6 +155,7 @@ tail_dots(const int nt, const float *a, int64_t lda, const float (*bt)[KC], int6
 	}
 }
 
+/* clang-format off */
 #define TAIL_DOTS(T)                                                                                            \
 	static __attribute__((target("avx512f"))) void tail_dots_##T(const float *a, int64_t lda,              \
 								      const float (*bt)[KC], int64_t nk, float *c, \
@@ -163,6 +167,7 @@ TAIL_DOTS(1) TAIL_DOTS(2) TAIL_DOTS(3) TAIL_DOTS(4)
 typedef void tail_fn(const float *a, int64_t lda, const float (*bt)[KC], int64_t nk, float *c, int64_t ldc,
 		     int64_t i0, int64_t i1, bool add);
 static tail_fn *const tails[TAIL_MAX] = { tail_dots_1, tail_dots_2, tail_dots_3, tail_dots_4 };
+/* clang-format on */
 
 void rt_igemm_block(const struct rt_igemm *g, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
@@ -196,7 +201,7 @@ void rt_igemm_block(const struct rt_igemm *g, int64_t m0, int64_t m1, int64_t n0
 			}
 			/* after the tiles, which brought the block's rows of A into cache */
 			if (nt)
-				tails[nt - 1](g->a + k0, g->lda, (const float (*)[KC])bt, nk, g->c + jt, g->ldc, i0, i1,
+				tails[nt - 1](g->a + k0, g->lda, (const float(*)[KC])bt, nk, g->c + jt, g->ldc, i0, i1,
 					      k0 > 0);
 		}
 	}
@@ -213,7 +218,8 @@ __attribute__((target("avx512f"))) void rt_igemm_stride2(float *restrict d, cons
 	}
 	if (q < n) { /* the last 2 (n - q) - 1 floats */
 		int64_t m = 2 * (n - q) - 1;
-		__mmask16 ml = (__mmask16)(m >= 16 ? 0xffffu : (1u << m) - 1), mh = (__mmask16)(m > 16 ? (1u << (m - 16)) - 1 : 0);
+		__mmask16 ml = (__mmask16)(m >= 16 ? 0xffffu : (1u << m) - 1),
+			  mh = (__mmask16)(m > 16 ? (1u << (m - 16)) - 1 : 0);
 		__m512 lo = _mm512_maskz_loadu_ps(ml, s + 2 * q), hi = _mm512_maskz_loadu_ps(mh, s + 2 * q + 16);
 		_mm512_mask_storeu_ps(d + q, (__mmask16)((1u << (n - q)) - 1), _mm512_permutex2var_ps(lo, even, hi));
 	}

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define IGEMM_NR 48 /* columns of a tile */
+#define IGEMM_NR 48      /* columns of a tile */
 #define IGEMM_TAIL_MAX 4 /* columns past the last whole vector of 16 computed as dot products, at most */
 
 struct rt_igemm {
@@ -25,7 +25,7 @@ struct rt_igemm {
 	const int64_t *off; /* K offsets into b */
 	float *c;
 	int64_t M, N, K, lda, ldc;
-	int64_t panel;      /* floats from one tile's panel of B to the next; 0: B's columns are contiguous */
+	int64_t panel; /* floats from one tile's panel of B to the next; 0: B's columns are contiguous */
 };
 
 /* Whether this CPU runs rt_igemm_block (AVX-512F). */

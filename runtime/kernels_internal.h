@@ -25,7 +25,7 @@ struct rt_epilogue {
  * when done here, false when the reference kernel must run it (another
  * dtype or rank, a result that overlaps an operand). rt_host_conv runs
  * epi (NULL: none) on its result, when its rows are whole output rows. */
-bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf);  /* kernels_gemm.c */
+bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf); /* kernels_gemm.c */
 bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, struct rt_epilogue *epi);
 bool rt_host_window(struct rt *r, const struct plan_kernel *k, void *const *buf); /* kernels_window.c */
 bool rt_host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf);

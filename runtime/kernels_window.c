@@ -26,9 +26,9 @@
  * read from a copy of each plane with its padding in place. */
 struct window {
 	const float *x;
-	float *out, *work;      /* work: `parts` planes of Hp x Wp floats */
+	float *out, *work; /* work: `parts` planes of Hp x Wp floats */
 	int64_t H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw;
-	int64_t Hp, Wp;         /* the planes that the windows reach, from (-ph, -pw) on */
+	int64_t Hp, Wp; /* the planes that the windows reach, from (-ph, -pw) on */
 	int64_t planes, parts;
 	bool max;
 };
@@ -200,10 +200,19 @@ bool rt_host_window(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	for (int d = 0; d < n - 2; d++)
 		if (a->window.v[d] != 1 || a->stride.v[d] != 1 || a->pad_lo.v[d] != 0 || os->dims[d] != xs->dims[d])
 			return false;
-	struct window c = { .H = xs->dims[n - 2], .W = xs->dims[n - 1], .OH = os->dims[n - 2], .OW = os->dims[n - 1],
-			    .KH = a->window.v[n - 2], .KW = a->window.v[n - 1], .sh = a->stride.v[n - 2],
-			    .sw = a->stride.v[n - 1], .ph = a->pad_lo.v[n - 2], .pw = a->pad_lo.v[n - 1],
-			    .dh = a->dilation.v[n - 2], .dw = a->dilation.v[n - 1], .max = k->op == IR_OP_WINDOW_MAX };
+	struct window c = { .H = xs->dims[n - 2],
+			    .W = xs->dims[n - 1],
+			    .OH = os->dims[n - 2],
+			    .OW = os->dims[n - 1],
+			    .KH = a->window.v[n - 2],
+			    .KW = a->window.v[n - 1],
+			    .sh = a->stride.v[n - 2],
+			    .sw = a->stride.v[n - 1],
+			    .ph = a->pad_lo.v[n - 2],
+			    .pw = a->pad_lo.v[n - 1],
+			    .dh = a->dilation.v[n - 2],
+			    .dw = a->dilation.v[n - 1],
+			    .max = k->op == IR_OP_WINDOW_MAX };
 	if (c.sh < 1 || c.sw < 1 || c.dh < 1 || c.dw < 1 || c.KH < 1 || c.KW < 1 || c.ph < 0 || c.pw < 0)
 		return false;
 	c.x = buf[0];
@@ -259,10 +268,10 @@ struct pad {
 	const struct ir_shape *xs, *os;
 	const struct ir_attrs *a;
 	int e;
-	size_t es;              /* bytes of an element */
+	size_t es;                                 /* bytes of an element */
 	size_t ost[IR_MAX_RANK], ist[IR_MAX_RANK]; /* bytes between indices of dim d */
-	float f;                /* the fill, in f32 unless zero */
-	uint32_t fbits;         /* its bits, for 4-byte elements (0 when zero) */
+	float f;                                   /* the fill, in f32 unless zero */
+	uint32_t fbits;                            /* its bits, for 4-byte elements (0 when zero) */
 	bool zero;
 };
 
@@ -281,8 +290,8 @@ static inline void pad_fill(const struct pad *c, char *out, size_t bytes)
  * the input's n elements, fill. Short rows of 4-byte elements (the pads
  * that interleave zeros have thousands of one or two) go element by
  * element with a select, which stays inline; others as three copies. */
-static void pad_rows(const struct pad *c, char *restrict out, const char *restrict in, int64_t count,
-		     size_t opitch, size_t ipitch)
+static void pad_rows(const struct pad *c, char *restrict out, const char *restrict in, int64_t count, size_t opitch,
+		     size_t ipitch)
 {
 	int64_t lo = c->a->pad_lo.v[c->e], n = c->xs->dims[c->e], L = c->os->dims[c->e];
 	size_t row = c->ist[c->e], head = (size_t)lo * row, body = (size_t)n * row;
@@ -327,8 +336,12 @@ static void pad_block(const struct pad *c, int d, char *out, const char *in)
 
 bool rt_host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf)
 {
-	struct pad c = { .xs = &k->shape[0], .os = &k->shape[1], .a = &k->a, .e = -1,
-			 .es = ir_dtype_size(k->dtype[0]), .f = (float)k->a.value };
+	struct pad c = { .xs = &k->shape[0],
+			 .os = &k->shape[1],
+			 .a = &k->a,
+			 .e = -1,
+			 .es = ir_dtype_size(k->dtype[0]),
+			 .f = (float)k->a.value };
 	int n = c.xs->rank;
 	c.zero = c.a->value == 0 && !signbit(c.a->value);
 	if (!c.zero)

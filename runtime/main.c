@@ -29,36 +29,37 @@ struct opts {
 	const char *tokens, *token_type; /* --tokens FILE [--token-type u16|u32|i32] */
 	long steps, log_every, ckpt_every;
 	double timeout;
-	bool reference;        /* --reference: the interpreter's kernels, not the plan's host code */
-	long threads;          /* --threads N per rank; 0: the cores divided among the host's ranks */
-	const char *device;    /* --device auto|cpu|gpu */
-	bool tf32;             /* --tf32: f32 dots on tensor cores (GPU) */
-	bool no_overlap;       /* --no-overlap: receives and collectives wait at their instruction */
+	bool reference;     /* --reference: the interpreter's kernels, not the plan's host code */
+	long threads;       /* --threads N per rank; 0: the cores divided among the host's ranks */
+	const char *device; /* --device auto|cpu|gpu */
+	bool tf32;          /* --tf32: f32 dots on tensor cores (GPU) */
+	bool no_overlap;    /* --no-overlap: receives and collectives wait at their instruction */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
-		   "       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
-		   "                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
-		   "       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
-		   "       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
-		   "                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
-		   "                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
-		   "                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
-		   "                 [--no-overlap] (CPU: every receive and collective waits at its\n"
-		   "                 instruction instead of overlapping compute; the same results)\n"
-		   "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
-		   "DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step. Inputs\n"
-		   "bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
-		   "--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
-		   "plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
-		   "k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
-		   "ids are its first T tokens, labels its last T.\n"
-		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
-		   "--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
-		   "--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
-		   "on this plan's mesh whatever mesh wrote it.\n");
+	fprintf(f,
+		"usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
+		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
+		"                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
+		"       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
+		"       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
+		"                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
+		"                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
+		"                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
+		"                 [--no-overlap] (CPU: every receive and collective waits at its\n"
+		"                 instruction instead of overlapping compute; the same results)\n"
+		"Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
+		"DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step. Inputs\n"
+		"bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
+		"--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
+		"plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
+		"k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
+		"ids are its first T tokens, labels its last T.\n"
+		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
+		"--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
+		"--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
+		"on this plan's mesh whatever mesh wrote it.\n");
 }
 
 static int parse_num(const char *opt, const char *s, double lo, double *out)
@@ -79,10 +80,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int rc = 0;
-		static const char *const strs[] = { "--model", "-i", "-o", "--data", "--save-onnx", "--checkpoint",
-						    "--resume", "--device", "--tokens", "--token-type", NULL };
-		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data, &o->save, &o->ckpt, &o->resume,
-				       &o->device, &o->tokens, &o->token_type };
+		static const char *const strs[] = { "--model",     "-i",           "-o",       "--data",
+						    "--save-onnx", "--checkpoint", "--resume", "--device",
+						    "--tokens",    "--token-type", NULL };
+		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data,   &o->save,
+				       &o->ckpt,  &o->resume, &o->device,  &o->tokens, &o->token_type };
 		int k = 0;
 		while (strs[k] && strcmp(s, strs[k]))
 			k++;
@@ -105,8 +107,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			if (!v || *end || end == v || errno || n < 1 || n > 1000000000L)
 				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to 1000000000", s,
 						 v ? v : "(missing)");
-			*(!strcmp(s, "--steps") ? &o->steps : s[2] == 'l' ? &o->log_every : s[2] == 't' ? &o->threads :
-			  &o->ckpt_every) = n;
+			*(!strcmp(s, "--steps") ? &o->steps
+			  : s[2] == 'l'         ? &o->log_every
+			  : s[2] == 't'         ? &o->threads
+						: &o->ckpt_every) = n;
 			i++;
 		} else if (!strcmp(s, "--timeout")) {
 			if ((rc = parse_num(s, v, 0.001, &o->timeout)) < 0)
@@ -126,8 +130,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		return ir_errorf(-EINVAL, "%s: give -i DIR (inference) or --data DIR or --tokens FILE (training)",
 				 o->plan);
 	if (!!o->in_dir + !!o->data + !!o->tokens > 1)
-		return ir_errorf(-EINVAL, "%s exclude each other", o->tokens && o->data ? "--data and --tokens" :
-				 o->tokens ? "-i and --tokens" : "-i and --data");
+		return ir_errorf(-EINVAL, "%s exclude each other",
+				 o->tokens && o->data ? "--data and --tokens"
+				 : o->tokens          ? "-i and --tokens"
+						      : "-i and --data");
 	if (o->token_type && !o->tokens)
 		return ir_errorf(-EINVAL, "--token-type needs --tokens FILE");
 	if (o->ckpt_every && !o->ckpt)
@@ -151,8 +157,10 @@ static int on_gpu(const struct opts *o, const struct plan *p, bool *gpu)
 		return ir_errorf(-EINVAL, "%s has no GPU code: compile it for a GPU cluster (or with --codegen ptx)",
 				 o->plan);
 	if (*gpu && !rt_gpu_built())
-		return ir_errorf(-ENODEV, "%s is for GPUs, but this pcc-run was built without CUDA (run it with "
-				 "--device cpu, or rebuild with the CUDA toolkit)", o->plan);
+		return ir_errorf(-ENODEV,
+				 "%s is for GPUs, but this pcc-run was built without CUDA (run it with "
+				 "--device cpu, or rebuild with the CUDA toolkit)",
+				 o->plan);
 	return 0;
 }
 
@@ -330,8 +338,9 @@ static int overlap_stats(const struct rt *r, char *buf, size_t n)
 	long v[4] = { r->n_early, r->n_recv, r->n_late, r->n_coll }, w[4];
 	buf[0] = 0;
 	for (int q = 1; q < r->c->size; q++) {
-		int rc = r->c->rank == q ? r->c->ops->ctl_send(r->c, v, sizeof v, 0) :
-			 r->c->rank == 0 ? r->c->ops->ctl_recv(r->c, w, sizeof w, q) : 0;
+		int rc = r->c->rank == q   ? r->c->ops->ctl_send(r->c, v, sizeof v, 0)
+			 : r->c->rank == 0 ? r->c->ops->ctl_recv(r->c, w, sizeof w, q)
+					   : 0;
 		if (rc < 0)
 			return rc;
 		for (int k = 0; k < 4 && r->c->rank == 0; k++)
@@ -426,7 +435,8 @@ static void log_step(const struct rt *r, long s, const struct opts *o, const str
 		loss += ir_tensor_get_f64(&out[(size_t)m * (size_t)p->noutputs], 0) / r->micro;
 	if (p->noutputs > 1 && p->outputs[1].per_step)
 		norm = ir_tensor_get_f64(&out[(size_t)(r->micro - 1) * (size_t)p->noutputs + 1], 0);
-	double samples = (double)r->micro * (p->ninputs && p->inputs[0].shape.rank ? (double)p->inputs[0].shape.dims[0] : 1);
+	double samples = (double)r->micro *
+			 (p->ninputs && p->inputs[0].shape.rank ? (double)p->inputs[0].shape.dims[0] : 1);
 	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.3f s  %.4g samples/s\n", s + 1, o->steps, loss, norm, t,
 	       samples / (t > 0 ? t : 1e-9));
 	fflush(stdout);
@@ -457,12 +467,12 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		goto done;
 	rt_data_describe(d, what, sizeof what);
 	if (r->c->rank == 0)
-		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %s, %s\n", o->plan,
-		       r->c->size, o->steps, r->micro, r->micro == 1 ? "" : "es", what,
-		       p->train_config ? p->train_config : "");
+		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %s, %s\n", o->plan, r->c->size,
+		       o->steps, r->micro, r->micro == 1 ? "" : "es", what, p->train_config ? p->train_config : "");
 	if (o->resume) {
 		char used[4400] = "";
-		if (rt_ckpt_load(r, o->resume, &r->step, used, sizeof used) < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
+		if (rt_ckpt_load(r, o->resume, &r->step, used, sizeof used) < 0 ||
+		    (r->gpu && rt_gpu_state(r, true) < 0)) {
 			rc = -1; /* rt_ckpt_load reported it */
 			if (r->c->rank == 0)
 				fprintf(stderr, "pcc-run: %s\n", ir_error());

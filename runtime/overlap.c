@@ -24,30 +24,30 @@
 
 /* A receive or collective started and not yet waited for. */
 struct pending {
-	int pos, instr, mb;           /* where it started */
+	int pos, instr, mb; /* where it started */
 	struct rt_comm_req *req;
-	uint8_t *pack;                /* its packed operands (owned) */
-	size_t npack;                 /* their bytes */
+	uint8_t *pack; /* its packed operands (owned) */
+	size_t npack;  /* their bytes */
 };
 
 struct rt_overlap {
-	int npos;                     /* trace positions of a step */
-	int *seg_of;                  /* [npos] the segment of each position */
-	int *from;                    /* [npos] where a receive or collective
-				       * starts (its own position: at its
-				       * instruction) */
-	int *at;                      /* [npos] where a collective is waited for
-				       * (npos: the step's end; its position + 1:
-				       * at its instruction); -1 elsewhere */
-	int *post, npost;             /* receives, and collectives started before
-				       * their instruction, by (from, position) */
-	int *wait, nwait;             /* collectives started early or finished
-				       * late, by (at, position) */
-	int next_post, next_wait;     /* in the step running */
+	int npos;                 /* trace positions of a step */
+	int *seg_of;              /* [npos] the segment of each position */
+	int *from;                /* [npos] where a receive or collective
+				   * starts (its own position: at its
+				   * instruction) */
+	int *at;                  /* [npos] where a collective is waited for
+				   * (npos: the step's end; its position + 1:
+				   * at its instruction); -1 elsewhere */
+	int *post, npost;         /* receives, and collectives started before
+				   * their instruction, by (from, position) */
+	int *wait, nwait;         /* collectives started early or finished
+				   * late, by (at, position) */
+	int next_post, next_wait; /* in the step running */
 	struct pending *pend;
 	int npend, cap;
-	size_t packed;                /* bytes of the pending ones' pack */
-	double progressed;            /* ir_now() of the last progress */
+	size_t packed;     /* bytes of the pending ones' pack */
+	double progressed; /* ir_now() of the last progress */
 };
 
 #define PROGRESS_GAP 100e-6 /* seconds */
@@ -164,7 +164,8 @@ static int post_pos(const struct rt *r, const struct plan_instr *x, int mb, int 
 	for (int k = 0; k < ov->nwait && ov->wait[k] < t; k++) {
 		int cmb, c = ov->wait[k];
 		const struct plan_instr *y = instr_at(r, c, &cmb);
-		if (ov->at[c] > e && (overlaps(rt_arg(r, y, 0), cmb, lo, hi) || overlaps(rt_arg(r, y, y->nin), cmb, lo, hi)))
+		if (ov->at[c] > e &&
+		    (overlaps(rt_arg(r, y, 0), cmb, lo, hi) || overlaps(rt_arg(r, y, y->nin), cmb, lo, hi)))
 			e = ov->at[c];
 	}
 	return e;
@@ -391,8 +392,8 @@ int rt_overlap_at(struct rt *r, int pos)
 		if (x->kind == PLAN_RECV) {
 			struct pending *p = pend_new(ov, q, (int)(x - r->d->instr), r->mb);
 			const struct plan_buffer *b = rt_arg(r, x, x->nin);
-			rc = p ? c->recv(r->c, rt_buf(r, b), (size_t)b->bytes, x->peer, x->tag, &p->req) :
-				 ir_errorf(-ENOMEM, "out of memory starting a receive");
+			rc = p ? c->recv(r->c, rt_buf(r, b), (size_t)b->bytes, x->peer, x->tag, &p->req)
+			       : ir_errorf(-ENOMEM, "out of memory starting a receive");
 			if (rc < 0 && p)
 				ov->npend--;
 			r->n_early += rc == 0 && pos < q;

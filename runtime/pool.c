@@ -23,24 +23,24 @@
 #include "ir/ir.h"
 #include "runtime/pool.h"
 
-#define SPIN_S 50e-6     /* seconds to spin before sleeping */
+#define SPIN_S 50e-6 /* seconds to spin before sleeping */
 #define MAX_THREADS 0xffff
 
 struct pool {
-	int nthreads;            /* the caller and nthreads - 1 workers */
+	int nthreads; /* the caller and nthreads - 1 workers */
 	int nstarted;
 	pthread_t *tid;
 	void (*fn)(void *ctx, int64_t begin, int64_t end);
 	void *ctx;
-	int64_t n;               /* items of the job */
-	_Atomic uint64_t claim;  /* gen << 32 | nchunks << 16 | next chunk */
+	int64_t n;              /* items of the job */
+	_Atomic uint64_t claim; /* gen << 32 | nchunks << 16 | next chunk */
 	_Atomic uint32_t gen;
-	_Atomic int pending;     /* chunks of the job not done yet */
-	_Atomic int nsleep;      /* workers asleep on wake, or about to be */
-	_Atomic bool waiting;    /* the caller is asleep on done, or about to be */
+	_Atomic int pending;  /* chunks of the job not done yet */
+	_Atomic int nsleep;   /* workers asleep on wake, or about to be */
+	_Atomic bool waiting; /* the caller is asleep on done, or about to be */
 	_Atomic bool stop;
-	bool busy;               /* in pool_run (catches reentry) */
-	void *scratch;           /* pool_scratch's, nscratch bytes */
+	bool busy;     /* in pool_run (catches reentry) */
+	void *scratch; /* pool_scratch's, nscratch bytes */
 	size_t nscratch;
 	pthread_mutex_t mu;
 	pthread_cond_t wake, done;
@@ -132,7 +132,8 @@ struct pool *pool_new(int nthreads)
 	pthread_cond_init(&p->done, NULL);
 	for (; p->nstarted < nthreads - 1; p->nstarted++) {
 		if ((rc = pthread_create(&p->tid[p->nstarted], NULL, worker, p)) != 0) {
-			ir_errorf(-rc, "pool: cannot start thread %d of %d: %s", p->nstarted + 1, nthreads, strerror(rc));
+			ir_errorf(-rc, "pool: cannot start thread %d of %d: %s", p->nstarted + 1, nthreads,
+				  strerror(rc));
 			pool_free(p);
 			return NULL;
 		}
@@ -175,8 +176,7 @@ int pool_threads(const struct pool *p)
 	return p->nthreads;
 }
 
-void pool_run(struct pool *p, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx,
-	      int64_t n, int64_t grain)
+void pool_run(struct pool *p, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx, int64_t n, int64_t grain)
 {
 	int64_t nch;
 	if (n <= 0)

@@ -27,8 +27,7 @@ int pool_threads(const struct pool *p);
  * contiguous chunks of at least grain items each (one chunk, run inline,
  * when n <= grain or the pool has one thread); the caller runs chunks too.
  * Returns when every chunk is done. */
-void pool_run(struct pool *p, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx,
-	      int64_t n, int64_t grain);
+void pool_run(struct pool *p, void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx, int64_t n, int64_t grain);
 
 /* Scratch memory of at least bytes for the pool's caller (the host kernels'
  * work areas), 64-byte aligned, kept and reused across calls: valid until

@@ -33,33 +33,33 @@
  * lo, its save at pos + 1 + hi - lo; the step's end one past the last
  * segment's save. */
 struct rt_seg {
-	int mb;                       /* the micro-batch (its slots) */
-	int lo, hi;                   /* instructions [lo, hi) */
-	int part;                     /* 0 forward or whole, 1 backward, 2 per step */
-	bool feed;                    /* the micro-batch's inputs go in first */
-	int pos;                      /* trace position of its feed */
+	int mb;     /* the micro-batch (its slots) */
+	int lo, hi; /* instructions [lo, hi) */
+	int part;   /* 0 forward or whole, 1 backward, 2 per step */
+	bool feed;  /* the micro-batch's inputs go in first */
+	int pos;    /* trace position of its feed */
 };
 
 struct rt_overlap;
 
 struct rt {
 	const struct plan *p;
-	const struct plan_device *d;  /* this rank's program */
+	const struct plan_device *d; /* this rank's program */
 	struct rt_comm *c;
-	uint8_t *arena;               /* d->arena_bytes; on a GPU rank the host's copy
-				       * of what the host reads and writes, reserved
-				       * whole but only touched pages take memory */
-	bool sparse;                  /* arena is such a reservation (mmap) */
-	struct rt_gpu *gpu;           /* the CUDA backend; NULL: the CPU runs it all */
-	int mb;                       /* the micro-batch whose slots are in use */
-	int pc;                       /* the instruction running (for messages) */
-	uint8_t *scratch;             /* packing collectives */
+	uint8_t *arena;     /* d->arena_bytes; on a GPU rank the host's copy
+			     * of what the host reads and writes, reserved
+			     * whole but only touched pages take memory */
+	bool sparse;        /* arena is such a reservation (mmap) */
+	struct rt_gpu *gpu; /* the CUDA backend; NULL: the CPU runs it all */
+	int mb;             /* the micro-batch whose slots are in use */
+	int pc;             /* the instruction running (for messages) */
+	uint8_t *scratch;   /* packing collectives */
 	size_t nscratch;
-	int micro;                    /* micro-batches per step */
+	int micro; /* micro-batches per step */
 	/* output slices this rank writes (writer, not per step), saved per
 	 * micro-batch after the part that writes them: saved[m * nbuf + b] */
 	void **saved;
-	void **saved_step;            /* per-step outputs: saved_step[b] */
+	void **saved_step; /* per-step outputs: saved_step[b] */
 	/* per device and buffer, computed once from the plan: the part writing
 	 * a gathered output (0 forward or whole, 1 backward, 2 per step; -1
 	 * none), and whether it is the saver of its parameter or state slice
@@ -72,30 +72,30 @@ struct rt {
 	struct hostcode *hc;
 	void (**fn)(void **args, int64_t begin, int64_t end);
 	struct pool *pool;
-	double t_kernel, t_comm;      /* seconds in kernels, in the table */
-	double t_gemm;                /* of t_kernel: in kernels whose core is a dot (plan_kernel_core) */
+	double t_kernel, t_comm; /* seconds in kernels, in the table */
+	double t_gemm;           /* of t_kernel: in kernels whose core is a dot (plan_kernel_core) */
 	/* per-kernel profile, filled only where the caller allocated it (the
 	 * codegen benchmark's PCC_BENCH_PROFILE): seconds and calls, [nkernels] */
 	double *prof_time;
 	long *prof_calls;
-	struct rt_seg *seg;           /* a step's segments (step.c) */
+	struct rt_seg *seg; /* a step's segments (step.c) */
 	int nseg;
-	bool no_overlap;              /* --no-overlap: every receive and collective
-				       * waits at its instruction, as on a GPU rank */
-	struct rt_overlap *ov;        /* overlap.c: which receives start early, which
-				       * collectives finish late; NULL: none */
+	bool no_overlap;       /* --no-overlap: every receive and collective
+				* waits at its instruction, as on a GPU rank */
+	struct rt_overlap *ov; /* overlap.c: which receives start early, which
+				* collectives finish late; NULL: none */
 	/* since the start: receives run, of them posted before their
 	 * instruction; collectives run, of them started before their
 	 * instruction or waited for after it */
 	long n_recv, n_early, n_coll, n_late;
-	long step;                    /* steps run so far (since the start or resume) */
-	struct rt_fault {             /* fault injection for tests (PCC_RUN_FAULT) */
-		int rank, instr;      /* where: this rank's instruction, at step `step` */
+	long step;               /* steps run so far (since the start or resume) */
+	struct rt_fault {        /* fault injection for tests (PCC_RUN_FAULT) */
+		int rank, instr; /* where: this rank's instruction, at step `step` */
 		long step;
-		char kind;            /* 'x' exit, 'h' hang, 'e' error, 'n' the checkpoint
-				       * file write of `step + 1` runs out of space, 'c'
-				       * rank 0 dies as it puts that checkpoint in place
-				       * (main.c parses it); 0 none */
+		char kind; /* 'x' exit, 'h' hang, 'e' error, 'n' the checkpoint
+			    * file write of `step + 1` runs out of space, 'c'
+			    * rank 0 dies as it puts that checkpoint in place
+			    * (main.c parses it); 0 none */
 	} fault;
 };
 

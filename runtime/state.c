@@ -55,8 +55,9 @@ static void output_parts(const struct plan *p, const struct plan_device *d, int8
 			const struct plan_buffer *o = &d->buf[b];
 			if (o->bind != PLAN_BIND_OUTPUT || !o->writer)
 				continue;
-			part[b] = i >= plan_step_first(d) || p->outputs[o->index].per_step ? 2 :
-				  d->nfwd && i >= d->nfwd ? 1 : 0;
+			part[b] = i >= plan_step_first(d) || p->outputs[o->index].per_step ? 2
+				  : d->nfwd && i >= d->nfwd                                ? 1
+											   : 0;
 		}
 	}
 }
@@ -139,8 +140,10 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse)
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
 	r->sparse = sparse;
 	if (avail >= 0 && need > avail && !sparse)
-		return ir_errorf(-ENOMEM, "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "
-				 "available", ir_bytes_str((double)d->arena_bytes, a), rt_local_ranks(),
+		return ir_errorf(-ENOMEM,
+				 "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "
+				 "available",
+				 ir_bytes_str((double)d->arena_bytes, a), rt_local_ranks(),
 				 ir_bytes_str((double)avail, b));
 	if (!(r->arena = sparse ? reserve((size_t)d->arena_bytes + 1) : ir_malloc((size_t)d->arena_bytes + 1)) ||
 	    !(r->saved = ir_calloc((size_t)d->nbuf * (size_t)r->micro + 1, sizeof *r->saved)) ||
@@ -224,8 +227,8 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params)
 			if (!src)
 				return ir_errorf(-ENOMEM, "out of memory gathering parameters");
 			if (dev == 0 || (rc = r->c->ops->ctl_recv(r->c, src, (size_t)x->bytes, dev)) == 0)
-				ir_copy_block(params[x->index].data, &params[x->index].shape, x->start, src, &x->shape, NULL,
-					      &x->shape, ir_dtype_size(x->dtype));
+				ir_copy_block(params[x->index].data, &params[x->index].shape, x->start, src, &x->shape,
+					      NULL, &x->shape, ir_dtype_size(x->dtype));
 			if (dev != 0)
 				ir_free(src);
 		}

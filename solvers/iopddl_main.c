@@ -156,7 +156,8 @@ int main(int argc, char **argv)
 	struct shard_eval ev;
 	int rc = choice ? shard_solve(&p, &prm, choice, &ev) : -ENOMEM;
 	if (rc < 0) {
-		fprintf(stderr, "pcc-iopddl: %s: %s\n", argv[1], rc == -ENOMEM && !choice ? "out of memory" : shard_error());
+		fprintf(stderr, "pcc-iopddl: %s: %s\n", argv[1],
+			rc == -ENOMEM && !choice ? "out of memory" : shard_error());
 		puts("[]");
 		shard_problem_free(&p);
 		free(choice);

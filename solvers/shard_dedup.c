@@ -227,7 +227,7 @@ static int components(struct dd *d)
 		for (int x = 0; x < d->c[c].m; x++) {
 			int a, b;
 			edge_ends(d, e[x], &a, &b);
-			ek[x] = (struct ekey){d->pos[a], d->pos[b], e[x]};
+			ek[x] = (struct ekey){ d->pos[a], d->pos[b], e[x] };
 		}
 		qsort(ek, (size_t)d->c[c].m, sizeof *ek, cmp_ekey);
 		for (int x = 0; x < d->c[c].m; x++)
@@ -262,7 +262,7 @@ static int classes(struct dd *d, struct shard_dedup_stats *st)
 		if (d->c[c].pieces)
 			continue;
 		if ((rc = canon(d, &d->c[c])) == 0)
-			order[nf++] = (struct ckey){hash_words(d->w, d->wn), c};
+			order[nf++] = (struct ckey){ hash_words(d->w, d->wn), c };
 	}
 	if (rc == 0)
 		qsort(order, (size_t)nf, sizeof *order, cmp_ckey);
@@ -395,7 +395,7 @@ int shard_dedup_build(const struct shard_model *m, struct shard_dedup *out, stru
 {
 	memset(out, 0, sizeof *out);
 	memset(stats, 0, sizeof *stats);
-	struct dd d = {.m = m};
+	struct dd d = { .m = m };
 	size_t n = (size_t)m->n + 1;
 	d.comp = malloc(sizeof *d.comp * n);
 	d.pos = malloc(sizeof *d.pos * n);

@@ -62,7 +62,8 @@ int shard_dp_init(struct shard_dp *dp, int nn, int nm, int nstrat)
 	dp->arg_off = malloc(sizeof *dp->arg_off * n);
 	dp->f = malloc(sizeof *dp->f * ((size_t)nstrat + 1));
 	dp->choice = malloc(sizeof *dp->choice * n);
-	if (!dp->perm || !dp->tmp || !dp->key || !dp->is_tree || !dp->uf || !dp->order || !dp->up || !dp->arg_off || !dp->f || !dp->choice)
+	if (!dp->perm || !dp->tmp || !dp->key || !dp->is_tree || !dp->uf || !dp->order || !dp->up || !dp->arg_off ||
+	    !dp->f || !dp->choice)
 		return shard_errorf(-ENOMEM, "heuristic: out of memory");
 	return 0;
 }
@@ -91,8 +92,7 @@ static int nstrat(const struct shard_graph *g, int i)
 	return g->off[i + 1] - g->off[i];
 }
 
-static void build_forest(struct shard_dp *dp, const struct shard_graph *g, uint64_t (*rng)(uint64_t *),
-			 uint64_t *seed)
+static void build_forest(struct shard_dp *dp, const struct shard_graph *g, uint64_t (*rng)(uint64_t *), uint64_t *seed)
 {
 	for (int k = 0; k < g->m; k++)
 		dp->perm[k] = k;
@@ -237,6 +237,8 @@ static void state_local(void *ctx, int i, shard_i128 *out)
 void shard_state_graph(struct shard_state *st, struct shard_graph *g)
 {
 	const struct shard_problem *p = st->p;
-	*g = (struct shard_graph){p->nnodes, p->nedges, p->strat_off, p->edge_u, p->edge_v, p->edge_off, p->edge_cost,
-				  st->adj_off, st->adj, st->choice, st->alive, state_local, st};
+	*g = (struct shard_graph){ p->nnodes, p->nedges,   p->strat_off, p->edge_u,
+				   p->edge_v, p->edge_off, p->edge_cost, st->adj_off,
+				   st->adj,   st->choice,  st->alive,    state_local,
+				   st };
 }

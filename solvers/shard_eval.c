@@ -32,8 +32,8 @@ static int check_choice(const struct shard_problem *p, const int *choice)
 {
 	for (int i = 0; i < p->nnodes; i++)
 		if (choice[i] < 0 || choice[i] >= shard_problem_nstrat(p, i))
-			return shard_errorf(-EINVAL, "node %d: strategy %d out of range (the node has %d)", i, choice[i],
-					    shard_problem_nstrat(p, i));
+			return shard_errorf(-EINVAL, "node %d: strategy %d out of range (the node has %d)", i,
+					    choice[i], shard_problem_nstrat(p, i));
 	return 0;
 }
 
@@ -88,8 +88,8 @@ int shard_evaluate(const struct shard_problem *p, const int *choice, struct shar
 		int64_t u = p->usage[p->strat_off[i] + choice[i]];
 		if (u == 0 || p->lo[i] >= p->hi[i])
 			continue;
-		ev[n++] = (struct event){p->lo[i], u};
-		ev[n++] = (struct event){p->hi[i], -u};
+		ev[n++] = (struct event){ p->lo[i], u };
+		ev[n++] = (struct event){ p->hi[i], -u };
 	}
 	qsort(ev, (size_t)n, sizeof *ev, event_cmp);
 	sweep(ev, n, p->usage_limit, out);

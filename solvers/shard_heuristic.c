@@ -336,7 +336,8 @@ static int alloc_run(struct run *r, const struct shard_problem *p)
 	int rc = shard_state_init(&r->st, p, r->t0 + r->prm->time_limit);
 	if (rc < 0)
 		return rc;
-	if ((rc = shard_queue_init(&r->q, p->nnodes)) < 0 || (rc = shard_dp_init(&r->dp, p->nnodes, p->nedges, p->strat_off[p->nnodes])) < 0)
+	if ((rc = shard_queue_init(&r->q, p->nnodes)) < 0 ||
+	    (rc = shard_dp_init(&r->dp, p->nnodes, p->nedges, p->strat_off[p->nnodes])) < 0)
 		return rc;
 	r->mask = malloc((size_t)p->nnodes + 1);
 	r->start = malloc(sizeof *r->start * ((size_t)p->nnodes + 1));
@@ -348,7 +349,7 @@ static int alloc_run(struct run *r, const struct shard_problem *p)
 int shard_heuristic(const struct shard_problem *p, const struct shard_heuristic_params *prm, int *choice,
 		    struct shard_eval *out)
 {
-	struct run r = {.prm = prm, .t0 = shard_now(), .rng = prm->seed};
+	struct run r = { .prm = prm, .t0 = shard_now(), .rng = prm->seed };
 	memset(out, 0, sizeof *out);
 	int rc = shard_problem_check(p);
 	if (rc < 0)

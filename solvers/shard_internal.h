@@ -49,9 +49,9 @@ struct shard_tree {
 /* One incident edge of a node: the edge and which end the node is. */
 struct shard_adj {
 	int edge;
-	int other;     /* the other endpoint (the node itself for a self-loop) */
-	int64_t row;   /* stride to step by this node's strategy in the matrix */
-	int64_t col;   /* stride to step by the other node's strategy */
+	int other;   /* the other endpoint (the node itself for a self-loop) */
+	int64_t row; /* stride to step by this node's strategy in the matrix */
+	int64_t col; /* stride to step by the other node's strategy */
 };
 
 struct shard_undo {

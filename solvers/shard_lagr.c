@@ -79,7 +79,8 @@ static void price(struct lagr *l)
 		for (int q = m->off[i]; q < m->off[i + 1]; q++) {
 			double c = (double)m->cost[q];
 			for (int x = m->poff[i]; x < m->poff[i + 1]; x++)
-				c += (double)ms_use(m, x, q - m->off[i]) * (l->pre[m->piece[x].b] - l->pre[m->piece[x].a]);
+				c += (double)ms_use(m, x, q - m->off[i]) *
+				     (l->pre[m->piece[x].b] - l->pre[m->piece[x].a]);
 			l->unary[q] = c;
 			l->m2.cost[q] = m->cost[q] >= m->inf || c >= (double)m->inf ? m->inf : (int64_t)c;
 		}
@@ -145,9 +146,10 @@ int shard_lagr(struct mstate *st, struct msearch *ms, const struct lagr_params *
 	l.use = malloc(sizeof *l.use * ((size_t)m->nseg + 1));
 	l.lab = malloc(sizeof *l.lab * ((size_t)m->n + 1));
 	l.best = malloc(sizeof *l.best * ((size_t)m->n + 1));
-	int rc = l.lambda && l.pre && l.unary && l.use && l.lab && l.best && l.m2.poff && l.m2.cost ? trws_init(&l.t, st)
-												  : NOMEM();
-	struct msearch_params mp = {1, false, prm->t0};
+	int rc = l.lambda && l.pre && l.unary && l.use && l.lab && l.best && l.m2.poff && l.m2.cost
+			 ? trws_init(&l.t, st)
+			 : NOMEM();
+	struct msearch_params mp = { 1, false, prm->t0 };
 	if (rc == 0 && (rc = ms_init(&l.st2, &l.m2, prm->until)) == 0) {
 		if ((rc = msearch_init(&l.ms2, &l.st2, &mp)) < 0)
 			ms_free(&l.st2);

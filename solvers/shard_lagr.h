@@ -15,13 +15,13 @@
  * last one ended. */
 struct trws {
 	const struct mstate *st; /* graph and adjacency */
-	int64_t *moff;  /* per adjacency entry: its message into the node */
-	double *msg;    /* the messages, normalized to minimum 0 */
+	int64_t *moff;           /* per adjacency entry: its message into the node */
+	double *msg;             /* the messages, normalized to minimum 0 */
 	int64_t nmsg;
-	int *twin;      /* per adjacency entry: the other end's entry */
-	double *gamma;  /* per node: 1 / max(earlier, later neighbours) */
+	int *twin;       /* per adjacency entry: the other end's entry */
+	double *gamma;   /* per node: 1 / max(earlier, later neighbours) */
 	double *hat, *h; /* scratch, maxk */
-	int *label;     /* the last forward pass's labeling */
+	int *label;      /* the last forward pass's labeling */
 };
 
 int trws_init(struct trws *t, const struct mstate *st);

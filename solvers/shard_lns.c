@@ -44,9 +44,9 @@ struct lns {
 	int *win, nw;      /* the window */
 	unsigned char *in; /* per node: in the window */
 	struct mip_moves mv;
-	int64_t cols;      /* columns the window needs so far */
+	int64_t cols; /* columns the window needs so far */
 	uint64_t rng;
-	int sweep;         /* next node of the sweep windows */
+	int sweep; /* next node of the sweep windows */
 	struct lns_stats *stats;
 };
 
@@ -179,7 +179,7 @@ int lns_take(struct mstate *st, const struct mip_moves *mv, bool *taken)
 int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *prm, struct lns_stats *stats)
 {
 	const struct shard_model *m = st->m;
-	struct lns l = {st, ms, prm, NULL, 0, NULL, {0, 0, NULL, NULL}, 0, prm->seed, 0, stats};
+	struct lns l = { st, ms, prm, NULL, 0, NULL, { 0, 0, NULL, NULL }, 0, prm->seed, 0, stats };
 	memset(stats, 0, sizeof *stats);
 	if (m->n == 0)
 		return 0;
@@ -191,8 +191,8 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 	for (int round = 0; rc == 0 && round < prm->max_windows && !spent && shard_now() < st->deadline; round++) {
 		make_window(&l, round, size);
 		double left = st->deadline - shard_now();
-		struct mip_params mp = {prm->node_limit, 40 * prm->cheap, prm->gap, left, prm->max_cols,
-					4 * prm->max_cols, prm->presolve, prm->soft, true, false};
+		struct mip_params mp = { prm->node_limit,   40 * prm->cheap, prm->gap,  left, prm->max_cols,
+					 4 * prm->max_cols, prm->presolve,   prm->soft, true, false };
 		struct mip_result res;
 		bool taken = false;
 		if ((rc = shard_mip_window(st, l.win, l.nw, &mp, &l.mv, &res)) < 0)
@@ -215,10 +215,13 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 			size--;
 		if (prm->verbose && (taken || round % 50 == 0)) {
 			char b[SHARD_I128_STRLEN];
-			fprintf(stderr, "shard: %.2fs lns window %d (%d nodes, %d cols, %s, %.3fs, %d iterations)%s: cost %s\n",
+			fprintf(stderr,
+				"shard: %.2fs lns window %d (%d nodes, %d cols, %s, %.3fs, %d iterations)%s: cost %s\n",
 				shard_now() - prm->t0, round, l.nw, res.cols,
-				res.optimal ? "optimal" : res.solved ? "feasible" : "unsolved", res.seconds, res.iterations,
-				taken ? " improved" : "", shard_i128_str(st->cost, b));
+				res.optimal  ? "optimal"
+				: res.solved ? "feasible"
+					     : "unsolved",
+				res.seconds, res.iterations, taken ? " improved" : "", shard_i128_str(st->cost, b));
 		}
 	}
 	/* windows left when the deadline came: the backstop cut the search */

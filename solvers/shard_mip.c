@@ -195,7 +195,7 @@ static void solve(glp_prob *lp, const struct build *b, const struct mip_params *
 		return;
 	double left = prm->time_limit - (shard_now() - t0);
 	bool presolve = prm->presolve;
-	struct cb_info cb = {b->warm_ok && !presolve ? b->warm : NULL, false, 0, prm->node_limit};
+	struct cb_info cb = { b->warm_ok && !presolve ? b->warm : NULL, false, 0, prm->node_limit };
 	glp_iocp iocp;
 	glp_init_iocp(&iocp);
 	iocp.msg_lev = prm->verbose ? GLP_MSG_ON : GLP_MSG_OFF;

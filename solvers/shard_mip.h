@@ -22,15 +22,15 @@ struct mip_params {
 	/* Memory rows only where the incumbent is tight, the others added
 	 * when a solution breaks them (for windows of nodes with many pieces) */
 	bool lazy;
-	bool verbose;      /* GLPK's own output */
+	bool verbose; /* GLPK's own output */
 };
 
 struct mip_result {
 	int cols, rows, mem_rows;
-	bool solved;  /* GLPK returned an integer solution */
-	bool optimal; /* and proved it optimal within the gap */
-	bool too_big; /* over max_cols: nothing was built */
-	int iterations; /* simplex iterations, a deterministic measure of work */
+	bool solved;     /* GLPK returned an integer solution */
+	bool optimal;    /* and proved it optimal within the gap */
+	bool too_big;    /* over max_cols: nothing was built */
+	int iterations;  /* simplex iterations, a deterministic measure of work */
 	int lazy_rounds; /* re-solves after adding broken memory rows */
 	bool timed_out;  /* GLPK stopped at the time limit (the backstop) */
 	double seconds;

@@ -46,10 +46,6 @@ static void trip_free(struct trip *t)
 	free(t->ar);
 }
 
-
-
-
-
 static int grow(void **p, int *cap, int need, size_t size)
 {
 	if (need < *cap)
@@ -113,7 +109,7 @@ static int respond(struct build *b, int i, const struct shard_adj *a, shard_i128
 	if (grow((void **)&b->rpool, &cap, b->rpool_n + ki, sizeof *b->rpool) < 0)
 		return NOMEM();
 	b->rpool_cap = cap;
-	b->rsp[b->nrsp++] = (struct responder){o, i, b->rpool_n};
+	b->rsp[b->nrsp++] = (struct responder){ o, i, b->rpool_n };
 	int *resp = b->rpool + b->rpool_n;
 	b->rpool_n += ki;
 	ms_local(st, o, i, NULL, lo);
@@ -190,10 +186,12 @@ static int add_edge(struct build *b, int k, int *ra, int *rb)
 	const int64_t *mat = m->ecost + m->eoff[k];
 	int cu = b->st->choice[u], cv = b->st->choice[v];
 	for (int a = 0; a < ku && rc == 0; a++)
-		if ((ra[a] = xu[a] ? new_row(b, GLP_FX, 0.0) : 0) < 0 || (xu[a] && trip_add(&b->t, ra[a], xu[a], -1.0) < 0))
+		if ((ra[a] = xu[a] ? new_row(b, GLP_FX, 0.0) : 0) < 0 ||
+		    (xu[a] && trip_add(&b->t, ra[a], xu[a], -1.0) < 0))
 			rc = NOMEM();
 	for (int c = 0; c < kv && rc == 0; c++)
-		if ((rb[c] = xv[c] ? new_row(b, GLP_FX, 0.0) : 0) < 0 || (xv[c] && trip_add(&b->t, rb[c], xv[c], -1.0) < 0))
+		if ((rb[c] = xv[c] ? new_row(b, GLP_FX, 0.0) : 0) < 0 ||
+		    (xv[c] && trip_add(&b->t, rb[c], xv[c], -1.0) < 0))
 			rc = NOMEM();
 	if (mat[(int64_t)cu * kv + cv] >= m->inf)
 		b->warm_ok = false;
@@ -215,7 +213,8 @@ static int add_edge(struct build *b, int k, int *ra, int *rb)
 static int add_edges(struct build *b)
 {
 	const struct mstate *st = b->st;
-	int *ra = malloc(sizeof *ra * ((size_t)st->maxk + 1)), *rb = malloc(sizeof *rb * ((size_t)st->maxk + 1)), rc = 0;
+	int *ra = malloc(sizeof *ra * ((size_t)st->maxk + 1)), *rb = malloc(sizeof *rb * ((size_t)st->maxk + 1)),
+	    rc = 0;
 	if (!ra || !rb)
 		rc = NOMEM();
 	for (int w = 0; w < b->nw && rc == 0; w++) {
@@ -248,8 +247,6 @@ static int64_t count_cols(const struct build *b)
 	}
 	return n;
 }
-
-
 
 /* Piece x's least and largest usage over strategies with a column. */
 static void piece_range(const struct build *b, int i, int x, int64_t *lo, int64_t *hi)
@@ -327,7 +324,7 @@ static int make_runs(struct build *b, const int *pn, const int *px, int np, stru
 		if ((rc = grow((void **)cov, &cap, ncov + na, sizeof **cov)) < 0)
 			break;
 		struct run *run = &(*runs)[r];
-		*run = (struct run){lo, hi, ncov, na, hi, lo, 0, 0, 0};
+		*run = (struct run){ lo, hi, ncov, na, hi, lo, 0, 0, 0 };
 		shard_i128 cur = 0, lhs = 0;
 		for (int y = 0; y < na; y++) {
 			int z = act[y], x = px[z], i = pn[z];
@@ -337,9 +334,12 @@ static int make_runs(struct build *b, const int *pn, const int *px, int np, stru
 			cur += ms_use(m, x, b->st->choice[i]);
 			lhs += phi;
 			if (m->piece[x].b < run->minend || y == 0)
-				run->minend = y == 0 ? m->piece[x].b : (m->piece[x].b < run->minend ? m->piece[x].b : run->minend);
+				run->minend = y == 0 ? m->piece[x].b
+						     : (m->piece[x].b < run->minend ? m->piece[x].b : run->minend);
 			if (m->piece[x].a > run->maxstart || y == 0)
-				run->maxstart = y == 0 ? m->piece[x].a : (m->piece[x].a > run->maxstart ? m->piece[x].a : run->maxstart);
+				run->maxstart = y == 0 ? m->piece[x].a
+						       : (m->piece[x].a > run->maxstart ? m->piece[x].a
+											: run->maxstart);
 		}
 		run->rhs = (shard_i128)m->limit - (shard_tree_max(&b->st->tree, lo, hi) - cur);
 		run->slack = run->rhs - lhs;
@@ -452,8 +452,8 @@ void mip_build_free(struct build *b)
 	free(b->dval);
 }
 
-int mip_build(struct build *b, const struct mstate *st, const int *nodes, int nw, int max_cols, bool soft,
-	      bool lazy, bool *too_big)
+int mip_build(struct build *b, const struct mstate *st, const int *nodes, int nw, int max_cols, bool soft, bool lazy,
+	      bool *too_big)
 {
 	const struct shard_model *m = st->m;
 	memset(b, 0, sizeof *b);

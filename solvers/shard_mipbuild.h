@@ -39,9 +39,9 @@ struct build {
 	const struct shard_model *m;
 	const int *nodes;
 	int nw;
-	int *pos;              /* per model node: index in W or -1 */
+	int *pos;               /* per model node: index in W or -1 */
 	unsigned char *outside; /* per model node: not in W */
-	int *xcol;             /* per model strategy of W's nodes: its column or 0 */
+	int *xcol;              /* per model strategy of W's nodes: its column or 0 */
 	struct trip t;
 	int ncols, nrows, cols_cap, rows_cap;
 	double *obj, *warm;
@@ -70,8 +70,8 @@ struct build {
  * formulation); *too_big when it would need more than max_cols columns
  * (0: no limit), and then nothing is built. lazy: memory rows only for the
  * runs tight at the incumbent. 0 or -ENOMEM. */
-int mip_build(struct build *b, const struct mstate *st, const int *nodes, int nw, int max_cols, bool soft,
-	      bool lazy, bool *too_big);
+int mip_build(struct build *b, const struct mstate *st, const int *nodes, int nw, int max_cols, bool soft, bool lazy,
+	      bool *too_big);
 void mip_build_free(struct build *b);
 /* Run r's memory row into b->ival/dval (1-based); returns its length,
  * *rhs its bound. */

@@ -63,8 +63,8 @@ int red_init(struct red *r, const struct shard_problem *p, int64_t inf)
 	r->phead = malloc(sizeof *r->phead * n1);
 	r->q = malloc(sizeof *r->q * n1);
 	r->inq = calloc(n1, 1);
-	if (!r->alive || !r->cost || !r->nal || !r->gone || !r->adj || !r->adj_n || !r->adj_cap || !r->deg || !r->phead ||
-	    !r->q || !r->inq)
+	if (!r->alive || !r->cost || !r->nal || !r->gone || !r->adj || !r->adj_n || !r->adj_cap || !r->deg ||
+	    !r->phead || !r->q || !r->inq)
 		return NOMEM();
 	memset(r->alive, 1, ns);
 	for (int i = 0; i < p->nnodes; i++) {
@@ -84,7 +84,9 @@ int red_init(struct red *r, const struct shard_problem *p, int64_t inf)
 		/* A self-loop only ever sees its diagonal: node cost. */
 		for (int s = 0; s < red_k(r, u); s++) {
 			int64_t *c = &r->cost[p->strat_off[u] + s];
-			*c = red_sat(r, (shard_i128)*c + (mat[(int64_t)s * red_k(r, u) + s] >= inf ? inf : mat[(int64_t)s * red_k(r, u) + s]));
+			*c = red_sat(r, (shard_i128)*c + (mat[(int64_t)s * red_k(r, u) + s] >= inf
+								  ? inf
+								  : mat[(int64_t)s * red_k(r, u) + s]));
 		}
 	}
 	for (int i = 0; i < p->nnodes; i++)
@@ -270,7 +272,7 @@ int red_edge_add(struct red *r, int u, int v, const int64_t *mat, bool owned)
 	int rc = hash_reserve(r);
 	if (rc < 0)
 		return rc;
-	r->e[r->ne] = (struct wedge){u, v, mat, owned ? (int64_t *)mat : NULL, false};
+	r->e[r->ne] = (struct wedge){ u, v, mat, owned ? (int64_t *)mat : NULL, false };
 	hash_put(r, r->ne);
 	rc = adj_append(r, u, r->ne);
 	if (rc == 0)
@@ -300,7 +302,7 @@ int red_piece_add(struct red *r, int i, int a, int b, int64_t *use)
 		r->pool = np;
 		r->pool_cap = cap;
 	}
-	r->pc[r->npc] = (struct wpiece){a, b, r->pool_n, r->phead[i]};
+	r->pc[r->npc] = (struct wpiece){ a, b, r->pool_n, r->phead[i] };
 	r->phead[i] = r->npc++;
 	*use = r->pool_n;
 	r->pool_n += k;
@@ -360,7 +362,7 @@ static int out_piece(struct shard_model *m, struct pieces_out *o, int a, int b, 
 		m->use = nu;
 		o->use_cap = cap;
 	}
-	m->piece[o->n++] = (struct shard_piece){a, b, o->nuse};
+	m->piece[o->n++] = (struct shard_piece){ a, b, o->nuse };
 	for (int s = 0; s < k; s++)
 		m->use[o->nuse++] = v[s] > INT64_MAX ? INT64_MAX : (int64_t)v[s];
 	return 0;
@@ -378,8 +380,7 @@ static bool same_vec(const shard_i128 *x, const int64_t *y, int k)
  * they overlap, equal neighbours merged, all-zero ranges dropped: a move
  * then changes each range by one amount. A sweep over the sorted
  * endpoints keeps the running sum (ev: scratch of 2 x pieces entries). */
-static int normalize(struct red *r, struct shard_model *m, struct pieces_out *o, int i, int64_t *ev,
-		     shard_i128 *sum)
+static int normalize(struct red *r, struct shard_model *m, struct pieces_out *o, int i, int64_t *ev, shard_i128 *sum)
 {
 	int np = 0, k = r->nal[i], rc = 0;
 	for (int c = r->phead[i]; c >= 0; c = r->pc[c].next) {
@@ -439,7 +440,7 @@ static int compact_nodes(struct red *r, struct shard_model *m, int *map, int *si
 	int64_t *ev = malloc(sizeof *ev * (2 * (size_t)maxp + 1));
 	shard_i128 *sum = malloc(sizeof *sum * (size_t)maxk);
 	int rc = m->node && m->off && m->cost && m->orig && m->poff && ev && sum ? 0 : NOMEM();
-	struct pieces_out o = {0};
+	struct pieces_out o = { 0 };
 	int at = 0;
 	if (rc == 0)
 		m->off[0] = m->poff[0] = 0;
@@ -598,7 +599,8 @@ shard_i128 shard_model_cost(const struct shard_model *m, const int *mchoice)
 	for (int i = 0; i < m->n; i++)
 		c += m->cost[m->off[i] + mchoice[i]];
 	for (int k = 0; k < m->m; k++)
-		c += m->ecost[m->eoff[k] + (int64_t)mchoice[m->eu[k]] * shard_model_nstrat(m, m->ev[k]) + mchoice[m->ev[k]]];
+		c += m->ecost[m->eoff[k] + (int64_t)mchoice[m->eu[k]] * shard_model_nstrat(m, m->ev[k]) +
+			      mchoice[m->ev[k]]];
 	return c;
 }
 

@@ -125,7 +125,7 @@ static int pair_move(struct msearch *r, int k)
 				c[at] = c[at - 1];
 				at--;
 			}
-			c[at] = (struct pair_cand){t, a, b};
+			c[at] = (struct pair_cand){ t, a, b };
 		}
 	}
 	for (int x = 0; x < nc; x++) {
@@ -394,8 +394,8 @@ static int dp_round(struct msearch *r)
 	if (ms_late(st))
 		return 0;
 	memcpy(r->save, st->choice, sizeof *r->save * (size_t)m->n);
-	struct shard_graph g = {m->n, m->m, m->off, m->eu, m->ev, m->eoff, m->ecost,
-				st->adj_off, st->adj, st->choice, NULL, model_local, st};
+	struct shard_graph g = { m->n,        m->m,    m->off,     m->eu, m->ev,       m->eoff, m->ecost,
+				 st->adj_off, st->adj, st->choice, NULL,  model_local, st };
 	int rc = shard_dp_propose(&r->dp, &g, rng_next, &r->rng);
 	if (rc < 0)
 		return rc;

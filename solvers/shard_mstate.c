@@ -33,8 +33,8 @@ static int build_adjacency(struct mstate *st)
 	for (int k = 0; k < m->m; k++) {
 		int u = m->eu[k], v = m->ev[k];
 		int64_t kv = shard_model_nstrat(m, v);
-		st->adj[fill[u]++] = (struct shard_adj){k, v, kv, 1};
-		st->adj[fill[v]++] = (struct shard_adj){k, u, 1, kv};
+		st->adj[fill[u]++] = (struct shard_adj){ k, v, kv, 1 };
+		st->adj[fill[v]++] = (struct shard_adj){ k, u, 1, kv };
 	}
 	free(fill);
 	return 0;
@@ -56,7 +56,8 @@ int ms_init(struct mstate *st, const struct shard_model *m, double deadline)
 	st->tree.n = m->nseg;
 	st->tree.mx = calloc(4 * (size_t)m->nseg + 4, sizeof *st->tree.mx);
 	st->tree.add = calloc(4 * (size_t)m->nseg + 4, sizeof *st->tree.add);
-	if (!st->choice || !st->stamp || !st->lc || !st->local || !st->local2 || !st->tree.mx || !st->tree.add || build_adjacency(st) < 0) {
+	if (!st->choice || !st->stamp || !st->lc || !st->local || !st->local2 || !st->tree.mx || !st->tree.add ||
+	    build_adjacency(st) < 0) {
 		ms_free(st);
 		return NOMEM();
 	}
@@ -200,7 +201,8 @@ static void apply_usage(struct mstate *st, int i, int from, int to)
 {
 	const struct shard_model *m = st->m;
 	for (int x = m->poff[i]; x < m->poff[i + 1]; x++)
-		shard_tree_add(&st->tree, m->piece[x].a, m->piece[x].b, (shard_i128)ms_use(m, x, to) - ms_use(m, x, from));
+		shard_tree_add(&st->tree, m->piece[x].a, m->piece[x].b,
+			       (shard_i128)ms_use(m, x, to) - ms_use(m, x, from));
 }
 
 bool ms_fits_pair(struct mstate *st, int u, int a, int v, int b)
@@ -235,7 +237,7 @@ int ms_move(struct mstate *st, int i, int q, shard_i128 dcost)
 		st->undo = u;
 		st->undo_cap = cap;
 	}
-	st->undo[st->nundo++] = (struct shard_undo){i, st->choice[i], dcost};
+	st->undo[st->nundo++] = (struct shard_undo){ i, st->choice[i], dcost };
 	apply_usage(st, i, st->choice[i], q);
 	lc_update(st, i, st->choice[i], q);
 	st->choice[i] = q;

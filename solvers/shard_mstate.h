@@ -13,10 +13,10 @@
 struct mstate {
 	const struct shard_model *m;
 	int *choice;
-	shard_i128 cost;       /* exact model cost of choice, offset included */
-	int *adj_off;          /* n+1 offsets into adj */
-	struct shard_adj *adj; /* strides over model strategies */
-	struct shard_tree tree; /* usage per segment, base included */
+	shard_i128 cost;            /* exact model cost of choice, offset included */
+	int *adj_off;               /* n+1 offsets into adj */
+	struct shard_adj *adj;      /* strides over model strategies */
+	struct shard_tree tree;     /* usage per segment, base included */
 	shard_i128 *local, *local2; /* scratch, maxk entries */
 	/* per model strategy: node cost plus the node's edges at the
 	 * neighbours' current strategies, kept up to date by every move (a
@@ -88,7 +88,7 @@ struct msearch {
 	struct shard_dp dp;
 	int *save;
 	unsigned char *mask;
-	int64_t *tot; /* per model strategy: usage summed over the node's pieces */
+	int64_t *tot;      /* per model strategy: usage summed over the node's pieces */
 	uint64_t *star_at; /* per node: st->clock at its last star move */
 	uint64_t rng;
 };

@@ -125,9 +125,10 @@ int shard_infeasible(const struct shard_problem *p, const int *choice, struct sh
 {
 	char a[SHARD_I128_STRLEN];
 	shard_evaluate(p, choice, out);
-	return shard_errorf(-ENOSPC,
-			    "no assignment fits the usage limit %lld: even the least-usage strategies need %s at time %lld",
-			    (long long)p->usage_limit, shard_i128_str(out->peak_usage, a), (long long)out->peak_time);
+	return shard_errorf(
+		-ENOSPC,
+		"no assignment fits the usage limit %lld: even the least-usage strategies need %s at time %lld",
+		(long long)p->usage_limit, shard_i128_str(out->peak_usage, a), (long long)out->peak_time);
 }
 
 char *shard_i128_str(shard_i128 v, char *buf)

@@ -63,8 +63,7 @@ static int read_all(const char *file, char **out, size_t *outlen)
 		if (n < 0) {
 			int zerr;
 			const char *msg = gzerror(gz, &zerr);
-			rc = shard_errorf(-EIO, "%s: cannot read: %s", file,
-					  zerr == Z_ERRNO ? strerror(errno) : msg);
+			rc = shard_errorf(-EIO, "%s: cannot read: %s", file, zerr == Z_ERRNO ? strerror(errno) : msg);
 			break;
 		}
 		if (n == 0)
@@ -210,8 +209,10 @@ static int read_intervals(const struct reader *r, json_t *iv)
 			return shard_errorf(-EINVAL, "%s: problem.nodes.intervals[%d]: [%lld, %lld) has lo > hi",
 					    r->file, i, (long long)p->lo[i], (long long)p->hi[i]);
 		if (p->lo[i] < -MAX_TIME || p->hi[i] > MAX_TIME)
-			return shard_errorf(-EINVAL, "%s: problem.nodes.intervals[%d]: [%lld, %lld) lies outside "
-					    "+-(2^62 - 1)", r->file, i, (long long)p->lo[i], (long long)p->hi[i]);
+			return shard_errorf(-EINVAL,
+					    "%s: problem.nodes.intervals[%d]: [%lld, %lld) lies outside "
+					    "+-(2^62 - 1)",
+					    r->file, i, (long long)p->lo[i], (long long)p->hi[i]);
 	}
 	return 0;
 }
@@ -233,7 +234,8 @@ static int read_edge_nodes(const struct reader *r, json_t *en)
 			if ((rc = int_at(r, a, "problem.edges.nodes", k, (size_t)side, &x)) < 0)
 				return rc;
 			if (x < 0 || x >= p->nnodes)
-				return shard_errorf(-EINVAL, "%s: problem.edges.nodes[%d]: node %lld does not exist (%d nodes)",
+				return shard_errorf(-EINVAL,
+						    "%s: problem.edges.nodes[%d]: node %lld does not exist (%d nodes)",
 						    r->file, k, (long long)x, p->nnodes);
 			(side ? p->edge_v : p->edge_u)[k] = (int)x;
 		}
@@ -268,7 +270,8 @@ static int read_edge_costs(const struct reader *r, json_t *ec)
 	for (int k = 0; k < p->nedges; k++) {
 		json_t *a = json_array_get(ec, (size_t)k);
 		for (int64_t j = 0; j < p->edge_off[k + 1] - p->edge_off[k]; j++)
-			if ((rc = int_at(r, a, "problem.edges.costs", k, (size_t)j, &p->edge_cost[p->edge_off[k] + j])) < 0)
+			if ((rc = int_at(r, a, "problem.edges.costs", k, (size_t)j,
+					 &p->edge_cost[p->edge_off[k] + j])) < 0)
 				return rc;
 	}
 	return 0;
@@ -326,7 +329,7 @@ static int read_problem(const struct reader *r, json_t *root)
 
 int shard_problem_read_iopddl(const char *path, struct shard_problem *p)
 {
-	struct reader r = {.file = path, .p = p};
+	struct reader r = { .file = path, .p = p };
 	char *buf = NULL;
 	size_t len = 0;
 	memset(p, 0, sizeof *p);

@@ -138,7 +138,7 @@ static int fold_single(struct red *r, int j)
 	}
 	r->stats->fixed++;
 	r->offset += ncost(r, j, s);
-	return red_record(r, (struct shard_rec){SHARD_REC_FIX, j, -1, -1, s, NULL});
+	return red_record(r, (struct shard_rec){ SHARD_REC_FIX, j, -1, -1, s, NULL });
 }
 
 static int fix_isolated(struct red *r, int j)
@@ -149,7 +149,7 @@ static int fix_isolated(struct red *r, int j)
 			best = s;
 	r->stats->fixed++;
 	r->offset += ncost(r, j, best);
-	return red_record(r, (struct shard_rec){SHARD_REC_FIX, j, -1, -1, best, NULL});
+	return red_record(r, (struct shard_rec){ SHARD_REC_FIX, j, -1, -1, best, NULL });
 }
 
 /* ---- leaf ------------------------------------------------------------------- */
@@ -229,7 +229,7 @@ static int eliminate_leaf(struct red *r, int j, int k)
 		free(resp);
 		return rc;
 	}
-	return red_record(r, (struct shard_rec){SHARD_REC_LEAF, j, i, -1, 0, resp});
+	return red_record(r, (struct shard_rec){ SHARD_REC_LEAF, j, i, -1, 0, resp });
 }
 
 /* ---- pair ------------------------------------------------------------------- */
@@ -268,7 +268,7 @@ static int eliminate_pair(struct red *r, int j, int k1, int k2)
 	red_edge_kill(r, k1);
 	red_edge_kill(r, k2);
 	r->stats->pairs++;
-	int rc = red_record(r, (struct shard_rec){SHARD_REC_PAIR, j, i, l, 0, resp});
+	int rc = red_record(r, (struct shard_rec){ SHARD_REC_PAIR, j, i, l, 0, resp });
 	if (rc < 0) {
 		free(mat);
 		return rc;
@@ -311,7 +311,8 @@ static int merge_follower(struct red *r, int j, int k, int64_t nbr_strats)
 	}
 	for (int t = 0; t < ki; t++)
 		if (red_alive(r, i, t))
-			*ncostp(r, i, t) = red_sat(r, (shard_i128)ncost(r, i, t) + ncost(r, j, f[t]) + red_ent(r, e, i, t, f[t]));
+			*ncostp(r, i, t) = red_sat(r, (shard_i128)ncost(r, i, t) + ncost(r, j, f[t]) +
+							      red_ent(r, e, i, t, f[t]));
 	red_edge_kill(r, k);
 	int rc = 0;
 	/* j's other edges move to i through f; a snapshot of j's list, since
@@ -331,7 +332,8 @@ static int merge_follower(struct red *r, int j, int k, int64_t nbr_strats)
 		}
 		for (int t = 0; t < ki; t++)
 			for (int c = 0; c < kw; c++)
-				mat[(int64_t)t * kw + c] = red_alive(r, i, t) ? red_ent(r, &r->e[k2], j, f[t], c) : r->inf;
+				mat[(int64_t)t * kw + c] = red_alive(r, i, t) ? red_ent(r, &r->e[k2], j, f[t], c)
+									      : r->inf;
 		red_edge_kill(r, k2);
 		rc = red_edge_add(r, i, w, mat, true);
 		red_push(r, w);
@@ -350,7 +352,7 @@ static int merge_follower(struct red *r, int j, int k, int64_t nbr_strats)
 		free(f);
 		return rc;
 	}
-	rc = red_record(r, (struct shard_rec){SHARD_REC_LEAF, j, i, -1, 0, f});
+	rc = red_record(r, (struct shard_rec){ SHARD_REC_LEAF, j, i, -1, 0, f });
 	return rc < 0 ? rc : 1;
 }
 

@@ -50,7 +50,7 @@ struct red {
 	int64_t pool_n, pool_cap;
 
 	int nseg;
-	shard_i128 *fixed; /* nseg+1: difference array of fixed usage */
+	shard_i128 *fixed;          /* nseg+1: difference array of fixed usage */
 	int *next_bind, *prev_bind; /* nseg+1: nearest binding segment >= s, <= s (-1 none) */
 
 	int *q; /* FIFO worklist of nodes */

@@ -193,8 +193,8 @@ int shard_pair_move(struct shard_state *st, int k)
 			shard_i128 use = (shard_i128)usage_of(st, u, a) + usage_of(st, v, b);
 			if (t > best || (t == best && use >= best_use))
 				continue;
-			if (!pair_fits(&room, usage_of(st, u, a) - (shard_i128)ucu, usage_of(st, v, b) - (shard_i128)ucv,
-				       p->usage_limit))
+			if (!pair_fits(&room, usage_of(st, u, a) - (shard_i128)ucu,
+				       usage_of(st, v, b) - (shard_i128)ucv, p->usage_limit))
 				continue;
 			best = t, best_use = use, bu = a, bv = b;
 		}

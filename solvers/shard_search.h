@@ -26,8 +26,6 @@ int shard_descend(struct shard_state *st, struct shard_queue *q, int *moved);
 /* The best improving joint move of edge k's ends: 1 moved, 0 not, or < 0. */
 int shard_pair_move(struct shard_state *st, int k);
 
-
-
 /* The forest DP block move (shard_dp.c) and its scratch memory. It sees a
  * graph view, so that it serves the original problem and reduced models. */
 struct shard_graph {

@@ -109,10 +109,18 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 	 * (bounded: the iteration and node limits end it, the time only as
 	 * the backstop) */
 	double left = st->deadline - shard_now();
-	struct mip_params mp = {prm->mip_node_limit, prm->mip_it_limit, prm->mip_gap, bounded(prm) ? left : 0.6 * left, 0,
-				4 * prm->mip_max_cols, true, false, false, false};
+	struct mip_params mp = { prm->mip_node_limit,
+				 prm->mip_it_limit,
+				 prm->mip_gap,
+				 bounded(prm) ? left : 0.6 * left,
+				 0,
+				 4 * prm->mip_max_cols,
+				 true,
+				 false,
+				 false,
+				 false };
 	struct mip_result res;
-	struct mip_moves mv = {0, 0, NULL, NULL};
+	struct mip_moves mv = { 0, 0, NULL, NULL };
 	bool taken = false;
 	int rc = shard_mip_window(st, nodes, m->n, &mp, &mv, &res);
 	st->backstop |= res.timed_out;
@@ -127,8 +135,11 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 			"shard: %.2fs whole MIP (%d columns, %d rows, %d memory): %s%s%s in %.2fs, %d iterations, "
 			"cost %s\n",
 			shard_now() - t0, res.cols, res.rows, res.mem_rows,
-			res.optimal ? "optimal" : res.solved ? "feasible" : "no solution", taken ? ", taken" : "",
-			res.timed_out ? " (time limit)" : "", res.seconds, res.iterations, shard_i128_str(st->cost, b));
+			res.optimal  ? "optimal"
+			: res.solved ? "feasible"
+				     : "no solution",
+			taken ? ", taken" : "", res.timed_out ? " (time limit)" : "", res.seconds, res.iterations,
+			shard_i128_str(st->cost, b));
 	}
 	free(nodes);
 	return rc;
@@ -136,13 +147,16 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 
 static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0, int windows)
 {
-	struct lns_params lp = {prm->lns_window, 200, 20000, prm->mip_node_limit, prm->mip_gap, false, true, 3000,
-				windows, prm->seed, prm->verbose, t0, prm->lns_iterations};
+	struct lns_params lp = {
+		prm->lns_window, 200,          20000, prm->mip_node_limit, prm->mip_gap, false, true, 3000, windows,
+		prm->seed,       prm->verbose, t0,    prm->lns_iterations
+	};
 	struct lns_stats ls;
 	int rc = shard_lns(st, ms, &lp, &ls);
 	if (prm->verbose)
 		fprintf(stderr, "shard: %.2fs lns: %d windows, %d optimal, %d improved, window %d, %lld iterations\n",
-			shard_now() - t0, ls.windows, ls.optimal, ls.improved, ls.final_window, (long long)ls.iterations);
+			shard_now() - t0, ls.windows, ls.optimal, ls.improved, ls.final_window,
+			(long long)ls.iterations);
 	return rc;
 }
 
@@ -177,7 +191,7 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 {
 	struct mstate st;
 	struct msearch ms;
-	struct msearch_params mp = {prm->seed, prm->verbose, t0};
+	struct msearch_params mp = { prm->seed, prm->verbose, t0 };
 	*optimal = false;
 	int rc = ms_init(&st, m, t0 + prm->time_limit);
 	if (rc < 0)
@@ -207,9 +221,11 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 		st.timed_out = false;
 	}
 	if (rc == 0 && !whole && prm->relax_share > 0) {
-		struct lagr_params lp = {fixed ? st.deadline : t0 + prm->relax_share * prm->time_limit,
-					 !fixed ? INT_MAX : prm->lagr_iters > 0 ? prm->lagr_iters : 1 + prm->max_rounds / 20,
-					 prm->verbose, t0};
+		struct lagr_params lp = { fixed ? st.deadline : t0 + prm->relax_share * prm->time_limit,
+					  !fixed                ? INT_MAX
+					  : prm->lagr_iters > 0 ? prm->lagr_iters
+								: 1 + prm->max_rounds / 20,
+					  prm->verbose, t0 };
 		rc = shard_lagr(&st, &ms, &lp, &have);
 	}
 	if (rc == 0 && !have)
@@ -243,8 +259,8 @@ out:
 static int search_dedup(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
 			bool *optimal, struct gate *gate, struct shard_solve_stats *st)
 {
-	struct shard_dedup d = {0};
-	struct shard_dedup_stats ds = {0};
+	struct shard_dedup d = { 0 };
+	struct shard_dedup_stats ds = { 0 };
 	int rc = prm->dedup ? shard_dedup_build(m, &d, &ds) : 0;
 	if (rc < 0)
 		return rc;
@@ -311,7 +327,7 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 	int *mchoice = malloc(sizeof *mchoice * ((size_t)m.n + 1)), *c = malloc(sizeof *c * ((size_t)p->nnodes + 1));
 	int *gm = malloc(sizeof *gm * ((size_t)m.n + 1));
 	bool optimal = false;
-	struct gate gate = {p, &m, NULL, gm, c};
+	struct gate gate = { p, &m, NULL, gm, c };
 	rc = mchoice && c && gm ? search_dedup(&m, &sub, shard_now(), mchoice, &optimal, &gate, st)
 				: shard_errorf(-ENOMEM, "solve: out of memory");
 	if (rc == 0 && optimal) {
@@ -349,7 +365,7 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 	if (!out->feasible)
 		return shard_infeasible(p, choice, out);
 	bool done = false;
-	struct shard_solve_stats st = {0};
+	struct shard_solve_stats st = { 0 };
 	if (prm->memory_free_share > 0 && (rc = memory_free_first(p, prm, t0, choice, out, &done, &st)) < 0)
 		return rc;
 	st.memory_free = done;

@@ -47,9 +47,9 @@ static int build_adjacency(struct shard_state *st)
 	for (int k = 0; k < p->nedges; k++) {
 		int u = p->edge_u[k], v = p->edge_v[k];
 		int64_t kv = shard_problem_nstrat(p, v);
-		st->adj[fill[u]++] = (struct shard_adj){k, v, kv, 1};
+		st->adj[fill[u]++] = (struct shard_adj){ k, v, kv, 1 };
 		if (v != u)
-			st->adj[fill[v]++] = (struct shard_adj){k, u, 1, kv};
+			st->adj[fill[v]++] = (struct shard_adj){ k, u, 1, kv };
 	}
 	free(fill);
 	return 0;
@@ -72,8 +72,8 @@ int shard_state_init(struct shard_state *st, const struct shard_problem *p, doub
 	st->alive = malloc((size_t)p->strat_off[p->nnodes] + 1);
 	if (st->alive)
 		memset(st->alive, 1, (size_t)p->strat_off[p->nnodes] + 1);
-	if (!st->alive || !st->choice || !st->seg_a || !st->seg_b || !st->local || !st->local2 || build_adjacency(st) < 0 ||
-	    build_segments(st) < 0) {
+	if (!st->alive || !st->choice || !st->seg_a || !st->seg_b || !st->local || !st->local2 ||
+	    build_adjacency(st) < 0 || build_segments(st) < 0) {
 		shard_state_free(st);
 		return shard_errorf(-ENOMEM, "heuristic: out of memory");
 	}
@@ -218,7 +218,7 @@ int shard_state_move(struct shard_state *st, int i, int q, shard_i128 dcost)
 		st->undo = u;
 		st->undo_cap = cap;
 	}
-	st->undo[st->nundo++] = (struct shard_undo){i, from, dcost};
+	st->undo[st->nundo++] = (struct shard_undo){ i, from, dcost };
 	usage_add(st, i, (shard_i128)p->usage[p->strat_off[i] + q] - p->usage[p->strat_off[i] + from]);
 	st->choice[i] = q;
 	st->cost += dcost;
@@ -231,7 +231,8 @@ void shard_state_undo(struct shard_state *st)
 	while (st->nundo > 0) {
 		struct shard_undo u = st->undo[--st->nundo];
 		int cur = st->choice[u.node];
-		usage_add(st, u.node, (shard_i128)p->usage[p->strat_off[u.node] + u.from] - p->usage[p->strat_off[u.node] + cur]);
+		usage_add(st, u.node,
+			  (shard_i128)p->usage[p->strat_off[u.node] + u.from] - p->usage[p->strat_off[u.node] + cur]);
 		st->choice[u.node] = u.from;
 		st->cost -= u.dcost;
 	}

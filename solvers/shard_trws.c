@@ -183,7 +183,8 @@ static double energy(const struct trws *t, const double *unary, const int *lab)
 	for (int i = 0; i < m->n; i++)
 		e += unary[m->off[i] + lab[i]];
 	for (int k = 0; k < m->m; k++)
-		e += (double)m->ecost[m->eoff[k] + (int64_t)lab[m->eu[k]] * shard_model_nstrat(m, m->ev[k]) + lab[m->ev[k]]];
+		e += (double)m->ecost[m->eoff[k] + (int64_t)lab[m->eu[k]] * shard_model_nstrat(m, m->ev[k]) +
+				      lab[m->ev[k]]];
 	return e;
 }
 

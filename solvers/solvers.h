@@ -109,10 +109,10 @@ int shard_evaluate(const struct shard_problem *p, const int *choice, struct shar
  * stop the fixed sequence of rounds early.
  */
 struct shard_heuristic_params {
-	double time_limit;  /* seconds of wall time, > 0 */
-	uint64_t seed;      /* of the perturbation rounds */
-	int max_rounds;     /* perturbation rounds after the first descent */
-	bool verbose;       /* progress lines on stderr */
+	double time_limit; /* seconds of wall time, > 0 */
+	uint64_t seed;     /* of the perturbation rounds */
+	int max_rounds;    /* perturbation rounds after the first descent */
+	bool verbose;      /* progress lines on stderr */
 	/* Costs at or above this mark impossible combinations: strategies
 	 * they rule out are pruned before the search (INT64_MAX: none are).
 	 * The evaluator still counts them exactly. */
@@ -165,18 +165,18 @@ struct shard_solve_params {
 	/* Reduced problems with at most this many MIP columns (and few
 	 * memory pieces) are solved whole; larger ones by windows. */
 	int mip_max_cols;
-	int lns_window;         /* nodes per window (a starting size) */
-	int lns_windows;        /* windows at most */
+	int lns_window;  /* nodes per window (a starting size) */
+	int lns_windows; /* windows at most */
 	/* Simplex iterations over all windows at most (0: no limit): a count
 	 * that ends the windows at about the same time on any idle machine
 	 * (4000-7600 per second on 11-14k-column windows on a 2-core host),
 	 * and later on a loaded one, not earlier. */
 	int64_t lns_iterations;
-	int mip_node_limit;     /* branch-and-bound nodes per MIP solve */
+	int mip_node_limit; /* branch-and-bound nodes per MIP solve */
 	/* Simplex iterations of the whole problem's root LP (0: none, the
 	 * time limit's share only). */
 	int mip_it_limit;
-	int max_rounds;         /* local search rounds per phase */
+	int max_rounds; /* local search rounds per phase */
 	/* Share of the time for the Lagrangian phase (problems too big for
 	 * one MIP); bounded, it ends after max_rounds / 20 + 1 iterations
 	 * and this share is not used. */

@@ -143,11 +143,15 @@ static int check(const struct stage_dp_problem *p, int *smax)
 	if (!p->t)
 		return shard_errorf(-EINVAL, "stage DP: no latency table (t is NULL)");
 	if (p->min_stages < 0 || (p->max_stages && p->min_stages > p->max_stages))
-		return shard_errorf(-EINVAL, "stage DP: min_stages %d, max_stages %d: expected 0 <= min_stages <= "
-				    "max_stages (or max_stages 0)", p->min_stages, p->max_stages);
+		return shard_errorf(-EINVAL,
+				    "stage DP: min_stages %d, max_stages %d: expected 0 <= min_stages <= "
+				    "max_stages (or max_stages 0)",
+				    p->min_stages, p->max_stages);
 	if (p->min_stages > p->nlayers)
-		return shard_errorf(-EINVAL, "stage DP: at least %d stages asked of %d layers (a stage holds at "
-				    "least one layer)", p->min_stages, p->nlayers);
+		return shard_errorf(-EINVAL,
+				    "stage DP: at least %d stages asked of %d layers (a stage holds at "
+				    "least one layer)",
+				    p->min_stages, p->nlayers);
 	int L = p->nlayers, S = p->max_stages && p->max_stages < L ? p->max_stages : L;
 	double cells = (double)L * L * p->nmeshes * p->nconfigs * S + (double)(S + 1) * (L + 1) * (p->ndevices + 1);
 	if (cells > 1e10)
@@ -204,11 +208,11 @@ static void keep(struct stage_dp_result *r, const struct stage_dp_stage *st, int
 struct dp {
 	const struct stage_dp_problem *p;
 	int L, M, C, D, S;
-	int lo;             /* the fewest stages a plan may have */
-	double *lat;        /* [L][L][M][C]: stage_lat, INFINITY when unavailable */
-	unsigned char *fit; /* [L][L][M][C][S]: fits with `after` stages after; NULL: all fit */
-	double *f;          /* [S+1][L+1][D+1]: F(s, l, d) for the current bound */
-	int *arg;           /* same shape: r * M + m of the first stage */
+	int lo;                     /* the fewest stages a plan may have */
+	double *lat;                /* [L][L][M][C]: stage_lat, INFINITY when unavailable */
+	unsigned char *fit;         /* [L][L][M][C][S]: fits with `after` stages after; NULL: all fit */
+	double *f;                  /* [S+1][L+1][D+1]: F(s, l, d) for the current bound */
+	int *arg;                   /* same shape: r * M + m of the first stage */
 	struct stage_dp_stage *cur; /* [S]: the current bound's plan */
 	int ncur;
 };
@@ -220,8 +224,9 @@ static size_t fidx(const struct dp *w, int s, int l, int d)
 
 static int dp_init(struct dp *w, const struct stage_dp_problem *p, int S)
 {
-	*w = (struct dp){.p = p, .L = p->nlayers, .M = p->nmeshes, .C = p->nconfigs, .D = p->ndevices, .S = S,
-			 .lo = least(p)};
+	*w = (struct dp){
+		.p = p, .L = p->nlayers, .M = p->nmeshes, .C = p->nconfigs, .D = p->ndevices, .S = S, .lo = least(p)
+	};
 	size_t nlat = (size_t)w->L * w->L * w->M * w->C, nf = fidx(w, S + 1, 0, 0);
 	w->lat = malloc(sizeof *w->lat * nlat);
 	w->f = malloc(sizeof *w->f * nf);
@@ -305,7 +310,7 @@ static bool dp_run(struct dp *w, double tm, bool memory, double *sum)
 	for (int s = sbest; s > 0; s--) {
 		int a = w->arg[fidx(w, s, l, d)], r = a / M, m = a % M;
 		double t = best_config(w, l, r, m, s - 1, tm, memory, &c);
-		w->cur[w->ncur++] = (struct stage_dp_stage){.first = l, .last = r, .mesh = m, .config = c, .t = t};
+		w->cur[w->ncur++] = (struct stage_dp_stage){ .first = l, .last = r, .mesh = m, .config = c, .t = t };
 		l = r + 1;
 		d -= w->p->mesh_devices[m];
 	}
@@ -344,8 +349,10 @@ static int infeasible(struct dp *w, int ncand, double tm)
 	char counts[48];
 	counts_str(w->lo, w->S, counts, sizeof counts);
 	if (!ncand)
-		return shard_errorf(-ENOSPC, "stage DP: no stage has a finite latency on a sub-mesh of at most %d "
-				    "devices", p->ndevices);
+		return shard_errorf(-ENOSPC,
+				    "stage DP: no stage has a finite latency on a sub-mesh of at most %d "
+				    "devices",
+				    p->ndevices);
 	if (w->fit && dp_run(w, tm, false, &sum))
 		return shard_errorf(-ENOSPC,
 				    "stage DP: every plan of %d layers in %s stages on exactly %d devices "
@@ -462,7 +469,7 @@ static void brute_rec(struct brute *b, int l, int n, int d)
 				int dev = p->mesh_devices[m];
 				if (d + dev > p->ndevices || !isfinite(t))
 					continue;
-				b->cur[n] = (struct stage_dp_stage){l, r, m, c, t};
+				b->cur[n] = (struct stage_dp_stage){ l, r, m, c, t };
 				brute_rec(b, r + 1, n + 1, d + dev);
 			}
 }
@@ -472,7 +479,7 @@ int stage_dp_brute(const struct stage_dp_problem *p, struct stage_dp_result *r)
 	int S, rc = begin(p, r, &S);
 	if (rc)
 		return rc;
-	struct brute b = {.p = p, .S = S, .r = r, .cur = malloc(sizeof *b.cur * (size_t)S)};
+	struct brute b = { .p = p, .S = S, .r = r, .cur = malloc(sizeof *b.cur * (size_t)S) };
 	r->stages = malloc(sizeof *r->stages * (size_t)S);
 	if (!b.cur || !r->stages)
 		rc = shard_errorf(-ENOMEM, "stage DP: out of memory");

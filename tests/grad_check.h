@@ -28,9 +28,8 @@
 #include "compiler/compiler.h"
 #include "tap.h"
 
-#define SH(...)                                                                 \
-	((struct ir_shape){ .rank = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), \
-			    .dims = { __VA_ARGS__ } })
+#define SH(...) \
+	((struct ir_shape){ .rank = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), .dims = { __VA_ARGS__ } })
 #define SCALAR ((struct ir_shape){ .rank = 0 })
 #define NOAXES ((struct ir_ilist){ .n = 0 })
 
@@ -49,7 +48,10 @@ static inline double urand(void)
 	return (double)(z >> 11) * 0x1p-53;
 }
 
-static inline double uni(double lo, double hi) { return lo + (hi - lo) * urand(); }
+static inline double uni(double lo, double hi)
+{
+	return lo + (hi - lo) * urand();
+}
 
 /* ---- one case: a graph, its inputs and their values ---------------------- */
 
@@ -134,7 +136,10 @@ static inline struct ir_value *gc_in(struct gc *c, const char *name, struct ir_s
 	return v;
 }
 
-static inline double *gc_data(struct gc *c, int i) { return c->x[i].data; }
+static inline double *gc_data(struct gc *c, int i)
+{
+	return c->x[i].data;
+}
 
 static const struct ir_attrs no_attrs;
 
@@ -271,8 +276,7 @@ static inline void check_input(struct gc *c, int i, const struct ir_tensor *grad
 		all_zero = all_zero && g == 0;
 	}
 	if (c->zero) {
-		TAP_OK(bad == 0 && all_zero, "%s: d/d%s is zero (%s)", c->what, name,
-		       grad ? "all zeros" : "NULL");
+		TAP_OK(bad == 0 && all_zero, "%s: d/d%s is zero (%s)", c->what, name, grad ? "all zeros" : "NULL");
 		if (!all_zero)
 			TAP_DIAG("max |g| %.3g", max_g);
 		if (bad)
@@ -280,15 +284,14 @@ static inline void check_input(struct gc *c, int i, const struct ir_tensor *grad
 		return;
 	}
 	if (!grad) {
-		TAP_OK(0, "%s: d/d%s is NULL but the loss depends on it (|fd| up to %.3g)", c->what, name,
-		       max_fd);
+		TAP_OK(0, "%s: d/d%s is NULL but the loss depends on it (|fd| up to %.3g)", c->what, name, max_fd);
 		return;
 	}
-	TAP_OK(bad == 0 && max_g > 1e-3, "%s: d/d%s matches central differences (max err %.2g)",
-	       c->what, name, max_err);
+	TAP_OK(bad == 0 && max_g > 1e-3, "%s: d/d%s matches central differences (max err %.2g)", c->what, name,
+	       max_err);
 	if (bad) {
-		TAP_DIAG("%lld of %lld elements off; element %lld: got %.12g, want %.12g", (long long)bad,
-			 (long long)n, (long long)first, g_first, fd_first);
+		TAP_DIAG("%lld of %lld elements off; element %lld: got %.12g, want %.12g", (long long)bad, (long long)n,
+			 (long long)first, g_first, fd_first);
 		for (int j = 0; j < 4 && j < n; j++)
 			TAP_DIAG("  element %d: got %.12g, want %.12g", j, gs[j], fds[j]);
 	}
@@ -319,9 +322,9 @@ static inline void gc_finish(struct gc *c, struct ir_value *loss)
 		if (!d)
 			continue;
 		if (d->dtype != c->in[i]->dtype || !ir_shape_eq(&d->shape, &c->in[i]->shape)) {
-			TAP_OK(0, "%s: d/d%s is %s%s, expected %s%s", c->what, c->in[i]->name,
-			       ir_dtype_name(d->dtype), ir_shape_str(&d->shape, s1, sizeof s1),
-			       ir_dtype_name(c->in[i]->dtype), ir_shape_str(&c->in[i]->shape, s2, sizeof s2));
+			TAP_OK(0, "%s: d/d%s is %s%s, expected %s%s", c->what, c->in[i]->name, ir_dtype_name(d->dtype),
+			       ir_shape_str(&d->shape, s1, sizeof s1), ir_dtype_name(c->in[i]->dtype),
+			       ir_shape_str(&c->in[i]->shape, s2, sizeof s2));
 			goto done;
 		}
 		ir_graph_add_output(c->g, d, NULL);

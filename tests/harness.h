@@ -22,16 +22,16 @@ struct cmp {
 
 /* numpy.testing.assert_allclose rule: |got - want| <= atol + rtol * |want|;
  * NaN matches NaN, infinities must match exactly. */
-static inline void cmp_tensor(const struct ir_tensor *got, const struct ir_tensor *want, double rtol,
-			      double atol, int index, struct cmp *c)
+static inline void cmp_tensor(const struct ir_tensor *got, const struct ir_tensor *want, double rtol, double atol,
+			      int index, struct cmp *c)
 {
 	char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
 	bool fl = ir_dtype_is_float(want->dtype);
 	if (got->dtype != want->dtype || !ir_shape_eq(&got->shape, &want->shape)) {
 		c->bad++;
-		snprintf(c->what, sizeof c->what, "output %d is %s%s, expected %s%s", index,
-			 ir_dtype_name(got->dtype), ir_shape_str(&got->shape, s1, sizeof s1),
-			 ir_dtype_name(want->dtype), ir_shape_str(&want->shape, s2, sizeof s2));
+		snprintf(c->what, sizeof c->what, "output %d is %s%s, expected %s%s", index, ir_dtype_name(got->dtype),
+			 ir_shape_str(&got->shape, s1, sizeof s1), ir_dtype_name(want->dtype),
+			 ir_shape_str(&want->shape, s2, sizeof s2));
 		return;
 	}
 	int64_t n = ir_shape_numel(&want->shape);
@@ -60,8 +60,8 @@ static inline void cmp_tensor(const struct ir_tensor *got, const struct ir_tenso
 			w = (double)wi;
 		}
 		if (!ok && c->bad++ == 0)
-			snprintf(c->what, sizeof c->what, "output %d element %lld: got %.9g, expected %.9g",
-				 index, (long long)i, g, w);
+			snprintf(c->what, sizeof c->what, "output %d element %lld: got %.9g, expected %.9g", index,
+				 (long long)i, g, w);
 	}
 }
 
@@ -188,8 +188,7 @@ static inline struct ir_graph *import_node_test(const char *root, const char *na
  * matched to graph inputs by name (inputs bound as constants at import are
  * left out of the graph), else by position. Returns 0 when run; errors in
  * c->what. */
-static inline int run_data_set(const struct ir_graph *g, const char *dir, double rtol, double atol,
-			       struct cmp *c)
+static inline int run_data_set(const struct ir_graph *g, const char *dir, double rtol, double atol, struct cmp *c)
 {
 	char path[4096];
 	int nin = ir_graph_ninputs(g), nout = ir_graph_noutputs(g), rc = 0;
@@ -218,8 +217,8 @@ static inline int run_data_set(const struct ir_graph *g, const char *dir, double
 		if (in[i].dtype != v->dtype || !ir_shape_eq(&in[i].shape, &v->shape)) {
 			char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
 			c->input_mismatch = true;
-			rc = ir_errorf(-EINVAL, "input \"%s\" is declared %s%s but the data is %s%s",
-				       want ? want : "", ir_dtype_name(v->dtype), ir_shape_str(&v->shape, s1, sizeof s1),
+			rc = ir_errorf(-EINVAL, "input \"%s\" is declared %s%s but the data is %s%s", want ? want : "",
+				       ir_dtype_name(v->dtype), ir_shape_str(&v->shape, s1, sizeof s1),
 				       ir_dtype_name(in[i].dtype), ir_shape_str(&in[i].shape, s2, sizeof s2));
 			nin = i + 1;
 			break;

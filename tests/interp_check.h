@@ -14,21 +14,19 @@
 #include "compiler/compiler.h"
 #include "tap.h"
 
-#define SH(...)                                                                 \
-	((struct ir_shape){ .rank = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), \
-			    .dims = { __VA_ARGS__ } })
+#define SH(...) \
+	((struct ir_shape){ .rank = sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), .dims = { __VA_ARGS__ } })
 #define SCALAR ((struct ir_shape){ .rank = 0 })
 
-static inline struct ir_tensor T(enum ir_dtype dt, struct ir_shape s, const void *data)
-{
+static inline struct ir_tensor T(enum ir_dtype dt, struct ir_shape s, const void *data) {
 	return (struct ir_tensor){ .dtype = dt, .shape = s, .data = (void *)data };
 }
 
 /* Runs one op on inputs in[] (graph inputs in that order); out[] gets all
  * of the node's results. Returns interp_run's code, or -1000 when the node
  * cannot be built (the attributes in the test are wrong). */
-static inline int run_op(enum ir_op op, const struct ir_attrs *a, int nin, const struct ir_tensor *in,
-			 struct ir_tensor *out)
+static inline int
+run_op(enum ir_op op, const struct ir_attrs *a, int nin, const struct ir_tensor *in, struct ir_tensor *out)
 {
 	struct ir_graph *g = ir_graph_new();
 	struct ir_value *v[8];
@@ -52,11 +50,26 @@ done:
 
 static const struct ir_attrs no_attrs;
 
-static inline float f32_at(const struct ir_tensor *t, int64_t i) { return ((const float *)t->data)[i]; }
-static inline double f64_at(const struct ir_tensor *t, int64_t i) { return ((const double *)t->data)[i]; }
-static inline int64_t i64_at(const struct ir_tensor *t, int64_t i) { return ((const int64_t *)t->data)[i]; }
-static inline int32_t i32_at(const struct ir_tensor *t, int64_t i) { return ((const int32_t *)t->data)[i]; }
-static inline uint8_t u8_at(const struct ir_tensor *t, int64_t i) { return ((const uint8_t *)t->data)[i]; }
+static inline float f32_at(const struct ir_tensor *t, int64_t i)
+{
+	return ((const float *)t->data)[i];
+}
+static inline double f64_at(const struct ir_tensor *t, int64_t i)
+{
+	return ((const double *)t->data)[i];
+}
+static inline int64_t i64_at(const struct ir_tensor *t, int64_t i)
+{
+	return ((const int64_t *)t->data)[i];
+}
+static inline int32_t i32_at(const struct ir_tensor *t, int64_t i)
+{
+	return ((const int32_t *)t->data)[i];
+}
+static inline uint8_t u8_at(const struct ir_tensor *t, int64_t i)
+{
+	return ((const uint8_t *)t->data)[i];
+}
 
 /* Exact comparison of n floats of got with want. */
 static inline bool same_f32(const struct ir_tensor *t, const float *want, int64_t n)
@@ -75,8 +88,8 @@ static inline bool same_i64(const struct ir_tensor *t, const int64_t *want, int6
 {
 	for (int64_t i = 0; i < n; i++) {
 		if (i64_at(t, i) != want[i]) {
-			TAP_DIAG("element %lld: got %lld want %lld", (long long)i,
-				 (long long)i64_at(t, i), (long long)want[i]);
+			TAP_DIAG("element %lld: got %lld want %lld", (long long)i, (long long)i64_at(t, i),
+				 (long long)want[i]);
 			return false;
 		}
 	}
@@ -94,5 +107,8 @@ static inline bool near_f64(const double *got, const double *want, int64_t n, do
 	return true;
 }
 
-static inline uint16_t f16(float f) { return ir_f32_to_f16(f); }
+static inline uint16_t f16(float f)
+{
+	return ir_f32_to_f16(f);
+}
 #endif

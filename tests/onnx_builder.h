@@ -118,8 +118,7 @@ static inline void mb_free(struct mb *b)
 	free(b);
 }
 
-static inline Onnx__ValueInfoProto *mb_value(struct mb *b, const char *name, int32_t type,
-					     const char *dims)
+static inline Onnx__ValueInfoProto *mb_value(struct mb *b, const char *name, int32_t type, const char *dims)
 {
 	Onnx__ValueInfoProto *v = mb_alloc(b, sizeof *v);
 	Onnx__TypeProto *tp = mb_alloc(b, sizeof *tp);
@@ -337,8 +336,7 @@ static inline bool has_all(const char *msg, va_list ap, const char **missing)
 	return true;
 }
 
-static inline void vexpect_error(const char *what, const char *path, const struct onnx_import_opts *o,
-				 va_list ap)
+static inline void vexpect_error(const char *what, const char *path, const struct onnx_import_opts *o, va_list ap)
 {
 	const char *missing = NULL;
 	ir_error_clear();
@@ -360,8 +358,7 @@ static inline void expect_error(const char *what, const char *path, const struct
 	vexpect_error(what, path, o, ap);
 	va_end(ap);
 }
-#define EXPECT_ERROR(what, path, opts, ...) \
-	expect_error(what, path, opts, __VA_ARGS__, (const char *)NULL)
+#define EXPECT_ERROR(what, path, opts, ...) expect_error(what, path, opts, __VA_ARGS__, (const char *)NULL)
 
 /* The same for model b written to tmpdir/file; frees b. */
 static inline void expect_model_error(struct mb *b, const char *file, const char *what, ...)
@@ -372,12 +369,10 @@ static inline void expect_model_error(struct mb *b, const char *file, const char
 	va_end(ap);
 	mb_free(b);
 }
-#define EXPECT_MODEL_ERROR(b, file, what, ...) \
-	expect_model_error(b, file, what, __VA_ARGS__, (const char *)NULL)
+#define EXPECT_MODEL_ERROR(b, file, what, ...) expect_model_error(b, file, what, __VA_ARGS__, (const char *)NULL)
 
 /* Imports path and expects a verified graph (caller frees). */
-static inline struct ir_graph *expect_import(const char *what, const char *path,
-					     const struct onnx_import_opts *o)
+static inline struct ir_graph *expect_import(const char *what, const char *path, const struct onnx_import_opts *o)
 {
 	ir_error_clear();
 	struct ir_graph *g = onnx_import(path, o, NULL);

@@ -39,7 +39,8 @@ static void compare(const char *name, const struct ir_tensor *got, const struct 
 			continue;
 		if (!(d <= atol + rtol * fabs(y))) {
 			if (!e->bad++)
-				snprintf(e->where, sizeof e->where, "%s element %lld: %.9g, expected %.9g", name, (long long)i, x, y);
+				snprintf(e->where, sizeof e->where, "%s element %lld: %.9g, expected %.9g", name,
+					 (long long)i, x, y);
 		}
 		if (isnan(d))
 			d = INFINITY;
@@ -117,8 +118,7 @@ int main(int argc, char **argv)
 		else if ((!strcmp(argv[i], "--rtol") || !strcmp(argv[i], "--atol")) && i + 1 < argc) {
 			double *dst = argv[i][2] == 'r' ? &rtol : &atol;
 			*dst = atof(argv[++i]);
-		}
-		else if (np < 2)
+		} else if (np < 2)
 			p[np++] = argv[i];
 	}
 	if (np != 2) {

@@ -21,8 +21,8 @@ struct msg {
 struct plan_sim {
 	const struct plan *p;
 	uint8_t **arena;
-	int *pc, *end;          /* per device: where it is, where this part ends */
-	int *mb;                /* per device: the micro-batch its part runs (slots) */
+	int *pc, *end; /* per device: where it is, where this part ends */
+	int *mb;       /* per device: the micro-batch its part runs (slots) */
 	struct msg *mail;
 };
 #define sim plan_sim
@@ -75,10 +75,14 @@ static bool comm_ready(struct sim *s, int c)
 static double reduce2(enum plan_reduce op, double a, double b)
 {
 	switch (op) {
-	case PLAN_SUM: return a + b;
-	case PLAN_MAX: return a > b ? a : b;
-	case PLAN_MIN: return a < b ? a : b;
-	case PLAN_REDUCE_COUNT: break;
+	case PLAN_SUM:
+		return a + b;
+	case PLAN_MAX:
+		return a > b ? a : b;
+	case PLAN_MIN:
+		return a < b ? a : b;
+	case PLAN_REDUCE_COUNT:
+		break;
 	}
 	return a;
 }
@@ -105,8 +109,10 @@ static int run_collective(struct sim *s, int c)
 			const struct plan_buffer *b = arg_buf(d, &d->instr[s->pc[cm->ranks[r]]], 0);
 			struct ir_tensor t = { b->dtype, b->shape, buf_data(s, cm->ranks[r], b) };
 			for (int64_t i = 0; i < ne; i++)
-				ir_tensor_set_f64(&acc, i, r == 0 ? ir_tensor_get_f64(&t, i) :
-						  reduce2(x0->reduce, ir_tensor_get_f64(&acc, i), ir_tensor_get_f64(&t, i)));
+				ir_tensor_set_f64(&acc, i,
+						  r == 0 ? ir_tensor_get_f64(&t, i)
+							 : reduce2(x0->reduce, ir_tensor_get_f64(&acc, i),
+								   ir_tensor_get_f64(&t, i)));
 		}
 		for (int r = 0; r < n; r++) {
 			const struct plan_device *d = &p->devices[cm->ranks[r]];
@@ -151,7 +157,11 @@ static int run_collective(struct sim *s, int c)
 			}
 		}
 		break;
-	case PLAN_KERNEL: case PLAN_SEND: case PLAN_RECV: case PLAN_COPY: case PLAN_FREE:
+	case PLAN_KERNEL:
+	case PLAN_SEND:
+	case PLAN_RECV:
+	case PLAN_COPY:
+	case PLAN_FREE:
 	case PLAN_INSTR_KIND_COUNT:
 		return ir_errorf(-EINVAL, "comm %d: not a collective", c);
 	}
@@ -203,7 +213,10 @@ static int step(struct sim *s, int dev, bool *progress)
 			free(m);
 			break;
 		}
-		case PLAN_ALL_REDUCE: case PLAN_ALL_GATHER: case PLAN_REDUCE_SCATTER: case PLAN_ALL_TO_ALL:
+		case PLAN_ALL_REDUCE:
+		case PLAN_ALL_GATHER:
+		case PLAN_REDUCE_SCATTER:
+		case PLAN_ALL_TO_ALL:
 			if (!comm_ready(s, x->comm))
 				return 0;
 			if ((rc = run_collective(s, x->comm)) < 0)
@@ -214,7 +227,8 @@ static int step(struct sim *s, int dev, bool *progress)
 			return ir_errorf(-EINVAL, "device %d: bad instruction", dev);
 		}
 		if (rc < 0) {
-			ir_error_prefix("device %d, instruction %d (%s)", dev, s->pc[dev], plan_instr_kind_name(x->kind));
+			ir_error_prefix("device %d, instruction %d (%s)", dev, s->pc[dev],
+					plan_instr_kind_name(x->kind));
 			return rc;
 		}
 		s->pc[dev]++;
@@ -240,8 +254,9 @@ static int run_part(struct sim *s)
 		if (!progress) {
 			for (int dev = 0; dev < p->ndevices; dev++)
 				if (s->pc[dev] < s->end[dev])
-					return ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s)", dev,
-							 s->pc[dev], plan_instr_kind_name(p->devices[dev].instr[s->pc[dev]].kind));
+					return ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s)",
+							 dev, s->pc[dev],
+							 plan_instr_kind_name(p->devices[dev].instr[s->pc[dev]].kind));
 			return rc;
 		}
 	}
@@ -281,7 +296,8 @@ static int take_device_outputs(struct sim *s, int dev, int lo, int hi, struct ir
 				continue;
 			struct ir_tensor *o = &out[b->index];
 			int rc;
-			if (!o->data && (rc = ir_tensor_alloc(o, p->outputs[b->index].dtype, &p->outputs[b->index].shape)) < 0)
+			if (!o->data &&
+			    (rc = ir_tensor_alloc(o, p->outputs[b->index].dtype, &p->outputs[b->index].shape)) < 0)
 				return rc;
 			copy_block(o->data, &o->shape, b->start, buf_data(s, dev, b), &b->shape, zero_start, &b->shape,
 				   ir_dtype_size(b->dtype));
@@ -333,9 +349,12 @@ static int run_pipeline(struct sim *s, const struct ir_tensor *inputs, struct ir
 		if (!progress) {
 			for (int dev = 0; dev < nd; dev++)
 				if (s->pc[dev] < s->end[dev]) {
-					rc = ir_errorf(-EDEADLK, "deadlock: device %d waits at instruction %d (%s) of micro-batch %d",
-						       dev, s->pc[dev], plan_instr_kind_name(p->devices[dev].instr[s->pc[dev]].kind),
-						       s->mb[dev]);
+					rc = ir_errorf(
+						-EDEADLK,
+						"deadlock: device %d waits at instruction %d (%s) of micro-batch %d",
+						dev, s->pc[dev],
+						plan_instr_kind_name(p->devices[dev].instr[s->pc[dev]].kind),
+						s->mb[dev]);
 					break;
 				}
 			break;
@@ -498,8 +517,10 @@ int plan_sim_params(struct plan_sim *s, struct ir_tensor *params)
 			for (int64_t e = 0; e < n && rc == 0; e++) {
 				double u = ir_tensor_get_f64(&have, e), v = ir_tensor_get_f64(&mine, e);
 				if (was[e] && u != v && !(isnan(u) && isnan(v)))
-					rc = ir_errorf(-EINVAL, "device %d, buffer %d: its slice of parameter %d differs "
-						       "from another device's copy (%g, not %g)", dev, b, x->index, v, u);
+					rc = ir_errorf(-EINVAL,
+						       "device %d, buffer %d: its slice of parameter %d differs "
+						       "from another device's copy (%g, not %g)",
+						       dev, b, x->index, v, u);
 			}
 			copy_block(t->data, &t->shape, x->start, mine.data, &x->shape, zero_start, &x->shape,
 				   ir_dtype_size(x->dtype));

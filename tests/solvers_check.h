@@ -96,7 +96,7 @@ static inline void problem_random(struct shard_problem *p, int n, int kmax, int6
 /* The optimum by enumeration: 0 with best set, or -ENOSPC. */
 static inline int brute_force(const struct shard_problem *p, int *best, shard_i128 *best_cost)
 {
-	int n = p->nnodes, c[16] = {0}, found = 0;
+	int n = p->nnodes, c[16] = { 0 }, found = 0;
 	struct shard_eval ev;
 	for (;;) {
 		shard_evaluate(p, c, &ev);

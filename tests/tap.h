@@ -19,8 +19,8 @@
 
 static int tap_n, tap_failed;
 
-__attribute__((format(printf, 4, 5), unused)) static int
-tap_ok_at(int cond, const char *file, int line, const char *fmt, ...)
+__attribute__((format(printf, 4, 5), unused)) static int tap_ok_at(int cond, const char *file, int line,
+								   const char *fmt, ...)
 {
 	va_list ap;
 	tap_n++;
@@ -38,10 +38,9 @@ tap_ok_at(int cond, const char *file, int line, const char *fmt, ...)
 }
 
 #define TAP_OK(cond, ...) tap_ok_at(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
-#define TAP_NEAR(got, want, tol, ...)                                            \
-	(tap_ok_at(fabs((double)(got) - (double)(want)) <=                        \
-			   (tol) * fmax(1.0, fabs((double)(want))),                \
-		   __FILE__, __LINE__, __VA_ARGS__) ||                              \
+#define TAP_NEAR(got, want, tol, ...)                                                                                 \
+	(tap_ok_at(fabs((double)(got) - (double)(want)) <= (tol)*fmax(1.0, fabs((double)(want))), __FILE__, __LINE__, \
+		   __VA_ARGS__) ||                                                                                    \
 	 (printf("#   got %.17g want %.17g\n", (double)(got), (double)(want)), 0))
 #define TAP_DIAG(...) (printf("# "), printf(__VA_ARGS__), printf("\n"))
 

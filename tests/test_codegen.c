@@ -55,8 +55,9 @@ static void fill(struct ir_tensor *t, enum ir_op root, bool special)
 	static const double odd[] = { NAN, INFINITY, -INFINITY, -0.0, 40, -40, 120, -800, 1e-9 };
 	int64_t n = ir_shape_numel(&t->shape);
 	for (int64_t i = 0; i < n; i++) {
-		double v = ir_dtype_is_float(t->dtype) ? 4 * urand() - 2 :
-			   t->dtype == IR_BOOL ? (double)(urand() < 0.5) : floor(8 * urand()) - (t->dtype == IR_U8 ? 0 : 4);
+		double v = ir_dtype_is_float(t->dtype) ? 4 * urand() - 2
+			   : t->dtype == IR_BOOL       ? (double)(urand() < 0.5)
+						       : floor(8 * urand()) - (t->dtype == IR_U8 ? 0 : 4);
 		if (special && ir_dtype_is_float(t->dtype) && i % 11 == 5)
 			v = odd[(i / 11) % (sizeof odd / sizeof odd[0])];
 		if (root == IR_OP_SCATTER || root == IR_OP_GATHER)
@@ -67,9 +68,9 @@ static void fill(struct ir_tensor *t, enum ir_op root, bool special)
 
 static bool libm_kernel(const struct plan_kernel *k)
 {
-	enum ir_op ops[] = { IR_OP_EXP, IR_OP_LOG, IR_OP_TANH, IR_OP_ERF, IR_OP_SIN, IR_OP_COS, IR_OP_TAN,
-			     IR_OP_ASIN, IR_OP_ACOS, IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH, IR_OP_ACOSH,
-			     IR_OP_ATANH, IR_OP_REM, IR_OP_POW, IR_OP_SIGMOID };
+	enum ir_op ops[] = { IR_OP_EXP,   IR_OP_LOG,   IR_OP_TANH,  IR_OP_ERF,  IR_OP_SIN,  IR_OP_COS,
+			     IR_OP_TAN,   IR_OP_ASIN,  IR_OP_ACOS,  IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH,
+			     IR_OP_ASINH, IR_OP_ACOSH, IR_OP_ATANH, IR_OP_REM,  IR_OP_POW,  IR_OP_SIGMOID };
 	for (int i = 0; i < (k->nbody ? k->nbody : 1); i++)
 		for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++)
 			if ((k->nbody ? k->body[i].op : k->op) == ops[j])
@@ -133,8 +134,8 @@ static bool core_result(const struct plan_kernel *k, const struct ir_tensor *in,
 
 /* Kernel k's host code against the interpreter: the worst element (the
  * scale of the reduction tolerance: the largest finite input). */
-static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int64_t, int64_t), bool special,
-			 char *why, size_t nwhy)
+static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int64_t, int64_t), bool special, char *why,
+			 size_t nwhy)
 {
 	const struct plan_kernel *k = &p->kernels[kid];
 	struct ir_tensor in[64], ref = { 0 }, got;
@@ -208,7 +209,9 @@ static void check_blas(void)
 		TAP_DIAG("OPENBLAS_CORETYPE set or no AVX2: the detected core stays");
 		return;
 	}
-	static const char *const old[] = { "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge" };
+	static const char *const old[] = {
+		"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Sandybridge"
+	};
 	bool ok = true;
 	for (size_t i = 0; i < sizeof old / sizeof old[0]; i++)
 		ok &= strcasecmp(first, old[i]) != 0;
@@ -257,8 +260,10 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 				 ir_op_name(k->op), special ? " with NaN and inf inputs" : "", why);
 		}
 	}
-	TAP_OK(nhost > 0 && bad == 0, "%s: %d host kernels (%d fused in the plan, %d compared bit for bit, %d also on "
-	       "NaN and inf) equal the interpreter%s%s", tag, nhost, nfused, exact, nodd, bad ? "; " : "", first);
+	TAP_OK(nhost > 0 && bad == 0,
+	       "%s: %d host kernels (%d fused in the plan, %d compared bit for bit, %d also on "
+	       "NaN and inf) equal the interpreter%s%s",
+	       tag, nhost, nfused, exact, nodd, bad ? "; " : "", first);
 	if (hc)
 		hostcode_free(hc);
 	for (int a = 0; a < p->nptx; a++) {
@@ -272,10 +277,13 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 		FILE *f = fopen(ptx, "w");
 		fputs(p->ptx[a].text, f);
 		fclose(f);
-		snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v -o /dev/null '%s' >'%s' 2>&1", ptxas, p->ptx[a].arch, ptx, log);
+		snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v -o /dev/null '%s' >'%s' 2>&1", ptxas, p->ptx[a].arch, ptx,
+			 log);
 		int rc = system(cmd);
-		snprintf(cmd, sizeof cmd, "grep -q 'bytes spill' '%s' && ! grep 'bytes spill' '%s' | grep -vq "
-			 "'0 bytes spill stores, 0 bytes spill loads'", log, log);
+		snprintf(cmd, sizeof cmd,
+			 "grep -q 'bytes spill' '%s' && ! grep 'bytes spill' '%s' | grep -vq "
+			 "'0 bytes spill stores, 0 bytes spill loads'",
+			 log, log);
 		TAP_OK(rc == 0 && system(cmd) == 0, "%s: PTX for %s assembles with ptxas, no kernel spills", tag,
 		       p->ptx[a].arch);
 		if (rc)
@@ -294,11 +302,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *pcc = argv[1], *models = argv[2], *train = argv[3], *ptxas = argv[4];
-	static const char *const inf[] = { "gpt_op17", "bert_op17", "mlp_op17", "moe_op17", "vit_op17", "resnet_op17",
-					   "unet_op17" };
+	static const char *const inf[] = { "gpt_op17", "bert_op17",   "mlp_op17", "moe_op17",
+					   "vit_op17", "resnet_op17", "unet_op17" };
 	static const char *const tr[] = { "gpt", "bert", "mlp_loss", "moe", "vit", "resnet_train" };
-	static const char *const loss[] = { "cross_entropy:logits,labels", "mse:pooled,target", "model",
-					    "mse:y,target", "cross_entropy:logits,labels", "cross_entropy:logits,labels" };
+	static const char *const loss[] = {
+		"cross_entropy:logits,labels", "mse:pooled,target",          "model", "mse:y,target",
+		"cross_entropy:logits,labels", "cross_entropy:logits,labels"
+	};
 	char model[4096], tag[64], opts[256];
 	for (size_t i = 0; i < sizeof inf / sizeof inf[0]; i++) {
 		snprintf(model, sizeof model, "%s/%s/model.onnx", models, inf[i]);

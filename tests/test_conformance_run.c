@@ -85,8 +85,7 @@ static int self_reduce_scatter(struct rt_comm *c, int comm, const void *in, void
 	(void)c, (void)comm, (void)in, (void)out, (void)n, (void)t, (void)req;
 	return no_peer();
 }
-static int self_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes,
-		       struct rt_comm_req **req)
+static int self_gather(struct rt_comm *c, int comm, const void *in, void *out, size_t bytes, struct rt_comm_req **req)
 {
 	(void)c, (void)comm, (void)in, (void)out, (void)bytes, (void)req;
 	return no_peer();
@@ -127,10 +126,21 @@ static void self_finish(struct rt_comm *c)
 }
 
 static const struct rt_comm_ops self_ops = {
-	.name = "self", .setup = self_setup, .send = self_send, .recv = self_recv,
-	.all_reduce = self_all_reduce, .reduce_scatter = self_reduce_scatter, .all_gather = self_gather,
-	.all_to_all = self_gather, .wait = self_wait, .progress = self_nothing, .flush = self_nothing,
-	.ctl_send = self_ctl, .ctl_recv = self_ctl_recv, .ctl_min = self_ctl_min, .abort = self_abort,
+	.name = "self",
+	.setup = self_setup,
+	.send = self_send,
+	.recv = self_recv,
+	.all_reduce = self_all_reduce,
+	.reduce_scatter = self_reduce_scatter,
+	.all_gather = self_gather,
+	.all_to_all = self_gather,
+	.wait = self_wait,
+	.progress = self_nothing,
+	.flush = self_nothing,
+	.ctl_send = self_ctl,
+	.ctl_recv = self_ctl_recv,
+	.ctl_min = self_ctl_min,
+	.abort = self_abort,
 	.finish = self_finish,
 };
 
@@ -138,27 +148,27 @@ static const struct rt_comm_ops self_ops = {
 
 enum verdict {
 	V_PASS,
-	V_FAIL,     /* the generated path fails where the interpreter passes */
-	V_OUT,      /* out of scope: test_conformance does not pass it */
+	V_FAIL, /* the generated path fails where the interpreter passes */
+	V_OUT,  /* out of scope: test_conformance does not pass it */
 };
 
 /* Why the command line could not run a test as this process does (its
  * kernels are tested here all the same). */
 enum cli_gap {
 	CLI_OK,
-	CLI_FEED,   /* pcc-run -i cannot read the data set as it is */
+	CLI_FEED, /* pcc-run -i cannot read the data set as it is */
 };
 
 struct verdict_report {
 	enum verdict v;
-	char stage[64];   /* the stage reached: named in a crash */
+	char stage[64]; /* the stage reached: named in a crash */
 	char what[768];
-	bool ref_ok;      /* failures: the plan's reference kernels pass */
+	bool ref_ok; /* failures: the plan's reference kernels pass */
 	enum cli_gap gap;
 	char gap_what[256];
-	int nbound;             /* inputs bound as constants (pcc --const) */
-	char bound[256];        /* their names */
-	double t_compile, t_run; /* seconds */
+	int nbound;                         /* inputs bound as constants (pcc --const) */
+	char bound[256];                    /* their names */
+	double t_compile, t_run;            /* seconds */
 	double t_inter, t_lower, t_codegen; /* of t_compile */
 };
 
@@ -367,8 +377,7 @@ static int run_special(const struct plan *p, const char *model, const char *dir,
 }
 
 /* Every data set through p: 0 when all match. */
-static int run_sets(const struct plan *p, const char *root, const char *name, bool reference, char *what,
-		    size_t n)
+static int run_sets(const struct plan *p, const char *root, const char *name, bool reference, char *what, size_t n)
 {
 	char model[2048], set[2048];
 	snprintf(model, sizeof model, "%s/%s/model.onnx", root, name);
@@ -554,9 +563,10 @@ int main(int argc, char **argv)
 			TAP_DIAG("%-32s passed %3d  failed %3d", ops[i].op, ops[i].passed, ops[i].failed);
 	TAP_DIAG("node tests through plan.bin and generated kernels: %d passed, %d failed; %d out of scope "
 		 "(not passed by test_conformance); %.1f s: compiling %.1f s (inter-op pass %.1f s, lowering %.1f s, "
-		 "codegen %.1f s), running %.1f s", npass, nfail, nout, ir_now() - t0, t_compile, t_inter, t_lower,
-		 t_codegen, t_run);
+		 "codegen %.1f s), running %.1f s",
+		 npass, nfail, nout, ir_now() - t0, t_compile, t_inter, t_lower, t_codegen, t_run);
 	TAP_DIAG("of the passed, %d bind inputs as constants (pcc --const); the command line (pcc, then pcc-run -i "
-		 "DATA_SET) cannot run %d: data sets pcc-run -i cannot read", nbound, ngap[CLI_FEED]);
+		 "DATA_SET) cannot run %d: data sets pcc-run -i cannot read",
+		 nbound, ngap[CLI_FEED]);
 	return tap_done();
 }

@@ -124,8 +124,10 @@ static void run_gemm(const struct gpu_gemm *g, const float *a, const float *b, f
 			for (int64_t j = 0; j < g->n; j++) {
 				double s = 0;
 				for (int64_t k = 0; k < g->k; k++) {
-					double x = g->ta ? a[z * g->m * g->k + k * g->m + i] : a[z * g->m * g->k + i * g->k + k];
-					double y = g->tb ? b[z * g->n * g->k + j * g->k + k] : b[z * g->n * g->k + k * g->n + j];
+					double x = g->ta ? a[z * g->m * g->k + k * g->m + i]
+							 : a[z * g->m * g->k + i * g->k + k];
+					double y = g->tb ? b[z * g->n * g->k + j * g->k + k]
+							 : b[z * g->n * g->k + k * g->n + j];
 					s += x * y;
 				}
 				c[z * g->m * g->n + i * g->n + j] = (float)s;
@@ -181,18 +183,72 @@ static void dot_case(const struct dot_case *dc, enum ir_dtype t)
 static void dots(void)
 {
 	static const struct dot_case cases[] = {
-		{ "batched matmul [2,3,4] x [2,4,5]", { 3, { 2, 3, 4 } }, { 3, { 2, 4, 5 } }, 1, { 0 }, { 0 }, 1, { 2 }, { 1 },
-		  true, { 2, 3, 5, 4, false, false } },
-		{ "weight gradient x^T dy: [4,3] x [4,5] over dim 0", { 2, { 4, 3 } }, { 2, { 4, 5 } }, 0, { 0 }, { 0 }, 1,
-		  { 0 }, { 0 }, true, { 1, 3, 5, 4, true, false } },
-		{ "input gradient dy W^T: [4,5] x [3,5] over dim 1", { 2, { 4, 5 } }, { 2, { 3, 5 } }, 0, { 0 }, { 0 }, 1,
-		  { 1 }, { 1 }, true, { 1, 4, 3, 5, false, true } },
-		{ "two contracting dims [2,3,4,5] x [4,5,6]", { 4, { 2, 3, 4, 5 } }, { 3, { 4, 5, 6 } }, 0, { 0 }, { 0 }, 2,
-		  { 2, 3 }, { 0, 1 }, true, { 1, 6, 6, 20, false, false } },
-		{ "batch dim not leading [3,2,4] x [2,4,5]", { 3, { 3, 2, 4 } }, { 3, { 2, 4, 5 } }, 1, { 1 }, { 0 }, 1,
-		  { 2 }, { 1 }, false, { 0 } },
-		{ "contracting dims out of order [2,3,4,5] x [5,4,6]", { 4, { 2, 3, 4, 5 } }, { 3, { 5, 4, 6 } }, 0, { 0 },
-		  { 0 }, 2, { 3, 2 }, { 0, 1 }, false, { 0 } },
+		{ "batched matmul [2,3,4] x [2,4,5]",
+		  { 3, { 2, 3, 4 } },
+		  { 3, { 2, 4, 5 } },
+		  1,
+		  { 0 },
+		  { 0 },
+		  1,
+		  { 2 },
+		  { 1 },
+		  true,
+		  { 2, 3, 5, 4, false, false } },
+		{ "weight gradient x^T dy: [4,3] x [4,5] over dim 0",
+		  { 2, { 4, 3 } },
+		  { 2, { 4, 5 } },
+		  0,
+		  { 0 },
+		  { 0 },
+		  1,
+		  { 0 },
+		  { 0 },
+		  true,
+		  { 1, 3, 5, 4, true, false } },
+		{ "input gradient dy W^T: [4,5] x [3,5] over dim 1",
+		  { 2, { 4, 5 } },
+		  { 2, { 3, 5 } },
+		  0,
+		  { 0 },
+		  { 0 },
+		  1,
+		  { 1 },
+		  { 1 },
+		  true,
+		  { 1, 4, 3, 5, false, true } },
+		{ "two contracting dims [2,3,4,5] x [4,5,6]",
+		  { 4, { 2, 3, 4, 5 } },
+		  { 3, { 4, 5, 6 } },
+		  0,
+		  { 0 },
+		  { 0 },
+		  2,
+		  { 2, 3 },
+		  { 0, 1 },
+		  true,
+		  { 1, 6, 6, 20, false, false } },
+		{ "batch dim not leading [3,2,4] x [2,4,5]",
+		  { 3, { 3, 2, 4 } },
+		  { 3, { 2, 4, 5 } },
+		  1,
+		  { 1 },
+		  { 0 },
+		  1,
+		  { 2 },
+		  { 1 },
+		  false,
+		  { 0 } },
+		{ "contracting dims out of order [2,3,4,5] x [5,4,6]",
+		  { 4, { 2, 3, 4, 5 } },
+		  { 3, { 5, 4, 6 } },
+		  0,
+		  { 0 },
+		  { 0 },
+		  2,
+		  { 3, 2 },
+		  { 0, 1 },
+		  false,
+		  { 0 } },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		dot_case(&cases[i], IR_F32);
@@ -205,8 +261,9 @@ static struct plan *compile(const char *pcc, const char *train, const char *dir,
 {
 	char cmd[4096], path[2048];
 	snprintf(path, sizeof path, "%s/%s.bin", dir, name);
-	snprintf(cmd, sizeof cmd, "'%s' '%s/gpt/model.onnx' --train --loss cross_entropy:logits,labels %s -o '%s' >/dev/null",
-		 pcc, train, opts, path);
+	snprintf(cmd, sizeof cmd,
+		 "'%s' '%s/gpt/model.onnx' --train --loss cross_entropy:logits,labels %s -o '%s' >/dev/null", pcc,
+		 train, opts, path);
 	if (!TAP_OK(system(cmd) == 0, "%s: pcc compiles (%s)", name, opts))
 		return NULL;
 	return plan_read(path);

@@ -95,8 +95,7 @@ static void test_mlp(void)
 	z = op2(&c, IR_OP_ADD, NULL, z, bcast(&c, b2, SH(4, 5), IR_ILIST(1)));
 	struct ir_value *zmax = op1(&c, IR_OP_REDUCE_MAX, &rows, z);
 	struct ir_value *zs = op2(&c, IR_OP_SUB, NULL, z, bcast(&c, zmax, SH(4, 5), IR_ILIST(0)));
-	struct ir_value *lse = op1(&c, IR_OP_LOG, NULL,
-				   op1(&c, IR_OP_REDUCE_SUM, &rows, op1(&c, IR_OP_EXP, NULL, zs)));
+	struct ir_value *lse = op1(&c, IR_OP_LOG, NULL, op1(&c, IR_OP_REDUCE_SUM, &rows, op1(&c, IR_OP_EXP, NULL, zs)));
 	struct ir_value *logp = op2(&c, IR_OP_SUB, NULL, zs, bcast(&c, lse, SH(4, 5), IR_ILIST(0)));
 	struct ir_value *nll = op1(&c, IR_OP_NEG, NULL,
 				   reduce_all(&c, IR_OP_REDUCE_SUM,
@@ -106,8 +105,7 @@ static void test_mlp(void)
 
 /* ---- contract: errors and NULL gradients ----------------------------------- */
 
-static struct ir_value *node1(struct ir_graph *g, enum ir_op op, const struct ir_attrs *a,
-			      struct ir_value *x)
+static struct ir_value *node1(struct ir_graph *g, enum ir_op op, const struct ir_attrs *a, struct ir_value *x)
 {
 	struct ir_node *n = x ? ir_graph_add_node(g, op, NULL, 1, &x, a ? a : &no_attrs) : NULL;
 	return n ? n->out[0] : NULL;
@@ -160,8 +158,8 @@ static void test_errors(void)
 		rc = y ? grad_build(g, y, 1, &w, grads) : -1000;
 		const char *msg = ir_error();
 		TAP_OK(rc == -ENOTSUP && strstr(msg, "scatter") && strstr(msg, names[which]),
-		       "scatter max on the path from %s: -ENOTSUP naming scatter and %s (got %d: %s)",
-		       names[which], names[which], rc, msg);
+		       "scatter max on the path from %s: -ENOTSUP naming scatter and %s (got %d: %s)", names[which],
+		       names[which], rc, msg);
 		ir_graph_free(g);
 	}
 
@@ -213,8 +211,8 @@ static void test_null_grads(void)
 	}
 	grads[0] = (struct ir_value *)1;
 	int rc = l ? grad_build(g, l, 1, &x, grads) : -1000;
-	TAP_OK(rc == 0 && grads[0] == NULL, "argmax -> convert -> loss: d/dx NULL, no error (got %d%s%s)",
-	       rc, rc ? ": " : "", rc ? ir_error() : "");
+	TAP_OK(rc == 0 && grads[0] == NULL, "argmax -> convert -> loss: d/dx NULL, no error (got %d%s%s)", rc,
+	       rc ? ": " : "", rc ? ir_error() : "");
 	ir_graph_free(g);
 
 	/* a wrt that the loss does not read at all */
@@ -227,8 +225,8 @@ static void test_null_grads(void)
 	grads[1] = (struct ir_value *)1;
 	rc = l ? grad_build(g, l, 2, wrt, grads) : -1000;
 	TAP_OK(rc == 0 && grads[0] && grads[1] == NULL,
-	       "input not reaching the loss: its gradient NULL, the other's set (got %d%s%s)", rc,
-	       rc ? ": " : "", rc ? ir_error() : "");
+	       "input not reaching the loss: its gradient NULL, the other's set (got %d%s%s)", rc, rc ? ": " : "",
+	       rc ? ir_error() : "");
 	ir_graph_free(g);
 
 	/* both: an integer path and a float path from x; the gradient is the
@@ -281,8 +279,8 @@ static void test_wrt_kinds(void)
 	for (int i = 0; i < 4; i++)
 		if (out[i].data)
 			ir_tensor_free(&out[i]);
-	TAP_OK(ok, "wrt a parameter, an intermediate value and one input twice (got %d%s%s)", rc,
-	       rc ? ": " : "", rc ? ir_error() : "");
+	TAP_OK(ok, "wrt a parameter, an intermediate value and one input twice (got %d%s%s)", rc, rc ? ": " : "",
+	       rc ? ir_error() : "");
 	ir_graph_free(g);
 }
 
@@ -318,8 +316,8 @@ static void test_f32(void)
 		if (out.data)
 			ir_tensor_free(&out);
 	}
-	TAP_OK(ok, "f32 graph: d/dx of sum(exp(x) * w) is f32[5] = exp(x) * w (got %d%s%s)", rc,
-	       rc ? ": " : "", rc ? ir_error() : "");
+	TAP_OK(ok, "f32 graph: d/dx of sum(exp(x) * w) is f32[5] = exp(x) * w (got %d%s%s)", rc, rc ? ": " : "",
+	       rc ? ir_error() : "");
 	ir_graph_free(g);
 }
 

@@ -27,28 +27,15 @@ static void test_unary(void)
 		enum ir_op op;
 		struct fill f;
 	} ops[] = {
-		{ IR_OP_NEG, UNI(-2, 2) },
-		{ IR_OP_ABS, SEP(0.1, 0.05) }, /* k * 0.1 + 0.05: never within 0.05 of 0 */
-		{ IR_OP_EXP, UNI(-1.5, 1.5) },
-		{ IR_OP_LOG, UNI(0.3, 3) },
-		{ IR_OP_SQRT, UNI(0.3, 3) },
-		{ IR_OP_RSQRT, UNI(0.3, 3) },
-		{ IR_OP_RECIP, SIGNED(0.5, 2) },
-		{ IR_OP_TANH, UNI(-2, 2) },
-		{ IR_OP_ERF, UNI(-2, 2) },
-		{ IR_OP_SIGMOID, UNI(-3, 3) },
-		{ IR_OP_RELU, SEP(0.1, 0.05) },
-		{ IR_OP_SIN, UNI(-3, 3) },
-		{ IR_OP_COS, UNI(-3, 3) },
-		{ IR_OP_TAN, UNI(-1.2, 1.2) },
-		{ IR_OP_ASIN, UNI(-0.9, 0.9) },
-		{ IR_OP_ACOS, UNI(-0.9, 0.9) },
-		{ IR_OP_ATAN, UNI(-3, 3) },
-		{ IR_OP_SINH, UNI(-2, 2) },
-		{ IR_OP_COSH, UNI(-2, 2) },
-		{ IR_OP_ASINH, UNI(-3, 3) },
-		{ IR_OP_ACOSH, UNI(1.2, 3) },
-		{ IR_OP_ATANH, UNI(-0.9, 0.9) },
+		{ IR_OP_NEG, UNI(-2, 2) },      { IR_OP_ABS, SEP(0.1, 0.05) }, /* k * 0.1 + 0.05: never within 0.05 of 0
+										*/
+		{ IR_OP_EXP, UNI(-1.5, 1.5) },  { IR_OP_LOG, UNI(0.3, 3) },      { IR_OP_SQRT, UNI(0.3, 3) },
+		{ IR_OP_RSQRT, UNI(0.3, 3) },   { IR_OP_RECIP, SIGNED(0.5, 2) }, { IR_OP_TANH, UNI(-2, 2) },
+		{ IR_OP_ERF, UNI(-2, 2) },      { IR_OP_SIGMOID, UNI(-3, 3) },   { IR_OP_RELU, SEP(0.1, 0.05) },
+		{ IR_OP_SIN, UNI(-3, 3) },      { IR_OP_COS, UNI(-3, 3) },       { IR_OP_TAN, UNI(-1.2, 1.2) },
+		{ IR_OP_ASIN, UNI(-0.9, 0.9) }, { IR_OP_ACOS, UNI(-0.9, 0.9) },  { IR_OP_ATAN, UNI(-3, 3) },
+		{ IR_OP_SINH, UNI(-2, 2) },     { IR_OP_COSH, UNI(-2, 2) },      { IR_OP_ASINH, UNI(-3, 3) },
+		{ IR_OP_ACOSH, UNI(1.2, 3) },   { IR_OP_ATANH, UNI(-0.9, 0.9) },
 	};
 	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
 		struct gc c;
@@ -147,14 +134,13 @@ static void test_select(void)
 	gc_begin(&c, "select (cond computed from x)");
 	struct ir_value *x = gc_in(&c, "x", SH(3, 4), SEP(0.2, 0.1));
 	struct ir_value *p = op2(&c, IR_OP_GT, NULL, x, cst(&c, IR_F64, SH(3, 4), zero));
-	gc_check(&c, op3(&c, IR_OP_SELECT, NULL, p, op1(&c, IR_OP_EXP, NULL, x),
-			 op1(&c, IR_OP_NEG, NULL, x)));
+	gc_check(&c, op3(&c, IR_OP_SELECT, NULL, p, op1(&c, IR_OP_EXP, NULL, x), op1(&c, IR_OP_NEG, NULL, x)));
 }
 
 /* ---- dot and conv ------------------------------------------------------------ */
 
-static void dot_case(const char *what, struct ir_shape ls, struct ir_shape rs, struct ir_ilist lb,
-		     struct ir_ilist rb, struct ir_ilist lc, struct ir_ilist rc)
+static void dot_case(const char *what, struct ir_shape ls, struct ir_shape rs, struct ir_ilist lb, struct ir_ilist rb,
+		     struct ir_ilist lc, struct ir_ilist rc)
 {
 	struct gc c;
 	gc_begin(&c, "dot %s", what);
@@ -167,27 +153,24 @@ static void dot_case(const char *what, struct ir_shape ls, struct ir_shape rs, s
 static void test_dot(void)
 {
 	dot_case("matmul [3,4]x[4,5]", SH(3, 4), SH(4, 5), NOAXES, NOAXES, IR_ILIST(1), IR_ILIST(0));
-	dot_case("batched [2,3,4]x[2,4,5] batch [0]/[0]", SH(2, 3, 4), SH(2, 4, 5), IR_ILIST(0),
-		 IR_ILIST(0), IR_ILIST(2), IR_ILIST(1));
-	dot_case("lhs transposed [4,3]x[4,5] contract [0]/[0]", SH(4, 3), SH(4, 5), NOAXES, NOAXES,
-		 IR_ILIST(0), IR_ILIST(0));
-	dot_case("rhs transposed [3,4]x[5,4] contract [1]/[1]", SH(3, 4), SH(5, 4), NOAXES, NOAXES,
-		 IR_ILIST(1), IR_ILIST(1));
-	dot_case("two contracting dims [3,2,4]x[2,4,5] contract [1,2]/[0,1]", SH(3, 2, 4),
-		 SH(2, 4, 5), NOAXES, NOAXES, IR_ILIST(1, 2), IR_ILIST(0, 1));
-	dot_case("two contracting dims out of order [3,2,4]x[4,5,2] contract [1,2]/[2,0]",
-		 SH(3, 2, 4), SH(4, 5, 2), NOAXES, NOAXES, IR_ILIST(1, 2), IR_ILIST(2, 0));
-	dot_case("batch not leading [3,2,4]x[4,2,5] batch [1]/[1] contract [2]/[0]", SH(3, 2, 4),
-		 SH(4, 2, 5), IR_ILIST(1), IR_ILIST(1), IR_ILIST(2), IR_ILIST(0));
-	dot_case("two batch dims, swapped [2,3,4,2]x[3,2,4,5] batch [0,1]/[1,0] contract [2]/[2]",
-		 SH(2, 3, 4, 2), SH(3, 2, 4, 5), IR_ILIST(0, 1), IR_ILIST(1, 0), IR_ILIST(2),
-		 IR_ILIST(2));
+	dot_case("batched [2,3,4]x[2,4,5] batch [0]/[0]", SH(2, 3, 4), SH(2, 4, 5), IR_ILIST(0), IR_ILIST(0),
+		 IR_ILIST(2), IR_ILIST(1));
+	dot_case("lhs transposed [4,3]x[4,5] contract [0]/[0]", SH(4, 3), SH(4, 5), NOAXES, NOAXES, IR_ILIST(0),
+		 IR_ILIST(0));
+	dot_case("rhs transposed [3,4]x[5,4] contract [1]/[1]", SH(3, 4), SH(5, 4), NOAXES, NOAXES, IR_ILIST(1),
+		 IR_ILIST(1));
+	dot_case("two contracting dims [3,2,4]x[2,4,5] contract [1,2]/[0,1]", SH(3, 2, 4), SH(2, 4, 5), NOAXES, NOAXES,
+		 IR_ILIST(1, 2), IR_ILIST(0, 1));
+	dot_case("two contracting dims out of order [3,2,4]x[4,5,2] contract [1,2]/[2,0]", SH(3, 2, 4), SH(4, 5, 2),
+		 NOAXES, NOAXES, IR_ILIST(1, 2), IR_ILIST(2, 0));
+	dot_case("batch not leading [3,2,4]x[4,2,5] batch [1]/[1] contract [2]/[0]", SH(3, 2, 4), SH(4, 2, 5),
+		 IR_ILIST(1), IR_ILIST(1), IR_ILIST(2), IR_ILIST(0));
+	dot_case("two batch dims, swapped [2,3,4,2]x[3,2,4,5] batch [0,1]/[1,0] contract [2]/[2]", SH(2, 3, 4, 2),
+		 SH(3, 2, 4, 5), IR_ILIST(0, 1), IR_ILIST(1, 0), IR_ILIST(2), IR_ILIST(2));
 	dot_case("vector-matrix [4]x[4,5]", SH(4), SH(4, 5), NOAXES, NOAXES, IR_ILIST(0), IR_ILIST(0));
 	dot_case("matrix-vector [3,4]x[4]", SH(3, 4), SH(4), NOAXES, NOAXES, IR_ILIST(1), IR_ILIST(0));
-	dot_case("inner product [4]x[4] (scalar result)", SH(4), SH(4), NOAXES, NOAXES, IR_ILIST(0),
-		 IR_ILIST(0));
-	dot_case("outer product [3]x[4] (no contraction)", SH(3), SH(4), NOAXES, NOAXES, NOAXES,
-		 NOAXES);
+	dot_case("inner product [4]x[4] (scalar result)", SH(4), SH(4), NOAXES, NOAXES, IR_ILIST(0), IR_ILIST(0));
+	dot_case("outer product [3]x[4] (no contraction)", SH(3), SH(4), NOAXES, NOAXES, NOAXES, NOAXES);
 }
 
 static void conv_case(const char *what, struct ir_shape xs, struct ir_shape ws, struct ir_ilist stride,
@@ -203,28 +186,27 @@ static void conv_case(const char *what, struct ir_shape xs, struct ir_shape ws, 
 
 static void test_conv(void)
 {
-	conv_case("1-D [2,3,7]*[4,3,3]", SH(2, 3, 7), SH(4, 3, 3), IR_ILIST(1), IR_ILIST(0),
-		  IR_ILIST(0), IR_ILIST(1), 1);
-	conv_case("2-D [2,3,5,5]*[4,3,3,3] pad 1", SH(2, 3, 5, 5), SH(4, 3, 3, 3), IR_ILIST(1, 1),
-		  IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), 1);
+	conv_case("1-D [2,3,7]*[4,3,3]", SH(2, 3, 7), SH(4, 3, 3), IR_ILIST(1), IR_ILIST(0), IR_ILIST(0), IR_ILIST(1),
+		  1);
+	conv_case("2-D [2,3,5,5]*[4,3,3,3] pad 1", SH(2, 3, 5, 5), SH(4, 3, 3, 3), IR_ILIST(1, 1), IR_ILIST(1, 1),
+		  IR_ILIST(1, 1), IR_ILIST(1, 1), 1);
 	/* (7 + 2 - 3) / 2: divisible */
-	conv_case("2-D stride 2 pad 1 [1,2,7,7]*[3,2,3,3]", SH(1, 2, 7, 7), SH(3, 2, 3, 3),
-		  IR_ILIST(2, 2), IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), 1);
+	conv_case("2-D stride 2 pad 1 [1,2,7,7]*[3,2,3,3]", SH(1, 2, 7, 7), SH(3, 2, 3, 3), IR_ILIST(2, 2),
+		  IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), 1);
 	/* (6 + 2 - 3) / 2 leaves 1: the last row and column are never read */
-	conv_case("2-D stride 2 not dividing [1,2,6,6]*[3,2,3,3]", SH(1, 2, 6, 6), SH(3, 2, 3, 3),
-		  IR_ILIST(2, 2), IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), 1);
-	conv_case("2-D asymmetric pads lo [2,0] hi [0,1]", SH(1, 2, 5, 6), SH(3, 2, 3, 2),
-		  IR_ILIST(1, 1), IR_ILIST(2, 0), IR_ILIST(0, 1), IR_ILIST(1, 1), 1);
-	conv_case("2-D dilation 2 [1,2,7,7]*[2,2,3,3]", SH(1, 2, 7, 7), SH(2, 2, 3, 3),
-		  IR_ILIST(1, 1), IR_ILIST(0, 0), IR_ILIST(0, 0), IR_ILIST(2, 2), 1);
-	conv_case("2-D groups 2 [2,4,5,5]*[6,2,3,3]", SH(2, 4, 5, 5), SH(6, 2, 3, 3),
-		  IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), 2);
+	conv_case("2-D stride 2 not dividing [1,2,6,6]*[3,2,3,3]", SH(1, 2, 6, 6), SH(3, 2, 3, 3), IR_ILIST(2, 2),
+		  IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1), 1);
+	conv_case("2-D asymmetric pads lo [2,0] hi [0,1]", SH(1, 2, 5, 6), SH(3, 2, 3, 2), IR_ILIST(1, 1),
+		  IR_ILIST(2, 0), IR_ILIST(0, 1), IR_ILIST(1, 1), 1);
+	conv_case("2-D dilation 2 [1,2,7,7]*[2,2,3,3]", SH(1, 2, 7, 7), SH(2, 2, 3, 3), IR_ILIST(1, 1), IR_ILIST(0, 0),
+		  IR_ILIST(0, 0), IR_ILIST(2, 2), 1);
+	conv_case("2-D groups 2 [2,4,5,5]*[6,2,3,3]", SH(2, 4, 5, 5), SH(6, 2, 3, 3), IR_ILIST(1, 1), IR_ILIST(1, 1),
+		  IR_ILIST(1, 1), IR_ILIST(1, 1), 2);
 	/* padded 13, span 5: (13 - 5) / 3 leaves 2 */
-	conv_case("1-D stride 3 pads 1/2 dilation 2 groups 2 [2,4,10]*[4,2,3]", SH(2, 4, 10),
-		  SH(4, 2, 3), IR_ILIST(3), IR_ILIST(1), IR_ILIST(2), IR_ILIST(2), 2);
-	conv_case("2-D depthwise groups 3, stride [2,1], dilation [1,2] [1,3,6,7]*[3,1,2,3]",
-		  SH(1, 3, 6, 7), SH(3, 1, 2, 3), IR_ILIST(2, 1), IR_ILIST(0, 1), IR_ILIST(1, 2),
-		  IR_ILIST(1, 2), 3);
+	conv_case("1-D stride 3 pads 1/2 dilation 2 groups 2 [2,4,10]*[4,2,3]", SH(2, 4, 10), SH(4, 2, 3), IR_ILIST(3),
+		  IR_ILIST(1), IR_ILIST(2), IR_ILIST(2), 2);
+	conv_case("2-D depthwise groups 3, stride [2,1], dilation [1,2] [1,3,6,7]*[3,1,2,3]", SH(1, 3, 6, 7),
+		  SH(3, 1, 2, 3), IR_ILIST(2, 1), IR_ILIST(0, 1), IR_ILIST(1, 2), IR_ILIST(1, 2), 3);
 }
 
 /* ---- reductions, windows, cumsum ------------------------------------------ */
@@ -270,8 +252,8 @@ static void test_reduce(void)
 	gc_check(&c, op1(&c, IR_OP_REDUCE_PROD, &a, x));
 }
 
-static void window_case(enum ir_op op, const char *what, struct ir_shape s, struct ir_ilist win,
-			struct ir_ilist stride, struct ir_ilist lo, struct ir_ilist hi, struct ir_ilist dil)
+static void window_case(enum ir_op op, const char *what, struct ir_shape s, struct ir_ilist win, struct ir_ilist stride,
+			struct ir_ilist lo, struct ir_ilist hi, struct ir_ilist dil)
 {
 	struct gc c;
 	gc_begin(&c, "%s %s", ir_op_name(op), what);
@@ -284,15 +266,15 @@ static void test_window(void)
 {
 	static const enum ir_op ops[] = { IR_OP_WINDOW_MAX, IR_OP_WINDOW_SUM };
 	for (size_t k = 0; k < 2; k++) {
-		window_case(ops[k], "2-D [6,7] window 3x3 stride 2 pad 1", SH(6, 7), IR_ILIST(3, 3),
-			    IR_ILIST(2, 2), IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1));
-		window_case(ops[k], "NCHW [1,2,5,6] window [1,1,3,3] stride [1,1,2,2] pad 1",
-			    SH(1, 2, 5, 6), IR_ILIST(1, 1, 3, 3), IR_ILIST(1, 1, 2, 2),
-			    IR_ILIST(0, 0, 1, 1), IR_ILIST(0, 0, 1, 1), IR_ILIST(1, 1, 1, 1));
-		window_case(ops[k], "1-D [10] window 3 dilation 2", SH(10), IR_ILIST(3), IR_ILIST(1),
-			    IR_ILIST(0), IR_ILIST(0), IR_ILIST(2));
-		window_case(ops[k], "1-D [9] window 2 stride 3 pads 0/1 (not dividing)", SH(9),
-			    IR_ILIST(2), IR_ILIST(3), IR_ILIST(0), IR_ILIST(1), IR_ILIST(1));
+		window_case(ops[k], "2-D [6,7] window 3x3 stride 2 pad 1", SH(6, 7), IR_ILIST(3, 3), IR_ILIST(2, 2),
+			    IR_ILIST(1, 1), IR_ILIST(1, 1), IR_ILIST(1, 1));
+		window_case(ops[k], "NCHW [1,2,5,6] window [1,1,3,3] stride [1,1,2,2] pad 1", SH(1, 2, 5, 6),
+			    IR_ILIST(1, 1, 3, 3), IR_ILIST(1, 1, 2, 2), IR_ILIST(0, 0, 1, 1), IR_ILIST(0, 0, 1, 1),
+			    IR_ILIST(1, 1, 1, 1));
+		window_case(ops[k], "1-D [10] window 3 dilation 2", SH(10), IR_ILIST(3), IR_ILIST(1), IR_ILIST(0),
+			    IR_ILIST(0), IR_ILIST(2));
+		window_case(ops[k], "1-D [9] window 2 stride 3 pads 0/1 (not dividing)", SH(9), IR_ILIST(2),
+			    IR_ILIST(3), IR_ILIST(0), IR_ILIST(1), IR_ILIST(1));
 	}
 }
 
@@ -351,24 +333,18 @@ static void test_move(void)
 	move_case(IR_OP_BROADCAST, "[] -> [3,4] (scalar)", SCALAR,
 		  &(struct ir_attrs){ .shape = SH(3, 4), .axes = NOAXES });
 	move_case(IR_OP_SLICE, "[6,7] start [1,2] limit [6,7] stride [2,2]", SH(6, 7),
-		  &(struct ir_attrs){ .start = IR_ILIST(1, 2), .limit = IR_ILIST(6, 7),
-				      .stride = IR_ILIST(2, 2) });
+		  &(struct ir_attrs){ .start = IR_ILIST(1, 2), .limit = IR_ILIST(6, 7), .stride = IR_ILIST(2, 2) });
 	move_case(IR_OP_SLICE, "[6,7] start [2,0] limit [5,6] stride [1,3]", SH(6, 7),
-		  &(struct ir_attrs){ .start = IR_ILIST(2, 0), .limit = IR_ILIST(5, 6),
-				      .stride = IR_ILIST(1, 3) });
+		  &(struct ir_attrs){ .start = IR_ILIST(2, 0), .limit = IR_ILIST(5, 6), .stride = IR_ILIST(1, 3) });
 	move_case(IR_OP_PAD, "constant 0.5 lo [1,0] hi [2,1]", SH(3, 4),
-		  &(struct ir_attrs){ .pad_lo = IR_ILIST(1, 0), .pad_hi = IR_ILIST(2, 1),
-				      .mode = IR_PAD_CONSTANT, .value = 0.5 });
+		  &(struct ir_attrs){
+			  .pad_lo = IR_ILIST(1, 0), .pad_hi = IR_ILIST(2, 1), .mode = IR_PAD_CONSTANT, .value = 0.5 });
 	move_case(IR_OP_PAD, "edge lo [2,1] hi [1,3]", SH(3, 4),
-		  &(struct ir_attrs){ .pad_lo = IR_ILIST(2, 1), .pad_hi = IR_ILIST(1, 3),
-				      .mode = IR_PAD_EDGE });
+		  &(struct ir_attrs){ .pad_lo = IR_ILIST(2, 1), .pad_hi = IR_ILIST(1, 3), .mode = IR_PAD_EDGE });
 	move_case(IR_OP_PAD, "reflect lo [2,1] hi [1,3]", SH(3, 5),
-		  &(struct ir_attrs){ .pad_lo = IR_ILIST(2, 1), .pad_hi = IR_ILIST(1, 3),
-				      .mode = IR_PAD_REFLECT });
-	move_case(IR_OP_REVERSE, "[2,3,4] axes [0,2]", SH(2, 3, 4),
-		  &(struct ir_attrs){ .axes = IR_ILIST(0, 2) });
-	move_case(IR_OP_REVERSE, "[2,3,4] axes [1]", SH(2, 3, 4),
-		  &(struct ir_attrs){ .axes = IR_ILIST(1) });
+		  &(struct ir_attrs){ .pad_lo = IR_ILIST(2, 1), .pad_hi = IR_ILIST(1, 3), .mode = IR_PAD_REFLECT });
+	move_case(IR_OP_REVERSE, "[2,3,4] axes [0,2]", SH(2, 3, 4), &(struct ir_attrs){ .axes = IR_ILIST(0, 2) });
+	move_case(IR_OP_REVERSE, "[2,3,4] axes [1]", SH(2, 3, 4), &(struct ir_attrs){ .axes = IR_ILIST(1) });
 
 	struct gc c;
 	gc_begin(&c, "concat of [2,1,3] [2,2,3] [2,3,3] axis 1");

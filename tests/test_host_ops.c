@@ -199,28 +199,28 @@ static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, do
 static void check_host_conv(struct pool *pool)
 {
 	static const struct conv_case cs[] = {
-		{ 2, 2, 3, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },   /* resnet's first */
-		{ 2, 2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 },    /* 1x1 stride 2 */
-		{ 2, 2, 16, 8, 8, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1 },    /* 3x3 stride 2 */
-		{ 2, 3, 8, 5, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* 1x1: no im2col */
-		{ 2, 1, 6, 9, 11, 4, 3, 2, 1, 1, 2, 0, 1, 3, 2, 1, 2 },     /* groups, dilation, odd pads */
-		{ 2, 3, 4, 7, 6, 8, 2, 3, 3, 2, 0, 1, 2, 0, 1, 2, 4 },      /* depth multiplier 2 */
-		{ 2, 1, 5, 13, 3, 7, 5, 1, 2, 1, 2, 0, 2, 0, 1, 1, 1 },     /* kernel taller than wide */
-		{ 2, 2, 4, 4, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* kernel = input: one position */
-		{ 2, 1, 2, 3, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1 },      /* dilated past the input */
-		{ 2, 4, 1, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },      /* 1x1 image */
-		{ 1, 3, 5, 1, 17, 4, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },     /* 1-D, stride 2 */
-		{ 1, 2, 4, 1, 10, 6, 1, 4, 1, 1, 0, 2, 0, 1, 1, 3, 2 },     /* 1-D, dilation 3, groups */
+		{ 2, 2, 3, 16, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* resnet's first */
+		{ 2, 2, 16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 },  /* 1x1 stride 2 */
+		{ 2, 2, 16, 8, 8, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1 },  /* 3x3 stride 2 */
+		{ 2, 3, 8, 5, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },    /* 1x1: no im2col */
+		{ 2, 1, 6, 9, 11, 4, 3, 2, 1, 1, 2, 0, 1, 3, 2, 1, 2 },   /* groups, dilation, odd pads */
+		{ 2, 3, 4, 7, 6, 8, 2, 3, 3, 2, 0, 1, 2, 0, 1, 2, 4 },    /* depth multiplier 2 */
+		{ 2, 1, 5, 13, 3, 7, 5, 1, 2, 1, 2, 0, 2, 0, 1, 1, 1 },   /* kernel taller than wide */
+		{ 2, 2, 4, 4, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1, 1 },    /* kernel = input: one position */
+		{ 2, 1, 2, 3, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1 },    /* dilated past the input */
+		{ 2, 4, 1, 1, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 },    /* 1x1 image */
+		{ 1, 3, 5, 1, 17, 4, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },   /* 1-D, stride 2 */
+		{ 1, 2, 4, 1, 10, 6, 1, 4, 1, 1, 0, 2, 0, 1, 1, 3, 2 },   /* 1-D, dilation 3, groups */
 		/* one image at real sizes: split across the threads (split_items) */
-		{ 2, 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by columns */
-		{ 2, 1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },  /* short rows: im2col, by rows */
-		{ 2, 1, 32, 16, 16, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, /* wide, by rows (600: a part block) */
-		{ 2, 1, 64, 28, 27, 72, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 }, /* 1x1 stride 2, by columns */
+		{ 2, 1, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },   /* wide, by columns */
+		{ 2, 1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },    /* short rows: im2col, by rows */
+		{ 2, 1, 32, 16, 16, 600, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1 },  /* wide, by rows (600: a part block) */
+		{ 2, 1, 64, 28, 27, 72, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1 },   /* 1x1 stride 2, by columns */
 		{ 2, 1, 128, 14, 14, 232, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* direct 1x1, by rows */
-		{ 2, 1, 3, 56, 56, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1 },  /* the stem: padded, stride 2 */
-		{ 2, 1, 32, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2 }, /* two groups, three threads */
-		{ 1, 1, 64, 1, 500, 48, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1 }, /* 1-D, wide, one output row */
-		{ 1, 1, 64, 1, 700, 40, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 }, /* 1-D, stride 2, by columns */
+		{ 2, 1, 3, 56, 56, 16, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1 },    /* the stem: padded, stride 2 */
+		{ 2, 1, 32, 20, 20, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2 },   /* two groups, three threads */
+		{ 1, 1, 64, 1, 500, 48, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1 },   /* 1-D, wide, one output row */
+		{ 1, 1, 64, 1, 700, 40, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },   /* 1-D, stride 2, by columns */
 		{ 2, 1, 6, 12, 12, 5, 10, 10, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* a weight gradient's: 3x3 out, not wide */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
@@ -252,10 +252,12 @@ static void check_host_conv(struct pool *pool)
 		double err;
 		char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
 		bool ok = run_host_op(&k, pool, false, &same, &err);
-		TAP_OK(ok && err <= 1e-5, "host conv %s * %s, stride %ld,%ld pad %ld,%ld/%ld,%ld dilation %ld,%ld groups %ld: "
-		       "max err %.2g of the sum of magnitudes%s", ir_shape_str(&sh[0], s0, sizeof s0),
-		       ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh, (long)t->sw, (long)t->plh, (long)t->plw,
-		       (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw, (long)t->g, err, same ? " (bit for bit)" : "");
+		TAP_OK(ok && err <= 1e-5,
+		       "host conv %s * %s, stride %ld,%ld pad %ld,%ld/%ld,%ld dilation %ld,%ld groups %ld: "
+		       "max err %.2g of the sum of magnitudes%s",
+		       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh,
+		       (long)t->sw, (long)t->plh, (long)t->plw, (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw,
+		       (long)t->g, err, same ? " (bit for bit)" : "");
 		ok = run_conv_epilogue(&k, pool, &err);
 		TAP_OK(ok && err <= 1e-5, "the same with an epilogue: run on every row once, when final; max err %.2g",
 		       err);
@@ -273,19 +275,21 @@ static void check_host_window(struct pool *pool)
 	static const struct window_case cs[] = {
 		{ 4, { 2, 16, 16, 16 }, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 }, /* resnet's max pool */
 		{ 4, { 2, 3, 7, 9 }, 2, 3, 1, 2, 0, 1, 1, 2, 1, 1 },
-		{ 4, { 1, 2, 11, 6 }, 3, 2, 3, 1, 2, 0, 2, 1, 2, 3 },   /* dilation, odd pads */
-		{ 4, { 3, 1, 4, 4 }, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1 },    /* global */
-		{ 3, { 2, 5, 13 }, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1 },       /* 1-D */
-		{ 4, { 1, 2, 3, 3 }, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1 },    /* windows wholly in the padding */
+		{ 4, { 1, 2, 11, 6 }, 3, 2, 3, 1, 2, 0, 2, 1, 2, 3 },     /* dilation, odd pads */
+		{ 4, { 3, 1, 4, 4 }, 4, 4, 1, 1, 0, 0, 0, 0, 1, 1 },      /* global */
+		{ 3, { 2, 5, 13 }, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1 },        /* 1-D */
+		{ 4, { 1, 2, 3, 3 }, 2, 2, 1, 1, 3, 3, 3, 3, 1, 1 },      /* windows wholly in the padding */
 		{ 4, { 1, 64, 112, 112 }, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1 }, /* resnet-50's max pool */
-		{ 3, { 1, 2, 5000 }, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1 },   /* a long row */
+		{ 3, { 1, 2, 5000 }, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1 },      /* a long row */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		for (int op = 0; op < 2; op++) {
 			for (int special = 0; special < 3; special++) {
 				const struct window_case *t = &cs[i];
 				int r = t->rank;
-				struct plan_kernel k = { .op = op ? IR_OP_WINDOW_SUM : IR_OP_WINDOW_MAX, .nin = 1, .nout = 1 };
+				struct plan_kernel k = { .op = op ? IR_OP_WINDOW_SUM : IR_OP_WINDOW_MAX,
+							 .nin = 1,
+							 .nout = 1 };
 				enum ir_dtype dt[2] = { IR_F32, IR_F32 };
 				struct ir_shape sh[2];
 				int64_t win[4], st[4], lo[4], hi[4], dl[4], od[4];
@@ -311,7 +315,9 @@ static void check_host_window(struct pool *pool)
 				bool ok = run_host_op(&k, pool, special, &same, &err);
 				TAP_OK(ok && same, "host window_%s %s -> %s%s: bit for bit", op ? "sum" : "max",
 				       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1),
-				       special == 1 ? ", with NaN and signed zeros" : special ? ", +0 and -0 tied" : "");
+				       special == 1 ? ", with NaN and signed zeros"
+				       : special    ? ", +0 and -0 tied"
+						    : "");
 			}
 		}
 	}
@@ -327,22 +333,22 @@ struct dot_case {
 static void check_host_dot(struct pool *pool)
 {
 	static const struct dot_case cs[] = {
-		{ 0, 1, 2048, 1000, false, false, IR_F32 },  /* resnet-50's fc: by columns, gemv */
-		{ 0, 1, 2048, 1000, false, true, IR_F32 },   /* the same as ONNX's Gemm (transB) */
-		{ 0, 1, 300, 70, true, false, IR_F32 },      /* a row of A stored as a column */
-		{ 0, 500, 64, 1, false, false, IR_F32 },     /* a column of C: by rows, gemv */
-		{ 0, 300, 50, 1, true, true, IR_F32 },       /* the same, both transposed */
-		{ 0, 1, 100, 1, false, false, IR_F32 },      /* one element */
-		{ 3, 1, 40, 50, false, false, IR_F32 },      /* rows of a batch */
-		{ 0, 1, 100, 130, false, true, IR_F64 },     /* dgemv */
+		{ 0, 1, 2048, 1000, false, false, IR_F32 }, /* resnet-50's fc: by columns, gemv */
+		{ 0, 1, 2048, 1000, false, true, IR_F32 },  /* the same as ONNX's Gemm (transB) */
+		{ 0, 1, 300, 70, true, false, IR_F32 },     /* a row of A stored as a column */
+		{ 0, 500, 64, 1, false, false, IR_F32 },    /* a column of C: by rows, gemv */
+		{ 0, 300, 50, 1, true, true, IR_F32 },      /* the same, both transposed */
+		{ 0, 1, 100, 1, false, false, IR_F32 },     /* one element */
+		{ 3, 1, 40, 50, false, false, IR_F32 },     /* rows of a batch */
+		{ 0, 1, 100, 130, false, true, IR_F64 },    /* dgemv */
 		{ 0, 33, 100, 1, true, false, IR_F64 },
-		{ 0, 300, 64, 90, false, false, IR_F32 },    /* by rows, a part block */
-		{ 0, 77, 129, 200, true, false, IR_F32 },    /* A transposed */
-		{ 0, 250, 96, 70, false, true, IR_F32 },     /* B transposed, by rows */
-		{ 0, 40, 33, 300, true, true, IR_F64 },      /* both, f64 */
-		{ 2, 64, 100, 130, false, false, IR_F32 },   /* two matrices, three threads */
-		{ 4, 20, 50, 30, false, true, IR_F32 },      /* a matrix per thread */
-		{ 0, 3, 5, 7, false, false, IR_F32 },        /* too small to split */
+		{ 0, 300, 64, 90, false, false, IR_F32 },  /* by rows, a part block */
+		{ 0, 77, 129, 200, true, false, IR_F32 },  /* A transposed */
+		{ 0, 250, 96, 70, false, true, IR_F32 },   /* B transposed, by rows */
+		{ 0, 40, 33, 300, true, true, IR_F64 },    /* both, f64 */
+		{ 2, 64, 100, 130, false, false, IR_F32 }, /* two matrices, three threads */
+		{ 4, 20, 50, 30, false, true, IR_F32 },    /* a matrix per thread */
+		{ 0, 3, 5, 7, false, false, IR_F32 },      /* too small to split */
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const struct dot_case *t = &cs[i];
@@ -386,8 +392,8 @@ static void check_host_pad(struct pool *pool)
 		{ 3, { 3, 5, 7 }, { 1, 0, 2 }, { 2, 3, 0 } },
 		{ 2, { 4, 3 }, { 2, 0 }, { 1, 0 } },
 		{ 1, { 9 }, { 3 }, { 5 } },
-		{ 3, { 2, 0, 3 }, { 1, 1, 1 }, { 0, 1, 0 } },               /* empty input */
-		{ 2, { 5, 6 }, { 0, 0 }, { 0, 0 } },                        /* nothing to pad */
+		{ 3, { 2, 0, 3 }, { 1, 1, 1 }, { 0, 1, 0 } }, /* empty input */
+		{ 2, { 5, 6 }, { 0, 0 }, { 0, 0 } },          /* nothing to pad */
 	};
 	static const double values[] = { 0.0, 1.5, -0.0 };
 	static const enum ir_dtype dts[] = { IR_F32, IR_I64 };
@@ -412,8 +418,9 @@ static void check_host_pad(struct pool *pool)
 				double err;
 				char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
 				bool ok = run_host_op(&k, pool, false, &same, &err);
-				TAP_OK(fast ? ok && same : !ok, "host pad %s %s -> %s with %g: %s", ir_dtype_name(dts[t]),
-				       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), values[v],
+				TAP_OK(fast ? ok && same : !ok, "host pad %s %s -> %s with %g: %s",
+				       ir_dtype_name(dts[t]), ir_shape_str(&sh[0], s0, sizeof s0),
+				       ir_shape_str(&sh[1], s1, sizeof s1), values[v],
 				       fast ? "bit for bit" : "left to the reference kernel");
 			}
 		}
@@ -432,10 +439,18 @@ static void check_igemm(void)
 	}
 	static const int64_t cs[][5] = {
 		/* M, N, K, lda pad, ldc pad */
-		{ 1, 1, 1, 0, 0 }, { 5, 20, 0, 0, 1 }, { 7, 17, 3, 1, 2 }, { 8, 48, 64, 0, 0 }, { 13, 95, 300, 5, 3 },
-		{ 33, 130, 257, 0, 7 }, { 3, 200, 700, 2, 0 },
+		{ 1, 1, 1, 0, 0 },
+		{ 5, 20, 0, 0, 1 },
+		{ 7, 17, 3, 1, 2 },
+		{ 8, 48, 64, 0, 0 },
+		{ 13, 95, 300, 5, 3 },
+		{ 33, 130, 257, 0, 7 },
+		{ 3, 200, 700, 2, 0 },
 		/* 1 to 4 columns past whole vectors (from n0 = 2), as dot products */
-		{ 17, 51, 300, 1, 2 }, { 9, 198, 600, 0, 0 }, { 4, 21, 40, 3, 0 }, { 2, 4, 17, 0, 1 },
+		{ 17, 51, 300, 1, 2 },
+		{ 9, 198, 600, 0, 0 },
+		{ 4, 21, 40, 3, 0 },
+		{ 2, 4, 17, 0, 1 },
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		int64_t M = cs[i][0], N = cs[i][1], K = cs[i][2], lda = K + cs[i][3], ldc = N + cs[i][4], ldb = N + 9;
@@ -450,7 +465,9 @@ static void check_igemm(void)
 			c[j] = 1234.5f; /* outside the block: must stay */
 		for (int64_t k = 0; k < K; k++)
 			off[k] = ((k * 7 + 3) % K) * ldb; /* a permutation of the rows when K is not a multiple of 7 */
-		struct rt_igemm g = { .a = a, .b = b, .off = off, .c = c, .M = M, .N = N, .K = K, .lda = lda, .ldc = ldc };
+		struct rt_igemm g = {
+			.a = a, .b = b, .off = off, .c = c, .M = M, .N = N, .K = K, .lda = lda, .ldc = ldc
+		};
 		int64_t m0 = M > 2 ? 1 : 0, n0 = N > 2 ? 2 : 0; /* a block that starts inside a tile */
 		rt_igemm_block(&g, m0, M, n0, N);
 		double worst = 0;
@@ -473,9 +490,10 @@ static void check_igemm(void)
 		}
 		/* K fused multiply-adds in f32: each rounds by at most 2^-24 of a
 		 * partial sum, itself at most the sum of magnitudes */
-		TAP_OK(kept && worst <= (double)K * 0x1p-24, "igemm %ldx%ldx%ld, block from (%ld, %ld): max err %.2g of "
-		       "the sum of magnitudes, C outside the block kept", (long)M, (long)N, (long)K, (long)m0, (long)n0,
-		       worst);
+		TAP_OK(kept && worst <= (double)K * 0x1p-24,
+		       "igemm %ldx%ldx%ld, block from (%ld, %ld): max err %.2g of "
+		       "the sum of magnitudes, C outside the block kept",
+		       (long)M, (long)N, (long)K, (long)m0, (long)n0, worst);
 		free(a), free(b), free(c), free(off);
 	}
 }

@@ -74,10 +74,10 @@ static const char undef_src[] = "void pcc_no_such_function(void);\nvoid fix_unde
 
 static char dir[] = "/tmp/pcc-hostcode-XXXXXX";
 
-#define GET(fp, h, name)                                  \
-	do {                                              \
-		void *p_ = hostcode_sym(h, name);         \
-		memcpy(&(fp), &p_, sizeof p_);            \
+#define GET(fp, h, name)                          \
+	do {                                      \
+		void *p_ = hostcode_sym(h, name); \
+		memcpy(&(fp), &p_, sizeof p_);    \
 	} while (0)
 
 static bool has(const char *s)
@@ -165,7 +165,8 @@ static void check_fixture(const char *cc, const char *what, const char *flags)
 	GET(weak, h, "fix_weak");
 	GET(fconst, h, "fix_const");
 	if (!TAP_OK(fexp && fsin && table && data_add && bss_add && common_add && apply && set_op && sum_squares &&
-			    hook && weak && fconst, "%s: every function is found", what)) {
+			    hook && weak && fconst,
+		    "%s: every function is found", what)) {
 		hostcode_free(h);
 		return;
 	}
@@ -177,12 +178,12 @@ static void check_fixture(const char *cc, const char *what, const char *flags)
 	TAP_OK(table(0) == 2 && table(5) == 13 && table(15) == 53 && table(17) == 3, "%s: .rodata table", what);
 	TAP_OK(data_add(10) == 15 && data_add(-2) == 13, "%s: .data global accumulates", what);
 	TAP_OK(bss_add(4) == 4 && bss_add(5) == 9, "%s: .bss global accumulates", what);
-	TAP_OK(common_add(6) == 6 && common_add(1) == 7 && hostcode_sym(h, "fix_common_var"),
-	       "%s: common global", what);
+	TAP_OK(common_add(6) == 6 && common_add(1) == 7 && hostcode_sym(h, "fix_common_var"), "%s: common global",
+	       what);
 	int *dc = hostcode_sym(h, "data_counter");
 	TAP_OK(dc && *dc == 13, "%s: hostcode_sym of a .data variable sees its value", what);
-	TAP_OK(apply(0, 41) == 42 && apply(1, 41) == 40 && apply(2, 5) == 15,
-	       "%s: function pointer table in .data", what);
+	TAP_OK(apply(0, 41) == 42 && apply(1, 41) == 40 && apply(2, 5) == 15, "%s: function pointer table in .data",
+	       what);
 	set_op(1, add3);
 	TAP_OK(apply(1, 4) == 7, "%s: the table is writable and calls back into this process", what);
 	TAP_OK(sum_squares(10) == 285, "%s: a call within the object", what);
@@ -403,8 +404,9 @@ static void check_cpu(void)
 	if (f && bw)
 		TAP_OK(rc == 0, "+avx512f,+avx512bw pass on this CPU, which has them");
 	else
-		TAP_OK(rc == -ENOTSUP && has(!f && !bw ? "lacks avx512f, avx512bw, which" : f ? "lacks avx512bw, which"
-											 : "lacks avx512f, which"),
+		TAP_OK(rc == -ENOTSUP && has(!f && !bw ? "lacks avx512f, avx512bw, which"
+					     : f       ? "lacks avx512bw, which"
+						       : "lacks avx512f, which"),
 		       "the missing avx512 features are all named");
 	rc = hostcode_check_cpu("+sse2,+xop,+fma4", "bdver2"); /* AMD only: refused on Intel */
 	f = cpuinfo_has("xop");
@@ -414,7 +416,8 @@ static void check_cpu(void)
 	else
 		TAP_OK(rc == -ENOTSUP && has(!f && !bw ? "this CPU lacks xop, fma4, which the plan's host code needs "
 							 "(compiled for CPU 'bdver2')"
-						       : f ? "lacks fma4, which" : "lacks xop, which"),
+					     : f       ? "lacks fma4, which"
+						       : "lacks xop, which"),
 		       "+xop,+fma4: the missing features are named");
 }
 

@@ -57,7 +57,8 @@ static void test_cluster_gpt(void)
 {
 	char path[256];
 	enum { B = 2, S = 64, H = 768, BLOCKS = 6 };
-	struct ir_graph *g = import(generated("gpt3-125m", "--batch 2 --seq 64 --layers 6 --vocab 64", path, sizeof path));
+	struct ir_graph *g = import(
+		generated("gpt3-125m", "--batch 2 --seq 64 --layers 6 --vocab 64", path, sizeof path));
 	if (!TAP_OK(g, "GPT (6 blocks) generated and imported"))
 		return;
 	struct cluster_opts o;
@@ -121,8 +122,7 @@ static void test_one_stage(void)
 	o.static_batch = 8;
 	int rc = inter_pass(&c, &o, &p);
 	TAP_OK(rc == 0 && p.nstages == 1 && p.micro == 1 && p.stages[0].rows * p.stages[0].cols == 8,
-	       "a small model, one micro-batch: one stage on all 8 devices, no pipeline (%s)",
-	       rc ? ir_error() : "");
+	       "a small model, one micro-batch: one stage on all 8 devices, no pipeline (%s)", rc ? ir_error() : "");
 	if (rc == 0) {
 		TAP_OK(p.step_time > 0 && p.mfu > 0 && p.mfu < 1 && p.mem_peak <= p.mem_limit,
 		       "step %.3f ms, MFU %.3f, peak %.3f GiB within the limit", p.step_time * 1e3, p.mfu,
@@ -132,8 +132,7 @@ static void test_one_stage(void)
 	/* batch not a multiple of the model's (static) batch */
 	o.batch = 20;
 	rc = inter_pass(&c, &o, &p);
-	TAP_OK(rc == -EINVAL && strstr(ir_error(), "nearest valid are 16 and 24"), "batch 20 of 8s: %s",
-	       ir_error());
+	TAP_OK(rc == -EINVAL && strstr(ir_error(), "nearest valid are 16 and 24"), "batch 20 of 8s: %s", ir_error());
 }
 
 static void test_does_not_fit(void)
@@ -235,8 +234,8 @@ static void test_versus_manual(void)
 						 8 / tp / pp, tp, pp, zero, rc);
 	double best = best_manual(ld.path, 32, &c, p.mem_limit, plans, n, best_s);
 	TAP_OK(best < 1e30 && p.step_time <= best * (1 + 1e-9) && p.mem_peak <= p.mem_limit,
-	       "automatic plan %.1f ms at least as fast as the best manual plan (%s, %.1f ms)", p.step_time * 1e3, best_s,
-	       best * 1e3);
+	       "automatic plan %.1f ms at least as fast as the best manual plan (%s, %.1f ms)", p.step_time * 1e3,
+	       best_s, best * 1e3);
 	inter_plan_free(&p);
 }
 
@@ -247,7 +246,8 @@ static void test_versus_manual(void)
 static void test_lean(void)
 {
 	char path[256];
-	struct loader ld = { generated("gpt3-2.6b", "--batch 64 --seq 128 --layers 4 --vocab 1024", path, sizeof path) };
+	struct loader ld = { generated("gpt3-2.6b", "--batch 64 --seq 128 --layers 4 --vocab 1024", path,
+				       sizeof path) };
 	struct cost_cluster c;
 	struct inter_opts o;
 	struct inter_plan p;
@@ -360,8 +360,9 @@ static void test_forced(void)
 	} bad[] = {
 		{ 9, 0, 0, 0, "--stages 9: more stages than the 8 devices of cluster 1x8:v100" },
 		{ 3, 1, 2, 0, "--stages 3 with --mesh 1x2 takes 6 devices, cluster 1x8:v100 has 8" },
-		{ 0, 3, 1, 0, "--mesh 3x1: no sub-mesh of cluster 1x8:v100 has 3 devices (its sub-meshes have 1, 2, 4, "
-			      "8)" },
+		{ 0, 3, 1, 0,
+		  "--mesh 3x1: no sub-mesh of cluster 1x8:v100 has 3 devices (its sub-meshes have 1, 2, 4, "
+		  "8)" },
 		{ 3, 0, 0, 2, "--stages 3: more stages than the 2 layers of --layers" },
 		{ 0, 2, 0, 0, "mesh 2x0: expected 0 (searched) or positive sizes" },
 	};
@@ -448,10 +449,14 @@ static void test_wresnet(void)
 		/* one-sided: the big graph's local search may do worse than
 		 * the small ones' (it does here, by 2%), but layer boundaries
 		 * must not add costs the whole stage does not have */
-		TAP_OK(b->t_mb <= a->t_mb * 1.005, "time per micro-batch adds up: %.3f ms in 16 layers, %.3f ms "
-		       "as one", b->t_mb * 1e3, a->t_mb * 1e3);
-		TAP_OK(fabs(b->mem_act / a->mem_act - 1) < 0.05, "activations kept add up: %.3f GiB in 16 layers, "
-		       "%.3f GiB as one", b->mem_act / (1 << 30), a->mem_act / (1 << 30));
+		TAP_OK(b->t_mb <= a->t_mb * 1.005,
+		       "time per micro-batch adds up: %.3f ms in 16 layers, %.3f ms "
+		       "as one",
+		       b->t_mb * 1e3, a->t_mb * 1e3);
+		TAP_OK(fabs(b->mem_act / a->mem_act - 1) < 0.05,
+		       "activations kept add up: %.3f GiB in 16 layers, "
+		       "%.3f GiB as one",
+		       b->mem_act / (1 << 30), a->mem_act / (1 << 30));
 		inter_plan_free(&many);
 	}
 	inter_plan_free(&one);
@@ -475,8 +480,10 @@ static void test_wresnet(void)
 		for (int zero = 0; zero <= 1; zero++)
 			snprintf(plans[n++], sizeof plans[0], "dp=8,tp=1,pp=1,recompute=%d,zero=%d", re, zero);
 	double best = best_manual(ld.path, 256, &c, p.mem_limit, plans, n, best_s);
-	TAP_OK(best < 1e30 && p.step_time <= best * (1 + 1e-9), "automatic plan %.1f ms at least as fast as the best "
-	       "data-parallel one (%s, %.1f ms)", p.step_time * 1e3, best_s, best * 1e3);
+	TAP_OK(best < 1e30 && p.step_time <= best * (1 + 1e-9),
+	       "automatic plan %.1f ms at least as fast as the best "
+	       "data-parallel one (%s, %.1f ms)",
+	       p.step_time * 1e3, best_s, best * 1e3);
 	inter_plan_free(&p);
 }
 
@@ -558,7 +565,7 @@ static void test_nothing_to_do(void)
 	char path[256], name[128];
 	int64_t b = 0;
 	if (!TAP_OK(cost_cluster_parse("cpu:1", &c) == 0 && constant_model(path, sizeof path), "cpu:1 and a "
-		    "Constant model ready"))
+											       "Constant model ready"))
 		return;
 	int rc = onnx_batch_dim(path, NULL, name, sizeof name, &b);
 	if (!TAP_OK(rc == 0 && !name[0] && b == 1, "a model without inputs has a static batch of one sample"))

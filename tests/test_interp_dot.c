@@ -54,13 +54,14 @@ static void test_dot(void)
 		rh[i] = f16(rf[i]);
 	}
 	dot_batched_ref(l, r, want);
-	struct ir_attrs a = { .lhs_batch = IR_ILIST(0, 3), .rhs_batch = IR_ILIST(3, 1),
-			      .lhs_contract = IR_ILIST(4, 2), .rhs_contract = IR_ILIST(0, 4) };
+	struct ir_attrs a = { .lhs_batch = IR_ILIST(0, 3),
+			      .rhs_batch = IR_ILIST(3, 1),
+			      .lhs_contract = IR_ILIST(4, 2),
+			      .rhs_contract = IR_ILIST(0, 4) };
 	struct ir_tensor in[2] = { T(IR_F64, SH(2, 3, 4, 2, 5), l), T(IR_F64, SH(5, 2, 3, 2, 4), r) };
 	struct ir_tensor out;
 	int rc = run_op(IR_OP_DOT, &a, 2, in, &out);
-	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(2, 2, 3, 3)) &&
-		       near_f64(out.data, want, NO, 0),
+	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(2, 2, 3, 3)) && near_f64(out.data, want, NO, 0),
 	       "dot f64, two batch dims, contracting dims out of order");
 	if (rc == 0)
 		ir_tensor_free(&out);
@@ -138,8 +139,8 @@ static void test_dot(void)
 }
 
 /* Naive N-d (here 2-d) convolution straight from the definition. */
-static void conv_ref(const double *x, const double *w, double *y, const int64_t *xd,
-		     const int64_t *wd, const int64_t *yd, const struct ir_attrs *a)
+static void conv_ref(const double *x, const double *w, double *y, const int64_t *xd, const int64_t *wd,
+		     const int64_t *yd, const struct ir_attrs *a)
 {
 	int64_t G = a->groups, Cg = xd[1] / G, Og = wd[0] / G;
 	for (int64_t n = 0; n < yd[0]; n++)
@@ -151,11 +152,14 @@ static void conv_ref(const double *x, const double *w, double *y, const int64_t 
 					for (int64_t c = 0; c < Cg; c++)
 						for (int64_t p = 0; p < wd[2]; p++)
 							for (int64_t q = 0; q < wd[3]; q++) {
-								int64_t h = i * a->stride.v[0] - a->pad_lo.v[0] + p * a->dilation.v[0];
-								int64_t v = j * a->stride.v[1] - a->pad_lo.v[1] + q * a->dilation.v[1];
+								int64_t h = i * a->stride.v[0] - a->pad_lo.v[0] +
+									    p * a->dilation.v[0];
+								int64_t v = j * a->stride.v[1] - a->pad_lo.v[1] +
+									    q * a->dilation.v[1];
 								if (h < 0 || h >= xd[2] || v < 0 || v >= xd[3])
 									continue;
-								s += x[((n * xd[1] + g * Cg + c) * xd[2] + h) * xd[3] + v] *
+								s += x[((n * xd[1] + g * Cg + c) * xd[2] + h) * xd[3] +
+								       v] *
 								     w[((o * wd[1] + c) * wd[2] + p) * wd[3] + q];
 							}
 					y[((n * yd[1] + o) * yd[2] + i) * yd[3] + j] = s;
@@ -174,13 +178,15 @@ static void test_conv(void)
 		xf[i] = (float)(x[i] = sin(i * 0.37));
 	for (int i = 0; i < NW; i++)
 		wf[i] = (float)(w[i] = cos(i * 0.91));
-	struct ir_attrs a = { .stride = IR_ILIST(2, 1), .pad_lo = IR_ILIST(1, 0),
-			      .pad_hi = IR_ILIST(2, 1), .dilation = IR_ILIST(1, 2), .groups = 2 };
+	struct ir_attrs a = { .stride = IR_ILIST(2, 1),
+			      .pad_lo = IR_ILIST(1, 0),
+			      .pad_hi = IR_ILIST(2, 1),
+			      .dilation = IR_ILIST(1, 2),
+			      .groups = 2 };
 	conv_ref(x, w, want, xd, wd, yd, &a);
 	struct ir_tensor in[2] = { T(IR_F64, SH(2, 4, 7, 6), x), T(IR_F64, SH(6, 2, 3, 2), w) }, out;
 	int rc = run_op(IR_OP_CONV, &a, 2, in, &out);
-	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(2, 6, 4, 5)) &&
-		       near_f64(out.data, want, NY, 1e-12),
+	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(2, 6, 4, 5)) && near_f64(out.data, want, NY, 1e-12),
 	       "conv f64 grouped, strided, padded, dilated = naive loop");
 	if (rc == 0)
 		ir_tensor_free(&out);
@@ -202,13 +208,15 @@ static void test_conv(void)
 	 * ch0 x = 1 2 3 4, w = 1 -1 -> (0-1) (1-2) (2-3) (3-4) = -1 -1 -1 -1
 	 * ch1 x = 0 1 0 1, w = 2 3  -> (0+0) (0+3) (2+0) (0+3) = 0 3 2 3 */
 	static const float x1[8] = { 1, 2, 3, 4, 0, 1, 0, 1 }, w1[4] = { 1, -1, 2, 3 };
-	struct ir_attrs a1 = { .stride = IR_ILIST(1), .pad_lo = IR_ILIST(1), .pad_hi = IR_ILIST(0),
-			       .dilation = IR_ILIST(1), .groups = 2 };
+	struct ir_attrs a1 = { .stride = IR_ILIST(1),
+			       .pad_lo = IR_ILIST(1),
+			       .pad_hi = IR_ILIST(0),
+			       .dilation = IR_ILIST(1),
+			       .groups = 2 };
 	in[0] = T(IR_F32, SH(1, 2, 4), x1);
 	in[1] = T(IR_F32, SH(2, 1, 2), w1);
 	rc = run_op(IR_OP_CONV, &a1, 2, in, &out);
-	TAP_OK(rc == 0 && same_f32(&out, (float[]){ -1, -1, -1, -1, 0, 3, 2, 3 }, 8),
-	       "conv1d f32 depthwise by hand");
+	TAP_OK(rc == 0 && same_f32(&out, (float[]){ -1, -1, -1, -1, 0, 3, 2, 3 }, 8), "conv1d f32 depthwise by hand");
 	if (rc == 0)
 		ir_tensor_free(&out);
 }

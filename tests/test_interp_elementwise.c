@@ -19,9 +19,18 @@
 
 /* ---- elementwise ------------------------------------------------------------ */
 
-static double rsqrt_ref(double x) { return 1.0 / sqrt(x); }
-static double recip_ref(double x) { return 1.0 / x; }
-static double sigmoid_ref(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double rsqrt_ref(double x)
+{
+	return 1.0 / sqrt(x);
+}
+static double recip_ref(double x)
+{
+	return 1.0 / x;
+}
+static double sigmoid_ref(double x)
+{
+	return 1.0 / (1.0 + exp(-x));
+}
 
 /* Transcendental f32 ops equal libm in double rounded once to f32. */
 static void test_unary_float(void)
@@ -31,12 +40,15 @@ static void test_unary_float(void)
 		double (*f)(double);
 		int domain; /* 0: any, 1: (0, 1), 2: [1, 2) */
 	} ops[] = {
-		{ IR_OP_EXP, exp, 0 },     { IR_OP_LOG, log, 1 },     { IR_OP_SQRT, sqrt, 1 },
-		{ IR_OP_RSQRT, rsqrt_ref, 1 }, { IR_OP_RECIP, recip_ref, 0 }, { IR_OP_TANH, tanh, 0 },
-		{ IR_OP_ERF, erf, 0 },     { IR_OP_SIGMOID, sigmoid_ref, 0 }, { IR_OP_SIN, sin, 0 },
-		{ IR_OP_COS, cos, 0 },     { IR_OP_TAN, tan, 0 },     { IR_OP_ASIN, asin, 1 },
-		{ IR_OP_ACOS, acos, 1 },   { IR_OP_ATAN, atan, 0 },   { IR_OP_SINH, sinh, 0 },
-		{ IR_OP_COSH, cosh, 0 },   { IR_OP_ASINH, asinh, 0 }, { IR_OP_ACOSH, acosh, 2 },
+		{ IR_OP_EXP, exp, 0 },         { IR_OP_LOG, log, 1 },
+		{ IR_OP_SQRT, sqrt, 1 },       { IR_OP_RSQRT, rsqrt_ref, 1 },
+		{ IR_OP_RECIP, recip_ref, 0 }, { IR_OP_TANH, tanh, 0 },
+		{ IR_OP_ERF, erf, 0 },         { IR_OP_SIGMOID, sigmoid_ref, 0 },
+		{ IR_OP_SIN, sin, 0 },         { IR_OP_COS, cos, 0 },
+		{ IR_OP_TAN, tan, 0 },         { IR_OP_ASIN, asin, 1 },
+		{ IR_OP_ACOS, acos, 1 },       { IR_OP_ATAN, atan, 0 },
+		{ IR_OP_SINH, sinh, 0 },       { IR_OP_COSH, cosh, 0 },
+		{ IR_OP_ASINH, asinh, 0 },     { IR_OP_ACOSH, acosh, 2 },
 		{ IR_OP_ATANH, atanh, 1 },
 	};
 	static const float any[6] = { -2.5f, -0.7f, 0.3f, 1.25f, 2.0f, -1e-3f };
@@ -76,8 +88,7 @@ static void test_unary_exact(void)
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		struct ir_tensor in = T(IR_F32, SH(8), x), out;
 		int rc = run_op(cases[k].op, &no_attrs, 1, &in, &out);
-		TAP_OK(rc == 0 && same_f32(&out, cases[k].want, 8), "%s f32 literals",
-		       ir_op_name(cases[k].op));
+		TAP_OK(rc == 0 && same_f32(&out, cases[k].want, 8), "%s f32 literals", ir_op_name(cases[k].op));
 		if (rc == 0)
 			ir_tensor_free(&out);
 	}
@@ -90,7 +101,6 @@ static void test_unary_exact(void)
 		ir_tensor_free(&out);
 }
 
-
 static void test_half(void)
 {
 	/* exp(1) = 2.71828..: f16 spacing in [2, 4) is 2^-9, nearest is
@@ -98,8 +108,7 @@ static void test_half(void)
 	uint16_t x[2] = { f16(1.0f), f16(-1.0f) }, hb[2];
 	struct ir_tensor in = T(IR_F16, SH(2), x), out;
 	int rc = run_op(IR_OP_EXP, &no_attrs, 1, &in, &out);
-	TAP_OK(rc == 0 && ir_f16_to_f32(((uint16_t *)out.data)[0]) == 2.71875f,
-	       "exp f16: 2.71875 (nearest f16 to e)");
+	TAP_OK(rc == 0 && ir_f16_to_f32(((uint16_t *)out.data)[0]) == 2.71875f, "exp f16: 2.71875 (nearest f16 to e)");
 	/* exp(-1) = 0.367879..: spacing in [0.25, 0.5) is 2^-12, nearest is
 	 * 1507 * 2^-12 = 0.367919921875 */
 	TAP_OK(rc == 0 && ir_f16_to_f32(((uint16_t *)out.data)[1]) == 0.367919921875f,
@@ -139,8 +148,7 @@ static void test_half(void)
 	hb[1] = f16(1.0f);
 	struct ir_tensor ab[2] = { T(IR_F16, SH(1), &hb[0]), T(IR_F16, SH(1), &hb[1]) };
 	rc = run_op(IR_OP_ADD, &no_attrs, 2, ab, &out);
-	TAP_OK(rc == 0 && ir_f16_to_f32(((uint16_t *)out.data)[0]) == 2048.0f,
-	       "add f16: 2048 + 1 rounds to even");
+	TAP_OK(rc == 0 && ir_f16_to_f32(((uint16_t *)out.data)[0]) == 2048.0f, "add f16: 2048 + 1 rounds to even");
 	if (rc == 0)
 		ir_tensor_free(&out);
 }
@@ -170,8 +178,7 @@ static void test_binary_float(void)
 		if (cases[k].op == IR_OP_POW)
 			want[2] = (float)pow(2.0, -0.5);
 		int rc = run_op(cases[k].op, &no_attrs, 2, in, &out);
-		TAP_OK(rc == 0 && same_f32(&out, want, 6), "%s f32 (NaN propagates)",
-		       ir_op_name(cases[k].op));
+		TAP_OK(rc == 0 && same_f32(&out, want, 6), "%s f32 (NaN propagates)", ir_op_name(cases[k].op));
 		if (rc == 0)
 			ir_tensor_free(&out);
 	}
@@ -254,8 +261,7 @@ static void test_integer(void)
 	};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		int rc = run_op(cases[k].op, &no_attrs, 2, in, &out);
-		TAP_OK(rc == 0 && same_i64(&out, cases[k].want, 8), "%s i64 (wrap, x/0 = 0)",
-		       ir_op_name(cases[k].op));
+		TAP_OK(rc == 0 && same_i64(&out, cases[k].want, 8), "%s i64 (wrap, x/0 = 0)", ir_op_name(cases[k].op));
 		if (rc == 0)
 			ir_tensor_free(&out);
 	}
@@ -286,13 +292,11 @@ static void test_integer(void)
 	in[0] = T(IR_U8, SH(3), u8a);
 	in[1] = T(IR_U8, SH(3), u8b);
 	rc = run_op(IR_OP_SUB, &no_attrs, 2, in, &out);
-	TAP_OK(rc == 0 && u8_at(&out, 0) == 254 && u8_at(&out, 1) == 100 && u8_at(&out, 2) == 253,
-	       "sub u8 wraps");
+	TAP_OK(rc == 0 && u8_at(&out, 0) == 254 && u8_at(&out, 1) == 100 && u8_at(&out, 2) == 253, "sub u8 wraps");
 	if (rc == 0)
 		ir_tensor_free(&out);
 	rc = run_op(IR_OP_DIV, &no_attrs, 2, in, &out);
-	TAP_OK(rc == 0 && u8_at(&out, 0) == 0 && u8_at(&out, 1) == 2 && u8_at(&out, 2) == 127,
-	       "div u8 (unsigned)");
+	TAP_OK(rc == 0 && u8_at(&out, 0) == 0 && u8_at(&out, 1) == 2 && u8_at(&out, 2) == 127, "div u8 (unsigned)");
 	if (rc == 0)
 		ir_tensor_free(&out);
 	int8_t i8a[2] = { 100, -128 }, i8b[2] = { 3, 2 };
@@ -313,16 +317,12 @@ static void test_bool_and_select(void)
 		enum ir_op op;
 		uint8_t want[4];
 	} cases[] = {
-		{ IR_OP_AND, { 0, 0, 0, 1 } },
-		{ IR_OP_OR, { 0, 1, 1, 1 } },
-		{ IR_OP_XOR, { 0, 1, 1, 0 } },
-		{ IR_OP_EQ, { 1, 0, 0, 1 } },
-		{ IR_OP_MAX, { 0, 1, 1, 1 } },
+		{ IR_OP_AND, { 0, 0, 0, 1 } }, { IR_OP_OR, { 0, 1, 1, 1 } },  { IR_OP_XOR, { 0, 1, 1, 0 } },
+		{ IR_OP_EQ, { 1, 0, 0, 1 } },  { IR_OP_MAX, { 0, 1, 1, 1 } },
 	};
 	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
 		int rc = run_op(cases[k].op, &no_attrs, 2, in, &out);
-		TAP_OK(rc == 0 && memcmp(out.data, cases[k].want, 4) == 0, "%s bool",
-		       ir_op_name(cases[k].op));
+		TAP_OK(rc == 0 && memcmp(out.data, cases[k].want, 4) == 0, "%s bool", ir_op_name(cases[k].op));
 		if (rc == 0)
 			ir_tensor_free(&out);
 	}
@@ -351,8 +351,7 @@ static void test_bool_and_select(void)
 	in[1] = T(IR_F16, SH(2), th);
 	in[2] = T(IR_F16, SH(2), fh);
 	rc = run_op(IR_OP_SELECT, &no_attrs, 3, in, &out);
-	TAP_OK(rc == 0 && ((uint16_t *)out.data)[0] == 0xbc00 && ((uint16_t *)out.data)[1] == 0x4000,
-	       "select f16");
+	TAP_OK(rc == 0 && ((uint16_t *)out.data)[0] == 0xbc00 && ((uint16_t *)out.data)[1] == 0x4000, "select f16");
 	if (rc == 0)
 		ir_tensor_free(&out);
 }
@@ -371,8 +370,7 @@ static void test_convert(void)
 		ir_tensor_free(&out);
 	a.dtype = IR_BOOL;
 	rc = run_op(IR_OP_CONVERT, &a, 1, &in, &out);
-	TAP_OK(rc == 0 && memcmp(out.data, (uint8_t[]){ 1, 1, 1, 1, 0, 1 }, 6) == 0,
-	       "convert f32->bool is x != 0");
+	TAP_OK(rc == 0 && memcmp(out.data, (uint8_t[]){ 1, 1, 1, 1, 0, 1 }, 6) == 0, "convert f32->bool is x != 0");
 	if (rc == 0)
 		ir_tensor_free(&out);
 	static const int64_t xi[3] = { 16777217, -3, 300 };
@@ -393,8 +391,7 @@ static void test_convert(void)
 	in = T(IR_BOOL, SH(3), xb);
 	a.dtype = IR_F64;
 	rc = run_op(IR_OP_CONVERT, &a, 1, &in, &out);
-	TAP_OK(rc == 0 && f64_at(&out, 0) == 1 && f64_at(&out, 1) == 0 && f64_at(&out, 2) == 1,
-	       "convert bool->f64");
+	TAP_OK(rc == 0 && f64_at(&out, 0) == 1 && f64_at(&out, 1) == 0 && f64_at(&out, 2) == 1, "convert bool->f64");
 	if (rc == 0)
 		ir_tensor_free(&out);
 }

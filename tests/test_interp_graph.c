@@ -47,8 +47,8 @@ static struct ir_graph *build_mlp(const char *bpath, const char *base_dir, int64
 	struct ir_node *mm = ir_graph_add_node(g, IR_OP_DOT, "mm", 2, (struct ir_value *[]){ x, wv }, &dot);
 	struct ir_attrs bc = { .shape = SH(2, 2), .axes = IR_ILIST(1) };
 	struct ir_node *bb = ir_graph_add_node(g, IR_OP_BROADCAST, "bb", 1, &bv, &bc);
-	struct ir_node *add = ir_graph_add_node(g, IR_OP_ADD, "add", 2,
-						(struct ir_value *[]){ mm->out[0], bb->out[0] }, &no_attrs);
+	struct ir_node *add = ir_graph_add_node(g, IR_OP_ADD, "add", 2, (struct ir_value *[]){ mm->out[0], bb->out[0] },
+						&no_attrs);
 	ir_graph_add_node(g, IR_OP_EXP, "dead", 1, &add->out[0], &no_attrs);
 	struct ir_node *relu = ir_graph_add_node(g, IR_OP_RELU, "relu", 1, &add->out[0], &no_attrs);
 	ir_graph_add_output(g, relu->out[0], "y");
@@ -76,9 +76,8 @@ static void test_graph(void)
 			rc = interp_run(g, &in, out);
 		if (rc < 0)
 			TAP_DIAG("%s", ir_error());
-		TAP_OK(rc == 0 && same_f32(&out[0], want, 4) && same_f32(&out[1], x, 6) &&
-			       same_f32(&out[2], want, 4) && out[0].data != out[2].data &&
-			       f32_at(&out[3], 2) == 2.0f,
+		TAP_OK(rc == 0 && same_f32(&out[0], want, 4) && same_f32(&out[1], x, 6) && same_f32(&out[2], want, 4) &&
+			       out[0].data != out[2].data && f32_at(&out[3], 2) == 2.0f,
 		       "graph with inline and external (%s path) params, repeated outputs",
 		       variant ? "relative" : "absolute");
 		for (int o = 0; rc == 0 && o < 4; o++)
@@ -121,8 +120,7 @@ static void test_graph(void)
 	ir_graph_free(g);
 	g = build_mlp(path, NULL, 12);
 	rc = interp_run(g, &in, out);
-	TAP_OK(rc == -EIO && strstr(ir_error(), path), "short external file: -EIO naming the file (%s)",
-	       ir_error());
+	TAP_OK(rc == -EIO && strstr(ir_error(), path), "short external file: -EIO naming the file (%s)", ir_error());
 	ir_graph_free(g);
 
 	/* interp_load_param alone */
@@ -151,18 +149,25 @@ static void test_alloc_failures(void)
 	struct ir_value *x = ir_graph_add_node(g, IR_OP_CONVERT, "cvt", 1, &x16, &cv)->out[0];
 	struct ir_value *outs[16];
 	int no = 0;
-	struct ir_attrs dot = { .lhs_batch = IR_ILIST(0), .rhs_batch = IR_ILIST(0),
-				.lhs_contract = IR_ILIST(2, 1), .rhs_contract = IR_ILIST(2, 1) };
+	struct ir_attrs dot = { .lhs_batch = IR_ILIST(0),
+				.rhs_batch = IR_ILIST(0),
+				.lhs_contract = IR_ILIST(2, 1),
+				.rhs_contract = IR_ILIST(2, 1) };
 	outs[no++] = ir_graph_add_node(g, IR_OP_DOT, "dot", 2, (struct ir_value *[]){ x16, x16 }, &dot)->out[0];
 	struct ir_attrs rs = { .shape = SH(1, 2, 3, 4) };
 	struct ir_value *x4 = ir_graph_add_node(g, IR_OP_RESHAPE, "rs", 1, &x, &rs)->out[0];
-	struct ir_attrs conv = { .stride = IR_ILIST(1, 1), .pad_lo = IR_ILIST(1, 0), .pad_hi = IR_ILIST(0, 1),
-				 .dilation = IR_ILIST(1, 1), .groups = 2 };
+	struct ir_attrs conv = { .stride = IR_ILIST(1, 1),
+				 .pad_lo = IR_ILIST(1, 0),
+				 .pad_hi = IR_ILIST(0, 1),
+				 .dilation = IR_ILIST(1, 1),
+				 .groups = 2 };
 	outs[no++] = ir_graph_add_node(g, IR_OP_CONV, "conv", 2, (struct ir_value *[]){ x4, w }, &conv)->out[0];
 	struct ir_attrs red = { .axes = IR_ILIST(1) };
 	outs[no++] = ir_graph_add_node(g, IR_OP_REDUCE_SUM, "red", 1, &x, &red)->out[0];
-	struct ir_attrs win = { .window = IR_ILIST(1, 2, 2), .stride = IR_ILIST(1, 1, 1),
-				.pad_lo = IR_ILIST(0, 1, 1), .pad_hi = IR_ILIST(0, 0, 0),
+	struct ir_attrs win = { .window = IR_ILIST(1, 2, 2),
+				.stride = IR_ILIST(1, 1, 1),
+				.pad_lo = IR_ILIST(0, 1, 1),
+				.pad_hi = IR_ILIST(0, 0, 0),
 				.dilation = IR_ILIST(1, 1, 1) };
 	outs[no++] = ir_graph_add_node(g, IR_OP_WINDOW_MAX, "win", 1, &x, &win)->out[0];
 	struct ir_attrs tk = { .axis = 2, .k = 2 };
@@ -174,7 +179,8 @@ static void test_alloc_failures(void)
 	outs[no++] = ir_graph_add_node(g, IR_OP_LAYER_NORM, "ln", 3, (struct ir_value *[]){ x, sc, sc }, &ax2)->out[0];
 	outs[no++] = ir_graph_add_node(g, IR_OP_CUMSUM, "cs", 1, &x, &ax1)->out[0];
 	outs[no++] = ir_graph_add_node(g, IR_OP_ARGMAX, "am", 1, &x, &ax1)->out[0];
-	struct ir_value *ga = ir_graph_add_node(g, IR_OP_GATHER, "ga", 2, (struct ir_value *[]){ x, idx }, &ax0)->out[0];
+	struct ir_value *ga =
+		ir_graph_add_node(g, IR_OP_GATHER, "ga", 2, (struct ir_value *[]){ x, idx }, &ax0)->out[0];
 	struct ir_attrs sa = { .mode = IR_SCATTER_ADD };
 	outs[no++] = ir_graph_add_node(g, IR_OP_SCATTER, "sc", 3, (struct ir_value *[]){ x, idx, ga }, &sa)->out[0];
 	struct ir_attrs pad = { .pad_lo = IR_ILIST(0, 1, 1), .pad_hi = IR_ILIST(1, 1, 0), .mode = IR_PAD_REFLECT };
@@ -204,8 +210,8 @@ static void test_alloc_failures(void)
 			clean = false;
 		}
 	}
-	TAP_OK(rc == 0 && clean && fails > 30,
-	       "each of %d allocation failures across all kernels gives -ENOMEM", fails);
+	TAP_OK(rc == 0 && clean && fails > 30, "each of %d allocation failures across all kernels gives -ENOMEM",
+	       fails);
 	for (int o = 0; rc == 0 && o < no; o++)
 		ir_tensor_free(&out[o]);
 	ir_graph_free(g);

@@ -42,8 +42,10 @@ static void test_reduce(void)
 	const struct {
 		enum ir_op op;
 		const float *want;
-	} cases[] = { { IR_OP_REDUCE_SUM, sum }, { IR_OP_REDUCE_PROD, prod },
-		      { IR_OP_REDUCE_MAX, mx }, { IR_OP_REDUCE_MIN, mn } };
+	} cases[] = { { IR_OP_REDUCE_SUM, sum },
+		      { IR_OP_REDUCE_PROD, prod },
+		      { IR_OP_REDUCE_MAX, mx },
+		      { IR_OP_REDUCE_MIN, mn } };
 	for (size_t k = 0; k < 4; k++) {
 		int rc = run_op(cases[k].op, &a, 1, &in, &out);
 		TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(3)) && same_f32(&out, cases[k].want, 3),
@@ -131,9 +133,8 @@ static void test_arg(void)
 }
 
 /* Window op by scanning every tap, padding skipped. */
-static void window_ref(bool is_max, const float *x, int H, int W, const int64_t *win,
-		       const int64_t *st, const int64_t *lo, const int64_t *dil, int OH, int OW,
-		       float *y)
+static void window_ref(bool is_max, const float *x, int H, int W, const int64_t *win, const int64_t *st,
+		       const int64_t *lo, const int64_t *dil, int OH, int OW, float *y)
 {
 	for (int i = 0; i < OH; i++)
 		for (int j = 0; j < OW; j++) {
@@ -157,8 +158,10 @@ static void test_window(void)
 		x[i] = (float)((i * 11) % 17) - 8.0f;
 	/* [5,6], window 3x2, stride 2x2, pads (1,1)/(1,2), dilation (1,2):
 	 * H = (5+2-3)/2+1 = 3, W = (6+3-3)/2+1 = 4 */
-	struct ir_attrs a = { .window = IR_ILIST(3, 2), .stride = IR_ILIST(2, 2),
-			      .pad_lo = IR_ILIST(1, 1), .pad_hi = IR_ILIST(1, 2),
+	struct ir_attrs a = { .window = IR_ILIST(3, 2),
+			      .stride = IR_ILIST(2, 2),
+			      .pad_lo = IR_ILIST(1, 1),
+			      .pad_hi = IR_ILIST(1, 2),
 			      .dilation = IR_ILIST(1, 2) };
 	struct ir_tensor in = T(IR_F32, SH(5, 6), x), out;
 	for (int k = 0; k < 2; k++) {
@@ -173,12 +176,14 @@ static void test_window(void)
 	/* by hand: 1-d max pool of -1 -2 -3 with window 2, pad 1 each side
 	 * reads -inf in the padding: max(-inf,-1) max(-1,-2) max(-2,-3) max(-3,-inf) */
 	static const float y[3] = { -1, -2, -3 };
-	struct ir_attrs b = { .window = IR_ILIST(2), .stride = IR_ILIST(1), .pad_lo = IR_ILIST(1),
-			      .pad_hi = IR_ILIST(1), .dilation = IR_ILIST(1) };
+	struct ir_attrs b = { .window = IR_ILIST(2),
+			      .stride = IR_ILIST(1),
+			      .pad_lo = IR_ILIST(1),
+			      .pad_hi = IR_ILIST(1),
+			      .dilation = IR_ILIST(1) };
 	in = T(IR_F32, SH(3), y);
 	int rc = run_op(IR_OP_WINDOW_MAX, &b, 1, &in, &out);
-	TAP_OK(rc == 0 && same_f32(&out, (float[]){ -1, -1, -2, -3 }, 4),
-	       "window_max pads with -inf");
+	TAP_OK(rc == 0 && same_f32(&out, (float[]){ -1, -1, -2, -3 }, 4), "window_max pads with -inf");
 	if (rc == 0)
 		ir_tensor_free(&out);
 	rc = run_op(IR_OP_WINDOW_SUM, &b, 1, &in, &out);
@@ -272,8 +277,7 @@ static void test_softmax_layer_norm(void)
 		for (int j = 0; j < 6; j++)
 			wl[r * 6 + j] = (float)((xl[r * 6 + j] - m) / sqrt(v + 1e-5) * sc[j] + bi[j]);
 	}
-	struct ir_tensor ln[3] = { T(IR_F32, SH(2, 2, 3), xl), T(IR_F32, SH(2, 3), sc),
-				   T(IR_F32, SH(2, 3), bi) };
+	struct ir_tensor ln[3] = { T(IR_F32, SH(2, 2, 3), xl), T(IR_F32, SH(2, 3), sc), T(IR_F32, SH(2, 3), bi) };
 	struct ir_attrs la = { .axis = 1, .eps = 1e-5 };
 	rc = run_op(IR_OP_LAYER_NORM, &la, 3, ln, &out);
 	double got[12], wantd[12];
@@ -464,8 +468,7 @@ static void test_movement(void)
 			for (int k = 0; k < 3; k++)
 				want[(i * 2 + j) * 3 + k] = x[(j * 3 + k) * 4 + i];
 	int rc = run_op(IR_OP_TRANSPOSE, &tr, 1, in, &out);
-	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(4, 2, 3)) && same_f32(&out, want, 24),
-	       "transpose {2,0,1}");
+	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(4, 2, 3)) && same_f32(&out, want, 24), "transpose {2,0,1}");
 	if (rc == 0)
 		ir_tensor_free(&out);
 
@@ -479,12 +482,10 @@ static void test_movement(void)
 	if (rc == 0)
 		ir_tensor_free(&out);
 
-	struct ir_attrs sl = { .start = IR_ILIST(1, 0, 1), .limit = IR_ILIST(2, 3, 4),
-			       .stride = IR_ILIST(1, 2, 2) };
+	struct ir_attrs sl = { .start = IR_ILIST(1, 0, 1), .limit = IR_ILIST(2, 3, 4), .stride = IR_ILIST(1, 2, 2) };
 	/* [1,2,2]: x[1][0][1], x[1][0][3], x[1][2][1], x[1][2][3] */
 	rc = run_op(IR_OP_SLICE, &sl, 1, in, &out);
-	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(1, 2, 2)) &&
-		       same_f32(&out, (float[]){ 13, 15, 21, 23 }, 4),
+	TAP_OK(rc == 0 && ir_shape_eq(&out.shape, &SH(1, 2, 2)) && same_f32(&out, (float[]){ 13, 15, 21, 23 }, 4),
 	       "slice with strides");
 	if (rc == 0)
 		ir_tensor_free(&out);

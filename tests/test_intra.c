@@ -49,8 +49,8 @@ static struct ir_graph *mlp(int b, int h)
 		 "%%10 : f32[%d,%d] = broadcast %%4 shape=[%d,%d] axes=[1]\n"
 		 "%%11 : f32[%d,%d] = add %%9, %%10\n"
 		 "output %%11 \"y\"\n",
-		 b, h, h, h, h * h * 4, h, h * 4, h, h, h * h * 4, h, h * 4, b, h, b, h, b, h, b, h, b, h, b, h, b,
-		 h, b, h, b, h);
+		 b, h, h, h, h * h * 4, h, h * 4, h, h, h * h * 4, h, h * 4, b, h, b, h, b, h, b, h, b, h, b, h, b, h,
+		 b, h, b, h);
 	struct ir_graph *g = ir_parse(text);
 	if (!g)
 		TAP_DIAG("mlp: %s", ir_error());
@@ -170,8 +170,8 @@ static void test_zero(void)
 	}
 	double params = 2.0 * 128 * 128 + 2 * 128;
 	TAP_OK(sharded_as(param(g, "fc1.weight"), "R,R"), "(a) ZeRO-1 keeps the weights replicated");
-	TAP_NEAR(r.mem_zero_saved, 12 * params * 3 / 4, 1e-9, "(a) ZeRO-1 saves 3/4 of the optimizer state (%.0f bytes)",
-		 r.mem_zero_saved);
+	TAP_NEAR(r.mem_zero_saved, 12 * params * 3 / 4, 1e-9,
+		 "(a) ZeRO-1 saves 3/4 of the optimizer state (%.0f bytes)", r.mem_zero_saved);
 	TAP_OK(r.t_optim > 0 && r.t_optim < r.t_optim_nozero, "(a) the update runs on a quarter (%.3g s vs %.3g s)",
 	       r.t_optim, r.t_optim_nozero);
 	intra_result_free(&r);
@@ -269,8 +269,8 @@ static void test_two_axes(void)
 	char xs[IR_SHARDING_STR_MAX] = "";
 	if (x->sharded)
 		ir_sharding_str(&x->sharding, x->shape.rank, xs, sizeof xs);
-	TAP_OK(!strcmp(xs, "<S0,R>") || !strcmp(xs, "<S01,R>"), "(d) batch split over the slow axis 0 (across nodes): %s",
-	       xs);
+	TAP_OK(!strcmp(xs, "<S0,R>") || !strcmp(xs, "<S01,R>"),
+	       "(d) batch split over the slow axis 0 (across nodes): %s", xs);
 	/* fc1's backward never reads its weight (x carries no gradient), so
 	 * storing it split over axis 0 too (gathered forward, its gradient
 	 * reduce-scattered: the all-reduce's cost) halves its update */
@@ -341,8 +341,10 @@ static void test_gpt_layer(void)
 	TAP_OK(sharded_as(param(g, "h.0.mlp.proj.weight"), "S1,R"), "(c) second MLP weight row-parallel");
 	double act = 512.0 * 4096 * 2;
 	int ar = count_fwd(g, &r, "h.0", COST_ALL_REDUCE, act), rs = count_fwd(g, &r, "h.0", COST_REDUCE_SCATTER, act);
-	TAP_OK(ar + rs == 2, "(c) two forward reductions of the layer's activations (%d all-reduce, %d "
-			     "reduce-scatter)", ar, rs);
+	TAP_OK(ar + rs == 2,
+	       "(c) two forward reductions of the layer's activations (%d all-reduce, %d "
+	       "reduce-scatter)",
+	       ar, rs);
 	intra_result_free(&r);
 	ir_graph_free(g);
 }
@@ -363,8 +365,9 @@ static double least_memory(struct ir_graph *g)
 	struct intra_result r;
 	int rc = solve(g, "1x8:a100-80g", 1, 8, true, 1 << 20, &r);
 	const char *m = strstr(ir_error(), " (");
-	TAP_OK(rc == -ENOSPC && strstr(ir_error(), "no sharding on mesh 1x8 fits the memory limit of 1 MiB per device") &&
-	       m, "(g) an impossible limit: %s", ir_error());
+	TAP_OK(rc == -ENOSPC &&
+		       strstr(ir_error(), "no sharding on mesh 1x8 fits the memory limit of 1 MiB per device") && m,
+	       "(g) an impossible limit: %s", ir_error());
 	return m ? strtod(m + 2, NULL) : 0;
 }
 
@@ -378,7 +381,8 @@ static void test_memory(void)
 		return;
 	}
 	double act = 8192.0 * 4096 * 2;
-	TAP_OK(count_fwd(g, &r, "h.0", COST_REDUCE_SCATTER, act) >= 1 && count_fwd(g, &r, "h.0", COST_ALL_REDUCE, act) == 0,
+	TAP_OK(count_fwd(g, &r, "h.0", COST_REDUCE_SCATTER, act) >= 1 &&
+		       count_fwd(g, &r, "h.0", COST_ALL_REDUCE, act) == 0,
 	       "(g) sequence parallelism: reduce-scatters, no all-reduce of the layer's activations");
 	double free_peak = r.mem_peak, least = least_memory(g), lim = (free_peak + least) / 2;
 	intra_result_free(&r);
@@ -403,7 +407,8 @@ static void test_moe(void)
 		ir_graph_free(g);
 		return;
 	}
-	TAP_OK(sharded_as(param(g, "h.0.moe.wi.weight"), "S1,R,R") && sharded_as(param(g, "h.0.moe.wo.weight"), "S1,R,R"),
+	TAP_OK(sharded_as(param(g, "h.0.moe.wi.weight"), "S1,R,R") &&
+		       sharded_as(param(g, "h.0.moe.wo.weight"), "S1,R,R"),
 	       "(h) experts split over the mesh");
 	TAP_OK(count_fwd(g, &r, "h.0.moe", COST_ALL_TO_ALL, 1 << 20) >= 2, "(h) tokens move by all-to-all");
 	intra_result_free(&r);

@@ -223,7 +223,8 @@ static void test_optimizer_time(void)
 	struct cost_state_bytes f32;
 	cost_state_bytes_per_param(COST_OPT_ADAM, false, &f32);
 	double full = cost_optim_time(&d, &cal, &f32, false, 1e9);
-	TAP_NEAR(full, one, 1e-9, "(e) fp32 Adam moves 28 bytes too: gradient 4, moments 2 x 8, weights read and written 2 x 4");
+	TAP_NEAR(full, one, 1e-9,
+		 "(e) fp32 Adam moves 28 bytes too: gradient 4, moments 2 x 8, weights read and written 2 x 4");
 	TAP_OK(cost_optim_time(&d, &cal, &sb, true, 0) == 0, "(e) nothing to update costs nothing");
 }
 

@@ -22,8 +22,10 @@ static void test_dot_inference(void)
 	struct ir_shape a = SH(8, 128, 64), b = SH(8, 64, 32);
 	struct ir_value *x = ir_graph_add_input(g, "x", IR_F32, &a);
 	struct ir_value *w = ir_graph_add_input(g, "w", IR_F32, &b);
-	struct ir_attrs at = { .lhs_batch = IR_ILIST(0), .rhs_batch = IR_ILIST(0),
-			       .lhs_contract = IR_ILIST(2), .rhs_contract = IR_ILIST(1) };
+	struct ir_attrs at = { .lhs_batch = IR_ILIST(0),
+			       .rhs_batch = IR_ILIST(0),
+			       .lhs_contract = IR_ILIST(2),
+			       .rhs_contract = IR_ILIST(1) };
 	struct ir_node *n = ir_graph_add_node(g, IR_OP_DOT, "bmm", 2, (struct ir_value *[]){ x, w }, &at);
 	struct ir_shape want = SH(8, 128, 32);
 	TAP_OK(n && ir_shape_eq(&n->out[0]->shape, &want), "batched dot infers [8,128,32]");
@@ -70,8 +72,11 @@ static void test_shape_rules(void)
 	struct ir_shape xs = SH(1, 3, 8, 8), ws = SH(6, 1, 3, 3);
 	struct ir_value *img = ir_graph_add_input(g, "img", IR_F32, &xs);
 	struct ir_value *ker = ir_graph_add_input(g, "ker", IR_F32, &ws);
-	a = (struct ir_attrs){ .stride = IR_ILIST(2, 2), .pad_lo = IR_ILIST(1, 1), .pad_hi = IR_ILIST(1, 1),
-			       .dilation = IR_ILIST(1, 1), .groups = 3 };
+	a = (struct ir_attrs){ .stride = IR_ILIST(2, 2),
+			       .pad_lo = IR_ILIST(1, 1),
+			       .pad_hi = IR_ILIST(1, 1),
+			       .dilation = IR_ILIST(1, 1),
+			       .groups = 3 };
 	n = ir_graph_add_node(g, IR_OP_CONV, NULL, 2, (struct ir_value *[]){ img, ker }, &a);
 	r = SH(1, 6, 4, 4);
 	TAP_OK(n && ir_shape_eq(&n->out[0]->shape, &r), "grouped strided conv shape");
@@ -81,8 +86,8 @@ static void test_shape_rules(void)
 		       strstr(ir_error(), "broadcast explicitly"),
 	       "elementwise needs equal shapes: %s", ir_error());
 	struct ir_shape huge = SH(1000000, 1000000, 1000000);
-	TAP_OK(!ir_graph_add_input(g, "h", IR_F32, &huge) && strstr(ir_error(), "2^44"),
-	       "absurd shape rejected: %s", ir_error());
+	TAP_OK(!ir_graph_add_input(g, "h", IR_F32, &huge) && strstr(ir_error(), "2^44"), "absurd shape rejected: %s",
+	       ir_error());
 	a = (struct ir_attrs){ .axis = 1, .k = 5 };
 	TAP_OK(!ir_graph_add_node(g, IR_OP_TOPK, NULL, 1, &x, &a) && strstr(ir_error(), "k = 5"),
 	       "topk k beyond dim rejected");

@@ -120,31 +120,30 @@ static bool attrs_eq(enum ir_op op, const struct ir_attrs *a, const struct ir_at
 						 ir_tensor_bytes(&(struct ir_tensor){ a->dtype, a->shape, NULL }))
 			       : !a->data && !b->data;
 
-	return a->dtype == b->dtype && ir_shape_eq(&a->shape, &b->shape) &&
-	       ilist_eq(&a->axes, &b->axes) && ilist_eq(&a->lhs_batch, &b->lhs_batch) &&
-	       ilist_eq(&a->rhs_batch, &b->rhs_batch) && ilist_eq(&a->lhs_contract, &b->lhs_contract) &&
-	       ilist_eq(&a->rhs_contract, &b->rhs_contract) && ilist_eq(&a->start, &b->start) &&
-	       ilist_eq(&a->limit, &b->limit) && ilist_eq(&a->stride, &b->stride) &&
+	return a->dtype == b->dtype && ir_shape_eq(&a->shape, &b->shape) && ilist_eq(&a->axes, &b->axes) &&
+	       ilist_eq(&a->lhs_batch, &b->lhs_batch) && ilist_eq(&a->rhs_batch, &b->rhs_batch) &&
+	       ilist_eq(&a->lhs_contract, &b->lhs_contract) && ilist_eq(&a->rhs_contract, &b->rhs_contract) &&
+	       ilist_eq(&a->start, &b->start) && ilist_eq(&a->limit, &b->limit) && ilist_eq(&a->stride, &b->stride) &&
 	       ilist_eq(&a->pad_lo, &b->pad_lo) && ilist_eq(&a->pad_hi, &b->pad_hi) &&
-	       ilist_eq(&a->window, &b->window) && ilist_eq(&a->dilation, &b->dilation) &&
-	       a->axis == b->axis && a->k == b->k && a->groups == b->groups && a->mode == b->mode &&
-	       bits_eq(a->eps, b->eps) && bits_eq(a->value, b->value) && data_eq;
+	       ilist_eq(&a->window, &b->window) && ilist_eq(&a->dilation, &b->dilation) && a->axis == b->axis &&
+	       a->k == b->k && a->groups == b->groups && a->mode == b->mode && bits_eq(a->eps, b->eps) &&
+	       bits_eq(a->value, b->value) && data_eq;
 }
 
 static bool value_eq(const struct ir_value *a, const struct ir_value *b)
 {
 	const struct ir_data *x = &a->data, *y = &b->data;
 
-	if (a->id != b->id || !str_eq(a->name, b->name) || a->dtype != b->dtype ||
-	    !ir_shape_eq(&a->shape, &b->shape) || a->kind != b->kind)
+	if (a->id != b->id || !str_eq(a->name, b->name) || a->dtype != b->dtype || !ir_shape_eq(&a->shape, &b->shape) ||
+	    a->kind != b->kind)
 		return false;
 	if (a->kind == IR_VAL_NODE)
 		return a->def->id == b->def->id && a->def_index == b->def_index;
 	if (a->kind == IR_VAL_INPUT)
 		return true;
 	return !x->bytes == !y->bytes && (!x->bytes || !memcmp(x->bytes, y->bytes, (size_t)x->nbytes)) &&
-	       str_eq(x->path, y->path) && str_eq(x->base_dir, y->base_dir) &&
-	       x->offset == y->offset && x->nbytes == y->nbytes;
+	       str_eq(x->path, y->path) && str_eq(x->base_dir, y->base_dir) && x->offset == y->offset &&
+	       x->nbytes == y->nbytes;
 }
 
 /* Field by field, with values matched by id (both graphs in print order). */
@@ -165,8 +164,8 @@ static bool graph_eq(const struct ir_graph *a, const struct ir_graph *b)
 			return false;
 	for (int i = 0; i < ir_graph_nnodes(a); i++) {
 		const struct ir_node *x = ir_graph_node(a, i), *y = ir_graph_node(b, i);
-		if (x->op != y->op || !str_eq(x->name, y->name) || x->nin != y->nin ||
-		    x->nout != y->nout || !attrs_eq(x->op, &x->a, &y->a))
+		if (x->op != y->op || !str_eq(x->name, y->name) || x->nin != y->nin || x->nout != y->nout ||
+		    !attrs_eq(x->op, &x->a, &y->a))
 			return false;
 		for (int j = 0; j < x->nin; j++)
 			if (x->in[j]->id != y->in[j]->id)
@@ -367,12 +366,43 @@ static void test_file(const char *dir, const char *name, char **all_text)
 
 /* Spellings the files must exercise between them, beyond ops and dtypes. */
 static const char *const must_appear[] = {
-	"mode=first", "mode=last", "mode=inclusive", "mode=exclusive\n", "mode=reverse",
-	"mode=exclusive_reverse", "mode=constant", "mode=edge", "mode=reflect", "mode=none",
-	"mode=add", "mode=mul", "mode=max", "mode=min", "mode=largest", "mode=smallest",
-	"= external ", " base_dir ", "= hex ", "data=hex ", "value=0.1\n", "value=-0\n",
-	"value=inf\n", "value=-inf\n", "value=nan\n", "value=-nan\n", "value=nan:0x", "eps=1e-05",
-	"\\\"", "\\\\", "\\n", "\\t", "\\x", " @\"", ": f32[]", "[0,", "output %",
+	"mode=first",
+	"mode=last",
+	"mode=inclusive",
+	"mode=exclusive\n",
+	"mode=reverse",
+	"mode=exclusive_reverse",
+	"mode=constant",
+	"mode=edge",
+	"mode=reflect",
+	"mode=none",
+	"mode=add",
+	"mode=mul",
+	"mode=max",
+	"mode=min",
+	"mode=largest",
+	"mode=smallest",
+	"= external ",
+	" base_dir ",
+	"= hex ",
+	"data=hex ",
+	"value=0.1\n",
+	"value=-0\n",
+	"value=inf\n",
+	"value=-inf\n",
+	"value=nan\n",
+	"value=-nan\n",
+	"value=nan:0x",
+	"eps=1e-05",
+	"\\\"",
+	"\\\\",
+	"\\n",
+	"\\t",
+	"\\x",
+	" @\"",
+	": f32[]",
+	"[0,",
+	"output %",
 };
 
 static void test_files(const char *dir)
@@ -400,8 +430,8 @@ static void test_files(const char *dir)
 
 /* ---- a graph from the C API ------------------------------------------------ */
 
-static struct ir_value *out0(struct ir_graph *g, enum ir_op op, const char *name, int nin,
-			     struct ir_value *const *in, const struct ir_attrs *a)
+static struct ir_value *out0(struct ir_graph *g, enum ir_op op, const char *name, int nin, struct ir_value *const *in,
+			     const struct ir_attrs *a)
 {
 	struct ir_node *n = ir_graph_add_node(g, op, name, nin, in, a);
 	if (!n)
@@ -434,11 +464,15 @@ static void test_api_graph(void)
 				   &(struct ir_attrs){ .lhs_contract = IR_ILIST(1), .rhs_contract = IR_ILIST(0) });
 	struct ir_value *sum = out0(g, IR_OP_ADD, "", 2, (struct ir_value *[]){ h, h2 }, &(struct ir_attrs){ 0 });
 	struct ir_value *p = out0(g, IR_OP_PAD, "pad", 1, &sum,
-				  &(struct ir_attrs){ .pad_lo = IR_ILIST(1, 0), .pad_hi = IR_ILIST(0, 2),
-						      .mode = IR_PAD_CONSTANT, .value = nan_with_payload() });
+				  &(struct ir_attrs){ .pad_lo = IR_ILIST(1, 0),
+						      .pad_hi = IR_ILIST(0, 2),
+						      .mode = IR_PAD_CONSTANT,
+						      .value = nan_with_payload() });
 	struct ir_value *pe = out0(g, IR_OP_PAD, NULL, 1, &sum,
-				   &(struct ir_attrs){ .pad_lo = IR_ILIST(1, 1), .pad_hi = IR_ILIST(1, 1),
-						       .mode = IR_PAD_EDGE, .value = -0.0 });
+				   &(struct ir_attrs){ .pad_lo = IR_ILIST(1, 1),
+						       .pad_hi = IR_ILIST(1, 1),
+						       .mode = IR_PAD_EDGE,
+						       .value = -0.0 });
 	struct ir_value *scale = ir_graph_add_input(g, "", IR_F32, &s3);
 	struct ir_value *ln = out0(g, IR_OP_LAYER_NORM, "ln", 3, (struct ir_value *[]){ x, scale, scale },
 				   &(struct ir_attrs){ .axis = 1, .eps = 1e-5 });
@@ -448,8 +482,7 @@ static void test_api_graph(void)
 	struct ir_node *tk = ir_graph_add_node(g, IR_OP_TOPK, "topk", 1, &ln,
 					       &(struct ir_attrs){ .axis = 1, .k = 2, .mode = IR_TOPK_SMALLEST });
 
-	if (!TAP_OK(x && w && w2 && h && h2 && sum && p && pe && scale && ln && c && cv && tk,
-		    "C API graph builds")) {
+	if (!TAP_OK(x && w && w2 && h && h2 && sum && p && pe && scale && ln && c && cv && tk, "C API graph builds")) {
 		ir_graph_free(g);
 		return;
 	}
@@ -500,32 +533,30 @@ static void test_api_graph(void)
 
 static void test_lenient(void)
 {
-	static const char text[] =
-		"# leading comment\n"
-		"\n"
-		"  pcc-ir 1   # header comment\n"
-		"input %10 \"x\" : f32[2,3]\r\n"
-		"%7 : f32[3,2] = transpose %10 axes=[1,0]   # trailing comment\n"
-		"%3:f32[2,3]=transpose %7 axes=[ 1 , 0 ]\n"
-		"\t%5 : f32[2,1,3] = reshape %3 shape=[2,1,3] @\"r\"\n"
-		"%1 : i64[2,3] = argmax %5 axis=1\n"
-		"%2 : f32[4,3] = pad %3 value=1e-5 pad_hi=[2,0] pad_lo=[0,0]\n"
-		"%4 : i64[2] = argmax %3 axis=1 mode=1\n"
-		"%900 : f32[2,3] = softmax %3 axis=1 @\"s\\x41\"\n"
-		"output %2\n"
-		"output %900 \"y\"\n";
-	static const char want[] =
-		"pcc-ir 1\n"
-		"input %0 \"x\" : f32[2,3]\n"
-		"%1 : f32[3,2] = transpose %0 axes=[1,0]\n"
-		"%2 : f32[2,3] = transpose %1 axes=[1,0]\n"
-		"%3 : f32[2,1,3] = reshape %2 shape=[2,1,3] @\"r\"\n"
-		"%4 : i64[2,3] = argmax %3 axis=1 mode=first\n"
-		"%5 : f32[4,3] = pad %2 pad_lo=[0,0] pad_hi=[2,0] mode=constant value=1e-05\n"
-		"%6 : i64[2] = argmax %2 axis=1 mode=last\n"
-		"%7 : f32[2,3] = softmax %2 axis=1 @\"sA\"\n"
-		"output %5\n"
-		"output %7 \"y\"\n";
+	static const char text[] = "# leading comment\n"
+				   "\n"
+				   "  pcc-ir 1   # header comment\n"
+				   "input %10 \"x\" : f32[2,3]\r\n"
+				   "%7 : f32[3,2] = transpose %10 axes=[1,0]   # trailing comment\n"
+				   "%3:f32[2,3]=transpose %7 axes=[ 1 , 0 ]\n"
+				   "\t%5 : f32[2,1,3] = reshape %3 shape=[2,1,3] @\"r\"\n"
+				   "%1 : i64[2,3] = argmax %5 axis=1\n"
+				   "%2 : f32[4,3] = pad %3 value=1e-5 pad_hi=[2,0] pad_lo=[0,0]\n"
+				   "%4 : i64[2] = argmax %3 axis=1 mode=1\n"
+				   "%900 : f32[2,3] = softmax %3 axis=1 @\"s\\x41\"\n"
+				   "output %2\n"
+				   "output %900 \"y\"\n";
+	static const char want[] = "pcc-ir 1\n"
+				   "input %0 \"x\" : f32[2,3]\n"
+				   "%1 : f32[3,2] = transpose %0 axes=[1,0]\n"
+				   "%2 : f32[2,3] = transpose %1 axes=[1,0]\n"
+				   "%3 : f32[2,1,3] = reshape %2 shape=[2,1,3] @\"r\"\n"
+				   "%4 : i64[2,3] = argmax %3 axis=1 mode=first\n"
+				   "%5 : f32[4,3] = pad %2 pad_lo=[0,0] pad_hi=[2,0] mode=constant value=1e-05\n"
+				   "%6 : i64[2] = argmax %2 axis=1 mode=last\n"
+				   "%7 : f32[2,3] = softmax %2 axis=1 @\"sA\"\n"
+				   "output %5\n"
+				   "output %7 \"y\"\n";
 	struct ir_graph *g = ir_parse(text);
 
 	if (!TAP_OK(g, "lenient text parses"))
@@ -535,13 +566,12 @@ static void test_lenient(void)
 	ir_graph_free(g);
 
 	/* State updates (BatchNorm running statistics) print after the outputs. */
-	static const char upd[] =
-		"pcc-ir 1\n"
-		"input %0 \"x\" : f32[3]\n"
-		"param %1 \"m\" : f32[3] = hex \"000000000000000000000000\"\n"
-		"%2 : f32[3] = add %1, %0\n"
-		"output %0 \"y\"\n"
-		"update %1 %2\n";
+	static const char upd[] = "pcc-ir 1\n"
+				  "input %0 \"x\" : f32[3]\n"
+				  "param %1 \"m\" : f32[3] = hex \"000000000000000000000000\"\n"
+				  "%2 : f32[3] = add %1, %0\n"
+				  "output %0 \"y\"\n"
+				  "update %1 %2\n";
 	g = ir_parse(upd);
 	TAP_OK(g && ir_graph_nupdates(g) == 1 && ir_graph_update_param(g, 0) == ir_graph_param(g, 0),
 	       "an update statement parses");
@@ -585,14 +615,16 @@ static const struct {
 	{ H "input %0 : f32[99999999999999999999]\n", "line 2: integer out of range" },
 	/* no elements but a huge dim: inference must not overflow (UBSan) */
 	{ H "input %0 : f32[0,9223372036854775807]\n"
-	    "%1 : f32[0,9223372036854775807] = pad %0 pad_lo=[0,1] pad_hi=[0,1]\n", "line " },
+	    "%1 : f32[0,9223372036854775807] = pad %0 pad_lo=[0,1] pad_hi=[0,1]\n",
+	  "line " },
 	{ H "input %0 : f32[1,1,1,1,1,1,1,1,1]\n", "line 2: more than 8 dims" },
 	{ H "input %0 : f32[2]\n", "" }, /* placeholder replaced below: must parse */
 	{ H X "%1 : f32[2,3] = neg %9\n", "line 3: %9 used before definition" },
 	{ H X "output %3\n", "line 3: %3 used before definition" },
 	{ H X "%1 : f32[2,3] = neg %0\nupdate %0 %1\n", "line 4: update: the first value must be a param" },
 	{ H "param %0 : f32[2] = hex \"0000000000000000\"\n%1 : f32[2,2] = broadcast %0 shape=[2,2] axes=[1]\n"
-	    "update %0 %1\n", "line 4: update of \"?\": the new value's type differs" },
+	    "update %0 %1\n",
+	  "line 4: update of \"?\": the new value's type differs" },
 	{ H X "%1 : f32[3,2] = neg %0\n", "line 3: %1 is f32[3,2] in the text, but neg gives f32[2,3]" },
 	{ H X "%1 : f64[2,3] = neg %0\n", "line 3: %1 is f64[2,3] in the text, but neg gives f32[2,3]" },
 	{ H X "%1 : f32[2,3] = softmax %0 axis=2\n", "line 3: softmax: axis 2 out of range for rank 2" },
@@ -636,22 +668,30 @@ static const struct {
 	{ H "param %0 : u8[2] = hex\n", "line 2: expected a string of hex digits, found end of line" },
 	{ H "param %0 : u8[2] = inline \"0102\"\n", "line 2: expected 'hex' or 'external', found 'inline" },
 	{ H "param %0 : u8[2]\n", "line 2: expected '=', found end of line" },
-	{ H "param %0 : f32[2] = external \"w\" offset 0 bytes 4\n", "line 2: external data of 4 bytes, but f32[2] needs 8" },
+	{ H "param %0 : f32[2] = external \"w\" offset 0 bytes 4\n",
+	  "line 2: external data of 4 bytes, but f32[2] needs 8" },
 	{ H "param %0 : f32[2] = external \"w\" offset -1 bytes 8\n", "line 2: negative offset -1" },
 	{ H "param %0 : f32[2] = external \"w\" bytes 8\n", "line 2: expected 'offset', found 'bytes'" },
-	{ H "param %0 : f32[2] = external \"w\" offset 0 bytes 8 dir \"d\"\n", "line 2: expected 'base_dir', found 'dir'" },
+	{ H "param %0 : f32[2] = external \"w\" offset 0 bytes 8 dir \"d\"\n",
+	  "line 2: expected 'base_dir', found 'dir'" },
 	{ H "%0 : f32[2] = constant dtype=f32 shape=[2]\n", "line 2: constant needs data=hex" },
-	{ H "%0 : f32[2] = constant dtype=f32 shape=[2] data=hex \"00\"\n", "line 2: constant data has 1 bytes, f32[2] needs 8" },
+	{ H "%0 : f32[2] = constant dtype=f32 shape=[2] data=hex \"00\"\n",
+	  "line 2: constant data has 1 bytes, f32[2] needs 8" },
 	{ H "%0 : f32[2] = constant dtype=f32 shape=[2] data=\"00\"\n", "line 2: expected 'hex', found '\"00\"'" },
-	{ H "%0 : f32[2] = iota dtype=f32 shape=[1000000,1000000,1000] axis=0\n", "line 2: shape [1000000,1000000,1000] has more than 2^44" },
+	{ H "%0 : f32[2] = iota dtype=f32 shape=[1000000,1000000,1000] axis=0\n",
+	  "line 2: shape [1000000,1000000,1000] has more than 2^44" },
 	{ H "%0 : f32[1], %1 : f32[1], %2 : f32[1], %3 : f32[1], %4 : f32[1], %5 : f32[1], %6 : f32[1], "
-	    "%7 : f32[1], %8 : f32[1] = neg %0\n", "line 2: more than 8 results" },
+	    "%7 : f32[1], %8 : f32[1] = neg %0\n",
+	  "line 2: more than 8 results" },
 	{ H "%0 \"\\xff\xfe\" : f32[1]\x01 = neg\n", "line 2: expected '=', found '?'" },
 	{ H X "%1 : f32[2,3] <R,S1> = neg %0\n", "line 3: sharding <R,S1> but the graph has no mesh" },
-	{ H "mesh 2x4\n" X "%1 : f32[2,3] <R,S1> = neg %0\n", "line 4: sharding <R,S1>: dimension 1 of size 3 does not split into 4 pieces" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <R,S1> = neg %0\n",
+	  "line 4: sharding <R,S1>: dimension 1 of size 3 does not split into 4 pieces" },
 	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,S01> = neg %0\n", "line 4: sharding <S0,S01>: a mesh axis used twice" },
-	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0> = neg %0\n", "line 4: sharding <S0>: expected 2 entries, one per dimension" },
-	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,S2> = neg %0\n", "line 4: sharding <S0,S2>: entry 1 is not R, S0, S1 or S01" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0> = neg %0\n",
+	  "line 4: sharding <S0>: expected 2 entries, one per dimension" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,S2> = neg %0\n",
+	  "line 4: sharding <S0,S2>: entry 1 is not R, S0, S1 or S01" },
 	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,R|Q> = neg %0\n", "line 4: sharding <S0,R|Q>: expected P0, P1 or P01" },
 	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,R = neg %0\n", "line 4: expected '>' closing the sharding" },
 	{ H "mesh 2x4\nmesh 2x4\n", "line 3: mesh given twice" },
@@ -708,8 +748,8 @@ static void test_alloc_failures(void)
 		}
 		clean &= ir_error()[0] != '\0';
 	}
-	TAP_OK(n > 0 && n < 10000 && clean,
-	       "parse fails cleanly at each of its first %ld allocations, then succeeds", n);
+	TAP_OK(n > 0 && n < 10000 && clean, "parse fails cleanly at each of its first %ld allocations, then succeeds",
+	       n);
 
 	struct ir_graph *g = ir_parse(text);
 	char *s = NULL;

@@ -168,12 +168,16 @@ static void test_models(void)
 		for (size_t k = 0; k < sizeof meshes / sizeof *meshes; k++) {
 			int n0 = meshes[k][0], n1 = meshes[k][1];
 			double e = run_case(&m, n0, n1, 0);
-			TAP_OK(e >= 0 && e < 1e-4, "%s on %dx%d: the pass's plan, lowered, verifies and computes the "
-			       "single-device result (max rel err %.2g)", models[i], n0, n1, e);
+			TAP_OK(e >= 0 && e < 1e-4,
+			       "%s on %dx%d: the pass's plan, lowered, verifies and computes the "
+			       "single-device result (max rel err %.2g)",
+			       models[i], n0, n1, e);
 			for (unsigned seed = 1; seed <= (n0 * n1 >= 4 ? 3u : 1u); seed++) {
 				e = run_case(&m, n0, n1, seed);
-				TAP_OK(e >= 0 && e < 1e-4, "%s on %dx%d: random strategies (seed %u) give the "
-				       "single-device result (max rel err %.2g)", models[i], n0, n1, seed, e);
+				TAP_OK(e >= 0 && e < 1e-4,
+				       "%s on %dx%d: random strategies (seed %u) give the "
+				       "single-device result (max rel err %.2g)",
+				       models[i], n0, n1, seed, e);
 			}
 		}
 		model_free(&m);
@@ -289,7 +293,7 @@ static void test_pipelined(void)
 	static const char *models[] = { "mlp_op17",    "gpt_op17", "bert_op17", "moe_op17",
 					"resnet_op17", "vit_op17", "unet_op17" };
 	static const int plans[][4][2] = {
-		{ { 1, 2 }, { 1, 2 } }, { { 1, 4 }, { 1, 2 } }, { { 1, 2 }, { 2, 2 } },
+		{ { 1, 2 }, { 1, 2 } }, { { 1, 4 }, { 1, 2 } },           { { 1, 2 }, { 2, 2 } },
 		{ { 2, 2 }, { 1, 4 } }, { { 1, 1 }, { 1, 3 }, { 1, 2 } }, { { 1, 2 }, { 1, 1 }, { 1, 4 } },
 	};
 	static const int nst[] = { 2, 2, 2, 2, 3, 3 };
@@ -310,9 +314,10 @@ static void test_pipelined(void)
 				for (int s = 0; s < nst[k]; s++)
 					at += snprintf(desc + at, sizeof desc - (size_t)at, "%s%dx%d", s ? " | " : "",
 						       plans[k][s][0], plans[k][s][1]);
-				TAP_OK(e >= 0 && e < 1e-4 && sends > 0, "%s pipelined %s (%s): verifies and computes the "
-				       "single-device result (max rel err %.2g, %d sends)", models[i], desc,
-				       seed ? "random strategies" : "the pass's plans", e, sends);
+				TAP_OK(e >= 0 && e < 1e-4 && sends > 0,
+				       "%s pipelined %s (%s): verifies and computes the "
+				       "single-device result (max rel err %.2g, %d sends)",
+				       models[i], desc, seed ? "random strategies" : "the pass's plans", e, sends);
 				total += sends;
 			}
 		model_free(&m);
@@ -326,9 +331,11 @@ static void test_pipelined(void)
 		for (unsigned seed = 1; seed <= 4; seed++) {
 			int sends = 0;
 			double e = run_pipe(&m, 3, odd[k], seed, &sends);
-			TAP_OK(e >= 0 && e < 1e-5 && sends > 0, "chain pipelined %dx%d | %dx%d | %dx%d (seed %u): the "
-			       "single-device result (max rel err %.2g, %d sends)", odd[k][0][0], odd[k][0][1], odd[k][1][0],
-			       odd[k][1][1], odd[k][2][0], odd[k][2][1], seed, e, sends);
+			TAP_OK(e >= 0 && e < 1e-5 && sends > 0,
+			       "chain pipelined %dx%d | %dx%d | %dx%d (seed %u): the "
+			       "single-device result (max rel err %.2g, %d sends)",
+			       odd[k][0][0], odd[k][0][1], odd[k][1][0], odd[k][1][1], odd[k][2][0], odd[k][2][1], seed,
+			       e, sends);
 		}
 	model_free(&m);
 }
@@ -382,7 +389,7 @@ static void test_megatron(void)
 		for (int i = 0; i < dv->ninstr; i++)
 			count[dv->instr[i].kind]++;
 		TAP_OK(count[PLAN_KERNEL] == 3 && count[PLAN_ALL_REDUCE] == 1 &&
-		       count[PLAN_ALL_GATHER] + count[PLAN_REDUCE_SCATTER] + count[PLAN_ALL_TO_ALL] == 0,
+			       count[PLAN_ALL_GATHER] + count[PLAN_REDUCE_SCATTER] + count[PLAN_ALL_TO_ALL] == 0,
 		       "device %d: 3 kernels (%d) and one all-reduce (%d), no other collective", d, count[PLAN_KERNEL],
 		       count[PLAN_ALL_REDUCE]);
 		const struct plan_buffer *w1 = NULL;

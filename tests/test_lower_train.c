@@ -34,7 +34,7 @@ static const char *root;
 struct fixture {
 	char dir[1024];
 	json_t *j;
-	const char *loss;       /* NULL: the model's own */
+	const char *loss; /* NULL: the model's own */
 };
 
 static int fixture_open(struct fixture *f, const char *name)
@@ -178,8 +178,8 @@ out:
 
 /* Lowers the train step of fixture f on mesh n0 x n1 (random strategies
  * when seed > 0), checks and simulates it. */
-static int run_case(const struct fixture *f, const struct train_opts *base, int n0, int n1, int micro,
-		    unsigned seed, const struct ir_tensor *want, struct result *res)
+static int run_case(const struct fixture *f, const struct train_opts *base, int n0, int n1, int micro, unsigned seed,
+		    const struct ir_tensor *want, struct result *res)
 {
 	char path[1300];
 	struct onnx_import_opts imp;
@@ -210,11 +210,11 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 	io.quick = true;
 	/* as compile.c: the update once per step, write-backs costed */
 	int nt = ts.nparams + ts.nstate;
-	int (*ties)[2] = calloc((size_t)nt + 1, sizeof *ties);
+	int(*ties)[2] = calloc((size_t)nt + 1, sizeof *ties);
 	train_step_ties(&ts, ties);
 	io.update_first = ts.update_first;
 	io.step_share = 1.0 / micro;
-	io.ties = (const int (*)[2])ties;
+	io.ties = (const int(*)[2])ties;
 	io.nties = nt;
 	int irc = intra_pass(ts.g, &c, &io, &r);
 	for (int i = 0; irc == 0 && i < nt; i++) {
@@ -314,7 +314,8 @@ static void check_verifier(struct plan *p)
 	t = z[n - 1];
 	z[n - 1] = z[n - 2];
 	z[n - 2] = t;
-	TAP_OK(refused(p, "backwards in stage 0's order"), "verifier: stages whose backwards run in different "
+	TAP_OK(refused(p, "backwards in stage 0's order"),
+	       "verifier: stages whose backwards run in different "
 	       "orders are refused (their gradient messages would pair with the wrong micro-batch)");
 	z[n - 2] = z[n - 1];
 	z[n - 1] = t;
@@ -329,12 +330,14 @@ static void check_verifier(struct plan *p)
 /* A pipelined plan through compile_lower, as pcc compiles one: the forward
  * graph cut into ns stages of about equal node counts, each on an n0 x n1
  * mesh, under schedule sched; checked and simulated as run_case does. */
-static int run_pipe_case(const struct fixture *f, const struct train_opts *base, int ns, int n0, int n1,
-			 int micro, enum cost_sched sched, const struct ir_tensor *want, struct result *res)
+static int run_pipe_case(const struct fixture *f, const struct train_opts *base, int ns, int n0, int n1, int micro,
+			 enum cost_sched sched, const struct ir_tensor *want, struct result *res)
 {
 	char path[1300];
 	struct inter_stage stages[4];
-	struct inter_plan ip = { .train = true, .nstages = ns, .stages = stages, .micro = micro, .sched = sched, .v = 1 };
+	struct inter_plan ip = {
+		.train = true, .nstages = ns, .stages = stages, .micro = micro, .sched = sched, .v = 1
+	};
 	struct inter_opts io;
 	struct cost_cluster c;
 	struct train_opts o = *base;
@@ -351,8 +354,12 @@ static int run_pipe_case(const struct fixture *f, const struct train_opts *base,
 		return -1;
 	int nn = ir_graph_nnodes(g);
 	for (int s = 0; s < ns; s++)
-		stages[s] = (struct inter_stage){ .node_first = s * nn / ns, .node_last = (s + 1) * nn / ns,
-						  .rows = 1, .cols = n0 * n1, .n0 = n0, .n1 = n1 };
+		stages[s] = (struct inter_stage){ .node_first = s * nn / ns,
+						  .node_last = (s + 1) * nn / ns,
+						  .rows = 1,
+						  .cols = n0 * n1,
+						  .n0 = n0,
+						  .n1 = n1 };
 	inter_opts_init(&io);
 	io.train = true;
 	io.load = load_fixture;
@@ -439,9 +446,9 @@ static void test_fixture(const char *name, const int (*mesh)[2], int nmesh, cons
 			double tol = compute == IR_F32 ? 2e-4 : 5e-3;
 			TAP_OK(rc == 0 && res.param_err < tol && le < 1e-4,
 			       "%s %s, %d stages of %dx%d, %s, %d micro-batches: parameters after %d steps equal the "
-			       "reference trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)", name,
-			       ir_dtype_name(compute), ns, mesh[k][0], mesh[k][1], cost_sched_name(sched), m, STEPS,
-			       res.param_err, res.worst, le);
+			       "reference trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)",
+			       name, ir_dtype_name(compute), ns, mesh[k][0], mesh[k][1], cost_sched_name(sched), m,
+			       STEPS, res.param_err, res.worst, le);
 		}
 		for (int k = 0; k < nmesh && ns == 1; k++)
 			for (unsigned seed = 0; seed < 2; seed++) {
@@ -449,20 +456,25 @@ static void test_fixture(const char *name, const int (*mesh)[2], int nmesh, cons
 				int rc = run_case(&f, &o, mesh[k][0], mesh[k][1], m, seed, want, &res);
 				double le = loss_want ? fabs(res.loss0 - loss_want) / fmax(1, fabs(loss_want)) : 0;
 				double tol = compute == IR_F32 ? 2e-4 : 5e-3; /* 16-bit sums in another order */
-				TAP_OK(rc == 0 && res.param_err < tol && le < 1e-4,
-				       "%s %s %dx%d, %d micro-batch%s, %s: parameters after %d steps equal the reference "
-				       "trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)", name,
-				       ir_dtype_name(compute), mesh[k][0], mesh[k][1], m, m > 1 ? "es" : "", seed ? "random strategies" : "the pass's plan",
-				       STEPS, res.param_err, res.worst, le);
+				TAP_OK(rc == 0 && res.param_err < tol &&
+						       le<1e-4,
+							  "%s %s %dx%d, %d micro-batch%s, %s: parameters after %d steps equal the reference "
+							  "trainer's (max rel err %.2g %s), first loss PyTorch's (rel err %.2g)",
+							  name, ir_dtype_name(compute), mesh[k][0], mesh[k][1], m, m> 1
+					       ? "es"
+					       : "",
+				       seed ? "random strategies" : "the pass's plan", STEPS, res.param_err, res.worst,
+				       le);
 				if (rc == 0 && seed == 0 && mesh[k][0] * mesh[k][1] > 1)
 					TAP_OK(res.ties > 0 && res.tie_moves == 0,
 					       "%s %dx%d, %d micro-batches: the pass leaves each of %d new parameters and "
-					       "state values where its old value lies (%d moved)", name, mesh[k][0],
-					       mesh[k][1], m, res.ties, res.tie_moves);
+					       "state values where its old value lies (%d moved)",
+					       name, mesh[k][0], mesh[k][1], m, res.ties, res.tie_moves);
 				if (rc == 0 && mesh[k][0] * mesh[k][1] > 1 && m > 1)
 					TAP_OK(res.reduces_micro == 0,
 					       "%s %dx%d seed %u: no accumulated gradient is communicated per micro-batch "
-					       "(%d per step)", name, mesh[k][0], mesh[k][1], seed, res.reduces_step);
+					       "(%d per step)",
+					       name, mesh[k][0], mesh[k][1], seed, res.reduces_step);
 			}
 		for (int i = 0; i < np; i++)
 			ir_tensor_free(&want[i]);

@@ -62,8 +62,8 @@ int main(int argc, char **argv)
 		TAP_OK(ir_verify(g) == 0, "%s verifies", names[i]);
 		struct cmp c;
 		run_data_set(g, data, RTOL, ATOL, &c);
-		if (!TAP_OK(c.bad == 0, "%s matches PyTorch (max abs err %.2e, max rel err %.2e)", names[i],
-			    c.max_abs, c.max_rel))
+		if (!TAP_OK(c.bad == 0, "%s matches PyTorch (max abs err %.2e, max rel err %.2e)", names[i], c.max_abs,
+			    c.max_rel))
 			TAP_DIAG("%s", c.what);
 		ir_graph_free(g);
 		free(names[i]);

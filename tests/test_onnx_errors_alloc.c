@@ -76,8 +76,7 @@ static int in_child(int (*fn)(const struct fail_point *), const struct fail_poin
 }
 
 /* Fails allocation k = 0, 1, ... until fn succeeds; one case. */
-static void sweep_failures(const char *what, int (*fn)(const struct fail_point *),
-			   struct fail_point *f)
+static void sweep_failures(const char *what, int (*fn)(const struct fail_point *), struct fail_point *f)
 {
 	long bad = 0;
 	int r = -1;
@@ -116,8 +115,7 @@ static void alloc_failures(struct mb *b, const char *name)
 {
 	char what[128];
 	struct fail_point f = { .path = mb_write(b, name) };
-	snprintf(what, sizeof what, "%s: import under allocation failure (NULL, message names the file)",
-		 name);
+	snprintf(what, sizeof what, "%s: import under allocation failure (NULL, message names the file)", name);
 	sweep_failures(what, import_at, &f);
 	struct ir_graph *g = onnx_import(f.path, NULL, NULL);
 	snprintf(what, sizeof what, "%s: interp_run under allocation failure (-ENOMEM)", name);

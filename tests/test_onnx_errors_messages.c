@@ -33,18 +33,17 @@
 static void test_unsupported(void)
 {
 	struct mb *b = mb_one_op("FooBar", "foo");
-	EXPECT_MODEL_ERROR(b, "unsupported_op.onnx", "unsupported op", ": node \"foo\" (FooBar): ",
-			   "unsupported op");
+	EXPECT_MODEL_ERROR(b, "unsupported_op.onnx", "unsupported op", ": node \"foo\" (FooBar): ", "unsupported op");
 
 	b = mb_one_op("Relu", "act");
 	mb_attr_int(b, b->g.node[0], "alpha", 2);
-	EXPECT_MODEL_ERROR(b, "unsupported_attr.onnx", "unsupported attribute",
-			   "node \"act\" (Relu)", "unsupported attribute 'alpha'");
+	EXPECT_MODEL_ERROR(b, "unsupported_attr.onnx", "unsupported attribute", "node \"act\" (Relu)",
+			   "unsupported attribute 'alpha'");
 
 	b = mb_one_op("FusedGelu", "fused");
 	b->g.node[0]->domain = "com.microsoft";
-	EXPECT_MODEL_ERROR(b, "unsupported_domain.onnx", "unsupported domain",
-			   "node \"fused\" (FusedGelu)", "domain \"com.microsoft\"");
+	EXPECT_MODEL_ERROR(b, "unsupported_domain.onnx", "unsupported domain", "node \"fused\" (FusedGelu)",
+			   "domain \"com.microsoft\"");
 
 	b = mb_one_op("Relu", "act");
 	b->g.input[0]->type->tensor_type->elem_type = T_STRING;
@@ -55,16 +54,13 @@ static void test_opset(void)
 {
 	struct mb *b = mb_one_op("Relu", "act");
 	b->opset.version = 6;
-	EXPECT_MODEL_ERROR(b, "opset6.onnx", "opset 6 rejected with the supported range", "opset 6",
-			   "7 to 17");
+	EXPECT_MODEL_ERROR(b, "opset6.onnx", "opset 6 rejected with the supported range", "opset 6", "7 to 17");
 	b = mb_one_op("Relu", "act");
 	b->opset.version = 18;
-	EXPECT_MODEL_ERROR(b, "opset18.onnx", "opset 18 rejected with the supported range",
-			   "opset 18", "7 to 17");
+	EXPECT_MODEL_ERROR(b, "opset18.onnx", "opset 18 rejected with the supported range", "opset 18", "7 to 17");
 	b = mb_one_op("Relu", "act");
 	b->opset.domain = "ai.onnx.ml";
-	EXPECT_MODEL_ERROR(b, "no_opset.onnx", "no default-domain opset",
-			   "no default-domain opset");
+	EXPECT_MODEL_ERROR(b, "no_opset.onnx", "no default-domain opset", "no default-domain opset");
 }
 
 /* ---- malformed files ----------------------------------------------------- */
@@ -118,8 +114,8 @@ static void test_truncated(void)
 	int bad = 0, nfail = 0;
 	for (size_t n = 0; n < len; n++)
 		bad += !import_bytes_cleanly(buf, n, &nfail);
-	TAP_OK(bad == 0, "every prefix of a %zu-byte model: %d rejected, %d imported, %d unclean",
-	       len, nfail, (int)len - nfail, bad);
+	TAP_OK(bad == 0, "every prefix of a %zu-byte model: %d rejected, %d imported, %d unclean", len, nfail,
+	       (int)len - nfail, bad);
 
 	bad = nfail = 0;
 	for (size_t i = 0; i < len; i++) {
@@ -127,8 +123,8 @@ static void test_truncated(void)
 		bad += !import_bytes_cleanly(buf, len, &nfail);
 		buf[i] ^= 0xff;
 	}
-	TAP_OK(bad == 0, "every one-byte corruption: %d rejected, %d imported, %d unclean", nfail,
-	       (int)len - nfail, bad);
+	TAP_OK(bad == 0, "every one-byte corruption: %d rejected, %d imported, %d unclean", nfail, (int)len - nfail,
+	       bad);
 	mb_free(b);
 
 	unsigned char junk[4096];
@@ -149,16 +145,16 @@ static void test_initializers(void)
 {
 	struct mb *b = mb_mlp();
 	b->g.initializer[0]->raw_data.len = 7;
-	EXPECT_MODEL_ERROR(b, "raw_size.onnx", "raw_data size does not match the shape",
-			   "initializer \"W\"", "raw_data holds 7 bytes", "[8,4]", "needs 128");
+	EXPECT_MODEL_ERROR(b, "raw_size.onnx", "raw_data size does not match the shape", "initializer \"W\"",
+			   "raw_data holds 7 bytes", "[8,4]", "needs 128");
 
 	b = mb_mlp();
 	Onnx__TensorProto *t = b->g.initializer[0];
 	t->has_raw_data = 0;
 	t->n_float_data = 5;
 	t->float_data = mb_alloc(b, 5 * sizeof(float));
-	EXPECT_MODEL_ERROR(b, "float_data_count.onnx", "float_data of the wrong count",
-			   "initializer \"W\"", "5 elements", "[8,4]", "32");
+	EXPECT_MODEL_ERROR(b, "float_data_count.onnx", "float_data of the wrong count", "initializer \"W\"",
+			   "5 elements", "[8,4]", "32");
 
 	b = mb_mlp();
 	t = mb_tensor(b, "big", T_FLOAT, "1000000,1000000,1000000");
@@ -175,8 +171,7 @@ static void test_initializers(void)
 
 	b = mb_mlp();
 	mb_tensor(b, "neg", T_FLOAT, "-3,2");
-	EXPECT_MODEL_ERROR(b, "negative_init.onnx", "negative initializer dim",
-			   "initializer \"neg\"", "negative");
+	EXPECT_MODEL_ERROR(b, "negative_init.onnx", "negative initializer dim", "initializer \"neg\"", "negative");
 }
 
 static void test_absurd_input(void)
@@ -185,13 +180,12 @@ static void test_absurd_input(void)
 	mb_input(b, "x", T_FLOAT, "1000000,1000000,1000000");
 	mb_node(b, "Relu", "act", "x", "y");
 	mb_output(b, "y", T_FLOAT, "1000000,1000000,1000000");
-	EXPECT_MODEL_ERROR(b, "absurd_input.onnx", "absurd input shape rejected without allocating",
-			   "input \"x\"", "[1000000,1000000,1000000]", "2^44");
+	EXPECT_MODEL_ERROR(b, "absurd_input.onnx", "absurd input shape rejected without allocating", "input \"x\"",
+			   "[1000000,1000000,1000000]", "2^44");
 
 	b = mb_one_op("Relu", "act");
 	b->g.input[0]->type->tensor_type->shape->dim[1]->dim_value = -3;
-	EXPECT_MODEL_ERROR(b, "negative_input.onnx", "negative input dim", "input \"x\"",
-			   "negative");
+	EXPECT_MODEL_ERROR(b, "negative_input.onnx", "negative input dim", "input \"x\"", "negative");
 
 	b = mb_new(13);
 	mb_input(b, "x", T_FLOAT, "1,1,1,1,1,1,1,1,1");
@@ -213,34 +207,32 @@ static void test_structure(void)
 
 	b = mb_one_op("Relu", "act");
 	b->g.node[0]->input[0] = "nowhere";
-	EXPECT_MODEL_ERROR(b, "dangling.onnx", "dangling node input", "node \"act\" (Relu)",
-			   "\"nowhere\"", "not defined");
+	EXPECT_MODEL_ERROR(b, "dangling.onnx", "dangling node input", "node \"act\" (Relu)", "\"nowhere\"",
+			   "not defined");
 
 	b = mb_one_op("Relu", "act");
 	mb_node(b, "Neg", "again", "x", "y");
-	EXPECT_MODEL_ERROR(b, "defined_twice.onnx", "value defined twice by two nodes",
-			   "node \"again\" (Neg)", "\"y\"", "defined twice");
+	EXPECT_MODEL_ERROR(b, "defined_twice.onnx", "value defined twice by two nodes", "node \"again\" (Neg)", "\"y\"",
+			   "defined twice");
 
 	b = mb_one_op("Relu", "act");
 	b->g.node[0]->output[0] = "x";
 	b->g.output[0]->name = "x";
-	EXPECT_MODEL_ERROR(b, "redefines_input.onnx", "node output redefines a graph input",
-			   "node \"act\" (Relu)", "\"x\"", "defined twice");
+	EXPECT_MODEL_ERROR(b, "redefines_input.onnx", "node output redefines a graph input", "node \"act\" (Relu)",
+			   "\"x\"", "defined twice");
 
 	b = mb_mlp();
 	mb_init_f32(b, "W", "8,4");
-	EXPECT_MODEL_ERROR(b, "init_twice.onnx", "two initializers with one name", "\"W\"",
-			   "defined twice");
+	EXPECT_MODEL_ERROR(b, "init_twice.onnx", "two initializers with one name", "\"W\"", "defined twice");
 
 	b = mb_one_op("Relu", "act");
 	b->g.output[0]->name = "z";
-	EXPECT_MODEL_ERROR(b, "missing_output.onnx", "graph output nothing produces",
-			   "output \"z\"");
+	EXPECT_MODEL_ERROR(b, "missing_output.onnx", "graph output nothing produces", "output \"z\"");
 
 	b = mb_one_op("Relu", "act");
 	b->g.node[0]->n_input = 0;
-	EXPECT_MODEL_ERROR(b, "no_operand.onnx", "node without its required input",
-			   "node \"act\" (Relu)", "input 0 is required");
+	EXPECT_MODEL_ERROR(b, "no_operand.onnx", "node without its required input", "node \"act\" (Relu)",
+			   "input 0 is required");
 }
 
 static void test_symbolic_dim(void)
@@ -250,8 +242,7 @@ static void test_symbolic_dim(void)
 	mb_node(b, "Relu", "act", "x", "y");
 	mb_output(b, "y", T_FLOAT, "batch,8");
 	const char *p = mb_write(b, "symbolic.onnx");
-	EXPECT_ERROR("unbound symbolic dimension", p, NULL, "input \"x\"", "\"batch\"",
-		     "--dim batch=N");
+	EXPECT_ERROR("unbound symbolic dimension", p, NULL, "input \"x\"", "\"batch\"", "--dim batch=N");
 
 	struct onnx_dim_binding dims[] = { { "batch", 3 } };
 	struct onnx_import_opts o;
@@ -292,14 +283,13 @@ static void test_external(void)
 
 	b = mb_mlp();
 	mb_external(b, b->g.initializer[0], "");
-	EXPECT_MODEL_ERROR(b, "external_empty.onnx", "empty external data location rejected",
-			   "initializer \"W\"", "location");
+	EXPECT_MODEL_ERROR(b, "external_empty.onnx", "empty external data location rejected", "initializer \"W\"",
+			   "location");
 
 	/* ".." inside a file name is not a parent directory */
 	b = mb_mlp();
 	mb_external(b, b->g.initializer[0], "w..v2.bin");
-	g = expect_import("external data file \"w..v2.bin\" accepted", mb_write(b, "external_dots.onnx"),
-			  NULL);
+	g = expect_import("external data file \"w..v2.bin\" accepted", mb_write(b, "external_dots.onnx"), NULL);
 	ir_graph_free(g);
 	mb_free(b);
 }
@@ -313,16 +303,16 @@ static void test_shapes(void)
 	mb_init_f32(b, "W", "4,3");
 	mb_node(b, "MatMul", "proj", "x,W", "y");
 	mb_output(b, "y", T_FLOAT, "2,3");
-	EXPECT_MODEL_ERROR(b, "matmul.onnx", "MatMul operands that do not contract",
-			   "node \"proj\" (MatMul)", "[2,8]", "[4,3]", "do not contract");
+	EXPECT_MODEL_ERROR(b, "matmul.onnx", "MatMul operands that do not contract", "node \"proj\" (MatMul)", "[2,8]",
+			   "[4,3]", "do not contract");
 
 	b = mb_reshape_to(4, -1);
-	EXPECT_MODEL_ERROR(b, "reshape_infer.onnx", "Reshape [2,3] to [4,-1]",
-			   "node \"rs\" (Reshape)", "[2,3]", "[4,-1]");
+	EXPECT_MODEL_ERROR(b, "reshape_infer.onnx", "Reshape [2,3] to [4,-1]", "node \"rs\" (Reshape)", "[2,3]",
+			   "[4,-1]");
 
 	b = mb_reshape_to(5, 7);
-	EXPECT_MODEL_ERROR(b, "reshape_count.onnx", "Reshape [2,3] to [5,7]",
-			   "node \"rs\" (Reshape)", "[2,3]", "[5,7]");
+	EXPECT_MODEL_ERROR(b, "reshape_count.onnx", "Reshape [2,3] to [5,7]", "node \"rs\" (Reshape)", "[2,3]",
+			   "[5,7]");
 }
 
 /* x[:, -1::INT64_MIN] is valid ONNX (one column, walking backwards); the
@@ -337,8 +327,7 @@ static void test_slice_extreme_step(void)
 	mb_init_i64(b, "steps", 1, (int64_t[]){ INT64_MIN });
 	mb_node(b, "Slice", "sl", "x,starts,ends,axes,steps", "y");
 	mb_output(b, "y", T_FLOAT, "2,1");
-	struct ir_graph *g = expect_import("Slice with step INT64_MIN imports", mb_write(b, "slice.onnx"),
-					   NULL);
+	struct ir_graph *g = expect_import("Slice with step INT64_MIN imports", mb_write(b, "slice.onnx"), NULL);
 	struct ir_shape want = { 2, { 2, 1 } };
 	TAP_OK(g && ir_shape_eq(&ir_graph_output(g, 0)->shape, &want), "Slice result is [2,1]");
 	ir_graph_free(g);
@@ -370,11 +359,10 @@ static void test_empty_scalars(void)
 	b = mb_with_empty("OneHot", "x,empty,values", "empty");
 	EXPECT_MODEL_ERROR(b, "onehot_empty.onnx", "OneHot with an empty depth", "(OneHot)", "depth");
 	b = mb_with_empty("Pad", "x,pads,empty", "empty");
-	EXPECT_MODEL_ERROR(b, "pad_empty.onnx", "Pad with an empty constant_value", "(Pad)",
-			   "constant_value");
+	EXPECT_MODEL_ERROR(b, "pad_empty.onnx", "Pad with an empty constant_value", "(Pad)", "constant_value");
 	b = mb_with_empty("Dropout", "x,,empty", "empty");
-	EXPECT_MODEL_ERROR(b, "dropout_empty.onnx", "Dropout with an empty training_mode",
-			   "(Dropout)", "training_mode");
+	EXPECT_MODEL_ERROR(b, "dropout_empty.onnx", "Dropout with an empty training_mode", "(Dropout)",
+			   "training_mode");
 
 	b = mb_with_empty("ConstantOfShape", "pads", "unused");
 	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
@@ -427,8 +415,8 @@ static void test_image_ops(void)
 	b = mb_resize("nearest");
 	mb_input(b, "s", T_FLOAT, "4");
 	b->g.node[0]->input[2] = "s";
-	EXPECT_MODEL_ERROR(b, "resize_scales_input.onnx", "Resize whose scales are computed at run time",
-			   "(Resize)", "scales must be a constant known at compile time");
+	EXPECT_MODEL_ERROR(b, "resize_scales_input.onnx", "Resize whose scales are computed at run time", "(Resize)",
+			   "scales must be a constant known at compile time");
 	b = mb_resize("cubic");
 	b->g.node[0]->input[2] = "";
 	EXPECT_MODEL_ERROR(b, "resize_no_scales.onnx", "Resize without scales or sizes", "(Resize)",
@@ -520,7 +508,7 @@ static void test_batchnorm_state(void)
 	o.loss = "mse:y,target";
 	int rc = g ? train_build(g, &o, &ts) : -1;
 	TAP_OK(buffers == 2 && rc == 0 && ts.nparams == 2 && !strcmp(ts.params[0]->name, "s") &&
-	       !strcmp(ts.params[1]->name, "B"),
+		       !strcmp(ts.params[1]->name, "B"),
 	       "BatchNorm (inference mode): running mean and var are state, only scale and bias train (%s)",
 	       rc ? ir_error() : "");
 	if (rc == 0)
@@ -538,7 +526,7 @@ static void test_batchnorm_state(void)
 	imp.updates = true;
 	g = onnx_import(path, &imp, NULL);
 	TAP_OK(g && ir_graph_nupdates(g) == 2 && !strcmp(ir_graph_update_param(g, 0)->name, "m") &&
-	       !strcmp(ir_graph_update_param(g, 1)->name, "v") && ir_verify(g) == 0,
+		       !strcmp(ir_graph_update_param(g, 1)->name, "v") && ir_verify(g) == 0,
 	       "BatchNorm (training mode), imported for training: running mean and var are updated");
 	ir_graph_free(g);
 	mb_free(b);

@@ -94,8 +94,7 @@ static bool params_equal(const char *model, const struct params *p)
 
 /* Runs model on the data set of the fixture named data and compares with
  * its expected outputs. */
-static void run_fixture_tol(const char *model, const char *data, double rtol, double atol,
-			    struct cmp *c)
+static void run_fixture_tol(const char *model, const char *data, double rtol, double atol, struct cmp *c)
 {
 	char dir[1024];
 	snprintf(dir, sizeof dir, "%s/%s/test_data_set_0", models, data);
@@ -171,8 +170,8 @@ static void test_round_trip(void)
 	TAP_OK(save(src, dst, &orig) == 0, "unchanged weights save");
 	TAP_OK(params_equal(dst, &orig), "unchanged parameters read back bit for bit");
 	run_fixture(dst, "mlp_op17", &c);
-	if (!TAP_OK(c.bad == 0, "unchanged weights give the expected outputs within %g (max abs err %.2e)",
-		    TOL, c.max_abs))
+	if (!TAP_OK(c.bad == 0, "unchanged weights give the expected outputs within %g (max abs err %.2e)", TOL,
+		    c.max_abs))
 		TAP_DIAG("%s", c.what);
 	struct onnx_model_info i1, i2;
 	struct ir_graph *g1 = import(src, &i1), *g2 = import(dst, &i2);
@@ -347,8 +346,7 @@ static void test_fixtures(void)
 			ok = ok && has_external(dst) == 0;
 		else
 			ok = ok && external == 0 && same_file(src, dst);
-		TAP_OK(ok, "%s saved unchanged is %s", names[i],
-		       external ? "inline" : "byte for byte its source");
+		TAP_OK(ok, "%s saved unchanged is %s", names[i], external ? "inline" : "byte for byte its source");
 		setenv("PCC_ONNX_SAVE_INLINE_MAX", "0", 1);
 		ok = save(src, ext, &none) == 0 && external_layout(ext, "ext.onnx.data");
 		unsetenv("PCC_ONNX_SAVE_INLINE_MAX");
@@ -403,8 +401,8 @@ static void test_errors(void)
 	expect_fail("unknown name", onnx_save_params(src, dst, 1, unknown, v), -EINVAL, "\"fc9.weight\"", dir);
 
 	const char *twice[2] = { "fc1.weight", "fc1.weight" };
-	expect_fail("duplicate name", onnx_save_params(src, dst, 2, twice, v), -EINVAL,
-		    "\"fc1.weight\" is given twice", dir);
+	expect_fail("duplicate name", onnx_save_params(src, dst, 2, twice, v), -EINVAL, "\"fc1.weight\" is given twice",
+		    dir);
 
 	path(bad, tmpdir, "missing.onnx");
 	expect_fail("missing src", onnx_save_params(bad, dst, 0, NULL, NULL), -ENOENT, bad, dir);
@@ -439,11 +437,11 @@ static void test_errors(void)
 	save(f, ext, &none); /* now external, beside ext */
 	cat(f, ext, ".data");
 	unlink(f);
-	expect_fail("external data missing (external layout)", onnx_save_params(ext, dst, 0, NULL, NULL),
-		    -ENOENT, "model.onnx.data", dir);
+	expect_fail("external data missing (external layout)", onnx_save_params(ext, dst, 0, NULL, NULL), -ENOENT,
+		    "model.onnx.data", dir);
 	unsetenv("PCC_ONNX_SAVE_INLINE_MAX");
-	expect_fail("external data missing (inline layout)", onnx_save_params(ext, dst, 0, NULL, NULL),
-		    -ENOENT, "model.onnx.data", dir);
+	expect_fail("external data missing (inline layout)", onnx_save_params(ext, dst, 0, NULL, NULL), -ENOENT,
+		    "model.onnx.data", dir);
 
 	/* every allocation failure, in both layouts: a clean error, no files */
 	for (int layout = 0; layout < 2; layout++) {

@@ -51,8 +51,8 @@ static void set_tensor(struct plan_tensor *t, const char *name, enum ir_dtype dt
 	t->shape = s;
 }
 
-static void set_kernel(struct plan_kernel *k, enum ir_op op, int nin, int nout,
-		       const enum ir_dtype *dt, const struct ir_shape *s)
+static void set_kernel(struct plan_kernel *k, enum ir_op op, int nin, int nout, const enum ir_dtype *dt,
+		       const struct ir_shape *s)
 {
 	k->op = op;
 	k->nin = nin;
@@ -70,13 +70,18 @@ static struct plan_instr ins(enum plan_instr_kind kind, int nin, int nout, int a
 	return (struct plan_instr){ .kind = kind, .nin = nin, .nout = nout, .arg = arg };
 }
 
-static void set_buffer(struct plan_buffer *b, enum ir_dtype dt, struct ir_shape s, int64_t offset,
-		       enum plan_bind bind, int index, int64_t s0, int64_t s1, bool writer)
+static void set_buffer(struct plan_buffer *b, enum ir_dtype dt, struct ir_shape s, int64_t offset, enum plan_bind bind,
+		       int index, int64_t s0, int64_t s1, bool writer)
 {
 	struct ir_tensor t = { .dtype = dt, .shape = s };
-	*b = (struct plan_buffer){ .dtype = dt, .shape = s, .offset = offset,
-				   .bytes = (int64_t)ir_tensor_bytes(&t), .bind = bind, .index = index,
-				   .start = { s0, s1 }, .writer = writer };
+	*b = (struct plan_buffer){ .dtype = dt,
+				   .shape = s,
+				   .offset = offset,
+				   .bytes = (int64_t)ir_tensor_bytes(&t),
+				   .bind = bind,
+				   .index = index,
+				   .start = { s0, s1 },
+				   .writer = writer };
 }
 
 /* y[8,32] = x[8,64] @ w[64,32] on a 1x2 stage, the contraction split: each
@@ -98,8 +103,7 @@ static struct plan *build_plan(void)
 
 	p->stages = ir_calloc(1, sizeof *p->stages);
 	p->nstages = 1;
-	p->stages[0] = (struct plan_stage){ .first_rank = 0, .ndevices = 2, .rows = 1, .cols = 2,
-					    .n0 = 1, .n1 = 2 };
+	p->stages[0] = (struct plan_stage){ .first_rank = 0, .ndevices = 2, .rows = 1, .cols = 2, .n0 = 1, .n1 = 2 };
 	p->params = ir_calloc(2, sizeof *p->params);
 	p->nparams = 2;
 	set_tensor(&p->params[0], "w", IR_F32, shp(2, 64, 32));
@@ -242,7 +246,11 @@ __attribute__((format(printf, 1, 2))) static bool differ(const char *fmt, ...)
 	return false;
 }
 
-#define SAME(c, ...) do { if (!(c)) return differ(__VA_ARGS__); } while (0)
+#define SAME(c, ...)                                \
+	do {                                        \
+		if (!(c))                           \
+			return differ(__VA_ARGS__); \
+	} while (0)
 
 static bool same_shape(const struct ir_shape *a, const struct ir_shape *b)
 {
@@ -266,12 +274,12 @@ static bool same_ilist(const struct ir_ilist *a, const struct ir_ilist *b)
 
 static bool same_attrs(enum ir_op op, const struct ir_attrs *a, const struct ir_attrs *b, int k)
 {
-	const struct ir_ilist *la[] = { &a->axes, &a->lhs_batch, &a->rhs_batch, &a->lhs_contract,
-					&a->rhs_contract, &a->start, &a->limit, &a->stride,
-					&a->pad_lo, &a->pad_hi, &a->window, &a->dilation };
-	const struct ir_ilist *lb[] = { &b->axes, &b->lhs_batch, &b->rhs_batch, &b->lhs_contract,
-					&b->rhs_contract, &b->start, &b->limit, &b->stride,
-					&b->pad_lo, &b->pad_hi, &b->window, &b->dilation };
+	const struct ir_ilist *la[] = { &a->axes,         &a->lhs_batch, &a->rhs_batch, &a->lhs_contract,
+					&a->rhs_contract, &a->start,     &a->limit,     &a->stride,
+					&a->pad_lo,       &a->pad_hi,    &a->window,    &a->dilation };
+	const struct ir_ilist *lb[] = { &b->axes,         &b->lhs_batch, &b->rhs_batch, &b->lhs_contract,
+					&b->rhs_contract, &b->start,     &b->limit,     &b->stride,
+					&b->pad_lo,       &b->pad_hi,    &b->window,    &b->dilation };
 	SAME(a->dtype == b->dtype, "kernel %d attrs dtype", k);
 	SAME(same_shape(&a->shape, &b->shape), "kernel %d attrs shape", k);
 	for (int i = 0; i < 12; i++)
@@ -301,7 +309,8 @@ static bool same_device(const struct plan_device *a, const struct plan_device *b
 {
 	SAME(a->rank == b->rank && a->stage == b->stage, "device %d rank/stage", r);
 	SAME(a->coord[0] == b->coord[0] && a->coord[1] == b->coord[1], "device %d coord", r);
-	SAME(a->arena_bytes == b->arena_bytes && a->nstep == b->nstep && a->nfwd == b->nfwd, "device %d arena/nstep/nfwd", r);
+	SAME(a->arena_bytes == b->arena_bytes && a->nstep == b->nstep && a->nfwd == b->nfwd,
+	     "device %d arena/nstep/nfwd", r);
 	SAME(a->nbuf == b->nbuf && a->ninstr == b->ninstr && a->nargs == b->nargs, "device %d counts", r);
 	for (int i = 0; i < a->nbuf; i++) {
 		const struct plan_buffer *x = &a->buf[i], *y = &b->buf[i];
@@ -314,10 +323,9 @@ static bool same_device(const struct plan_device *a, const struct plan_device *b
 	}
 	for (int i = 0; i < a->ninstr; i++) {
 		const struct plan_instr *x = &a->instr[i], *y = &b->instr[i];
-		SAME(x->kind == y->kind && x->kernel == y->kernel && x->comm == y->comm &&
-			     x->reduce == y->reduce && x->axis == y->axis && x->axis2 == y->axis2 &&
-			     x->peer == y->peer && x->tag == y->tag && x->nin == y->nin &&
-			     x->nout == y->nout && x->arg == y->arg,
+		SAME(x->kind == y->kind && x->kernel == y->kernel && x->comm == y->comm && x->reduce == y->reduce &&
+			     x->axis == y->axis && x->axis2 == y->axis2 && x->peer == y->peer && x->tag == y->tag &&
+			     x->nin == y->nin && x->nout == y->nout && x->arg == y->arg,
 		     "device %d instruction %d", r, i);
 	}
 	for (int i = 0; i < a->nargs; i++)
@@ -342,8 +350,7 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 		for (int k = 0; k < x->norder; k++)
 			SAME(x->order[k] == y->order[k], "stage %d order %d", i, k);
 	}
-	SAME(a->nparams == b->nparams && a->ninputs == b->ninputs && a->noutputs == b->noutputs,
-	     "tensor counts");
+	SAME(a->nparams == b->nparams && a->ninputs == b->ninputs && a->noutputs == b->noutputs, "tensor counts");
 	if (!same_tensors(a->params, b->params, a->nparams, "param") ||
 	    !same_tensors(a->inputs, b->inputs, a->ninputs, "input") ||
 	    !same_tensors(a->outputs, b->outputs, a->noutputs, "output"))
@@ -354,7 +361,8 @@ static bool same_plan(const struct plan *a, const struct plan *b)
 	SAME(!a->model == !b->model && (!a->model || !strcmp(a->model, b->model)), "model");
 	SAME(a->labels_input == b->labels_input && a->classes == b->classes, "labels");
 	SAME(!a->input_file == !b->input_file &&
-		     (!a->input_file || !memcmp(a->input_file, b->input_file, sizeof *a->input_file * (size_t)a->ninputs)),
+		     (!a->input_file ||
+		      !memcmp(a->input_file, b->input_file, sizeof *a->input_file * (size_t)a->ninputs)),
 	     "input files");
 	SAME(a->nkernels == b->nkernels, "nkernels");
 	for (int i = 0; i < a->nkernels; i++) {
@@ -515,12 +523,10 @@ static void test_files(const struct plan *p, const uint8_t *b, size_t n)
 	TAP_OK(plan_write(p, path) == 0, "plan_write %s", ir_error_code() ? ir_error() : "");
 	TAP_OK(count_entries(dir) == 1, "no temporary file is left beside it");
 	struct plan *q = plan_read(path);
-	TAP_OK(q && same_plan(p, q), "plan_read gives the plan back%s%s", q ? " " : ": ",
-	       q ? diff : ir_error());
+	TAP_OK(q && same_plan(p, q), "plan_read gives the plan back%s%s", q ? " " : ": ", q ? diff : ir_error());
 	plan_free(q);
 
-	TAP_OK(plan_write(p, path) == 0 && (q = plan_read(path)) != NULL,
-	       "plan_write replaces an existing plan");
+	TAP_OK(plan_write(p, path) == 0 && (q = plan_read(path)) != NULL, "plan_write replaces an existing plan");
 	plan_free(q);
 
 	static const size_t cuts[] = { 1, 7, 8, 9, 10, 12, 40 };
@@ -550,8 +556,8 @@ static void test_files(const struct plan *p, const uint8_t *b, size_t n)
 
 	c[n / 2] ^= 0x20;
 	f = put("flip.bin", c, n);
-	TAP_OK(!plan_read(f) && has(f) && has("checksum mismatch (file is corrupt)"),
-	       "a flipped byte in content: %s", ir_error());
+	TAP_OK(!plan_read(f) && has(f) && has("checksum mismatch (file is corrupt)"), "a flipped byte in content: %s",
+	       ir_error());
 	c[n / 2] ^= 0x20;
 	c[n - 1] ^= 1;
 	TAP_OK(refused(c, n, "checksum mismatch"), "a flipped byte in the checksum: %s", ir_error());
@@ -569,14 +575,13 @@ static void test_files(const struct plan *p, const uint8_t *b, size_t n)
 	f = put("empty.bin", b, 0);
 	TAP_OK(!plan_read(f) && has(f) && has("truncated (0 bytes)"), "an empty file: %s", ir_error());
 	f = in_dir("missing.bin");
-	TAP_OK(!plan_read(f) && ir_error_code() == -ENOENT && has(f) && has("cannot read"),
-	       "a missing file: %s", ir_error());
-	TAP_OK(!plan_read(dir) && ir_error_code() == -EIO && has("cannot read"),
-	       "a directory: %s", ir_error());
+	TAP_OK(!plan_read(f) && ir_error_code() == -ENOENT && has(f) && has("cannot read"), "a missing file: %s",
+	       ir_error());
+	TAP_OK(!plan_read(dir) && ir_error_code() == -EIO && has("cannot read"), "a directory: %s", ir_error());
 
 	f = in_dir("nodir/plan.bin");
-	TAP_OK(plan_write(p, f) < 0 && has(f) && has("cannot write"),
-	       "writing into a missing directory fails: %s", ir_error());
+	TAP_OK(plan_write(p, f) < 0 && has(f) && has("cannot write"), "writing into a missing directory fails: %s",
+	       ir_error());
 	struct stat st;
 	TAP_OK(stat(in_dir("nodir"), &st) < 0, "and leaves nothing behind");
 }
@@ -595,8 +600,16 @@ static void test_malformed(const uint8_t *b, size_t n)
 		size_t len;
 		const char *want;
 	} edits[] = {
-		{ "\x0a\x03" "dot", "\x0a\x03" "dox", 5, "malformed plan: kernel 0: unknown op \"dox\"" },
-		{ "\x12\x04" "bf16", "\x12\x04" "bf17", 6, "param 1 (\"b1\"): unknown dtype \"bf17\"" },
+		{ "\x0a\x03"
+		  "dot",
+		  "\x0a\x03"
+		  "dox",
+		  5, "malformed plan: kernel 0: unknown op \"dox\"" },
+		{ "\x12\x04"
+		  "bf16",
+		  "\x12\x04"
+		  "bf17",
+		  6, "param 1 (\"b1\"): unknown dtype \"bf17\"" },
 		{ "\x18\x02\x20\x01", "\x18\x03\x20\x01", 4, "kernel 0: 3 operand types for nin 3 + nout 1" },
 	};
 	for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
@@ -615,22 +628,44 @@ static void test_malformed(const uint8_t *b, size_t n)
 	ir_free(x);
 
 	/* hand-encoded content: this version and one param of rank 9 */
-	static const uint8_t rank9[] = { 0x08, PLAN_FORMAT_VERSION, 0x5a, 19, 0x0a, 1, 'a', 0x12, 3, 'f', '3', '2',
-					 0x1a, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+	static const uint8_t rank9[] = { 0x08, PLAN_FORMAT_VERSION,
+					 0x5a, 19,
+					 0x0a, 1,
+					 'a',  0x12,
+					 3,    'f',
+					 '3',  '2',
+					 0x1a, 9,
+					 1,    1,
+					 1,    1,
+					 1,    1,
+					 1,    1,
+					 1 };
 	TAP_OK(refused(c, wrap(rank9, sizeof rank9, c),
 		       "malformed plan: param 0 (\"a\"): rank 9 exceeds the limit of 8"),
 	       "rank over IR_MAX_RANK: %s", ir_error());
 	/* a device with an instruction of kind 99 */
 	static const uint8_t kind99[] = { 0x08, PLAN_FORMAT_VERSION, 0x82, 0x01, 4, 0x2a, 2, 0x08, 99 };
-	TAP_OK(refused(c, wrap(kind99, sizeof kind99, c),
-		       "device 0: instruction 0: unknown instruction kind 99"),
+	TAP_OK(refused(c, wrap(kind99, sizeof kind99, c), "device 0: instruction 0: unknown instruction kind 99"),
 	       "instruction kind out of range: %s", ir_error());
 	/* a f32[2] constant with 4 bytes of data */
-	static const uint8_t cdata[] = { 0x08, PLAN_FORMAT_VERSION, 0x72, 29, 0x0a, 8, 'c', 'o', 'n', 's', 't', 'a',
-					 'n', 't', 0x12, 15, 0x0a, 3, 'f', '3', '2', 0x12, 1, 2,
-					 0xaa, 0x01, 4, 0, 0, 0, 0, 0x20, 0x01 };
-	TAP_OK(refused(c, wrap(cdata, sizeof cdata, c),
-		       "kernel 0: constant data is 4 bytes, a f32[2] constant has 8"),
+	static const uint8_t cdata[] = { 0x08, PLAN_FORMAT_VERSION,
+					 0x72, 29,
+					 0x0a, 8,
+					 'c',  'o',
+					 'n',  's',
+					 't',  'a',
+					 'n',  't',
+					 0x12, 15,
+					 0x0a, 3,
+					 'f',  '3',
+					 '2',  0x12,
+					 1,    2,
+					 0xaa, 0x01,
+					 4,    0,
+					 0,    0,
+					 0,    0x20,
+					 0x01 };
+	TAP_OK(refused(c, wrap(cdata, sizeof cdata, c), "kernel 0: constant data is 4 bytes, a f32[2] constant has 8"),
 	       "constant data of the wrong size: %s", ir_error());
 	static const uint8_t v7[] = { 0x08, 0x07 };
 	TAP_OK(refused(c, wrap(v7, sizeof v7, c), "malformed plan: content has format version 7"),
@@ -765,8 +800,8 @@ static void test_alloc_failures(const struct plan *p, const uint8_t *b, size_t n
 		flat = now == h ? flat + 1 : 0;
 		h = now;
 	}
-	TAP_OK(flat == 8, "the heap stays flat over repeated sweeps (%zu -> %zu bytes in use, %d sweeps)",
-	       h0, h, sweeps);
+	TAP_OK(flat == 8, "the heap stays flat over repeated sweeps (%zu -> %zu bytes in use, %d sweeps)", h0, h,
+	       sweeps);
 }
 
 int main(void)
@@ -779,8 +814,7 @@ int main(void)
 	uint8_t *b = NULL;
 	size_t n = 0;
 	int rc = plan_pack(p, &b, &n);
-	if (!TAP_OK(rc == 0 && n > 20 && !memcmp(b, "PCCPLAN\n", 8),
-		    "plan_pack: %zu bytes starting with the magic", n))
+	if (!TAP_OK(rc == 0 && n > 20 && !memcmp(b, "PCCPLAN\n", 8), "plan_pack: %zu bytes starting with the magic", n))
 		return tap_done();
 	test_round_trip(p, b, n);
 	test_files(p, b, n);
@@ -795,8 +829,8 @@ int main(void)
 		if (!ok)
 			break;
 	}
-	TAP_OK(cut == n, "every cut from 0 to %zu bytes says \"truncated\"%s%s", n - 1,
-	       cut < n ? ", not at " : "", cut < n ? ir_error() : "");
+	TAP_OK(cut == n, "every cut from 0 to %zu bytes says \"truncated\"%s%s", n - 1, cut < n ? ", not at " : "",
+	       cut < n ? ir_error() : "");
 	test_alloc_failures(p, b, n);
 	ir_free(b);
 	plan_free(p);

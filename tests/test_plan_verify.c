@@ -17,7 +17,7 @@
 #include "ir/plan.h"
 #include "tests/tap.h"
 
-#define SHAPE(...)                                                                   \
+#define SHAPE(...)                                                                               \
 	((struct ir_shape){ .rank = (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), \
 			    .dims = { __VA_ARGS__ } })
 
@@ -41,8 +41,9 @@ static void *grow(void *a, int n, size_t size)
 static void add_stage(struct plan *p, int n0, int n1)
 {
 	p->stages = grow(p->stages, p->nstages, sizeof *p->stages);
-	p->stages[p->nstages] = (struct plan_stage){ .first_rank = p->ndevices, .ndevices = n0 * n1,
-						     .rows = 1, .cols = n0 * n1, .n0 = n0, .n1 = n1 };
+	p->stages[p->nstages] = (struct plan_stage){
+		.first_rank = p->ndevices, .ndevices = n0 * n1, .rows = 1, .cols = n0 * n1, .n0 = n0, .n1 = n1
+	};
 	for (int i = 0; i < n0 * n1; i++) {
 		p->devices = grow(p->devices, p->ndevices, sizeof *p->devices);
 		struct plan_device *dev = &p->devices[p->ndevices];
@@ -97,8 +98,7 @@ static void add_kernel(struct plan *p, enum ir_op op, int nin, int nout, const s
 }
 
 /* An f32 buffer placed after the device's others; returns its id. */
-static int add_buf(struct plan *p, int d, struct ir_shape s, enum plan_bind bind, int index,
-		   int64_t s0, int64_t s1)
+static int add_buf(struct plan *p, int d, struct ir_shape s, enum plan_bind bind, int index, int64_t s0, int64_t s1)
 {
 	struct plan_device *dev = &p->devices[d];
 	dev->buf = grow(dev->buf, dev->nbuf, sizeof *dev->buf);
@@ -378,7 +378,8 @@ static void test_comm_errors(void)
 	p = build_exchange(true);
 	expect_fail(p, "two devices each receiving first",
 		    "deadlock: device 0 waits at instruction 0 (recv from 1, tag 1); "
-		    "device 1 waits at instruction 0 (recv from 0, tag 0)", NULL);
+		    "device 1 waits at instruction 0 (recv from 0, tag 0)",
+		    NULL);
 
 	/* a cycle: 0 waits for 1 on comm 2, 1 for 3 on comm 1, 3 for 2 on
 	 * comm 3, 2 for 0 on comm 0 */
@@ -391,11 +392,13 @@ static void test_comm_errors(void)
 		    "deadlock: device 0 waits at instruction 0 (all_reduce on comm 2, 1 of 2 ranks arrived); "
 		    "device 1 waits at instruction 0 (all_reduce on comm 1, 1 of 2 ranks arrived); "
 		    "device 2 waits at instruction 0 (all_reduce on comm 0, 1 of 2 ranks arrived); "
-		    "device 3 waits at instruction 0 (all_reduce on comm 3, 1 of 2 ranks arrived)", NULL);
+		    "device 3 waits at instruction 0 (all_reduce on comm 3, 1 of 2 ranks arrived)",
+		    NULL);
 
 	p = build_gather();
 	p->comms[0].ranks[1] = 5;
-	expect_fail(p, "a comm with a rank outside the plan", "plan: comm 0: rank 5 is not in the plan (2 devices)", NULL);
+	expect_fail(p, "a comm with a rank outside the plan", "plan: comm 0: rank 5 is not in the plan (2 devices)",
+		    NULL);
 
 	p = build_mesh();
 	p->devices[0].instr[0].comm = 1;
@@ -407,13 +410,17 @@ static void test_local_errors(void)
 {
 	struct plan *p = build_mesh();
 	p->devices[1].buf[2].offset = p->devices[1].buf[1].offset;
-	expect_fail(p, "two live temporaries sharing bytes",
-		    "device 1: buffers 1 and 2 overlap (bytes [256, 384) and [256, 384)) while both live at instruction 1", NULL);
+	expect_fail(
+		p, "two live temporaries sharing bytes",
+		"device 1: buffers 1 and 2 overlap (bytes [256, 384) and [256, 384)) while both live at instruction 1",
+		NULL);
 
 	p = build_gather();
 	p->devices[0].buf[3].offset = 512; /* y onto t: both live at the gather */
-	expect_fail(p, "an output sharing bytes with a temporary",
-		    "device 0: buffers 2 and 3 overlap (bytes [512, 640) and [512, 768)) while both live at instruction 0", NULL);
+	expect_fail(
+		p, "an output sharing bytes with a temporary",
+		"device 0: buffers 2 and 3 overlap (bytes [512, 640) and [512, 768)) while both live at instruction 0",
+		NULL);
 
 	p = build_gather();
 	swap_instr(p, 1, 0, 1);
@@ -435,13 +442,17 @@ static void test_local_errors(void)
 
 	p = build_gather();
 	set_shape(p, 1, 1, SHAPE(8, 4));
-	expect_fail(p, "a kernel operand of the wrong shape",
-		    "device 1, instruction 0 (kernel): operand 1 (buffer 1) is f32 [8,4], kernel 0 (dot) expects f32 [8,8]", NULL);
+	expect_fail(
+		p, "a kernel operand of the wrong shape",
+		"device 1, instruction 0 (kernel): operand 1 (buffer 1) is f32 [8,4], kernel 0 (dot) expects f32 [8,8]",
+		NULL);
 
 	p = build_gather();
 	p->devices[0].instr[1].axis = 0;
-	expect_fail(p, "an all_gather along the wrong axis",
-		    "device 0, instruction 1 (all_gather): input buffer 2 is f32 [4,8] and output buffer 3 is f32 [4,16]", NULL);
+	expect_fail(
+		p, "an all_gather along the wrong axis",
+		"device 0, instruction 1 (all_gather): input buffer 2 is f32 [4,8] and output buffer 3 is f32 [4,16]",
+		NULL);
 
 	p = build_gather();
 	p->devices[0].buf[2].offset += 8;
@@ -453,12 +464,14 @@ static void test_local_errors(void)
 
 	p = build_gather();
 	p->device_memory = 512;
-	expect_fail(p, "an arena larger than device memory", "device 0: arena needs 1024 bytes, devices have 512", NULL);
+	expect_fail(p, "an arena larger than device memory", "device 0: arena needs 1024 bytes, devices have 512",
+		    NULL);
 
 	p = build_gather();
 	p->devices[1].buf[1].start[1] = 12;
 	expect_fail(p, "a slice outside its parameter",
-		    "device 1, buffer 1: slice [12, 20) of dimension 1 lies outside parameter 0 \"w\" f32 [8,16]", NULL);
+		    "device 1, buffer 1: slice [12, 20) of dimension 1 lies outside parameter 0 \"w\" f32 [8,16]",
+		    NULL);
 
 	p = build_gather();
 	p->devices[0].buf[3].writer = false;
@@ -608,13 +621,12 @@ static void test_random_schedules(void)
 		int r = plan_verify(p);
 		bool agree = want ? r == 0 : r == -EINVAL && !strncmp(ir_error(), "deadlock:", 9);
 		if (!agree && bad++ < 3)
-			TAP_DIAG("schedule %d: naive says %s, plan_verify %d: %s", t,
-				 want ? "runs" : "deadlocks", r, r ? ir_error() : "");
+			TAP_DIAG("schedule %d: naive says %s, plan_verify %d: %s", t, want ? "runs" : "deadlocks", r,
+				 r ? ir_error() : "");
 		stuck += !want;
 		plan_free(p);
 	}
-	TAP_OK(bad == 0, "%d random schedules (%d deadlocked): plan_verify agrees with a naive scheduler",
-	       runs, stuck);
+	TAP_OK(bad == 0, "%d random schedules (%d deadlocked): plan_verify agrees with a naive scheduler", runs, stuck);
 }
 
 /* Every allocation plan_verify makes may fail: -ENOMEM, never a crash. */
@@ -664,8 +676,8 @@ static void test_long_program(void)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!TAP_OK(r == 0, "a program of %d temporaries verifies", N))
 		TAP_DIAG("error: %s", ir_error());
-	TAP_DIAG("plan_verify: %d buffers, %d instructions in %.1f ms", p->devices[0].nbuf,
-		 p->devices[0].ninstr, (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+	TAP_DIAG("plan_verify: %d buffers, %d instructions in %.1f ms", p->devices[0].nbuf, p->devices[0].ninstr,
+		 (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	plan_free(p);
 }
 

@@ -52,7 +52,8 @@ static void test_state(void)
 {
 	struct cost_state_bytes b, m;
 	cost_state_bytes_per_param(COST_OPT_ADAM, true, &b);
-	TAP_OK(b.params == 2 && b.grads == 2 && b.optim == 12, "mixed-precision Adam: 2 + 2 + K=12 bytes per parameter");
+	TAP_OK(b.params == 2 && b.grads == 2 && b.optim == 12,
+	       "mixed-precision Adam: 2 + 2 + K=12 bytes per parameter");
 	cost_state_bytes_per_param(COST_OPT_SGD, true, &b);
 	TAP_OK(b.params == 2 && b.grads == 2 && b.optim == 4, "mixed-precision SGD: master copy only, K=4");
 	cost_state_bytes_per_param(COST_OPT_MOMENTUM, false, &b);
@@ -125,8 +126,10 @@ static void test_roofline(void)
 		       cost_roofline(&d, &cal, COST_CLASS_DOT, COST_PREC_BF16, 1e8, 0) / 1e8,
 	       "bigger dots are more efficient per FLOP, without steps");
 	TAP_OK(cost_op_class(IR_OP_DOT) == COST_CLASS_DOT && cost_op_class(IR_OP_RESHAPE) == COST_CLASS_FREE &&
-		       cost_op_class(IR_OP_SOFTMAX) == COST_CLASS_NORM && cost_op_class(IR_OP_SELECT) == COST_CLASS_ELEMENTWISE &&
-		       cost_op_class(IR_OP_GATHER) == COST_CLASS_GATHER && cost_op_class(IR_OP_TRANSPOSE) == COST_CLASS_MOVE,
+		       cost_op_class(IR_OP_SOFTMAX) == COST_CLASS_NORM &&
+		       cost_op_class(IR_OP_SELECT) == COST_CLASS_ELEMENTWISE &&
+		       cost_op_class(IR_OP_GATHER) == COST_CLASS_GATHER &&
+		       cost_op_class(IR_OP_TRANSPOSE) == COST_CLASS_MOVE,
 	       "op classes");
 }
 
@@ -172,7 +175,8 @@ static void test_calibration(void)
 		{ "{\"classes\": {\"matmul\": {}}}", "unknown op class \"matmul\"" },
 		{ "{\"classes\": {\"dot\": {\"rows\": [{\"compute_eff\": 1.5, \"memory_eff\": 0.5}]}}}", "(0, 1]" },
 		{ "{\"classes\": {\"dot\": {\"rows\": [{\"max_flops\": 10, \"compute_eff\": 0.5, \"memory_eff\": 0.5}, "
-		  "{\"max_flops\": 5, \"compute_eff\": 0.5, \"memory_eff\": 0.5}]}}}", "must increase" },
+		  "{\"max_flops\": 5, \"compute_eff\": 0.5, \"memory_eff\": 0.5}]}}}",
+		  "must increase" },
 		{ "{\"classes\": {\"dot\": {\"speed\": 1}}}", "unknown key \"speed\"" },
 		{ "{\"devcie\": \"x\"}", "\"devcie\"" },
 		{ "{\"classes\": ", "calib.json:1" },
@@ -295,9 +299,11 @@ static void test_activation_memory(void)
 			continue;
 		const struct report_stage *st = &r.stages[1];
 		count_halves(model("gpt3-1.3b"), st->first, st->last, &na, &nm);
-		double want = na * ((4 + 8.0 / t) * s * b * h + 2 * a * s * s * b / t) + nm * (4 + 16.0 / t) * s * b * h;
-		TAP_NEAR(st->act_mb, want, 1e-6, "stage 1 (%d attention, %d MLP halves) keeps (8 + 24/%d)sbh + 2as^2b/%d per layer",
-			 na, nm, t, t);
+		double want = na * ((4 + 8.0 / t) * s * b * h + 2 * a * s * s * b / t) +
+			      nm * (4 + 16.0 / t) * s * b * h;
+		TAP_NEAR(st->act_mb, want, 1e-6,
+			 "stage 1 (%d attention, %d MLP halves) keeps (8 + 24/%d)sbh + 2as^2b/%d per layer", na, nm, t,
+			 t);
 		TAP_OK(na >= 5 && nm >= 5, "stage 1 holds whole layers (%d, %d)", na, nm);
 		/* 1F1B: stage 1 of 4 holds 3 micro-batches */
 		TAP_NEAR(st->mem_act, 3 * st->act_mb, REL, "stage 1 holds p - 1 = 3 micro-batches");
@@ -310,7 +316,8 @@ static void test_activation_memory(void)
 		const struct report_stage *st = &r.stages[1];
 		TAP_NEAR(st->act_mb, st->layers * s * b * h * 2, 0.01, "recomputation keeps 2sbh per layer boundary");
 		TAP_NEAR(st->t_recompute, st->t_fwd + st->t_tp_fwd, REL, "recomputation costs one more forward");
-		TAP_NEAR(r.hw_flops, r.model_flops * 4 / 3, REL, "hardware FLOPs 4/3 of model FLOPs with recomputation");
+		TAP_NEAR(r.hw_flops, r.model_flops * 4 / 3, REL,
+			 "hardware FLOPs 4/3 of model FLOPs with recomputation");
 		report_free(&r);
 	}
 }
@@ -360,8 +367,10 @@ static void test_gpt3_175b(void)
 	fclose(f);
 	json_error_t je;
 	json_t *o = json_loads(buf, 0, &je);
-	TAP_OK(o && json_is_number(json_object_get(o, "step_time_s")) && json_is_number(json_object_get(o, "samples_per_s")) &&
-		       json_is_number(json_object_get(o, "mfu")) && json_is_number(json_object_get(o, "peak_memory_bytes")) &&
+	TAP_OK(o && json_is_number(json_object_get(o, "step_time_s")) &&
+		       json_is_number(json_object_get(o, "samples_per_s")) &&
+		       json_is_number(json_object_get(o, "mfu")) &&
+		       json_is_number(json_object_get(o, "peak_memory_bytes")) &&
 		       json_is_false(json_object_get(o, "fits")),
 	       "JSON has step_time_s, samples_per_s, mfu, peak_memory_bytes, fits=false");
 	json_decref(o);
@@ -407,15 +416,15 @@ static void test_batch_choice(void)
 	report_free(&r);
 	/* interleaving shrinks the bubble */
 	struct report a, b;
-	int ra = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &a), rb = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=interleaved", 0, &b);
+	int ra = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &a),
+	    rb = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=interleaved", 0, &b);
 	TAP_OK(ra == 0 && rb == 0 && b.t_bubble < a.t_bubble, "interleaved bubble %.4g < 1F1B bubble %.4g", b.t_bubble,
 	       a.t_bubble);
 	report_free(&a);
 	report_free(&b);
 	ra = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=gpipe", 0, &a);
 	rb = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &b);
-	TAP_OK(ra == 0 && rb == 0 && a.stages[0].inflight == 8 && b.stages[0].inflight == 4 &&
-		       a.mem_peak > b.mem_peak,
+	TAP_OK(ra == 0 && rb == 0 && a.stages[0].inflight == 8 && b.stages[0].inflight == 4 && a.mem_peak > b.mem_peak,
 	       "GPipe holds 8 micro-batches, 1F1B 4: more memory");
 	report_free(&a);
 	report_free(&b);
@@ -507,8 +516,10 @@ static void check_explain(const char *m, const struct cost_cluster *c, int64_t b
 		if (w->alt[i].micro != w->micro) {
 			const struct inter_alt *a = &w->alt[i];
 			double t = forced_time(m, c, batch, a->micro, a->nstages, w->prec);
-			TAP_NEAR(t, a->step_time, 1e-9, "explain: %d micro-batches on %d stages (%s) weighed at %.6g s, "
-				 "the planner forced to them finds %.6g s", a->micro, a->nstages, a->stages, a->step_time, t);
+			TAP_NEAR(t, a->step_time, 1e-9,
+				 "explain: %d micro-batches on %d stages (%s) weighed at %.6g s, "
+				 "the planner forced to them finds %.6g s",
+				 a->micro, a->nstages, a->stages, a->step_time, t);
 			break;
 		}
 	for (int s = 0; s < w->nstages; s++) {
@@ -578,11 +589,13 @@ static void check_auto(const char *m, const char *cluster, int64_t batch, int st
 	for (int s = 0; s < p.nstages; s++) {
 		const struct wi_stage *st = &w.stages[s];
 		double n = st->mem[WI_MEM_PARAMS] / sb.params;
-		TAP_NEAR(st->mem_total, p.stages[s].mem, 1e-9, "stage %d: memory by kind adds up to the planner's %.4g GiB",
-			 s, p.stages[s].mem / 1073741824.0);
+		TAP_NEAR(st->mem_total, p.stages[s].mem, 1e-9,
+			 "stage %d: memory by kind adds up to the planner's %.4g GiB", s,
+			 p.stages[s].mem / 1073741824.0);
 		TAP_NEAR(st->mem[WI_MEM_GRADS], n * sb.grads, 1e-9, "stage %d: gradients 2 bytes per parameter", s);
 		if (!st->zero) {
-			TAP_NEAR(st->mem[WI_MEM_OPTIM], n * sb.optim, 1e-9, "stage %d: Adam state 12 bytes per parameter", s);
+			TAP_NEAR(st->mem[WI_MEM_OPTIM], n * sb.optim, 1e-9,
+				 "stage %d: Adam state 12 bytes per parameter", s);
 			TAP_NEAR(st->t_optim, cost_optim_time(&dev, &cal, &sb, true, n), 1e-9,
 				 "stage %d: optimizer time is cost_optim_time of its %.4g parameters", s, n);
 		} else {
@@ -601,7 +614,9 @@ static void toy(struct whatif *w, struct wi_stage *st, int p, int m, enum cost_s
 {
 	memset(w, 0, sizeof *w);
 	for (int s = 0; s < p; s++)
-		st[s] = (struct wi_stage){ .t_fwd = 1, .t_bwd = 2, .comm_frac = 0.25, .t_sync = 0.5, .t_optim = 0.1 * s };
+		st[s] = (struct wi_stage){
+			.t_fwd = 1, .t_bwd = 2, .comm_frac = 0.25, .t_sync = 0.5, .t_optim = 0.1 * s
+		};
 	w->stages = st;
 	w->nstages = p;
 	w->micro = m;
@@ -632,8 +647,10 @@ static void test_timeline(void)
 		int overlaps = 0;
 		for (int k = 0; k < tl.n; k++) {
 			const struct wi_span *sp = &tl.span[k];
-			busy[sp->stage] += sp->kind == WI_SPAN_FWD || sp->kind == WI_SPAN_BWD || sp->kind == WI_SPAN_COLL ?
-						   sp->t1 - sp->t0 : 0;
+			busy[sp->stage] += sp->kind == WI_SPAN_FWD || sp->kind == WI_SPAN_BWD ||
+							   sp->kind == WI_SPAN_COLL
+						   ? sp->t1 - sp->t0
+						   : 0;
 			idle[sp->stage] += sp->kind == WI_SPAN_IDLE ? sp->t1 - sp->t0 : 0;
 			int lane = sp->kind == WI_SPAN_COLL ? WI_SPAN_COLL : sp->kind <= WI_SPAN_BWD ? 0 : sp->kind;
 			overlaps += sp->kind != WI_SPAN_RECV_ACT && sp->kind != WI_SPAN_RECV_GRAD &&
@@ -641,7 +658,8 @@ static void test_timeline(void)
 			end[sp->stage][lane] = fmax(end[sp->stage][lane], sp->t1);
 		}
 		TAP_NEAR(tl.t_pipe, T, 1e-12, "the replayed timeline ends with the simulator");
-		TAP_NEAR(tl.t_step, T + 0.5 + 0.3, 1e-12, "then the slowest stage's sync and update: %.4g s", tl.t_step);
+		TAP_NEAR(tl.t_step, T + 0.5 + 0.3, 1e-12, "then the slowest stage's sync and update: %.4g s",
+			 tl.t_step);
 		TAP_OK(overlaps == 0, "no two spans of one stream overlap");
 		TAP_NEAR(busy[2], 8 * 3, 1e-9, "stage 2 computes 8 x 3 s");
 		TAP_NEAR(busy[2] + idle[2] + 0.5 + 0.2, tl.t_step, 1e-9, "busy, idle, sync and update fill the step");
@@ -725,9 +743,12 @@ static void test_wrap_transfer(void)
 		Tall = sim.step_time;
 	sched_sim_free(&sim);
 	sched_free(&sc);
-	TAP_OK(wi_pipeline_time(&w, true, &T) == 0 && wi_pipeline_time(&w, false, &T0) == 0, "interleaved toy simulated");
-	TAP_NEAR(T, Tall, 1e-12, "interleaved: the wrap-around crossing costs a boundary's transfer (%.4g s, %.4g s "
-		 "without transfers)", T, T0);
+	TAP_OK(wi_pipeline_time(&w, true, &T) == 0 && wi_pipeline_time(&w, false, &T0) == 0,
+	       "interleaved toy simulated");
+	TAP_NEAR(T, Tall, 1e-12,
+		 "interleaved: the wrap-around crossing costs a boundary's transfer (%.4g s, %.4g s "
+		 "without transfers)",
+		 T, T0);
 }
 
 static void test_auto(void)

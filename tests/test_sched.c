@@ -263,8 +263,8 @@ static void test_broken(void)
 
 	remove_op(&s, 1, 4); /* device 1's Ra1<0 */
 	err = sim_unit(&s);
-	TAP_OK(err == -EINVAL && has("device 0 op 3 (Sa1>1): device 1 never receives it"),
-	       "a send never received: %s", ir_error());
+	TAP_OK(err == -EINVAL && has("device 0 op 3 (Sa1>1): device 1 never receives it"), "a send never received: %s",
+	       ir_error());
 	sched_free(&s);
 
 	sched_build(COST_SCHED_1F1B, 2, 2, 1, &s);
@@ -368,8 +368,10 @@ static void test_all(void)
 						TAP_DIAG("%s v=%d p=%d m=%d fails: %s", cost_sched_name(kind), v, p, m,
 							 err < 0 ? ir_error() : "op counts or step time");
 				}
-			TAP_OK(bad == 0, "%s v=%d: %d schedules simulate with and without transfers, m v FWD and BWD per device%s",
-			       cost_sched_name(kind), v, n, kind == COST_SCHED_GPIPE ? ", step = cost_pipeline_time" : "");
+			TAP_OK(bad == 0,
+			       "%s v=%d: %d schedules simulate with and without transfers, m v FWD and BWD per device%s",
+			       cost_sched_name(kind), v, n,
+			       kind == COST_SCHED_GPIPE ? ", step = cost_pipeline_time" : "");
 		}
 }
 
@@ -380,15 +382,12 @@ static void test_build_errors(void)
 	TAP_OK(sched_build(COST_SCHED_INTERLEAVED, 4, 10, 2, &s) == -EINVAL &&
 		       has("10 micro-batches is not a multiple of the 4 pipeline stages; nearest valid: 8 or 12"),
 	       "interleaved m=10 p=4: %s", ir_error());
-	TAP_OK(sched_build(COST_SCHED_INTERLEAVED, 4, 3, 2, &s) == -EINVAL && has("nearest valid: 4") &&
-		       !has(" or "),
+	TAP_OK(sched_build(COST_SCHED_INTERLEAVED, 4, 3, 2, &s) == -EINVAL && has("nearest valid: 4") && !has(" or "),
 	       "interleaved m=3 p=4: %s", ir_error());
-	TAP_OK(sched_build(COST_SCHED_INTERLEAVED, 4, 8, 1, &s) == -EINVAL && has("at least 2"),
-	       "interleaved v=1: %s", ir_error());
-	TAP_OK(sched_build(COST_SCHED_1F1B, 0, 8, 1, &s) == -EINVAL && has("0 pipeline stages"), "p=0: %s",
+	TAP_OK(sched_build(COST_SCHED_INTERLEAVED, 4, 8, 1, &s) == -EINVAL && has("at least 2"), "interleaved v=1: %s",
 	       ir_error());
-	TAP_OK(sched_build(COST_SCHED_GPIPE, 2, 0, 1, &s) == -EINVAL && has("0 micro-batches"), "m=0: %s",
-	       ir_error());
+	TAP_OK(sched_build(COST_SCHED_1F1B, 0, 8, 1, &s) == -EINVAL && has("0 pipeline stages"), "p=0: %s", ir_error());
+	TAP_OK(sched_build(COST_SCHED_GPIPE, 2, 0, 1, &s) == -EINVAL && has("0 micro-batches"), "m=0: %s", ir_error());
 	TAP_OK(sched_build(COST_SCHED_GPIPE, 2, 4, 2, &s) == -EINVAL && has("interleaved"), "gpipe v=2: %s",
 	       ir_error());
 	sched_free(&s);

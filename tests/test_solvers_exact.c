@@ -87,7 +87,7 @@ static void problem_random_sparse(struct shard_problem *p, int n, int kmax)
 /* The optimum of a reduced model by enumeration, expanded: 0 or -ENOSPC. */
 static int brute_force_model(const struct shard_model *m, int *best, shard_i128 *best_cost)
 {
-	int c[16] = {0}, found = 0, full[16];
+	int c[16] = { 0 }, found = 0, full[16];
 	for (;;) {
 		shard_i128 cost = shard_model_cost(m, c);
 		if (shard_model_peak_slack(m, c) <= 0 && (!found || cost < *best_cost)) {
@@ -281,7 +281,7 @@ static void test_dedup(void)
 	struct shard_eval ev, ev0;
 	/* 6 copies, no limit */
 	enum { K = 6 };
-	int shift[K] = {0, 1, 2, 3, 4, 5};
+	int shift[K] = { 0, 1, 2, 3, 4, 5 };
 	problem_copies(&a, K, shift, &p);
 	prm.stats = &st;
 	int rc = shard_solve(&p, &prm, got, &ev);
@@ -303,7 +303,7 @@ static void test_dedup(void)
 	a.usage_limit = 6;
 	if (brute_force(&a, best, &tight_opt) != 0 || tight_opt == free_opt)
 		TAP_DIAG("the limit does not bind the clique");
-	int shift2[K] = {0, 1, -1, -1, -1, -1};
+	int shift2[K] = { 0, 1, -1, -1, -1, -1 };
 	problem_copies(&a, K, shift2, &p);
 	prm.stats = &st;
 	rc = shard_solve(&p, &prm, got, &ev);
@@ -320,7 +320,7 @@ static void test_dedup(void)
 	       st.components, st.distinct, st.copies);
 	/* all six under a limit that binds every one at the same time point:
 	 * nothing is memory-free, so nothing is copied */
-	int shift3[K] = {0, 0, 0, 0, 0, 0};
+	int shift3[K] = { 0, 0, 0, 0, 0, 0 };
 	shard_problem_free(&p);
 	problem_copies(&a, K, shift3, &p);
 	p.usage_limit = K * 6;
@@ -414,8 +414,8 @@ static void test_mip_cbc(void)
 		else
 			TAP_DIAG("instance %d: cbc %.1f, brute force %lld", t, obj, (long long)best_cost);
 	}
-	TAP_OK(compared >= 5 && agree == compared, "cbc on shard_mip_write's MIP finds the brute-force optimum (%d of %d)",
-	       agree, compared);
+	TAP_OK(compared >= 5 && agree == compared,
+	       "cbc on shard_mip_write's MIP finds the brute-force optimum (%d of %d)", agree, compared);
 }
 
 int main(void)

@@ -46,7 +46,7 @@ static void test_example(void)
 	 * 35 + 40 + 30 = 105, total 415) but needs 20 bytes: 55 on the 20
 	 * points 50..69.
 	 */
-	int best[5] = {0, 0, 2, 1, 0}, cheap[5] = {0, 0, 1, 1, 0}, got[5];
+	int best[5] = { 0, 0, 2, 1, 0 }, cheap[5] = { 0, 0, 1, 1, 0 }, got[5];
 	struct shard_eval ev;
 	TAP_OK(shard_evaluate(&p, best, &ev) == 0 && i128_is(ev.cost, "445") && ev.feasible &&
 		       i128_is(ev.peak_usage, "50") && ev.peak_time == 50 && ev.over_points == 0,
@@ -85,7 +85,7 @@ static void test_evaluator_extremes(void)
 			p.edge_cost[4 * k + j] = j == 0 ? INT64_MAX : INT64_MIN;
 	}
 	p.usage_limit = 0;
-	int zero[3] = {0, 0, 0}, one[3] = {1, 1, 1}, bad[3] = {0, 2, 0};
+	int zero[3] = { 0, 0, 0 }, one[3] = { 1, 1, 1 }, bad[3] = { 0, 2, 0 };
 	/* 5 (2^63 - 1) = 46116860184273879035; 5 (-2^63) = -46116860184273879040 */
 	TAP_OK(shard_evaluate(&p, zero, &ev) == 0 && i128_is(ev.cost, "46116860184273879035") && ev.feasible,
 	       "five INT64_MAX terms sum exactly past 2^63; [0,0] intervals hold no memory");
@@ -133,12 +133,14 @@ static void expect_error(const char *name, const char *text, const char *msg)
 static void test_malformed(void)
 {
 	expect_error("syntax.json", "{\"problem\": {", "malformed JSON at line 1");
-	expect_error("nokey.json", "{\"problem\": {\"nodes\": {\"costs\": [[1]], \"intervals\": [[0, 1]]}, "
-				   "\"edges\": {\"nodes\": [], \"costs\": []}, \"usage_limit\": 5}}",
+	expect_error("nokey.json",
+		     "{\"problem\": {\"nodes\": {\"costs\": [[1]], \"intervals\": [[0, 1]]}, "
+		     "\"edges\": {\"nodes\": [], \"costs\": []}, \"usage_limit\": 5}}",
 		     "problem.nodes: missing key \"usages\"");
 	expect_error("noedge.json", "{\"problem\": {" NODES_OK ", \"edges\": {\"nodes\": [[0, 2]], \"costs\": [[0]]}}}",
 		     "problem.edges.nodes[0]: node 2 does not exist (2 nodes)");
-	expect_error("matrix.json", "{\"problem\": {" NODES_OK ", \"edges\": {\"nodes\": [[0, 1]], \"costs\": [[0, 1, 2]]}}}",
+	expect_error("matrix.json",
+		     "{\"problem\": {" NODES_OK ", \"edges\": {\"nodes\": [[0, 1]], \"costs\": [[0, 1, 2]]}}}",
 		     "problem.edges.costs[0]: has 3 entries, expected 2 x 1 = 2");
 	expect_error("usages.json",
 		     "{\"problem\": {\"nodes\": {\"costs\": [[1, 2]], \"usages\": [[1]], \"intervals\": [[0, 1]]}, "
@@ -161,7 +163,8 @@ static void test_malformed(void)
 	struct shard_problem p;
 	char path[4096];
 	snprintf(path, sizeof path, "%s/missing.json", tmp_dir);
-	TAP_OK(shard_problem_read_iopddl(path, &p) < 0 && has("missing.json: cannot open"), "a missing file: cannot open");
+	TAP_OK(shard_problem_read_iopddl(path, &p) < 0 && has("missing.json: cannot open"),
+	       "a missing file: cannot open");
 
 	/* A valid gzip file reads like the plain one; cut short, it fails. */
 	snprintf(path, sizeof path, "%s/ok.json.gz", tmp_dir);

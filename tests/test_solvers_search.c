@@ -104,13 +104,13 @@ static void test_lagr(void)
 		int bf = brute_force(&p, best, &best_cost);
 		struct mstate st;
 		struct msearch ms;
-		struct msearch_params mp = {1, false, shard_now()};
+		struct msearch_params mp = { 1, false, shard_now() };
 		ms_init(&st, &m, shard_now() + 60);
 		msearch_init(&ms, &st, &mp);
 		int rc = msearch_start(&ms);
 		bool have = rc == 0, started = have;
 		shard_i128 start = st.cost;
-		struct lagr_params lp = {shard_now() + 10, 40, false, shard_now()};
+		struct lagr_params lp = { shard_now() + 10, 40, false, shard_now() };
 		rc = rc == 0 || rc == -ENOSPC ? shard_lagr(&st, &ms, &lp, &have) : rc;
 		if (rc != 0 || (have && bf != 0)) {
 			wrong++;
@@ -128,8 +128,8 @@ static void test_lagr(void)
 		shard_problem_free(&p);
 	}
 	TAP_DIAG("lagrange: optimal on %d of %d feasible runs", optimal, runs);
-	TAP_OK(runs > 40 && wrong == 0, "lagrange: feasible, exactly priced, never worse than its start (%d runs, %d wrong)",
-	       runs, wrong);
+	TAP_OK(runs > 40 && wrong == 0,
+	       "lagrange: feasible, exactly priced, never worse than its start (%d runs, %d wrong)", runs, wrong);
 }
 
 static void test_determinism(void)
@@ -176,7 +176,7 @@ static void test_determinism(void)
 	 * MIP takes several CPU seconds, which a loaded machine once turned
 	 * into a timed-out and so different run) and, with fewer MIP columns
 	 * allowed, the Lagrangian phase and the MIP windows */
-	static const char *path[2] = {"the whole MIP", "Lagrangian and windows"};
+	static const char *path[2] = { "the whole MIP", "Lagrangian and windows" };
 	sp.mip_node_limit = 200;
 	sp.mip_it_limit = 3000;
 	struct shard_solve_stats sa, sb;

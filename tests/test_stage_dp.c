@@ -75,7 +75,7 @@ static bool fits_table(void *ctx, int l, int r, int m, int c, int after)
 
 static void random_problem(struct tables *tb, int kind)
 {
-	static const int clusters[3][2] = {{1, 2}, {1, 4}, {2, 2}};
+	static const int clusters[3][2] = { { 1, 2 }, { 1, 4 }, { 2, 2 } };
 	int rows[16], cols[16];
 	const int *cl = clusters[below(3)];
 	memset(tb, 0, sizeof *tb);
@@ -111,9 +111,9 @@ static void random_problem(struct tables *tb, int kind)
 			sum += w[j];
 		double scaled = sum / tb->dev[m] * (1 + 0.5 * tb->dev[m] * uniform() / p->ndevices);
 		tb->t[k] = uniform() < unavailable ? INFINITY
-			   : kind == 2	       ? (double)(1 + below(4))
-			   : kind == 0	       ? scaled
-					       : 0.1 + uniform();
+			   : kind == 2             ? (double)(1 + below(4))
+			   : kind == 0             ? scaled
+						   : 0.1 + uniform();
 	}
 	if (below(2)) {
 		tb->xfer = malloc(sizeof *tb->xfer * (size_t)L * M);
@@ -194,12 +194,12 @@ static void test_random(int count)
 			ok = rd == -ENOSPC && dp.nstages == 0 && !dp.stages;
 			nospace++;
 		}
-		TAP_OK(ok, "random %d: L=%d meshes=%d configs=%d D=%d B=%d stages %d..%d%s%s: dp %d (%.6g, %d stages) "
-			   "brute %d (%.6g)",
+		TAP_OK(ok,
+		       "random %d: L=%d meshes=%d configs=%d D=%d B=%d stages %d..%d%s%s: dp %d (%.6g, %d stages) "
+		       "brute %d (%.6g)",
 		       i, tb.p.nlayers, tb.p.nmeshes, tb.p.nconfigs, tb.p.ndevices, tb.p.nmicro, tb.p.min_stages,
-		       tb.p.max_stages,
-		       tb.p.xfer ? " xfer" : "", tb.p.fits ? " fits" : "", rd, dp.step_time, dp.nstages, rb,
-		       bf.step_time);
+		       tb.p.max_stages, tb.p.xfer ? " xfer" : "", tb.p.fits ? " fits" : "", rd, dp.step_time,
+		       dp.nstages, rb, bf.step_time);
 		stage_dp_result_free(&dp);
 		stage_dp_result_free(&bf);
 		tables_free(&tb);
@@ -214,7 +214,7 @@ static void test_random(int count)
  * 1.6 = 4.7, one 2-device stage 2.9 + 2.9 = 5.8. */
 static void test_between_probes(void)
 {
-	static const int dev[2] = {1, 2};
+	static const int dev[2] = { 1, 2 };
 	double t[3 * 3 * 2];
 	for (int k = 0; k < 18; k++)
 		t[k] = INFINITY;
@@ -223,13 +223,14 @@ static void test_between_probes(void)
 	t[(0 * 3 + 1) * 2 + 0] = 1.5;
 	t[(2 * 3 + 2) * 2 + 0] = 1.6;
 	t[(0 * 3 + 2) * 2 + 1] = 2.9;
-	struct stage_dp_problem p = {.nlayers = 3, .nmeshes = 2, .mesh_devices = dev, .nconfigs = 1,
-				     .ndevices = 2, .nmicro = 2, .t = t};
+	struct stage_dp_problem p = {
+		.nlayers = 3, .nmeshes = 2, .mesh_devices = dev, .nconfigs = 1, .ndevices = 2, .nmicro = 2, .t = t
+	};
 	struct stage_dp_result r, b;
 	int rc = stage_dp_solve(&p, &r), rb = stage_dp_brute(&p, &b);
 	TAP_OK(rc == 0 && rb == 0 && r.nstages == 2 && r.stages[0].last == 1 && r.step_time == b.step_time,
-	       "best bound between the bisection's probes: %d stages, step %.17g (brute %.17g)", r.nstages,
-	       r.step_time, b.step_time);
+	       "best bound between the bisection's probes: %d stages, step %.17g (brute %.17g)", r.nstages, r.step_time,
+	       b.step_time);
 	stage_dp_result_free(&r);
 	stage_dp_result_free(&b);
 }
@@ -240,22 +241,23 @@ static void test_between_probes(void)
  * fast: with B = 8 four one-device stages of equal size win. */
 static void test_balanced(int L)
 {
-	static const int dev[3] = {1, 2, 4};
-	static const double speedup[3] = {1, 1.5, 2};
+	static const int dev[3] = { 1, 2, 4 };
+	static const double speedup[3] = { 1, 1.5, 2 };
 	double *t = malloc(sizeof *t * (size_t)L * L * 3);
 	for (int l = 0; l < L; l++)
 		for (int r = 0; r < L; r++)
 			for (int m = 0; m < 3; m++)
 				t[((size_t)l * L + r) * 3 + m] = r < l ? INFINITY : (r - l + 1) / speedup[m];
-	struct stage_dp_problem p = {.nlayers = L, .nmeshes = 3, .mesh_devices = dev, .nconfigs = 1,
-				     .ndevices = 4, .nmicro = 8, .t = t};
+	struct stage_dp_problem p = {
+		.nlayers = L, .nmeshes = 3, .mesh_devices = dev, .nconfigs = 1, .ndevices = 4, .nmicro = 8, .t = t
+	};
 	struct stage_dp_result r;
 	int rc = stage_dp_solve(&p, &r);
 	bool ok = rc == 0 && r.nstages == 4;
 	for (int i = 0; ok && i < r.nstages; i++)
 		ok = r.stages[i].last - r.stages[i].first + 1 == L / 4 && r.stages[i].mesh == 0;
-	TAP_OK(ok, "%d identical layers on 1x4, B=8: 4 stages of %d layers (rc %d, %d stages, step %g)", L, L / 4,
-	       rc, r.nstages, r.step_time);
+	TAP_OK(ok, "%d identical layers on 1x4, B=8: 4 stages of %d layers (rc %d, %d stages, step %g)", L, L / 4, rc,
+	       r.nstages, r.step_time);
 	TAP_NEAR(r.step_time, L + 7.0 * (L / 4), 1e-12, "%d identical layers: step time %d + 7 * %d", L, L, L / 4);
 	stage_dp_result_free(&r);
 	free(t);
@@ -274,16 +276,23 @@ static bool never_fits(void *ctx, int l, int r, int m, int c, int after)
 static void test_exact_stages(void)
 {
 	enum { L = 8 };
-	static const int dev[3] = {1, 2, 4};
-	static const double speedup[3] = {1, 1.5, 2};
+	static const int dev[3] = { 1, 2, 4 };
+	static const double speedup[3] = { 1, 1.5, 2 };
 	double t[L * L * 3];
 	for (int l = 0; l < L; l++)
 		for (int r = 0; r < L; r++)
 			for (int m = 0; m < 3; m++)
 				t[(l * L + r) * 3 + m] = r < l ? INFINITY : (r - l + 1) / speedup[m];
 	for (int P = 1; P <= 4; P++) {
-		struct stage_dp_problem p = {.nlayers = L, .nmeshes = 3, .mesh_devices = dev, .nconfigs = 1,
-					     .ndevices = 4, .nmicro = 8, .t = t, .min_stages = P, .max_stages = P};
+		struct stage_dp_problem p = { .nlayers = L,
+					      .nmeshes = 3,
+					      .mesh_devices = dev,
+					      .nconfigs = 1,
+					      .ndevices = 4,
+					      .nmicro = 8,
+					      .t = t,
+					      .min_stages = P,
+					      .max_stages = P };
 		struct stage_dp_result r, b;
 		int rc = stage_dp_solve(&p, &r), rb = stage_dp_brute(&p, &b);
 		double obj = 0;
@@ -295,8 +304,14 @@ static void test_exact_stages(void)
 		stage_dp_result_free(&b);
 	}
 	/* at least 3 (no upper bound): 3 is slower than 4, so 4 is kept */
-	struct stage_dp_problem p = {.nlayers = L, .nmeshes = 3, .mesh_devices = dev, .nconfigs = 1,
-				     .ndevices = 4, .nmicro = 8, .t = t, .min_stages = 3};
+	struct stage_dp_problem p = { .nlayers = L,
+				      .nmeshes = 3,
+				      .mesh_devices = dev,
+				      .nconfigs = 1,
+				      .ndevices = 4,
+				      .nmicro = 8,
+				      .t = t,
+				      .min_stages = 3 };
 	struct stage_dp_result r;
 	int rc = stage_dp_solve(&p, &r);
 	TAP_OK(rc == 0 && r.nstages == 4, "at least 3 stages: the best has 4 (rc %d, %d stages)", rc, r.nstages);
@@ -306,12 +321,18 @@ static void test_exact_stages(void)
 /* Stage counts the layers or the devices cannot take. */
 static void test_min_stages_errors(void)
 {
-	static const int dev[2] = {2, 4};
+	static const int dev[2] = { 2, 4 };
 	double t[3 * 3 * 2];
 	for (int k = 0; k < 18; k++)
 		t[k] = 1;
-	struct stage_dp_problem p = {.nlayers = 3, .nmeshes = 2, .mesh_devices = dev, .nconfigs = 1,
-				     .ndevices = 4, .nmicro = 2, .t = t, .min_stages = 4};
+	struct stage_dp_problem p = { .nlayers = 3,
+				      .nmeshes = 2,
+				      .mesh_devices = dev,
+				      .nconfigs = 1,
+				      .ndevices = 4,
+				      .nmicro = 2,
+				      .t = t,
+				      .min_stages = 4 };
 	struct stage_dp_result r;
 	int rc = stage_dp_solve(&p, &r);
 	TAP_OK(rc == -EINVAL && has("at least 4 stages asked of 3 layers"), "more stages than layers: %s",
@@ -340,10 +361,11 @@ static void test_min_stages_errors(void)
 
 static void test_errors(void)
 {
-	static const int dev[2] = {2, 4};
-	double t[4] = {1, 1, 1, 1};
-	struct stage_dp_problem p = {.nlayers = 1, .nmeshes = 2, .mesh_devices = dev, .nconfigs = 1,
-				     .ndevices = 4, .nmicro = 2, .t = t};
+	static const int dev[2] = { 2, 4 };
+	double t[4] = { 1, 1, 1, 1 };
+	struct stage_dp_problem p = {
+		.nlayers = 1, .nmeshes = 2, .mesh_devices = dev, .nconfigs = 1, .ndevices = 4, .nmicro = 2, .t = t
+	};
 	struct stage_dp_result r;
 	int rc = stage_dp_solve(&p, &r);
 	TAP_OK(rc == 0 && r.nstages == 1 && r.stages[0].mesh == 1, "valid base problem solves (rc %d)", rc);
@@ -359,11 +381,9 @@ static void test_errors(void)
 	p.t = t;
 	p.ndevices = 5;
 	rc = stage_dp_solve(&p, &r);
-	TAP_OK(rc == -EINVAL && has("5 devices is not a sum") && has("2, 4"), "unreachable devices: %s",
-	       shard_error());
+	TAP_OK(rc == -EINVAL && has("5 devices is not a sum") && has("2, 4"), "unreachable devices: %s", shard_error());
 	rc = stage_dp_brute(&p, &r);
-	TAP_OK(rc == -EINVAL && has("5 devices is not a sum"), "brute force, unreachable devices: %s",
-	       shard_error());
+	TAP_OK(rc == -EINVAL && has("5 devices is not a sum"), "brute force, unreachable devices: %s", shard_error());
 	p.ndevices = 4;
 	t[1] = INFINITY;
 	rc = stage_dp_solve(&p, &r);
@@ -373,8 +393,8 @@ static void test_errors(void)
 	rc = stage_dp_solve(&p, &r);
 	TAP_OK(rc == -ENOSPC && has("exceeds device memory") && r.nstages == 0, "nothing fits memory: %s",
 	       shard_error());
-	TAP_OK(stage_submeshes(0, 8, NULL, NULL, 0) == -EINVAL && has("0 nodes x 8 devices"),
-	       "sub-meshes of 0x8: %s", shard_error());
+	TAP_OK(stage_submeshes(0, 8, NULL, NULL, 0) == -EINVAL && has("0 nodes x 8 devices"), "sub-meshes of 0x8: %s",
+	       shard_error());
 }
 
 /* ---- timing ------------------------------------------------------------------ */
@@ -400,13 +420,22 @@ static void test_timing(void)
 			for (int m = 0; m < M; m++)
 				for (int c = 0; c < C; c++) {
 					double eff = 1 - 0.05 * c * (dev[m] > 1) - 0.02 * dev[m] + 0.01 * uniform();
-					t[(((size_t)l * L + r) * M + m) * C + c] =
-						r < l ? INFINITY : (r - l + 1) * 0.01 / (dev[m] * eff);
+					t[(((size_t)l * L + r) * M + m) * C + c] = r < l ? INFINITY
+											 : (r - l + 1) * 0.01 /
+												   (dev[m] * eff);
 				}
 	for (int k = 0; k < L * M; k++)
 		xfer[k] = 0.0005;
-	struct stage_dp_problem p = {.nlayers = L, .nmeshes = M, .mesh_devices = dev, .nconfigs = C,
-				     .ndevices = 16, .nmicro = 64, .t = t, .xfer = xfer, .fits = fits_gpt, .ctx = dev};
+	struct stage_dp_problem p = { .nlayers = L,
+				      .nmeshes = M,
+				      .mesh_devices = dev,
+				      .nconfigs = C,
+				      .ndevices = 16,
+				      .nmicro = 64,
+				      .t = t,
+				      .xfer = xfer,
+				      .fits = fits_gpt,
+				      .ctx = dev };
 	struct stage_dp_result r;
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);

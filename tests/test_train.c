@@ -192,8 +192,8 @@ static int trained(const struct train_step *ts, const char *name)
 }
 
 /* Compares the list of files (json array key) with out[base + trained index]. */
-static void check_params(const struct fixture *f, json_t *files, const struct run *r,
-			 const struct ir_tensor *vals, double rtol, double atol, const char *what)
+static void check_params(const struct fixture *f, json_t *files, const struct run *r, const struct ir_tensor *vals,
+			 double rtol, double atol, const char *what)
 {
 	json_t *names = json_object_get(f->j, "params");
 	double worst = 0;
@@ -266,9 +266,10 @@ static void optimizer_from_json(json_t *oj, struct train_opts *o)
 {
 	const char *n = jstr(oj, "name");
 	bool nesterov = json_is_true(json_object_get(oj, "nesterov"));
-	o->optim = !strcmp(n, "momentum") ? (nesterov ? TRAIN_NESTEROV : TRAIN_MOMENTUM) :
-		   !strcmp(n, "nesterov") ? TRAIN_NESTEROV :
-		   !strcmp(n, "adam") ? TRAIN_ADAM : TRAIN_ADAMW;
+	o->optim = !strcmp(n, "momentum")   ? (nesterov ? TRAIN_NESTEROV : TRAIN_MOMENTUM)
+		   : !strcmp(n, "nesterov") ? TRAIN_NESTEROV
+		   : !strcmp(n, "adam")     ? TRAIN_ADAM
+					    : TRAIN_ADAMW;
 	o->lr = jnum(oj, "lr", o->lr);
 	o->momentum = jnum(oj, "momentum", o->momentum);
 	json_t *betas = json_object_get(oj, "betas");
@@ -319,11 +320,12 @@ static void check_optimizer(const struct fixture *f, json_t *oj)
 		for (int i = 0; i < nout; i++)
 			ir_tensor_free(&out[i]);
 	}
-	TAP_OK(rc == 0 && worst_loss < 1e-8, "%s %s: %d steps run, losses equal PyTorch's (rel %.2g)%s",
-	       fname, name, steps, worst_loss, rc < 0 ? ir_error() : "");
+	TAP_OK(rc == 0 && worst_loss < 1e-8, "%s %s: %d steps run, losses equal PyTorch's (rel %.2g)%s", fname, name,
+	       steps, worst_loss, rc < 0 ? ir_error() : "");
 	if (norms)
-		TAP_OK(worst_norm < 1e-7, "%s %s: gradient norms before clipping equal PyTorch's (rel %.2g, f32 output)",
-		       fname, name, worst_norm);
+		TAP_OK(worst_norm < 1e-7,
+		       "%s %s: gradient norms before clipping equal PyTorch's (rel %.2g, f32 output)", fname, name,
+		       worst_norm);
 	char what[128];
 	snprintf(what, sizeof what, "%s: parameters after %d steps (1e-6 relative)", name, steps);
 	if (rc == 0)
@@ -331,8 +333,8 @@ static void check_optimizer(const struct fixture *f, json_t *oj)
 	json_t *lrs = json_object_get(oj, "lrs");
 	double worst_lr = 0;
 	for (size_t s = 0; s < json_array_size(lrs); s++)
-		worst_lr = fmax(worst_lr, fabs(train_lr_at(&o, (int64_t)s) -
-					       json_number_value(json_array_get(lrs, s))));
+		worst_lr = fmax(worst_lr,
+				fabs(train_lr_at(&o, (int64_t)s) - json_number_value(json_array_get(lrs, s))));
 	if (lrs)
 		TAP_OK(worst_lr < 1e-12, "%s %s: warmup + cosine learning rates equal LambdaLR's", fname, name);
 	free_outputs(out, nout);
@@ -359,14 +361,13 @@ static void check_optimizers(const char *name)
  * error names the op and the parameter. */
 static void check_no_rule(void)
 {
-	static const char text[] =
-		"pcc-ir 1\n"
-		"input %0 \"idx\" : i64[2]\n"
-		"param %1 \"table\" : f32[3] = hex \"0000803f0000004000004040\"\n"
-		"param %2 \"rows\" : f32[2] = hex \"0000803f00000040\"\n"
-		"%3 : f32[3] = scatter %1, %0, %2 mode=max\n"
-		"%4 : f32[] = reduce_sum %3 axes=[0]\n"
-		"output %4 \"loss\"\n";
+	static const char text[] = "pcc-ir 1\n"
+				   "input %0 \"idx\" : i64[2]\n"
+				   "param %1 \"table\" : f32[3] = hex \"0000803f0000004000004040\"\n"
+				   "param %2 \"rows\" : f32[2] = hex \"0000803f00000040\"\n"
+				   "%3 : f32[3] = scatter %1, %0, %2 mode=max\n"
+				   "%4 : f32[] = reduce_sum %3 axes=[0]\n"
+				   "output %4 \"loss\"\n";
 	struct ir_graph *g = ir_parse(text);
 	struct train_opts o;
 	struct train_step ts;
@@ -401,13 +402,17 @@ static void check_running_stats(void)
 		json_decref(f.j);
 		return;
 	}
-	TAP_OK(nstats == 12 && r.nupd == (int)nstats, "resnet_train: %d running statistics updated, "
-	       "fixture %zu", r.nupd, nstats);
+	TAP_OK(nstats == 12 && r.nupd == (int)nstats,
+	       "resnet_train: %d running statistics updated, "
+	       "fixture %zu",
+	       r.nupd, nstats);
 	int wrongly = 0;
 	for (int i = 0; i < r.ts.nparams; i++)
 		wrongly += strstr(r.ts.params[i]->name, "running") != NULL;
-	TAP_OK(wrongly == 0 && r.ts.nparams == 20, "resnet_train: %d trained parameters, %d of them "
-	       "running statistics", r.ts.nparams, wrongly);
+	TAP_OK(wrongly == 0 && r.ts.nparams == 20,
+	       "resnet_train: %d trained parameters, %d of them "
+	       "running statistics",
+	       r.ts.nparams, wrongly);
 	int nout = ir_graph_noutputs(r.ts.g), base = 2 + r.ts.nparams + r.ts.nstate;
 	struct ir_tensor *out = calloc((size_t)nout, sizeof *out);
 	double worst = 0;
@@ -428,7 +433,8 @@ static void check_running_stats(void)
 	}
 	TAP_OK(matched == (int)nstats && worst <= 1,
 	       "resnet_train: running statistics after one step equal the reference "
-	       "(%d matched, worst %.3g of tolerance)", matched, worst);
+	       "(%d matched, worst %.3g of tolerance)",
+	       matched, worst);
 	free_outputs(out, nout);
 	run_close(&r);
 
@@ -466,8 +472,8 @@ static void check_running_stats(void)
 		}
 	}
 	TAP_OK(matched == (int)nstats && worst <= 1,
-	       "pcc train saves the updated running statistics (%d matched, worst %.3g) %s", matched,
-	       worst, rc ? ir_error() : "");
+	       "pcc train saves the updated running statistics (%d matched, worst %.3g) %s", matched, worst,
+	       rc ? ir_error() : "");
 	ir_graph_free(g);
 	remove(saved);
 	if (tmp)
@@ -522,8 +528,8 @@ static void check_accumulation(void)
 	int na = 0, nb = 0, nab = 0, n0 = 0;
 	double worst = 0, moved = 0;
 	if (rc == 0 && saved_params(a, &na, pa, MAXP) == 0 && saved_params(b, &nb, pb, MAXP) == 0 &&
-	    saved_params(ab, &nab, pab, MAXP) == 0 && saved_params(model, &n0, p0, MAXP) == 0 &&
-	    na == nab && nb == nab && n0 == nab) {
+	    saved_params(ab, &nab, pab, MAXP) == 0 && saved_params(model, &n0, p0, MAXP) == 0 && na == nab &&
+	    nb == nab && n0 == nab) {
 		for (int i = 0; i < nab; i++)
 			for (int64_t k = 0; k < ir_shape_numel(&pab[i].shape); k++) {
 				double want = 0.5 * (ir_tensor_get_f64(&pa[i], k) + ir_tensor_get_f64(&pb[i], k));
@@ -535,8 +541,8 @@ static void check_accumulation(void)
 		rc = -1;
 	}
 	TAP_OK(rc == 0 && worst < 1e-6 && moved > 1e-3,
-	       "accumulating 2 micro-batches = the mean of their SGD steps (worst %.2g, moved %.2g) %s",
-	       worst, moved, rc ? ir_error() : "");
+	       "accumulating 2 micro-batches = the mean of their SGD steps (worst %.2g, moved %.2g) %s", worst, moved,
+	       rc ? ir_error() : "");
 	for (int i = 0; i < MAXP; i++) {
 		ir_tensor_free(&pa[i]);
 		ir_tensor_free(&pb[i]);
@@ -556,8 +562,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	root = argv[1];
-	static const char *const models[] = { "mlp_loss", "mlp", "gpt_loss", "gpt", "bert", "vit",
-					      "resnet_train", "moe" };
+	static const char *const models[] = {
+		"mlp_loss", "mlp", "gpt_loss", "gpt", "bert", "vit", "resnet_train", "moe"
+	};
 	for (size_t i = 0; i < sizeof models / sizeof *models; i++)
 		check_grads_and_sgd(models[i], IR_F64, 1e-6, 1e-7);
 	/* f32 and bf16: the same gradients at their precision. */

@@ -21,11 +21,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Prints why the input is a finding, then aborts. */
-#define FUZZ_FAIL(...)                                   \
-	do {                                             \
+#define FUZZ_FAIL(...)                                        \
+	do {                                                  \
 		fprintf(stderr, "fuzz_target: " __VA_ARGS__); \
-		fputc('\n', stderr);                     \
-		abort();                                 \
+		fputc('\n', stderr);                          \
+		abort();                                      \
 	} while (0)
 
 /* "$FUZZ_TMP/NAME_PID.EXT" (or under /tmp) into path, PATH_MAX bytes. */

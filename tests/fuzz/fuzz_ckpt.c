@@ -59,8 +59,9 @@ static int tensors(json_t *list, struct plan_tensor *t)
 /* The overlap of s with buffer x (of tensor t, from start) lies in both. */
 static void check_overlap(const struct rt_shard *s, const struct plan_tensor *t, const int64_t *start)
 {
-	struct plan_buffer x = { .dtype = t->dtype, .shape = t->shape, .bind = (enum plan_bind)s->kind,
-				 .index = s->index };
+	struct plan_buffer x = {
+		.dtype = t->dtype, .shape = t->shape, .bind = (enum plan_bind)s->kind, .index = s->index
+	};
 	int64_t in_s[IR_MAX_RANK], in_x[IR_MAX_RANK];
 	struct ir_shape blk;
 	for (int d = 0; d < t->shape.rank; d++) {
@@ -72,8 +73,8 @@ static void check_overlap(const struct rt_shard *s, const struct plan_tensor *t,
 	for (int d = 0; d < blk.rank; d++)
 		if (blk.dims[d] <= 0 || in_s[d] < 0 || in_x[d] < 0 || in_s[d] + blk.dims[d] > s->shape.dims[d] ||
 		    in_x[d] + blk.dims[d] > x.shape.dims[d])
-			FUZZ_FAIL("shard of %s: overlap block outside the shard or the buffer in dimension %d",
-				  t->name, d);
+			FUZZ_FAIL("shard of %s: overlap block outside the shard or the buffer in dimension %d", t->name,
+				  d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -21,8 +21,8 @@ static inline bool fuzz_graph_small(const struct ir_graph *g)
 	}
 	for (int i = 0; i < ir_graph_nnodes(g); i++)
 		flops += ir_node_flops(ir_graph_node(g, i));
-	return bytes <= RUN_MAX_BYTES && flops <= RUN_MAX_FLOPS &&
-	       ir_graph_ninputs(g) <= RUN_MAX_IO && ir_graph_noutputs(g) <= RUN_MAX_IO;
+	return bytes <= RUN_MAX_BYTES && flops <= RUN_MAX_FLOPS && ir_graph_ninputs(g) <= RUN_MAX_IO &&
+	       ir_graph_noutputs(g) <= RUN_MAX_IO;
 }
 
 /* Runs g, when small, on zero inputs; errors (missing weights, bad

@@ -105,8 +105,8 @@ static void check_schedules(const struct plan *p)
 		for (int k = 0; k < st->norder; k++) {
 			int e = st->order[k], m = e >= 0 ? e : -(e + 1), bit = e >= 0 ? 1 : 2;
 			if (m >= p->micro || (seen[m] & bit) || (bit == 2 && !(seen[m] & 1)))
-				FUZZ_FAIL("stage %d's verified schedule runs entry %d (%d) of %d micro-batches", s, k, e,
-					  p->micro);
+				FUZZ_FAIL("stage %d's verified schedule runs entry %d (%d) of %d micro-batches", s, k,
+					  e, p->micro);
 			seen[m] |= bit;
 		}
 	}
