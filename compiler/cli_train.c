@@ -6,6 +6,7 @@
  *             [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W] [--clip-norm C]
  *             [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]
  *             [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim N=V]...
+ *             [--const NAME=FILE|DIR]...
  */
 #include <errno.h>
 #include <math.h>
@@ -24,7 +25,8 @@ void cli_train_usage(FILE *f)
 		"                 [--steps N] [--save-onnx OUT.onnx] [--loss cross_entropy:LOGITS,LABELS|mse:OUT,TARGET]\n"
 		"                 [--freeze PATTERN]... [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
 		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]\n"
-		"                 [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim NAME=VALUE]...\n");
+		"                 [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim NAME=VALUE]...\n"
+		"                 [--const NAME=FILE|DIR]...\n");
 }
 
 static int num(const char *opt, const char *s, double *out)
@@ -95,7 +97,8 @@ int cli_train_option(const char *s, const char *v, struct train_opts *t, const c
 	return rc < 0 ? rc : 1;
 }
 
-static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze, struct onnx_dim_binding *dims)
+static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze, struct onnx_dim_binding *dims,
+		 struct cli_consts *consts)
 {
 	for (int i = 2; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -119,6 +122,8 @@ static int parse(int argc, char **argv, struct train_run_opts *o, const char **f
 			rc = count(s, v, 1, &o->log_every);
 		else if (!strcmp(s, "--dim"))
 			rc = cli_parse_dim(v, dims, &o->imp.ndims, MAX_LIST);
+		else if (!strcmp(s, "--const"))
+			rc = cli_parse_const(v, consts);
 		else if ((rc = cli_train_option(s, v, &o->t, freeze, MAX_LIST)) == 0)
 			return ir_errorf(-EINVAL, "train: unknown option '%s'", s);
 		if (rc < 0)
@@ -136,11 +141,14 @@ int cmd_train(int argc, char **argv)
 	struct train_run_opts o = { .log = stdout };
 	static const char *freeze[MAX_LIST];
 	static struct onnx_dim_binding dims[MAX_LIST];
+	static struct cli_consts consts;
 	train_opts_init(&o.t);
 	onnx_import_opts_init(&o.imp);
 	o.t.freeze = freeze;
 	o.imp.dims = dims;
-	int rc = parse(argc, argv, &o, freeze, dims);
+	int rc = parse(argc, argv, &o, freeze, dims, &consts);
+	if (rc == 0 && (rc = cli_consts_load(&consts, o.model)) == 0)
+		cli_consts_use(&consts, &o.imp);
 	/* The schedule length defaults to the run. */
 	if (rc == 0 && o.t.sched != TRAIN_LR_CONSTANT && o.t.total == 0)
 		o.t.total = o.steps > 0 ? o.steps : 1;
@@ -150,5 +158,6 @@ int cmd_train(int argc, char **argv)
 		printf("wrote %s\n", o.save);
 	for (int i = 0; i < o.imp.ndims; i++)
 		free((char *)dims[i].name);
+	cli_consts_free(&consts);
 	return rc;
 }

@@ -78,8 +78,18 @@ static int check_labels(const struct trainer *tr, const struct ir_tensor *t, con
 	return 0;
 }
 
+/* Whether name is an input bound as a constant (pcc train --const). */
+static bool bound(const struct trainer *tr, const char *name)
+{
+	for (int i = 0; name && i < tr->o->imp.nconsts; i++)
+		if (!strcmp(tr->o->imp.consts[i].name, name))
+			return true;
+	return false;
+}
+
 /* Reads one set: dir/input_N.pb matched to the data inputs by name, else
- * by position. */
+ * by position among the files not named after an input bound as a
+ * constant (those are skipped: the data set is the model's, whole). */
 static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 {
 	int nd = tr->ts.ndata, rc = 0;
@@ -87,8 +97,8 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 	d->in = ir_calloc((size_t)nd + 1, sizeof *d->in);
 	if (!d->in)
 		return -ENOMEM;
-	for (int k = 0; rc == 0; k++) {
-		snprintf(path, sizeof path, "%s/input_%d.pb", dir, k);
+	for (int f = 0, k = 0; rc == 0; f++) {
+		snprintf(path, sizeof path, "%s/input_%d.pb", dir, f);
 		if (!is_file(path))
 			break;
 		struct ir_tensor t;
@@ -96,12 +106,18 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 		rc = onnx_tensor_read(path, &t, &name);
 		if (rc < 0)
 			break;
+		if (bound(tr, name)) {
+			ir_tensor_free(&t);
+			ir_free(name);
+			continue;
+		}
+		k++;
 		int at = -1;
 		for (int i = 0; i < nd && at < 0 && name; i++)
 			if (ir_graph_input(tr->ts.g, i)->name && !strcmp(ir_graph_input(tr->ts.g, i)->name, name))
 				at = i;
-		if ((at < 0 || d->in[at].data) && k < nd && !d->in[k].data)
-			at = k; /* unnamed, or the name is taken: by position */
+		if ((at < 0 || d->in[at].data) && k - 1 < nd && !d->in[k - 1].data)
+			at = k - 1; /* unnamed, or the name is taken: by position */
 		ir_free(name);
 		if (at < 0 || d->in[at].data) {
 			ir_tensor_free(&t);

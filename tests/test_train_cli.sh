@@ -47,6 +47,15 @@ bad "unknown optimizer" "unknown optimizer 'rmsprop'" "$m/model.onnx" -i "$m/tes
 bad "unknown loss kind" "unknown loss 'hinge'" "$m/model.onnx" -i "$m/test_data_set_0" --loss hinge:y,target
 bad "missing data directory" "no input_0.pb and no test_data_set_0" "$m/model.onnx" -i "$tmp/nowhere" --loss mse:y,target
 bad "everything frozen" "no parameter to train" "$m/model.onnx" -i "$m/test_data_set_0" --loss mse:y,target --freeze '*'
+# --const: mlp_loss's target bound as a constant from the data set trains
+# step for step as with the target read from it (the set's input_1.pb,
+# named target, is skipped); an unknown name is refused.
+ml=$train/mlp_loss
+check "--const target=DIR: the same 5 steps as reading target each step" sh -c "
+  '$pcc' train '$ml/model.onnx' -i '$ml' --steps 5 --log-every 1 >'$tmp/cread' &&
+  '$pcc' train '$ml/model.onnx' -i '$ml' --const target='$ml/test_data_set_0' --steps 5 --log-every 1 >'$tmp/cbound' &&
+  test \$(grep -c '^step [1-5] ' '$tmp/cbound') -eq 5 && cmp '$tmp/cread' '$tmp/cbound'"
+bad "--const naming no input" 'the model has no input \"tgt\" to bind to a constant' "$ml/model.onnx" -i "$ml" --const tgt="$ml/test_data_set_0"
 g=$train/gpt
 mkdir -p "$tmp/badlabels"
 cp "$g/test_data_set_0/input_0.pb" "$tmp/badlabels/input_0.pb"
