@@ -9,9 +9,15 @@
  * between the input's elements (stride - 1 of them), the kernel reversed
  * spatially with in and out channels swapped per group, then a stride-1
  * convolution padded by d(K-1) - pad (plus output_padding at the end); a
- * pad that would be negative becomes a slice of the result. When the
- * kernel equals the stride (k2s2 upsampling) the contributions do not
- * overlap and it is a dot followed by a pixel shuffle instead.
+ * pad that would be negative becomes a slice of the result. With a
+ * stride above 1 all but one in s^k of that convolution's products are
+ * with inserted zeros, so it runs as its s^k output phases instead (the
+ * outputs o with o mod s fixed per dim): each a stride-1 convolution of x
+ * itself with the kernel taps that land on that phase, the phases then
+ * interleaved (ct_phases; DCGAN's k4s2: four 2x2 convolutions for one
+ * 4x4 over four times the positions). When the kernel equals the stride
+ * (k2s2 upsampling) the contributions do not overlap and it is a dot
+ * followed by a pixel shuffle instead.
  *
  * Resize is separable: along each resized axis every output element is a
  * weighted sum of at most 4 input elements whose indices and weights
@@ -104,13 +110,13 @@ static struct ir_value *cut_spatial(struct onnx_ctx *c, struct ir_value *y, int 
 	return all ? y : b_op(c, IR_OP_SLICE, 1, &y, &a);
 }
 
-/* The general form: a stride-1 conv over x with zeros inserted, of the
- * kernel reversed with in and out channels swapped per group. */
-static struct ir_value *ct_conv(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
+/* W [C, M/G, K..] reversed spatially, with in and out channels swapped
+ * per group: [G, C/G, M/G, K..] -> [G, M/G, C/G, K..] = [M, C/G, K..],
+ * the kernel of the convolution whose input gradient ConvTranspose is. */
+static struct ir_value *flipped_kernel(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
 {
 	int k = t->k, r = k + 2;
 	int64_t G = t->G, C = x->shape.dims[1], Mg = w->shape.dims[1];
-	/* W [C, M/G, K..] reversed, as [G, C/G, M/G, K..] -> [G, M/G, C/G, K..] = [M, C/G, K..] */
 	struct ir_attrs rev = { .axes.n = k };
 	struct ir_shape s5 = { r + 1, { G, C / G, Mg } }, sw = { r, { G * Mg, C / G } };
 	int64_t perm[IR_MAX_RANK] = { 0, 2, 1 };
@@ -120,7 +126,16 @@ static struct ir_value *ct_conv(struct onnx_ctx *c, struct ir_value *x, struct i
 		perm[i + 3] = i + 3;
 	}
 	struct ir_value *wf = b_op(c, IR_OP_REVERSE, 1, &w, &rev);
-	wf = b_reshape(c, b_transpose(c, b_reshape(c, wf, &s5), perm), &sw);
+	return b_reshape(c, b_transpose(c, b_reshape(c, wf, &s5), perm), &sw);
+}
+
+/* The general form: a stride-1 conv over x with zeros inserted, of the
+ * kernel reversed with in and out channels swapped per group. */
+static struct ir_value *ct_conv(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
+{
+	int k = t->k;
+	int64_t G = t->G;
+	struct ir_value *wf = flipped_kernel(c, x, w, t);
 	struct ir_value *xd = insert_zeros(c, x, t->s);
 	struct ir_attrs a = { .groups = G, .stride.n = k, .dilation.n = k, .pad_lo.n = k, .pad_hi.n = k };
 	int64_t cut[IR_MAX_RANK];
@@ -137,6 +152,141 @@ static struct ir_value *ct_conv(struct onnx_ctx *c, struct ir_value *x, struct i
 	struct ir_value *ops[2] = { xd, wf };
 	struct ir_value *y = xd && wf ? b_op(c, IR_OP_CONV, 2, ops, &a) : NULL;
 	return cut_spatial(c, y, k, cut, t->len);
+}
+
+/* One output phase of ConvTranspose along one spatial dim: the outputs o
+ * = s m + rho (m < len), each sum_j wf[j] x[(o + j d - plo) / s] over the
+ * taps j whose argument is a multiple of s: j0, j0 + s/g, .. (g =
+ * gcd(d, s)), reading x at m + e0, m + e0 + d/g, .. */
+struct phase {
+	int64_t len;       /* outputs of the phase: ceil((out - rho) / s) */
+	int64_t j0, jstep; /* its taps in wf */
+	int64_t taps;      /* 0: the phase is zeros */
+	int64_t e0, dil;   /* x's element for tap 0 at m = 0, and the step between taps */
+};
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+	while (b) {
+		int64_t r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static struct phase phase_of(const struct ct *t, int i, int64_t rho, int64_t plo)
+{
+	int64_t s = t->s[i], d = t->d[i], g = gcd64(d, s);
+	struct phase p = { .len = rho < t->len[i] ? (t->len[i] - rho + s - 1) / s : 0, .jstep = s / g, .dil = d / g };
+	p.j0 = -1;
+	for (int64_t j = 0; j < s / g && j < t->K[i]; j++)
+		if ((rho + j * d - plo) % s == 0) {
+			p.j0 = j;
+			break;
+		}
+	if (p.j0 >= 0) {
+		p.taps = (t->K[i] - 1 - p.j0) / p.jstep + 1;
+		p.e0 = floor_div(rho + p.j0 * d - plo, s);
+	}
+	return p;
+}
+
+/* The phase of x's spatial dims rho[] as a stride-1 convolution of x with
+ * the phase's taps of wf: [N, M, len..], zeros when it has no tap. */
+static struct ir_value *phase_conv(struct onnx_ctx *c, struct ir_value *x, struct ir_value *wf, const struct ct *t,
+				   const int64_t *rho)
+{
+	int k = t->k;
+	struct ir_attrs a = { .groups = t->G, .stride.n = k, .dilation.n = k, .pad_lo.n = k, .pad_hi.n = k };
+	struct ir_shape zs = { k + 2, { x->shape.dims[0], wf->shape.dims[0] } };
+	int64_t cut[IR_MAX_RANK], len[IR_MAX_RANK];
+	bool zero = false;
+	for (int i = 0; i < k; i++) {
+		/* the conv over zeros' pad: o reads x's zero-inserted v = o + j d - plo */
+		struct phase p = phase_of(t, i, rho[i], t->d[i] * (t->K[i] - 1) - t->lo[i]);
+		int64_t n = x->shape.dims[i + 2];
+		zs.dims[i + 2] = len[i] = p.len;
+		/* outputs m read x at m + e0 + tap * dil: those past x are zeros */
+		if (!p.taps || p.len == 0 || p.e0 >= n || p.e0 + p.len - 1 + (p.taps - 1) * p.dil < 0) {
+			zero = true;
+			continue;
+		}
+		wf = b_slice(c, wf, i + 2, p.j0, t->K[i], p.jstep);
+		int64_t plo = p.e0 < 0 ? -p.e0 : 0;
+		if (p.e0 > 0) /* x from e0 on */
+			x = b_slice(c, x, i + 2, p.e0, n, 1);
+		n -= p.e0 > 0 ? p.e0 : 0;
+		int64_t phi = p.len - n - plo + p.dil * (p.taps - 1);
+		a.stride.v[i] = 1;
+		a.dilation.v[i] = p.dil;
+		a.pad_lo.v[i] = plo;
+		a.pad_hi.v[i] = phi > 0 ? phi : 0;
+		cut[i] = 0;
+	}
+	if (zero || !x || !wf)
+		return zero ? b_broadcast_to(c, b_scalar(c, x->dtype, 0), &zs) : NULL;
+	struct ir_value *ops[2] = { x, wf };
+	return cut_spatial(c, b_op(c, IR_OP_CONV, 2, ops, &a), k, cut, len);
+}
+
+/* The phases along dims i.. (rho[0..i) fixed), each padded at the end to
+ * ceil(len / s) and given a unit dim after each spatial dim, concatenated
+ * along those: [N, M, L0, s0, L1, s1, ..] from dim i on. */
+static struct ir_value *phases_from(struct onnx_ctx *c, struct ir_value *x, struct ir_value *wf, const struct ct *t,
+				    int i, int64_t *rho)
+{
+	int k = t->k;
+	if (i == k) {
+		struct ir_value *y = phase_conv(c, x, wf, t, rho);
+		if (!y)
+			return NULL;
+		struct ir_attrs pa = { .pad_lo.n = k + 2, .pad_hi.n = k + 2, .mode = IR_PAD_CONSTANT };
+		struct ir_shape es = { 2 + 2 * k, { y->shape.dims[0], y->shape.dims[1] } };
+		bool pad = false;
+		for (int j = 0; j < k; j++) {
+			int64_t full = (t->len[j] + t->s[j] - 1) / t->s[j];
+			pa.pad_hi.v[j + 2] = full - y->shape.dims[j + 2];
+			pad = pad || pa.pad_hi.v[j + 2] > 0;
+			es.dims[2 + 2 * j] = full;
+			es.dims[3 + 2 * j] = 1;
+		}
+		if (pad)
+			y = b_op(c, IR_OP_PAD, 1, &y, &pa);
+		return b_reshape(c, y, &es);
+	}
+	struct ir_value *part[IR_MAX_RANK * 8];
+	int64_t s = t->s[i];
+	if (s > (int64_t)(sizeof part / sizeof *part))
+		return NULL;
+	for (rho[i] = 0; rho[i] < s; rho[i]++)
+		if (!(part[rho[i]] = phases_from(c, x, wf, t, i + 1, rho)))
+			return NULL;
+	return b_concat(c, (int)s, part, 3 + 2 * i);
+}
+
+/* Strides above 1: the result as the s^k phases of its positions (o mod
+ * s per dim), each a stride-1 convolution of x itself with the taps of
+ * the kernel that land on it, interleaved: s^k fewer multiply-adds than
+ * the conv over x with zeros inserted, whose products with the zeros are
+ * all but 1 in s^k of its work. */
+static struct ir_value *ct_phases(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
+{
+	int k = t->k;
+	int64_t rho[IR_MAX_RANK] = { 0 };
+	struct ir_value *y = phases_from(c, x, flipped_kernel(c, x, w, t), t, 0, rho);
+	if (!y)
+		return NULL;
+	struct ir_shape full = { k + 2, { y->shape.dims[0], y->shape.dims[1] } };
+	int64_t start[IR_MAX_RANK] = { 0 };
+	for (int i = 0; i < k; i++)
+		full.dims[i + 2] = y->shape.dims[2 + 2 * i] * t->s[i];
+	return cut_spatial(c, b_reshape(c, y, &full), k, start, t->len);
 }
 
 /* Kernel dims equal to the strides, no dilation, one group (UNet's k2s2
@@ -260,7 +410,10 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 					 (long long)ct.len[i]);
 		dot = dot && K[i] == s[i] && d[i] == 1;
 	}
-	struct ir_value *y = dot ? ct_dot(c, x, w, &ct) : ct_conv(c, x, w, &ct);
+	bool strided = false;
+	for (int i = 0; i < k; i++)
+		strided = strided || s[i] > 1;
+	struct ir_value *y = dot ? ct_dot(c, x, w, &ct) : strided ? ct_phases(c, x, w, &ct) : ct_conv(c, x, w, &ct);
 	if (y && nin > 2 && in[2]) {
 		struct ir_shape bs = { r, { 1, y->shape.dims[1] } };
 		for (int i = 2; i < r; i++)

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "grad_check.h"
@@ -95,6 +96,130 @@ static void check_model(const char *what, struct mb *b, const char *file)
 }
 
 /* ---- ConvTranspose ---------------------------------------------------------------- */
+
+/* ConvTranspose's definition, as a scatter: every x[n, c, i..] times every
+ * tap W[c, m', j..] adds to y[n, g M/G + m', i s + j d - lo ..]. */
+static void ct_naive(int k, const int64_t *xd, const int64_t *wd, int64_t G, const int64_t *s, const int64_t *d,
+		     const int64_t *lo, const int64_t *yd, const double *x, const double *w, double *y)
+{
+	int64_t C = xd[1], Mg = wd[1], M = yd[1], ny = yd[0] * M, nx = 1, nk = 1, ns = 1;
+	for (int i = 0; i < k; i++) {
+		ny *= yd[i + 2];
+		nx *= xd[i + 2];
+		nk *= wd[i + 2];
+		ns *= yd[i + 2];
+	}
+	memset(y, 0, (size_t)ny * sizeof *y);
+	for (int64_t n = 0; n < xd[0]; n++)
+		for (int64_t c = 0; c < C; c++)
+			for (int64_t mm = 0; mm < Mg; mm++)
+				for (int64_t xi = 0; xi < nx; xi++)
+					for (int64_t ji = 0; ji < nk; ji++) {
+						int64_t off = 0, xr = xi, jr = ji;
+						bool in = true;
+						for (int i = k - 1; i >= 0; i--) {
+							int64_t a = xr % xd[i + 2], b = jr % wd[i + 2];
+							xr /= xd[i + 2];
+							jr /= wd[i + 2];
+							int64_t o = a * s[i] + b * d[i] - lo[i], stride = 1;
+							for (int q = i + 1; q < k; q++)
+								stride *= yd[q + 2];
+							in = in && o >= 0 && o < yd[i + 2];
+							off += o * stride;
+						}
+						if (!in)
+							continue;
+						int64_t m = c / (C / G) * Mg + mm;
+						y[(n * M + m) * ns + off] += x[(n * C + c) * nx + xi] *
+									     w[(c * Mg + mm) * nk + ji];
+					}
+}
+
+/* Random ConvTranspose nodes (1-D to 3-D; strides 1 to 3, dilations 1 to
+ * 2, groups, pads of either sign through output_shape-free pads, and
+ * output_padding) imported and run by the interpreter against ct_naive:
+ * the decompositions (zero insertion, phases, the dot) against the
+ * definition, forward. */
+static void test_conv_transpose_values(void)
+{
+	int bad = 0, cases = 40;
+	char first[300] = "";
+	for (int t = 0; t < cases; t++) {
+		int k = 1 + t % 3;
+		int64_t G = 1 + (int64_t)(urand() * 2), Cg = 1 + (int64_t)(urand() * 2),
+			Mg = 1 + (int64_t)(urand() * 2);
+		int64_t xd[5] = { 1 + (int64_t)(urand() * 2), G * Cg }, wd[5] = { G * Cg, Mg }, yd[5], s[3], d[3],
+			lo[3], hi[3], op[3];
+		yd[0] = xd[0];
+		yd[1] = G * Mg;
+		char xs[64], ws[64], ys[64];
+		int nx = snprintf(xs, sizeof xs, "%lld,%lld", (long long)xd[0], (long long)xd[1]);
+		int nw = snprintf(ws, sizeof ws, "%lld,%lld", (long long)wd[0], (long long)wd[1]);
+		int ny = snprintf(ys, sizeof ys, "%lld,%lld", (long long)yd[0], (long long)yd[1]);
+		for (int i = 0; i < k; i++) {
+			xd[i + 2] = 1 + (int64_t)(urand() * (k == 3 ? 3 : 5));
+			wd[i + 2] = 1 + (int64_t)(urand() * 4);
+			s[i] = 1 + (int64_t)(urand() * 3);
+			d[i] = 1 + (int64_t)(urand() * 2);
+			op[i] = (int64_t)(urand() * (double)(s[i] > d[i] ? s[i] : d[i]));
+			lo[i] = (int64_t)(urand() * 3);
+			hi[i] = (int64_t)(urand() * 3);
+			yd[i + 2] = s[i] * (xd[i + 2] - 1) + op[i] + d[i] * (wd[i + 2] - 1) + 1 - lo[i] - hi[i];
+			if (yd[i + 2] < 1) { /* keep the output non-empty */
+				lo[i] = hi[i] = 0;
+				yd[i + 2] = s[i] * (xd[i + 2] - 1) + op[i] + d[i] * (wd[i + 2] - 1) + 1;
+			}
+			nx += snprintf(xs + nx, sizeof xs - (size_t)nx, ",%lld", (long long)xd[i + 2]);
+			nw += snprintf(ws + nw, sizeof ws - (size_t)nw, ",%lld", (long long)wd[i + 2]);
+			ny += snprintf(ys + ny, sizeof ys - (size_t)ny, ",%lld", (long long)yd[i + 2]);
+		}
+		int64_t pads[6];
+		for (int i = 0; i < k; i++)
+			pads[i] = lo[i], pads[i + k] = hi[i];
+		struct mb *b = mb_new(13);
+		mb_input(b, "x", T_DOUBLE, xs);
+		mb_input(b, "W", T_DOUBLE, ws);
+		Onnx__NodeProto *n = mb_node(b, "ConvTranspose", "up", "x,W", "y");
+		attr_ints(b, n, "strides", k, s);
+		attr_ints(b, n, "dilations", k, d);
+		attr_ints(b, n, "pads", 2 * k, pads);
+		attr_ints(b, n, "output_padding", k, op);
+		mb_attr_int(b, n, "group", G);
+		mb_output(b, "y", T_DOUBLE, ys);
+		struct ir_graph *g = onnx_import(mb_write(b, "ct_values.onnx"), NULL, NULL);
+		mb_free(b);
+		struct ir_tensor in[2], out[1];
+		bool ok = g != NULL;
+		for (int i = 0; ok && i < 2; i++) {
+			struct ir_value *v = ir_graph_input(g, i);
+			ok = ir_tensor_alloc(&in[i], v->dtype, &v->shape) == 0;
+			fill_values(in[i].data, ir_shape_numel(&v->shape), UNI(-1, 1));
+		}
+		ok = ok && interp_run(g, in, out) == 0;
+		double worst = ok ? 0 : INFINITY;
+		if (ok) {
+			int64_t cnt = ir_shape_numel(&out[0].shape);
+			double *want = malloc((size_t)cnt * sizeof *want);
+			ct_naive(k, xd, wd, G, s, d, lo, yd, in[0].data, in[1].data, want);
+			for (int64_t i = 0; i < cnt; i++)
+				worst = fmax(worst, fabs(((double *)out[0].data)[i] - want[i]));
+			free(want);
+			ir_tensor_free(&out[0]);
+		}
+		if (g) {
+			ir_tensor_free(&in[0]);
+			ir_tensor_free(&in[1]);
+			ir_graph_free(g);
+		}
+		if (!(worst <= 1e-12) && !bad++)
+			snprintf(first, sizeof first, "x [%s] W [%s] -> [%s]: max err %.3g%s%s", xs, ws, ys, worst,
+				 g ? "" : ": ", g ? "" : ir_error());
+	}
+	TAP_OK(bad == 0,
+	       "ConvTranspose forward, %d random cases (1-D to 3-D, strides 1-3, dilations, groups, pads, "
+	       "output_padding) equal the definition (a scatter) within 1e-12%s%s",
+	       cases, bad ? "; first: " : "", first);
+}
 
 static void test_conv_transpose(void)
 {
@@ -215,6 +340,7 @@ int main(void)
 {
 	if (tmpdir_make(tmpdir) < 0)
 		return 1;
+	test_conv_transpose_values();
 	test_conv_transpose();
 	test_resize();
 	test_depth_space();
