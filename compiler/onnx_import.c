@@ -539,7 +539,8 @@ static const struct onnx_op_def *find_op(const char *name)
 	} tables[] = { { onnx_ops_basic, &onnx_ops_basic_count },
 		       { onnx_ops_shape, &onnx_ops_shape_count },
 		       { onnx_ops_nn, &onnx_ops_nn_count },
-		       { onnx_ops_image, &onnx_ops_image_count } };
+		       { onnx_ops_image, &onnx_ops_image_count },
+		       { onnx_ops_convt, &onnx_ops_convt_count } };
 	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
 		for (int i = 0; i < *tables[t].count; i++)
 			if (strcmp(tables[t].defs[i].name, name) == 0)

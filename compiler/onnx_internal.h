@@ -46,7 +46,8 @@ struct onnx_op_def {
 
 /* The handler tables: elementwise (onnx_ops.c), shapes and data movement
  * (onnx_ops_shape.c), contractions and nn ops (onnx_ops_nn.c), image ops
- * (onnx_ops_image.c: ConvTranspose, Resize, DepthToSpace...). */
+ * (onnx_ops_image.c: Resize, DepthToSpace...), ConvTranspose
+ * (onnx_ops_convt.c). */
 extern const struct onnx_op_def onnx_ops_basic[];
 extern const int onnx_ops_basic_count;
 extern const struct onnx_op_def onnx_ops_shape[];
@@ -55,6 +56,8 @@ extern const struct onnx_op_def onnx_ops_nn[];
 extern const int onnx_ops_nn_count;
 extern const struct onnx_op_def onnx_ops_image[];
 extern const int onnx_ops_image_count;
+extern const struct onnx_op_def onnx_ops_convt[];
+extern const int onnx_ops_convt_count;
 
 /* Reads a whole ONNX file (regular, under 2 GiB) into *buf (ir_malloc'd).
  * Errors name the file: -errno when it cannot be opened, -EINVAL not a

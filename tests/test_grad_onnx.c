@@ -1,7 +1,7 @@
 /*
  * test_grad_onnx.c: autodiff through ONNX ops that the importer decomposes
- * into several core ops (compiler/onnx_ops_image.c): ConvTranspose,
- * Resize, DepthToSpace, SpaceToDepth.
+ * into several core ops (compiler/onnx_ops_convt.c, onnx_ops_image.c):
+ * ConvTranspose, Resize, DepthToSpace, SpaceToDepth.
  *
  * Each case builds a one-node f64 model (onnx_builder.h), imports it and
  * checks dL/d(every graph input) of L = reduce_sum(y * W) against central

@@ -376,7 +376,7 @@ static void test_empty_scalars(void)
 			   "(ConstantOfShape)", "value");
 }
 
-/* ---- image ops (onnx_ops_image.c) ---------------------------------------------- */
+/* ---- image ops (onnx_ops_image.c, onnx_ops_convt.c) ---------------------------------------------- */
 
 static void mb_attr_string(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v)
 {
