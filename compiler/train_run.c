@@ -97,7 +97,7 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 	d->in = ir_calloc((size_t)nd + 1, sizeof *d->in);
 	if (!d->in)
 		return -ENOMEM;
-	for (int f = 0, k = 0; rc == 0; f++) {
+	for (int f = 0, pos = 0; rc == 0; f++) {
 		snprintf(path, sizeof path, "%s/input_%d.pb", dir, f);
 		if (!is_file(path))
 			break;
@@ -111,13 +111,12 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 			ir_free(name);
 			continue;
 		}
-		k++;
-		int at = -1;
+		int k = pos++, at = -1; /* k: the file's place among those read */
 		for (int i = 0; i < nd && at < 0 && name; i++)
 			if (ir_graph_input(tr->ts.g, i)->name && !strcmp(ir_graph_input(tr->ts.g, i)->name, name))
 				at = i;
-		if ((at < 0 || d->in[at].data) && k - 1 < nd && !d->in[k - 1].data)
-			at = k - 1; /* unnamed, or the name is taken: by position */
+		if ((at < 0 || d->in[at].data) && k < nd && !d->in[k].data)
+			at = k; /* unnamed, or the name is taken: by position */
 		ir_free(name);
 		if (at < 0 || d->in[at].data) {
 			ir_tensor_free(&t);
