@@ -1,6 +1,7 @@
 /*
  * interp_internal.h: helpers shared by the reference interpreter's files
- * (interp.c: elementwise ops, dispatch and graph walk; interp_dot.c: dot
+ * (interp.c: elementwise ops and dispatch; interp_data.c: dtype
+ * conversions and layout; interp_run.c: the graph walk; interp_dot.c: dot
  * and conv; interp_nn.c: everything else). Not part of compiler.h.
  *
  * Kernels compute in one of two domains chosen by the operand dtype: double
@@ -16,7 +17,7 @@
 /* Elements per stack buffer in blockwise kernels. */
 #define INTERP_BLOCK 512
 
-/* ---- domain conversions (interp.c) ---------------------------------------
+/* ---- domain conversions (interp_data.c) ----------------------------------
  * load: elements off..off+n-1 of t, exactly (bool reads 0/1).
  * store_f64: rounds once to t's dtype (nearest even, also for f16/bf16);
  *   to integers truncates toward zero (NaN -> 0, clamped to int64, then
@@ -39,7 +40,7 @@ int interp_nomem(const char *what);
 /* v's name, or "%ID" written into buf, for messages. */
 const char *interp_value_name(const struct ir_value *v, char *buf, size_t n);
 
-/* ---- layout helpers (interp.c) ------------------------------------------ */
+/* ---- layout helpers (interp_data.c) ------------------------------------- */
 
 /* Row-major strides of s, in elements. */
 void interp_strides(const struct ir_shape *s, int64_t *strides);
