@@ -17,24 +17,35 @@ void *rt_buf(const struct rt *r, const struct plan_buffer *b)
 	return r->arena + b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b));
 }
 
-int rt_run_kernel(struct rt *r, const struct plan_instr *x)
+int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf)
 {
 	int rc;
-	if (rt_kernel_host(r, x, &rc))
+	if (rt_kernel_host_on(r, kernel, buf, &rc))
 		return rc;
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	const struct plan_kernel *k = &r->p->kernels[kernel];
 	struct ir_tensor tin[256], tout[2];
 	if (k->nin > 256 || k->nout > 2)
-		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", x->kernel, k->nin, k->nout);
+		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", kernel, k->nin, k->nout);
 	for (int j = 0; j < k->nin; j++)
-		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], rt_buf(r, rt_arg(r, x, j)) };
+		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], buf[j] };
 	if ((rc = interp_kernel(k, tin, tout)) < 0)
 		return rc;
 	for (int j = 0; j < k->nout; j++) {
-		memcpy(rt_buf(r, rt_arg(r, x, k->nin + j)), tout[j].data, ir_tensor_bytes(&tout[j]));
+		memcpy(buf[k->nin + j], tout[j].data, ir_tensor_bytes(&tout[j]));
 		ir_tensor_free(&tout[j]);
 	}
 	return 0;
+}
+
+int rt_run_kernel(struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	void *buf[258];
+	if (k->nin > 256 || k->nout > 2)
+		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", x->kernel, k->nin, k->nout);
+	for (int j = 0; j < k->nin + k->nout; j++)
+		buf[j] = rt_buf(r, rt_arg(r, x, j));
+	return rt_run_kernel_on(r, x->kernel, buf);
 }
 
 static int run_one(struct rt *r, const struct plan_instr *x, int pos)

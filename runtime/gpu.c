@@ -137,42 +137,19 @@ static int arena(struct rt *r)
 	return rc == 0 ? gpu_wait(r, g->compute, "clearing the arena") : rc;
 }
 
-static int cmp_range(const void *x, const void *y)
-{
-	const int64_t *a = x, *b = y;
-	return a[0] < b[0] ? -1 : a[0] > b[0];
-}
-
-/* Pins the host pages of the buffers the host feeds or reads every step
- * (inputs, outputs), merged into disjoint page runs. A registration that
- * fails only costs speed. */
+/* Pins the host arena, through which the host feeds inputs, reads outputs
+ * and runs the kernels the GPU has no code for: all of it, as one range,
+ * since a copy whose host bytes are partly registered fails
+ * (CUDA_ERROR_INVALID_VALUE), and pinning only the inputs' and outputs'
+ * pages cut through the buffers that share their first and last pages. A
+ * sparse arena (only touched pages are real) is not pinned, nor one the
+ * driver refuses: both only cost speed. */
 static void pin_io(struct rt *r)
 {
-	const struct plan_device *d = r->d;
 	struct rt_gpu *g = r->gpu;
-	int64_t page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-	int64_t(*v)[2] = ir_calloc((size_t)d->nbuf + 1, sizeof *v);
-	int n = 0;
-	if (!v)
-		return;
-	for (int k = 0; k < d->nbuf; k++) {
-		const struct plan_buffer *x = &d->buf[k];
-		if (x->bind != PLAN_BIND_INPUT && x->bind != PLAN_BIND_OUTPUT)
-			continue;
-		v[n][0] = x->offset / page * page;
-		v[n][1] = (x->offset + plan_slot_stride(x) * plan_buffer_slots(x) + page - 1) / page * page;
-		n++;
-	}
-	qsort(v, (size_t)n, sizeof *v, cmp_range);
-	for (int i = 0, j; i < n; i = j) {
-		int64_t hi = v[i][1];
-		for (j = i + 1; j < n && v[j][0] <= hi; j++)
-			hi = v[j][1] > hi ? v[j][1] : hi;
-		if (g->npinned < GPU_MAX_PINNED &&
-		    g->a->cuMemHostRegister(r->arena + v[i][0], (size_t)(hi - v[i][0]), 0) == CUDA_SUCCESS)
-			g->pinned[g->npinned++] = r->arena + v[i][0];
-	}
-	ir_free(v);
+	size_t n = (size_t)r->d->arena_bytes;
+	if (!r->sparse && n && g->a->cuMemHostRegister(r->arena, n, 0) == CUDA_SUCCESS)
+		g->pinned[g->npinned++] = r->arena;
 }
 
 /* ---- the plan's kernels ------------------------------------------------------ */
@@ -243,6 +220,32 @@ static int load_module(struct rt_gpu *g, const char *text)
 	return rc;
 }
 
+/* The stand-in's kernels (gpu_api.h): plan kernel N, named pcc_kN in the
+ * PTX, runs by its host code or the reference kernel over the launch's
+ * operands. */
+static int standin_run(void *ctx, int kernel, void *const *args)
+{
+	return rt_run_kernel_on(ctx, kernel, args);
+}
+
+static int standin_lookup(void *ctx, const char *name, struct gpu_standin_kernel *k)
+{
+	static int64_t bytes[512];
+	struct rt *r = ctx;
+	char *end;
+	long i = strncmp(name, "pcc_k", 5) ? -1 : strtol(name + 5, &end, 10);
+	if (i < 0 || *end || i >= r->p->nkernels)
+		return -EINVAL;
+	const struct plan_kernel *pk = &r->p->kernels[i];
+	int n = pk->nin + pk->nout;
+	if (n > 512)
+		return -EINVAL;
+	for (int j = 0; j < n; j++)
+		bytes[j] = ir_shape_numel(&pk->shape[j]) * (int64_t)ir_dtype_size(pk->dtype[j]);
+	*k = (struct gpu_standin_kernel){ n, pk->nin, (int)i, bytes, cg_kernel_rows(pk, true), standin_run, r };
+	return 0;
+}
+
 static int kernels(struct rt *r)
 {
 	struct rt_gpu *g = r->gpu;
@@ -260,6 +263,8 @@ static int kernels(struct rt *r)
 				 "the plan has no PTX for %s (sm_%d): recompile it for a GPU cluster or with "
 				 "--codegen ptx",
 				 g->name, g->cc);
+	if (gpu_api_standin(g->a))
+		gpu_standin_kernels(standin_lookup, r);
 	int rc = load_module(g, text);
 	for (int k = 0; k < p->nkernels && rc == 0; k++) {
 		char name[32];

@@ -12,6 +12,8 @@
 #include <cublasLt.h>
 #include <cuda.h>
 #include <nccl.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 /* clang-format off */
 #define GPU_CU_FUNCS(X)                                                                                   \
@@ -49,6 +51,27 @@ struct gpu_api {
  * process). NULL, with a message naming the library and what to install,
  * when one is missing. */
 const struct gpu_api *gpu_api_load(void);
+
+/* The checking stand-in for a GPU (gpu_standin.h): the same table over
+ * host memory, MPI and the plan's host kernels. gpu_api_load() returns it
+ * when the environment has PCC_GPU_STANDIN=1. */
+const struct gpu_api *gpu_standin_load(void);
+bool gpu_api_standin(const struct gpu_api *a);
+
+/* What the stand-in runs for a kernel its PTX declares: run(ctx, kernel,
+ * args) on the host addresses of the nargs device pointers in the launch's
+ * argument table (the first nin read, the rest written; bytes[j] each),
+ * launched with rows rows. */
+struct gpu_standin_kernel {
+	int nargs, nin, kernel;
+	const int64_t *bytes; /* [nargs], copied by the stand-in */
+	int64_t rows;
+	int (*run)(void *ctx, int kernel, void *const *args);
+	void *ctx;
+};
+/* 0 and *k for the kernel called name, or a negative errno. */
+typedef int (*gpu_standin_lookup_fn)(void *ctx, const char *name, struct gpu_standin_kernel *k);
+void gpu_standin_kernels(gpu_standin_lookup_fn f, void *ctx);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY: out of memory" style text of driver status e. */
 const char *gpu_cu_error(const struct gpu_api *a, CUresult e);

@@ -133,18 +133,18 @@ static int run_core(struct rt *r, const struct plan_kernel *k, void *const *buf,
 	return 0;
 }
 
-bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc)
+bool rt_kernel_host_on(struct rt *r, int kernel, void *const *buf, int *rc)
 {
 	*rc = 0;
 	if (!r->fn)
 		return false;
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	const struct plan_kernel *k = &r->p->kernels[kernel];
 	void *args[66];
 	if (k->nin > 64)
 		return false;
 	for (int j = 0; j <= k->nin; j++)
-		args[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
-	if (!r->fn[x->kernel])
+		args[j] = buf[j];
+	if (!r->fn[kernel])
 		return !k->nbody && host_op(r, k, args, NULL);
 	int64_t rows = k->rows;
 	if (k->nbody > 1 && plan_kernel_core(k) != IR_OP_COUNT) {
@@ -152,13 +152,25 @@ bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc)
 		 * function reads the call's result as operand nin; the call
 		 * may run it itself, on blocks of rows still in cache */
 		args[k->nin + 1] = args[k->nin];
-		struct rt_epilogue epi = { r->fn[x->kernel], args, rows, false };
+		struct rt_epilogue epi = { r->fn[kernel], args, rows, false };
 		if ((*rc = run_core(r, k, args, &epi)) < 0 || epi.done)
 			return true;
 	}
-	struct call c = { r->fn[x->kernel], args };
+	struct call c = { r->fn[kernel], args };
 	int64_t per = rows ? ir_shape_numel(&k->shape[k->nin]) / rows : 1;
 	int64_t grain = 32768 / (per > 0 ? per : 1);
 	pool_run(r->pool, chunk, &c, rows, grain > 0 ? grain : 1);
 	return true;
+}
+
+bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	void *buf[66];
+	*rc = 0;
+	if (!r->fn || k->nin > 64)
+		return false;
+	for (int j = 0; j <= k->nin; j++)
+		buf[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
+	return rt_kernel_host_on(r, x->kernel, buf, rc);
 }

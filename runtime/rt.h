@@ -117,10 +117,15 @@ void rt_kernels_release(struct rt *r);
  * a dot or a convolution (plan_kernel_core) runs that op first, then its
  * generated epilogue in place on the result. */
 bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc);
+/* The same for plan kernel `kernel` over buf (its nin operands, then its
+ * results): the GPU stand-in runs a launch this way. */
+bool rt_kernel_host_on(struct rt *r, int kernel, void *const *buf, int *rc);
 
 /* ---- exec.c */
 /* Runs kernel instruction x on the host (generated code or reference). */
 int rt_run_kernel(struct rt *r, const struct plan_instr *x);
+/* The same for plan kernel `kernel` over buf (operands, then results). */
+int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf);
 /* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;
  * STEP 1-based, default 1): at that instruction the rank exits at once,
  * sleeps forever, or fails as a kernel error would. RANK:ckpt:enospc[:STEP]:

@@ -1,0 +1,1200 @@
+/*
+ * gpu_standin.c: the CUDA driver API of the checking stand-in for a GPU
+ * (gpu_standin.h says what it checks and how work runs). pcc-run uses it
+ * instead of the real libraries when PCC_GPU_STANDIN is set (gpu_api.c):
+ *
+ *	PCC_GPU_STANDIN=1 mpirun -np 4 pcc-run plan.bin ...
+ *
+ * It has PCC_GPU_STANDIN_DEVICES devices per host (8) of compute
+ * capability 9.0 with PCC_GPU_STANDIN_MEM bytes each (80 GiB). Kernels run
+ * by the host code (or the reference kernels) of the plan kernel whose
+ * name the PTX declares (gpu_standin_kernels), never by the PTX itself.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ir/ir.h"
+#include "runtime/gpu_standin.h"
+
+#define MAX_STREAMS 512
+#define ADDR_BASE 0x200000000000ull
+#define ADDR_GAP (1ull << 20)
+#define CUBIN_MAGIC "PCC-STANDIN-CUBIN\n"
+#define LIVE 0x6c697665u
+#define DEAD 0x64656164u
+
+struct alloc {
+	CUdeviceptr lo;
+	size_t n;
+	unsigned char *host;
+	bool live;
+	uint64_t call; /* that allocated it */
+};
+
+struct stream {
+	bool used, live;
+	struct si_op *head, *tail;
+	uint64_t done; /* clock of its last finished op */
+	uint64_t vc[MAX_STREAMS];
+};
+
+struct CUstream_st {
+	uint32_t magic;
+	int idx;
+};
+
+struct CUevent_st {
+	uint32_t magic;
+	bool recorded;
+	int stream;
+	uint64_t at;
+	uint64_t vc[MAX_STREAMS];
+};
+
+struct CUctx_st {
+	int dev;
+};
+
+struct CUlinkState_st {
+	uint32_t magic;
+	char *ptx;
+	char *cubin;
+	size_t ncubin;
+};
+
+struct CUmod_st {
+	uint32_t magic;
+	char *ptx;
+};
+
+struct CUfunc_st {
+	uint32_t magic;
+	char name[64];
+	struct gpu_standin_kernel k;
+	int64_t *bytes;
+};
+
+/* Work done on device memory, kept until the host has seen it finish. */
+struct hist {
+	CUdeviceptr lo, hi;
+	bool write;
+	int stream;
+	uint64_t clock, call;
+	const char *what;
+};
+
+static struct {
+	struct alloc *al;
+	int nal, capal;
+	CUdeviceptr next;
+	size_t used, total;
+	int ndev;
+	bool init;
+	struct CUctx_st ctx[64];
+	bool ctx_current;
+	struct stream st[MAX_STREAMS];
+	uint64_t host_vc[MAX_STREAMS];
+	struct hist *h;
+	int nh, caph;
+	void *reg[1024][2]; /* host ranges registered: base, end */
+	int nreg;
+	uint64_t calls;
+	CUresult sticky;
+	int detail_code;
+	char detail[1536];
+	gpu_standin_lookup_fn lookup;
+	void *lookup_ctx;
+} S;
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+static const char *cu_name(CUresult e)
+{
+	switch ((int)e) {
+	case CUDA_SUCCESS:
+		return "no error";
+	case CUDA_ERROR_INVALID_VALUE:
+		return "invalid argument";
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return "out of memory";
+	case CUDA_ERROR_NOT_INITIALIZED:
+		return "initialization error";
+	case CUDA_ERROR_INVALID_DEVICE:
+		return "invalid device ordinal";
+	case CUDA_ERROR_INVALID_IMAGE:
+		return "device kernel image is invalid";
+	case CUDA_ERROR_INVALID_CONTEXT:
+		return "invalid device context";
+	case CUDA_ERROR_INVALID_HANDLE:
+		return "invalid resource handle";
+	case CUDA_ERROR_NOT_FOUND:
+		return "named symbol not found";
+	case CUDA_ERROR_NOT_READY:
+		return "device not ready";
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+		return "an illegal memory access was encountered";
+	case CUDA_ERROR_LAUNCH_FAILED:
+		return "unspecified launch failure";
+	case CUDA_ERROR_INVALID_PTX:
+		return "a PTX JIT compilation failed";
+	case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+		return "part or all of the requested memory range is already mapped";
+	case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+		return "pointer does not correspond to a registered memory region";
+	case CUDA_ERROR_LAUNCH_TIMEOUT:
+		return "the launch timed out and was terminated";
+	default:
+		return NULL;
+	}
+}
+
+CUresult si_fail(CUresult e, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	S.detail_code = (int)e;
+	snprintf(S.detail, sizeof S.detail, "%s [GPU stand-in: %s]", cu_name(e) ? cu_name(e) : "error", msg);
+	return e;
+}
+
+const char *si_detail(int e)
+{
+	return S.detail[0] && S.detail_code == e ? S.detail : NULL;
+}
+
+CUresult si_sticky(void)
+{
+	return S.sticky;
+}
+
+uint64_t si_calls(void)
+{
+	return S.calls;
+}
+
+static CUresult get_error_string(CUresult e, const char **s)
+{
+	const char *d = si_detail((int)e);
+	*s = d ? d : cu_name(e);
+	return *s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Every call counts (for messages) and stops on a failed piece of work:
+ * as on a GPU, the context is lost. */
+#define ENTER()                          \
+	do {                             \
+		S.calls++;               \
+		if (S.sticky)            \
+			return S.sticky; \
+	} while (0)
+
+#define NEED_CTX(what)                                                                                                \
+	do {                                                                                                          \
+		if (!S.ctx_current)                                                                                   \
+			return si_fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no current context (cuCtxSetCurrent)", what); \
+	} while (0)
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+/* The allocation whose range [lo, lo + n + gap) holds p, or NULL. */
+static struct alloc *find(CUdeviceptr p)
+{
+	int lo = 0, hi = S.nal - 1;
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		struct alloc *a = &S.al[mid];
+		if (p < a->lo)
+			hi = mid - 1;
+		else if (p >= a->lo + a->n + ADDR_GAP)
+			lo = mid + 1;
+		else
+			return a;
+	}
+	return NULL;
+}
+
+static const char *bytes_str(double n, char *b)
+{
+	return ir_bytes_str(n, b);
+}
+
+void *si_host(CUdeviceptr p, size_t n, const char *what)
+{
+	struct alloc *a = find(p);
+	char b1[IR_BYTES_STRLEN], b2[IR_BYTES_STRLEN];
+	if (!a) {
+		si_fail(CUDA_ERROR_INVALID_VALUE, "%s 0x%llx is not device memory (no allocation holds it)", what,
+			(unsigned long long)p);
+		return NULL;
+	}
+	int idx = (int)(a - S.al);
+	if (!a->live) {
+		si_fail(CUDA_ERROR_INVALID_VALUE, "%s 0x%llx is in allocation #%d (%s), freed", what,
+			(unsigned long long)p, idx, bytes_str((double)a->n, b1));
+		return NULL;
+	}
+	if (p - a->lo > a->n || n > a->n - (p - a->lo)) {
+		si_fail(CUDA_ERROR_INVALID_VALUE,
+			"%s [0x%llx, +%zu) runs %llu bytes past the end of allocation #%d (0x%llx, %s, made by call "
+			"%llu) at offset %llu of its %s",
+			what, (unsigned long long)p, n, (unsigned long long)(p - a->lo + n - a->n), idx,
+			(unsigned long long)a->lo, bytes_str((double)a->n, b2), (unsigned long long)a->call,
+			(unsigned long long)(p - a->lo), bytes_str((double)a->n, b1));
+		return NULL;
+	}
+	return a->host + (p - a->lo);
+}
+
+static CUresult mem_alloc(CUdeviceptr *p, size_t n)
+{
+	ENTER();
+	NEED_CTX("cuMemAlloc");
+	char b[IR_BYTES_STRLEN], c[IR_BYTES_STRLEN];
+	if (!p || n == 0)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc of %zu bytes", n);
+	if (n > S.total - S.used)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc of %s with %s free", bytes_str((double)n, b),
+			       bytes_str((double)(S.total - S.used), c));
+	if (S.nal == S.capal) {
+		int cap = S.capal ? 2 * S.capal : 64;
+		struct alloc *v = ir_realloc(S.al, (size_t)cap * sizeof *v);
+		if (!v)
+			return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory for the allocation table");
+		S.al = v;
+		S.capal = cap;
+	}
+	unsigned char *h = ir_malloc(n);
+	if (!h)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc of %s: the host has no memory for it",
+			       bytes_str((double)n, b));
+	memset(h, 0xff, n); /* device memory starts as garbage: NaN in floats */
+	if (!S.next)
+		S.next = ADDR_BASE;
+	S.al[S.nal++] = (struct alloc){ S.next, n, h, true, S.calls };
+	*p = S.next;
+	S.next = (S.next + n + ADDR_GAP + ADDR_GAP - 1) / ADDR_GAP * ADDR_GAP;
+	S.used += n;
+	return CUDA_SUCCESS;
+}
+
+/* Whether queued work (not yet run) touches [lo, hi). */
+static const struct si_op *queued_on(CUdeviceptr lo, CUdeviceptr hi)
+{
+	for (int s = 0; s < MAX_STREAMS; s++)
+		for (const struct si_op *o = S.st[s].head; o; o = o->next)
+			for (int j = 0; j < o->nrg; j++)
+				if (o->rg[j].lo < hi && lo < o->rg[j].hi)
+					return o;
+	return NULL;
+}
+
+static CUresult mem_free(CUdeviceptr p)
+{
+	ENTER();
+	NEED_CTX("cuMemFree");
+	struct alloc *a = find(p);
+	if (!a || a->lo != p || !a->live)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemFree(0x%llx): %s", (unsigned long long)p,
+			       !a || a->lo != p ? "not the start of an allocation" : "freed twice");
+	const struct si_op *o = queued_on(a->lo, a->lo + a->n);
+	if (o)
+		return si_fail(CUDA_ERROR_INVALID_VALUE,
+			       "cuMemFree(0x%llx) while queued work uses it (%s, call %llu, not yet waited for)",
+			       (unsigned long long)p, o->what, (unsigned long long)o->call);
+	a->live = false;
+	ir_free(a->host);
+	a->host = NULL;
+	S.used -= a->n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult mem_get_info(size_t *free_b, size_t *total)
+{
+	ENTER();
+	NEED_CTX("cuMemGetInfo");
+	*free_b = S.total - S.used;
+	*total = S.total;
+	return CUDA_SUCCESS;
+}
+
+static CUresult host_register(void *p, size_t n, unsigned int flags)
+{
+	ENTER();
+	char *lo = p, *hi = lo + n;
+	if (!p || n == 0)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister(%p, %zu)", p, n);
+	for (int i = 0; i < S.nreg; i++)
+		if (lo < (char *)S.reg[i][1] && (char *)S.reg[i][0] < hi)
+			return si_fail(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+				       "cuMemHostRegister(%p, %zu) overlaps the registered range at %p", p, n,
+				       S.reg[i][0]);
+	if (S.nreg == 1024)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "more than 1024 registered host ranges");
+	S.reg[S.nreg][0] = lo;
+	S.reg[S.nreg][1] = hi;
+	S.nreg++;
+	(void)flags;
+	return CUDA_SUCCESS;
+}
+
+static CUresult host_unregister(void *p)
+{
+	ENTER();
+	for (int i = 0; i < S.nreg; i++)
+		if (S.reg[i][0] == p) {
+			S.reg[i][0] = S.reg[S.nreg - 1][0];
+			S.reg[i][1] = S.reg[S.nreg - 1][1];
+			S.nreg--;
+			return CUDA_SUCCESS;
+		}
+	return si_fail(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister(%p): not registered", p);
+}
+
+/* ---- streams, events and the engine ---------------------------------------------- */
+
+static struct stream *stream_of(CUstream s)
+{
+	return &S.st[s ? s->idx : 0];
+}
+
+CUresult si_stream_ok(CUstream s, const char *what)
+{
+	if (s && (s->magic != LIVE || s->idx <= 0 || s->idx >= MAX_STREAMS || !S.st[s->idx].live))
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "%s on a stream that is not live (destroyed?)", what);
+	return CUDA_SUCCESS;
+}
+
+static void vc_max(uint64_t *dst, const uint64_t *src)
+{
+	for (int i = 0; i < MAX_STREAMS; i++)
+		dst[i] = src[i] > dst[i] ? src[i] : dst[i];
+}
+
+void *si_op_new(size_t size, const char *what, int (*step)(struct si_op *, bool), int nrg)
+{
+	struct si_op *o = ir_calloc(1, size);
+	if (!o)
+		return NULL;
+	o->what = what;
+	o->step = step;
+	o->nrg = nrg;
+	if (nrg && !(o->rg = ir_calloc((size_t)nrg, sizeof *o->rg))) {
+		ir_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* done() frees the whole op, its ranges included */
+static void op_free(struct si_op *o)
+{
+	if (o->done) {
+		o->done(o);
+		return;
+	}
+	ir_free(o->rg);
+	ir_free(o);
+}
+
+static const char *rw(bool write)
+{
+	return write ? "writes" : "reads";
+}
+
+/* The host has seen every stream reach vc: work it covers is ordered
+ * before anything queued from now on and needs no more checking. */
+static void host_saw(const uint64_t *vc)
+{
+	vc_max(S.host_vc, vc);
+	int k = 0;
+	for (int i = 0; i < S.nh; i++)
+		if (S.host_vc[S.h[i].stream] < S.h[i].clock)
+			S.h[k++] = S.h[i];
+	S.nh = k;
+}
+
+CUresult si_enqueue(CUstream s, struct si_op *op)
+{
+	CUresult e = S.sticky ? S.sticky : si_stream_ok(s, op->what);
+	if (e != CUDA_SUCCESS) {
+		op_free(op);
+		return e;
+	}
+	struct stream *st = stream_of(s);
+	int idx = (int)(st - S.st);
+	for (int j = 0; j < op->nrg; j++) /* every range in one live allocation */
+		if (op->rg[j].hi > op->rg[j].lo &&
+		    !si_host(op->rg[j].lo, (size_t)(op->rg[j].hi - op->rg[j].lo), op->what)) {
+			op_free(op);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	uint64_t vc[MAX_STREAMS];
+	memcpy(vc, st->vc, sizeof vc);
+	vc_max(vc, S.host_vc);
+	vc[idx]++;
+	for (int j = 0; j < op->nrg; j++)
+		for (int i = 0; i < S.nh; i++) {
+			const struct hist *h = &S.h[i];
+			const struct si_range *r = &op->rg[j];
+			if (h->stream == idx || !(h->write || r->write) || !(h->lo < r->hi && r->lo < h->hi) ||
+			    vc[h->stream] >= h->clock)
+				continue;
+			e = si_fail(CUDA_ERROR_INVALID_VALUE,
+				    "race: %s (call %llu, stream %d) %s [0x%llx, 0x%llx), which %s (call %llu, stream "
+				    "%d) %s, and no event orders the two",
+				    op->what, (unsigned long long)S.calls, idx, rw(r->write), (unsigned long long)r->lo,
+				    (unsigned long long)r->hi, h->what, (unsigned long long)h->call, h->stream,
+				    rw(h->write));
+			op_free(op);
+			return e;
+		}
+	if (S.nh + op->nrg > S.caph) {
+		int cap = S.caph ? 2 * S.caph : 256;
+		while (cap < S.nh + op->nrg)
+			cap *= 2;
+		struct hist *v = ir_realloc(S.h, (size_t)cap * sizeof *v);
+		if (!v) {
+			op_free(op);
+			return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+		}
+		S.h = v;
+		S.caph = cap;
+	}
+	for (int j = 0; j < op->nrg; j++)
+		S.h[S.nh++] = (struct hist){ op->rg[j].lo, op->rg[j].hi, op->rg[j].write, idx,
+					     vc[idx],      S.calls,      op->what };
+	memcpy(st->vc, vc, sizeof vc);
+	op->call = S.calls;
+	op->stream = idx;
+	op->clock = vc[idx];
+	if (st->tail)
+		st->tail->next = op;
+	else
+		st->head = op;
+	st->tail = op;
+	return CUDA_SUCCESS;
+}
+
+/* Runs what can run, on every stream, until nothing moves. */
+static CUresult pump(void)
+{
+	for (bool moved = true; moved && !S.sticky;) {
+		moved = false;
+		for (int s = 0; s < MAX_STREAMS && !S.sticky; s++) {
+			struct stream *st = &S.st[s];
+			while (st->head) {
+				struct si_op *o = st->head;
+				if (o->wait) {
+					if (S.st[o->wait_stream].done < o->wait_at)
+						break;
+				} else {
+					int rc = o->step(o, !o->started);
+					o->started = true;
+					if (rc == 1)
+						break;
+					if (rc < 0) {
+						char d[1200];
+						snprintf(d, sizeof d, "%.1100s", S.detail);
+						S.sticky = S.detail_code ? (CUresult)S.detail_code
+									 : CUDA_ERROR_LAUNCH_FAILED;
+						snprintf(S.detail, sizeof S.detail,
+							 "%.1200s (in %.100s, queued by call %llu on stream %d)", d,
+							 o->what, (unsigned long long)o->call, s);
+						break;
+					}
+				}
+				st->done = o->clock;
+				st->head = o->next;
+				if (!st->head)
+					st->tail = NULL;
+				op_free(o);
+				moved = true;
+			}
+		}
+	}
+	return S.sticky;
+}
+
+static CUresult stream_create(CUstream *out, unsigned int flags)
+{
+	ENTER();
+	NEED_CTX("cuStreamCreate");
+	int i = 1;
+	while (i < MAX_STREAMS && S.st[i].used)
+		i++;
+	if (i == MAX_STREAMS)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "more than %d streams", MAX_STREAMS - 1);
+	struct CUstream_st *s = ir_calloc(1, sizeof *s);
+	if (!s)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	*s = (struct CUstream_st){ LIVE, i };
+	S.st[i].used = S.st[i].live = true;
+	*out = s;
+	(void)flags;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_destroy(CUstream s)
+{
+	ENTER();
+	CUresult e = si_stream_ok(s, "cuStreamDestroy");
+	if (e != CUDA_SUCCESS || !s)
+		return e ? e : si_fail(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy of the default stream");
+	S.st[s->idx].live = false; /* its queued work still runs; the slot is never reused */
+	s->magic = DEAD;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_query(CUstream s)
+{
+	ENTER();
+	CUresult e = si_stream_ok(s, "cuStreamQuery");
+	if (e == CUDA_SUCCESS)
+		e = pump();
+	if (e != CUDA_SUCCESS)
+		return e;
+	struct stream *st = stream_of(s);
+	if (st->head)
+		return CUDA_ERROR_NOT_READY;
+	host_saw(st->vc);
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_synchronize(CUstream s)
+{
+	double t0 = ir_now();
+	for (;;) {
+		CUresult e = stream_query(s);
+		if (e != CUDA_ERROR_NOT_READY)
+			return e;
+		if (ir_now() - t0 > 300) {
+			const struct si_op *o = stream_of(s)->head;
+			return si_fail(CUDA_ERROR_LAUNCH_TIMEOUT, "the stream waited 300 s on %s (call %llu)", o->what,
+				       (unsigned long long)o->call);
+		}
+		nanosleep(&(struct timespec){ 0, 20000 }, NULL);
+	}
+}
+
+static CUresult event_create(CUevent *out, unsigned int flags)
+{
+	ENTER();
+	NEED_CTX("cuEventCreate");
+	struct CUevent_st *e = ir_calloc(1, sizeof *e);
+	if (!e)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	e->magic = LIVE;
+	*out = e;
+	(void)flags;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_ok(CUevent e, const char *what)
+{
+	if (!e || e->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "%s on an event that is not live (%s)", what,
+			       e ? "destroyed" : "NULL");
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_destroy(CUevent e)
+{
+	ENTER();
+	CUresult rc = event_ok(e, "cuEventDestroy");
+	if (rc == CUDA_SUCCESS)
+		e->magic = DEAD; /* kept, so that a later use is caught */
+	return rc;
+}
+
+static CUresult event_record(CUevent e, CUstream s)
+{
+	ENTER();
+	CUresult rc = event_ok(e, "cuEventRecord");
+	if (rc == CUDA_SUCCESS)
+		rc = si_stream_ok(s, "cuEventRecord");
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct stream *st = stream_of(s);
+	e->recorded = true;
+	e->stream = (int)(st - S.st);
+	memcpy(e->vc, st->vc, sizeof e->vc);
+	vc_max(e->vc, S.host_vc);
+	e->at = st->vc[e->stream];
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_query(CUevent e)
+{
+	ENTER();
+	CUresult rc = event_ok(e, "cuEventQuery");
+	if (rc == CUDA_SUCCESS)
+		rc = pump();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (e->recorded && S.st[e->stream].done < e->at)
+		return CUDA_ERROR_NOT_READY;
+	if (e->recorded)
+		host_saw(e->vc);
+	return CUDA_SUCCESS;
+}
+
+static int never(struct si_op *o, bool first)
+{
+	(void)o;
+	(void)first;
+	return 0;
+}
+
+static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
+{
+	ENTER();
+	CUresult rc = event_ok(e, "cuStreamWaitEvent");
+	if (rc != CUDA_SUCCESS || !e->recorded) /* CUDA: waiting on an unrecorded event is a no-op */
+		return rc;
+	struct si_op *o = si_op_new(sizeof *o, "cuStreamWaitEvent", never, 0);
+	if (!o)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	o->wait = e;
+	o->wait_stream = e->stream;
+	o->wait_at = e->at;
+	if ((rc = si_stream_ok(s, "cuStreamWaitEvent")) != CUDA_SUCCESS) {
+		op_free(o);
+		return rc;
+	}
+	vc_max(stream_of(s)->vc, e->vc); /* what the event saw happens before what s does next */
+	(void)flags;
+	return si_enqueue(s, o);
+}
+
+/* ---- copies ------------------------------------------------------------------------ */
+
+struct copy_op {
+	struct si_op op;
+	CUdeviceptr dst, src;
+	void *hdst;
+	const void *hsrc;
+	size_t n;
+	int fill; /* >= 0: a memset with this byte */
+	size_t width, height, spitch, dpitch;
+};
+
+static int run_copy(struct si_op *o, bool first)
+{
+	struct copy_op *c = (struct copy_op *)o;
+	if (!c->n && !c->height)
+		return 0;
+	void *d = c->hdst ? c->hdst
+			  : si_host(c->dst, c->height ? c->dpitch * (c->height - 1) + c->width : c->n,
+				    "the destination");
+	const void *s = c->fill >= 0 ? NULL
+			: c->hsrc    ? c->hsrc
+				     : si_host(c->src, c->height ? c->spitch * (c->height - 1) + c->width : c->n,
+					       "the source");
+	(void)first;
+	if (!d || (c->fill < 0 && !s))
+		return -1;
+	if (c->fill >= 0)
+		memset(d, c->fill, c->n);
+	else if (c->height)
+		for (size_t i = 0; i < c->height; i++)
+			memmove((char *)d + i * c->dpitch, (const char *)s + i * c->spitch, c->width);
+	else
+		memmove(d, s, c->n);
+	return 0;
+}
+
+static CUresult copy(const char *what, CUdeviceptr dst, void *hdst, CUdeviceptr src, const void *hsrc, size_t n,
+		     int fill, CUstream s)
+{
+	ENTER();
+	NEED_CTX(what);
+	bool ddst = !hdst, dsrc = !hsrc && fill < 0;
+	struct copy_op *c = si_op_new(sizeof *c, what, run_copy, ddst + dsrc);
+	if (!c)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	c->dst = dst;
+	c->src = src;
+	c->hdst = hdst;
+	c->hsrc = hsrc;
+	c->n = n;
+	c->fill = fill;
+	int k = 0;
+	if (ddst)
+		c->op.rg[k++] = (struct si_range){ dst, dst + n, true };
+	if (dsrc)
+		c->op.rg[k++] = (struct si_range){ src, src + n, false };
+	return si_enqueue(s, &c->op);
+}
+
+/* CUDA: host memory a copy names must be all inside one registered range
+ * or outside every one; a range that is partly registered is
+ * CUDA_ERROR_INVALID_VALUE. */
+static CUresult host_range_ok(const char *what, const void *p, size_t n)
+{
+	const char *lo = p, *hi = lo + n;
+	if (!p)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "%s with a NULL host pointer", what);
+	for (int i = 0; i < S.nreg; i++) {
+		const char *rlo = S.reg[i][0], *rhi = S.reg[i][1];
+		if (lo < rhi && rlo < hi && (lo < rlo || hi > rhi))
+			return si_fail(CUDA_ERROR_INVALID_VALUE,
+				       "%s of host bytes [%p, +%zu), partly inside the range [%p, +%zu) registered "
+				       "with cuMemHostRegister: a copy's host memory must be all registered or none",
+				       what, p, n, (const void *)rlo, (size_t)(rhi - rlo));
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+	CUresult e = S.sticky ? S.sticky : host_range_ok("cuMemcpyHtoDAsync", src, n);
+	return e != CUDA_SUCCESS ? e : copy("cuMemcpyHtoDAsync", dst, NULL, 0, src, n, -1, s);
+}
+
+static CUresult memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	CUresult e = S.sticky ? S.sticky : host_range_ok("cuMemcpyDtoHAsync", dst, n);
+	return e != CUDA_SUCCESS ? e : copy("cuMemcpyDtoHAsync", 0, dst, src, NULL, n, -1, s);
+}
+
+static CUresult memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	return copy("cuMemcpyDtoDAsync", dst, NULL, src, NULL, n, -1, s);
+}
+
+static CUresult memset_d8(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
+{
+	return copy("cuMemsetD8Async", dst, NULL, 0, NULL, n, v, s);
+}
+
+static CUresult memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s)
+{
+	ENTER();
+	NEED_CTX("cuMemcpy2DAsync");
+	if (!p || p->srcMemoryType != CU_MEMORYTYPE_DEVICE || p->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
+	    p->srcXInBytes || p->srcY || p->dstXInBytes || p->dstY)
+		return si_fail(CUDA_ERROR_INVALID_VALUE,
+			       "cuMemcpy2DAsync: the stand-in takes device-to-device copies without offsets only");
+	if (p->WidthInBytes > p->srcPitch || p->WidthInBytes > p->dstPitch || p->Height == 0)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemcpy2DAsync: width %zu, pitches %zu and %zu, height %zu",
+			       p->WidthInBytes, p->srcPitch, p->dstPitch, p->Height);
+	struct copy_op *c = si_op_new(sizeof *c, "cuMemcpy2DAsync", run_copy, 2);
+	if (!c)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	size_t sn = p->srcPitch * (p->Height - 1) + p->WidthInBytes,
+	       dn = p->dstPitch * (p->Height - 1) + p->WidthInBytes;
+	c->dst = p->dstDevice;
+	c->src = p->srcDevice;
+	c->fill = -1;
+	c->width = p->WidthInBytes;
+	c->height = p->Height;
+	c->spitch = p->srcPitch;
+	c->dpitch = p->dstPitch;
+	c->op.rg[0] = (struct si_range){ p->dstDevice, p->dstDevice + dn, true };
+	c->op.rg[1] = (struct si_range){ p->srcDevice, p->srcDevice + sn, false };
+	return si_enqueue(s, &c->op);
+}
+
+/* ---- modules and kernels ----------------------------------------------------------- */
+
+/* Checks PTX text: a .version, a .target no newer than the device's. */
+static CUresult ptx_ok(const char *t, size_t n, const char *what)
+{
+	if (!t || !memchr(t, 0, n ? n : 1 << 30))
+		return si_fail(CUDA_ERROR_INVALID_PTX, "%s: the PTX text is not NUL-terminated within its size", what);
+	const char *v = strstr(t, ".version"), *g = strstr(t, ".target sm_");
+	if (!v || !g)
+		return si_fail(CUDA_ERROR_INVALID_PTX, "%s: no .version or .target sm_NN in the PTX", what);
+	int sm = atoi(g + strlen(".target sm_"));
+	if (sm < 50 || sm > 90)
+		return si_fail(CUDA_ERROR_INVALID_PTX, "%s: .target sm_%d is not for a compute capability 9.0 device",
+			       what, sm);
+	return CUDA_SUCCESS;
+}
+
+static CUresult link_create(unsigned int nopt, CUjit_option *opt, void **val, CUlinkState *out)
+{
+	ENTER();
+	NEED_CTX("cuLinkCreate");
+	struct CUlinkState_st *l = ir_calloc(1, sizeof *l);
+	if (!l)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	l->magic = LIVE;
+	*out = l;
+	(void)nopt;
+	(void)opt;
+	(void)val;
+	return CUDA_SUCCESS;
+}
+
+static CUresult link_add_data(CUlinkState l, CUjitInputType type, void *data, size_t n, const char *name,
+			      unsigned int nopt, CUjit_option *opt, void **val)
+{
+	ENTER();
+	if (!l || l->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuLinkAddData on a link state that is not live");
+	if (type != CU_JIT_INPUT_PTX)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuLinkAddData: the stand-in links PTX only");
+	CUresult e = ptx_ok(data, n, "cuLinkAddData");
+	if (e != CUDA_SUCCESS)
+		return e;
+	if (l->ptx)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuLinkAddData: the stand-in links one PTX text");
+	if (!(l->ptx = ir_malloc(strlen(data) + 1)))
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	strcpy(l->ptx, data);
+	(void)name;
+	(void)nopt;
+	(void)opt;
+	(void)val;
+	return CUDA_SUCCESS;
+}
+
+static CUresult link_complete(CUlinkState l, void **cubin, size_t *n)
+{
+	ENTER();
+	if (!l || l->magic != LIVE || !l->ptx)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuLinkComplete with nothing added");
+	size_t m = strlen(CUBIN_MAGIC), t = strlen(l->ptx);
+	if (!(l->cubin = ir_malloc(m + t + 1)))
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	memcpy(l->cubin, CUBIN_MAGIC, m);
+	memcpy(l->cubin + m, l->ptx, t + 1);
+	*cubin = l->cubin;
+	*n = m + t + 1;
+	return CUDA_SUCCESS;
+}
+
+static CUresult link_destroy(CUlinkState l)
+{
+	ENTER();
+	if (!l || l->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuLinkDestroy on a link state that is not live");
+	l->magic = DEAD;
+	ir_free(l->ptx);
+	ir_free(l->cubin);
+	ir_free(l);
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_load_data(CUmodule *out, const void *image)
+{
+	ENTER();
+	NEED_CTX("cuModuleLoadData");
+	const char *t = image;
+	size_t m = strlen(CUBIN_MAGIC);
+	if (!t)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuModuleLoadData(NULL)");
+	if (!strncmp(t, CUBIN_MAGIC, m))
+		t += m;
+	else if (!memchr(t, 0, 1 << 16) || !strstr(t, ".version")) /* a real cubin: ELF */
+		return si_fail(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData: neither PTX nor the stand-in's cubin");
+	CUresult e = ptx_ok(t, 0, "cuModuleLoadData");
+	struct CUmod_st *mod = e == CUDA_SUCCESS ? ir_calloc(1, sizeof *mod) : NULL;
+	if (e == CUDA_SUCCESS && (!mod || !(mod->ptx = ir_malloc(strlen(t) + 1)))) {
+		ir_free(mod);
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	}
+	if (e != CUDA_SUCCESS)
+		return e;
+	strcpy(mod->ptx, t);
+	mod->magic = LIVE;
+	*out = mod;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_unload(CUmodule mod)
+{
+	ENTER();
+	if (!mod || mod->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuModuleUnload of a module that is not loaded");
+	mod->magic = DEAD; /* kept: its functions' handles stay checkable */
+	ir_free(mod->ptx);
+	mod->ptx = NULL;
+	return CUDA_SUCCESS;
+}
+
+/* Whether PTX text declares .entry name (followed by '(' or a blank). */
+static bool declares(const char *ptx, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = strstr(ptx, ".entry "); p; p = strstr(p + 1, ".entry ")) {
+		const char *q = p + strlen(".entry ");
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (!strncmp(q, name, n) && (q[n] == '(' || q[n] == ' ' || q[n] == '\n' || q[n] == '\t'))
+			return true;
+	}
+	return false;
+}
+
+static CUresult module_get_function(CUfunction *out, CUmodule mod, const char *name)
+{
+	ENTER();
+	if (!mod || mod->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuModuleGetFunction on a module that is not loaded");
+	if (!name || strlen(name) >= 64 || !declares(mod->ptx, name))
+		return si_fail(CUDA_ERROR_NOT_FOUND, "the module's PTX declares no .entry %s", name ? name : "(NULL)");
+	struct CUfunc_st *f = ir_calloc(1, sizeof *f);
+	if (!f)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	snprintf(f->name, sizeof f->name, "%s", name);
+	if (!S.lookup || S.lookup(S.lookup_ctx, name, &f->k) < 0) {
+		ir_free(f);
+		return si_fail(CUDA_ERROR_NOT_FOUND, "no host code stands in for kernel %s", name);
+	}
+	if (f->k.nargs < 1 || f->k.nargs > 512 || f->k.nin > f->k.nargs ||
+	    !(f->bytes = ir_calloc((size_t)f->k.nargs, sizeof *f->bytes))) {
+		ir_free(f);
+		return si_fail(CUDA_ERROR_NOT_FOUND, "kernel %s: %d arguments", name, f->k.nargs);
+	}
+	memcpy(f->bytes, f->k.bytes, (size_t)f->k.nargs * sizeof *f->bytes);
+	f->k.bytes = f->bytes;
+	f->magic = LIVE;
+	*out = f;
+	return CUDA_SUCCESS;
+}
+
+struct launch_op {
+	struct si_op op;
+	struct CUfunc_st *f;
+	CUdeviceptr table;
+};
+
+static int run_launch(struct si_op *o, bool first)
+{
+	struct launch_op *l = (struct launch_op *)o;
+	const struct gpu_standin_kernel *k = &l->f->k;
+	const CUdeviceptr *t = si_host(l->table, (size_t)k->nargs * sizeof *t, "the kernel's argument table");
+	void *args[512];
+	(void)first;
+	if (!t)
+		return -1;
+	for (int j = 0; j < k->nargs; j++) {
+		char what[96];
+		snprintf(what, sizeof what, "%s's argument %d", l->f->name, j);
+		if (!(args[j] = si_host(t[j], (size_t)k->bytes[j], what)))
+			return -1;
+	}
+	if (k->run(k->ctx, k->kernel, args) < 0) {
+		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s's host code failed: %s", l->f->name, ir_error());
+		return -1;
+	}
+	return 0;
+}
+
+static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			      unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+	ENTER();
+	NEED_CTX("cuLaunchKernel");
+	if (!f || f->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuLaunchKernel of a function that is not live");
+	if (!gx || !gy || !gz || gy > 65535 || gz > 65535 || gx > 0x7fffffffu || !bx || !by || !bz ||
+	    (uint64_t)bx * by * bz > 1024 || bz > 64 || shmem > 227 * 1024)
+		return si_fail(CUDA_ERROR_INVALID_VALUE,
+			       "cuLaunchKernel %s: grid %ux%ux%u, block %ux%ux%u, %u bytes shared", f->name, gx, gy, gz,
+			       bx, by, bz, shmem);
+	if (!params || extra)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: parameters must come as kernelParams",
+			       f->name);
+	CUdeviceptr table;
+	int64_t rows;
+	memcpy(&table, params[0], sizeof table); /* the driver copies the parameters at the launch */
+	memcpy(&rows, params[1], sizeof rows);
+	if (rows != f->k.rows)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuLaunchKernel %s: %lld rows, where the kernel has %lld",
+			       f->name, (long long)rows, (long long)f->k.rows);
+	const CUdeviceptr *t = si_host(table, (size_t)f->k.nargs * sizeof *t, "cuLaunchKernel's argument table");
+	if (!t)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct launch_op *l = si_op_new(sizeof *l, f->name, run_launch, f->k.nargs + 1);
+	if (!l)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	l->f = f;
+	l->table = table;
+	l->op.rg[0] = (struct si_range){ table, table + (CUdeviceptr)f->k.nargs * sizeof *t, false };
+	for (int j = 0; j < f->k.nargs; j++)
+		l->op.rg[j + 1] = (struct si_range){ t[j], t[j] + (CUdeviceptr)f->k.bytes[j], j >= f->k.nin };
+	return si_enqueue(s, &l->op);
+}
+
+/* ---- devices and contexts ---------------------------------------------------------- */
+
+static CUresult init(unsigned int flags)
+{
+	S.calls++;
+	if (flags)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuInit(%u): flags must be 0", flags);
+	S.init = true;
+	return CUDA_SUCCESS;
+}
+
+#define NEED_INIT(what)                                                                       \
+	do {                                                                                  \
+		ENTER();                                                                      \
+		if (!S.init)                                                                  \
+			return si_fail(CUDA_ERROR_NOT_INITIALIZED, "%s before cuInit", what); \
+	} while (0)
+
+static CUresult driver_version(int *v)
+{
+	S.calls++;
+	*v = 13000;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_count(int *n)
+{
+	NEED_INIT("cuDeviceGetCount");
+	*n = S.ndev;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_get(CUdevice *d, int ordinal)
+{
+	NEED_INIT("cuDeviceGet");
+	if (ordinal < 0 || ordinal >= S.ndev)
+		return si_fail(CUDA_ERROR_INVALID_DEVICE, "cuDeviceGet(%d) with %d devices", ordinal, S.ndev);
+	*d = ordinal;
+	return CUDA_SUCCESS;
+}
+
+#define NEED_DEV(d, what)                                                                                         \
+	do {                                                                                                      \
+		NEED_INIT(what);                                                                                  \
+		if ((d) < 0 || (d) >= S.ndev)                                                                     \
+			return si_fail(CUDA_ERROR_INVALID_DEVICE, "%s: device %d of %d", what, (int)(d), S.ndev); \
+	} while (0)
+
+static CUresult device_name(char *name, int len, CUdevice d)
+{
+	NEED_DEV(d, "cuDeviceGetName");
+	snprintf(name, (size_t)(len > 0 ? len : 0), "pcc GPU stand-in");
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_attribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+	NEED_DEV(d, "cuDeviceGetAttribute");
+	*v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
+	     : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+	     : a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
+	     : a == CU_DEVICE_ATTRIBUTE_WARP_SIZE                ? 32
+	     : a == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK    ? 1024
+								 : 0;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_total_mem(size_t *n, CUdevice d)
+{
+	NEED_DEV(d, "cuDeviceTotalMem");
+	*n = S.total;
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_retain(CUcontext *c, CUdevice d)
+{
+	NEED_DEV(d, "cuDevicePrimaryCtxRetain");
+	S.ctx[d].dev = d;
+	*c = &S.ctx[d];
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_release(CUdevice d)
+{
+	NEED_DEV(d, "cuDevicePrimaryCtxRelease");
+	return CUDA_SUCCESS;
+}
+
+static CUresult ctx_set_current(CUcontext c)
+{
+	ENTER();
+	if (c && (c < S.ctx || c >= S.ctx + S.ndev))
+		return si_fail(CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent of a context that is not one");
+	S.ctx_current = c != NULL;
+	return CUDA_SUCCESS;
+}
+
+/* ---- the table --------------------------------------------------------------------- */
+
+static long long env_num(const char *name, long long dflt, long long lo, long long hi)
+{
+	const char *s = getenv(name);
+	char *end;
+	if (!s || !*s)
+		return dflt;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	return errno || *end || v < lo || v > hi ? dflt : v;
+}
+
+static struct gpu_api api;
+
+const struct gpu_api *gpu_standin_load(void)
+{
+	if (api.cuInit)
+		return &api;
+	S.ndev = (int)env_num("PCC_GPU_STANDIN_DEVICES", 8, 1, 64);
+	S.total = (size_t)env_num("PCC_GPU_STANDIN_MEM", 80ll << 30, 1 << 20, 1ll << 50);
+	api.cuInit = init;
+	api.cuDriverGetVersion = driver_version;
+	api.cuDeviceGet = device_get;
+	api.cuDeviceGetCount = device_count;
+	api.cuDeviceGetName = device_name;
+	api.cuDeviceGetAttribute = device_attribute;
+	api.cuDeviceTotalMem = device_total_mem;
+	api.cuDevicePrimaryCtxRetain = ctx_retain;
+	api.cuDevicePrimaryCtxRelease = ctx_release;
+	api.cuCtxSetCurrent = ctx_set_current;
+	api.cuMemAlloc = mem_alloc;
+	api.cuMemFree = mem_free;
+	api.cuMemGetInfo = mem_get_info;
+	api.cuMemHostRegister = host_register;
+	api.cuMemHostUnregister = host_unregister;
+	api.cuMemcpyHtoDAsync = memcpy_htod;
+	api.cuMemcpyDtoHAsync = memcpy_dtoh;
+	api.cuMemcpyDtoDAsync = memcpy_dtod;
+	api.cuMemcpy2DAsync = memcpy_2d;
+	api.cuMemsetD8Async = memset_d8;
+	api.cuModuleLoadData = module_load_data;
+	api.cuModuleUnload = module_unload;
+	api.cuModuleGetFunction = module_get_function;
+	api.cuLaunchKernel = launch_kernel;
+	api.cuStreamCreate = stream_create;
+	api.cuStreamDestroy = stream_destroy;
+	api.cuStreamSynchronize = stream_synchronize;
+	api.cuStreamQuery = stream_query;
+	api.cuStreamWaitEvent = stream_wait_event;
+	api.cuEventCreate = event_create;
+	api.cuEventDestroy = event_destroy;
+	api.cuEventRecord = event_record;
+	api.cuEventQuery = event_query;
+	api.cuGetErrorString = get_error_string;
+	api.cuLinkCreate = link_create;
+	api.cuLinkAddData = link_add_data;
+	api.cuLinkComplete = link_complete;
+	api.cuLinkDestroy = link_destroy;
+	si_fill_lt(&api);
+	si_fill_nccl(&api);
+	S.st[0].used = S.st[0].live = true;
+	return &api;
+}
+
+bool gpu_api_standin(const struct gpu_api *a)
+{
+	return a == &api;
+}
+
+void gpu_standin_kernels(gpu_standin_lookup_fn f, void *ctx)
+{
+	S.lookup = f;
+	S.lookup_ctx = ctx;
+}

@@ -1,0 +1,84 @@
+/*
+ * gpu_standin.h: the checking stand-in for a GPU, shared by its three
+ * parts: gpu_standin.c (the driver: memory, streams, events, modules and
+ * launches, and the engine that runs queued work), gpu_standin_lt.c
+ * (cuBLASLt's matmul by the host's BLAS) and gpu_standin_nccl.c (NCCL's
+ * collectives and transfers over MPI between the ranks).
+ *
+ * Device memory is host memory handed out at addresses no host pointer
+ * has (from 0x200000000000 up, with unmapped gaps between allocations), so
+ * a device pointer used on the host faults at once and a host pointer
+ * given as a device one fails the lookup. Every pointer, size and offset a
+ * call names is checked against the live allocations when the call is
+ * made; the first bad one fails with a message that names the call, the
+ * range and the allocation it missed (cuGetErrorString, ncclGetErrorString
+ * and cublasLtGetStatusString return it for that error).
+ *
+ * Work is queued per stream and runs only when the host waits (a stream
+ * or event query or synchronize), in stream order, a wait on an event
+ * holding its stream until the event's work is done: a host that reads a
+ * result before waiting for it reads stale bytes, as it could on a GPU.
+ * Vector clocks over streams, events and the host's waits check that two
+ * pieces of work on different streams that touch the same bytes (one of
+ * them writing) are ordered by events: an unordered pair is a race, and
+ * the call that queued the second one fails, naming both.
+ */
+#ifndef PCC_RUNTIME_GPU_STANDIN_H
+#define PCC_RUNTIME_GPU_STANDIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/gpu_api.h"
+
+/* A byte range of device memory a piece of work reads or writes. */
+struct si_range {
+	CUdeviceptr lo, hi;
+	bool write;
+};
+
+/* A piece of queued work. step() runs or advances it: 0 done, 1 still in
+ * flight (called again at the next wait), or a negative value after
+ * si_fail(). done() frees it, rg included (NULL: ir_free of rg and op). */
+struct si_op {
+	const char *what; /* the call that queued it, for messages */
+	int (*step)(struct si_op *op, bool first);
+	void (*done)(struct si_op *op);
+	struct si_range *rg; /* [nrg], owned */
+	int nrg;
+	/* the engine's */
+	uint64_t call;  /* which API call queued it (1, 2, ...) */
+	int stream;     /* its stream's index */
+	uint64_t clock; /* its place on that stream */
+	bool started;
+	CUevent wait;     /* a wait on an event: clock of its stream ... */
+	int wait_stream;  /* ... on this stream */
+	uint64_t wait_at; /* ... to reach */
+	struct si_op *next;
+};
+
+/* Records what went wrong (printf format) for the error string of code e
+ * and returns e. */
+CUresult si_fail(CUresult e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The host address of device bytes [p, p + n), all inside one live
+ * allocation; NULL after si_fail (naming what, e.g. "the source"). */
+void *si_host(CUdeviceptr p, size_t n, const char *what);
+/* Checks that s names a live stream (NULL: the default stream). */
+CUresult si_stream_ok(CUstream s, const char *what);
+/* Queues op on stream s: checks its ranges against the live allocations
+ * and against unordered work on other streams; on failure frees op. */
+CUresult si_enqueue(CUstream s, struct si_op *op);
+/* A new op of size bytes (a struct whose first member is a si_op). */
+void *si_op_new(size_t size, const char *what, int (*step)(struct si_op *, bool), int nrg);
+/* The sticky error of a failed piece of work, or CUDA_SUCCESS. */
+CUresult si_sticky(void);
+/* The text si_fail recorded for e, or NULL. */
+const char *si_detail(int e);
+/* The count of API calls so far (for messages). */
+uint64_t si_calls(void);
+
+void si_fill_lt(struct gpu_api *a);
+void si_fill_nccl(struct gpu_api *a);
+
+#endif
