@@ -256,7 +256,8 @@ static int kernels(struct rt *r)
 			text = p->ptx[i].text;
 	if (!(g->fn = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fn)) ||
 	    !(g->rows = ir_calloc((size_t)p->nkernels + 1, sizeof *g->rows)) ||
-	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)))
+	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)) ||
+	    !(g->fell = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fell)))
 		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
 	if (!text)
 		return ir_errorf(-EINVAL,
@@ -476,6 +477,7 @@ void rt_gpu_close(struct rt *r)
 	ir_free(g->fn);
 	ir_free(g->rows);
 	ir_free(g->gemm);
+	ir_free(g->fell);
 	ir_free(g->argoff);
 	ir_free(g);
 	r->gpu = NULL;
@@ -489,4 +491,36 @@ bool rt_gpu_built(void)
 int rt_gpu_fallbacks(const struct rt *r)
 {
 	return r->gpu ? r->gpu->fallbacks : 0;
+}
+
+int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
+{
+	const struct rt_gpu *g = r->gpu;
+	const struct plan_device *d = r->d;
+	int ninstr = 0, nkinds = 0, kind_op[64], kind_dt[64], kind_n[64];
+	if (!g || !g->fell)
+		return 0;
+	for (int i = 0; i < d->ninstr; i++) { /* the program's instructions whose kernel ran here */
+		const struct plan_instr *x = &d->instr[i];
+		if (x->kind != PLAN_KERNEL || !g->fell[x->kernel])
+			continue;
+		const struct plan_kernel *k = &r->p->kernels[x->kernel];
+		int op = k->nbody ? (int)k->body[k->nbody - 1].op : (int)k->op, dt = (int)k->dtype[k->nin], j = 0;
+		while (j < nkinds && (kind_op[j] != op || kind_dt[j] != dt))
+			j++;
+		if (j == nkinds && nkinds < 64) {
+			kind_op[nkinds] = op;
+			kind_dt[nkinds] = dt;
+			kind_n[nkinds++] = 0;
+		}
+		if (j < nkinds)
+			kind_n[j]++;
+		ninstr++;
+	}
+	size_t len = (size_t)snprintf(buf, n, "%d kernel instruction%s of %d ran on the host (no GPU code):", ninstr,
+				      ninstr == 1 ? "" : "s", d->ninstr);
+	for (int j = 0; j < nkinds && len < n; j++)
+		len += (size_t)snprintf(buf + len, n - len, "%s %s %s x%d", j ? "," : "", ir_op_name((enum ir_op)kind_op[j]),
+					ir_dtype_name((enum ir_dtype)kind_dt[j]), kind_n[j]);
+	return ninstr;
 }

@@ -327,6 +327,7 @@ static int on_host(struct rt *r, const struct plan_instr *x)
 	if (rc == 0)
 		rc = gpu_wait(r, g->compute, "copying a kernel's results to the GPU");
 	g->fallbacks++;
+	g->fell[x->kernel] = true;
 	return rc;
 }
 

@@ -80,6 +80,7 @@ struct rt_gpu {
 	void *pinned[GPU_MAX_PINNED]; /* host pages registered with the driver */
 	int npinned;
 	int fallbacks; /* kernels run on the host so far */
+	bool *fell;    /* [nkernels]: kernel k ran on the host */
 };
 
 /* gpu.c */

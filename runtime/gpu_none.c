@@ -65,3 +65,10 @@ int rt_gpu_fallbacks(const struct rt *r)
 {
 	return 0;
 }
+
+int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
+{
+	if (n)
+		buf[0] = 0;
+	return 0;
+}

@@ -69,10 +69,17 @@ static cublasStatus_t lt_fail(cublasStatus_t s, const char *fmt, ...)
 	return s;
 }
 
+/* s, with the driver's message for error e as its text. */
+static cublasStatus_t lt_pass(cublasStatus_t s, int e)
+{
+	const char *d = si_detail(e);
+	lt_detail_code = s;
+	snprintf(lt_detail, sizeof lt_detail, "%s", d ? d : "the GPU stand-in refused the call");
+	return s;
+}
+
 static const char *status_string(cublasStatus_t s)
 {
-	if (s == CUBLAS_STATUS_EXECUTION_FAILED && si_detail(CUDA_ERROR_INVALID_VALUE))
-		return si_detail(CUDA_ERROR_INVALID_VALUE);
 	return lt_detail[0] && lt_detail_code == s ? lt_detail : status_name(s);
 }
 
@@ -444,12 +451,11 @@ static cublasStatus_t matmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cons
 	if (nws && !si_host((CUdeviceptr)ws, nws, "cublasLtMatmul's workspace")) {
 		ir_free(x->op.rg);
 		ir_free(x);
-		return lt_fail(CUBLAS_STATUS_INVALID_VALUE, "%s", si_detail(CUDA_ERROR_INVALID_VALUE));
+		return lt_pass(CUBLAS_STATUS_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
 	}
 	CUresult e = si_enqueue(stream, &x->op);
 	if (e != CUDA_SUCCESS)
-		return lt_fail(CUBLAS_STATUS_EXECUTION_FAILED, "%s",
-			       si_detail((int)e) ? si_detail((int)e) : "queueing");
+		return lt_pass(CUBLAS_STATUS_EXECUTION_FAILED, (int)e);
 	return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -96,6 +96,15 @@ static ncclResult_t nc_fail(ncclResult_t r, const char *fmt, ...)
 	return r;
 }
 
+/* r, with the driver's message for error e as its text. */
+static ncclResult_t nc_pass(ncclResult_t r, int e)
+{
+	const char *d = si_detail(e);
+	nc_detail_code = r;
+	snprintf(nc_detail, sizeof nc_detail, "%s", d ? d : "the GPU stand-in refused the call");
+	return r;
+}
+
 static const char *error_string(ncclResult_t r)
 {
 	return nc_detail[0] && nc_detail_code == r ? nc_detail : result_name(r);
@@ -370,6 +379,21 @@ static int start(struct nc_op *x)
 	return 1;
 }
 
+static const char *type_name(int32_t t)
+{
+	static const struct {
+		ncclDataType_t t;
+		const char *name;
+	} v[] = { { ncclInt8, "int8" },		{ ncclUint8, "uint8" },	    { ncclInt32, "int32" },
+		  { ncclUint32, "uint32" },	{ ncclInt64, "int64" },	    { ncclUint64, "uint64" },
+		  { ncclFloat16, "float16" },	{ ncclFloat32, "float32" }, { ncclFloat64, "float64" },
+		  { ncclBfloat16, "bfloat16" } };
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+		if ((int32_t)v[i].t == t)
+			return v[i].name;
+	return "?";
+}
+
 /* The header from rank q against this rank's. */
 static int same(const struct nc_op *x, const struct hdr *h, int q)
 {
@@ -379,11 +403,11 @@ static int same(const struct nc_op *x, const struct hdr *h, int q)
 	    h->op == m->op && h->seq == m->seq)
 		return 0;
 	si_fail(CUDA_ERROR_LAUNCH_FAILED,
-		"NCCL calls out of step: rank %d of the communicator issued %s of %llu elements of type %d (reduction %d) "
-		"as its call #%llu, where rank %d issued %s of %llu elements of type %d (reduction %d) as #%llu",
-		q, h->kind < NC_GROUP ? kind_name[h->kind] : "?", (unsigned long long)h->count, (int)h->type,
+		"NCCL calls out of step: rank %d of the communicator issued %s of %llu %s (reduction %d) as its "
+		"collective #%llu, where rank %d issued %s of %llu %s (reduction %d) as #%llu",
+		q, h->kind < NC_GROUP ? kind_name[h->kind] : "?", (unsigned long long)h->count, type_name(h->type),
 		(int)h->op, (unsigned long long)h->seq, x->c->rank, kind_name[want], (unsigned long long)m->count,
-		(int)m->type, (int)m->op, (unsigned long long)m->seq);
+		type_name(m->type), (int)m->op, (unsigned long long)m->seq);
 	return -1;
 }
 
@@ -489,7 +513,7 @@ static ncclResult_t call(enum nc_kind kind, const void *send, void *recv, size_t
 		return nc_fail(ncclInvalidArgument, "%s: peer %d in a communicator of %d ranks where this is rank %d",
 			       kind_name[kind], peer, c->n, c->rank);
 	if (si_stream_ok(s, kind_name[kind]) != CUDA_SUCCESS)
-		return nc_fail(ncclInvalidArgument, "%s", si_detail(CUDA_ERROR_INVALID_HANDLE));
+		return nc_pass(ncclInvalidArgument, CUDA_ERROR_INVALID_HANDLE);
 	if (si_sticky())
 		return nc_fail(ncclUnhandledCudaError, "%s after a failed piece of GPU work: %s", kind_name[kind],
 			       si_detail((int)si_sticky()) ? si_detail((int)si_sticky()) : "?");
@@ -523,7 +547,7 @@ static ncclResult_t call(enum nc_kind kind, const void *send, void *recv, size_t
 			    !si_host(x->op.rg[j].lo, (size_t)(x->op.rg[j].hi - x->op.rg[j].lo), kind_name[kind])) {
 				x->c = NULL;
 				nc_done(&x->op);
-				return nc_fail(ncclInvalidArgument, "%s", si_detail(CUDA_ERROR_INVALID_VALUE));
+				return nc_pass(ncclInvalidArgument, CUDA_ERROR_INVALID_VALUE);
 			}
 		if (ngroup && s != group_stream) {
 			x->c = NULL;
@@ -548,7 +572,7 @@ static ncclResult_t call(enum nc_kind kind, const void *send, void *recv, size_t
 	}
 	CUresult e = queue(x, s);
 	if (e != CUDA_SUCCESS)
-		return nc_fail(ncclInvalidArgument, "%s", si_detail((int)e) ? si_detail((int)e) : "cannot queue");
+		return nc_pass(ncclInvalidArgument, (int)e);
 	return ncclSuccess;
 }
 
@@ -613,7 +637,7 @@ static ncclResult_t group_end(void)
 	ngroup = 0;
 	CUresult e = si_enqueue(group_stream, &g->op);
 	if (e != CUDA_SUCCESS)
-		return nc_fail(ncclInvalidArgument, "%s", si_detail((int)e) ? si_detail((int)e) : "cannot queue");
+		return nc_pass(ncclInvalidArgument, (int)e);
 	return ncclSuccess;
 }
 

@@ -333,6 +333,15 @@ static void free_outputs(struct ir_tensor *out, int n)
  * overlapped" (started before their instruction or waited for after it),
  * summed over the ranks (collective: each sends rank 0 its counts;
  * a rank that does not answer is an error, as in a step). */
+/* On GPUs: which of rank 0's kernels ran on the host (they cost two copies
+ * and a synchronization each). */
+static void fallback_line(const struct rt *r)
+{
+	char b[1024];
+	if (r->gpu && rt_gpu_fallback_report(r, b, sizeof b) > 0)
+		printf("pcc-run: rank 0: %s\n", b);
+}
+
 static int overlap_stats(const struct rt *r, char *buf, size_t n)
 {
 	long v[4] = { r->n_early, r->n_recv, r->n_late, r->n_coll }, w[4];
@@ -377,6 +386,7 @@ static int infer(struct rt *r, const struct opts *o)
 		if (rc == 0)
 			printf("pcc-run: %d ranks ran %s in %.3f s%s%s (%s)\n", r->c->size, o->plan, t,
 			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "", ov + 2);
+		fallback_line(r);
 	}
 	rc = agree(r->c, rc);
 done:
@@ -512,6 +522,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		printf("pcc-run: %ld steps in %.3f s (rank 0: %s %.3f s, communication %.3f s%s%s)\n", o->steps - first,
 		       t_run, r->gpu ? "issuing kernels" : "kernels", r->t_kernel, r->t_comm,
 		       r->gpu && rt_gpu_fallbacks(r) ? ", some kernels on the host" : "", ov);
+	if (r->c->rank == 0)
+		fallback_line(r);
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;

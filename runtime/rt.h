@@ -214,6 +214,10 @@ int rt_gpu_state(struct rt *r, bool to_device);
 int rt_gpu_finish(struct rt *r);
 /* Kernels that ran on the host so far (no GPU code, not a GEMM). */
 int rt_gpu_fallbacks(const struct rt *r);
+/* The count of this rank's kernel instructions that ran on the host, and
+ * in buf what they are ("3 kernel instructions of 120 ran on the host (no
+ * GPU code): transpose bf16 x2, gather f32 x1"). */
+int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n);
 
 /* ---- step.c */
 /* One step: accumulators zeroed, inputs[m * ninputs + i] fed to

@@ -13,8 +13,15 @@
 # MODE gpu (needs an NVIDIA GPU; exits 77, skipped, without one): every
 # fixture model with test data, compiled for one GPU (1x1:h100), runs on
 # the GPU and its outputs equal PyTorch's (the fixtures' expected outputs,
-# rtol 1e-3); the training fixtures' three steps on the GPU log the same
-# losses as on CPU ranks (rtol 1e-4), with GPipe micro-batches too.
+# rtol 1e-3); the training fixtures' three AdamW steps on the GPU (1 and 2
+# micro-batches) log the CPU ranks' losses and gradient norms (rtol 1e-4)
+# and end with their parameters (pb_cmp --onnx).
+#
+# MODE standin (any machine with the CUDA headers): the same, on the
+# checking stand-in for a GPU (PCC_GPU_STANDIN=1, runtime/gpu_standin.h),
+# plus pipelines and sharded meshes on 2 to 8 stand-in GPUs (the NCCL
+# paths: sends, all-reduces, all-gathers, reduce-scatters), inference and
+# training.
 mode=$1
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$2")
@@ -80,41 +87,98 @@ if [ "$mode" = refusals ]; then
 	tap_done
 fi
 
-# ---- on a GPU
+# ---- on a GPU, or on the checking stand-in for one
+if [ "$mode" = standin ]; then
+	# every driver, cuBLASLt and NCCL call checked (runtime/gpu_standin.h);
+	# no cubin cache of a real GPU's is read
+	export PCC_GPU_STANDIN=1 PCC_CACHE_DIR="$tmp/cache"
+fi
+
+# infer NAME DIR RANKS CLUSTER [compile options]: outputs on GPUs equal
+# PyTorch's. (sh has no local variables: the functions' names are their own.)
+infer() {
+	i_name=$1 i_dir=$2 i_np=$3 i_cl=$4
+	shift 4
+	check "$i_name: compiled for $i_cl $*, run on $i_np GPU$([ "$i_np" = 1 ] || echo s), its outputs equal PyTorch's" sh -c "
+	  '$pcc' '$i_dir/model.onnx' --cluster $i_cl $* -o '$tmp/i.bin' >/dev/null &&
+	  $mpi -np $i_np '$run' '$tmp/i.bin' --device gpu -i '$i_dir/test_data_set_0' -o '$tmp/i.out' >&2 &&
+	  '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/i.out' '$i_dir/test_data_set_0'"
+}
 for m in "$models"/*/; do
 	m=${m%/}
 	name=$(basename "$m")
 	[ -f "$m/model.onnx" ] && [ -d "$m/test_data_set_0" ] && [ -f "$m/test_data_set_0/output_0.pb" ] || continue
-	check "$name: compiled for one GPU, run on it, its outputs equal PyTorch's" sh -c "
-	  '$pcc' '$m/model.onnx' --cluster 1x1:h100 -o '$tmp/$name.bin' >/dev/null &&
-	  $mpi -np 1 '$run' '$tmp/$name.bin' -i '$m/test_data_set_0' -o '$tmp/$name.out' >&2 &&
-	  '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/$name.out' '$m/test_data_set_0'"
+	dims= # symbolic batch and sequence: bound as the fixture's test data are
+	case $name in gpt_dyn_*) dims="--dim batch=2 --dim seq=8" ;; esac
+	infer "$name" "$m" 1 1x1:h100 $dims
 done
 
-# losses DEVICE PLAN DATA: the three losses pcc-run logs.
-losses() {
-	$mpi -np 1 "$run" "$2" --device "$1" --data "$3" --steps 3 | awk '/^step/ { print $3 }'
+# steps NP DEVICE PLAN DATA OUT: the loss and gradient norm of 3 steps, a
+# line each, and the trained model in OUT.onnx.
+steps() {
+	$mpi -np "$1" "$run" "$3" --device "$2" --data "$4" --steps 3 --save-onnx "$5.onnx" >"$5.log" || return 1
+	awk '/^step / { for (i = 1; i < NF; i++) { if ($i == "loss") l = $(i + 1); if ($i == "grad_norm") g = $(i + 1) } print l, g }' "$5.log"
 }
-same_losses() {
-	a=$(losses cpu "$1" "$2") && b=$(losses gpu "$1" "$2") || return 1
-	echo "cpu: $a; gpu: $b" >&2
-	[ -n "$a" ] && echo "$a
-$b" | awk 'NR <= 3 { c[NR] = $1; next } { d = $1 - c[NR - 3]; if (d < 0) d = -d; if (d > 1e-4 * (c[NR - 3] < 0 ? -c[NR - 3] : c[NR - 3]) + 1e-6) bad = 1 } END { exit bad || NR != 6 }'
+# same_steps NP PLAN DATA: 3 steps on GPUs log the CPU ranks' losses and
+# gradient norms (1e-4 relative) and end with the same parameters.
+same_steps() {
+	a=$(steps "$1" cpu "$2" "$3" "$tmp/cpu") && b=$(steps "$1" gpu "$2" "$3" "$tmp/gpu") || return 1
+	echo "cpu: $a; gpu: $b" | tr '\n' ' ' >&2
+	echo >&2
+	[ "$(echo "$a" | wc -l)" -eq 3 ] && [ "$(echo "$b" | wc -l)" -eq 3 ] || return 1
+	printf '%s\n%s\n' "$a" "$b" | awk 'NR <= 3 { l[NR] = $1; g[NR] = $2; next }
+	  function off(x, y) { d = x - y; if (d < 0) d = -d; return d > 1e-4 * (y < 0 ? -y : y) + 1e-6 }
+	  { k = NR - 3; if ($1 != $1 + 0 || off($1, l[k]) || off($2, g[k])) bad = 1 } END { exit bad }' || return 1
+	"$cmp" --onnx --rtol 1e-3 --atol 1e-5 "$tmp/gpu.onnx" "$tmp/cpu.onnx" >&2
+}
+# trainer NAME DIR RANKS CLUSTER MICRO OPTIMIZER [compile options]
+trainer() {
+	t_name=$1 t_dir=$2 t_np=$3 t_cl=$4 t_mb=$5 t_opt=$6
+	shift 6
+	t_loss=$(sed -n 's/.*"loss": "\([^"]*\)".*/\1/p' "$t_dir/train.json" | head -1)
+	t_lossopt=
+	[ "$t_loss" = model ] || t_lossopt="--loss $t_loss"
+	check "$t_name: 3 $t_opt steps on $t_np GPU$([ "$t_np" = 1 ] || echo s) ($t_cl $*, $t_mb micro-batches) log the CPU ranks' losses and end with their parameters" \
+		train_run "$@"
+}
+train_run() {
+	"$pcc" "$t_dir/model.onnx" --cluster "$t_cl" --train $t_lossopt --optimizer "$t_opt" --lr 0.01 \
+		--micro-batches "$t_mb" --codegen all "$@" -o "$tmp/t.bin" >/dev/null &&
+		same_steps "$t_np" "$tmp/t.bin" "$t_dir/test_data_set_0"
 }
 for t in "$train"/*/; do
 	t=${t%/}
 	name=$(basename "$t")
 	[ -f "$t/train.json" ] && [ -d "$t/test_data_set_0" ] || continue
-	loss=$(sed -n 's/.*"loss": "\([^"]*\)".*/\1/p' "$t/train.json" | head -1)
-	lossopt=
-	[ "$loss" = model ] || lossopt="--loss $loss"
 	for mb in 1 2; do
-		plan=$tmp/$name-$mb.bin
-		check "$name: compiles for one GPU (adamw, $mb micro-batches)" sh -c "'$pcc' '$t/model.onnx' \
-		  --cluster 1x1:h100 --train $lossopt --optimizer adamw --lr 0.01 --micro-batches $mb --codegen all \
-		  -o '$plan' >/dev/null"
-		check "$name: 3 training steps on the GPU log the CPU ranks' losses ($mb micro-batches)" \
-			same_losses "$plan" "$t/test_data_set_0"
+		trainer "$name" "$t" 1 1x1:h100 "$mb" adamw
 	done
 done
+
+if [ "$mode" = standin ]; then
+	# the NCCL paths: pipelines and sharded meshes on 2, 4 and 8 GPUs, the
+	# shardings a CPU cluster's costs pick (all-gathers, reduce-scatters)
+	infer gpt_op17 "$models/gpt_op17" 2 1x2:h100 --stages 2
+	infer gpt_op17 "$models/gpt_op17" 4 1x4:h100 --stages 2 --mesh 1x2
+	infer bert_op17 "$models/bert_op17" 4 1x4:h100 --stages 4
+	infer vit_op17 "$models/vit_op17" 8 1x8:h100 --stages 2 --mesh 2x2
+	for m in gpt_op17 bert_op17 resnet_op17 vit_op17 unet_op17 moe_op17; do
+		for np in 2 4 8; do
+			infer "$m" "$models/$m" "$np" "cpu:$np" --codegen all
+		done
+	done
+	# momentum where gradients are reduced across ranks: Adam turns the
+	# reordering noise of a gradient that is zero in exact arithmetic (an
+	# attention key's bias) into updates of +-lr (as test_runtime.sh)
+	trainer gpt "$train/gpt" 2 1x2:h100 2 adamw --stages 2
+	trainer bert "$train/bert" 4 1x4:h100 2 momentum --stages 2 --mesh 1x2
+	trainer mlp_loss "$train/mlp_loss" 4 1x4:h100 2 adamw --stages 2 --mesh 2x1
+	trainer moe "$train/moe" 2 1x2:h100 2 adamw --stages 2
+	trainer vit "$train/vit" 8 1x8:h100 2 momentum --stages 2 --mesh 2x2
+	trainer resnet_train "$train/resnet_train" 4 1x4:h100 1 momentum --mesh 4x1
+	trainer gpt "$train/gpt" 8 1x8:h100 1 momentum --mesh 1x8
+	for t in gpt bert vit resnet_train moe; do
+		trainer "$t" "$train/$t" 4 cpu:4 2 momentum
+	done
+fi
 tap_done
