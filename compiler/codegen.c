@@ -252,16 +252,14 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	}
 	LLVMValueRef base = LLVMBuildMul(c->b, r, cg_i64c(c, inner), "");
 	if (inner == 1 && split == s->rank) {
-		LLVMValueRef p = LLVMBuildGEP2(c->b, cg_type(c, rt), c->base[b->nin], &base, 1, "");
-		LLVMBuildStore(c->b, cg_value(c, root, idx), p);
+		cg_store(c, c->base[b->nin], rt, base, cg_value(c, root, idx));
 		return;
 	}
 	struct loop l;
 	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, inner), NULL);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
 	LLVMValueRef off = LLVMBuildAdd(c->b, base, l.i, "");
-	LLVMValueRef p = LLVMBuildGEP2(c->b, cg_type(c, rt), c->base[b->nin], &off, 1, "");
-	LLVMBuildStore(c->b, cg_value(c, root, idx), p);
+	cg_store(c, c->base[b->nin], rt, off, cg_value(c, root, idx));
 	loop_end(c, &l, cg_i64c(c, 1), NULL);
 }
 

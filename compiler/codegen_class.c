@@ -6,13 +6,16 @@
 
 #include "compiler/codegen.h"
 
-/* f16 and bf16 stay with the reference kernels for now: their rounding
- * would need software conversions on hosts without F16C. */
+/* bf16 values are f32 with their low 16 bits rounded away, in integer
+ * arithmetic (codegen_expr.c), on any host and GPU; f16 stays with the
+ * reference kernels: its rounding would need software conversions on
+ * hosts without F16C. */
 static bool dtype_ok(enum ir_dtype t)
 {
 	switch (t) {
 	case IR_F64:
 	case IR_F32:
+	case IR_BF16:
 	case IR_I64:
 	case IR_I32:
 	case IR_I8:
@@ -20,7 +23,6 @@ static bool dtype_ok(enum ir_dtype t)
 	case IR_BOOL:
 		return true;
 	case IR_F16:
-	case IR_BF16:
 	case IR_DTYPE_COUNT:
 		return false;
 	}

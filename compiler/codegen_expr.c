@@ -37,6 +37,7 @@ LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t)
 	case IR_F64:
 		return c->f64;
 	case IR_F32:
+	case IR_BF16: /* held as f32 with bf16's precision, stored as its top 16 bits */
 		return c->f32;
 	case IR_I64:
 		return c->i64;
@@ -47,7 +48,6 @@ LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t)
 	case IR_BOOL:
 		return c->i8;
 	case IR_F16:
-	case IR_BF16:
 	case IR_DTYPE_COUNT:
 		break;
 	}
@@ -60,11 +60,29 @@ static bool is_unsigned(enum ir_dtype t)
 	return t == IR_U8 || t == IR_BOOL;
 }
 
+/* The bits of f32 x rounded to bf16 (to nearest, ties to even; NaN stays
+ * NaN, made quiet), as ir_f32_to_bf16, in the top 16 bits of an i32. */
+static LLVMValueRef bf16_bits(struct cg *c, LLVMValueRef x)
+{
+	LLVMValueRef bits = LLVMBuildBitCast(c->b, x, c->i32, "");
+	LLVMValueRef lsb = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, bits, LLVMConstInt(c->i32, 16, 0), ""),
+					LLVMConstInt(c->i32, 1, 0), "");
+	LLVMValueRef r = LLVMBuildAdd(c->b, bits, LLVMBuildAdd(c->b, lsb, LLVMConstInt(c->i32, 0x7fff, 0), ""), "");
+	LLVMValueRef nan = LLVMBuildOr(c->b, bits, LLVMConstInt(c->i32, 0x400000, 0), "");
+	r = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), nan, r, "");
+	return LLVMBuildAnd(c->b, r, LLVMConstInt(c->i32, 0xffff0000u, 0), "");
+}
+
+LLVMValueRef cg_round_bf16(struct cg *c, LLVMValueRef x)
+{
+	return LLVMBuildBitCast(c->b, bf16_bits(c, x), c->f32, "");
+}
+
 LLVMValueRef cg_to_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 {
 	if (t == IR_F64)
 		return x;
-	if (t == IR_F32)
+	if (t == IR_F32 || t == IR_BF16)
 		return LLVMBuildFPExt(c->b, x, c->f64, "");
 	return is_unsigned(t) ? LLVMBuildUIToFP(c->b, x, c->f64, "") : LLVMBuildSIToFP(c->b, x, c->f64, "");
 }
@@ -90,6 +108,8 @@ LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 		return x;
 	if (t == IR_F32)
 		return LLVMBuildFPTrunc(c->b, x, c->f32, "");
+	if (t == IR_BF16) /* double -> float -> bf16, as the interpreter stores it */
+		return cg_round_bf16(c, LLVMBuildFPTrunc(c->b, x, c->f32, ""));
 	if (t == IR_BOOL)
 		return LLVMBuildZExt(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(c->f64, 0), ""), c->i8,
 				     "");
@@ -334,9 +354,26 @@ void cg_delinear(struct cg *c, LLVMValueRef lin, const struct ir_shape *s, int l
 
 static LLVMValueRef load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off)
 {
+	if (t == IR_BF16) {
+		LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
+		LLVMValueRef h = LLVMBuildLoad2(c->b, i16, LLVMBuildGEP2(c->b, i16, base, &off, 1, ""), "");
+		h = LLVMBuildShl(c->b, LLVMBuildZExt(c->b, h, c->i32, ""), LLVMConstInt(c->i32, 16, 0), "");
+		return LLVMBuildBitCast(c->b, h, c->f32, "");
+	}
 	LLVMTypeRef ty = cg_type(c, t);
 	LLVMValueRef p = LLVMBuildGEP2(c->b, ty, base, &off, 1, "");
 	return LLVMBuildLoad2(c->b, ty, p, "");
+}
+
+void cg_store(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off, LLVMValueRef v)
+{
+	if (t == IR_BF16) {
+		LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
+		LLVMValueRef h = LLVMBuildLShr(c->b, bf16_bits(c, v), LLVMConstInt(c->i32, 16, 0), "");
+		LLVMBuildStore(c->b, LLVMBuildTrunc(c->b, h, i16, ""), LLVMBuildGEP2(c->b, i16, base, &off, 1, ""));
+		return;
+	}
+	LLVMBuildStore(c->b, v, LLVMBuildGEP2(c->b, cg_type(c, t), base, &off, 1, ""));
 }
 
 /* ---- ops ---------------------------------------------------------------- */
@@ -349,6 +386,7 @@ static LLVMValueRef constant(struct cg *c, const struct plan_fop *f, int i, cons
 		uint64_t bits = 0;
 		double d;
 		float fl;
+		uint16_t h;
 		memcpy(&bits, f->a.data, es);
 		switch (f->dtype) {
 		case IR_F64:
@@ -363,8 +401,10 @@ static LLVMValueRef constant(struct cg *c, const struct plan_fop *f, int i, cons
 		case IR_U8:
 		case IR_BOOL:
 			return LLVMConstInt(cg_type(c, f->dtype), bits, 0);
-		case IR_F16:
 		case IR_BF16:
+			memcpy(&h, f->a.data, 2);
+			return LLVMConstReal(c->f32, ir_bf16_to_f32(h));
+		case IR_F16:
 		case IR_DTYPE_COUNT:
 			break;
 		}
@@ -665,8 +705,8 @@ LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 	const struct plan_fop *f = &k->body[i];
 	LLVMValueRef oi[IR_MAX_RANK];
 	switch (cg_body_class(k, i)) {
-	case CG_ELEM:
-		return elementwise(c, f, idx);
+	case CG_ELEM: /* bf16: computed in f32 (or f64), rounded as the interpreter's store rounds */
+		return f->dtype == IR_BF16 ? cg_round_bf16(c, elementwise(c, f, idx)) : elementwise(c, f, idx);
 	case CG_MOVE:
 		if (f->op == IR_OP_CONSTANT)
 			return constant(c, f, i, idx);

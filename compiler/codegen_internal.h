@@ -46,7 +46,12 @@ LLVMValueRef cg_to_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
 /* A double or i64 rounded or wrapped to dtype t (the interpreter's store). */
 LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
 LLVMValueRef cg_from_i64(struct cg *c, LLVMValueRef x, enum ir_dtype t);
-LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t);
+LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t); /* bf16: f32, the value's */
+/* Stores v (a value of dtype t) at base[off] in t's storage (bf16: the
+ * rounded top half of the f32). */
+void cg_store(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off, LLVMValueRef v);
+/* f32 x rounded to bf16's precision, as an f32. */
+LLVMValueRef cg_round_bf16(struct cg *c, LLVMValueRef x);
 
 /* Keeps the libmvec variants cg_math declared through the optimizer until
  * the vectorizer has used them (llvm.compiler.used). */

@@ -520,7 +520,8 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
 	size_t len = (size_t)snprintf(buf, n, "%d kernel instruction%s of %d ran on the host (no GPU code):", ninstr,
 				      ninstr == 1 ? "" : "s", d->ninstr);
 	for (int j = 0; j < nkinds && len < n; j++)
-		len += (size_t)snprintf(buf + len, n - len, "%s %s %s x%d", j ? "," : "", ir_op_name((enum ir_op)kind_op[j]),
-					ir_dtype_name((enum ir_dtype)kind_dt[j]), kind_n[j]);
+		len += (size_t)snprintf(buf + len, n - len, "%s %s %s x%d", j ? "," : "",
+					ir_op_name((enum ir_op)kind_op[j]), ir_dtype_name((enum ir_dtype)kind_dt[j]),
+					kind_n[j]);
 	return ninstr;
 }

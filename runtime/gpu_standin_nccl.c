@@ -384,9 +384,9 @@ static const char *type_name(int32_t t)
 	static const struct {
 		ncclDataType_t t;
 		const char *name;
-	} v[] = { { ncclInt8, "int8" },		{ ncclUint8, "uint8" },	    { ncclInt32, "int32" },
-		  { ncclUint32, "uint32" },	{ ncclInt64, "int64" },	    { ncclUint64, "uint64" },
-		  { ncclFloat16, "float16" },	{ ncclFloat32, "float32" }, { ncclFloat64, "float64" },
+	} v[] = { { ncclInt8, "int8" },        { ncclUint8, "uint8" },     { ncclInt32, "int32" },
+		  { ncclUint32, "uint32" },    { ncclInt64, "int64" },     { ncclUint64, "uint64" },
+		  { ncclFloat16, "float16" },  { ncclFloat32, "float32" }, { ncclFloat64, "float64" },
 		  { ncclBfloat16, "bfloat16" } };
 	for (size_t i = 0; i < sizeof v / sizeof *v; i++)
 		if ((int32_t)v[i].t == t)

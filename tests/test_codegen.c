@@ -326,6 +326,14 @@ int main(int argc, char **argv)
 			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
 		check_plan(pcc, model, opts, ptxas, tag);
 	}
+	/* bf16 mixed precision (a GPU cluster's default): bf16 kernels */
+	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i += 2) {
+		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
+		snprintf(tag, sizeof tag, "%s-train-bf16", tr[i]);
+		snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01 --precision bf16",
+			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
+		check_plan(pcc, model, opts, ptxas, tag);
+	}
 	check_blas();
 	return tap_done();
 }

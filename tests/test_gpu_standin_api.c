@@ -60,8 +60,7 @@ static void memory(void)
 	float in[64], out[64];
 	for (int i = 0; i < 64; i++)
 		in[i] = (float)i * 0.5f;
-	TAP_OK(a->cuMemAlloc(&d, sizeof in) == CUDA_SUCCESS && a->cuMemAlloc(&e, 4096) == CUDA_SUCCESS,
-	       "cuMemAlloc");
+	TAP_OK(a->cuMemAlloc(&d, sizeof in) == CUDA_SUCCESS && a->cuMemAlloc(&e, 4096) == CUDA_SUCCESS, "cuMemAlloc");
 	memset(out, 0, sizeof out);
 	a->cuMemcpyHtoDAsync(d, in, sizeof in, s);
 	a->cuMemcpyDtoDAsync(e, d, sizeof in, s);
@@ -85,8 +84,7 @@ static void memory(void)
 	TAP_OK(a->cuMemcpyHtoDAsync(e, host + 4096, 200, s) == CUDA_SUCCESS &&
 		       a->cuMemcpyHtoDAsync(e, host, 200, s) == CUDA_SUCCESS,
 	       "copies of host bytes all registered, or none, are taken");
-	TAP_OK(fails(a->cuMemHostRegister(host + 4000, 200, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-		     "overlaps"),
+	TAP_OK(fails(a->cuMemHostRegister(host + 4000, 200, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "overlaps"),
 	       "a second registration over the first is refused");
 	a->cuMemHostUnregister(host + 4096);
 	/* free while queued, then use after free */
@@ -128,8 +126,7 @@ static void order(void)
 	TAP_OK(a->cuStreamSynchronize(s1) == CUDA_SUCCESS && a->cuStreamSynchronize(s2) == CUDA_SUCCESS,
 	       "two streams on different bytes need no event");
 	a->cuEventDestroy(ev);
-	TAP_OK(fails(a->cuEventRecord(ev, s1), CUDA_ERROR_INVALID_HANDLE, "not live"),
-	       "a destroyed event is refused");
+	TAP_OK(fails(a->cuEventRecord(ev, s1), CUDA_ERROR_INVALID_HANDLE, "not live"), "a destroyed event is refused");
 	a->cuMemFree(d);
 	a->cuMemFree(e);
 }
@@ -260,7 +257,8 @@ static bool matmul(cublasLtHandle_t lt, cudaDataType_t t, int m, int n, int k, i
 	bool f64 = t == CUDA_R_64F;
 	int32_t nbatch = batch;
 	int64_t sa = (int64_t)na, sb = (int64_t)nb, sc = (int64_t)nc;
-	a->cublasLtMatmulDescCreate(&desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F);
+	a->cublasLtMatmulDescCreate(&desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+				    f64 ? CUDA_R_64F : CUDA_R_32F);
 	a->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa);
 	a->cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb);
 	a->cublasLtMatrixLayoutCreate(&la, t, (uint64_t)ar, (uint64_t)ac, ar);
@@ -322,8 +320,8 @@ static void gemms(void)
 	for (int ti = 0; ti < 3; ti++)
 		for (int tr = 0; tr < 4; tr++)
 			TAP_OK(matmul(lt, types[ti], 7, 5, 9, tr == 3 ? 3 : 1, tr & 1, tr & 2),
-			       "cublasLtMatmul (type %d, transposes %d %d, batch %d) equals a triple loop", (int)types[ti],
-			       tr & 1, (tr & 2) >> 1, tr == 3 ? 3 : 1);
+			       "cublasLtMatmul (type %d, transposes %d %d, batch %d) equals a triple loop",
+			       (int)types[ti], tr & 1, (tr & 2) >> 1, tr == 3 ? 3 : 1);
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t la, lb, lc;
 	cublasLtMatmulHeuristicResult_t res;
@@ -401,7 +399,8 @@ static void nccl(void)
 	for (int i = 0; i < 8; i++)
 		ok = ok && y[i] == (float)(i + 10 * peer);
 	both(ok, "grouped ncclSend and ncclRecv exchange the ranks' buffers");
-	both(a->ncclSend((void *)d, 8, ncclFloat32, 2, c, s) == ncclInvalidArgument, "a send to rank 2 of 2 is refused");
+	both(a->ncclSend((void *)d, 8, ncclFloat32, 2, c, s) == ncclInvalidArgument,
+	     "a send to rank 2 of 2 is refused");
 	/* last: out of step (the context is lost after it) */
 	if (me == 0)
 		a->ncclAllReduce((void *)d, (void *)(d + 64), 8, ncclFloat32, ncclSum, c, s);
