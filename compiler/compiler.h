@@ -665,17 +665,30 @@ struct inter_plan {
 	 * that do not fit included). */
 	struct inter_alt alt[INTER_MAX_ALTS];
 	int nalt, nweighed;
+	/* Candidates skipped: micro-batch sizes whose graph the loader could
+	 * not build (a Reshape that cannot take that many samples), and why
+	 * the smallest of them failed (the loader's message). */
+	int nskipped;
+	int64_t skipped_size;
+	char skipped_why[384];
 };
-/* Errors: -ENOSPC "does not fit" naming the least memory per device any
+/* A micro-batch size the loader cannot build (with a symbolic batch) is
+ * skipped and counted, not fatal.
+ * Errors: -ENOSPC "does not fit" naming the least memory per device any
  * plan needs and what the devices have; -EINVAL a batch no schedule can
  * split, with the nearest valid batch sizes, or a forced stage count or
  * mesh the cluster or the model cannot take (more stages than devices or
- * layers, a mesh no sub-mesh matches, stages x mesh not the devices). */
+ * layers, a mesh no sub-mesh matches, stages x mesh not the devices), or
+ * no candidate micro-batch size the loader can build: the loader's reason
+ * at the smallest, the sizes tried, and the smallest size that builds. */
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p);
 void inter_plan_free(struct inter_plan *p);
 /* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,
  * throughput, MFU and memory per device; then the fastest alternatives. */
 int inter_explain(const struct inter_plan *p, FILE *f);
+/* One line when the search skipped candidates (nothing otherwise): how
+ * many, the smallest micro-batch size skipped and why. */
+void inter_skipped_print(const struct inter_plan *p, FILE *f);
 /* The plans weighed as a table, fastest first, each against t_plan. */
 void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, FILE *f);
 

@@ -617,14 +617,21 @@ static int forced_stages(const struct cost_cluster *c, const struct inter_opts *
 	return 0;
 }
 
+/* search_one's answer for a micro-batch size the loader cannot build. */
+#define SKIPPED 1
+
 /* One micro-batch size: cluster, cost, DP; improves *best; *t_here: the
- * fastest plan of this size that fits (INFINITY: none). */
+ * fastest plan of this size that fits (INFINITY: none). SKIPPED, the
+ * loader's message in ir_error(), when a symbolic batch cannot be bound
+ * to b (a Reshape grouping samples in twos cannot take one). */
 static int search_one(const struct inter_env *env, const struct inter_opts *o, int64_t b, int m,
 		      const struct meshes *ms, struct inter_plan *best, bool *have, double *t_here, double *least_mem,
 		      double *least_layer)
 {
 	*t_here = INFINITY;
 	struct ir_graph *g = o->load(o->ctx, b);
+	if (!g && o->static_batch <= 0 && ir_error_code() != -ENOMEM)
+		return SKIPPED;
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	struct cluster_result cl;
@@ -765,6 +772,99 @@ static int not_fit(const struct cost_cluster *c, const struct inter_opts *o, int
 			 c->name, ir_bytes_str(limit, have_b));
 }
 
+/* The micro-batch sizes the loader could not build, ascending, each with
+ * the loader's message. */
+#define MAX_SKIPS 64
+#define SKIP_WHY 384
+struct skips {
+	int n;
+	int64_t size[MAX_SKIPS];
+	char why[MAX_SKIPS][SKIP_WHY];
+	int same; /* a message two sizes share (it does not depend on the size), or -1 */
+};
+
+/* Records size b, which failed with msg (at most MAX_SKIPS sizes), and
+ * whether another size failed with the same message. */
+static void skip_note(struct skips *sk, int64_t b, const char *msg)
+{
+	char m[SKIP_WHY];
+	snprintf(m, sizeof m, "%s", msg);
+	for (int k = 0; k < sk->n && sk->same < 0; k++)
+		if (!strcmp(sk->why[k], m))
+			sk->same = k;
+	if (sk->n == MAX_SKIPS)
+		return;
+	int i = sk->n++;
+	for (; i > 0 && sk->size[i - 1] > b; i--) {
+		sk->size[i] = sk->size[i - 1];
+		memcpy(sk->why[i], sk->why[i - 1], SKIP_WHY);
+	}
+	sk->same += sk->same >= i;
+	sk->size[i] = b;
+	memcpy(sk->why[i], m, SKIP_WHY);
+}
+
+static bool skipped(const struct skips *sk, int64_t b)
+{
+	for (int i = 0; i < sk->n; i++)
+		if (sk->size[i] == b)
+			return true;
+	return false;
+}
+
+/* Sizes probed for the smallest that builds: 1..PROBE_DENSE, then powers
+ * of two up to PROBE_MAX, at most PROBE_SECONDS (each is an import). */
+#define PROBE_DENSE 64
+#define PROBE_MAX (INT64_C(1) << 20)
+#define PROBE_SECONDS 10.0
+
+/* No candidate size could be built: the loader's reason at the smallest,
+ * the sizes tried and the smallest size that builds (probed upwards). A
+ * reason that two sizes share does not depend on the size (an
+ * unsupported op): it is the error, as it is. */
+static int no_size(const struct inter_opts *o, int64_t B, struct skips *sk)
+{
+	char sizes[256] = "", tail[96], why[SKIP_WHY];
+	int ntried = sk->n;
+	memcpy(why, sk->why[0], sizeof why); /* probes may add smaller sizes */
+	for (int i = 0, at = 0; i < ntried && at < (int)sizeof sizes - 32; i++)
+		at += snprintf(sizes + at, sizeof sizes - (size_t)at, "%s%lld",
+			       i == 0            ? ""
+			       : i == ntried - 1 ? " and "
+						 : ", ",
+			       (long long)sk->size[i]);
+	int64_t works = 0, last = 0;
+	double t0 = ir_now();
+	for (int64_t b = 1; sk->same < 0 && b <= PROBE_MAX && ir_now() - t0 < PROBE_SECONDS;
+	     b = b < PROBE_DENSE ? b + 1 : 2 * b) {
+		if (skipped(sk, b))
+			continue;
+		last = b;
+		struct ir_graph *g = o->load(o->ctx, b);
+		if (g) {
+			ir_graph_free(g);
+			works = b;
+			break;
+		}
+		if (ir_error_code() == -ENOMEM)
+			return -ENOMEM;
+		skip_note(sk, b, ir_error());
+	}
+	if (sk->same >= 0)
+		return ir_errorf(-EINVAL, "%s", sk->why[sk->same]);
+	if (works)
+		snprintf(tail, sizeof tail, "the smallest that works is %lld", (long long)works);
+	else
+		snprintf(tail, sizeof tail, "no size up to %lld works either", (long long)last);
+	if (o->micro > 0)
+		return ir_errorf(-EINVAL,
+				 "%s: micro-batch size %s (--micro-batches %d of a batch of %lld) cannot be shaped; %s",
+				 why, sizes, o->micro, (long long)B, tail);
+	return ir_errorf(-EINVAL,
+			 "%s: micro-batch size%s %s (every one tried for a batch of %lld) cannot be shaped; %s", why,
+			 ntried == 1 ? "" : "s", sizes, (long long)B, tail);
+}
+
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p)
 {
 	memset(p, 0, sizeof *p);
@@ -799,17 +899,30 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		return rc;
 	}
 	int64_t cand[48];
-	int nc = batch_candidates(o, B, cand, 48);
+	int nc = batch_candidates(o, B, cand, 48), ntried = 0;
 	bool have = false;
 	double least = INFINITY, least_layer = INFINITY;
+	struct skips *sk = ir_calloc(1, sizeof *sk);
+	if (!sk) {
+		ir_free(ms);
+		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
+	}
+	sk->same = -1;
 	/* Smallest first. Once a size has no plan that fits, larger ones (more
 	 * activations per micro-batch) have none either; the step time over
 	 * the size is U-shaped (small kernels and per-micro-batch costs on the
 	 * left, the pipeline's bubble on the right), so two sizes in a row
-	 * slower than the best by a tenth end the climb. */
+	 * slower than the best by a tenth end the climb. A size that cannot
+	 * be built is passed over. */
 	for (int i = nc - 1, worse = 0; i >= 0 && rc == 0 && worse < 2; i--) {
 		double t;
+		ntried++;
 		rc = search_one(&env, o, cand[i], (int)(B / cand[i]), ms, p, &have, &t, &least, &least_layer);
+		if (rc == SKIPPED) {
+			skip_note(sk, cand[i], ir_error());
+			rc = 0;
+			continue;
+		}
 		if (have && !isfinite(t))
 			break;
 		worse = have && t > 1.1 * p->step_time ? worse + 1 : 0;
@@ -818,12 +931,23 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		int64_t more[8];
 		int nm = inter_batch_between(B, p->micro_batch, more, 8);
 		double t;
-		for (int i = 0; i < nm && rc == 0; i++)
+		for (int i = 0; i < nm && rc == 0; i++) {
 			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &t, &least, &least_layer);
+			if (rc == SKIPPED) {
+				skip_note(sk, more[i], ir_error());
+				rc = 0;
+			}
+		}
 	}
 	ir_free(ms);
-	if (rc == 0 && !have)
+	if (rc == 0 && !have && sk->n == ntried)
+		rc = no_size(o, B, sk);
+	else if (rc == 0 && !have)
 		rc = not_fit(c, o, env.stages, least, least_layer, env.mem_limit);
+	p->nskipped = sk->n;
+	p->skipped_size = sk->n ? sk->size[0] : 0;
+	snprintf(p->skipped_why, sizeof p->skipped_why, "%s", sk->n ? sk->why[0] : "");
+	ir_free(sk);
 	if (rc < 0) {
 		inter_plan_free(p);
 		return rc;

@@ -97,7 +97,19 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 	fprintf(f, "step time %.3f ms, throughput %.4g samples/s, MFU %.1f%%\n", p->step_time * 1e3, p->samples_per_s,
 		100 * p->mfu);
 	fprintf(f, "memory per device: peak %.2f GiB of %.2f GiB\n", gib(p->mem_peak), gib(p->mem_limit));
-	fprintf(f, "search: %.3f s, %d intra-op solves\n", p->search_s, p->nsolved);
+	fprintf(f, "search: %.3f s, %d intra-op solves", p->search_s, p->nsolved);
+	if (p->nskipped)
+		fprintf(f, ", %d candidate%s skipped", p->nskipped, p->nskipped == 1 ? "" : "s");
+	fprintf(f, "\n");
 	inter_alts_print(p->alt, p->nalt, p->nweighed, p->step_time, f);
 	return ferror(f) ? -1 : 0;
+}
+
+void inter_skipped_print(const struct inter_plan *p, FILE *f)
+{
+	if (!p->nskipped)
+		return;
+	fprintf(f, "skipped %d candidate%s that cannot be shaped: micro-batch size %lld (%s)%s\n", p->nskipped,
+		p->nskipped == 1 ? "" : "s", (long long)p->skipped_size, p->skipped_why,
+		p->nskipped > 1 ? " and larger ones" : "");
 }

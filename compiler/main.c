@@ -627,6 +627,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	       a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s", cost_sched_name(p.sched), p.micro,
 	       p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s, 100 * p.mfu,
 	       ir_bytes_str(p.mem_peak, peak));
+	inter_skipped_print(&p, stdout);
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
 	pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */

@@ -8,8 +8,18 @@
  * reference interpreter on it: shape arithmetic (Shape -> Gather -> Concat
  * -> Reshape) becomes CONSTANT nodes while the graph is built. The folded
  * node stays behind, dead, and the importer's final DCE removes it.
+ *
+ * An initializer stored as external data is a parameter whose bytes stay
+ * in their file (onnx_import.c). Its values are read only where import
+ * needs them: a handler asks for a constant (onnx_const_view: a Reshape's
+ * shape, Slice's starts, Pad's value), or an op it feeds folds (an integer
+ * or bool one, as it would folded inline: a Gather index in a shape
+ * computation, a mask sliced to the sequence). A file that cannot be read
+ * leaves the tensor runtime data, unless its values are needed: then the
+ * message names the initializer and the file.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compiler/onnx_internal.h"
@@ -25,6 +35,68 @@ bool onnx_is_const(const struct ir_value *v)
 	return v && v->kind == IR_VAL_NODE && v->def->op == IR_OP_CONSTANT;
 }
 
+bool onnx_is_external(const struct ir_value *v)
+{
+	return v && v->kind == IR_VAL_PARAM && !v->data.bytes && v->data.path;
+}
+
+/* Reads external parameter v's bytes into the graph: from then on it is a
+ * parameter with inline bytes. A file that cannot be read: -errno (-EIO
+ * when short) with the words `initializer "NAME", whose values are in the
+ * external file "FILE", which cannot be read: WHY`. */
+static int load_external(struct onnx_ctx *c, struct ir_value *v)
+{
+	struct ir_data *d = &v->data;
+	size_t n = (size_t)d->nbytes;
+	char file[4096];
+	const char *why = NULL;
+	int rc = 0;
+	if (d->path[0] != '/' && d->base_dir && d->base_dir[0])
+		snprintf(file, sizeof file, "%s/%s", d->base_dir, d->path);
+	else
+		snprintf(file, sizeof file, "%s", d->path);
+	uint8_t *buf = NULL;
+	FILE *f = fopen(file, "rb");
+	if (!f)
+		rc = -errno, why = strerror(errno);
+	else if (!(buf = ir_graph_alloc(c->g, n ? n : 1)))
+		rc = -ENOMEM, why = "out of memory";
+	else if (fseeko(f, (off_t)d->offset, SEEK_SET) != 0 || fread(buf, 1, n, f) != n)
+		rc = -EIO, why = "it is shorter than the initializer's offset and length";
+	if (f)
+		fclose(f);
+	if (rc < 0)
+		return ir_errorf(
+			rc,
+			"initializer \"%s\", whose values are in the external file \"%s\", which cannot be read: %s",
+			v->name, d->path, why);
+	d->bytes = buf;
+	d->path = NULL;
+	d->base_dir = NULL;
+	d->offset = 0;
+	return 0;
+}
+
+/* The first external parameter whose bytes could not be read that v is
+ * computed from (v itself included), looking back at most 64 nodes; NULL
+ * when none. */
+static struct ir_value *external_source(struct ir_value *v)
+{
+	struct ir_value *stack[64];
+	int n = 0, seen = 0;
+	stack[n++] = v;
+	while (n > 0 && seen++ < 64) {
+		struct ir_value *x = stack[--n];
+		if (onnx_is_external(x))
+			return x;
+		if (x->kind != IR_VAL_NODE)
+			continue;
+		for (int i = 0; i < x->def->nin && n < 64; i++)
+			stack[n++] = x->def->in[i];
+	}
+	return NULL;
+}
+
 int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t, const char *what)
 {
 	if (!v)
@@ -35,6 +107,10 @@ int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t,
 		t->data = (void *)v->def->a.data;
 		return 0;
 	}
+	if (onnx_is_external(v) && load_external(c, v) < 0)
+		return ir_error_code() == -ENOMEM
+			       ? -ENOMEM
+			       : onnx_fail(c, "%s must be known at compile time: it is %s", what, ir_error());
 	if (v->kind == IR_VAL_PARAM && v->data.bytes) {
 		t->data = (void *)v->data.bytes;
 		return 0;
@@ -44,6 +120,9 @@ int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t,
 				 "%s must be a constant known at compile time (it is the graph input \"%s\": "
 				 "bind it with --const %s=FILE.pb)",
 				 what, v->name ? v->name : "", v->name ? v->name : "NAME");
+	struct ir_value *x = external_source(v);
+	if (x && load_external(c, x) < 0 && ir_error_code() != -ENOMEM)
+		return onnx_fail(c, "%s must be known at compile time: it is computed from %s", what, ir_error());
 	return onnx_fail(c, "%s must be a constant known at compile time (it is computed at run time)", what);
 }
 
@@ -75,16 +154,37 @@ int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int ma
 
 /* ---- builders ---------------------------------------------------------------- */
 
-static bool foldable(const struct ir_node *n)
+/* An operand folding may read: a constant, or an integer or bool
+ * initializer (external, or read already), which inline would have been
+ * a constant. */
+static bool fold_operand(const struct ir_value *v)
+{
+	return onnx_is_const(v) ||
+	       (v->kind == IR_VAL_PARAM && !ir_dtype_is_float(v->dtype) && (v->data.bytes || v->data.path));
+}
+
+static const void *fold_bytes(const struct ir_value *v)
+{
+	return onnx_is_const(v) ? v->def->a.data : v->data.bytes;
+}
+
+/* Whether n folds; reads the external operands it needs (a file that
+ * cannot be read leaves n to the runtime). */
+static bool foldable(struct onnx_ctx *c, const struct ir_node *n)
 {
 	if (n->op == IR_OP_CONSTANT)
 		return false;
 	for (int i = 0; i < n->nin; i++)
-		if (!onnx_is_const(n->in[i]))
+		if (!fold_operand(n->in[i]))
 			return false;
 	for (int i = 0; i < n->nout; i++)
 		if (ir_shape_numel(&n->out[i]->shape) > FOLD_MAX_NUMEL)
 			return false;
+	for (int i = 0; i < n->nin; i++)
+		if (onnx_is_external(n->in[i]) && load_external(c, n->in[i]) < 0) {
+			ir_error_clear();
+			return false;
+		}
 	return true;
 }
 
@@ -96,7 +196,7 @@ static struct ir_node *fold(struct onnx_ctx *c, struct ir_node *n)
 	if (n->nin > 8)
 		return n;
 	for (int i = 0; i < n->nin; i++)
-		in[i] = (struct ir_tensor){ n->in[i]->dtype, n->in[i]->shape, (void *)n->in[i]->def->a.data };
+		in[i] = (struct ir_tensor){ n->in[i]->dtype, n->in[i]->shape, (void *)fold_bytes(n->in[i]) };
 	if (interp_node(n, in, out) < 0) {
 		/* the importer names the ONNX node; keep only the kernel's reason */
 		char why[1024];
@@ -132,7 +232,7 @@ static struct ir_node *fold(struct onnx_ctx *c, struct ir_node *n)
 struct ir_node *b_node(struct onnx_ctx *c, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a)
 {
 	struct ir_node *n = ir_graph_add_node(c->g, op, onnx_node_label(c->node), nin, in, a);
-	if (n && foldable(n))
+	if (n && foldable(c, n))
 		return fold(c, n);
 	return n;
 }

@@ -8,8 +8,10 @@
  *    becomes that constant, so the shapes it decides fold.
  * 3. Initializers: floating point ones become parameters that keep a
  *    reference to their bytes (inline, owned by the unpacked model, or an
- *    external file that is never read here); integer and bool ones become
- *    constants so shape arithmetic folds.
+ *    external file); inline integer and bool ones become constants so
+ *    shape arithmetic folds. External ones of any dtype are parameters
+ *    whose file is read only where import needs their values
+ *    (onnx_build.c: a Reshape's shape, an op that folds).
  * 4. Nodes are visited in dependency order (the file's order need not be
  *    topological); each is decomposed by its handler (onnx_ops*.c).
  * 5. Builders (onnx_build.c) fold any op whose operands are all constants
@@ -483,10 +485,6 @@ static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 				  (long long)d.nbytes,
 				  ir_shape_str(&s, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX), ir_dtype_name(dt),
 				  want);
-			goto fail;
-		}
-		if (!ir_dtype_is_float(dt)) {
-			ir_errorf(-EINVAL, "integer initializers must be stored inline");
 			goto fail;
 		}
 		v = ir_graph_add_param(c->g, name, dt, &s, &d);

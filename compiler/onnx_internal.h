@@ -126,13 +126,18 @@ struct ir_value *b_const(struct onnx_ctx *c, enum ir_dtype t, const struct ir_sh
 struct ir_value *b_const_i64(struct onnx_ctx *c, int n, const int64_t *v);
 struct ir_value *b_iota(struct onnx_ctx *c, enum ir_dtype t, const struct ir_shape *s, int axis);
 
-/* The value of a constant (a CONSTANT node's result, or an inline
- * parameter) as a tensor view: t->data points at graph-owned bytes. -EINVAL
- * with a message when v is not a compile-time constant. */
+/* The value of a constant (a CONSTANT node's result, or an initializer,
+ * whose external data is read here) as a tensor view: t->data points at
+ * graph-owned bytes. -EINVAL with a message when v is not a compile-time
+ * constant, or its external file cannot be read (naming the initializer
+ * and the file). */
 int onnx_const_view(struct onnx_ctx *c, struct ir_value *v, struct ir_tensor *t, const char *what);
 /* Integer constant values (up to max) into out; returns the count or -EINVAL. */
 int onnx_const_ints(struct onnx_ctx *c, struct ir_value *v, int64_t *out, int max, const char *what);
 bool onnx_is_const(const struct ir_value *v);
+/* An initializer stored as external data whose bytes were not read (yet):
+ * onnx_const_view reads them. */
+bool onnx_is_external(const struct ir_value *v);
 /* The single element of a constant (any dtype) as a double; -EINVAL unless
  * it holds exactly one element. */
 int onnx_const_scalar(struct onnx_ctx *c, struct ir_value *v, double *out, const char *what);

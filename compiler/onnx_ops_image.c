@@ -349,7 +349,7 @@ static struct ir_value *resize_axis(struct onnx_ctx *c, const struct resize *z, 
 static int const_doubles(struct onnx_ctx *c, struct ir_value *v, double *out, int max, const char *what)
 {
 	struct ir_tensor t;
-	if (!onnx_is_const(v) && !(v->kind == IR_VAL_PARAM && v->data.bytes))
+	if (!onnx_is_const(v) && !(v->kind == IR_VAL_PARAM && (v->data.bytes || onnx_is_external(v))))
 		return onnx_unsupported(c, "%s must be a constant known at compile time (it is computed at run time)",
 					what);
 	if (onnx_const_view(c, v, &t, what) < 0)

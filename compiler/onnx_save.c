@@ -16,8 +16,8 @@
  *    specifies) packs to at most the inline limit, dst is that. Otherwise
  *    every floating-point initializer's bytes go to "<dst>.data" beside dst
  *    at 4096-byte aligned offsets, referenced by location/offset/length;
- *    integer and bool initializers stay inline, as pcc's importer requires
- *    (they are shape-sized).
+ *    integer and bool initializers stay inline (they are shape-sized, and
+ *    the importer reads them: external ones only from their file).
  * 4. dst and its data file are written to temporary files in dst's
  *    directory, fsync'ed and renamed over the final names, data file first,
  *    so no partial dst ever exists; on error the temporaries are removed.

@@ -380,6 +380,7 @@ static void fill_plan(struct whatif *w, const struct wi_request *q, const struct
 	w->mem_capacity = dev.mem_bytes;
 	w->mem_limit = p->mem_limit;
 	w->search_s = p->search_s;
+	w->nskipped = p->nskipped;
 	w->fidelity = report_fidelity(&dev, q->cal);
 	memcpy(w->alt, p->alt, sizeof w->alt);
 	w->nalt = p->nalt;

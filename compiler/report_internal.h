@@ -198,6 +198,7 @@ struct whatif {
 	double price; /* per GPU-hour; 0: none given */
 	double cost_per_step, cost_per_mtokens, cost_per_msamples;
 	double search_s;                      /* automatic: wall time of the planner */
+	int nskipped;                         /* automatic: candidates the planner skipped */
 	double residual;                      /* automatic: |re-solved stage time - plan's| / plan's, worst stage */
 	const char *fidelity;                 /* report_fidelity's sentence (static) */
 	struct inter_alt alt[INTER_MAX_ALTS]; /* automatic: the fastest plans weighed */

@@ -40,6 +40,9 @@ static void header(const struct whatif *w, FILE *f)
 	fprintf(f, "plan      %s: %s (batch %lld)", w->label, plan, (long long)w->batch);
 	if (!w->manual)
 		fprintf(f, "; search %.3f s", w->search_s);
+	if (!w->manual && w->nskipped)
+		fprintf(f, ", %d candidate%s skipped (micro-batch sizes that cannot be shaped)", w->nskipped,
+			w->nskipped == 1 ? "" : "s");
 	fprintf(f, "\n");
 }
 

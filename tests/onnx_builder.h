@@ -23,7 +23,7 @@
 #include "tmpdir.h"
 
 /* ONNX TensorProto.DataType codes */
-enum { T_FLOAT = 1, T_INT64 = 7, T_STRING = 8 };
+enum { T_FLOAT = 1, T_INT64 = 7, T_STRING = 8, T_BOOL = 9 };
 
 static char tmpdir[] = "/tmp/pcc_onnx_errors_XXXXXX";
 

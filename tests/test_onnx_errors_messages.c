@@ -11,7 +11,12 @@
  *    bytes, end in a graph or a clean error (run under ASan or valgrind to
  *    see that nothing leaks or reads out of bounds);
  *  - run-time errors (missing external weights, Gather out of range) come
- *    from interp_run, not from import, which never reads weights;
+ *    from interp_run, not from import, which reads an external initializer
+ *    only where it needs its values: integer and bool ones of any size may
+ *    be external; one whose values import needs (a Reshape's shape, an
+ *    index of a shape computation) is read from its file, and a file that
+ *    cannot be read is one message naming the initializer and the file;
+ *    one import does not need (a mask Where reads) stays runtime data;
  *  - BatchNormalization's running statistics are state, never trained;
  *  - the pcc binary (argv[1]) turns an import error into exit status 1 and
  *    exactly one stderr line "pcc: ...".
@@ -256,6 +261,130 @@ static void test_symbolic_dim(void)
 }
 
 /* ---- external data ----------------------------------------------------------- */
+
+/* x f32[2,3] -> Where(mask, x, x2) -> Reshape to shape [3,2]: the bool mask
+ * and the int64 shape external in mask_file and shape_file (written with
+ * their values when the flags say so, else absent). */
+static struct mb *mb_external_ints(const char *mask_file, bool write_mask, const char *shape_file, bool write_shape)
+{
+	struct mb *b = mb_new(17);
+	char buf[600];
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_input(b, "x2", T_FLOAT, "2,3");
+	Onnx__TensorProto *m = mb_tensor(b, "consts/causal_mask", T_BOOL, "2,3");
+	mb_external(b, m, mask_file);
+	Onnx__TensorProto *s = mb_init_i64(b, "consts/shape", 2, (int64_t[]){ 3, 2 });
+	s->n_int64_data = 0;
+	mb_external(b, s, shape_file);
+	if (write_mask)
+		write_bytes(mask_file, (uint8_t[]){ 1, 0, 1, 0, 1, 0 }, 6, buf, sizeof buf);
+	if (write_shape)
+		write_bytes(shape_file, (int64_t[]){ 3, 2 }, 16, buf, sizeof buf);
+	mb_node(b, "Where", "attn/Where", "consts/causal_mask,x,x2", "m");
+	mb_node(b, "Reshape", "attn/Reshape", "m,consts/shape", "y");
+	mb_output(b, "y", T_FLOAT, "3,2");
+	return b;
+}
+
+/* An int64 initializer whose data is external in file. */
+static void mb_external_i64(struct mb *b, const char *name, int64_t v, const char *file)
+{
+	Onnx__TensorProto *t = mb_init_i64(b, name, 1, &v);
+	t->n_int64_data = 0;
+	mb_external(b, t, file);
+}
+
+static void test_external_ints(void)
+{
+	char f[600];
+	/* both files there: the shape is read, the mask stays runtime data */
+	struct mb *b = mb_external_ints("mask.bin", true, "shape.bin", true);
+	struct ir_graph *g = expect_import("external bool and int64 initializers import",
+					   mb_write(b, "external_ints.onnx"), NULL);
+	const struct ir_value *mask = NULL;
+	for (int i = 0; g && i < ir_graph_nparams(g); i++)
+		if (!strcmp(ir_graph_param(g, i)->name, "consts/causal_mask"))
+			mask = ir_graph_param(g, i);
+	TAP_OK(g && ir_graph_output(g, 0)->shape.rank == 2 && ir_graph_output(g, 0)->shape.dims[0] == 3 && mask &&
+		       mask->data.path && !mask->data.bytes,
+	       "the shape [3,2] is read from shape.bin; the mask is a parameter left in mask.bin");
+	if (g) {
+		struct ir_tensor in[2] = { 0 }, out[1] = { 0 };
+		struct ir_shape s = { 2, { 2, 3 } };
+		int rc = ir_tensor_alloc(&in[0], IR_F32, &s) | ir_tensor_alloc(&in[1], IR_F32, &s);
+		for (int i = 0; rc == 0 && i < 6; i++) {
+			((float *)in[0].data)[i] = (float)(i + 1);
+			((float *)in[1].data)[i] = -(float)(i + 1);
+		}
+		rc = rc == 0 ? interp_run(g, in, out) : rc;
+		const float *y = rc == 0 ? out[0].data : NULL;
+		TAP_OK(y && y[0] == 1 && y[1] == -2 && y[2] == 3 && y[5] == -6,
+		       "and runs: Where reads the mask from mask.bin (1 -2 3 -4 5 -6)");
+		if (rc < 0)
+			TAP_DIAG("  %s", ir_error());
+		for (int i = 0; i < 2; i++)
+			ir_tensor_free(&in[i]);
+		ir_tensor_free(&out[0]);
+	}
+	ir_graph_free(g);
+	mb_free(b);
+
+	/* the mask's file absent: not needed to import, so only running fails */
+	remove(write_bytes("mask_gone.bin", "", 0, f, sizeof f));
+	b = mb_external_ints("mask_gone.bin", false, "shape.bin", true);
+	g = expect_import("an external mask whose file is absent still imports (runtime data)",
+			  mb_write(b, "external_mask_gone.onnx"), NULL);
+	if (g) {
+		int rc = run_zeros(g, -1);
+		TAP_OK(rc == -ENOENT && strstr(ir_error(), "mask_gone.bin"), "interp_run: -ENOENT naming the file");
+		TAP_DIAG("  rc %d: %s", rc, ir_error());
+	}
+	ir_graph_free(g);
+	mb_free(b);
+
+	/* the shape's file absent, or short: it is needed, one message names both */
+	b = mb_external_ints("mask.bin", true, "shape_gone.bin", false);
+	EXPECT_MODEL_ERROR(
+		b, "external_shape_gone.onnx", "an external shape whose file is absent",
+		"node \"attn/Reshape\" (Reshape): the target shape must be known at compile time: it is initializer "
+		"\"consts/shape\", whose values are in the external file \"shape_gone.bin\", which cannot be "
+		"read: No such file or directory");
+	b = mb_external_ints("mask.bin", true, "shape_short.bin", false);
+	write_bytes("shape_short.bin", (int64_t[]){ 3 }, 8, f, sizeof f);
+	EXPECT_MODEL_ERROR(b, "external_shape_short.onnx", "an external shape whose file is short",
+			   "initializer \"consts/shape\"", "\"shape_short.bin\"", "shorter");
+
+	/* a shape computed from an external index: Gather(Shape(x), idx) */
+	b = mb_new(17);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_external_i64(b, "idx", 0, "idx_gone.bin");
+	mb_init_i64(b, "minus1", 1, (int64_t[]){ -1 });
+	mb_node(b, "Shape", "shape", "x", "s");
+	mb_node(b, "Gather", "dim0", "s,idx", "d0");
+	mb_attr_int(b, mb_node(b, "Concat", "target", "d0,minus1", "t"), "axis", 0);
+	mb_node(b, "Reshape", "same", "x,t", "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	EXPECT_MODEL_ERROR(
+		b, "external_index_gone.onnx", "a shape computed from an external index whose file is absent",
+		"node \"same\" (Reshape): the target shape must be known at compile time: it is computed from "
+		"initializer \"idx\", whose values are in the external file \"idx_gone.bin\"");
+	b = mb_new(17);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_external_i64(b, "idx", 0, "idx.bin");
+	write_bytes("idx.bin", (int64_t[]){ 0 }, 8, f, sizeof f);
+	mb_init_i64(b, "minus1", 1, (int64_t[]){ -1 });
+	mb_node(b, "Shape", "shape", "x", "s");
+	mb_node(b, "Gather", "dim0", "s,idx", "d0");
+	mb_attr_int(b, mb_node(b, "Concat", "target", "d0,minus1", "t"), "axis", 0);
+	mb_node(b, "Reshape", "same", "x,t", "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	g = expect_import("with the index's file there, the shape computation folds",
+			  mb_write(b, "external_index.onnx"), NULL);
+	TAP_OK(g && ir_graph_nparams(g) == 0 && ir_graph_output(g, 0)->shape.dims[1] == 3,
+	       "no parameter is left: the index became part of a constant");
+	ir_graph_free(g);
+	mb_free(b);
+}
 
 static void test_external(void)
 {
@@ -579,6 +708,7 @@ int main(int argc, char **argv)
 	test_structure();
 	test_symbolic_dim();
 	test_external();
+	test_external_ints();
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();
