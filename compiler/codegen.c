@@ -615,16 +615,21 @@ int codegen_plan(struct plan *p, const struct codegen_opts *o)
 	if (rc < 0)
 		return rc;
 	bool *ok = ir_calloc((size_t)p->nkernels + 1, sizeof *ok);
+	bool *okg = ir_calloc((size_t)p->nkernels + 1, sizeof *okg);
 	int *core = ir_calloc((size_t)p->nkernels + 1, sizeof *core);
-	bool any = false;
-	if (!ok || !core) {
+	int *coreg = ir_calloc((size_t)p->nkernels + 1, sizeof *coreg);
+	bool any = false, anyh = false;
+	if (!ok || !okg || !core || !coreg) {
 		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
 		goto out;
 	}
 	for (int k = 0; k < p->nkernels; k++) {
-		ok[k] = cg_kernel_compiles(&p->kernels[k], &core[k]);
+		okg[k] = cg_kernel_compiles_gpu(&p->kernels[k], &coreg[k]);
+		ok[k] = o->host_as_gpu ? okg[k] : cg_kernel_compiles(&p->kernels[k], &core[k]);
+		core[k] = o->host_as_gpu ? coreg[k] : core[k];
 		p->kernels[k].rows = ok[k] ? cg_kernel_rows(&p->kernels[k], false) : 0;
-		any |= ok[k];
+		anyh |= ok[k];
+		any |= ok[k] || (o->ptx && okg[k]);
 	}
 	if (!any)
 		goto out;
@@ -636,12 +641,14 @@ int codegen_plan(struct plan *p, const struct codegen_opts *o)
 	LLVMInitializeNVPTXTarget();
 	LLVMInitializeNVPTXTargetMC();
 	LLVMInitializeNVPTXAsmPrinter();
-	if (o->host && (rc = host_code(p, o, ok, core)) < 0)
+	if (o->host && anyh && (rc = host_code(p, o, ok, core)) < 0)
 		goto out;
 	if (o->ptx)
-		rc = gpu_code(p, o, ok, core);
+		rc = gpu_code(p, o, okg, coreg);
 out:
 	ir_free(ok);
+	ir_free(okg);
 	ir_free(core);
+	ir_free(coreg);
 	return rc;
 }

@@ -72,6 +72,11 @@ const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view
 /* Whether k compiles; its core op (a reduction, softmax or layer norm; -1
  * for none) in *core. */
 bool cg_kernel_compiles(const struct plan_kernel *k, int *core);
+/* The same for a GPU kernel: also a pad, a concat of up to 3 operands or a
+ * gather on its own (the host runs those on the arena's buffers, or by the
+ * reference kernel, which checks the gather's indices; the GPU's traps on
+ * one out of range). */
+bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core);
 /* The first dimension of the trailing run one row of body b covers. */
 int cg_row_split(const struct plan_kernel *b, int core, bool gpu);
 /* The rows of k's host function (gpu false) or GPU kernel; 0 when k does
@@ -83,6 +88,9 @@ struct codegen_opts {
 	const char *host_cpu; /* LLVM CPU name; NULL: "x86-64-v3" */
 	bool ptx;             /* PTX for sm_80 and sm_90 */
 	int opt_level;        /* 0 .. 3 */
+	bool host_as_gpu;     /* tests: the host object holds the kernels the GPU
+			       * compiles (cg_kernel_compiles_gpu), so that their
+			       * logic runs against the interpreter on a host */
 };
 
 void codegen_opts_init(struct codegen_opts *o);

@@ -206,11 +206,25 @@ int cg_row_split(const struct plan_kernel *b, int core, bool gpu)
 	return f->op == IR_OP_SOFTMAX ? s->rank - 1 : (int)f->a.axis;
 }
 
+bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core)
+{
+	if (cg_kernel_compiles(k, core))
+		return true;
+	*core = -1;
+	if (k->nbody || k->nout != 1 || k->nin > PLAN_FOP_MAX_IN || !dtype_ok(k->dtype[k->nin]))
+		return false;
+	for (int j = 0; j < k->nin; j++)
+		if (!(k->op == IR_OP_GATHER && j == 1 ? k->dtype[j] == IR_I64 || k->dtype[j] == IR_I32
+						      : dtype_ok(k->dtype[j])))
+			return false;
+	return k->op == IR_OP_PAD || k->op == IR_OP_CONCAT || k->op == IR_OP_GATHER;
+}
+
 int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu)
 {
 	struct cg_view v;
 	int core;
-	if (!cg_kernel_compiles(k, &core))
+	if (!cg_kernel_compiles_gpu(k, &core)) /* the host's kernels are among the GPU's */
 		return 0;
 	const struct plan_kernel *b = cg_as_body(k, &v);
 	const struct ir_shape *s = &b->body[b->nbody - 1].shape;

@@ -669,6 +669,99 @@ static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRe
 	}
 }
 
+/* ---- GPU-only data movement (cg_kernel_compiles_gpu) ------------------------- */
+
+static LLVMValueRef clamp_i64(struct cg *c, LLVMValueRef x, int64_t lo, int64_t hi)
+{
+	x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, cg_i64c(c, lo), ""), cg_i64c(c, lo), x, "");
+	return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, cg_i64c(c, hi), ""), cg_i64c(c, hi), x, "");
+}
+
+/* pad: every dim's source index from pad_lo and the mode, as the
+ * interpreter's pad_source; a position outside the operand (constant
+ * mode) is the value, its load kept in bounds by a clamped index. */
+static LLVMValueRef pad_value(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+{
+	const struct ir_shape *os = cg_shape(c, f->in[0]);
+	LLVMValueRef oi[IR_MAX_RANK], inside = LLVMConstInt(c->i1, 1, 0);
+	for (int d = 0; d < os->rank; d++) {
+		int64_t s = os->dims[d];
+		LLVMValueRef p = LLVMBuildSub(c->b, idx[d], cg_i64c(c, f->a.pad_lo.v[d]), "");
+		if (f->a.mode == IR_PAD_REFLECT && s > 1) {
+			int64_t period = 2 * (s - 1);
+			LLVMValueRef q = LLVMBuildSRem(c->b, p, cg_i64c(c, period), "");
+			q = LLVMBuildSRem(c->b, LLVMBuildAdd(c->b, q, cg_i64c(c, period), ""), cg_i64c(c, period), "");
+			oi[d] = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGE, q, cg_i64c(c, s), ""),
+						LLVMBuildSub(c->b, cg_i64c(c, period), q, ""), q, "");
+		} else {
+			if (f->a.mode == IR_PAD_CONSTANT || s == 0) {
+				LLVMValueRef in = LLVMBuildAnd(c->b,
+							       LLVMBuildICmp(c->b, LLVMIntSGE, p, cg_i64c(c, 0), ""),
+							       LLVMBuildICmp(c->b, LLVMIntSLT, p, cg_i64c(c, s), ""),
+							       "");
+				inside = LLVMBuildAnd(c->b, inside, in, "");
+			}
+			oi[d] = clamp_i64(c, p, 0, s > 0 ? s - 1 : 0);
+		}
+	}
+	if (ir_shape_numel(os) == 0)
+		return cg_from_f64(c, LLVMConstReal(c->f64, f->a.value), f->dtype);
+	LLVMValueRef v = cg_value(c, f->in[0], oi);
+	return LLVMBuildSelect(c->b, inside, v, cg_from_f64(c, LLVMConstReal(c->f64, f->a.value), f->dtype), "");
+}
+
+/* concat (up to 3 operands): each operand's value at the index less its
+ * offset (clamped into it), the one whose range holds the index chosen. */
+static LLVMValueRef concat_value(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+{
+	int ax = (int)f->a.axis;
+	int64_t off[PLAN_FOP_MAX_IN + 1] = { 0 };
+	for (int j = 0; j < f->nin; j++)
+		off[j + 1] = off[j] + cg_shape(c, f->in[j])->dims[ax];
+	LLVMValueRef r = NULL;
+	for (int j = f->nin - 1; j >= 0; j--) {
+		const struct ir_shape *s = cg_shape(c, f->in[j]);
+		if (s->dims[ax] == 0)
+			continue;
+		LLVMValueRef oi[IR_MAX_RANK];
+		for (int d = 0; d < f->shape.rank; d++)
+			oi[d] = idx[d];
+		oi[ax] = clamp_i64(c, LLVMBuildSub(c->b, idx[ax], cg_i64c(c, off[j]), ""), 0, s->dims[ax] - 1);
+		LLVMValueRef v = cg_value(c, f->in[j], oi);
+		r = r ? LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, idx[ax], cg_i64c(c, off[j + 1]), ""), v,
+					r, "")
+		      : v;
+	}
+	return r;
+}
+
+/* gather along axis: the index operand's value (negative counts from the
+ * end), one out of range a trap (the kernel fails, as PyTorch's
+ * device-side assert does), never a read outside the operand. */
+static LLVMValueRef gather_value(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+{
+	const struct ir_shape *xs = cg_shape(c, f->in[0]), *is = cg_shape(c, f->in[1]);
+	int ax = (int)f->a.axis, ri = is->rank;
+	int64_t A = xs->dims[ax];
+	LLVMValueRef j = cg_to_i64(c, cg_value(c, f->in[1], idx + ax), cg_dtype(c, f->in[1]));
+	j = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
+			    LLVMBuildAdd(c->b, j, cg_i64c(c, A), ""), j, "");
+	LLVMValueRef bad = LLVMBuildOr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
+				       LLVMBuildICmp(c->b, LLVMIntSGE, j, cg_i64c(c, A), ""), "");
+	LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "oob");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "inb");
+	LLVMBuildCondBr(c->b, bad, trap, cont);
+	LLVMPositionBuilderAtEnd(c->b, trap);
+	LLVMValueRef t = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.trap", 9), NULL, 0);
+	LLVMBuildCall2(c->b, LLVMGlobalGetValueType(t), t, NULL, 0, "");
+	LLVMBuildUnreachable(c->b);
+	LLVMPositionBuilderAtEnd(c->b, cont);
+	LLVMValueRef xi[IR_MAX_RANK];
+	for (int d = 0; d < xs->rank; d++)
+		xi[d] = d < ax ? idx[d] : d == ax ? j : idx[d - 1 + ri];
+	return cg_value(c, f->in[0], xi);
+}
+
 /* The core op's value at idx in the final pass of a row kernel. */
 static LLVMValueRef row_value(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
 {
@@ -704,6 +797,12 @@ LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 	int i = v - k->nin;
 	const struct plan_fop *f = &k->body[i];
 	LLVMValueRef oi[IR_MAX_RANK];
+	if (f->op == IR_OP_PAD) /* GPU kernels of their own (cg_kernel_compiles_gpu) */
+		return pad_value(c, f, idx);
+	if (f->op == IR_OP_CONCAT)
+		return concat_value(c, f, idx);
+	if (f->op == IR_OP_GATHER)
+		return gather_value(c, f, idx);
 	switch (cg_body_class(k, i)) {
 	case CG_ELEM: /* bf16: computed in f32 (or f64), rounded as the interpreter's store rounds */
 		return f->dtype == IR_BF16 ? cg_round_bf16(c, elementwise(c, f, idx)) : elementwise(c, f, idx);

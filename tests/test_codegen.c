@@ -42,6 +42,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "compiler/codegen.h"
 #include "compiler/compiler.h"
 #include "ir/plan.h"
 #include "runtime/hostcode.h"
@@ -145,6 +146,13 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 		ir_tensor_alloc(&in[j], k->dtype[j], &k->shape[j]);
 		fill(&in[j], k->op, special);
 		args[j] = in[j].data;
+	}
+	if (k->op == IR_OP_GATHER && !k->nbody) { /* data, and indices in range, negative ones too */
+		int64_t A = k->shape[0].dims[k->a.axis];
+		for (int64_t i = 0; i < ir_shape_numel(&in[0].shape); i++)
+			ir_tensor_set_f64(&in[0], i, 4 * urand() - 2);
+		for (int64_t i = 0; i < ir_shape_numel(&in[1].shape); i++)
+			ir_tensor_set_f64(&in[1], i, floor(2 * A * urand()) - (double)A);
 	}
 	ir_tensor_alloc(&got, k->dtype[k->nin], &k->shape[k->nin]);
 	args[k->nin] = got.data;
@@ -295,6 +303,53 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 	plan_free(p);
 }
 
+/* The kernels only GPUs compile (pads, concats, gathers on their own:
+ * cg_kernel_compiles_gpu), compiled for this host from the same
+ * description (codegen_opts.host_as_gpu) and run against the interpreter
+ * bit for bit: the PTX's logic, checked where no GPU runs it. */
+static void check_gpu_only(const char *pcc, const char *model, const char *opts, const char *tag)
+{
+	char cmd[8192], plan[256];
+	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-%s-gpu.bin", (int)getpid(), tag);
+	snprintf(cmd, sizeof cmd, "'%s' '%s' %s --codegen all -o '%s' >/dev/null", pcc, model, opts, plan);
+	struct plan *p = system(cmd) == 0 ? plan_read(plan) : NULL;
+	unlink(plan);
+	struct codegen_opts o;
+	codegen_opts_init(&o);
+	o.ptx = false;
+	o.host_as_gpu = true;
+	struct hostcode *hc = NULL;
+	if (!TAP_OK(p && codegen_plan(p, &o) == 0 && hostcode_load(p->host_object, p->host_object_len, &hc) == 0,
+		    "%s: compiles with the GPU's kernels as host code (%s)", tag, opts)) {
+		plan_free(p);
+		return;
+	}
+	int n = 0, bad = 0, per[3] = { 0 };
+	char why[512] = "", first[600] = "";
+	for (int kid = 0; kid < p->nkernels; kid++) {
+		const struct plan_kernel *k = &p->kernels[kid];
+		int core;
+		if (!k->host || cg_kernel_compiles(k, &core))
+			continue;
+		char name[32];
+		snprintf(name, sizeof name, "pcc_k%d", kid);
+		void *sym = hostcode_sym(hc, name);
+		void (*fn)(void **, int64_t, int64_t);
+		memcpy(&fn, &sym, sizeof sym);
+		n++;
+		per[k->op == IR_OP_PAD ? 0 : k->op == IR_OP_CONCAT ? 1 : 2]++;
+		if (sym && check_kernel(p, kid, fn, false, why, sizeof why))
+			continue;
+		if (!bad++)
+			snprintf(first, sizeof first, "kernel %d (%s): %s", kid, ir_op_name(k->op),
+				 sym ? why : "no symbol");
+	}
+	TAP_OK(n > 0 && bad == 0, "%s: %d GPU-only kernels (%d pads, %d concats, %d gathers) equal the interpreter%s%s",
+	       tag, n, per[0], per[1], per[2], bad ? "; " : "", first);
+	hostcode_free(hc);
+	plan_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
@@ -326,6 +381,13 @@ int main(int argc, char **argv)
 			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
 		check_plan(pcc, model, opts, ptxas, tag);
 	}
+	snprintf(model, sizeof model, "%s/unet_op17/model.onnx", models);
+	check_gpu_only(pcc, model, "--cluster 1x1:h100", "unet_op17");
+	snprintf(model, sizeof model, "%s/vit_op17/model.onnx", models);
+	check_gpu_only(pcc, model, "--cluster 1x1:h100", "vit_op17");
+	snprintf(model, sizeof model, "%s/gpt/model.onnx", train);
+	check_gpu_only(pcc, model, "--cluster 1x1:h100 --train --loss cross_entropy:logits,labels --optimizer adamw",
+		       "gpt-train");
 	/* bf16 mixed precision (a GPU cluster's default): bf16 kernels */
 	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i += 2) {
 		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
