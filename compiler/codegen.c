@@ -223,6 +223,67 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 	return native ? cg_to_f64(c, r, it) : r;
 }
 
+/* A scatter's row n of the result (a GPU kernel: cg_kernel_compiles_gpu):
+ * the operand's row, then every update row whose index is n combined into
+ * it in index order, each step rounded to the dtype, as the interpreter
+ * does; a thread per row reads all I indices (for an embedding gradient,
+ * vocabulary x tokens compares) and writes only its own row. */
+static void emit_scatter_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef n)
+{
+	const struct plan_fop *f = &b->body[0];
+	const struct ir_shape *xs = &b->shape[0];
+	enum ir_dtype t = b->dtype[0], it = b->dtype[1];
+	int64_t N = xs->dims[0], R = tail_numel(xs, 1), I = ir_shape_numel(&b->shape[1]);
+	LLVMValueRef out = c->base[b->nin], row = LLVMBuildMul(c->b, n, cg_i64c(c, R), "");
+	struct loop l, u;
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, R), NULL);
+	LLVMValueRef off = LLVMBuildAdd(c->b, row, l.i, "");
+	cg_store(c, out, t, off, cg_load(c, c->base[0], t, off));
+	loop_end(c, &l, cg_i64c(c, 1), NULL);
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, I), NULL);
+	LLVMValueRef j = cg_to_i64(c, cg_load(c, c->base[1], it, l.i), it);
+	j = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
+			    LLVMBuildAdd(c->b, j, cg_i64c(c, N), ""), j, "");
+	cg_trap_unless_index(c, j, N);
+	LLVMBasicBlockRef mine = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "mine");
+	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "next");
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, j, n, ""), mine, next);
+	LLVMPositionBuilderAtEnd(c->b, mine);
+	LLVMValueRef urow = LLVMBuildMul(c->b, l.i, cg_i64c(c, R), "");
+	loop_begin(c, &u, cg_i64c(c, 0), cg_i64c(c, R), NULL);
+	LLVMValueRef o = LLVMBuildAdd(c->b, row, u.i, "");
+	LLVMValueRef x = cg_load(c, out, t, o), y = cg_load(c, c->base[2], t, LLVMBuildAdd(c->b, urow, u.i, "")), r;
+	bool fl = ir_dtype_is_float(t);
+	int64_t mode = f->a.mode;
+	if (mode == IR_SCATTER_NONE) {
+		r = y;
+	} else if (fl) {
+		LLVMValueRef a = cg_to_f64(c, x, t), d = cg_to_f64(c, y, t);
+		r = cg_from_f64(c,
+				mode == IR_SCATTER_ADD   ? LLVMBuildFAdd(c->b, a, d, "")
+				: mode == IR_SCATTER_MUL ? LLVMBuildFMul(c->b, a, d, "")
+							 : cg_fmax(c, a, d, mode == IR_SCATTER_MAX),
+				t);
+	} else {
+		LLVMValueRef a = cg_to_i64(c, x, t), d = cg_to_i64(c, y, t);
+		r = cg_from_i64(
+			c,
+			mode == IR_SCATTER_ADD ? LLVMBuildAdd(c->b, a, d, "")
+			: mode == IR_SCATTER_MUL
+				? LLVMBuildMul(c->b, a, d, "")
+				: LLVMBuildSelect(c->b,
+						  LLVMBuildICmp(c->b, mode == IR_SCATTER_MAX ? LLVMIntSGT : LLVMIntSLT,
+								d, a, ""),
+						  d, a, ""),
+			t);
+	}
+	cg_store(c, out, t, o, r);
+	loop_end(c, &u, cg_i64c(c, 1), NULL);
+	LLVMBuildBr(c->b, next);
+	LLVMPositionBuilderAtEnd(c->b, next);
+	loop_end(c, &l, cg_i64c(c, 1), NULL);
+}
+
 /* The per-row code: statistics or the reduction, then the row's results. */
 static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, int split)
 {
@@ -330,7 +391,10 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	}
 	struct loop l;
 	loop_begin(c, &l, lo, hi, NULL);
-	emit_row(c, b, l.i, split);
+	if (b->nbody == 1 && b->body[0].op == IR_OP_SCATTER)
+		emit_scatter_row(c, b, l.i);
+	else
+		emit_row(c, b, l.i, split);
 	loop_end(c, &l, step, NULL);
 	LLVMBuildRetVoid(c->b);
 }

@@ -198,6 +198,8 @@ bool cg_kernel_compiles(const struct plan_kernel *k, int *core)
 int cg_row_split(const struct plan_kernel *b, int core, bool gpu)
 {
 	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
+	if (b->nbody == 1 && b->body[0].op == IR_OP_SCATTER) /* a row of the result each */
+		return 1;
 	if (core < 0)
 		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
 	const struct plan_fop *f = &b->body[core];
@@ -213,11 +215,11 @@ bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core)
 	*core = -1;
 	if (k->nbody || k->nout != 1 || k->nin > PLAN_FOP_MAX_IN || !dtype_ok(k->dtype[k->nin]))
 		return false;
+	bool indexed = k->op == IR_OP_GATHER || k->op == IR_OP_SCATTER;
 	for (int j = 0; j < k->nin; j++)
-		if (!(k->op == IR_OP_GATHER && j == 1 ? k->dtype[j] == IR_I64 || k->dtype[j] == IR_I32
-						      : dtype_ok(k->dtype[j])))
+		if (!(indexed && j == 1 ? k->dtype[j] == IR_I64 || k->dtype[j] == IR_I32 : dtype_ok(k->dtype[j])))
 			return false;
-	return k->op == IR_OP_PAD || k->op == IR_OP_CONCAT || k->op == IR_OP_GATHER;
+	return k->op == IR_OP_PAD || k->op == IR_OP_CONCAT || indexed;
 }
 
 int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu)

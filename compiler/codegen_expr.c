@@ -352,7 +352,7 @@ void cg_delinear(struct cg *c, LLVMValueRef lin, const struct ir_shape *s, int l
 	}
 }
 
-static LLVMValueRef load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off)
+LLVMValueRef cg_load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off)
 {
 	if (t == IR_BF16) {
 		LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
@@ -422,7 +422,7 @@ static LLVMValueRef constant(struct cg *c, const struct plan_fop *f, int i, cons
 		LLVMSetAlignment(g, 16);
 	}
 	LLVMValueRef p = c->gpu ? LLVMBuildAddrSpaceCast(c->b, g, c->ptr, "") : g;
-	return load(c, p, f->dtype, cg_linear(c, &f->shape, idx, 0, f->shape.rank));
+	return cg_load(c, p, f->dtype, cg_linear(c, &f->shape, idx, 0, f->shape.rank));
 }
 
 static LLVMValueRef pred(struct cg *c, LLVMValueRef b)
@@ -671,6 +671,20 @@ static void move_index(struct cg *c, const struct plan_fop *f, const LLVMValueRe
 
 /* ---- GPU-only data movement (cg_kernel_compiles_gpu) ------------------------- */
 
+void cg_trap_unless_index(struct cg *c, LLVMValueRef j, int64_t n)
+{
+	LLVMValueRef bad = LLVMBuildOr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
+				       LLVMBuildICmp(c->b, LLVMIntSGE, j, cg_i64c(c, n), ""), "");
+	LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "oob");
+	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "inb");
+	LLVMBuildCondBr(c->b, bad, trap, cont);
+	LLVMPositionBuilderAtEnd(c->b, trap);
+	LLVMValueRef t = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.trap", 9), NULL, 0);
+	LLVMBuildCall2(c->b, LLVMGlobalGetValueType(t), t, NULL, 0, "");
+	LLVMBuildUnreachable(c->b);
+	LLVMPositionBuilderAtEnd(c->b, cont);
+}
+
 static LLVMValueRef clamp_i64(struct cg *c, LLVMValueRef x, int64_t lo, int64_t hi)
 {
 	x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, cg_i64c(c, lo), ""), cg_i64c(c, lo), x, "");
@@ -746,16 +760,7 @@ static LLVMValueRef gather_value(struct cg *c, const struct plan_fop *f, const L
 	LLVMValueRef j = cg_to_i64(c, cg_value(c, f->in[1], idx + ax), cg_dtype(c, f->in[1]));
 	j = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
 			    LLVMBuildAdd(c->b, j, cg_i64c(c, A), ""), j, "");
-	LLVMValueRef bad = LLVMBuildOr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
-				       LLVMBuildICmp(c->b, LLVMIntSGE, j, cg_i64c(c, A), ""), "");
-	LLVMBasicBlockRef trap = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "oob");
-	LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "inb");
-	LLVMBuildCondBr(c->b, bad, trap, cont);
-	LLVMPositionBuilderAtEnd(c->b, trap);
-	LLVMValueRef t = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.trap", 9), NULL, 0);
-	LLVMBuildCall2(c->b, LLVMGlobalGetValueType(t), t, NULL, 0, "");
-	LLVMBuildUnreachable(c->b);
-	LLVMPositionBuilderAtEnd(c->b, cont);
+	cg_trap_unless_index(c, j, A);
 	LLVMValueRef xi[IR_MAX_RANK];
 	for (int d = 0; d < xs->rank; d++)
 		xi[d] = d < ax ? idx[d] : d == ax ? j : idx[d - 1 + ri];
@@ -793,7 +798,7 @@ LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 {
 	const struct plan_kernel *k = c->k;
 	if (v < k->nin)
-		return load(c, c->base[v], k->dtype[v], cg_linear(c, &k->shape[v], idx, 0, k->shape[v].rank));
+		return cg_load(c, c->base[v], k->dtype[v], cg_linear(c, &k->shape[v], idx, 0, k->shape[v].rank));
 	int i = v - k->nin;
 	const struct plan_fop *f = &k->body[i];
 	LLVMValueRef oi[IR_MAX_RANK];

@@ -50,6 +50,11 @@ LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t); /* bf16: f32, the valu
 /* Stores v (a value of dtype t) at base[off] in t's storage (bf16: the
  * rounded top half of the f32). */
 void cg_store(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off, LLVMValueRef v);
+/* The value of dtype t at base[off] (bf16: as f32). */
+LLVMValueRef cg_load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off);
+/* Traps (the GPU kernel fails) unless 0 <= j < n; the builder continues
+ * where it holds. */
+void cg_trap_unless_index(struct cg *c, LLVMValueRef j, int64_t n);
 /* f32 x rounded to bf16's precision, as an f32. */
 LLVMValueRef cg_round_bf16(struct cg *c, LLVMValueRef x);
 

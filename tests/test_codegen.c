@@ -147,8 +147,11 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 		fill(&in[j], k->op, special);
 		args[j] = in[j].data;
 	}
-	if (k->op == IR_OP_GATHER && !k->nbody) { /* data, and indices in range, negative ones too */
-		int64_t A = k->shape[0].dims[k->a.axis];
+	if ((k->op == IR_OP_GATHER || k->op == IR_OP_SCATTER) && !k->nbody) {
+		/* data, and indices in range, negative ones and repeats too */
+		int64_t A = k->shape[0].dims[k->op == IR_OP_GATHER ? k->a.axis : 0];
+		for (int64_t i = 0; k->nin > 2 && i < ir_shape_numel(&in[2].shape); i++)
+			ir_tensor_set_f64(&in[2], i, 4 * urand() - 2);
 		for (int64_t i = 0; i < ir_shape_numel(&in[0].shape); i++)
 			ir_tensor_set_f64(&in[0], i, 4 * urand() - 2);
 		for (int64_t i = 0; i < ir_shape_numel(&in[1].shape); i++)
@@ -304,7 +307,7 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 }
 
 /* The kernels only GPUs compile (pads, concats, gathers on their own:
- * cg_kernel_compiles_gpu), compiled for this host from the same
+ * cg_kernel_compiles_gpu; scatters too), compiled for this host from the same
  * description (codegen_opts.host_as_gpu) and run against the interpreter
  * bit for bit: the PTX's logic, checked where no GPU runs it. */
 static void check_gpu_only(const char *pcc, const char *model, const char *opts, const char *tag)
@@ -324,7 +327,7 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 		plan_free(p);
 		return;
 	}
-	int n = 0, bad = 0, per[3] = { 0 };
+	int n = 0, bad = 0, per[4] = { 0 };
 	char why[512] = "", first[600] = "";
 	for (int kid = 0; kid < p->nkernels; kid++) {
 		const struct plan_kernel *k = &p->kernels[kid];
@@ -337,15 +340,16 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 		void (*fn)(void **, int64_t, int64_t);
 		memcpy(&fn, &sym, sizeof sym);
 		n++;
-		per[k->op == IR_OP_PAD ? 0 : k->op == IR_OP_CONCAT ? 1 : 2]++;
+		per[k->op == IR_OP_PAD ? 0 : k->op == IR_OP_CONCAT ? 1 : k->op == IR_OP_GATHER ? 2 : 3]++;
 		if (sym && check_kernel(p, kid, fn, false, why, sizeof why))
 			continue;
 		if (!bad++)
 			snprintf(first, sizeof first, "kernel %d (%s): %s", kid, ir_op_name(k->op),
 				 sym ? why : "no symbol");
 	}
-	TAP_OK(n > 0 && bad == 0, "%s: %d GPU-only kernels (%d pads, %d concats, %d gathers) equal the interpreter%s%s",
-	       tag, n, per[0], per[1], per[2], bad ? "; " : "", first);
+	TAP_OK(n > 0 && bad == 0,
+	       "%s: %d GPU-only kernels (%d pads, %d concats, %d gathers, %d scatters) equal the interpreter%s%s", tag,
+	       n, per[0], per[1], per[2], per[3], bad ? "; " : "", first);
 	hostcode_free(hc);
 	plan_free(p);
 }
