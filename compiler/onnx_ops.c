@@ -5,7 +5,7 @@
  * read attributes, check what the core ops cannot know (ONNX conventions
  * such as negative axes and -1 in Reshape), and build through the b_*
  * builders, which broadcast explicitly and fold constants. Opset-dependent
- * forms are chosen on c->opset (13..17 here).
+ * forms are chosen on c->opset (7..21).
  */
 #include <errno.h>
 #include <math.h>
@@ -161,8 +161,10 @@ static int h_cast(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 		const Onnx__AttributeProto *a = attr_find(c, "to");
 		if (!a || !a->has_i)
 			return onnx_fail(c, "attribute 'to' is required");
-		if (onnx_dtype_to_ir((int32_t)a->i, &t) < 0)
-			return -EINVAL;
+		if (onnx_dtype_to_ir((int32_t)a->i, &t) < 0) {
+			ir_error_prefix("output \"%s\"", c->node->n_output ? c->node->output[0] : "");
+			return -ENOTSUP;
+		}
 	}
 	return OUT1(b_convert(c, in[0], t));
 }
@@ -263,12 +265,27 @@ static int h_reduce(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	NEED(0);
 	const char *op = op_type(c) + strlen("Reduce");
 	int64_t axes[IR_MAX_RANK];
+	if (attr_since(c, "noop_with_empty_axes", strcmp(op, "Sum") == 0 ? 13 : 18) < 0)
+		return -ENOTSUP;
 	/* ReduceSum takes axes as an input from opset 13, the others from 18 */
 	int n = reduce_axes(c, in, nin, axes, (strcmp(op, "Sum") == 0 && c->opset >= 13) || c->opset >= 18);
 	if (n < 0)
 		return -EINVAL;
+	/* noop_with_empty_axes and no axes: the input as it is, for every
+	 * Reduce* as the spec says (ONNX's reference squares it in
+	 * ReduceSumSquare) */
+	if (n == 0 && attr_int(c, "noop_with_empty_axes", 0)) {
+		out[0] = in[0];
+		return 0;
+	}
 	bool keep = attr_int(c, "keepdims", 1);
 	struct ir_value *x = in[0], *r;
+	/* ReduceMax/Min-20 take bool: any and all, reduced as 0 and 1 */
+	if (x->dtype == IR_BOOL && (!strcmp(op, "Max") || !strcmp(op, "Min"))) {
+		r = b_reduce(c, op[1] == 'a' ? IR_OP_REDUCE_MAX : IR_OP_REDUCE_MIN, b_convert(c, x, IR_U8), axes, n,
+			     keep);
+		return OUT1(b_convert(c, r, IR_BOOL));
+	}
 	double count = 1;
 	for (int i = 0; i < n; i++) {
 		int64_t ax;
@@ -388,15 +405,15 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "PRelu", h_activation, "" },
 	{ "Mish", h_activation, "" },
 	{ "ReduceSum", h_reduce, "axes keepdims noop_with_empty_axes" },
-	{ "ReduceMean", h_reduce, "axes keepdims" },
-	{ "ReduceMax", h_reduce, "axes keepdims" },
-	{ "ReduceMin", h_reduce, "axes keepdims" },
-	{ "ReduceProd", h_reduce, "axes keepdims" },
-	{ "ReduceL1", h_reduce, "axes keepdims" },
-	{ "ReduceL2", h_reduce, "axes keepdims" },
-	{ "ReduceSumSquare", h_reduce, "axes keepdims" },
-	{ "ReduceLogSum", h_reduce, "axes keepdims" },
-	{ "ReduceLogSumExp", h_reduce, "axes keepdims" },
+	{ "ReduceMean", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceMax", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceMin", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceProd", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceL1", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceL2", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceSumSquare", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceLogSum", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceLogSumExp", h_reduce, "axes keepdims noop_with_empty_axes" },
 	{ "ArgMax", h_argmax, "axis keepdims select_last_index" },
 	{ "ArgMin", h_argmax, "axis keepdims select_last_index" },
 };

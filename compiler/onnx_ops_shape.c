@@ -14,6 +14,9 @@
 
 #include "compiler/onnx_internal.h"
 
+/* Wrap padding builds an index vector of the padded length (elements) */
+#define WRAP_MAX (INT64_C(1) << 24)
+
 static int h_shape(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -236,18 +239,27 @@ static int h_split(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	if (onnx_axis(c, attr_int(c, "axis", 0), x->rank, &axis) < 0)
 		return -EINVAL;
 	int n = 0;
+	if (attr_since(c, "num_outputs", 18) < 0)
+		return -ENOTSUP;
 	if (c->opset < 13 && attr_find(c, "split")) {
 		n = attr_ints(c, "split", sizes, 64);
 		if (n != nout)
 			return onnx_fail(c, "split has %d sizes for %d outputs", n, nout);
 	} else if (nin > 1 && in[1]) {
+		if (attr_find(c, "num_outputs"))
+			return onnx_fail(c, "split and num_outputs are both given (one of them must be)");
 		n = onnx_const_ints(c, in[1], sizes, 64, "split");
 		if (n < 0)
 			return -EINVAL;
 		if (n != nout)
 			return onnx_fail(c, "split has %d sizes for %d outputs", n, nout);
 	} else {
+		/* equal parts of ceil(d / n), the last one smaller; Split-18 names
+		 * n in num_outputs, which must then be the count of outputs */
 		int64_t d = x->dims[axis], each = (d + nout - 1) / nout;
+		int64_t parts = attr_int(c, "num_outputs", nout);
+		if (parts != nout)
+			return onnx_fail(c, "num_outputs is %lld, but the node has %d outputs", (long long)parts, nout);
 		if (nout < 1 || nout > 64)
 			return onnx_fail(c, "%d outputs", nout);
 		for (n = 0; n < nout; n++)
@@ -691,6 +703,37 @@ static int h_trilu(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	return OUT1(b_select(c, keep, in[0], b_scalar(c, in[0]->dtype, 0)));
 }
 
+/* Pad-19's wrap mode: result index j along an axis reads the input at
+ * (j - lo) mod d, one gather per padded axis (negative pads crop the same
+ * way). Example: d = 3, lo = 2, hi = 1 reads 1 2 0 1 2 0. */
+static struct ir_value *pad_wrap(struct onnx_ctx *c, struct ir_value *x, const int64_t *pads, const int64_t *axes,
+				 int naxes)
+{
+	for (int i = 0; i < naxes && x; i++) {
+		int64_t lo = pads[i], hi = pads[i + naxes], d = x->shape.dims[axes[i]], n = d + lo + hi;
+		if (!lo && !hi)
+			continue;
+		if (d == 0 || n < 0 || n > WRAP_MAX) {
+			onnx_fail(c, "wrap padding of dim %lld (size %lld) by %lld and %lld is not supported",
+				  (long long)axes[i], (long long)d, (long long)lo, (long long)hi);
+			return NULL;
+		}
+		int64_t *idx = ir_malloc((size_t)(n ? n : 1) * sizeof *idx);
+		if (!idx) {
+			ir_errorf(-ENOMEM, "out of memory");
+			return NULL;
+		}
+		for (int64_t j = 0; j < n; j++)
+			idx[j] = ((j - lo) % d + d) % d;
+		struct ir_shape is = { 1, { n } };
+		struct ir_value *ops[2] = { x, b_const(c, IR_I64, &is, idx) };
+		ir_free(idx);
+		struct ir_attrs a = { .axis = axes[i] };
+		x = ops[1] ? b_op(c, IR_OP_GATHER, 2, ops, &a) : NULL;
+	}
+	return x;
+}
+
 static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -721,6 +764,8 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 		return onnx_fail(c, "pads has %d entries, expected %d", n, 2 * naxes);
 	const char *mode = attr_string(c, "mode", "constant", buf, sizeof buf);
 	struct ir_attrs a = { .pad_lo.n = x->rank, .pad_hi.n = x->rank };
+	if (!strcmp(mode, "wrap"))
+		return OUT1(pad_wrap(c, in[0], pads, axes, naxes));
 	a.mode = !strcmp(mode, "constant")  ? IR_PAD_CONSTANT
 		 : !strcmp(mode, "edge")    ? IR_PAD_EDGE
 		 : !strcmp(mode, "reflect") ? IR_PAD_REFLECT
@@ -764,7 +809,7 @@ const struct onnx_op_def onnx_ops_shape[] = {
 	{ "Transpose", h_transpose, "perm" },
 	{ "Expand", h_expand, "" },
 	{ "Concat", h_concat, "axis" },
-	{ "Split", h_split, "axis split" },
+	{ "Split", h_split, "axis num_outputs split" },
 	{ "Slice", h_slice, "starts ends axes" },
 	{ "Gather", h_gather, "axis" },
 	{ "GatherElements", h_gather_elements, "axis" },

@@ -54,10 +54,35 @@ static void test_opset(void)
 {
 	struct mb *b = mb_one_op("Relu", "act");
 	b->opset.version = 6;
-	EXPECT_MODEL_ERROR(b, "opset6.onnx", "opset 6 rejected with the supported range", "opset 6", "7 to 17");
+	EXPECT_MODEL_ERROR(b, "opset6.onnx", "opset 6 rejected with the supported range", "opset 6", "7 to 21",
+			   "opset_version=13 or newer");
 	b = mb_one_op("Relu", "act");
-	b->opset.version = 18;
-	EXPECT_MODEL_ERROR(b, "opset18.onnx", "opset 18 rejected with the supported range", "opset 18", "7 to 17");
+	b->opset.version = 22;
+	EXPECT_MODEL_ERROR(b, "opset22.onnx", "opset 22 rejected with the supported range", "opset 22", "7 to 21",
+			   "re-export with opset_version=21)");
+	for (int v = 18; v <= 21; v++) {
+		b = mb_one_op("Relu", "act");
+		b->opset.version = v;
+		char what[64];
+		snprintf(what, sizeof what, "opset %d imports", v);
+		ir_graph_free(expect_import(what, mb_write(b, "opset18_21.onnx"), NULL));
+		mb_free(b);
+	}
+	/* opset 19 and 21's new element types: refused naming the tensor */
+	b = mb_one_op("Relu", "act");
+	b->opset.version = 19;
+	b->g.input[0]->type->tensor_type->elem_type = 17;
+	EXPECT_MODEL_ERROR(b, "float8_input.onnx", "a float8 input", "input \"x\"", "FLOAT8E4M3FN (17)",
+			   "no 8-bit float");
+	b = mb_one_op("Relu", "act");
+	b->opset.version = 21;
+	mb_tensor(b, "w4", 22, "2");
+	EXPECT_MODEL_ERROR(b, "int4_initializer.onnx", "an int4 initializer", "initializer \"w4\"", "INT4 (22)");
+	b = mb_one_op("Cast", "to_e5m2");
+	b->opset.version = 19;
+	mb_attr_int(b, b->g.node[0], "to", 19);
+	EXPECT_MODEL_ERROR(b, "cast_float8.onnx", "a Cast to float8", "node \"to_e5m2\" (Cast)", "output \"y\"",
+			   "FLOAT8E5M2 (19)");
 	b = mb_one_op("Relu", "act");
 	b->opset.domain = "ai.onnx.ml";
 	EXPECT_MODEL_ERROR(b, "no_opset.onnx", "no default-domain opset", "no default-domain opset");
