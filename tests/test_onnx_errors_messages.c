@@ -435,8 +435,13 @@ static void test_image_ops(void)
 			   "mode 'area' is not supported");
 	b = mb_resize("linear");
 	mb_attr_int(b, b->g.node[0], "antialias", 1);
-	EXPECT_MODEL_ERROR(b, "resize_antialias.onnx", "Resize with antialias (opset 18)", "(Resize)",
-			   "unsupported attribute 'antialias'");
+	EXPECT_MODEL_ERROR(b, "resize_antialias.onnx", "Resize with antialias at opset 13", "(Resize)",
+			   "attribute 'antialias' came with Resize-18, but the model imports opset 13");
+	b = mb_resize("nearest");
+	b->opset.version = 18;
+	mb_attr_int(b, b->g.node[0], "antialias", 1);
+	EXPECT_MODEL_ERROR(b, "resize_antialias_nearest.onnx", "Resize with antialias in nearest mode", "(Resize)",
+			   "antialias applies to linear and cubic modes, not nearest");
 	b = mb_resize("nearest");
 	mb_input(b, "s", T_FLOAT, "4");
 	b->g.node[0]->input[2] = "s";
