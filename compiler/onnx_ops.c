@@ -24,21 +24,35 @@ static const struct {
 	const char *onnx;
 	enum ir_op op;
 } unary_map[] = {
-	{ "Abs", IR_OP_ABS },         { "Neg", IR_OP_NEG },          { "Exp", IR_OP_EXP },     { "Log", IR_OP_LOG },
-	{ "Sqrt", IR_OP_SQRT },       { "Reciprocal", IR_OP_RECIP }, { "Tanh", IR_OP_TANH },   { "Erf", IR_OP_ERF },
-	{ "Sigmoid", IR_OP_SIGMOID }, { "Relu", IR_OP_RELU },        { "Sin", IR_OP_SIN },     { "Cos", IR_OP_COS },
-	{ "Tan", IR_OP_TAN },         { "Asin", IR_OP_ASIN },        { "Acos", IR_OP_ACOS },   { "Atan", IR_OP_ATAN },
-	{ "Sinh", IR_OP_SINH },       { "Cosh", IR_OP_COSH },        { "Asinh", IR_OP_ASINH }, { "Acosh", IR_OP_ACOSH },
-	{ "Atanh", IR_OP_ATANH },     { "Floor", IR_OP_FLOOR },      { "Ceil", IR_OP_CEIL },   { "Round", IR_OP_ROUND },
-	{ "Not", IR_OP_NOT },         { "Sign", IR_OP_SIGN },
+	{ "Abs", IR_OP_ABS },     { "Neg", IR_OP_NEG },     { "Exp", IR_OP_EXP },
+	{ "Log", IR_OP_LOG },     { "Sqrt", IR_OP_SQRT },   { "Reciprocal", IR_OP_RECIP },
+	{ "Tanh", IR_OP_TANH },   { "Erf", IR_OP_ERF },     { "Sigmoid", IR_OP_SIGMOID },
+	{ "Relu", IR_OP_RELU },   { "Sin", IR_OP_SIN },     { "Cos", IR_OP_COS },
+	{ "Tan", IR_OP_TAN },     { "Asin", IR_OP_ASIN },   { "Acos", IR_OP_ACOS },
+	{ "Atan", IR_OP_ATAN },   { "Sinh", IR_OP_SINH },   { "Cosh", IR_OP_COSH },
+	{ "Asinh", IR_OP_ASINH }, { "Acosh", IR_OP_ACOSH }, { "Atanh", IR_OP_ATANH },
+	{ "Floor", IR_OP_FLOOR }, { "Ceil", IR_OP_CEIL },   { "Round", IR_OP_ROUND },
+	{ "Not", IR_OP_NOT },     { "Sign", IR_OP_SIGN },   { "BitwiseNot", IR_OP_NOT },
 };
+
+/* And, Or, Xor, Not take bool; Bitwise* (opset 18) integers: the core ops
+ * take either. */
+static int logic_operand(struct onnx_ctx *c, enum ir_op op, const struct ir_value *x)
+{
+	bool bitwise = strncmp(op_type(c), "Bitwise", 7) == 0;
+	if (!(ir_op_flags(op) & IR_OPF_LOGIC) ||
+	    (bitwise ? x->dtype != IR_BOOL && !ir_dtype_is_float(x->dtype) : x->dtype == IR_BOOL))
+		return 0;
+	return onnx_fail(c, "needs %s operands, got %s", bitwise ? "integer" : "bool", ir_dtype_name(x->dtype));
+}
 
 static int h_unary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
 	for (size_t i = 0; i < sizeof unary_map / sizeof unary_map[0]; i++)
 		if (strcmp(unary_map[i].onnx, op_type(c)) == 0)
-			return OUT1(b_unary(c, unary_map[i].op, in[0]));
+			return logic_operand(c, unary_map[i].op, in[0]) < 0 ? -EINVAL
+									    : OUT1(b_unary(c, unary_map[i].op, in[0]));
 	IR_ASSERT(!"unary op missing from unary_map");
 }
 
@@ -46,10 +60,26 @@ static const struct {
 	const char *onnx;
 	enum ir_op op;
 } binary_map[] = {
-	{ "Add", IR_OP_ADD }, { "Sub", IR_OP_SUB },        { "Mul", IR_OP_MUL },    { "Div", IR_OP_DIV },
-	{ "And", IR_OP_AND }, { "Or", IR_OP_OR },          { "Xor", IR_OP_XOR },    { "Equal", IR_OP_EQ },
-	{ "Less", IR_OP_LT }, { "LessOrEqual", IR_OP_LE }, { "Greater", IR_OP_GT }, { "GreaterOrEqual", IR_OP_GE },
-	{ "Max", IR_OP_MAX }, { "Min", IR_OP_MIN },        { "Sum", IR_OP_ADD },    { "Mean", IR_OP_ADD },
+	{ "Add", IR_OP_ADD },
+	{ "Sub", IR_OP_SUB },
+	{ "Mul", IR_OP_MUL },
+	{ "Div", IR_OP_DIV },
+	{ "And", IR_OP_AND },
+	{ "Or", IR_OP_OR },
+	{ "Xor", IR_OP_XOR },
+	{ "Equal", IR_OP_EQ },
+	{ "Less", IR_OP_LT },
+	{ "LessOrEqual", IR_OP_LE },
+	{ "Greater", IR_OP_GT },
+	{ "GreaterOrEqual", IR_OP_GE },
+	{ "Max", IR_OP_MAX },
+	{ "Min", IR_OP_MIN },
+	{ "Sum", IR_OP_ADD },
+	{ "Mean", IR_OP_ADD },
+	/* opset 18: the core ops are bitwise on integers */
+	{ "BitwiseAnd", IR_OP_AND },
+	{ "BitwiseOr", IR_OP_OR },
+	{ "BitwiseXor", IR_OP_XOR },
 };
 
 /* Binary and variadic (Max, Min, Sum, Mean) elementwise ops. */
@@ -61,6 +91,8 @@ static int h_binary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 			op = binary_map[i].op;
 	IR_ASSERT(op != IR_OP_COUNT);
 	NEED(0);
+	if (logic_operand(c, op, in[0]) < 0)
+		return -EINVAL;
 	struct ir_value *acc = in[0];
 	for (int i = 1; i < nin && acc; i++) {
 		NEED(i);
@@ -348,6 +380,10 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "And", h_binary, "" },
 	{ "Or", h_binary, "" },
 	{ "Xor", h_binary, "" },
+	{ "BitwiseAnd", h_binary, "" },
+	{ "BitwiseOr", h_binary, "" },
+	{ "BitwiseXor", h_binary, "" },
+	{ "BitwiseNot", h_unary, "" },
 	{ "Equal", h_binary, "" },
 	{ "Less", h_binary, "" },
 	{ "LessOrEqual", h_binary, "" },
