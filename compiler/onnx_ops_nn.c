@@ -382,6 +382,8 @@ static int h_pool(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 		return onnx_unsupported(c, "the Indices output is not supported");
 	if (max && attr_int(c, "storage_order", 0))
 		return onnx_unsupported(c, "storage_order=1 is not supported");
+	if (!max && attr_since(c, "dilations", 19) < 0)
+		return -ENOTSUP;
 	if (window_attrs(c, &x->shape, &w, attr_int(c, "ceil_mode", 0)) < 0)
 		return -EINVAL;
 	int r = x->shape.rank;
@@ -702,7 +704,7 @@ const struct onnx_op_def onnx_ops_nn[] = {
 	{ "Einsum", h_einsum, "equation" },
 	{ "Conv", h_conv, "auto_pad dilations group kernel_shape pads strides" },
 	{ "MaxPool", h_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides" },
-	{ "AveragePool", h_pool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides" },
+	{ "AveragePool", h_pool, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides" },
 	{ "GlobalAveragePool", h_global_pool, "" },
 	{ "GlobalMaxPool", h_global_pool, "" },
 	{ "BatchNormalization", h_batchnorm, "epsilon momentum training_mode spatial" },
