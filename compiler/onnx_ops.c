@@ -264,6 +264,24 @@ static int h_activation(struct onnx_ctx *c, struct ir_value **in, int nin, struc
 	} else if (strcmp(op, "PRelu") == 0) {
 		NEED(1);
 		r = b_select(c, b_binary(c, IR_OP_GE, x, zero), x, b_binary(c, IR_OP_MUL, x, in[1]));
+	} else if (strcmp(op, "Gelu") == 0) {
+		/* Gelu-20: x/2 (1 + erf(x / sqrt 2)), or with approximate="tanh"
+		 * x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+		char buf[16];
+		const char *ap = attr_string(c, "approximate", "none", buf, sizeof buf);
+		struct ir_value *t;
+		if (!strcmp(ap, "none")) {
+			t = b_unary(c, IR_OP_ERF, b_binary(c, IR_OP_MUL, x, scalar_like(c, x, M_SQRT1_2)));
+		} else if (!strcmp(ap, "tanh")) {
+			struct ir_value *x3 = b_binary(c, IR_OP_MUL, b_binary(c, IR_OP_MUL, x, x), x);
+			struct ir_value *arg = b_binary(c, IR_OP_ADD, x,
+							b_binary(c, IR_OP_MUL, x3, scalar_like(c, x, 0.044715)));
+			t = b_unary(c, IR_OP_TANH, b_binary(c, IR_OP_MUL, arg, scalar_like(c, x, sqrt(2 / M_PI))));
+		} else {
+			return onnx_fail(c, "unknown approximate '%s' (none or tanh)", ap);
+		}
+		r = b_binary(c, IR_OP_MUL, b_binary(c, IR_OP_MUL, x, scalar_like(c, x, 0.5)),
+			     b_binary(c, IR_OP_ADD, one, t));
 	} else if (strcmp(op, "Mish") == 0) {
 		struct ir_value *t = b_unary(c, IR_OP_EXP, b_unary(c, IR_OP_NEG, b_unary(c, IR_OP_ABS, x)));
 		struct ir_value *sp = b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MAX, x, zero),
@@ -440,6 +458,7 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "ThresholdedRelu", h_activation, "alpha" },
 	{ "PRelu", h_activation, "" },
 	{ "Mish", h_activation, "" },
+	{ "Gelu", h_activation, "approximate" },
 	{ "ReduceSum", h_reduce, "axes keepdims noop_with_empty_axes" },
 	{ "ReduceMean", h_reduce, "axes keepdims noop_with_empty_axes" },
 	{ "ReduceMax", h_reduce, "axes keepdims noop_with_empty_axes" },
