@@ -2,7 +2,7 @@
  * onnx_ops_shape.c: ONNX shape and data-movement ops -> core ops: Shape,
  * Reshape, Flatten, (Un)Squeeze, Transpose, Expand, Concat, Split, Slice,
  * Gather/Scatter and their Elements/ND forms, Constant(OfShape), Range,
- * Tile, OneHot, CumSum, Trilu, Pad.
+ * Tile, OneHot, CumSum, Trilu, Pad, CenterCropPad.
  *
  * Inputs that decide shapes (Reshape's shape, Slice's starts...) must be
  * compile-time constants: pcc compiles static shapes. Opset 7..12 forms
@@ -799,6 +799,45 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 	return OUT1(any ? b_op(c, IR_OP_PAD, 1, &v, &a) : v);
 }
 
+/* CenterCropPad-18: each listed axis (all by default) cropped or padded
+ * with zeros to its size in shape, centred: the odd element goes at the
+ * end (crop from floor((d - n) / 2), pad floor((n - d) / 2) in front). */
+static int h_center_crop_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+{
+	NEED(0);
+	NEED(1);
+	struct ir_value *x = in[0];
+	int r = x->shape.rank;
+	int64_t sz[IR_MAX_RANK], axes[IR_MAX_RANK];
+	int n = onnx_const_ints(c, in[1], sz, IR_MAX_RANK, "shape"), na = attr_ints(c, "axes", axes, IR_MAX_RANK);
+	if (n < 0 || na < 0)
+		return -EINVAL;
+	if (!attr_find(c, "axes"))
+		for (na = 0; na < r; na++)
+			axes[na] = na;
+	if (n != na)
+		return onnx_fail(c, "shape has %d entries for %d axes", n, na);
+	struct ir_attrs a = { .pad_lo.n = r, .pad_hi.n = r, .mode = IR_PAD_CONSTANT, .value = 0 };
+	bool pad = false, seen[IR_MAX_RANK] = { 0 };
+	for (int i = 0; i < na && x; i++) {
+		if (onnx_axis(c, axes[i], r, &axes[i]) < 0)
+			return -EINVAL;
+		if (seen[axes[i]] || sz[i] < 0)
+			return onnx_fail(c, "axis %lld is repeated or its size %lld negative", (long long)axes[i],
+					 (long long)sz[i]);
+		seen[axes[i]] = true;
+		int64_t d = x->shape.dims[axes[i]];
+		if (sz[i] < d) {
+			x = b_slice(c, x, (int)axes[i], (d - sz[i]) / 2, (d - sz[i]) / 2 + sz[i], 1);
+		} else if (sz[i] > d) {
+			a.pad_lo.v[axes[i]] = (sz[i] - d) / 2;
+			a.pad_hi.v[axes[i]] = sz[i] - d - (sz[i] - d) / 2;
+			pad = true;
+		}
+	}
+	return OUT1(pad && x ? b_op(c, IR_OP_PAD, 1, &x, &a) : x);
+}
+
 const struct onnx_op_def onnx_ops_shape[] = {
 	{ "Shape", h_shape, "start end" },
 	{ "Size", h_size, "" },
@@ -824,5 +863,6 @@ const struct onnx_op_def onnx_ops_shape[] = {
 	{ "CumSum", h_cumsum, "exclusive reverse" },
 	{ "Trilu", h_trilu, "upper" },
 	{ "Pad", h_pad, "mode pads value" },
+	{ "CenterCropPad", h_center_crop_pad, "axes" },
 };
 const int onnx_ops_shape_count = sizeof onnx_ops_shape / sizeof onnx_ops_shape[0];
