@@ -23,7 +23,7 @@
 #include "tmpdir.h"
 
 /* ONNX TensorProto.DataType codes */
-enum { T_FLOAT = 1, T_INT64 = 7, T_STRING = 8 };
+enum { T_FLOAT = 1, T_UINT8 = 2, T_INT32 = 6, T_INT64 = 7, T_STRING = 8, T_BOOL = 9 };
 
 static char tmpdir[] = "/tmp/pcc_onnx_errors_XXXXXX";
 
@@ -190,6 +190,45 @@ static inline void mb_attr_int(struct mb *b, Onnx__NodeProto *n, const char *nam
 	PUSH(b, n->attribute, n->n_attribute, a);
 }
 
+static inline void mb_attr_float(struct mb *b, Onnx__NodeProto *n, const char *name, float v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+	a->has_f = 1;
+	a->f = v;
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
+static inline void mb_attr_string(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+	a->has_s = 1;
+	a->s.len = strlen(v);
+	a->s.data = (uint8_t *)mb_str(b, v);
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
+/* An ints attribute of n entries. */
+static inline void mb_attr_ints(struct mb *b, Onnx__NodeProto *n, const char *name, size_t count, const int64_t *v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+	a->n_ints = count;
+	a->ints = mb_alloc(b, (count + 1) * sizeof *v);
+	memcpy(a->ints, v, count * sizeof *v);
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
 /* An initializer with dims but no data yet. */
 static inline Onnx__TensorProto *mb_tensor(struct mb *b, const char *name, int32_t type, const char *dims)
 {
@@ -233,6 +272,16 @@ static inline Onnx__TensorProto *mb_init_i64(struct mb *b, const char *name, siz
 	t->n_int64_data = n;
 	t->int64_data = mb_alloc(b, (n + 1) * sizeof *v);
 	memcpy(t->int64_data, v, n * sizeof *v);
+	return t;
+}
+
+/* An initializer of any type holding nbytes of little-endian raw_data. */
+static inline Onnx__TensorProto *mb_init_raw(struct mb *b, const char *name, int32_t type, const char *dims,
+					     const void *data, size_t nbytes)
+{
+	Onnx__TensorProto *t = mb_tensor(b, name, type, dims);
+	mb_raw(b, t, nbytes);
+	memcpy(t->raw_data.data, data, nbytes);
 	return t;
 }
 

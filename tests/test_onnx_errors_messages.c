@@ -403,19 +403,6 @@ static void test_empty_scalars(void)
 
 /* ---- image ops (onnx_ops_image.c, onnx_ops_convt.c) ---------------------------------------------- */
 
-static void mb_attr_string(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v)
-{
-	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
-	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-	a->name = mb_str(b, name);
-	a->has_type = 1;
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	a->has_s = 1;
-	a->s.len = strlen(v);
-	a->s.data = (uint8_t *)mb_str(b, v);
-	PUSH(b, n->attribute, n->n_attribute, a);
-}
-
 /* x f32[1,4,4,4] -> Resize(x, roi, scales) -> y, scales an initializer */
 static struct mb *mb_resize(const char *mode)
 {
