@@ -192,10 +192,12 @@ static struct ir_value *phase_conv(struct onnx_ctx *c, struct ir_value *x, struc
 {
 	int k = t->k;
 	struct ir_attrs a = { .groups = t->G, .stride.n = k, .dilation.n = k, .pad_lo.n = k, .pad_hi.n = k };
+	if (!x || !wf)
+		return NULL;
 	struct ir_shape zs = { k + 2, { x->shape.dims[0], wf->shape.dims[0] } };
 	int64_t cut[IR_MAX_RANK], len[IR_MAX_RANK];
 	bool zero = false;
-	for (int i = 0; i < k; i++) {
+	for (int i = 0; i < k && x && wf; i++) {
 		/* the conv over zeros' pad: o reads x's zero-inserted v = o + j d - plo */
 		struct phase p = phase_of(t, i, rho[i], t->d[i] * (t->K[i] - 1) - t->lo[i]);
 		int64_t n = x->shape.dims[i + 2];
@@ -217,8 +219,10 @@ static struct ir_value *phase_conv(struct onnx_ctx *c, struct ir_value *x, struc
 		a.pad_hi.v[i] = phi > 0 ? phi : 0;
 		cut[i] = 0;
 	}
-	if (zero || !x || !wf)
-		return zero ? b_broadcast_to(c, b_scalar(c, x->dtype, 0), &zs) : NULL;
+	if (!x || !wf)
+		return NULL;
+	if (zero)
+		return b_broadcast_to(c, b_scalar(c, x->dtype, 0), &zs);
 	struct ir_value *ops[2] = { x, wf };
 	return cut_spatial(c, b_op(c, IR_OP_CONV, 2, ops, &a), k, cut, len);
 }
