@@ -372,6 +372,43 @@ static inline struct mb *mb_reshape_to(int64_t d0, int64_t d1)
 	return b;
 }
 
+/* Opset 19's new forms in one model of two inputs, x f32[1,2,4,6] and
+ * c f32[1,8,4]: Pad wrap, Resize with antialias and with
+ * keep_aspect_ratio_policy, GroupNormalization, CenterCropPad, Split
+ * num_outputs, ReduceMean with its axes input, Col2Im. */
+static inline struct mb *mb_opsets(void)
+{
+	struct mb *b = mb_new(19);
+	mb_input(b, "x", T_FLOAT, "1,2,4,6");
+	mb_input(b, "c", T_FLOAT, "1,8,4");
+	mb_init_i64(b, "pads", 2, (int64_t[]){ 4, 2 });
+	mb_init_i64(b, "ax3", 1, (int64_t[]){ 3 });
+	mb_init_i64(b, "sizes", 2, (int64_t[]){ 3, 3 });
+	mb_init_i64(b, "img", 2, (int64_t[]){ 5, 5 });
+	mb_init_i64(b, "blk", 2, (int64_t[]){ 2, 2 });
+	Onnx__TensorProto *sc = mb_init_f32(b, "scales", "4");
+	memcpy(sc->raw_data.data, (float[]){ 1, 1, 0.5f, 0.5f }, 16);
+	mb_init_f32(b, "gs", "2");
+	mb_init_f32(b, "gb", "2");
+	mb_attr_string(b, mb_node(b, "Pad", "wrap", "x,pads,,ax3", "p"), "mode", "wrap");
+	Onnx__NodeProto *n = mb_node(b, "Resize", "aa", "p,,scales", "r");
+	mb_attr_string(b, n, "mode", "cubic");
+	mb_attr_int(b, n, "antialias", 1);
+	n = mb_node(b, "Resize", "keep", "x,,,sizes", "k");
+	mb_attr_string(b, n, "mode", "linear");
+	mb_attr_ints(b, n, "axes", 2, (int64_t[]){ 2, 3 });
+	mb_attr_string(b, n, "keep_aspect_ratio_policy", "not_smaller");
+	mb_attr_int(b, mb_node(b, "GroupNormalization", "gn", "k,gs,gb", "g"), "num_groups", 2);
+	mb_attr_ints(b, mb_node(b, "CenterCropPad", "ccp", "g,sizes", "cc"), "axes", 2, (int64_t[]){ 2, 3 });
+	mb_attr_int(b, mb_node(b, "Split", "split", "cc", "s0,s1"), "num_outputs", 2);
+	mb_node(b, "ReduceMean", "mean", "s1,ax3", "m");
+	mb_attr_ints(b, mb_node(b, "Col2Im", "col2im", "c,img,blk", "ci"), "strides", 2, (int64_t[]){ 2, 2 });
+	mb_output(b, "r", T_FLOAT, "");
+	mb_output(b, "m", T_FLOAT, "");
+	mb_output(b, "ci", T_FLOAT, "");
+	return b;
+}
+
 /* ---- checks ------------------------------------------------------------ */
 
 static inline bool has_all(const char *msg, va_list ap, const char **missing)
