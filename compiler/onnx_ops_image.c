@@ -532,7 +532,7 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 			scale[i] = 1;
 			sz[i] = (double)x->shape.dims[i];
 		}
-		for (int i = 0; i < naxes && (nscale || nsize); i++)
+		for (int i = 0; i < naxes && i < (nscale ? nscale : nsize); i++)
 			*(nscale ? &scale[axes[i]] : &sz[axes[i]]) = given[i];
 	}
 	if (nscale && nsize)
