@@ -710,9 +710,12 @@ static struct ir_value *pad_wrap(struct onnx_ctx *c, struct ir_value *x, const i
 				 int naxes)
 {
 	for (int i = 0; i < naxes && x; i++) {
-		int64_t lo = pads[i], hi = pads[i + naxes], d = x->shape.dims[axes[i]], n = d + lo + hi;
+		int64_t lo = pads[i], hi = pads[i + naxes], d = x->shape.dims[axes[i]];
 		if (!lo && !hi)
 			continue;
+		/* bounded first, so that the length cannot overflow */
+		bool small = lo >= -WRAP_MAX && lo <= WRAP_MAX && hi >= -WRAP_MAX && hi <= WRAP_MAX;
+		int64_t n = small ? d + lo + hi : -1;
 		if (d == 0 || n < 0 || n > WRAP_MAX) {
 			onnx_fail(c, "wrap padding of dim %lld (size %lld) by %lld and %lld is not supported",
 				  (long long)axes[i], (long long)d, (long long)lo, (long long)hi);
@@ -764,6 +767,9 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 		return onnx_fail(c, "pads has %d entries, expected %d", n, 2 * naxes);
 	const char *mode = attr_string(c, "mode", "constant", buf, sizeof buf);
 	struct ir_attrs a = { .pad_lo.n = x->rank, .pad_hi.n = x->rank };
+	if (!strcmp(mode, "wrap") && c->opset < 19)
+		return onnx_unsupported(c, "mode 'wrap' came with Pad-19, but the model imports opset %lld",
+					(long long)c->opset);
 	if (!strcmp(mode, "wrap"))
 		return OUT1(pad_wrap(c, in[0], pads, axes, naxes));
 	a.mode = !strcmp(mode, "constant")  ? IR_PAD_CONSTANT

@@ -166,6 +166,23 @@ static void test_pad(void)
 		EXPECT_F32(&r, 2, pad_edge, "Pad-18 edge on axes [0]");
 		run_free(&r);
 	}
+
+	b = mb_new(18);
+	INIT(b, "x", T_FLOAT, "2,3", pad_x);
+	INIT(b, "p_wrap", T_INT64, "2", pad_p_wrap);
+	INIT(b, "ax1", T_INT64, "1", pad_ax1);
+	mb_attr_string(b, mb_node(b, "Pad", "wrap", "x,p_wrap,,ax1", "wrap"), "mode", "wrap");
+	mb_output(b, "wrap", T_FLOAT, "");
+	EXPECT_MODEL_ERROR(b, "pad18_wrap.onnx", "Pad's wrap mode at opset 18", "node \"wrap\" (Pad)",
+			   "mode 'wrap' came with Pad-19");
+	b = mb_new(19);
+	INIT(b, "x", T_FLOAT, "2,3", pad_x);
+	mb_init_i64(b, "huge", 2, (int64_t[]){ INT64_MAX, INT64_MIN });
+	INIT(b, "ax1", T_INT64, "1", pad_ax1);
+	mb_attr_string(b, mb_node(b, "Pad", "wrap", "x,huge,,ax1", "wrap"), "mode", "wrap");
+	mb_output(b, "wrap", T_FLOAT, "");
+	EXPECT_MODEL_ERROR(b, "pad19_wrap_huge.onnx", "Pad-19 wrap by pads near the int64 limits",
+			   "node \"wrap\" (Pad)", "wrap padding of dim 1 (size 3)", "is not supported");
 }
 
 /* ---- ScatterElements-18, ScatterND-18: max and min ---- */
