@@ -438,9 +438,14 @@ static int64_t scatter_mode(struct onnx_ctx *c)
 				       [IR_SCATTER_MIN] = "min" };
 	char buf[16];
 	const char *red = attr_string(c, "reduction", "none", buf, sizeof buf);
-	for (int64_t m = 0; m < (int64_t)(sizeof names / sizeof names[0]); m++)
-		if (!strcmp(red, names[m]))
-			return m;
+	for (int64_t m = 0; m < (int64_t)(sizeof names / sizeof names[0]); m++) {
+		if (strcmp(red, names[m]) != 0)
+			continue;
+		if ((m == IR_SCATTER_MAX || m == IR_SCATTER_MIN) && c->opset < 18)
+			return onnx_unsupported(c, "reduction '%s' came with %s-18, but the model imports opset %lld",
+						red, c->node->op_type, (long long)c->opset);
+		return m;
+	}
 	return onnx_fail(c, "unknown reduction '%s'", red);
 }
 

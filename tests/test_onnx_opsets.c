@@ -214,6 +214,15 @@ static void test_scatter(void)
 		EXPECT_F32(&r, 3, scatter_ndmax, "ScatterND-18 max, a repeated index");
 		run_free(&r);
 	}
+
+	b = mb_new(17);
+	INIT(b, "d", T_FLOAT, "2,3", scatter_d);
+	INIT(b, "ind", T_INT64, "3,2", scatter_ind);
+	INIT(b, "und", T_FLOAT, "3", scatter_und);
+	mb_attr_string(b, mb_node(b, "ScatterND", "ndmax", "d,ind,und", "ndmax"), "reduction", "max");
+	mb_output(b, "ndmax", T_FLOAT, "");
+	EXPECT_MODEL_ERROR(b, "scatter17_max.onnx", "ScatterND's max at opset 17", "node \"ndmax\" (ScatterND)",
+			   "reduction 'max' came with ScatterND-18, but the model imports opset 17");
 }
 
 /* ---- Split-18 num_outputs ---- */
