@@ -191,7 +191,8 @@ int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max)
 		return 0;
 	if (a->n_ints > (size_t)max)
 		return onnx_fail(c, "attribute '%s' has %zu entries (at most %d supported)", name, a->n_ints, max);
-	memcpy(out, a->ints, a->n_ints * sizeof *out);
+	if (a->n_ints) /* an empty list may have no array */
+		memcpy(out, a->ints, a->n_ints * sizeof *out);
 	return (int)a->n_ints;
 }
 
