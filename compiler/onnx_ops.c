@@ -445,7 +445,7 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "Identity", h_identity, "" },
 	{ "Dropout", h_dropout, "seed ratio" },
 	{ "Cast", h_cast, "to saturate" },
-	{ "CastLike", h_cast, "" },
+	{ "CastLike", h_cast, "saturate" }, /* saturate (19): float8 targets only */
 	{ "Clip", h_clip, "min max" },
 	{ "LeakyRelu", h_activation, "alpha" },
 	{ "Elu", h_activation, "alpha" },

@@ -466,6 +466,29 @@ static void test_bitwise(void)
 			   "needs integer operands, got bool");
 }
 
+/* ---- Cast-19/CastLike-19's saturate: float8 targets only, so nothing ---- */
+
+static void test_cast_saturate(void)
+{
+	static const float x[3] = { -1.5f, 0.25f, 7.0f };
+	static const int64_t want[3] = { -1, 0, 7 };
+	struct mb *b = mb_new(19);
+	struct run r;
+	INIT(b, "x", T_FLOAT, "3", x);
+	mb_init_i64(b, "like", 1, (int64_t[]){ 0 });
+	Onnx__NodeProto *n = mb_node(b, "Cast", "cast", "x", "y");
+	mb_attr_int(b, n, "to", T_INT64);
+	mb_attr_int(b, n, "saturate", 0);
+	mb_attr_int(b, mb_node(b, "CastLike", "like", "x,like", "yl"), "saturate", 1);
+	mb_output(b, "y", T_INT64, "");
+	mb_output(b, "yl", T_INT64, "");
+	if (run_model(b, "cast19.onnx", "Cast-19 and CastLike-19 with saturate import and run", &r)) {
+		EXPECT_EXACT(&r, 0, IR_I64, want, "Cast-19 to int64 with saturate 0: truncated toward zero");
+		EXPECT_EXACT(&r, 1, IR_I64, want, "CastLike-19 to int64 with saturate 1: the same");
+		run_free(&r);
+	}
+}
+
 /* ---- LayerNormalization's Mean and InvStdDev in the stash type ---- */
 
 static void test_layernorm_stash(void)
@@ -505,6 +528,7 @@ int main(void)
 	test_center_crop_pad();
 	test_gelu_avgpool();
 	test_bitwise();
+	test_cast_saturate();
 	test_layernorm_stash();
 	tmpdir_remove(tmpdir);
 	return tap_done();
