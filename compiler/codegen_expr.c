@@ -604,6 +604,17 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
 		LLVMValueRef a = intrinsic(c, "llvm.fabs", LLVMTypeOf(x), 1, &x);
 		return pred(c, LLVMBuildFCmp(c->b, LLVMRealOEQ, a, LLVMConstReal(LLVMTypeOf(x), INFINITY), ""));
 	}
+	if ((op == IR_OP_NOT || op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR) && in != IR_BOOL) {
+		/* bitwise on integers: sign or zero extension commutes with the
+		 * truncation back */
+		LLVMValueRef a = cg_to_i64(c, x, in), b = z ? cg_to_i64(c, z, in) : NULL;
+		return cg_from_i64(c,
+				   op == IR_OP_NOT   ? LLVMBuildNot(c->b, a, "")
+				   : op == IR_OP_AND ? LLVMBuildAnd(c->b, a, b, "")
+				   : op == IR_OP_OR  ? LLVMBuildOr(c->b, a, b, "")
+						     : LLVMBuildXor(c->b, a, b, ""),
+				   t);
+	}
 	if (op == IR_OP_NOT)
 		return pred(c, LLVMBuildNot(c->b, nonzero(c, x, in), ""));
 	if (op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR) {

@@ -230,8 +230,10 @@ static int64_t irem(int64_t x, int64_t z)
 	return z == 0 || z == -1 ? 0 : x % z;
 }
 
-/* Integer (and bool) elementwise math in int64, wrapping through uint64. */
-static void eval_i64(enum ir_op op, const int64_t *a, const int64_t *b, int64_t *y, int64_t m)
+/* Integer (and bool) elementwise math in int64, wrapping through uint64;
+ * and, or, xor and not are bitwise (logical on bool's 0 and 1: not needs
+ * to know which). */
+static void eval_i64(enum ir_op op, bool boolean, const int64_t *a, const int64_t *b, int64_t *y, int64_t m)
 {
 	int64_t i;
 #define IMAP1(e)                  \
@@ -256,7 +258,7 @@ static void eval_i64(enum ir_op op, const int64_t *a, const int64_t *b, int64_t 
 	case IR_OP_RELU:
 		IMAP1(x > 0 ? x : 0);
 	case IR_OP_NOT:
-		IMAP1(x == 0);
+		IMAP1(boolean ? x == 0 : ~x);
 	case IR_OP_CONVERT:
 		IMAP1(x);
 	case IR_OP_ADD:
@@ -276,11 +278,11 @@ static void eval_i64(enum ir_op op, const int64_t *a, const int64_t *b, int64_t 
 	case IR_OP_MIN:
 		IMAP2(x < z ? x : z);
 	case IR_OP_AND:
-		IMAP2(x != 0 && z != 0);
+		IMAP2(x & z);
 	case IR_OP_OR:
-		IMAP2(x != 0 || z != 0);
+		IMAP2(x | z);
 	case IR_OP_XOR:
-		IMAP2((x != 0) != (z != 0));
+		IMAP2(x ^ z);
 	case IR_OP_EQ:
 		IMAP2(x == z);
 	case IR_OP_NE:
@@ -449,7 +451,7 @@ static void elementwise(enum ir_op op, const struct ir_tensor *a, const struct i
 		interp_load_i64(a, off, m, xa);
 		if (b)
 			interp_load_i64(b, off, m, xb);
-		eval_i64(op, xa, xb, r, m);
+		eval_i64(op, a->dtype == IR_BOOL, xa, xb, r, m);
 		interp_store_i64(y, off, m, r);
 	}
 }

@@ -2,7 +2,7 @@
  * onnx_import.c: ONNX model -> core IR.
  *
  * 1. Read and unpack the ModelProto (bounded by the file size; protobuf-c
- *    rejects malformed input). Only opsets 13..17 of the default domain.
+ *    rejects malformed input). Only opsets 7..21 of the default domain.
  * 2. Graph inputs get static shapes: symbolic dims are bound by --dim.
  *    An input bound to a constant (onnx_import_opts.consts, pcc --const)
  *    becomes that constant, so the shapes it decides fold.
@@ -32,9 +32,12 @@
 
 /* Opsets 7..12 are read where an op's meaning did not change, and through
  * their attribute forms (Squeeze axes, Split sizes, Pad, Slice, Clip, TopK,
- * 2-D Softmax) where it did. */
+ * 2-D Softmax) where it did. Opsets 18..21 through their new forms (Split's
+ * num_outputs, Reduce*'s axes input, Pad's axes, Resize's axes and
+ * keep_aspect_ratio_policy...); what changed in them only by new element
+ * types (float8, int4) is refused where such a type appears. */
 #define OPSET_MIN 7
-#define OPSET_MAX 17
+#define OPSET_MAX 21
 /* The ONNX file itself (weights may live in external files) */
 #define MODEL_MAX_BYTES (INT64_C(1) << 31)
 
@@ -190,8 +193,17 @@ int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max)
 		return 0;
 	if (a->n_ints > (size_t)max)
 		return onnx_fail(c, "attribute '%s' has %zu entries (at most %d supported)", name, a->n_ints, max);
-	memcpy(out, a->ints, a->n_ints * sizeof *out);
+	if (a->n_ints) /* an empty list may have no array */
+		memcpy(out, a->ints, a->n_ints * sizeof *out);
 	return (int)a->n_ints;
+}
+
+int attr_since(struct onnx_ctx *c, const char *name, int since)
+{
+	if (c->opset >= since || !attr_find(c, name))
+		return 0;
+	return onnx_unsupported(c, "attribute '%s' came with %s-%d, but the model imports opset %lld", name,
+				c->node->op_type, since, (long long)c->opset);
 }
 
 /* ---- model-level import ---------------------------------------------------- */
@@ -246,11 +258,16 @@ static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
 			-ENOTSUP,
 			"%s: the model imports no default-domain opset (only other domains, which pcc does not support)",
 			c->path);
-	if (c->opset < OPSET_MIN || c->opset > OPSET_MAX)
+	if (c->opset < OPSET_MIN)
 		return ir_errorf(-ENOTSUP,
 				 "%s: opset %lld is not supported (pcc imports opsets %d to %d; "
 				 "re-export with opset_version=%d or newer)",
 				 c->path, (long long)c->opset, OPSET_MIN, OPSET_MAX, 13);
+	if (c->opset > OPSET_MAX)
+		return ir_errorf(-ENOTSUP,
+				 "%s: opset %lld is newer than pcc reads (pcc imports opsets %d to %d; "
+				 "re-export with opset_version=%d)",
+				 c->path, (long long)c->opset, OPSET_MIN, OPSET_MAX, OPSET_MAX);
 	return 0;
 }
 

@@ -98,6 +98,9 @@ const char *attr_string(struct onnx_ctx *c, const char *name, const char *dflt, 
 /* Reads an ints attribute; returns its length (0 when absent), or -EINVAL
  * when longer than max. */
 int attr_ints(struct onnx_ctx *c, const char *name, int64_t *out, int max);
+/* -ENOTSUP naming the attribute when the node has it but the model's
+ * opset is older than since, the version of the op that brought it. */
+int attr_since(struct onnx_ctx *c, const char *name, int since);
 
 /* ---- builders (onnx_build.c): every builder returns NULL on error with
  * the message in ir_error(); the dispatcher adds the node context. */

@@ -5,7 +5,7 @@
  * read attributes, check what the core ops cannot know (ONNX conventions
  * such as negative axes and -1 in Reshape), and build through the b_*
  * builders, which broadcast explicitly and fold constants. Opset-dependent
- * forms are chosen on c->opset (13..17 here).
+ * forms are chosen on c->opset (7..21).
  */
 #include <errno.h>
 #include <math.h>
@@ -24,21 +24,35 @@ static const struct {
 	const char *onnx;
 	enum ir_op op;
 } unary_map[] = {
-	{ "Abs", IR_OP_ABS },         { "Neg", IR_OP_NEG },          { "Exp", IR_OP_EXP },     { "Log", IR_OP_LOG },
-	{ "Sqrt", IR_OP_SQRT },       { "Reciprocal", IR_OP_RECIP }, { "Tanh", IR_OP_TANH },   { "Erf", IR_OP_ERF },
-	{ "Sigmoid", IR_OP_SIGMOID }, { "Relu", IR_OP_RELU },        { "Sin", IR_OP_SIN },     { "Cos", IR_OP_COS },
-	{ "Tan", IR_OP_TAN },         { "Asin", IR_OP_ASIN },        { "Acos", IR_OP_ACOS },   { "Atan", IR_OP_ATAN },
-	{ "Sinh", IR_OP_SINH },       { "Cosh", IR_OP_COSH },        { "Asinh", IR_OP_ASINH }, { "Acosh", IR_OP_ACOSH },
-	{ "Atanh", IR_OP_ATANH },     { "Floor", IR_OP_FLOOR },      { "Ceil", IR_OP_CEIL },   { "Round", IR_OP_ROUND },
-	{ "Not", IR_OP_NOT },         { "Sign", IR_OP_SIGN },
+	{ "Abs", IR_OP_ABS },     { "Neg", IR_OP_NEG },     { "Exp", IR_OP_EXP },
+	{ "Log", IR_OP_LOG },     { "Sqrt", IR_OP_SQRT },   { "Reciprocal", IR_OP_RECIP },
+	{ "Tanh", IR_OP_TANH },   { "Erf", IR_OP_ERF },     { "Sigmoid", IR_OP_SIGMOID },
+	{ "Relu", IR_OP_RELU },   { "Sin", IR_OP_SIN },     { "Cos", IR_OP_COS },
+	{ "Tan", IR_OP_TAN },     { "Asin", IR_OP_ASIN },   { "Acos", IR_OP_ACOS },
+	{ "Atan", IR_OP_ATAN },   { "Sinh", IR_OP_SINH },   { "Cosh", IR_OP_COSH },
+	{ "Asinh", IR_OP_ASINH }, { "Acosh", IR_OP_ACOSH }, { "Atanh", IR_OP_ATANH },
+	{ "Floor", IR_OP_FLOOR }, { "Ceil", IR_OP_CEIL },   { "Round", IR_OP_ROUND },
+	{ "Not", IR_OP_NOT },     { "Sign", IR_OP_SIGN },   { "BitwiseNot", IR_OP_NOT },
 };
+
+/* And, Or, Xor, Not take bool; Bitwise* (opset 18) integers: the core ops
+ * take either. */
+static int logic_operand(struct onnx_ctx *c, enum ir_op op, const struct ir_value *x)
+{
+	bool bitwise = strncmp(op_type(c), "Bitwise", 7) == 0;
+	if (!(ir_op_flags(op) & IR_OPF_LOGIC) ||
+	    (bitwise ? x->dtype != IR_BOOL && !ir_dtype_is_float(x->dtype) : x->dtype == IR_BOOL))
+		return 0;
+	return onnx_fail(c, "needs %s operands, got %s", bitwise ? "integer" : "bool", ir_dtype_name(x->dtype));
+}
 
 static int h_unary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
 	for (size_t i = 0; i < sizeof unary_map / sizeof unary_map[0]; i++)
 		if (strcmp(unary_map[i].onnx, op_type(c)) == 0)
-			return OUT1(b_unary(c, unary_map[i].op, in[0]));
+			return logic_operand(c, unary_map[i].op, in[0]) < 0 ? -EINVAL
+									    : OUT1(b_unary(c, unary_map[i].op, in[0]));
 	IR_ASSERT(!"unary op missing from unary_map");
 }
 
@@ -46,10 +60,26 @@ static const struct {
 	const char *onnx;
 	enum ir_op op;
 } binary_map[] = {
-	{ "Add", IR_OP_ADD }, { "Sub", IR_OP_SUB },        { "Mul", IR_OP_MUL },    { "Div", IR_OP_DIV },
-	{ "And", IR_OP_AND }, { "Or", IR_OP_OR },          { "Xor", IR_OP_XOR },    { "Equal", IR_OP_EQ },
-	{ "Less", IR_OP_LT }, { "LessOrEqual", IR_OP_LE }, { "Greater", IR_OP_GT }, { "GreaterOrEqual", IR_OP_GE },
-	{ "Max", IR_OP_MAX }, { "Min", IR_OP_MIN },        { "Sum", IR_OP_ADD },    { "Mean", IR_OP_ADD },
+	{ "Add", IR_OP_ADD },
+	{ "Sub", IR_OP_SUB },
+	{ "Mul", IR_OP_MUL },
+	{ "Div", IR_OP_DIV },
+	{ "And", IR_OP_AND },
+	{ "Or", IR_OP_OR },
+	{ "Xor", IR_OP_XOR },
+	{ "Equal", IR_OP_EQ },
+	{ "Less", IR_OP_LT },
+	{ "LessOrEqual", IR_OP_LE },
+	{ "Greater", IR_OP_GT },
+	{ "GreaterOrEqual", IR_OP_GE },
+	{ "Max", IR_OP_MAX },
+	{ "Min", IR_OP_MIN },
+	{ "Sum", IR_OP_ADD },
+	{ "Mean", IR_OP_ADD },
+	/* opset 18: the core ops are bitwise on integers */
+	{ "BitwiseAnd", IR_OP_AND },
+	{ "BitwiseOr", IR_OP_OR },
+	{ "BitwiseXor", IR_OP_XOR },
 };
 
 /* Binary and variadic (Max, Min, Sum, Mean) elementwise ops. */
@@ -61,6 +91,8 @@ static int h_binary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 			op = binary_map[i].op;
 	IR_ASSERT(op != IR_OP_COUNT);
 	NEED(0);
+	if (logic_operand(c, op, in[0]) < 0)
+		return -EINVAL;
 	struct ir_value *acc = in[0];
 	for (int i = 1; i < nin && acc; i++) {
 		NEED(i);
@@ -161,8 +193,10 @@ static int h_cast(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 		const Onnx__AttributeProto *a = attr_find(c, "to");
 		if (!a || !a->has_i)
 			return onnx_fail(c, "attribute 'to' is required");
-		if (onnx_dtype_to_ir((int32_t)a->i, &t) < 0)
-			return -EINVAL;
+		if (onnx_dtype_to_ir((int32_t)a->i, &t) < 0) {
+			ir_error_prefix("output \"%s\"", c->node->n_output ? c->node->output[0] : "");
+			return -ENOTSUP;
+		}
 	}
 	return OUT1(b_convert(c, in[0], t));
 }
@@ -230,6 +264,24 @@ static int h_activation(struct onnx_ctx *c, struct ir_value **in, int nin, struc
 	} else if (strcmp(op, "PRelu") == 0) {
 		NEED(1);
 		r = b_select(c, b_binary(c, IR_OP_GE, x, zero), x, b_binary(c, IR_OP_MUL, x, in[1]));
+	} else if (strcmp(op, "Gelu") == 0) {
+		/* Gelu-20: x/2 (1 + erf(x / sqrt 2)), or with approximate="tanh"
+		 * x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+		char buf[16];
+		const char *ap = attr_string(c, "approximate", "none", buf, sizeof buf);
+		struct ir_value *t;
+		if (!strcmp(ap, "none")) {
+			t = b_unary(c, IR_OP_ERF, b_binary(c, IR_OP_MUL, x, scalar_like(c, x, M_SQRT1_2)));
+		} else if (!strcmp(ap, "tanh")) {
+			struct ir_value *x3 = b_binary(c, IR_OP_MUL, b_binary(c, IR_OP_MUL, x, x), x);
+			struct ir_value *arg = b_binary(c, IR_OP_ADD, x,
+							b_binary(c, IR_OP_MUL, x3, scalar_like(c, x, 0.044715)));
+			t = b_unary(c, IR_OP_TANH, b_binary(c, IR_OP_MUL, arg, scalar_like(c, x, sqrt(2 / M_PI))));
+		} else {
+			return onnx_fail(c, "unknown approximate '%s' (none or tanh)", ap);
+		}
+		r = b_binary(c, IR_OP_MUL, b_binary(c, IR_OP_MUL, x, scalar_like(c, x, 0.5)),
+			     b_binary(c, IR_OP_ADD, one, t));
 	} else if (strcmp(op, "Mish") == 0) {
 		struct ir_value *t = b_unary(c, IR_OP_EXP, b_unary(c, IR_OP_NEG, b_unary(c, IR_OP_ABS, x)));
 		struct ir_value *sp = b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MAX, x, zero),
@@ -263,12 +315,27 @@ static int h_reduce(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	NEED(0);
 	const char *op = op_type(c) + strlen("Reduce");
 	int64_t axes[IR_MAX_RANK];
+	if (attr_since(c, "noop_with_empty_axes", strcmp(op, "Sum") == 0 ? 13 : 18) < 0)
+		return -ENOTSUP;
 	/* ReduceSum takes axes as an input from opset 13, the others from 18 */
 	int n = reduce_axes(c, in, nin, axes, (strcmp(op, "Sum") == 0 && c->opset >= 13) || c->opset >= 18);
 	if (n < 0)
 		return -EINVAL;
+	/* noop_with_empty_axes and no axes: the input as it is, for every
+	 * Reduce* as the spec says (ONNX's reference squares it in
+	 * ReduceSumSquare) */
+	if (n == 0 && attr_int(c, "noop_with_empty_axes", 0)) {
+		out[0] = in[0];
+		return 0;
+	}
 	bool keep = attr_int(c, "keepdims", 1);
 	struct ir_value *x = in[0], *r;
+	/* ReduceMax/Min-20 take bool: any and all, reduced as 0 and 1 */
+	if (x->dtype == IR_BOOL && (!strcmp(op, "Max") || !strcmp(op, "Min"))) {
+		r = b_reduce(c, op[1] == 'a' ? IR_OP_REDUCE_MAX : IR_OP_REDUCE_MIN, b_convert(c, x, IR_U8), axes, n,
+			     keep);
+		return OUT1(b_convert(c, r, IR_BOOL));
+	}
 	double count = 1;
 	for (int i = 0; i < n; i++) {
 		int64_t ax;
@@ -331,6 +398,10 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "And", h_binary, "" },
 	{ "Or", h_binary, "" },
 	{ "Xor", h_binary, "" },
+	{ "BitwiseAnd", h_binary, "" },
+	{ "BitwiseOr", h_binary, "" },
+	{ "BitwiseXor", h_binary, "" },
+	{ "BitwiseNot", h_unary, "" },
 	{ "Equal", h_binary, "" },
 	{ "Less", h_binary, "" },
 	{ "LessOrEqual", h_binary, "" },
@@ -374,7 +445,7 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "Identity", h_identity, "" },
 	{ "Dropout", h_dropout, "seed ratio" },
 	{ "Cast", h_cast, "to saturate" },
-	{ "CastLike", h_cast, "" },
+	{ "CastLike", h_cast, "saturate" }, /* saturate (19): float8 targets only */
 	{ "Clip", h_clip, "min max" },
 	{ "LeakyRelu", h_activation, "alpha" },
 	{ "Elu", h_activation, "alpha" },
@@ -387,16 +458,17 @@ const struct onnx_op_def onnx_ops_basic[] = {
 	{ "ThresholdedRelu", h_activation, "alpha" },
 	{ "PRelu", h_activation, "" },
 	{ "Mish", h_activation, "" },
+	{ "Gelu", h_activation, "approximate" },
 	{ "ReduceSum", h_reduce, "axes keepdims noop_with_empty_axes" },
-	{ "ReduceMean", h_reduce, "axes keepdims" },
-	{ "ReduceMax", h_reduce, "axes keepdims" },
-	{ "ReduceMin", h_reduce, "axes keepdims" },
-	{ "ReduceProd", h_reduce, "axes keepdims" },
-	{ "ReduceL1", h_reduce, "axes keepdims" },
-	{ "ReduceL2", h_reduce, "axes keepdims" },
-	{ "ReduceSumSquare", h_reduce, "axes keepdims" },
-	{ "ReduceLogSum", h_reduce, "axes keepdims" },
-	{ "ReduceLogSumExp", h_reduce, "axes keepdims" },
+	{ "ReduceMean", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceMax", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceMin", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceProd", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceL1", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceL2", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceSumSquare", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceLogSum", h_reduce, "axes keepdims noop_with_empty_axes" },
+	{ "ReduceLogSumExp", h_reduce, "axes keepdims noop_with_empty_axes" },
 	{ "ArgMax", h_argmax, "axis keepdims select_last_index" },
 	{ "ArgMin", h_argmax, "axis keepdims select_last_index" },
 };

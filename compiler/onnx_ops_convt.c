@@ -1,7 +1,8 @@
 /*
- * onnx_ops_convt.c: ONNX ConvTranspose -> core ops. Not a core op: it
- * decomposes into ops every later stage (interpreter, autodiff, sharding,
- * fusion, code generation, runtime) already handles.
+ * onnx_ops_convt.c: ONNX ConvTranspose (and Col2Im, which is one) -> core
+ * ops. Not a core op: it decomposes into ops every later stage
+ * (interpreter, autodiff, sharding, fusion, code generation, runtime)
+ * already handles.
  *
  * ConvTranspose is the gradient of a convolution with respect to its
  * input (compiler/grad_rules_nn.c, conv_input_grad): zeros inserted
@@ -191,10 +192,12 @@ static struct ir_value *phase_conv(struct onnx_ctx *c, struct ir_value *x, struc
 {
 	int k = t->k;
 	struct ir_attrs a = { .groups = t->G, .stride.n = k, .dilation.n = k, .pad_lo.n = k, .pad_hi.n = k };
+	if (!x || !wf)
+		return NULL;
 	struct ir_shape zs = { k + 2, { x->shape.dims[0], wf->shape.dims[0] } };
 	int64_t cut[IR_MAX_RANK], len[IR_MAX_RANK];
 	bool zero = false;
-	for (int i = 0; i < k; i++) {
+	for (int i = 0; i < k && x && wf; i++) {
 		/* the conv over zeros' pad: o reads x's zero-inserted v = o + j d - plo */
 		struct phase p = phase_of(t, i, rho[i], t->d[i] * (t->K[i] - 1) - t->lo[i]);
 		int64_t n = x->shape.dims[i + 2];
@@ -216,8 +219,10 @@ static struct ir_value *phase_conv(struct onnx_ctx *c, struct ir_value *x, struc
 		a.pad_hi.v[i] = phi > 0 ? phi : 0;
 		cut[i] = 0;
 	}
-	if (zero || !x || !wf)
-		return zero ? b_broadcast_to(c, b_scalar(c, x->dtype, 0), &zs) : NULL;
+	if (!x || !wf)
+		return NULL;
+	if (zero)
+		return b_broadcast_to(c, b_scalar(c, x->dtype, 0), &zs);
 	struct ir_value *ops[2] = { x, wf };
 	return cut_spatial(c, b_op(c, IR_OP_CONV, 2, ops, &a), k, cut, len);
 }
@@ -306,6 +311,20 @@ static struct ir_value *ct_dot(struct onnx_ctx *c, struct ir_value *x, struct ir
 	return cut_spatial(c, y, k, start, t->len);
 }
 
+/* The transposed convolution t of x by w, by the cheapest of the three
+ * forms. */
+static struct ir_value *ct_build(struct onnx_ctx *c, struct ir_value *x, struct ir_value *w, const struct ct *t)
+{
+	bool dot = t->G == 1;
+	int64_t phases = 1;
+	for (int i = 0; i < t->k; i++) {
+		dot = dot && t->K[i] == t->s[i] && t->d[i] == 1;
+		phases = phases * t->s[i] <= CT_MAX_PHASES ? phases * t->s[i] : CT_MAX_PHASES + 1;
+	}
+	bool by_phases = phases > 1 && phases <= CT_MAX_PHASES;
+	return dot ? ct_dot(c, x, w, t) : by_phases ? ct_phases(c, x, w, t) : ct_conv(c, x, w, t);
+}
+
 static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -385,7 +404,6 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 		}
 	}
 	struct ct ct = { .k = k, .G = G };
-	bool dot = G == 1;
 	for (int i = 0; i < k; i++) {
 		ct.K[i] = K[i], ct.s[i] = s[i], ct.d[i] = d[i], ct.lo[i] = lo[i];
 		ct.hi[i] = hi[i] - op[i]; /* output_padding is a negative pad at the end */
@@ -393,13 +411,8 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 		if (ct.len[i] < 1)
 			return onnx_fail(c, "the output's spatial dim %d would have %lld elements", i,
 					 (long long)ct.len[i]);
-		dot = dot && K[i] == s[i] && d[i] == 1;
 	}
-	int64_t phases = 1;
-	for (int i = 0; i < k; i++)
-		phases = phases * s[i] <= CT_MAX_PHASES ? phases * s[i] : CT_MAX_PHASES + 1;
-	bool by_phases = phases > 1 && phases <= CT_MAX_PHASES;
-	struct ir_value *y = dot ? ct_dot(c, x, w, &ct) : by_phases ? ct_phases(c, x, w, &ct) : ct_conv(c, x, w, &ct);
+	struct ir_value *y = ct_build(c, x, w, &ct);
 	if (y && nin > 2 && in[2]) {
 		struct ir_shape bs = { r, { 1, y->shape.dims[1] } };
 		for (int i = 2; i < r; i++)
@@ -409,8 +422,82 @@ static int h_conv_transpose(struct onnx_ctx *c, struct ir_value **in, int nin, s
 	return OUT1(y);
 }
 
+/* ---- Col2Im --------------------------------------------------------------------- */
+
+/* Col2Im-18: x [N, C B, L] holds, for each of the L = L1..Lk block
+ * positions, the B = K1..Kk elements of a block of image [N, C, I1..Ik]
+ * (strided, dilated, padded as a convolution's window); the image is the
+ * sum of the blocks. That is the transposed convolution of x as [N, C B,
+ * L1..Lk] in C groups by a one-hot weight [C B, 1, K..] (block element b
+ * of channel c to kernel tap b), its end padded to the image size where
+ * the strides leave a remainder. */
+static int h_col2im(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+{
+	NEED(0);
+	NEED(1);
+	NEED(2);
+	struct ir_value *x = in[0];
+	int64_t img[IR_MAX_RANK], K[IR_MAX_RANK], pads[2 * IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK];
+	int k = onnx_const_ints(c, in[1], img, IR_MAX_RANK, "image_shape"), n;
+	if (k < 0 || (n = onnx_const_ints(c, in[2], K, IR_MAX_RANK, "block_shape")) < 0)
+		return -EINVAL;
+	if (n != k)
+		return onnx_fail(c, "image_shape has %d entries, block_shape %d (one per spatial dim)", k, n);
+	if (k < 1 || k > 3)
+		return onnx_unsupported(c, "%d spatial dims (1 to 3 are supported)", k);
+	if (x->shape.rank != 3 || !ir_dtype_is_float(x->dtype))
+		return onnx_fail(c, "input must be floating point [N, C * block size, blocks], got rank %d %s",
+				 x->shape.rank, ir_dtype_name(x->dtype));
+	for (int i = 0; i < k; i++)
+		s[i] = d[i] = 1, pads[i] = pads[i + k] = 0;
+	if ((n = attr_ints(c, "strides", s, IR_MAX_RANK)) < 0 || (n && n != k) ||
+	    (n = attr_ints(c, "dilations", d, IR_MAX_RANK)) < 0 || (n && n != k) ||
+	    (n = attr_ints(c, "pads", pads, 2 * IR_MAX_RANK)) < 0 || (n && n != 2 * k))
+		return onnx_fail(c, "strides and dilations need %d entries, pads %d", k, 2 * k);
+	int64_t B = 1, L = 1;
+	struct ct ct = { .k = k };
+	struct ir_shape xs = { k + 2, { x->shape.dims[0], x->shape.dims[1] } }, ws = { k + 2, { 0, 1 } };
+	for (int i = 0; i < k; i++) {
+		if (s[i] < 1 || d[i] < 1 || K[i] < 1 || img[i] < 1 || pads[i] < 0 || pads[i + k] < 0 || s[i] > LIMIT ||
+		    d[i] > LIMIT || K[i] > LIMIT || img[i] > LIMIT || pads[i] > LIMIT || pads[i + k] > LIMIT)
+			return onnx_fail(c, "image, block, strides and dilations must be positive, pads non-negative");
+		int64_t room = img[i] + pads[i] + pads[i + k] - d[i] * (K[i] - 1) - 1;
+		if (room < 0)
+			return onnx_fail(c, "block dim %d (%lld, dilation %lld) exceeds the padded image (%lld)", i,
+					 (long long)K[i], (long long)d[i], (long long)(img[i] + pads[i] + pads[i + k]));
+		xs.dims[i + 2] = room / s[i] + 1;
+		ws.dims[i + 2] = K[i];
+		B *= K[i];
+		L *= xs.dims[i + 2];
+		ct.K[i] = K[i], ct.s[i] = s[i], ct.d[i] = d[i], ct.lo[i] = pads[i];
+		ct.hi[i] = pads[i + k] - room % s[i]; /* the remainder: zeros at the end */
+		ct.len[i] = img[i];
+	}
+	int64_t C = B ? x->shape.dims[1] / B : 0;
+	if (C * B != x->shape.dims[1] || L != x->shape.dims[2])
+		return onnx_fail(c, "input [%lld, %lld, %lld] is not [N, C * %lld, %lld] for these blocks",
+				 (long long)x->shape.dims[0], (long long)x->shape.dims[1], (long long)x->shape.dims[2],
+				 (long long)B, (long long)L);
+	if (C < 1 || C * B * B > (INT64_C(1) << 24))
+		return onnx_unsupported(c, "%lld channels of %lld-element blocks (a %lld-element weight)", (long long)C,
+					(long long)B, (long long)(C * B * B));
+	ws.dims[0] = C * B;
+	ct.G = C;
+	struct ir_tensor w = { 0 };
+	if (ir_tensor_alloc(&w, x->dtype, &ws) < 0)
+		return -ENOMEM;
+	for (int64_t ch = 0; ch < C * B; ch++)
+		for (int64_t b = 0; b < B; b++)
+			ir_tensor_set_f64(&w, ch * B + b, b == ch % B);
+	struct ir_value *wv = b_const(c, x->dtype, &ws, w.data);
+	ir_tensor_free(&w);
+	struct ir_value *xv = b_reshape(c, x, &xs);
+	return OUT1(wv && xv ? ct_build(c, xv, wv, &ct) : NULL);
+}
+
 const struct onnx_op_def onnx_ops_convt[] = {
 	{ "ConvTranspose", h_conv_transpose,
 	  "auto_pad dilations group kernel_shape output_padding output_shape pads strides" },
+	{ "Col2Im", h_col2im, "dilations pads strides" },
 };
 const int onnx_ops_convt_count = sizeof onnx_ops_convt / sizeof onnx_ops_convt[0];

@@ -83,6 +83,7 @@ enum coord_mode {
 	CM_ASYMMETRIC,
 	CM_TF_HALF_PIXEL_FOR_NN,
 	CM_TF_CROP_AND_RESIZE,
+	CM_HALF_PIXEL_SYMMETRIC, /* opset 19 */
 	CM_COUNT
 };
 enum nearest_mode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_LEGACY, NM_COUNT };
@@ -91,6 +92,9 @@ enum interp_mode { IM_NEAREST, IM_LINEAR, IM_CUBIC, IM_COUNT };
 /* The longest resized dim (elements): its indices and weights are built
  * at import and kept in the graph as constants. */
 #define RESIZE_MAX (1 << 20)
+/* Antialiased shrinking reads 2 + 2 floor(1 / scale) taps (linear), twice
+ * that (cubic): this bounds 1 / scale to about 15 */
+#define TAPS_MAX 64
 
 struct resize {
 	enum interp_mode mode;
@@ -98,6 +102,7 @@ struct resize {
 	enum nearest_mode nm;
 	double cubic_a, extrapolation;
 	bool exclude_outside;
+	bool antialias; /* Resize-18: linear and cubic widen their kernel by 1 / scale when shrinking */
 };
 
 /* One axis: output element o reads input elements idx[t * out + o] with
@@ -159,6 +164,12 @@ static double source_coord(const struct resize *z, int64_t o, int64_t n_in, int6
 		if (len == 1)
 			return (roi_hi - roi_lo) * (double)(n_in - 1) / 2 + roi_lo * (double)(n_in - 1);
 		return x * (roi_hi - roi_lo) * (double)(n_in - 1) / (len - 1) + roi_lo * (double)(n_in - 1);
+	case CM_HALF_PIXEL_SYMMETRIC: {
+		/* half_pixel about the centre: the whole output length n_out
+		 * against the unrounded scale * n_in */
+		double adjust = len / (scale * (double)n_in);
+		return (double)n_in / 2 * (1 - adjust) + (x + 0.5) / scale - 0.5;
+	}
 	case CM_COUNT:
 		break;
 	}
@@ -203,11 +214,37 @@ static void taps_free(struct taps *t)
 	memset(t, 0, sizeof *t);
 }
 
+/* How many taps an axis reads: 1, 2 or 4, or with antialias when
+ * shrinking by scale < 1, 2 - 2 start, start = floor(-support / scale) + 1
+ * (support 1 linear, 2 cubic), as ONNX's reference computes it. */
+static int taps_count(const struct resize *z, double scale)
+{
+	if (z->mode == IM_NEAREST)
+		return 1;
+	double support = z->mode == IM_LINEAR ? 1 : 2;
+	if (!z->antialias || scale >= 1)
+		return 2 * (int)support;
+	double start = floor(-support / scale) + 1;
+	return 2 - 2 * start > TAPS_MAX ? TAPS_MAX + 1 : (int)(2 - 2 * start);
+}
+
+/* The weight of a tap at distance dist (in input elements) from the
+ * coordinate; antialias stretches the kernel by 1 / scale when shrinking. */
+static double tap_weight(const struct resize *z, double dist, double scale)
+{
+	if (z->antialias && scale < 1)
+		dist *= scale;
+	dist = fabs(dist);
+	if (z->mode == IM_LINEAR)
+		return dist < 1 ? 1 - dist : 0;
+	return cubic_weight(z->cubic_a, dist);
+}
+
 /* Fills t for one axis of n_in -> n_out elements. -ENOMEM. */
 static int axis_taps(const struct resize *z, int64_t n_in, int64_t n_out, double scale, double roi_lo, double roi_hi,
 		     struct taps *t)
 {
-	int nt = z->mode == IM_NEAREST ? 1 : z->mode == IM_LINEAR ? 2 : 4;
+	int nt = taps_count(z, scale);
 	memset(t, 0, sizeof *t);
 	t->ntaps = nt;
 	t->idx = ir_malloc((size_t)(nt * n_out) * sizeof *t->idx);
@@ -243,21 +280,24 @@ static int axis_taps(const struct resize *z, int64_t n_in, int64_t n_out, double
 			first = n_in - 1 + pad - (nt - 1);
 		if (first < -pad)
 			first = -pad;
-		double sum = 0;
+		double sum = 0, kept = 0;
 		for (int j = 0; j < nt; j++) {
 			int64_t i = first + j;
 			/* distance from x of tap j as the reference's coefficient list sees it */
-			double dist = fabs((double)(j - (nt / 2 - 1)) - ratio);
-			double wj = nt == 2 ? 1 - dist : cubic_weight(z->cubic_a, dist);
+			double wj = tap_weight(z, (double)(j - (nt / 2 - 1)) - ratio, scale);
+			sum += wj;
 			if (z->exclude_outside && (i < 0 || i >= n_in))
 				wj = 0;
 			t->idx[j * n_out + o] = clamp_index(i, n_in);
 			t->w[j * n_out + o] = wj;
-			sum += wj;
+			kept += wj;
 		}
-		if (z->exclude_outside && sum != 0)
+		/* antialias normalizes the stretched kernel to sum 1, then
+		 * exclude_outside renormalizes what is left */
+		double norm = z->exclude_outside ? kept : z->antialias ? sum : 1;
+		if (norm != 0 && norm != 1)
 			for (int j = 0; j < nt; j++)
-				t->w[j * n_out + o] /= sum;
+				t->w[j * n_out + o] /= norm;
 	}
 	return 0;
 }
@@ -365,8 +405,9 @@ static int const_doubles(struct onnx_ctx *c, struct ir_value *v, double *out, in
 static int resize_attrs(struct onnx_ctx *c, bool legacy, struct resize *z)
 {
 	static const char *const modes[IM_COUNT] = { "nearest", "linear", "cubic" };
-	static const char *const cms[CM_COUNT] = { "half_pixel", "pytorch_half_pixel",   "align_corners",
-						   "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize" };
+	static const char *const cms[CM_COUNT] = { "half_pixel",          "pytorch_half_pixel",   "align_corners",
+						   "asymmetric",          "tf_half_pixel_for_nn", "tf_crop_and_resize",
+						   "half_pixel_symmetric" };
 	static const char *const nms[NM_COUNT] = { "round_prefer_floor", "round_prefer_ceil", "floor", "ceil" };
 	int m = 0, cm = CM_ASYMMETRIC, nm = NM_LEGACY;
 	char buf[32];
@@ -381,17 +422,77 @@ static int resize_attrs(struct onnx_ctx *c, bool legacy, struct resize *z)
 	if (cm == CM_TF_HALF_PIXEL_FOR_NN && c->opset >= 13)
 		return onnx_unsupported(
 			c, "coordinate_transformation_mode 'tf_half_pixel_for_nn' was removed in opset 13");
+	if (cm == CM_HALF_PIXEL_SYMMETRIC && c->opset < 19)
+		return onnx_fail(c, "coordinate_transformation_mode 'half_pixel_symmetric' needs opset 19");
+	if (attr_since(c, "antialias", 18) < 0 || attr_since(c, "axes", 18) < 0 ||
+	    attr_since(c, "keep_aspect_ratio_policy", 18) < 0)
+		return -ENOTSUP;
+	bool antialias = attr_int(c, "antialias", 0) != 0;
+	if (antialias && m == IM_NEAREST)
+		return onnx_fail(c, "antialias applies to linear and cubic modes, not nearest");
 	*z = (struct resize){ .mode = (enum interp_mode)m,
 			      .cm = (enum coord_mode)cm,
 			      .nm = (enum nearest_mode)nm,
 			      .cubic_a = attr_float(c, "cubic_coeff_a", -0.75),
 			      .extrapolation = attr_float(c, "extrapolation_value", 0),
-			      .exclude_outside = attr_int(c, "exclude_outside", 0) != 0 };
+			      .exclude_outside = attr_int(c, "exclude_outside", 0) != 0,
+			      .antialias = antialias };
 	return 0;
 }
 
-/* Resize-10/11/13 (X, roi, scales, sizes) and Upsample-7/9 (X, scales;
- * Upsample-7 has scales as an attribute). Before opset 11 the coordinate
+/* Resize-18's axes: which dims scales, sizes and roi list (all when
+ * absent); the count, or -EINVAL. */
+static int resize_axes(struct onnx_ctx *c, int rank, int64_t *axes)
+{
+	int n = attr_ints(c, "axes", axes, IR_MAX_RANK);
+	if (n < 0)
+		return -EINVAL;
+	if (!attr_find(c, "axes")) {
+		for (n = 0; n < rank; n++)
+			axes[n] = n;
+		return n;
+	}
+	bool seen[IR_MAX_RANK] = { 0 };
+	for (int i = 0; i < n; i++) {
+		if (onnx_axis(c, axes[i], rank, &axes[i]) < 0)
+			return -EINVAL;
+		if (seen[axes[i]])
+			return onnx_fail(c, "axis %lld is repeated in axes", (long long)axes[i]);
+		seen[axes[i]] = true;
+	}
+	return n;
+}
+
+/* keep_aspect_ratio_policy with sizes: "stretch" takes each size; the
+ * others one scale for every listed axis, the smallest ("not_larger") or
+ * the largest ("not_smaller") of size / input, and sizes of that scale
+ * times the input rounded half up. */
+static int keep_aspect(struct onnx_ctx *c, const struct ir_shape *x, const int64_t *axes, int naxes, double *sz,
+		       double *scale)
+{
+	char buf[32];
+	const char *p = attr_string(c, "keep_aspect_ratio_policy", "stretch", buf, sizeof buf);
+	bool larger = !strcmp(p, "not_smaller");
+	if (!strcmp(p, "stretch"))
+		return 0;
+	if (!larger && strcmp(p, "not_larger"))
+		return onnx_fail(c, "unknown keep_aspect_ratio_policy '%s'", p);
+	double k = larger ? 0 : INFINITY;
+	for (int i = 0; i < naxes; i++) {
+		double r = sz[axes[i]] / (double)(x->dims[axes[i]] ? x->dims[axes[i]] : 1);
+		k = larger ? fmax(k, r) : fmin(k, r);
+	}
+	for (int i = 0; i < naxes; i++) {
+		sz[axes[i]] = floor(k * (double)x->dims[axes[i]] + 0.5);
+		scale[axes[i]] = k;
+	}
+	return 1;
+}
+
+/* Resize-10/11/13/18/19 (X, roi, scales, sizes; from 18 the axes they
+ * list, antialias and keep_aspect_ratio_policy; from 19
+ * half_pixel_symmetric) and Upsample-7/9 (X, scales; Upsample-7 has
+ * scales as an attribute). Before opset 11 the coordinate
  * is asymmetric (x / scale) and nearest rounds down, up when shrinking,
  * which is what onnxruntime does with those forms. */
 static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
@@ -402,12 +503,15 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	bool upsample = strcmp(c->node->op_type, "Upsample") == 0, legacy = upsample || c->opset < 11;
 	struct resize z = { 0 };
 	double scale[IR_MAX_RANK], roi[2 * IR_MAX_RANK], sz[IR_MAX_RANK];
-	int64_t n_out[IR_MAX_RANK];
-	int nscale = 0, nsize = 0;
+	double given[2 * IR_MAX_RANK]; /* one per listed axis (roi: two) */
+	int64_t n_out[IR_MAX_RANK], axes[IR_MAX_RANK];
+	int nscale = 0, nsize = 0, naxes;
 	if (r < 1)
 		return onnx_fail(c, "input must have rank >= 1");
 	if ((rc = resize_attrs(c, legacy, &z)) < 0)
 		return rc;
+	if ((naxes = resize_axes(c, r, axes)) < 0)
+		return naxes;
 	if (z.mode != IM_NEAREST && !ir_dtype_is_float(x->dtype))
 		return onnx_unsupported(c, "%s resize of %s data is not supported (nearest only)",
 					z.mode == IM_LINEAR ? "linear" : "cubic", ir_dtype_name(x->dtype));
@@ -420,25 +524,39 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 		nscale = r;
 	} else {
 		int si = legacy ? 1 : 2; /* scales' input */
-		if (nin > si && in[si] && (nscale = const_doubles(c, in[si], scale, r, "scales")) < 0)
+		if (nin > si && in[si] && (nscale = const_doubles(c, in[si], given, naxes, "scales")) < 0)
 			return nscale;
-		if (!legacy && nin > 3 && in[3] && (nsize = const_doubles(c, in[3], sz, r, "sizes")) < 0)
+		if (!legacy && nin > 3 && in[3] && (nsize = const_doubles(c, in[3], given, naxes, "sizes")) < 0)
 			return nsize;
+		for (int i = 0; i < r; i++) {
+			scale[i] = 1;
+			sz[i] = (double)x->shape.dims[i];
+		}
+		for (int i = 0; i < naxes && i < (nscale ? nscale : nsize); i++)
+			*(nscale ? &scale[axes[i]] : &sz[axes[i]]) = given[i];
 	}
 	if (nscale && nsize)
 		return onnx_fail(c, "only one of scales and sizes may be given");
-	if ((!nscale && !nsize) || (nscale && nscale != r) || (nsize && nsize != r))
-		return onnx_fail(c, "scales or sizes must be given with %d entries (one per dim)", r);
+	if ((!nscale && !nsize) || (nscale && nscale != naxes) || (nsize && nsize != naxes))
+		return onnx_fail(c, "scales or sizes must be given with %d entries (one per %s)", naxes,
+				 naxes == r ? "dim" : "axis listed");
 	for (int i = 0; i < 2 * r; i++)
 		roi[i] = i < r ? 0 : 1;
 	if (z.cm == CM_TF_CROP_AND_RESIZE) {
 		if (nin < 2 || !in[1])
 			return onnx_fail(c, "tf_crop_and_resize needs roi");
-		if ((rc = const_doubles(c, in[1], roi, 2 * r, "roi")) < 0)
+		if ((rc = const_doubles(c, in[1], given, 2 * naxes, "roi")) < 0)
 			return rc;
-		if (rc != 2 * r)
-			return onnx_fail(c, "roi must have %d entries (starts, then ends)", 2 * r);
+		if (rc != 2 * naxes)
+			return onnx_fail(c, "roi must have %d entries (starts, then ends)", 2 * naxes);
+		for (int i = 0; i < naxes; i++) {
+			roi[axes[i]] = given[i];
+			roi[r + axes[i]] = given[naxes + i];
+		}
 	}
+	int kept = nsize ? keep_aspect(c, &x->shape, axes, naxes, sz, scale) : 0;
+	if (kept < 0)
+		return kept;
 	for (int i = 0; i < r; i++) {
 		int64_t n_in = x->shape.dims[i];
 		double v = nsize ? sz[i] : floor(scale[i] * (double)n_in);
@@ -448,8 +566,11 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 			return onnx_fail(c, "dim %d of %lld elements would have %g (at most 2^20 supported)", i,
 					 (long long)n_in, v);
 		n_out[i] = (int64_t)v;
-		if (nsize)
+		if (nsize && !kept)
 			scale[i] = n_in ? (double)n_out[i] / (double)n_in : 1;
+		if (taps_count(&z, scale[i]) > TAPS_MAX)
+			return onnx_unsupported(c, "antialiased resize of dim %d by %g (down to about 1/15 supported)",
+						i, scale[i]);
 		if (n_in == 0 && n_out[i] != 0)
 			return onnx_fail(c, "dim %d is empty and cannot be resized to %lld", i, (long long)n_out[i]);
 	}
@@ -485,7 +606,8 @@ static int h_resize(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 
 const struct onnx_op_def onnx_ops_image[] = {
 	{ "Resize", h_resize,
-	  "coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value mode nearest_mode" },
+	  "antialias axes coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value "
+	  "keep_aspect_ratio_policy mode nearest_mode" },
 	{ "Upsample", h_resize, "mode scales" },
 	{ "DepthToSpace", h_depth_to_space, "blocksize mode" },
 	{ "SpaceToDepth", h_depth_to_space, "blocksize" },

@@ -382,6 +382,8 @@ static int h_pool(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 		return onnx_unsupported(c, "the Indices output is not supported");
 	if (max && attr_int(c, "storage_order", 0))
 		return onnx_unsupported(c, "storage_order=1 is not supported");
+	if (!max && attr_since(c, "dilations", 19) < 0)
+		return -ENOTSUP;
 	if (window_attrs(c, &x->shape, &w, attr_int(c, "ceil_mode", 0)) < 0)
 		return -EINVAL;
 	int r = x->shape.rank;
@@ -514,6 +516,21 @@ static int h_batchnorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 	return 0;
 }
 
+/* The stash type of LayerNormalization-17 and GroupNormalization-21
+ * (float by default): the precision of the statistics. -EINVAL unless a
+ * floating-point type. */
+static int stash_type(struct onnx_ctx *c, enum ir_dtype *t)
+{
+	const Onnx__AttributeProto *a = attr_find(c, "stash_type");
+	if (!a || !a->has_i) {
+		*t = IR_F32;
+		return 0;
+	}
+	if (onnx_dtype_to_ir((int32_t)a->i, t) < 0 || !ir_dtype_is_float(*t))
+		return onnx_fail(c, "stash_type %lld is not a floating-point type", (long long)a->i);
+	return 0;
+}
+
 static int h_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -533,26 +550,83 @@ static int h_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct
 	struct ir_value *ops[3] = { x, scale, bias };
 	if (!scale || !bias)
 		return -EINVAL;
+	/* Y: the core op normalizes in at least f32 whatever x's type, and
+	 * rounds once, where ONNX rounds the normalized x to x's type before
+	 * the scale and bias: within a rounding of x's type of it */
 	out[0] = b_op(c, IR_OP_LAYER_NORM, 3, ops, &a);
+	enum ir_dtype st;
+	if (nout > 1 && stash_type(c, &st) < 0)
+		return -EINVAL;
 	if (nout > 1) {
-		/* Mean and InvStdDev outputs, kept dims, in the stash type (f32) */
+		/* Mean and InvStdDev outputs, kept dims, in the stash type */
 		int64_t axes[IR_MAX_RANK];
 		int n = 0;
 		double count = 1;
 		for (int i = (int)axis; i < x->shape.rank; i++)
 			axes[n++] = i, count *= (double)x->shape.dims[i];
-		struct ir_value *m = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x, axes, n, true),
-					      b_scalar(c, x->dtype, count));
-		struct ir_value *d = b_binary(c, IR_OP_SUB, x, m);
+		struct ir_value *xu = b_convert(c, x, st);
+		struct ir_value *m = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, xu, axes, n, true),
+					      b_scalar(c, st, count));
+		struct ir_value *d = b_binary(c, IR_OP_SUB, xu, m);
 		struct ir_value *v = b_binary(c, IR_OP_DIV,
 					      b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), axes, n,
 						       true),
-					      b_scalar(c, x->dtype, count));
+					      b_scalar(c, st, count));
 		out[1] = m;
 		if (nout > 2)
-			out[2] = b_unary(c, IR_OP_RSQRT, b_binary(c, IR_OP_ADD, v, b_scalar(c, x->dtype, eps)));
+			out[2] = b_unary(c, IR_OP_RSQRT, b_binary(c, IR_OP_ADD, v, b_scalar(c, st, eps)));
 	}
 	return out[0] ? 0 : -EINVAL;
+}
+
+/* GroupNormalization: x [N, C, ...] as [N, G, C/G * spatial], each group
+ * normalized over its last dim in the stash type (opset 21; opset 18 in
+ * x's type), back to x's shape and type, then scale and bias per channel
+ * (opset 21: [C]) or per group (opset 18: [G], repeated over the group's
+ * C/G channels). */
+static int h_groupnorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+{
+	NEED(0);
+	NEED(1);
+	NEED(2);
+	struct ir_value *x = in[0], *scale = in[1], *bias = in[2];
+	const struct ir_shape *xs = &x->shape;
+	int64_t g = attr_int(c, "num_groups", 0), ch = xs->rank >= 2 ? xs->dims[1] : 0;
+	enum ir_dtype st = x->dtype;
+	if (attr_since(c, "stash_type", 21) < 0 || (c->opset >= 21 && stash_type(c, &st) < 0))
+		return -EINVAL;
+	if (xs->rank < 3)
+		return onnx_fail(c, "input needs rank >= 3, got %d", xs->rank);
+	if (g < 1 || ch % g != 0)
+		return onnx_fail(c, "num_groups %lld must divide the %lld channels", (long long)g, (long long)ch);
+	int64_t per = c->opset >= 21 ? ch : g;
+	if (ir_shape_numel(&scale->shape) != per || ir_shape_numel(&bias->shape) != per)
+		return onnx_fail(c, "scale and bias need %lld elements (one per %s at opset %lld)", (long long)per,
+				 c->opset >= 21 ? "channel" : "group", (long long)c->opset);
+	if (!ir_dtype_is_float(x->dtype))
+		return onnx_fail(c, "needs a floating-point input, got %s", ir_dtype_name(x->dtype));
+	struct ir_shape s3 = { 3, { xs->dims[0], g, ir_shape_numel(xs) / (xs->dims[0] ? xs->dims[0] * g : 1) } };
+	int64_t axis = 2;
+	double count = (double)s3.dims[2];
+	struct ir_value *x3 = b_reshape(c, b_convert(c, x, st), &s3);
+	struct ir_value *m = b_binary(c, IR_OP_DIV, b_reduce(c, IR_OP_REDUCE_SUM, x3, &axis, 1, true),
+				      b_scalar(c, st, count));
+	struct ir_value *d = b_binary(c, IR_OP_SUB, x3, m);
+	struct ir_value *v = b_binary(c, IR_OP_DIV,
+				      b_reduce(c, IR_OP_REDUCE_SUM, b_binary(c, IR_OP_MUL, d, d), &axis, 1, true),
+				      b_scalar(c, st, count));
+	struct ir_value *inv = b_unary(c, IR_OP_RSQRT,
+				       b_binary(c, IR_OP_ADD, v, b_scalar(c, st, attr_float(c, "epsilon", 1e-5))));
+	struct ir_value *y = b_convert(c, b_reshape(c, b_binary(c, IR_OP_MUL, d, inv), xs), x->dtype);
+	if (per != ch) { /* [G] -> [G, C/G] -> [C] */
+		struct ir_shape gs = { 2, { g, 1 } }, gc = { 2, { g, ch / g } }, cs = { 1, { ch } };
+		scale = b_reshape(c, b_broadcast_to(c, b_reshape(c, scale, &gs), &gc), &cs);
+		bias = b_reshape(c, b_broadcast_to(c, b_reshape(c, bias, &gs), &gc), &cs);
+		if (!scale || !bias)
+			return -EINVAL;
+	}
+	y = b_binary(c, IR_OP_MUL, y, per_channel(c, scale, xs->rank));
+	return OUT1(b_binary(c, IR_OP_ADD, y, per_channel(c, bias, xs->rank)));
 }
 
 static int h_instancenorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
@@ -702,12 +776,13 @@ const struct onnx_op_def onnx_ops_nn[] = {
 	{ "Einsum", h_einsum, "equation" },
 	{ "Conv", h_conv, "auto_pad dilations group kernel_shape pads strides" },
 	{ "MaxPool", h_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides" },
-	{ "AveragePool", h_pool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides" },
+	{ "AveragePool", h_pool, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides" },
 	{ "GlobalAveragePool", h_global_pool, "" },
 	{ "GlobalMaxPool", h_global_pool, "" },
 	{ "BatchNormalization", h_batchnorm, "epsilon momentum training_mode spatial" },
 	{ "LayerNormalization", h_layernorm, "axis epsilon stash_type" },
 	{ "InstanceNormalization", h_instancenorm, "epsilon" },
+	{ "GroupNormalization", h_groupnorm, "epsilon num_groups stash_type" },
 	{ "Softmax", h_softmax, "axis" },
 	{ "LogSoftmax", h_softmax, "axis" },
 	{ "SoftmaxCrossEntropyLoss", h_loss, "ignore_index reduction" },

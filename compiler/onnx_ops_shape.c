@@ -2,7 +2,7 @@
  * onnx_ops_shape.c: ONNX shape and data-movement ops -> core ops: Shape,
  * Reshape, Flatten, (Un)Squeeze, Transpose, Expand, Concat, Split, Slice,
  * Gather/Scatter and their Elements/ND forms, Constant(OfShape), Range,
- * Tile, OneHot, CumSum, Trilu, Pad.
+ * Tile, OneHot, CumSum, Trilu, Pad, CenterCropPad.
  *
  * Inputs that decide shapes (Reshape's shape, Slice's starts...) must be
  * compile-time constants: pcc compiles static shapes. Opset 7..12 forms
@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "compiler/onnx_internal.h"
+
+/* Wrap padding builds an index vector of the padded length (elements) */
+#define WRAP_MAX (INT64_C(1) << 24)
 
 static int h_shape(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
@@ -236,18 +239,27 @@ static int h_split(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	if (onnx_axis(c, attr_int(c, "axis", 0), x->rank, &axis) < 0)
 		return -EINVAL;
 	int n = 0;
+	if (attr_since(c, "num_outputs", 18) < 0)
+		return -ENOTSUP;
 	if (c->opset < 13 && attr_find(c, "split")) {
 		n = attr_ints(c, "split", sizes, 64);
 		if (n != nout)
 			return onnx_fail(c, "split has %d sizes for %d outputs", n, nout);
 	} else if (nin > 1 && in[1]) {
+		if (attr_find(c, "num_outputs"))
+			return onnx_fail(c, "split and num_outputs are both given (one of them must be)");
 		n = onnx_const_ints(c, in[1], sizes, 64, "split");
 		if (n < 0)
 			return -EINVAL;
 		if (n != nout)
 			return onnx_fail(c, "split has %d sizes for %d outputs", n, nout);
 	} else {
+		/* equal parts of ceil(d / n), the last one smaller; Split-18 names
+		 * n in num_outputs, which must then be the count of outputs */
 		int64_t d = x->dims[axis], each = (d + nout - 1) / nout;
+		int64_t parts = attr_int(c, "num_outputs", nout);
+		if (parts != nout)
+			return onnx_fail(c, "num_outputs is %lld, but the node has %d outputs", (long long)parts, nout);
 		if (nout < 1 || nout > 64)
 			return onnx_fail(c, "%d outputs", nout);
 		for (n = 0; n < nout; n++)
@@ -426,9 +438,14 @@ static int64_t scatter_mode(struct onnx_ctx *c)
 				       [IR_SCATTER_MIN] = "min" };
 	char buf[16];
 	const char *red = attr_string(c, "reduction", "none", buf, sizeof buf);
-	for (int64_t m = 0; m < (int64_t)(sizeof names / sizeof names[0]); m++)
-		if (!strcmp(red, names[m]))
-			return m;
+	for (int64_t m = 0; m < (int64_t)(sizeof names / sizeof names[0]); m++) {
+		if (strcmp(red, names[m]) != 0)
+			continue;
+		if ((m == IR_SCATTER_MAX || m == IR_SCATTER_MIN) && c->opset < 18)
+			return onnx_unsupported(c, "reduction '%s' came with %s-18, but the model imports opset %lld",
+						red, c->node->op_type, (long long)c->opset);
+		return m;
+	}
 	return onnx_fail(c, "unknown reduction '%s'", red);
 }
 
@@ -691,6 +708,40 @@ static int h_trilu(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	return OUT1(b_select(c, keep, in[0], b_scalar(c, in[0]->dtype, 0)));
 }
 
+/* Pad-19's wrap mode: result index j along an axis reads the input at
+ * (j - lo) mod d, one gather per padded axis (negative pads crop the same
+ * way). Example: d = 3, lo = 2, hi = 1 reads 1 2 0 1 2 0. */
+static struct ir_value *pad_wrap(struct onnx_ctx *c, struct ir_value *x, const int64_t *pads, const int64_t *axes,
+				 int naxes)
+{
+	for (int i = 0; i < naxes && x; i++) {
+		int64_t lo = pads[i], hi = pads[i + naxes], d = x->shape.dims[axes[i]];
+		if (!lo && !hi)
+			continue;
+		/* bounded first, so that the length cannot overflow */
+		bool small = lo >= -WRAP_MAX && lo <= WRAP_MAX && hi >= -WRAP_MAX && hi <= WRAP_MAX;
+		int64_t n = small ? d + lo + hi : -1;
+		if (d == 0 || n < 0 || n > WRAP_MAX) {
+			onnx_fail(c, "wrap padding of dim %lld (size %lld) by %lld and %lld is not supported",
+				  (long long)axes[i], (long long)d, (long long)lo, (long long)hi);
+			return NULL;
+		}
+		int64_t *idx = ir_malloc((size_t)(n ? n : 1) * sizeof *idx);
+		if (!idx) {
+			ir_errorf(-ENOMEM, "out of memory");
+			return NULL;
+		}
+		for (int64_t j = 0; j < n; j++)
+			idx[j] = ((j - lo) % d + d) % d;
+		struct ir_shape is = { 1, { n } };
+		struct ir_value *ops[2] = { x, b_const(c, IR_I64, &is, idx) };
+		ir_free(idx);
+		struct ir_attrs a = { .axis = axes[i] };
+		x = ops[1] ? b_op(c, IR_OP_GATHER, 2, ops, &a) : NULL;
+	}
+	return x;
+}
+
 static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -721,6 +772,11 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 		return onnx_fail(c, "pads has %d entries, expected %d", n, 2 * naxes);
 	const char *mode = attr_string(c, "mode", "constant", buf, sizeof buf);
 	struct ir_attrs a = { .pad_lo.n = x->rank, .pad_hi.n = x->rank };
+	if (!strcmp(mode, "wrap") && c->opset < 19)
+		return onnx_unsupported(c, "mode 'wrap' came with Pad-19, but the model imports opset %lld",
+					(long long)c->opset);
+	if (!strcmp(mode, "wrap"))
+		return OUT1(pad_wrap(c, in[0], pads, axes, naxes));
 	a.mode = !strcmp(mode, "constant")  ? IR_PAD_CONSTANT
 		 : !strcmp(mode, "edge")    ? IR_PAD_EDGE
 		 : !strcmp(mode, "reflect") ? IR_PAD_REFLECT
@@ -754,6 +810,45 @@ static int h_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 	return OUT1(any ? b_op(c, IR_OP_PAD, 1, &v, &a) : v);
 }
 
+/* CenterCropPad-18: each listed axis (all by default) cropped or padded
+ * with zeros to its size in shape, centred: the odd element goes at the
+ * end (crop from floor((d - n) / 2), pad floor((n - d) / 2) in front). */
+static int h_center_crop_pad(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+{
+	NEED(0);
+	NEED(1);
+	struct ir_value *x = in[0];
+	int r = x->shape.rank;
+	int64_t sz[IR_MAX_RANK], axes[IR_MAX_RANK];
+	int n = onnx_const_ints(c, in[1], sz, IR_MAX_RANK, "shape"), na = attr_ints(c, "axes", axes, IR_MAX_RANK);
+	if (n < 0 || na < 0)
+		return -EINVAL;
+	if (!attr_find(c, "axes"))
+		for (na = 0; na < r; na++)
+			axes[na] = na;
+	if (n != na)
+		return onnx_fail(c, "shape has %d entries for %d axes", n, na);
+	struct ir_attrs a = { .pad_lo.n = r, .pad_hi.n = r, .mode = IR_PAD_CONSTANT, .value = 0 };
+	bool pad = false, seen[IR_MAX_RANK] = { 0 };
+	for (int i = 0; i < na && x; i++) {
+		if (onnx_axis(c, axes[i], r, &axes[i]) < 0)
+			return -EINVAL;
+		if (seen[axes[i]] || sz[i] < 0)
+			return onnx_fail(c, "axis %lld is repeated or its size %lld negative", (long long)axes[i],
+					 (long long)sz[i]);
+		seen[axes[i]] = true;
+		int64_t d = x->shape.dims[axes[i]];
+		if (sz[i] < d) {
+			x = b_slice(c, x, (int)axes[i], (d - sz[i]) / 2, (d - sz[i]) / 2 + sz[i], 1);
+		} else if (sz[i] > d) {
+			a.pad_lo.v[axes[i]] = (sz[i] - d) / 2;
+			a.pad_hi.v[axes[i]] = sz[i] - d - (sz[i] - d) / 2;
+			pad = true;
+		}
+	}
+	return OUT1(pad && x ? b_op(c, IR_OP_PAD, 1, &x, &a) : x);
+}
+
 const struct onnx_op_def onnx_ops_shape[] = {
 	{ "Shape", h_shape, "start end" },
 	{ "Size", h_size, "" },
@@ -764,7 +859,7 @@ const struct onnx_op_def onnx_ops_shape[] = {
 	{ "Transpose", h_transpose, "perm" },
 	{ "Expand", h_expand, "" },
 	{ "Concat", h_concat, "axis" },
-	{ "Split", h_split, "axis split" },
+	{ "Split", h_split, "axis num_outputs split" },
 	{ "Slice", h_slice, "starts ends axes" },
 	{ "Gather", h_gather, "axis" },
 	{ "GatherElements", h_gather_elements, "axis" },
@@ -779,5 +874,6 @@ const struct onnx_op_def onnx_ops_shape[] = {
 	{ "CumSum", h_cumsum, "exclusive reverse" },
 	{ "Trilu", h_trilu, "upper" },
 	{ "Pad", h_pad, "mode pads value" },
+	{ "CenterCropPad", h_center_crop_pad, "axes" },
 };
 const int onnx_ops_shape_count = sizeof onnx_ops_shape / sizeof onnx_ops_shape[0];

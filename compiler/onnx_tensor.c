@@ -34,14 +34,25 @@ enum {
 	T_COMPLEX64 = 14,
 	T_COMPLEX128 = 15,
 	T_BFLOAT16 = 16,
+	/* opset 19 on: 8-bit floats; 21: 4-bit integers; 23: 4-bit floats.
+	 * pcc has none of them: they are named in the refusal. */
+	T_FLOAT8E4M3FN = 17,
+	T_FLOAT8E4M3FNUZ = 18,
+	T_FLOAT8E5M2 = 19,
+	T_FLOAT8E5M2FNUZ = 20,
+	T_UINT4 = 21,
+	T_INT4 = 22,
+	T_FLOAT4E2M1 = 23,
 };
 
 const char *onnx_dtype_name(int32_t t)
 {
-	static const char *names[] = { "UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
-				       "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
-				       "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16" };
-	return t >= 0 && t <= T_BFLOAT16 ? names[t] : "UNKNOWN";
+	static const char *names[] = { "UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+				       "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+				       "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+				       "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+				       "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1" };
+	return t >= 0 && t <= T_FLOAT4E2M1 ? names[t] : "UNKNOWN";
 }
 
 int onnx_dtype_to_ir(int32_t t, enum ir_dtype *out)
@@ -75,6 +86,10 @@ int onnx_dtype_to_ir(int32_t t, enum ir_dtype *out)
 		*out = IR_BOOL;
 		return 0;
 	}
+	if (t >= T_FLOAT8E4M3FN && t <= T_FLOAT4E2M1)
+		return ir_errorf(-ENOTSUP,
+				 "element type %s (%d) is not supported (pcc has no 8-bit float or 4-bit types)",
+				 onnx_dtype_name(t), (int)t);
 	return ir_errorf(-ENOTSUP, "element type %s (%d) is not supported", onnx_dtype_name(t), (int)t);
 }
 

@@ -355,8 +355,8 @@ static int check_operands(enum ir_op op, int nin, struct ir_value *const *in)
 	for (int i = 0; i < nin; i++) {
 		if ((f & IR_OPF_FLOAT) && !ir_dtype_is_float(in[i]->dtype))
 			return fail(op, "needs floating-point operands, got %s", ir_dtype_name(in[i]->dtype));
-		if ((f & IR_OPF_LOGIC) && in[i]->dtype != IR_BOOL)
-			return fail(op, "needs bool operands, got %s", ir_dtype_name(in[i]->dtype));
+		if ((f & IR_OPF_LOGIC) && ir_dtype_is_float(in[i]->dtype))
+			return fail(op, "needs bool or integer operands, got %s", ir_dtype_name(in[i]->dtype));
 	}
 	return 0;
 }

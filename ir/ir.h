@@ -133,7 +133,7 @@ enum {
 	IR_OPF_BINARY = 1 << 1,      /* elementwise, two operands of one shape */
 	IR_OPF_ELEMENTWISE = 1 << 2, /* other elementwise (select) */
 	IR_OPF_FLOAT = 1 << 3,       /* operands must be floating point */
-	IR_OPF_LOGIC = 1 << 4,       /* operands must be bool */
+	IR_OPF_LOGIC = 1 << 4,       /* operands bool (logical) or integer (bitwise) */
 	IR_OPF_PREDICATE = 1 << 5,   /* result is bool */
 	IR_OPF_REDUCE = 1 << 6,      /* reduction over attrs.axes */
 	IR_OPF_MOVE = 1 << 7,        /* moves data, computes nothing */

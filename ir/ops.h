@@ -11,6 +11,7 @@
  *  - elementwise ops take operands of identical shape: broadcasting is
  *    explicit through BROADCAST;
  *  - comparisons produce BOOL; CONVERT changes dtype only;
+ *  - NOT, AND, OR, XOR are logical on BOOL and bitwise on integers;
  *  - composites (SOFTMAX, LAYER_NORM, TOPK, CUMSUM) exist because a fast
  *    kernel or a sharding rule needs them whole; each has a reference
  *    decomposition documented at its interpreter kernel.

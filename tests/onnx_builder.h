@@ -23,7 +23,7 @@
 #include "tmpdir.h"
 
 /* ONNX TensorProto.DataType codes */
-enum { T_FLOAT = 1, T_INT64 = 7, T_STRING = 8, T_BOOL = 9 };
+enum { T_FLOAT = 1, T_UINT8 = 2, T_INT32 = 6, T_INT64 = 7, T_STRING = 8, T_BOOL = 9 };
 
 static char tmpdir[] = "/tmp/pcc_onnx_errors_XXXXXX";
 
@@ -190,6 +190,45 @@ static inline void mb_attr_int(struct mb *b, Onnx__NodeProto *n, const char *nam
 	PUSH(b, n->attribute, n->n_attribute, a);
 }
 
+static inline void mb_attr_float(struct mb *b, Onnx__NodeProto *n, const char *name, float v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+	a->has_f = 1;
+	a->f = v;
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
+static inline void mb_attr_string(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+	a->has_s = 1;
+	a->s.len = strlen(v);
+	a->s.data = (uint8_t *)mb_str(b, v);
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
+/* An ints attribute of n entries. */
+static inline void mb_attr_ints(struct mb *b, Onnx__NodeProto *n, const char *name, size_t count, const int64_t *v)
+{
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, name);
+	a->has_type = 1;
+	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+	a->n_ints = count;
+	a->ints = mb_alloc(b, (count + 1) * sizeof *v);
+	memcpy(a->ints, v, count * sizeof *v);
+	PUSH(b, n->attribute, n->n_attribute, a);
+}
+
 /* An initializer with dims but no data yet. */
 static inline Onnx__TensorProto *mb_tensor(struct mb *b, const char *name, int32_t type, const char *dims)
 {
@@ -233,6 +272,16 @@ static inline Onnx__TensorProto *mb_init_i64(struct mb *b, const char *name, siz
 	t->n_int64_data = n;
 	t->int64_data = mb_alloc(b, (n + 1) * sizeof *v);
 	memcpy(t->int64_data, v, n * sizeof *v);
+	return t;
+}
+
+/* An initializer of any type holding nbytes of little-endian raw_data. */
+static inline Onnx__TensorProto *mb_init_raw(struct mb *b, const char *name, int32_t type, const char *dims,
+					     const void *data, size_t nbytes)
+{
+	Onnx__TensorProto *t = mb_tensor(b, name, type, dims);
+	mb_raw(b, t, nbytes);
+	memcpy(t->raw_data.data, data, nbytes);
 	return t;
 }
 
@@ -320,6 +369,43 @@ static inline struct mb *mb_reshape_to(int64_t d0, int64_t d1)
 	mb_init_i64(b, "s", 2, (int64_t[]){ d0, d1 });
 	mb_node(b, "Reshape", "rs", "x,s", "y");
 	mb_output(b, "y", T_FLOAT, "");
+	return b;
+}
+
+/* Opset 19's new forms in one model of two inputs, x f32[1,2,4,6] and
+ * c f32[1,8,4]: Pad wrap, Resize with antialias and with
+ * keep_aspect_ratio_policy, GroupNormalization, CenterCropPad, Split
+ * num_outputs, ReduceMean with its axes input, Col2Im. */
+static inline struct mb *mb_opsets(void)
+{
+	struct mb *b = mb_new(19);
+	mb_input(b, "x", T_FLOAT, "1,2,4,6");
+	mb_input(b, "c", T_FLOAT, "1,8,4");
+	mb_init_i64(b, "pads", 2, (int64_t[]){ 4, 2 });
+	mb_init_i64(b, "ax3", 1, (int64_t[]){ 3 });
+	mb_init_i64(b, "sizes", 2, (int64_t[]){ 3, 3 });
+	mb_init_i64(b, "img", 2, (int64_t[]){ 5, 5 });
+	mb_init_i64(b, "blk", 2, (int64_t[]){ 2, 2 });
+	Onnx__TensorProto *sc = mb_init_f32(b, "scales", "4");
+	memcpy(sc->raw_data.data, (float[]){ 1, 1, 0.5f, 0.5f }, 16);
+	mb_init_f32(b, "gs", "2");
+	mb_init_f32(b, "gb", "2");
+	mb_attr_string(b, mb_node(b, "Pad", "wrap", "x,pads,,ax3", "p"), "mode", "wrap");
+	Onnx__NodeProto *n = mb_node(b, "Resize", "aa", "p,,scales", "r");
+	mb_attr_string(b, n, "mode", "cubic");
+	mb_attr_int(b, n, "antialias", 1);
+	n = mb_node(b, "Resize", "keep", "x,,,sizes", "k");
+	mb_attr_string(b, n, "mode", "linear");
+	mb_attr_ints(b, n, "axes", 2, (int64_t[]){ 2, 3 });
+	mb_attr_string(b, n, "keep_aspect_ratio_policy", "not_smaller");
+	mb_attr_int(b, mb_node(b, "GroupNormalization", "gn", "k,gs,gb", "g"), "num_groups", 2);
+	mb_attr_ints(b, mb_node(b, "CenterCropPad", "ccp", "g,sizes", "cc"), "axes", 2, (int64_t[]){ 2, 3 });
+	mb_attr_int(b, mb_node(b, "Split", "split", "cc", "s0,s1"), "num_outputs", 2);
+	mb_node(b, "ReduceMean", "mean", "s1,ax3", "m");
+	mb_attr_ints(b, mb_node(b, "Col2Im", "col2im", "c,img,blk", "ci"), "strides", 2, (int64_t[]){ 2, 2 });
+	mb_output(b, "r", T_FLOAT, "");
+	mb_output(b, "m", T_FLOAT, "");
+	mb_output(b, "ci", T_FLOAT, "");
 	return b;
 }
 

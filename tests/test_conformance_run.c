@@ -1,5 +1,6 @@
 /*
- * test_conformance_run.c: the ONNX backend node tests (libonnx-testdata)
+ * test_conformance_run.c: the ONNX backend node tests (libonnx-testdata
+ * and tests/onnx_node_18_21)
  * through the whole generated-kernel path, as `pcc MODEL --cluster cpu:1
  * -o plan.bin` and `pcc-run plan.bin -i DIR` take them: the automatic
  * plan, lowering, fusion, host code through LLVM, plan.bin written and read
@@ -32,7 +33,8 @@
  * float values, generated kernels against the reference kernels.
  * --host-cpu: another LLVM CPU than pcc's default (x86-64-v4: AVX-512).
  *
- * argv: [--only NAME] [--host-cpu CPU] [--special] [node tests dir].
+ * argv: [--only NAME] [--host-cpu CPU] [--special] [node tests dir]...; tests
+ * of every directory after the first are named DIRNAME/TEST.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -463,7 +465,7 @@ static int child(const char *root, const char *name)
 static int nout, npass, nfail, ngap[2], nbound;
 static double t_compile, t_run, t_inter, t_lower, t_codegen;
 
-static void run_test(const char *root, const char *name)
+static void run_test(const char *root, const char *label, const char *name)
 {
 	char model[2048], op[64];
 	snprintf(model, sizeof model, "%s/%s/model.onnx", root, name);
@@ -500,18 +502,18 @@ static void run_test(const char *root, const char *name)
 		e->passed++;
 		ngap[rep->gap]++;
 		nbound += rep->nbound > 0;
-		TAP_OK(1, "%s (%s): %s%s%s%s%s", name, op, rep->what,
+		TAP_OK(1, "%s (%s): %s%s%s%s%s", label, op, rep->what,
 		       rep->nbound ? "; bound as constants (pcc --const): " : "", rep->bound,
 		       rep->gap ? "; the command line cannot run it: " : "", rep->gap_what);
 		break;
 	case V_OUT:
 		nout++;
-		TAP_OK(1, "%s (%s) # SKIP not in test_conformance's passes: %s", name, op, rep->what);
+		TAP_OK(1, "%s (%s) # SKIP not in test_conformance's passes: %s", label, op, rep->what);
 		break;
 	case V_FAIL:
 		nfail++;
 		e->failed++;
-		TAP_OK(0, "%s (%s)", name, op);
+		TAP_OK(0, "%s (%s)", label, op);
 		TAP_DIAG("%s", rep->what);
 		if (strncmp(rep->stage, "pcc-run", 7) == 0 || WIFSIGNALED(st))
 			TAP_DIAG("the plan's reference kernels %s", rep->ref_ok ? "pass" : "fail or were not run");
@@ -519,9 +521,37 @@ static void run_test(const char *root, const char *name)
 	}
 }
 
+/* Runs every test of root (or the one named --only); tests of roots after
+ * the first are named after the directory too. 0, or -1 when root cannot
+ * be read. */
+static int run_root(const char *root, bool first, const char *only)
+{
+	DIR *d = opendir(root);
+	if (!d) {
+		printf("Bail out! cannot open %s (install libonnx-testdata)\n", root);
+		return -1;
+	}
+	static char *names[4096];
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d)) && n < 4096;)
+		if (!strncmp(e->d_name, "test_", 5) && (!only || !strcmp(e->d_name, only)))
+			names[n++] = strdup(e->d_name);
+	closedir(d);
+	qsort(names, (size_t)n, sizeof *names, cmp_names);
+	const char *base = strrchr(root, '/') ? strrchr(root, '/') + 1 : root;
+	for (int i = 0; i < n; i++) {
+		char label[512];
+		snprintf(label, sizeof label, "%s%s%s", first ? "" : base, first ? "" : "/", names[i]);
+		run_test(root, label, names[i]);
+		free(names[i]);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *root = "/usr/share/libonnx-testdata/data/node", *only = NULL;
+	const char *roots[8] = { "/usr/share/libonnx-testdata/data/node" }, *only = NULL;
+	int nroots = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--only") && i + 1 < argc)
 			only = argv[++i];
@@ -529,13 +559,8 @@ int main(int argc, char **argv)
 			special = true;
 		else if (!strcmp(argv[i], "--host-cpu") && i + 1 < argc)
 			host_cpu = argv[++i];
-		else
-			root = argv[i];
-	}
-	DIR *d = opendir(root);
-	if (!d) {
-		printf("Bail out! cannot open %s (install libonnx-testdata)\n", root);
-		return 1;
+		else if (nroots < 8)
+			roots[nroots++] = argv[i];
 	}
 	if (cost_cluster_parse("cpu:1", &cpu1) < 0) {
 		printf("Bail out! %s\n", ir_error());
@@ -546,18 +571,10 @@ int main(int argc, char **argv)
 		printf("Bail out! mmap: %s\n", strerror(errno));
 		return 1;
 	}
-	static char *names[4096];
-	int n = 0;
-	for (struct dirent *e; (e = readdir(d)) && n < 4096;)
-		if (!strncmp(e->d_name, "test_", 5) && (!only || !strcmp(e->d_name, only)))
-			names[n++] = strdup(e->d_name);
-	closedir(d);
-	qsort(names, (size_t)n, sizeof *names, cmp_names);
 	double t0 = ir_now();
-	for (int i = 0; i < n; i++) {
-		run_test(root, names[i]);
-		free(names[i]);
-	}
+	for (int i = 0; i < (nroots ? nroots : 1); i++)
+		if (run_root(roots[i], i == 0, only) < 0)
+			return 1;
 	for (int i = 0; i < nops; i++)
 		if (ops[i].failed)
 			TAP_DIAG("%-32s passed %3d  failed %3d", ops[i].op, ops[i].passed, ops[i].failed);

@@ -238,6 +238,38 @@ static void test_long_vector(void)
 		ir_tensor_free(&out);
 }
 
+/* and, or, xor, not on integers are bitwise (ONNX's Bitwise*, opset 18):
+ * 0b1100 and 0b1010, -1 and 5, 0x5a and 0xf0 in i32 and u8 */
+static void test_bitwise(void)
+{
+	static const int32_t a[3] = { 12, -1, 0x5a }, b[3] = { 10, 5, 0xf0 };
+	struct ir_tensor in[2] = { T(IR_I32, SH(3), a), T(IR_I32, SH(3), b) }, out;
+	static const struct {
+		enum ir_op op;
+		int32_t want[3];
+	} cases[] = {
+		{ IR_OP_AND, { 8, 5, 0x50 } },
+		{ IR_OP_OR, { 14, -1, 0xfa } },
+		{ IR_OP_XOR, { 6, -6, 0xaa } },
+		{ IR_OP_NOT, { -13, 0, -0x5b } },
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		int nin = cases[k].op == IR_OP_NOT ? 1 : 2;
+		int rc = run_op(cases[k].op, &no_attrs, nin, in, &out);
+		TAP_OK(rc == 0 && i32_at(&out, 0) == cases[k].want[0] && i32_at(&out, 1) == cases[k].want[1] &&
+			       i32_at(&out, 2) == cases[k].want[2],
+		       "%s i32 is bitwise", ir_op_name(cases[k].op));
+		if (rc == 0)
+			ir_tensor_free(&out);
+	}
+	static const uint8_t ua[2] = { 0x5a, 0 };
+	in[0] = T(IR_U8, SH(2), ua);
+	int rc = run_op(IR_OP_NOT, &no_attrs, 1, in, &out);
+	TAP_OK(rc == 0 && u8_at(&out, 0) == 0xa5 && u8_at(&out, 1) == 0xff, "not u8 is bitwise (0x5a -> 0xa5)");
+	if (rc == 0)
+		ir_tensor_free(&out);
+}
+
 static void test_integer(void)
 {
 	static const int64_t a[8] = { INT64_MAX, -7, -7, 7, 3, 2, -1, INT64_MIN };
@@ -307,6 +339,7 @@ static void test_integer(void)
 	       "mul i8 wraps (300 -> 44, -256 -> 0)");
 	if (rc == 0)
 		ir_tensor_free(&out);
+	test_bitwise();
 }
 
 static void test_bool_and_select(void)

@@ -3,8 +3,8 @@
  * interpreter on the graphs it makes, with every allocation failing in
  * turn.
  *
- * For a small MLP and a model whose shape computation folds into
- * constants at import (onnx_builder.h), allocation k = 0, 1, ... fails
+ * For a small MLP, a model whose shape computation folds into constants
+ * at import and one of opset 19's new forms (onnx_builder.h), allocation k = 0, 1, ... fails
  * during import until the import succeeds: each failure must end in NULL
  * with a message naming the file; then the same for interp_run on the
  * imported graph, -ENOMEM each time. Each failure point runs in a child
@@ -129,6 +129,7 @@ static void test_alloc_failures(void)
 {
 	alloc_failures(mb_mlp(), "alloc_mlp.onnx");
 	alloc_failures(mb_folding(), "alloc_folding.onnx");
+	alloc_failures(mb_opsets(), "alloc_opsets.onnx");
 }
 
 int main(void)

@@ -59,10 +59,35 @@ static void test_opset(void)
 {
 	struct mb *b = mb_one_op("Relu", "act");
 	b->opset.version = 6;
-	EXPECT_MODEL_ERROR(b, "opset6.onnx", "opset 6 rejected with the supported range", "opset 6", "7 to 17");
+	EXPECT_MODEL_ERROR(b, "opset6.onnx", "opset 6 rejected with the supported range", "opset 6", "7 to 21",
+			   "opset_version=13 or newer");
 	b = mb_one_op("Relu", "act");
-	b->opset.version = 18;
-	EXPECT_MODEL_ERROR(b, "opset18.onnx", "opset 18 rejected with the supported range", "opset 18", "7 to 17");
+	b->opset.version = 22;
+	EXPECT_MODEL_ERROR(b, "opset22.onnx", "opset 22 rejected with the supported range", "opset 22", "7 to 21",
+			   "re-export with opset_version=21)");
+	for (int v = 18; v <= 21; v++) {
+		b = mb_one_op("Relu", "act");
+		b->opset.version = v;
+		char what[64];
+		snprintf(what, sizeof what, "opset %d imports", v);
+		ir_graph_free(expect_import(what, mb_write(b, "opset18_21.onnx"), NULL));
+		mb_free(b);
+	}
+	/* opset 19 and 21's new element types: refused naming the tensor */
+	b = mb_one_op("Relu", "act");
+	b->opset.version = 19;
+	b->g.input[0]->type->tensor_type->elem_type = 17;
+	EXPECT_MODEL_ERROR(b, "float8_input.onnx", "a float8 input", "input \"x\"", "FLOAT8E4M3FN (17)",
+			   "no 8-bit float");
+	b = mb_one_op("Relu", "act");
+	b->opset.version = 21;
+	mb_tensor(b, "w4", 22, "2");
+	EXPECT_MODEL_ERROR(b, "int4_initializer.onnx", "an int4 initializer", "initializer \"w4\"", "INT4 (22)");
+	b = mb_one_op("Cast", "to_e5m2");
+	b->opset.version = 19;
+	mb_attr_int(b, b->g.node[0], "to", 19);
+	EXPECT_MODEL_ERROR(b, "cast_float8.onnx", "a Cast to float8", "node \"to_e5m2\" (Cast)", "output \"y\"",
+			   "FLOAT8E5M2 (19)");
 	b = mb_one_op("Relu", "act");
 	b->opset.domain = "ai.onnx.ml";
 	EXPECT_MODEL_ERROR(b, "no_opset.onnx", "no default-domain opset", "no default-domain opset");
@@ -507,19 +532,6 @@ static void test_empty_scalars(void)
 
 /* ---- image ops (onnx_ops_image.c, onnx_ops_convt.c) ---------------------------------------------- */
 
-static void mb_attr_string(struct mb *b, Onnx__NodeProto *n, const char *name, const char *v)
-{
-	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
-	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
-	a->name = mb_str(b, name);
-	a->has_type = 1;
-	a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-	a->has_s = 1;
-	a->s.len = strlen(v);
-	a->s.data = (uint8_t *)mb_str(b, v);
-	PUSH(b, n->attribute, n->n_attribute, a);
-}
-
 /* x f32[1,4,4,4] -> Resize(x, roi, scales) -> y, scales an initializer */
 static struct mb *mb_resize(const char *mode)
 {
@@ -539,8 +551,13 @@ static void test_image_ops(void)
 			   "mode 'area' is not supported");
 	b = mb_resize("linear");
 	mb_attr_int(b, b->g.node[0], "antialias", 1);
-	EXPECT_MODEL_ERROR(b, "resize_antialias.onnx", "Resize with antialias (opset 18)", "(Resize)",
-			   "unsupported attribute 'antialias'");
+	EXPECT_MODEL_ERROR(b, "resize_antialias.onnx", "Resize with antialias at opset 13", "(Resize)",
+			   "attribute 'antialias' came with Resize-18, but the model imports opset 13");
+	b = mb_resize("nearest");
+	b->opset.version = 18;
+	mb_attr_int(b, b->g.node[0], "antialias", 1);
+	EXPECT_MODEL_ERROR(b, "resize_antialias_nearest.onnx", "Resize with antialias in nearest mode", "(Resize)",
+			   "antialias applies to linear and cubic modes, not nearest");
 	b = mb_resize("nearest");
 	mb_input(b, "s", T_FLOAT, "4");
 	b->g.node[0]->input[2] = "s";
