@@ -284,6 +284,85 @@ static void emit_scatter_row(struct cg *c, const struct plan_kernel *b, LLVMValu
 	loop_end(c, &l, cg_i64c(c, 1), NULL);
 }
 
+/* A convolution's or a window op's result element at row r (GPU kernels of
+ * their own: cg_kernel_compiles_gpu), a thread each. Convolution: the sum
+ * over the group's channels and the kernel's taps, in f32 for f32 and bf16
+ * data (f64 for f64), taps in the padding skipped, the interpreter's
+ * terms in another order. Window: max (NaN wins) or sum, in f64 over the
+ * taps inside the operand in row-major order, as the interpreter does. */
+static void emit_window_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
+{
+	const struct plan_fop *f = &b->body[0];
+	const struct ir_shape *os = &f->shape, *xs = &b->shape[0];
+	enum ir_dtype t = f->dtype;
+	bool conv = f->op == IR_OP_CONV, max = f->op == IR_OP_WINDOW_MAX;
+	LLVMValueRef idx[IR_MAX_RANK], ti[IR_MAX_RANK];
+	cg_delinear(c, r, os, 0, os->rank, idx);
+	LLVMTypeRef at = conv && t != IR_F64 ? c->f32 : c->f64;
+	struct ir_shape win = { .rank = 0 };
+	int64_t Cg = 1, Og = 1;
+	if (conv) {
+		const struct ir_shape *ws = &b->shape[1];
+		Cg = xs->dims[1] / f->a.groups;
+		Og = ws->dims[0] / f->a.groups;
+		win.dims[win.rank++] = Cg;
+		for (int d = 2; d < ws->rank; d++)
+			win.dims[win.rank++] = ws->dims[d];
+	} else {
+		for (int d = 0; d < xs->rank; d++)
+			win.dims[win.rank++] = f->a.window.v[d];
+	}
+	struct loop l;
+	LLVMValueRef init = LLVMConstReal(at, max ? -INFINITY : 0.0);
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&win)), init);
+	cg_delinear(c, l.i, &win, 0, win.rank, ti);
+	LLVMValueRef inside = LLVMConstInt(c->i1, 1, 0), xoff;
+	int first = conv ? 2 : 0; /* the spatial dims: conv's after N and C, a window's all */
+	if (conv) {
+		LLVMValueRef g = LLVMBuildUDiv(c->b, idx[1], cg_i64c(c, Og), "");
+		xoff = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, idx[0], cg_i64c(c, xs->dims[1]), ""),
+				    LLVMBuildAdd(c->b, LLVMBuildMul(c->b, g, cg_i64c(c, Cg), ""), ti[0], ""), "");
+	} else {
+		xoff = cg_i64c(c, 0);
+	}
+	for (int d = first; d < xs->rank; d++) {
+		int a = conv ? d - 2 : d; /* the attribute lists' entry */
+		LLVMValueRef pos = LLVMBuildMul(c->b, idx[d], cg_i64c(c, f->a.stride.v[a]), "");
+		pos = LLVMBuildSub(c->b, pos, cg_i64c(c, f->a.pad_lo.v[a]), "");
+		pos = LLVMBuildAdd(c->b, pos,
+				   LLVMBuildMul(c->b, ti[conv ? d - 1 : d], cg_i64c(c, f->a.dilation.v[a]), ""), "");
+		LLVMValueRef in = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSGE, pos, cg_i64c(c, 0), ""),
+					       LLVMBuildICmp(c->b, LLVMIntSLT, pos, cg_i64c(c, xs->dims[d]), ""), "");
+		inside = LLVMBuildAnd(c->b, inside, in, "");
+		pos = LLVMBuildSelect(c->b, in, pos, cg_i64c(c, 0), ""); /* a load kept in bounds */
+		xoff = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, xoff, cg_i64c(c, xs->dims[d]), ""), pos, "");
+	}
+	LLVMValueRef x = cg_load(c, c->base[0], t, xoff), n;
+	if (conv) {
+		LLVMValueRef woff = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, idx[1], cg_i64c(c, ir_shape_numel(&win)), ""),
+						 l.i, "");
+		LLVMValueRef w = cg_load(c, c->base[1], t, woff);
+		if (at == c->f64) {
+			x = cg_to_f64(c, x, t);
+			w = cg_to_f64(c, w, t);
+		}
+		LLVMValueRef args[3] = { x, w, l.acc };
+		LLVMValueRef fma = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fmuladd", 12), &at,
+							       1);
+		n = LLVMBuildSelect(c->b, inside, LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fma), fma, args, 3, ""),
+				    l.acc, "");
+	} else {
+		x = cg_to_f64(c, x, t);
+		n = LLVMBuildSelect(c->b, inside, max ? cg_fmax(c, l.acc, x, true) : LLVMBuildFAdd(c->b, l.acc, x, ""),
+				    l.acc, "");
+	}
+	LLVMValueRef acc = loop_end(c, &l, cg_i64c(c, 1), n);
+	cg_store(c, c->base[b->nin], t, r,
+		 at == c->f64   ? cg_from_f64(c, acc, t)
+		 : t == IR_BF16 ? cg_round_bf16(c, acc)
+				: acc);
+}
+
 /* The per-row code: statistics or the reduction, then the row's results. */
 static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, int split)
 {
@@ -391,8 +470,11 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	}
 	struct loop l;
 	loop_begin(c, &l, lo, hi, NULL);
-	if (b->nbody == 1 && b->body[0].op == IR_OP_SCATTER)
+	enum ir_op op = b->nbody == 1 ? b->body[0].op : IR_OP_COUNT;
+	if (op == IR_OP_SCATTER)
 		emit_scatter_row(c, b, l.i);
+	else if (op == IR_OP_CONV || op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM)
+		emit_window_elem(c, b, l.i);
 	else
 		emit_row(c, b, l.i, split);
 	loop_end(c, &l, step, NULL);
