@@ -176,7 +176,7 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 			r->t_kernel += t;
 			if (plan_kernel_core(&r->p->kernels[x->kernel]) == IR_OP_DOT)
 				r->t_gemm += t;
-			if (r->prof_time) {
+			if (r->prof_time && !r->gpu) { /* a GPU's: CUDA events (gpu_exec.c) */
 				r->prof_time[x->kernel] += t;
 				r->prof_calls[x->kernel]++;
 			}

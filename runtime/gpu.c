@@ -100,6 +100,10 @@ static int pick_device(struct rt *r)
 			    "cuDeviceGetAttribute")) < 0)
 		return rc;
 	g->cc = maj * 10 + min;
+	int clock = 0, bus = 0; /* kHz, bits: a peak for --profile, 0 where unknown */
+	if (a->cuDeviceGetAttribute(&clock, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, g->dev) == CUDA_SUCCESS &&
+	    a->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, g->dev) == CUDA_SUCCESS)
+		g->peak_bw = 2.0 * clock * 1e3 * bus / 8;
 	if (g->cc < 80)
 		return ir_errorf(-ENODEV, "%s has compute capability %d.%d; the plan's PTX needs 8.0 or newer", g->name,
 				 maj, min);
@@ -453,6 +457,15 @@ void rt_gpu_close(struct rt *r)
 		}
 	for (int k = 0; k < g->npend; k++)
 		a->cuEventDestroy(g->pend[k].ev);
+	for (int k = 0; k < g->ntimed; k++) {
+		a->cuEventDestroy(g->timed[k].a);
+		if (g->timed[k].b)
+			a->cuEventDestroy(g->timed[k].b);
+	}
+	for (int k = 0; k < g->ntev; k++)
+		a->cuEventDestroy(g->tev[k]);
+	ir_free(g->timed);
+	ir_free(g->tev);
 	for (int k = 0; k < g->nfree; k++)
 		a->cuEventDestroy(g->free_ev[k]);
 	for (int k = 0; k < g->npinned; k++)
@@ -486,6 +499,14 @@ void rt_gpu_close(struct rt *r)
 bool rt_gpu_built(void)
 {
 	return true;
+}
+
+int rt_gpu_profile_check(const struct rt *r, double *peak_bw)
+{
+	*peak_bw = r->gpu ? r->gpu->peak_bw : 0;
+	if (r->gpu && !r->gpu->a->cuEventElapsedTime)
+		return ir_errorf(-ENOTSUP, "--profile: this NVIDIA driver has no cuEventElapsedTime");
+	return 0;
 }
 
 int rt_gpu_fallbacks(const struct rt *r)

@@ -54,6 +54,12 @@ static int resolve(void *h, const char *name, void **slot)
 	if (rc == 0)       \
 		rc = resolve(h, STR(f), (void **)&api.f);
 
+/* An optional entry point: its versioned name, else its first. */
+#define GPU_API_OPTIONAL(f)                  \
+	*(void **)&api.f = dlsym(h, STR(f)); \
+	if (!api.f)                          \
+		*(void **)&api.f = dlsym(h, #f);
+
 static int load_all(void)
 {
 	static const char *const cuda[] = { "libcuda.so.1", "libcuda.so", NULL };
@@ -64,6 +70,9 @@ static int load_all(void)
 	if (!h)
 		return -1;
 	GPU_CU_FUNCS(GPU_API_RESOLVE)
+	if (rc == 0) {
+		GPU_CU_OPTIONAL(GPU_API_OPTIONAL)
+	}
 	if (rc == 0 && !(h = open_lib(lt, "cuBLASLt (libcublasLt.so)", ": install the CUDA toolkit's libraries")))
 		return -1;
 	GPU_LT_FUNCS(GPU_API_RESOLVE)

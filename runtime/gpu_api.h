@@ -39,11 +39,16 @@
 	X(ncclReduceScatter) X(ncclAllGather) X(ncclSend) X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
 /* clang-format on */
 
+/* Entry points only --profile needs: NULL where the driver lacks them (the
+ * _v2 name CUDA 13's header asks for, else the first version's). */
+#define GPU_CU_OPTIONAL(X) X(cuEventElapsedTime)
+
 #define GPU_API_FIELD(f) __typeof__(&f) f;
 struct gpu_api {
 	GPU_CU_FUNCS(GPU_API_FIELD)
 	GPU_LT_FUNCS(GPU_API_FIELD)
 	GPU_NCCL_FUNCS(GPU_API_FIELD)
+	GPU_CU_OPTIONAL(GPU_API_FIELD)
 };
 #undef GPU_API_FIELD
 

@@ -155,13 +155,17 @@ int rt_gpu_state(struct rt *r, bool to_device)
 	return rc;
 }
 
+static int read_profile(struct rt *r);
+
 int rt_gpu_finish(struct rt *r)
 {
 	struct rt_gpu *g = r->gpu;
 	int rc = 0;
 	while (g->npend && rc == 0)
 		rc = join(g, 0);
-	return rc == 0 ? gpu_wait(r, g->compute, "the step") : rc;
+	if (rc == 0)
+		rc = gpu_wait(r, g->compute, "the step");
+	return rc == 0 && g->ntimed ? read_profile(r) : rc;
 }
 
 /* ---- kernels ------------------------------------------------------------------- */
@@ -331,7 +335,94 @@ static int on_host(struct rt *r, const struct plan_instr *x)
 	return rc;
 }
 
+/* ---- --profile --------------------------------------------------------------- */
+
+static int timing_event(struct rt_gpu *g, CUevent *ev)
+{
+	if (g->ntev) {
+		*ev = g->tev[--g->ntev];
+		return 0;
+	}
+	return gpu_check(g, g->a->cuEventCreate(ev, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+static void keep_event(CUevent **v, int *n, int *cap, CUevent ev, const struct gpu_api *a)
+{
+	if (*n == *cap) {
+		int c = *cap ? 2 * *cap : 64;
+		CUevent *w = ir_realloc(*v, (size_t)c * sizeof *w);
+		if (!w) {
+			a->cuEventDestroy(ev);
+			return;
+		}
+		*v = w;
+		*cap = c;
+	}
+	(*v)[(*n)++] = ev;
+}
+
+/* Records a timing event on the compute stream: the start (*slot < 0: a
+ * new pair for kernel k) or the end of the pair *slot. */
+static int stamp(struct rt *r, int k, int *slot)
+{
+	struct rt_gpu *g = r->gpu;
+	CUevent ev;
+	int rc = timing_event(g, &ev);
+	if (rc < 0)
+		return rc;
+	if (*slot < 0) {
+		if (g->ntimed == g->captimed) {
+			int c = g->captimed ? 2 * g->captimed : 256;
+			struct gpu_timed *v = ir_realloc(g->timed, (size_t)c * sizeof *v);
+			if (!v)
+				return ir_errorf(-ENOMEM, "out of memory for the profile");
+			g->timed = v;
+			g->captimed = c;
+		}
+		*slot = g->ntimed++;
+		g->timed[*slot] = (struct gpu_timed){ ev, NULL, k };
+	} else {
+		g->timed[*slot].b = ev;
+	}
+	return gpu_check(g, g->a->cuEventRecord(ev, g->compute), "cuEventRecord");
+}
+
+/* The step's kernel times into r->prof_time (seconds) and prof_calls,
+ * after the compute stream is done. */
+static int read_profile(struct rt *r)
+{
+	struct rt_gpu *g = r->gpu;
+	int rc = 0;
+	for (int i = 0; i < g->ntimed; i++) {
+		struct gpu_timed *t = &g->timed[i];
+		float ms = 0;
+		if (rc == 0 && t->b)
+			rc = gpu_check(g, g->a->cuEventElapsedTime(&ms, t->a, t->b), "cuEventElapsedTime");
+		if (rc == 0 && t->b) {
+			r->prof_time[t->kernel] += ms * 1e-3;
+			r->prof_calls[t->kernel]++;
+		}
+		keep_event(&g->tev, &g->ntev, &g->captev, t->a, g->a);
+		if (t->b)
+			keep_event(&g->tev, &g->ntev, &g->captev, t->b, g->a);
+	}
+	g->ntimed = 0;
+	return rc;
+}
+
+static int kernel_work(struct rt *r, const struct plan_instr *x, int i);
+
 static int kernel(struct rt *r, const struct plan_instr *x, int i)
+{
+	int slot = -1, rc;
+	if (!r->prof_time)
+		return kernel_work(r, x, i);
+	if ((rc = stamp(r, x->kernel, &slot)) < 0 || (rc = kernel_work(r, x, i)) < 0)
+		return rc;
+	return stamp(r, x->kernel, &slot);
+}
+
+static int kernel_work(struct rt *r, const struct plan_instr *x, int i)
 {
 	struct gpu_range rg[65];
 	int rc = order_after(r->gpu, rg, ranges(r, x, rg));

@@ -79,8 +79,18 @@ struct rt_gpu {
 	int nfree, capfree;
 	void *pinned[GPU_MAX_PINNED]; /* host pages registered with the driver */
 	int npinned;
-	int fallbacks; /* kernels run on the host so far */
-	bool *fell;    /* [nkernels]: kernel k ran on the host */
+	/* --profile: a timing event pair around each kernel of the step,
+	 * read when the step is done (rt_gpu_finish) */
+	struct gpu_timed {
+		CUevent a, b;
+		int kernel;
+	} * timed;
+	int ntimed, captimed;
+	CUevent *tev; /* timing events to reuse */
+	int ntev, captev;
+	double peak_bw; /* bytes/s of device memory: 2 x clock x bus width */
+	int fallbacks;  /* kernels run on the host so far */
+	bool *fell;     /* [nkernels]: kernel k ran on the host */
 };
 
 /* gpu.c */

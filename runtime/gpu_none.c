@@ -72,3 +72,9 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
 		buf[0] = 0;
 	return 0;
 }
+
+int rt_gpu_profile_check(const struct rt *r, double *peak_bw)
+{
+	*peak_bw = 0;
+	return 0;
+}

@@ -49,7 +49,8 @@ struct CUstream_st {
 
 struct CUevent_st {
 	uint32_t magic;
-	bool recorded;
+	bool recorded, timing;
+	double when; /* ir_now() when its stream reached it (timing events) */
 	int stream;
 	uint64_t at;
 	uint64_t vc[MAX_STREAMS];
@@ -591,8 +592,8 @@ static CUresult event_create(CUevent *out, unsigned int flags)
 	if (!e)
 		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
 	e->magic = LIVE;
+	e->timing = !(flags & CU_EVENT_DISABLE_TIMING);
 	*out = e;
-	(void)flags;
 	return CUDA_SUCCESS;
 }
 
@@ -613,6 +614,18 @@ static CUresult event_destroy(CUevent e)
 	return rc;
 }
 
+struct stamp_op {
+	struct si_op op;
+	CUevent e;
+};
+
+static int run_stamp(struct si_op *o, bool first)
+{
+	((struct stamp_op *)o)->e->when = ir_now();
+	(void)first;
+	return 0;
+}
+
 static CUresult event_record(CUevent e, CUstream s)
 {
 	ENTER();
@@ -621,6 +634,15 @@ static CUresult event_record(CUevent e, CUstream s)
 		rc = si_stream_ok(s, "cuEventRecord");
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	if (e->timing) { /* a marker that notes the time when the stream reaches it */
+		struct stamp_op *m = si_op_new(sizeof *m, "cuEventRecord", run_stamp, 0);
+		if (!m)
+			return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+		m->e = e;
+		e->when = -1;
+		if ((rc = si_enqueue(s, &m->op)) != CUDA_SUCCESS)
+			return rc;
+	}
 	struct stream *st = stream_of(s);
 	e->recorded = true;
 	e->stream = (int)(st - S.st);
@@ -642,6 +664,23 @@ static CUresult event_query(CUevent e)
 		return CUDA_ERROR_NOT_READY;
 	if (e->recorded)
 		host_saw(e->vc);
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_elapsed(float *ms, CUevent a, CUevent b)
+{
+	ENTER();
+	CUresult rc = event_ok(a, "cuEventElapsedTime");
+	if (rc == CUDA_SUCCESS)
+		rc = event_ok(b, "cuEventElapsedTime");
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!a->timing || !b->timing || !a->recorded || !b->recorded)
+		return si_fail(CUDA_ERROR_INVALID_HANDLE, "cuEventElapsedTime on an event %s",
+			       !a->timing || !b->timing ? "made with CU_EVENT_DISABLE_TIMING" : "never recorded");
+	if (a->when < 0 || b->when < 0)
+		return CUDA_ERROR_NOT_READY;
+	*ms = (float)((b->when - a->when) * 1e3);
 	return CUDA_SUCCESS;
 }
 
@@ -1089,6 +1128,8 @@ static CUresult device_attribute(int *v, CUdevice_attribute a, CUdevice d)
 	     : a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
 	     : a == CU_DEVICE_ATTRIBUTE_WARP_SIZE                ? 32
 	     : a == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK    ? 1024
+	     : a == CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE        ? 2619000 /* an H100's: 3.35 TB/s */
+	     : a == CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH  ? 5120
 								 : 0;
 	return CUDA_SUCCESS;
 }
@@ -1177,6 +1218,7 @@ const struct gpu_api *gpu_standin_load(void)
 	api.cuEventDestroy = event_destroy;
 	api.cuEventRecord = event_record;
 	api.cuEventQuery = event_query;
+	api.cuEventElapsedTime = event_elapsed;
 	api.cuGetErrorString = get_error_string;
 	api.cuLinkCreate = link_create;
 	api.cuLinkAddData = link_add_data;

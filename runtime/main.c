@@ -34,6 +34,7 @@ struct opts {
 	const char *device; /* --device auto|cpu|gpu */
 	bool tf32;          /* --tf32: f32 dots on tensor cores (GPU) */
 	bool no_overlap;    /* --no-overlap: receives and collectives wait at their instruction */
+	bool profile;       /* --profile: per-kernel times (profile.c) */
 };
 
 static void usage(FILE *f)
@@ -49,6 +50,8 @@ static void usage(FILE *f)
 		"                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
 		"                 [--no-overlap] (CPU: every receive and collective waits at its\n"
 		"                 instruction instead of overlapping compute; the same results)\n"
+		"                 [--profile] (rank 0's kernels by time, bytes moved and FLOP/s; on GPUs\n"
+		"                 timed by CUDA events, which serializes nothing but adds two per kernel)\n"
 		"Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
 		"DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step. Inputs\n"
 		"bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
@@ -99,6 +102,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->tf32 = true;
 		} else if (!strcmp(s, "--no-overlap")) {
 			o->no_overlap = true;
+		} else if (!strcmp(s, "--profile")) {
+			o->profile = true;
 		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
 			   !strcmp(s, "--threads")) {
 			char *end;
@@ -284,6 +289,8 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 		rc = rt_load_params(r, model);
 	if (rc == 0 && gpu)
 		rc = rt_gpu_state(r, true);
+	if (rc == 0 && o->profile)
+		rc = rt_profile_start(r);
 	if (agree(c, rc) < 0)
 		return -1;
 	r->no_overlap = o->no_overlap;
@@ -387,6 +394,8 @@ static int infer(struct rt *r, const struct opts *o)
 			printf("pcc-run: %d ranks ran %s in %.3f s%s%s (%s)\n", r->c->size, o->plan, t,
 			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "", ov + 2);
 		fallback_line(r);
+		if (o->profile)
+			rt_profile_print(r, 1, stdout);
 	}
 	rc = agree(r->c, rc);
 done:
@@ -524,6 +533,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		       r->gpu && rt_gpu_fallbacks(r) ? ", some kernels on the host" : "", ov);
 	if (r->c->rank == 0)
 		fallback_line(r);
+	if (r->c->rank == 0 && o->profile)
+		rt_profile_print(r, o->steps - first, stdout);
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;

@@ -74,8 +74,9 @@ struct rt {
 	struct pool *pool;
 	double t_kernel, t_comm; /* seconds in kernels, in the table */
 	double t_gemm;           /* of t_kernel: in kernels whose core is a dot (plan_kernel_core) */
-	/* per-kernel profile, filled only where the caller allocated it (the
-	 * codegen benchmark's PCC_BENCH_PROFILE): seconds and calls, [nkernels] */
+	/* per-kernel profile, filled only where the caller allocated it
+	 * (--profile, profile.c; the codegen benchmark's PCC_BENCH_PROFILE):
+	 * seconds and calls, [nkernels]; on GPUs timed by CUDA events */
 	double *prof_time;
 	long *prof_calls;
 	struct rt_seg *seg; /* a step's segments (step.c) */
@@ -120,6 +121,13 @@ bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc);
 /* The same for plan kernel `kernel` over buf (its nin operands, then its
  * results): the GPU stand-in runs a launch this way. */
 bool rt_kernel_host_on(struct rt *r, int kernel, void *const *buf, int *rc);
+
+/* ---- profile.c: --profile */
+/* Allocates prof_time and prof_calls (every kernel run from now on is
+ * timed); -ENOTSUP where a GPU's driver cannot time kernels. */
+int rt_profile_start(struct rt *r);
+/* The kernels by time over `steps` steps, a table on f. */
+void rt_profile_print(const struct rt *r, long steps, FILE *f);
 
 /* ---- exec.c */
 /* Runs kernel instruction x on the host (generated code or reference). */
@@ -214,6 +222,9 @@ int rt_gpu_state(struct rt *r, bool to_device);
 int rt_gpu_finish(struct rt *r);
 /* Kernels that ran on the host so far (no GPU code, not a GEMM). */
 int rt_gpu_fallbacks(const struct rt *r);
+/* --profile on GPUs: the device memory's peak bytes/s (0: unknown; and on
+ * CPU ranks), -ENOTSUP where the driver cannot time kernels. */
+int rt_gpu_profile_check(const struct rt *r, double *peak_bw);
 /* The count of this rank's kernel instructions that ran on the host, and
  * in buf what they are ("3 kernel instructions of 120 ran on the host (no
  * GPU code): transpose bf16 x2, gather f32 x1"). */

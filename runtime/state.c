@@ -180,6 +180,10 @@ void rt_release(struct rt *r)
 	}
 	ir_free(r->part);
 	ir_free(r->saver);
+	ir_free(r->prof_time);
+	ir_free(r->prof_calls);
+	r->prof_time = NULL;
+	r->prof_calls = NULL;
 	rt_gpu_close(r);
 	if (r->sparse && r->arena)
 		munmap(r->arena, (size_t)r->d->arena_bytes + 1);

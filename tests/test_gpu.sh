@@ -180,5 +180,19 @@ if [ "$mode" = standin ]; then
 	for t in gpt bert vit resnet_train moe; do
 		trainer "$t" "$train/$t" 4 cpu:4 2 momentum
 	done
+	# --profile: rank 0's kernels by CUDA event time, with the device's peak
+	profiled() {
+		"$pcc" "$train/gpt/model.onnx" --cluster 1x1:h100 --train --loss cross_entropy:logits,labels \
+			--optimizer adamw -o "$tmp/p.bin" >/dev/null &&
+			$mpi -np 1 "$run" "$tmp/p.bin" --device "$1" --data "$train/gpt/test_data_set_0" --steps 2 \
+				--profile >"$tmp/prof" || return 1
+		cat "$tmp/prof" >&2
+		grep -q "^pcc-run: profile of rank 0 over 2 steps: .* ms of kernels per step, .* ($2" "$tmp/prof" &&
+			[ "$(grep -cE '^ +[0-9.]+ +[0-9.]+% +[0-9]+ .* k[0-9]+ [a-z_+]' "$tmp/prof")" -ge 20 ] &&
+			grep -qE '^ +[0-9.]+ +[0-9.]+% .* k[0-9]+ dot bf16' "$tmp/prof"
+	}
+	check "--profile on a GPU: kernels timed by CUDA events, against the device memory's peak" \
+		profiled gpu "CUDA events; device memory peak 3352 GB/s"
+	check "--profile on a CPU rank: kernels timed by the host's clock" profiled cpu "host clock"
 fi
 tap_done
