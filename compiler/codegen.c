@@ -97,6 +97,66 @@ static LLVMValueRef reassoc(LLVMValueRef v)
 	return v;
 }
 
+/* x from the lane whose number differs from this one's in bit m (a
+ * butterfly shuffle over the warp; 64-bit values as two halves). */
+static LLVMValueRef shfl_xor(struct cg *c, LLVMValueRef x, int m)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	bool f32 = t == c->f32, wide = t == c->f64 || t == c->i64;
+	const char *name = f32 ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32";
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID(name, strlen(name)), NULL, 0);
+	LLVMTypeRef ft = LLVMGlobalGetValueType(fn);
+	LLVMValueRef mask = LLVMConstInt(c->i32, 0xffffffffu, 0), lm = LLVMConstInt(c->i32, (unsigned)m, 0),
+		     clampv = LLVMConstInt(c->i32, 31, 0);
+	if (f32 || t == c->i32) {
+		LLVMValueRef a[4] = { mask, x, lm, clampv };
+		return LLVMBuildCall2(c->b, ft, fn, a, 4, "");
+	}
+	IR_ASSERT(wide);
+	LLVMValueRef bits = t == c->f64 ? LLVMBuildBitCast(c->b, x, c->i64, "") : x;
+	LLVMValueRef lo = LLVMBuildTrunc(c->b, bits, c->i32, "");
+	LLVMValueRef hi = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, bits, cg_i64c(c, 32), ""), c->i32, "");
+	LLVMValueRef a[4] = { mask, lo, lm, clampv }, b[4] = { mask, hi, lm, clampv };
+	lo = LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, ft, fn, a, 4, ""), c->i64, "");
+	hi = LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, ft, fn, b, 4, ""), c->i64, "");
+	bits = LLVMBuildOr(c->b, lo, LLVMBuildShl(c->b, hi, cg_i64c(c, 32), ""), "");
+	return t == c->f64 ? LLVMBuildBitCast(c->b, bits, c->f64, "") : bits;
+}
+
+enum combine { C_ADD, C_MUL, C_MAXIMUM, C_FMAX, C_FMIN, C_SELMAX, C_IMAX, C_IMIN };
+
+static LLVMValueRef combine(struct cg *c, enum combine how, LLVMValueRef a, LLVMValueRef b)
+{
+	bool fl = LLVMTypeOf(a) == c->f64 || LLVMTypeOf(a) == c->f32;
+	switch (how) {
+	case C_ADD:
+		return fl ? LLVMBuildFAdd(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
+	case C_MUL:
+		return fl ? LLVMBuildFMul(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
+	case C_MAXIMUM:
+		return cg_maximum(c, a, b);
+	case C_FMAX:
+	case C_FMIN:
+		return cg_fmax(c, a, b, how == C_FMAX);
+	case C_SELMAX: /* as row_pass's f64 max: a NaN partial loses */
+		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, b, a, ""), b, a, "");
+	case C_IMAX:
+	case C_IMIN:
+		return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, how == C_IMAX ? LLVMIntSGT : LLVMIntSLT, b, a, ""), b,
+				       a, "");
+	}
+	return a;
+}
+
+/* A row's partial x of each lane combined over the warp (every lane gets
+ * the whole); x itself where a row is one thread's. */
+static LLVMValueRef warp_all(struct cg *c, LLVMValueRef x, enum combine how)
+{
+	for (int m = c->lanes / 2; m >= 1; m /= 2)
+		x = combine(c, how, x, shfl_xor(c, x, m));
+	return x;
+}
+
 static int64_t int_extreme(enum ir_dtype t, bool lowest)
 {
 	switch (t) {
@@ -150,7 +210,7 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 				  : f->op == IR_OP_REDUCE_PROD ? 1
 							       : int_extreme(it, f->op == IR_OP_REDUCE_MAX));
 	struct loop l;
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&rs)), init);
+	loop_begin(c, &l, c->lane, cg_i64c(c, ir_shape_numel(&rs)), init);
 	LLVMValueRef ri[IR_MAX_RANK], full[IR_MAX_RANK];
 	cg_delinear(c, l.i, &rs, 0, rs.rank, ri);
 	for (int j = 0; j < nk; j++)
@@ -171,7 +231,8 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 			   : LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, max ? LLVMIntSGT : LLVMIntSLT, x, acc, ""), x,
 					     acc, "");
 	}
-	acc = loop_end(c, &l, cg_i64c(c, 1), n);
+	acc = loop_end(c, &l, cg_i64c(c, c->lanes), n);
+	acc = warp_all(c, acc, sum ? C_ADD : prod ? C_MUL : fl ? (max ? C_FMAX : C_FMIN) : (max ? C_IMAX : C_IMIN));
 	return fl ? cg_from_f64(c, acc, f->dtype) : cg_from_i64(c, acc, f->dtype);
 }
 
@@ -192,7 +253,7 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 	LLVMTypeRef at = native ? cg_type(c, it) : c->f64;
 	struct loop l;
 	LLVMValueRef init = LLVMConstReal(at, p == P_MAX ? -INFINITY : 0.0);
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, tail_numel(s, split)), init);
+	loop_begin(c, &l, c->lane, cg_i64c(c, tail_numel(s, split)), init);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
 	LLVMValueRef x = cg_value(c, f->in[0], idx), n = NULL;
 	if (!native)
@@ -219,7 +280,8 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 		break;
 	}
 	}
-	LLVMValueRef r = loop_end(c, &l, cg_i64c(c, 1), n);
+	LLVMValueRef r = loop_end(c, &l, cg_i64c(c, c->lanes), n);
+	r = warp_all(c, r, p != P_MAX ? C_ADD : native ? C_MAXIMUM : C_SELMAX);
 	return native ? cg_to_f64(c, r, it) : r;
 }
 
@@ -392,15 +454,27 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	}
 	LLVMValueRef base = LLVMBuildMul(c->b, r, cg_i64c(c, inner), "");
 	if (inner == 1 && split == s->rank) {
-		cg_store(c, c->base[b->nin], rt, base, cg_value(c, root, idx));
+		if (c->lanes == 1) {
+			cg_store(c, c->base[b->nin], rt, base, cg_value(c, root, idx));
+			return;
+		}
+		/* the warp's lanes hold the same value: lane 0 stores it */
+		LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "lane0");
+		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "stored");
+		LLVMValueRef v = cg_value(c, root, idx);
+		LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, c->lane, cg_i64c(c, 0), ""), st, done);
+		LLVMPositionBuilderAtEnd(c->b, st);
+		cg_store(c, c->base[b->nin], rt, base, v);
+		LLVMBuildBr(c->b, done);
+		LLVMPositionBuilderAtEnd(c->b, done);
 		return;
 	}
 	struct loop l;
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, inner), NULL);
+	loop_begin(c, &l, c->lane, cg_i64c(c, inner), NULL);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
 	LLVMValueRef off = LLVMBuildAdd(c->b, base, l.i, "");
 	cg_store(c, c->base[b->nin], rt, off, cg_value(c, root, idx));
-	loop_end(c, &l, cg_i64c(c, 1), NULL);
+	loop_end(c, &l, cg_i64c(c, c->lanes), NULL);
 }
 
 static LLVMValueRef sreg(struct cg *c, const char *name)
@@ -455,6 +529,8 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		LLVMSetAlignment(c->row, 64);
 	}
 	LLVMValueRef lo, hi, step;
+	c->lanes = c->gpu && core >= 0 ? 32 : 1; /* as cg_kernel_lanes */
+	c->lane = cg_i64c(c, 0);
 	if (c->gpu) {
 		LLVMValueRef tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
 		LLVMValueRef ntid = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
@@ -463,6 +539,11 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		lo = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, ctaid, ntid, ""), tid, "");
 		step = LLVMBuildMul(c->b, nctaid, ntid, "");
 		hi = LLVMGetParam(c->fn, 1);
+		if (c->lanes > 1) { /* a warp a row: blocks are whole warps (the runtime's 256 threads) */
+			c->lane = LLVMBuildURem(c->b, lo, cg_i64c(c, c->lanes), "");
+			lo = LLVMBuildUDiv(c->b, lo, cg_i64c(c, c->lanes), "");
+			step = LLVMBuildUDiv(c->b, step, cg_i64c(c, c->lanes), "");
+		}
 	} else {
 		lo = LLVMGetParam(c->fn, 1);
 		hi = LLVMGetParam(c->fn, 2);

@@ -82,6 +82,11 @@ int cg_row_split(const struct plan_kernel *b, int core, bool gpu);
 /* The rows of k's host function (gpu false) or GPU kernel; 0 when k does
  * not compile. */
 int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu);
+/* Threads of k's GPU kernel per row: a warp (32) for a kernel with a
+ * reduction, softmax or layer norm, whose lanes split each pass over the
+ * row (coalesced) and combine by shuffles; else 1. Its grid wants rows x
+ * lanes threads (a grid-stride loop takes fewer). */
+int cg_kernel_lanes(const struct plan_kernel *k);
 
 struct codegen_opts {
 	bool host;            /* x86-64 object */

@@ -241,3 +241,9 @@ int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu)
 		r *= s->dims[d];
 	return r;
 }
+
+int cg_kernel_lanes(const struct plan_kernel *k)
+{
+	int core;
+	return cg_kernel_compiles_gpu(k, &core) && core >= 0 ? 32 : 1; /* as emit_kernel */
+}

@@ -23,6 +23,9 @@ struct cg {
 	LLVMValueRef stat[2];       /* softmax: max, sum; layer norm: mean, 1/std (f64) */
 	bool stats_ready;           /* the final pass: the core op's value from stat[] */
 	int split;                  /* a row is the dimensions from split on */
+	int lanes;                  /* threads a row's passes split among: 32 (a warp) in
+				     * a GPU's row kernels, else 1 */
+	LLVMValueRef lane;          /* this thread's among them (i64) */
 	LLVMValueRef row;           /* host softmax: the row's exp(x - max) (f64, on the
 				     * stack), for the final pass; NULL: computed again */
 	int kid;                    /* the kernel's index (names its constants) */

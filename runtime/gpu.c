@@ -260,6 +260,7 @@ static int kernels(struct rt *r)
 			text = p->ptx[i].text;
 	if (!(g->fn = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fn)) ||
 	    !(g->rows = ir_calloc((size_t)p->nkernels + 1, sizeof *g->rows)) ||
+	    !(g->lanes = ir_calloc((size_t)p->nkernels + 1, sizeof *g->lanes)) ||
 	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)) ||
 	    !(g->fell = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fell)))
 		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
@@ -279,6 +280,7 @@ static int kernels(struct rt *r)
 		if (g->a->cuModuleGetFunction(&g->fn[k], g->mod, name) != CUDA_SUCCESS)
 			rc = ir_errorf(-EINVAL, "the plan's PTX has no kernel %s", name);
 		g->rows[k] = cg_kernel_rows(&p->kernels[k], true);
+		g->lanes[k] = cg_kernel_lanes(&p->kernels[k]);
 	}
 	return rc;
 }
@@ -489,6 +491,7 @@ void rt_gpu_close(struct rt *r)
 	ir_free(g->free_ev);
 	ir_free(g->fn);
 	ir_free(g->rows);
+	ir_free(g->lanes);
 	ir_free(g->gemm);
 	ir_free(g->fell);
 	ir_free(g->argoff);

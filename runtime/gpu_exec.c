@@ -189,7 +189,7 @@ static int launch(struct rt *r, const struct plan_instr *x, int i)
 	struct rt_gpu *g = r->gpu;
 	int64_t rows = g->rows[x->kernel];
 	CUdeviceptr args = g->argtab + (CUdeviceptr)(8 * (g->argoff[i] + (int64_t)r->mb * (x->nin + x->nout)));
-	int64_t blocks = (rows + 255) / 256, most = (int64_t)g->sms * 16;
+	int64_t blocks = (rows * g->lanes[x->kernel] + 255) / 256, most = (int64_t)g->sms * 16;
 	void *params[2] = { &args, &rows };
 	if (rows <= 0)
 		return 0;

@@ -61,6 +61,7 @@ struct rt_gpu {
 	CUmodule mod;
 	CUfunction *fn;     /* [nkernels]: NULL where no PTX */
 	int64_t *rows;      /* [nkernels]: the GPU kernel's rows */
+	int *lanes;         /* [nkernels]: its threads per row (cg_kernel_lanes) */
 	CUdeviceptr argtab; /* kernel arguments: per instruction, micro
 			     * rows of nin + 1 device pointers */
 	int64_t *argoff;    /* [ninstr]: its first pointer's index, or -1 */
