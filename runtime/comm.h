@@ -79,6 +79,9 @@ struct rt_comm {
 	int rank, size; /* this rank, the world */
 	double timeout; /* seconds one wait may last before it fails */
 	void *impl;
+	/* the ranks on this rank's host and its place among them (MPI's
+	 * shared-memory split: any MPI, any launcher); 0: unknown, one */
+	int local_rank, local_size;
 };
 
 /* MPI: initializes MPI (argc, argv as MPI_Init takes them) and fills c. */

@@ -499,6 +499,12 @@ int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 	MPI_Comm_dup(MPI_COMM_WORLD, &m->ctl);
 	MPI_Comm_set_errhandler(m->plan_world, MPI_ERRORS_RETURN);
 	MPI_Comm_set_errhandler(m->ctl, MPI_ERRORS_RETURN);
+	MPI_Comm node;
+	if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+		MPI_Comm_rank(node, &c->local_rank);
+		MPI_Comm_size(node, &c->local_size);
+		MPI_Comm_free(&node);
+	}
 	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
 	m->tag_ub = flag && ub && *ub > 0 ? *ub : 32767;
 	c->ops = &mpi_ops;

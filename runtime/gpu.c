@@ -82,11 +82,10 @@ static int pick_device(struct rt *r)
 		rc = gpu_check(g, a->cuDeviceGetCount(&n), "cuDeviceGetCount");
 	if (rc == 0 && n == 0)
 		rc = ir_errorf(-ENODEV, "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)");
-	const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-	int local = lr ? atoi(lr) : r->c->rank;
-	if (rc == 0 && rt_local_ranks() > n)
+	int local = r->c->local_size > 0 ? r->c->local_rank : r->c->rank;
+	if (rc == 0 && rt_local_ranks(r->c) > n)
 		rc = ir_errorf(-ENODEV, "%d ranks run on this host but it has %d GPU%s: one rank per GPU",
-			       rt_local_ranks(), n, n == 1 ? "" : "s");
+			       rt_local_ranks(r->c), n, n == 1 ? "" : "s");
 	if (rc < 0)
 		return rc;
 	int maj = 0, min = 0;

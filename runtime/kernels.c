@@ -53,7 +53,7 @@ int rt_kernels_load(struct rt *r, bool reference, int threads)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int allowed = rt_allowed_cpus();
 	if (threads <= 0) {
-		threads = (int)(cpus > 0 ? cpus : 1) / rt_local_ranks();
+		threads = (int)(cpus > 0 ? cpus : 1) / rt_local_ranks(r->c);
 		threads = allowed > 0 && allowed < threads ? allowed : threads;
 		threads = threads < 1 ? 1 : threads;
 	} else if (allowed > 0 && threads > allowed && r->c->rank == 0) {

@@ -100,8 +100,9 @@ struct rt {
 	} fault;
 };
 
-/* ---- state.c: ranks sharing this host (Open MPI tells; 1 when unknown) */
-int rt_local_ranks(void);
+/* ---- state.c: ranks sharing this host (MPI's shared-memory split, under
+ * any MPI and launcher: mpirun, srun; 1 when unknown) */
+int rt_local_ranks(const struct rt_comm *c);
 /* The CPUs this process may run on (its affinity mask); 0: unknown. */
 int rt_allowed_cpus(void);
 

@@ -29,11 +29,9 @@ static int64_t mem_available(void)
 	return kb < 0 ? -1 : (int64_t)kb * 1024;
 }
 
-int rt_local_ranks(void)
+int rt_local_ranks(const struct rt_comm *c)
 {
-	const char *s = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-	int n = s ? atoi(s) : 1;
-	return n > 0 ? n : 1;
+	return c && c->local_size > 0 ? c->local_size : 1;
 }
 
 int rt_allowed_cpus(void)
@@ -136,14 +134,14 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse)
 	r->d = &p->devices[c->rank];
 	r->micro = p->micro > 0 ? p->micro : 1;
 	const struct plan_device *d = r->d;
-	int64_t avail = mem_available(), need = d->arena_bytes * rt_local_ranks();
+	int64_t avail = mem_available(), need = d->arena_bytes * rt_local_ranks(r->c);
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
 	r->sparse = sparse;
 	if (avail >= 0 && need > avail && !sparse)
 		return ir_errorf(-ENOMEM,
 				 "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "
 				 "available",
-				 ir_bytes_str((double)d->arena_bytes, a), rt_local_ranks(),
+				 ir_bytes_str((double)d->arena_bytes, a), rt_local_ranks(r->c),
 				 ir_bytes_str((double)avail, b));
 	if (!(r->arena = sparse ? reserve((size_t)d->arena_bytes + 1) : ir_malloc((size_t)d->arena_bytes + 1)) ||
 	    !(r->saved = ir_calloc((size_t)d->nbuf * (size_t)r->micro + 1, sizeof *r->saved)) ||

@@ -194,5 +194,16 @@ if [ "$mode" = standin ]; then
 	check "--profile on a GPU: kernels timed by CUDA events, against the device memory's peak" \
 		profiled gpu "CUDA events; device memory peak 3352 GB/s"
 	check "--profile on a CPU rank: kernels timed by the host's clock" profiled cpu "host clock"
+	# ranks on a host from MPI itself (MPI_COMM_TYPE_SHARED), not Open MPI's
+	# variables, which srun and MPICH do not set: 4 ranks and 2 GPUs refused
+	nolocal="env -u OMPI_COMM_WORLD_LOCAL_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK"
+	check "compiles gpt_op17 for 1x4:h100" \
+		sh -c "'$pcc' '$models/gpt_op17/model.onnx' --cluster 1x4:h100 -o '$tmp/g4.bin' >/dev/null"
+	check "4 ranks on a host with 2 GPUs are refused without Open MPI's local-rank variables" sh -c "
+	  PCC_GPU_STANDIN_DEVICES=2 $mpi -np 4 $nolocal '$run' '$tmp/g4.bin' -i '$models/gpt_op17/test_data_set_0' 2>'$tmp/e'
+	  test \$? -ne 0 && grep -q '4 ranks run on this host but it has 2 GPUs' '$tmp/e'"
+	check "4 ranks on a host with 4 GPUs run without them" sh -c "
+	  PCC_GPU_STANDIN_DEVICES=4 $mpi -np 4 $nolocal '$run' '$tmp/g4.bin' -i '$models/gpt_op17/test_data_set_0' \
+	    -o '$tmp/g4.out' >/dev/null && '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/g4.out' '$models/gpt_op17/test_data_set_0'"
 fi
 tap_done
