@@ -28,6 +28,11 @@
 #    it) replaces the old one in one rename, and a crash just before
 #    (PCC_RUN_FAULT=0:ckpt:crash:S) leaves the old one complete. Each
 #    resume ends bit for bit where the uninterrupted run ends.
+# 5. Cleanup never follows a link (issue 40): an old step-N that is a
+#    symbolic link to a directory holding a manifest, and a step-N.tmp that
+#    is one, are removed as links with a warning, every file of the
+#    directories they point to kept; a LATEST.tmp that is a link fails the
+#    save, its target unwritten.
 pcc=$1
 run=$2
 cmp=$3
@@ -242,5 +247,51 @@ resave() {
 check "re-saving step 4 (resumed from step 2 into the same DIR) replaces it: no step-4.tmp or .old left, resumes bit for bit" resave ""
 check "a crash as the re-saved step 4 takes its place (PCC_RUN_FAULT=0:ckpt:crash:4): the old step 4 is still complete and resumes bit for bit" \
 	resave 0:ckpt:crash:4
+
+
+# ---- 5. cleanup never follows a link (issue 40)
+
+# users DIR...: directories of a user's files, one of them a manifest.
+users() {
+	for u; do
+		rm -rf "$u" && mkdir "$u" || return 1
+		for f in manifest.json rank-00000.bin notes.txt; do echo "the user's $f" >"$u/$f" || return 1; done
+	done
+}
+# intact DIR...: every file users wrote is still there, unchanged.
+intact() {
+	for u; do
+		for f in manifest.json rank-00000.bin notes.txt; do
+			[ "$(cat "$u/$f" 2>/dev/null)" = "the user's $f" ] || { echo "$u/$f was removed or written" >&2; return 1; }
+		done
+	done
+}
+nofollow() {
+	rm -rf "$tmp/nf" && cp -r "$tmp/base" "$tmp/nf" && users "$tmp/u1" "$tmp/u2" "$tmp/u3" || return 1
+	ln -s "$tmp/u1" "$tmp/nf/step-00000001" && ln -s "$tmp/u2" "$tmp/nf/step-00000003.tmp" &&
+		ln -s "$tmp/u3" "$tmp/nf/step-00000006.tmp" || return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$tmp/nf" --checkpoint "$tmp/nf" \
+		>"$tmp/nf.out" 2>"$tmp/nf.err" || { echo "the run failed: $(tail -3 "$tmp/nf.err")" >&2; return 1; }
+	intact "$tmp/u1" "$tmp/u2" "$tmp/u3" || return 1
+	[ "$(ls "$tmp/nf" | tr '\n' ' ')" = 'LATEST step-00000004 step-00000006 ' ] ||
+		{ echo "left: $(ls "$tmp/nf" | tr '\n' ' ')" >&2; return 1; }
+	for l in step-00000001 step-00000003.tmp step-00000006.tmp; do
+		grep -q "^pcc-run: warning: $tmp/nf/$l was a symbolic link, not a checkpoint directory: removed it, not what it points to\$" \
+			"$tmp/nf.err" || { echo "no warning for $l: $(cat "$tmp/nf.err")" >&2; return 1; }
+	done
+}
+check "cleanup: an old step-N and step-N.tmp that are symbolic links to a user's directories are removed as links, every file they point to kept" \
+	nofollow
+latest_link() {
+	rm -rf "$tmp/ll" && cp -r "$tmp/base" "$tmp/ll" && users "$tmp/u4" && ln -s "$tmp/u4/notes.txt" "$tmp/ll/LATEST.tmp" ||
+		return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$tmp/ll" --checkpoint "$tmp/ll" \
+		>/dev/null 2>"$tmp/ll.err" && { echo "exit 0" >&2; return 1; }
+	grep -q "^pcc-run: rank 0: step 6: .*$tmp/ll/LATEST.tmp: cannot create: Too many levels of symbolic links\$" "$tmp/ll.err" ||
+		{ echo "stderr: $(cat "$tmp/ll.err")" >&2; return 1; }
+	intact "$tmp/u4" && [ "$(cat "$tmp/ll/LATEST")" = step-00000004 ]
+}
+check "cleanup: a LATEST.tmp that is a symbolic link fails the save with its name, the file it points to unwritten" latest_link
+
 
 tap_done
