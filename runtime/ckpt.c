@@ -632,6 +632,12 @@ int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t n
 			rc = 0;
 			break;
 		}
+		if (single) { /* the one asked for: its fault is the error, said once */
+			if (v == r->c->rank)
+				fprintf(stderr, "pcc-run: rank %d: %s\n", v, ir_error());
+			rc = -ECANCELED;
+			break;
+		}
 		if (v == r->c->rank)
 			fprintf(stderr, "pcc-run: rank %d: warning: %s%s\n", v, ir_error(),
 				i + 1 < n ? "; trying the checkpoint before it" : "");

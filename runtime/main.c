@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "runtime/ckpt_manifest.h"
 #include "runtime/rt.h"
 
 struct opts {
@@ -104,9 +105,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			char *end;
 			errno = 0;
 			long n = v ? strtol(v, &end, 10) : 0;
-			if (!v || *end || end == v || errno || n < 1 || n > 1000000000L)
-				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to 1000000000", s,
-						 v ? v : "(missing)");
+			if (!v || *end || end == v || errno || n < 1 || n > RT_STEPS_MAX)
+				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to %ld", s,
+						 v ? v : "(missing)", RT_STEPS_MAX);
 			*(!strcmp(s, "--steps") ? &o->steps
 			  : s[2] == 'l'         ? &o->log_every
 			  : s[2] == 't'         ? &o->threads
@@ -471,15 +472,24 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		       o->steps, r->micro, r->micro == 1 ? "" : "es", what, p->train_config ? p->train_config : "");
 	if (o->resume) {
 		char used[4400] = "";
-		if (rt_ckpt_load(r, o->resume, &r->step, used, sizeof used) < 0 ||
-		    (r->gpu && rt_gpu_state(r, true) < 0)) {
-			rc = -1; /* rt_ckpt_load reported it */
-			if (r->c->rank == 0)
-				fprintf(stderr, "pcc-run: %s\n", ir_error());
+		int lrc = rt_ckpt_load(r, o->resume, &r->step, used, sizeof used);
+		if (lrc < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
+			rc = -1;
+			if (r->c->rank == 0 && lrc != -ECANCELED) /* -ECANCELED: said already */
+				fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
 			goto done;
 		}
 		if (r->c->rank == 0)
 			printf("pcc-run: resumed from %s at step %ld\n", used, r->step);
+		if (r->step > o->steps) { /* every rank loaded the same step */
+			rc = -1;
+			if (r->c->rank == 0)
+				fprintf(stderr,
+					"pcc-run: rank 0: resumed at step %ld, past --steps %ld (the run's total, not "
+					"the steps to add): give --steps above %ld to train on from it\n",
+					r->step, o->steps, r->step);
+			goto done;
+		}
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double t_all = ir_now();

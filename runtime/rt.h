@@ -183,7 +183,10 @@ int rt_ckpt_save(struct rt *r, const char *dir, long step);
  * it names fails its checks, the newest other complete one, then the ones
  * before it (each time a warning); resharding every slice from the shards
  * that overlap it, so the mesh may differ from the one that saved it.
- * *step: the steps it had run; used: its directory and why that one. */
+ * *step: the steps it had run; used: its directory and why that one.
+ * -ECANCELED when dir is one checkpoint and fails its checks: the rank that
+ * found the fault has printed it; other errors are for the caller to
+ * print. */
 int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t nused);
 
 /* ---- gpu.c, gpu_exec.c: the CUDA backend */

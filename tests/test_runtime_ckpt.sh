@@ -33,6 +33,10 @@
 #    is one, are removed as links with a warning, every file of the
 #    directories they point to kept; a LATEST.tmp that is a link fails the
 #    save, its target unwritten.
+# 6. The manifest's step (issue 40): a negative or huge "step" is refused
+#    naming the manifest (one line and exit 1 when that checkpoint alone
+#    is asked for; else a warning and the one before); resuming a
+#    checkpoint past --steps is an error (exit 1) that says so.
 pcc=$1
 run=$2
 cmp=$3
@@ -293,5 +297,28 @@ latest_link() {
 }
 check "cleanup: a LATEST.tmp that is a symbolic link fails the save with its name, the file it points to unwritten" latest_link
 
+
+# ---- 6. the manifest's step (issue 40)
+
+# bad_step VALUE: step-4's manifest says VALUE; resumed alone it is refused
+# in one line naming the manifest; resumed by DIR, step 2 is, with a warning.
+bad_step() {
+	rm -rf "$tmp/bs" && cp -r "$tmp/base" "$tmp/bs" &&
+		sed -i "s/^ \"step\": 4,/ \"step\": $1,/" "$tmp/bs/step-00000004/manifest.json" &&
+		grep -q "\"step\": $1," "$tmp/bs/step-00000004/manifest.json" || return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$tmp/bs/step-00000004" >/dev/null 2>"$tmp/bs.err" &&
+		{ echo "exit 0" >&2; return 1; }
+	grep '^pcc-run:' "$tmp/bs.err" >"$tmp/line"
+	want="pcc-run: rank 0: $tmp/bs/step-00000004/manifest.json: \"step\" $1 is out of range (0 to 1000000000; corrupt)"
+	[ "$(cat "$tmp/line")" = "$want" ] || { echo "stderr: $(cat "$tmp/bs.err")" >&2; return 1; }
+	resumes_at "$tmp/bs" 2 "pcc-run: rank 0: warning: $tmp/bs/step-00000004/manifest.json: \"step\" $1 is out of range (0 to 1000000000; corrupt); trying the checkpoint before it"
+}
+check "a manifest with step -1: refused in one line naming it (exit 1); by DIR, the checkpoint before it, bit for bit" bad_step -1
+check "a manifest with step 99999999999: refused in one line naming it (exit 1); by DIR, the checkpoint before it, bit for bit" \
+	bad_step 99999999999
+check "resuming a checkpoint of step 4 with --steps 3: exit 1, the message says the step and what to give" sh -c "
+  $mpi -np 2 '$run' '$tmp/s2.bin' --data '$data' --steps 3 --resume '$tmp/base' >'$tmp/o' 2>'$tmp/e'; test \$? -eq 1 &&
+  grep -q '^pcc-run: rank 0: resumed at step 4, past --steps 3 (the run.s total, not the steps to add): give --steps above 4 to train on from it\$' '$tmp/e' &&
+  ! grep -q '^step' '$tmp/o'"
 
 tap_done
