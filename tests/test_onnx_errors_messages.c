@@ -233,6 +233,39 @@ static void test_structure(void)
 	b->g.node[0]->n_input = 0;
 	EXPECT_MODEL_ERROR(b, "no_operand.onnx", "node without its required input", "node \"act\" (Relu)",
 			   "input 0 is required");
+
+	b = mb_one_op("Relu", "act");
+	b->g.n_output = 0;
+	EXPECT_MODEL_ERROR(b, "no_outputs.onnx", "a graph without outputs",
+			   "no_outputs.onnx: the graph has no outputs");
+
+	/* the wrong number of operands (onnx.checker refuses such a node):
+	 * never an identity, never an operand ignored */
+	const char *binary[] = { "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less" };
+	for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
+		for (int nin = 1; nin <= 3; nin += 2) {
+			char what[96], want[64];
+			b = mb_new(13);
+			mb_input(b, "x", T_FLOAT, "2,3");
+			mb_node(b, binary[i], "op", nin == 1 ? "x" : "x,x,x", "y");
+			mb_output(b, "y", T_FLOAT, "2,3");
+			snprintf(what, sizeof what, "%s with %d input%s refused", binary[i], nin, nin == 1 ? "" : "s");
+			snprintf(want, sizeof want, "node \"op\" (%s): has %d input%s; the op takes 2", binary[i], nin,
+				 nin == 1 ? "" : "s");
+			EXPECT_MODEL_ERROR(b, "binary_arity.onnx", what, want);
+		}
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_node(b, "Relu", "act", "x,x", "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	EXPECT_MODEL_ERROR(b, "unary_arity.onnx", "Relu with 2 inputs refused",
+			   "node \"act\" (Relu): has 2 inputs; the op takes 1");
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_node(b, "Sum", "one", "x", "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	ir_graph_free(expect_import("Sum of one input (variadic) accepted", mb_write(b, "sum_one.onnx"), NULL));
+	mb_free(b);
 }
 
 static void test_symbolic_dim(void)
