@@ -277,7 +277,18 @@ struct ir_value {
 	bool buffer;         /* IR_VAL_PARAM: model state, never trained (running statistics) */
 	bool sharded;        /* sharding below is set (needs a mesh) */
 	struct ir_sharding sharding;
+	/* IR_VAL_INPUT of class indices (a loss's labels): every element is in
+	 * [0, classes), or is ignore where has_ignore; classes 0: unchecked.
+	 * Checked where inputs are read (ir_labels_check). */
+	int64_t classes;
+	bool has_ignore;
+	int64_t ignore;
 };
+
+/* Whether t holds labels that input v accepts (v->classes): 0, or -EINVAL
+ * with "label L at element E is outside [0, C)" (and " (and not the ignored
+ * I)" where v has one). */
+int ir_labels_check(const struct ir_value *v, const struct ir_tensor *t);
 
 struct ir_node {
 	int id; /* position in ir_graph_nodes */

@@ -11,6 +11,22 @@ check "bound symbolic dims import" "$pcc" inspect "$models/gpt_dyn_op17/model.on
 check "eval writes output_0.pb" sh -c "'$pcc' eval '$models/mlp_op17/model.onnx' -i '$models/mlp_op17/test_data_set_0' -o '$tmp/o' && test -s '$tmp/o/output_0.pb'"
 check "eval output round-trips through eval's own reader" sh -c "'$pcc' eval '$models/mlp_op17/model.onnx' -i '$models/mlp_op17/test_data_set_0' | grep -q 'f32\[4,8\]'"
 check "eval of external-data model reads weights.bin" "$pcc" eval "$models/mlp_ext_op17/model.onnx" -i "$models/mlp_ext_op17/test_data_set_0"
+# gpt_loss's SoftmaxCrossEntropyLoss has 64 classes (ignore_index -100):
+# a label of 1000 or -7 (element 3 of input_1.pb's raw data, at byte 41) is
+# refused, never a loss (issue 40)
+gl=$models/gpt_loss_op13
+for l in 1000 -7; do
+	mkdir -p "$tmp/lab$l" && cp "$gl/test_data_set_0/input_0.pb" "$gl/test_data_set_0/input_1.pb" "$tmp/lab$l/"
+done
+printf '\350\003\000\000\000\000\000\000' | dd of="$tmp/lab1000/input_1.pb" bs=1 seek=41 conv=notrunc 2>/dev/null
+printf '\371\377\377\377\377\377\377\377' | dd of="$tmp/lab-7/input_1.pb" bs=1 seek=41 conv=notrunc 2>/dev/null
+check "eval: the labels of the model's loss as they are give a loss" sh -c "'$pcc' eval '$gl/model.onnx' -i '$gl/test_data_set_0' | grep -q '^loss: f32\[\] = '"
+for l in 1000 -7; do
+	check "eval: a label of $l (64 classes) is refused, exit 1, one line naming the input, element and range" sh -c "
+	  '$pcc' eval '$gl/model.onnx' -i '$tmp/lab$l' >'$tmp/lab.out' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 &&
+	  grep -q '^pcc: .*model.onnx: input 1 \"labels\": label $l at element 3 is outside \[0, 64) (and not the ignored -100)\$' '$tmp/e' &&
+	  ! grep -q loss '$tmp/lab.out'"
+done
 check "missing model: exit 1, one line" sh -c "'$pcc' inspect '$tmp/nope.onnx' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q '^pcc: .*nope.onnx: cannot open' '$tmp/e'"
 check "unknown command is an error" sh -c "! '$pcc' frobnicate 2>/dev/null"
 check "print emits the core IR" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' | grep -q 'dot'"

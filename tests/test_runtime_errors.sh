@@ -325,6 +325,17 @@ refuse "gpt training on 4 ranks (2 stages): a negative label (-3) at element 13 
 	"$tmp/t4.bin" --data "$tmp/neglabels" --save-onnx "$tmp/never.onnx"
 check "control: labels of the ignored -100 and the last class (63) are taken" \
 	trains 2 "$tmp/t2.bin" "$tmp/oklabels"
+# the model's own SoftmaxCrossEntropyLoss (train/gpt_loss, 64 classes): its
+# labels input goes into the plan as --loss's does (issue 40)
+"$pcc" "$train/gpt_loss/model.onnx" --cluster cpu:2 --train --stages 2 -o "$tmp/tl2.bin" >/dev/null
+refuse "gpt_loss (the model's own SoftmaxCrossEntropyLoss): a label outside its classes (70 of 64): named" 2 \
+	"pcc-run: rank 0: $tmp/badlabels/input_1.pb: label 70 at element 0 is outside [0, 64) (and not the ignored -100)" \
+	"$tmp/tl2.bin" --data "$tmp/badlabels" --save-onnx "$tmp/never.onnx"
+refuse "gpt_loss: a negative label (-3) at element 13 of the second set: named" 2 \
+	"$tmp/neglabels/test_data_set_1/input_1.pb: label -3 at element 13 is outside [0, 64)" \
+	"$tmp/tl2.bin" --data "$tmp/neglabels" --save-onnx "$tmp/never.onnx"
+check "control: gpt_loss takes labels of the ignored -100 and the last class (63)" \
+	trains 2 "$tmp/tl2.bin" "$tmp/oklabels"
 
 # token files (--tokens; the window rule and its results: test_runtime_tokens.sh)
 gen_tokens() { python3 "$(dirname "$0")/gen_tokens.py" "$@" --vocab 64 --batch 2 --seq 8; }
