@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "compiler/interp_internal.h"
 
@@ -635,17 +636,22 @@ const char *interp_value_name(const struct ir_value *v, char *buf, size_t n)
 	return buf;
 }
 
-/* Reads nbytes at offset of file into dst; -ENOENT (or another errno from
- * fopen) / -EIO with a message naming the file. */
-static int read_external(const char *file, const char *pname, int64_t offset, size_t nbytes, void *dst)
+/* Reads nbytes at offset of d's file (named file in messages) into dst;
+ * -ENOENT (or another errno from ir_data_open) / -EIO with a message
+ * naming the file. */
+static int read_external(const struct ir_data *d, const char *file, const char *pname, int64_t offset, size_t nbytes,
+			 void *dst)
 {
-	FILE *f = fopen(file, "rb");
+	int fd = ir_data_open(d, pname);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	struct stat st;
 	int rc = 0;
-	if (!f) {
-		int e = errno ? errno : ENOENT;
-		return ir_errorf(-e, "%s: cannot open external data of parameter \"%s\": %s", file, pname, strerror(e));
+	if (fd >= 0 && !f) {
+		close(fd);
+		return interp_nomem("an external data file");
 	}
+	if (!f)
+		return fd;
 	if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
 		long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
 		rc = ir_errorf(-EIO,
@@ -679,7 +685,7 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 		return 0;
 	}
 	if (d->path[0] == '/' || !d->base_dir || !d->base_dir[0]) {
-		rc = read_external(d->path, pname, d->offset, want, t->data);
+		rc = read_external(d, d->path, pname, d->offset, want, t->data);
 	} else {
 		size_t len = strlen(d->base_dir) + strlen(d->path) + 2;
 		char *full = ir_malloc(len);
@@ -688,7 +694,7 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 			goto fail;
 		}
 		snprintf(full, len, "%s/%s", d->base_dir, d->path);
-		rc = read_external(full, pname, d->offset, want, t->data);
+		rc = read_external(d, full, pname, d->offset, want, t->data);
 		ir_free(full);
 	}
 	if (rc == 0)

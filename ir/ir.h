@@ -238,6 +238,14 @@ struct ir_data {
 	int64_t nbytes;       /* == ir_tensor_bytes of the value */
 };
 
+/* Opens d's external file to read, a regular file only and never through a
+ * symbolic link: a relative path is walked from base_dir one directory at
+ * a time (O_NOFOLLOW), so it stays inside the model's directory, and a
+ * FIFO is refused without blocking (O_NONBLOCK). A file descriptor, or a
+ * negative errno with "FILE: ... external data of \"NAME\" ..." (name:
+ * the initializer or parameter) recorded. */
+int ir_data_open(const struct ir_data *d, const char *name);
+
 struct ir_node;
 
 /* ---- sharding annotations --------------------------------------------------

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -327,6 +328,77 @@ static void test_external(void)
 	mb_free(b);
 }
 
+/* External data that is not a regular file inside the model's directory
+ * (issue 40): a symbolic link to a file elsewhere, a file under a linked
+ * directory, a FIFO (which blocked open() forever). Both readers refuse
+ * it, naming the file and the initializer: the interpreter (pcc eval,
+ * train) and onnx_weights (pcc-run); alarm() turns a hang into a failure. */
+static void expect_unreadable(const char *loc, const char *model, const char *want)
+{
+	char what[160];
+	struct mb *b = mb_mlp();
+	mb_external(b, b->g.initializer[0], loc);
+	const char *p = mb_write(b, model);
+	struct ir_graph *g = onnx_import(p, NULL, NULL);
+	alarm(20);
+	int rc = g ? run_zeros(g, -1) : -1;
+	snprintf(what, sizeof what, "interp_run: external data \"%s\" refused: %s", loc, want);
+	TAP_OK(rc < 0 && strstr(ir_error(), loc) && strstr(ir_error(), "\"W\"") && strstr(ir_error(), want), "%s",
+	       what);
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	ir_graph_free(g);
+
+	struct onnx_weights *w = onnx_weights_open(p);
+	float dst[32];
+	struct ir_shape s = { 2, { 8, 4 } };
+	int64_t start[2] = { 0, 0 };
+	rc = w ? onnx_weights_read(w, "W", IR_F32, &s, start, &s, dst) : -1;
+	alarm(0);
+	snprintf(what, sizeof what, "onnx_weights_read: external data \"%s\" refused: %s", loc, want);
+	TAP_OK(rc < 0 && strstr(ir_error(), loc) && strstr(ir_error(), "\"W\"") && strstr(ir_error(), want), "%s",
+	       what);
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	onnx_weights_close(w);
+	mb_free(b);
+}
+
+static void test_external_files(void)
+{
+	char secret[] = "/tmp/pcc_secret_XXXXXX", path[512], link[512];
+	if (!TAP_OK(tmpdir_make(secret) == 0, "a directory outside the model's"))
+		return;
+	float zeros[32] = { 0 };
+	snprintf(path, sizeof path, "%s/w.bin", secret);
+	FILE *f = fopen(path, "wb");
+	TAP_OK(f && fwrite(zeros, sizeof zeros, 1, f) == 1 && fclose(f) == 0, "a file of W's 128 bytes there");
+	snprintf(link, sizeof link, "%s/w_link.bin", tmpdir);
+	TAP_OK(symlink(path, link) == 0, "w_link.bin: a symbolic link to it");
+	snprintf(link, sizeof link, "%s/linked_dir", tmpdir);
+	TAP_OK(symlink(secret, link) == 0, "linked_dir: a symbolic link to its directory");
+	snprintf(path, sizeof path, "%s/w_fifo.bin", tmpdir);
+	TAP_OK(mkfifo(path, 0600) == 0, "w_fifo.bin: a FIFO");
+	snprintf(path, sizeof path, "%s/sub", tmpdir);
+	TAP_OK(mkdir(path, 0700) == 0, "sub: a directory");
+
+	expect_unreadable("w_link.bin", "external_link.onnx", "symbolic link");
+	expect_unreadable("linked_dir/w.bin", "external_linked_dir.onnx", "symbolic link \"linked_dir\"");
+	expect_unreadable("w_fifo.bin", "external_fifo.onnx", "is a FIFO, not a regular file");
+	expect_unreadable("sub", "external_dir.onnx", "is a directory, not a regular file");
+
+	/* the control: a regular file in a subdirectory is read */
+	snprintf(path, sizeof path, "%s/sub/w.bin", tmpdir);
+	f = fopen(path, "wb");
+	TAP_OK(f && fwrite(zeros, sizeof zeros, 1, f) == 1 && fclose(f) == 0, "sub/w.bin: a regular file");
+	struct mb *b = mb_mlp();
+	mb_external(b, b->g.initializer[0], "sub/w.bin");
+	struct ir_graph *g = expect_import("external data in sub/w.bin imports", mb_write(b, "external_sub.onnx"),
+					   NULL);
+	TAP_OK(g && run_zeros(g, -1) == 0, "external data in sub/w.bin is read");
+	ir_graph_free(g);
+	mb_free(b);
+	tmpdir_remove(secret);
+}
+
 /* ---- shape errors ----------------------------------------------------------- */
 
 static void test_shapes(void)
@@ -612,6 +684,7 @@ int main(int argc, char **argv)
 	test_structure();
 	test_symbolic_dim();
 	test_external();
+	test_external_files();
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();
