@@ -46,6 +46,10 @@ const char *ir_cache_dir(char *buf, size_t n);
 /* mkdir -p dir, best effort (a failure shows when a file is written). */
 void ir_make_dirs(char *dir);
 
+/* An assertion failure prints "WHO: internal error: FILE:LINE: assertion
+ * 'EXPR' failed" and aborts; WHO is "pcc" until ir_assert_set_who sets it
+ * (pcc-run: "pcc-run: rank N", as every line a rank prints starts). */
+void ir_assert_set_who(const char *who);
 _Noreturn void ir_assert_fail(const char *file, int line, const char *expr);
 #define IR_ASSERT(e) ((e) ? (void)0 : ir_assert_fail(__FILE__, __LINE__, #e))
 

@@ -89,9 +89,16 @@ void ir_error_clear(void)
 	err_msg[0] = 0;
 }
 
+static char assert_who[64] = "pcc";
+
+void ir_assert_set_who(const char *who)
+{
+	snprintf(assert_who, sizeof assert_who, "%s", who);
+}
+
 void ir_assert_fail(const char *file, int line, const char *expr)
 {
-	fprintf(stderr, "pcc: internal error: %s:%d: assertion '%s' failed\n", file, line, expr);
+	fprintf(stderr, "%s: internal error: %s:%d: assertion '%s' failed\n", assert_who, file, line, expr);
 	abort();
 }
 

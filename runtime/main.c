@@ -534,6 +534,17 @@ done:
 	return rc;
 }
 
+/* This process's rank as the launcher gave it, for a failure before MPI
+ * knows it (Open MPI, PMIx, MPICH; a process started alone is rank 0). */
+static const char *launcher_rank(void)
+{
+	const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+		if (getenv(vars[i]) && getenv(vars[i])[0])
+			return getenv(vars[i]);
+	return "0";
+}
+
 int main(int argc, char **argv)
 {
 	struct rt_comm c;
@@ -549,13 +560,17 @@ int main(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN);
 	interp_blas_init();
 	if (rt_comm_mpi_init(&c, &argc, &argv) < 0) {
-		fprintf(stderr, "pcc-run: %s\n", ir_error());
+		fprintf(stderr, "pcc-run: rank %s: %s\n", launcher_rank(), ir_error());
 		return 1;
 	}
+	/* every line a rank prints names it, a broken invariant's too */
+	char who[48];
+	snprintf(who, sizeof who, "pcc-run: rank %d", c.rank);
+	ir_assert_set_who(who);
 	int rc = parse(argc, argv, &o);
 	if (rc < 0) {
 		if (c.rank == 0)
-			fprintf(stderr, "pcc-run: %s\n", ir_error());
+			fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
 		c.ops->finish(&c);
 		return 2;
 	}

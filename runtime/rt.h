@@ -92,7 +92,8 @@ struct rt {
 	struct rt_fault {        /* fault injection for tests (PCC_RUN_FAULT) */
 		int rank, instr; /* where: this rank's instruction, at step `step` */
 		long step;
-		char kind; /* 'x' exit, 'h' hang, 'e' error, 'n' the checkpoint
+		char kind; /* 'x' exit, 'h' hang, 'e' error, 'a' an assertion
+			    * fails, 'n' the checkpoint
 			    * file write of `step + 1` runs out of space, 'c'
 			    * rank 0 dies as it puts that checkpoint in place
 			    * (main.c parses it); 0 none */
@@ -121,9 +122,10 @@ bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc);
 /* ---- exec.c */
 /* Runs kernel instruction x on the host (generated code or reference). */
 int rt_run_kernel(struct rt *r, const struct plan_instr *x);
-/* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;
- * STEP 1-based, default 1): at that instruction the rank exits at once,
- * sleeps forever, or fails as a kernel error would. RANK:ckpt:enospc[:STEP]:
+/* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang, error or
+ * assert; STEP 1-based, default 1): at that instruction the rank exits at
+ * once, sleeps forever, fails as a kernel error would, or fails an
+ * IR_ASSERT as a broken invariant would. RANK:ckpt:enospc[:STEP]:
  * the rank's file of the checkpoint saved after step STEP finds the disk
  * full half way (ckpt.c). For the fault tests. A rank, instruction or step
  * (of `steps`) that does not exist is refused: it would never fire. */
