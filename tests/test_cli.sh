@@ -43,6 +43,19 @@ check "stage-only plan: summary, explain, annotated IR" sh -c "'$pcc' '$m' --clu
 check "stage-only plan of an IR text file" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' >'$tmp/m.ir' && '$pcc' '$tmp/m.ir' --cluster 8:h100 --stage-only --mesh 2x4 | grep -q 'mesh 2x4'"
 check "automatic plan: summary line, -o writes the plan's text" sh -c "'$pcc' '$m' --cluster 1x8:a100 --train -o '$tmp/plan.txt' >'$tmp/p' && grep -q '1 stage, 1f1b, 1 micro-batch;' '$tmp/p' && grep -q '^plan: 1 stage over 8 devices' '$tmp/plan.txt' && grep -q 'sub-mesh  logical' '$tmp/plan.txt'"
 check "automatic plan: a batch the micro-batches cannot split, exit 1 with the nearest" sh -c "'$pcc' '$models/gpt_dyn_op17/model.onnx' --cluster 1x8:a100 --train --batch 6 --micro-batches 4 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'nearest valid batches are 4 and 8' '$tmp/e'"
+# more micro-batches than a plan holds (65536): refused before any search
+# or lowering, naming the largest valid batch (issue 40; it was "lowered
+# plan fails its check (a compiler bug)", or "does not fit")
+check "automatic plan: --batch 400000 of a 4-sample model (100000 micro-batches), exit 1 at once, no plan written" sh -c "
+  '$pcc' '$models/mlp_op17/model.onnx' --cluster cpu:2 --batch 400000 -o '$tmp/huge.bin' 2>'$tmp/e'; test \$? -eq 1 &&
+  test \$(wc -l <'$tmp/e') -eq 1 && ! test -e '$tmp/huge.bin' &&
+  grep -q -- '--batch 400000 is 100000 micro-batches of the model.s 4 samples; a step holds at most 65536 (the largest valid batch is 262144)\$' '$tmp/e'"
+check "automatic plan: --batch 100000000 of a 2-sample model, exit 1 naming the micro-batch limit" sh -c "
+  '$pcc' '$models/gpt_op17/model.onnx' --cluster cpu:4 --train --batch 100000000 2>'$tmp/e'; test \$? -eq 1 &&
+  grep -q -- '--batch 100000000 is 50000000 micro-batches of the model.s 2 samples; a step holds at most 65536' '$tmp/e'"
+check "automatic plan: --micro-batches 70000, exit 1 naming the limit" sh -c "
+  '$pcc' '$models/gpt_dyn_op17/model.onnx' --cluster cpu:4 --dim seq=8 --batch 70000 --micro-batches 70000 2>'$tmp/e'; test \$? -eq 1 &&
+  grep -q -- '--micro-batches 70000: a step holds at most 65536 micro-batches' '$tmp/e'"
 check "automatic plan: symbolic batch needs --batch" sh -c "'$pcc' '$models/gpt_dyn_op17/model.onnx' --cluster 1x8:a100 2>'$tmp/e'; test \$? -eq 1 && grep -q 'give --batch B' '$tmp/e'"
 check "plan.bin: -o writes a verified plan, inspect summarizes it" sh -c "'$pcc' '$m' --cluster 1x4:v100 -o '$tmp/plan.bin' | grep -q '^wrote .*plan.bin: 4 devices' && '$pcc' inspect '$tmp/plan.bin' >'$tmp/i' && grep -q '^plan: format 5, 4 devices of cluster 1x4:v100' '$tmp/i' && grep -q '^stage 0: ranks 0-3' '$tmp/i' && test \$(grep -c '^ *[0-3] *0 ' '$tmp/i') -eq 4"
 check "plan.bin: --dump prints one device's buffers and program" sh -c "'$pcc' inspect '$tmp/plan.bin' --dump 2 >'$tmp/d' && grep -q '^device 2: stage 0' '$tmp/d' && grep -q 'param 0 \"wte.weight\"' '$tmp/d' && grep -q 'kernel dot' '$tmp/d' && grep -q ' free ' '$tmp/d'"
