@@ -399,6 +399,47 @@ static void test_external_files(void)
 	tmpdir_remove(secret);
 }
 
+/* A declared tensor larger than its data or than any machine's memory
+ * (2^40 floats, 4 TiB) is refused before the interpreter allocates it
+ * (issue 40: pcc eval allocated 8 GiB for a 2^31-element initializer
+ * before finding its data short); an attempt would end in "out of memory". */
+static void test_huge_declared(void)
+{
+	char path[512];
+	float zeros[32] = { 0 };
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1");
+	mb_external(b, mb_tensor(b, "W", T_FLOAT, "1048576,1048576"), "w_small.bin");
+	mb_node(b, "Identity", "same", "W", "y");
+	mb_output(b, "y", T_FLOAT, "1048576,1048576");
+	write_bytes("w_small.bin", zeros, sizeof zeros, path, sizeof path);
+	struct ir_graph *g = expect_import("an initializer declared f32[2^20,2^20] with 128 bytes of data imports",
+					   mb_write(b, "huge_init.onnx"), NULL);
+	int rc = g ? run_zeros(g, -1) : 0;
+	TAP_OK(rc < 0 && strstr(ir_error(), "w_small.bin") && strstr(ir_error(), "\"W\"") &&
+		       strstr(ir_error(), "needs 4398046511104 bytes at offset 0, the file has 128 bytes"),
+	       "interp_run: its data is short, found before allocating 4 TiB");
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	ir_graph_free(g);
+	mb_free(b);
+
+	static const int64_t shape[2] = { 1048576, 1048576 };
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1");
+	mb_init_i64(b, "shape", 2, shape);
+	mb_node(b, "Expand", "big", "x,shape", "y");
+	mb_output(b, "y", T_FLOAT, "1048576,1048576");
+	g = expect_import("Expand to f32[2^20,2^20] imports", mb_write(b, "huge_expand.onnx"), NULL);
+	rc = g ? run_zeros(g, -1) : 0;
+	TAP_OK(rc == -ENOMEM && strstr(ir_error(), "node \"big\"") &&
+		       strstr(ir_error(),
+			      "its result f32[1048576,1048576] needs 4 TiB, more than this machine's memory"),
+	       "interp_run: a result larger than the machine's memory is refused before allocating it");
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	ir_graph_free(g);
+	mb_free(b);
+}
+
 /* ---- shape errors ----------------------------------------------------------- */
 
 static void test_shapes(void)
@@ -685,6 +726,7 @@ int main(int argc, char **argv)
 	test_symbolic_dim();
 	test_external();
 	test_external_files();
+	test_huge_declared();
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();
