@@ -484,6 +484,26 @@ out:
 	return rc < 0 ? rc : -EIO;
 }
 
+int rt_ckpt_check_dir(struct rt *r, const char *dir)
+{
+	struct stat st;
+	int rc = 0, v;
+	if (r->c->rank == 0 && mkdir(dir, 0777) < 0 && errno != EEXIST)
+		rc = ir_errorf(-errno, "--checkpoint %s: cannot create: %s", dir, strerror(errno));
+	v = rc;
+	if (r->c->ops->ctl_min(r->c, &v) < 0)
+		return -EIO;
+	if (v < 0) /* rank 0's: it has the message */
+		return r->c->rank == 0 ? rc : -ECANCELED;
+	if (stat(dir, &st) < 0)
+		return ir_errorf(-errno, "--checkpoint %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ir_errorf(-ENOTDIR, "--checkpoint %s: not a directory", dir);
+	if (access(dir, W_OK | X_OK) < 0)
+		return ir_errorf(-errno, "--checkpoint %s: cannot write there: %s", dir, strerror(errno));
+	return 0;
+}
+
 /* ---- loading (the manifest: ckpt_manifest.c) */
 
 /* Reads shard s whole and checks it against its checksum. */

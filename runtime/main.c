@@ -470,6 +470,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	if (r->c->rank == 0)
 		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %s, %s\n", o->plan, r->c->size,
 		       o->steps, r->micro, r->micro == 1 ? "" : "es", what, p->train_config ? p->train_config : "");
+	if (o->ckpt && agree(r->c, rt_ckpt_check_dir(r, o->ckpt)) < 0) {
+		rc = -1;
+		goto done;
+	}
 	if (o->resume) {
 		char used[4400] = "";
 		int lrc = rt_ckpt_load(r, o->resume, &r->step, used, sizeof used);

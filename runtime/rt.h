@@ -178,8 +178,14 @@ int rt_gather_outputs(struct rt *r, struct ir_tensor *out);
  * name, fsynced and renamed; the checkpoint directory is renamed into place
  * only when every rank's file and the manifest are durable, and the one
  * before it is kept, so a crash at any moment leaves a loadable checkpoint.
- * Both calls are collective. */
+ * The calls are collective. */
 int rt_ckpt_save(struct rt *r, const char *dir, long step);
+/* At the start of a run that saves checkpoints: rank 0 creates dir if it
+ * is missing, then every rank checks that it is a directory it may write,
+ * so a bad --checkpoint stops the run before its first step, not at its
+ * first save. Collective; 0, or a negative errno with a message on the
+ * rank that found the fault (-ECANCELED elsewhere). */
+int rt_ckpt_check_dir(struct rt *r, const char *dir);
 /* Loads the checkpoint dir/LATEST names, or dir itself when it is one;
  * when LATEST is missing, corrupt or names no complete checkpoint, or what
  * it names fails its checks, the newest other complete one, then the ones

@@ -37,6 +37,8 @@
 #    naming the manifest (one line and exit 1 when that checkpoint alone
 #    is asked for; else a warning and the one before); resuming a
 #    checkpoint past --steps is an error (exit 1) that says so.
+# 7. A --checkpoint DIR that cannot be created or is not a directory stops
+#    the run before its first step (issue 40), not at its first save.
 pcc=$1
 run=$2
 cmp=$3
@@ -320,5 +322,20 @@ check "resuming a checkpoint of step 4 with --steps 3: exit 1, the message says 
   $mpi -np 2 '$run' '$tmp/s2.bin' --data '$data' --steps 3 --resume '$tmp/base' >'$tmp/o' 2>'$tmp/e'; test \$? -eq 1 &&
   grep -q '^pcc-run: rank 0: resumed at step 4, past --steps 3 (the run.s total, not the steps to add): give --steps above 4 to train on from it\$' '$tmp/e' &&
   ! grep -q '^step' '$tmp/o'"
+
+# ---- 7. a bad --checkpoint DIR, found at the start (issue 40)
+
+echo "a user's file" >"$tmp/afile"
+# bad_dir DIR WHAT: exit 1 before step 1, one pcc-run: line naming DIR and WHAT
+bad_dir() {
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 4 --checkpoint "$1" --checkpoint-every 2 \
+		>"$tmp/bd.out" 2>"$tmp/bd.err" && { echo "exit 0" >&2; return 1; }
+	grep '^pcc-run:' "$tmp/bd.err" >"$tmp/line"
+	[ "$(cat "$tmp/line")" = "pcc-run: rank 0: --checkpoint $1: $2" ] || { echo "stderr: $(cat "$tmp/bd.err")" >&2; return 1; }
+	! grep -q '^step ' "$tmp/bd.out" || { echo "steps ran: $(grep '^step ' "$tmp/bd.out" | tr '\n' ' ')" >&2; return 1; }
+	[ "$(cat "$tmp/afile")" = "a user's file" ]
+}
+check "--checkpoint under a regular file: refused before step 1, naming it" bad_dir "$tmp/afile/ck" "cannot create: Not a directory"
+check "--checkpoint naming a regular file: refused before step 1, the file untouched" bad_dir "$tmp/afile" "not a directory"
 
 tap_done
