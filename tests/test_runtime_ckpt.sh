@@ -44,10 +44,12 @@ run=$2
 cmp=$3
 train=$(dirname "$0")/train
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/host_pin.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi="timeout 120 mpirun --oversubscribe"
+pin_host "$pcc" "$tmp/host" || { echo "Bail out! cannot pin the host figures"; exit 1; } # host_pin.sh
 
 # Checkpoints: a run killed between checkpoints and resumed ends bit for bit
 # where an uninterrupted run ends; a checkpoint loads on another mesh; a

@@ -34,12 +34,14 @@ run=$(abspath "$2")
 models=$(abspath "$3")
 train=$(abspath "$(dirname "$0")/train")
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/host_pin.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # no network probing, no shared-memory warnings on small containers
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 unset PCC_RUN_FAULT
 mpi="timeout 60 mpirun --oversubscribe"
+pin_host "$pcc" "$tmp/host" || { echo "Bail out! cannot pin the host figures"; exit 1; } # host_pin.sh
 
 # ---- helpers. They run inside check, in this shell: their variables are
 # prefixed so that check's own ($desc, $n) survive.
