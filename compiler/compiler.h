@@ -244,8 +244,6 @@ struct train_step {
 				  * which every stage computes; 0: not pipelined */
 	int *param_stage;        /* [nparams] when pipelined, else NULL */
 	int nfrozen;             /* floating point params left alone (frozen or off the loss) */
-	int label_input;         /* cross_entropy: index of the labels input, else -1 */
-	int64_t nclasses;        /* cross_entropy: the class dimension's size */
 };
 
 /* Builds the train step from forward graph g (which it takes over, also on

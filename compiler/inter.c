@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "compiler/inter_internal.h"
+#include "ir/plan.h"
 #include "solvers/solvers.h"
 
 #define MAX_SUBMESH 64
@@ -471,7 +472,7 @@ static int batch_candidates(const struct inter_opts *o, int64_t B, int64_t *cand
 	}
 	cand[n++] = B;
 	for (int64_t b = (int64_t)1 << 40; b >= 1 && n < max; b >>= 1)
-		if (b < B && B % b == 0)
+		if (b < B && B % b == 0 && B / b <= PLAN_MAX_MICRO)
 			cand[n++] = b;
 	return n;
 }
@@ -482,7 +483,7 @@ int inter_batch_between(int64_t B, int64_t best, int64_t *cand, int max)
 	int64_t lo = best / 2, hi = best * 2 < B ? best * 2 : B;
 	for (int64_t d = B / hi; d <= B / (lo > 0 ? lo : 1) && n < max; d++) {
 		int64_t b = B / d;
-		if (d > 0 && B % d == 0 && b >= lo && b < hi && (b & (b - 1)) != 0)
+		if (d > 0 && d <= PLAN_MAX_MICRO && B % d == 0 && b >= lo && b < hi && (b & (b - 1)) != 0)
 			cand[n++] = b;
 	}
 	for (int i = 1; i < n; i++) /* nearest to best first (ratio) */
@@ -505,6 +506,15 @@ static int check_batch(const struct inter_opts *o, int64_t *B)
 		*B = b0 > 0 ? b0 * (o->micro > 0 ? o->micro : 1) : 0;
 	if (*B <= 0)
 		return ir_errorf(-EINVAL, "the model's batch dimension is symbolic: give --batch B (samples per step)");
+	if (o->micro > PLAN_MAX_MICRO)
+		return ir_errorf(-EINVAL, "--micro-batches %d: a step holds at most %d micro-batches", o->micro,
+				 PLAN_MAX_MICRO);
+	if (b0 > 0 && *B / b0 > PLAN_MAX_MICRO) /* before any work: the plan could not hold them */
+		return ir_errorf(-EINVAL,
+				 "--batch %lld is %lld micro-batches of the model's %lld samples; a step holds at "
+				 "most %d (the largest valid batch is %lld)",
+				 (long long)*B, (long long)(*B / b0), (long long)b0, PLAN_MAX_MICRO,
+				 (long long)(b0 * PLAN_MAX_MICRO));
 	if (b0 > 0 && *B < b0)
 		return ir_errorf(-EINVAL,
 				 "--batch %lld is smaller than the model's batch %lld (the micro-batch "

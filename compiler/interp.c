@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "compiler/interp_internal.h"
 
@@ -605,6 +606,22 @@ static int dispatch(const struct ir_node *n, const struct ir_tensor *in, struct 
 	IR_ASSERT(!"unknown op");
 }
 
+/* A value larger than this machine's memory is refused before anything
+ * is allocated for it (a model may declare 2^44 elements): -ENOMEM with
+ * what (its result, its data), its type and both sizes. */
+static int check_room(const struct ir_value *v, const char *what)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+	double bytes = (double)ir_shape_numel(&v->shape) * (double)ir_dtype_size(v->dtype);
+	double have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+	char sh[IR_SHAPE_STR_MAX], b1[IR_BYTES_STRLEN], b2[IR_BYTES_STRLEN];
+	if (bytes <= have)
+		return 0;
+	return ir_errorf(-ENOMEM, "%s %s%s needs %s, more than this machine's memory (%s)", what,
+			 ir_dtype_name(v->dtype), ir_shape_str(&v->shape, sh, sizeof sh), ir_bytes_str(bytes, b1),
+			 ir_bytes_str(have, b2));
+}
+
 int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
 {
 	int rc = 0, j;
@@ -612,6 +629,8 @@ int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_t
 		IR_ASSERT(in[i].dtype == n->in[i]->dtype && ir_shape_eq(&in[i].shape, &n->in[i]->shape));
 	for (j = 0; j < n->nout; j++)
 		out[j].data = NULL;
+	for (j = 0; j < n->nout && rc == 0; j++)
+		rc = check_room(n->out[j], "its result");
 	for (j = 0; j < n->nout && rc == 0; j++)
 		rc = ir_tensor_alloc(&out[j], n->out[j]->dtype, &n->out[j]->shape);
 	if (rc == 0)
@@ -637,25 +656,38 @@ const char *interp_value_name(const struct ir_value *v, char *buf, size_t n)
 	return buf;
 }
 
-/* Reads nbytes at offset of file into dst; -ENOENT (or another errno from
- * fopen) / -EIO with a message naming the file. */
-static int read_external(const char *file, const char *pname, int64_t offset, size_t nbytes, void *dst)
+/* Reads v's external data into t, allocated once the file is known to
+ * hold all of it (a shape that declares more than the file has is refused
+ * before any allocation); file names it in messages. -ENOENT (or another
+ * errno from ir_data_open) / -EIO with a message naming the file. */
+static int read_external(const struct ir_value *v, const char *file, const char *pname, size_t nbytes,
+			 struct ir_tensor *t)
 {
-	FILE *f = fopen(file, "rb");
-	struct stat st;
-	int rc = 0;
-	if (!f) {
-		int e = errno ? errno : ENOENT;
-		return ir_errorf(-e, "%s: cannot open external data of parameter \"%s\": %s", file, pname, strerror(e));
-	}
-	if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, nbytes, f) != nbytes) {
-		long long size = fstat(fileno(f), &st) == 0 ? (long long)st.st_size : -1;
+	const struct ir_data *d = &v->data;
+	int fd = ir_data_open(d, pname), rc = 0;
+	struct stat st = { 0 };
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || st.st_size < d->offset || (uint64_t)(st.st_size - d->offset) < nbytes)
 		rc = ir_errorf(-EIO,
 			       "%s: external data of parameter \"%s\" is short: needs %zu bytes "
 			       "at offset %lld, the file has %lld bytes",
-			       file, pname, nbytes, (long long)offset, size);
+			       file, pname, nbytes, (long long)d->offset, (long long)st.st_size);
+	if (rc == 0 && (rc = check_room(v, "its data")) < 0)
+		ir_error_prefix("%s: parameter \"%s\"", file, pname);
+	if (rc == 0)
+		rc = ir_tensor_alloc(t, v->dtype, &v->shape);
+	for (size_t got = 0; rc == 0 && got < nbytes;) {
+		ssize_t x = pread(fd, (char *)t->data + got, nbytes - got, (off_t)(d->offset + (int64_t)got));
+		if (x <= 0)
+			rc = ir_errorf(
+				-EIO, "%s: external data of parameter \"%s\" is short or unreadable at offset %lld%s%s",
+				file, pname, (long long)(d->offset + (int64_t)got), x < 0 ? ": " : "",
+				x < 0 ? strerror(errno) : "");
+		else
+			got += (size_t)x;
 	}
-	fclose(f);
+	close(fd);
 	return rc;
 }
 
@@ -665,10 +697,9 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 	char nbuf[32], sbuf[IR_SHAPE_STR_MAX];
 	const char *pname = interp_value_name(v, nbuf, sizeof nbuf);
 	IR_ASSERT(v->kind == IR_VAL_PARAM);
-	int rc = ir_tensor_alloc(t, v->dtype, &v->shape);
-	if (rc < 0)
-		return rc;
-	size_t want = ir_tensor_bytes(t);
+	*t = (struct ir_tensor){ 0 };
+	size_t want = (size_t)ir_shape_numel(&v->shape) * ir_dtype_size(v->dtype);
+	int rc = 0;
 	if (d->nbytes != (int64_t)want || d->offset < 0 || (!d->bytes && !d->path)) {
 		rc = ir_errorf(-EINVAL, "parameter \"%s\" (%s%s, %zu bytes) has %lld bytes of data at offset %lld%s",
 			       pname, ir_dtype_name(v->dtype), ir_shape_str(&v->shape, sbuf, sizeof sbuf), want,
@@ -677,11 +708,14 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 		goto fail;
 	}
 	if (d->bytes) {
-		memcpy(t->data, d->bytes, want);
-		return 0;
+		if ((rc = check_room(v, "its data")) < 0)
+			ir_error_prefix("parameter \"%s\"", pname);
+		else if ((rc = ir_tensor_alloc(t, v->dtype, &v->shape)) == 0)
+			memcpy(t->data, d->bytes, want);
+		return rc;
 	}
 	if (d->path[0] == '/' || !d->base_dir || !d->base_dir[0]) {
-		rc = read_external(d->path, pname, d->offset, want, t->data);
+		rc = read_external(v, d->path, pname, want, t);
 	} else {
 		size_t len = strlen(d->base_dir) + strlen(d->path) + 2;
 		char *full = ir_malloc(len);
@@ -690,7 +724,7 @@ int interp_load_param(const struct ir_value *v, struct ir_tensor *t)
 			goto fail;
 		}
 		snprintf(full, len, "%s/%s", d->base_dir, d->path);
-		rc = read_external(full, pname, d->offset, want, t->data);
+		rc = read_external(v, full, pname, want, t);
 		ir_free(full);
 	}
 	if (rc == 0)

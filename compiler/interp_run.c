@@ -101,6 +101,10 @@ static int check_inputs(const struct ir_graph *g, const struct ir_tensor *inputs
 		if (!t->data && ir_tensor_bytes(t) > 0)
 			return ir_errorf(-EINVAL, "input %d \"%s\" has no data", i,
 					 interp_value_name(v, nbuf, sizeof nbuf));
+		if (ir_labels_check(v, t) < 0) {
+			ir_error_prefix("input %d \"%s\"", i, interp_value_name(v, nbuf, sizeof nbuf));
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -37,9 +37,17 @@ int lw_train_tensors(struct plan *p, const struct lower_train *tr)
 	p->train = true;
 	p->micro = tr->micro;
 	p->outputs[1].per_step = true;
-	/* pcc-run checks the labels of a cross entropy against its classes */
-	p->labels_input = ts->label_input;
-	p->classes = ts->label_input >= 0 ? ts->nclasses : 0;
+	/* pcc-run checks the labels of a class-index loss against its
+	 * classes, -100 ignored (plan.h): the first data input of class
+	 * labels (ir_value.classes) whose ignored index, if any, is -100 or a
+	 * class. (Labels without an ignored index let -100 pass there.) */
+	for (int i = 0; i < ts->ndata && p->labels_input < 0; i++) {
+		const struct ir_value *v = ir_graph_input(ts->g, i);
+		if (v->classes && (!v->has_ignore || v->ignore == -100 || (v->ignore >= 0 && v->ignore < v->classes))) {
+			p->labels_input = i;
+			p->classes = v->classes;
+		}
+	}
 	if (!(p->state = ir_calloc((size_t)ts->nstate + 1, sizeof *p->state)))
 		return -ENOMEM;
 	p->nstate = ts->nstate;

@@ -774,16 +774,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pcc: %s\n", ir_error());
 		return rc < 0 ? 1 : 0;
 	}
-	if (parse_args(argc, argv, &a) < 0) {
+	bool bad_args = parse_args(argc, argv, &a) < 0;
+	if (bad_args) {
 		fprintf(stderr, "pcc: %s\n", ir_error());
 		usage(stderr);
-		return 2;
 	}
-	if ((rc = load_consts(&a)) == 0)
+	rc = bad_args ? -EINVAL : load_consts(&a);
+	if (rc == 0)
 		rc = run(&a);
+	/* what the options took, also when a later option was refused */
 	for (int i = 0; i < a.ndims; i++)
 		free((char *)a.dims[i].name);
 	cli_consts_free(&a.consts);
+	if (bad_args)
+		return 2;
 	if (rc < 0) {
 		fprintf(stderr, "pcc: %s\n", ir_error());
 		return warn_timeouts(1);

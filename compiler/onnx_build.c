@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/onnx_internal.h"
 
@@ -48,16 +49,15 @@ static int load_external(struct onnx_ctx *c, struct ir_value *v)
 {
 	struct ir_data *d = &v->data;
 	size_t n = (size_t)d->nbytes;
-	char file[4096];
 	const char *why = NULL;
 	int rc = 0;
-	if (d->path[0] != '/' && d->base_dir && d->base_dir[0])
-		snprintf(file, sizeof file, "%s/%s", d->base_dir, d->path);
-	else
-		snprintf(file, sizeof file, "%s", d->path);
 	uint8_t *buf = NULL;
-	FILE *f = fopen(file, "rb");
-	if (!f)
+	/* a regular file inside the model's directory, never a link or a FIFO */
+	int fd = ir_data_open(d, v->name);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (fd < 0) /* a missing file as the others; a link or a FIFO in ir_data_open's words */
+		rc = fd, why = fd == -ENOENT || fd == -EACCES ? strerror(-fd) : ir_error();
+	else if (!f)
 		rc = -errno, why = strerror(errno);
 	else if (!(buf = ir_graph_alloc(c->g, n ? n : 1)))
 		rc = -ENOMEM, why = "out of memory";
@@ -65,11 +65,16 @@ static int load_external(struct onnx_ctx *c, struct ir_value *v)
 		rc = -EIO, why = "it is shorter than the initializer's offset and length";
 	if (f)
 		fclose(f);
-	if (rc < 0)
+	else if (fd >= 0)
+		close(fd);
+	if (rc < 0) {
+		char w[1024];
+		snprintf(w, sizeof w, "%s", why);
 		return ir_errorf(
 			rc,
 			"initializer \"%s\", whose values are in the external file \"%s\", which cannot be read: %s",
-			v->name, d->path, why);
+			v->name, d->path, w);
+	}
 	d->bytes = buf;
 	d->path = NULL;
 	d->base_dir = NULL;

@@ -811,6 +811,10 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 		ir_errorf(-ENOTSUP, "%s: sparse initializers are not supported", path);
 		goto fail;
 	}
+	if (gp->n_output == 0) {
+		ir_errorf(-EINVAL, "%s: the graph has no outputs (nothing to compute)", path);
+		goto fail;
+	}
 	if (import_nodes(&c, gp) < 0)
 		goto fail;
 	for (size_t i = 0; i < gp->n_output; i++) {

@@ -44,6 +44,14 @@ struct onnx_op_def {
 			return onnx_fail(c, "input %d is required", (k)); \
 	} while (0)
 
+/* In handlers: the node has exactly n inputs, as its op takes (a missing
+ * operand or one past them would otherwise go unnoticed). */
+#define ARITY(n)                                                                                               \
+	do {                                                                                                   \
+		if (nin != (n))                                                                                \
+			return onnx_fail(c, "has %d input%s; the op takes %d", nin, nin == 1 ? "" : "s", (n)); \
+	} while (0)
+
 /* The handler tables: elementwise (onnx_ops.c), shapes and data movement
  * (onnx_ops_shape.c), contractions and nn ops (onnx_ops_nn.c), image ops
  * (onnx_ops_image.c: Resize, DepthToSpace...), ConvTranspose

@@ -49,6 +49,7 @@ static int logic_operand(struct onnx_ctx *c, enum ir_op op, const struct ir_valu
 static int h_unary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
+	ARITY(1);
 	for (size_t i = 0; i < sizeof unary_map / sizeof unary_map[0]; i++)
 		if (strcmp(unary_map[i].onnx, op_type(c)) == 0)
 			return logic_operand(c, unary_map[i].op, in[0]) < 0 ? -EINVAL
@@ -59,38 +60,44 @@ static int h_unary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 static const struct {
 	const char *onnx;
 	enum ir_op op;
+	bool variadic; /* one input or more; else exactly two */
 } binary_map[] = {
-	{ "Add", IR_OP_ADD },
-	{ "Sub", IR_OP_SUB },
-	{ "Mul", IR_OP_MUL },
-	{ "Div", IR_OP_DIV },
-	{ "And", IR_OP_AND },
-	{ "Or", IR_OP_OR },
-	{ "Xor", IR_OP_XOR },
-	{ "Equal", IR_OP_EQ },
-	{ "Less", IR_OP_LT },
-	{ "LessOrEqual", IR_OP_LE },
-	{ "Greater", IR_OP_GT },
-	{ "GreaterOrEqual", IR_OP_GE },
-	{ "Max", IR_OP_MAX },
-	{ "Min", IR_OP_MIN },
-	{ "Sum", IR_OP_ADD },
-	{ "Mean", IR_OP_ADD },
+	{ "Add", IR_OP_ADD, false },
+	{ "Sub", IR_OP_SUB, false },
+	{ "Mul", IR_OP_MUL, false },
+	{ "Div", IR_OP_DIV, false },
+	{ "And", IR_OP_AND, false },
+	{ "Or", IR_OP_OR, false },
+	{ "Xor", IR_OP_XOR, false },
+	{ "Equal", IR_OP_EQ, false },
+	{ "Less", IR_OP_LT, false },
+	{ "LessOrEqual", IR_OP_LE, false },
+	{ "Greater", IR_OP_GT, false },
+	{ "GreaterOrEqual", IR_OP_GE, false },
+	{ "Max", IR_OP_MAX, true },
+	{ "Min", IR_OP_MIN, true },
+	{ "Sum", IR_OP_ADD, true },
+	{ "Mean", IR_OP_ADD, true },
 	/* opset 18: the core ops are bitwise on integers */
-	{ "BitwiseAnd", IR_OP_AND },
-	{ "BitwiseOr", IR_OP_OR },
-	{ "BitwiseXor", IR_OP_XOR },
+	{ "BitwiseAnd", IR_OP_AND, false },
+	{ "BitwiseOr", IR_OP_OR, false },
+	{ "BitwiseXor", IR_OP_XOR, false },
 };
 
 /* Binary and variadic (Max, Min, Sum, Mean) elementwise ops. */
 static int h_binary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	enum ir_op op = IR_OP_COUNT;
+	bool variadic = false;
 	for (size_t i = 0; i < sizeof binary_map / sizeof binary_map[0]; i++)
-		if (strcmp(binary_map[i].onnx, op_type(c)) == 0)
+		if (strcmp(binary_map[i].onnx, op_type(c)) == 0) {
 			op = binary_map[i].op;
+			variadic = binary_map[i].variadic;
+		}
 	IR_ASSERT(op != IR_OP_COUNT);
 	NEED(0);
+	if (!variadic)
+		ARITY(2);
 	if (logic_operand(c, op, in[0]) < 0)
 		return -EINVAL;
 	struct ir_value *acc = in[0];
@@ -108,6 +115,7 @@ static int h_binary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 
 static int h_pow(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
+	ARITY(2);
 	NEED(0);
 	NEED(1);
 	/* Pow allows an exponent of another type; compute in the base's. */
@@ -117,6 +125,7 @@ static int h_pow(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 /* Mod: fmod=1 is C's remainder; fmod=0 (integers) takes the divisor's sign. */
 static int h_mod(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
+	ARITY(2);
 	NEED(0);
 	NEED(1);
 	int64_t fmod_ = attr_int(c, "fmod", 0);
@@ -135,6 +144,7 @@ static int h_mod(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_va
 
 static int h_where(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
+	ARITY(3);
 	NEED(0);
 	NEED(1);
 	NEED(2);

@@ -693,9 +693,24 @@ static int h_softmax(struct onnx_ctx *c, struct ir_value **in, int nin, struct i
 	return OUT1(b_op(c, IR_OP_SOFTMAX, 1, &x, &a));
 }
 
+/* The graph input whose elements are exactly v's (v itself, or an input
+ * reshaped, transposed or widened to another integer type: PyTorch flattens
+ * the labels before its loss), else NULL. */
+static struct ir_value *labels_input(struct ir_value *v)
+{
+	while (v->kind == IR_VAL_NODE &&
+	       (v->def->op == IR_OP_RESHAPE || v->def->op == IR_OP_TRANSPOSE ||
+		(v->def->op == IR_OP_CONVERT && ir_dtype_is_int(v->dtype) && ir_dtype_is_int(v->def->in[0]->dtype) &&
+		 ir_dtype_size(v->dtype) >= ir_dtype_size(v->def->in[0]->dtype))))
+		v = v->def->in[0];
+	return v->kind == IR_VAL_INPUT ? v : NULL;
+}
+
 /* SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss: scores [N, C, d...],
  * labels [N, d...]. The picked log-probability comes from a one-hot select,
- * so an ignored label (which may be out of range) picks nothing. */
+ * so an ignored label (which may be out of range) picks nothing. Labels
+ * that are a graph input (labels_input) are marked as classes of C
+ * (ir_value.classes); labels computed in the graph are not checked. */
 static int h_loss(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -710,6 +725,14 @@ static int h_loss(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 	if (strcmp(red, "mean") && strcmp(red, "sum") && strcmp(red, "none"))
 		return onnx_fail(c, "unknown reduction '%s'", red);
 	const Onnx__AttributeProto *ig = attr_find(c, "ignore_index");
+	/* a label outside [0, C) would pick nothing: labels read from a graph
+	 * input are checked where inputs are read (ir_labels_check) */
+	struct ir_value *src = labels_input(in[1]);
+	if (src && (!src->classes || src->classes > xs->dims[1])) {
+		src->classes = xs->dims[1];
+		src->has_ignore = ig && ig->has_i;
+		src->ignore = ig && ig->has_i ? ig->i : 0;
+	}
 	struct ir_value *logp = sce ? log_softmax(c, x, 1) : x;
 	/* labels [N, 1, d...] compared with an iota over C */
 	struct ir_shape ls = *xs;

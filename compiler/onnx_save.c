@@ -61,6 +61,7 @@ struct init {
 	int value;               /* index into values[], or -1 */
 	bool external;           /* orig's bytes are in a file beside src */
 	char *ext_path;          /* that file, ir_malloc'd */
+	struct ir_data ext;      /* the same, for ir_data_open: base_dir ir_malloc'd */
 	int64_t ext_offset;
 	size_t nbytes; /* contents; set when value >= 0 or external */
 	void *buf;     /* ir_malloc'd contents read from ext_path */
@@ -193,7 +194,8 @@ static int plan_external(struct save *s, struct init *it)
 				 it->nbytes);
 	it->external = true;
 	it->ext_path = sibling(s->src, loc);
-	return it->ext_path ? 0 : ir_errorf(-ENOMEM, "out of memory");
+	it->ext = (struct ir_data){ .path = loc, .base_dir = sibling(s->src, ".") };
+	return it->ext_path && it->ext.base_dir ? 0 : ir_errorf(-ENOMEM, "out of memory");
 }
 
 /* Reads an external initializer's bytes into it->buf. */
@@ -201,10 +203,14 @@ static int load_external(struct init *it)
 {
 	struct stat st;
 	int rc = 0;
-	FILE *f = fopen(it->ext_path, "rb");
+	int fd = ir_data_open(&it->ext, tname(it->orig));
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (fd >= 0 && !f) {
+		close(fd);
+		return ir_errorf(-ENOMEM, "out of memory reading %s", it->ext_path);
+	}
 	if (!f)
-		return ir_errorf(-errno, "%s: cannot open external data of initializer \"%s\": %s", it->ext_path,
-				 tname(it->orig), strerror(errno));
+		return fd;
 	if (!(it->buf = ir_malloc(it->nbytes ? it->nbytes : 1))) {
 		rc = ir_errorf(-ENOMEM, "out of memory reading %zu bytes of %s", it->nbytes, it->ext_path);
 	} else if (fseeko(f, (off_t)it->ext_offset, SEEK_SET) != 0 || fread(it->buf, 1, it->nbytes, f) != it->nbytes) {
@@ -546,6 +552,7 @@ out:
 	for (size_t i = 0; s.in && i < s.gp->n_initializer; i++) {
 		s.gp->initializer[i] = s.in[i].orig;
 		ir_free(s.in[i].ext_path);
+		ir_free((char *)s.in[i].ext.base_dir);
 		ir_free(s.in[i].buf);
 	}
 	ir_free(s.in);

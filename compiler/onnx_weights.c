@@ -139,9 +139,9 @@ static int read_external(const struct onnx_weights *w, const Onnx__TensorProto *
 				 "%s: initializer \"%s\": external data holds %lld bytes, its shape needs %lld",
 				 w->path, t->name, (long long)d.nbytes, (long long)want);
 	snprintf(file, sizeof file, "%s/%s", d.base_dir, d.path);
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int fd = ir_data_open(&d, t->name);
 	if (fd < 0)
-		return ir_errorf(-errno, "%s: cannot open external data of \"%s\": %s", file, t->name, strerror(errno));
+		return fd;
 	int64_t run, idx[IR_MAX_RANK] = { 0 };
 	int k = run_split(global, block, &run), rc = 0;
 	int64_t nruns = 1;

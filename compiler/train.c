@@ -133,8 +133,9 @@ static int spec_loss(struct train_step *ts, struct ir_graph *g, const char *spec
 		return -ENOMEM;
 	struct gb b = { .g = g, .name = ce ? "loss/cross_entropy" : "loss/mse" };
 	if (ce) {
-		ts->label_input = ir_graph_ninputs(g) - 1;
-		ts->nclasses = out->shape.dims[out->shape.rank - 1];
+		t->classes = out->shape.dims[out->shape.rank - 1];
+		t->has_ignore = true;
+		t->ignore = -100;
 		*loss = cross_entropy(&b, out, t);
 	} else {
 		struct ir_value *d = gb_bin(&b, IR_OP_SUB, out, t);
@@ -272,7 +273,6 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 {
 	memset(ts, 0, sizeof *ts);
 	ts->g = g;
-	ts->label_input = -1;
 	struct ir_value *loss = NULL, **cand = NULL, **grads = NULL;
 	struct ir_node **fwd = NULL;
 	int rc = train_check_opts(o);

@@ -146,10 +146,14 @@ int train_cast(struct ir_graph **g, enum ir_dtype to)
 	for (int i = 0; rc == 0 && i < ir_graph_ninputs(c.src); i++) {
 		const struct ir_value *x = ir_graph_input(c.src, i);
 		struct ir_value *v = ir_graph_add_input(c.dst, x->name, x->dtype, &x->shape);
-		if (!v)
+		if (!v) {
 			rc = -ENOMEM;
-		else
-			c.map[x->id] = ir_dtype_is_float(x->dtype) ? gb_convert(&c.b, v, to) : v;
+			break;
+		}
+		v->classes = x->classes;
+		v->has_ignore = x->has_ignore;
+		v->ignore = x->ignore;
+		c.map[x->id] = ir_dtype_is_float(x->dtype) ? gb_convert(&c.b, v, to) : v;
 	}
 	for (int i = 0; rc == 0 && i < ir_graph_nparams(c.src); i++)
 		rc = copy_param(&c, ir_graph_param(c.src, i));

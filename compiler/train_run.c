@@ -64,20 +64,6 @@ static int conform(const struct ir_value *v, struct ir_tensor *t, const char *fi
 	return 0;
 }
 
-static int check_labels(const struct trainer *tr, const struct ir_tensor *t, const char *file)
-{
-	int64_t n = ir_shape_numel(&t->shape), c = tr->ts.nclasses;
-	for (int64_t i = 0; i < n; i++) {
-		int64_t l = ir_tensor_get_i64(t, i);
-		if (l != -100 && (l < 0 || l >= c))
-			return ir_errorf(-EINVAL,
-					 "%s: label %lld at element %lld is outside [0, %lld) "
-					 "(and not the ignored -100)",
-					 file, (long long)l, (long long)i, (long long)c);
-	}
-	return 0;
-}
-
 /* Whether name is an input bound as a constant (pcc train --const). */
 static bool bound(const struct trainer *tr, const char *name)
 {
@@ -123,9 +109,10 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 			rc = ir_errorf(-EINVAL, "%s: matches no input of the train step (inputs: %d)", path, nd);
 			break;
 		}
-		rc = conform(ir_graph_input(tr->ts.g, at), &t, path, at == tr->ts.label_input);
-		if (rc == 0 && at == tr->ts.label_input)
-			rc = check_labels(tr, &t, path);
+		const struct ir_value *v = ir_graph_input(tr->ts.g, at);
+		rc = conform(v, &t, path, v->classes > 0);
+		if (rc == 0 && (rc = ir_labels_check(v, &t)) < 0)
+			ir_error_prefix("%s", path);
 		if (rc < 0) {
 			ir_tensor_free(&t);
 			break;

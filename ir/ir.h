@@ -46,6 +46,10 @@ const char *ir_cache_dir(char *buf, size_t n);
 /* mkdir -p dir, best effort (a failure shows when a file is written). */
 void ir_make_dirs(char *dir);
 
+/* An assertion failure prints "WHO: internal error: FILE:LINE: assertion
+ * 'EXPR' failed" and aborts; WHO is "pcc" until ir_assert_set_who sets it
+ * (pcc-run: "pcc-run: rank N", as every line a rank prints starts). */
+void ir_assert_set_who(const char *who);
 _Noreturn void ir_assert_fail(const char *file, int line, const char *expr);
 #define IR_ASSERT(e) ((e) ? (void)0 : ir_assert_fail(__FILE__, __LINE__, #e))
 
@@ -238,6 +242,14 @@ struct ir_data {
 	int64_t nbytes;       /* == ir_tensor_bytes of the value */
 };
 
+/* Opens d's external file to read, a regular file only and never through a
+ * symbolic link: a relative path is walked from base_dir one directory at
+ * a time (O_NOFOLLOW), so it stays inside the model's directory, and a
+ * FIFO is refused without blocking (O_NONBLOCK). A file descriptor, or a
+ * negative errno with "FILE: ... external data of \"NAME\" ..." (name:
+ * the initializer or parameter) recorded. */
+int ir_data_open(const struct ir_data *d, const char *name);
+
 struct ir_node;
 
 /* ---- sharding annotations --------------------------------------------------
@@ -277,7 +289,18 @@ struct ir_value {
 	bool buffer;         /* IR_VAL_PARAM: model state, never trained (running statistics) */
 	bool sharded;        /* sharding below is set (needs a mesh) */
 	struct ir_sharding sharding;
+	/* IR_VAL_INPUT of class indices (a loss's labels): every element is in
+	 * [0, classes), or is ignore where has_ignore; classes 0: unchecked.
+	 * Checked where inputs are read (ir_labels_check). */
+	int64_t classes;
+	bool has_ignore;
+	int64_t ignore;
 };
+
+/* Whether t holds labels that input v accepts (v->classes): 0, or -EINVAL
+ * with "label L at element E is outside [0, C)" (and " (and not the ignored
+ * I)" where v has one). */
+int ir_labels_check(const struct ir_value *v, const struct ir_tensor *t);
 
 struct ir_node {
 	int id; /* position in ir_graph_nodes */

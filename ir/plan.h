@@ -193,6 +193,10 @@ struct plan_stage {
 				   * in increasing m, a forward before its backward */
 };
 
+/* Micro-batches per step: the runtime holds inputs and outputs for each,
+ * so their count is bounded (plan_verify; the planner never asks more). */
+#define PLAN_MAX_MICRO (1 << 16)
+
 struct plan {
 	int version;                        /* PLAN_FORMAT_VERSION */
 	char *cluster;                      /* the cluster spec it was compiled for */
@@ -212,7 +216,8 @@ struct plan {
 				* input i, strictly increasing: its place among the
 				* model's inputs when some were bound as constants at
 				* compile time (pcc --const); NULL: i */
-	int micro;             /* micro-batches per step (1: none) */
+	int micro;             /* micro-batches per step (1: none; at most
+				* PLAN_MAX_MICRO) */
 	int64_t device_memory; /* bytes per device the plan must fit */
 	int nstages;
 	struct plan_stage *stages;

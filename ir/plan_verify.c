@@ -112,10 +112,6 @@ static int check_header(const struct plan *p)
 	return 0;
 }
 
-/* Micro-batches per step: the runtime holds inputs and outputs for each,
- * so their count is bounded here rather than by what a file may claim. */
-#define MAX_MICRO (1 << 16)
-
 /* A stage's schedule: each micro-batch's forward once, in micro-batch
  * order; its backward once, after it; backwards in stage 0's order on
  * every stage (messages pair in order). done: [micro] scratch. */
@@ -200,8 +196,8 @@ static int check_devices(const struct plan *p)
 static int check_stages(const struct plan *p)
 {
 	int next = 0;
-	if (p->micro < 1 || p->micro > MAX_MICRO)
-		return ir_errorf(-EINVAL, "plan: %d micro-batches per step (1 to %d)", p->micro, MAX_MICRO);
+	if (p->micro < 1 || p->micro > PLAN_MAX_MICRO)
+		return ir_errorf(-EINVAL, "plan: %d micro-batches per step (1 to %d)", p->micro, PLAN_MAX_MICRO);
 	unsigned char *done = ir_malloc((size_t)p->micro);
 	if (!done)
 		return ir_errorf(-ENOMEM, "plan: out of memory while verifying");

@@ -121,6 +121,21 @@ double ir_tensor_get_f64(const struct ir_tensor *t, int64_t i)
 	IR_ASSERT(!"bad dtype");
 }
 
+int ir_labels_check(const struct ir_value *v, const struct ir_tensor *t)
+{
+	int64_t n = v->classes ? ir_shape_numel(&t->shape) : 0;
+	char why[64] = "";
+	if (v->has_ignore)
+		snprintf(why, sizeof why, " (and not the ignored %lld)", (long long)v->ignore);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t l = ir_tensor_get_i64(t, i);
+		if ((l < 0 || l >= v->classes) && !(v->has_ignore && l == v->ignore))
+			return ir_errorf(-EINVAL, "label %lld at element %lld is outside [0, %lld)%s", (long long)l,
+					 (long long)i, (long long)v->classes, why);
+	}
+	return 0;
+}
+
 int64_t ir_tensor_get_i64(const struct ir_tensor *t, int64_t i)
 {
 	const void *p = t->data;

@@ -19,7 +19,7 @@
  * Grammar ('#' starts a comment outside strings; blank lines are ignored):
  *
  *   file  := "pcc-ir" "1" NL { stmt NL }
- *   stmt  := "input" def
+ *   stmt  := "input" def [ "classes=" INT [ "ignore=" INT ] ]   class labels (ir.h)
  *          | "param" def "=" data
  *          | def { "," def } "=" OP [ ref { "," ref } ] { attr } [ "@" STR ]
  *          | "output" ref [ STR ]
@@ -278,6 +278,10 @@ int ir_print(const struct ir_graph *g, FILE *f)
 		const struct ir_value *v = ir_graph_input(g, i);
 		fputs("input ", f);
 		put_def(f, num[v->id], v);
+		if (v->classes)
+			fprintf(f, " classes=%" PRId64, v->classes);
+		if (v->classes && v->has_ignore)
+			fprintf(f, " ignore=%" PRId64, v->ignore);
 		fputc('\n', f);
 	}
 	for (int i = 0; i < ir_graph_nparams(g); i++) {

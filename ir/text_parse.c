@@ -123,17 +123,47 @@ static int end_stmt(struct parser *ps)
 
 /* ---- statements ---------------------------------------------------------- */
 
+/* An input's " classes=C [ignore=I]": class labels (ir.h), integers. */
+static int parse_labels(struct parser *ps, struct ir_value *v)
+{
+	const char *w;
+	tx_skip_ws(ps);
+	if (tx_at_eol(ps))
+		return 0;
+	size_t n = tx_word(ps, &w);
+	if (!tx_word_is(w, n, "classes")) {
+		ps->p = w;
+		return tx_fail_expected(ps, "classes=C or end of line");
+	}
+	if (tx_expect(ps, '=') || tx_parse_int(ps, &v->classes))
+		return -EINVAL;
+	if (v->classes < 1 || !ir_dtype_is_int(v->dtype))
+		return tx_fail(ps, "classes=%" PRId64 ": labels are integers of at least one class", v->classes);
+	tx_skip_ws(ps);
+	if (tx_at_eol(ps))
+		return 0;
+	n = tx_word(ps, &w);
+	if (!tx_word_is(w, n, "ignore")) {
+		ps->p = w;
+		return tx_fail_expected(ps, "ignore=I or end of line");
+	}
+	v->has_ignore = true;
+	return tx_expect(ps, '=') || tx_parse_int(ps, &v->ignore) ? -EINVAL : 0;
+}
+
 static int stmt_input(struct parser *ps)
 {
 	struct def d;
 	struct ir_value *v;
 
-	if (parse_def(ps, &d) || end_stmt(ps))
+	if (parse_def(ps, &d))
 		return -EINVAL;
 	v = ir_graph_add_input(ps->g, d.name, d.dtype, &d.shape);
 	if (!v)
 		return tx_fail_builder(ps);
 	annotate(v, &d);
+	if (parse_labels(ps, v) || end_stmt(ps))
+		return -EINVAL;
 	return define(ps, d.id, v);
 }
 

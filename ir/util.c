@@ -3,12 +3,14 @@
  * accessors. Everything here is leaf code with no knowledge of graphs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ir/ir.h"
 
@@ -87,10 +89,89 @@ void ir_error_clear(void)
 	err_msg[0] = 0;
 }
 
+static char assert_who[64] = "pcc";
+
+void ir_assert_set_who(const char *who)
+{
+	snprintf(assert_who, sizeof assert_who, "%s", who);
+}
+
 void ir_assert_fail(const char *file, int line, const char *expr)
 {
-	fprintf(stderr, "pcc: internal error: %s:%d: assertion '%s' failed\n", file, line, expr);
+	fprintf(stderr, "%s: internal error: %s:%d: assertion '%s' failed\n", assert_who, file, line, expr);
 	abort();
+}
+
+/* ---- external data ---------------------------------------------------------- */
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a device";
+}
+
+/* Opens dir/rel (an openat from dfd, which it closes) component by
+ * component, none a symbolic link; the last one O_NONBLOCK. */
+static int open_beneath(int dfd, const char *rel, const char *file, const char *name)
+{
+	char part[4096];
+	while (dfd >= 0) {
+		size_t n = strcspn(rel, "/");
+		bool last = rel[n] == 0;
+		if (n >= sizeof part) {
+			close(dfd);
+			return ir_errorf(-ENAMETOOLONG, "%s: cannot open external data of \"%s\": %s", file, name,
+					 strerror(ENAMETOOLONG));
+		}
+		memcpy(part, rel, n);
+		part[n] = 0;
+		rel += n + !last;
+		if (!last && (n == 0 || !strcmp(part, ".")))
+			continue;
+		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
+		int fd = openat(dfd, part, flags), e = errno;
+		struct stat st;
+		bool link = fd < 0 && (e == ELOOP || e == ENOTDIR) &&
+			    fstatat(dfd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+		close(dfd);
+		if (link)
+			return ir_errorf(
+				-ELOOP,
+				"%s: external data of \"%s\" is reached through the symbolic link \"%s\", which "
+				"is not followed (the data must be a file inside the model's directory)",
+				file, name, part);
+		if (fd < 0)
+			return ir_errorf(-e, "%s: cannot open external data of \"%s\": %s", file, name, strerror(e));
+		if (last)
+			return fd;
+		dfd = fd;
+	}
+	return ir_errorf(-errno, "%s: cannot open external data of \"%s\": %s", file, name, strerror(errno));
+}
+
+int ir_data_open(const struct ir_data *d, const char *name)
+{
+	char file[4200];
+	bool rel = d->path[0] != '/' && d->base_dir && d->base_dir[0];
+	snprintf(file, sizeof file, "%s%s%s", rel ? d->base_dir : "", rel ? "/" : "", d->path);
+	int fd = rel ? open_beneath(open(d->base_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), d->path, file, name)
+		     : open(d->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (!rel && fd < 0)
+		return ir_errorf(-errno, "%s: cannot open external data of \"%s\": %s", file, name,
+				 errno == ELOOP ? "a symbolic link, which is not followed" : strerror(errno));
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		return ir_errorf(-e, "%s: cannot open external data of \"%s\": %s", file, name, strerror(e));
+	}
+	if (fd >= 0 && !S_ISREG(st.st_mode)) {
+		close(fd);
+		return ir_errorf(-EINVAL, "%s: external data of \"%s\" is %s, not a regular file", file, name,
+				 file_kind(st.st_mode));
+	}
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
 }
 
 /* ---- allocation ---------------------------------------------------------- */

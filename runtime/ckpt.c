@@ -79,7 +79,8 @@ static int write_durable(const char *path, const void *data, size_t n, size_t ro
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666), e = 0;
+	/* O_NOFOLLOW: a link in path.tmp's place fails the save, its target never written */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666), e = 0;
 	if (fd < 0)
 		return ir_errorf(-errno, "%s: cannot create: %s", tmp, strerror(errno));
 	for (size_t done = 0; done < n && !e;) {
@@ -308,18 +309,36 @@ static void free_names(char **names, int n)
 	ir_free(names);
 }
 
-static void remove_dir(const char *path)
+/* Removes dir/name, a checkpoint directory pcc-run wrote: its files, then
+ * itself. Nothing is followed: a symbolic link in name's place (or any
+ * other non-directory) is removed itself, with a warning, never what it
+ * points to; an entry inside is unlinked as it is (a link, not its
+ * target); a subdirectory, which pcc-run never writes, stays, and so does
+ * the directory then. */
+static void remove_dir(const char *dir, const char *name)
 {
-	DIR *d = opendir(path);
-	char f[4400];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    unlinkat(dfd, name, 0) == 0)
+		fprintf(stderr,
+			"pcc-run: warning: %s/%s was a %s, not a checkpoint directory: removed it, not what it "
+			"points to\n",
+			dir, name, S_ISLNK(st.st_mode) ? "symbolic link" : "file");
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (fd >= 0 && !d)
+		close(fd);
 	for (struct dirent *e; d && (e = readdir(d));)
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-			unlink(f);
-		}
-	if (d)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			unlinkat(fd, e->d_name, 0);
+	if (d) {
 		closedir(d);
-	rmdir(path);
+		unlinkat(dfd, name, AT_REMOVEDIR);
+	}
+	close(dfd);
 }
 
 /* Once step-N is published: the checkpoints below step removed but the
@@ -328,7 +347,7 @@ static void remove_dir(const char *path)
  * stay: an abandoned run's, which LATEST no longer names. */
 static void prune(const char *dir, long step, const char *prev)
 {
-	char path[4400], **names;
+	char **names;
 	const char *keep = NULL;
 	bool aside;
 	int n = list_ckpts(dir, &names);
@@ -339,17 +358,14 @@ static void prune(const char *dir, long step, const char *prev)
 		if (name_step(names[i], &aside) < step)
 			keep = names[i];
 	for (int i = 0; i < n; i++)
-		if (name_step(names[i], &aside) < step && names[i] != keep) {
-			snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-			remove_dir(path);
-		}
+		if (name_step(names[i], &aside) < step && names[i] != keep)
+			remove_dir(dir, names[i]);
 	free_names(names, n);
 	DIR *d = opendir(dir);
 	for (struct dirent *e; d && (e = readdir(d));) {
 		size_t len = strlen(e->d_name);
-		if (!strncmp(e->d_name, "step-", 5) && len > 9 && !strcmp(e->d_name + len - 4, ".tmp") &&
-		    !PATH_TOO_LONG(path, "%s/%s", dir, e->d_name))
-			remove_dir(path);
+		if (!strncmp(e->d_name, "step-", 5) && len > 9 && !strcmp(e->d_name + len - 4, ".tmp"))
+			remove_dir(dir, e->d_name);
 	}
 	if (d)
 		closedir(d);
@@ -361,9 +377,11 @@ static void prune(const char *dir, long step, const char *prev)
  * was: the new directory back at tmpdir, for the caller to remove. */
 static int publish(const struct rt *r, const char *dir, const char *tmpdir, long step)
 {
-	char final[4200], aside[4300], latest[4200], name[32], prev[32] = "", why[256];
+	char final[4200], aside[4300], latest[4200], name[32], prev[32] = "", why[256], tmpname[40], oldname[40];
 	struct stat st;
 	snprintf(name, sizeof name, "step-%08ld", step);
+	snprintf(tmpname, sizeof tmpname, "%s.tmp", name);
+	snprintf(oldname, sizeof oldname, "%s.old", name);
 	snprintf(final, sizeof final, "%s/%s", dir, name);
 	snprintf(aside, sizeof aside, "%s.old", final);
 	snprintf(latest, sizeof latest, "%s/LATEST", dir);
@@ -372,7 +390,7 @@ static int publish(const struct rt *r, const char *dir, const char *tmpdir, long
 	if (stat(aside, &st) == 0 && stat(final, &st) < 0)
 		rename(aside, final); /* a crash while step-N was set aside: it is back */
 	else
-		remove_dir(aside);
+		remove_dir(dir, oldname);
 	int rc = sync_path(tmpdir);
 	bool replace = rc == 0 && stat(final, &st) == 0, swapped = false, placed = false;
 	if (r->fault.kind == 'c' && r->fault.rank == r->c->rank && r->fault.step + 1 == step)
@@ -410,7 +428,7 @@ static int publish(const struct rt *r, const char *dir, const char *tmpdir, long
 		}
 		return rc;
 	}
-	remove_dir(swapped ? tmpdir : aside); /* the step-N this one replaced */
+	remove_dir(dir, swapped ? tmpname : oldname); /* the step-N this one replaced */
 	prune(dir, step, prev);
 	return 0;
 }
@@ -429,14 +447,15 @@ static int first_failed(struct rt *r, int *rc)
 
 int rt_ckpt_save(struct rt *r, const char *dir, long step)
 {
-	char tmpdir[4200];
+	char tmpdir[4200], tmpname[40];
 	char *mine = NULL;
 	int rc = 0, failed;
-	snprintf(tmpdir, sizeof tmpdir, "%s/step-%08ld.tmp", dir, step);
+	snprintf(tmpname, sizeof tmpname, "step-%08ld.tmp", step);
+	snprintf(tmpdir, sizeof tmpdir, "%s/%s", dir, tmpname);
 	if (r->c->rank == 0) {
 		if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 			rc = ir_errorf(-errno, "%s: cannot create: %s", dir, strerror(errno));
-		remove_dir(tmpdir); /* left by a crash */
+		remove_dir(dir, tmpname); /* left by a crash */
 		if (rc == 0 && mkdir(tmpdir, 0777) < 0)
 			rc = ir_errorf(-errno, "%s: cannot create: %s", tmpdir, strerror(errno));
 	}
@@ -458,11 +477,31 @@ out:
 	if (failed == r->c->size)
 		return 0;
 	if (r->c->rank == 0)
-		remove_dir(tmpdir); /* what the failed save left: room back on a full disk */
+		remove_dir(dir, tmpname); /* what the failed save left: room back on a full disk */
 	if (failed != r->c->rank)
 		return ir_errorf(-ECANCELED, "rank %d failed writing checkpoint %s", failed, tmpdir);
 	ir_error_prefix("cannot save the checkpoint of step %ld (the checkpoints before it are kept)", step);
 	return rc < 0 ? rc : -EIO;
+}
+
+int rt_ckpt_check_dir(struct rt *r, const char *dir)
+{
+	struct stat st;
+	int rc = 0, v;
+	if (r->c->rank == 0 && mkdir(dir, 0777) < 0 && errno != EEXIST)
+		rc = ir_errorf(-errno, "--checkpoint %s: cannot create: %s", dir, strerror(errno));
+	v = rc;
+	if (r->c->ops->ctl_min(r->c, &v) < 0)
+		return -EIO;
+	if (v < 0) /* rank 0's: it has the message */
+		return r->c->rank == 0 ? rc : -ECANCELED;
+	if (stat(dir, &st) < 0)
+		return ir_errorf(-errno, "--checkpoint %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ir_errorf(-ENOTDIR, "--checkpoint %s: not a directory", dir);
+	if (access(dir, W_OK | X_OK) < 0)
+		return ir_errorf(-errno, "--checkpoint %s: cannot write there: %s", dir, strerror(errno));
+	return 0;
 }
 
 /* ---- loading (the manifest: ckpt_manifest.c) */
@@ -611,6 +650,12 @@ int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t n
 				 : why[0]            ? " (the newest complete checkpoint: LATEST names none)"
 						     : " (the newest that loads: the one LATEST names does not)");
 			rc = 0;
+			break;
+		}
+		if (single) { /* the one asked for: its fault is the error, said once */
+			if (v == r->c->rank)
+				fprintf(stderr, "pcc-run: rank %d: %s\n", v, ir_error());
+			rc = -ECANCELED;
 			break;
 		}
 		if (v == r->c->rank)

@@ -129,7 +129,13 @@ int rt_manifest_read(const struct plan *p, const char *cdir, struct rt_manifest 
 		rc = ir_errorf(-EINVAL, "%s: not a pcc checkpoint manifest of format %d", path, RT_CKPT_FORMAT);
 	else if (strcmp(mh, hex))
 		rc = ir_errorf(-EINVAL, "%s: written for another model (hash %s, the plan's %s)", path, mh, hex);
-	m->step = (long)json_integer_value(json_object_get(root, "step"));
+	json_t *step = json_object_get(root, "step");
+	m->step = (long)json_integer_value(step);
+	if (rc == 0 && !json_is_integer(step))
+		rc = ir_errorf(-EINVAL, "%s: \"step\" is missing or not a whole number (corrupt)", path);
+	else if (rc == 0 && (json_integer_value(step) < 0 || json_integer_value(step) > RT_STEPS_MAX))
+		rc = ir_errorf(-EINVAL, "%s: \"step\" %lld is out of range (0 to %ld; corrupt)", path,
+			       (long long)json_integer_value(step), RT_STEPS_MAX);
 	m->n = rc == 0 ? (int)json_array_size(shards) : 0;
 	if (rc == 0 && !(m->sh = ir_calloc((size_t)m->n + 1, sizeof *m->sh)))
 		rc = ir_errorf(-ENOMEM, "out of memory reading %s", path);

@@ -10,6 +10,10 @@
 
 #define RT_CKPT_FORMAT 1
 
+/* The most steps a run takes (pcc-run --steps), so the most a manifest's
+ * "step" may say. */
+#define RT_STEPS_MAX 1000000000L
+
 /* One slice of a parameter or state tensor in a rank's file. */
 struct rt_shard {
 	int kind;  /* PLAN_BIND_PARAM or PLAN_BIND_STATE */
@@ -31,9 +35,10 @@ struct rt_manifest {
 /* Reads cdir/manifest.json into m and checks it against p: its format and
  * model hash, every shard well formed (dtype, shapes, bytes = numel x
  * dtype size) and, where it names one of p's tensors, of that tensor's
- * dtype and shape and lying inside it. 0, or -EINVAL (-ENAMETOOLONG,
- * -ENOMEM) with one line naming the file; m->step is set either way and
- * m->sh must be freed with rt_manifest_free. */
+ * dtype and shape and lying inside it; its step from 0 to RT_STEPS_MAX.
+ * 0, or -EINVAL (-ENAMETOOLONG, -ENOMEM) with one line naming the file;
+ * m->step is set either way and m->sh must be freed with
+ * rt_manifest_free. */
 int rt_manifest_read(const struct plan *p, const char *cdir, struct rt_manifest *m);
 void rt_manifest_free(struct rt_manifest *m);
 

@@ -106,16 +106,11 @@ static bool exists(const char *path)
 /* Every label of t (read from path) is the ignored -100 or a class. */
 static int check_labels(const struct plan *p, const struct ir_tensor *t, const char *path)
 {
-	int64_t n = ir_shape_numel(&t->shape), c = p->classes;
-	for (int64_t i = 0; i < n; i++) {
-		int64_t l = ir_tensor_get_i64(t, i);
-		if (l != -100 && (l < 0 || l >= c))
-			return ir_errorf(-EINVAL,
-					 "%s: label %lld at element %lld is outside [0, %lld) (and not the "
-					 "ignored -100)",
-					 path, (long long)l, (long long)i, (long long)c);
-	}
-	return 0;
+	const struct ir_value v = { .classes = p->classes, .has_ignore = true, .ignore = -100 };
+	int rc = ir_labels_check(&v, t);
+	if (rc < 0)
+		ir_error_prefix("%s", path);
+	return rc;
 }
 
 /* Adds to the "cannot open" of input i's file which files the set must

@@ -119,9 +119,10 @@ int rt_fault_parse(struct rt *r, const char *spec, long steps)
 	ok = ok && k > 0 && k < sizeof kind && (*s == 0 || (*s++ == ':' && fault_num(&s, 1, &step) && !*s));
 	bool ckpt = instr < 0;
 	if (!ok ||
-	    (ckpt ? strcmp(kind, "enospc") : strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error")))
+	    (ckpt ? strcmp(kind, "enospc")
+		  : strcmp(kind, "exit") && strcmp(kind, "hang") && strcmp(kind, "error") && strcmp(kind, "assert")))
 		return ir_errorf(-EINVAL,
-				 "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error[:STEP] or "
+				 "PCC_RUN_FAULT=%s: expected RANK:INSTRUCTION:exit|hang|error|assert[:STEP] or "
 				 "RANK:ckpt:enospc[:STEP]",
 				 spec);
 	/* a fault that can never fire would pass a test for the wrong reason */
@@ -148,6 +149,7 @@ static int inject(const struct rt *r, int i)
 		return 0;
 	if (r->fault.kind == 'x')
 		_exit(9);
+	IR_ASSERT(r->fault.kind != 'a' && "PCC_RUN_FAULT injected a broken invariant");
 	while (r->fault.kind == 'h')
 		sleep(1000);
 	return ir_errorf(-EIO, "injected fault");

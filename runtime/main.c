@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "runtime/ckpt_manifest.h"
 #include "runtime/rt.h"
 
 struct opts {
@@ -109,9 +110,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			char *end;
 			errno = 0;
 			long n = v ? strtol(v, &end, 10) : 0;
-			if (!v || *end || end == v || errno || n < 1 || n > 1000000000L)
-				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to 1000000000", s,
-						 v ? v : "(missing)");
+			if (!v || *end || end == v || errno || n < 1 || n > RT_STEPS_MAX)
+				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to %ld", s,
+						 v ? v : "(missing)", RT_STEPS_MAX);
 			*(!strcmp(s, "--steps") ? &o->steps
 			  : s[2] == 'l'         ? &o->log_every
 			  : s[2] == 't'         ? &o->threads
@@ -488,17 +489,30 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	if (r->c->rank == 0)
 		printf("pcc-run: training %s on %d ranks: %ld steps of %d micro-batch%s, %s, %s\n", o->plan, r->c->size,
 		       o->steps, r->micro, r->micro == 1 ? "" : "es", what, p->train_config ? p->train_config : "");
+	if (o->ckpt && agree(r->c, rt_ckpt_check_dir(r, o->ckpt)) < 0) {
+		rc = -1;
+		goto done;
+	}
 	if (o->resume) {
 		char used[4400] = "";
-		if (rt_ckpt_load(r, o->resume, &r->step, used, sizeof used) < 0 ||
-		    (r->gpu && rt_gpu_state(r, true) < 0)) {
-			rc = -1; /* rt_ckpt_load reported it */
-			if (r->c->rank == 0)
-				fprintf(stderr, "pcc-run: %s\n", ir_error());
+		int lrc = rt_ckpt_load(r, o->resume, &r->step, used, sizeof used);
+		if (lrc < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
+			rc = -1;
+			if (r->c->rank == 0 && lrc != -ECANCELED) /* -ECANCELED: said already */
+				fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
 			goto done;
 		}
 		if (r->c->rank == 0)
 			printf("pcc-run: resumed from %s at step %ld\n", used, r->step);
+		if (r->step > o->steps) { /* every rank loaded the same step */
+			rc = -1;
+			if (r->c->rank == 0)
+				fprintf(stderr,
+					"pcc-run: rank 0: resumed at step %ld, past --steps %ld (the run's total, not "
+					"the steps to add): give --steps above %ld to train on from it\n",
+					r->step, o->steps, r->step);
+			goto done;
+		}
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double t_all = ir_now();
@@ -547,6 +561,17 @@ done:
 	return rc;
 }
 
+/* This process's rank as the launcher gave it, for a failure before MPI
+ * knows it (Open MPI, PMIx, MPICH; a process started alone is rank 0). */
+static const char *launcher_rank(void)
+{
+	const char *vars[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+		if (getenv(vars[i]) && getenv(vars[i])[0])
+			return getenv(vars[i]);
+	return "0";
+}
+
 int main(int argc, char **argv)
 {
 	struct rt_comm c;
@@ -562,13 +587,17 @@ int main(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN);
 	interp_blas_init();
 	if (rt_comm_mpi_init(&c, &argc, &argv) < 0) {
-		fprintf(stderr, "pcc-run: %s\n", ir_error());
+		fprintf(stderr, "pcc-run: rank %s: %s\n", launcher_rank(), ir_error());
 		return 1;
 	}
+	/* every line a rank prints names it, a broken invariant's too */
+	char who[48];
+	snprintf(who, sizeof who, "pcc-run: rank %d", c.rank);
+	ir_assert_set_who(who);
 	int rc = parse(argc, argv, &o);
 	if (rc < 0) {
 		if (c.rank == 0)
-			fprintf(stderr, "pcc-run: %s\n", ir_error());
+			fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
 		c.ops->finish(&c);
 		return 2;
 	}

@@ -397,8 +397,8 @@ int rt_overlap_at(struct rt *r, int pos)
 			if (rc < 0 && p)
 				ov->npend--;
 			r->n_early += rc == 0 && pos < q;
-		} else {
-			rc = rt_overlap_start_async(r, x, q);
+		} else if ((rc = rt_overlap_start_async(r, x, q)) > 0) {
+			rc = 0; /* started; 0: it runs at its instruction */
 		}
 		if (rc < 0)
 			ir_error_prefix("instruction %d (%s of micro-batch %d, started early)", (int)(x - r->d->instr),

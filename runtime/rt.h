@@ -93,7 +93,8 @@ struct rt {
 	struct rt_fault {        /* fault injection for tests (PCC_RUN_FAULT) */
 		int rank, instr; /* where: this rank's instruction, at step `step` */
 		long step;
-		char kind; /* 'x' exit, 'h' hang, 'e' error, 'n' the checkpoint
+		char kind; /* 'x' exit, 'h' hang, 'e' error, 'a' an assertion
+			    * fails, 'n' the checkpoint
 			    * file write of `step + 1` runs out of space, 'c'
 			    * rank 0 dies as it puts that checkpoint in place
 			    * (main.c parses it); 0 none */
@@ -135,9 +136,10 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f);
 int rt_run_kernel(struct rt *r, const struct plan_instr *x);
 /* The same for plan kernel `kernel` over buf (operands, then results). */
 int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf);
-/* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang or error;
- * STEP 1-based, default 1): at that instruction the rank exits at once,
- * sleeps forever, or fails as a kernel error would. RANK:ckpt:enospc[:STEP]:
+/* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang, error or
+ * assert; STEP 1-based, default 1): at that instruction the rank exits at
+ * once, sleeps forever, fails as a kernel error would, or fails an
+ * IR_ASSERT as a broken invariant would. RANK:ckpt:enospc[:STEP]:
  * the rank's file of the checkpoint saved after step STEP finds the disk
  * full half way (ckpt.c). For the fault tests. A rank, instruction or step
  * (of `steps`) that does not exist is refused: it would never fire. */
@@ -190,14 +192,23 @@ int rt_gather_outputs(struct rt *r, struct ir_tensor *out);
  * name, fsynced and renamed; the checkpoint directory is renamed into place
  * only when every rank's file and the manifest are durable, and the one
  * before it is kept, so a crash at any moment leaves a loadable checkpoint.
- * Both calls are collective. */
+ * The calls are collective. */
 int rt_ckpt_save(struct rt *r, const char *dir, long step);
+/* At the start of a run that saves checkpoints: rank 0 creates dir if it
+ * is missing, then every rank checks that it is a directory it may write,
+ * so a bad --checkpoint stops the run before its first step, not at its
+ * first save. Collective; 0, or a negative errno with a message on the
+ * rank that found the fault (-ECANCELED elsewhere). */
+int rt_ckpt_check_dir(struct rt *r, const char *dir);
 /* Loads the checkpoint dir/LATEST names, or dir itself when it is one;
  * when LATEST is missing, corrupt or names no complete checkpoint, or what
  * it names fails its checks, the newest other complete one, then the ones
  * before it (each time a warning); resharding every slice from the shards
  * that overlap it, so the mesh may differ from the one that saved it.
- * *step: the steps it had run; used: its directory and why that one. */
+ * *step: the steps it had run; used: its directory and why that one.
+ * -ECANCELED when dir is one checkpoint and fails its checks: the rank that
+ * found the fault has printed it; other errors are for the caller to
+ * print. */
 int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t nused);
 
 /* ---- gpu.c, gpu_exec.c: the CUDA backend */

@@ -134,9 +134,11 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse)
 	r->d = &p->devices[c->rank];
 	r->micro = p->micro > 0 ? p->micro : 1;
 	const struct plan_device *d = r->d;
-	int64_t avail = mem_available(), need = d->arena_bytes * rt_local_ranks(r->c);
+	int64_t avail = mem_available(), need;
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
 	r->sparse = sparse;
+	if (__builtin_mul_overflow(d->arena_bytes, (int64_t)rt_local_ranks(r->c), &need))
+		need = INT64_MAX; /* more than any host has */
 	if (avail >= 0 && need > avail && !sparse)
 		return ir_errorf(-ENOMEM,
 				 "the plan needs %s per rank (its arena) for %d ranks on this host, which has %s "

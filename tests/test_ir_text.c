@@ -403,6 +403,8 @@ static const char *const must_appear[] = {
 	": f32[]",
 	"[0,",
 	"output %",
+	" classes=4 ignore=-100\n",
+	" classes=4\n",
 };
 
 static void test_files(const char *dir)
@@ -660,6 +662,12 @@ static const struct {
 	{ H "input %0x : f32[2]\n", "line 2: expected a value like %0" },
 	{ H "input %99999999999 : f32[2]\n", "line 2: value id too large" },
 	{ H "inputs %0 : f32[2]\n", "line 2: unknown statement 'inputs'" },
+	{ H "input %0 : i64[2] classes=0\n", "line 2: classes=0: labels are integers of at least one class" },
+	{ H "input %0 : f32[2] classes=3\n", "line 2: classes=3: labels are integers of at least one class" },
+	{ H "input %0 : i64[2] ignore=1\n", "line 2: expected classes=C or end of line, found 'ignore=1'" },
+	{ H "input %0 : i64[2] classes=3 x\n", "line 2: expected ignore=I or end of line, found 'x'" },
+	{ H "input %0 : i64[2] classes=3 ignore=1 x\n", "line 2: expected end of line, found 'x'" },
+	{ H "input %0 : i64[2] classes=x\n", "line 2: expected an integer" },
 	{ H "[\n", "line 2: expected a statement, found '['" },
 	{ H "param %0 : u8[2] = hex \"0g12\"\n", "line 2: bad hex digit 'g'" },
 	{ H "param %0 : u8[2] = hex \"012\"\n", "line 2: odd number of hex digits (3)" },

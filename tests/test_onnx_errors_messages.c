@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -263,6 +264,39 @@ static void test_structure(void)
 	b->g.node[0]->n_input = 0;
 	EXPECT_MODEL_ERROR(b, "no_operand.onnx", "node without its required input", "node \"act\" (Relu)",
 			   "input 0 is required");
+
+	b = mb_one_op("Relu", "act");
+	b->g.n_output = 0;
+	EXPECT_MODEL_ERROR(b, "no_outputs.onnx", "a graph without outputs",
+			   "no_outputs.onnx: the graph has no outputs");
+
+	/* the wrong number of operands (onnx.checker refuses such a node):
+	 * never an identity, never an operand ignored */
+	const char *binary[] = { "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less" };
+	for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
+		for (int nin = 1; nin <= 3; nin += 2) {
+			char what[96], want[64];
+			b = mb_new(13);
+			mb_input(b, "x", T_FLOAT, "2,3");
+			mb_node(b, binary[i], "op", nin == 1 ? "x" : "x,x,x", "y");
+			mb_output(b, "y", T_FLOAT, "2,3");
+			snprintf(what, sizeof what, "%s with %d input%s refused", binary[i], nin, nin == 1 ? "" : "s");
+			snprintf(want, sizeof want, "node \"op\" (%s): has %d input%s; the op takes 2", binary[i], nin,
+				 nin == 1 ? "" : "s");
+			EXPECT_MODEL_ERROR(b, "binary_arity.onnx", what, want);
+		}
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_node(b, "Relu", "act", "x,x", "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	EXPECT_MODEL_ERROR(b, "unary_arity.onnx", "Relu with 2 inputs refused",
+			   "node \"act\" (Relu): has 2 inputs; the op takes 1");
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_node(b, "Sum", "one", "x", "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	ir_graph_free(expect_import("Sum of one input (variadic) accepted", mb_write(b, "sum_one.onnx"), NULL));
+	mb_free(b);
 }
 
 static void test_symbolic_dim(void)
@@ -379,6 +413,19 @@ static void test_external_ints(void)
 	EXPECT_MODEL_ERROR(b, "external_shape_short.onnx", "an external shape whose file is short",
 			   "initializer \"consts/shape\"", "\"shape_short.bin\"", "shorter");
 
+	/* the shape's file a link to a good one: import reads it as the runtime
+	 * does, never through a link (ir_data_open) */
+	b = mb_external_ints("mask.bin", true, "shape_link.bin", false);
+	{
+		char target[600];
+		write_bytes("shape_target.bin", (int64_t[]){ 2, 3 }, 16, target, sizeof target);
+		write_bytes("shape_link.bin", "", 0, f, sizeof f);
+		remove(f);
+		TAP_OK(symlink(target, f) == 0, "a link shape_link.bin to a good shape file");
+	}
+	EXPECT_MODEL_ERROR(b, "external_shape_link.onnx", "an external shape whose file is a symbolic link is refused",
+			   "initializer \"consts/shape\"", "\"shape_link.bin\"", "symbolic link");
+
 	/* a shape computed from an external index: Gather(Shape(x), idx) */
 	b = mb_new(17);
 	mb_input(b, "x", T_FLOAT, "2,3");
@@ -444,6 +491,118 @@ static void test_external(void)
 	b = mb_mlp();
 	mb_external(b, b->g.initializer[0], "w..v2.bin");
 	g = expect_import("external data file \"w..v2.bin\" accepted", mb_write(b, "external_dots.onnx"), NULL);
+	ir_graph_free(g);
+	mb_free(b);
+}
+
+/* External data that is not a regular file inside the model's directory
+ * (issue 40): a symbolic link to a file elsewhere, a file under a linked
+ * directory, a FIFO (which blocked open() forever). Both readers refuse
+ * it, naming the file and the initializer: the interpreter (pcc eval,
+ * train) and onnx_weights (pcc-run); alarm() turns a hang into a failure. */
+static void expect_unreadable(const char *loc, const char *model, const char *want)
+{
+	char what[160];
+	struct mb *b = mb_mlp();
+	mb_external(b, b->g.initializer[0], loc);
+	const char *p = mb_write(b, model);
+	struct ir_graph *g = onnx_import(p, NULL, NULL);
+	alarm(20);
+	int rc = g ? run_zeros(g, -1) : -1;
+	snprintf(what, sizeof what, "interp_run: external data \"%s\" refused: %s", loc, want);
+	TAP_OK(rc < 0 && strstr(ir_error(), loc) && strstr(ir_error(), "\"W\"") && strstr(ir_error(), want), "%s",
+	       what);
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	ir_graph_free(g);
+
+	struct onnx_weights *w = onnx_weights_open(p);
+	float dst[32];
+	struct ir_shape s = { 2, { 8, 4 } };
+	int64_t start[2] = { 0, 0 };
+	rc = w ? onnx_weights_read(w, "W", IR_F32, &s, start, &s, dst) : -1;
+	alarm(0);
+	snprintf(what, sizeof what, "onnx_weights_read: external data \"%s\" refused: %s", loc, want);
+	TAP_OK(rc < 0 && strstr(ir_error(), loc) && strstr(ir_error(), "\"W\"") && strstr(ir_error(), want), "%s",
+	       what);
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	onnx_weights_close(w);
+	mb_free(b);
+}
+
+static void test_external_files(void)
+{
+	char secret[] = "/tmp/pcc_secret_XXXXXX", path[512], link[512];
+	if (!TAP_OK(tmpdir_make(secret) == 0, "a directory outside the model's"))
+		return;
+	float zeros[32] = { 0 };
+	snprintf(path, sizeof path, "%s/w.bin", secret);
+	FILE *f = fopen(path, "wb");
+	TAP_OK(f && fwrite(zeros, sizeof zeros, 1, f) == 1 && fclose(f) == 0, "a file of W's 128 bytes there");
+	snprintf(link, sizeof link, "%s/w_link.bin", tmpdir);
+	TAP_OK(symlink(path, link) == 0, "w_link.bin: a symbolic link to it");
+	snprintf(link, sizeof link, "%s/linked_dir", tmpdir);
+	TAP_OK(symlink(secret, link) == 0, "linked_dir: a symbolic link to its directory");
+	snprintf(path, sizeof path, "%s/w_fifo.bin", tmpdir);
+	TAP_OK(mkfifo(path, 0600) == 0, "w_fifo.bin: a FIFO");
+	snprintf(path, sizeof path, "%s/sub", tmpdir);
+	TAP_OK(mkdir(path, 0700) == 0, "sub: a directory");
+
+	expect_unreadable("w_link.bin", "external_link.onnx", "symbolic link");
+	expect_unreadable("linked_dir/w.bin", "external_linked_dir.onnx", "symbolic link \"linked_dir\"");
+	expect_unreadable("w_fifo.bin", "external_fifo.onnx", "is a FIFO, not a regular file");
+	expect_unreadable("sub", "external_dir.onnx", "is a directory, not a regular file");
+
+	/* the control: a regular file in a subdirectory is read */
+	snprintf(path, sizeof path, "%s/sub/w.bin", tmpdir);
+	f = fopen(path, "wb");
+	TAP_OK(f && fwrite(zeros, sizeof zeros, 1, f) == 1 && fclose(f) == 0, "sub/w.bin: a regular file");
+	struct mb *b = mb_mlp();
+	mb_external(b, b->g.initializer[0], "sub/w.bin");
+	struct ir_graph *g = expect_import("external data in sub/w.bin imports", mb_write(b, "external_sub.onnx"),
+					   NULL);
+	TAP_OK(g && run_zeros(g, -1) == 0, "external data in sub/w.bin is read");
+	ir_graph_free(g);
+	mb_free(b);
+	tmpdir_remove(secret);
+}
+
+/* A declared tensor larger than its data or than any machine's memory
+ * (2^40 floats, 4 TiB) is refused before the interpreter allocates it
+ * (issue 40: pcc eval allocated 8 GiB for a 2^31-element initializer
+ * before finding its data short); an attempt would end in "out of memory". */
+static void test_huge_declared(void)
+{
+	char path[512];
+	float zeros[32] = { 0 };
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1");
+	mb_external(b, mb_tensor(b, "W", T_FLOAT, "1048576,1048576"), "w_small.bin");
+	mb_node(b, "Identity", "same", "W", "y");
+	mb_output(b, "y", T_FLOAT, "1048576,1048576");
+	write_bytes("w_small.bin", zeros, sizeof zeros, path, sizeof path);
+	struct ir_graph *g = expect_import("an initializer declared f32[2^20,2^20] with 128 bytes of data imports",
+					   mb_write(b, "huge_init.onnx"), NULL);
+	int rc = g ? run_zeros(g, -1) : 0;
+	TAP_OK(rc < 0 && strstr(ir_error(), "w_small.bin") && strstr(ir_error(), "\"W\"") &&
+		       strstr(ir_error(), "needs 4398046511104 bytes at offset 0, the file has 128 bytes"),
+	       "interp_run: its data is short, found before allocating 4 TiB");
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
+	ir_graph_free(g);
+	mb_free(b);
+
+	static const int64_t shape[2] = { 1048576, 1048576 };
+	b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "1");
+	mb_init_i64(b, "shape", 2, shape);
+	mb_node(b, "Expand", "big", "x,shape", "y");
+	mb_output(b, "y", T_FLOAT, "1048576,1048576");
+	g = expect_import("Expand to f32[2^20,2^20] imports", mb_write(b, "huge_expand.onnx"), NULL);
+	rc = g ? run_zeros(g, -1) : 0;
+	TAP_OK(rc == -ENOMEM && strstr(ir_error(), "node \"big\"") &&
+		       strstr(ir_error(),
+			      "its result f32[1048576,1048576] needs 4 TiB, more than this machine's memory"),
+	       "interp_run: a result larger than the machine's memory is refused before allocating it");
+	TAP_DIAG("  rc %d: %s", rc, ir_error());
 	ir_graph_free(g);
 	mb_free(b);
 }
@@ -726,6 +885,8 @@ int main(int argc, char **argv)
 	test_symbolic_dim();
 	test_external();
 	test_external_ints();
+	test_external_files();
+	test_huge_declared();
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();

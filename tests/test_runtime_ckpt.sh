@@ -28,15 +28,28 @@
 #    it) replaces the old one in one rename, and a crash just before
 #    (PCC_RUN_FAULT=0:ckpt:crash:S) leaves the old one complete. Each
 #    resume ends bit for bit where the uninterrupted run ends.
+# 5. Cleanup never follows a link (issue 40): an old step-N that is a
+#    symbolic link to a directory holding a manifest, and a step-N.tmp that
+#    is one, are removed as links with a warning, every file of the
+#    directories they point to kept; a LATEST.tmp that is a link fails the
+#    save, its target unwritten.
+# 6. The manifest's step (issue 40): a negative or huge "step" is refused
+#    naming the manifest (one line and exit 1 when that checkpoint alone
+#    is asked for; else a warning and the one before); resuming a
+#    checkpoint past --steps is an error (exit 1) that says so.
+# 7. A --checkpoint DIR that cannot be created or is not a directory stops
+#    the run before its first step (issue 40), not at its first save.
 pcc=$1
 run=$2
 cmp=$3
 train=$(dirname "$0")/train
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/host_pin.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi="timeout 120 mpirun --oversubscribe"
+pin_host "$pcc" "$tmp/host" || { echo "Bail out! cannot pin the host figures"; exit 1; } # host_pin.sh
 
 # Checkpoints: a run killed between checkpoints and resumed ends bit for bit
 # where an uninterrupted run ends; a checkpoint loads on another mesh; a
@@ -242,5 +255,89 @@ resave() {
 check "re-saving step 4 (resumed from step 2 into the same DIR) replaces it: no step-4.tmp or .old left, resumes bit for bit" resave ""
 check "a crash as the re-saved step 4 takes its place (PCC_RUN_FAULT=0:ckpt:crash:4): the old step 4 is still complete and resumes bit for bit" \
 	resave 0:ckpt:crash:4
+
+
+# ---- 5. cleanup never follows a link (issue 40)
+
+# users DIR...: directories of a user's files, one of them a manifest.
+users() {
+	for u; do
+		rm -rf "$u" && mkdir "$u" || return 1
+		for f in manifest.json rank-00000.bin notes.txt; do echo "the user's $f" >"$u/$f" || return 1; done
+	done
+}
+# intact DIR...: every file users wrote is still there, unchanged.
+intact() {
+	for u; do
+		for f in manifest.json rank-00000.bin notes.txt; do
+			[ "$(cat "$u/$f" 2>/dev/null)" = "the user's $f" ] || { echo "$u/$f was removed or written" >&2; return 1; }
+		done
+	done
+}
+nofollow() {
+	rm -rf "$tmp/nf" && cp -r "$tmp/base" "$tmp/nf" && users "$tmp/u1" "$tmp/u2" "$tmp/u3" || return 1
+	ln -s "$tmp/u1" "$tmp/nf/step-00000001" && ln -s "$tmp/u2" "$tmp/nf/step-00000003.tmp" &&
+		ln -s "$tmp/u3" "$tmp/nf/step-00000006.tmp" || return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$tmp/nf" --checkpoint "$tmp/nf" \
+		>"$tmp/nf.out" 2>"$tmp/nf.err" || { echo "the run failed: $(tail -3 "$tmp/nf.err")" >&2; return 1; }
+	intact "$tmp/u1" "$tmp/u2" "$tmp/u3" || return 1
+	[ "$(ls "$tmp/nf" | tr '\n' ' ')" = 'LATEST step-00000004 step-00000006 ' ] ||
+		{ echo "left: $(ls "$tmp/nf" | tr '\n' ' ')" >&2; return 1; }
+	for l in step-00000001 step-00000003.tmp step-00000006.tmp; do
+		grep -q "^pcc-run: warning: $tmp/nf/$l was a symbolic link, not a checkpoint directory: removed it, not what it points to\$" \
+			"$tmp/nf.err" || { echo "no warning for $l: $(cat "$tmp/nf.err")" >&2; return 1; }
+	done
+}
+check "cleanup: an old step-N and step-N.tmp that are symbolic links to a user's directories are removed as links, every file they point to kept" \
+	nofollow
+latest_link() {
+	rm -rf "$tmp/ll" && cp -r "$tmp/base" "$tmp/ll" && users "$tmp/u4" && ln -s "$tmp/u4/notes.txt" "$tmp/ll/LATEST.tmp" ||
+		return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$tmp/ll" --checkpoint "$tmp/ll" \
+		>/dev/null 2>"$tmp/ll.err" && { echo "exit 0" >&2; return 1; }
+	grep -q "^pcc-run: rank 0: step 6: .*$tmp/ll/LATEST.tmp: cannot create: Too many levels of symbolic links\$" "$tmp/ll.err" ||
+		{ echo "stderr: $(cat "$tmp/ll.err")" >&2; return 1; }
+	intact "$tmp/u4" && [ "$(cat "$tmp/ll/LATEST")" = step-00000004 ]
+}
+check "cleanup: a LATEST.tmp that is a symbolic link fails the save with its name, the file it points to unwritten" latest_link
+
+
+# ---- 6. the manifest's step (issue 40)
+
+# bad_step VALUE: step-4's manifest says VALUE; resumed alone it is refused
+# in one line naming the manifest; resumed by DIR, step 2 is, with a warning.
+bad_step() {
+	rm -rf "$tmp/bs" && cp -r "$tmp/base" "$tmp/bs" &&
+		sed -i "s/^ \"step\": 4,/ \"step\": $1,/" "$tmp/bs/step-00000004/manifest.json" &&
+		grep -q "\"step\": $1," "$tmp/bs/step-00000004/manifest.json" || return 1
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 6 --resume "$tmp/bs/step-00000004" >/dev/null 2>"$tmp/bs.err" &&
+		{ echo "exit 0" >&2; return 1; }
+	grep '^pcc-run:' "$tmp/bs.err" >"$tmp/line"
+	want="pcc-run: rank 0: $tmp/bs/step-00000004/manifest.json: \"step\" $1 is out of range (0 to 1000000000; corrupt)"
+	[ "$(cat "$tmp/line")" = "$want" ] || { echo "stderr: $(cat "$tmp/bs.err")" >&2; return 1; }
+	resumes_at "$tmp/bs" 2 "pcc-run: rank 0: warning: $tmp/bs/step-00000004/manifest.json: \"step\" $1 is out of range (0 to 1000000000; corrupt); trying the checkpoint before it"
+}
+check "a manifest with step -1: refused in one line naming it (exit 1); by DIR, the checkpoint before it, bit for bit" bad_step -1
+check "a manifest with step 99999999999: refused in one line naming it (exit 1); by DIR, the checkpoint before it, bit for bit" \
+	bad_step 99999999999
+check "resuming a checkpoint of step 4 with --steps 3: exit 1, the message says the step and what to give" sh -c "
+  $mpi -np 2 '$run' '$tmp/s2.bin' --data '$data' --steps 3 --resume '$tmp/base' >'$tmp/o' 2>'$tmp/e'; test \$? -eq 1 &&
+  grep -q '^pcc-run: rank 0: resumed at step 4, past --steps 3 (the run.s total, not the steps to add): give --steps above 4 to train on from it\$' '$tmp/e' &&
+  ! grep -q '^step' '$tmp/o'"
+
+# ---- 7. a bad --checkpoint DIR, found at the start (issue 40)
+
+echo "a user's file" >"$tmp/afile"
+# bad_dir DIR WHAT: exit 1 before step 1, one pcc-run: line naming DIR and WHAT
+bad_dir() {
+	$mpi -np 2 "$run" "$tmp/s2.bin" --data "$data" --steps 4 --checkpoint "$1" --checkpoint-every 2 \
+		>"$tmp/bd.out" 2>"$tmp/bd.err" && { echo "exit 0" >&2; return 1; }
+	grep '^pcc-run:' "$tmp/bd.err" >"$tmp/line"
+	[ "$(cat "$tmp/line")" = "pcc-run: rank 0: --checkpoint $1: $2" ] || { echo "stderr: $(cat "$tmp/bd.err")" >&2; return 1; }
+	! grep -q '^step ' "$tmp/bd.out" || { echo "steps ran: $(grep '^step ' "$tmp/bd.out" | tr '\n' ' ')" >&2; return 1; }
+	[ "$(cat "$tmp/afile")" = "a user's file" ]
+}
+check "--checkpoint under a regular file: refused before step 1, naming it" bad_dir "$tmp/afile/ck" "cannot create: Not a directory"
+check "--checkpoint naming a regular file: refused before step 1, the file untouched" bad_dir "$tmp/afile" "not a directory"
 
 tap_done

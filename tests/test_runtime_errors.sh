@@ -14,7 +14,8 @@
 #    MPI_Abort), before the step that would read it.
 # 2. Faults while running, injected with PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP]
 #    into plans whose ranks communicate (checked with `pcc inspect`): an
-#    error names the rank, step and instruction; a rank that dies or hangs
+#    error names the rank, step and instruction, a failed assertion the
+#    rank (every pcc-run: line but a warning starts "pcc-run: rank N:"); a rank that dies or hangs
 #    stops the whole job (a hang through --timeout, naming what was
 #    awaited); no --save-onnx model or -o outputs are left behind. The
 #    seconds each fault took to stop the job are printed as "# ..." lines.
@@ -33,12 +34,14 @@ run=$(abspath "$2")
 models=$(abspath "$3")
 train=$(abspath "$(dirname "$0")/train")
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/host_pin.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # no network probing, no shared-memory warnings on small containers
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 unset PCC_RUN_FAULT
 mpi="timeout 60 mpirun --oversubscribe"
+pin_host "$pcc" "$tmp/host" || { echo "Bail out! cannot pin the host figures"; exit 1; } # host_pin.sh
 
 # ---- helpers. They run inside check, in this shell: their variables are
 # prefixed so that check's own ($desc, $n) survive.
@@ -83,10 +86,18 @@ unwritten() {
 	done
 }
 
+# ranked: every "pcc-run:" line of $tmp/se but a warning starts "pcc-run:
+# rank N: " (issue 40: a message names the rank that prints it).
+ranked() {
+	! grep '^pcc-run:' "$tmp/se" | grep -v -E '^pcc-run: (rank [0-9]+: |warning: )' >&2 ||
+		{ echo "a pcc-run: line without its rank" >&2; return 1; }
+}
+
 # refused NP FRAGMENTS ARGS...: the job fails within 20 s; stderr has
-# exactly one "pcc-run:" line and it holds every fragment (lines of
-# FRAGMENTS); stdout has nothing of pcc-run's; $tmp/never (for -o) and
-# $tmp/never.onnx (for --save-onnx) were not written.
+# exactly one "pcc-run:" line, "pcc-run: rank N: ...", and it holds every
+# fragment (lines of FRAGMENTS); stdout has nothing of pcc-run's;
+# $tmp/never (for -o) and $tmp/never.onnx (for --save-onnx) were not
+# written.
 refused() {
 	rf_np=$1 rf_frags=$2
 	shift 2
@@ -96,6 +107,7 @@ refused() {
 	cat "$tmp/line" >&2
 	[ "$go_rc" -ne 0 ] || { echo "exit status 0" >&2; return 1; }
 	[ "$(wc -l <"$tmp/line")" -eq 1 ] || { echo "not exactly one pcc-run: line on stderr" >&2; return 1; }
+	ranked || return 1
 	has_all "$tmp/line" "$rf_frags" || return 1
 	awk -v s="$go_secs" 'BEGIN { exit !(s < 20) }' || { echo "took $go_secs s" >&2; return 1; }
 	! grep -q 'pcc-run' "$tmp/so" || { echo "stdout: $(cat "$tmp/so")" >&2; return 1; }
@@ -283,7 +295,7 @@ refuse "no plan: refused" 2 "no plan given" -i "$mlp/test_data_set_0" -o "$tmp/n
 refuse "a second plan argument: refused" 2 "unexpected argument '$tmp/m2.bin'" \
 	"$tmp/m2.bin" "$tmp/m2.bin" -i "$mlp/test_data_set_0" -o "$tmp/never"
 go_fault=1:2:explode
-refuse "a malformed PCC_RUN_FAULT: refused" 2 "PCC_RUN_FAULT=1:2:explode: expected RANK:INSTRUCTION:exit|hang|error[:STEP]" \
+refuse "a malformed PCC_RUN_FAULT: refused" 2 "PCC_RUN_FAULT=1:2:explode: expected RANK:INSTRUCTION:exit|hang|error|assert[:STEP]" \
 	"$tmp/m2.bin" -i "$mlp/test_data_set_0" -o "$tmp/never"
 go_fault=
 # --steps is a whole number in range (1e30 once became LONG_MIN: no step, exit 0)
@@ -325,6 +337,29 @@ refuse "gpt training on 4 ranks (2 stages): a negative label (-3) at element 13 
 	"$tmp/t4.bin" --data "$tmp/neglabels" --save-onnx "$tmp/never.onnx"
 check "control: labels of the ignored -100 and the last class (63) are taken" \
 	trains 2 "$tmp/t2.bin" "$tmp/oklabels"
+# the model's own SoftmaxCrossEntropyLoss (train/gpt_loss, 64 classes): its
+# labels input goes into the plan as --loss's does (issue 40)
+"$pcc" "$train/gpt_loss/model.onnx" --cluster cpu:2 --train --stages 2 -o "$tmp/tl2.bin" >/dev/null
+refuse "gpt_loss (the model's own SoftmaxCrossEntropyLoss): a label outside its classes (70 of 64): named" 2 \
+	"pcc-run: rank 0: $tmp/badlabels/input_1.pb: label 70 at element 0 is outside [0, 64) (and not the ignored -100)" \
+	"$tmp/tl2.bin" --data "$tmp/badlabels" --save-onnx "$tmp/never.onnx"
+refuse "gpt_loss: a negative label (-3) at element 13 of the second set: named" 2 \
+	"$tmp/neglabels/test_data_set_1/input_1.pb: label -3 at element 13 is outside [0, 64)" \
+	"$tmp/tl2.bin" --data "$tmp/neglabels" --save-onnx "$tmp/never.onnx"
+check "control: gpt_loss takes labels of the ignored -100 and the last class (63)" \
+	trains 2 "$tmp/tl2.bin" "$tmp/oklabels"
+
+# the arena times the host's ranks beyond int64 (issue 40: it wrapped to a
+# negative need, passed, and the arena was allocated): a 4.1 GiB arena (a
+# 1.1e9-float parameter, never read) for 2^31 - 1 local ranks, as
+# OMPI_COMM_WORLD_LOCAL_SIZE says (pcc-run alone, an MPI singleton)
+mkdir -p "$tmp/big/in"
+printf 'pcc-ir 1\ninput %%0 "x" : f32[]\nparam %%1 "W" : f32[1100000000] = external "w.bin" offset 0 bytes 4400000000\n%%2 : f32[] = reduce_sum %%1 axes=[0]\n%%3 : f32[] = add %%2, %%0\noutput %%3 "y"\n' >"$tmp/big/big.ir"
+printf '\020\001\102\001x\112\004\000\000\200\077' >"$tmp/big/in/input_0.pb" # f32[] x = 1
+check "an arena of 4.1 GiB on 2147483647 local ranks (the product past int64): refused with both figures" sh -c "
+  '$pcc' '$tmp/big/big.ir' --cluster cpu:1 -o '$tmp/big/big.bin' >/dev/null &&
+  OMPI_COMM_WORLD_LOCAL_SIZE=2147483647 timeout 60 '$run' '$tmp/big/big.bin' -i '$tmp/big/in' 2>'$tmp/big/e'; test \$? -eq 1 &&
+  grep -q '^pcc-run: rank 0: the plan needs 4.1 GiB per rank (its arena) for 2147483647 ranks on this host, which has .* available\$' '$tmp/big/e'"
 
 # token files (--tokens; the window rule and its results: test_runtime_tokens.sh)
 gen_tokens() { python3 "$(dirname "$0")/gen_tokens.py" "$@" --vocab 64 --batch 2 --seq 8; }
@@ -388,6 +423,7 @@ stopped() {
 	cat "$tmp/line" >&2
 	[ "$go_rc" -ne 0 ] || { echo "exit status 0" >&2; return 1; }
 	[ "$(wc -l <"$tmp/line")" -eq 1 ] || { echo "not exactly one pcc-run: line on stderr" >&2; return 1; }
+	ranked || return 1
 	has_all "$tmp/line" "$sp_frags" || return 1
 	awk -v s="$go_secs" 'BEGIN { exit !(s < 20) }' || { echo "took $go_secs s" >&2; return 1; }
 	[ "$(grep -c '^step ' "$tmp/so")" -eq $((sp_step - 1)) ] || { echo "steps logged: $(grep -c '^step ' "$tmp/so")" >&2; return 1; }
@@ -429,7 +465,7 @@ check "PCC_RUN_FAULT at step 2 of an inference run: refused" fault_refused 0:5:e
 	"PCC_RUN_FAULT=0:5:error:2: step 2 is past the run's last step (1)" \
 	"$tmp/i2.bin" -i "$gi/test_data_set_0" -o "$tmp/never"
 check "PCC_RUN_FAULT with junk after the step: refused" fault_refused 1:10:error:2x 2 \
-	"PCC_RUN_FAULT=1:10:error:2x: expected RANK:INSTRUCTION:exit|hang|error[:STEP] or RANK:ckpt:enospc[:STEP]" \
+	"PCC_RUN_FAULT=1:10:error:2x: expected RANK:INSTRUCTION:exit|hang|error|assert[:STEP] or RANK:ckpt:enospc[:STEP]" \
 	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
 check "PCC_RUN_FAULT with a negative rank: refused" fault_refused -1:10:error 2 \
 	"PCC_RUN_FAULT=-1:10:error: expected" "$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
@@ -441,7 +477,7 @@ check "PCC_RUN_FAULT disk full after step 3 when checkpoints follow steps 2 and 
 	"$tmp/t2.bin" --data "$gdata" --steps 4 --checkpoint "$tmp/never_ck" --checkpoint-every 2 --save-onnx "$tmp/never.onnx"
 check "... and nothing was written in the checkpoint directory" unwritten "$tmp/never_ck"
 check "PCC_RUN_FAULT error kinds on a checkpoint (ckpt:hang): refused" fault_refused 1:ckpt:hang 2 \
-	"expected RANK:INSTRUCTION:exit|hang|error[:STEP] or RANK:ckpt:enospc[:STEP]" \
+	"expected RANK:INSTRUCTION:exit|hang|error|assert[:STEP] or RANK:ckpt:enospc[:STEP]" \
 	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx"
 
 # ---- 2. faults while running
@@ -459,6 +495,7 @@ faulted() {
 	go_fault=
 	grep '^pcc-run:' "$tmp/se" >&2
 	[ "$go_rc" -ne 0 ] || { echo "exit status 0" >&2; return 1; }
+	ranked || return 1
 	awk -v s="$go_secs" -v m="$fl_max" 'BEGIN { exit !(s < m) }' || { echo "took $go_secs s" >&2; return 1; }
 	[ -z "$fl_ere" ] || grep -E -q -- "$fl_ere" "$tmp/se" || { echo "no line matches: $fl_ere" >&2; return 1; }
 	case $fl_spec in *:2)
@@ -494,6 +531,11 @@ fault "training, 4 ranks: error on rank 1 at instruction 10 of step 2 names rank
 fault "inference, 4 ranks: error on rank 2 at instruction 20 names rank, step and instruction; no outputs written" \
 	4 2:20:error 30 '^pcc-run: rank 2: step 1: .*instruction 20 \([a-z_ ]+\): injected fault$' \
 	"$tmp/i4.bin" --timeout 20 -i "$gi/test_data_set_0" -o "$tmp/fo"
+
+# a broken invariant: the assertion's message names the rank (issue 40)
+fault "training, 2 ranks: an assertion failing on rank 1 at step 2 names the rank" \
+	2 1:10:assert:2 30 "^pcc-run: rank 1: internal error: .*runtime/exec.c:[0-9]+: assertion '.*PCC_RUN_FAULT injected a broken invariant.*' failed\$" \
+	"$tmp/t2.bin" --timeout 20 $tr
 
 # an exit: the process dies (status 9); its peers' waits are cut by mpirun
 fault "training, 2 ranks: rank 1 dies at step 2: the job fails" \

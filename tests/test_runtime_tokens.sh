@@ -31,10 +31,12 @@ cmp=$3
 here=$(dirname "$0")
 gpt=$here/train/gpt
 . "$here/tap.sh"
+. "$here/host_pin.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi="timeout 120 mpirun --oversubscribe"
+pin_host "$pcc" "$tmp/host" || { echo "Bail out! cannot pin the host figures"; exit 1; } # host_pin.sh
 topts="--train --loss cross_entropy:logits,labels --optimizer adamw --lr 0.01"
 
 check "the token file and its 32 micro-batches as sets are written" sh -c "

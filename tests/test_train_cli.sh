@@ -64,4 +64,14 @@ check "token ids as labels are accepted" sh -c "'$pcc' train '$g/model.onnx' -i 
 # labels [2,8] i64 with a 70 (gpt has 64 classes): a raw TensorProto
 { printf '\010\002\010\010\020\007\102\006labels\112\200\001\106'; head -c 127 /dev/zero; } >"$tmp/badlabels/input_1.pb"
 bad "a label outside the classes" "label 70 at element 0 is outside \[0, 64)" "$g/model.onnx" -i "$tmp/badlabels" --loss cross_entropy:logits,labels
+# the model's own SoftmaxCrossEntropyLoss (gpt_loss: 64 classes, ignore_index
+# -100, labels flattened before it) checks them as --loss does (issue 40)
+gl=$train/gpt_loss
+bad "the model's SoftmaxCrossEntropyLoss: a label of 70 (64 classes)" \
+	"badlabels/input_1.pb: label 70 at element 0 is outside \[0, 64) (and not the ignored -100)" "$gl/model.onnx" -i "$tmp/badlabels"
+mkdir -p "$tmp/neglabels"
+cp "$gl/test_data_set_0/input_0.pb" "$gl/test_data_set_0/input_1.pb" "$tmp/neglabels/"
+printf '\371\377\377\377\377\377\377\377' | dd of="$tmp/neglabels/input_1.pb" bs=1 seek=41 conv=notrunc 2>/dev/null
+bad "the model's SoftmaxCrossEntropyLoss: a label of -7 at element 3" \
+	"neglabels/input_1.pb: label -7 at element 3 is outside \[0, 64) (and not the ignored -100)" "$gl/model.onnx" -i "$tmp/neglabels"
 tap_done
