@@ -90,8 +90,11 @@ fi
 # ---- on a GPU, or on the checking stand-in for one
 if [ "$mode" = standin ]; then
 	# every driver, cuBLASLt and NCCL call checked (runtime/gpu_standin.h);
-	# no cubin cache of a real GPU's is read
-	export PCC_GPU_STANDIN=1 PCC_CACHE_DIR="$tmp/cache"
+	# no cubin cache of a real GPU's is read; plans for cpu:N made with
+	# pinned host figures (host_pin.sh), in that cache directory
+	export PCC_GPU_STANDIN=1
+	. "$(dirname "$0")/host_pin.sh"
+	pin_host "$pcc" "$tmp/cache" || { echo "Bail out! cannot pin the host figures"; exit 1; }
 fi
 
 # infer NAME DIR RANKS CLUSTER [compile options]: outputs on GPUs equal
