@@ -425,6 +425,82 @@ static void emit_window_elem(struct cg *c, const struct plan_kernel *b, LLVMValu
 				: acc);
 }
 
+/* A line along the axis of a top-k or a cumsum (GPU kernels of their own),
+ * row r of the operand's other dims, a thread each. Cumsum: the running sum
+ * in f64 (i64 wrapping for integers) in the axis's order or its reverse,
+ * as the interpreter's. Top-k: each element's place is the count of those
+ * that rank before it (greater, or smaller for IR_TOPK_SMALLEST; NaN above
+ * every number; ties to the lower index), which is the interpreter's stable
+ * sort's; an element placed below k is written with its index. Each line
+ * costs L^2 compares: for routing among experts, not for a vocabulary. */
+static void emit_line(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
+{
+	const struct plan_fop *f = &b->body[0];
+	const struct ir_shape *xs = &b->shape[0];
+	enum ir_dtype t = b->dtype[0];
+	int ax = (int)f->a.axis;
+	int64_t L = xs->dims[ax], inner = tail_numel(xs, ax + 1);
+	bool fl = ir_dtype_is_float(t);
+	LLVMValueRef o = LLVMBuildUDiv(c->b, r, cg_i64c(c, inner), ""),
+		     i = LLVMBuildURem(c->b, r, cg_i64c(c, inner), "");
+	LLVMValueRef base = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, o, cg_i64c(c, L * inner), ""), i, "");
+	struct loop l, m;
+	if (f->op == IR_OP_CUMSUM) {
+		bool excl = f->a.mode & IR_CUMSUM_EXCLUSIVE, rev = f->a.mode & IR_CUMSUM_REVERSE;
+		loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, L), fl ? LLVMConstReal(c->f64, 0) : cg_i64c(c, 0));
+		LLVMValueRef pos = rev ? LLVMBuildSub(c->b, cg_i64c(c, L - 1), l.i, "") : l.i;
+		LLVMValueRef e = LLVMBuildAdd(c->b, base, LLVMBuildMul(c->b, pos, cg_i64c(c, inner), ""), "");
+		LLVMValueRef x = cg_load(c, c->base[0], t, e);
+		x = fl ? cg_to_f64(c, x, t) : cg_to_i64(c, x, t);
+		LLVMValueRef next = fl ? LLVMBuildFAdd(c->b, l.acc, x, "") : LLVMBuildAdd(c->b, l.acc, x, "");
+		LLVMValueRef v = excl ? l.acc : next;
+		cg_store(c, c->base[b->nin], t, e, fl ? cg_from_f64(c, v, t) : cg_from_i64(c, v, t));
+		loop_end(c, &l, cg_i64c(c, 1), next);
+		return;
+	}
+	bool smallest = f->a.mode & IR_TOPK_SMALLEST;
+	int64_t K = f->a.k;
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, L), NULL);
+	LLVMValueRef ea = LLVMBuildAdd(c->b, base, LLVMBuildMul(c->b, l.i, cg_i64c(c, inner), ""), "");
+	LLVMValueRef xa = cg_load(c, c->base[0], t, ea);
+	LLVMValueRef a = fl ? cg_to_f64(c, xa, t) : cg_to_i64(c, xa, t);
+	loop_begin(c, &m, cg_i64c(c, 0), cg_i64c(c, L), cg_i64c(c, 0));
+	LLVMValueRef eb = LLVMBuildAdd(c->b, base, LLVMBuildMul(c->b, m.i, cg_i64c(c, inner), ""), "");
+	LLVMValueRef xb = cg_load(c, c->base[0], t, eb);
+	LLVMValueRef bv = fl ? cg_to_f64(c, xb, t) : cg_to_i64(c, xb, t), ba, ab;
+	if (fl) { /* ranks_before(x, y): NaN first (largest) or last (smallest) */
+		LLVMValueRef bn = LLVMBuildFCmp(c->b, LLVMRealUNO, bv, bv, ""),
+			     an = LLVMBuildFCmp(c->b, LLVMRealUNO, a, a, "");
+		LLVMValueRef lt_ba = LLVMBuildFCmp(c->b, smallest ? LLVMRealOLT : LLVMRealOGT, bv, a, "");
+		LLVMValueRef lt_ab = LLVMBuildFCmp(c->b, smallest ? LLVMRealOLT : LLVMRealOGT, a, bv, "");
+		LLVMValueRef t1 = LLVMConstInt(c->i1, 1, 0), f0 = LLVMConstInt(c->i1, 0, 0);
+		/* b before a: b NaN -> !smallest && a not NaN; a NaN -> smallest; else compare */
+		ba = LLVMBuildSelect(c->b, bn, smallest ? f0 : LLVMBuildNot(c->b, an, ""),
+				     LLVMBuildSelect(c->b, an, smallest ? t1 : f0, lt_ba, ""), "");
+		ab = LLVMBuildSelect(c->b, an, smallest ? f0 : LLVMBuildNot(c->b, bn, ""),
+				     LLVMBuildSelect(c->b, bn, smallest ? t1 : f0, lt_ab, ""), "");
+	} else {
+		ba = LLVMBuildICmp(c->b, smallest ? LLVMIntSLT : LLVMIntSGT, bv, a, "");
+		ab = LLVMBuildICmp(c->b, smallest ? LLVMIntSLT : LLVMIntSGT, a, bv, "");
+	}
+	LLVMValueRef tie_first = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, m.i, l.i, ""),
+					      LLVMBuildNot(c->b, ab, ""), "");
+	LLVMValueRef before = LLVMBuildOr(c->b, ba, tie_first, "");
+	LLVMValueRef rank = loop_end(c, &m, cg_i64c(c, 1),
+				     LLVMBuildAdd(c->b, m.acc, LLVMBuildZExt(c->b, before, c->i64, ""), ""));
+	LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "kept");
+	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "next");
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, rank, cg_i64c(c, K), ""), put, next);
+	LLVMPositionBuilderAtEnd(c->b, put);
+	LLVMValueRef out = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, o, cg_i64c(c, K * inner), ""),
+					LLVMBuildAdd(c->b, LLVMBuildMul(c->b, rank, cg_i64c(c, inner), ""), i, ""), "");
+	cg_store(c, c->base[b->nin], t, out, xa);
+	cg_store(c, c->base[b->nin + 1], IR_I64, out, l.i);
+	LLVMBuildBr(c->b, next);
+	LLVMPositionBuilderAtEnd(c->b, next);
+	loop_end(c, &l, cg_i64c(c, 1), NULL);
+}
+
 /* The per-row code: statistics or the reduction, then the row's results. */
 static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, int split)
 {
@@ -509,7 +585,7 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
 	LLVMPositionBuilderAtEnd(c->b, entry);
 	LLVMValueRef args = LLVMGetParam(c->fn, 0);
-	for (int j = 0; j <= b->nin; j++) {
+	for (int j = 0; j <= b->nin + (k->nout - 1); j++) { /* top-k: two results */
 		LLVMValueRef jj = cg_i64c(c, j);
 		LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &jj, 1, "");
 		c->base[j] = LLVMBuildLoad2(c->b, c->ptr, p, "");
@@ -556,6 +632,8 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		emit_scatter_row(c, b, l.i);
 	else if (op == IR_OP_CONV || op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM)
 		emit_window_elem(c, b, l.i);
+	else if (op == IR_OP_TOPK || op == IR_OP_CUMSUM)
+		emit_line(c, b, l.i);
 	else
 		emit_row(c, b, l.i, split);
 	loop_end(c, &l, step, NULL);

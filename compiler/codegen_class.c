@@ -216,8 +216,13 @@ bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core)
 	if (cg_kernel_compiles(k, core))
 		return true;
 	*core = -1;
+	if (k->op == IR_OP_TOPK && !k->nbody && k->nin == 1 && k->nout == 2 && dtype_ok(k->dtype[0]) &&
+	    k->dtype[1] == k->dtype[0] && k->dtype[2] == IR_I64)
+		return true;
 	if (k->nbody || k->nout != 1 || k->nin > PLAN_FOP_MAX_IN || !dtype_ok(k->dtype[k->nin]))
 		return false;
+	if (k->op == IR_OP_CUMSUM)
+		return k->dtype[0] == k->dtype[1];
 	bool indexed = k->op == IR_OP_GATHER || k->op == IR_OP_SCATTER;
 	for (int j = 0; j < k->nin; j++)
 		if (!(indexed && j == 1 ? k->dtype[j] == IR_I64 || k->dtype[j] == IR_I32 : dtype_ok(k->dtype[j])))
@@ -237,6 +242,10 @@ int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu)
 	const struct plan_kernel *b = cg_as_body(k, &v);
 	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
 	int64_t r = 1;
+	if (b->nbody == 1 && (b->body[0].op == IR_OP_TOPK || b->body[0].op == IR_OP_CUMSUM)) /* a line each */
+		return k->shape[0].dims[b->body[0].a.axis]
+			       ? ir_shape_numel(&k->shape[0]) / k->shape[0].dims[b->body[0].a.axis]
+			       : 0;
 	for (int d = 0; d < cg_row_split(b, core, gpu); d++)
 		r *= s->dims[d];
 	return r;

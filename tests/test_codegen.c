@@ -139,7 +139,7 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 			 size_t nwhy)
 {
 	const struct plan_kernel *k = &p->kernels[kid];
-	struct ir_tensor in[64], ref = { 0 }, got;
+	struct ir_tensor in[64], refs[2] = { { 0 } }, got, got2 = { 0 }, *ref = &refs[0];
 	void *args[66];
 	bool ok = true;
 	for (int j = 0; j < k->nin; j++) {
@@ -157,8 +157,15 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 		for (int64_t i = 0; i < ir_shape_numel(&in[1].shape); i++)
 			ir_tensor_set_f64(&in[1], i, floor(2 * A * urand()) - (double)A);
 	}
+	if (k->op == IR_OP_TOPK && !k->nbody) /* ties, which go to the lower index */
+		for (int64_t i = 0; i < ir_shape_numel(&in[0].shape); i++)
+			ir_tensor_set_f64(&in[0], i, floor(8 * urand()) / 2 - 2);
 	ir_tensor_alloc(&got, k->dtype[k->nin], &k->shape[k->nin]);
 	args[k->nin] = got.data;
+	if (k->nout == 2) { /* top-k's indices */
+		ir_tensor_alloc(&got2, k->dtype[k->nin + 1], &k->shape[k->nin + 1]);
+		args[k->nin + 1] = got2.data;
+	}
 	if (k->nbody > 1 && plan_kernel_core(k) != IR_OP_COUNT) {
 		/* an epilogue: it runs in place on its library call's result */
 		args[k->nin + 1] = got.data;
@@ -168,7 +175,7 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 		}
 	}
 	fn(args, 0, k->rows);
-	if (interp_kernel(k, in, &ref) < 0) {
+	if (interp_kernel(k, in, refs) < 0) {
 		snprintf(why, nwhy, "interpreter: %s", ir_error());
 		ok = false;
 	}
@@ -179,7 +186,7 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 			if (isfinite(ir_tensor_get_f64(&in[j], i)))
 				scale = fmax(scale, fabs(ir_tensor_get_f64(&in[j], i)));
 	for (int64_t i = 0; ok && i < n; i++) {
-		double a = ir_tensor_get_f64(&got, i), b = ir_tensor_get_f64(&ref, i);
+		double a = ir_tensor_get_f64(&got, i), b = ir_tensor_get_f64(ref, i);
 		if ((a != a) && (b != b))
 			continue;
 		bool same = a == b;
@@ -199,11 +206,20 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 			ok = false;
 		}
 	}
+	for (int64_t i = 0; ok && k->nout == 2 && i < ir_shape_numel(&got2.shape); i++)
+		if (ir_tensor_get_f64(&got2, i) != ir_tensor_get_f64(&refs[1], i)) {
+			snprintf(why, nwhy, "second result, element %lld: %g, the interpreter %g", (long long)i,
+				 ir_tensor_get_f64(&got2, i), ir_tensor_get_f64(&refs[1], i));
+			ok = false;
+		}
 	for (int j = 0; j < k->nin; j++)
 		ir_tensor_free(&in[j]);
 	ir_tensor_free(&got);
-	if (ref.data)
-		ir_tensor_free(&ref);
+	if (got2.data)
+		ir_tensor_free(&got2);
+	for (int j = 0; j < 2; j++)
+		if (refs[j].data)
+			ir_tensor_free(&refs[j]);
 	return ok;
 }
 
@@ -333,7 +349,7 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 		plan_free(p);
 		return;
 	}
-	int n = 0, bad = 0, per[5] = { 0 };
+	int n = 0, bad = 0, per[6] = { 0 };
 	char why[512] = "", first[600] = "";
 	for (int kid = 0; kid < p->nkernels; kid++) {
 		const struct plan_kernel *k = &p->kernels[kid];
@@ -346,11 +362,12 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 		void (*fn)(void **, int64_t, int64_t);
 		memcpy(&fn, &sym, sizeof sym);
 		n++;
-		per[k->op == IR_OP_PAD       ? 0
-		    : k->op == IR_OP_CONCAT  ? 1
-		    : k->op == IR_OP_GATHER  ? 2
-		    : k->op == IR_OP_SCATTER ? 3
-					     : 4]++;
+		per[k->op == IR_OP_PAD                             ? 0
+		    : k->op == IR_OP_CONCAT                        ? 1
+		    : k->op == IR_OP_GATHER                        ? 2
+		    : k->op == IR_OP_SCATTER                       ? 3
+		    : k->op == IR_OP_TOPK || k->op == IR_OP_CUMSUM ? 5
+								   : 4]++;
 		if (sym && check_kernel(p, kid, fn, false, why, sizeof why))
 			continue;
 		if (!bad++)
@@ -358,9 +375,9 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 				 sym ? why : "no symbol");
 	}
 	TAP_OK(n > 0 && bad == 0,
-	       "%s: %d GPU-only kernels (%d pads, %d concats, %d gathers, %d scatters, %d convolutions and windows) "
-	       "equal the interpreter%s%s",
-	       tag, n, per[0], per[1], per[2], per[3], per[4], bad ? "; " : "", first);
+	       "%s: %d GPU-only kernels (%d pads, %d concats, %d gathers, %d scatters, %d convolutions and windows, "
+	       "%d top-k and cumsums) equal the interpreter%s%s",
+	       tag, n, per[0], per[1], per[2], per[3], per[4], per[5], bad ? "; " : "", first);
 	hostcode_free(hc);
 	plan_free(p);
 }
@@ -406,6 +423,8 @@ int main(int argc, char **argv)
 	snprintf(model, sizeof model, "%s/resnet_train/model.onnx", train);
 	check_gpu_only(pcc, model, "--cluster 1x1:h100 --train --loss cross_entropy:logits,labels --optimizer adamw",
 		       "resnet-train");
+	snprintf(model, sizeof model, "%s/moe/model.onnx", train);
+	check_gpu_only(pcc, model, "--cluster 1x1:h100 --train --loss mse:y,target --optimizer adamw", "moe-train");
 	snprintf(model, sizeof model, "%s/resnet_train/model.onnx", train);
 	check_gpu_only(
 		pcc, model,
