@@ -8,6 +8,7 @@
  * each plan communicator is an MPI_Comm_split of the world.
  */
 #include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -505,6 +506,13 @@ int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 		MPI_Comm_size(node, &c->local_size);
 		MPI_Comm_free(&node);
 	}
+	/* PCC_RUN_LOCAL_RANKS=N says better where a launcher groups ranks
+	 * wrongly (containers that hide the host's shared memory) */
+	const char *lr = getenv("PCC_RUN_LOCAL_RANKS");
+	char *end;
+	long n = lr ? strtol(lr, &end, 10) : 0;
+	if (lr && *lr && !*end && n >= 1 && n <= INT_MAX)
+		c->local_size = (int)n;
 	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
 	m->tag_ub = flag && ub && *ub > 0 ? *ub : 32767;
 	c->ops = &mpi_ops;

@@ -197,6 +197,17 @@ if [ "$mode" = standin ]; then
 	check "--profile on a GPU: kernels timed by CUDA events, against the device memory's peak" \
 		profiled gpu "CUDA events; device memory peak 3352 GB/s"
 	check "--profile on a CPU rank: kernels timed by the host's clock" profiled cpu "host clock"
+	# nothing of these training steps runs on the host (bf16, the GPU default)
+	on_device() {
+		"$pcc" "$train/$1/model.onnx" --cluster 1x1:h100 --train $2 --optimizer adamw -o "$tmp/d.bin" >/dev/null &&
+			$mpi -np 1 "$run" "$tmp/d.bin" --data "$train/$1/test_data_set_0" --steps 1 >"$tmp/d.log" || return 1
+		! grep 'ran on the host' "$tmp/d.log" >&2
+	}
+	for t in gpt:cross_entropy:logits,labels bert:mse:pooled,target vit:cross_entropy:logits,labels \
+		resnet_train:cross_entropy:logits,labels moe:mse:y,target tinytext:; do
+		n=${t%%:*} l=${t#*:}
+		check "$n: a training step runs every kernel on the GPU (none on the host)" on_device "$n" "${l:+--loss $l}"
+	done
 	# ranks on a host from MPI itself (MPI_COMM_TYPE_SHARED), not Open MPI's
 	# variables, which srun and MPICH do not set: 4 ranks and 2 GPUs refused
 	nolocal="env -u OMPI_COMM_WORLD_LOCAL_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK"

@@ -352,13 +352,13 @@ check "control: gpt_loss takes labels of the ignored -100 and the last class (63
 # the arena times the host's ranks beyond int64 (issue 40: it wrapped to a
 # negative need, passed, and the arena was allocated): a 4.1 GiB arena (a
 # 1.1e9-float parameter, never read) for 2^31 - 1 local ranks, as
-# OMPI_COMM_WORLD_LOCAL_SIZE says (pcc-run alone, an MPI singleton)
+# PCC_RUN_LOCAL_RANKS says (pcc-run alone, an MPI singleton)
 mkdir -p "$tmp/big/in"
 printf 'pcc-ir 1\ninput %%0 "x" : f32[]\nparam %%1 "W" : f32[1100000000] = external "w.bin" offset 0 bytes 4400000000\n%%2 : f32[] = reduce_sum %%1 axes=[0]\n%%3 : f32[] = add %%2, %%0\noutput %%3 "y"\n' >"$tmp/big/big.ir"
 printf '\020\001\102\001x\112\004\000\000\200\077' >"$tmp/big/in/input_0.pb" # f32[] x = 1
 check "an arena of 4.1 GiB on 2147483647 local ranks (the product past int64): refused with both figures" sh -c "
   '$pcc' '$tmp/big/big.ir' --cluster cpu:1 -o '$tmp/big/big.bin' >/dev/null &&
-  OMPI_COMM_WORLD_LOCAL_SIZE=2147483647 timeout 60 '$run' '$tmp/big/big.bin' -i '$tmp/big/in' 2>'$tmp/big/e'; test \$? -eq 1 &&
+  PCC_RUN_LOCAL_RANKS=2147483647 timeout 60 '$run' '$tmp/big/big.bin' -i '$tmp/big/in' 2>'$tmp/big/e'; test \$? -eq 1 &&
   grep -q '^pcc-run: rank 0: the plan needs 4.1 GiB per rank (its arena) for 2147483647 ranks on this host, which has .* available\$' '$tmp/big/e'"
 
 # token files (--tokens; the window rule and its results: test_runtime_tokens.sh)
