@@ -250,13 +250,27 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 			       o->data ? "--data" : "--tokens");
 	if (rc == 0 && p->train && o->in_dir)
 		rc = ir_errorf(-EINVAL, "%s is a training plan: give --data DIR or --tokens FILE, not -i", o->plan);
+	/* the plan's model, resolved once (relative to the plan's directory
+	 * where the plan names it so): p->model from here on */
+	char *named = NULL;
+	bool relative = rc == 0 && !o->model && p->model && p->model[0] != '/';
+	if (rc == 0 && !o->model && (rc = plan_model_path(p, o->plan, &named)) == 0 && named) {
+		ir_free(p->model);
+		p->model = named;
+	}
 	const char *model = o->model ? o->model : p ? p->model : NULL;
 	if (rc == 0 && !model)
 		rc = ir_errorf(-EINVAL, "%s does not name its model: give --model MODEL.onnx", o->plan);
 	uint64_t h = 0;
-	if (rc == 0 && c->rank == 0 && (rc = plan_hash_file(model, &h)) == 0 && h != p->model_hash)
+	if (rc == 0 && c->rank == 0 && (rc = plan_hash_file(model, &h)) < 0 && !o->model) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", ir_error());
+		ir_errorf(rc, "%s (the model %s was compiled from, %s; give --model MODEL.onnx)", why, o->plan,
+			  relative ? "named relative to the plan's directory" : "named by its absolute path");
+	} else if (rc == 0 && c->rank == 0 && h != p->model_hash) {
 		rc = ir_errorf(-EINVAL, "%s is not the model %s was compiled from (its contents differ)", model,
 			       o->plan);
+	}
 	bool gpu = false;
 	if (rc == 0)
 		rc = on_gpu(o, p, &gpu);
