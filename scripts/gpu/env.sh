@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # env.sh: source it (bash) from anywhere to run the bundle's programs by
 # hand: `. pcc-gpu/env.sh; pcc-run plan.bin --device gpu ...` (run-gpu-check
 # sources it too). Sets PATH (bin/, and usr/bin/ for mpirun), Open MPI and
