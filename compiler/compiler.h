@@ -163,6 +163,9 @@ struct onnx_weights *onnx_weights_open(const char *path);
 int onnx_weights_type(const struct onnx_weights *w, const char *name, enum ir_dtype *dt, struct ir_shape *shape);
 int onnx_weights_read(const struct onnx_weights *w, const char *name, enum ir_dtype dtype,
 		      const struct ir_shape *global, const int64_t *start, const struct ir_shape *block, void *dst);
+/* Whether initializer name keeps its data in an external file that does
+ * not exist (a model shipped without its weights: pcc-run --init). */
+bool onnx_weights_absent(const struct onnx_weights *w, const char *name);
 void onnx_weights_close(struct onnx_weights *w);
 
 /* ---- the training step (compiler/train*.c) ---------------------------------

@@ -174,6 +174,18 @@ static int read_external(const struct onnx_weights *w, const Onnx__TensorProto *
 	return rc;
 }
 
+bool onnx_weights_absent(const struct onnx_weights *w, const char *name)
+{
+	const Onnx__TensorProto *t = find(w, name);
+	struct ir_data d = { 0 };
+	char file[4096];
+	if (!t || !t->has_data_location || t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL ||
+	    onnx_external_ref(w->base_dir, t, &d) < 0)
+		return false;
+	snprintf(file, sizeof file, "%s/%s", d.base_dir, d.path);
+	return access(file, F_OK) < 0 && errno == ENOENT;
+}
+
 /* The block in the stored dtype into dst. */
 static int read_stored(const struct onnx_weights *w, const Onnx__TensorProto *t, enum ir_dtype dt,
 		       const struct ir_shape *global, const int64_t *start, const struct ir_shape *block, void *dst)

@@ -201,8 +201,11 @@ struct plan {
 	int version;                        /* PLAN_FORMAT_VERSION */
 	char *cluster;                      /* the cluster spec it was compiled for */
 	int cluster_nodes, cluster_devices; /* the whole cluster */
-	char *model;                        /* the ONNX file compiled (absolute path), where the
-					     * runtime loads the weights from; NULL: unknown */
+	char *model;                        /* the ONNX file compiled, where the runtime loads the
+					     * weights from: absolute in the compiler; in a plan
+					     * file relative to its directory where they share
+					     * a top folder (plan_write, plan_model_path);
+					     * NULL: unknown */
 	uint64_t model_hash;                /* of the ONNX file's bytes */
 	uint64_t options_hash;              /* of the compile options that shaped the plan */
 	bool train;
@@ -304,5 +307,12 @@ int plan_check_mesh(const struct plan *p, int nranks);
 
 /* XXH3-64 of a file's bytes: plan.model_hash of the model compiled. */
 int plan_hash_file(const char *path, uint64_t *out);
+
+/* The model a plan read from plan_path names, as a path to open: its
+ * plan.model as written when absolute, else joined to plan_path's
+ * directory (plan_write stores it relative to that directory when the two
+ * share a folder below "/", so a plan moved with its model still finds it).
+ * *out is ir_malloc'd; NULL when the plan names no model. */
+int plan_model_path(const struct plan *p, const char *plan_path, char **out);
 
 #endif

@@ -3,11 +3,15 @@
  * whole file. Reading refuses a file over the 2 GiB a plan may pack to;
  * writing goes to "<path>.tmp.<pid>", renamed over path once complete, so
  * a reader never sees a partial plan and a failed write leaves nothing.
+ * The model's path is written relative to the plan's directory where the
+ * two share a folder below "/" (plan_model_path resolves it), so a folder
+ * holding plans and models can move to another machine.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,11 +91,86 @@ static int write_all(int fd, const uint8_t *buf, size_t n)
 	return 0;
 }
 
+/* Skips one path component and the slashes after it; its length in *n. */
+static const char *component(const char *s, size_t *n)
+{
+	*n = strcspn(s, "/");
+	s += *n;
+	while (*s == '/')
+		s++;
+	return s;
+}
+
+/* The absolute path model as seen from the directory of the plan file
+ * path: "../../models/m.onnx", or NULL (kept absolute) when the two share
+ * no folder below "/" or that directory cannot be resolved. */
+static char *model_relative(const char *model, const char *path)
+{
+	if (!model || model[0] != '/')
+		return NULL;
+	size_t n = strlen(path), la, lb;
+	char *dir = ir_malloc(n + 2), *real = NULL, *rel = NULL;
+	if (!dir)
+		return NULL;
+	memcpy(dir, path, n + 1);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		strcpy(dir, ".");
+	else
+		slash[slash == dir] = 0; /* "/plan.bin": "/" */
+	real = realpath(dir, NULL);
+	ir_free(dir);
+	if (!real)
+		return NULL;
+	const char *a = real + 1, *b = model + 1;
+	int shared = 0, up = 0;
+	for (;;) {
+		const char *na = component(a, &la), *nb = component(b, &lb);
+		if (!la || la != lb || memcmp(a, b, la))
+			break;
+		a = na;
+		b = nb;
+		shared++;
+	}
+	while (*a) {
+		a = component(a, &la);
+		up++;
+	}
+	if (shared && *b && (rel = ir_malloc((size_t)up * 3 + strlen(b) + 1))) {
+		for (int i = 0; i < up; i++)
+			memcpy(rel + 3 * i, "../", 3);
+		strcpy(rel + 3 * up, b);
+	}
+	free(real); /* realpath's, from the C library */
+	return rel;
+}
+
+int plan_model_path(const struct plan *p, const char *plan_path, char **out)
+{
+	*out = NULL;
+	if (!p->model || !p->model[0])
+		return 0;
+	const char *slash = p->model[0] == '/' ? NULL : strrchr(plan_path, '/');
+	size_t dn = slash ? (size_t)(slash - plan_path) + 1 : 0, mn = strlen(p->model);
+	char *s = ir_malloc(dn + mn + 1);
+	if (!s)
+		return ir_errorf(-ENOMEM, "out of memory");
+	memcpy(s, plan_path, dn);
+	memcpy(s + dn, p->model, mn + 1);
+	*out = s;
+	return 0;
+}
+
 int plan_write(const struct plan *p, const char *path)
 {
 	uint8_t *buf;
 	size_t n, tn = strlen(path) + 32;
-	int rc = plan_pack(p, &buf, &n), fd = -1;
+	struct plan stored = *p; /* the same plan, its model's path as the file keeps it */
+	char *rel = model_relative(p->model, path);
+	if (rel)
+		stored.model = rel;
+	int rc = plan_pack(&stored, &buf, &n), fd = -1;
+	ir_free(rel);
 	if (rc < 0) {
 		ir_error_prefix("%s", path);
 		return rc;

@@ -6,6 +6,7 @@
  *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
  *   mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] [--steps S] ...
  *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32] [--no-overlap]
+ *           [--init [SPEC]] [--seed N]
  *
  * Every rank reads and checks the plan, takes its device program, loads
  * its parameter slices from the model the plan was compiled from (or
@@ -30,12 +31,13 @@ struct opts {
 	const char *tokens, *token_type; /* --tokens FILE [--token-type u16|u32|i32] */
 	long steps, log_every, ckpt_every;
 	double timeout;
-	bool reference;     /* --reference: the interpreter's kernels, not the plan's host code */
-	long threads;       /* --threads N per rank; 0: the cores divided among the host's ranks */
-	const char *device; /* --device auto|cpu|gpu */
-	bool tf32;          /* --tf32: f32 dots on tensor cores (GPU) */
-	bool no_overlap;    /* --no-overlap: receives and collectives wait at their instruction */
-	bool profile;       /* --profile: per-kernel times (profile.c) */
+	bool reference;      /* --reference: the interpreter's kernels, not the plan's host code */
+	long threads;        /* --threads N per rank; 0: the cores divided among the host's ranks */
+	const char *device;  /* --device auto|cpu|gpu */
+	bool tf32;           /* --tf32: f32 dots on tensor cores (GPU) */
+	bool no_overlap;     /* --no-overlap: receives and collectives wait at their instruction */
+	struct rt_fill fill; /* --init [SPEC] --seed N: parameters whose weights are absent */
+	bool profile;        /* --profile: per-kernel times (profile.c) */
 };
 
 static void usage(FILE *f)
@@ -53,6 +55,11 @@ static void usage(FILE *f)
 		"                 instruction instead of overlapping compute; the same results)\n"
 		"                 [--profile] (rank 0's kernels by time, bytes moved and FLOP/s; on GPUs\n"
 		"                 timed by CUDA events, which serializes nothing but adds two per kernel)\n"
+		"                 [--init [SPEC]] [--seed N] (fill the parameters whose weights file is\n"
+		"                 absent: SPEC is PATTERN=KIND,... tried in order, KIND zeros, ones,\n"
+		"                 const:V, normal[:STD] or uniform:A, e.g. 'ln*.weight=ones,*=normal:0.02';\n"
+		"                 unmatched: a name holding bias or beta 0, a vector 1, else N(0, 0.02);\n"
+		"                 deterministic from --seed (default 0), the same on any mesh)\n"
 		"Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
 		"DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step. Inputs\n"
 		"bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
@@ -81,9 +88,26 @@ static int parse(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof *o);
 	o->steps = 1;
 	o->timeout = 300;
+	const char *init = NULL, *seed = NULL;
+	bool has_init = false;
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		int rc = 0;
+		if (!strcmp(s, "--init") || !strncmp(s, "--init=", 7)) {
+			/* the spec is optional: the next argument when it holds a rule */
+			has_init = true;
+			if (s[6] == '=')
+				init = s + 7;
+			else if (v && v[0] != '-' && strchr(v, '='))
+				init = argv[++i];
+			continue;
+		}
+		if (!strcmp(s, "--seed")) {
+			if (!v)
+				return ir_errorf(-EINVAL, "--seed needs a value");
+			seed = argv[++i];
+			continue;
+		}
 		static const char *const strs[] = { "--model",     "-i",           "-o",       "--data",
 						    "--save-onnx", "--checkpoint", "--resume", "--device",
 						    "--tokens",    "--token-type", NULL };
@@ -132,6 +156,21 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (!o->plan)
 		return ir_errorf(-EINVAL, "no plan given (try --help)");
+	unsigned long long sv = 0;
+	if (seed) {
+		char *end;
+		errno = 0;
+		sv = strtoull(seed, &end, 10);
+		if (*end || end == seed || errno || seed[0] == '-')
+			return ir_errorf(-EINVAL, "--seed %s: expected a whole number of at least 0", seed);
+		if (!has_init)
+			return ir_errorf(-EINVAL, "--seed needs --init (it seeds the values --init fills)");
+	}
+	if (has_init) {
+		int rc = rt_fill_parse(&o->fill, init, sv);
+		if (rc < 0)
+			return rc;
+	}
 	if (!o->in_dir && !o->data && !o->tokens)
 		return ir_errorf(-EINVAL, "%s: give -i DIR (inference) or --data DIR or --tokens FILE (training)",
 				 o->plan);
@@ -243,6 +282,25 @@ static int fault_parse(struct rt *r, const struct opts *o)
 	return rc;
 }
 
+/* The rules of --init as given, for the log line. */
+static const char *init_rules(const struct rt_fill *f)
+{
+	static char buf[512];
+	size_t at = 0;
+	for (int i = 0; i < f->n && at < sizeof buf; i++) {
+		const struct rt_fill_rule *u = &f->rule[i];
+		int w = snprintf(buf + at, sizeof buf - at, "%s%s=%s", i ? "," : "", u->pattern,
+				 rt_fill_kind_name(u->kind));
+		if (w > 0)
+			at += (size_t)w;
+		if (at < sizeof buf &&
+		    (u->kind == RT_FILL_CONST || u->kind == RT_FILL_NORMAL || u->kind == RT_FILL_UNIFORM) &&
+		    (w = snprintf(buf + at, sizeof buf - at, ":%g", u->value)) > 0)
+			at += (size_t)w;
+	}
+	return buf;
+}
+
 static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_comm *c)
 {
 	struct plan *p = plan_read(o->plan);
@@ -256,13 +314,27 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 			       o->data ? "--data" : "--tokens");
 	if (rc == 0 && p->train && o->in_dir)
 		rc = ir_errorf(-EINVAL, "%s is a training plan: give --data DIR or --tokens FILE, not -i", o->plan);
+	/* the plan's model, resolved once (relative to the plan's directory
+	 * where the plan names it so): p->model from here on */
+	char *named = NULL;
+	bool relative = rc == 0 && !o->model && p->model && p->model[0] != '/';
+	if (rc == 0 && !o->model && (rc = plan_model_path(p, o->plan, &named)) == 0 && named) {
+		ir_free(p->model);
+		p->model = named;
+	}
 	const char *model = o->model ? o->model : p ? p->model : NULL;
 	if (rc == 0 && !model)
 		rc = ir_errorf(-EINVAL, "%s does not name its model: give --model MODEL.onnx", o->plan);
 	uint64_t h = 0;
-	if (rc == 0 && c->rank == 0 && (rc = plan_hash_file(model, &h)) == 0 && h != p->model_hash)
+	if (rc == 0 && c->rank == 0 && (rc = plan_hash_file(model, &h)) < 0 && !o->model) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", ir_error());
+		ir_errorf(rc, "%s (the model %s was compiled from, %s; give --model MODEL.onnx)", why, o->plan,
+			  relative ? "named relative to the plan's directory" : "named by its absolute path");
+	} else if (rc == 0 && c->rank == 0 && h != p->model_hash) {
 		rc = ir_errorf(-EINVAL, "%s is not the model %s was compiled from (its contents differ)", model,
 			       o->plan);
+	}
 	bool gpu = false;
 	if (rc == 0)
 		rc = on_gpu(o, p, &gpu);
@@ -286,8 +358,9 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 		rc = rt_kernels_load(r, o->reference, (int)o->threads);
 	if (rc == 0)
 		rc = fault_parse(r, o);
+	int filled = 0;
 	if (rc == 0)
-		rc = rt_load_params(r, model);
+		rc = rt_load_params(r, model, &o->fill, &filled);
 	if (rc == 0 && gpu)
 		rc = rt_gpu_state(r, true);
 	if (rc == 0 && o->profile)
@@ -295,6 +368,10 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	if (agree(c, rc) < 0)
 		return -1;
 	r->no_overlap = o->no_overlap;
+	if (o->fill.on && c->rank == 0)
+		printf("pcc-run: --init: %d parameters on rank 0 filled (their weights are absent from %s), seed %llu%s%s\n",
+		       filled, model, (unsigned long long)o->fill.seed, o->fill.n ? ", rules " : ", default rules",
+		       o->fill.n ? init_rules(&o->fill) : "");
 	if (gpu && c->rank == 0)
 		printf("pcc-run: %d ranks on GPUs (NCCL)%s\n", c->size, o->tf32 ? ", f32 dots in TF32" : "");
 	return 0;
@@ -607,6 +684,7 @@ int main(int argc, char **argv)
 		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
 	rt_overlap_release(&r);
 	rt_release(&r);
+	rt_fill_release(&o.fill);
 	plan_free(p);
 	c.ops->finish(&c);
 	return rc < 0 ? 1 : 0;

@@ -176,8 +176,40 @@ void rt_overlap_release(struct rt *r);
  * Collective: no; errors name the size. */
 int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse);
 void rt_release(struct rt *r);
-/* Loads this rank's parameter slices from the ONNX model. */
-int rt_load_params(struct rt *r, const char *model);
+/* Loads this rank's parameter slices from the ONNX model; with fill (not
+ * NULL, fill->on), a parameter whose external data file is absent is
+ * filled by rt_fill_block instead, else that is an error naming the file
+ * and --init. *filled: the parameters filled on this rank (NULL: unused). */
+struct rt_fill;
+int rt_load_params(struct rt *r, const char *model, const struct rt_fill *fill, int *filled);
+
+/* ---- fill.c: pcc-run --init [SPEC] --seed N, values for parameters whose
+ * weights are absent: rules PATTERN=KIND tried in order, then defaults (a
+ * name holding "bias" or "beta": zeros; a vector: ones; else normal 0.02).
+ * Each element a function of the seed, the name and its place in the whole
+ * parameter, so a sharded parameter gets the same values on any mesh. */
+enum rt_fill_kind { RT_FILL_ZEROS, RT_FILL_ONES, RT_FILL_CONST, RT_FILL_NORMAL, RT_FILL_UNIFORM, RT_FILL_COUNT };
+struct rt_fill_rule {
+	const char *pattern; /* fnmatch shell pattern over the parameter's name */
+	enum rt_fill_kind kind;
+	double value; /* const: the value; normal: the standard deviation; uniform: the bound */
+};
+struct rt_fill {
+	bool on; /* --init given */
+	uint64_t seed;
+	int n; /* rules, in the order given */
+	struct rt_fill_rule *rule;
+	char *text; /* the spec, cut into the rules' patterns */
+};
+/* Parses SPEC (NULL or "": defaults only); -EINVAL naming a bad rule. */
+int rt_fill_parse(struct rt_fill *f, const char *spec, uint64_t seed);
+void rt_fill_release(struct rt_fill *f);
+/* The rule for a parameter of this name and rank (pattern "(default)" when none matches). */
+struct rt_fill_rule rt_fill_rule_for(const struct rt_fill *f, const char *name, int rank);
+const char *rt_fill_kind_name(enum rt_fill_kind k);
+/* Fills the block at start[] of a parameter of shape global, dtype a float. */
+int rt_fill_block(const struct rt_fill *f, const char *name, enum ir_dtype dtype, const struct ir_shape *global,
+		  const int64_t *start, const struct ir_shape *block, void *dst);
 /* Rank 0 gets every parameter whole (params[p->nparams], allocated); the
  * others send their slices. Collective over all ranks. */
 int rt_gather_params(struct rt *r, struct ir_tensor *params);

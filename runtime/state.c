@@ -194,18 +194,32 @@ void rt_release(struct rt *r)
 	memset(r, 0, sizeof *r);
 }
 
-int rt_load_params(struct rt *r, const char *model)
+int rt_load_params(struct rt *r, const char *model, const struct rt_fill *fill, int *filled)
 {
 	struct onnx_weights *w = onnx_weights_open(model);
-	int rc = w ? 0 : -EINVAL;
+	int rc = w ? 0 : -EINVAL, nfilled = 0, last = -1;
 	for (int k = 0; k < r->d->nbuf && rc == 0; k++) {
 		const struct plan_buffer *x = &r->d->buf[k];
 		if (x->bind != PLAN_BIND_PARAM)
 			continue;
 		const struct plan_tensor *t = &r->p->params[x->index];
+		bool absent = onnx_weights_absent(w, t->name);
+		if (absent && fill && fill->on) {
+			rc = rt_fill_block(fill, t->name, x->dtype, &t->shape, x->start, &x->shape, rt_buf(r, x));
+			nfilled += last != x->index;
+			last = x->index;
+			continue;
+		}
 		rc = onnx_weights_read(w, t->name, x->dtype, &t->shape, x->start, &x->shape, rt_buf(r, x));
+		if (rc < 0 && absent) {
+			char why[1024];
+			snprintf(why, sizeof why, "%s", ir_error());
+			ir_errorf(rc, "%s (pcc-run --init fills parameters whose weights are absent)", why);
+		}
 	}
 	onnx_weights_close(w);
+	if (filled)
+		*filled = nfilled;
 	return rc;
 }
 

@@ -3,6 +3,7 @@
  *
  *   pb_cmp [--rtol R] [--atol A] GOT_DIR WANT_DIR    every WANT_DIR/output_N.pb
  *   pb_cmp --onnx [--rtol R] [--atol A] GOT.onnx WANT.onnx   every parameter
+ *   pb_cmp --stats MODEL.onnx    per parameter: name, elements, mean, std, min, max
  *
  * Each element must satisfy |got - want| <= atol + rtol * |want| (NaN only
  * where the reference has NaN). Prints one line with the largest errors;
@@ -106,8 +107,42 @@ static int models(const char *got, const char *want, double rtol, double atol, s
 	return n;
 }
 
+/* One line per parameter: name count mean std min max. */
+static int stats(const char *path)
+{
+	struct ir_graph *g = onnx_import(path, NULL, NULL);
+	int rc = g ? 0 : 2;
+	for (int i = 0; rc == 0 && i < ir_graph_nparams(g); i++) {
+		const struct ir_value *v = ir_graph_param(g, i);
+		struct ir_tensor x;
+		if (interp_load_param(v, &x) < 0) {
+			rc = 2;
+			break;
+		}
+		int64_t n = ir_shape_numel(&x.shape);
+		double sum = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
+		for (int64_t k = 0; k < n; k++) {
+			double y = ir_tensor_get_f64(&x, k);
+			sum += y;
+			sq += y * y;
+			lo = fmin(lo, y);
+			hi = fmax(hi, y);
+		}
+		double mean = n ? sum / (double)n : 0;
+		printf("%s %lld %.6g %.6g %.6g %.6g\n", v->name ? v->name : "?", (long long)n, mean,
+		       n ? sqrt(fmax(sq / (double)n - mean * mean, 0)) : 0, lo, hi);
+		ir_tensor_free(&x);
+	}
+	if (rc)
+		fprintf(stderr, "pb_cmp: %s\n", ir_error());
+	ir_graph_free(g);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--stats"))
+		return stats(argv[2]);
 	double rtol = 1e-5, atol = 1e-6;
 	bool onnx = false;
 	const char *p[2] = { NULL, NULL };
@@ -122,7 +157,7 @@ int main(int argc, char **argv)
 			p[np++] = argv[i];
 	}
 	if (np != 2) {
-		fprintf(stderr, "usage: pb_cmp [--onnx] [--rtol R] [--atol A] GOT WANT\n");
+		fprintf(stderr, "usage: pb_cmp [--onnx] [--rtol R] [--atol A] GOT WANT | pb_cmp --stats MODEL.onnx\n");
 		return 2;
 	}
 	struct errs e = { 0 };

@@ -294,7 +294,7 @@ static int run_plan(const struct plan *p, const char *model, const struct ir_ten
 	if (rc == 0)
 		rc = rt_kernels_load(&r, reference, 0);
 	if (rc == 0)
-		rc = rt_load_params(&r, model);
+		rc = rt_load_params(&r, model, NULL, NULL);
 	stage(reference ? "pcc-run --reference: step" : "pcc-run: step");
 	if (rc == 0 && (rc = rt_step(&r, in)) == 0)
 		rc = rt_gather_outputs(&r, out);

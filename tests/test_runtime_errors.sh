@@ -204,6 +204,12 @@ mkdir -p "$tmp/mv"
 cp "$mlp/model.onnx" "$tmp/mv/model.onnx"
 (cd "$tmp/mv" && "$pcc" model.onnx --cluster cpu:2 -o ../mv.bin >/dev/null)
 
+# a plan beside its model's folder, both moved to another folder afterwards
+mkdir -p "$tmp/rel/m" "$tmp/rel/plans"
+cp "$mlp/model.onnx" "$tmp/rel/m/model.onnx"
+"$pcc" "$tmp/rel/m/model.onnx" --cluster cpu:2 -o "$tmp/rel/plans/r.bin" >/dev/null
+mv "$tmp/rel" "$tmp/rel2"
+
 # ---- 3. positive controls: the plans, data and options used below work
 
 # trains NP PLAN [DATA]: 3 steps logged, --save-onnx written.
@@ -227,6 +233,11 @@ check "control: gpt inference on 2 ranks writes its outputs" infers 2 "$tmp/i2.b
 check "control: mlp inference on 2 ranks writes its outputs" infers 2 "$tmp/m2.bin" "$mlp/test_data_set_0"
 check "control: --model naming the compiled model's file is accepted" infers 2 "$tmp/m2.bin" "$mlp/test_data_set_0" --model "$mlp/model.onnx"
 check "control: a plan compiled by a relative model path runs from another directory" infers 2 "$tmp/mv.bin" "$mlp/test_data_set_0"
+check "a plan names its model relative to its own folder: ../m/model.onnx, no absolute path" sh -c "
+  grep -qF '../m/model.onnx' '$tmp/rel2/plans/r.bin' && ! grep -qF '$tmp/rel/' '$tmp/rel2/plans/r.bin'"
+check "a plan and its model moved together run where they now are, from another directory" sh -c "
+  cd / && $mpi -np 2 '$run' '$tmp/rel2/plans/r.bin' --timeout 20 -i '$mlp/test_data_set_0' -o '$tmp/rel_out' >&2 &&
+  test -s '$tmp/rel_out/output_0.pb'"
 check "control: a training set per step, cycling over 2 sets, is read" sh -c "
   mkdir -p '$tmp/two/test_data_set_0' '$tmp/two/test_data_set_1' &&
   cp '$gdata/input_0.pb' '$gdata/input_1.pb' '$tmp/two/test_data_set_0/' &&
@@ -268,6 +279,10 @@ mv "$tmp/mv/model.onnx" "$tmp/mv/moved.onnx"
 refuse "the model moved after compiling: the path the plan records is named" 2 "$tmp/mv/model.onnx: cannot read" \
 	"$tmp/mv.bin" -i "$mlp/test_data_set_0" -o "$tmp/never"
 check "control: --model naming the moved model is accepted" infers 2 "$tmp/mv.bin" "$mlp/test_data_set_0" --model "$tmp/mv/moved.onnx"
+rm "$tmp/rel2/m/model.onnx"
+refuse "a plan whose model is gone: the path, relative to the plan's folder, and --model are named" 2 \
+	"$tmp/rel2/plans/../m/model.onnx: cannot read: No such file or directory (the model $tmp/rel2/plans/r.bin was compiled from, named relative to the plan's directory; give --model MODEL.onnx)" \
+	"$tmp/rel2/plans/r.bin" -i "$mlp/test_data_set_0" -o "$tmp/never"
 cp "$models/mlp_op13/model.onnx" "$tmp/mv/model.onnx"
 refuse "another model in the place of the compiled one: not the model compiled" 2 \
 	"$tmp/mv/model.onnx is not the model $tmp/mv.bin was compiled from" \
