@@ -205,8 +205,8 @@ if [ "$mode" = standin ]; then
 	}
 	for t in gpt:cross_entropy:logits,labels bert:mse:pooled,target vit:cross_entropy:logits,labels \
 		resnet_train:cross_entropy:logits,labels moe:mse:y,target tinytext:; do
-		n=${t%%:*} l=${t#*:}
-		check "$n: a training step runs every kernel on the GPU (none on the host)" on_device "$n" "${l:+--loss $l}"
+		dn=${t%%:*} dl=${t#*:} # (n is tap.sh's count)
+		check "$dn: a training step runs every kernel on the GPU (none on the host)" on_device "$dn" "${dl:+--loss $dl}"
 	done
 	# ranks on a host from MPI itself (MPI_COMM_TYPE_SHARED), not Open MPI's
 	# variables, which srun and MPICH do not set: 4 ranks and 2 GPUs refused
