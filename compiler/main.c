@@ -617,10 +617,10 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		if ((rc = onnx_batch_dim(a->model, &pl.imp, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
 			return rc;
 	}
-	pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
 	struct plan *lowered = NULL;
 	struct inter_refused *refused = NULL;
 	for (;;) {
+		pl.imp.updates = false; /* the search weighs the model as given */
 		if ((rc = inter_pass(c, &o, &p)) < 0) {
 			prefix_model(a);
 			break;
@@ -628,6 +628,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		if (!a->out_dir || text)
 			break;
 		int stage = -1;
+		pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
 		struct compile_input in = { a->model, a->cluster, c, &o, &p, &to, &pl.imp, &stage };
 		if ((rc = compile_lower(&in, &lowered)) == 0)
 			break;
