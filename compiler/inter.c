@@ -221,7 +221,8 @@ static double xfer_time(const struct search *s, int r, int d)
 
 /* Whether lowering refused layers l..r on config k with options opt at
  * this micro-batch size with as many micro-batches in flight or fewer
- * (inter_opts.refused): with more in flight it needs more still. */
+ * (inter_opts.refused): with more in flight it needs more still. ZeRO
+ * splits nothing at inference, so there both variants are the one refused. */
 static bool refused(const struct search *s, int l, int r, int k, int opt, double inflight)
 {
 	const struct inter_opts *o = s->env->opts;
@@ -230,7 +231,8 @@ static bool refused(const struct search *s, int l, int r, int k, int opt, double
 		const struct inter_refused *x = &o->refused[i];
 		if (x->micro_batch == s->b && x->layer_first == l && x->layer_last == r && x->rows == y->rows &&
 		    x->cols == y->cols && x->n0 == y->n0 && x->n1 == y->n1 && x->recompute == !!(opt & OPT_RECOMPUTE) &&
-		    x->zero == !!(opt & OPT_ZERO) && x->lean == !!(opt & OPT_LEAN) && inflight >= x->inflight)
+		    (!s->env->train || x->zero == !!(opt & OPT_ZERO)) && x->lean == !!(opt & OPT_LEAN) &&
+		    inflight >= x->inflight)
 			return true;
 	}
 	return false;
