@@ -594,14 +594,14 @@ struct inter_opts {
 void inter_opts_init(struct inter_opts *o);
 
 /* A stage of a chosen plan that lowering (compile_lower) could not fit in
- * the memory limit: its layers on its mesh with its options, at that
- * micro-batch size with at least that many micro-batches in flight. The
+ * the memory limit: its layers on its mesh, at that micro-batch size with
+ * at least that many micro-batches in flight (lowering solves the stage's
+ * sharding itself, so the search's per-stage options do not matter). The
  * search leaves every such stage out (inter_opts.refused), so a plan
  * written is one lowering keeps within the limit. */
 struct inter_refused {
 	int64_t micro_batch;
 	int layer_first, layer_last, rows, cols, n0, n1;
-	bool recompute, zero, lean;
 	double inflight;
 };
 

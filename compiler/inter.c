@@ -219,20 +219,19 @@ static double xfer_time(const struct search *s, int r, int d)
 	return ln->latency + bytes / (ln->bw * d);
 }
 
-/* Whether lowering refused layers l..r on config k with options opt at
- * this micro-batch size with as many micro-batches in flight or fewer
- * (inter_opts.refused): with more in flight it needs more still. ZeRO
- * splits nothing at inference, so there both variants are the one refused. */
-static bool refused(const struct search *s, int l, int r, int k, int opt, double inflight)
+/* Whether lowering refused layers l..r on config k at this micro-batch
+ * size with as many micro-batches in flight or fewer (inter_opts.refused):
+ * with more in flight it needs more still. Lowering solves the stage's
+ * sharding itself, whatever the search's options (recomputation, ZeRO, the
+ * lean variant), so a refusal covers them all. */
+static bool refused(const struct search *s, int l, int r, int k, double inflight)
 {
 	const struct inter_opts *o = s->env->opts;
 	const struct inter_config *y = &s->ms->cfg[k];
 	for (int i = 0; o && i < o->nrefused; i++) {
 		const struct inter_refused *x = &o->refused[i];
 		if (x->micro_batch == s->b && x->layer_first == l && x->layer_last == r && x->rows == y->rows &&
-		    x->cols == y->cols && x->n0 == y->n0 && x->n1 == y->n1 && x->recompute == !!(opt & OPT_RECOMPUTE) &&
-		    (!s->env->train || x->zero == !!(opt & OPT_ZERO)) && x->lean == !!(opt & OPT_LEAN) &&
-		    inflight >= x->inflight)
+		    x->cols == y->cols && x->n0 == y->n0 && x->n1 == y->n1 && inflight >= x->inflight)
 			return true;
 	}
 	return false;
@@ -248,7 +247,7 @@ static bool fits(void *ctx, int l, int r, int m, int c, int after)
 		return false;
 	double inflight = fmin(s->m, after + 1);
 	return sum.mem_state + inflight * sum.mem_act + stage_once(&sum, inflight) <= s->env->mem_limit &&
-	       !refused(s, l, r, k, opt, inflight);
+	       !refused(s, l, r, k, inflight);
 }
 
 /* Runs schedule (sch, v) of the stages on the simulator: a backward takes
@@ -360,7 +359,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			double mem = sum[i].mem_state + infl[i] * sum[i].mem_act + stage_once(&sum[i], infl[i]);
 			int opt, k = config_of(s, dr->stages[i].mesh, dr->stages[i].config, &opt);
 			ok &= mem <= s->env->mem_limit &&
-			      !refused(s, dr->stages[i].first, dr->stages[i].last, k, opt, infl[i]);
+			      !refused(s, dr->stages[i].first, dr->stages[i].last, k, infl[i]);
 			peak = fmax(peak, mem);
 		}
 		best->nweighed++;

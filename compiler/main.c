@@ -645,8 +645,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		refused = nr;
 		refused[o.nrefused++] = (struct inter_refused){ p.micro_batch, y->layer_first, y->layer_last,
 								y->rows,       y->cols,        y->n0,
-								y->n1,         y->recompute,   y->zero,
-								y->lean,       y->inflight };
+								y->n1,         y->inflight };
 		o.refused = refused;
 		fprintf(stderr, "pcc: %s; searching again without stage %d (layers %d-%d on %dx%d)\n", ir_error(),
 			stage, y->layer_first, y->layer_last, y->n0, y->n1);
