@@ -117,6 +117,8 @@ static int lower_stages(const struct compile_input *in, const struct ir_graph *g
 			o.time_limit = in->opts->time_limit;
 		o.inputs_resident = s > 0; /* received from the stage before */
 		if ((rc = intra_pass(x.g[s], in->cluster, &o, &x.r[s])) < 0) {
+			if (rc == -ENOSPC && in->refused)
+				*in->refused = s;
 			if (ns > 1)
 				ir_error_prefix("stage %d (nodes %d..%d)", s, y->node_first, y->node_last - 1);
 			goto out;
@@ -173,7 +175,7 @@ static int stage_orders(const struct inter_plan *ip, int ***out)
  * costed edges. keep: the stage's nodes, NULL for all; *src: the stage
  * graph's value ids in the step's. */
 static int train_stage(const struct compile_input *in, const struct train_step *ts, const int (*ties)[2], int s,
-		       struct ir_graph **sg, int **src, struct intra_result *r)
+		       int slots, struct ir_graph **sg, int **src, struct intra_result *r)
 {
 	const struct inter_stage *x = &in->inter->stages[s];
 	int ntie = ts->nparams + ts->nstate, rc = 0, k = 0;
@@ -190,16 +192,26 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 		o.sync_share = INTER_SYNC_OVERLAP / in->inter->micro;
 	*sg = ts->g;
 	*src = NULL;
+	int nn = ir_graph_nnodes(ts->g), nw = ir_graph_nvalues(ts->g);
+	/* gradients accumulated over micro-batches: held the whole step */
+	bool *held = in->inter->micro > 1 ? ir_calloc((size_t)nw + 1, sizeof *held) : NULL;
+	if (in->inter->micro > 1 && !held)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int i = 0; held && i < ts->nparams; i++)
+		held[ts->grads[i]->id] = true;
 	if (!ts->nstages) {
 		o.update_first = ts->update_first;
 		o.ties = ties;
 		o.nties = ntie;
-		return intra_pass(ts->g, in->cluster, &o, r);
+		o.held = held;
+		rc = intra_pass(ts->g, in->cluster, &o, r);
+		ir_free(held);
+		return rc;
 	}
-	int nn = ir_graph_nnodes(ts->g), nw = ir_graph_nvalues(ts->g);
 	bool *keep = ir_calloc((size_t)nn + 1, sizeof *keep);
 	int *inv = ir_malloc(sizeof *inv * (size_t)(nw + 1));
 	int(*mine)[2] = ir_calloc((size_t)ntie + 1, sizeof *mine);
+	bool *sheld = NULL;
 	if (!keep || !inv || !mine) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
@@ -216,13 +228,28 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 		if ((*src)[v] >= 0)
 			inv[(*src)[v]] = v;
 	o.update_first = ir_graph_nnodes(*sg);
+	o.bwd_first = -1;
 	for (int i = 0; i < ir_graph_nnodes(*sg); i++) {
 		int w = (*src)[ir_graph_node(*sg, i)->out[0]->id];
 		const struct ir_value *wv = w >= 0 ? ir_graph_value(ts->g, w) : NULL;
+		if (wv && wv->kind == IR_VAL_NODE && wv->def->id >= ts->bwd_first && o.bwd_first < 0)
+			o.bwd_first = i;
 		if (wv && wv->kind == IR_VAL_NODE && wv->def->id >= ts->update_first) {
 			o.update_first = i;
 			break;
 		}
+	}
+	if (o.bwd_first < 0)
+		o.bwd_first = o.update_first;
+	o.stash_slots = slots;
+	if (held) {
+		if (!(sheld = ir_calloc((size_t)nv + 1, sizeof *sheld))) {
+			rc = ir_errorf(-ENOMEM, "out of memory");
+			goto out;
+		}
+		for (int v = 0; v < nv; v++)
+			sheld[v] = (*src)[v] >= 0 && held[(*src)[v]];
+		o.held = sheld;
 	}
 	for (int t = 0; t < ntie; t++)
 		if (inv[ties[t][0]] >= 0 && inv[ties[t][1]] >= 0) {
@@ -238,6 +265,8 @@ out:
 	ir_free(keep);
 	ir_free(inv);
 	ir_free(mine);
+	ir_free(held);
+	ir_free(sheld);
 	return rc;
 }
 
@@ -282,7 +311,10 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	train_state_start(&ts, &to, start);
 	train_step_ties(&ts, ties);
 	for (int s = 0; s < ns; s++) {
-		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, &x.g[s], &x.src[s], &x.r[s])) < 0) {
+		int slots = order ? plan_schedule_slots(order[s], 2 * ip->micro) : 1;
+		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, slots, &x.g[s], &x.src[s], &x.r[s])) < 0) {
+			if (rc == -ENOSPC && in->refused)
+				*in->refused = s;
 			if (ns == 1)
 				ir_error_prefix("the train step");
 			goto out;
@@ -332,12 +364,33 @@ static int input_files(const struct compile_input *in, struct plan *p)
 	return 0;
 }
 
+/* -ENOSPC naming what device i holds at its peak. */
+static int over_limit(const struct plan *p, int i)
+{
+	const struct plan_device *d = &p->devices[i];
+	struct plan_mem m;
+	char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN], k[PLAN_MEM_KIND_COUNT][IR_BYTES_STRLEN];
+	if (plan_device_memory(d, &m) < 0)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int j = 0; j < PLAN_MEM_KIND_COUNT; j++)
+		ir_bytes_str((double)m.bytes[j], k[j]);
+	return ir_errorf(-ENOSPC,
+			 "the lowered plan needs %s on device %d, more than the %s allowed (at its peak: "
+			 "parameters %s, gradient accumulators %s, optimizer state %s, inputs and outputs %s, "
+			 "activations kept for the backward part %s, temporaries %s)",
+			 ir_bytes_str((double)d->arena_bytes, need), i, ir_bytes_str((double)p->device_memory, have),
+			 k[PLAN_MEM_PARAM], k[PLAN_MEM_ACCUM], k[PLAN_MEM_STATE], k[PLAN_MEM_IO], k[PLAN_MEM_STASH],
+			 k[PLAN_MEM_TEMP]);
+}
+
 int compile_lower(const struct compile_input *in, struct plan **out)
 {
 	const struct inter_plan *ip = in->inter;
 	double mem = 0;
 	int rc;
 	*out = NULL;
+	if (in->refused)
+		*in->refused = -1;
 	struct ir_graph *g = in->opts->load(in->opts->ctx, ip->micro_batch);
 	if (!g)
 		return -EINVAL;
@@ -369,15 +422,12 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 				  XXH3_64bits(k->value.data, ir_tensor_bytes(&k->value)) };
 		p->options_hash = XXH3_64bits_withSeed(h, sizeof h, p->options_hash);
 	}
-	for (int i = 0; i < p->ndevices && rc == 0; i++) {
-		char need[IR_BYTES_STRLEN], have[IR_BYTES_STRLEN];
-		if (p->devices[i].arena_bytes > p->device_memory)
-			rc = ir_errorf(-ENOSPC,
-				       "the lowered plan needs %s on device %d, more than the %s allowed "
-				       "(every temporary live at once, after fusion)",
-				       ir_bytes_str((double)p->devices[i].arena_bytes, need), i,
-				       ir_bytes_str((double)p->device_memory, have));
-	}
+	for (int i = 0; i < p->ndevices && rc == 0; i++)
+		if (p->devices[i].arena_bytes > p->device_memory) {
+			rc = over_limit(p, i);
+			if (in->refused)
+				*in->refused = p->devices[i].stage;
+		}
 	if (rc == 0 && !(p->model = realpath(in->model, NULL)))
 		rc = ir_errorf(-errno, "%s: %s", in->model, strerror(errno));
 	if (rc < 0 || (rc = plan_hash_file(in->model, &p->model_hash)) < 0 || (rc = plan_verify(p)) < 0) {

@@ -360,6 +360,17 @@ struct intra_opts {
 					 * update_first on run once per step, so their costs
 					 * and those of resharding into them weigh step_share;
 					 * 0: none */
+	int bwd_first;                  /* a pipelined stage's part of a train step: nodes
+					 * from bwd_first to update_first are its backward
+					 * part; a value of the forward part (or an input)
+					 * the backward part reads is stashed as lowering
+					 * stashes it (lower_mem.c): held from the start of
+					 * the micro-batch's part to its end, in stash_slots
+					 * copies; 0: not pipelined */
+	int stash_slots;                /* micro-batches in flight on the stage (slots) */
+	const bool *held;               /* per value id, or NULL: held from the start of the
+					 * step to its end in the sharding computed (a
+					 * gradient added into its accumulator) */
 	int nties;                      /* value pairs (v, w) of a train step: after the
 					 * step, new value v is brought to w's sharding and
 					 * copied over it (new parameters and state), costed
@@ -561,25 +572,39 @@ struct inter_opts {
 	 * b), or with static_batch > 0, the graph of that batch whatever b. */
 	struct ir_graph *(*load)(void *ctx, int64_t b);
 	void *ctx;
-	int64_t static_batch; /* the model's batch when fixed, else 0 */
-	bool no_interleaved;  /* leave interleaved 1F1B out of the search (what
-			       * lowering a training plan cannot run yet) */
-	bool lowered_memory;  /* training: charge each stage the activations and
-			       * working sets the lowering allocates, measured on the
-			       * train step (inter_step.c), not those of an ideal
-			       * backend (cost_saved.c, as pcc report's manual plans):
-			       * for a plan that is lowered (pcc -o plan.bin) */
-	int stages;           /* exactly this many pipeline stages (at most the
-			       * devices, the layers and 64); 0: searched */
-	int mesh0, mesh1;     /* every stage's logical mesh is mesh0 x mesh1 on a
-			       * sub-mesh of mesh0 * mesh1 devices, so the stages
-			       * number devices / (mesh0 * mesh1); 0: searched */
-	double time_limit;    /* s, every sharding solve's backstop (the search's
-			       * per-layer ones and the stages' final ones, as
-			       * intra_opts.time_limit); 0: INTER_TIME_LIMIT for
-			       * the per-layer solves, INTRA_TIME_LIMIT for the rest */
+	int64_t static_batch;                /* the model's batch when fixed, else 0 */
+	bool no_interleaved;                 /* leave interleaved 1F1B out of the search (what
+					      * lowering a training plan cannot run yet) */
+	bool lowered_memory;                 /* training: charge each stage the activations and
+					      * working sets the lowering allocates, measured on the
+					      * train step (inter_step.c), not those of an ideal
+					      * backend (cost_saved.c, as pcc report's manual plans):
+					      * for a plan that is lowered (pcc -o plan.bin) */
+	int stages;                          /* exactly this many pipeline stages (at most the
+					      * devices, the layers and 64); 0: searched */
+	int mesh0, mesh1;                    /* every stage's logical mesh is mesh0 x mesh1 on a
+					      * sub-mesh of mesh0 * mesh1 devices, so the stages
+					      * number devices / (mesh0 * mesh1); 0: searched */
+	double time_limit;                   /* s, every sharding solve's backstop (the search's
+					      * per-layer ones and the stages' final ones, as
+					      * intra_opts.time_limit); 0: INTER_TIME_LIMIT for
+					      * the per-layer solves, INTRA_TIME_LIMIT for the rest */
+	const struct inter_refused *refused; /* stages lowering could not fit: never chosen */
+	int nrefused;
 };
 void inter_opts_init(struct inter_opts *o);
+
+/* A stage of a chosen plan that lowering (compile_lower) could not fit in
+ * the memory limit: its layers on its mesh, at that micro-batch size with
+ * at least that many micro-batches in flight (lowering solves the stage's
+ * sharding itself, so the search's per-stage options do not matter). The
+ * search leaves every such stage out (inter_opts.refused), so a plan
+ * written is one lowering keeps within the limit. */
+struct inter_refused {
+	int64_t micro_batch;
+	int layer_first, layer_last, rows, cols, n0, n1;
+	double inflight;
+};
 
 /* The backstop of the search's per-layer solves, s: they take milliseconds
  * (at most 40 ms measured, for real models on an idle host). */
@@ -707,6 +732,7 @@ struct compile_input {
 	const struct train_opts *train;     /* training plans: the step's options (NULL: defaults) */
 	const struct onnx_import_opts *imp; /* what the loader imports with; its constants decide
 					     * which input_N.pb feeds each plan input (NULL: none) */
+	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
  * (interleaved 1F1B training schedules), with a message saying so. */

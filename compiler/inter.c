@@ -111,6 +111,7 @@ struct search {
 	const bool *overlap;                 /* per stage of the assignment timed: cost holds its
 					      * layers solved with the reduction overlapped; or NULL */
 	const struct inter_step_mem *real;   /* training: what the lowering keeps; or NULL */
+	int64_t b;                           /* the micro-batch size */
 };
 
 /* Per-stage choices the DP makes besides the mesh: bits of a config. */
@@ -219,6 +220,24 @@ static double xfer_time(const struct search *s, int r, int d)
 	return ln->latency + bytes / (ln->bw * d);
 }
 
+/* Whether lowering refused layers l..r on config k at this micro-batch
+ * size with as many micro-batches in flight or fewer (inter_opts.refused):
+ * with more in flight it needs more still. Lowering solves the stage's
+ * sharding itself, whatever the search's options (recomputation, ZeRO, the
+ * lean variant), so a refusal covers them all. */
+static bool refused(const struct search *s, int l, int r, int k, double inflight)
+{
+	const struct inter_opts *o = s->env->opts;
+	const struct inter_config *y = &s->ms->cfg[k];
+	for (int i = 0; o && i < o->nrefused; i++) {
+		const struct inter_refused *x = &o->refused[i];
+		if (x->micro_batch == s->b && x->layer_first == l && x->layer_last == r && x->rows == y->rows &&
+		    x->cols == y->cols && x->n0 == y->n0 && x->n1 == y->n1 && inflight >= x->inflight)
+			return true;
+	}
+	return false;
+}
+
 static bool fits(void *ctx, int l, int r, int m, int c, int after)
 {
 	const struct search *s = ctx;
@@ -228,7 +247,8 @@ static bool fits(void *ctx, int l, int r, int m, int c, int after)
 	if (k < 0 || !range(s, l, r, k, opt, &sum))
 		return false;
 	double inflight = fmin(s->m, after + 1);
-	return sum.mem_state + inflight * sum.mem_act + stage_once(&sum, inflight) <= s->env->mem_limit;
+	return sum.mem_state + inflight * sum.mem_act + stage_once(&sum, inflight) <= s->env->mem_limit &&
+	       !refused(s, l, r, k, inflight);
 }
 
 /* Runs schedule (sch, v) of the stages on the simulator: a backward takes
@@ -338,7 +358,9 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		bool ok = true;
 		for (int i = 0; i < np; i++) {
 			double mem = sum[i].mem_state + infl[i] * sum[i].mem_act + stage_once(&sum[i], infl[i]);
-			ok &= mem <= s->env->mem_limit;
+			int opt, k = config_of(s, dr->stages[i].mesh, dr->stages[i].config, &opt);
+			ok &= mem <= s->env->mem_limit &&
+			      !refused(s, dr->stages[i].first, dr->stages[i].last, k, infl[i]);
 			peak = fmax(peak, mem);
 		}
 		best->nweighed++;
@@ -663,9 +685,16 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	struct inter_step_mem real = { 0 };
 	if (rc == 0 && env->train && o->lowered_memory)
 		rc = inter_step_measure(env, o, b, m, g, &cl, &real);
-	struct search s = {
-		.env = env, .c = env->c, .cl = &cl, .ms = ms, .L = L, .m = m, .cost = cost, .lean = lean, .real = &real
-	};
+	struct search s = { .env = env,
+			    .c = env->c,
+			    .cl = &cl,
+			    .ms = ms,
+			    .L = L,
+			    .m = m,
+			    .cost = cost,
+			    .lean = lean,
+			    .real = &real,
+			    .b = b };
 	if (rc == 0) {
 		/* lower bounds on any pipeline: the largest layer alone on its
 		 * leanest mesh, and every layer's bytes over all devices spread evenly */

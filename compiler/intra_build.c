@@ -381,7 +381,7 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 		double w = x->node && o->update_first > 0 && x->node->id >= o->update_first ? st->env.step_share : 1;
 		for (int s = 0; s < k; s++) {
 			node_cost[base + s] += w * unit_cost(st, x, x->map[s], is_output);
-			usage[base + s] += unit_usage(st, x, x->map[s]);
+			usage[base + s] += unit_usage(st, x, x->map[s]) * (x->copies > 1 ? x->copies : 1);
 		}
 		if (x->lo < p->lo[gk])
 			p->lo[gk] = x->lo;
@@ -497,6 +497,54 @@ static void intervals(struct intra_state *st, const struct ir_graph *g, const bo
 		x->hi = keep ? end : l + 1;
 	}
 	ir_free(last);
+}
+
+/* A train step as lowering lays it out: gradients held in accumulators
+ * for the whole step (intra_opts.held), and on a pipelined stage what
+ * the backward part reads of the forward part stashed from the start of
+ * the per-micro-batch part to its end, one copy per micro-batch in flight
+ * (lower_mem.c's stash_slots). */
+static int held_and_stashed(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o)
+{
+	int nn = ir_graph_nnodes(g), end_mb = o->update_first > 0 ? o->update_first : nn;
+	for (int u = 0; o->held && u < st->nunits; u++) {
+		struct intra_unit *x = &st->unit[u];
+		for (int k = 0; x->node && k < x->node->nout; k++)
+			if (o->held[x->node->out[k]->id]) {
+				x->lo = 0;
+				x->hi = nn + 2;
+			}
+	}
+	if (o->bwd_first <= 0)
+		return 0;
+	bool *read = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *read);
+	if (!read)
+		return -ENOMEM;
+	for (int i = o->bwd_first; i < end_mb; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nin; j++)
+			read[n->in[j]->id] = true;
+	}
+	for (int u = 0; u < st->nunits; u++) {
+		struct intra_unit *x = &st->unit[u];
+		bool stashed = false;
+		if (x->node && x->node->id < o->bwd_first)
+			for (int k = 0; k < x->node->nout; k++)
+				stashed |= read[x->node->out[k]->id];
+		if (!x->node && x->value->kind == IR_VAL_INPUT)
+			stashed = read[x->value->id];
+		if (!stashed)
+			continue;
+		/* written to memory whatever fuses: the backward part reads it later */
+		for (int k = 0; x->node && k < x->node->nout; k++)
+			st->saved[x->node->out[k]->id] |= read[x->node->out[k]->id];
+		x->copies = o->stash_slots;
+		x->lo = 0;
+		if (x->hi < end_mb + 1)
+			x->hi = end_mb + 1;
+	}
+	ir_free(read);
+	return 0;
 }
 
 static unsigned grad_mask(const struct intra_state *st, const struct ir_node *n)
@@ -625,6 +673,10 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		if ((rc = init_unit(st, &st->unit[u])) < 0)
 			goto out;
 	intervals(st, g, is_output);
+	if ((rc = held_and_stashed(st, g, o)) < 0) {
+		ir_errorf(rc, "out of memory building the strategy problem");
+		goto out;
+	}
 	if ((rc = make_groups(st, g, uses, o)) < 0) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;

@@ -135,6 +135,7 @@ struct intra_unit {
 	int group;      /* solver node index */
 	int *map;       /* [group's strategies]: own strategy */
 	int64_t lo, hi; /* live interval of its results */
+	int copies;     /* of its results held at once: a stash's slots (intra_opts.stash_slots); 0: one */
 };
 
 struct intra_state {

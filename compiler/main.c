@@ -503,16 +503,11 @@ static int write_text(const char *path, const struct inter_plan *p)
 }
 
 /* -o plan.bin: lowered, verified, written, read back and verified again. */
-static int write_plan(const struct args *a, const struct cost_cluster *c, const struct inter_opts *o,
-		      const struct inter_plan *ip, const struct train_opts *to, const struct onnx_import_opts *imp)
+/* Lowers, generates code for and writes plan p (lowered already: taken over). */
+static int write_plan(const struct args *a, const struct cost_cluster *c, struct plan *p)
 {
-	struct compile_input in = { a->model, a->cluster, c, o, ip, to, imp };
-	struct plan *p, *back;
-	int rc = compile_lower(&in, &p);
-	if (rc < 0) {
-		prefix_model(a);
-		return rc;
-	}
+	struct plan *back;
+	int rc = 0;
 	if (a->dump_fusion)
 		for (int s = 0; s < p->nstages && rc == 0; s++)
 			rc = plan_print_device(p, p->stages[s].first_rank, stdout);
@@ -547,7 +542,12 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, const 
 	return rc;
 }
 
-/* pcc MODEL --cluster C: the whole automatic plan (inter-op pass). */
+/* Lowerings that may refuse a stage before pcc gives up. */
+#define MAX_REFUSED 16
+
+/* pcc MODEL --cluster C: the whole automatic plan (inter-op pass); with
+ * -o plan.bin, lowered: a stage lowering cannot fit in the memory limit
+ * is left out of the search, which runs again (inter_opts.refused). */
 static int cmd_plan(const struct args *a, const struct cost_cluster *c, const struct cost_calib *cal)
 {
 	struct inter_opts o;
@@ -617,8 +617,42 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		if ((rc = onnx_batch_dim(a->model, &pl.imp, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
 			return rc;
 	}
-	if ((rc = inter_pass(c, &o, &p)) < 0) {
+	struct plan *lowered = NULL;
+	struct inter_refused *refused = NULL;
+	for (;;) {
+		pl.imp.updates = false; /* the search weighs the model as given */
+		if ((rc = inter_pass(c, &o, &p)) < 0) {
+			prefix_model(a);
+			break;
+		}
+		if (!a->out_dir || text)
+			break;
+		int stage = -1;
+		pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
+		struct compile_input in = { a->model, a->cluster, c, &o, &p, &to, &pl.imp, &stage };
+		if ((rc = compile_lower(&in, &lowered)) == 0)
+			break;
 		prefix_model(a);
+		if (rc != -ENOSPC || stage < 0 || o.nrefused >= MAX_REFUSED)
+			break;
+		/* lowering is the truth: the search leaves that stage out and runs again */
+		struct inter_refused *nr = ir_realloc(refused, sizeof *nr * (size_t)(o.nrefused + 1));
+		if (!nr) {
+			rc = ir_errorf(-ENOMEM, "out of memory");
+			break;
+		}
+		const struct inter_stage *y = &p.stages[stage];
+		refused = nr;
+		refused[o.nrefused++] = (struct inter_refused){ p.micro_batch, y->layer_first, y->layer_last,
+								y->rows,       y->cols,        y->n0,
+								y->n1,         y->inflight };
+		o.refused = refused;
+		fprintf(stderr, "pcc: %s; searching again without stage %d (layers %d-%d on %dx%d)\n", ir_error(),
+			stage, y->layer_first, y->layer_last, y->n0, y->n1);
+		inter_plan_free(&p);
+	}
+	if (rc < 0) {
+		ir_free(refused);
 		return rc;
 	}
 	char peak[IR_BYTES_STRLEN];
@@ -630,10 +664,14 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	inter_skipped_print(&p, stdout);
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
-	pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
-	if (rc == 0 && a->out_dir)
-		rc = text ? write_text(a->out_dir, &p) : write_plan(a, c, &o, &p, &to, &pl.imp);
+	if (rc == 0 && a->out_dir && text)
+		rc = write_text(a->out_dir, &p);
+	else if (rc == 0 && lowered)
+		rc = write_plan(a, c, lowered);
+	else if (lowered)
+		plan_free(lowered);
 	inter_plan_free(&p);
+	ir_free(refused);
 	return rc;
 }
 

@@ -144,6 +144,23 @@ static void print_instr(const struct plan *p, const struct plan_device *d, int i
 	fprintf(f, "\n");
 }
 
+static int print_memory(const struct plan_device *d, FILE *f)
+{
+	struct plan_mem m;
+	int rc = plan_device_memory(d, &m);
+	if (rc < 0)
+		return ir_errorf(rc, "out of memory");
+	const int64_t *k = m.bytes;
+	fprintf(f,
+		"memory at its peak (instruction %d, %s): params %lld, grad accumulators %lld, state %lld, "
+		"inputs/outputs %lld, in-flight stash %lld, temporaries %lld; live %lld, arena %lld bytes\n",
+		m.at, m.at >= plan_step_first(d) ? "per step" : "per micro-batch", (long long)k[PLAN_MEM_PARAM],
+		(long long)k[PLAN_MEM_ACCUM], (long long)k[PLAN_MEM_STATE], (long long)k[PLAN_MEM_IO],
+		(long long)k[PLAN_MEM_STASH], (long long)k[PLAN_MEM_TEMP], (long long)m.live,
+		(long long)d->arena_bytes);
+	return 0;
+}
+
 int plan_print_device(const struct plan *p, int dev, FILE *f)
 {
 	if (dev < 0 || dev >= p->ndevices)
@@ -151,6 +168,9 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 	const struct plan_device *d = &p->devices[dev];
 	fprintf(f, "device %d: stage %d, mesh position (%d,%d), arena %lld bytes, %d buffers, %d instructions\n",
 		d->rank, d->stage, d->coord[0], d->coord[1], (long long)d->arena_bytes, d->nbuf, d->ninstr);
+	int rc = print_memory(d, f);
+	if (rc < 0)
+		return rc;
 	fprintf(f, "buffers:\n");
 	for (int b = 0; b < d->nbuf; b++) {
 		const struct plan_buffer *x = &d->buf[b];

@@ -6,6 +6,7 @@
  * (plan_unpack failing half way) is freed by the same call as long as each
  * count is set no earlier than its array.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "ir/plan.h"
@@ -202,4 +203,78 @@ const char *plan_bind_name(enum plan_bind b)
 		break;
 	}
 	return "?";
+}
+
+static int mem_kind(const struct plan_buffer *b, bool crosses)
+{
+	switch (b->bind) {
+	case PLAN_BIND_PARAM:
+		return PLAN_MEM_PARAM;
+	case PLAN_BIND_ACCUM:
+		return PLAN_MEM_ACCUM;
+	case PLAN_BIND_STATE:
+		return PLAN_MEM_STATE;
+	case PLAN_BIND_INPUT:
+	case PLAN_BIND_OUTPUT:
+		return PLAN_MEM_IO;
+	case PLAN_BIND_NONE:
+	case PLAN_BIND_COUNT:
+		break;
+	}
+	return b->slots > 1 || crosses ? PLAN_MEM_STASH : PLAN_MEM_TEMP;
+}
+
+int plan_device_memory(const struct plan_device *d, struct plan_mem *m)
+{
+	int nb = d->nbuf, ni = d->ninstr > 0 ? d->ninstr : 1, sf = plan_step_first(d);
+	enum { K = PLAN_MEM_KIND_COUNT };
+	memset(m, 0, sizeof *m);
+	int *lo = ir_malloc(sizeof *lo * (size_t)(2 * nb + 1));
+	int64_t *delta = ir_calloc((size_t)(ni + 1) * K, sizeof *delta); /* per instruction and kind */
+	if (!lo || !delta) {
+		ir_free(lo);
+		ir_free(delta);
+		return -ENOMEM;
+	}
+	int *hi = lo + nb;
+	for (int b = 0; b < nb; b++)
+		lo[b] = hi[b] = -1;
+	for (int i = 0; i < d->ninstr; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		for (int j = 0; j < x->nin + x->nout; j++) {
+			int b = d->args[x->arg + j];
+			lo[b] = lo[b] < 0 ? i : lo[b];
+			hi[b] = i;
+		}
+	}
+	for (int b = 0; b < nb; b++) {
+		const struct plan_buffer *x = &d->buf[b];
+		int from = 0, to = ni; /* live over [from, to) */
+		if (x->bind == PLAN_BIND_NONE && lo[b] < 0)
+			continue;
+		if (x->bind == PLAN_BIND_NONE && x->slots > 1)
+			to = sf > 0 ? sf : 1;
+		else if (x->bind == PLAN_BIND_NONE)
+			from = lo[b], to = hi[b] + 1;
+		bool crosses = d->nfwd > 0 && lo[b] < d->nfwd && hi[b] >= d->nfwd;
+		int k = mem_kind(x, crosses);
+		int64_t bytes = plan_slot_stride(x) * plan_buffer_slots(x);
+		delta[(size_t)from * K + (size_t)k] += bytes;
+		delta[(size_t)to * K + (size_t)k] -= bytes;
+	}
+	int64_t cur[K] = { 0 };
+	m->live = -1;
+	for (int i = 0; i < ni; i++) {
+		int64_t live = 0;
+		for (int k = 0; k < K; k++)
+			live += cur[k] += delta[(size_t)i * K + (size_t)k];
+		if (live > m->live) {
+			m->live = live;
+			m->at = i;
+			memcpy(m->bytes, cur, sizeof cur);
+		}
+	}
+	ir_free(lo);
+	ir_free(delta);
+	return 0;
 }

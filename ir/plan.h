@@ -269,6 +269,32 @@ static inline int plan_step_first(const struct plan_device *d)
  * runs forwards in micro-batch order (plan_verify checks it). */
 int plan_schedule_slots(const int *order, int n);
 
+/* Device memory at its peak of live bytes, by what it holds: bound buffers
+ * live the whole program, a temporary from the first instruction that
+ * names it to its last (its FREE), a stashed one (a value a pipelined
+ * program's backward part reads from its forward part: slots, or one slot
+ * on the last stage) the whole per-micro-batch part, every slot; each at
+ * its aligned size, as the memory plan places it. The arena is the peak
+ * plus what the placement loses to fragmentation. */
+enum plan_mem_kind {
+	PLAN_MEM_PARAM, /* parameters */
+	PLAN_MEM_ACCUM, /* gradient accumulators */
+	PLAN_MEM_STATE, /* optimizer state, step counter, loss scale */
+	PLAN_MEM_IO,    /* inputs and outputs */
+	PLAN_MEM_STASH, /* forward values kept for the backward part, every slot */
+	PLAN_MEM_TEMP,  /* other temporaries */
+	PLAN_MEM_KIND_COUNT
+};
+
+struct plan_mem {
+	int64_t bytes[PLAN_MEM_KIND_COUNT]; /* per device, at the peak */
+	int64_t live;                       /* their sum: the peak of live bytes */
+	int at;                             /* the instruction where it peaks */
+};
+
+/* -ENOMEM, or 0 with *m filled for device d. */
+int plan_device_memory(const struct plan_device *d, struct plan_mem *m);
+
 static inline int plan_buffer_slots(const struct plan_buffer *b)
 {
 	return b->slots > 1 ? b->slots : 1;

@@ -19,3 +19,15 @@ tap_done() {
 	echo "1..$n"
 	exit $fail
 }
+# todo REASON DESCRIPTION COMMAND...: a case known not to hold yet (TAP's
+# TODO directive: meson counts its failure as expected, its pass as
+# unexpected, so a fix must drop the todo).
+todo() {
+	why=$1 desc=$2
+	shift 2
+	n=$((n + 1))
+	if "$@" </dev/null >"$tmp/out" 2>"$tmp/err"; then echo "ok $n - $desc # TODO $why"; else
+		echo "not ok $n - $desc # TODO $why"
+		sed 's/^/# /' "$tmp/err" | head -3
+	fi
+}

@@ -1,0 +1,69 @@
+#!/bin/sh
+# test_plan_memory.sh PCC MODELS_DIR TRAIN_DIR: what the search predicts a
+# plan holds against what its lowering allocates (TAP).
+#
+# 1. A plan is written only if lowering keeps every device within the
+#    memory limit: under limits where the search's prediction and the
+#    lowering disagree, pcc -o writes a plan (every arena within the limit,
+#    plan_verify's and compile_lower's check) or says the model does not
+#    fit; never "the lowered plan needs ... more than ... allowed".
+# 2. On every device of a representative set of plans (fixtures on meshes
+#    of 1 to 8 devices, pipelined and not, training and inference), the
+#    predicted peak of its stage is within 10% of its arena
+#    (tests/plan_memory.py). Those known not to hold yet are TODO, with the
+#    term that is off (benchmarks/results/memory.md).
+pcc=$1
+models=$2
+train=$3
+. "$(dirname "$0")/tap.sh"
+
+# writes NAME PCC-ARGS...: written within the limit, or does not fit
+writes() {
+	"$pcc" "$@" -o "$tmp/w.bin" --codegen none >"$tmp/w.out" 2>"$tmp/w.err"
+	rc=$?
+	if grep -q 'the lowered plan needs' "$tmp/w.out" "$tmp/w.err" && [ $rc -ne 0 ]; then
+		grep 'the lowered plan needs' "$tmp/w.err" | tail -1 >&2
+		return 1
+	fi
+	[ $rc -eq 0 ] && return 0
+	grep -q 'does not fit' "$tmp/w.err" || { tail -1 "$tmp/w.err" >&2; return 1; }
+}
+g=$models/gpt_loss_op17/model.onnx
+for c in "cpu:2 300KB" "cpu:4 250KB" "cpu:4 300KB" "cpu:8 200KB" "cpu:8 250KB"; do
+	set -- $c
+	check "gpt_loss training on $1 under --memory-limit $2: a plan lowering keeps within the limit, or none" \
+		writes "$g" --cluster "$1" --train --batch 16 --memory-limit "$2"
+done
+
+agree() {
+	python3 "$(dirname "$0")/plan_memory.py" "$pcc" "$tmp" 0.90 1.10 "$@"
+}
+check "gpt_loss, 2 stages of 1 device, 1F1B over 4 micro-batches" \
+	agree "$g" --cluster cpu:2 --train --batch 8 --micro-batches 4 --stages 2
+check "gpt_loss, 2 stages of 1x2, 1F1B over 4 micro-batches" \
+	agree "$g" --cluster cpu:4 --train --batch 8 --micro-batches 4 --stages 2
+check "gpt_loss, 4 stages of 1 device, 1F1B over 8 micro-batches" \
+	agree "$g" --cluster cpu:4 --train --batch 16 --micro-batches 8 --stages 4
+todo "search splits activations the lowering's re-solve keeps whole (stash 2x)" \
+	"gpt_loss on cpu:8, batch 16 (3 stages of 2 to 4 devices)" agree "$g" --cluster cpu:8 --train --batch 16
+todo "the ideal model's kept activations, not lowering's, on GPU plans" \
+	"gpt_loss on 1x8:a100, batch 64 (4 stages)" agree "$g" --cluster 1x8:a100 --train --batch 64
+todo "one-micro-batch training: lowering keeps every forward value (temporaries 2x)" \
+	"train/gpt on cpu:1" agree "$train/gpt/model.onnx" --cluster cpu:1 --train --optimizer momentum \
+	--loss cross_entropy:logits,labels
+todo "one-micro-batch training: ZeRO-1 charged, not lowered; activations split, lowered whole" \
+	"train/gpt on cpu:4" agree "$train/gpt/model.onnx" --cluster cpu:4 --train --optimizer momentum \
+	--loss cross_entropy:logits,labels
+todo "convolution temporaries (temporaries 3x)" \
+	"train/resnet_train on cpu:4" agree "$train/resnet_train/model.onnx" --cluster cpu:4 --train \
+	--optimizer momentum --loss cross_entropy:logits,labels
+todo "pipelined stash 2-3x the search's per micro-batch" \
+	"train/vit, 2 stages of 2x2" agree "$train/vit/model.onnx" --cluster cpu:8 --train --optimizer momentum \
+	--micro-batches 2 --stages 2 --mesh 2x2 --loss cross_entropy:logits,labels
+todo "inference: the working set charged is one layer's, lowering keeps more" \
+	"resnet inference on cpu:4" agree "$models/resnet_op17/model.onnx" --cluster cpu:4
+check "gpt inference on cpu:1" agree "$models/gpt_op17/model.onnx" --cluster cpu:1
+check "gpt inference on cpu:8" agree "$models/gpt_op17/model.onnx" --cluster cpu:8
+todo "inference: the last stage's outputs and working set" \
+	"bert inference, 4 stages of 1 device" agree "$models/bert_op17/model.onnx" --cluster cpu:4 --stages 4
+tap_done
