@@ -105,8 +105,7 @@ static struct {
 	int nreg;
 	uint64_t calls;
 	CUresult sticky;
-	int detail_code;
-	char detail[1536];
+	struct si_why why;
 	gpu_standin_lookup_fn lookup;
 	void *lookup_ctx;
 } S;
@@ -153,21 +152,40 @@ static const char *cu_name(CUresult e)
 	}
 }
 
-CUresult si_fail(CUresult e, const char *fmt, ...)
+int si_why_set(struct si_why *w, int code, const char *name, const char *fmt, va_list ap)
 {
 	char msg[1024];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	w->code = code;
+	snprintf(w->text, sizeof w->text, "%s [GPU stand-in: %s]", name, msg);
+	return code;
+}
+
+int si_why_pass(struct si_why *w, int code, int e)
+{
+	const char *d = si_detail(e);
+	w->code = code;
+	snprintf(w->text, sizeof w->text, "%s", d ? d : "the GPU stand-in refused the call");
+	return code;
+}
+
+const char *si_why_text(const struct si_why *w, int code, const char *name)
+{
+	return w->text[0] && w->code == code ? w->text : name;
+}
+
+CUresult si_fail(CUresult e, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	si_why_set(&S.why, (int)e, cu_name(e) ? cu_name(e) : "error", fmt, ap);
 	va_end(ap);
-	S.detail_code = (int)e;
-	snprintf(S.detail, sizeof S.detail, "%s [GPU stand-in: %s]", cu_name(e) ? cu_name(e) : "error", msg);
 	return e;
 }
 
 const char *si_detail(int e)
 {
-	return S.detail[0] && S.detail_code == e ? S.detail : NULL;
+	return si_why_text(&S.why, e, NULL);
 }
 
 CUresult si_sticky(void)
@@ -502,10 +520,9 @@ static CUresult pump(void)
 						break;
 					if (rc < 0) {
 						char d[1200];
-						snprintf(d, sizeof d, "%.1100s", S.detail);
-						S.sticky = S.detail_code ? (CUresult)S.detail_code
-									 : CUDA_ERROR_LAUNCH_FAILED;
-						snprintf(S.detail, sizeof S.detail,
+						snprintf(d, sizeof d, "%.1100s", S.why.text);
+						S.sticky = S.why.code ? (CUresult)S.why.code : CUDA_ERROR_LAUNCH_FAILED;
+						snprintf(S.why.text, sizeof S.why.text,
 							 "%.1200s (in %.100s, queued by call %llu on stream %d)", d,
 							 o->what, (unsigned long long)o->call, s);
 						break;

@@ -26,6 +26,7 @@
 #ifndef PCC_RUNTIME_GPU_STANDIN_H
 #define PCC_RUNTIME_GPU_STANDIN_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,6 +58,20 @@ struct si_op {
 	uint64_t wait_at; /* ... to reach */
 	struct si_op *next;
 };
+
+/* What the last failed call of a library went wrong on, for its error
+ * string: "NAME [GPU stand-in: WHAT]" for its code. */
+struct si_why {
+	char text[1536];
+	int code;
+};
+/* Sets w to code's name and the printf-formatted reason; returns code. */
+int si_why_set(struct si_why *w, int code, const char *name, const char *fmt, va_list ap);
+/* Sets w to the driver's text for its error e (a call the driver part
+ * refused); returns code. */
+int si_why_pass(struct si_why *w, int code, int e);
+/* w's text when it is about code, else name. */
+const char *si_why_text(const struct si_why *w, int code, const char *name);
 
 /* Records what went wrong (printf format) for the error string of code e
  * and returns e. */

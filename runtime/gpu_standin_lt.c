@@ -42,8 +42,7 @@ struct lt_pref {
 	uint64_t ws;
 };
 
-static char lt_detail[1536];
-static cublasStatus_t lt_detail_code;
+static struct si_why why;
 
 static const char *status_name(cublasStatus_t s)
 {
@@ -59,28 +58,22 @@ static const char *status_name(cublasStatus_t s)
 static cublasStatus_t lt_fail(cublasStatus_t s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static cublasStatus_t lt_fail(cublasStatus_t s, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	si_why_set(&why, (int)s, status_name(s), fmt, ap);
 	va_end(ap);
-	lt_detail_code = s;
-	snprintf(lt_detail, sizeof lt_detail, "%s [GPU stand-in: %s]", status_name(s), msg);
 	return s;
 }
 
 /* s, with the driver's message for error e as its text. */
 static cublasStatus_t lt_pass(cublasStatus_t s, int e)
 {
-	const char *d = si_detail(e);
-	lt_detail_code = s;
-	snprintf(lt_detail, sizeof lt_detail, "%s", d ? d : "the GPU stand-in refused the call");
-	return s;
+	return (cublasStatus_t)si_why_pass(&why, (int)s, e);
 }
 
 static const char *status_string(cublasStatus_t s)
 {
-	return lt_detail[0] && lt_detail_code == s ? lt_detail : status_name(s);
+	return si_why_text(&why, (int)s, status_name(s));
 }
 
 static size_t type_size(cudaDataType_t t)

@@ -65,8 +65,7 @@ struct nc_op {
 	int nsub;
 };
 
-static char nc_detail[1536];
-static ncclResult_t nc_detail_code;
+static struct si_why why;
 static int group_depth;
 static struct nc_op **group;
 static int ngroup, capgroup;
@@ -86,28 +85,22 @@ static const char *result_name(ncclResult_t r)
 static ncclResult_t nc_fail(ncclResult_t r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static ncclResult_t nc_fail(ncclResult_t r, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	si_why_set(&why, (int)r, result_name(r), fmt, ap);
 	va_end(ap);
-	nc_detail_code = r;
-	snprintf(nc_detail, sizeof nc_detail, "%s [GPU stand-in: %s]", result_name(r), msg);
 	return r;
 }
 
 /* r, with the driver's message for error e as its text. */
 static ncclResult_t nc_pass(ncclResult_t r, int e)
 {
-	const char *d = si_detail(e);
-	nc_detail_code = r;
-	snprintf(nc_detail, sizeof nc_detail, "%s", d ? d : "the GPU stand-in refused the call");
-	return r;
+	return (ncclResult_t)si_why_pass(&why, (int)r, e);
 }
 
 static const char *error_string(ncclResult_t r)
 {
-	return nc_detail[0] && nc_detail_code == r ? nc_detail : result_name(r);
+	return si_why_text(&why, (int)r, result_name(r));
 }
 
 static size_t type_size(ncclDataType_t t)
@@ -373,7 +366,7 @@ static int start(struct nc_op *x)
 		err = MPI_Irecv(x->in, cnt + 1, MPI_BYTE, x->peer, 0, x->c->mpi, &x->req[0]);
 	x->nreq = 1;
 	if (mpi_check(err, kind_name[x->kind]) != ncclSuccess) {
-		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s", nc_detail);
+		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s", why.text);
 		return -1;
 	}
 	return 1;
@@ -454,7 +447,7 @@ static int poll_one(struct nc_op *x, bool first)
 	int err = MPI_Test(&x->req[0], &flag, &st);
 	if (err != MPI_SUCCESS) {
 		mpi_check(err, kind_name[x->kind]);
-		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s (rank %d sent more bytes than this call receives?)", nc_detail,
+		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s (rank %d sent more bytes than this call receives?)", why.text,
 			x->peer);
 		return -1;
 	}
