@@ -425,6 +425,59 @@ static void emit_window_elem(struct cg *c, const struct plan_kernel *b, LLVMValu
 				: acc);
 }
 
+/* A dot's result element at row r (a GPU kernel of its own, for a dot
+ * whose operands are not matrices cuBLASLt takes in place), a thread
+ * each: the products over the contracting dims in row-major order, summed
+ * in f32 for f32 and bf16 (f64 for f64), as a GEMM would. */
+static void emit_dot_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
+{
+	const struct plan_fop *f = &b->body[0];
+	const struct ir_shape *os = &f->shape, *ls = &b->shape[0], *rs = &b->shape[1];
+	enum ir_dtype t = f->dtype;
+	LLVMTypeRef at = t == IR_F64 ? c->f64 : c->f32;
+	LLVMValueRef idx[IR_MAX_RANK], li[IR_MAX_RANK], ri[IR_MAX_RANK], ci[IR_MAX_RANK];
+	cg_delinear(c, r, os, 0, os->rank, idx);
+	const struct ir_attrs *a = &f->a;
+	int nb = a->lhs_batch.n, o = nb;
+	struct ir_shape ks = { .rank = a->lhs_contract.n };
+	for (int j = 0; j < ks.rank; j++)
+		ks.dims[j] = ls->dims[a->lhs_contract.v[j]];
+	for (int j = 0; j < nb; j++) {
+		li[a->lhs_batch.v[j]] = idx[j];
+		ri[a->rhs_batch.v[j]] = idx[j];
+	}
+	bool taken[IR_MAX_RANK] = { false };
+	for (int j = 0; j < nb; j++)
+		taken[a->lhs_batch.v[j]] = true;
+	for (int j = 0; j < a->lhs_contract.n; j++)
+		taken[a->lhs_contract.v[j]] = true;
+	for (int d = 0; d < ls->rank; d++)
+		if (!taken[d])
+			li[d] = idx[o++];
+	memset(taken, 0, sizeof taken);
+	for (int j = 0; j < nb; j++)
+		taken[a->rhs_batch.v[j]] = true;
+	for (int j = 0; j < a->rhs_contract.n; j++)
+		taken[a->rhs_contract.v[j]] = true;
+	for (int d = 0; d < rs->rank; d++)
+		if (!taken[d])
+			ri[d] = idx[o++];
+	struct loop l;
+	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&ks)), LLVMConstReal(at, 0));
+	cg_delinear(c, l.i, &ks, 0, ks.rank, ci);
+	for (int j = 0; j < ks.rank; j++) {
+		li[a->lhs_contract.v[j]] = ci[j];
+		ri[a->rhs_contract.v[j]] = ci[j];
+	}
+	LLVMValueRef x = cg_load(c, c->base[0], t, cg_linear(c, ls, li, 0, ls->rank));
+	LLVMValueRef y = cg_load(c, c->base[1], t, cg_linear(c, rs, ri, 0, rs->rank));
+	LLVMValueRef args[3] = { x, y, l.acc };
+	LLVMValueRef fma = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fmuladd", 12), &at, 1);
+	LLVMValueRef acc = loop_end(c, &l, cg_i64c(c, 1),
+				    LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fma), fma, args, 3, ""));
+	cg_store(c, c->base[b->nin], t, r, t == IR_BF16 ? cg_round_bf16(c, acc) : acc);
+}
+
 /* A line along the axis of a top-k or a cumsum (GPU kernels of their own),
  * row r of the operand's other dims, a thread each. Cumsum: the running sum
  * in f64 (i64 wrapping for integers) in the axis's order or its reverse,
@@ -634,6 +687,8 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		emit_window_elem(c, b, l.i);
 	else if (op == IR_OP_TOPK || op == IR_OP_CUMSUM)
 		emit_line(c, b, l.i);
+	else if (op == IR_OP_DOT)
+		emit_dot_elem(c, b, l.i);
 	else
 		emit_row(c, b, l.i, split);
 	loop_end(c, &l, step, NULL);

@@ -73,8 +73,9 @@ const struct plan_kernel *cg_as_body(const struct plan_kernel *k, struct cg_view
  * for none) in *core. */
 bool cg_kernel_compiles(const struct plan_kernel *k, int *core);
 /* The same for a GPU kernel: also a pad, a concat of up to 3 operands, a
- * gather, a scatter, a float convolution or window op, a top-k (two
- * results) or a cumsum on its own (the host
+ * gather, a scatter, a float convolution, window op or dot (the GPU's
+ * fallback where cuBLASLt does not take the dot), a top-k (two results)
+ * or a cumsum on its own (the host
  * runs those on the arena's buffers or by BLAS, or by the reference
  * kernel, which checks indices; the GPU's traps on one out of range). */
 bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core);

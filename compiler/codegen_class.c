@@ -201,7 +201,7 @@ int cg_row_split(const struct plan_kernel *b, int core, bool gpu)
 	if (b->nbody == 1 && b->body[0].op == IR_OP_SCATTER) /* a row of the result each */
 		return 1;
 	if (b->nbody == 1 && (b->body[0].op == IR_OP_CONV || b->body[0].op == IR_OP_WINDOW_MAX ||
-			      b->body[0].op == IR_OP_WINDOW_SUM)) /* an element each */
+			      b->body[0].op == IR_OP_WINDOW_SUM || b->body[0].op == IR_OP_DOT)) /* an element each */
 		return s->rank;
 	if (core < 0)
 		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
@@ -227,7 +227,7 @@ bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core)
 	for (int j = 0; j < k->nin; j++)
 		if (!(indexed && j == 1 ? k->dtype[j] == IR_I64 || k->dtype[j] == IR_I32 : dtype_ok(k->dtype[j])))
 			return false;
-	if (k->op == IR_OP_CONV || k->op == IR_OP_WINDOW_MAX || k->op == IR_OP_WINDOW_SUM)
+	if (k->op == IR_OP_CONV || k->op == IR_OP_WINDOW_MAX || k->op == IR_OP_WINDOW_SUM || k->op == IR_OP_DOT)
 		return ir_dtype_is_float(k->dtype[k->nin]) && k->dtype[0] == k->dtype[k->nin] &&
 		       (k->nin == 1 || k->dtype[1] == k->dtype[0]);
 	return k->op == IR_OP_PAD || k->op == IR_OP_CONCAT || indexed;

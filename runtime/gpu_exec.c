@@ -432,10 +432,10 @@ static int kernel_work(struct rt *r, const struct plan_instr *x, int i)
 	 * PTX is the epilogue alone, so the host runs the pair */
 	if (plan_kernel_core(&r->p->kernels[x->kernel]) != IR_OP_COUNT && r->p->kernels[x->kernel].nbody)
 		return on_host(r, x);
+	if (gemm(r, x, &rc)) /* cuBLASLt before a dot's generated kernel, the fallback */
+		return rc;
 	if (r->gpu->fn[x->kernel])
 		return launch(r, x, i);
-	if (gemm(r, x, &rc))
-		return rc;
 	return on_host(r, x);
 }
 

@@ -190,9 +190,13 @@ static bool check_kernel(const struct plan *p, int kid, void (*fn)(void **, int6
 		if ((a != a) && (b != b))
 			continue;
 		bool same = a == b;
-		if (!same && k->op == IR_OP_CONV && !k->nbody) {
+		if (!same && (k->op == IR_OP_CONV || k->op == IR_OP_DOT) && !k->nbody) {
 			/* the interpreter's sgemm sums in another order, in f32 */
-			int64_t ck = ir_shape_numel(&k->shape[1]) / k->shape[1].dims[0];
+			int64_t ck = 1;
+			if (k->op == IR_OP_CONV)
+				ck = ir_shape_numel(&k->shape[1]) / k->shape[1].dims[0];
+			for (int j = 0; k->op == IR_OP_DOT && j < k->a.lhs_contract.n; j++)
+				ck *= k->shape[0].dims[k->a.lhs_contract.v[j]];
 			same = fabs(a - b) <= 1e-6 * (double)ck * fmax(1.0, scale * scale) ||
 			       (k->dtype[k->nin] == IR_BF16 && fabs(a - b) <= fabs(b) / 128);
 		}
@@ -349,7 +353,7 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 		plan_free(p);
 		return;
 	}
-	int n = 0, bad = 0, per[6] = { 0 };
+	int n = 0, bad = 0, per[7] = { 0 };
 	char why[512] = "", first[600] = "";
 	for (int kid = 0; kid < p->nkernels; kid++) {
 		const struct plan_kernel *k = &p->kernels[kid];
@@ -367,6 +371,7 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 		    : k->op == IR_OP_GATHER                        ? 2
 		    : k->op == IR_OP_SCATTER                       ? 3
 		    : k->op == IR_OP_TOPK || k->op == IR_OP_CUMSUM ? 5
+		    : k->op == IR_OP_DOT                           ? 6
 								   : 4]++;
 		if (sym && check_kernel(p, kid, fn, false, why, sizeof why))
 			continue;
@@ -376,8 +381,8 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 	}
 	TAP_OK(n > 0 && bad == 0,
 	       "%s: %d GPU-only kernels (%d pads, %d concats, %d gathers, %d scatters, %d convolutions and windows, "
-	       "%d top-k and cumsums) equal the interpreter%s%s",
-	       tag, n, per[0], per[1], per[2], per[3], per[4], per[5], bad ? "; " : "", first);
+	       "%d top-k and cumsums, %d dots) equal the interpreter%s%s",
+	       tag, n, per[0], per[1], per[2], per[3], per[4], per[5], per[6], bad ? "; " : "", first);
 	hostcode_free(hc);
 	plan_free(p);
 }
