@@ -408,11 +408,7 @@ static void emit_window_elem(struct cg *c, const struct plan_kernel *b, LLVMValu
 			x = cg_to_f64(c, x, t);
 			w = cg_to_f64(c, w, t);
 		}
-		LLVMValueRef args[3] = { x, w, l.acc };
-		LLVMValueRef fma = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fmuladd", 12), &at,
-							       1);
-		n = LLVMBuildSelect(c->b, inside, LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fma), fma, args, 3, ""),
-				    l.acc, "");
+		n = LLVMBuildSelect(c->b, inside, cg_fmuladd(c, x, w, l.acc), l.acc, "");
 	} else {
 		x = cg_to_f64(c, x, t);
 		n = LLVMBuildSelect(c->b, inside, max ? cg_fmax(c, l.acc, x, true) : LLVMBuildFAdd(c->b, l.acc, x, ""),
@@ -471,10 +467,7 @@ static void emit_dot_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRe
 	}
 	LLVMValueRef x = cg_load(c, c->base[0], t, cg_linear(c, ls, li, 0, ls->rank));
 	LLVMValueRef y = cg_load(c, c->base[1], t, cg_linear(c, rs, ri, 0, rs->rank));
-	LLVMValueRef args[3] = { x, y, l.acc };
-	LLVMValueRef fma = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fmuladd", 12), &at, 1);
-	LLVMValueRef acc = loop_end(c, &l, cg_i64c(c, 1),
-				    LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fma), fma, args, 3, ""));
+	LLVMValueRef acc = loop_end(c, &l, cg_i64c(c, 1), cg_fmuladd(c, x, y, l.acc));
 	cg_store(c, c->base[b->nin], t, r, t == IR_BF16 ? cg_round_bf16(c, acc) : acc);
 }
 

@@ -218,11 +218,10 @@ static LLVMValueRef dconst(struct cg *c, double v)
 	return LLVMConstReal(c->f64, v);
 }
 
-/* a * b + d, fused where the target has FMA. */
-static LLVMValueRef fmuladd(struct cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d)
+LLVMValueRef cg_fmuladd(struct cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d)
 {
 	LLVMValueRef args[3] = { a, b, d };
-	return intrinsic(c, "llvm.fmuladd", c->f64, 3, args);
+	return intrinsic(c, "llvm.fmuladd", LLVMTypeOf(a), 3, args);
 }
 
 /* sum of a[j] x^j for j < n (n <= 16) by Estrin's scheme: pairs a[2i] +
@@ -237,7 +236,7 @@ static LLVMValueRef estrin(struct cg *c, LLVMValueRef x, const double *a, int n)
 		t[i] = dconst(c, a[i]);
 	for (LLVMValueRef pw = x; n > 1; n = (n + 1) / 2) {
 		for (int i = 0; i < n / 2; i++)
-			t[i] = fmuladd(c, t[2 * i + 1], pw, t[2 * i]);
+			t[i] = cg_fmuladd(c, t[2 * i + 1], pw, t[2 * i]);
 		if (n % 2)
 			t[n / 2] = t[n - 1];
 		if (n > 2)
@@ -262,11 +261,11 @@ static LLVMValueRef clamp(struct cg *c, LLVMValueRef x, double lo, double hi)
 static LLVMValueRef exp_parts(struct cg *c, LLVMValueRef x, LLVMValueRef *s)
 {
 	const double magic = 6755399441055744.0; /* 1.5 * 2^52 */
-	LLVMValueRef t = fmuladd(c, x, dconst(c, 1.4426950408889634074), dconst(c, magic));
+	LLVMValueRef t = cg_fmuladd(c, x, dconst(c, 1.4426950408889634074), dconst(c, magic));
 	LLVMValueRef k = LLVMBuildFSub(c->b, t, dconst(c, magic), "");
 	LLVMValueRef nk = LLVMBuildFNeg(c->b, k, "");
-	LLVMValueRef r = fmuladd(c, nk, dconst(c, 6.93147180369123816490e-01), x);
-	r = fmuladd(c, nk, dconst(c, 1.90821492927058770002e-10), r);
+	LLVMValueRef r = cg_fmuladd(c, nk, dconst(c, 6.93147180369123816490e-01), x);
+	r = cg_fmuladd(c, nk, dconst(c, 1.90821492927058770002e-10), r);
 	double a[14], fact = 1; /* 1/n!, n! exact in double */
 	for (int n = 0; n < 14; n++) {
 		fact *= n ? n : 1;
@@ -284,7 +283,7 @@ static LLVMValueRef exp_parts(struct cg *c, LLVMValueRef x, LLVMValueRef *s)
 static LLVMValueRef exp_poly(struct cg *c, LLVMValueRef x)
 {
 	LLVMValueRef s, p = exp_parts(c, clamp(c, x, -700, 700), &s);
-	return fmuladd(c, s, p, s);
+	return cg_fmuladd(c, s, p, s);
 }
 
 /* tanh of a double: on |x| (the sign copied back, so that tanh(-0) is
@@ -297,7 +296,7 @@ static LLVMValueRef tanh_poly(struct cg *c, LLVMValueRef x)
 	LLVMValueRef y = LLVMBuildFAdd(c->b, a, a, "");
 	y = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, y, dconst(c, 40), ""), dconst(c, 40), y, "");
 	LLVMValueRef s, p = exp_parts(c, y, &s);
-	LLVMValueRef m = fmuladd(c, s, p, LLVMBuildFSub(c->b, s, dconst(c, 1), ""));
+	LLVMValueRef m = cg_fmuladd(c, s, p, LLVMBuildFSub(c->b, s, dconst(c, 1), ""));
 	LLVMValueRef r = LLVMBuildFDiv(c->b, m, LLVMBuildFAdd(c->b, m, dconst(c, 2), ""), "");
 	LLVMValueRef args[2] = { r, x };
 	return intrinsic(c, "llvm.copysign", c->f64, 2, args);

@@ -53,6 +53,8 @@ LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t); /* bf16: f32, the valu
 /* Stores v (a value of dtype t) at base[off] in t's storage (bf16: the
  * rounded top half of the f32). */
 void cg_store(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off, LLVMValueRef v);
+/* a * b + d in their float type, fused where the target has FMA. */
+LLVMValueRef cg_fmuladd(struct cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d);
 /* The value of dtype t at base[off] (bf16: as f32). */
 LLVMValueRef cg_load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off);
 /* Traps (the GPU kernel fails) unless 0 <= j < n; the builder continues

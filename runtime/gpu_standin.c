@@ -193,11 +193,6 @@ CUresult si_sticky(void)
 	return S.sticky;
 }
 
-uint64_t si_calls(void)
-{
-	return S.calls;
-}
-
 static CUresult get_error_string(CUresult e, const char **s)
 {
 	const char *d = si_detail((int)e);
@@ -239,15 +234,10 @@ static struct alloc *find(CUdeviceptr p)
 	return NULL;
 }
 
-static const char *bytes_str(double n, char *b)
-{
-	return ir_bytes_str(n, b);
-}
-
 void *si_host(CUdeviceptr p, size_t n, const char *what)
 {
 	struct alloc *a = find(p);
-	char b1[IR_BYTES_STRLEN], b2[IR_BYTES_STRLEN];
+	char b1[IR_BYTES_STRLEN];
 	if (!a) {
 		si_fail(CUDA_ERROR_INVALID_VALUE, "%s 0x%llx is not device memory (no allocation holds it)", what,
 			(unsigned long long)p);
@@ -256,16 +246,16 @@ void *si_host(CUdeviceptr p, size_t n, const char *what)
 	int idx = (int)(a - S.al);
 	if (!a->live) {
 		si_fail(CUDA_ERROR_INVALID_VALUE, "%s 0x%llx is in allocation #%d (%s), freed", what,
-			(unsigned long long)p, idx, bytes_str((double)a->n, b1));
+			(unsigned long long)p, idx, ir_bytes_str((double)a->n, b1));
 		return NULL;
 	}
 	if (p - a->lo > a->n || n > a->n - (p - a->lo)) {
 		si_fail(CUDA_ERROR_INVALID_VALUE,
 			"%s [0x%llx, +%zu) runs %llu bytes past the end of allocation #%d (0x%llx, %s, made by call "
-			"%llu) at offset %llu of its %s",
+			"%llu), from its offset %llu",
 			what, (unsigned long long)p, n, (unsigned long long)(p - a->lo + n - a->n), idx,
-			(unsigned long long)a->lo, bytes_str((double)a->n, b2), (unsigned long long)a->call,
-			(unsigned long long)(p - a->lo), bytes_str((double)a->n, b1));
+			(unsigned long long)a->lo, ir_bytes_str((double)a->n, b1), (unsigned long long)a->call,
+			(unsigned long long)(p - a->lo));
 		return NULL;
 	}
 	return a->host + (p - a->lo);
@@ -279,8 +269,8 @@ static CUresult mem_alloc(CUdeviceptr *p, size_t n)
 	if (!p || n == 0)
 		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc of %zu bytes", n);
 	if (n > S.total - S.used)
-		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc of %s with %s free", bytes_str((double)n, b),
-			       bytes_str((double)(S.total - S.used), c));
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc of %s with %s free", ir_bytes_str((double)n, b),
+			       ir_bytes_str((double)(S.total - S.used), c));
 	if (S.nal == S.capal) {
 		int cap = S.capal ? 2 * S.capal : 64;
 		struct alloc *v = ir_realloc(S.al, (size_t)cap * sizeof *v);
@@ -292,7 +282,7 @@ static CUresult mem_alloc(CUdeviceptr *p, size_t n)
 	unsigned char *h = ir_malloc(n);
 	if (!h)
 		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc of %s: the host has no memory for it",
-			       bytes_str((double)n, b));
+			       ir_bytes_str((double)n, b));
 	memset(h, 0xff, n); /* device memory starts as garbage: NaN in floats */
 	if (!S.next)
 		S.next = ADDR_BASE;
@@ -736,23 +726,19 @@ struct copy_op {
 	CUdeviceptr dst, src;
 	void *hdst;
 	const void *hsrc;
-	size_t n;
-	int fill; /* >= 0: a memset with this byte */
-	size_t width, height, spitch, dpitch;
+	size_t n;                             /* bytes (a 2-D copy: the rows' widths, height of them) */
+	int fill;                             /* >= 0: a memset with this byte */
+	size_t dspan, sspan;                  /* bytes from dst and src the copy reaches */
+	size_t width, height, spitch, dpitch; /* 2-D; height 0: one run of n */
 };
 
 static int run_copy(struct si_op *o, bool first)
 {
 	struct copy_op *c = (struct copy_op *)o;
-	if (!c->n && !c->height)
+	if (!c->n)
 		return 0;
-	void *d = c->hdst ? c->hdst
-			  : si_host(c->dst, c->height ? c->dpitch * (c->height - 1) + c->width : c->n,
-				    "the destination");
-	const void *s = c->fill >= 0 ? NULL
-			: c->hsrc    ? c->hsrc
-				     : si_host(c->src, c->height ? c->spitch * (c->height - 1) + c->width : c->n,
-					       "the source");
+	void *d = c->hdst ? c->hdst : si_host(c->dst, c->dspan, "the destination");
+	const void *s = c->fill >= 0 ? NULL : c->hsrc ? c->hsrc : si_host(c->src, c->sspan, "the source");
 	(void)first;
 	if (!d || (c->fill < 0 && !s))
 		return -1;
@@ -779,7 +765,7 @@ static CUresult copy(const char *what, CUdeviceptr dst, void *hdst, CUdeviceptr 
 	c->src = src;
 	c->hdst = hdst;
 	c->hsrc = hsrc;
-	c->n = n;
+	c->n = c->dspan = c->sspan = n;
 	c->fill = fill;
 	int k = 0;
 	if (ddst)
@@ -853,6 +839,9 @@ static CUresult memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s)
 	c->height = p->Height;
 	c->spitch = p->srcPitch;
 	c->dpitch = p->dstPitch;
+	c->n = p->WidthInBytes * p->Height;
+	c->dspan = dn;
+	c->sspan = sn;
 	c->op.rg[0] = (struct si_range){ p->dstDevice, p->dstDevice + dn, true };
 	c->op.rg[1] = (struct si_range){ p->srcDevice, p->srcDevice + sn, false };
 	return si_enqueue(s, &c->op);

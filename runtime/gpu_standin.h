@@ -90,8 +90,6 @@ void *si_op_new(size_t size, const char *what, int (*step)(struct si_op *, bool)
 CUresult si_sticky(void);
 /* The text si_fail recorded for e, or NULL. */
 const char *si_detail(int e);
-/* The count of API calls so far (for messages). */
-uint64_t si_calls(void);
 
 void si_fill_lt(struct gpu_api *a);
 void si_fill_nccl(struct gpu_api *a);

@@ -59,8 +59,8 @@ struct nc_op {
 	struct hdr h;
 	unsigned char *out, *in; /* messages: header + bytes */
 	size_t block;            /* bytes of one message */
-	MPI_Request req[2];
-	int nreq;
+	MPI_Request req;
+	bool running;       /* started, not yet done (a group's calls) */
 	struct nc_op **sub; /* NC_GROUP: its calls */
 	int nsub;
 };
@@ -357,14 +357,14 @@ static int start(struct nc_op *x)
 		return -1;
 	}
 	if (x->kind == NC_ALL_REDUCE || x->kind == NC_ALL_GATHER)
-		err = MPI_Iallgather(x->out, cnt, MPI_BYTE, x->in, cnt, MPI_BYTE, x->c->mpi, &x->req[0]);
+		err = MPI_Iallgather(x->out, cnt, MPI_BYTE, x->in, cnt, MPI_BYTE, x->c->mpi, &x->req);
 	else if (x->kind == NC_REDUCE_SCATTER)
-		err = MPI_Ialltoall(x->out, cnt, MPI_BYTE, x->in, cnt, MPI_BYTE, x->c->mpi, &x->req[0]);
+		err = MPI_Ialltoall(x->out, cnt, MPI_BYTE, x->in, cnt, MPI_BYTE, x->c->mpi, &x->req);
 	else if (x->kind == NC_SEND)
-		err = MPI_Isend(x->out, cnt, MPI_BYTE, x->peer, 0, x->c->mpi, &x->req[0]);
+		err = MPI_Isend(x->out, cnt, MPI_BYTE, x->peer, 0, x->c->mpi, &x->req);
 	else
-		err = MPI_Irecv(x->in, cnt + 1, MPI_BYTE, x->peer, 0, x->c->mpi, &x->req[0]);
-	x->nreq = 1;
+		err = MPI_Irecv(x->in, cnt + 1, MPI_BYTE, x->peer, 0, x->c->mpi, &x->req);
+	x->running = true;
 	if (mpi_check(err, kind_name[x->kind]) != ncclSuccess) {
 		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s", why.text);
 		return -1;
@@ -444,7 +444,7 @@ static int poll_one(struct nc_op *x, bool first)
 		return start(x);
 	int flag = 0;
 	MPI_Status st;
-	int err = MPI_Test(&x->req[0], &flag, &st);
+	int err = MPI_Test(&x->req, &flag, &st);
 	if (err != MPI_SUCCESS) {
 		mpi_check(err, kind_name[x->kind]);
 		si_fail(CUDA_ERROR_LAUNCH_FAILED, "%s (rank %d sent more bytes than this call receives?)", why.text,
@@ -474,13 +474,13 @@ static int step(struct si_op *o, bool first)
 	int busy = 0;
 	for (int i = 0; i < x->nsub; i++) { /* all start at once, as NCCL's group does */
 		struct nc_op *s = x->sub[i];
-		if (!first && !s->nreq)
+		if (!first && !s->running)
 			continue;
 		int rc = poll_one(s, first);
 		if (rc < 0)
 			return rc;
 		if (rc == 0)
-			s->nreq = 0;
+			s->running = false;
 		busy += rc == 1;
 	}
 	return busy ? 1 : 0;
