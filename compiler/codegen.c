@@ -39,57 +39,6 @@ void codegen_opts_init(struct codegen_opts *o)
 	*o = (struct codegen_opts){ .host = true, .host_cpu = NULL, .ptx = true, .opt_level = 3 };
 }
 
-/* ---- loops ---------------------------------------------------------------- */
-
-static int64_t tail_numel(const struct ir_shape *s, int from)
-{
-	int64_t n = 1;
-	for (int d = from; d < s->rank; d++)
-		n *= s->dims[d];
-	return n;
-}
-
-struct loop {
-	LLVMBasicBlockRef head, body, exit;
-	LLVMValueRef i, acc;
-	LLVMValueRef start_i, start_acc;
-	LLVMBasicBlockRef from;
-};
-
-/* for (i = lo; i < hi; i += step) with an optional accumulator. */
-static void loop_begin(struct cg *c, struct loop *l, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef acc)
-{
-	l->from = LLVMGetInsertBlock(c->b);
-	l->head = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "head");
-	l->body = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "body");
-	l->exit = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "exit");
-	LLVMBuildBr(c->b, l->head);
-	LLVMPositionBuilderAtEnd(c->b, l->head);
-	l->i = LLVMBuildPhi(c->b, c->i64, "i");
-	l->start_i = lo;
-	l->acc = acc ? LLVMBuildPhi(c->b, LLVMTypeOf(acc), "acc") : NULL;
-	l->start_acc = acc;
-	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, l->i, hi, ""), l->body, l->exit);
-	LLVMPositionBuilderAtEnd(c->b, l->body);
-}
-
-/* Closes the loop; returns the accumulator's final value (or NULL). */
-static LLVMValueRef loop_end(struct cg *c, struct loop *l, LLVMValueRef step, LLVMValueRef acc)
-{
-	LLVMValueRef next = LLVMBuildAdd(c->b, l->i, step, "");
-	LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
-	LLVMBuildBr(c->b, l->head);
-	LLVMValueRef iv[2] = { l->start_i, next };
-	LLVMBasicBlockRef ib[2] = { l->from, latch };
-	LLVMAddIncoming(l->i, iv, ib, 2);
-	if (l->acc) {
-		LLVMValueRef av[2] = { l->start_acc, acc };
-		LLVMAddIncoming(l->acc, av, ib, 2);
-	}
-	LLVMPositionBuilderAtEnd(c->b, l->exit);
-	return l->acc;
-}
-
 static LLVMValueRef reassoc(LLVMValueRef v)
 {
 	if (LLVMCanValueUseFastMathFlags(v))
@@ -209,8 +158,8 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 		init = cg_i64c(c, f->op == IR_OP_REDUCE_SUM    ? 0
 				  : f->op == IR_OP_REDUCE_PROD ? 1
 							       : int_extreme(it, f->op == IR_OP_REDUCE_MAX));
-	struct loop l;
-	loop_begin(c, &l, c->lane, cg_i64c(c, ir_shape_numel(&rs)), init);
+	struct cg_loop l;
+	cg_loop_begin(c, &l, c->lane, cg_i64c(c, ir_shape_numel(&rs)), init);
 	LLVMValueRef ri[IR_MAX_RANK], full[IR_MAX_RANK];
 	cg_delinear(c, l.i, &rs, 0, rs.rank, ri);
 	for (int j = 0; j < nk; j++)
@@ -231,7 +180,7 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 			   : LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, max ? LLVMIntSGT : LLVMIntSLT, x, acc, ""), x,
 					     acc, "");
 	}
-	acc = loop_end(c, &l, cg_i64c(c, c->lanes), n);
+	acc = cg_loop_end(c, &l, cg_i64c(c, c->lanes), n);
 	acc = warp_all(c, acc, sum ? C_ADD : prod ? C_MUL : fl ? (max ? C_FMAX : C_FMIN) : (max ? C_IMAX : C_IMIN));
 	return fl ? cg_from_f64(c, acc, f->dtype) : cg_from_i64(c, acc, f->dtype);
 }
@@ -251,9 +200,9 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 	enum ir_dtype it = cg_dtype(c, f->in[0]);
 	bool native = p == P_MAX && ir_dtype_is_float(it);
 	LLVMTypeRef at = native ? cg_type(c, it) : c->f64;
-	struct loop l;
+	struct cg_loop l;
 	LLVMValueRef init = LLVMConstReal(at, p == P_MAX ? -INFINITY : 0.0);
-	loop_begin(c, &l, c->lane, cg_i64c(c, tail_numel(s, split)), init);
+	cg_loop_begin(c, &l, c->lane, cg_i64c(c, cg_tail_numel(s, split)), init);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
 	LLVMValueRef x = cg_value(c, f->in[0], idx), n = NULL;
 	if (!native)
@@ -280,271 +229,9 @@ static LLVMValueRef row_pass(struct cg *c, const struct plan_fop *f, LLVMValueRe
 		break;
 	}
 	}
-	LLVMValueRef r = loop_end(c, &l, cg_i64c(c, c->lanes), n);
+	LLVMValueRef r = cg_loop_end(c, &l, cg_i64c(c, c->lanes), n);
 	r = warp_all(c, r, p != P_MAX ? C_ADD : native ? C_MAXIMUM : C_SELMAX);
 	return native ? cg_to_f64(c, r, it) : r;
-}
-
-/* A scatter's row n of the result (a GPU kernel: cg_kernel_compiles_gpu):
- * the operand's row, then every update row whose index is n combined into
- * it in index order, each step rounded to the dtype, as the interpreter
- * does; a thread per row reads all I indices (for an embedding gradient,
- * vocabulary x tokens compares) and writes only its own row. */
-static void emit_scatter_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef n)
-{
-	const struct plan_fop *f = &b->body[0];
-	const struct ir_shape *xs = &b->shape[0];
-	enum ir_dtype t = b->dtype[0], it = b->dtype[1];
-	int64_t N = xs->dims[0], R = tail_numel(xs, 1), I = ir_shape_numel(&b->shape[1]);
-	LLVMValueRef out = c->base[b->nin], row = LLVMBuildMul(c->b, n, cg_i64c(c, R), "");
-	struct loop l, u;
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, R), NULL);
-	LLVMValueRef off = LLVMBuildAdd(c->b, row, l.i, "");
-	cg_store(c, out, t, off, cg_load(c, c->base[0], t, off));
-	loop_end(c, &l, cg_i64c(c, 1), NULL);
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, I), NULL);
-	LLVMValueRef j = cg_to_i64(c, cg_load(c, c->base[1], it, l.i), it);
-	j = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64c(c, 0), ""),
-			    LLVMBuildAdd(c->b, j, cg_i64c(c, N), ""), j, "");
-	cg_trap_unless_index(c, j, N);
-	LLVMBasicBlockRef mine = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "mine");
-	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "next");
-	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, j, n, ""), mine, next);
-	LLVMPositionBuilderAtEnd(c->b, mine);
-	LLVMValueRef urow = LLVMBuildMul(c->b, l.i, cg_i64c(c, R), "");
-	loop_begin(c, &u, cg_i64c(c, 0), cg_i64c(c, R), NULL);
-	LLVMValueRef o = LLVMBuildAdd(c->b, row, u.i, "");
-	LLVMValueRef x = cg_load(c, out, t, o), y = cg_load(c, c->base[2], t, LLVMBuildAdd(c->b, urow, u.i, "")), r;
-	bool fl = ir_dtype_is_float(t);
-	int64_t mode = f->a.mode;
-	if (mode == IR_SCATTER_NONE) {
-		r = y;
-	} else if (fl) {
-		LLVMValueRef a = cg_to_f64(c, x, t), d = cg_to_f64(c, y, t);
-		r = cg_from_f64(c,
-				mode == IR_SCATTER_ADD   ? LLVMBuildFAdd(c->b, a, d, "")
-				: mode == IR_SCATTER_MUL ? LLVMBuildFMul(c->b, a, d, "")
-							 : cg_fmax(c, a, d, mode == IR_SCATTER_MAX),
-				t);
-	} else {
-		LLVMValueRef a = cg_to_i64(c, x, t), d = cg_to_i64(c, y, t);
-		r = cg_from_i64(
-			c,
-			mode == IR_SCATTER_ADD ? LLVMBuildAdd(c->b, a, d, "")
-			: mode == IR_SCATTER_MUL
-				? LLVMBuildMul(c->b, a, d, "")
-				: LLVMBuildSelect(c->b,
-						  LLVMBuildICmp(c->b, mode == IR_SCATTER_MAX ? LLVMIntSGT : LLVMIntSLT,
-								d, a, ""),
-						  d, a, ""),
-			t);
-	}
-	cg_store(c, out, t, o, r);
-	loop_end(c, &u, cg_i64c(c, 1), NULL);
-	LLVMBuildBr(c->b, next);
-	LLVMPositionBuilderAtEnd(c->b, next);
-	loop_end(c, &l, cg_i64c(c, 1), NULL);
-}
-
-/* A convolution's or a window op's result element at row r (GPU kernels of
- * their own: cg_kernel_compiles_gpu), a thread each. Convolution: the sum
- * over the group's channels and the kernel's taps, in f32 for f32 and bf16
- * data (f64 for f64), taps in the padding skipped, the interpreter's
- * terms in another order. Window: max (NaN wins) or sum, in f64 over the
- * taps inside the operand in row-major order, as the interpreter does. */
-static void emit_window_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
-{
-	const struct plan_fop *f = &b->body[0];
-	const struct ir_shape *os = &f->shape, *xs = &b->shape[0];
-	enum ir_dtype t = f->dtype;
-	bool conv = f->op == IR_OP_CONV, max = f->op == IR_OP_WINDOW_MAX;
-	LLVMValueRef idx[IR_MAX_RANK], ti[IR_MAX_RANK];
-	cg_delinear(c, r, os, 0, os->rank, idx);
-	LLVMTypeRef at = conv && t != IR_F64 ? c->f32 : c->f64;
-	struct ir_shape win = { .rank = 0 };
-	int64_t Cg = 1, Og = 1;
-	if (conv) {
-		const struct ir_shape *ws = &b->shape[1];
-		Cg = xs->dims[1] / f->a.groups;
-		Og = ws->dims[0] / f->a.groups;
-		win.dims[win.rank++] = Cg;
-		for (int d = 2; d < ws->rank; d++)
-			win.dims[win.rank++] = ws->dims[d];
-	} else {
-		for (int d = 0; d < xs->rank; d++)
-			win.dims[win.rank++] = f->a.window.v[d];
-	}
-	struct loop l;
-	LLVMValueRef init = LLVMConstReal(at, max ? -INFINITY : 0.0);
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&win)), init);
-	cg_delinear(c, l.i, &win, 0, win.rank, ti);
-	LLVMValueRef inside = LLVMConstInt(c->i1, 1, 0), xoff;
-	int first = conv ? 2 : 0; /* the spatial dims: conv's after N and C, a window's all */
-	if (conv) {
-		LLVMValueRef g = LLVMBuildUDiv(c->b, idx[1], cg_i64c(c, Og), "");
-		xoff = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, idx[0], cg_i64c(c, xs->dims[1]), ""),
-				    LLVMBuildAdd(c->b, LLVMBuildMul(c->b, g, cg_i64c(c, Cg), ""), ti[0], ""), "");
-	} else {
-		xoff = cg_i64c(c, 0);
-	}
-	for (int d = first; d < xs->rank; d++) {
-		int a = conv ? d - 2 : d; /* the attribute lists' entry */
-		LLVMValueRef pos = LLVMBuildMul(c->b, idx[d], cg_i64c(c, f->a.stride.v[a]), "");
-		pos = LLVMBuildSub(c->b, pos, cg_i64c(c, f->a.pad_lo.v[a]), "");
-		pos = LLVMBuildAdd(c->b, pos,
-				   LLVMBuildMul(c->b, ti[conv ? d - 1 : d], cg_i64c(c, f->a.dilation.v[a]), ""), "");
-		LLVMValueRef in = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSGE, pos, cg_i64c(c, 0), ""),
-					       LLVMBuildICmp(c->b, LLVMIntSLT, pos, cg_i64c(c, xs->dims[d]), ""), "");
-		inside = LLVMBuildAnd(c->b, inside, in, "");
-		pos = LLVMBuildSelect(c->b, in, pos, cg_i64c(c, 0), ""); /* a load kept in bounds */
-		xoff = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, xoff, cg_i64c(c, xs->dims[d]), ""), pos, "");
-	}
-	LLVMValueRef x = cg_load(c, c->base[0], t, xoff), n;
-	if (conv) {
-		LLVMValueRef woff = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, idx[1], cg_i64c(c, ir_shape_numel(&win)), ""),
-						 l.i, "");
-		LLVMValueRef w = cg_load(c, c->base[1], t, woff);
-		if (at == c->f64) {
-			x = cg_to_f64(c, x, t);
-			w = cg_to_f64(c, w, t);
-		}
-		n = LLVMBuildSelect(c->b, inside, cg_fmuladd(c, x, w, l.acc), l.acc, "");
-	} else {
-		x = cg_to_f64(c, x, t);
-		n = LLVMBuildSelect(c->b, inside, max ? cg_fmax(c, l.acc, x, true) : LLVMBuildFAdd(c->b, l.acc, x, ""),
-				    l.acc, "");
-	}
-	LLVMValueRef acc = loop_end(c, &l, cg_i64c(c, 1), n);
-	cg_store(c, c->base[b->nin], t, r,
-		 at == c->f64   ? cg_from_f64(c, acc, t)
-		 : t == IR_BF16 ? cg_round_bf16(c, acc)
-				: acc);
-}
-
-/* A dot's result element at row r (a GPU kernel of its own, for a dot
- * whose operands are not matrices cuBLASLt takes in place), a thread
- * each: the products over the contracting dims in row-major order, summed
- * in f32 for f32 and bf16 (f64 for f64), as a GEMM would. */
-static void emit_dot_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
-{
-	const struct plan_fop *f = &b->body[0];
-	const struct ir_shape *os = &f->shape, *ls = &b->shape[0], *rs = &b->shape[1];
-	enum ir_dtype t = f->dtype;
-	LLVMTypeRef at = t == IR_F64 ? c->f64 : c->f32;
-	LLVMValueRef idx[IR_MAX_RANK], li[IR_MAX_RANK], ri[IR_MAX_RANK], ci[IR_MAX_RANK];
-	cg_delinear(c, r, os, 0, os->rank, idx);
-	const struct ir_attrs *a = &f->a;
-	int nb = a->lhs_batch.n, o = nb;
-	struct ir_shape ks = { .rank = a->lhs_contract.n };
-	for (int j = 0; j < ks.rank; j++)
-		ks.dims[j] = ls->dims[a->lhs_contract.v[j]];
-	for (int j = 0; j < nb; j++) {
-		li[a->lhs_batch.v[j]] = idx[j];
-		ri[a->rhs_batch.v[j]] = idx[j];
-	}
-	bool taken[IR_MAX_RANK] = { false };
-	for (int j = 0; j < nb; j++)
-		taken[a->lhs_batch.v[j]] = true;
-	for (int j = 0; j < a->lhs_contract.n; j++)
-		taken[a->lhs_contract.v[j]] = true;
-	for (int d = 0; d < ls->rank; d++)
-		if (!taken[d])
-			li[d] = idx[o++];
-	memset(taken, 0, sizeof taken);
-	for (int j = 0; j < nb; j++)
-		taken[a->rhs_batch.v[j]] = true;
-	for (int j = 0; j < a->rhs_contract.n; j++)
-		taken[a->rhs_contract.v[j]] = true;
-	for (int d = 0; d < rs->rank; d++)
-		if (!taken[d])
-			ri[d] = idx[o++];
-	struct loop l;
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, ir_shape_numel(&ks)), LLVMConstReal(at, 0));
-	cg_delinear(c, l.i, &ks, 0, ks.rank, ci);
-	for (int j = 0; j < ks.rank; j++) {
-		li[a->lhs_contract.v[j]] = ci[j];
-		ri[a->rhs_contract.v[j]] = ci[j];
-	}
-	LLVMValueRef x = cg_load(c, c->base[0], t, cg_linear(c, ls, li, 0, ls->rank));
-	LLVMValueRef y = cg_load(c, c->base[1], t, cg_linear(c, rs, ri, 0, rs->rank));
-	LLVMValueRef acc = loop_end(c, &l, cg_i64c(c, 1), cg_fmuladd(c, x, y, l.acc));
-	cg_store(c, c->base[b->nin], t, r, t == IR_BF16 ? cg_round_bf16(c, acc) : acc);
-}
-
-/* A line along the axis of a top-k or a cumsum (GPU kernels of their own),
- * row r of the operand's other dims, a thread each. Cumsum: the running sum
- * in f64 (i64 wrapping for integers) in the axis's order or its reverse,
- * as the interpreter's. Top-k: each element's place is the count of those
- * that rank before it (greater, or smaller for IR_TOPK_SMALLEST; NaN above
- * every number; ties to the lower index), which is the interpreter's stable
- * sort's; an element placed below k is written with its index. Each line
- * costs L^2 compares: for routing among experts, not for a vocabulary. */
-static void emit_line(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
-{
-	const struct plan_fop *f = &b->body[0];
-	const struct ir_shape *xs = &b->shape[0];
-	enum ir_dtype t = b->dtype[0];
-	int ax = (int)f->a.axis;
-	int64_t L = xs->dims[ax], inner = tail_numel(xs, ax + 1);
-	bool fl = ir_dtype_is_float(t);
-	LLVMValueRef o = LLVMBuildUDiv(c->b, r, cg_i64c(c, inner), ""),
-		     i = LLVMBuildURem(c->b, r, cg_i64c(c, inner), "");
-	LLVMValueRef base = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, o, cg_i64c(c, L * inner), ""), i, "");
-	struct loop l, m;
-	if (f->op == IR_OP_CUMSUM) {
-		bool excl = f->a.mode & IR_CUMSUM_EXCLUSIVE, rev = f->a.mode & IR_CUMSUM_REVERSE;
-		loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, L), fl ? LLVMConstReal(c->f64, 0) : cg_i64c(c, 0));
-		LLVMValueRef pos = rev ? LLVMBuildSub(c->b, cg_i64c(c, L - 1), l.i, "") : l.i;
-		LLVMValueRef e = LLVMBuildAdd(c->b, base, LLVMBuildMul(c->b, pos, cg_i64c(c, inner), ""), "");
-		LLVMValueRef x = cg_load(c, c->base[0], t, e);
-		x = fl ? cg_to_f64(c, x, t) : cg_to_i64(c, x, t);
-		LLVMValueRef next = fl ? LLVMBuildFAdd(c->b, l.acc, x, "") : LLVMBuildAdd(c->b, l.acc, x, "");
-		LLVMValueRef v = excl ? l.acc : next;
-		cg_store(c, c->base[b->nin], t, e, fl ? cg_from_f64(c, v, t) : cg_from_i64(c, v, t));
-		loop_end(c, &l, cg_i64c(c, 1), next);
-		return;
-	}
-	bool smallest = f->a.mode & IR_TOPK_SMALLEST;
-	int64_t K = f->a.k;
-	loop_begin(c, &l, cg_i64c(c, 0), cg_i64c(c, L), NULL);
-	LLVMValueRef ea = LLVMBuildAdd(c->b, base, LLVMBuildMul(c->b, l.i, cg_i64c(c, inner), ""), "");
-	LLVMValueRef xa = cg_load(c, c->base[0], t, ea);
-	LLVMValueRef a = fl ? cg_to_f64(c, xa, t) : cg_to_i64(c, xa, t);
-	loop_begin(c, &m, cg_i64c(c, 0), cg_i64c(c, L), cg_i64c(c, 0));
-	LLVMValueRef eb = LLVMBuildAdd(c->b, base, LLVMBuildMul(c->b, m.i, cg_i64c(c, inner), ""), "");
-	LLVMValueRef xb = cg_load(c, c->base[0], t, eb);
-	LLVMValueRef bv = fl ? cg_to_f64(c, xb, t) : cg_to_i64(c, xb, t), ba, ab;
-	if (fl) { /* ranks_before(x, y): NaN first (largest) or last (smallest) */
-		LLVMValueRef bn = LLVMBuildFCmp(c->b, LLVMRealUNO, bv, bv, ""),
-			     an = LLVMBuildFCmp(c->b, LLVMRealUNO, a, a, "");
-		LLVMValueRef lt_ba = LLVMBuildFCmp(c->b, smallest ? LLVMRealOLT : LLVMRealOGT, bv, a, "");
-		LLVMValueRef lt_ab = LLVMBuildFCmp(c->b, smallest ? LLVMRealOLT : LLVMRealOGT, a, bv, "");
-		LLVMValueRef t1 = LLVMConstInt(c->i1, 1, 0), f0 = LLVMConstInt(c->i1, 0, 0);
-		/* b before a: b NaN -> !smallest && a not NaN; a NaN -> smallest; else compare */
-		ba = LLVMBuildSelect(c->b, bn, smallest ? f0 : LLVMBuildNot(c->b, an, ""),
-				     LLVMBuildSelect(c->b, an, smallest ? t1 : f0, lt_ba, ""), "");
-		ab = LLVMBuildSelect(c->b, an, smallest ? f0 : LLVMBuildNot(c->b, bn, ""),
-				     LLVMBuildSelect(c->b, bn, smallest ? t1 : f0, lt_ab, ""), "");
-	} else {
-		ba = LLVMBuildICmp(c->b, smallest ? LLVMIntSLT : LLVMIntSGT, bv, a, "");
-		ab = LLVMBuildICmp(c->b, smallest ? LLVMIntSLT : LLVMIntSGT, a, bv, "");
-	}
-	LLVMValueRef tie_first = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, m.i, l.i, ""),
-					      LLVMBuildNot(c->b, ab, ""), "");
-	LLVMValueRef before = LLVMBuildOr(c->b, ba, tie_first, "");
-	LLVMValueRef rank = loop_end(c, &m, cg_i64c(c, 1),
-				     LLVMBuildAdd(c->b, m.acc, LLVMBuildZExt(c->b, before, c->i64, ""), ""));
-	LLVMBasicBlockRef put = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "kept");
-	LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "next");
-	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, rank, cg_i64c(c, K), ""), put, next);
-	LLVMPositionBuilderAtEnd(c->b, put);
-	LLVMValueRef out = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, o, cg_i64c(c, K * inner), ""),
-					LLVMBuildAdd(c->b, LLVMBuildMul(c->b, rank, cg_i64c(c, inner), ""), i, ""), "");
-	cg_store(c, c->base[b->nin], t, out, xa);
-	cg_store(c, c->base[b->nin + 1], IR_I64, out, l.i);
-	LLVMBuildBr(c->b, next);
-	LLVMPositionBuilderAtEnd(c->b, next);
-	loop_end(c, &l, cg_i64c(c, 1), NULL);
 }
 
 /* The per-row code: statistics or the reduction, then the row's results. */
@@ -554,7 +241,7 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	int root = b->nin + b->nbody - 1;
 	enum ir_dtype rt = b->body[b->nbody - 1].dtype;
 	LLVMValueRef idx[IR_MAX_RANK];
-	int64_t inner = tail_numel(s, split);
+	int64_t inner = cg_tail_numel(s, split);
 	cg_delinear(c, r, s, 0, split, idx);
 	c->core_val = NULL;
 	c->stats_ready = false;
@@ -591,12 +278,12 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 		LLVMPositionBuilderAtEnd(c->b, done);
 		return;
 	}
-	struct loop l;
-	loop_begin(c, &l, c->lane, cg_i64c(c, inner), NULL);
+	struct cg_loop l;
+	cg_loop_begin(c, &l, c->lane, cg_i64c(c, inner), NULL);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
 	LLVMValueRef off = LLVMBuildAdd(c->b, base, l.i, "");
 	cg_store(c, c->base[b->nin], rt, off, cg_value(c, root, idx));
-	loop_end(c, &l, cg_i64c(c, c->lanes), NULL);
+	cg_loop_end(c, &l, cg_i64c(c, c->lanes), NULL);
 }
 
 static LLVMValueRef sreg(struct cg *c, const char *name)
@@ -645,8 +332,8 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	c->split = split;
 	c->row = NULL;
 	if (!c->gpu && core >= 0 && b->body[core].op == IR_OP_SOFTMAX &&
-	    tail_numel(&b->body[core].shape, split) <= ROW_STACK_MAX) {
-		LLVMTypeRef rt = LLVMArrayType2(c->f64, (uint64_t)tail_numel(&b->body[core].shape, split));
+	    cg_tail_numel(&b->body[core].shape, split) <= ROW_STACK_MAX) {
+		LLVMTypeRef rt = LLVMArrayType2(c->f64, (uint64_t)cg_tail_numel(&b->body[core].shape, split));
 		c->row = LLVMBuildAlloca(c->b, rt, "row");
 		LLVMSetAlignment(c->row, 64);
 	}
@@ -671,20 +358,14 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		hi = LLVMGetParam(c->fn, 2);
 		step = cg_i64c(c, 1);
 	}
-	struct loop l;
-	loop_begin(c, &l, lo, hi, NULL);
+	struct cg_loop l;
+	cg_loop_begin(c, &l, lo, hi, NULL);
 	enum ir_op op = b->nbody == 1 ? b->body[0].op : IR_OP_COUNT;
-	if (op == IR_OP_SCATTER)
-		emit_scatter_row(c, b, l.i);
-	else if (op == IR_OP_CONV || op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM)
-		emit_window_elem(c, b, l.i);
-	else if (op == IR_OP_TOPK || op == IR_OP_CUMSUM)
-		emit_line(c, b, l.i);
-	else if (op == IR_OP_DOT)
-		emit_dot_elem(c, b, l.i);
+	if (cg_own_loop(op))
+		cg_emit_gpu_only(c, b, l.i);
 	else
 		emit_row(c, b, l.i, split);
-	loop_end(c, &l, step, NULL);
+	cg_loop_end(c, &l, step, NULL);
 	LLVMBuildRetVoid(c->b);
 }
 

@@ -79,6 +79,10 @@ bool cg_kernel_compiles(const struct plan_kernel *k, int *core);
  * runs those on the arena's buffers or by BLAS, or by the reference
  * kernel, which checks indices; the GPU's traps on one out of range). */
 bool cg_kernel_compiles_gpu(const struct plan_kernel *k, int *core);
+/* Whether such a kernel of op alone has a loop of its own
+ * (codegen_gpu.c), rather than a value in the row loop (pad, concat and
+ * gather do). */
+bool cg_own_loop(enum ir_op op);
 /* The first dimension of the trailing run one row of body b covers. */
 int cg_row_split(const struct plan_kernel *b, int core, bool gpu);
 /* The rows of k's host function (gpu false) or GPU kernel; 0 when k does

@@ -256,3 +256,9 @@ int cg_kernel_lanes(const struct plan_kernel *k)
 	int core;
 	return cg_kernel_compiles_gpu(k, &core) && core >= 0 ? 32 : 1; /* as emit_kernel */
 }
+
+bool cg_own_loop(enum ir_op op)
+{
+	return op == IR_OP_SCATTER || op == IR_OP_CONV || op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM ||
+	       op == IR_OP_TOPK || op == IR_OP_CUMSUM || op == IR_OP_DOT;
+}

@@ -35,6 +35,24 @@ struct cg {
 	int nmvec_used;
 };
 
+/* codegen_loop.c: for (i = lo; i < hi; i += step), with an optional
+ * accumulator (acc: its start; NULL for none). cg_loop_end closes the loop
+ * with acc the next value and returns the final one (or NULL). */
+struct cg_loop {
+	LLVMBasicBlockRef head, body, exit;
+	LLVMValueRef i, acc;
+	LLVMValueRef start_i, start_acc;
+	LLVMBasicBlockRef from;
+};
+void cg_loop_begin(struct cg *c, struct cg_loop *l, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef acc);
+LLVMValueRef cg_loop_end(struct cg *c, struct cg_loop *l, LLVMValueRef step, LLVMValueRef acc);
+/* The product of s's dims from `from` on. */
+int64_t cg_tail_numel(const struct ir_shape *s, int from);
+
+/* codegen_gpu.c: the kernel of a GPU-only op with a loop of its own
+ * (cg_own_loop), at row r. */
+void cg_emit_gpu_only(struct cg *c, const struct plan_kernel *b, LLVMValueRef r);
+
 /* Value v of kernel k (an operand, or a body op's result) at the index
  * idx[] of its shape (i64 values), in its dtype's LLVM type (bool: i8). */
 LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx);
