@@ -270,6 +270,31 @@ out:
 	return rc;
 }
 
+/* The forward nodes of stages that recompute their activations: each layer
+ * (the whole stage when the plan names no layers) a segment the backward
+ * pass computes again from its inputs (grad_build), as the search charged
+ * it (inter.c: only each layer's input kept per micro-batch in flight). */
+static void mark_recompute(const struct inter_plan *ip, struct ir_graph *g)
+{
+	int seg = 0;
+	for (int s = 0; s < ip->nstages; s++) {
+		const struct inter_stage *st = &ip->stages[s];
+		if (!st->recompute)
+			continue;
+		if (!ip->layer_node) {
+			seg++;
+			for (int i = st->node_first; i < st->node_last; i++)
+				ir_graph_node(g, i)->recompute = seg;
+			continue;
+		}
+		for (int x = st->layer_first; x <= st->layer_last; x++) {
+			seg++;
+			for (int i = ip->layer_node[x]; i < ip->layer_node[x + 1]; i++)
+				ir_graph_node(g, i)->recompute = seg;
+		}
+	}
+}
+
 /* The train step of forward graph g (taken over): built at the micro-batch
  * size with its nodes tagged by stage when pipelined, each stage's part
  * sharded on its logical mesh, lowered together. */
@@ -291,6 +316,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	for (int s = 0; ns > 1 && s < ns; s++)
 		for (int i = ip->stages[s].node_first; i < ip->stages[s].node_last; i++)
 			ir_graph_node(g, i)->tag = s;
+	mark_recompute(ip, g);
 	if (in->train)
 		to = *in->train;
 	else

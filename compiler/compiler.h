@@ -591,6 +591,8 @@ struct inter_opts {
 					      * the per-layer solves, INTRA_TIME_LIMIT for the rest */
 	const struct inter_refused *refused; /* stages lowering could not fit: never chosen */
 	int nrefused;
+	int recompute; /* training: -1 searched per stage (default), 0 never, 1 every
+			* stage recomputes its activations (activation checkpointing) */
 };
 void inter_opts_init(struct inter_opts *o);
 
@@ -676,6 +678,8 @@ struct inter_alt {
 struct inter_plan {
 	bool train; /* a training step (else inference) */
 	int nlayers;
+	int *layer_node; /* [nlayers + 1]: each layer's first node in the forward
+			  * graph, then the graph's node count */
 	int nstages;
 	struct inter_stage *stages;
 	int64_t batch, micro_batch;

@@ -13,6 +13,16 @@
  * gradient. Nodes are visited in reverse order; a value's gradient is the
  * sum of the contributions of its readers, complete when its producer is
  * visited because the node list is topological.
+ *
+ * Recomputation (activation checkpointing): forward nodes marked with a
+ * segment (ir_node.recompute, a layer) are computed again when the reverse
+ * walk first reaches their segment, from the segment's inputs, and the
+ * segment's rules read those copies instead of the forward results. The
+ * copies are new nodes placed just before the segment's backward nodes, so
+ * the step keeps only what the segment reads from outside for its backward
+ * pass; copies no rule reads are dropped with the other dead nodes
+ * (train_build). Values of the parameters alone (a weight's 16-bit copy)
+ * are not computed again.
  */
 #include <errno.h>
 #include <string.h>
@@ -75,14 +85,80 @@ static void mark(const struct ir_graph *g, const struct ir_value *loss, int n, s
 	}
 }
 
+/* The recomputation of forward segments: per value id of the forward
+ * graph its copy in the segment being differentiated, or NULL. */
+struct remat {
+	int nfwd;             /* forward nodes: those the walk started with */
+	bool *dyn;            /* per value id: depends on a graph input */
+	struct ir_value **cp; /* per forward value id */
+	int seg;              /* the segment whose copies cp holds; 0: none */
+};
+
+/* What the backward pass reads for forward value v: the copy of the
+ * segment being recomputed, a new broadcast of the small operand when v
+ * is a broadcast (made again next to its reader rather than kept from the
+ * forward pass: the full tensor would be held per micro-batch in flight),
+ * or v itself. */
+static struct ir_value *fresh(struct gb *b, const struct remat *m, struct ir_value *v)
+{
+	if (m->cp && m->cp[v->id])
+		return m->cp[v->id];
+	if (v->kind != IR_VAL_NODE || v->def->op != IR_OP_BROADCAST)
+		return v;
+	const struct ir_node *n = v->def;
+	struct ir_value *x = m->cp && m->cp[n->in[0]->id] ? m->cp[n->in[0]->id] : n->in[0];
+	struct ir_node *c = ir_graph_add_node(b->g, n->op, n->name, 1, &x, &n->a);
+	if (!c) {
+		b->err = b->err ? b->err : ir_error_code() ? ir_error_code() : -ENOMEM;
+		return NULL;
+	}
+	c->tag = n->tag;
+	return c->out[0];
+}
+
+/* Copies segment seg's forward nodes (those reading a graph input at some
+ * remove) after the graph's last node, each reading the copies made
+ * before it. */
+static int remat_segment(struct gb *b, struct remat *m, int seg)
+{
+	const struct ir_graph *g = b->g;
+	enum { MAXIN = 64 };
+	for (int i = 0; i < m->nfwd; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nout; j++)
+			m->cp[n->out[j]->id] = NULL;
+	}
+	m->seg = seg;
+	for (int i = 0; i < m->nfwd; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		if (n->recompute != seg || !m->dyn[n->out[0]->id])
+			continue;
+		struct ir_value *small[MAXIN], **in = n->nin > MAXIN ? ir_calloc((size_t)n->nin, sizeof *in) : small;
+		if (!in)
+			return -ENOMEM;
+		for (int k = 0; k < n->nin; k++)
+			in[k] = fresh(b, m, n->in[k]);
+		struct ir_node *c = b->err ? NULL : ir_graph_add_node(b->g, n->op, n->name, n->nin, in, &n->a);
+		if (in != small)
+			ir_free(in);
+		if (!c)
+			return b->err ? b->err : ir_error_code() ? ir_error_code() : -ENOMEM;
+		c->tag = n->tag;
+		for (int j = 0; j < n->nout; j++)
+			m->cp[n->out[j]->id] = c->out[j];
+	}
+	return 0;
+}
+
 /* Runs the rule of node nd and adds its contributions into adj[]. */
 static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reach, const bool *need,
-			 struct ir_value **adj, struct ir_value *const *wrt)
+			 struct ir_value **adj, struct ir_value *const *wrt, struct remat *m)
 {
 	enum { MAXIN = 64 };
 	struct ir_value *gout[4] = { 0 }, *gin_small[MAXIN], **gin = gin_small;
 	bool want_small[MAXIN], *want = want_small;
 	bool any_out = false, any_in = false;
+	struct ir_value **heap = NULL; /* the substitute's operands, when many */
 	int first = -1, rc = 0;
 	char buf[32];
 	IR_ASSERT(nd->nout <= 4);
@@ -113,7 +189,32 @@ static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reac
 	b->name = nd->name;
 	b->tagged = nd->tag != IR_TAG_NONE;
 	b->tag = nd->tag;
-	rc = grad_rule(b, nd, gout, want, gin);
+	b->recompute = 0;
+	/* the rule reads a recomputed node's copies and broadcasts made again */
+	struct ir_node sub = *nd;
+	struct ir_value *sub_small[2 * MAXIN];
+	bool bcast = false;
+	for (int k = 0; k < nd->nin; k++)
+		bcast |= nd->in[k]->kind == IR_VAL_NODE && nd->in[k]->def->op == IR_OP_BROADCAST;
+	if (nd->recompute && m->seg != nd->recompute && (rc = remat_segment(b, m, nd->recompute)) < 0)
+		goto done;
+	if (nd->recompute || bcast) {
+		sub.in = nd->nin + nd->nout > 2 * MAXIN
+				 ? (heap = ir_calloc((size_t)(nd->nin + nd->nout), sizeof *sub.in))
+				 : sub_small;
+		if (!sub.in) {
+			rc = -ENOMEM;
+			goto done;
+		}
+		sub.out = sub.in + nd->nin;
+		for (int k = 0; k < nd->nin; k++)
+			sub.in[k] = fresh(b, m, nd->in[k]);
+		for (int j = 0; j < nd->nout; j++)
+			sub.out[j] = m->cp && m->cp[nd->out[j]->id] ? m->cp[nd->out[j]->id] : nd->out[j];
+		if ((rc = b->err) < 0)
+			goto done;
+	}
+	rc = grad_rule(b, &sub, gout, want, gin);
 	if (rc == -ENOTSUP) {
 		ir_error_prefix("node \"%s\" on the path from \"%s\" to the loss",
 				nd->name ? nd->name : ir_op_name(nd->op), vname(wrt[first], buf, sizeof buf));
@@ -129,6 +230,7 @@ static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reac
 			rc = b->err;
 		}
 done:
+	ir_free(heap);
 	if (gin != gin_small) {
 		ir_free(gin);
 		ir_free(want);
@@ -146,7 +248,13 @@ int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value
 	bool *need = ir_calloc((size_t)nv, sizeof *need);
 	struct ir_value **adj = ir_calloc((size_t)nv, sizeof *adj);
 	struct gb b = { .g = g, .name = "grad" };
-	if (!reach || !need || !adj) {
+	struct remat m = { .nfwd = nn };
+	bool any = false;
+	for (int i = 0; i < nn; i++)
+		any |= ir_graph_node(g, i)->recompute != 0;
+	if (any && (!(m.dyn = cost_dynamic_values(g)) || !(m.cp = ir_calloc((size_t)nv, sizeof *m.cp))))
+		rc = -ENOMEM;
+	if (!reach || !need || !adj || rc < 0) {
 		rc = ir_errorf(-ENOMEM, "out of memory building gradients");
 		goto done;
 	}
@@ -155,12 +263,14 @@ int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value
 		adj[loss->id] = gb_like(&b, loss, 1.0);
 	rc = b.err;
 	for (int i = nn - 1; i >= 0 && rc == 0; i--)
-		rc = backprop_node(&b, ir_graph_node(g, i), reach, need, adj, wrt);
+		rc = backprop_node(&b, ir_graph_node(g, i), reach, need, adj, wrt, &m);
 	for (int i = 0; rc == 0 && i < n; i++)
 		grads[i] = adj[wrt[i]->id];
 done:
 	ir_free(reach);
 	ir_free(need);
 	ir_free(adj);
+	ir_free(m.dyn);
+	ir_free(m.cp);
 	return rc;
 }

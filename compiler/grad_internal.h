@@ -18,6 +18,7 @@ struct gb {
 	int err;          /* 0, or the first error's negative code */
 	bool tagged;      /* new nodes get tag (ir_node.tag) */
 	int tag;
+	int recompute; /* new nodes' ir_node.recompute (0: none) */
 };
 
 struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a);

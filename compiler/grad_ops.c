@@ -25,6 +25,7 @@ struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *co
 	}
 	if (b->tagged)
 		n->tag = b->tag;
+	n->recompute = b->recompute;
 	return n->out[0];
 }
 

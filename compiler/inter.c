@@ -41,11 +41,13 @@ void inter_opts_init(struct inter_opts *o)
 	memset(o, 0, sizeof *o);
 	o->optim = COST_OPT_ADAM;
 	o->prec = -1;
+	o->recompute = -1;
 }
 
 void inter_plan_free(struct inter_plan *p)
 {
 	ir_free(p->stages);
+	ir_free(p->layer_node);
 	memset(p, 0, sizeof *p);
 }
 
@@ -162,6 +164,8 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 {
 	memset(sum, 0, sizeof *sum);
 	if ((opt & OPT_LEAN) && !s->lean)
+		return false;
+	if (s->env->opts && s->env->opts->recompute >= 0 && !(opt & OPT_RECOMPUTE) != !s->env->opts->recompute)
 		return false;
 	double inputs = 0, widest = 0;
 	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
@@ -382,8 +386,14 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		    (T > best->step_time * (1 + 1e-9) || (T >= best->step_time * (1 - 1e-9) && peak >= best->mem_peak)))
 			continue;
 		struct inter_stage *stages = ir_calloc((size_t)np, sizeof *stages);
-		if (!stages)
+		int *layer_node = ir_malloc(sizeof *layer_node * (size_t)(s->L + 1));
+		if (!stages || !layer_node) {
+			ir_free(stages);
+			ir_free(layer_node);
 			return;
+		}
+		for (int x = 0; x <= s->L; x++)
+			layer_node[x] = s->cl->first[x];
 		for (int i = 0; i < np; i++) {
 			const struct stage_dp_stage *st = &dr->stages[i];
 			int opt;
@@ -414,7 +424,9 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 					stages[i].mem_once;
 		}
 		ir_free(best->stages);
+		ir_free(best->layer_node);
 		best->stages = stages;
+		best->layer_node = layer_node;
 		best->nstages = np;
 		best->nlayers = s->L;
 		best->train = s->env->train;

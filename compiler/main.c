@@ -40,7 +40,8 @@ struct args {
 	bool json, explain, stage_only, train, print_ir;
 	int mesh0, mesh1;
 	int micro, layers, stages;
-	int dump; /* pcc inspect plan.bin --dump DEVICE; -1: none */
+	int recompute; /* --recompute: -1 auto, 0 off, 1 on */
+	int dump;      /* pcc inspect plan.bin --dump DEVICE; -1: none */
 	double mem_limit, time_limit;
 	const char *optim;
 	struct onnx_dim_binding dims[MAX_DIMS];
@@ -68,7 +69,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
-		"                 [--calib FILE] [--explain] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
+		"                 [--recompute auto|on|off] [--calib FILE] [--explain] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
@@ -91,6 +92,9 @@ static void usage(FILE *f)
 		"  --stages P   the automatic plan has exactly P pipeline stages (default: searched)\n"
 		"  --mesh N0xN1 the automatic plan's every stage runs on an N0xN1 logical mesh of\n"
 		"           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
+		"  --recompute  training: auto (default) lets the search choose per stage whether\n"
+		"           its backward pass recomputes each layer's activations from the layer's\n"
+		"           input instead of keeping them (activation checkpointing); on and off force it\n"
 		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
 		"  --batch  global batch of one step (samples)\n"
 		"  --time-limit S  wall seconds each sharding solve may take, a backstop only (default\n"
@@ -163,6 +167,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->dump = -1;
+	a->recompute = -1;
 	train_opts_init(&a->topts);
 	a->topts.freeze = a->freeze;
 	if (argc < 2)
@@ -208,6 +213,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(s, "--dump-after=fusion") ||
 			   (!strcmp(s, "--dump-after") && has_next && !strcmp(argv[i + 1], "fusion") && ++i)) {
 			a->dump_fusion = true;
+		} else if (!strcmp(s, "--recompute") && has_next) {
+			const char *v = argv[++i];
+			a->recompute = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : !strcmp(v, "auto") ? -1 : -2;
+			if (a->recompute == -2)
+				return ir_errorf(-EINVAL, "--recompute %s: expected auto, on or off", v);
 		} else if (!strcmp(s, "--time-limit") && has_next) {
 			char *end;
 			a->time_limit = strtod(argv[++i], &end);
@@ -562,6 +572,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	o.stages = a->stages;
 	o.mesh0 = a->mesh0;
 	o.mesh1 = a->mesh1;
+	o.recompute = a->recompute;
 	o.mem_limit = a->mem_limit;
 	o.time_limit = a->time_limit;
 	o.cal = cal;

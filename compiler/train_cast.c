@@ -95,6 +95,7 @@ static int copy_node(struct cast *c, const struct ir_node *n)
 	/* the copy, and the converts around it, keep its tag (pipeline stage) */
 	c->b.tagged = n->tag != IR_TAG_NONE;
 	c->b.tag = n->tag;
+	c->b.recompute = n->recompute;
 	for (int k = 0; k < n->nin; k++) {
 		in[k] = c->map[n->in[k]->id];
 		if (f32 && in[k] && ir_dtype_is_float(in[k]->dtype))
@@ -122,6 +123,7 @@ static int copy_node(struct cast *c, const struct ir_node *n)
 	if (!m)
 		return ir_error_code() ? ir_error_code() : -ENOMEM;
 	m->tag = n->tag;
+	m->recompute = n->recompute;
 	for (int j = 0; j < n->nout; j++) {
 		struct ir_value *v = m->out[j];
 		v->name = n->out[j]->name ? ir_graph_strdup(c->dst, n->out[j]->name) : NULL;

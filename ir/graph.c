@@ -207,6 +207,7 @@ struct ir_node *ir_graph_add_node(struct ir_graph *g, enum ir_op op, const char 
 	n->op = op;
 	n->name = ir_graph_strdup(g, name);
 	n->tag = IR_TAG_NONE;
+	n->recompute = 0;
 	n->nin = nin;
 	n->nout = nout;
 	n->a = *a;

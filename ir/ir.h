@@ -310,9 +310,14 @@ struct ir_node {
 	struct ir_value **in;
 	struct ir_value **out;
 	struct ir_attrs a;
-	int tag; /* a pass's label, IR_TAG_NONE when new: the
-		  * pipeline stage of a train step's node
-		  * (IR_TAG_ALL: computed in every stage) */
+	int tag;       /* a pass's label, IR_TAG_NONE when new: the
+			* pipeline stage of a train step's node
+			* (IR_TAG_ALL: computed in every stage) */
+	int recompute; /* a forward node the backward pass recomputes rather
+			* than keep its results: the number of its segment (a
+			* layer) + 1, recomputed from the segment's inputs
+			* when the backward pass reaches it (grad_build);
+			* 0 when new: kept */
 };
 
 #define IR_TAG_NONE (-1)

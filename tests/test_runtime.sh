@@ -98,6 +98,27 @@ trainer vit "$train/vit" momentum 8 2 --stages 2 --mesh 2x2
 trainer resnet_train "$train/resnet_train" momentum 4 1 --mesh 4x1
 trainer gpt "$train/gpt" momentum 8 1 --mesh 1x8
 
+# Activation recomputation (--recompute on): each layer's backward pass
+# computes its forward part again from the layer's input; the same losses
+# and parameters, and less kept for the backward part than without it.
+trainer gpt "$train/gpt" momentum 2 2 --stages 2 --recompute on
+trainer bert "$train/bert" momentum 4 2 --stages 2 --mesh 1x2 --recompute on
+trainer mlp_loss "$train/mlp_loss" adamw 1 2 --recompute on
+trainer vit "$train/vit" momentum 4 1 --recompute on
+g=$train/gpt
+check "gpt with --recompute on keeps less for the backward part than with --recompute off (2 stages, 4 micro-batches)" sh -c "
+  for r in on off; do
+    '$pcc' '$g/model.onnx' --cluster cpu:2 --train --optimizer momentum --loss cross_entropy:logits,labels \
+      --micro-batches 4 --stages 2 --recompute \$r -o '$tmp/rc_'\$r.bin >/dev/null || exit 1
+  done
+  on=\$('$pcc' inspect '$tmp/rc_on.bin' --dump 0 | sed -n 's/.*in-flight stash \\([0-9]*\\),.*/\\1/p')
+  off=\$('$pcc' inspect '$tmp/rc_off.bin' --dump 0 | sed -n 's/.*in-flight stash \\([0-9]*\\),.*/\\1/p')
+  echo \"stash on \$on off \$off\" >&2
+  test -n \"\$on\" && test -n \"\$off\" && test \"\$on\" -lt \"\$off\""
+check "--recompute takes auto, on or off" sh -c "
+  ! '$pcc' '$g/model.onnx' --cluster cpu:2 --train --recompute maybe 2>'$tmp/rc_err' &&
+  grep -q -- '--recompute maybe: expected auto, on or off' '$tmp/rc_err'"
+
 # Threads beyond the CPUs a rank may run on (mpirun binds 1- and 2-rank
 # jobs to cores): a warning naming the fix, and the outputs still right.
 r=$models/resnet_op17
