@@ -65,10 +65,10 @@ static struct ir_value *swap_last(struct onnx_ctx *c, struct ir_value *a)
 
 static int h_fused_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
-	NEED(0);
-	NEED(1);
 	if (attr_int(c, "transBatchA", 0) || attr_int(c, "transBatchB", 0))
 		return onnx_unsupported(c, "transBatchA and transBatchB are not supported");
+	NEED(0);
+	NEED(1);
 	if (float_input(c, in[0]) < 0)
 		return -EINVAL;
 	struct ir_value *ops[2] = { attr_int(c, "transA", 0) ? swap_last(c, in[0]) : in[0],

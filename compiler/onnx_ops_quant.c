@@ -139,9 +139,8 @@ static int h_quantize(struct onnx_ctx *c, struct ir_value **in, int nin, struct 
 	}
 	if ((rc = qrange(c, t, "the quantized type", &lo, &hi)) < 0)
 		return rc;
-	struct ir_value *sf = b_convert(c, along(c, s, x, axis, "y_scale"), IR_F32);
-	struct ir_value *zf = zp ? b_convert(c, along(c, zp, x, axis, "y_zero_point"), IR_F32) : NULL;
-	if (!sf || (zp && !zf))
+	struct ir_value *sf = b_convert(c, along(c, s, x, axis, "y_scale"), IR_F32), *zf = NULL;
+	if (!sf || (zp && !(zf = b_convert(c, along(c, zp, x, axis, "y_zero_point"), IR_F32))))
 		return -EINVAL;
 	return OUT1(saturate(c, b_binary(c, IR_OP_DIV, b_convert(c, x, IR_F32), sf), zf, lo, hi, t));
 }
