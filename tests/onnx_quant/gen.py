@@ -11,9 +11,12 @@ graph optimizations on). Each one is also checked here against numpy's
 restatement of the spec (integers exactly, floats within 1e-5 relative),
 and a fixture is written only where both agree; the one case ONNX Runtime
 refuses (MatMulInteger's per-row zero point of A, which the spec allows)
-takes numpy's output and says so. The QDQ model (a small MLP quantized by
-onnxruntime.quantization.quantize_static, per channel) has ONNX Runtime's
-output only.
+takes numpy's output and says so. Three whole models have ONNX Runtime's
+outputs only: a small MLP quantized by onnxruntime.quantization's
+quantize_static (QDQ, per channel), a BERT-style block quantized by its
+quantize_dynamic (DynamicQuantizeLinear, MatMulInteger), and the same
+block in float as onnxruntime's optimizer saves it (extended level:
+FusedMatMul, SkipLayerNormalization).
 """
 import os
 import shutil
@@ -297,8 +300,65 @@ def qdq_mlp():
           f" ({', '.join(ops)}; onnxruntime unoptimized differs by at most {np.abs(out[0] - plain[0]).max():.3g})")
 
 
+# ---- a BERT-style block quantized dynamically, and one optimized by onnxruntime ---------------
+def bert_block(hidden=16, ffn=32):
+    """x -> LayerNorm(x + MatMul(Gelu(MatMul(x) + b1)) + b2), with a scaled
+    x @ x^T beside it: the patterns onnxruntime fuses."""
+    def w(*shape, scale=0.3):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    inits = [numpy_helper.from_array(v, n) for v, n in (
+        (w(hidden, ffn), "w1"), (w(ffn, scale=0.1), "b1"), (w(ffn, hidden), "w2"), (w(hidden, scale=0.1), "b2"),
+        (1 + w(hidden, scale=0.1), "gamma"), (w(hidden, scale=0.1), "beta"),
+        (np.array(np.sqrt(0.5), np.float32), "rsqrt2"), (np.array(1, np.float32), "one"),
+        (np.array(0.5, np.float32), "half"), (np.array(0.125, np.float32), "eighth"))]
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "w1"], ["h0"]), n("Add", ["h0", "b1"], ["h1"]),
+        # Gelu as torch's TorchScript export writes it
+        n("Mul", ["h1", "rsqrt2"], ["g0"]), n("Erf", ["g0"], ["g1"]), n("Add", ["g1", "one"], ["g2"]),
+        n("Mul", ["h1", "g2"], ["g3"]), n("Mul", ["g3", "half"], ["g4"]),
+        n("MatMul", ["g4", "w2"], ["h2"]), n("Add", ["h2", "b2"], ["h3"]), n("Add", ["h3", "x"], ["h4"]),
+        n("LayerNormalization", ["h4", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5),
+        n("Transpose", ["x"], ["xt"], perm=[0, 2, 1]), n("MatMul", ["x", "xt"], ["s0"]),
+        n("Mul", ["s0", "eighth"], ["s"])]
+    g = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", F32, [2, 5, hidden])],
+                          [helper.make_tensor_value_info("y", F32, [2, 5, hidden]),
+                           helper.make_tensor_value_info("s", F32, [2, 5, 5])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def bert_cases():
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    m = bert_block()
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    tmp = os.path.join(HERE, ".tmp")
+    os.makedirs(tmp, exist_ok=True)
+    fp, qp, op = (os.path.join(tmp, f) for f in ("f.onnx", "q.onnx", "o.onnx"))
+    onnx.save(m, fp)
+    # dynamic quantization, as onnxruntime's BERT examples do it
+    quantize_dynamic(fp, qp, weight_type=QuantType.QInt8)
+    q = onnx.load(qp)
+    ops = sorted({nd.op_type for nd in q.graph.node})
+    write("test_dynamic_quantized_block", q, {"x": x}, run_ort(q, {"x": x}), f" ({', '.join(ops)})")
+    # the float block as onnxruntime's optimizer saves it (extended level)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = op
+    ort.InferenceSession(fp, opts, providers=["CPUExecutionProvider"])
+    o = onnx.load(op)
+    ms = sorted({nd.op_type for nd in o.graph.node if nd.domain == "com.microsoft"})
+    if not ms:
+        sys.exit("test_ort_optimized_block: onnxruntime fused nothing into com.microsoft ops")
+    write("test_ort_optimized_block", o, {"x": x}, run_ort(o, {"x": x}),
+          f" (com.microsoft: {', '.join(ms)}; all: {', '.join(sorted({nd.op_type for nd in o.graph.node}))})")
+    shutil.rmtree(tmp)
+
+
 quantize_cases()
 matmul_cases()
+bert_cases()
 ms_cases()
 qdq_mlp()
 print(f"onnx {onnx.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}")
