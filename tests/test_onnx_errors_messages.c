@@ -852,10 +852,10 @@ static void test_batchnorm_state(void)
 /* ---- quantization ------------------------------------------------------------ */
 
 /* x [2,4] -> QuantizeLinear(scale, uint8 zero point) -> DequantizeLinear,
- * scale and zero point initializers of shape sdims. */
-static struct mb *mb_qdq(const char *sdims, int n)
+ * scale and zero point initializers of shape sdims, QuantizeLinear's axis 1. */
+static struct mb *mb_qdq(const char *sdims, int n, int64_t opset)
 {
-	struct mb *b = mb_new(13);
+	struct mb *b = mb_new(opset);
 	mb_input(b, "x", T_FLOAT, "2,4");
 	mb_init_f32(b, "s", sdims);
 	mb_init_raw(b, "zp", T_UINT8, sdims, (uint8_t[4]){ 0 }, (size_t)n);
@@ -868,11 +868,11 @@ static struct mb *mb_qdq(const char *sdims, int n)
 
 /* Quantized graphs import for inference and are refused for a train step
  * (onnx_import_opts.updates): rounding's zero gradient would train only
- * the scales. A per-axis scale of the wrong length and a blocked one are
- * refused naming the node. */
+ * the scales. A per-axis scale of the wrong length, a blocked one and the
+ * axis attribute before opset 13 are refused naming the node. */
 static void test_quantized(void)
 {
-	struct mb *b = mb_qdq("4", 4);
+	struct mb *b = mb_qdq("4", 4, 13);
 	const char *path = mb_write(b, "qdq.onnx");
 	struct onnx_import_opts imp;
 	onnx_import_opts_init(&imp);
@@ -883,11 +883,14 @@ static void test_quantized(void)
 		     "quantized ops run for inference only; pcc does not train through them");
 	mb_free(b);
 
-	EXPECT_MODEL_ERROR(mb_qdq("3", 3), "qdq_axis_len.onnx", "a per-axis scale of the wrong length",
+	EXPECT_MODEL_ERROR(mb_qdq("3", 3, 13), "qdq_axis_len.onnx", "a per-axis scale of the wrong length",
 			   "node \"q\" (QuantizeLinear)", "y_scale has shape [3]",
 			   "1-D of 4 elements (dimension 1 of [2,4])");
-	EXPECT_MODEL_ERROR(mb_qdq("2,2", 4), "qdq_blocked.onnx", "a blocked scale", "node \"q\" (QuantizeLinear)",
+	EXPECT_MODEL_ERROR(mb_qdq("2,2", 4, 13), "qdq_blocked.onnx", "a blocked scale", "node \"q\" (QuantizeLinear)",
 			   "blocked quantization is not supported");
+	EXPECT_MODEL_ERROR(mb_qdq("4", 4, 10), "qdq_axis_opset10.onnx", "QuantizeLinear's axis at opset 10",
+			   "node \"q\" (QuantizeLinear)", "attribute 'axis' came with QuantizeLinear-13",
+			   "imports opset 10");
 }
 
 /* ---- the pcc binary ---------------------------------------------------------- */

@@ -122,6 +122,19 @@ def quantize_cases():
          [("x", F32, [3, 4]), ("s", F32, [4]), ("zp", TensorProto.UINT8, [4])],
          [("y", TensorProto.UINT8, [3, 4])], {"x": x, "s": s, "zp": zp},
          [quantize(x, along(s, 1, 2), along(zp, 1, 2), np.uint8)], True)
+    # opset 19's float16 input and opset 21's output_dtype without a zero point
+    x = (rng.standard_normal((2, 5)) * 30).astype(np.float16)
+    s = np.array(0.75, np.float16)
+    case("test_quantizelinear_19_float16",
+         [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"])],
+         [("x", TensorProto.FLOAT16, [2, 5]), ("s", TensorProto.FLOAT16, []), ("zp", TensorProto.UINT8, [])],
+         [("y", TensorProto.UINT8, [2, 5])], {"x": x, "s": s, "zp": np.array(100, np.uint8)},
+         [quantize(x, s, np.uint8(100), np.uint8)], True, opset=19)
+    x = (rng.standard_normal((3, 4)) * 100).astype(np.float32)
+    case("test_quantizelinear_21_output_dtype",
+         [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT8)],
+         [("x", F32, [3, 4]), ("s", F32, [])], [("y", TensorProto.INT8, [3, 4])],
+         {"x": x, "s": np.array(0.5, np.float32)}, [quantize(x, np.float32(0.5), np.int8(0), np.int8)], True)
     # DequantizeLinear along axis 0 (int8), and an int32 input without zero point
     q = rng.integers(-128, 128, (3, 5)).astype(np.int8)
     s = np.array([0.03, 1.25, 7.0], np.float32)
