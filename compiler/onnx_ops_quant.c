@@ -12,9 +12,9 @@
  *                          dot wraps modulo 2^32 as int32 accumulation does)
  *
  * round is ROUND, half to even; the clamp saturates to int8 [-128, 127] or
- * uint8 [0, 255]. Every step is exact in f32 or i32 except the one
- * division (or, in QLinearMatMul, the multiplication by
- * a_scale * b_scale / y_scale) that the spec itself rounds in f32.
+ * uint8 [0, 255]. Only the steps the spec rounds round (in f32): the
+ * division by the scale, the product with it, and QLinearMatMul's
+ * product with a_scale * b_scale / y_scale; the rest is exact.
  * A scale or zero point is a scalar (per tensor) or 1-D along one axis
  * (per axis: QuantizeLinear and DequantizeLinear's axis, A's rows and B's
  * columns in the matmuls); blocked quantization (block_size, opset 21)
@@ -53,6 +53,13 @@ static int inference_only(struct onnx_ctx *c)
 				   "(train the float model, then quantize it)");
 }
 
+/* A handler's code after a builder or along() failed: the message's
+ * (-ENOTSUP for what pcc does not support), else -EINVAL. */
+static int failed(void)
+{
+	return ir_error_code() == -ENOTSUP ? -ENOTSUP : -EINVAL;
+}
+
 /* Scale or zero point v of x: one element applies to all of x (a
  * scalar); a 1-D v of x's dims[axis] elements lies along axis (shaped
  * [1, .., n, .., 1] to broadcast). axis < 0: per tensor only. NULL with
@@ -61,7 +68,7 @@ static struct ir_value *along(struct onnx_ctx *c, struct ir_value *v, const stru
 			      const char *what)
 {
 	char b[IR_SHAPE_STR_MAX];
-	if (ir_shape_numel(&v->shape) == 1 && v->shape.rank <= 1)
+	if (ir_shape_numel(&v->shape) == 1)
 		return b_reshape(c, v, &(struct ir_shape){ 0 });
 	if (v->shape.rank == 1 && axis >= 0 && v->shape.dims[0] == x->shape.dims[axis]) {
 		struct ir_shape s = { x->shape.rank, { 0 } };
@@ -141,7 +148,7 @@ static int h_quantize(struct onnx_ctx *c, struct ir_value **in, int nin, struct 
 		return rc;
 	struct ir_value *sf = b_convert(c, along(c, s, x, axis, "y_scale"), IR_F32), *zf = NULL;
 	if (!sf || (zp && !(zf = b_convert(c, along(c, zp, x, axis, "y_zero_point"), IR_F32))))
-		return -EINVAL;
+		return failed();
 	return OUT1(saturate(c, b_binary(c, IR_OP_DIV, b_convert(c, x, IR_F32), sf), zf, lo, hi, t));
 }
 
@@ -166,7 +173,7 @@ static int h_dequantize(struct onnx_ctx *c, struct ir_value **in, int nin, struc
 		q = b_binary(c, IR_OP_SUB, q, b_convert(c, along(c, zp, x, axis, "x_zero_point"), IR_I32));
 	struct ir_value *sf = b_convert(c, along(c, s, x, axis, "x_scale"), IR_F32);
 	if (!q || !sf)
-		return -EINVAL;
+		return failed();
 	return OUT1(b_convert(c, b_binary(c, IR_OP_MUL, b_convert(c, q, IR_F32), sf), s->dtype));
 }
 
@@ -258,7 +265,7 @@ static int h_matmul_integer(struct onnx_ctx *c, struct ir_value **in, int nin, s
 	if ((rc = inference_only(c)) < 0)
 		return rc;
 	struct ir_value *y = int_matmul(c, in[0], nin > 2 ? in[2] : NULL, in[1], nin > 3 ? in[3] : NULL);
-	return y ? OUT1(y) : ir_error_code() == -ENOTSUP ? -ENOTSUP : -EINVAL;
+	return y ? OUT1(y) : failed();
 }
 
 /* QLinearMatMul: the int32 product requantized as ONNX Runtime does it,
@@ -280,13 +287,13 @@ static int h_qlinear_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, s
 					 ir_dtype_name(in[i]->dtype));
 	struct ir_value *acc = int_matmul(c, a, in[2], b, in[5]);
 	if (!acc)
-		return ir_error_code() == -ENOTSUP ? -ENOTSUP : -EINVAL;
+		return failed();
 	struct ir_value *af = b_convert(c, along(c, as, a, rows_axis(a), "a_scale"), IR_F32);
 	struct ir_value *bf = b_convert(c, along(c, bs, b, cols_axis(b), "b_scale"), IR_F32);
 	struct ir_value *yf = b_convert(c, along(c, ys, a, -1, "y_scale"), IR_F32);
 	struct ir_value *zf = b_convert(c, along(c, yzp, a, -1, "y_zero_point"), IR_F32);
 	if (!af || !bf || !yf || !zf)
-		return -EINVAL;
+		return failed();
 	struct ir_value *m = b_binary(c, IR_OP_DIV, b_binary(c, IR_OP_MUL, af, bf), yf);
 	return OUT1(saturate(c, b_binary(c, IR_OP_MUL, b_convert(c, acc, IR_F32), m), zf, lo, hi, yzp->dtype));
 }
