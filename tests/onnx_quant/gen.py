@@ -313,6 +313,54 @@ def qdq_mlp():
           f" ({', '.join(ops)}; onnxruntime unoptimized differs by at most {np.abs(out[0] - plain[0]).max():.3g})")
 
 
+def qdq_convnet():
+    """A small ResNet-style stem (Conv, Relu, residual Add, GlobalAveragePool,
+    Gemm) quantized by quantize_static, QDQ, per channel: onnxruntime runs
+    it as QLinearConv and friends, pcc as float ops between exact
+    quantize/dequantize pairs."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    def w(*shape, scale=0.3):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    inits = [numpy_helper.from_array(v, n) for v, n in (
+        (w(8, 3, 3, 3), "c1"), (w(8, scale=0.1), "c1b"), (w(8, 8, 3, 3, scale=0.15), "c2"),
+        (w(8, scale=0.1), "c2b"), (w(5, 8), "fc"), (w(5, scale=0.1), "fcb"))]
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "c1", "c1b"], ["a0"], pads=[1, 1, 1, 1]), n("Relu", ["a0"], ["a1"]),
+             n("Conv", ["a1", "c2", "c2b"], ["a2"], pads=[1, 1, 1, 1]), n("Add", ["a2", "a1"], ["a3"]),
+             n("Relu", ["a3"], ["a4"]), n("GlobalAveragePool", ["a4"], ["p0"]),
+             n("Flatten", ["p0"], ["p1"]), n("Gemm", ["p1", "fc", "fcb"], ["y"], transB=1)]
+    g = helper.make_graph(nodes, "convnet", [helper.make_tensor_value_info("x", F32, [2, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", F32, [2, 5])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    tmp = os.path.join(HERE, ".tmp")
+    os.makedirs(tmp, exist_ok=True)
+    fp, qp = os.path.join(tmp, "f.onnx"), os.path.join(tmp, "q.onnx")
+    onnx.save(m, fp)
+    calib = [{"x": rng.standard_normal((2, 3, 8, 8)).astype(np.float32)} for _ in range(8)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(calib)
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quantize_static(fp, qp, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    q = onnx.load(qp)
+    shutil.rmtree(tmp)
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    out = run_ort(q, {"x": x})
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    plain = ort.InferenceSession(q.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    ops = sorted({nd.op_type for nd in q.graph.node})
+    write("test_qdq_convnet_per_channel", q, {"x": x}, out,
+          f" ({', '.join(ops)}; onnxruntime unoptimized differs by at most {np.abs(out[0] - plain[0]).max():.3g})")
+
+
 # ---- a BERT-style block quantized dynamically, and one optimized by onnxruntime ---------------
 def bert_block(hidden=16, ffn=32):
     """x -> LayerNorm(x + MatMul(Gelu(MatMul(x) + b1)) + b2), with a scaled
@@ -374,4 +422,5 @@ matmul_cases()
 bert_cases()
 ms_cases()
 qdq_mlp()
+qdq_convnet()
 print(f"onnx {onnx.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}")
