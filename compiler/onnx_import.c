@@ -2,7 +2,8 @@
  * onnx_import.c: ONNX model -> core IR.
  *
  * 1. Read and unpack the ModelProto (bounded by the file size; protobuf-c
- *    rejects malformed input). Only opsets 7..21 of the default domain.
+ *    rejects malformed input). Only opsets 7..21 of the default domain
+ *    (and the com.microsoft ops that onnx_ops_ms.c lists).
  * 2. Graph inputs get static shapes: symbolic dims are bound by --dim.
  *    An input bound to a constant (onnx_import_opts.consts, pcc --const)
  *    becomes that constant, so the shapes it decides fold.
@@ -546,16 +547,21 @@ fail:
 	return -EINVAL;
 }
 
-static const struct onnx_op_def *find_op(const char *name)
+/* The handler of op name in the default domain, or (ms) com.microsoft's. */
+static const struct onnx_op_def *find_op(const char *name, bool ms)
 {
 	static const struct {
 		const struct onnx_op_def *defs;
 		const int *count;
-	} tables[] = { { onnx_ops_basic, &onnx_ops_basic_count },
-		       { onnx_ops_shape, &onnx_ops_shape_count },
-		       { onnx_ops_nn, &onnx_ops_nn_count },
-		       { onnx_ops_image, &onnx_ops_image_count },
-		       { onnx_ops_convt, &onnx_ops_convt_count } };
+	} tables[] = { { onnx_ops_basic, &onnx_ops_basic_count }, { onnx_ops_shape, &onnx_ops_shape_count },
+		       { onnx_ops_nn, &onnx_ops_nn_count },       { onnx_ops_image, &onnx_ops_image_count },
+		       { onnx_ops_convt, &onnx_ops_convt_count }, { onnx_ops_quant, &onnx_ops_quant_count } };
+	if (ms) {
+		for (int i = 0; i < onnx_ops_ms_count; i++)
+			if (strcmp(onnx_ops_ms[i].name, name) == 0)
+				return &onnx_ops_ms[i];
+		return NULL;
+	}
 	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
 		for (int i = 0; i < *tables[t].count; i++)
 			if (strcmp(tables[t].defs[i].name, name) == 0)
@@ -582,11 +588,18 @@ static int import_node(struct onnx_ctx *c, const Onnx__NodeProto *n)
 	struct ir_value *in[NODE_MAX_IO] = { 0 }, *out[NODE_MAX_IO] = { 0 };
 	int rc;
 	c->node = n;
-	if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) {
+	bool ms = n->domain && strcmp(n->domain, "com.microsoft") == 0;
+	if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0 && !ms) {
 		rc = ir_errorf(-ENOTSUP, "unsupported op domain \"%s\"", n->domain);
 		goto fail;
 	}
-	const struct onnx_op_def *def = find_op(op);
+	const struct onnx_op_def *def = find_op(op, ms);
+	if (!def && ms) {
+		rc = ir_errorf(-ENOTSUP,
+			       "unsupported op of domain \"com.microsoft\" (pcc reads its FusedMatMul, FusedGemm, "
+			       "Gelu, BiasGelu, FastGelu and SkipLayerNormalization)");
+		goto fail;
+	}
 	if (!def) {
 		rc = ir_errorf(-ENOTSUP, "unsupported op");
 		goto fail;

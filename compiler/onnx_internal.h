@@ -66,6 +66,20 @@ extern const struct onnx_op_def onnx_ops_image[];
 extern const int onnx_ops_image_count;
 extern const struct onnx_op_def onnx_ops_convt[];
 extern const int onnx_ops_convt_count;
+/* Quantization (onnx_ops_quant.c), and the com.microsoft ops ONNX
+ * Runtime's optimizer writes (onnx_ops_ms.c: looked up for that domain
+ * only). */
+extern const struct onnx_op_def onnx_ops_quant[];
+extern const int onnx_ops_quant_count;
+extern const struct onnx_op_def onnx_ops_ms[];
+extern const int onnx_ops_ms_count;
+
+/* Handlers other handlers build on (onnx_ops_nn.c): MatMul of two
+ * operands of one type (integers too), Gemm reading the node's alpha,
+ * beta, transA and transB, LayerNormalization its axis and epsilon. */
+int onnx_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout);
+int onnx_gemm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout);
+int onnx_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout);
 
 /* Reads a whole ONNX file (regular, under 2 GiB) into *buf (ir_malloc'd).
  * Errors name the file: -errno when it cannot be opened, -EINVAL not a

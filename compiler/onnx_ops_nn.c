@@ -20,7 +20,7 @@ static struct ir_value *dot(struct onnx_ctx *c, struct ir_value *l, struct ir_va
 }
 
 /* numpy.matmul: 1-D operands gain then lose a dim; batch dims broadcast. */
-static int h_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+int onnx_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
 	NEED(1);
@@ -64,7 +64,7 @@ static int h_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	return OUT1(dot(c, l, r, &a));
 }
 
-static int h_gemm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+int onnx_gemm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
 	NEED(1);
@@ -531,7 +531,7 @@ static int stash_type(struct onnx_ctx *c, enum ir_dtype *t)
 	return 0;
 }
 
-static int h_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+int onnx_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
 	NEED(1);
@@ -794,8 +794,8 @@ static int h_topk(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 }
 
 const struct onnx_op_def onnx_ops_nn[] = {
-	{ "MatMul", h_matmul, "" },
-	{ "Gemm", h_gemm, "alpha beta transA transB" },
+	{ "MatMul", onnx_matmul, "" },
+	{ "Gemm", onnx_gemm, "alpha beta transA transB" },
 	{ "Einsum", h_einsum, "equation" },
 	{ "Conv", h_conv, "auto_pad dilations group kernel_shape pads strides" },
 	{ "MaxPool", h_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides" },
@@ -803,7 +803,7 @@ const struct onnx_op_def onnx_ops_nn[] = {
 	{ "GlobalAveragePool", h_global_pool, "" },
 	{ "GlobalMaxPool", h_global_pool, "" },
 	{ "BatchNormalization", h_batchnorm, "epsilon momentum training_mode spatial" },
-	{ "LayerNormalization", h_layernorm, "axis epsilon stash_type" },
+	{ "LayerNormalization", onnx_layernorm, "axis epsilon stash_type" },
 	{ "InstanceNormalization", h_instancenorm, "epsilon" },
 	{ "GroupNormalization", h_groupnorm, "epsilon num_groups stash_type" },
 	{ "Softmax", h_softmax, "axis" },

@@ -409,6 +409,36 @@ static inline struct mb *mb_opsets(void)
 	return b;
 }
 
+/* Quantized inference and com.microsoft ops: x quantized per axis and
+ * dequantized, MatMulInteger, DynamicQuantizeLinear, FusedMatMul,
+ * SkipLayerNormalization and Gelu of com.microsoft. */
+static inline struct mb *mb_quantized(void)
+{
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,4");
+	Onnx__TensorProto *s = mb_init_f32(b, "s", "4");
+	memcpy(s->raw_data.data, (float[]){ 0.5f, 0.25f, 1, 2 }, 16);
+	mb_init_raw(b, "zp", T_UINT8, "4", (uint8_t[]){ 1, 2, 3, 4 }, 4);
+	mb_init_raw(b, "w", T_UINT8, "4,3", (uint8_t[12]){ 7, 200 }, 12);
+	mb_init_f32(b, "wf", "4,3");
+	mb_init_f32(b, "gamma", "3");
+	mb_attr_int(b, mb_node(b, "QuantizeLinear", "q", "x,s,zp", "xq"), "axis", 1);
+	mb_attr_int(b, mb_node(b, "DequantizeLinear", "dq", "xq,s,zp", "xd"), "axis", 1);
+	mb_node(b, "MatMulInteger", "mmi", "xq,w", "acc");
+	mb_node(b, "DynamicQuantizeLinear", "dyn", "xd", "y,ys,yzp");
+	Onnx__NodeProto *n = mb_node(b, "FusedMatMul", "fmm", "xd,wf", "fm");
+	n->domain = "com.microsoft";
+	mb_attr_float(b, n, "alpha", 0.5f);
+	n = mb_node(b, "SkipLayerNormalization", "sln", "fm,fm,gamma", "sl");
+	n->domain = "com.microsoft";
+	mb_attr_float(b, n, "epsilon", 1e-5f);
+	mb_node(b, "Gelu", "gelu", "sl", "g")->domain = "com.microsoft";
+	mb_output(b, "acc", T_INT32, "2,3");
+	mb_output(b, "y", T_UINT8, "2,4");
+	mb_output(b, "g", T_FLOAT, "2,3");
+	return b;
+}
+
 /* ---- checks ------------------------------------------------------------ */
 
 static inline bool has_all(const char *msg, va_list ap, const char **missing)

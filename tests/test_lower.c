@@ -1,6 +1,7 @@
 /*
- * test_lower.c: SPMD lowering (compiler/lower*.c). For the fixture models on
- * meshes 1x1, 1x2, 1x4, 2x2 and 2x4: the intra-op pass's plan, and plans
+ * test_lower.c: SPMD lowering (compiler/lower*.c). For the fixture models
+ * (and two graphs of integer dots from tests/onnx_quant) on meshes 1x1,
+ * 1x2, 1x4, 2x2 and 2x4: the intra-op pass's plan, and plans
  * with every node's strategy drawn at random (seeded: they exercise every
  * resharding path, partial sums, split lookups), are lowered, verified
  * (plan_verify) and run by the one-process rank simulator (plan_sim.c)
@@ -155,8 +156,16 @@ out:
 
 static void test_models(void)
 {
-	static const char *models[] = { "mlp_op17",    "gpt_op17", "bert_op17", "moe_op17",
-					"resnet_op17", "vit_op17", "unet_op17" };
+	/* the last two: integer dots (int32 partial sums), exact on any mesh */
+	static const char *models[] = { "mlp_op17",
+					"gpt_op17",
+					"bert_op17",
+					"moe_op17",
+					"resnet_op17",
+					"vit_op17",
+					"unet_op17",
+					"../onnx_quant/test_matmulinteger_batched_per_column",
+					"../onnx_quant/test_qlinearmatmul_per_column" };
 	static const int meshes[][2] = { { 1, 1 }, { 1, 2 }, { 1, 4 }, { 2, 2 }, { 2, 4 } };
 	for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
 		struct model m;
@@ -290,8 +299,16 @@ static void synth_chain(struct model *m)
  * (counts that divide each other, and 3 against 2 and 4, which do not). */
 static void test_pipelined(void)
 {
-	static const char *models[] = { "mlp_op17",    "gpt_op17", "bert_op17", "moe_op17",
-					"resnet_op17", "vit_op17", "unet_op17" };
+	/* the last two: integer dots (int32 partial sums), exact on any mesh */
+	static const char *models[] = { "mlp_op17",
+					"gpt_op17",
+					"bert_op17",
+					"moe_op17",
+					"resnet_op17",
+					"vit_op17",
+					"unet_op17",
+					"../onnx_quant/test_matmulinteger_batched_per_column",
+					"../onnx_quant/test_qlinearmatmul_per_column" };
 	static const int plans[][4][2] = {
 		{ { 1, 2 }, { 1, 2 } }, { { 1, 4 }, { 1, 2 } },           { { 1, 2 }, { 2, 2 } },
 		{ { 2, 2 }, { 1, 4 } }, { { 1, 1 }, { 1, 3 }, { 1, 2 } }, { { 1, 2 }, { 1, 1 }, { 1, 4 } },

@@ -4,7 +4,8 @@
  * turn.
  *
  * For a small MLP, a model whose shape computation folds into constants
- * at import and one of opset 19's new forms (onnx_builder.h), allocation k = 0, 1, ... fails
+ * at import, one of opset 19's new forms and a quantized one with
+ * com.microsoft ops (onnx_builder.h), allocation k = 0, 1, ... fails
  * during import until the import succeeds: each failure must end in NULL
  * with a message naming the file; then the same for interp_run on the
  * imported graph, -ENOMEM each time. Each failure point runs in a child
@@ -130,6 +131,7 @@ static void test_alloc_failures(void)
 	alloc_failures(mb_mlp(), "alloc_mlp.onnx");
 	alloc_failures(mb_folding(), "alloc_folding.onnx");
 	alloc_failures(mb_opsets(), "alloc_opsets.onnx");
+	alloc_failures(mb_quantized(), "alloc_quantized.onnx");
 }
 
 int main(void)

@@ -51,6 +51,18 @@ static void test_unsupported(void)
 	EXPECT_MODEL_ERROR(b, "unsupported_domain.onnx", "unsupported domain", "node \"fused\" (FusedGelu)",
 			   "domain \"com.microsoft\"");
 
+	b = mb_one_op("Attention", "attn");
+	b->g.node[0]->domain = "com.microsoft";
+	EXPECT_MODEL_ERROR(b, "unsupported_ms_op.onnx", "a com.microsoft op pcc does not read",
+			   "node \"attn\" (Attention)", "unsupported op of domain \"com.microsoft\"",
+			   "FusedMatMul, FusedGemm");
+
+	b = mb_one_op("FusedMatMul", "fmm");
+	b->g.node[0]->domain = "com.microsoft";
+	mb_attr_int(b, b->g.node[0], "transBatchA", 1);
+	EXPECT_MODEL_ERROR(b, "ms_trans_batch.onnx", "FusedMatMul's transBatchA", "node \"fmm\" (FusedMatMul)",
+			   "transBatchA and transBatchB are not supported");
+
 	b = mb_one_op("Relu", "act");
 	b->g.input[0]->type->tensor_type->elem_type = T_STRING;
 	EXPECT_MODEL_ERROR(b, "string_input.onnx", "string input", "input \"x\"", "STRING");
@@ -837,6 +849,50 @@ static void test_batchnorm_state(void)
 	mb_free(b);
 }
 
+/* ---- quantization ------------------------------------------------------------ */
+
+/* x [2,4] -> QuantizeLinear(scale, uint8 zero point) -> DequantizeLinear,
+ * scale and zero point initializers of shape sdims, QuantizeLinear's axis 1. */
+static struct mb *mb_qdq(const char *sdims, int n, int64_t opset)
+{
+	struct mb *b = mb_new(opset);
+	mb_input(b, "x", T_FLOAT, "2,4");
+	mb_init_f32(b, "s", sdims);
+	mb_init_raw(b, "zp", T_UINT8, sdims, (uint8_t[4]){ 0 }, (size_t)n);
+	Onnx__NodeProto *q = mb_node(b, "QuantizeLinear", "q", "x,s,zp", "xq");
+	mb_attr_int(b, q, "axis", 1);
+	mb_node(b, "DequantizeLinear", "dq", "xq,s,zp", "y");
+	mb_output(b, "y", T_FLOAT, "2,4");
+	return b;
+}
+
+/* Quantized graphs import for inference and are refused for a train step
+ * (onnx_import_opts.updates): rounding's zero gradient would train only
+ * the scales. A per-axis scale of the wrong length, a blocked one and the
+ * axis attribute before opset 13 are refused naming the node. */
+static void test_quantized(void)
+{
+	struct mb *b = mb_qdq("4", 4, 13);
+	const char *path = mb_write(b, "qdq.onnx");
+	struct onnx_import_opts imp;
+	onnx_import_opts_init(&imp);
+	struct ir_graph *g = expect_import("a QDQ model imports for inference", path, &imp);
+	ir_graph_free(g);
+	imp.updates = true;
+	EXPECT_ERROR("a QDQ model imported for a train step is refused", path, &imp, "node \"q\" (QuantizeLinear)",
+		     "quantized ops run for inference only; pcc does not train through them");
+	mb_free(b);
+
+	EXPECT_MODEL_ERROR(mb_qdq("3", 3, 13), "qdq_axis_len.onnx", "a per-axis scale of the wrong length",
+			   "node \"q\" (QuantizeLinear)", "y_scale has shape [3]",
+			   "1-D of 4 elements (dimension 1 of [2,4])");
+	EXPECT_MODEL_ERROR(mb_qdq("2,2", 4, 13), "qdq_blocked.onnx", "a blocked scale", "node \"q\" (QuantizeLinear)",
+			   "blocked quantization is not supported");
+	EXPECT_MODEL_ERROR(mb_qdq("4", 4, 10), "qdq_axis_opset10.onnx", "QuantizeLinear's axis at opset 10",
+			   "node \"q\" (QuantizeLinear)", "attribute 'axis' came with QuantizeLinear-13",
+			   "imports opset 10");
+}
+
 /* ---- the pcc binary ---------------------------------------------------------- */
 
 /* Runs `pcc inspect model`; checks exit status 1 and one stderr line "pcc: ..." */
@@ -893,6 +949,7 @@ int main(int argc, char **argv)
 	test_image_ops();
 	test_gather();
 	test_batchnorm_state();
+	test_quantized();
 	if (argc > 1)
 		test_cli(argv[1]);
 	else

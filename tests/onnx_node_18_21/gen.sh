@@ -20,7 +20,7 @@ ops = set()
 compiler = os.path.join(here, "../../compiler")
 for f in os.listdir(compiler):
     if f.startswith("onnx_ops") and f.endswith(".c"):
-        ops |= set(re.findall(r'\{ "([A-Z]\w*)", h_\w+', open(os.path.join(compiler, f)).read()))
+        ops |= set(re.findall(r'\{ "([A-Z]\w*)", (?:h|onnx)_\w+', open(os.path.join(compiler, f)).read()))
 for old in os.listdir(here):
     if old.startswith("test_"):
         shutil.rmtree(os.path.join(here, old))

@@ -1,0 +1,1 @@
+ByJlPIS€OCKœÐqÿq
