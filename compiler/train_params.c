@@ -16,9 +16,9 @@
  *    square-rooted or divided by (a norm's epsilon: epsilon);
  *  - it holds a sine/cosine table: with another initializer of its shape,
  *    or between the two halves of its last axis, the squares add up to the
- *    same number at every element, and its values are not all equal
- *    (cos t and sin t: RoPE's folded tables, sinusoidal position
- *    embeddings).
+ *    same number at every element, each holds 4 elements or more and not
+ *    all equal (cos t and sin t: RoPE's folded tables, sinusoidal position
+ *    embeddings; not a fresh LayerNorm's ones and zeros).
  * A one-element tensor of rank 1 or more in any other role is a parameter
  * (Linear(n, 1)'s bias, PReLU's slope). --trainable and --freeze patterns
  * override the rule, the last one that matches a name deciding.
@@ -121,7 +121,7 @@ static bool looks_through(enum ir_op op)
 }
 
 #define ROLE(r) (1u << (r))
-#define MAX_WALK 64
+#define MAX_WALK 1024 /* values a walk holds at once (a constant shared by many layers) */
 
 /* Calls leaf(n, k) for every use of v seen through looks_through ops and
  * returns the AND of their role masks (0 when a walk grows too long). */
@@ -193,7 +193,7 @@ static bool squares_constant(const struct ir_tensor *a, int64_t oa, const struct
 			     int64_t stride, int64_t len, int64_t n)
 {
 	double x = ir_tensor_get_f64(a, oa), y = ir_tensor_get_f64(b, ob), k = x * x + y * y;
-	if (!(k > 0) || !isfinite(k) || n * len < 2)
+	if (!(k > 0) || !isfinite(k) || n * len < 4) /* a 2x2 identity is no table */
 		return false;
 	for (int64_t i = 0; i < n; i++)
 		for (int64_t j = 0; j < len; j++) {
