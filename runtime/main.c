@@ -72,6 +72,8 @@ static void usage(FILE *f)
 		"k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
 		"ids are its first T tokens, labels its last T.\n"
 		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
+		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
+		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
 		"--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
 		"--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
 		"on this plan's mesh whatever mesh wrote it.\n");
@@ -133,6 +135,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->no_overlap = true;
 		} else if (!strcmp(s, "--profile")) {
 			o->profile = true;
+		} else if (!strcmp(s, "--skip-nonfinite")) {
+			return ir_errorf(-EINVAL,
+					 "--skip-nonfinite is an option of the train step: compile the plan "
+					 "with pcc --train --skip-nonfinite, and its steps skip those updates");
 		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
 			   !strcmp(s, "--threads")) {
 			char *end;

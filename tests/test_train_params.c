@@ -457,6 +457,11 @@ static void test_nan(void)
 	if (!strstr(err_text, want))
 		TAP_DIAG("stderr: %s", err_text);
 
+	rc = run("%s '%s' '%s' --data '%s' --steps 3 --skip-nonfinite", mpi, pccrun, plan, data);
+	TAP_OK(rc == 2 && strstr(err_text, "pcc-run: rank 0: --skip-nonfinite is an option of the train step: "
+					   "compile the plan with pcc --train --skip-nonfinite"),
+	       "pcc-run --skip-nonfinite: refused, it is the plan's (exit %d: %s)", rc, err_text);
+
 	/* --skip-nonfinite: step 2 changes nothing, steps 1 and 3 train */
 	rc = run("'%s' train '%s' -i '%s' --optimizer sgd --lr 0.1 --steps 3 --log-every 1 --skip-nonfinite "
 		 "--save-onnx '%s'",
