@@ -548,12 +548,17 @@ static void step_loss(const struct rt *r, const struct ir_tensor *out, double *l
 /* Whether the plan's step leaves parameters alone when the gradient norm
  * is not finite: f16 loss scaling (its state "train.loss_scale") or a
  * step compiled with --skip-nonfinite (train_opts_str's word). */
-static bool skips_nonfinite(const struct plan *p)
+static bool loss_scaled(const struct plan *p)
 {
 	for (int i = 0; i < p->nstate; i++)
 		if (p->state[i].name && !strcmp(p->state[i].name, "train.loss_scale"))
 			return true;
-	return p->train_config && strstr(p->train_config, " skip_nonfinite");
+	return false;
+}
+
+static bool skips_nonfinite(const struct plan *p)
+{
+	return loss_scaled(p) || (p->train_config && strstr(p->train_config, " skip_nonfinite"));
 }
 
 /* Rank 0: 0, or -ERANGE when step s's loss or gradient norm is not finite
@@ -577,10 +582,15 @@ static void log_step(const struct rt *r, long s, const struct opts *o, const str
 	const struct plan *p = r->p;
 	double loss, norm;
 	step_loss(r, out, &loss, &norm);
+	const char *skipped = isfinite(norm)   ? ""
+			      : loss_scaled(p) ? "  (f16 gradients overflowed: step skipped, loss scale halved)"
+					       : "  (non-finite gradients: step skipped)";
+	loss = isnan(loss) ? NAN : loss; /* "nan", whatever its sign bit */
+	norm = isnan(norm) ? NAN : norm;
 	double samples = (double)r->micro *
 			 (p->ninputs && p->inputs[0].shape.rank ? (double)p->inputs[0].shape.dims[0] : 1);
 	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.3f s  %.4g samples/s%s\n", s + 1, o->steps, loss, norm, t,
-	       samples / (t > 0 ? t : 1e-9), isfinite(norm) ? "" : "  (non-finite gradients: step skipped)");
+	       samples / (t > 0 ? t : 1e-9), skipped);
 	fflush(stdout);
 }
 

@@ -500,6 +500,14 @@ static void test_nan(void)
 		       exists(out2),
 	       "pcc-run on a --skip-nonfinite plan: step 2 skipped, the run ends and saves (exit %d: %s)", rc,
 	       err_line);
+	/* f16 loss scaling skips them anyway */
+	rc = run("'%s' '%s' --cluster cpu:1 --train --optim sgd --lr 0.1 --precision f16 -o '%s'", pcc, model, plan);
+	TAP_OK(rc == 0, "pcc --precision f16: the plan compiles (exit %d: %s)", rc, err_line);
+	rc = run("%s '%s' '%s' --data '%s' --steps 3", mpi, pccrun, plan, data);
+	TAP_OK(rc == 0 && strstr(out_text, "step 3/3") && strstr(out_text, "loss nan  grad_norm nan") &&
+		       strstr(out_text, "(f16 gradients overflowed: step skipped, loss scale halved)"),
+	       "pcc-run on an f16 plan: loss scaling skips the NaN step, the run goes on (exit %d: %s)", rc, err_line);
+
 	struct onnx_import_opts imp;
 	onnx_import_opts_init(&imp);
 	struct ir_graph *a = onnx_import(out, &imp, NULL), *c = onnx_import(out2, &imp, NULL);
