@@ -32,9 +32,13 @@ void cli_consts_free(struct cli_consts *c);
 /* `pcc train ...` (cli_train.c): argv[1] is "train". 0 or negative error. */
 int cmd_train(int argc, char **argv);
 void cli_train_usage(FILE *f);
-/* One option of the train step (--loss, --optimizer, --lr, ... --freeze)
- * with its value v into t (--freeze patterns appended to freeze[], at most
- * max_freeze): 1 when s is one, 0 when it is not, or -EINVAL naming it. */
-int cli_train_option(const char *s, const char *v, struct train_opts *t, const char **freeze, int max_freeze);
+/* One option of the train step (--loss, --optimizer, --lr, ... --freeze,
+ * --trainable) with its value v into t (--freeze and --trainable patterns
+ * appended to pats[], at most max_pats, t->patterns pointing there): 1
+ * when s is one, 0 when it is not, or -EINVAL naming it. */
+int cli_train_option(const char *s, const char *v, struct train_opts *t, struct train_pattern *pats, int max_pats);
+/* A train step option without a value (--skip-nonfinite) into t: 1 when s
+ * is one, else 0. */
+int cli_train_flag(const char *s, struct train_opts *t);
 
 #endif

@@ -2,7 +2,8 @@
  * cli_train.c: the `pcc train` command line.
  *
  *   pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]
- *             [--steps N] [--save-onnx OUT.onnx] [--loss SPEC] [--freeze PATTERN]...
+ *             [--steps N] [--save-onnx OUT.onnx] [--loss SPEC] [--freeze|--trainable PATTERN]...
+ *             [--skip-nonfinite]
  *             [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W] [--clip-norm C]
  *             [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]
  *             [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim N=V]...
@@ -23,7 +24,8 @@ void cli_train_usage(FILE *f)
 	fprintf(f,
 		"       pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]\n"
 		"                 [--steps N] [--save-onnx OUT.onnx] [--loss cross_entropy:LOGITS,LABELS|mse:OUT,TARGET]\n"
-		"                 [--freeze PATTERN]... [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
+		"                 [--freeze PATTERN]... [--trainable PATTERN]... [--skip-nonfinite]\n"
+		"                 [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
 		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]\n"
 		"                 [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--dim NAME=VALUE]...\n"
 		"                 [--const NAME=FILE|DIR]...\n");
@@ -49,7 +51,15 @@ static int count(const char *opt, const char *s, int64_t lo, int64_t *out)
 	return 0;
 }
 
-int cli_train_option(const char *s, const char *v, struct train_opts *t, const char **freeze, int max_freeze)
+int cli_train_flag(const char *s, struct train_opts *t)
+{
+	if (strcmp(s, "--skip-nonfinite"))
+		return 0;
+	t->skip_nonfinite = true;
+	return 1;
+}
+
+int cli_train_option(const char *s, const char *v, struct train_opts *t, struct train_pattern *pats, int max_pats)
 {
 	int64_t k;
 	int rc = 0;
@@ -87,18 +97,19 @@ int cli_train_option(const char *s, const char *v, struct train_opts *t, const c
 		rc = ir_dtype_parse(v, &t->compute);
 		if (rc < 0)
 			rc = ir_errorf(-EINVAL, "--precision %s: expected f32, bf16, f16 or f64", v);
-	} else if (!strcmp(s, "--freeze")) {
-		if (t->nfreeze == max_freeze)
-			return ir_errorf(-EINVAL, "more than %d --freeze patterns", max_freeze);
-		freeze[t->nfreeze++] = v;
+	} else if (!strcmp(s, "--freeze") || !strcmp(s, "--trainable")) {
+		if (t->npatterns == max_pats)
+			return ir_errorf(-EINVAL, "more than %d --freeze and --trainable patterns", max_pats);
+		pats[t->npatterns++] = (struct train_pattern){ v, s[2] == 't' };
+		t->patterns = pats;
 	} else {
 		return 0;
 	}
 	return rc < 0 ? rc : 1;
 }
 
-static int parse(int argc, char **argv, struct train_run_opts *o, const char **freeze, struct onnx_dim_binding *dims,
-		 struct cli_consts *consts)
+static int parse(int argc, char **argv, struct train_run_opts *o, struct train_pattern *pats,
+		 struct onnx_dim_binding *dims, struct cli_consts *consts)
 {
 	for (int i = 2; i < argc; i++) {
 		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -109,6 +120,8 @@ static int parse(int argc, char **argv, struct train_run_opts *o, const char **f
 			o->model = s;
 			continue;
 		}
+		if (cli_train_flag(s, &o->t))
+			continue;
 		if (!v)
 			return ir_errorf(-EINVAL, "train: option '%s' needs a value", s);
 		i++;
@@ -124,7 +137,7 @@ static int parse(int argc, char **argv, struct train_run_opts *o, const char **f
 			rc = cli_parse_dim(v, dims, &o->imp.ndims, MAX_LIST);
 		else if (!strcmp(s, "--const"))
 			rc = cli_parse_const(v, consts);
-		else if ((rc = cli_train_option(s, v, &o->t, freeze, MAX_LIST)) == 0)
+		else if ((rc = cli_train_option(s, v, &o->t, pats, MAX_LIST)) == 0)
 			return ir_errorf(-EINVAL, "train: unknown option '%s'", s);
 		if (rc < 0)
 			return rc;
@@ -139,14 +152,13 @@ static int parse(int argc, char **argv, struct train_run_opts *o, const char **f
 int cmd_train(int argc, char **argv)
 {
 	struct train_run_opts o = { .log = stdout };
-	static const char *freeze[MAX_LIST];
+	static struct train_pattern pats[MAX_LIST];
 	static struct onnx_dim_binding dims[MAX_LIST];
 	static struct cli_consts consts;
 	train_opts_init(&o.t);
 	onnx_import_opts_init(&o.imp);
-	o.t.freeze = freeze;
 	o.imp.dims = dims;
-	int rc = parse(argc, argv, &o, freeze, dims, &consts);
+	int rc = parse(argc, argv, &o, pats, dims, &consts);
 	if (rc == 0 && (rc = cli_consts_load(&consts, o.model)) == 0)
 		cli_consts_use(&consts, &o.imp);
 	/* The schedule length defaults to the run. */

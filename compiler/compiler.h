@@ -194,11 +194,36 @@ void onnx_weights_close(struct onnx_weights *w);
 enum train_optim { TRAIN_SGD, TRAIN_MOMENTUM, TRAIN_NESTEROV, TRAIN_ADAM, TRAIN_ADAMW };
 enum train_sched { TRAIN_LR_CONSTANT, TRAIN_LR_COSINE, TRAIN_LR_LINEAR };
 
+/* Which floating point initializers train (train_params.c): by default
+ * the parameters, every one the loss reaches except the constants the rule
+ * sets aside (enum train_aside); --trainable and --freeze patterns
+ * (fnmatch on the initializer's name) override it, the last pattern that
+ * matches a name deciding. BatchNorm's running statistics never train. */
+struct train_pattern {
+	const char *glob;
+	bool train; /* --trainable (true) or --freeze (false) */
+};
+
+/* Why an initializer the loss reaches is a constant, not a parameter. */
+enum train_aside {
+	TRAIN_ASIDE_SCALAR,   /* 0-d: an exporter's scalar (gelu's 0.5, a mask fill) */
+	TRAIN_ASIDE_EXPONENT, /* only ever a Pow's exponent */
+	TRAIN_ASIDE_BOUND,    /* one element, only ever a Max/Min operand (Clip's bounds) */
+	TRAIN_ASIDE_FILL,     /* one element, only ever a Where branch (a fill value) */
+	TRAIN_ASIDE_EPSILON,  /* one element, only ever added to what is square-rooted
+			       * or divided by (a norm's epsilon) */
+	TRAIN_ASIDE_TABLE,    /* a sine/cosine table (folded RoPE or sinusoidal positions) */
+	TRAIN_ASIDE_COUNT
+};
+const char *train_aside_name(enum train_aside why);
+
 struct train_opts {
-	const char *loss;          /* NULL: the model's own scalar output;
-				    * "cross_entropy:LOGITS,LABELS" or "mse:OUTPUT,TARGET" */
-	const char *const *freeze; /* fnmatch patterns of parameters not trained */
-	int nfreeze;
+	const char *loss;                     /* NULL: the model's own scalar output;
+					       * "cross_entropy:LOGITS,LABELS" or "mse:OUTPUT,TARGET" */
+	const struct train_pattern *patterns; /* --trainable / --freeze, in command-line order */
+	int npatterns;
+	bool skip_nonfinite;      /* a step whose gradient norm is not finite changes
+				   * nothing (always so under f16 loss scaling) */
 	enum train_optim optim;   /* default adamw */
 	double lr;                /* peak learning rate (default 1e-3) */
 	double momentum;          /* SGD momentum (0.9) */
@@ -246,7 +271,11 @@ struct train_step {
 				  * scalars (step, learning rate, gradient norm),
 				  * which every stage computes; 0: not pipelined */
 	int *param_stage;        /* [nparams] when pipelined, else NULL */
-	int nfrozen;             /* floating point params left alone (frozen or off the loss) */
+	int nfrozen;             /* floating point params left alone (frozen, set aside
+				  * or off the loss) */
+	int naside;              /* constants the rule set aside that the loss reaches */
+	struct ir_value **aside; /* [naside] */
+	enum train_aside *aside_why;
 };
 
 /* Builds the train step from forward graph g (which it takes over, also on
@@ -264,6 +293,14 @@ void train_state_start(const struct train_step *ts, const struct train_opts *o, 
  * value's id, the id of the parameter or state input it replaces } (the
  * output layout above; intra_opts.ties). */
 void train_step_ties(const struct train_step *ts, int (*ties)[2]);
+/* One stderr-style summary of what ts trains, for pcc train and pcc
+ * --train: when the rule set constants aside, "pcc: MODEL: training N
+ * tensors; set aside as constants: NAME (WHY), ..."; then a warning per
+ * trained tensor whose values equal another trained one's, or its
+ * transpose (an untied copy of a tied weight: an export with constant
+ * folding). Nothing when there is nothing to say. Reads inline values
+ * only (external weights are not loaded for this). */
+void train_params_print(const struct train_step *ts, const char *model, FILE *f);
 
 /* `pcc train`: steps of the train step on the reference interpreter over
  * the data sets in in_dir (backend-test layout: input_N.pb in in_dir, or
@@ -278,7 +315,8 @@ struct train_run_opts {
 	FILE *log;         /* per-step lines; NULL: none */
 };
 /* Errors name the file, input or step; nothing is written unless every
- * step succeeded (a non-finite loss without f16 loss scaling fails). */
+ * step succeeded (a non-finite loss or gradient norm fails, unless the
+ * step skips those: f16 loss scaling, train_opts.skip_nonfinite). */
 int train_run(const struct train_run_opts *o);
 
 /* ---- statistics and `pcc inspect` (compiler/inspect.c) ------------------ */

@@ -48,7 +48,7 @@ struct args {
 	int ndims;
 	struct cli_consts consts; /* --const NAME=FILE|DIR */
 	struct train_opts topts;  /* --train: the step's options (--loss, --lr, ...) */
-	const char *freeze[MAX_DIMS];
+	struct train_pattern pats[MAX_DIMS];
 	const char *train_opt; /* the first step option given, for "needs --train" */
 	bool precision;        /* --precision given */
 	const char *host_cpu;  /* --host-cpu: the CPU host kernels are compiled for */
@@ -169,7 +169,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->dump = -1;
 	a->recompute = -1;
 	train_opts_init(&a->topts);
-	a->topts.freeze = a->freeze;
 	if (argc < 2)
 		return ir_errorf(-EINVAL, "no command given (try 'pcc --help')");
 	a->cmd = argv[1];
@@ -193,6 +192,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->stage_only = true;
 		} else if (!strcmp(s, "--train")) {
 			a->train = true;
+		} else if (cli_train_flag(s, &a->topts)) {
+			a->train_opt = a->train_opt ? a->train_opt : s;
 		} else if (!strcmp(s, "--print-ir")) {
 			a->print_ir = true;
 		} else if (!strcmp(s, "--mesh") && has_next) {
@@ -263,7 +264,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->in_dir = argv[++i];
 		} else if (!strcmp(s, "-o") && has_next) {
 			a->out_dir = argv[++i];
-		} else if (has_next && (rc = cli_train_option(s, argv[i + 1], &a->topts, a->freeze, MAX_DIMS)) != 0) {
+		} else if (has_next && (rc = cli_train_option(s, argv[i + 1], &a->topts, a->pats, MAX_DIMS)) != 0) {
 			if (rc < 0)
 				return rc;
 			if (!a->train_opt)
@@ -552,6 +553,23 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 	return rc;
 }
 
+/* --train: what the step trains, said once before the search, as pcc
+ * train says it (train_params_print); a step that cannot be built is left
+ * to the search, which reports why in its context. */
+static void train_summary(const struct args *a, struct plan_load *pl, int64_t batch, const struct train_opts *to)
+{
+	bool updates = pl->imp.updates;
+	pl->imp.updates = true;
+	struct ir_graph *g = load_batch(pl, batch);
+	pl->imp.updates = updates;
+	struct train_step ts;
+	if (g && train_build(g, to, &ts) == 0)
+		train_params_print(&ts, a->model, stderr);
+	if (g)
+		train_step_free(&ts);
+	ir_error_clear();
+}
+
 /* Lowerings that may refuse a stage before pcc gives up. */
 #define MAX_REFUSED 16
 
@@ -628,6 +646,8 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		if ((rc = onnx_batch_dim(a->model, &pl.imp, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
 			return rc;
 	}
+	if (a->train)
+		train_summary(a, &pl, o.static_batch, &to);
 	struct plan *lowered = NULL;
 	struct inter_refused *refused = NULL;
 	for (;;) {

@@ -39,7 +39,7 @@ struct ropts {
 	int ndims;
 	struct cli_consts consts; /* --const NAME=FILE|DIR */
 	struct train_opts topts;
-	const char *freeze[MAX_LIST];
+	struct train_pattern pats[MAX_LIST];
 	const char *train_opt; /* the first step option given */
 };
 
@@ -142,7 +142,7 @@ static int option_with_value(struct ropts *a, const char *s, const char *v)
 			return ir_errorf(-EINVAL, "--mesh %s: expected N0xN1 with positive sizes, e.g. 2x8", v);
 		return 1;
 	}
-	int rc = cli_train_option(s, v, &a->topts, a->freeze, MAX_LIST);
+	int rc = cli_train_option(s, v, &a->topts, a->pats, MAX_LIST);
 	if (rc > 0) {
 		a->train_opt = a->train_opt ? a->train_opt : s;
 		a->precision |= !strcmp(s, "--precision");
@@ -154,7 +154,6 @@ static int parse(int argc, char **argv, struct ropts *a)
 {
 	memset(a, 0, sizeof *a);
 	train_opts_init(&a->topts);
-	a->topts.freeze = a->freeze;
 	for (int i = 2; i < argc; i++) {
 		const char *s = argv[i];
 		int rc;

@@ -5,7 +5,6 @@
  * compiler.h; this file keeps that order.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <string.h>
 
 #include "compiler/grad_internal.h"
@@ -144,43 +143,6 @@ static int spec_loss(struct train_step *ts, struct ir_graph *g, const char *spec
 	return b.err;
 }
 
-static bool frozen(const struct train_opts *o, const char *name)
-{
-	for (int i = 0; i < o->nfreeze; i++)
-		if (name && fnmatch(o->freeze[i], name, 0) == 0)
-			return true;
-	return false;
-}
-
-static bool updated(const struct ir_graph *g, const struct ir_value *p)
-{
-	for (int i = 0; i < ir_graph_nupdates(g); i++)
-		if (ir_graph_update_param(g, i) == p)
-			return true;
-	return false;
-}
-
-/* The candidate parameters: floating point, not state, not frozen. */
-static int candidates(const struct ir_graph *g, const struct train_opts *o, struct ir_value ***out, int *nfrozen)
-{
-	int np = ir_graph_nparams(g), n = 0;
-	struct ir_value **v = ir_calloc((size_t)np + 1, sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	*nfrozen = 0;
-	for (int i = 0; i < np; i++) {
-		struct ir_value *p = ir_graph_param(g, i);
-		if (!ir_dtype_is_float(p->dtype) || p->buffer || updated(g, p))
-			continue;
-		if (frozen(o, p->name))
-			(*nfrozen)++;
-		else
-			v[n++] = p;
-	}
-	*out = v;
-	return n;
-}
-
 /* The step counter, and for f16 the dynamic loss scale: the gradients are
  * those of loss * scale, so small f16 gradients do not flush to zero; the
  * update divides the scale out again. */
@@ -307,7 +269,7 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 	}
 	if (rc < 0)
 		return rc;
-	int n = candidates(g, o, &cand, &ts->nfrozen);
+	int n = train_candidates(g, target, o, ts, &cand);
 	if (n < 0)
 		return n;
 	grads = ir_calloc((size_t)n + 1, sizeof *grads);
@@ -337,7 +299,8 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 	}
 	if (k == 0) {
 		rc = ir_errorf(-EINVAL, "no parameter to train: the loss depends on no floating point "
-					"initializer that is not frozen");
+					"initializer that is not frozen or a constant (--trainable PATTERN "
+					"trains one)");
 		goto done;
 	}
 	/* Drop forward work the loss does not need before the update is added. */
@@ -376,5 +339,7 @@ void train_step_free(struct train_step *ts)
 	ir_free(ts->grads);
 	ir_free(ts->state);
 	ir_free(ts->param_stage);
+	ir_free(ts->aside);
+	ir_free(ts->aside_why);
 	memset(ts, 0, sizeof *ts);
 }

@@ -21,5 +21,12 @@ int train_add_state(struct train_step *ts, const char *name, enum ir_dtype t, co
  * rate schedule, the optimizer and loss scaling; adds the state inputs and
  * sets the outputs. */
 int train_update(struct train_step *ts, const struct train_opts *o);
+/* The parameters train_build differentiates (train_params.c): the
+ * floating point initializers of g that are not state, not frozen and not
+ * constants by the rule (those the loss reaches: ts->aside, with why),
+ * into *out (ir_calloc'd); returns how many, ts->nfrozen counting the
+ * others. loss: the value differentiated. */
+int train_candidates(const struct ir_graph *g, const struct ir_value *loss, const struct train_opts *o,
+		     struct train_step *ts, struct ir_value ***out);
 
 #endif

@@ -47,10 +47,10 @@ void train_opts_str(const struct train_opts *o, char *buf, size_t n)
 		snprintf(opt, sizeof opt, " betas=%g,%g eps=%g", o->beta1, o->beta2, o->eps);
 	snprintf(buf, n,
 		 "%s lr=%g%s weight_decay=%g clip_norm=%g schedule=%s warmup=%lld total=%lld min_lr=%g "
-		 "precision=%s%s%s",
+		 "precision=%s%s%s%s",
 		 optim_names[o->optim], o->lr, opt, weight_decay(o), o->clip_norm, sched_names[o->sched],
 		 (long long)o->warmup, (long long)o->total, o->min_lr, ir_dtype_name(o->compute),
-		 o->loss ? " loss=" : "", o->loss ? o->loss : "");
+		 o->skip_nonfinite ? " skip_nonfinite" : "", o->loss ? " loss=" : "", o->loss ? o->loss : "");
 }
 
 static double weight_decay(const struct train_opts *o)
@@ -287,9 +287,10 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		global_tag(&b, ts);
 	}
 	struct ir_value *lr = lr_node(&b, o, t);
-	/* finite: the step is taken (always, unless f16 gradients overflowed). */
+	/* finite: the step is taken (always, unless f16 gradients overflowed
+	 * or skip_nonfinite asks to skip a non-finite gradient norm). */
 	struct ir_value *finite = NULL;
-	if (scale)
+	if (scale || o->skip_nonfinite)
 		finite = gb_un(&b, IR_OP_NOT,
 			       gb_bin(&b, IR_OP_OR, gb_un(&b, IR_OP_IS_NAN, sumsq), gb_un(&b, IR_OP_IS_INF, sumsq)));
 	int first_slot = nstate0;
@@ -309,12 +310,13 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 	global_tag(&b, ts);
 	struct ir_value **sout = &out[ts->nparams];
 	sout[0] = gb_offset(&b, step, 1);
-	if (finite) {
+	if (finite) /* a skipped step is not counted */
+		sout[0] = gb_select(&b, finite, sout[0], step);
+	if (scale) {
 		/* GradScaler: halve on overflow (and keep the step); double after
 		 * scale_window good steps in a row. */
 		struct ir_value *g1 = gb_offset(&b, good, 1);
 		struct ir_value *grow = gb_bin(&b, IR_OP_GE, g1, gb_like(&b, good, (double)o->scale_window));
-		sout[0] = gb_select(&b, finite, sout[0], step);
 		sout[1] = gb_select(&b, finite, gb_select(&b, grow, gb_scale(&b, scale, 2), scale),
 				    gb_scale(&b, scale, 0.5));
 		sout[2] = gb_select(&b, finite, gb_select(&b, grow, gb_like(&b, good, 0), g1), gb_like(&b, good, 0));

@@ -382,6 +382,10 @@ int train_run(const struct train_run_opts *o)
 			"alone), %d data set%s, %d micro-batch%s per step\n",
 			tr.ts.nparams, tr.ts.nfrozen, tr.nsets, tr.nsets == 1 ? "" : "s", o->t.accum,
 			o->t.accum == 1 ? "" : "es");
+	if (rc == 0 && o->log)
+		train_params_print(&tr.ts, o->model, stderr);
+	/* the step skips a non-finite gradient norm itself, or pcc stops */
+	bool skips = o->t.compute == IR_F16 || o->t.skip_nonfinite;
 	for (int64_t t = 0; rc == 0 && t < steps; t++) {
 		double loss = 0, norm = 0;
 		rc = step(&tr, t, &loss, &norm);
@@ -389,9 +393,13 @@ int train_run(const struct train_run_opts *o)
 			ir_error_prefix("step %lld", (long long)t + 1);
 			break;
 		}
-		if (!isfinite(loss) && o->t.compute != IR_F16) {
-			rc = ir_errorf(-ERANGE, "step %lld: the loss is %g; stopping, nothing saved", (long long)t + 1,
-				       loss);
+		if (!skips && (!isfinite(loss) || !isfinite(norm))) {
+			double x = isfinite(loss) ? norm : loss;
+			rc = ir_errorf(-ERANGE, "step %lld: the %s is %s; stopping, nothing saved", (long long)t + 1,
+				       isfinite(loss) ? "gradient norm" : "loss",
+				       isnan(x) ? "nan"
+				       : x > 0  ? "inf"
+						: "-inf");
 			break;
 		}
 		if (o->log && (t % every == 0 || t == steps - 1)) {
@@ -399,6 +407,8 @@ int train_run(const struct train_run_opts *o)
 				isfinite(norm) ? norm : INFINITY, train_lr_at(&o->t, t));
 			if (!isfinite(norm) && o->t.compute == IR_F16)
 				fprintf(o->log, "  (f16 gradients overflowed: step skipped, loss scale halved)");
+			else if (!isfinite(norm))
+				fprintf(o->log, "  (non-finite gradients: step skipped)");
 			fputc('\n', o->log);
 		}
 	}

@@ -14,8 +14,12 @@
  * reported once, by the lowest rank that failed; an error while running
  * names the rank, step, micro-batch and instruction and stops the whole
  * job at once (a peer that dies or stops answering shows as a timeout).
+ * A training step whose loss or gradient norm is not finite stops the run
+ * (exit 1, nothing saved) unless the plan skips such steps itself
+ * (--skip-nonfinite, or f16 loss scaling).
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +72,8 @@ static void usage(FILE *f)
 		"k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
 		"ids are its first T tokens, labels its last T.\n"
 		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
+		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
+		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
 		"--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
 		"--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
 		"on this plan's mesh whatever mesh wrote it.\n");
@@ -129,6 +135,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->no_overlap = true;
 		} else if (!strcmp(s, "--profile")) {
 			o->profile = true;
+		} else if (!strcmp(s, "--skip-nonfinite")) {
+			return ir_errorf(-EINVAL,
+					 "--skip-nonfinite is an option of the train step: compile the plan "
+					 "with pcc --train --skip-nonfinite, and its steps skip those updates");
 		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
 			   !strcmp(s, "--threads")) {
 			char *end;
@@ -524,18 +534,63 @@ static int save_onnx(struct rt *r, const char *model, const char *dst)
 	return rc;
 }
 
+/* The step's loss (mean over micro-batches) and gradient norm, on rank 0. */
+static void step_loss(const struct rt *r, const struct ir_tensor *out, double *loss, double *norm)
+{
+	const struct plan *p = r->p;
+	*loss = *norm = 0;
+	for (int m = 0; m < r->micro; m++)
+		*loss += ir_tensor_get_f64(&out[(size_t)m * (size_t)p->noutputs], 0) / r->micro;
+	if (p->noutputs > 1 && p->outputs[1].per_step)
+		*norm = ir_tensor_get_f64(&out[(size_t)(r->micro - 1) * (size_t)p->noutputs + 1], 0);
+}
+
+/* Whether the plan's step leaves parameters alone when the gradient norm
+ * is not finite: f16 loss scaling (its state "train.loss_scale") or a
+ * step compiled with --skip-nonfinite (train_opts_str's word). */
+static bool loss_scaled(const struct plan *p)
+{
+	for (int i = 0; i < p->nstate; i++)
+		if (p->state[i].name && !strcmp(p->state[i].name, "train.loss_scale"))
+			return true;
+	return false;
+}
+
+static bool skips_nonfinite(const struct plan *p)
+{
+	return loss_scaled(p) || (p->train_config && strstr(p->train_config, " skip_nonfinite"));
+}
+
+/* Rank 0: 0, or -ERANGE when step s's loss or gradient norm is not finite
+ * and the plan does not skip such steps (as pcc train stops). */
+static int check_finite(const struct rt *r, long s, const struct ir_tensor *out)
+{
+	double loss, norm;
+	step_loss(r, out, &loss, &norm);
+	if ((isfinite(loss) && isfinite(norm)) || skips_nonfinite(r->p))
+		return 0;
+	double x = isfinite(loss) ? norm : loss;
+	return ir_errorf(-ERANGE, "step %ld: the %s is %s; stopping, nothing saved", s + 1,
+			 isfinite(loss) ? "gradient norm" : "loss",
+			 isnan(x) ? "nan"
+			 : x > 0  ? "inf"
+				  : "-inf");
+}
+
 static void log_step(const struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t)
 {
 	const struct plan *p = r->p;
-	double loss = 0, norm = 0;
-	for (int m = 0; m < r->micro; m++)
-		loss += ir_tensor_get_f64(&out[(size_t)m * (size_t)p->noutputs], 0) / r->micro;
-	if (p->noutputs > 1 && p->outputs[1].per_step)
-		norm = ir_tensor_get_f64(&out[(size_t)(r->micro - 1) * (size_t)p->noutputs + 1], 0);
+	double loss, norm;
+	step_loss(r, out, &loss, &norm);
+	const char *skipped = isfinite(norm)   ? ""
+			      : loss_scaled(p) ? "  (f16 gradients overflowed: step skipped, loss scale halved)"
+					       : "  (non-finite gradients: step skipped)";
+	loss = isnan(loss) ? NAN : loss; /* "nan", whatever its sign bit */
+	norm = isnan(norm) ? NAN : norm;
 	double samples = (double)r->micro *
 			 (p->ninputs && p->inputs[0].shape.rank ? (double)p->inputs[0].shape.dims[0] : 1);
-	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.3f s  %.4g samples/s\n", s + 1, o->steps, loss, norm, t,
-	       samples / (t > 0 ? t : 1e-9));
+	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.3f s  %.4g samples/s%s\n", s + 1, o->steps, loss, norm, t,
+	       samples / (t > 0 ? t : 1e-9), skipped);
 	fflush(stdout);
 }
 
@@ -608,6 +663,11 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (rt_gather_outputs(r, out) < 0)
 			die(r->c, s);
 		r->step++;
+		/* only rank 0 holds the loss: all learn whether the run goes on */
+		if ((rc = agree(r->c, r->c->rank == 0 ? check_finite(r, s, out) : 0)) < 0) {
+			free_outputs(out, r->micro * p->noutputs);
+			goto done;
+		}
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
 		free_outputs(out, r->micro * p->noutputs);

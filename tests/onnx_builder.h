@@ -34,7 +34,7 @@ static char tmpdir[] = "/tmp/pcc_onnx_errors_XXXXXX";
  * else a dim_param; "" is rank 0). */
 
 #define POOL_MAX 1024
-#define LIST_MAX 16
+#define LIST_MAX 64
 
 struct mb {
 	Onnx__ModelProto m;
