@@ -119,6 +119,7 @@ static int primal(struct lagr *l, bool *have, shard_i128 *ub)
 		*ub = st->cost;
 		*have = true;
 		memcpy(l->best, st->choice, sizeof *l->best * (size_t)m->n);
+		ms_publish(st, l->best, *ub, false);
 		if (l->prm->verbose) {
 			char b[SHARD_I128_STRLEN];
 			fprintf(stderr, "shard: %.2fs lagrange: cost %s\n", shard_now() - l->prm->t0,

@@ -207,6 +207,8 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 		if (taken) {
 			stats->improved++;
 			rc = msearch_descend(ms);
+			if (rc == 0 && ms_feasible(st))
+				ms_publish(st, st->choice, st->cost, false);
 		}
 		/* Quick exact solves: grow; slow or unfinished ones: shrink. */
 		if (res.optimal && res.iterations < prm->cheap && size < prm->max_window)

@@ -542,6 +542,8 @@ int msearch_improve(struct msearch *r, int rounds)
 				return rc;
 			if (ms_late(st))
 				break;
+			if (st->cost < before && ms_feasible(st))
+				ms_publish(st, st->choice, st->cost, false);
 			continue;
 		}
 		if ((rc = perturb(r)) < 0)
@@ -557,6 +559,8 @@ int msearch_improve(struct msearch *r, int rounds)
 			ms_commit(st);
 		else
 			ms_undo(st);
+		if (st->cost < before && ms_feasible(st))
+			ms_publish(st, st->choice, st->cost, false);
 	}
 	r->q.count = 0;
 	memset(r->q.in, 0, (size_t)st->m->n + 1);

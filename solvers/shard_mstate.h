@@ -10,6 +10,13 @@
 #include "solvers/shard_model.h"
 #include "solvers/shard_search.h"
 
+/* Where a search reports its improved model assignments (shard_solve.c
+ * expands them to the whole problem for shard_solve_params.incumbent). */
+struct ms_pub {
+	void (*fn)(void *ctx, const int *mchoice, shard_i128 cost, bool force);
+	void *ctx;
+};
+
 struct mstate {
 	const struct shard_model *m;
 	int *choice;
@@ -37,6 +44,7 @@ struct mstate {
 	 * block moves can skip neighbourhoods that did not change */
 	uint64_t *stamp;
 	uint64_t clock;
+	const struct ms_pub *pub; /* NULL: nobody listens */
 };
 
 int ms_init(struct mstate *st, const struct shard_model *m, double deadline);
@@ -60,6 +68,13 @@ static inline void ms_commit(struct mstate *st)
 	st->nundo = 0;
 }
 bool ms_late(struct mstate *st);
+/* Reports choice, a feasible assignment of st's model costing cost, to
+ * st->pub (force: even within the reporting interval, at a phase end). */
+static inline void ms_publish(const struct mstate *st, const int *choice, shard_i128 cost, bool force)
+{
+	if (st->pub)
+		st->pub->fn(st->pub->ctx, choice, cost, force);
+}
 static inline shard_i128 ms_peak(const struct mstate *st)
 {
 	return shard_tree_peak(&st->tree);

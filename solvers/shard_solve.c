@@ -61,6 +61,8 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 	prm->memory_free_share = 0.2;
 	prm->dedup = true;
 	prm->stats = NULL;
+	prm->incumbent = NULL;
+	prm->incumbent_ctx = NULL;
 }
 
 static int fallback(const struct shard_problem *p, const struct shard_solve_params *prm, double left, int *choice,
@@ -77,6 +79,80 @@ static int fallback(const struct shard_problem *p, const struct shard_solve_para
 	if (prm->verbose)
 		fprintf(stderr, "shard: the reduced problem has no feasible start: plain heuristic\n");
 	return shard_heuristic(p, &h, choice, out);
+}
+
+/* The caller's incumbent hook (shard_solve_params.incumbent): model
+ * assignments of the searched model s, expanded through the dedup map d
+ * (NULL: none) and the reduced model m into choice, evaluated on p and
+ * reported when feasible and cheaper than the last report. Expanding and
+ * evaluating is linear in p, so within a phase it happens every 0.1 s at
+ * most; the phase ends force it. */
+struct pub {
+	struct ms_pub hook;
+	const struct shard_problem *p;
+	const struct shard_solve_params *prm;
+	const struct shard_model *m;
+	const struct shard_dedup *d;
+	int *mchoice, *choice; /* scratch: m->n (when d), p->nnodes */
+	shard_i128 reported;   /* the last report's cost */
+	bool have;
+	shard_i128 mcost; /* s's cost of the last assignment expanded */
+	bool mhave;
+	double last; /* when it was expanded */
+};
+
+static void pub_report(struct pub *b, const int *choice, const struct shard_eval *ev)
+{
+	if (!ev->feasible || (b->have && ev->cost >= b->reported))
+		return;
+	b->reported = ev->cost;
+	b->have = true;
+	b->prm->incumbent(b->prm->incumbent_ctx, choice, ev);
+}
+
+static void pub_model(void *ctx, const int *qchoice, shard_i128 cost, bool force)
+{
+	struct pub *b = ctx;
+	double now = shard_now();
+	if (!b->m || (b->mhave && cost >= b->mcost) || (!force && now - b->last < 0.1))
+		return;
+	b->mcost = cost;
+	b->mhave = true;
+	b->last = now;
+	if (b->d) {
+		shard_dedup_expand(b->m, b->d, qchoice, b->mchoice);
+		shard_model_expand(b->m, b->mchoice, b->choice);
+	} else {
+		shard_model_expand(b->m, qchoice, b->choice);
+	}
+	struct shard_eval ev;
+	if (shard_evaluate(b->p, b->choice, &ev) == 0)
+		pub_report(b, b->choice, &ev);
+}
+
+/* The hook for searches of model m (d: its dedup map, or NULL); NULL when
+ * the caller wants no reports. */
+static const struct ms_pub *pub_on(struct pub *b, const struct shard_model *m, const struct shard_dedup *d)
+{
+	if (!b || !b->prm->incumbent)
+		return NULL;
+	free(b->mchoice);
+	b->mchoice = d ? malloc(sizeof *b->mchoice * ((size_t)m->n + 1)) : NULL;
+	b->m = !d || b->mchoice ? m : NULL; /* out of memory: no reports */
+	b->d = d;
+	b->mhave = false;
+	b->last = 0;
+	return &b->hook;
+}
+
+static void pub_off(struct pub *b)
+{
+	if (!b)
+		return;
+	free(b->mchoice);
+	b->mchoice = NULL;
+	b->m = NULL;
+	b->d = NULL;
 }
 
 /* Bounded work (see solvers.h): no phase stops at a share of the time. */
@@ -187,7 +263,7 @@ static bool gate_fits(const struct gate *g, const struct shard_model *q, const i
  * *optimal: the whole model's MIP proved it optimal. With a gate, stops
  * early unless the gate passes, and tries nothing after the whole MIP. */
 static int search_model(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
-			bool *optimal, const struct gate *gate, bool *timed_out)
+			bool *optimal, const struct gate *gate, bool *timed_out, const struct ms_pub *pub)
 {
 	struct mstate st;
 	struct msearch ms;
@@ -200,6 +276,7 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 		ms_free(&st);
 		return rc;
 	}
+	st.pub = pub;
 	/* merged nodes carry many pieces, whose memory rows no single MIP
 	 * can take (even lazily): windows then */
 	bool whole = whole_cols(m) <= prm->mip_max_cols && m->poff[m->n] <= 4000;
@@ -209,6 +286,8 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	bool have = rc == 0;
 	if (rc == -ENOSPC)
 		rc = 0;
+	if (have)
+		ms_publish(&st, st.choice, st.cost, true);
 	/* the constrained incumbent first gets rounds of its own (a share of
 	 * the time at most when unbounded), so that a repaired Lagrangian
 	 * answer replaces it only when it is truly better */
@@ -220,8 +299,19 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 		st.deadline = deadline;
 		st.timed_out = false;
 	}
-	if (rc == 0 && !whole && prm->relax_share > 0) {
-		struct lagr_params lp = { fixed ? st.deadline : t0 + prm->relax_share * prm->time_limit,
+	/* Unbounded, the Lagrangian phase also runs before the whole MIP: on
+	 * small models with a tight limit (the contest's B and G) it reaches
+	 * the optimum in a fraction of a second where the constrained search
+	 * is stuck at several times the cost, and the MIP, which hands GLPK's
+	 * presolver no incumbent, needs many seconds to find anything. Its
+	 * share counts from now, not from t0, so that slow earlier phases on
+	 * a loaded machine do not leave it no time at all. */
+	if (rc == 0 && (!whole || !fixed) && prm->relax_share > 0) {
+		double share = (whole ? 0.5 : 1.0) * prm->relax_share, now = shard_now();
+		double until = now + share * (st.deadline - now);
+		if (until < t0 + share * prm->time_limit)
+			until = t0 + share * prm->time_limit;
+		struct lagr_params lp = { fixed ? st.deadline : until,
 					  !fixed                ? INT_MAX
 					  : prm->lagr_iters > 0 ? prm->lagr_iters
 								: 1 + prm->max_rounds / 20,
@@ -230,13 +320,19 @@ static int search_model(const struct shard_model *m, const struct shard_solve_pa
 	}
 	if (rc == 0 && !have)
 		rc = -ENOSPC;
+	if (rc == 0 && have)
+		ms_publish(&st, st.choice, st.cost, true);
 	if (rc == 0)
 		rc = msearch_improve(&ms, prm->max_rounds < 2000 ? prm->max_rounds : 2000);
+	if (rc == 0)
+		ms_publish(&st, st.choice, st.cost, true);
 	bool solved = false;
 	if (rc == 0 && gate && (!whole || !gate_fits(gate, m, st.choice)))
 		goto out;
 	if (rc == 0 && whole)
 		rc = whole_mip(&st, prm, t0, optimal, &solved);
+	if (rc == 0 && solved)
+		ms_publish(&st, st.choice, st.cost, true);
 	if (rc == 0 && gate)
 		goto out;
 	if (rc == 0 && !solved)
@@ -257,7 +353,7 @@ out:
  * A gated search (memory_free_first) stops at once, not optimal, when
  * the deduplicated model is too big for one MIP. */
 static int search_dedup(const struct shard_model *m, const struct shard_solve_params *prm, double t0, int *mchoice,
-			bool *optimal, struct gate *gate, struct shard_solve_stats *st)
+			bool *optimal, struct gate *gate, struct shard_solve_stats *st, struct pub *pb)
 {
 	struct shard_dedup d = { 0 };
 	struct shard_dedup_stats ds = { 0 };
@@ -286,9 +382,10 @@ static int search_dedup(const struct shard_model *m, const struct shard_solve_pa
 		gate->d = use ? &d : NULL;
 	}
 	if (rc == 0 && !(gate && whole_cols(s) > prm->mip_max_cols))
-		rc = search_model(s, prm, t0, sc, optimal, gate, &st->timed_out);
+		rc = search_model(s, prm, t0, sc, optimal, gate, &st->timed_out, pub_on(pb, m, use ? &d : NULL));
 	else if (rc == 0)
 		rc = -ENOSPC; /* too big to be proved optimal here */
+	pub_off(pb);
 	if (rc == 0 && use)
 		shard_dedup_expand(m, &d, sc, mchoice);
 	if (use)
@@ -306,7 +403,8 @@ static int search_dedup(const struct shard_model *m, const struct shard_solve_pa
  * small enough for one MIP. Its proved optimum, if it fits the limit, is
  * the optimum: *done then, with choice and out set. */
 static int memory_free_first(const struct shard_problem *p, const struct shard_solve_params *prm, double t0,
-			     int *choice, struct shard_eval *out, bool *done, struct shard_solve_stats *st)
+			     int *choice, struct shard_eval *out, bool *done, struct shard_solve_stats *st,
+			     struct pub *pb)
 {
 	*done = false;
 	struct shard_problem q = *p;
@@ -328,7 +426,7 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 	int *gm = malloc(sizeof *gm * ((size_t)m.n + 1));
 	bool optimal = false;
 	struct gate gate = { p, &m, NULL, gm, c };
-	rc = mchoice && c && gm ? search_dedup(&m, &sub, shard_now(), mchoice, &optimal, &gate, st)
+	rc = mchoice && c && gm ? search_dedup(&m, &sub, shard_now(), mchoice, &optimal, &gate, st, pb)
 				: shard_errorf(-ENOMEM, "solve: out of memory");
 	if (rc == 0 && optimal) {
 		shard_model_expand(&m, mchoice, c);
@@ -351,8 +449,8 @@ static int memory_free_first(const struct shard_problem *p, const struct shard_s
 	return rc;
 }
 
-int shard_solve(const struct shard_problem *p, const struct shard_solve_params *prm, int *choice,
-		struct shard_eval *out)
+static int solve(const struct shard_problem *p, const struct shard_solve_params *prm, int *choice,
+		 struct shard_eval *out, struct pub *pb)
 {
 	double t0 = shard_now();
 	memset(out, 0, sizeof *out);
@@ -364,9 +462,11 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 		return rc;
 	if (!out->feasible)
 		return shard_infeasible(p, choice, out);
+	if (pb)
+		pub_report(pb, choice, out);
 	bool done = false;
 	struct shard_solve_stats st = { 0 };
-	if (prm->memory_free_share > 0 && (rc = memory_free_first(p, prm, t0, choice, out, &done, &st)) < 0)
+	if (prm->memory_free_share > 0 && (rc = memory_free_first(p, prm, t0, choice, out, &done, &st, pb)) < 0)
 		return rc;
 	st.memory_free = done;
 	if (done) {
@@ -393,7 +493,7 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 		return shard_errorf(-ENOMEM, "solve: out of memory");
 	}
 	bool optimal = false;
-	rc = m.no_finite ? -ENOSPC : search_dedup(&m, prm, t0, mchoice, &optimal, NULL, &st);
+	rc = m.no_finite ? -ENOSPC : search_dedup(&m, prm, t0, mchoice, &optimal, NULL, &st, pb);
 	if (rc == 0) {
 		shard_model_expand(&m, mchoice, choice);
 		rc = shard_evaluate(p, choice, out);
@@ -409,5 +509,23 @@ int shard_solve(const struct shard_problem *p, const struct shard_solve_params *
 	}
 	if (prm->stats)
 		*prm->stats = st;
+	return rc;
+}
+
+int shard_solve(const struct shard_problem *p, const struct shard_solve_params *prm, int *choice,
+		struct shard_eval *out)
+{
+	if (!prm->incumbent)
+		return solve(p, prm, choice, out, NULL);
+	struct pub pb = { { pub_model, NULL }, p, prm, NULL, NULL, NULL, NULL, 0, false, 0, false, 0 };
+	pb.hook.ctx = &pb;
+	pb.choice = malloc(sizeof *pb.choice * ((size_t)(p->nnodes > 0 ? p->nnodes : 0) + 1));
+	if (!pb.choice)
+		return shard_errorf(-ENOMEM, "solve: out of memory");
+	int rc = solve(p, prm, choice, out, &pb);
+	if (rc == 0)
+		pub_report(&pb, choice, out);
+	pub_off(&pb);
+	free(pb.choice);
 	return rc;
 }

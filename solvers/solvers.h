@@ -196,6 +196,15 @@ struct shard_solve_params {
 	/* Optional (NULL: none): filled with what the solve did (an output
 	 * in the parameters so that the call keeps its signature). */
 	struct shard_solve_stats *stats;
+	/* Optional (NULL: none): called with each feasible assignment of the
+	 * whole problem that costs less than the last one reported, as the
+	 * solve finds them (the least-usage start first, then at the end of
+	 * each phase and every 0.1 s at most within one), so that a caller
+	 * with a hard deadline can answer with the best so far whatever phase
+	 * the deadline interrupts. choice (p->nnodes entries) and ev are valid
+	 * during the call only. Never changes what the solve does. */
+	void (*incumbent)(void *ctx, const int *choice, const struct shard_eval *ev);
+	void *incumbent_ctx;
 };
 
 void shard_solve_params_init(struct shard_solve_params *prm);

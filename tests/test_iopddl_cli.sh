@@ -1,8 +1,11 @@
 #!/bin/sh
-# test_iopddl_cli.sh PCC_IOPDDL DIR: the contest interface of pcc-iopddl,
-# exit codes and the last stdout line (TAP). DIR holds example.json.
+# test_iopddl_cli.sh PCC_IOPDDL DIR [CONTEST_DIR]: the contest interface of
+# pcc-iopddl, exit codes and the last stdout line (TAP). DIR holds
+# example.json; CONTEST_DIR the contest instances (../shared/iopddl), for
+# the deadline cases (skipped without it).
 bin=$1
 dir=$2
+contest=${3:-}
 . "$(dirname "$0")/tap.sh"
 
 check "example: exit 0, last line is the optimum" sh -c "'$bin' '$dir/example.json' 1 >'$tmp/o' && test \"\$(tail -n 1 '$tmp/o')\" = '[0, 0, 2, 1, 0]'"
@@ -27,4 +30,48 @@ check "--eval: round trip of the solver's own answer" sh -c "'$bin' '$dir/exampl
 check "no arguments: exit 2" sh -c "'$bin' 2>/dev/null; test \$? -eq 2"
 check "bad timeout: exit 2" sh -c "'$bin' '$dir/example.json' soon 2>/dev/null; test \$? -eq 2"
 check "zero timeout: exit 2" sh -c "'$bin' '$dir/example.json' 0 2>/dev/null; test \$? -eq 2"
+
+# The deadline: an answer printed, feasible by --eval, and the process gone
+# before the timeout (timeout -s KILL at the limit itself: a run that is
+# still there is killed and fails), whatever the load. B reads in 0.1 s.
+# deadline_run ID LIMIT OUT: the run, killed at LIMIT.
+deadline_run() {
+	timeout -s KILL "$2" "$bin" "$contest/asplos-2025-iopddl-$1.json.gz" "$2" >"$3" 2>"$3.err"
+}
+deadline_ok() {
+	deadline_run "$1" "$2" "$tmp/$1.ans" && "$bin" --eval "$contest/asplos-2025-iopddl-$1.json.gz" "$tmp/$1.ans" |
+		grep -q 'feasible yes'
+}
+# Two busy loops per core beside two solves at once: each gets a fraction
+# of a core, as on the loaded machine where D once ran 14 s over.
+loaded_pair() {
+	hogs=""
+	for _ in $(seq 1 $((2 * $(nproc)))); do
+		sh -c 'while :; do :; done' &
+		hogs="$hogs $!"
+	done
+	deadline_ok B 1.5 &
+	b=$!
+	deadline_ok G 1.5
+	g=$?
+	wait $b
+	b=$?
+	for h in $hogs; do kill "$h"; done
+	test $b -eq 0 && test $g -eq 0
+}
+# Reading D alone takes about 2 s: the alarm ends the run before its 1 s
+# with no answer yet (exit 5, "[]"), or with one when reading was quick.
+early_alarm() {
+	deadline_run D 1 "$tmp/D.ans"
+	rc=$?
+	test $rc -eq 5 && test "$(tail -n 1 "$tmp/D.ans")" = '[]' && grep -q 'time limit: no answer yet' "$tmp/D.ans.err" ||
+		{ test $rc -eq 0 && "$bin" --eval "$contest/asplos-2025-iopddl-D.json.gz" "$tmp/D.ans" | grep -q 'feasible yes'; }
+}
+if [ -r "$contest/asplos-2025-iopddl-B.json.gz" ]; then
+	check "contest B at 0.5 s: a feasible answer printed before the limit" deadline_ok B 0.5
+	check "contest B and G at 1.5 s beside busy loops: feasible, before the limit" loaded_pair
+	check "contest D at 1 s, still reading when the alarm comes: exit 5 and [] before the limit" early_alarm
+else
+	echo "# no contest instances in '$contest': deadline cases skipped"
+fi
 tap_done
