@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include "compiler/compiler.h"
+#include "compiler/progress.h"
 #include "ir/plan.h"
 
 /* The stages of a plan on their way to lowering: per stage its graph (the
@@ -101,6 +102,7 @@ static int lower_stages(const struct compile_input *in, const struct ir_graph *g
 	struct stage_set x;
 	if ((rc = stages_new(&x, ns, g)) < 0)
 		goto out;
+	progress_phase(ns, "lowering: each stage's sharding");
 	for (int s = 0; s < ns; s++) {
 		const struct inter_stage *y = &ip->stages[s];
 		if (ns > 1 && !(x.g[s] = graph_extract(g, y->node_first, y->node_last, false, &x.src[s]))) {
@@ -124,7 +126,9 @@ static int lower_stages(const struct compile_input *in, const struct ir_graph *g
 			goto out;
 		}
 		stages_solved(&x, in, s, mem);
+		progress_done(1);
 	}
+	progress_phase(0, "lowering: instructions, fusion and memory");
 	if ((rc = stages_fit(&x, in)) == 0)
 		rc = lower_plan(g, x.st, ns, in->cluster_spec, out);
 out:
@@ -336,6 +340,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	}
 	train_state_start(&ts, &to, start);
 	train_step_ties(&ts, ties);
+	progress_phase(ns, "lowering: the sharding of each stage's part of the train step");
 	for (int s = 0; s < ns; s++) {
 		int slots = order ? plan_schedule_slots(order[s], 2 * ip->micro) : 1;
 		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, slots, &x.g[s], &x.src[s], &x.r[s])) < 0) {
@@ -346,7 +351,9 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 			goto out;
 		}
 		stages_solved(&x, in, s, mem);
+		progress_done(1);
 	}
+	progress_phase(0, "lowering: instructions, fusion and memory");
 	train_opts_str(&to, cfg, sizeof cfg);
 	struct lower_train tr = { &ts, ip->micro, start, cfg, (const int *const *)order };
 	if ((rc = stages_fit(&x, in)) == 0)
@@ -420,6 +427,8 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 	struct ir_graph *g = in->opts->load(in->opts->ctx, ip->micro_batch);
 	if (!g)
 		return -EINVAL;
+	progress_phase(0, "lowering: the %s graph at micro-batch size %lld", ip->train ? "train step's" : "forward",
+		       (long long)ip->micro_batch);
 	if (ip->train) {
 		rc = lower_training(in, g, out, &mem);
 	} else {
@@ -438,8 +447,10 @@ int compile_lower(const struct compile_input *in, struct plan **out)
 			  in->cluster_spec, (long long)ip->batch, ip->micro, ip->train, in->opts->mem_limit,
 			  p->train_config ? p->train_config : "");
 	if ((in->opts->stages || in->opts->mesh0) && at > 0 && at < (int)sizeof opts) /* forced shapes */
-		snprintf(opts + at, sizeof opts - (size_t)at, ";stages=%d;mesh=%dx%d", in->opts->stages,
-			 in->opts->mesh0, in->opts->mesh1);
+		at += snprintf(opts + at, sizeof opts - (size_t)at, ";stages=%d;mesh=%dx%d", in->opts->stages,
+			       in->opts->mesh0, in->opts->mesh1);
+	if (in->opts->recompute >= 0 && at > 0 && at < (int)sizeof opts) /* forced recomputation */
+		snprintf(opts + at, sizeof opts - (size_t)at, ";recompute=%d", in->opts->recompute);
 	p->options_hash = XXH3_64bits(opts, strlen(opts));
 	/* inputs bound as constants shape the plan too: their names and bytes */
 	for (int i = 0; in->imp && i < in->imp->nconsts; i++) {

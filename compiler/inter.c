@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "compiler/inter_internal.h"
+#include "compiler/progress.h"
 #include "ir/plan.h"
 #include "solvers/solvers.h"
 
@@ -423,6 +424,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			stages[i].mem = stages[i].mem_state + stages[i].inflight * stages[i].mem_act +
 					stages[i].mem_once;
 		}
+		progress_best(T);
 		ir_free(best->stages);
 		ir_free(best->layer_node);
 		best->stages = stages;
@@ -968,6 +970,8 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	for (int i = nc - 1, worse = 0; i >= 0 && rc == 0 && worse < 2; i--) {
 		double t;
 		ntried++;
+		progress_phase(0, "search: micro-batch size %lld (%d of at most %d), layer solves", (long long)cand[i],
+			       ntried, nc);
 		rc = search_one(&env, o, cand[i], (int)(B / cand[i]), ms, p, &have, &t, &least, &least_layer);
 		if (rc == SKIPPED) {
 			skip_note(sk, cand[i], ir_error());
@@ -983,6 +987,9 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		int nm = inter_batch_between(B, p->micro_batch, more, 8);
 		double t;
 		for (int i = 0; i < nm && rc == 0; i++) {
+			progress_phase(
+				0, "search: micro-batch size %lld (between the best and its neighbours), layer solves",
+				(long long)more[i]);
 			rc = search_one(&env, o, more[i], (int)(B / more[i]), ms, p, &have, &t, &least, &least_layer);
 			if (rc == SKIPPED) {
 				skip_note(sk, more[i], ir_error());

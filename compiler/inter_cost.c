@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "compiler/inter_internal.h"
+#include "compiler/progress.h"
 #include "solvers/solvers.h"
 
 /* The gradient reductions (once per step) among the plan's collectives. */
@@ -210,6 +211,7 @@ static void *worker(void *arg)
 		int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro,
 				     p->overlap, p->model, p->saved, &p->cost[p->job[j]],
 				     p->lean ? &p->lean[p->job[j]] : NULL);
+		progress_done(1);
 		if (rc < 0) {
 			pthread_mutex_lock(&p->lock);
 			if (p->rc == 0) {
@@ -282,6 +284,7 @@ int inter_layer_costs(const struct inter_env *env, const struct ir_graph *g, con
 				job[njobs++] = l * ncfg + c;
 		}
 	bool *saved = env->train ? intra_saved_values(g) : NULL;
+	progress_add(njobs);
 	struct pool p = { .env = env,
 			  .g = g,
 			  .cl = cl,

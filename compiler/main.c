@@ -28,6 +28,7 @@
 #include "compiler/cli.h"
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "compiler/progress.h"
 #include "compiler/report_internal.h"
 #include "ir/plan.h"
 
@@ -38,6 +39,7 @@ struct args {
 	const char *cluster, *calib;
 	long long batch;
 	bool json, explain, stage_only, train, print_ir;
+	bool quiet; /* -q: no progress on stderr */
 	int mesh0, mesh1;
 	int micro, layers, stages;
 	int recompute; /* --recompute: -1 auto, 0 off, 1 on */
@@ -69,7 +71,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
-		"                 [--recompute auto|on|off] [--calib FILE] [--explain] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
+		"                 [--recompute auto|on|off] [--calib FILE] [--explain] [-q] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
@@ -92,6 +94,7 @@ static void usage(FILE *f)
 		"  --stages P   the automatic plan has exactly P pipeline stages (default: searched)\n"
 		"  --mesh N0xN1 the automatic plan's every stage runs on an N0xN1 logical mesh of\n"
 		"           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
+		"  -q       no progress on stderr (shown after 2 s: phase, work done, best step time)\n"
 		"  --recompute  training: auto (default) lets the search choose per stage whether\n"
 		"           its backward pass recomputes each layer's activations from the layer's\n"
 		"           input instead of keeping them (activation checkpointing); on and off force it\n"
@@ -186,6 +189,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		int rc;
 		if (!strcmp(s, "--json")) {
 			a->json = true;
+		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+			a->quiet = true;
 		} else if (!strcmp(s, "--explain")) {
 			a->explain = true;
 		} else if (!strcmp(s, "--stage-only")) {
@@ -529,12 +534,14 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 	const char *cg = a->codegen ? a->codegen : c->cpu ? "host" : "ptx";
 	co.host = !strcmp(cg, "host") || !strcmp(cg, "all");
 	co.ptx = !strcmp(cg, "ptx") || !strcmp(cg, "all");
+	progress_phase(0, "codegen (%s)", cg);
 	if (rc == 0 && strcmp(cg, "none") && (rc = codegen_plan(p, &co)) < 0)
 		ir_error_prefix("%s", a->model);
 	if (rc < 0) {
 		plan_free(p);
 		return rc;
 	}
+	progress_phase(0, "writing %s", a->out_dir);
 	if ((rc = plan_write(p, a->out_dir)) == 0) {
 		if (!(back = plan_read(a->out_dir)))
 			rc = -EIO;
@@ -542,6 +549,7 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 			ir_error_prefix("%s: the plan read back fails its check", a->out_dir);
 		plan_free(back);
 	}
+	progress_end();
 	if (rc == 0) {
 		int64_t peak = 0;
 		for (int i = 0; i < p->ndevices; i++)
@@ -583,6 +591,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	struct plan_load pl = { .a = a };
 	int rc;
 	inter_opts_init(&o);
+	progress_init(a->quiet);
 	o.train = a->train;
 	o.batch = a->batch;
 	o.micro = a->micro;
@@ -678,10 +687,12 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 								y->rows,       y->cols,        y->n0,
 								y->n1,         y->inflight };
 		o.refused = refused;
+		progress_clear();
 		fprintf(stderr, "pcc: %s; searching again without stage %d (layers %d-%d on %dx%d)\n", ir_error(),
 			stage, y->layer_first, y->layer_last, y->n0, y->n1);
 		inter_plan_free(&p);
 	}
+	progress_end();
 	if (rc < 0) {
 		ir_free(refused);
 		return rc;

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "compiler/cli.h"
+#include "compiler/progress.h"
 #include "compiler/report_internal.h"
 
 #define MAX_LIST 64
@@ -33,6 +34,7 @@ struct ropts {
 	struct wi_sweep sweep;
 	long long batch;
 	bool json, explain, train, precision, help;
+	bool quiet; /* -q: no progress on stderr */
 	int mesh0, mesh1, micro, layers, stages;
 	double mem_limit, price;
 	struct onnx_dim_binding dims[MAX_LIST];
@@ -161,6 +163,8 @@ static int parse(int argc, char **argv, struct ropts *a)
 			*(s[2] == 'j' ? &a->json : s[2] == 'e' ? &a->explain : &a->train) = true;
 		} else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
 			a->help = true;
+		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+			a->quiet = true;
 		} else if (!strcmp(s, "--compare")) {
 			if (i + 2 >= argc)
 				return ir_errorf(-EINVAL,
@@ -438,9 +442,14 @@ int report_cli(int argc, char **argv)
 	} else if (rc < 0) {
 		fprintf(stderr, "pcc: %s\n", ir_error());
 		status = 2;
-	} else if ((rc = run(&a)) < 0) {
-		fprintf(stderr, "pcc: %s\n", ir_error());
-		status = 1;
+	} else {
+		progress_init(a.quiet);
+		rc = run(&a);
+		progress_end();
+		if (rc < 0) {
+			fprintf(stderr, "pcc: %s\n", ir_error());
+			status = 1;
+		}
 	}
 	for (int i = 0; i < a.ndims; i++)
 		free((char *)a.dims[i].name);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/progress.h"
 #include "compiler/report_internal.h"
 
 #define MAX_GPUS (1 << 20)
@@ -85,6 +86,7 @@ static struct wi_point *add_point(struct wi_sweep_result *r, int cap)
  * (except running out of memory). */
 static int eval_point(struct wi_point *p, const struct wi_request *q, const struct cost_cluster *c)
 {
+	progress_phase(0, "sweep: %s", p->name);
 	int rc = wi_eval(q, c, &p->w);
 	p->ok = rc == 0;
 	if (rc < 0)
