@@ -301,10 +301,12 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 	echo "| a bit flipped in plan.bin, then pcc-run | $plan_flips | $p_det refused with a \`pcc-run: rank N:\` line, $p_crash crashes, $p_run not refused |"
 	echo "| mutated ONNX models (bit flips, cut ends, inserted bytes) through \`pcc inspect\` and \`pcc eval\` | $m_runs runs of $mutants models | $m_crash crashes, $m_hang hangs; $m_refused refused with a message, $m_ok accepted |"
 	echo
-	echo "Kills the job outlived (the rank ended first) are not counted as tried;"
-	echo "a harmless flip changed a byte nothing reads back into the result (a"
-	echo "manifest's informational text). Checkpoint shards carry an XXH3 each;"
-	echo "the manifest is JSON whose every field the loader checks."
+	echo "Kills the job outlived (the rank ended first) are not counted as tried."
+	echo "Checkpoint shards carry an XXH3 each, checked at load; the manifest has"
+	echo "none of its own, so a flip there is found when the JSON no longer parses"
+	echo "or a field no longer matches the plan or a shard (a harmless flip would be"
+	echo "one in text nothing reads back into the result). A plan's content is"
+	echo "covered by its checksum (and, signed, by its HMAC: \`--sign-key\`)."
 } >"$md.tmp" && mv "$md.tmp" "$md"
 cat "$md"
 [ "$k_ok" -eq "$k_tried" ] && [ "$c_ok" -eq $((c_tried - c_before)) ] && [ "$f_silent" -eq 0 ] &&
