@@ -65,14 +65,23 @@ static bool peek(struct mpi_impl *m, int q, struct rt_comm_progress *out, double
 {
 	MPI_Request r;
 	int done = 0;
-	if (MPI_Rget(out, (int)sizeof *out, MPI_BYTE, q, 0, (int)sizeof *out, MPI_BYTE, m->win, &r) != MPI_SUCCESS)
+	/* a buffer of its own: a read given up on may still land in it */
+	struct rt_comm_progress *b = ir_malloc(sizeof *b);
+	if (!b || MPI_Rget(b, (int)sizeof *b, MPI_BYTE, q, 0, (int)sizeof *b, MPI_BYTE, m->win, &r) != MPI_SUCCESS) {
+		ir_free(b);
 		return false;
+	}
 	for (double t0 = ir_now(); !done && ir_now() - t0 < secs;)
 		if (MPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-			return false;
-	if (!done) /* left to MPI: the job stops anyway */
+			break;
+	if (!done) { /* left to MPI, and b with it: the job stops anyway */
 		MPI_Request_free(&r);
-	return done != 0;
+		return false;
+	}
+	*out = *b;
+	out->what[sizeof out->what - 1] = 0;
+	ir_free(b);
+	return true;
 }
 
 /* "step 2, micro-batch 0, instruction 10 (kernel MatMul)" into buf. */
@@ -126,11 +135,10 @@ static void blame(struct rt_comm *c, char *buf, size_t n)
 		snprintf(buf, n, "; rank %d does not answer", mute);
 	} else if (nwait == c->size - 1) { /* every rank waits: say for what */
 		k = (size_t)snprintf(buf, n, "; every rank waits:");
-		for (int q = 0; q < c->size && k + 1 < n; q++)
+		for (int q = 0, i = 0; q < c->size && k + 1 < n; q++)
 			if (q != c->rank && peek(m, q, &g, 1.0))
-				k += (size_t)snprintf(buf + k, n - k, " rank %d for %s%s", q,
-						      g.done ? "the others to finish" : g.what,
-						      q + 1 < c->size ? "," : "");
+				k += (size_t)snprintf(buf + k, n - k, "%s rank %d for %s", i++ ? "," : "", q,
+						      g.done ? "the others to finish" : g.what);
 	}
 }
 
