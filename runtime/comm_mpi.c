@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "runtime/comm.h"
@@ -600,6 +601,31 @@ static const struct rt_comm_ops mpi_ops = {
 	.finish = m_finish,
 };
 
+/* The window of progress records, or none (c->prog then &lone, and a
+ * timeout names only what it waited for): an MPI without one-sided
+ * support, or a file size limit (ulimit -f), which would fail the
+ * shared-memory file behind the window, on any rank. Every rank decides
+ * alike: the window is collective. */
+static void progress_window(struct rt_comm *c, struct mpi_impl *m)
+{
+	struct rt_comm_progress *g = NULL;
+	struct rlimit fs;
+	int ok = getrlimit(RLIMIT_FSIZE, &fs) < 0 || fs.rlim_cur == RLIM_INFINITY;
+	m->win = MPI_WIN_NULL;
+	c->prog = &lone;
+	if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS || !ok)
+		return;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	ok = MPI_Win_allocate((MPI_Aint)sizeof *g, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &g, &m->win) == MPI_SUCCESS &&
+	     MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN) == MPI_SUCCESS &&
+	     MPI_Win_lock_all(MPI_MODE_NOCHECK, m->win) == MPI_SUCCESS;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	if (ok)
+		c->prog = g;
+	else if (m->win != MPI_WIN_NULL)
+		MPI_Win_free(&m->win);
+}
+
 int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 {
 	int flag = 0, *ub = NULL;
@@ -628,17 +654,7 @@ int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 	long n = lr ? strtol(lr, &end, 10) : 0;
 	if (lr && *lr && !*end && n >= 1 && n <= INT_MAX)
 		c->local_size = (int)n;
-	/* progress records: without a window (an MPI without one-sided
-	 * support) a timeout names only what it waited for */
-	struct rt_comm_progress *g = NULL;
-	m->win = MPI_WIN_NULL;
-	c->prog = &lone;
-	if (MPI_Win_allocate((MPI_Aint)sizeof *g, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &g, &m->win) == MPI_SUCCESS &&
-	    MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN) == MPI_SUCCESS &&
-	    MPI_Win_lock_all(MPI_MODE_NOCHECK, m->win) == MPI_SUCCESS)
-		c->prog = g;
-	else if (m->win != MPI_WIN_NULL)
-		MPI_Win_free(&m->win);
+	progress_window(c, m);
 	memset(c->prog, 0, sizeof *c->prog);
 	c->prog->instr = -1;
 	c->prog->op = -1;

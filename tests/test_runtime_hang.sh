@@ -12,7 +12,9 @@
 # messages: the others wait in the runtime's own "every rank's status"),
 # gpt training in 4 pipeline stages (send/recv between neighbours), and
 # gpt inference in 4 stages. Positive controls first: the same runs without
-# a fault succeed. Every mpirun is bounded by `timeout 60`.
+# a fault succeed. Under a file size limit there are no records (MPI's
+# shared-memory window would fail): a hang still stops the job through the
+# timeout. Every mpirun is bounded by `timeout 60`.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
 run=$(abspath "$2")
@@ -103,5 +105,20 @@ check "pipelined inference: rank 1 hangs at its first instruction: ranks 0, 2 an
 	named 1:0:hang "^pcc-run: rank [023]: step 1: .*no progress for 3 s waiting for .*$(hung_at 1 1 0)" \
 	"$tmp/ipipe.bin" --timeout 3 $inf
 check "... and no outputs were written" test ! -e "$tmp/outs"
+
+# Under a file size limit (ulimit -f) the records' window, backed by a
+# shared-memory file, is not made (comm_mpi.c): the job runs, and a hang
+# still ends it through the timeout, naming what was awaited.
+limited() {
+	PCC_RUN_FAULT=3:5:hang:2 timeout 60 mpirun --oversubscribe -np 4 sh -c \
+		"ulimit -f 100000 && exec '$run' '$tmp/pipe.bin' --timeout 3 $tr" >"$tmp/so" 2>"$tmp/se"
+	[ $? -ne 0 ] || { echo "exit status 0" >&2; return 1; }
+	grep '^pcc-run:' "$tmp/se" >&2
+	grep -q -E '^pcc-run: rank [012]: step 2: .*no progress for 3 s waiting for a message from rank [0-9]' "$tmp/se"
+}
+check "under ulimit -f (no window of records): a hang still stops the job through the timeout, naming what was awaited" \
+	limited
+check "control: under ulimit -f the pipelined training runs" sh -c \
+	"timeout 60 mpirun --oversubscribe -np 4 sh -c \"ulimit -f 100000 && exec '$run' '$tmp/pipe.bin' $tr\" >/dev/null 2>&1"
 
 tap_done
