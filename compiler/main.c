@@ -56,7 +56,11 @@ struct args {
 	const char *host_cpu;  /* --host-cpu: the CPU host kernels are compiled for */
 	const char *codegen;   /* --codegen host|ptx|all|none; NULL: the cluster's kind */
 	bool dump_fusion;      /* --dump-after=fusion */
+	const char *sign_key;  /* --sign-key FILE: -o plan.bin carries an HMAC under it */
 };
+
+/* The key --sign-key names, read before the compile (ir/plan_sign.c). */
+static struct plan_key sign_key;
 
 static void usage(FILE *f)
 {
@@ -73,7 +77,7 @@ static void usage(FILE *f)
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
 		"                 [--recompute auto|on|off] [--calib FILE] [--explain] [-q] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
-		"                 [--dump-after=fusion] | -o PLAN.txt]\n"
+		"                 [--dump-after=fusion] [--sign-key KEY] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
@@ -209,6 +213,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return -EINVAL;
 		} else if (!strcmp(s, "--host-cpu") && has_next) {
 			a->host_cpu = argv[++i];
+		} else if (!strcmp(s, "--sign-key") && has_next) {
+			a->sign_key = argv[++i];
 		} else if (!strcmp(s, "--no-codegen")) {
 			a->codegen = "none";
 		} else if (!strcmp(s, "--codegen") && has_next) {
@@ -542,8 +548,9 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 		return rc;
 	}
 	progress_phase(0, "writing %s", a->out_dir);
-	if ((rc = plan_write(p, a->out_dir)) == 0) {
-		if (!(back = plan_read(a->out_dir)))
+	const struct plan_key *key = a->sign_key ? &sign_key : NULL;
+	if ((rc = plan_write_signed(p, a->out_dir, key)) == 0) {
+		if (!(back = plan_read_verified(a->out_dir, key)))
 			rc = -EIO;
 		else if ((rc = plan_verify(back)) < 0)
 			ir_error_prefix("%s: the plan read back fails its check", a->out_dir);
@@ -735,6 +742,11 @@ static int cmd_compile(const struct args *a)
 		if ((rc = cost_calib_load(a->calib, &cal)) < 0)
 			return rc;
 	}
+	size_t ol = a->out_dir ? strlen(a->out_dir) : 0;
+	if (a->sign_key && (a->stage_only || !ol || (ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt"))))
+		return ir_errorf(-EINVAL, "--sign-key %s signs the plan -o writes: give -o plan.bin", a->sign_key);
+	if (a->sign_key && (rc = plan_key_read(a->sign_key, &sign_key)) < 0)
+		return rc;
 	if (!a->stage_only)
 		return cmd_plan(a, &c, a->calib ? &cal : NULL);
 	if (a->stages)

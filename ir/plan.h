@@ -323,6 +323,30 @@ int plan_verify(const struct plan *p);
  * (truncated, another format version, checksum mismatch, not a plan). */
 int plan_write(const struct plan *p, const char *path);
 struct plan *plan_read(const char *path);
+
+/* Signed plans (plan_sign.c). A plan carries x86-64 code and pcc-run runs
+ * it: the checksum finds corruption, not intent. A plan written with a key
+ * carries an HMAC-SHA256 under that key of every byte before it (the
+ * PlanFile's field 4, 32 bytes, last); reading with a key refuses a plan
+ * without that field or whose tag differs ("not signed", "its signature
+ * does not match") before anything in it is decoded. Reading without a
+ * key ignores a tag. A key is a file's bytes, PLAN_KEY_MIN to PLAN_KEY_MAX
+ * of them (head -c 32 /dev/urandom > plan.key). */
+#define PLAN_KEY_MIN 16
+#define PLAN_KEY_MAX 1024
+struct plan_key {
+	uint8_t bytes[PLAN_KEY_MAX];
+	size_t n;
+	char path[256]; /* the key file, for messages */
+};
+int plan_key_read(const char *path, struct plan_key *k); /* 0, or -errno naming path and what is wrong */
+void plan_key_wipe(struct plan_key *k);                  /* clears the key's bytes */
+int plan_write_signed(const struct plan *p, const char *path, const struct plan_key *k);
+struct plan *plan_read_verified(const char *path, const struct plan_key *k);
+/* The tag appended to a packed plan in buf (grown: ir_realloc), its size in *n. */
+int plan_sign(uint8_t **buf, size_t *n, const struct plan_key *k);
+/* plan_unpack with a key: k NULL is plan_unpack. */
+struct plan *plan_unpack_verified(const uint8_t *data, size_t n, const struct plan_key *k);
 /* The same over memory: *out (ir_malloc'd) and *n bytes. */
 int plan_pack(const struct plan *p, uint8_t **out, size_t *n);
 struct plan *plan_unpack(const uint8_t *data, size_t n);

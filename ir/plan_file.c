@@ -66,11 +66,16 @@ fail:
 
 struct plan *plan_read(const char *path)
 {
+	return plan_read_verified(path, NULL);
+}
+
+struct plan *plan_read_verified(const char *path, const struct plan_key *k)
+{
 	uint8_t *buf = NULL;
 	size_t n = 0;
 	if (read_file(path, &buf, &n) < 0)
 		return NULL;
-	struct plan *p = plan_unpack(buf, n);
+	struct plan *p = plan_unpack_verified(buf, n, k);
 	ir_free(buf);
 	if (!p)
 		ir_error_prefix("%s", path);
@@ -163,6 +168,11 @@ int plan_model_path(const struct plan *p, const char *plan_path, char **out)
 
 int plan_write(const struct plan *p, const char *path)
 {
+	return plan_write_signed(p, path, NULL);
+}
+
+int plan_write_signed(const struct plan *p, const char *path, const struct plan_key *k)
+{
 	uint8_t *buf;
 	size_t n, tn = strlen(path) + 32;
 	struct plan stored = *p; /* the same plan, its model's path as the file keeps it */
@@ -171,6 +181,8 @@ int plan_write(const struct plan *p, const char *path)
 		stored.model = rel;
 	int rc = plan_pack(&stored, &buf, &n), fd = -1;
 	ir_free(rel);
+	if (rc == 0 && k && (rc = plan_sign(&buf, &n, k)) < 0)
+		ir_free(buf);
 	if (rc < 0) {
 		ir_error_prefix("%s", path);
 		return rc;

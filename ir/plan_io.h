@@ -17,6 +17,13 @@
 /* protobuf-c's lengths are 32-bit: keep clear of them, as ONNX does */
 #define PLAN_MAX_BYTES ((size_t)INT32_MAX - 64)
 
+/* A signed plan's tag (plan_sign.c): PlanFile field 4, length-delimited,
+ * the HMAC-SHA256 of every byte before the field. */
+#define PLAN_TAG_FIELD (4 << 3 | 2)
+#define PLAN_TAG_LEN 32
+int plan_tag(const struct plan_key *k, const uint8_t *data, size_t n, uint8_t out[PLAN_TAG_LEN]);
+bool plan_tag_equal(const uint8_t *a, const uint8_t *b);
+
 /* The ilist attributes, shared by packing and unpacking. */
 #define ILIST(f)                                                                                       \
 	{                                                                                              \

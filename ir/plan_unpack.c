@@ -34,6 +34,8 @@ struct outer {
 	uint64_t version, checksum;
 	const uint8_t *content;
 	size_t clen;
+	const uint8_t *tag; /* a signed plan's HMAC (plan_sign.c); NULL: unsigned */
+	size_t tag_at;      /* where its field starts: the bytes it covers */
 };
 
 static enum scan get_varint(const uint8_t *d, size_t n, size_t *at, uint64_t *v)
@@ -51,8 +53,9 @@ static enum scan get_varint(const uint8_t *d, size_t n, size_t *at, uint64_t *v)
 }
 
 /* Walks PlanFile's fields (proto wire format). Version 1 has exactly
- * fields 1-3; anything else there is bad framing, except in a file whose
- * field 1, read first, already says it is of another version. */
+ * fields 1-3, and a signed plan field 4 last (32 bytes); anything else
+ * there is bad framing, except in a file whose field 1, read first,
+ * already says it is of another version. */
 static enum scan scan_outer(const uint8_t *d, size_t n, struct outer *o)
 {
 	size_t at = 0;
@@ -73,6 +76,20 @@ static enum scan scan_outer(const uint8_t *d, size_t n, struct outer *o)
 			o->content = d + at;
 			o->clen = (size_t)v;
 			o->has_content = true;
+			at += (size_t)v;
+		} else if (tag == PLAN_TAG_FIELD && !o->tag) {
+			/* the signature: its length, and last */
+			size_t start = at - 1;
+			if ((r = get_varint(d, n, &at, &v)) != SCAN_OK)
+				return r;
+			if (v != PLAN_TAG_LEN)
+				return SCAN_BAD;
+			if (v > n - at)
+				return SCAN_TRUNCATED;
+			if (n - at != PLAN_TAG_LEN)
+				return SCAN_BAD;
+			o->tag = d + at;
+			o->tag_at = start;
 			at += (size_t)v;
 		} else if (tag == (3 << 3 | 1)) {
 			if (n - at < 8)
@@ -459,6 +476,30 @@ static void pb_free(void *failed, void *q)
 
 struct plan *plan_unpack(const uint8_t *data, size_t n)
 {
+	return plan_unpack_verified(data, n, NULL);
+}
+
+/* With a key: a tag that is there and is the key's, checked before the
+ * content is trusted to be the plan's (the checksum, the decoder). */
+static int check_tag(const uint8_t *data, const struct outer *o, const struct plan_key *k)
+{
+	uint8_t want[PLAN_TAG_LEN];
+	if (!o->tag)
+		return ir_errorf(-EACCES,
+				 "not signed, and --verify-key %s asks for a plan signed with that key "
+				 "(pcc ... -o PLAN --sign-key KEY)",
+				 k->path);
+	int rc = plan_tag(k, data, MAGIC_LEN + o->tag_at, want);
+	if (rc == 0 && !plan_tag_equal(want, o->tag))
+		rc = ir_errorf(-EACCES,
+			       "its signature does not match the key in %s (the plan changed after it was signed, "
+			       "or another key signed it)",
+			       k->path);
+	return rc;
+}
+
+struct plan *plan_unpack_verified(const uint8_t *data, size_t n, const struct plan_key *k)
+{
 	struct outer o = { 0 };
 	bool failed = false;
 	ProtobufCAllocator al = { .alloc = pb_alloc, .free = pb_free, .allocator_data = &failed };
@@ -489,6 +530,8 @@ struct plan *plan_unpack(const uint8_t *data, size_t n)
 		ir_errorf(-EINVAL, "malformed plan: %zu bytes of content, more than a plan holds", o.clen);
 		return NULL;
 	}
+	if (k && check_tag(data, &o, k) < 0)
+		return NULL;
 	if (XXH3_64bits(o.content, o.clen) != o.checksum) {
 		ir_errorf(-EINVAL, "checksum mismatch (file is corrupt)");
 		return NULL;

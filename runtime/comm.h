@@ -41,6 +41,24 @@
 struct rt_comm;
 struct rt_comm_req; /* an operation started and not yet waited for */
 
+/* What a rank is doing, published for its peers: the executor writes it at
+ * every instruction, a wait when it starts blocking. A rank whose wait
+ * times out reads every rank's (comm_mpi.c keeps them in an MPI window a
+ * peer reads without the owner's help, so a hung rank's shows where it
+ * stopped) and names the rank that holds the job up. */
+struct rt_comm_progress {
+	int64_t step;    /* the run's step, 0-based */
+	int32_t mb;      /* micro-batch */
+	int32_t instr;   /* instruction of this rank's program; -1: none yet */
+	int32_t kind;    /* enum plan_instr_kind of instr */
+	int32_t op;      /* a kernel's enum ir_op; else -1 */
+	int32_t waiting; /* 1: blocked in a wait for what */
+	int32_t done;    /* 1: past its last step, finishing */
+	double since;    /* ir_now() when instr or the wait began (seconds) */
+	double clock;    /* this host's wall clock minus ir_now() (seconds) */
+	char what[96];   /* what a wait waits for */
+};
+
 struct rt_comm_ops {
 	const char *name;
 	/* Communicators for plan p (every rank calls it, collectively). */
@@ -76,8 +94,9 @@ struct rt_comm_ops {
 
 struct rt_comm {
 	const struct rt_comm_ops *ops;
-	int rank, size; /* this rank, the world */
-	double timeout; /* seconds one wait may last before it fails */
+	int rank, size;                /* this rank, the world */
+	double timeout;                /* seconds one wait may last before it fails */
+	struct rt_comm_progress *prog; /* this rank's, never NULL after init */
 	void *impl;
 	/* the ranks on this rank's host and its place among them (MPI's
 	 * shared-memory split: any MPI, any launcher); 0: unknown, one */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "runtime/comm.h"
@@ -32,7 +33,11 @@ struct mpi_impl {
 	struct rt_comm_req **live; /* started and not yet waited for */
 	int nlive, livecap;
 	int tag_ub;
+	MPI_Win win; /* every rank's rt_comm_progress; MPI_WIN_NULL: none */
 };
+
+/* This rank's progress record where there is no window (or no longer one). */
+static struct rt_comm_progress lone;
 
 static struct mpi_impl *impl(struct rt_comm *c)
 {
@@ -47,22 +52,127 @@ static int mpi_fail(int err, const char *what)
 	return ir_errorf(-EIO, "%s: MPI error: %.*s", what, len, msg);
 }
 
-/* Waits for r until done or the timeout; what names it for the message. */
+/* Wall-clock seconds, comparable between hosts (ir_now is per host). */
+static double wall(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Rank q's progress record into *out, waiting at most secs: false when q's
+ * memory cannot be read that fast (its host or MPI does not answer). */
+static bool peek(struct mpi_impl *m, int q, struct rt_comm_progress *out, double secs)
+{
+	MPI_Request r;
+	int done = 0;
+	/* a buffer of its own: a read given up on may still land in it */
+	struct rt_comm_progress *b = ir_malloc(sizeof *b);
+	if (!b || MPI_Rget(b, (int)sizeof *b, MPI_BYTE, q, 0, (int)sizeof *b, MPI_BYTE, m->win, &r) != MPI_SUCCESS) {
+		ir_free(b);
+		return false;
+	}
+	for (double t0 = ir_now(); !done && ir_now() - t0 < secs;)
+		if (MPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			break;
+	if (!done) { /* left to MPI, and b with it: the job stops anyway */
+		MPI_Request_free(&r);
+		return false;
+	}
+	*out = *b;
+	out->what[sizeof out->what - 1] = 0;
+	ir_free(b);
+	return true;
+}
+
+/* "step 2, micro-batch 0, instruction 10 (kernel MatMul)" into buf. */
+static void where(const struct rt_comm_progress *g, char *buf, size_t n)
+{
+	if (g->instr < 0) {
+		snprintf(buf, n, "before its first instruction");
+		return;
+	}
+	bool kernel = g->kind == PLAN_KERNEL && g->op >= 0 && g->op < IR_OP_COUNT;
+	snprintf(buf, n, "step %lld, micro-batch %d, instruction %d (%s%s%s)", (long long)g->step + 1, g->mb, g->instr,
+		 g->kind >= 0 && g->kind < PLAN_INSTR_KIND_COUNT ? plan_instr_kind_name(g->kind) : "?",
+		 kernel ? " " : "", kernel ? ir_op_name(g->op) : "");
+}
+
+/* After a wait of this rank timed out: which rank holds the job up, from
+ * what every rank last published, into buf ("" when nothing is known).
+ * The culprit is a rank that is not waiting for anyone (the one that has
+ * been longest at its instruction), else one whose record cannot be read;
+ * when every rank waits, what each waits for (a deadlock). */
+static void blame(struct rt_comm *c, char *buf, size_t n)
+{
+	struct mpi_impl *m = impl(c);
+	struct rt_comm_progress g, worst;
+	int culprit = -1, mute = -1, nwait = 0;
+	double age = -1, now = wall();
+	size_t k = 0;
+	buf[0] = 0;
+	if (m->win == MPI_WIN_NULL)
+		return;
+	for (int q = 0; q < c->size; q++) {
+		if (q == c->rank)
+			continue;
+		if (!peek(m, q, &g, 1.0)) {
+			mute = mute < 0 ? q : mute;
+			continue;
+		}
+		nwait += g.waiting || g.done;
+		double a = now - (g.since + g.clock);
+		if (!g.waiting && !g.done && a > age) {
+			age = a;
+			culprit = q;
+			worst = g;
+		}
+	}
+	char at[160];
+	if (culprit >= 0) {
+		where(&worst, at, sizeof at);
+		snprintf(buf, n, "; rank %d seems hung: at %s for %.1f s, waiting for no rank", culprit, at, age);
+	} else if (mute >= 0) {
+		snprintf(buf, n, "; rank %d does not answer", mute);
+	} else if (nwait == c->size - 1) { /* every rank waits: say for what */
+		k = (size_t)snprintf(buf, n, "; every rank waits:");
+		for (int q = 0, i = 0; q < c->size && k + 1 < n; q++)
+			if (q != c->rank && peek(m, q, &g, 1.0))
+				k += (size_t)snprintf(buf + k, n - k, "%s rank %d for %s", i++ ? "," : "", q,
+						      g.done ? "the others to finish" : g.what);
+	}
+}
+
+/* Waits for r until done or the timeout; what names it for the message
+ * and this rank's progress record while it blocks. */
 static int wait_req(struct rt_comm *c, MPI_Request *r, MPI_Status *st, const char *what)
 {
 	double t0 = ir_now();
+	int rc = 0;
 	for (long spins = 0;; spins++) {
 		int done = 0, err = MPI_Test(r, &done, st ? st : MPI_STATUS_IGNORE);
-		if (err != MPI_SUCCESS)
-			return mpi_fail(err, what);
-		if (done)
-			return 0;
+		if (err != MPI_SUCCESS || done) {
+			rc = err != MPI_SUCCESS ? mpi_fail(err, what) : 0;
+			break;
+		}
+		if (spins == 200) { /* blocking from now: say so */
+			snprintf(c->prog->what, sizeof c->prog->what, "%s", what);
+			c->prog->since = t0;
+			c->prog->waiting = 1;
+		}
 		if (spins > 200) {
-			if (ir_now() - t0 > c->timeout)
-				return ir_errorf(-ETIMEDOUT, "no progress for %.0f s waiting for %s", c->timeout, what);
+			if (ir_now() - t0 > c->timeout) {
+				char who[320];
+				blame(c, who, sizeof who);
+				/* still marked waiting: a peer timing out later must not blame this rank */
+				return ir_errorf(-ETIMEDOUT, "no progress for %.0f s waiting for %s%s", c->timeout,
+						 what, who);
+			}
 			nanosleep(&(struct timespec){ 0, 50000 }, NULL);
 		}
 	}
+	c->prog->waiting = 0;
+	return rc;
 }
 
 static MPI_Datatype mpi_type(enum ir_dtype t)
@@ -453,6 +563,12 @@ static void m_finish(struct rt_comm *c)
 	if (!m)
 		return;
 	reap(c, true);
+	c->prog->done = 1;
+	if (m->win != MPI_WIN_NULL) {
+		MPI_Win_unlock_all(m->win);
+		MPI_Win_free(&m->win);
+	}
+	c->prog = &lone; /* the window's memory is gone */
 	for (int k = 0; k < m->ncomms; k++)
 		if (m->comms[k] != MPI_COMM_NULL)
 			MPI_Comm_free(&m->comms[k]);
@@ -485,6 +601,31 @@ static const struct rt_comm_ops mpi_ops = {
 	.finish = m_finish,
 };
 
+/* The window of progress records, or none (c->prog then &lone, and a
+ * timeout names only what it waited for): an MPI without one-sided
+ * support, or a file size limit (ulimit -f), which would fail the
+ * shared-memory file behind the window, on any rank. Every rank decides
+ * alike: the window is collective. */
+static void progress_window(struct rt_comm *c, struct mpi_impl *m)
+{
+	struct rt_comm_progress *g = NULL;
+	struct rlimit fs;
+	int ok = getrlimit(RLIMIT_FSIZE, &fs) < 0 || fs.rlim_cur == RLIM_INFINITY;
+	m->win = MPI_WIN_NULL;
+	c->prog = &lone;
+	if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS || !ok)
+		return;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	ok = MPI_Win_allocate((MPI_Aint)sizeof *g, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &g, &m->win) == MPI_SUCCESS &&
+	     MPI_Win_set_errhandler(m->win, MPI_ERRORS_RETURN) == MPI_SUCCESS &&
+	     MPI_Win_lock_all(MPI_MODE_NOCHECK, m->win) == MPI_SUCCESS;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	if (ok)
+		c->prog = g;
+	else if (m->win != MPI_WIN_NULL)
+		MPI_Win_free(&m->win);
+}
+
 int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 {
 	int flag = 0, *ub = NULL;
@@ -513,6 +654,12 @@ int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 	long n = lr ? strtol(lr, &end, 10) : 0;
 	if (lr && *lr && !*end && n >= 1 && n <= INT_MAX)
 		c->local_size = (int)n;
+	progress_window(c, m);
+	memset(c->prog, 0, sizeof *c->prog);
+	c->prog->instr = -1;
+	c->prog->op = -1;
+	c->prog->since = ir_now();
+	c->prog->clock = wall() - c->prog->since;
 	MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
 	m->tag_ub = flag && ub && *ub > 0 ? *ub : 32767;
 	c->ops = &mpi_ops;

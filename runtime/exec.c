@@ -164,6 +164,13 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 		const struct plan_instr *x = &r->d->instr[i];
 		int pos = r->ov ? s->pos + 1 + i - s->lo : -1;
 		r->pc = i;
+		struct rt_comm_progress *g = r->c->prog; /* for a peer's watchdog (comm.h) */
+		g->step = r->step;
+		g->mb = r->mb;
+		g->instr = i;
+		g->kind = x->kind;
+		g->op = x->kind == PLAN_KERNEL ? (int32_t)r->p->kernels[x->kernel].op : -1;
+		g->since = t0;
 		int rc = rt_overlap_at(r, pos);
 		if (rc < 0) /* named the instruction that started it */
 			return rc;

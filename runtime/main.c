@@ -5,7 +5,7 @@
  *   mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]
  *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
  *   mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] [--steps S] ...
- *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32] [--no-overlap]
+ *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32] [--no-overlap] [--verify-key KEY]
  *           [--init [SPEC]] [--seed N]
  *
  * Every rank reads and checks the plan, takes its device program, loads
@@ -33,6 +33,7 @@
 struct opts {
 	const char *plan, *model, *in_dir, *out_dir, *data, *save, *ckpt, *resume;
 	const char *tokens, *token_type; /* --tokens FILE [--token-type u16|u32|i32] */
+	const char *verify_key;          /* --verify-key FILE: the plan must carry its tag */
 	long steps, log_every, ckpt_every;
 	double timeout;
 	bool reference;      /* --reference: the interpreter's kernels, not the plan's host code */
@@ -55,6 +56,7 @@ static void usage(FILE *f)
 		"                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
 		"                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
 		"                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
+		"                 [--verify-key KEY] (refuse a plan not signed with KEY: pcc --sign-key KEY)\n"
 		"                 [--no-overlap] (CPU: every receive and collective waits at its\n"
 		"                 instruction instead of overlapping compute; the same results)\n"
 		"                 [--profile] (rank 0's kernels by time, bytes moved and FLOP/s; on GPUs\n"
@@ -114,11 +116,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			seed = argv[++i];
 			continue;
 		}
-		static const char *const strs[] = { "--model",     "-i",           "-o",       "--data",
-						    "--save-onnx", "--checkpoint", "--resume", "--device",
-						    "--tokens",    "--token-type", NULL };
-		const char **dst[] = { &o->model, &o->in_dir, &o->out_dir, &o->data,   &o->save,
-				       &o->ckpt,  &o->resume, &o->device,  &o->tokens, &o->token_type };
+		static const char *const strs[] = { "--model",     "-i",           "-o",           "--data",
+						    "--save-onnx", "--checkpoint", "--resume",     "--device",
+						    "--tokens",    "--token-type", "--verify-key", NULL };
+		const char **dst[] = { &o->model,  &o->in_dir, &o->out_dir, &o->data,       &o->save,      &o->ckpt,
+				       &o->resume, &o->device, &o->tokens,  &o->token_type, &o->verify_key };
 		int k = 0;
 		while (strs[k] && strcmp(s, strs[k]))
 			k++;
@@ -313,8 +315,17 @@ static const char *init_rules(const struct rt_fill *f)
 
 static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_comm *c)
 {
-	struct plan *p = plan_read(o->plan);
-	int rc = p ? 0 : -EINVAL;
+	/* a key for signed plans (ir/plan_sign.c): refused ones are never decoded */
+	struct plan_key *key = o->verify_key ? ir_malloc(sizeof *key) : NULL;
+	int rc = o->verify_key && !key ? ir_errorf(-ENOMEM, "out of memory") : 0;
+	if (rc == 0 && key)
+		rc = plan_key_read(o->verify_key, key);
+	struct plan *p = rc == 0 ? plan_read_verified(o->plan, key) : NULL;
+	if (key) {
+		plan_key_wipe(key);
+		ir_free(key);
+	}
+	rc = rc < 0 ? rc : p ? 0 : -EINVAL;
 	if (rc == 0 && (rc = plan_verify(p)) < 0)
 		ir_error_prefix("%s", o->plan);
 	if (rc == 0)

@@ -287,7 +287,8 @@ static int read_set(const struct plan *p, const char *dir, struct ir_tensor *in)
 static int run_plan(const struct plan *p, const char *model, const struct ir_tensor *in, bool reference,
 		    struct ir_tensor *out)
 {
-	struct rt_comm comm = { &self_ops, 0, 1, 60, NULL, 0, 1 };
+	struct rt_comm_progress prog = { 0 };
+	struct rt_comm comm = { .ops = &self_ops, .size = 1, .timeout = 60, .prog = &prog, .local_size = 1 };
 	struct rt r;
 	stage(reference ? "pcc-run --reference: load" : "pcc-run: load");
 	int rc = rt_init(&r, p, &comm, false);

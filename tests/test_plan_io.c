@@ -6,7 +6,10 @@
  * not a plan, empty, missing, malformed content) is refused with its own
  * message; the rank check; a failed write leaves nothing; and allocation
  * failures injected at every step of unpacking and packing give NULL or a
- * whole plan, with no heap growth.
+ * whole plan, with no heap growth. Signed plans: the tag is HMAC-SHA256
+ * (an RFC 4231 vector), a plan reads back with its key, and with a key it
+ * is refused unsigned, signed with another key, or with any content byte
+ * flipped and its checksum recomputed (which the checksum alone passes).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -456,6 +459,138 @@ static bool refused(const uint8_t *b, size_t n, const char *want)
 
 /* ---- the tests ------------------------------------------------------------------ */
 
+/* ---- signed plans (plan_sign.c) ------------------------------------------------- */
+
+/* A key file of n bytes, each seed + its index, read into k. */
+static int key_file(const char *name, size_t n, int seed, struct plan_key *k)
+{
+	uint8_t buf[PLAN_KEY_MAX + 8];
+	for (size_t i = 0; i < n && i < sizeof buf; i++)
+		buf[i] = (uint8_t)(seed + (int)i);
+	return plan_key_read(put(name, buf, n), k);
+}
+
+/* Where the content (field 2) of a packed unsigned plan b starts; its
+ * length in *len (field 3, the checksum, is the last 9 bytes). */
+static size_t content_at(const uint8_t *b, size_t n, size_t *len)
+{
+	size_t at = 11;
+	*len = 0;
+	for (int shift = 0;; shift += 7) {
+		*len |= (size_t)(b[at] & 0x7f) << shift;
+		if (!(b[at++] & 0x80))
+			break;
+	}
+	IR_ASSERT(b[8] == 0x08 && b[10] == 0x12 && at + *len + 9 == n && b[at + *len] == 0x19);
+	return at;
+}
+
+/* The checksum of a packed unsigned plan b (or its first n bytes)
+ * recomputed over its content, as someone changing it would. */
+static void rechecksum(uint8_t *b, size_t n)
+{
+	size_t len, at = content_at(b, n, &len);
+	uint64_t h = XXH3_64bits(b + at, len);
+	for (int i = 0; i < 8; i++)
+		b[n - 8 + (size_t)i] = (uint8_t)(h >> (8 * i));
+}
+
+/* plan_unpack_verified(b, n, k) refuses with a message holding want. */
+static bool refused_key(const uint8_t *b, size_t n, const struct plan_key *k, const char *want)
+{
+	ir_error_clear();
+	struct plan *q = plan_unpack_verified(b, n, k);
+	plan_free(q);
+	return !q && has(want);
+}
+
+static void test_signed(const struct plan *p, const uint8_t *b, size_t n)
+{
+	struct plan_key k, k2, bad;
+	/* RFC 4231 test case 1: HMAC-SHA-256, key 20 bytes of 0x0b, "Hi There" */
+	static const uint8_t rfc[32] = { 0xb0, 0x34, 0x4c, 0x61, 0xd8, 0xdb, 0x38, 0x53, 0x5c, 0xa8, 0xaf,
+					 0xce, 0xaf, 0x0b, 0xf1, 0x2b, 0x88, 0x1d, 0xc2, 0x00, 0xc9, 0x83,
+					 0x3d, 0xa7, 0x26, 0xe9, 0x37, 0x6c, 0x2e, 0x32, 0xcf, 0xf7 };
+	uint8_t *t = ir_malloc(8);
+	size_t tn = 8;
+	memcpy(t, "Hi There", 8);
+	memset(k.bytes, 0x0b, 20);
+	k.n = 20;
+	TAP_OK(plan_sign(&t, &tn, &k) == 0 && tn == 8 + 34 && t[8] == 0x22 && t[9] == 32 && !memcmp(t + 10, rfc, 32),
+	       "the tag is HMAC-SHA256 (RFC 4231 test case 1), appended as field 4 of 32 bytes");
+	ir_free(t);
+
+	TAP_OK(key_file("k", 32, 1, &k) == 0 && k.n == 32 && key_file("k2", 32, 2, &k2) == 0, "32-byte keys read");
+	TAP_OK(key_file("k15", 15, 1, &bad) < 0 && has("k15: a key of 15 bytes: expected 16 to 1024"),
+	       "a 15-byte key is refused: %s", ir_error());
+	TAP_OK(key_file("k0", 0, 1, &bad) < 0 && has("a key of 0 bytes"), "an empty key is refused: %s", ir_error());
+	TAP_OK(key_file("k1025", PLAN_KEY_MAX + 1, 1, &bad) < 0 && has("a key of more than 1024 bytes"),
+	       "a 1025-byte key is refused: %s", ir_error());
+	TAP_OK(key_file("k1024", PLAN_KEY_MAX, 1, &bad) == 0 && bad.n == PLAN_KEY_MAX, "a 1024-byte key is taken");
+	TAP_OK(plan_key_read(dir, &bad) < 0 && has("a key is a regular file"), "a directory as the key: %s",
+	       ir_error());
+	TAP_OK(plan_key_read(in_dir("nokey"), &bad) < 0 && has("nokey: cannot read the key"), "a missing key: %s",
+	       ir_error());
+
+	uint8_t *s = ir_malloc(n);
+	size_t sn = n;
+	memcpy(s, b, n);
+	TAP_OK(plan_sign(&s, &sn, &k) == 0 && sn == n + 34 && !memcmp(s, b, n),
+	       "plan_sign appends 34 bytes and changes none before them");
+	struct plan *q = plan_unpack_verified(s, sn, &k);
+	TAP_OK(q && same_plan(p, q), "a signed plan read with its key is the plan%s%s", q ? "" : ": ",
+	       q ? "" : ir_error());
+	plan_free(q);
+	q = plan_unpack(s, sn);
+	TAP_OK(q && same_plan(p, q), "read without a key, the tag is passed over%s%s", q ? "" : ": ",
+	       q ? "" : ir_error());
+	plan_free(q);
+	TAP_OK(refused_key(b, n, &k, "not signed, and --verify-key"), "an unsigned plan read with a key: %s",
+	       ir_error());
+	TAP_OK(refused_key(s, sn, &k2, "its signature does not match the key in"),
+	       "a signed plan read with another key: %s", ir_error());
+	TAP_OK(refused_key(s, sn, &k2, k2.path), "... the message names the key file");
+
+	/* every byte of the content flipped, the checksum recomputed: the
+	 * checksum passes (without the key the plan gets past it), the tag
+	 * does not */
+	int passed_checksum = 0, caught = 0, total = 0;
+	size_t clen, first = content_at(b, n, &clen), last = first + clen;
+	for (size_t i = first; i < last; i++, total++) {
+		uint8_t *c = ir_malloc(sn);
+		memcpy(c, s, sn);
+		c[i] ^= 0x01;
+		rechecksum(c, n);
+		ir_error_clear();
+		q = plan_unpack(c, sn);
+		passed_checksum += q || !strstr(ir_error(), "checksum");
+		plan_free(q);
+		caught += refused_key(c, sn, &k, "its signature does not match");
+		ir_free(c);
+	}
+	TAP_OK(total == (int)clen && total > 100 && passed_checksum == total && caught == total,
+	       "each of %d content bytes flipped, checksum recomputed: %d get past the checksum, %d refused by the "
+	       "key",
+	       total, passed_checksum, caught);
+	s[sn - 1] ^= 0x80;
+	TAP_OK(refused_key(s, sn, &k, "its signature does not match"), "a flipped bit in the tag: %s", ir_error());
+	s[sn - 1] ^= 0x80;
+	TAP_OK(refused(s, sn - 1, "truncated"), "a tag cut short: %s", ir_error());
+	s[n + 1] = 31;
+	TAP_OK(refused(s, sn, "bad file framing"), "a tag of 31 bytes: %s", ir_error());
+	s[n + 1] = 32;
+
+	const char *path = in_dir("signed.bin");
+	TAP_OK(plan_write_signed(p, path, &k) == 0 && (q = plan_read_verified(path, &k)) && same_plan(p, q),
+	       "plan_write_signed, plan_read_verified: the plan back");
+	plan_free(q);
+	TAP_OK(!plan_read_verified(path, &k2) && has(path) && has("its signature does not match"),
+	       "plan_read_verified with another key names the file: %s", ir_error());
+	plan_key_wipe(&k);
+	TAP_OK(k.n == 0 && k.bytes[0] == 0 && k.bytes[31] == 0, "plan_key_wipe clears the key");
+	ir_free(s);
+}
+
 static void test_round_trip(const struct plan *p, const uint8_t *b, size_t n)
 {
 	struct plan *q = plan_unpack(b, n);
@@ -821,6 +956,7 @@ int main(void)
 	test_malformed(b, n);
 	test_content();
 	test_mesh(p);
+	test_signed(p, b, n);
 	size_t cut;
 	for (cut = 0; cut < n; cut++) {
 		struct plan *q = plan_unpack(b, cut);
