@@ -31,7 +31,10 @@
  *   columns are dropped from the result (conv_wide), unless the rows are
  *   short in a big gemm, where the junk would cost more to multiply than
  *   im2col's pieces to copy (ResNet-50's 14x14 and 7x7 stages: 14% and
- *   29% more columns; 51 -> 48 ms).
+ *   29% more columns; 51 -> 48 ms);
+ * - an f32 convolution whose groups read one input channel each
+ *   (depthwise, or a single-channel input): directly, a plane at a time,
+ *   no gemm (depthwise, below).
  *
  * Dots and convolutions compute each output as a dot of the same entries
  * with sgemm, but not always in the same calls: conv_wide's extra columns
@@ -553,6 +556,68 @@ static void split_items(struct rt *r, struct conv *c)
 	}
 }
 
+/* ---- depthwise ---------------------------------------------------------- */
+
+/* Output row oh of a depthwise plane: row = sum over (kh, kw) of w[kh,
+ * kw] times the input row that tap reads, over the output columns whose
+ * tap falls inside the input (the padding adds nothing: no zeros are
+ * read). Stride 1 runs over contiguous slices, which vectorize. */
+static void depthwise_row(const struct conv *c, const float *x, const float *w, float *restrict row, int64_t oh)
+{
+	int64_t OW = c->OW, W = c->W, sw = c->sw;
+	for (int64_t j = 0; j < OW; j++)
+		row[j] = 0;
+	for (int64_t kh = 0; kh < c->KH; kh++) {
+		int64_t ih = oh * c->sh - c->ph + kh * c->dh;
+		if (ih < 0 || ih >= c->H)
+			continue;
+		const float *xr = x + ih * W;
+		for (int64_t kw = 0; kw < c->KW; kw++) {
+			float wv = w[kh * c->KW + kw];
+			int64_t off = kw * c->dw - c->pw; /* column ow reads input column ow * sw + off */
+			int64_t lo = off < 0 ? ceil_div(-off, sw) : 0;
+			int64_t hi = W - off > 0 ? ceil_div(W - off, sw) : 0;
+			hi = hi < OW ? hi : OW;
+			if (sw == 1) {
+				const float *xs = xr + off;
+				for (int64_t j = lo; j < hi; j++)
+					row[j] += wv * xs[j];
+			} else {
+				for (int64_t j = lo; j < hi; j++)
+					row[j] += wv * xr[j * sw + off];
+			}
+		}
+	}
+}
+
+/* Planes [begin, end) of a depthwise result, (image, output channel)
+ * each, then the epilogue on each plane's rows. */
+static void depthwise_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	for (int64_t i = begin; i < end; i++) {
+		int64_t b = i / c->O, o = i % c->O, g = o / c->Og;
+		const float *x = c->x + (b * c->C + g) * c->H * c->W, *w = c->w + o * c->CK;
+		float *out = c->out + i * c->P;
+		for (int64_t oh = 0; oh < c->OH; oh++)
+			depthwise_row(c, x, w, out + oh * c->OW, oh);
+		if (c->epi)
+			c->epi->fn(c->epi->args, i * c->OH, (i + 1) * c->OH);
+	}
+}
+
+/* A convolution whose groups read one input channel each (depthwise,
+ * any depth multiplier Og): as a gemm, each (image, group) item is Og
+ * rows of CK = KH * KW, too small for sgemm or igemm to pay for their
+ * column matrix, packing and calls (MobileNetV3-small spent most of its
+ * time there); computed directly instead, a plane at a time, summing the
+ * taps in another order than the gemm (within rounding of it). */
+static void depthwise(struct rt *r, struct conv *c)
+{
+	int64_t planes = c->N * c->O, macs = c->P * c->CK;
+	pool_run(r->pool, depthwise_chunk, c, planes, macs > 0 ? ceil_div(65536, macs) : planes);
+}
+
 /* Whether convolutions run on igemm: 1 yes, 0 no, -1 not asked yet
  * (test_codegen sets it to check both paths). */
 static int conv_igemm = -1;
@@ -624,6 +689,14 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 		memset(c.out, 0, nout);
 		return true;
 	}
+	/* the epilogue's rows are the result's (image, channel, output row) */
+	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
+	if (c.Cg == 1) {
+		depthwise(r, &c);
+		if (c.epi)
+			c.epi->done = true;
+		return true;
+	}
 	c.direct = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 && c.OH == c.H &&
 		   c.OW == c.W;
 	/* a thread per at least ~64K multiply-adds: fewer is not worth the hand-off */
@@ -675,8 +748,6 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 	c.work = c.block ? (float *)(scratch + noff) : NULL;
 	if (c.ig)
 		conv_offsets(&c);
-	/* the epilogue's rows are the result's (image, channel, output row) */
-	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
 	int blas = blas_single(r);
 	if (split)
 		split_items(r, &c);
