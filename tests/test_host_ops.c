@@ -13,7 +13,8 @@
  * image at real sizes, all of which may round differently in the last
  * place). Results start as NaN, so that a kernel that reads one before
  * writing it fails. Convolutions run on igemm (where the CPU has
- * AVX-512F) and again on sgemm, and each once more with an epilogue for
+ * AVX-512F) and again on sgemm (depthwise ones on their AVX2 variant,
+ * then on the portable one), and each once more with an epilogue for
  * the kernel to run on its result's rows (struct rt_epilogue): every row
  * exactly once, after its values are final. igemm itself runs against a
  * double-precision triple loop on every tile shape.
@@ -574,6 +575,10 @@ static void check_host_ops(void)
 		check_host_conv(pool);
 		conv_igemm = 1;
 	}
+	TAP_DIAG("depthwise convolutions again on their portable variant, as on a CPU without AVX2");
+	depthwise_isa = 0;
+	check_host_conv(pool);
+	depthwise_isa = -1;
 	check_host_window(pool);
 	check_host_pad(pool);
 	pool_free(pool);
