@@ -113,13 +113,58 @@ static int h_binary(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir
 	return OUT1(acc);
 }
 
+/* The one value of every element of constant v, or NAN when they differ
+ * or v is not a compile-time constant (a float initializer is a
+ * parameter, which --trainable may train: its value is not fixed). */
+static double uniform_const(const struct ir_value *v)
+{
+	if (!onnx_is_const(v))
+		return NAN;
+	struct ir_tensor t = { v->dtype, v->shape, (void *)v->def->a.data };
+	int64_t n = ir_shape_numel(&t.shape);
+	double e = n ? ir_tensor_get_f64(&t, 0) : NAN;
+	for (int64_t i = 1; i < n && e == e; i++)
+		if (ir_tensor_get_f64(&t, i) != e)
+			e = NAN;
+	return e;
+}
+
+/* x^e for a constant e in {1, 2, 3, 4, -1, 0.5} as multiplies, a
+ * reciprocal or a square root, on x broadcast to p's shape (p: the Pow
+ * built as usual, left dead); NULL for other exponents. */
+static struct ir_value *pow_by_mul(struct onnx_ctx *c, struct ir_value *x, double e, const struct ir_value *p)
+{
+	if (e != 1 && e != 2 && e != 3 && e != 4 && e != -1 && e != 0.5)
+		return NULL;
+	struct ir_value *b = b_broadcast_to(c, x, &p->shape);
+	if (!b || e == 1)
+		return b;
+	if (e == -1)
+		return b_unary(c, IR_OP_RECIP, b);
+	if (e == 0.5)
+		return b_unary(c, IR_OP_SQRT, b);
+	struct ir_value *sq = b_binary(c, IR_OP_MUL, b, b);
+	return e == 2 ? sq : b_binary(c, IR_OP_MUL, sq, e == 3 ? b : sq);
+}
+
+/* Pow allows an exponent of another type; computed in the base's. A
+ * float Pow by a constant small integer, -1 or 0.5 (gelu_new's x^3, a
+ * variance's x^2) becomes multiplies, a reciprocal or a square root here
+ * at import, so that the interpreter, the host and the GPU code all skip
+ * libm's pow (GPT-2's gelu took twice the time through it). x*x*x rounds
+ * twice, within 2 ulp of pow's result; x^0.5 as sqrt differs from pow
+ * only at -0 (-0, pow's +0) and -inf (NaN, pow's +inf). */
 static int h_pow(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	ARITY(2);
 	NEED(0);
 	NEED(1);
-	/* Pow allows an exponent of another type; compute in the base's. */
-	return OUT1(b_binary(c, IR_OP_POW, in[0], b_convert(c, in[1], in[0]->dtype)));
+	struct ir_value *e = b_convert(c, in[1], in[0]->dtype);
+	struct ir_value *p = b_binary(c, IR_OP_POW, in[0], e);
+	if (!p || onnx_is_const(p) || !ir_dtype_is_float(p->dtype))
+		return OUT1(p);
+	struct ir_value *m = pow_by_mul(c, in[0], uniform_const(e), p);
+	return OUT1(m ? m : p);
 }
 
 /* Mod: fmod=1 is C's remainder; fmod=0 (integers) takes the divisor's sign. */

@@ -31,7 +31,10 @@
  *   columns are dropped from the result (conv_wide), unless the rows are
  *   short in a big gemm, where the junk would cost more to multiply than
  *   im2col's pieces to copy (ResNet-50's 14x14 and 7x7 stages: 14% and
- *   29% more columns; 51 -> 48 ms).
+ *   29% more columns; 51 -> 48 ms);
+ * - an f32 convolution whose groups read one input channel each
+ *   (depthwise, or a single-channel input): directly, a plane at a time,
+ *   no gemm (depthwise, below).
  *
  * Dots and convolutions compute each output as a dot of the same entries
  * with sgemm, but not always in the same calls: conv_wide's extra columns
@@ -60,10 +63,14 @@ void openblas_set_num_threads(int n) __attribute__((weak));
 
 /* OpenBLAS to one thread while the pool's threads each make sgemm calls
  * (its own threads would compete with them for the cores, and spin on
- * after each call); returns the count to restore (1: nothing to do). */
+ * after each call); returns the count to restore (1: nothing to do).
+ * With a pool of one thread too: --threads 1 is one thread, and
+ * OpenBLAS's idle workers, yielding in a loop after each call, took a
+ * third of the CPU from MobileNetV3-small's step on a loaded machine. */
 static int blas_single(const struct rt *r)
 {
-	int n = pool_threads(r->pool) > 1 && openblas_get_num_threads ? openblas_get_num_threads() : 1;
+	(void)r;
+	int n = openblas_get_num_threads ? openblas_get_num_threads() : 1;
 	if (n > 1)
 		openblas_set_num_threads(1);
 	return n;
@@ -553,6 +560,131 @@ static void split_items(struct rt *r, struct conv *c)
 	}
 }
 
+/* ---- depthwise ---------------------------------------------------------- */
+
+typedef float v8f __attribute__((vector_size(32)));
+
+/* Extra floats after a padded plane: reads of a last block of 8 outputs
+ * run past the plane's end (into zeros; those lanes are dropped). */
+#define DEPTHWISE_SLACK(c) (8 * (c)->sw + (c)->Wp + 8)
+
+/* One depthwise plane, out (OH x OW), from xp, its input channel with the
+ * padding in place (Hp x Wp: no tap needs a bounds check): each output
+ * is the sum over taps k of w[k] times xp at off[k] from the output's
+ * window corner, L outputs at a time (a vector V), the sum in a register
+ * across the taps. With stride 1, the L are consecutive positions of the
+ * wide plane (OH x Wp, the junk columns past OW included, as conv_wide),
+ * each tap one contiguous load, and the rows are compacted into out
+ * after; else L consecutive outputs of a row, each tap's values gathered.
+ * Compiled twice (DEPTHWISE_PLANE): for AVX2 with FMA and for any
+ * x86-64, 8 lanes each (SSE pairs there). On MobileNetV3-small, as fast
+ * as igemm's AVX-512 on the same convolutions, which 16 lanes here were
+ * not (the 7x7 and 14x14 planes fill few vectors). */
+#define DEPTHWISE_PLANE(NAME, ATTR, V, L)                                                                \
+	static ATTR void NAME(const struct conv *c, const float *xp, const float *w, const int64_t *off, \
+			      float *restrict wide, float *restrict out)                                 \
+	{                                                                                                \
+		int64_t K = c->CK, Wp = c->Wp, OW = c->OW, OH = c->OH, sw = c->sw;                       \
+		if (c->sh == 1 && sw == 1) {                                                             \
+			for (int64_t q = 0; q < (OH - 1) * Wp + OW; q += L) {                            \
+				V acc = { 0 };                                                           \
+				for (int64_t k = 0; k < K; k++) {                                        \
+					V v;                                                             \
+					memcpy(&v, xp + q + off[k], sizeof v);                           \
+					acc += w[k] * v;                                                 \
+				}                                                                        \
+				memcpy(wide + q, &acc, sizeof acc);                                      \
+			}                                                                                \
+			for (int64_t oh = 0; oh < OH; oh++)                                              \
+				memcpy(out + oh * OW, wide + oh * Wp, (size_t)OW * sizeof *out);         \
+			return;                                                                          \
+		}                                                                                        \
+		for (int64_t oh = 0; oh < OH; oh++) {                                                    \
+			const float *x0 = xp + oh * c->sh * Wp;                                          \
+			for (int64_t j = 0; j < OW; j += L) {                                            \
+				V acc = { 0 };                                                           \
+				for (int64_t k = 0; k < K; k++) {                                        \
+					const float *p = x0 + off[k] + j * sw;                           \
+					V v;                                                             \
+					for (int l = 0; l < L; l++)                                      \
+						v[l] = p[l * sw];                                        \
+					acc += w[k] * v;                                                 \
+				}                                                                        \
+				for (int64_t l = 0; l < L && j + l < OW; l++)                            \
+					out[oh * OW + j + l] = acc[l];                                   \
+			}                                                                                \
+		}                                                                                        \
+	}
+DEPTHWISE_PLANE(depthwise_plane_avx2, __attribute__((target("avx2,fma"))), v8f, 8)
+DEPTHWISE_PLANE(depthwise_plane, , v8f, 8)
+
+/* Whether the CPU has AVX2 and FMA: -1 not asked yet (depthwise sets it
+ * before its threads start). */
+static int depthwise_isa = -1;
+
+/* Thread t's share of a depthwise result's planes, (image, output
+ * channel) each: the input channel padded into t's work area (once for
+ * the Og planes it feeds), the plane, then the epilogue on its rows. */
+static void depthwise_chunk(void *ctx, int64_t begin, int64_t end)
+{
+	const struct conv *c = ctx;
+	int64_t planes = c->N * c->O;
+	for (int64_t t = begin; t < end; t++) {
+		float *xp = c->work + t * c->block, *wide = xp + c->Hp * c->Wp + DEPTHWISE_SLACK(c);
+		int64_t padded = -1; /* the (image, group) now in xp */
+		memset(xp + c->Hp * c->Wp, 0, (size_t)DEPTHWISE_SLACK(c) * sizeof *xp);
+		for (int64_t i = t * planes / c->nthreads; i < (t + 1) * planes / c->nthreads; i++) {
+			int64_t b = i / c->O, o = i % c->O, bg = b * c->G + o / c->Og;
+			if (bg != padded) {
+				pad_plane(c, c->x + bg * c->H * c->W, xp);
+				padded = bg;
+			}
+			const float *w = c->w + o * c->CK;
+			float *out = c->out + i * c->P;
+			if (depthwise_isa == 1)
+				depthwise_plane_avx2(c, xp, w, c->off, wide, out);
+			else
+				depthwise_plane(c, xp, w, c->off, wide, out);
+			if (c->epi)
+				c->epi->fn(c->epi->args, i * c->OH, (i + 1) * c->OH);
+		}
+	}
+}
+
+/* A convolution whose groups read one input channel each (depthwise,
+ * any depth multiplier Og): as a gemm, each (image, group) item is Og
+ * rows of CK = KH * KW, too small for sgemm or igemm to pay for their
+ * column matrix, packing and calls; computed directly instead, a plane
+ * at a time, summing the taps in another order than the gemm (within
+ * rounding of it). False when out of memory. */
+static bool depthwise(struct rt *r, struct conv *c)
+{
+	c->Hp = (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1;
+	c->Wp = (c->OW - 1) * c->sw + (c->KW - 1) * c->dw + 1;
+	c->Hp = c->Hp > c->H + c->ph ? c->Hp : c->H + c->ph;
+	c->Wp = c->Wp > c->W + c->pw ? c->Wp : c->W + c->pw;
+	c->block = c->Hp * c->Wp + DEPTHWISE_SLACK(c) + c->OH * c->Wp + 8;
+	if (depthwise_isa < 0) {
+		__builtin_cpu_init();
+		depthwise_isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	}
+	int64_t planes = c->N * c->O, cap = planes * c->P * c->CK / 65536;
+	c->nthreads = pool_threads(r->pool);
+	c->nthreads = c->nthreads < planes ? c->nthreads : planes;
+	c->nthreads = c->nthreads < cap ? c->nthreads : cap > 1 ? cap : 1;
+	size_t noff = ((size_t)c->CK * sizeof *c->off + 63) / 64 * 64;
+	char *scratch = pool_scratch(r->pool, noff + (size_t)(c->nthreads * c->block) * sizeof(float));
+	if (!scratch)
+		return false;
+	c->off = (int64_t *)scratch;
+	c->work = (float *)(scratch + noff);
+	for (int64_t kh = 0, k = 0; kh < c->KH; kh++)
+		for (int64_t kw = 0; kw < c->KW; kw++)
+			c->off[k++] = kh * c->dh * c->Wp + kw * c->dw;
+	pool_run(r->pool, depthwise_chunk, c, c->nthreads, 1);
+	return true;
+}
+
 /* Whether convolutions run on igemm: 1 yes, 0 no, -1 not asked yet
  * (test_codegen sets it to check both paths). */
 static int conv_igemm = -1;
@@ -624,6 +756,15 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 		memset(c.out, 0, nout);
 		return true;
 	}
+	/* the epilogue's rows are the result's (image, channel, output row) */
+	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
+	if (c.Cg == 1) {
+		if (!depthwise(r, &c))
+			return false;
+		if (c.epi)
+			c.epi->done = true;
+		return true;
+	}
 	c.direct = c.KH == 1 && c.KW == 1 && c.sh == 1 && c.sw == 1 && c.ph == 0 && c.pw == 0 && c.OH == c.H &&
 		   c.OW == c.W;
 	/* a thread per at least ~64K multiply-adds: fewer is not worth the hand-off */
@@ -675,8 +816,6 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 	c.work = c.block ? (float *)(scratch + noff) : NULL;
 	if (c.ig)
 		conv_offsets(&c);
-	/* the epilogue's rows are the result's (image, channel, output row) */
-	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
 	int blas = blas_single(r);
 	if (split)
 		split_items(r, &c);

@@ -1,7 +1,8 @@
 /*
  * test_grad_onnx.c: autodiff through ONNX ops that the importer decomposes
  * into several core ops (compiler/onnx_ops_convt.c, onnx_ops_image.c):
- * ConvTranspose, Resize, DepthToSpace, SpaceToDepth.
+ * ConvTranspose, Resize, DepthToSpace, SpaceToDepth; and Pow by a
+ * constant, which imports as multiplies, a reciprocal or a square root.
  *
  * Each case builds a one-node f64 model (onnx_builder.h), imports it and
  * checks dL/d(every graph input) of L = reduce_sum(y * W) against central
@@ -337,6 +338,48 @@ static void test_depth_space(void)
 	check_model("SpaceToDepth blocksize 2", b, "s2d.onnx");
 }
 
+/* ---- Pow by a constant -------------------------------------------------------------- */
+
+/* Pow by a constant 2, 3, 4, -1 or 0.5 imports as multiplies, a
+ * reciprocal or a square root (test_onnx_pow): their gradients, on
+ * exp(x) > 0 where the exponent needs a positive base, on x itself for
+ * the integers. */
+static void test_pow(void)
+{
+	static const int64_t ints[] = { 2, 3, 4 };
+	for (int i = 0; i < 3; i++) {
+		struct mb *b = mb_new(13);
+		mb_input(b, "x", T_DOUBLE, "2,5");
+		mb_init_i64(b, "e", 1, &ints[i]);
+		mb_node(b, "Pow", "pow", "x,e", "y");
+		mb_output(b, "y", T_DOUBLE, "2,5");
+		char what[64];
+		snprintf(what, sizeof what, "Pow(x, %lld), as multiplies", (long long)ints[i]);
+		check_model(what, b, "pow_int.onnx");
+	}
+	static const struct {
+		double e;
+		const char *what;
+	} pos[] = { { -1, "Pow(exp(x), -1), as a reciprocal" }, { 0.5, "Pow(exp(x), 0.5), as a square root" } };
+	for (int i = 0; i < 2; i++) {
+		struct mb *b = mb_new(13);
+		mb_input(b, "x", T_DOUBLE, "2,5");
+		/* the exponent a Constant node, as exporters write it */
+		Onnx__NodeProto *k = mb_node(b, "Constant", "e", "", "e");
+		Onnx__TensorProto *t = mb_alloc(b, sizeof *t);
+		*t = (Onnx__TensorProto)ONNX__TENSOR_PROTO__INIT;
+		t->has_data_type = 1;
+		t->data_type = T_DOUBLE;
+		mb_raw(b, t, sizeof pos[i].e);
+		memcpy(t->raw_data.data, &pos[i].e, sizeof pos[i].e);
+		attr_new(b, k, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = t;
+		mb_node(b, "Exp", "exp", "x", "ex");
+		mb_node(b, "Pow", "pow", "ex,e", "y");
+		mb_output(b, "y", T_DOUBLE, "2,5");
+		check_model(pos[i].what, b, "pow_pos.onnx");
+	}
+}
+
 int main(void)
 {
 	if (tmpdir_make(tmpdir) < 0)
@@ -345,6 +388,7 @@ int main(void)
 	test_conv_transpose();
 	test_resize();
 	test_depth_space();
+	test_pow();
 	tmpdir_remove(tmpdir);
 	return tap_done();
 }

@@ -4,7 +4,8 @@
  * kernels_window.c, compiled into this test) against interp_kernel.
  *
  * Dots, convolutions, window max and sum, and pads run on random inputs
- * over odd sizes, strides, pads, dilations, groups and transposes, on a
+ * over odd sizes, strides, pads, dilations, groups (depthwise ones, which
+ * run without a gemm, on random shapes too) and transposes, on a
  * pool of 3 threads: window ops and pads bit for bit (NaN and signed
  * zeros included); dots and convolutions within 1e-5 of the sum of
  * magnitudes (the same BLAS, but gemv for one row or column, over more
@@ -12,7 +13,8 @@
  * image at real sizes, all of which may round differently in the last
  * place). Results start as NaN, so that a kernel that reads one before
  * writing it fails. Convolutions run on igemm (where the CPU has
- * AVX-512F) and again on sgemm, and each once more with an epilogue for
+ * AVX-512F) and again on sgemm (depthwise ones on their AVX2 variant,
+ * then on the portable one), and each once more with an epilogue for
  * the kernel to run on its result's rows (struct rt_epilogue): every row
  * exactly once, after its values are final. igemm itself runs against a
  * double-precision triple loop on every tile shape.
@@ -197,6 +199,47 @@ static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, do
 	return ok;
 }
 
+/* Convolution case t on rt_host_conv against the interpreter, without
+ * and with an epilogue. */
+static void run_conv_case(struct pool *pool, const struct conv_case *t)
+{
+	struct plan_kernel k = { .op = IR_OP_CONV, .nin = 2, .nout = 1 };
+	enum ir_dtype dt[3] = { IR_F32, IR_F32, IR_F32 };
+	struct ir_shape sh[3];
+	int64_t oh = (t->h + t->plh + t->phh - t->dh * (t->kh - 1) - 1) / t->sh + 1;
+	int64_t ow = (t->w + t->plw + t->phw - t->dw * (t->kw - 1) - 1) / t->sw + 1;
+	int64_t xd[4] = { t->n, t->c, t->h, t->w }, wd[4] = { t->o, t->c / t->g, t->kh, t->kw },
+		od[4] = { t->n, t->o, oh, ow };
+	int64_t st[2] = { t->sh, t->sw }, lo[2] = { t->plh, t->plw }, hi[2] = { t->phh, t->phw },
+		dl[2] = { t->dh, t->dw };
+	if (t->sp == 1) { /* the second entry of each pair is the only spatial one */
+		xd[2] = t->w, wd[2] = t->kw, od[2] = ow;
+		st[0] = t->sw, lo[0] = t->plw, hi[0] = t->phw, dl[0] = t->dw;
+	}
+	sh[0] = shape_of(t->sp + 2, xd);
+	sh[1] = shape_of(t->sp + 2, wd);
+	sh[2] = shape_of(t->sp + 2, od);
+	set_list(&k.a.stride, t->sp, st);
+	set_list(&k.a.pad_lo, t->sp, lo);
+	set_list(&k.a.pad_hi, t->sp, hi);
+	set_list(&k.a.dilation, t->sp, dl);
+	k.a.groups = t->g;
+	k.dtype = dt;
+	k.shape = sh;
+	bool same;
+	double err;
+	char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
+	bool ok = run_host_op(&k, pool, false, &same, &err);
+	TAP_OK(ok && err <= 1e-5,
+	       "host conv %s * %s, stride %ld,%ld pad %ld,%ld/%ld,%ld dilation %ld,%ld groups %ld: "
+	       "max err %.2g of the sum of magnitudes%s",
+	       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh, (long)t->sw,
+	       (long)t->plh, (long)t->plw, (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw, (long)t->g, err,
+	       same ? " (bit for bit)" : "");
+	ok = run_conv_epilogue(&k, pool, &err);
+	TAP_OK(ok && err <= 1e-5, "the same with an epilogue: run on every row once, when final; max err %.2g", err);
+}
+
 static void check_host_conv(struct pool *pool)
 {
 	static const struct conv_case cs[] = {
@@ -223,45 +266,38 @@ static void check_host_conv(struct pool *pool)
 		{ 1, 1, 64, 1, 500, 48, 1, 5, 1, 1, 0, 2, 0, 2, 1, 1, 1 },   /* 1-D, wide, one output row */
 		{ 1, 1, 64, 1, 700, 40, 1, 3, 1, 2, 0, 1, 0, 1, 1, 1, 1 },   /* 1-D, stride 2, by columns */
 		{ 2, 1, 6, 12, 12, 5, 10, 10, 1, 1, 0, 0, 0, 0, 1, 1, 1 }, /* a weight gradient's: 3x3 out, not wide */
+		/* depthwise (groups = C): computed directly, not by gemm */
+		{ 2, 2, 16, 12, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16 }, /* 3x3, pad 1 */
+		{ 2, 1, 24, 15, 13, 24, 5, 5, 2, 2, 2, 2, 2, 1, 1, 1, 24 }, /* 5x5, stride 2, odd pads */
+		{ 2, 2, 8, 9, 9, 16, 3, 3, 2, 1, 0, 2, 1, 0, 2, 1, 8 },     /* multiplier 2, dilation */
+		{ 2, 1, 96, 28, 28, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 96 }, /* mobilenet's size, threads */
+		{ 2, 1, 5, 6, 6, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 5 },      /* 1x1 */
+		{ 1, 2, 6, 1, 20, 6, 1, 3, 1, 2, 0, 1, 0, 0, 1, 1, 6 },     /* 1-D, stride 2 */
 	};
-	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
-		const struct conv_case *t = &cs[i];
-		struct plan_kernel k = { .op = IR_OP_CONV, .nin = 2, .nout = 1 };
-		enum ir_dtype dt[3] = { IR_F32, IR_F32, IR_F32 };
-		struct ir_shape sh[3];
-		int64_t oh = (t->h + t->plh + t->phh - t->dh * (t->kh - 1) - 1) / t->sh + 1;
-		int64_t ow = (t->w + t->plw + t->phw - t->dw * (t->kw - 1) - 1) / t->sw + 1;
-		int64_t xd[4] = { t->n, t->c, t->h, t->w }, wd[4] = { t->o, t->c / t->g, t->kh, t->kw },
-			od[4] = { t->n, t->o, oh, ow };
-		int64_t st[2] = { t->sh, t->sw }, lo[2] = { t->plh, t->plw }, hi[2] = { t->phh, t->phw },
-			dl[2] = { t->dh, t->dw };
-		if (t->sp == 1) { /* the second entry of each pair is the only spatial one */
-			xd[2] = t->w, wd[2] = t->kw, od[2] = ow;
-			st[0] = t->sw, lo[0] = t->plw, hi[0] = t->phw, dl[0] = t->dw;
-		}
-		sh[0] = shape_of(t->sp + 2, xd);
-		sh[1] = shape_of(t->sp + 2, wd);
-		sh[2] = shape_of(t->sp + 2, od);
-		set_list(&k.a.stride, t->sp, st);
-		set_list(&k.a.pad_lo, t->sp, lo);
-		set_list(&k.a.pad_hi, t->sp, hi);
-		set_list(&k.a.dilation, t->sp, dl);
-		k.a.groups = t->g;
-		k.dtype = dt;
-		k.shape = sh;
-		bool same;
-		double err;
-		char s0[IR_SHAPE_STR_MAX], s1[IR_SHAPE_STR_MAX];
-		bool ok = run_host_op(&k, pool, false, &same, &err);
-		TAP_OK(ok && err <= 1e-5,
-		       "host conv %s * %s, stride %ld,%ld pad %ld,%ld/%ld,%ld dilation %ld,%ld groups %ld: "
-		       "max err %.2g of the sum of magnitudes%s",
-		       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh,
-		       (long)t->sw, (long)t->plh, (long)t->plw, (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw,
-		       (long)t->g, err, same ? " (bit for bit)" : "");
-		ok = run_conv_epilogue(&k, pool, &err);
-		TAP_OK(ok && err <= 1e-5, "the same with an epilogue: run on every row once, when final; max err %.2g",
-		       err);
+	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+		run_conv_case(pool, &cs[i]);
+	/* random depthwise convolutions (groups = C, depth multiplier 1 or
+	 * 2): odd sizes, strides 1 to 3, pads, dilations, 1-D too */
+	for (int i = 0; i < 16; i++) {
+		struct conv_case t = { .sp = urand() < 0.2 ? 1 : 2, .n = 1 + (int64_t)(2 * urand()) };
+		t.c = t.g = 1 + (int64_t)(40 * urand());
+		t.o = t.c * (1 + (int64_t)(2 * urand()));
+		t.h = t.sp == 1 ? 1 : 1 + (int64_t)(20 * urand());
+		t.w = 1 + (int64_t)(20 * urand());
+		t.kh = t.sp == 1 ? 1 : 1 + (int64_t)(5 * urand());
+		t.kw = 1 + (int64_t)(5 * urand());
+		t.sh = t.sp == 1 ? 1 : 1 + (int64_t)(3 * urand());
+		t.sw = 1 + (int64_t)(3 * urand());
+		t.plh = t.sp == 1 ? 0 : (int64_t)(3 * urand()), t.phh = t.sp == 1 ? 0 : (int64_t)(3 * urand());
+		t.plw = (int64_t)(3 * urand()), t.phw = (int64_t)(3 * urand());
+		t.dh = t.sp == 1 ? 1 : 1 + (int64_t)(2 * urand());
+		t.dw = 1 + (int64_t)(2 * urand());
+		/* at least one output position along each dim */
+		while (t.h + t.plh + t.phh < t.dh * (t.kh - 1) + 1)
+			t.phh++;
+		while (t.w + t.plw + t.phw < t.dw * (t.kw - 1) + 1)
+			t.phw++;
+		run_conv_case(pool, &t);
 	}
 }
 
@@ -539,6 +575,10 @@ static void check_host_ops(void)
 		check_host_conv(pool);
 		conv_igemm = 1;
 	}
+	TAP_DIAG("depthwise convolutions again on their portable variant, as on a CPU without AVX2");
+	depthwise_isa = 0;
+	check_host_conv(pool);
+	depthwise_isa = -1;
 	check_host_window(pool);
 	check_host_pad(pool);
 	pool_free(pool);
