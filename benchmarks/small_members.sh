@@ -117,7 +117,7 @@ row() {
 }
 
 # the plan pcc describes: "2 stages, 1f1b, 2 micro-batches; step 12.3 ms"
-plan_of() { sed -n 's/^[^:]*: [^:]*: \([^;]*\); step \([0-9.]*\) \([a-z]*\).*/\1, step \2 \3/p' "$1" | head -1; }
+plan_of() { sed -n "s/.* on cpu:[0-9]*: \([^;]*\); step \([0-9.]*\) \([a-z]*\).*/\1, step \2 \3/p" "$1" | head -1; }
 
 # infer FAMILY NP [OPTS...]
 infer() {
