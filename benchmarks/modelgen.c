@@ -2,7 +2,7 @@
  * modelgen.c: pcc-modelgen, benchmark models as ONNX (opset 17) with
  * unwritten external weights.
  *
- *   pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N]
+ *   pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N] [--image N]
  *   pcc-modelgen --list
  *
  * The weights are named in OUT.onnx as external data in OUT.weights (next
@@ -103,16 +103,18 @@ static const struct mg_config models[] = {
 #define MAX_SEQ (INT64_C(1) << 20)
 #define MAX_VOCAB (INT64_C(1) << 24)
 #define MAX_LAYERS 4096
+#define MAX_IMAGE 8192
 
 struct args {
 	const char *model, *out;
-	int64_t batch, seq, vocab, layers; /* 0: the model's own */
+	int64_t batch, seq, vocab, layers, image; /* 0: the model's own */
 	bool list, help;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N]\n"
+		   "                    [--image N]\n"
 		   "       pcc-modelgen --list\n"
 		   "\n"
 		   "Writes a benchmark model as ONNX (opset 17): graph and shapes, with the\n"
@@ -121,6 +123,7 @@ static void usage(FILE *f)
 		   "  --seq N    sequence length (transformers)\n"
 		   "  --vocab N  vocabulary size (transformers)\n"
 		   "  --layers N decoder layers (transformers; MoE layers stay every second one)\n"
+		   "  --image N  image height and width (Wide-ResNet; 224 by default)\n"
 		   "  --list     every model with its configuration and parameter counts\n");
 }
 
@@ -226,7 +229,8 @@ static int parse_one(int argc, char **argv, int *i, struct args *a)
 	else if ((rc = count_option(argc, argv, i, "--batch", MAX_BATCH, &a->batch)) ||
 		 (rc = count_option(argc, argv, i, "--seq", MAX_SEQ, &a->seq)) ||
 		 (rc = count_option(argc, argv, i, "--vocab", MAX_VOCAB, &a->vocab)) ||
-		 (rc = count_option(argc, argv, i, "--layers", MAX_LAYERS, &a->layers)))
+		 (rc = count_option(argc, argv, i, "--layers", MAX_LAYERS, &a->layers)) ||
+		 (rc = count_option(argc, argv, i, "--image", MAX_IMAGE, &a->image)))
 		return rc < 0 ? rc : 0;
 	else if (s[0] == '-')
 		return mg_errorf(-EINVAL, "unknown option '%s' (try --help)", s);
@@ -254,6 +258,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	if (find_model(a->model)->family == MG_WRESNET && (a->seq || a->vocab || a->layers))
 		return mg_errorf(-EINVAL, "%s is not a transformer: --seq, --vocab and --layers do not apply",
 				 a->model);
+	if (find_model(a->model)->family != MG_WRESNET && a->image)
+		return mg_errorf(-EINVAL, "%s is not a Wide-ResNet: --image does not apply", a->model);
 	return 0;
 }
 
@@ -277,6 +283,7 @@ static int generate(const struct args *a)
 	c.seq = a->seq ? a->seq : c.seq;
 	c.vocab = a->vocab ? a->vocab : c.vocab;
 	c.layers = a->layers ? a->layers : c.layers;
+	c.image = a->image ? a->image : c.image;
 	weights_location(a->out, loc, sizeof loc);
 	struct mg_builder *b = mgb_new(loc);
 	if (!b)

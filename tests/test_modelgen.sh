@@ -171,6 +171,10 @@ check "batch is symbolic by default" sh -c "'$pcc' inspect '$tmp/gpt3-125m.onnx'
 check "--batch 4 --seq 128 --vocab 1000: fixed shapes, closed form" sh -c "'$modelgen' gpt3-125m -o '$tmp/small.onnx' --batch 4 --seq 128 --vocab 1000 >/dev/null &&
 	'$pcc' inspect '$tmp/small.onnx' --json >'$tmp/small.json' &&
 	python3 '$tmp/check.py' inputs '$tmp/small.json' 4 128 && python3 '$tmp/check.py' gpt-params '$tmp/small.json' 12 768 128 1000"
+check "wresnet-250m --image 64: images [2,3,64,64], the same parameters as at 224" sh -c "
+	'$modelgen' wresnet-250m -o '$tmp/wrn64.onnx' --image 64 --batch 2 >/dev/null &&
+	'$pcc' inspect '$tmp/wrn64.onnx' >'$tmp/wrn64.txt' && grep -q 'images *f32\[2,3,64,64\]' '$tmp/wrn64.txt' &&
+	'$pcc' inspect '$tmp/wrn64.onnx' --json >'$tmp/wrn64.json' && python3 '$tmp/check.py' wrn '$tmp/wrn64.json' 50 160 2 1024 250e6"
 
 # errors: one line, exit 2 for arguments, 1 for I/O
 # fails STATUS MESSAGE ARGS...: exit status and the one-line message
@@ -187,6 +191,8 @@ check "unknown model: exit 2, one line" fails 2 "unknown model 'gpt3-1t'" gpt3-1
 check "--seq 0: exit 2, one line" fails 2 "--seq expects an integer" gpt3-125m -o "$tmp/x.onnx" --seq 0
 check "--seq abc: exit 2, one line" fails 2 "--seq expects an integer" gpt3-125m -o "$tmp/x.onnx" --seq abc
 check "--seq on a ResNet: exit 2, one line" fails 2 "not a transformer" wresnet-1b -o "$tmp/x.onnx" --seq 64
+check "--image on a transformer: exit 2, one line" fails 2 "gpt3-125m is not a Wide-ResNet: --image does not apply" gpt3-125m -o "$tmp/x.onnx" --image 64
+check "--image 0: exit 2, one line" fails 2 "--image expects an integer from 1 to 8192" wresnet-250m -o "$tmp/x.onnx" --image 0
 check "no -o: exit 2, one line" fails 2 "no output file" gpt3-125m
 check "unwritable output: exit 1, one line" fails 1 "cannot write" gpt3-125m -o "$tmp/no/such/dir/x.onnx"
 tap_done
