@@ -29,19 +29,21 @@ wresnet-1b 2x8:v100-16g 1536;wresnet-13b 8x8:v100-16g 1536;gpt3-39b 16x8:h100-80
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# phase seconds from the progress lines: first time each phase shows, the
-# next phase's first time (or the end) closing it
+# seconds per phase from the progress lines: from each line to the next
+# (the last to the end), added up per phase name, so that a search run
+# again after a refusal counts as search
 phases() { # FILE END
 	awk -v end="$2" '
 	  /^pcc: \[[0-9.]* s\] / {
 	    t = $2; gsub(/[\[]/, "", t); p = $4; sub(/:.*/, "", p)
-	    if (!(p in first)) { first[p] = t; order[++n] = p }
+	    if (cur != "") sum[cur] += t - start
+	    if (!(p in sum)) { sum[p] = 0; order[++n] = p }
+	    cur = p; start = t
 	  }
 	  END {
-	    for (i = 1; i <= n; i++) {
-	      stop = i < n ? first[order[i + 1]] : end
-	      printf "%s%s %.1f", (i > 1 ? ", " : ""), order[i], stop - first[order[i]]
-	    }
+	    if (cur != "") sum[cur] += end - start
+	    for (i = 1; i <= n; i++)
+	      printf "%s%s %.1f", (i > 1 ? ", " : ""), order[i], sum[order[i]]
 	  }' "$1"
 }
 
