@@ -94,6 +94,18 @@ struct remat {
 	int seg;              /* the segment whose copies cp holds; 0: none */
 };
 
+/* A copy of forward node n reading in[], in its stage; NULL with b->err
+ * set when it cannot be made. */
+static struct ir_node *copy_node(struct gb *b, const struct ir_node *n, struct ir_value *const *in)
+{
+	struct ir_node *c = b->err ? NULL : ir_graph_add_node(b->g, n->op, n->name, n->nin, in, &n->a);
+	if (!c && !b->err)
+		b->err = ir_error_code() ? ir_error_code() : -ENOMEM;
+	if (c)
+		c->tag = n->tag;
+	return c;
+}
+
 /* What the backward pass reads for forward value v: the copy of the
  * segment being recomputed, a new broadcast of the small operand when v
  * is a broadcast (made again next to its reader rather than kept from the
@@ -107,13 +119,8 @@ static struct ir_value *fresh(struct gb *b, const struct remat *m, struct ir_val
 		return v;
 	const struct ir_node *n = v->def;
 	struct ir_value *x = m->cp && m->cp[n->in[0]->id] ? m->cp[n->in[0]->id] : n->in[0];
-	struct ir_node *c = ir_graph_add_node(b->g, n->op, n->name, 1, &x, &n->a);
-	if (!c) {
-		b->err = b->err ? b->err : ir_error_code() ? ir_error_code() : -ENOMEM;
-		return NULL;
-	}
-	c->tag = n->tag;
-	return c->out[0];
+	struct ir_node *c = copy_node(b, n, &x);
+	return c ? c->out[0] : NULL;
 }
 
 /* Copies segment seg's forward nodes (those reading a graph input at some
@@ -138,12 +145,11 @@ static int remat_segment(struct gb *b, struct remat *m, int seg)
 			return -ENOMEM;
 		for (int k = 0; k < n->nin; k++)
 			in[k] = fresh(b, m, n->in[k]);
-		struct ir_node *c = b->err ? NULL : ir_graph_add_node(b->g, n->op, n->name, n->nin, in, &n->a);
+		struct ir_node *c = copy_node(b, n, in);
 		if (in != small)
 			ir_free(in);
 		if (!c)
-			return b->err ? b->err : ir_error_code() ? ir_error_code() : -ENOMEM;
-		c->tag = n->tag;
+			return b->err;
 		for (int j = 0; j < n->nout; j++)
 			m->cp[n->out[j]->id] = c->out[j];
 	}
@@ -189,7 +195,6 @@ static int backprop_node(struct gb *b, const struct ir_node *nd, const int *reac
 	b->name = nd->name;
 	b->tagged = nd->tag != IR_TAG_NONE;
 	b->tag = nd->tag;
-	b->recompute = 0;
 	/* the rule reads a recomputed node's copies and broadcasts made again */
 	struct ir_node sub = *nd;
 	struct ir_value *sub_small[2 * MAXIN];
