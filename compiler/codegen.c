@@ -106,6 +106,119 @@ static LLVMValueRef warp_all(struct cg *c, LLVMValueRef x, enum combine how)
 	return x;
 }
 
+/* A call of the NVVM intrinsic name, which takes nothing and returns nothing. */
+static void nvvm(struct cg *c, const char *name)
+{
+	LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID(name, strlen(name)), NULL, 0);
+	LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, NULL, 0, "");
+}
+
+/* if (cond) { ...: the builder is in the then block; when_end closes it. */
+static LLVMBasicBlockRef when(struct cg *c, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "then");
+	LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "join");
+	LLVMBuildCondBr(c->b, cond, then, join);
+	LLVMPositionBuilderAtEnd(c->b, then);
+	return join;
+}
+
+static void when_end(struct cg *c, LLVMBasicBlockRef join)
+{
+	LLVMBuildBr(c->b, join);
+	LLVMPositionBuilderAtEnd(c->b, join);
+}
+
+/* A block-shared variable of type t, this kernel's own. */
+static LLVMValueRef shared(struct cg *c, const char *what, LLVMTypeRef t)
+{
+	char name[48];
+	snprintf(name, sizeof name, "pcc_k%d_%s", c->kid, what);
+	LLVMValueRef v = LLVMGetNamedGlobal(c->mod, name);
+	if (!v) {
+		v = LLVMAddGlobalInAddressSpace(c->mod, t, name, 3);
+		LLVMSetInitializer(v, LLVMGetUndef(t));
+		LLVMSetLinkage(v, LLVMInternalLinkage);
+		LLVMSetAlignment(v, 8);
+	}
+	return v;
+}
+
+enum { GRID_WARPS = 8 }; /* the runtime's blocks: 256 threads */
+
+/* Every warp's x (whole over the warp) combined in warp order through
+ * shared memory: every thread of the block gets the block's whole. */
+static LLVMValueRef block_all(struct cg *c, LLVMValueRef x, enum combine how)
+{
+	LLVMTypeRef t = LLVMArrayType2(LLVMTypeOf(x), GRID_WARPS);
+	LLVMValueRef sm = shared(c, LLVMTypeOf(x) == c->f64 ? "warps_f" : "warps_i", t), zero = cg_i64c(c, 0);
+	LLVMValueRef warp = LLVMBuildUDiv(c->b, c->tid, cg_i64c(c, 32), "");
+	LLVMValueRef at[2] = { zero, warp };
+	LLVMBasicBlockRef j = when(c, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildURem(c->b, c->tid, cg_i64c(c, 32), ""),
+						    zero, ""));
+	LLVMBuildStore(c->b, x, LLVMBuildGEP2(c->b, t, sm, at, 2, ""));
+	when_end(c, j);
+	nvvm(c, "llvm.nvvm.barrier0");
+	LLVMValueRef v = NULL;
+	for (int w = 0; w < GRID_WARPS; w++) {
+		LLVMValueRef aw[2] = { zero, cg_i64c(c, w) };
+		LLVMValueRef e = LLVMBuildLoad2(c->b, LLVMTypeOf(x), LLVMBuildGEP2(c->b, t, sm, aw, 2, ""), "");
+		v = v ? combine(c, how, v, e) : e;
+	}
+	nvvm(c, "llvm.nvvm.barrier0"); /* the slots are free again */
+	return v;
+}
+
+/* A grid reduction's whole from each thread's partial x (cg_kernel_grid_reduce):
+ * the block's whole goes to the scratch, and the last block to count in folds
+ * every block's in block order. Sets c->store_ok; the value is the whole in
+ * that block only. */
+static LLVMValueRef grid_all(struct cg *c, LLVMValueRef x, enum combine how, LLVMValueRef init)
+{
+	LLVMTypeRef at = LLVMTypeOf(x);
+	LLVMValueRef flag = shared(c, "last", c->i32), zero = cg_i64c(c, 0);
+	x = block_all(c, warp_all(c, x, how), how);
+	LLVMValueRef cnt = LLVMBuildGEP2(c->b, c->i32, c->grid, &c->grid_row, 1, "");
+	LLVMValueRef off = cg_i64c(c, 256);
+	LLVMValueRef parts = LLVMBuildGEP2(c->b, c->i8, c->grid, &off, 1, "");
+	LLVMValueRef base = LLVMBuildMul(c->b, c->grid_row, c->nctaid, "");
+	LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, zero, "");
+	LLVMBasicBlockRef j = when(c, first);
+	LLVMValueRef mine = LLVMBuildAdd(c->b, base, c->ctaid, "");
+	LLVMSetVolatile(LLVMBuildStore(c->b, x, LLVMBuildGEP2(c->b, at, parts, &mine, 1, "")), 1);
+	nvvm(c, "llvm.nvvm.membar.gl");
+	LLVMValueRef old = LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, cnt, LLVMConstInt(c->i32, 1, 0),
+					      LLVMAtomicOrderingMonotonic, 0);
+	LLVMValueRef n1 = LLVMBuildTrunc(c->b, LLVMBuildSub(c->b, c->nctaid, cg_i64c(c, 1), ""), c->i32, "");
+	LLVMBuildStore(c->b, LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, old, n1, ""), c->i32, ""), flag);
+	when_end(c, j);
+	nvvm(c, "llvm.nvvm.barrier0");
+	LLVMValueRef last = LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildLoad2(c->b, c->i32, flag, ""),
+					  LLVMConstInt(c->i32, 0, 0), "");
+	nvvm(c, "llvm.nvvm.barrier0"); /* the flag is free again */
+	LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+	j = when(c, last); /* the same in the whole block: its barriers are safe */
+	nvvm(c, "llvm.nvvm.membar.gl");
+	struct cg_loop l;
+	cg_loop_begin(c, &l, c->tid, c->nctaid, init);
+	LLVMValueRef k = LLVMBuildAdd(c->b, base, l.i, "");
+	LLVMValueRef e = LLVMBuildLoad2(c->b, at, LLVMBuildGEP2(c->b, at, parts, &k, 1, ""), "");
+	LLVMSetVolatile(e, 1);
+	LLVMValueRef t = cg_loop_end(c, &l, cg_i64c(c, 32 * GRID_WARPS), combine(c, how, l.acc, e));
+	t = block_all(c, warp_all(c, t, how), how);
+	LLVMBasicBlockRef z = when(c, first); /* the count back to 0 for the next launch */
+	LLVMSetVolatile(LLVMBuildStore(c->b, LLVMConstInt(c->i32, 0, 0), cnt), 1);
+	when_end(c, z);
+	LLVMBasicBlockRef done = LLVMGetInsertBlock(c->b);
+	when_end(c, j);
+	LLVMValueRef v = LLVMBuildPhi(c->b, at, "");
+	LLVMValueRef vv[2] = { x, t };
+	LLVMBasicBlockRef vb[2] = { pre, done };
+	LLVMAddIncoming(v, vv, vb, 2);
+	c->store_ok = LLVMBuildAnd(c->b, last, first, "");
+	return v;
+}
+
 static int64_t int_extreme(enum ir_dtype t, bool lowest)
 {
 	switch (t) {
@@ -180,8 +293,9 @@ static LLVMValueRef reduce_row(struct cg *c, const struct plan_fop *f, const LLV
 			   : LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, max ? LLVMIntSGT : LLVMIntSLT, x, acc, ""), x,
 					     acc, "");
 	}
-	acc = cg_loop_end(c, &l, cg_i64c(c, c->lanes), n);
-	acc = warp_all(c, acc, sum ? C_ADD : prod ? C_MUL : fl ? (max ? C_FMAX : C_FMIN) : (max ? C_IMAX : C_IMIN));
+	acc = cg_loop_end(c, &l, c->grid ? c->nthreads : cg_i64c(c, c->lanes), n);
+	enum combine how = sum ? C_ADD : prod ? C_MUL : fl ? (max ? C_FMAX : C_FMIN) : (max ? C_IMAX : C_IMIN);
+	acc = c->grid ? grid_all(c, acc, how, init) : warp_all(c, acc, how);
 	return fl ? cg_from_f64(c, acc, f->dtype) : cg_from_i64(c, acc, f->dtype);
 }
 
@@ -243,6 +357,7 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	LLVMValueRef idx[IR_MAX_RANK];
 	int64_t inner = cg_tail_numel(s, split);
 	cg_delinear(c, r, s, 0, split, idx);
+	c->grid_row = r;
 	c->core_val = NULL;
 	c->stats_ready = false;
 	if (c->core >= 0) {
@@ -267,11 +382,14 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 			cg_store(c, c->base[b->nin], rt, base, cg_value(c, root, idx));
 			return;
 		}
-		/* the warp's lanes hold the same value: lane 0 stores it */
+		/* the warp's lanes hold the same value: lane 0 stores it (a grid
+		 * reduction: the last block's first thread) */
 		LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "lane0");
 		LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "stored");
 		LLVMValueRef v = cg_value(c, root, idx);
-		LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, c->lane, cg_i64c(c, 0), ""), st, done);
+		LLVMBuildCondBr(c->b,
+				c->grid ? c->store_ok : LLVMBuildICmp(c->b, LLVMIntEQ, c->lane, cg_i64c(c, 0), ""), st,
+				done);
 		LLVMPositionBuilderAtEnd(c->b, st);
 		cg_store(c, c->base[b->nin], rt, base, v);
 		LLVMBuildBr(c->b, done);
@@ -307,8 +425,9 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	const struct plan_kernel *b = cg_as_body(k, &v);
 	char name[32];
 	snprintf(name, sizeof name, "pcc_k%d", kid);
-	LLVMTypeRef pt[3] = { c->ptr, c->i64, c->i64 };
-	LLVMTypeRef ft = LLVMFunctionType(c->vd, pt, c->gpu ? 2 : 3, 0);
+	bool grid = c->gpu && cg_kernel_grid_reduce(k) > 0; /* a third parameter: its scratch */
+	LLVMTypeRef pt[3] = { c->ptr, c->i64, grid ? c->ptr : c->i64 };
+	LLVMTypeRef ft = LLVMFunctionType(c->vd, pt, c->gpu && !grid ? 2 : 3, 0);
 	c->fn = LLVMAddFunction(c->mod, name, ft);
 	if (c->gpu)
 		LLVMSetFunctionCallConv(c->fn, 71); /* ptx_kernel */
@@ -340,6 +459,7 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	LLVMValueRef lo, hi, step;
 	c->lanes = c->gpu && core >= 0 ? 32 : 1; /* as cg_kernel_lanes */
 	c->lane = cg_i64c(c, 0);
+	c->grid = NULL;
 	if (c->gpu) {
 		LLVMValueRef tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
 		LLVMValueRef ntid = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
@@ -348,7 +468,16 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		lo = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, ctaid, ntid, ""), tid, "");
 		step = LLVMBuildMul(c->b, nctaid, ntid, "");
 		hi = LLVMGetParam(c->fn, 1);
-		if (c->lanes > 1) { /* a warp a row: blocks are whole warps (the runtime's 256 threads) */
+		if (grid) { /* the whole grid on each row in turn */
+			c->grid = LLVMGetParam(c->fn, 2);
+			c->tid = tid;
+			c->ctaid = ctaid;
+			c->nctaid = nctaid;
+			c->lane = lo;
+			c->nthreads = step;
+			lo = cg_i64c(c, 0);
+			step = cg_i64c(c, 1);
+		} else if (c->lanes > 1) { /* a warp a row: blocks are whole warps (the runtime's 256 threads) */
 			c->lane = LLVMBuildURem(c->b, lo, cg_i64c(c, c->lanes), "");
 			lo = LLVMBuildUDiv(c->b, lo, cg_i64c(c, c->lanes), "");
 			step = LLVMBuildUDiv(c->b, step, cg_i64c(c, c->lanes), "");

@@ -93,6 +93,19 @@ int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu);
  * row (coalesced) and combine by shuffles; else 1. Its grid wants rows x
  * lanes threads (a grid-stride loop takes fewer). */
 int cg_kernel_lanes(const struct plan_kernel *k);
+/* A GPU reduction with few results, each over many elements (a gradient's
+ * squared norm: one result over millions), is reduced by the whole grid
+ * rather than a warp: every block folds its share of a result's elements,
+ * stores its partial in the launch's scratch, and the last block to finish
+ * (an atomic count per result) folds the partials in block order, so a
+ * grid of given size gives the same bits on every run. Returns the
+ * elements each result reduces for such a kernel, else 0. The runtime
+ * launches it with 256-thread blocks, at most CG_GRID_BLOCKS of them, and
+ * a third parameter: CG_GRID_SCRATCH zeroed bytes (the counts, which each
+ * launch leaves zero again, then the partials). */
+enum { CG_GRID_ROWS = 64, CG_GRID_BLOCKS = 1024, CG_GRID_MIN = 16384 };
+#define CG_GRID_SCRATCH ((size_t)256 + 8u * CG_GRID_ROWS * CG_GRID_BLOCKS)
+int64_t cg_kernel_grid_reduce(const struct plan_kernel *k);
 
 struct codegen_opts {
 	bool host;            /* x86-64 object */

@@ -257,6 +257,22 @@ int cg_kernel_lanes(const struct plan_kernel *k)
 	return cg_kernel_compiles_gpu(k, &core) && core >= 0 ? 32 : 1; /* as emit_kernel */
 }
 
+int64_t cg_kernel_grid_reduce(const struct plan_kernel *k)
+{
+	struct cg_view v;
+	int core;
+	if (!cg_kernel_compiles_gpu(k, &core) || core < 0)
+		return 0;
+	const struct plan_kernel *b = cg_as_body(k, &v);
+	if (cg_body_class(b, core) != CG_REDUCE)
+		return 0;
+	const struct plan_fop *f = &b->body[core];
+	int in = f->in[0];
+	const struct ir_shape *is = in < b->nin ? &b->shape[in] : &b->body[in - b->nin].shape;
+	int64_t rows = ir_shape_numel(&f->shape), per = rows > 0 ? ir_shape_numel(is) / rows : 0;
+	return rows <= CG_GRID_ROWS && per >= CG_GRID_MIN ? per : 0;
+}
+
 bool cg_own_loop(enum ir_op op)
 {
 	return op == IR_OP_SCATTER || op == IR_OP_CONV || op == IR_OP_WINDOW_MAX || op == IR_OP_WINDOW_SUM ||

@@ -17,21 +17,28 @@ struct cg {
 	bool gpu;
 	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
 	const struct plan_kernel *k;
-	LLVMValueRef base[64];      /* operand j's data, then the result's ([nin]) */
-	int core;                   /* the body op with a reduction, -1 */
-	LLVMValueRef core_val;      /* its value in the current row (CG_REDUCE), else: */
-	LLVMValueRef stat[2];       /* softmax: max, sum; layer norm: mean, 1/std (f64) */
-	bool stats_ready;           /* the final pass: the core op's value from stat[] */
-	int split;                  /* a row is the dimensions from split on */
-	int lanes;                  /* threads a row's passes split among: 32 (a warp) in
-				     * a GPU's row kernels, else 1 */
-	LLVMValueRef lane;          /* this thread's among them (i64) */
-	LLVMValueRef row;           /* host softmax: the row's exp(x - max) (f64, on the
-				     * stack), for the final pass; NULL: computed again */
-	int kid;                    /* the kernel's index (names its constants) */
-	const char *mvec;           /* host: libmvec variants the CPU runs, as ISA letter
-				     * and lanes ("b2d4e8": SSE2 x2, AVX2 x4, AVX-512 x8) */
-	LLVMValueRef mvec_used[64]; /* the variants declared (kept: llvm.compiler.used) */
+	LLVMValueRef base[64];                     /* operand j's data, then the result's ([nin]) */
+	int core;                                  /* the body op with a reduction, -1 */
+	LLVMValueRef core_val;                     /* its value in the current row (CG_REDUCE), else: */
+	LLVMValueRef stat[2];                      /* softmax: max, sum; layer norm: mean, 1/std (f64) */
+	bool stats_ready;                          /* the final pass: the core op's value from stat[] */
+	int split;                                 /* a row is the dimensions from split on */
+	int lanes;                                 /* threads a row's passes split among: 32 (a warp) in
+						    * a GPU's row kernels, else 1 */
+	LLVMValueRef lane;                         /* this thread's among them (i64) */
+	LLVMValueRef grid;                         /* a grid reduction (cg_kernel_grid_reduce): its
+						    * scratch, else NULL; then: */
+	LLVMValueRef tid, ctaid, nctaid, nthreads; /* the thread in its block, the
+						    * block, blocks, threads (i64) */
+	LLVMValueRef grid_row;                     /* the result being reduced */
+	LLVMValueRef store_ok;                     /* i1: this thread stores the result (the last
+						    * block's first) */
+	LLVMValueRef row;                          /* host softmax: the row's exp(x - max) (f64, on the
+						    * stack), for the final pass; NULL: computed again */
+	int kid;                                   /* the kernel's index (names its constants) */
+	const char *mvec;                          /* host: libmvec variants the CPU runs, as ISA letter
+						    * and lanes ("b2d4e8": SSE2 x2, AVX2 x4, AVX-512 x8) */
+	LLVMValueRef mvec_used[64];                /* the variants declared (kept: llvm.compiler.used) */
 	int nmvec_used;
 };
 

@@ -245,7 +245,14 @@ static int standin_lookup(void *ctx, const char *name, struct gpu_standin_kernel
 		return -EINVAL;
 	for (int j = 0; j < n; j++)
 		bytes[j] = ir_shape_numel(&pk->shape[j]) * (int64_t)ir_dtype_size(pk->dtype[j]);
-	*k = (struct gpu_standin_kernel){ n, pk->nin, (int)i, bytes, cg_kernel_rows(pk, true), standin_run, r };
+	*k = (struct gpu_standin_kernel){ n,
+					  pk->nin,
+					  (int)i,
+					  bytes,
+					  cg_kernel_rows(pk, true),
+					  cg_kernel_grid_reduce(pk) ? (int64_t)CG_GRID_SCRATCH : 0,
+					  standin_run,
+					  r };
 	return 0;
 }
 
@@ -260,6 +267,7 @@ static int kernels(struct rt *r)
 	if (!(g->fn = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fn)) ||
 	    !(g->rows = ir_calloc((size_t)p->nkernels + 1, sizeof *g->rows)) ||
 	    !(g->lanes = ir_calloc((size_t)p->nkernels + 1, sizeof *g->lanes)) ||
+	    !(g->grid = ir_calloc((size_t)p->nkernels + 1, sizeof *g->grid)) ||
 	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)) ||
 	    !(g->fell = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fell)))
 		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
@@ -280,6 +288,16 @@ static int kernels(struct rt *r)
 			rc = ir_errorf(-EINVAL, "the plan's PTX has no kernel %s", name);
 		g->rows[k] = cg_kernel_rows(&p->kernels[k], true);
 		g->lanes[k] = cg_kernel_lanes(&p->kernels[k]);
+		g->grid[k] = cg_kernel_grid_reduce(&p->kernels[k]);
+		g->grid_blocks = 4 * g->sms < CG_GRID_BLOCKS ? 4 * g->sms : CG_GRID_BLOCKS;
+		if (g->grid[k] && !g->gscratch && rc == 0) {
+			rc = alloc(g, &g->gscratch, CG_GRID_SCRATCH, "the grid reductions' scratch");
+			if (rc == 0)
+				rc = gpu_check(g, g->a->cuMemsetD8Async(g->gscratch, 0, CG_GRID_SCRATCH, g->compute),
+					       "cuMemsetD8");
+			if (rc == 0)
+				rc = gpu_wait(r, g->compute, "clearing the grid reductions' scratch");
+		}
 	}
 	return rc;
 }
@@ -479,6 +497,8 @@ void rt_gpu_close(struct rt *r)
 		a->cuMemFree(g->argtab);
 	if (g->ws)
 		a->cuMemFree(g->ws);
+	if (g->gscratch)
+		a->cuMemFree(g->gscratch);
 	if (g->arena)
 		a->cuMemFree(g->arena);
 	if (g->compute)
@@ -491,6 +511,7 @@ void rt_gpu_close(struct rt *r)
 	ir_free(g->fn);
 	ir_free(g->rows);
 	ir_free(g->lanes);
+	ir_free(g->grid);
 	ir_free(g->gemm);
 	ir_free(g->fell);
 	ir_free(g->argoff);
@@ -509,6 +530,14 @@ int rt_gpu_profile_check(const struct rt *r, double *peak_bw)
 	if (r->gpu && !r->gpu->a->cuEventElapsedTime)
 		return ir_errorf(-ENOTSUP, "--profile: this NVIDIA driver has no cuEventElapsedTime");
 	return 0;
+}
+
+const char *rt_gpu_kernel_how(const struct rt *r, int k)
+{
+	const struct rt_gpu *g = r->gpu;
+	if (!g)
+		return NULL;
+	return g->fell[k] ? "host" : g->gemm[k].ok ? "cuBLASLt" : !g->fn[k] ? "host" : g->grid[k] ? "PTX, grid" : "PTX";
 }
 
 int rt_gpu_fallbacks(const struct rt *r)

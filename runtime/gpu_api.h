@@ -71,6 +71,7 @@ struct gpu_standin_kernel {
 	int nargs, nin, kernel;
 	const int64_t *bytes; /* [nargs], copied by the stand-in */
 	int64_t rows;
+	int64_t scratch; /* bytes of device memory its third parameter must hold, or 0 */
 	int (*run)(void *ctx, int kernel, void *const *args);
 	void *ctx;
 };

@@ -190,9 +190,14 @@ static int launch(struct rt *r, const struct plan_instr *x, int i)
 	int64_t rows = g->rows[x->kernel];
 	CUdeviceptr args = g->argtab + (CUdeviceptr)(8 * (g->argoff[i] + (int64_t)r->mb * (x->nin + x->nout)));
 	int64_t blocks = (rows * g->lanes[x->kernel] + 255) / 256, most = (int64_t)g->sms * 16;
-	void *params[2] = { &args, &rows };
+	int64_t per = g->grid[x->kernel];
+	void *params[3] = { &args, &rows, &g->gscratch };
 	if (rows <= 0)
 		return 0;
+	if (per) { /* the whole grid on each result: at least 16 elements a thread */
+		blocks = (per + 4095) / 4096;
+		most = g->grid_blocks;
+	}
 	blocks = blocks < most ? blocks : most;
 	return gpu_check(g,
 			 g->a->cuLaunchKernel(g->fn[x->kernel], (unsigned)blocks, 1, 1, 256, 1, 1, 0, g->compute,

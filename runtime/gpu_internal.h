@@ -59,12 +59,16 @@ struct rt_gpu {
 	int cc, sms; /* compute capability (major * 10 + minor), SMs */
 	CUdeviceptr arena;
 	CUmodule mod;
-	CUfunction *fn;     /* [nkernels]: NULL where no PTX */
-	int64_t *rows;      /* [nkernels]: the GPU kernel's rows */
-	int *lanes;         /* [nkernels]: its threads per row (cg_kernel_lanes) */
-	CUdeviceptr argtab; /* kernel arguments: per instruction, micro
-			     * rows of nin + 1 device pointers */
-	int64_t *argoff;    /* [ninstr]: its first pointer's index, or -1 */
+	CUfunction *fn;       /* [nkernels]: NULL where no PTX */
+	int64_t *rows;        /* [nkernels]: the GPU kernel's rows */
+	int *lanes;           /* [nkernels]: its threads per row (cg_kernel_lanes) */
+	int64_t *grid;        /* [nkernels]: elements a result reduces where the
+			       * whole grid reduces it (cg_kernel_grid_reduce), else 0 */
+	CUdeviceptr gscratch; /* such kernels' scratch (CG_GRID_SCRATCH bytes) */
+	int grid_blocks;      /* their most blocks: 4 an SM, at most CG_GRID_BLOCKS */
+	CUdeviceptr argtab;   /* kernel arguments: per instruction, micro
+			       * rows of nin + 1 device pointers */
+	int64_t *argoff;      /* [ninstr]: its first pointer's index, or -1 */
 	cublasLtHandle_t lt;
 	CUdeviceptr ws; /* cuBLASLt workspace */
 	size_t nws;

@@ -73,6 +73,13 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
 	return 0;
 }
 
+const char *rt_gpu_kernel_how(const struct rt *r, int k)
+{
+	(void)r;
+	(void)k;
+	return NULL;
+}
+
 int rt_gpu_profile_check(const struct rt *r, double *peak_bw)
 {
 	*peak_bw = 0;

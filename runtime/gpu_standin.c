@@ -1060,7 +1060,13 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	const CUdeviceptr *t = si_host(table, (size_t)f->k.nargs * sizeof *t, "cuLaunchKernel's argument table");
 	if (!t)
 		return CUDA_ERROR_INVALID_VALUE;
-	struct launch_op *l = si_op_new(sizeof *l, f->name, run_launch, f->k.nargs + 1);
+	CUdeviceptr scratch = 0; /* a grid reduction's: read and written by the kernel */
+	if (f->k.scratch) {
+		memcpy(&scratch, params[2], sizeof scratch);
+		if (!si_host(scratch, (size_t)f->k.scratch, "cuLaunchKernel's grid reduction scratch"))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct launch_op *l = si_op_new(sizeof *l, f->name, run_launch, f->k.nargs + 1 + !!scratch);
 	if (!l)
 		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
 	l->f = f;
@@ -1068,6 +1074,8 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	l->op.rg[0] = (struct si_range){ table, table + (CUdeviceptr)f->k.nargs * sizeof *t, false };
 	for (int j = 0; j < f->k.nargs; j++)
 		l->op.rg[j + 1] = (struct si_range){ t[j], t[j] + (CUdeviceptr)f->k.bytes[j], j >= f->k.nin };
+	if (scratch)
+		l->op.rg[f->k.nargs + 1] = (struct si_range){ scratch, scratch + (CUdeviceptr)f->k.scratch, true };
 	return si_enqueue(s, &l->op);
 }
 

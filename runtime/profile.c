@@ -102,8 +102,10 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 			snprintf(pct, sizeof pct, "%5.1f%%", 100 * bw / peak);
 		if (fl > 0)
 			snprintf(tf, sizeof tf, "%7.2f", fl / 1e12);
-		fprintf(f, "  %8.3f  %5.1f%%  %5.0f  %6.0f  %s  %s  k%d %s\n", t / (double)steps * 1e3,
-			total > 0 ? 100 * t / total : 0, calls / (double)steps, bw / 1e9, pct, tf, k, what);
+		const char *how = rt_gpu_kernel_how(r, k);
+		fprintf(f, "  %8.3f  %5.1f%%  %5.0f  %6.0f  %s  %s  k%d %s%s%s%s\n", t / (double)steps * 1e3,
+			total > 0 ? 100 * t / total : 0, calls / (double)steps, bw / 1e9, pct, tf, k, what,
+			how ? " (" : "", how ? how : "", how ? ")" : "");
 		shown += t;
 	}
 	if (n > 25)

@@ -269,6 +269,9 @@ int rt_gpu_fallbacks(const struct rt *r);
 /* --profile on GPUs: the device memory's peak bytes/s (0: unknown; and on
  * CPU ranks), -ENOTSUP where the driver cannot time kernels. */
 int rt_gpu_profile_check(const struct rt *r, double *peak_bw);
+/* How kernel k ran on this rank's GPU, for --profile: "cuBLASLt", "PTX",
+ * "PTX, grid" (cg_kernel_grid_reduce) or "host"; NULL on CPU ranks. */
+const char *rt_gpu_kernel_how(const struct rt *r, int k);
 /* The count of this rank's kernel instructions that ran on the host, and
  * in buf what they are ("3 kernel instructions of 120 ran on the host (no
  * GPU code): transpose bf16 x2, gather f32 x1"). */

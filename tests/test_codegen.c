@@ -387,10 +387,41 @@ static void check_gpu_only(const char *pcc, const char *model, const char *opts,
 	plan_free(p);
 }
 
+/* Reductions with few results over many elements (reduce_big.onnx: a
+ * squared norm, 4 row sums of 16384, a maximum) reduce across the GPU's
+ * whole grid: each is such a kernel, its PTX folds blocks' partials
+ * (a fence, an atomic count, block barriers) and assembles; the host code
+ * equals the interpreter (check_plan). The grid's arithmetic itself needs a
+ * GPU: scripts/gpu-bundle's training checks compare its gradient norms. */
+static void check_grid(const char *pcc, const char *model, const char *ptxas)
+{
+	char cmd[8192], plan[256];
+	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-grid.bin", (int)getpid());
+	snprintf(cmd, sizeof cmd, "'%s' '%s' --cluster 1x1:h100 --codegen ptx -o '%s' >/dev/null", pcc, model, plan);
+	struct plan *p = system(cmd) == 0 ? plan_read(plan) : NULL;
+	int64_t per[3] = { 0 };
+	int n = 0;
+	for (int k = 0; p && k < p->nkernels; k++)
+		if (cg_kernel_grid_reduce(&p->kernels[k]) > 0 && n < 3)
+			per[n++] = cg_kernel_grid_reduce(&p->kernels[k]);
+	TAP_OK(n == 3 && per[0] + per[1] + per[2] == 2 * 65536 + 16384,
+	       "reduce_big: its 3 reductions reduce across the grid (%d found: %lld, %lld, %lld elements a result)", n,
+	       (long long)per[0], (long long)per[1], (long long)per[2]);
+	bool folds = p && p->nptx > 0;
+	for (int a = 0; p && a < p->nptx; a++)
+		folds = folds && strstr(p->ptx[a].text, "membar.gl") && strstr(p->ptx[a].text, "atom.global.add") &&
+			strstr(p->ptx[a].text, "bar.sync") && strstr(p->ptx[a].text, ".shared");
+	TAP_OK(folds,
+	       "reduce_big: the PTX folds the blocks' partials (membar.gl, atom.global.add, bar.sync, shared memory)");
+	plan_free(p);
+	unlink(plan);
+	check_plan(pcc, model, "--cluster 1x1:h100", ptxas, "reduce_big");
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 5) {
-		fprintf(stderr, "usage: test_codegen PCC MODELS TRAIN PTXAS\n");
+	if (argc < 6) {
+		fprintf(stderr, "usage: test_codegen PCC MODELS TRAIN PTXAS REDUCE_BIG\n");
 		return 2;
 	}
 	const char *pcc = argv[1], *models = argv[2], *train = argv[3], *ptxas = argv[4];
@@ -443,6 +474,7 @@ int main(int argc, char **argv)
 			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
 		check_plan(pcc, model, opts, ptxas, tag);
 	}
+	check_grid(pcc, argv[5], ptxas);
 	check_blas();
 	return tap_done();
 }

@@ -145,16 +145,25 @@ static const int64_t add_bytes[3] = { 128, 128, 128 };
 
 static int lookup(void *ctx, const char *name, struct gpu_standin_kernel *k)
 {
-	if (strcmp(name, "pcc_k3"))
+	bool grid = !strcmp(name, "pcc_k5"); /* as pcc_k3, with a grid reduction's scratch of 512 bytes */
+	if (strcmp(name, "pcc_k3") && !grid)
 		return -1;
-	*k = (struct gpu_standin_kernel){ 3, 2, 3, add_bytes, 32, add_run, ctx };
+	*k = (struct gpu_standin_kernel){ .nargs = 3,
+					  .nin = 2,
+					  .kernel = 3,
+					  .bytes = add_bytes,
+					  .rows = 32,
+					  .scratch = grid ? 512 : 0,
+					  .run = add_run,
+					  .ctx = ctx };
 	return 0;
 }
 
 static void kernels(void)
 {
 	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
-				  ".visible .entry pcc_k3(.param .u64 a, .param .u64 r)\n{\n\tret;\n}\n";
+				  ".visible .entry pcc_k3(.param .u64 a, .param .u64 r)\n{\n\tret;\n}\n"
+				  ".visible .entry pcc_k5(.param .u64 a, .param .u64 r, .param .u64 s)\n{\n\tret;\n}\n";
 	CUmodule m = NULL;
 	CUfunction f = NULL, g = NULL;
 	CUstream s = stream();
@@ -190,6 +199,26 @@ static void kernels(void)
 	TAP_OK(fails(a->cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, s, params, NULL), CUDA_ERROR_INVALID_VALUE,
 		     "past the end of allocation"),
 	       "a launch whose argument table names bytes past an allocation is refused");
+	t[2] = buf + 256;
+	a->cuMemcpyHtoDAsync(tab, t, sizeof t, s);
+	a->cuStreamSynchronize(s);
+	CUfunction gr = NULL;
+	CUdeviceptr scr = 0, small = 0;
+	a->cuMemAlloc(&scr, 512);
+	a->cuMemAlloc(&small, 256);
+	void *gp[3] = { &tab, &rows, &scr }, *gsmall[3] = { &tab, &rows, &small };
+	TAP_OK(a->cuModuleGetFunction(&gr, m, "pcc_k5") == CUDA_SUCCESS &&
+		       a->cuLaunchKernel(gr, 4, 1, 1, 256, 1, 1, 0, s, gp, NULL) == CUDA_SUCCESS &&
+		       a->cuStreamSynchronize(s) == CUDA_SUCCESS,
+	       "a grid reduction's launch with its scratch runs");
+	TAP_OK(fails(a->cuLaunchKernel(gr, 4, 1, 1, 256, 1, 1, 0, s, gsmall, NULL), CUDA_ERROR_INVALID_VALUE,
+		     "grid reduction scratch"),
+	       "a grid reduction's launch whose scratch is smaller than the kernel's is refused");
+	a->cuMemFree(scr);
+	TAP_OK(fails(a->cuLaunchKernel(gr, 4, 1, 1, 256, 1, 1, 0, s, gp, NULL), CUDA_ERROR_INVALID_VALUE,
+		     "grid reduction scratch"),
+	       "a grid reduction's launch with freed scratch is refused");
+	a->cuMemFree(small);
 	a->cuMemFree(buf);
 	a->cuMemFree(tab);
 }
