@@ -356,6 +356,17 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	enum ir_dtype rt = b->body[b->nbody - 1].dtype;
 	LLVMValueRef idx[IR_MAX_RANK];
 	int64_t inner = cg_tail_numel(s, split);
+	if (c->vec > 1) { /* elements r * vec ..: every value, then every store */
+		LLVMValueRef v[CG_VEC], e[CG_VEC];
+		for (int j = 0; j < c->vec; j++) {
+			e[j] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, cg_i64c(c, c->vec), ""), cg_i64c(c, j), "");
+			cg_delinear(c, e[j], s, 0, split, idx);
+			v[j] = cg_value(c, root, idx);
+		}
+		for (int j = 0; j < c->vec; j++)
+			cg_store(c, c->base[b->nin], rt, e[j], v[j]);
+		return;
+	}
 	cg_delinear(c, r, s, 0, split, idx);
 	c->grid_row = r;
 	c->core_val = NULL;
@@ -460,6 +471,7 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 	c->lanes = c->gpu && core >= 0 ? 32 : 1; /* as cg_kernel_lanes */
 	c->lane = cg_i64c(c, 0);
 	c->grid = NULL;
+	c->vec = c->gpu ? cg_kernel_vec(k) : 1;
 	if (c->gpu) {
 		LLVMValueRef tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
 		LLVMValueRef ntid = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");

@@ -93,6 +93,14 @@ int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu);
  * row (coalesced) and combine by shuffles; else 1. Its grid wants rows x
  * lanes threads (a grid-stride loop takes fewer). */
 int cg_kernel_lanes(const struct plan_kernel *k);
+/* Elements each row of k's GPU kernel computes: CG_VEC for an elementwise
+ * kernel (no reduction, softmax or layer norm; not an op with a loop of its
+ * own) whose result's elements CG_VEC divides, else 1. A thread loads all
+ * of a row's operands before it stores the results, so that CG_VEC loads
+ * are in flight where one was: such kernels are bound by memory latency
+ * (a thread's single 4-byte load is the GPU's bytes in flight). */
+enum { CG_VEC = 4 };
+int cg_kernel_vec(const struct plan_kernel *k);
 /* A GPU reduction with few results, each over many elements (a gradient's
  * squared norm: one result over millions), is reduced by the whole grid
  * rather than a warp: every block folds its share of a result's elements,

@@ -248,7 +248,20 @@ int64_t cg_kernel_rows(const struct plan_kernel *k, bool gpu)
 			       : 0;
 	for (int d = 0; d < cg_row_split(b, core, gpu); d++)
 		r *= s->dims[d];
-	return r;
+	return gpu ? r / cg_kernel_vec(k) : r;
+}
+
+int cg_kernel_vec(const struct plan_kernel *k)
+{
+	struct cg_view v;
+	int core;
+	if (!cg_kernel_compiles_gpu(k, &core) || core >= 0)
+		return 1;
+	const struct plan_kernel *b = cg_as_body(k, &v);
+	if (b->nbody == 1 && cg_own_loop(b->body[0].op))
+		return 1;
+	int64_t n = ir_shape_numel(&b->body[b->nbody - 1].shape);
+	return n >= CG_VEC && n % CG_VEC == 0 ? CG_VEC : 1;
 }
 
 int cg_kernel_lanes(const struct plan_kernel *k)

@@ -26,6 +26,7 @@ struct cg {
 	int lanes;                                 /* threads a row's passes split among: 32 (a warp) in
 						    * a GPU's row kernels, else 1 */
 	LLVMValueRef lane;                         /* this thread's among them (i64) */
+	int vec;                                   /* elements a row (cg_kernel_vec; host: 1) */
 	LLVMValueRef grid;                         /* a grid reduction (cg_kernel_grid_reduce): its
 						    * scratch, else NULL; then: */
 	LLVMValueRef tid, ctaid, nctaid, nthreads; /* the thread in its block, the

@@ -537,7 +537,14 @@ const char *rt_gpu_kernel_how(const struct rt *r, int k)
 	const struct rt_gpu *g = r->gpu;
 	if (!g)
 		return NULL;
-	return g->fell[k] ? "host" : g->gemm[k].ok ? "cuBLASLt" : !g->fn[k] ? "host" : g->grid[k] ? "PTX, grid" : "PTX";
+	static char buf[96];
+	const struct gpu_gemm_plan *e = &g->gemm[k];
+	if (!g->fell[k] && e->ok && e->ntuned > 1) {
+		snprintf(buf, sizeof buf, "cuBLASLt, algorithm %d of %d: %.3g ms a call, the first %.3g", e->pick + 1,
+			 e->ntuned, e->tuned_ms[e->pick], e->tuned_ms[0]);
+		return buf;
+	}
+	return g->fell[k] ? "host" : e->ok ? "cuBLASLt" : !g->fn[k] ? "host" : g->grid[k] ? "PTX, grid" : "PTX";
 }
 
 int rt_gpu_fallbacks(const struct rt *r)

@@ -35,12 +35,20 @@ struct gpu_pending {
 	int n;
 };
 
+/* Algorithms cuBLASLt's heuristic is asked for: the first call of each
+ * dot times them all and keeps the fastest (gpu_exec.c's tune). */
+enum { GPU_GEMM_ALGOS = 8 };
+
 struct gpu_gemm_plan {
 	bool tried, ok;
 	struct gpu_gemm g;
 	cublasLtMatmulDesc_t desc;
 	cublasLtMatrixLayout_t la, lb, lc;
-	cublasLtMatmulAlgo_t algo;
+	cublasLtMatmulAlgo_t algo;                 /* the one used */
+	cublasLtMatmulAlgo_t cand[GPU_GEMM_ALGOS]; /* the heuristic's, best first */
+	int ncand;
+	double tuned_ms[GPU_GEMM_ALGOS]; /* each one's time at the first call (ms; < 0: failed) */
+	int pick, ntuned;                /* the one kept, of ntuned timed */
 };
 
 /* A stream with NCCL work: a plan communicator's or a pair's. */

@@ -283,11 +283,14 @@ static cublasStatus_t heuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, c
 		return st;
 	if (want < 1 || !res || !got)
 		return lt_fail(CUBLAS_STATUS_INVALID_VALUE, "asked for %d algorithms", want);
-	memset(res, 0, sizeof *res);
-	res->algo.data[0] = LT_ALGO;
-	res->state = CUBLAS_STATUS_SUCCESS;
-	res->wavesCount = 1;
-	*got = 1;
+	*got = want < 3 ? want : 3; /* as a GPU's: several, to choose among */
+	for (int i = 0; i < *got; i++) {
+		memset(&res[i], 0, sizeof res[i]);
+		res[i].algo.data[0] = LT_ALGO;
+		res[i].algo.data[1] = (uint64_t)i;
+		res[i].state = CUBLAS_STATUS_SUCCESS;
+		res[i].wavesCount = 1;
+	}
 	(void)pref;
 	return CUBLAS_STATUS_SUCCESS;
 }
