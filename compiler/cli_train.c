@@ -23,7 +23,7 @@ void cli_train_usage(FILE *f)
 {
 	fprintf(f,
 		"       pcc train MODEL -i DIR [--optimizer sgd|momentum|nesterov|adam|adamw] [--lr X]\n"
-		"                 [--steps N] [--save-onnx OUT.onnx] [--loss cross_entropy:LOGITS,LABELS|mse:OUT,TARGET]\n"
+		"                 [--steps N] [--save-onnx OUT.onnx] [--log-json FILE] [--loss cross_entropy:LOGITS,LABELS|mse:OUT,TARGET]\n"
 		"                 [--freeze PATTERN]... [--trainable PATTERN]... [--skip-nonfinite]\n"
 		"                 [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
 		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--total-steps N] [--min-lr X]\n"
@@ -133,6 +133,8 @@ static int parse(int argc, char **argv, struct train_run_opts *o, struct train_p
 			rc = count(s, v, 1, &o->steps);
 		else if (!strcmp(s, "--log-every"))
 			rc = count(s, v, 1, &o->log_every);
+		else if (!strcmp(s, "--log-json"))
+			o->log_json = v;
 		else if (!strcmp(s, "--dim"))
 			rc = cli_parse_dim(v, dims, &o->imp.ndims, MAX_LIST);
 		else if (!strcmp(s, "--const"))

@@ -310,9 +310,10 @@ struct train_run_opts {
 	const char *model, *in_dir, *save;
 	struct onnx_import_opts imp;
 	struct train_opts t;
-	int64_t steps;     /* default 1 */
-	int64_t log_every; /* 0: about 10 lines */
-	FILE *log;         /* per-step lines; NULL: none */
+	int64_t steps;        /* default 1 */
+	int64_t log_every;    /* 0: about 10 lines */
+	FILE *log;            /* per-step lines; NULL: none */
+	const char *log_json; /* --log-json FILE: a JSON line every step (ir/steplog.h) */
 };
 /* Errors name the file, input or step; nothing is written unless every
  * step succeeded (a non-finite loss or gradient norm fails, unless the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "compiler/grad_internal.h"
+#include "ir/lr.h"
 #include "compiler/train_internal.h"
 
 static const char *const optim_names[] = { "sgd", "momentum", "nesterov", "adam", "adamw" };
@@ -96,15 +97,11 @@ int train_check_opts(const struct train_opts *o)
 
 double train_lr_at(const struct train_opts *o, int64_t t)
 {
-	double lr = o->lr;
-	if (o->warmup > 0 && t < o->warmup)
-		return lr * (double)(t + 1) / (double)o->warmup;
-	if (o->sched == TRAIN_LR_CONSTANT)
-		return lr;
-	double p = (double)(t - o->warmup) / (double)(o->total - o->warmup);
-	p = p < 0 ? 0 : p > 1 ? 1 : p;
-	double f = o->sched == TRAIN_LR_COSINE ? 0.5 * (1 + cos(M_PI * p)) : 1 - p;
-	return o->min_lr + (lr - o->min_lr) * f;
+	struct ir_lr s = { o->sched == TRAIN_LR_COSINE   ? IR_LR_COSINE
+			   : o->sched == TRAIN_LR_LINEAR ? IR_LR_LINEAR
+							 : IR_LR_CONSTANT,
+			   o->lr, o->warmup, o->total, o->min_lr };
+	return ir_lr_at(&s, t);
 }
 
 /* The same schedule as nodes, on the step t (a scalar of the master dtype). */

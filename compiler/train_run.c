@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "compiler/compiler.h"
+#include "ir/steplog.h"
 
 struct dataset {
 	struct ir_tensor *in; /* [ndata] */
@@ -370,6 +371,26 @@ static void teardown(struct trainer *tr)
 	train_step_free(&tr->ts);
 }
 
+/* --log-json: step t's line (samples: the first data input's batch per
+ * set, accum sets a step; tokens where that input holds token ids). */
+static int log_json(const struct trainer *tr, struct ir_steplog *json, int64_t t, int64_t steps, double loss,
+		    double norm, double seconds)
+{
+	const struct ir_tensor *in = tr->nsets && tr->ts.ndata ? &tr->sets[0].in[0] : NULL;
+	double accum = tr->o->t.accum > 0 ? tr->o->t.accum : 1;
+	bool ids = in && in->shape.rank >= 2 && (in->dtype == IR_I64 || in->dtype == IR_I32);
+	struct ir_steprec e = { .step = (long)t + 1,
+				.steps = (long)steps,
+				.loss = loss,
+				.grad_norm = norm,
+				.lr = train_lr_at(&tr->o->t, t),
+				.skipped = !isfinite(norm),
+				.seconds = seconds,
+				.samples = accum * (in && in->shape.rank ? (double)in->shape.dims[0] : 1),
+				.tokens = ids ? accum * (double)ir_shape_numel(&in->shape) : 0 };
+	return ir_steplog_write(json, &e);
+}
+
 int train_run(const struct train_run_opts *o)
 {
 	struct trainer tr = { .o = o };
@@ -386,9 +407,14 @@ int train_run(const struct train_run_opts *o)
 		train_params_print(&tr.ts, o->model, stderr);
 	/* the step skips a non-finite gradient norm itself, or pcc stops */
 	bool skips = o->t.compute == IR_F16 || o->t.skip_nonfinite;
+	struct ir_steplog *json = NULL;
+	if (rc == 0 && o->log_json)
+		rc = ir_steplog_open(o->log_json, &json);
 	for (int64_t t = 0; rc == 0 && t < steps; t++) {
-		double loss = 0, norm = 0;
+		double loss = 0, norm = 0, t0 = ir_now();
 		rc = step(&tr, t, &loss, &norm);
+		if (rc == 0 && json)
+			rc = log_json(&tr, json, t, steps, loss, norm, ir_now() - t0);
 		if (rc < 0) {
 			ir_error_prefix("step %lld", (long long)t + 1);
 			break;
@@ -412,6 +438,8 @@ int train_run(const struct train_run_opts *o)
 			fputc('\n', o->log);
 		}
 	}
+	if (ir_steplog_close(json) < 0 && rc == 0)
+		rc = -EIO;
 	if (rc == 0 && o->save)
 		rc = save(&tr);
 	teardown(&tr);

@@ -28,6 +28,8 @@
 #include <time.h>
 
 #include "runtime/ckpt_manifest.h"
+#include "ir/lr.h"
+#include "ir/steplog.h"
 #include "runtime/rt.h"
 
 struct opts {
@@ -36,20 +38,21 @@ struct opts {
 	const char *verify_key;          /* --verify-key FILE: the plan must carry its tag */
 	long steps, log_every, ckpt_every;
 	double timeout;
-	bool reference;      /* --reference: the interpreter's kernels, not the plan's host code */
-	long threads;        /* --threads N per rank; 0: the cores divided among the host's ranks */
-	const char *device;  /* --device auto|cpu|gpu */
-	bool tf32;           /* --tf32: f32 dots on tensor cores (GPU) */
-	bool no_overlap;     /* --no-overlap: receives and collectives wait at their instruction */
-	struct rt_fill fill; /* --init [SPEC] --seed N: parameters whose weights are absent */
-	bool profile;        /* --profile: per-kernel times (profile.c) */
+	bool reference;       /* --reference: the interpreter's kernels, not the plan's host code */
+	long threads;         /* --threads N per rank; 0: the cores divided among the host's ranks */
+	const char *device;   /* --device auto|cpu|gpu */
+	bool tf32;            /* --tf32: f32 dots on tensor cores (GPU) */
+	bool no_overlap;      /* --no-overlap: receives and collectives wait at their instruction */
+	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
+	bool profile;         /* --profile: per-kernel times (profile.c) */
+	const char *log_json; /* --log-json FILE: one JSON line a step (ir/steplog.h) */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
-		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]\n"
+		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--log-json FILE] [--save-onnx OUT.onnx]\n"
 		"                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
 		"       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
 		"       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
@@ -73,6 +76,8 @@ static void usage(FILE *f)
 		"plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
 		"k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
 		"ids are its first T tokens, labels its last T.\n"
+		"--log-json FILE: rank 0 writes one JSON object per step and line (step, loss, grad_norm, lr,\n"
+		"skipped, step_ms, samples, tokens, their rates, each rank's kernel_ms and comm_ms).\n"
 		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
 		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
 		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
@@ -118,9 +123,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 		static const char *const strs[] = { "--model",     "-i",           "-o",           "--data",
 						    "--save-onnx", "--checkpoint", "--resume",     "--device",
-						    "--tokens",    "--token-type", "--verify-key", NULL };
-		const char **dst[] = { &o->model,  &o->in_dir, &o->out_dir, &o->data,       &o->save,      &o->ckpt,
-				       &o->resume, &o->device, &o->tokens,  &o->token_type, &o->verify_key };
+						    "--tokens",    "--token-type", "--verify-key", "--log-json",
+						    NULL };
+		const char **dst[] = {
+			&o->model,  &o->in_dir, &o->out_dir, &o->data,       &o->save,       &o->ckpt,
+			&o->resume, &o->device, &o->tokens,  &o->token_type, &o->verify_key, &o->log_json
+		};
 		int k = 0;
 		while (strs[k] && strcmp(s, strs[k]))
 			k++;
@@ -588,6 +596,61 @@ static int check_finite(const struct rt *r, long s, const struct ir_tensor *out)
 				  : "-inf");
 }
 
+/* Samples and token ids a step reads (0: the model reads no token ids). */
+static void step_size(const struct rt *r, double *samples, double *tokens)
+{
+	const struct plan *p = r->p;
+	const struct plan_tensor *in = p->ninputs ? &p->inputs[0] : NULL;
+	*samples = (double)r->micro * (in && in->shape.rank ? (double)in->shape.dims[0] : 1);
+	*tokens = in && in->shape.rank >= 2 && (in->dtype == IR_I64 || in->dtype == IR_I32)
+			  ? (double)r->micro * (double)ir_shape_numel(&in->shape)
+			  : 0;
+}
+
+/* --log-json: rank 0 writes step s's line, with every rank's kernel and
+ * communication time of the step (each rank's since its last line, sent
+ * to rank 0; every rank calls this at every step). */
+static int json_step(struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t,
+		     struct ir_steplog *log, double *last)
+{
+	struct rt_comm *c = r->c;
+	double mine[2] = { r->t_kernel - last[0], r->t_comm - last[1] };
+	last[0] = r->t_kernel;
+	last[1] = r->t_comm;
+	if (c->rank != 0)
+		return c->ops->ctl_send(c, mine, sizeof mine, 0);
+	double *k = ir_calloc(2 * (size_t)c->size, sizeof *k), *m = k ? k + c->size : NULL;
+	int rc = k ? 0 : ir_errorf(-ENOMEM, "out of memory logging a step");
+	for (int q = 0; q < c->size && rc == 0; q++) {
+		double v[2] = { mine[0], mine[1] };
+		if (q > 0)
+			rc = c->ops->ctl_recv(c, v, sizeof v, q);
+		k[q] = v[0];
+		m[q] = v[1];
+	}
+	if (rc == 0) {
+		struct ir_lr lr;
+		double loss, norm, samples, tokens;
+		step_loss(r, out, &loss, &norm);
+		step_size(r, &samples, &tokens);
+		struct ir_steprec e = { .step = s + 1,
+					.steps = o->steps,
+					.loss = loss,
+					.grad_norm = norm,
+					.lr = ir_lr_parse(r->p->train_config, &lr) == 0 ? ir_lr_at(&lr, s) : NAN,
+					.skipped = !isfinite(norm),
+					.seconds = t,
+					.samples = samples,
+					.tokens = tokens,
+					.nranks = c->size,
+					.kernel_s = k,
+					.comm_s = m };
+		rc = ir_steplog_write(log, &e);
+	}
+	ir_free(k);
+	return rc;
+}
+
 static void log_step(const struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t)
 {
 	const struct plan *p = r->p;
@@ -598,9 +661,9 @@ static void log_step(const struct rt *r, long s, const struct opts *o, const str
 					       : "  (non-finite gradients: step skipped)";
 	loss = isnan(loss) ? NAN : loss; /* "nan", whatever its sign bit */
 	norm = isnan(norm) ? NAN : norm;
-	double samples = (double)r->micro *
-			 (p->ninputs && p->inputs[0].shape.rank ? (double)p->inputs[0].shape.dims[0] : 1);
-	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.3f s  %.4g samples/s%s\n", s + 1, o->steps, loss, norm, t,
+	double samples, tokens;
+	step_size(r, &samples, &tokens);
+	printf("step %ld/%ld  loss %.6f  grad_norm %.4g  %.4g s  %.4g samples/s%s\n", s + 1, o->steps, loss, norm, t,
 	       samples / (t > 0 ? t : 1e-9), skipped);
 	fflush(stdout);
 }
@@ -626,6 +689,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	struct rt_data *d = o->tokens ? rt_data_open_tokens(o->tokens, o->token_type, p) : rt_data_open(o->data, p);
 	int rc = out && d ? 0 : -EINVAL;
 	long every = o->log_every ? o->log_every : o->steps <= 20 ? 1 : o->steps / 10;
+	struct ir_steplog *log = NULL;
 	if (agree(r->c, rc) < 0)
 		goto done;
 	rt_data_describe(d, what, sizeof what);
@@ -658,6 +722,11 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		}
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
+	double last[2] = { r->t_kernel, r->t_comm };
+	if (o->log_json && agree(r->c, r->c->rank == 0 ? ir_steplog_open(o->log_json, &log) : 0) < 0) {
+		rc = -1;
+		goto done;
+	}
 	double t_all = ir_now();
 	long first = r->step;
 	for (long s = r->step; s < o->steps; s++) {
@@ -681,6 +750,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		}
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
+		if (o->log_json && (rc = agree(r->c, json_step(r, s, o, out, t, log, last))) < 0) {
+			free_outputs(out, r->micro * p->noutputs);
+			goto done;
+		}
 		free_outputs(out, r->micro * p->noutputs);
 		if (ckpt_after(o, r->step) && (rc = checkpoint(r, o, s)) < 0)
 			goto done;
@@ -704,6 +777,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	if (rc == 0 && o->save && r->c->rank == 0)
 		printf("pcc-run: wrote %s\n", o->save);
 done:
+	if (ir_steplog_close(log) < 0 && rc == 0) {
+		fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
+		rc = -EIO;
+	}
 	ir_free(out);
 	rt_data_close(d);
 	return rc;
