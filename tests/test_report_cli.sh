@@ -91,7 +91,7 @@ res=$(cd "$(dirname "$0")/../benchmarks/results" && pwd)
 check "fidelity: every report states the cost model's measured error, the figures of benchmarks/results" sh -c "
   '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 >'$tmp/fa.txt' &&
   '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --plan dp=4,tp=2 --batch 64 --json >'$tmp/fm.json' &&
-  python3 - '$tmp/fa.txt' '$tmp/fm.json' '$res/report_validation.md' <<'EOF'
+  python3 - '$tmp/fa.txt' '$tmp/fm.json' '$res/report_validation.md' '$res/gpu.md' <<'EOF'
 import json, re, sys
 line = [l for l in open(sys.argv[1]) if l.startswith('fidelity  ')]
 assert len(line) == 1, line
@@ -102,6 +102,9 @@ lo, hi, mean = re.search(r'Megatron \(PTD\) rows min ([0-9.]+), max ([0-9.]+), m
 z = [float(x) for x in re.findall(r'ZeRO-3, 174.6B, [0-9]+ GPUs \|(?:[^|]*\|){6} ([0-9.]+) ', r)]
 assert len(z) == 3, z
 want = ['%s to %s times' % (lo, hi), '(mean error %s%%)' % mean, '%.1f to %.1f times for ZeRO-3' % (min(z), max(z))]
+f32, bf16 = re.search(r'^Summary: .*: f32 ([0-9.]+ to [0-9.]+), bf16 ([0-9.]+ to [0-9.]+) ', open(sys.argv[4]).read(),
+                      re.M).groups()
+want += ['%s times the predicted in f32' % f32, '%s times in bf16' % bf16, 'gpu.md']
 assert all(w in fid for w in want), (fid, want)
 EOF"
 check "fidelity on a CPU mesh: the figures of benchmarks/results/cpu_model.md's summary" sh -c "
