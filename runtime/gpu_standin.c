@@ -218,6 +218,23 @@ static CUresult get_error_string(CUresult e, const char **s)
 /* ---- memory ------------------------------------------------------------------------ */
 
 /* The allocation whose range [lo, lo + n + gap) holds p, or NULL. */
+/* si_keep's handles: never freed, only held */
+static void **kept;
+static size_t nkept, capkept;
+
+void si_keep(void *h)
+{
+	if (nkept == capkept) {
+		size_t c = capkept ? 2 * capkept : 256;
+		void **v = realloc(kept, c * sizeof *v);
+		if (!v)
+			return; /* only a leak checker would notice */
+		kept = v;
+		capkept = c;
+	}
+	kept[nkept++] = h;
+}
+
 static struct alloc *find(CUdeviceptr p)
 {
 	int lo = 0, hi = S.nal - 1;
@@ -543,6 +560,7 @@ static CUresult stream_create(CUstream *out, unsigned int flags)
 	if (!s)
 		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
 	*s = (struct CUstream_st){ LIVE, i };
+	si_keep(s);
 	S.st[i].used = S.st[i].live = true;
 	*out = s;
 	(void)flags;
@@ -600,6 +618,7 @@ static CUresult event_create(CUevent *out, unsigned int flags)
 		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
 	e->magic = LIVE;
 	e->timing = !(flags & CU_EVENT_DISABLE_TIMING);
+	si_keep(e);
 	*out = e;
 	return CUDA_SUCCESS;
 }
@@ -951,6 +970,7 @@ static CUresult module_load_data(CUmodule *out, const void *image)
 		return e;
 	strcpy(mod->ptx, t);
 	mod->magic = LIVE;
+	si_keep(mod);
 	*out = mod;
 	return CUDA_SUCCESS;
 }
@@ -1003,6 +1023,7 @@ static CUresult module_get_function(CUfunction *out, CUmodule mod, const char *n
 	memcpy(f->bytes, f->k.bytes, (size_t)f->k.nargs * sizeof *f->bytes);
 	f->k.bytes = f->bytes;
 	f->magic = LIVE;
+	si_keep(f);
 	*out = f;
 	return CUDA_SUCCESS;
 }

@@ -88,6 +88,10 @@ CUresult si_enqueue(CUstream s, struct si_op *op);
 void *si_op_new(size_t size, const char *what, int (*step)(struct si_op *, bool), int nrg);
 /* The sticky error of a failed piece of work, or CUDA_SUCCESS. */
 CUresult si_sticky(void);
+/* Keeps handle h reachable until the process ends: the stand-in keeps the
+ * handles it gives out, dead ones included (a use after destroy is caught
+ * by its magic), so that leak checkers see them as held, not lost. */
+void si_keep(void *h);
 /* The text si_fail recorded for e, or NULL. */
 const char *si_detail(int e);
 

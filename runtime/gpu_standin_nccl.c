@@ -144,6 +144,7 @@ static struct ncclComm *comm_new(MPI_Comm m)
 	if (!c)
 		return NULL;
 	c->magic = NC_LIVE;
+	si_keep(c); /* held until freed: an in-flight one outlives ncclCommDestroy */
 	c->mpi = m;
 	MPI_Comm_rank(m, &c->rank);
 	MPI_Comm_size(m, &c->n);
