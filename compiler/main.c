@@ -25,6 +25,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "ir/npy.h"
 #include "compiler/cli.h"
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
@@ -410,7 +411,7 @@ static int cmd_eval(const struct args *a)
 	for (int i = 0; i < nin; i++) {
 		struct ir_value *v = ir_graph_input(g, i);
 		char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
-		snprintf(path, sizeof path, "%s/input_%d.pb", a->in_dir, input_file(v, i, names, nnames));
+		ir_input_path(path, sizeof path, a->in_dir, input_file(v, i, names, nnames));
 		if ((rc = onnx_tensor_read_as(path, &ins[i], NULL, v->dtype)) < 0)
 			goto out;
 		if (ins[i].dtype != v->dtype || !ir_shape_eq(&ins[i].shape, &v->shape)) {

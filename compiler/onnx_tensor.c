@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "ir/npy.h"
 #include "compiler/onnx_internal.h"
 
 /* ONNX TensorProto.DataType codes */
@@ -214,7 +215,12 @@ int onnx_tensor_read(const char *path, struct ir_tensor *t, char **name)
 int onnx_tensor_read_as(const char *path, struct ir_tensor *t, char **name, enum ir_dtype want)
 {
 	uint8_t *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, pl = strlen(path);
+	if (pl > 4 && !strcmp(path + pl - 4, ".npy")) { /* numpy.save's, in place of a TensorProto */
+		if (name)
+			*name = NULL;
+		return ir_npy_read(path, t);
+	}
 	FILE *f = fopen(path, "rb");
 	memset(t, 0, sizeof *t);
 	if (name)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "compiler/compiler.h"
+#include "ir/npy.h"
 #include "ir/steplog.h"
 
 struct dataset {
@@ -85,7 +86,7 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 	if (!d->in)
 		return -ENOMEM;
 	for (int f = 0, pos = 0; rc == 0; f++) {
-		snprintf(path, sizeof path, "%s/input_%d.pb", dir, f);
+		ir_input_path(path, sizeof path, dir, f);
 		if (!is_file(path))
 			break;
 		struct ir_tensor t;
@@ -131,7 +132,7 @@ static int read_sets(struct trainer *tr)
 {
 	const char *dir = tr->o->in_dir;
 	char path[4200];
-	snprintf(path, sizeof path, "%s/input_0.pb", dir);
+	ir_input_path(path, sizeof path, dir, 0);
 	if (is_file(path)) {
 		tr->sets = ir_calloc(1, sizeof *tr->sets);
 		tr->nsets = 1;
@@ -144,7 +145,8 @@ static int read_sets(struct trainer *tr)
 			break;
 	}
 	if (n == 0)
-		return ir_errorf(-ENOENT, "%s: no input_0.pb and no test_data_set_0/ (backend-test layout)", dir);
+		return ir_errorf(-ENOENT, "%s: no input_0.pb (or .npy) and no test_data_set_0/ (backend-test layout)",
+				 dir);
 	tr->sets = ir_calloc((size_t)n, sizeof *tr->sets);
 	if (!tr->sets)
 		return -ENOMEM;

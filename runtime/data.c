@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ir/npy.h"
 #include "runtime/rt.h"
 
 struct rt_data {
@@ -143,7 +144,8 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 	for (int i = 0; i < p->ninputs; i++) {
 		const struct plan_tensor *x = &p->inputs[i];
 		int file = p->input_file ? p->input_file[i] : i;
-		if (snprintf(path, sizeof path, "%s/input_%d.pb", dir, file) >= (int)sizeof path)
+		if (snprintf(path, sizeof path, "%s/input_%d.pb", dir, file) >= (int)sizeof path ||
+		    !ir_input_path(path, sizeof path, dir, file))
 			return ir_errorf(-ENAMETOOLONG, "%s: path too long", dir);
 		if (onnx_tensor_read_as(path, &t[i], NULL, x->dtype) < 0) {
 			if (ir_error_code() == -ENOENT)
@@ -179,7 +181,7 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 	if (!d)
 		return NULL;
 	int first = p->input_file && p->ninputs ? p->input_file[0] : 0;
-	snprintf(path, sizeof path, "%s/input_%d.pb", dir, first);
+	ir_input_path(path, sizeof path, dir, first);
 	bool flat = exists(path) || p->ninputs == 0;
 	int n = 0;
 	if (!flat)
@@ -190,7 +192,8 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 		}
 	int nsets = flat ? 1 : n;
 	if (nsets == 0) {
-		ir_errorf(-ENOENT, "%s: no input_%d.pb and no test_data_set_0/ (the backend-test layout)", dir, first);
+		ir_errorf(-ENOENT, "%s: no input_%d.pb (or .npy) and no test_data_set_0/ (the backend-test layout)",
+			  dir, first);
 		rt_data_close(d);
 		return NULL;
 	}

@@ -1,0 +1,146 @@
+/*
+ * npy.c: reading NumPy's .npy format (npy.h). A file is the magic
+ * "\x93NUMPY", a version (1.0: a 2-byte header length; 2.0 and 3.0: 4
+ * bytes), then a Python dict literal, {'descr': '<f4', 'fortran_order':
+ * False, 'shape': (2, 8), }, padded with spaces to a multiple of 64 bytes,
+ * then the elements.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir/npy.h"
+
+/* The value text after 'key': in the header, or NULL. */
+static const char *value_of(const char *h, const char *key)
+{
+	char k[32];
+	snprintf(k, sizeof k, "'%s'", key);
+	const char *p = strstr(h, k);
+	if (!p)
+		return NULL;
+	p += strlen(k);
+	while (*p == ' ')
+		p++;
+	if (*p++ != ':')
+		return NULL;
+	while (*p == ' ')
+		p++;
+	return p;
+}
+
+static int dtype_of(const char *d, enum ir_dtype *t)
+{
+	static const struct {
+		const char *descr;
+		enum ir_dtype t;
+	} known[] = { { "f8", IR_F64 }, { "f4", IR_F32 }, { "f2", IR_F16 }, { "i8", IR_I64 },
+		      { "i4", IR_I32 }, { "i1", IR_I8 },  { "u1", IR_U8 },  { "b1", IR_BOOL } };
+	/* '<' little-endian, '|' not applicable (bytes), '=' native (x86-64 and arm64: little) */
+	if (d[0] != '<' && d[0] != '|' && d[0] != '=')
+		return -1;
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (!strncmp(d + 1, known[i].descr, 2) && d[3] == '\'') {
+			*t = known[i].t;
+			return 0;
+		}
+	return -1;
+}
+
+/* The shape tuple "(2, 8)", "(5,)" or "()". */
+static int shape_of(const char *p, struct ir_shape *s)
+{
+	s->rank = 0;
+	if (*p++ != '(')
+		return -1;
+	for (;;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == ')')
+			return 0;
+		char *end;
+		long long v = strtoll(p, &end, 10);
+		if (end == p || v < 0 || s->rank == IR_MAX_RANK)
+			return -1;
+		s->dims[s->rank++] = v;
+		p = end;
+		while (*p == 'L') /* Python 2's long */
+			p++;
+	}
+}
+
+int ir_npy_read(const char *path, struct ir_tensor *t)
+{
+	memset(t, 0, sizeof *t);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ir_errorf(-ENOENT, "%s: cannot open: %s", path, strerror(errno));
+	unsigned char pre[12];
+	int rc = 0;
+	char *h = NULL;
+	size_t hl = 0;
+	if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6))
+		rc = ir_errorf(-EINVAL, "%s: not a .npy file (no \\x93NUMPY magic)", path);
+	else if (pre[6] < 1 || pre[6] > 3)
+		rc = ir_errorf(-EINVAL, "%s: .npy format version %d.%d, pcc reads 1.0 to 3.0", path, pre[6], pre[7]);
+	else if (pre[6] == 1)
+		hl = (size_t)pre[8] | (size_t)pre[9] << 8;
+	else if (fread(pre + 10, 1, 2, f) != 2)
+		rc = ir_errorf(-EINVAL, "%s: truncated .npy header", path);
+	else
+		hl = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+	if (rc == 0 && (hl > (1u << 20) || !(h = ir_malloc(hl + 1))))
+		rc = ir_errorf(hl > (1u << 20) ? -EINVAL : -ENOMEM, "%s: a .npy header of %zu bytes", path, hl);
+	if (rc == 0 && fread(h, 1, hl, f) != hl)
+		rc = ir_errorf(-EINVAL, "%s: truncated .npy header", path);
+	struct ir_shape shape = { 0 };
+	enum ir_dtype dt = IR_F32;
+	if (rc == 0) {
+		h[hl] = 0;
+		const char *d = value_of(h, "descr"), *fo = value_of(h, "fortran_order"), *sh = value_of(h, "shape");
+		if (!d || !fo || !sh || *d != '\'')
+			rc = ir_errorf(-EINVAL, "%s: the .npy header lacks descr, fortran_order or shape: %.80s", path,
+				       h);
+		else if (dtype_of(d + 1, &dt) < 0)
+			rc = ir_errorf(-EINVAL,
+				       "%s: element type %.8s is not one pcc reads (little-endian f8, f4, f2, i8, i4, "
+				       "i1, u1 or b1)",
+				       path, d);
+		else if (strncmp(fo, "False", 5))
+			rc = ir_errorf(-EINVAL,
+				       "%s: Fortran (column-major) order; save it in C order "
+				       "(numpy.ascontiguousarray)",
+				       path);
+		else if (shape_of(sh, &shape) < 0 || ir_shape_numel(&shape) > IR_MAX_NUMEL)
+			rc = ir_errorf(-EINVAL, "%s: a shape pcc cannot take: %.40s", path, sh);
+	}
+	if (rc == 0)
+		rc = ir_tensor_alloc(t, dt, &shape);
+	if (rc == 0) {
+		size_t n = ir_tensor_bytes(t);
+		if (fread(t->data, 1, n, f) != n) {
+			rc = ir_errorf(-EINVAL, "%s: %zu bytes of elements expected after the header, fewer there",
+				       path, n);
+			ir_tensor_free(t);
+		}
+	}
+	ir_free(h);
+	fclose(f);
+	return rc;
+}
+
+const char *ir_input_path(char *buf, size_t n, const char *dir, int k)
+{
+	snprintf(buf, n, "%s/input_%d.npy", dir, k);
+	if (access(buf, F_OK) != 0)
+		snprintf(buf, n, "%s/input_%d.pb", dir, k);
+	else {
+		char pb[4200];
+		snprintf(pb, sizeof pb, "%s/input_%d.pb", dir, k);
+		if (access(pb, F_OK) == 0)
+			snprintf(buf, n, "%s", pb);
+	}
+	return buf;
+}

@@ -1,0 +1,20 @@
+/*
+ * npy.h: NumPy's .npy files (format versions 1 to 3) as tensors, so that
+ * data written with numpy.save feeds pcc eval, pcc train and pcc-run
+ * where an ONNX TensorProto (input_N.pb) would: little-endian or
+ * byte-sized float64, float32, float16, int64, int32, int8, uint8 and bool,
+ * in C order. Errors name the file and what is wrong with it.
+ */
+#ifndef PCC_IR_NPY_H
+#define PCC_IR_NPY_H
+
+#include "ir/ir.h"
+
+/* Reads path into *t (t->data ir_malloc'd): 0, or a negative errno. */
+int ir_npy_read(const char *path, struct ir_tensor *t);
+
+/* The file of input k in a data folder, into buf: DIR/input_K.pb, else
+ * DIR/input_K.npy where only that one exists. Returns buf. */
+const char *ir_input_path(char *buf, size_t n, const char *dir, int k);
+
+#endif

@@ -1,0 +1,72 @@
+#!/bin/sh
+# test_npy.sh PCC PCC_RUN PB_CMP: data written by numpy.save (input_N.npy,
+# tests/npy/) feeds pcc eval, pcc train and pcc-run as input_N.pb does
+# (TAP): the same outputs as the fixtures' expected ones (pb_cmp), the same
+# losses as the .pb data's; a .npy pcc cannot read is one error line
+# naming the file and what is wrong (bad magic, Fortran order, a
+# big-endian or unsupported element type, too few bytes).
+abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
+pcc=$(abspath "$1")
+run=$(abspath "$2")
+cmp=$(abspath "$3")
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/tap.sh"
+. "$here/host_pin.sh"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi="timeout 60 mpirun --oversubscribe"
+npy=$here/npy
+m=$here/models
+g=$here/train/gpt
+
+for f in mlp_op17 gpt_op17; do
+	check "pcc eval $f with input_0.npy: the fixture's expected outputs" sh -c "
+	  '$pcc' eval '$m/$f/model.onnx' -i '$npy/$f' -o '$tmp/$f' >/dev/null &&
+	  '$cmp' --rtol 1e-5 --atol 1e-6 '$tmp/$f' '$m/$f/test_data_set_0'"
+done
+losses() { grep '^step' "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1) }'; }
+check "pcc train on .npy data: the same losses as on the .pb data" sh -c "
+  '$pcc' train '$g/model.onnx' -i '$npy/gpt' --loss cross_entropy:logits,labels --steps 3 --log-every 1 \
+    >'$tmp/tn.log' 2>&1 &&
+  '$pcc' train '$g/model.onnx' -i '$g/test_data_set_0' --loss cross_entropy:logits,labels --steps 3 --log-every 1 \
+    >'$tmp/tp.log' 2>&1 &&
+  [ \"\$(grep -c '^step' '$tmp/tn.log')\" = 3 ] && cmp -s '$tmp/tn.log' '$tmp/tp.log'"
+"$pcc" "$g/model.onnx" --cluster cpu:2 --train --loss cross_entropy:logits,labels -o "$tmp/g.bin" -q >/dev/null
+check "pcc-run --data on .npy data (2 ranks): the same losses as on the .pb data" sh -c "
+  $mpi -np 2 '$run' '$tmp/g.bin' --data '$npy/gpt' --steps 3 >'$tmp/rn.log' 2>&1 &&
+  $mpi -np 2 '$run' '$tmp/g.bin' --data '$g/test_data_set_0' --steps 3 >'$tmp/rp.log' 2>&1 &&
+  grep '^step' '$tmp/rn.log' | cut -d' ' -f1-6 >'$tmp/a' && grep '^step' '$tmp/rp.log' | cut -d' ' -f1-6 >'$tmp/b' &&
+  [ \$(wc -l <'$tmp/a') = 3 ] && cmp -s '$tmp/a' '$tmp/b'"
+
+# bad NAME HEADER PAYLOAD_BYTES: a .npy of mlp_op17's input with that header
+bad() {
+	mkdir -p "$tmp/$1"
+	python3 - "$tmp/$1/input_0.npy" "$2" "$3" <<'PY'
+import struct, sys
+path, head, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+magic = b"\x93NUMPY" if not head.startswith("!") else b"\x93NUMPX"
+head = head.lstrip("!").encode()
+head += b" " * ((64 - (10 + len(head) + 1) % 64) % 64) + b"\n"
+open(path, "wb").write(magic + b"\x01\x00" + struct.pack("<H", len(head)) + head + bytes(n))
+PY
+}
+ok_head="{'descr': '<f4', 'fortran_order': False, 'shape': (4, 16), }"
+bad good "$ok_head" 256
+check "a .npy written by hand (the control): pcc eval takes it" \
+	"$pcc" eval "$m/mlp_op17/model.onnx" -i "$tmp/good" -o "$tmp/o"
+bad magic "!$ok_head" 256
+bad fortran "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 16), }" 256
+bad big "{'descr': '>f4', 'fortran_order': False, 'shape': (4, 16), }" 256
+bad complex "{'descr': '<c8', 'fortran_order': False, 'shape': (4, 16), }" 512
+bad short "$ok_head" 100
+for c in "magic:no \\\\x93NUMPY magic" "fortran:Fortran (column-major) order" "big:element type '>f4'" \
+	"complex:element type '<c8'" "short:256 bytes of elements expected"; do
+	name=${c%%:*} want=${c#*:}
+	check "a .npy with $name: one error line naming the file and what is wrong" sh -c "
+	  ! '$pcc' eval '$m/mlp_op17/model.onnx' -i '$tmp/$name' -o '$tmp/o$name' 2>'$tmp/e' >/dev/null &&
+	  [ \$(wc -l <'$tmp/e') = 1 ] && grep -q '$tmp/$name/input_0.npy' '$tmp/e' && grep -qF \"$want\" '$tmp/e'"
+done
+check "pcc-run --data with a bad .npy: one error line naming it" sh -c "
+  mkdir -p '$tmp/rb' && cp '$tmp/fortran/input_0.npy' '$tmp/rb/' && cp '$npy/gpt/input_1.npy' '$tmp/rb/' &&
+  ! $mpi -np 2 '$run' '$tmp/g.bin' --data '$tmp/rb' --steps 1 >/dev/null 2>'$tmp/re' &&
+  [ \$(grep -c 'pcc-run' '$tmp/re') = 1 ] && grep -q 'rb/input_0.npy' '$tmp/re'"
+tap_done
