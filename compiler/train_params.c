@@ -339,6 +339,32 @@ void train_params_print(const struct train_step *ts, const char *model, FILE *f)
 			fprintf(f, " and %d more", ts->naside - LIST_MAX);
 		fprintf(f, " (--trainable PATTERN trains one)\n");
 	}
+	/* an eval-mode export: TorchScript's folded names, BatchNormalization's
+	 * running statistics with no update (inference mode) */
+	int nfolded = 0, first = -1;
+	for (int i = 0; i < ts->nparams; i++)
+		if (ts->params[i]->name && !strncmp(ts->params[i]->name, "onnx::", 6) && nfolded++ == 0)
+			first = i;
+	if (nfolded)
+		fprintf(f,
+			"pcc: %s: warning: %d trained tensor%s named by the exporter (\"%s\"%s): an export with "
+			"constant folding, whose weights no longer map to the module's; export with "
+			"do_constant_folding=False and training=torch.onnx.TrainingMode.TRAINING\n",
+			model, nfolded, nfolded == 1 ? "" : "s", ts->params[first]->name, nfolded > 1 ? ", ..." : "");
+	int nfixed = 0;
+	for (int i = 0; i < ir_graph_nparams(ts->g); i++) {
+		const struct ir_value *v = ir_graph_param(ts->g, i);
+		bool updated = false;
+		for (int j = 0; v->buffer && !updated && j < ir_graph_nupdates(ts->g); j++)
+			updated = ir_graph_update_param(ts->g, j) == v;
+		nfixed += v->buffer && !updated;
+	}
+	if (nfixed)
+		fprintf(f,
+			"pcc: %s: warning: BatchNormalization in inference mode (%d running statistic%s never "
+			"updated): training normalizes with the running statistics, not the batch's; export in "
+			"training mode (training=torch.onnx.TrainingMode.TRAINING)\n",
+			model, nfixed, nfixed == 1 ? "" : "s");
 	for (int i = 0; i < ts->nparams; i++) {
 		struct ir_tensor a, b;
 		if (!values(ts->params[i], &a))

@@ -429,6 +429,65 @@ static void test_untied(void)
 	mb_free(b);
 }
 
+/* ---- an eval-mode export --------------------------------------------------------- */
+
+/* x [2,3,2] through MatMul by W (named `wname`), BatchNormalization over its
+ * 3 channels (training_mode tm, opset 15), the mean square as the loss:
+ * pcc train's stderr after one step. */
+static int eval_export(const char *tag, const char *wname, int tm)
+{
+	struct mb *b = mb_new(15);
+	float w[4] = { 0.5f, -0.25f, 0.75f, 1.0f }, g[3] = { 1, 1.5f, 2 }, z[3] = { 0, 0.1f, -0.1f },
+	      one[3] = { 1, 1, 1 };
+	mb_input(b, "x", T_FLOAT, "2,3,2");
+	init_f32(b, wname, "2,2", w, 4);
+	init_f32(b, "bn.weight", "3", g, 3);
+	init_f32(b, "bn.bias", "3", z, 3);
+	init_f32(b, "bn.running_mean", "3", z, 3);
+	init_f32(b, "bn.running_var", "3", one, 3);
+	char ins[160];
+	snprintf(ins, sizeof ins, "x,%s", wname);
+	mb_node(b, "MatMul", "mm", ins, "h");
+	Onnx__NodeProto *n = mb_node(b, "BatchNormalization", "bn",
+				     "h,bn.weight,bn.bias,bn.running_mean,bn.running_var", tm ? "y,rm,rv" : "y");
+	mb_attr_int(b, n, "training_mode", tm);
+	mb_node(b, "Mul", "sq", "y,y", "y2");
+	n = mb_node(b, "ReduceMean", "loss", "y2", "loss");
+	mb_attr_int(b, n, "keepdims", 0);
+	mb_output(b, "loss", T_FLOAT, "");
+	char file[64], data[600];
+	snprintf(file, sizeof file, "%s.onnx", tag);
+	const char *model = mb_write(b, file);
+	snprintf(data, sizeof data, "%s/%s_data", tmpdir, tag);
+	double xv[12];
+	for (int i = 0; i < 12; i++)
+		xv[i] = urand() - 0.5;
+	write_input(data, 0, "x", IR_F32, &(struct ir_shape){ 3, { 2, 3, 2 } }, xv);
+	int rc = run("'%s' train '%s' -i '%s' --steps 1", pcc, model, data);
+	mb_free(b);
+	return rc;
+}
+
+static void test_eval_export(void)
+{
+	int rc = eval_export("bn_eval", "onnx::MatMul_7", 0);
+	TAP_OK(rc == 0 &&
+		       strstr(err_text, "warning: BatchNormalization in inference mode (2 running statistics never "
+					"updated)") &&
+		       strstr(err_text, "training=torch.onnx.TrainingMode.TRAINING"),
+	       "an eval-mode export's BatchNormalization: a warning naming the fix");
+	TAP_OK(rc == 0 && strstr(err_text, "warning: 1 trained tensor named by the exporter (\"onnx::MatMul_7\")") &&
+		       strstr(err_text, "do_constant_folding=False"),
+	       "a weight named onnx::MatMul_7 (constant folding): a warning naming the fix");
+	if (!strstr(err_text, "onnx::MatMul_7"))
+		TAP_DIAG("got: %s", err_text);
+	rc = eval_export("bn_train", "mm.weight", 1);
+	TAP_OK(rc == 0 && !strstr(err_text, "warning"),
+	       "a training-mode export with state_dict names: no warning (exit %d)", rc);
+	if (strstr(err_text, "warning"))
+		TAP_DIAG("got: %s", err_text);
+}
+
 /* ---- a NaN loss ------------------------------------------------------------------ */
 
 static void test_nan(void)
@@ -561,6 +620,7 @@ int main(int argc, char **argv)
 	test_compile_summary(model);
 	test_cli_patterns(model, data);
 	test_untied();
+	test_eval_export();
 	test_nan();
 	mb_free(b);
 	tmpdir_remove(tmpdir);
