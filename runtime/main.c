@@ -747,6 +747,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 					r->step, o->steps, r->step);
 			goto done;
 		}
+		if (r->step == o->steps && r->c->rank == 0)
+			printf("pcc-run: the checkpoint is at step %ld, the run's last (--steps %ld): no step left to "
+			       "train\n",
+			       r->step, o->steps);
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double t_all = ir_now();
