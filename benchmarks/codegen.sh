@@ -78,7 +78,7 @@ fi
 rows=()
 # infer NAME MODEL DATA REPS
 infer() {
-	local name=$1 model=$2 data=$3 reps=$4 plan=$tmp/$1.plan r g o i
+	local name=$1 model=$2 data=$3 reps=$4 plan=$tmp/$1.bin r g o i
 	if ! "$pcc" "$model" --cluster cpu:1 -o "$plan" >"$tmp/$name.pcc" 2>&1; then
 		echo "codegen.sh: $name: pcc failed:" >&2
 		cat "$tmp/$name.pcc" >&2
@@ -123,7 +123,7 @@ infer() {
 
 # train NAME (tests/train/NAME)
 train() {
-	local name=$1 dir=tests/train/$1 plan=$tmp/$1.train.plan loss args=() i
+	local name=$1 dir=tests/train/$1 plan=$tmp/$1.train.bin loss args=() i
 	loss=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["loss"])' "$dir/train.json")
 	[ "$loss" != model ] && args=(--loss "$loss")
 	if ! "$pcc" "$dir/model.onnx" --cluster cpu:1 --train "${args[@]}" --optimizer adamw --lr 0.01 -o "$plan" \

@@ -56,9 +56,9 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for m in $MODELS; do
 	dir=$ZOO/$m
 	[ -f "$dir/model.onnx" ] || /usr/bin/python3 "$here/zoo_export.py" "$ZOO" "$m" >&2
-	data=$dir/test_data_set_0 plan=$tmp/$m.plan
-	c1=$(secs "$pcc" "$dir/model.onnx" --cluster cpu:1 -o "$tmp/$m.c1.plan")
-	c4=$(secs "$pcc" "$dir/model.onnx" --cluster cpu:4 -o "$tmp/$m.c4.plan")
+	data=$dir/test_data_set_0 plan=$tmp/$m.bin
+	c1=$(secs "$pcc" "$dir/model.onnx" --cluster cpu:1 -o "$tmp/$m.c1.bin")
+	c4=$(secs "$pcc" "$dir/model.onnx" --cluster cpu:4 -o "$tmp/$m.c4.bin")
 	if ! "$pcc" "$dir/model.onnx" --cluster cpu:1 -o "$plan" >"$tmp/$m.pcc" 2>&1; then
 		cat "$tmp/$m.pcc" >&2
 		rows+=("| $m | pcc failed | | | | | | | |")

@@ -2,8 +2,7 @@
  * modelgen.c: pcc-modelgen, benchmark models as ONNX (opset 17) with
  * unwritten external weights.
  *
- *   pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N] [--image N]
- *   pcc-modelgen --list
+ *   pcc-modelgen MODEL -o OUT.onnx [OPTIONS]   (usage() below says all)
  *
  * The weights are named in OUT.onnx as external data in OUT.weights (next
  * to it), which is never written: pcc compiles from the graph and shapes
@@ -13,12 +12,15 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "benchmarks/modelgen.h"
+#include "ir/ir.h"
+#include "version.h"
 
 #define GPT3 "Brown et al. 2020 (GPT-3), Table 2.1"
 #define MEGATRON "Narayanan et al. 2021 (Megatron-LM), Table 1"
@@ -108,14 +110,14 @@ static const struct mg_config models[] = {
 struct args {
 	const char *model, *out;
 	int64_t batch, seq, vocab, layers, image; /* 0: the model's own */
-	bool list, help;
+	bool list;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pcc-modelgen MODEL -o OUT.onnx [--batch N] [--seq N] [--vocab N] [--layers N]\n"
 		   "                    [--image N]\n"
-		   "       pcc-modelgen --list\n"
+		   "       pcc-modelgen --list | --help | --version\n"
 		   "\n"
 		   "Writes a benchmark model as ONNX (opset 17): graph and shapes, with the\n"
 		   "weights as external data in OUT.weights, which is never written.\n"
@@ -200,54 +202,65 @@ static int parse_count(const char *opt, const char *s, int64_t max, int64_t *out
 	return 0;
 }
 
-/* "--name N" or "--name=N"; 1 if argv[*i] is this option, 0 if not, <0 on error */
-static int count_option(int argc, char **argv, int *i, const char *name, int64_t max, int64_t *out)
-{
-	size_t n = strlen(name);
-	const char *s = argv[*i];
-	if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '='))
-		return 0;
-	if (s[n] == '=')
-		return parse_count(name, s + n + 1, max, out) < 0 ? -EINVAL : 1;
-	if (*i + 1 >= argc)
-		return mg_errorf(-EINVAL, "%s needs a value", name);
-	return parse_count(name, argv[++*i], max, out) < 0 ? -EINVAL : 1;
-}
+enum { PARSE_HELP = 1, PARSE_VERSION };
 
-static int parse_one(int argc, char **argv, int *i, struct args *a)
-{
-	const char *s = argv[*i];
-	int rc;
-	if (!strcmp(s, "--list"))
-		a->list = true;
-	else if (!strcmp(s, "-h") || !strcmp(s, "--help"))
-		a->help = true;
-	else if (!strcmp(s, "-o") && *i + 1 < argc)
-		a->out = argv[++*i];
-	else if (!strcmp(s, "-o"))
-		return mg_errorf(-EINVAL, "-o needs a file name");
-	else if ((rc = count_option(argc, argv, i, "--batch", MAX_BATCH, &a->batch)) ||
-		 (rc = count_option(argc, argv, i, "--seq", MAX_SEQ, &a->seq)) ||
-		 (rc = count_option(argc, argv, i, "--vocab", MAX_VOCAB, &a->vocab)) ||
-		 (rc = count_option(argc, argv, i, "--layers", MAX_LAYERS, &a->layers)) ||
-		 (rc = count_option(argc, argv, i, "--image", MAX_IMAGE, &a->image)))
-		return rc < 0 ? rc : 0;
-	else if (s[0] == '-')
-		return mg_errorf(-EINVAL, "unknown option '%s' (try --help)", s);
-	else if (a->model)
-		return mg_errorf(-EINVAL, "one model at a time ('%s' and '%s')", a->model, s);
-	else
-		a->model = s;
-	return 0;
-}
-
+/* 0, PARSE_HELP, PARSE_VERSION, or -EINVAL naming the usage error. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
+	enum { O_BATCH = 256, O_SEQ, O_VOCAB, O_LAYERS, O_IMAGE, O_LIST, O_VERSION };
+	static const struct option lo[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ "list", no_argument, NULL, O_LIST },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "seq", required_argument, NULL, O_SEQ },
+		{ "vocab", required_argument, NULL, O_VOCAB },
+		{ "layers", required_argument, NULL, O_LAYERS },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ 0 },
+	};
+	int c, li = 0, rc = 0;
 	memset(a, 0, sizeof *a);
-	for (int i = 1; i < argc; i++)
-		if (parse_one(argc, argv, &i, a) < 0)
-			return -EINVAL;
-	if (a->list || a->help)
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ho:", lo, &li)) != -1) {
+		switch (c) {
+		case 'h':
+			return PARSE_HELP;
+		case O_VERSION:
+			return PARSE_VERSION;
+		case O_LIST:
+			a->list = true;
+			break;
+		case 'o':
+			a->out = optarg;
+			break;
+		case O_BATCH:
+			rc = parse_count("--batch", optarg, MAX_BATCH, &a->batch);
+			break;
+		case O_SEQ:
+			rc = parse_count("--seq", optarg, MAX_SEQ, &a->seq);
+			break;
+		case O_VOCAB:
+			rc = parse_count("--vocab", optarg, MAX_VOCAB, &a->vocab);
+			break;
+		case O_LAYERS:
+			rc = parse_count("--layers", optarg, MAX_LAYERS, &a->layers);
+			break;
+		case O_IMAGE:
+			rc = parse_count("--image", optarg, MAX_IMAGE, &a->image);
+			break;
+		default:
+			ir_getopt_error(c, argv);
+			return mg_errorf(-EINVAL, "%s", ir_error());
+		}
+		if (rc < 0)
+			return rc;
+	}
+	if (optind < argc)
+		a->model = argv[optind];
+	if (optind + 1 < argc)
+		return mg_errorf(-EINVAL, "one model at a time ('%s' and '%s')", a->model, argv[optind + 1]);
+	if (a->list)
 		return 0;
 	if (!a->model)
 		return mg_errorf(-EINVAL, "no model given (try --list)");
@@ -304,12 +317,17 @@ static int generate(const struct args *a)
 int main(int argc, char **argv)
 {
 	struct args a;
-	if (parse_args(argc, argv, &a) < 0) {
-		fprintf(stderr, "pcc-modelgen: %s\n", mg_error());
+	int rc = parse_args(argc, argv, &a);
+	if (rc < 0) {
+		fprintf(stderr, "pcc-modelgen: %s (try 'pcc-modelgen --help')\n", mg_error());
 		return 2;
 	}
-	if (a.help) {
+	if (rc == PARSE_HELP) {
 		usage(stdout);
+		return 0;
+	}
+	if (rc == PARSE_VERSION) {
+		printf("pcc-modelgen %s\n", PCC_VERSION);
 		return 0;
 	}
 	if (a.list) {

@@ -4,6 +4,8 @@
 #ifndef PCC_CLI_H
 #define PCC_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "compiler/compiler.h"
@@ -29,16 +31,48 @@ int cli_consts_load(struct cli_consts *c, const char *model);
 void cli_consts_use(const struct cli_consts *c, struct onnx_import_opts *o);
 void cli_consts_free(struct cli_consts *c);
 
-/* `pcc train ...` (cli_train.c): argv[1] is "train". 0 or negative error. */
+/* ---- the command line: getopt_long tables, usage, exit statuses ----
+ *
+ * Every command parses with getopt_long (so --opt=value and --opt value
+ * both work) and answers -h and --help with its own usage on stdout, exit
+ * status 0. A usage error (unknown option, missing value, bad count of
+ * arguments) is one line ending "(try 'pcc CMD --help')" and exit status
+ * 2; bad input (an unreadable model, a corrupt plan) one line and 1. */
+
+/* A command's usage: its synopsis lines ("       pcc CMD ..."), what it
+ * does ("  CMD      ..." lines), its options (NULL: the synopsis says
+ * all); model: it takes --dim and --const (their help is cli_help's).
+ * `pcc --help` prints every synopsis and every about; `pcc CMD --help`
+ * one command's all. */
+struct cli_usage {
+	const char *synopsis, *about, *options;
+	bool model;
+};
+extern const struct cli_usage cli_train_usage, report_cli_usage;
+/* `pcc CMD --help`: u's usage on stdout; 0, the exit status. */
+int cli_help(const struct cli_usage *u);
+/* The exit status of a failed command, its one line printed: 2 for a
+ * usage error (with "(try 'pcc CMD --help')", cmd NULL for pcc MODEL), 1
+ * for bad input. */
+int cli_fail(int status, const char *cmd);
+
+/* getopt_long codes of the train step's options (cli_step_options). */
+enum { CLI_OPT_STEP = 0x1000 };
+/* The train step's options as getopt_long entries (--loss, --lr, ...,
+ * --freeze, --trainable, --skip-nonfinite), val CLI_OPT_STEP, ended by a
+ * zeroed entry. --optimizer is not among them: each command that takes it
+ * reads it itself. */
+extern const struct option cli_step_options[];
+/* Appends src's entries (up to its zeroed one) to dst[*n], keeping dst
+ * zero-terminated within cap entries (a table too small is a bug). */
+void cli_options_add(struct option *dst, int *n, int cap, const struct option *src);
+
+/* `pcc train ...` (cli_train.c): argv[0] is "train"; the exit status. */
 int cmd_train(int argc, char **argv);
-void cli_train_usage(FILE *f);
-/* One option of the train step (--loss, --optimizer, --lr, ... --freeze,
- * --trainable) with its value v into t (--freeze and --trainable patterns
- * appended to pats[], at most max_pats, t->patterns pointing there): 1
- * when s is one, 0 when it is not, or -EINVAL naming it. */
-int cli_train_option(const char *s, const char *v, struct train_opts *t, struct train_pattern *pats, int max_pats);
-/* A train step option without a value (--skip-nonfinite) into t: 1 when s
- * is one, else 0. */
-int cli_train_flag(const char *s, struct train_opts *t);
+/* One option of the train step named name (a cli_step_options entry's, or
+ * "optimizer") with its value v (NULL for --skip-nonfinite) into t
+ * (--freeze and --trainable patterns appended to pats[], at most
+ * max_pats, t->patterns pointing there): 0, or -EINVAL naming it. */
+int cli_train_option(const char *name, const char *v, struct train_opts *t, struct train_pattern *pats, int max_pats);
 
 #endif

@@ -1,17 +1,10 @@
 /*
  * main.c: the pcc driver. Parses the command line, runs one subcommand and
- * turns a recorded error into one line "pcc: ..." with exit status 1.
+ * turns a recorded error into one line "pcc: ..." (cli_fail).
  *
- *   pcc inspect MODEL [--dim N=V]... [--const NAME=FILE|DIR]... [--json]
- *   pcc eval MODEL -i DIR [-o OUTDIR] [--dim N=V]... [--const NAME=FILE|DIR]...
- *   pcc print MODEL [--dim N=V]...          the core IR in its text form
- *   pcc report MODEL --cluster C [--plan P] ...  what-if reports (report_cli.c)
- *   pcc MODEL --cluster C [--batch B] [--train] [--stages P] [--mesh N0xN1] [--explain]
- *             [-o plan.bin|PLAN.txt]        the automatic plan
- *   pcc inspect plan.bin [--dump DEVICE]    what a plan holds
- *   pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train] [--explain] ...
- *   pcc train MODEL -i DIR [--optimizer O] [--lr X] [--steps N] [--save-onnx OUT] ...
- *   pcc version
+ * Each command's synopsis, what it does and its options are its struct
+ * cli_usage (below; train's in cli_train.c, report's in report_cli.c);
+ * `pcc --help` prints them all. A usage error exits 2, bad input 1.
  * --const binds a graph input as a constant (cli_const.c) wherever a
  * model is imported.
  */
@@ -24,6 +17,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "version.h"
 
 #include "ir/npy.h"
 #include "compiler/cli.h"
@@ -36,7 +32,8 @@
 #define MAX_DIMS 64
 
 struct args {
-	const char *cmd, *model, *in_dir, *out_dir;
+	const struct command *cmd;
+	const char *model, *in_dir, *out_dir;
 	const char *cluster, *calib;
 	long long batch;
 	bool json, explain, stage_only, train, print_ir;
@@ -52,7 +49,7 @@ struct args {
 	struct cli_consts consts; /* --const NAME=FILE|DIR */
 	struct train_opts topts;  /* --train: the step's options (--loss, --lr, ...) */
 	struct train_pattern pats[MAX_DIMS];
-	const char *train_opt; /* the first step option given, for "needs --train" */
+	const char *train_opt; /* the first step option given (its name), for "needs --train" */
 	bool precision;        /* --precision given */
 	const char *host_cpu;  /* --host-cpu: the CPU host kernels are compiled for */
 	const char *codegen;   /* --codegen host|ptx|all|none; NULL: the cluster's kind */
@@ -63,17 +60,46 @@ struct args {
 /* The key --sign-key names, read before the compile (ir/plan_sign.c). */
 static struct plan_key sign_key;
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: pcc inspect MODEL [--dim NAME=VALUE]... [--const NAME=FILE|DIR]... [--json] [--train [--optim O]]\n"
-		"       pcc inspect plan.bin [--dump DEVICE]\n"
-		"       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
-		"       pcc print MODEL [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n");
-	report_cli_usage(f);
-	fprintf(f, "       pcc version\n");
-	cli_train_usage(f);
-	fprintf(f,
+/* --dim and --const, which every command that imports a model takes. */
+static const char model_options[] =
+	"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n"
+	"  --const  bind a graph input as a constant (a shape, Slice's starts, TopK's k...):\n"
+	"           NAME=FILE.pb (a TensorProto) or NAME=DIR (DIR/input_N.pb, N the input's\n"
+	"           place among the model's inputs); pcc-run -i then leaves its file unread\n";
+
+static const struct cli_usage inspect_usage = {
+	.synopsis =
+		"       pcc inspect MODEL [--dim NAME=VALUE]... [--const NAME=FILE|DIR]... [--json] [--train [--optim O]]\n"
+		"       pcc inspect plan.bin [--dump DEVICE]\n",
+	.about = "  inspect  inputs, outputs, op histograms, parameters, FLOPs of a forward pass;\n"
+		 "           of a plan.bin, what it holds\n",
+	.options = "  --json   the model's summary as JSON\n"
+		   "  --train  what a training step adds: the parameters it trains, their gradients and the\n"
+		   "           optimizer's state (--optim O, default adamw)\n"
+		   "  --dump DEVICE  a plan's device: its buffers and program\n",
+	.model = true,
+};
+
+static const struct cli_usage eval_usage = {
+	.synopsis = "       pcc eval MODEL -i DIR [-o OUTDIR] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n",
+	.about = "  eval     run the reference interpreter on DIR/input_N.pb (ONNX TensorProto),\n"
+		 "           writing OUTDIR/output_N.pb, or printing a summary without -o\n",
+	.model = true,
+};
+
+static const struct cli_usage print_usage = {
+	.synopsis = "       pcc print MODEL [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n",
+	.about = "  print    the model imported into pcc's core IR, as text\n",
+	.model = true,
+};
+
+static const struct cli_usage version_usage = {
+	.synopsis = "       pcc version | pcc --version\n",
+	.about = "  version  pcc's version and commit, and the libraries it was built with\n",
+};
+
+static const struct cli_usage compile_usage = {
+	.synopsis =
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
 		"                 [--recompute auto|on|off] [--calib FILE] [--explain] [-q] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
@@ -81,38 +107,95 @@ static void usage(FILE *f)
 		"                 [--dump-after=fusion] [--sign-key KEY] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
-		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n"
-		"\n"
-		"  inspect  inputs, outputs, op histograms, parameters, FLOPs of a forward pass\n"
-		"  eval     run the reference interpreter on DIR/input_N.pb (ONNX TensorProto),\n"
-		"           writing OUTDIR/output_N.pb, or printing a summary without -o\n"
-		"  print    the model imported into pcc's core IR, as text\n"
-		"  report   time, memory, throughput and cost of one step under a manual plan (--plan)\n"
-		"           or the automatic one; compared, swept, traced (--trace) and drawn (--html)\n"
-		"  train    train on the reference interpreter and write the trained model (--save-onnx)\n"
-		"  MODEL    compile: the automatic plan (pipeline stages, sub-meshes, sharding,\n"
-		"           schedule, micro-batches); -o plan.bin writes the executable plan (the\n"
-		"           forward pass, pipelined or not, for now), -o FILE.txt its text form;\n"
-		"           --stage-only runs the intra-op pass on the whole model as one\n"
-		"           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
-		"           prints the plan; --print-ir writes the IR with its sharding annotations\n"
-		"  --stages P   the automatic plan has exactly P pipeline stages (default: searched)\n"
-		"  --mesh N0xN1 the automatic plan's every stage runs on an N0xN1 logical mesh of\n"
-		"           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
-		"  -q       no progress on stderr (shown after 2 s: phase, work done, best step time)\n"
-		"  --recompute  training: auto (default) lets the search choose per stage whether\n"
-		"           its backward pass recomputes each layer's activations from the layer's\n"
-		"           input instead of keeping them (activation checkpointing); on and off force it\n"
-		"  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
-		"  --batch  global batch of one step (samples)\n"
-		"  --time-limit S  wall seconds each sharding solve may take, a backstop only (default\n"
-		"           60 per stage, 30 per layer in the search): the solver's work is bounded by\n"
-		"           counts, so the same input and flags give the same plan however loaded the\n"
-		"           machine is, unless this fires, which pcc then says on stderr\n"
-		"  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n"
-		"  --const  bind a graph input as a constant (a shape, Slice's starts, TopK's k...):\n"
-		"           NAME=FILE.pb (a TensorProto) or NAME=DIR (DIR/input_N.pb, N the input's\n"
-		"           place among the model's inputs); pcc-run -i then leaves its file unread\n");
+		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n",
+	.about = "  MODEL    compile: the automatic plan (pipeline stages, sub-meshes, sharding,\n"
+		 "           schedule, micro-batches); -o plan.bin writes the executable plan (the\n"
+		 "           forward pass, pipelined or not, for now), -o FILE.txt its text form;\n"
+		 "           --stage-only runs the intra-op pass on the whole model as one\n"
+		 "           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
+		 "           prints the plan; --print-ir writes the IR with its sharding annotations\n",
+	.options = "  --stages P   the automatic plan has exactly P pipeline stages (default: searched)\n"
+		   "  --mesh N0xN1 the automatic plan's every stage runs on an N0xN1 logical mesh of\n"
+		   "           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
+		   "  -q       no progress on stderr (shown after 2 s: phase, work done, best step time)\n"
+		   "  --recompute  training: auto (default) lets the search choose per stage whether\n"
+		   "           its backward pass recomputes each layer's activations from the layer's\n"
+		   "           input instead of keeping them (activation checkpointing); on and off force it\n"
+		   "  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
+		   "  --batch  global batch of one step (samples)\n"
+		   "  --time-limit S  wall seconds each sharding solve may take, a backstop only (default\n"
+		   "           60 per stage, 30 per layer in the search): the solver's work is bounded by\n"
+		   "           counts, so the same input and flags give the same plan however loaded the\n"
+		   "           machine is, unless this fires, which pcc then says on stderr\n",
+	.model = true,
+};
+
+/* The commands; train and report parse their own command lines. */
+enum { C_INSPECT = 1 << 0, C_EVAL = 1 << 1, C_PRINT = 1 << 2, C_COMPILE = 1 << 3, C_VERSION = 1 << 4 };
+#define C_MODEL (C_INSPECT | C_EVAL | C_PRINT | C_COMPILE)
+
+static int cmd_inspect(const struct args *a);
+static int cmd_eval(const struct args *a);
+static int cmd_print(const struct args *a);
+static int cmd_compile(const struct args *a);
+static int cmd_version(const struct args *a);
+
+static const struct command {
+	const char *name; /* "MODEL": pcc MODEL */
+	unsigned bit;
+	const struct cli_usage *usage;
+	int (*run)(const struct args *a);
+	int (*main)(int argc, char **argv); /* a command with its own parser */
+} commands[] = {
+	{ "inspect", C_INSPECT, &inspect_usage, cmd_inspect, NULL },
+	{ "eval", C_EVAL, &eval_usage, cmd_eval, NULL },
+	{ "print", C_PRINT, &print_usage, cmd_print, NULL },
+	{ "report", 0, &report_cli_usage, NULL, report_cli },
+	{ "train", 0, &cli_train_usage, NULL, cmd_train },
+	{ "version", C_VERSION, &version_usage, cmd_version, NULL },
+	{ "MODEL", C_COMPILE, &compile_usage, cmd_compile, NULL },
+};
+#define NCOMMANDS (int)(sizeof commands / sizeof *commands)
+
+/* pcc --help: every command's synopsis and what it does, then the options
+ * of pcc MODEL and those every command taking a model reads. */
+static int usage_all(void)
+{
+	printf("usage:\n");
+	for (int i = 0; i < NCOMMANDS; i++)
+		fputs(commands[i].usage->synopsis, stdout);
+	printf("\n");
+	for (int i = 0; i < NCOMMANDS; i++)
+		fputs(commands[i].usage->about, stdout);
+	fputs(compile_usage.options, stdout);
+	fputs(model_options, stdout);
+	printf("'pcc COMMAND --help' shows one command's options.\n");
+	return 0;
+}
+
+int cli_help(const struct cli_usage *u)
+{
+	printf("usage:\n%s\n%s%s%s", u->synopsis, u->about, u->options ? u->options : "",
+	       u->model ? model_options : "");
+	return 0;
+}
+
+int cli_fail(int status, const char *cmd)
+{
+	if (status == 2)
+		fprintf(stderr, "pcc: %s (try 'pcc%s%s --help')\n", ir_error(), cmd ? " " : "", cmd ? cmd : "");
+	else
+		fprintf(stderr, "pcc: %s\n", ir_error());
+	return status;
+}
+
+void cli_options_add(struct option *dst, int *n, int cap, const struct option *src)
+{
+	for (; src->name; src++) {
+		IR_ASSERT(*n + 1 < cap);
+		dst[(*n)++] = *src;
+	}
+	dst[*n] = (struct option){ 0 };
 }
 
 int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int max)
@@ -162,135 +245,253 @@ static int parse_size(const char *opt, const char *s, double *out)
 	return 0;
 }
 
-static bool is_command(const char *s)
+/* getopt_long codes of the long-only options */
+enum {
+	O_JSON = 256,
+	O_EXPLAIN,
+	O_STAGE_ONLY,
+	O_TRAIN,
+	O_PRINT_IR,
+	O_MESH,
+	O_MEMORY_LIMIT,
+	O_HOST_CPU,
+	O_SIGN_KEY,
+	O_NO_CODEGEN,
+	O_CODEGEN,
+	O_DUMP_AFTER,
+	O_RECOMPUTE,
+	O_TIME_LIMIT,
+	O_OPTIM,
+	O_DIM,
+	O_CONST,
+	O_CLUSTER,
+	O_CALIB,
+	O_BATCH,
+	O_MICRO,
+	O_LAYERS,
+	O_STAGES,
+	O_DUMP
+};
+
+/* Every option of the commands main.c parses, with the commands that take
+ * it; a short option's val is its letter (name NULL: it has no long form). */
+static const struct opt_def {
+	const char *name;
+	int has_arg, val;
+	unsigned cmds;
+} opt_defs[] = {
+	{ "help", no_argument, 'h', C_MODEL | C_VERSION },
+	{ "dim", required_argument, O_DIM, C_MODEL },
+	{ "const", required_argument, O_CONST, C_MODEL },
+	{ "json", no_argument, O_JSON, C_INSPECT },
+	{ "dump", required_argument, O_DUMP, C_INSPECT },
+	{ "train", no_argument, O_TRAIN, C_INSPECT | C_COMPILE },
+	{ "optim", required_argument, O_OPTIM, C_INSPECT | C_COMPILE },
+	{ "optimizer", required_argument, O_OPTIM, C_INSPECT | C_COMPILE },
+	{ NULL, required_argument, 'i', C_EVAL },
+	{ NULL, required_argument, 'o', C_EVAL | C_COMPILE },
+	{ "quiet", no_argument, 'q', C_COMPILE },
+	{ "cluster", required_argument, O_CLUSTER, C_COMPILE },
+	{ "batch", required_argument, O_BATCH, C_COMPILE },
+	{ "micro-batches", required_argument, O_MICRO, C_COMPILE },
+	{ "layers", required_argument, O_LAYERS, C_COMPILE },
+	{ "stages", required_argument, O_STAGES, C_COMPILE },
+	{ "mesh", required_argument, O_MESH, C_COMPILE },
+	{ "memory-limit", required_argument, O_MEMORY_LIMIT, C_COMPILE },
+	{ "time-limit", required_argument, O_TIME_LIMIT, C_COMPILE },
+	{ "recompute", required_argument, O_RECOMPUTE, C_COMPILE },
+	{ "calib", required_argument, O_CALIB, C_COMPILE },
+	{ "explain", no_argument, O_EXPLAIN, C_COMPILE },
+	{ "stage-only", no_argument, O_STAGE_ONLY, C_COMPILE },
+	{ "print-ir", no_argument, O_PRINT_IR, C_COMPILE },
+	{ "host-cpu", required_argument, O_HOST_CPU, C_COMPILE },
+	{ "codegen", required_argument, O_CODEGEN, C_COMPILE },
+	{ "no-codegen", no_argument, O_NO_CODEGEN, C_COMPILE },
+	{ "dump-after", required_argument, O_DUMP_AFTER, C_COMPILE },
+	{ "sign-key", required_argument, O_SIGN_KEY, C_COMPILE },
+};
+#define NOPT_DEFS (int)(sizeof opt_defs / sizeof *opt_defs)
+
+/* A positive integer option's value into *out (at most max). */
+static int parse_count(const char *opt, const char *v, long max, long *out)
 {
-	static const char *const cmds[] = { "inspect", "eval", "print", "report", "version", "--version" };
-	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-		if (!strcmp(s, cmds[i]))
-			return true;
-	return false;
+	char *end;
+	*out = strtol(v, &end, 10);
+	if (*end || end == v || *out < 1 || *out > max)
+		return ir_errorf(-EINVAL, "%s %s: expected a positive integer", opt, v);
+	return 0;
 }
 
+/* One option of a's command (c: getopt_long's code, opt: its long name). */
+static int parse_option(struct args *a, int c, const char *opt, const char *v)
+{
+	char *end;
+	long k;
+	int rc = 0;
+	switch (c) {
+	case 'q':
+		a->quiet = true;
+		break;
+	case 'i':
+		a->in_dir = v;
+		break;
+	case 'o':
+		a->out_dir = v;
+		break;
+	case O_JSON:
+		a->json = true;
+		break;
+	case O_EXPLAIN:
+		a->explain = true;
+		break;
+	case O_STAGE_ONLY:
+		a->stage_only = true;
+		break;
+	case O_TRAIN:
+		a->train = true;
+		break;
+	case O_PRINT_IR:
+		a->print_ir = true;
+		break;
+	case O_MESH:
+		return parse_mesh(a, v);
+	case O_MEMORY_LIMIT:
+		return parse_size("--memory-limit", v, &a->mem_limit);
+	case O_HOST_CPU:
+		a->host_cpu = v;
+		break;
+	case O_SIGN_KEY:
+		a->sign_key = v;
+		break;
+	case O_NO_CODEGEN:
+		a->codegen = "none";
+		break;
+	case O_CODEGEN:
+		a->codegen = v;
+		if (strcmp(v, "host") && strcmp(v, "ptx") && strcmp(v, "all") && strcmp(v, "none"))
+			return ir_errorf(-EINVAL, "--codegen %s: expected host, ptx, all or none", v);
+		break;
+	case O_DUMP_AFTER:
+		if (strcmp(v, "fusion"))
+			return ir_errorf(-EINVAL, "--dump-after %s: only fusion can be dumped", v);
+		a->dump_fusion = true;
+		break;
+	case O_RECOMPUTE:
+		a->recompute = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : !strcmp(v, "auto") ? -1 : -2;
+		if (a->recompute == -2)
+			return ir_errorf(-EINVAL, "--recompute %s: expected auto, on or off", v);
+		break;
+	case O_TIME_LIMIT:
+		a->time_limit = strtod(v, &end);
+		if (*end || end == v || !(a->time_limit > 0))
+			return ir_errorf(-EINVAL, "--time-limit %s: expected positive seconds", v);
+		break;
+	case O_OPTIM:
+		a->optim = v;
+		break;
+	case O_DIM:
+		return cli_parse_dim(v, a->dims, &a->ndims, MAX_DIMS);
+	case O_CONST:
+		return cli_parse_const(v, &a->consts);
+	case O_CLUSTER:
+		a->cluster = v;
+		break;
+	case O_CALIB:
+		a->calib = v;
+		break;
+	case O_BATCH:
+		a->batch = strtoll(v, &end, 10);
+		if (*end || a->batch <= 0 || end == v)
+			return ir_errorf(-EINVAL, "--batch %s: expected a positive integer", v);
+		break;
+	case O_MICRO:
+		rc = parse_count("--micro-batches", v, 1 << 20, &k);
+		a->micro = (int)k;
+		break;
+	case O_LAYERS:
+		rc = parse_count("--layers", v, 1 << 20, &k);
+		a->layers = (int)k;
+		break;
+	case O_STAGES:
+		rc = parse_count("--stages", v, 1 << 20, &k);
+		a->stages = (int)k;
+		break;
+	case O_DUMP:
+		k = strtol(v, &end, 10);
+		if (*end || end == v || k < 0 || k > 1 << 24)
+			return ir_errorf(-EINVAL, "--dump %s: expected a device number", v);
+		a->dump = (int)k;
+		break;
+	case CLI_OPT_STEP:
+		if ((rc = cli_train_option(opt, v, &a->topts, a->pats, MAX_DIMS)) < 0)
+			return rc;
+		a->train_opt = a->train_opt ? a->train_opt : opt;
+		a->precision |= !strcmp(opt, "precision");
+		break;
+	default:
+		IR_ASSERT(!"an option without a case");
+	}
+	return rc;
+}
+
+/* -o of pcc MODEL: plan.bin, or FILE.txt (the plan's text form). */
+static int check_out(const char *path)
+{
+	size_t n = strlen(path);
+	if (n > 4 && (!strcmp(path + n - 4, ".bin") || !strcmp(path + n - 4, ".txt")))
+		return 0;
+	return ir_errorf(-EINVAL, "-o %s: pcc writes the executable plan as FILE.bin and its text form as FILE.txt",
+			 path);
+}
+
+/* a's command's options and its one model (argv[0]: the command, or the
+ * program for pcc MODEL): 0, 1 for --help, or -EINVAL naming the usage
+ * error. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	memset(a, 0, sizeof *a);
-	a->dump = -1;
-	a->recompute = -1;
-	train_opts_init(&a->topts);
-	if (argc < 2)
-		return ir_errorf(-EINVAL, "no command given (try 'pcc --help')");
-	a->cmd = argv[1];
-	int first = 2;
-	if (!is_command(argv[1]) && argv[1][0] != '-') {
-		a->cmd = "compile";
-		a->model = argv[1];
-	} else if (!is_command(argv[1])) {
-		first = 1;
-		a->cmd = "compile";
-	}
-	for (int i = first; i < argc; i++) {
-		const char *s = argv[i];
-		bool has_next = i + 1 < argc;
-		int rc;
-		if (!strcmp(s, "--json")) {
-			a->json = true;
-		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
-			a->quiet = true;
-		} else if (!strcmp(s, "--explain")) {
-			a->explain = true;
-		} else if (!strcmp(s, "--stage-only")) {
-			a->stage_only = true;
-		} else if (!strcmp(s, "--train")) {
-			a->train = true;
-		} else if (cli_train_flag(s, &a->topts)) {
-			a->train_opt = a->train_opt ? a->train_opt : s;
-		} else if (!strcmp(s, "--print-ir")) {
-			a->print_ir = true;
-		} else if (!strcmp(s, "--mesh") && has_next) {
-			if (parse_mesh(a, argv[++i]) < 0)
-				return -EINVAL;
-		} else if (!strcmp(s, "--memory-limit") && has_next) {
-			if (parse_size(s, argv[++i], &a->mem_limit) < 0)
-				return -EINVAL;
-		} else if (!strcmp(s, "--host-cpu") && has_next) {
-			a->host_cpu = argv[++i];
-		} else if (!strcmp(s, "--sign-key") && has_next) {
-			a->sign_key = argv[++i];
-		} else if (!strcmp(s, "--no-codegen")) {
-			a->codegen = "none";
-		} else if (!strcmp(s, "--codegen") && has_next) {
-			a->codegen = argv[++i];
-			if (strcmp(a->codegen, "host") && strcmp(a->codegen, "ptx") && strcmp(a->codegen, "all") &&
-			    strcmp(a->codegen, "none"))
-				return ir_errorf(-EINVAL, "--codegen %s: expected host, ptx, all or none", a->codegen);
-		} else if (!strcmp(s, "--dump-after=fusion") ||
-			   (!strcmp(s, "--dump-after") && has_next && !strcmp(argv[i + 1], "fusion") && ++i)) {
-			a->dump_fusion = true;
-		} else if (!strcmp(s, "--recompute") && has_next) {
-			const char *v = argv[++i];
-			a->recompute = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : !strcmp(v, "auto") ? -1 : -2;
-			if (a->recompute == -2)
-				return ir_errorf(-EINVAL, "--recompute %s: expected auto, on or off", v);
-		} else if (!strcmp(s, "--time-limit") && has_next) {
-			char *end;
-			a->time_limit = strtod(argv[++i], &end);
-			if (*end || end == argv[i] || !(a->time_limit > 0))
-				return ir_errorf(-EINVAL, "--time-limit %s: expected positive seconds", argv[i]);
-		} else if ((!strcmp(s, "--optim") || !strcmp(s, "--optimizer")) && has_next) {
-			a->optim = argv[++i];
-		} else if (!strcmp(s, "--dim") && has_next) {
-			if (cli_parse_dim(argv[++i], a->dims, &a->ndims, MAX_DIMS) < 0)
-				return -EINVAL;
-		} else if (!strncmp(s, "--dim=", 6)) {
-			if (cli_parse_dim(s + 6, a->dims, &a->ndims, MAX_DIMS) < 0)
-				return -EINVAL;
-		} else if (!strcmp(s, "--const") && has_next) {
-			if (cli_parse_const(argv[++i], &a->consts) < 0)
-				return -EINVAL;
-		} else if (!strncmp(s, "--const=", 8)) {
-			if (cli_parse_const(s + 8, &a->consts) < 0)
-				return -EINVAL;
-		} else if (!strcmp(s, "--cluster") && has_next) {
-			a->cluster = argv[++i];
-		} else if (!strcmp(s, "--calib") && has_next) {
-			a->calib = argv[++i];
-		} else if (!strcmp(s, "--batch") && has_next) {
-			char *end;
-			a->batch = strtoll(argv[++i], &end, 10);
-			if (*end || a->batch <= 0 || end == argv[i])
-				return ir_errorf(-EINVAL, "--batch %s: expected a positive integer", argv[i]);
-		} else if ((!strcmp(s, "--micro-batches") || !strcmp(s, "--layers") || !strcmp(s, "--stages")) &&
-			   has_next) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || v < 1 || v > 1 << 20)
-				return ir_errorf(-EINVAL, "%s %s: expected a positive integer", s, argv[i]);
-			*(s[2] == 'm' ? &a->micro : s[2] == 'l' ? &a->layers : &a->stages) = (int)v;
-		} else if (!strcmp(s, "--dump") && has_next) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || v < 0 || v > 1 << 24)
-				return ir_errorf(-EINVAL, "--dump %s: expected a device number", argv[i]);
-			a->dump = (int)v;
-		} else if (!strcmp(s, "-i") && has_next) {
-			a->in_dir = argv[++i];
-		} else if (!strcmp(s, "-o") && has_next) {
-			a->out_dir = argv[++i];
-		} else if (has_next && (rc = cli_train_option(s, argv[i + 1], &a->topts, a->pats, MAX_DIMS)) != 0) {
-			if (rc < 0)
-				return rc;
-			if (!a->train_opt)
-				a->train_opt = s;
-			a->precision |= !strcmp(s, "--precision");
-			i++;
-		} else if (s[0] == '-') {
-			return ir_errorf(-EINVAL, "unknown or incomplete option '%s'", s);
-		} else if (!a->model) {
-			a->model = s;
-		} else {
-			return ir_errorf(-EINVAL, "unexpected argument '%s'", s);
+	struct option lo[NOPT_DEFS + 32];
+	char shorts[32] = ":";
+	int n = 0, ns = 1, c, li = 0;
+	for (int i = 0; i < NOPT_DEFS; i++) {
+		const struct opt_def *d = &opt_defs[i];
+		if (!(d->cmds & a->cmd->bit))
+			continue;
+		if (d->name)
+			lo[n++] = (struct option){ d->name, d->has_arg, NULL, d->val };
+		if (d->val < 128) {
+			shorts[ns++] = (char)d->val;
+			if (d->has_arg == required_argument)
+				shorts[ns++] = ':';
 		}
 	}
+	lo[n] = (struct option){ 0 };
+	if (a->cmd->bit == C_COMPILE)
+		cli_options_add(lo, &n, NOPT_DEFS + 32, cli_step_options);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, lo, &li)) != -1) {
+		if (c == 'h')
+			return 1;
+		if (c == '?' || c == ':')
+			return ir_getopt_error(c, argv);
+		if (parse_option(a, c, c >= 256 ? lo[li].name : NULL, optarg) < 0)
+			return -EINVAL;
+	}
+	const char *cmd = a->cmd->bit == C_COMPILE ? "" : a->cmd->name, *sep = *cmd ? ": " : "";
+	if (a->cmd->bit == C_VERSION && optind < argc)
+		return ir_errorf(-EINVAL, "version: unexpected argument '%s'", argv[optind]);
+	if (a->cmd->bit == C_VERSION)
+		return 0;
+	if (optind == argc)
+		return ir_errorf(-EINVAL, "%s%sno model given", cmd, sep);
+	if (optind + 1 < argc)
+		return ir_errorf(-EINVAL, "%s%sunexpected argument '%s'", cmd, sep, argv[optind + 1]);
+	a->model = argv[optind];
+	if (a->cmd->bit == C_EVAL && !a->in_dir)
+		return ir_errorf(-EINVAL, "eval: -i DIR is required");
+	if (a->cmd->bit == C_COMPILE && !a->cluster)
+		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
+	if (a->cmd->bit == C_COMPILE && a->out_dir)
+		return check_out(a->out_dir);
 	return 0;
 }
 
@@ -301,10 +502,6 @@ static struct ir_graph *load(const struct args *a, struct onnx_model_info *info)
 	o.dims = a->dims;
 	o.ndims = a->ndims;
 	cli_consts_use(&a->consts, &o);
-	if (!a->model) {
-		ir_errorf(-EINVAL, "%s: no model given", a->cmd);
-		return NULL;
-	}
 	return onnx_import(a->model, &o, info);
 }
 
@@ -622,7 +819,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	if (a->optim && (rc = cost_optim_parse(strcmp(a->optim, "nesterov") ? a->optim : "momentum", &o.optim)) < 0)
 		return rc;
 	if (a->train_opt && !a->train)
-		return ir_errorf(-EINVAL, "%s is an option of the train step: give --train too", a->train_opt);
+		return ir_errorf(-EINVAL, "--%s is an option of the train step: give --train too", a->train_opt);
 	struct train_opts to = a->topts;
 	if (a->train && a->optim && (rc = train_optim_parse(a->optim, &to.optim)) < 0)
 		return rc;
@@ -732,10 +929,6 @@ static int cmd_compile(const struct args *a)
 	struct intra_opts o;
 	struct intra_result r;
 	int rc;
-	if (!a->model)
-		return ir_errorf(-EINVAL, "no model given (try 'pcc --help')");
-	if (!a->cluster)
-		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
 	if ((rc = cost_cluster_parse(a->cluster, &c)) < 0)
 		return rc;
 	if (a->calib) {
@@ -812,11 +1005,11 @@ static int load_consts(struct args *a)
 	return cli_consts_load(&a->consts, a->model);
 }
 
-static int cmd_version(void)
+static int cmd_version(const struct args *a)
 {
 	unsigned maj, min, patch;
 	LLVMGetVersion(&maj, &min, &patch);
-	printf("pcc 0.1.0\n");
+	printf("pcc %s\n", PCC_VERSION);
 	printf("  GLPK %s, LLVM %u.%u.%u, protobuf-c %s, jansson %s\n", glp_version(), maj, min, patch,
 	       protobuf_c_version(), jansson_version_str());
 	return 0;
@@ -835,19 +1028,20 @@ static int warn_timeouts(int status)
 	return status;
 }
 
-static int run(const struct args *a)
+/* The command argv names: argv[1], or pcc MODEL when argv[1] is no
+ * command's name (a model, or an option of pcc MODEL); NULL when it looks
+ * like a command that does not exist. */
+static const struct command *command(int argc, char **argv)
 {
-	if (!strcmp(a->cmd, "inspect"))
-		return cmd_inspect(a);
-	if (!strcmp(a->cmd, "eval"))
-		return cmd_eval(a);
-	if (!strcmp(a->cmd, "print"))
-		return cmd_print(a);
-	if (!strcmp(a->cmd, "version") || !strcmp(a->cmd, "--version"))
-		return cmd_version();
-	if (!strcmp(a->cmd, "compile"))
-		return cmd_compile(a);
-	return ir_errorf(-EINVAL, "unknown command '%s' (try 'pcc --help')", a->cmd);
+	const char *s = argc > 1 ? argv[1] : "";
+	for (int i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(s, commands[i].name) && commands[i].bit != C_COMPILE)
+			return &commands[i];
+	/* a word without a dot or slash that names no file is a mistyped
+	 * command, not a model */
+	if (s[0] != '-' && !strpbrk(s, "./") && access(s, F_OK) < 0)
+		return NULL;
+	return &commands[NCOMMANDS - 1];
 }
 
 int main(int argc, char **argv)
@@ -855,35 +1049,42 @@ int main(int argc, char **argv)
 	struct args a;
 	int rc;
 	interp_blas_init();
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
-		usage(stdout);
-		return 0;
+	if (argc < 2) {
+		ir_errorf(-EINVAL, "no command given");
+		return cli_fail(2, NULL);
 	}
-	if (argc >= 2 && !strcmp(argv[1], "report"))
-		return warn_timeouts(report_cli(argc, argv));
-	if (argc >= 2 && !strcmp(argv[1], "train")) {
-		rc = cmd_train(argc, argv);
-		if (rc < 0)
-			fprintf(stderr, "pcc: %s\n", ir_error());
-		return rc < 0 ? 1 : 0;
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return usage_all();
+	if (!strcmp(argv[1], "help")) /* pcc help [COMMAND] */
+		return argc > 2 && command(argc - 1, argv + 1) ? cli_help(command(argc - 1, argv + 1)->usage)
+							       : usage_all();
+	if (!strcmp(argv[1], "--version"))
+		return cmd_version(NULL);
+	memset(&a, 0, sizeof a);
+	a.dump = -1;
+	a.recompute = -1;
+	train_opts_init(&a.topts);
+	if (!(a.cmd = command(argc, argv))) {
+		ir_errorf(-EINVAL, "unknown command '%s'", argv[1]);
+		return cli_fail(2, NULL);
 	}
-	bool bad_args = parse_args(argc, argv, &a) < 0;
-	if (bad_args) {
-		fprintf(stderr, "pcc: %s\n", ir_error());
-		usage(stderr);
-	}
-	rc = bad_args ? -EINVAL : load_consts(&a);
-	if (rc == 0)
-		rc = run(&a);
+	if (a.cmd->main)
+		return warn_timeouts(a.cmd->main(argc - 1, argv + 1));
+	/* pcc MODEL parses from argv[1], a command from the word after it */
+	bool compile = a.cmd->bit == C_COMPILE;
+	rc = parse_args(compile ? argc : argc - 1, compile ? argv : argv + 1, &a);
+	int status = rc < 0 ? 2 : 0;
+	if (rc == 1)
+		cli_help(a.cmd->usage);
+	else if (rc == 0 && (rc = load_consts(&a)) == 0)
+		rc = a.cmd->run(&a);
 	/* what the options took, also when a later option was refused */
 	for (int i = 0; i < a.ndims; i++)
 		free((char *)a.dims[i].name);
 	cli_consts_free(&a.consts);
-	if (bad_args)
-		return 2;
-	if (rc < 0) {
-		fprintf(stderr, "pcc: %s\n", ir_error());
-		return warn_timeouts(1);
-	}
-	return warn_timeouts(0);
+	if (status == 0 && rc < 0)
+		status = 1;
+	if (status)
+		cli_fail(status, compile ? NULL : a.cmd->name);
+	return warn_timeouts(status);
 }

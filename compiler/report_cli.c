@@ -1,13 +1,7 @@
 /*
  * report_cli.c: the `pcc report` command line.
  *
- *   pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,...]   a manual plan
- *   pcc report MODEL --cluster C [--train [STEP OPTIONS]] ...    the automatic plan
- *   pcc report MODEL --cluster C --compare A B [--compare-cluster C2]
- *   pcc report MODEL --cluster C [--plan P] --compare-cluster C2
- *   ... [--sweep gpus=8..1024 | --sweep tp,pp | --sweep sensitivity] [--csv FILE]
- *   ... [--trace FILE.json] [--svg FILE] [--png FILE] [--html FILE] [--json]
- *       [--price-per-gpu-hour X] [--batch B] [--calib FILE] [--dim N=V]... [--const NAME=FILE|DIR]...
+ * Its synopsis and options: report_cli_usage below.
  *
  * Without --plan the report runs the planner exactly as `pcc MODEL
  * --cluster C` does (same options: --train, --optim, --micro-batches,
@@ -33,7 +27,7 @@ struct ropts {
 	const char *trace, *csv, *svg, *png, *html, *sweep_spec;
 	struct wi_sweep sweep;
 	long long batch;
-	bool json, explain, train, precision, help;
+	bool json, explain, train, precision;
 	bool quiet; /* -q: no progress on stderr */
 	int mesh0, mesh1, micro, layers, stages;
 	double mem_limit, price;
@@ -45,9 +39,8 @@ struct ropts {
 	const char *train_opt; /* the first step option given */
 };
 
-void report_cli_usage(FILE *f)
-{
-	fprintf(f,
+const struct cli_usage report_cli_usage = {
+	.synopsis =
 		"       pcc report MODEL --cluster C --plan dp=D,tp=T,pp=P[,mb=M][,schedule=S][,zero=Z]\n"
 		"                  [,recompute=0|1][,optim=O][,precision=P] [--batch B] [--calib FILE] [--json] [--explain]\n"
 		"       pcc report MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
@@ -55,8 +48,18 @@ void report_cli_usage(FILE *f)
 		"                  [--compare A B] [--compare-cluster C2]   (A, B: auto or dp=..,tp=..,pp=..)\n"
 		"                  [--sweep gpus=LO..HI | --sweep tp,pp | --sweep sensitivity] [--csv FILE]\n"
 		"                  [--trace FILE.json] [--svg FILE] [--png FILE] [--html FILE]\n"
-		"                  [--price-per-gpu-hour X] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]... [--json]\n");
-}
+		"                  [--price-per-gpu-hour X] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]... [--json] [-q]\n",
+	.about = "  report   time, memory, throughput and cost of one step under a manual plan (--plan)\n"
+		 "           or the automatic one; compared, swept, traced (--trace) and drawn (--html)\n",
+	.options = "  --plan P  a manual plan (D-way data, T-way tensor, P-way pipeline parallel); without\n"
+		   "           it the automatic plan, with pcc MODEL's options (pcc --help) and step options\n"
+		   "  --compare A B  two plans side by side; --compare-cluster C2: B on cluster C2\n"
+		   "  --sweep  the plan over cluster sizes, tp x pp, or each cost figure's sensitivity\n"
+		   "  --trace FILE.json  the step's timeline (chrome://tracing, Perfetto)\n"
+		   "  --svg, --png, --html FILE  charts, or one page with all of it\n"
+		   "  -q       no progress on stderr\n",
+	.model = true,
+};
 
 static int parse_double(const char *opt, const char *s, double *out)
 {
@@ -98,97 +101,178 @@ static int parse_size(const char *opt, const char *s, double *out)
 	return ir_errorf(-EINVAL, "%s %s: expected a positive size like 40GB, 512MiB or bytes", opt, s);
 }
 
-/* Options with a value; 1 when s was one, 0 when not, or an error. */
-static int option_with_value(struct ropts *a, const char *s, const char *v)
-{
-	const struct {
-		const char *name;
-		const char **dst;
-	} strs[] = { { "--cluster", &a->cluster }, { "--plan", &a->plan },      { "--calib", &a->calib },
-		     { "--trace", &a->trace },     { "--csv", &a->csv },        { "--svg", &a->svg },
-		     { "--png", &a->png },         { "--html", &a->html },      { "--compare-cluster", &a->cluster2 },
-		     { "--optim", &a->optim },     { "--optimizer", &a->optim } };
-	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
-		if (!strcmp(s, strs[i].name)) {
-			*strs[i].dst = v;
-			return 1;
-		}
-	char *end;
-	if (!strcmp(s, "--batch")) {
-		a->batch = strtoll(v, &end, 10);
-		return *end || end == v || a->batch <= 0
-			       ? ir_errorf(-EINVAL, "--batch %s: expected a positive integer", v)
-			       : 1;
-	}
-	if (!strcmp(s, "--sweep")) {
-		a->sweep_spec = v;
-		return wi_sweep_parse(v, &a->sweep) < 0 ? -EINVAL : 1;
-	}
-	if (!strcmp(s, "--price-per-gpu-hour"))
-		return parse_double(s, v, &a->price) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--memory-limit"))
-		return parse_size(s, v, &a->mem_limit) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--micro-batches"))
-		return parse_count(s, v, &a->micro) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--layers"))
-		return parse_count(s, v, &a->layers) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--stages"))
-		return parse_count(s, v, &a->stages) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--dim"))
-		return cli_parse_dim(v, a->dims, &a->ndims, MAX_LIST) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--const"))
-		return cli_parse_const(v, &a->consts) < 0 ? -EINVAL : 1;
-	if (!strcmp(s, "--mesh")) {
-		char tail;
-		if (sscanf(v, "%dx%d%c", &a->mesh0, &a->mesh1, &tail) != 2 || a->mesh0 < 1 || a->mesh1 < 1)
-			return ir_errorf(-EINVAL, "--mesh %s: expected N0xN1 with positive sizes, e.g. 2x8", v);
-		return 1;
-	}
-	int rc = cli_train_option(s, v, &a->topts, a->pats, MAX_LIST);
-	if (rc > 0) {
-		a->train_opt = a->train_opt ? a->train_opt : s;
-		a->precision |= !strcmp(s, "--precision");
-	}
-	return rc;
-}
-
+/* 0, 1 for --help, or -EINVAL naming the usage error. */
 static int parse(int argc, char **argv, struct ropts *a)
 {
+	enum {
+		O_CLUSTER = 256,
+		O_PLAN,
+		O_CALIB,
+		O_TRACE,
+		O_CSV,
+		O_SVG,
+		O_PNG,
+		O_HTML,
+		O_CLUSTER2,
+		O_OPTIM,
+		O_JSON,
+		O_EXPLAIN,
+		O_TRAIN,
+		O_COMPARE,
+		O_BATCH,
+		O_SWEEP,
+		O_PRICE,
+		O_MEMORY,
+		O_MICRO,
+		O_LAYERS,
+		O_STAGES,
+		O_DIM,
+		O_CONST,
+		O_MESH
+	};
+	static const struct option own[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "cluster", required_argument, NULL, O_CLUSTER },
+		{ "plan", required_argument, NULL, O_PLAN },
+		{ "calib", required_argument, NULL, O_CALIB },
+		{ "trace", required_argument, NULL, O_TRACE },
+		{ "csv", required_argument, NULL, O_CSV },
+		{ "svg", required_argument, NULL, O_SVG },
+		{ "png", required_argument, NULL, O_PNG },
+		{ "html", required_argument, NULL, O_HTML },
+		{ "compare-cluster", required_argument, NULL, O_CLUSTER2 },
+		{ "optim", required_argument, NULL, O_OPTIM },
+		{ "optimizer", required_argument, NULL, O_OPTIM },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "explain", no_argument, NULL, O_EXPLAIN },
+		{ "train", no_argument, NULL, O_TRAIN },
+		{ "compare", required_argument, NULL, O_COMPARE },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "sweep", required_argument, NULL, O_SWEEP },
+		{ "price-per-gpu-hour", required_argument, NULL, O_PRICE },
+		{ "memory-limit", required_argument, NULL, O_MEMORY },
+		{ "micro-batches", required_argument, NULL, O_MICRO },
+		{ "layers", required_argument, NULL, O_LAYERS },
+		{ "stages", required_argument, NULL, O_STAGES },
+		{ "dim", required_argument, NULL, O_DIM },
+		{ "const", required_argument, NULL, O_CONST },
+		{ "mesh", required_argument, NULL, O_MESH },
+		{ 0 },
+	};
+	struct option lo[64];
+	int n = 0, c, li = 0;
 	memset(a, 0, sizeof *a);
 	train_opts_init(&a->topts);
-	for (int i = 2; i < argc; i++) {
-		const char *s = argv[i];
-		int rc;
-		if (!strcmp(s, "--json") || !strcmp(s, "--explain") || !strcmp(s, "--train")) {
-			*(s[2] == 'j' ? &a->json : s[2] == 'e' ? &a->explain : &a->train) = true;
-		} else if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
-			a->help = true;
-		} else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+	cli_options_add(lo, &n, 64, own);
+	cli_options_add(lo, &n, 64, cli_step_options);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hq", lo, &li)) != -1) {
+		const char *v = optarg, *opt = c == CLI_OPT_STEP || c >= 256 ? lo[li].name : NULL;
+		char tail, *end;
+		int rc = 0;
+		switch (c) {
+		case 'h':
+			return 1;
+		case 'q':
 			a->quiet = true;
-		} else if (!strcmp(s, "--compare")) {
-			if (i + 2 >= argc)
+			break;
+		case O_CLUSTER:
+			a->cluster = v;
+			break;
+		case O_PLAN:
+			a->plan = v;
+			break;
+		case O_CALIB:
+			a->calib = v;
+			break;
+		case O_TRACE:
+			a->trace = v;
+			break;
+		case O_CSV:
+			a->csv = v;
+			break;
+		case O_SVG:
+			a->svg = v;
+			break;
+		case O_PNG:
+			a->png = v;
+			break;
+		case O_HTML:
+			a->html = v;
+			break;
+		case O_CLUSTER2:
+			a->cluster2 = v;
+			break;
+		case O_OPTIM:
+			a->optim = v;
+			break;
+		case O_JSON:
+			a->json = true;
+			break;
+		case O_EXPLAIN:
+			a->explain = true;
+			break;
+		case O_TRAIN:
+			a->train = true;
+			break;
+		case O_COMPARE: /* two values: the second is the next word */
+			if (optind >= argc)
 				return ir_errorf(-EINVAL,
 						 "--compare expects two plans, A and B (auto or dp=..,tp=..,pp=..)");
-			a->cmp[0] = argv[++i];
-			a->cmp[1] = argv[++i];
-		} else if (!strncmp(s, "--dim=", 6)) {
-			if (cli_parse_dim(s + 6, a->dims, &a->ndims, MAX_LIST) < 0)
-				return -EINVAL;
-		} else if (!strncmp(s, "--const=", 8)) {
-			if (cli_parse_const(s + 8, &a->consts) < 0)
-				return -EINVAL;
-		} else if (i + 1 < argc && (rc = option_with_value(a, s, argv[i + 1])) != 0) {
-			if (rc < 0)
-				return rc;
-			i++;
-		} else if (s[0] == '-') {
-			return ir_errorf(-EINVAL, "report: unknown or incomplete option '%s'", s);
-		} else if (!a->model) {
-			a->model = s;
-		} else {
-			return ir_errorf(-EINVAL, "report: unexpected argument '%s'", s);
+			a->cmp[0] = v;
+			a->cmp[1] = argv[optind++];
+			break;
+		case O_BATCH:
+			a->batch = strtoll(v, &end, 10);
+			if (*end || end == v || a->batch <= 0)
+				rc = ir_errorf(-EINVAL, "--batch %s: expected a positive integer", v);
+			break;
+		case O_SWEEP:
+			a->sweep_spec = v;
+			rc = wi_sweep_parse(v, &a->sweep);
+			break;
+		case O_PRICE:
+			rc = parse_double("--price-per-gpu-hour", v, &a->price);
+			break;
+		case O_MEMORY:
+			rc = parse_size("--memory-limit", v, &a->mem_limit);
+			break;
+		case O_MICRO:
+			rc = parse_count("--micro-batches", v, &a->micro);
+			break;
+		case O_LAYERS:
+			rc = parse_count("--layers", v, &a->layers);
+			break;
+		case O_STAGES:
+			rc = parse_count("--stages", v, &a->stages);
+			break;
+		case O_DIM:
+			rc = cli_parse_dim(v, a->dims, &a->ndims, MAX_LIST);
+			break;
+		case O_CONST:
+			rc = cli_parse_const(v, &a->consts);
+			break;
+		case O_MESH:
+			if (sscanf(v, "%dx%d%c", &a->mesh0, &a->mesh1, &tail) != 2 || a->mesh0 < 1 || a->mesh1 < 1)
+				rc = ir_errorf(-EINVAL, "--mesh %s: expected N0xN1 with positive sizes, e.g. 2x8", v);
+			break;
+		case CLI_OPT_STEP:
+			rc = cli_train_option(opt, v, &a->topts, a->pats, MAX_LIST);
+			a->train_opt = a->train_opt ? a->train_opt : opt;
+			a->precision |= !strcmp(opt, "precision");
+			break;
+		default:
+			return ir_getopt_error(c, argv);
 		}
+		if (rc < 0)
+			return -EINVAL;
 	}
+	if (optind == argc)
+		return ir_errorf(-EINVAL, "report: no model given");
+	if (optind + 1 < argc)
+		return ir_errorf(-EINVAL, "report: unexpected argument '%s'", argv[optind + 1]);
+	a->model = argv[optind];
 	return 0;
 }
 
@@ -196,8 +280,6 @@ static int parse(int argc, char **argv, struct ropts *a)
  * whether every output file can be written. */
 static int check(const struct ropts *a)
 {
-	if (!a->model)
-		return ir_errorf(-EINVAL, "report: no model given");
 	if (!a->cluster)
 		return ir_errorf(-EINVAL, "report: --cluster is required (with --plan P for a manual plan, without "
 					  "it for the automatic one)");
@@ -242,7 +324,7 @@ static int request(const struct ropts *a, const char *spec, const struct onnx_im
 		return rc;
 	}
 	if (a->train_opt && !a->train)
-		return ir_errorf(-EINVAL, "%s is an option of the train step: give --train too", a->train_opt);
+		return ir_errorf(-EINVAL, "--%s is an option of the train step: give --train too", a->train_opt);
 	struct inter_opts *o = &q->inter;
 	o->train = a->train;
 	o->micro = a->micro;
@@ -436,20 +518,16 @@ int report_cli(int argc, char **argv)
 {
 	struct ropts a;
 	int rc = parse(argc, argv, &a), status = 0;
-	if (rc == 0 && a.help) {
-		fprintf(stdout, "usage:\n");
-		report_cli_usage(stdout);
+	if (rc == 1) {
+		status = cli_help(&report_cli_usage);
 	} else if (rc < 0) {
-		fprintf(stderr, "pcc: %s\n", ir_error());
-		status = 2;
+		status = cli_fail(2, "report");
 	} else {
 		progress_init(a.quiet);
 		rc = run(&a);
 		progress_end();
-		if (rc < 0) {
-			fprintf(stderr, "pcc: %s\n", ir_error());
-			status = 1;
-		}
+		if (rc < 0)
+			status = cli_fail(1, "report");
 	}
 	for (int i = 0; i < a.ndims; i++)
 		free((char *)a.dims[i].name);

@@ -396,8 +396,8 @@ void chart_title(cairo_t *cr, struct box b, const char *title);
 double chart_legend(cairo_t *cr, double x, double y, int color, const char *label);
 #endif
 
-/* `pcc report ...` (report_cli.c): argv[1] is "report"; the exit status. */
+/* `pcc report ...` (report_cli.c): argv[0] is "report"; the exit status
+ * (its usage: report_cli_usage, compiler/cli.h). */
 int report_cli(int argc, char **argv);
-void report_cli_usage(FILE *f);
 
 #endif

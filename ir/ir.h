@@ -31,6 +31,11 @@ void ir_error_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 const char *ir_error(void);
 int ir_error_code(void); /* the code of the last ir_errorf, 0 after clear */
 void ir_error_clear(void);
+/* The option getopt_long (optstring starting with ':') just refused, as
+ * the recorded error: "unknown option '--x'", "--x needs a value" (c is
+ * ':') or "--x takes no value"; returns -EINVAL. The programs' mains add
+ * "(try 'CMD --help')" to every usage error they print. */
+int ir_getopt_error(int c, char *const *argv);
 
 /* bytes for a message, in the unit that keeps 3 significant digits
  * readable: "512 B", "83.7 KiB", "43.2 MiB", "1.25 GiB"; returns buf. */

@@ -40,6 +40,22 @@ int ir_errorf(int code, const char *fmt, ...)
 	return code;
 }
 
+int ir_getopt_error(int c, char *const *argv)
+{
+	const char *s = optind > 0 ? argv[optind - 1] : "";
+	/* a long option is the word it came in, up to "="; a short one may sit
+	 * inside a cluster of them ("-qx") that optind has not passed yet */
+	if (strncmp(s, "--", 2) || (c == '?' && optopt && !strchr(s, '=')))
+		return c == ':' ? ir_errorf(-EINVAL, "-%c needs a value", optopt)
+				: ir_errorf(-EINVAL, "unknown option '-%c'", optopt ? optopt : '?');
+	int n = (int)strcspn(s, "=");
+	if (c == ':')
+		return ir_errorf(-EINVAL, "%.*s needs a value", n, s);
+	if (optopt && s[n])
+		return ir_errorf(-EINVAL, "%.*s takes no value", n, s);
+	return ir_errorf(-EINVAL, "unknown option '%.*s'", n, s);
+}
+
 void ir_error_prefix(const char *fmt, ...)
 {
 	char prefix[ERR_MAX], old[ERR_MAX];

@@ -2,11 +2,8 @@
  * pcc-run: runs plan.bin on a mesh of ranks launched by MPI, CPU ranks or
  * one GPU per rank (--device; a plan for a GPU cluster runs on GPUs).
  *
- *   mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]
- *   mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--save-onnx OUT.onnx]
- *   mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] [--steps S] ...
- *   common: [--timeout SECONDS] [--device auto|cpu|gpu] [--tf32] [--no-overlap] [--verify-key KEY]
- *           [--init [SPEC]] [--seed N]
+ *   mpirun -np N pcc-run PLAN -i DIR | --data DIR | --tokens FILE [OPTIONS]
+ *   (usage() below says all; pcc-run --help)
  *
  * Every rank reads and checks the plan, takes its device program, loads
  * its parameter slices from the model the plan was compiled from (or
@@ -19,6 +16,7 @@
  * (--skip-nonfinite, or f16 loss scaling).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +29,7 @@
 #include "ir/lr.h"
 #include "ir/steplog.h"
 #include "runtime/rt.h"
+#include "version.h"
 
 struct opts {
 	const char *plan, *model, *in_dir, *out_dir, *data, *save, *ckpt, *resume;
@@ -89,93 +88,187 @@ static void usage(FILE *f)
 static int parse_num(const char *opt, const char *s, double lo, double *out)
 {
 	char *end;
-	double v = strtod(s ? s : "", &end);
-	if (!s || *end || end == s || !(v >= lo))
-		return ir_errorf(-EINVAL, "%s %s: expected a number of at least %g", opt, s ? s : "(missing)", lo);
+	double v = strtod(s, &end);
+	if (*end || end == s || !(v >= lo))
+		return ir_errorf(-EINVAL, "%s %s: expected a number of at least %g", opt, s, lo);
 	*out = v;
 	return 0;
 }
 
+/* The whole number of option opt (1 to RT_STEPS_MAX) into *out. */
+static int parse_whole(const char *opt, const char *v, long *out)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (*end || end == v || errno || n < 1 || n > RT_STEPS_MAX)
+		return ir_errorf(-EINVAL, "--%s %s: expected a whole number from 1 to %ld", opt, v, RT_STEPS_MAX);
+	*out = n;
+	return 0;
+}
+
+enum { PARSE_HELP = 1, PARSE_VERSION };
+
+/* 0, PARSE_HELP, PARSE_VERSION, or -EINVAL naming the usage error. */
 static int parse(int argc, char **argv, struct opts *o)
 {
+	enum {
+		O_MODEL = 256,
+		O_DATA,
+		O_SAVE,
+		O_CKPT,
+		O_RESUME,
+		O_DEVICE,
+		O_TOKENS,
+		O_TOKEN_TYPE,
+		O_VERIFY_KEY,
+		O_LOG_JSON,
+		O_STEPS,
+		O_LOG_EVERY,
+		O_CKPT_EVERY,
+		O_THREADS,
+		O_TIMEOUT,
+		O_SEED,
+		O_INIT,
+		O_REFERENCE,
+		O_TF32,
+		O_NO_OVERLAP,
+		O_PROFILE,
+		O_SKIP_NONFINITE,
+		O_VERSION
+	};
+	static const struct option lo[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ "model", required_argument, NULL, O_MODEL },
+		{ "data", required_argument, NULL, O_DATA },
+		{ "save-onnx", required_argument, NULL, O_SAVE },
+		{ "checkpoint", required_argument, NULL, O_CKPT },
+		{ "resume", required_argument, NULL, O_RESUME },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "tokens", required_argument, NULL, O_TOKENS },
+		{ "token-type", required_argument, NULL, O_TOKEN_TYPE },
+		{ "verify-key", required_argument, NULL, O_VERIFY_KEY },
+		{ "log-json", required_argument, NULL, O_LOG_JSON },
+		{ "steps", required_argument, NULL, O_STEPS },
+		{ "log-every", required_argument, NULL, O_LOG_EVERY },
+		{ "checkpoint-every", required_argument, NULL, O_CKPT_EVERY },
+		{ "threads", required_argument, NULL, O_THREADS },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "init", optional_argument, NULL, O_INIT },
+		{ "reference", no_argument, NULL, O_REFERENCE },
+		{ "tf32", no_argument, NULL, O_TF32 },
+		{ "no-overlap", no_argument, NULL, O_NO_OVERLAP },
+		{ "profile", no_argument, NULL, O_PROFILE },
+		{ "skip-nonfinite", no_argument, NULL, O_SKIP_NONFINITE },
+		{ 0 },
+	};
 	memset(o, 0, sizeof *o);
 	o->steps = 1;
 	o->timeout = 300;
 	const char *init = NULL, *seed = NULL;
 	bool has_init = false;
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	int c, li = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hi:o:", lo, &li)) != -1) {
+		const char *v = optarg;
 		int rc = 0;
-		if (!strcmp(s, "--init") || !strncmp(s, "--init=", 7)) {
-			/* the spec is optional: the next argument when it holds a rule */
+		switch (c) {
+		case 'h':
+			return PARSE_HELP;
+		case O_VERSION:
+			return PARSE_VERSION;
+		case 'i':
+			o->in_dir = v;
+			break;
+		case 'o':
+			o->out_dir = v;
+			break;
+		case O_MODEL:
+			o->model = v;
+			break;
+		case O_DATA:
+			o->data = v;
+			break;
+		case O_SAVE:
+			o->save = v;
+			break;
+		case O_CKPT:
+			o->ckpt = v;
+			break;
+		case O_RESUME:
+			o->resume = v;
+			break;
+		case O_DEVICE:
+			o->device = v;
+			break;
+		case O_TOKENS:
+			o->tokens = v;
+			break;
+		case O_TOKEN_TYPE:
+			o->token_type = v;
+			break;
+		case O_VERIFY_KEY:
+			o->verify_key = v;
+			break;
+		case O_LOG_JSON:
+			o->log_json = v;
+			break;
+		case O_STEPS:
+			rc = parse_whole("steps", v, &o->steps);
+			break;
+		case O_LOG_EVERY:
+			rc = parse_whole("log-every", v, &o->log_every);
+			break;
+		case O_CKPT_EVERY:
+			rc = parse_whole("checkpoint-every", v, &o->ckpt_every);
+			break;
+		case O_THREADS:
+			rc = parse_whole("threads", v, &o->threads);
+			break;
+		case O_TIMEOUT:
+			rc = parse_num("--timeout", v, 0.001, &o->timeout);
+			break;
+		case O_SEED:
+			seed = v;
+			break;
+		case O_INIT:
+			/* the spec is optional: --init=SPEC, or the next word when
+			 * it holds a rule */
 			has_init = true;
-			if (s[6] == '=')
-				init = s + 7;
-			else if (v && v[0] != '-' && strchr(v, '='))
-				init = argv[++i];
-			continue;
-		}
-		if (!strcmp(s, "--seed")) {
-			if (!v)
-				return ir_errorf(-EINVAL, "--seed needs a value");
-			seed = argv[++i];
-			continue;
-		}
-		static const char *const strs[] = { "--model",     "-i",           "-o",           "--data",
-						    "--save-onnx", "--checkpoint", "--resume",     "--device",
-						    "--tokens",    "--token-type", "--verify-key", "--log-json",
-						    NULL };
-		const char **dst[] = {
-			&o->model,  &o->in_dir, &o->out_dir, &o->data,       &o->save,       &o->ckpt,
-			&o->resume, &o->device, &o->tokens,  &o->token_type, &o->verify_key, &o->log_json
-		};
-		int k = 0;
-		while (strs[k] && strcmp(s, strs[k]))
-			k++;
-		if (strs[k]) {
-			if (!v)
-				return ir_errorf(-EINVAL, "%s needs a value", s);
-			*dst[k] = v;
-			i++;
-		} else if (!strcmp(s, "--reference")) {
+			init = v;
+			if (!v && optind < argc && argv[optind][0] != '-' && strchr(argv[optind], '='))
+				init = argv[optind++];
+			break;
+		case O_REFERENCE:
 			o->reference = true;
-		} else if (!strcmp(s, "--tf32")) {
+			break;
+		case O_TF32:
 			o->tf32 = true;
-		} else if (!strcmp(s, "--no-overlap")) {
+			break;
+		case O_NO_OVERLAP:
 			o->no_overlap = true;
-		} else if (!strcmp(s, "--profile")) {
+			break;
+		case O_PROFILE:
 			o->profile = true;
-		} else if (!strcmp(s, "--skip-nonfinite")) {
+			break;
+		case O_SKIP_NONFINITE:
 			return ir_errorf(-EINVAL,
 					 "--skip-nonfinite is an option of the train step: compile the plan "
 					 "with pcc --train --skip-nonfinite, and its steps skip those updates");
-		} else if (!strcmp(s, "--steps") || !strcmp(s, "--log-every") || !strcmp(s, "--checkpoint-every") ||
-			   !strcmp(s, "--threads")) {
-			char *end;
-			errno = 0;
-			long n = v ? strtol(v, &end, 10) : 0;
-			if (!v || *end || end == v || errno || n < 1 || n > RT_STEPS_MAX)
-				return ir_errorf(-EINVAL, "%s %s: expected a whole number from 1 to %ld", s,
-						 v ? v : "(missing)", RT_STEPS_MAX);
-			*(!strcmp(s, "--steps") ? &o->steps
-			  : s[2] == 'l'         ? &o->log_every
-			  : s[2] == 't'         ? &o->threads
-						: &o->ckpt_every) = n;
-			i++;
-		} else if (!strcmp(s, "--timeout")) {
-			if ((rc = parse_num(s, v, 0.001, &o->timeout)) < 0)
-				return rc;
-			i++;
-		} else if (s[0] == '-') {
-			return ir_errorf(-EINVAL, "unknown option '%s' (try --help)", s);
-		} else if (!o->plan) {
-			o->plan = s;
-		} else {
-			return ir_errorf(-EINVAL, "unexpected argument '%s'", s);
+		default:
+			return ir_getopt_error(c, argv);
 		}
+		if (rc < 0)
+			return rc;
 	}
+	if (optind < argc)
+		o->plan = argv[optind];
+	if (optind + 1 < argc)
+		return ir_errorf(-EINVAL, "unexpected argument '%s'", argv[optind + 1]);
 	if (!o->plan)
-		return ir_errorf(-EINVAL, "no plan given (try --help)");
+		return ir_errorf(-EINVAL, "no plan given");
 	unsigned long long sv = 0;
 	if (seed) {
 		char *end;
@@ -720,6 +813,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 					r->step, o->steps, r->step);
 			goto done;
 		}
+		if (r->step == o->steps && r->c->rank == 0)
+			printf("pcc-run: the checkpoint is at step %ld, the run's last (--steps %ld): no step left to "
+			       "train\n",
+			       r->step, o->steps);
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double last[2] = { r->t_kernel, r->t_comm };
@@ -803,11 +900,18 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct rt r = { 0 };
 	struct plan *p = NULL;
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return 0;
-		}
+	/* --help and --version need no MPI; a usage error is said by rank 0 */
+	int rc = parse(argc, argv, &o);
+	if (rc == PARSE_HELP) {
+		usage(stdout);
+		return 0;
+	}
+	if (rc == PARSE_VERSION) {
+		printf("pcc-run %s\n", PCC_VERSION);
+		return 0;
+	}
+	char usage_error[1024];
+	snprintf(usage_error, sizeof usage_error, "%s", rc < 0 ? ir_error() : "");
 	/* past RLIMIT_FSIZE a write fails with EFBIG, reported, instead of killing the rank */
 	signal(SIGXFSZ, SIG_IGN);
 	interp_blas_init();
@@ -819,10 +923,9 @@ int main(int argc, char **argv)
 	char who[48];
 	snprintf(who, sizeof who, "pcc-run: rank %d", c.rank);
 	ir_assert_set_who(who);
-	int rc = parse(argc, argv, &o);
 	if (rc < 0) {
 		if (c.rank == 0)
-			fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
+			fprintf(stderr, "pcc-run: rank 0: %s (try 'pcc-run --help')\n", usage_error);
 		c.ops->finish(&c);
 		return 2;
 	}

@@ -24,8 +24,11 @@
  * feasible, 4 when over the limit, 1 on bad input.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "solvers/solvers.h"
+#include "version.h"
 
 static double now(void)
 {
@@ -42,10 +46,19 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int usage(void)
+static const char usage_text[] = "usage: pcc-iopddl PROBLEM.json[.gz] TIMEOUT_SECONDS\n"
+				 "       pcc-iopddl --eval PROBLEM.json[.gz] ANSWER\n"
+				 "       pcc-iopddl --help | --version\n";
+
+/* A usage error: one line, exit status 2. */
+__attribute__((format(printf, 1, 2))) static int misuse(const char *fmt, ...)
 {
-	fprintf(stderr, "usage: pcc-iopddl PROBLEM.json[.gz] TIMEOUT_SECONDS\n"
-			"       pcc-iopddl --eval PROBLEM.json[.gz] ANSWER\n");
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "pcc-iopddl: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (try 'pcc-iopddl --help')\n");
+	va_end(ap);
 	return 2;
 }
 
@@ -246,17 +259,42 @@ static void disarm_alarm(void)
 int main(int argc, char **argv)
 {
 	double t0 = now();
-	if (argc == 4 && !strcmp(argv[1], "--eval"))
-		return eval_main(argv[2], argv[3]);
-	if (argc != 3)
-		return usage();
+	enum { O_EVAL = 256, O_VERSION };
+	static const struct option lo[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ "eval", no_argument, NULL, O_EVAL },
+		{ 0 },
+	};
+	bool eval = false;
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (o == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (o == O_VERSION) {
+			printf("pcc-iopddl %s\n", PCC_VERSION);
+			return 0;
+		}
+		if (o != O_EVAL)
+			return misuse("unknown option '%s'", argv[optind - 1]);
+		eval = true;
+	}
+	if (argc - optind != 2)
+		return misuse("%s",
+			      eval ? "--eval expects PROBLEM and ANSWER" : "expected PROBLEM and TIMEOUT_SECONDS");
+	if (eval)
+		return eval_main(argv[optind], argv[optind + 1]);
+	const char *path = argv[optind], *secs = argv[optind + 1];
 	char *end;
-	double timeout = strtod(argv[2], &end);
-	if (end == argv[2] || *end || !(timeout > 0))
-		return usage();
+	double timeout = strtod(secs, &end);
+	if (end == secs || *end || !(timeout > 0))
+		return misuse("TIMEOUT_SECONDS must be a positive number of seconds, not '%s'", secs);
 	arm_alarm(t0, now(), alarm_at(timeout));
 	struct shard_problem p;
-	if (shard_problem_read_iopddl(argv[1], &p) < 0) {
+	if (shard_problem_read_iopddl(path, &p) < 0) {
 		fprintf(stderr, "pcc-iopddl: %s\n", shard_error());
 		return 1;
 	}
@@ -277,7 +315,7 @@ int main(int argc, char **argv)
 	int rc = choice ? shard_solve(&p, &prm, choice, &ev) : -ENOMEM;
 	disarm_alarm();
 	if (rc < 0) {
-		fprintf(stderr, "pcc-iopddl: %s: %s\n", argv[1],
+		fprintf(stderr, "pcc-iopddl: %s: %s\n", path,
 			rc == -ENOMEM && !choice ? "out of memory" : shard_error());
 		puts("[]");
 		shard_problem_free(&p);
@@ -286,7 +324,7 @@ int main(int argc, char **argv)
 	}
 	char c[SHARD_I128_STRLEN], pk[SHARD_I128_STRLEN];
 	fprintf(stderr, "pcc-iopddl: %s: %d nodes, %d edges: cost %s, peak usage %s of %lld, %.2f s\n",
-		p.name ? p.name : argv[1], p.nnodes, p.nedges, shard_i128_str(ev.cost, c),
+		p.name ? p.name : path, p.nnodes, p.nedges, shard_i128_str(ev.cost, c),
 		shard_i128_str(ev.peak_usage, pk), (long long)p.usage_limit, now() - t0);
 	print_choice(choice, p.nnodes);
 	shard_problem_free(&p);

@@ -1,7 +1,11 @@
 #!/bin/sh
-# test_cli.sh PCC MODELS_DIR: the pcc command line, end to end (TAP).
+# test_cli.sh PCC MODELS_DIR PCC_RUN PCC_MODELGEN PCC_IOPDDL: the pcc command
+# line, end to end, and the one command line of all of pcc's programs (TAP).
 pcc=$1
 models=$2
+run=$3
+modelgen=$4
+iopddl=$5
 . "$(dirname "$0")/tap.sh"
 
 check "inspect prints parameters" sh -c "'$pcc' inspect '$models/gpt_op17/model.onnx' | grep -q 'parameters: 29568'"
@@ -120,4 +124,134 @@ check "fusion: a dot whose result is converted to f64 keeps its own kernel (the 
 check "fusion: gpt_op17 on 1x4:v100 fuses no dot" sh -c "
   '$pcc' '$models/gpt_op17/model.onnx' --cluster 1x4:v100 --dump-after=fusion -o '$tmp/g.bin' >'$tmp/gf' &&
   grep -q 'fused (k' '$tmp/gf' && ! grep 'fused (k' '$tmp/gf' | grep -q '= dot'"
+# ---- one command line (issue 38): getopt_long everywhere, -h and --help
+# on every command, --version on every program, exit 2 for a usage error
+# in one line naming it and the help, 1 for bad input
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi="timeout 120 mpirun --oversubscribe -np 1"
+ml=$models/../train/mlp_loss
+
+# helps CMD_WORDS ARGS...: exit 0, nothing on stderr, stdout "usage:" and
+# synopsis lines that all name CMD_WORDS ("pcc train"; "" for pcc --help)
+helps() {
+	hp_cmd=$1
+	shift
+	"$@" >"$tmp/hp.out" 2>"$tmp/hp.err" || { echo "exit status $?" >&2; return 1; }
+	[ ! -s "$tmp/hp.err" ] || { cat "$tmp/hp.err" >&2; return 1; }
+	[ "$(head -1 "$tmp/hp.out")" = "usage:" ] || [ "$(head -1 "$tmp/hp.out" | cut -c1-6)" = "usage:" ] ||
+		{ echo "first line: $(head -1 "$tmp/hp.out")" >&2; return 1; }
+	[ -z "$hp_cmd" ] || ! grep -E '^(usage:)? +(mpirun -np N )?pcc[a-z-]* [a-zA-Z]' "$tmp/hp.out" | sed 's/^usage://' |
+		grep -v -E "^ +(mpirun -np N )?$hp_cmd( |\$)" >&2 || { echo "a synopsis of another command" >&2; return 1; }
+	grep -q -E "^(usage:)? +(mpirun -np N )?${hp_cmd:-pcc train}( |\$)" "$tmp/hp.out" ||
+		{ echo "no synopsis of ${hp_cmd:-pcc train}" >&2; return 1; }
+}
+for h in --help -h; do
+	check "pcc $h: every command's synopsis, exit 0" helps "" "$pcc" $h
+	for c in inspect eval print report train version; do
+		check "pcc $c $h: its own usage only, exit 0" helps "pcc $c" "$pcc" $c $h
+	done
+	check "pcc MODEL $h: pcc MODEL's usage, exit 0" helps "pcc MODEL" "$pcc" "$m" --cluster cpu:2 $h
+	check "pcc-run $h: its usage, exit 0" helps "pcc-run" "$run" $h
+	check "pcc-modelgen $h: its usage, exit 0" helps "pcc-modelgen" "$modelgen" $h
+	check "pcc-iopddl $h: its usage, exit 0" helps "pcc-iopddl" "$iopddl" $h
+done
+check "pcc help train is pcc train --help" sh -c "'$pcc' help train >'$tmp/h1' && '$pcc' train --help | cmp - '$tmp/h1' >&2"
+
+# every program's --version: "PROG X.Y.Z (commit C)", the same X.Y.Z and C
+versions() {
+	: >"$tmp/vs"
+	for vp in "$pcc" "$run" "$modelgen" "$iopddl"; do
+		"$vp" --version >"$tmp/v" 2>"$tmp/ve" || { echo "$vp --version: exit $?" >&2; return 1; }
+		head -1 "$tmp/v" | grep -E "^$(basename "$vp") [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-z]+\)\$" >&2 ||
+			{ echo "$vp --version: $(head -1 "$tmp/v")" >&2; return 1; }
+		head -1 "$tmp/v" | cut -d' ' -f2- >>"$tmp/vs"
+	done
+	[ "$(sort -u "$tmp/vs" | wc -l)" -eq 1 ] || { cat "$tmp/vs" >&2; return 1; }
+	"$pcc" version >"$tmp/v1" && "$pcc" --version | cmp - "$tmp/v1" >&2
+}
+check "--version: pcc, pcc-run, pcc-modelgen and pcc-iopddl say the same version and commit; pcc version is pcc --version" versions
+
+# --opt=value is --opt value
+check "pcc MODEL: --cluster=C --batch=B --mesh=1x2 plans as --cluster C --batch B --mesh 1x2 (but the search's time)" sh -c "
+  '$pcc' '$models/gpt_dyn_op17/model.onnx' --cluster=cpu:2 --batch=4 --dim=seq=8 --mesh=1x2 -o '$tmp/eq.txt' >/dev/null &&
+  '$pcc' '$models/gpt_dyn_op17/model.onnx' --cluster cpu:2 --batch 4 --dim seq=8 --mesh 1x2 -o '$tmp/sp.txt' >/dev/null &&
+  grep -v '^search: ' '$tmp/eq.txt' >'$tmp/eq' && grep -v '^search: ' '$tmp/sp.txt' | cmp - '$tmp/eq' >&2"
+check "pcc train: --steps=2 --optimizer=sgd --lr=0.05 as --steps 2 --optimizer sgd --lr 0.05" sh -c "
+  '$pcc' train '$ml/model.onnx' -i '$ml' --steps=2 --optimizer=sgd --lr=0.05 >'$tmp/eq' &&
+  '$pcc' train '$ml/model.onnx' -i '$ml' --steps 2 --optimizer sgd --lr 0.05 >'$tmp/sp' &&
+  grep -q '^step 2 ' '$tmp/eq' && cmp '$tmp/eq' '$tmp/sp' >&2"
+check "pcc report: --cluster=C --plan=dp=2,tp=2 as --cluster C --plan dp=2,tp=2" sh -c "
+  '$pcc' report '$m' --cluster=1x8:a100 --plan=dp=2,tp=2 --json >'$tmp/eq' &&
+  '$pcc' report '$m' --cluster 1x8:a100 --plan dp=2,tp=2 --json >'$tmp/sp' && cmp '$tmp/eq' '$tmp/sp' >&2"
+check "pcc-modelgen: --batch=2 --layers=2 as --batch 2 --layers 2" sh -c "
+  mkdir -p '$tmp/mg_eq' '$tmp/mg_sp' && '$modelgen' gpt3-125m -o '$tmp/mg_eq/g.onnx' --batch=2 --layers=2 >/dev/null &&
+  '$modelgen' gpt3-125m -o '$tmp/mg_sp/g.onnx' --batch 2 --layers 2 >/dev/null && cmp '$tmp/mg_eq/g.onnx' '$tmp/mg_sp/g.onnx' >&2"
+check "pcc-run: --steps=0 is read as --steps 0 (refused, exit 2)" sh -c "
+  $mpi '$run' '$tmp/none.bin' --data '$ml' --steps=0 2>'$tmp/e'; test \$? -eq 2 &&
+  grep -q -- '--steps 0: expected a whole number' '$tmp/e'"
+
+# misuse STATUS WANT ARGS...: exit STATUS, stderr exactly one line of
+# pcc's (mpirun may add its own), WANT (a fixed string) in it
+misuse() {
+	mu_status=$1 mu_want=$2
+	shift 2
+	"$@" >/dev/null 2>"$tmp/mu.err"
+	mu_rc=$?
+	cat "$tmp/mu.err" >&2
+	[ "$mu_rc" -eq "$mu_status" ] || { echo "exit status $mu_rc" >&2; return 1; }
+	[ "$(grep -c '^pcc' "$tmp/mu.err")" -eq 1 ] || { echo "not one line" >&2; return 1; }
+	grep -q -F -- "$mu_want" "$tmp/mu.err"
+}
+for c in inspect eval print report train; do
+	check "pcc $c --frobnicate: exit 2, one line naming it and pcc $c --help" \
+		misuse 2 "pcc: unknown option '--frobnicate' (try 'pcc $c --help')" "$pcc" $c "$m" --frobnicate
+done
+check "pcc MODEL --frobnicate=1: exit 2, one line naming it and pcc --help" \
+	misuse 2 "pcc: unknown option '--frobnicate' (try 'pcc --help')" "$pcc" "$m" --cluster cpu:2 --frobnicate=1
+check "pcc-run --frobnicate: exit 2, one line naming it and pcc-run --help" \
+	misuse 2 "pcc-run: rank 0: unknown option '--frobnicate' (try 'pcc-run --help')" $mpi "$run" "$tmp/none.bin" --frobnicate
+check "pcc-modelgen --frobnicate: exit 2, one line naming it and pcc-modelgen --help" \
+	misuse 2 "pcc-modelgen: unknown option '--frobnicate' (try 'pcc-modelgen --help')" "$modelgen" gpt3-125m --frobnicate
+check "pcc-iopddl --frobnicate: exit 2, one line naming it and pcc-iopddl --help" \
+	misuse 2 "pcc-iopddl: unknown option '--frobnicate' (try 'pcc-iopddl --help')" "$iopddl" --frobnicate x 1
+check "pcc train MODEL --lr (no value): exit 2, one line" \
+	misuse 2 "pcc: --lr needs a value (try 'pcc train --help')" "$pcc" train "$ml/model.onnx" -i "$ml" --lr
+check "pcc inspect --json=1 (a flag with a value): exit 2, one line" \
+	misuse 2 "pcc: --json takes no value (try 'pcc inspect --help')" "$pcc" inspect "$m" --json=1
+check "pcc inspect with two models: exit 2, one line" \
+	misuse 2 "pcc: inspect: unexpected argument '$m' (try 'pcc inspect --help')" "$pcc" inspect "$m" "$m"
+check "pcc eval without -i: exit 2, one line" misuse 2 "pcc: eval: -i DIR is required (try 'pcc eval --help')" "$pcc" eval "$m"
+check "pcc MODEL without --cluster: exit 2, one line" misuse 2 "--cluster is required (try 'pcc --help')" "$pcc" "$m"
+check "pcc with no command: exit 2, one line" misuse 2 "pcc: no command given (try 'pcc --help')" "$pcc"
+check "pcc frobnicate (no such command): exit 2, one line" \
+	misuse 2 "pcc: unknown command 'frobnicate' (try 'pcc --help')" "$pcc" frobnicate
+check "bad input stays exit 1: pcc inspect of a missing model" misuse 1 "nope.onnx: cannot open" "$pcc" inspect "$tmp/nope.onnx"
+
+# -o writes what it says: FILE.bin (the plan) or FILE.txt (its text form);
+# -o plan.json is refused before any work, nothing written (issue 38: it
+# wrote a binary plan)
+check "pcc MODEL -o plan.json: exit 2, one line naming .bin and .txt, nothing written" sh -c "
+  '$pcc' '$m' --cluster cpu:2 -o '$tmp/plan.json' >/dev/null 2>'$tmp/e'; test \$? -eq 2 && test \$(wc -l <'$tmp/e') -eq 1 &&
+  grep -q -- '-o .*plan.json: pcc writes the executable plan as FILE.bin and its text form as FILE.txt' '$tmp/e' &&
+  test ! -e '$tmp/plan.json'"
+
+# --resume from a checkpoint past --steps: one line saying so, exit 1,
+# no step run (issue 38: it printed "-20 steps" and exited 0); at
+# --steps exactly, a line saying no step is left, exit 0
+resume_past() {
+	"$pcc" "$ml/model.onnx" --cluster cpu:1 --train --optimizer sgd --lr 0.05 -o "$tmp/rs.bin" >/dev/null &&
+		$mpi "$run" "$tmp/rs.bin" --data "$ml" --steps 3 --checkpoint "$tmp/rs.ck" >/dev/null ||
+		{ echo "the first run failed" >&2; return 1; }
+	$mpi "$run" "$tmp/rs.bin" --data "$ml" --steps=2 --resume="$tmp/rs.ck" >"$tmp/rs.out" 2>"$tmp/rs.err"
+	rs_rc=$?
+	cat "$tmp/rs.err" >&2
+	[ "$rs_rc" -eq 1 ] || { echo "exit status $rs_rc" >&2; return 1; }
+	[ "$(grep -c '^pcc-run' "$tmp/rs.err")" -eq 1 ] && ! grep -q '^step\|steps in' "$tmp/rs.out" &&
+		grep -q -- '^pcc-run: rank 0: resumed at step 3, past --steps 2 (the run.s total, not the steps to add): give --steps above 3 to train on from it$' "$tmp/rs.err" || return 1
+	$mpi "$run" "$tmp/rs.bin" --data "$ml" --steps 3 --resume "$tmp/rs.ck" >"$tmp/rs.out" 2>&1 &&
+		grep -q "^pcc-run: the checkpoint is at step 3, the run's last (--steps 3): no step left to train\$" "$tmp/rs.out" &&
+		! grep -q '^step' "$tmp/rs.out"
+}
+check "pcc-run --resume of a checkpoint past --steps: exit 1, one line saying so; at --steps, no step left, exit 0" resume_past
 tap_done

@@ -100,7 +100,7 @@ err "--const of another shape" 1 \
   "$pcc" "$m" --cluster cpu:1 --const "shape=$node/test_reshape_extended_dims/test_data_set_0" -o "$tmp/x.bin"
 err "--const of one name twice" 2 'input "shape" is already bound (by --const shape=' \
   "$pcc" "$m" --cluster cpu:1 --const "shape=$r/test_data_set_0" --const "shape=$r/test_data_set_0/input_1.pb"
-err "--const without NAME=" 2 "^pcc: --const expects NAME=FILE.pb or NAME=DIR, got .shape.$" \
+err "--const without NAME=" 2 "^pcc: --const expects NAME=FILE.pb or NAME=DIR, got .shape. (try .pcc inspect --help.)$" \
   "$pcc" inspect "$m" --const shape
 err "--const on a plan file" 1 'the file is a plan, and --const binds an input of an ONNX model' \
   "$pcc" inspect "$tmp/test_onehot_with_axis.bin" --const "shape=$r/test_data_set_0"

@@ -301,7 +301,7 @@ refuse "an unknown option: named" 2 "unknown option '--frobnicate'" \
 	"$tmp/t2.bin" --data "$gdata" --frobnicate --save-onnx "$tmp/never.onnx"
 refuse "--steps 0: refused" 2 "--steps 0: expected a whole number from 1 to" \
 	"$tmp/t2.bin" --data "$gdata" --steps 0 --save-onnx "$tmp/never.onnx"
-refuse "--steps without a value: refused" 2 "--steps (missing): expected a whole number" \
+refuse "--steps without a value: refused" 2 "--steps needs a value" \
 	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx" --steps
 refuse "--timeout 0: refused" 2 "--timeout 0: expected a number of at least 0.001" \
 	"$tmp/t2.bin" --data "$gdata" --timeout 0 --save-onnx "$tmp/never.onnx"

@@ -32,18 +32,21 @@ m=$train/mlp
 check "inspect --train: AdamW adds gradients and two state slots" sh -c "'$pcc' inspect '$m/model.onnx' --train --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"gradient_bytes\"]==3232 and o[\"optimizer_state_bytes\"]==6464 and o[\"train_total_bytes\"]==12928'"
 check "inspect --train --optim momentum: one slot" sh -c "'$pcc' inspect '$m/model.onnx' --train --optim momentum | grep -q 'training (momentum): gradients 3.23 KB, optimizer state 3.23 KB'"
 check "mse loss on a model output" sh -c "'$pcc' train '$m/model.onnx' -i '$m/test_data_set_0' --loss mse:y,target --optimizer sgd --lr 0.1 --steps 3 | grep -q '^step 3 '"
-# bad input: one line, exit 1, nothing written
-bad() {
-	desc=$1; want=$2; shift 2
+# refused STATUS DESC WANT ARGS...: one line holding WANT, exit STATUS,
+# nothing written; bad input exits 1 (bad), a bad option 2 (misuse)
+refused() {
+	rf_status=$1 desc=$2 want=$3; shift 3
 	check "$desc" sh -c "rm -f '$tmp/out.onnx'; '$pcc' train \"\$@\" --save-onnx '$tmp/out.onnx' >/dev/null 2>'$tmp/e'; rc=\$?
-	  test \$rc -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q -- \"$want\" '$tmp/e' && test ! -e '$tmp/out.onnx'" x "$@"
+	  test \$rc -eq $rf_status && test \$(wc -l <'$tmp/e') -eq 1 && grep -q -- \"$want\" '$tmp/e' && test ! -e '$tmp/out.onnx'" x "$@"
 }
-bad "learning rate not finite" "--lr nan: expected a finite number" "$tt/model.onnx" -i "$tt" --lr nan
+bad() { refused 1 "$@"; }
+misuse() { refused 2 "$@"; }
+misuse "learning rate not finite" "--lr nan: expected a finite number" "$tt/model.onnx" -i "$tt" --lr nan
 bad "negative learning rate" "learning rate -1 must be positive and finite" "$tt/model.onnx" -i "$tt" --lr -1
 bad "no loss: the model has no scalar output" "has no scalar loss output" "$m/model.onnx" -i "$m/test_data_set_0"
 bad "loss spec naming a missing value" 'no value named \"logits\"' "$m/model.onnx" -i "$m/test_data_set_0" --loss cross_entropy:logits,labels
 bad "labels of the wrong dtype" 'input \"target\" expects i64\[4\] (integer class indices), got f32\[4,8\]' "$m/model.onnx" -i "$m/test_data_set_0" --loss cross_entropy:y,target
-bad "unknown optimizer" "unknown optimizer 'rmsprop'" "$m/model.onnx" -i "$m/test_data_set_0" --optimizer rmsprop
+misuse "unknown optimizer" "unknown optimizer 'rmsprop'" "$m/model.onnx" -i "$m/test_data_set_0" --optimizer rmsprop
 bad "unknown loss kind" "unknown loss 'hinge'" "$m/model.onnx" -i "$m/test_data_set_0" --loss hinge:y,target
 bad "missing data directory" "no input_0.pb (or .npy) and no test_data_set_0" "$m/model.onnx" -i "$tmp/nowhere" --loss mse:y,target
 bad "everything frozen" "no parameter to train" "$m/model.onnx" -i "$m/test_data_set_0" --loss mse:y,target --freeze '*'
