@@ -103,6 +103,12 @@ if ! "$cc" -fsanitize=fuzzer,address,undefined "$probe" -o "$out/probe" 2>/dev/n
 	exit 0
 fi
 
+# version.h, which meson makes from version.h.in for the programs (the
+# pcc-iopddl CLI that fuzz_answer.c compiles in includes it)
+mkdir -p "$out/gen"
+sed 's/@PCC_VERSION@/fuzz/; s/@VCS_TAG@/none/' "$src/version.h.in" >"$out/gen/version.h.tmp" &&
+	mv "$out/gen/version.h.tmp" "$out/gen/version.h"
+
 # ---- build.ninja: every source into one archive, one binary per target
 blas_cflags=$(pkg-config --cflags openblas 2>/dev/null || true)
 blas_libs=$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
