@@ -169,8 +169,10 @@ static ncclResult_t comm_init_rank(ncclComm_t *out, int n, ncclUniqueId id, int 
 	if (r != ncclSuccess)
 		return r;
 	char *all = ir_malloc((size_t)size * sizeof id.internal);
-	if (!all)
+	if (!all) {
+		MPI_Comm_free(&m);
 		return nc_fail(ncclSystemError, "out of host memory");
+	}
 	r = mpi_check(MPI_Allgather(id.internal, sizeof id.internal, MPI_BYTE, all, sizeof id.internal, MPI_BYTE, m),
 		      "MPI_Allgather");
 	for (int q = 0; q < size && r == ncclSuccess; q++)
@@ -180,6 +182,8 @@ static ncclResult_t comm_init_rank(ncclComm_t *out, int n, ncclUniqueId id, int 
 	ir_free(all);
 	if (r == ncclSuccess && !(*out = comm_new(m)))
 		r = nc_fail(ncclSystemError, "out of host memory");
+	if (r != ncclSuccess) /* the duplicate is no one's */
+		MPI_Comm_free(&m);
 	return r;
 }
 

@@ -362,6 +362,10 @@ static void gemms(void)
 	cublasStatus_t st = a->cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, NULL, 1, &res, &got);
 	TAP_OK(st == CUBLAS_STATUS_INVALID_VALUE && strstr(a->cublasLtGetStatusString(st), "do not multiply"),
 	       "a 4x3 times 5x2 matmul is refused: %s", a->cublasLtGetStatusString(st));
+	a->cublasLtMatrixLayoutDestroy(la);
+	a->cublasLtMatrixLayoutDestroy(lb);
+	a->cublasLtMatrixLayoutDestroy(lc);
+	a->cublasLtMatmulDescDestroy(desc);
 	a->cublasLtDestroy(lt);
 }
 
