@@ -64,6 +64,12 @@ int ir_steplog_write(struct ir_steplog *l, const struct ir_steprec *r)
 	json_object_set_new(o, "samples_per_s", num(r->samples / t));
 	if (r->tokens > 0)
 		json_object_set_new(o, "tokens_per_s", num(r->tokens / t));
+	if (r->nsets > 0) {
+		json_t *a = json_array();
+		for (int i = 0; i < r->nsets; i++)
+			json_array_append_new(a, json_integer(r->sets[i]));
+		json_object_set_new(o, "sets", a);
+	}
 	if (r->nranks > 0) {
 		json_t *a = json_array();
 		for (int i = 0; i < r->nranks; i++)

@@ -5,7 +5,7 @@
  *
  *   {"step": 3, "steps": 100, "loss": 9.94, "grad_norm": 3.64, "lr": 0.0001,
  *    "skipped": false, "step_ms": 26.512, "samples": 1, "tokens": 1024,
- *    "samples_per_s": 37.7, "tokens_per_s": 38623,
+ *    "samples_per_s": 37.7, "tokens_per_s": 38623, "sets": [2],
  *    "ranks": [{"rank": 0, "kernel_ms": 20.1, "comm_ms": 0.3}, ...]}
  *
  * Non-finite numbers are null (JSON has none); "tokens" and its rate are
@@ -22,10 +22,12 @@ struct ir_steplog;
 struct ir_steprec {
 	long step, steps; /* 1-based, of the run's total */
 	double loss, grad_norm, lr;
-	bool skipped;                    /* a non-finite gradient norm: the update was skipped */
-	double seconds;                  /* the step's wall time */
-	double samples;                  /* per step */
-	double tokens;                   /* per step; 0: none */
+	bool skipped;    /* a non-finite gradient norm: the update was skipped */
+	double seconds;  /* the step's wall time */
+	double samples;  /* per step */
+	double tokens;   /* per step; 0: none */
+	const int *sets; /* [nsets]: the data sets the step read (0: not told) */
+	int nsets;
 	int nranks;                      /* 0: no per-rank figures */
 	const double *kernel_s, *comm_s; /* [nranks]: each rank's time this step */
 };

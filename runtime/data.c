@@ -49,7 +49,12 @@ struct rt_data {
 	long next;              /* the step the next call feeds (0-based) */
 	/* the backend-test layout */
 	int nsets;
-	bool whole;             /* every set is a whole step */
+	bool whole;    /* every set is a whole step */
+	bool shuffled; /* rt_data_shuffle: sets in a seeded order per pass */
+	uint64_t seed;
+	long perm_pass;         /* the pass perm[] is the order of, or -1 */
+	int *perm;              /* [nsets] */
+	int *fed;               /* [micro]: the sets the last step took */
 	struct ir_tensor *sets; /* [nsets * ninputs]; step[] are views into them */
 	/* a token file; step[] own their data */
 	const char *path;
@@ -78,6 +83,8 @@ void rt_data_close(struct rt_data *d)
 		munmap((void *)d->map, d->map_bytes);
 	ir_free(d->seen);
 	ir_free(d->sets);
+	ir_free(d->perm);
+	ir_free(d->fed);
 	ir_free(d->step);
 	ir_free(d);
 }
@@ -469,6 +476,54 @@ void rt_data_seek(struct rt_data *d, long step)
 	d->next = step;
 }
 
+int rt_data_shuffle(struct rt_data *d, uint64_t seed)
+{
+	if (d->map)
+		return ir_errorf(-EINVAL, "--shuffle reorders data sets (--data DIR); a token file is read in "
+					  "window order");
+	if (!(d->perm = ir_calloc((size_t)d->nsets + 1, sizeof *d->perm)))
+		return ir_errorf(-ENOMEM, "out of memory shuffling the data sets");
+	d->shuffled = true;
+	d->seed = seed;
+	d->perm_pass = -1;
+	return 0;
+}
+
+/* splitmix64: the next of a stream of well-mixed 64-bit values */
+static uint64_t mix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The k-th set used in the run (0-based, counted over every step's). */
+static int set_at(struct rt_data *d, long k)
+{
+	if (!d->shuffled)
+		return (int)(k % d->nsets);
+	long pass = k / d->nsets;
+	if (pass != d->perm_pass) { /* Fisher-Yates, from the seed and the pass alone */
+		uint64_t x = d->seed ^ ((uint64_t)pass * 0xd1b54a32d192ed03ull);
+		for (int i = 0; i < d->nsets; i++)
+			d->perm[i] = i;
+		for (int i = d->nsets - 1; i > 0; i--) {
+			int j = (int)(mix(&x) % (uint64_t)(i + 1)), t = d->perm[i];
+			d->perm[i] = d->perm[j];
+			d->perm[j] = t;
+		}
+		d->perm_pass = pass;
+	}
+	return d->perm[k % d->nsets];
+}
+
+const int *rt_data_sets(const struct rt_data *d, int *n)
+{
+	*n = d->map || !d->fed ? 0 : d->micro;
+	return d->fed;
+}
+
 int rt_data_next(struct rt_data *d, const struct ir_tensor **in)
 {
 	const struct plan *p = d->p;
@@ -478,9 +533,12 @@ int rt_data_next(struct rt_data *d, const struct ir_tensor **in)
 		return cut_windows(d, d->next++);
 	/* the set step s starts at: sets are used in turn, a step takes micro
 	 * of them (one when each is a whole step) */
-	long first = (long)((d->next++ * (d->whole ? 1 : (int64_t)d->micro)) % d->nsets);
+	long first = d->next++ * (d->whole ? 1 : (long)d->micro);
+	if (!d->fed && !(d->fed = ir_calloc((size_t)d->micro + 1, sizeof *d->fed)))
+		return ir_errorf(-ENOMEM, "out of memory reading the data");
 	for (int m = 0; m < d->micro; m++) {
-		int set = (int)(d->whole ? first : (first + m) % d->nsets);
+		int set = set_at(d, d->whole ? first : first + m);
+		d->fed[m] = set;
 		for (int i = 0; i < ni; i++) {
 			const struct ir_tensor *s = &d->sets[(size_t)set * (size_t)ni + (size_t)i];
 			struct ir_tensor *v = &d->step[(size_t)m * (size_t)ni + (size_t)i];

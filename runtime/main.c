@@ -45,13 +45,16 @@ struct opts {
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	const char *log_json; /* --log-json FILE: one JSON line a step (ir/steplog.h) */
+	const char *shuffle;  /* --shuffle SEED: data sets in a seeded order */
+	unsigned long long shuffle_seed;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mpirun -np N pcc-run PLAN [--model MODEL.onnx] -i DIR [-o OUTDIR]\n"
-		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--log-json FILE] [--save-onnx OUT.onnx]\n"
+		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--log-json FILE] [--shuffle SEED]\n"
+		"                 [--save-onnx OUT.onnx]\n"
 		"                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
 		"       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
 		"       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
@@ -76,7 +79,9 @@ static void usage(FILE *f)
 		"k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
 		"ids are its first T tokens, labels its last T.\n"
 		"--log-json FILE: rank 0 writes one JSON object per step and line (step, loss, grad_norm, lr,\n"
-		"skipped, step_ms, samples, tokens, their rates, each rank's kernel_ms and comm_ms).\n"
+		"skipped, step_ms, samples, tokens, their rates, the data sets fed, each rank's kernel_ms\n"
+		"and comm_ms). --shuffle SEED: the data sets in a random order, a new one each pass over\n"
+		"them, drawn from SEED and the pass alone (the same on every rank and after --resume).\n"
 		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
 		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
 		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
@@ -123,6 +128,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		O_TOKEN_TYPE,
 		O_VERIFY_KEY,
 		O_LOG_JSON,
+		O_SHUFFLE,
 		O_STEPS,
 		O_LOG_EVERY,
 		O_CKPT_EVERY,
@@ -150,6 +156,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "token-type", required_argument, NULL, O_TOKEN_TYPE },
 		{ "verify-key", required_argument, NULL, O_VERIFY_KEY },
 		{ "log-json", required_argument, NULL, O_LOG_JSON },
+		{ "shuffle", required_argument, NULL, O_SHUFFLE },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "log-every", required_argument, NULL, O_LOG_EVERY },
 		{ "checkpoint-every", required_argument, NULL, O_CKPT_EVERY },
@@ -214,6 +221,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_LOG_JSON:
 			o->log_json = v;
+			break;
+		case O_SHUFFLE:
+			o->shuffle = v;
 			break;
 		case O_STEPS:
 			rc = parse_whole("steps", v, &o->steps);
@@ -294,6 +304,17 @@ static int parse(int argc, char **argv, struct opts *o)
 						      : "-i and --data");
 	if (o->token_type && !o->tokens)
 		return ir_errorf(-EINVAL, "--token-type needs --tokens FILE");
+	if (o->shuffle) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(o->shuffle, &end, 10);
+		if (*end || end == o->shuffle || errno || o->shuffle[0] == '-')
+			return ir_errorf(-EINVAL, "--shuffle %s: expected a whole number of at least 0 (the seed)",
+					 o->shuffle);
+		o->shuffle_seed = v;
+		if (!o->data)
+			return ir_errorf(-EINVAL, "--shuffle reorders the data sets of --data DIR");
+	}
 	if (o->ckpt_every && !o->ckpt)
 		return ir_errorf(-EINVAL, "--checkpoint-every needs --checkpoint DIR");
 	if ((o->ckpt || o->resume) && o->in_dir)
@@ -704,7 +725,7 @@ static void step_size(const struct rt *r, double *samples, double *tokens)
  * communication time of the step (each rank's since its last line, sent
  * to rank 0; every rank calls this at every step). */
 static int json_step(struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t,
-		     struct ir_steplog *log, double *last)
+		     const struct rt_data *data, struct ir_steplog *log, double *last)
 {
 	struct rt_comm *c = r->c;
 	double mine[2] = { r->t_kernel - last[0], r->t_comm - last[1] };
@@ -724,6 +745,8 @@ static int json_step(struct rt *r, long s, const struct opts *o, const struct ir
 	if (rc == 0) {
 		struct ir_lr lr;
 		double loss, norm, samples, tokens;
+		int e_nsets = 0;
+		const int *fed = rt_data_sets(data, &e_nsets);
 		step_loss(r, out, &loss, &norm);
 		step_size(r, &samples, &tokens);
 		struct ir_steprec e = { .step = s + 1,
@@ -735,6 +758,8 @@ static int json_step(struct rt *r, long s, const struct opts *o, const struct ir
 					.seconds = t,
 					.samples = samples,
 					.tokens = tokens,
+					.sets = fed,
+					.nsets = e_nsets,
 					.nranks = c->size,
 					.kernel_s = k,
 					.comm_s = m };
@@ -781,6 +806,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
 	struct rt_data *d = o->tokens ? rt_data_open_tokens(o->tokens, o->token_type, p) : rt_data_open(o->data, p);
 	int rc = out && d ? 0 : -EINVAL;
+	if (rc == 0 && o->shuffle)
+		rc = rt_data_shuffle(d, o->shuffle_seed);
 	long every = o->log_every ? o->log_every : o->steps <= 20 ? 1 : o->steps / 10;
 	struct ir_steplog *log = NULL;
 	if (agree(r->c, rc) < 0)
@@ -847,7 +874,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		}
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
-		if (o->log_json && (rc = agree(r->c, json_step(r, s, o, out, t, log, last))) < 0) {
+		if (o->log_json && (rc = agree(r->c, json_step(r, s, o, out, t, d, log, last))) < 0) {
 			free_outputs(out, r->micro * p->noutputs);
 			goto done;
 		}

@@ -306,6 +306,14 @@ struct rt_data *rt_data_open_tokens(const char *path, const char *type, const st
 int rt_data_next(struct rt_data *d, const struct ir_tensor **in);
 /* The next call feeds step `step` (0-based): where a resumed run goes on. */
 void rt_data_seek(struct rt_data *d, long step);
+/* Data sets taken in a random order (pcc-run --shuffle SEED): each pass
+ * over the sets a permutation of them drawn from SEED and the pass's
+ * number, so the order depends on the step alone (a resumed run, and
+ * every rank, reads the same sets). -EINVAL for a token file. */
+int rt_data_shuffle(struct rt_data *d, uint64_t seed);
+/* The sets the last rt_data_next fed, in micro-batch order (n of them; a
+ * token file: none, *n = 0). */
+const int *rt_data_sets(const struct rt_data *d, int *n);
 /* "3 data sets" or "FILE: N tokens, W windows of T + 1", for the log. */
 void rt_data_describe(const struct rt_data *d, char *buf, size_t n);
 void rt_data_close(struct rt_data *d);

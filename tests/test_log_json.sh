@@ -64,4 +64,28 @@ check "pcc-run --log-json into a missing folder: one error line naming it, exit 
 check "pcc train --log-json into a missing folder: the error names it" sh -c "
   ! '$pcc' train '$g/model.onnx' -i '$g/test_data_set_0' --loss cross_entropy:logits,labels --steps 1 \
     --log-json '$tmp/no/such.jsonl' 2>'$tmp/t.err' >/dev/null && grep -q -- '--log-json $tmp/no/such.jsonl: cannot write' '$tmp/t.err'"
+# --shuffle SEED: 4 data sets (copies of the gpt fixture's), the sets each
+# step read from the JSON lines
+for k in 0 1 2 3; do
+	mkdir -p "$tmp/sets/test_data_set_$k" && cp "$g/test_data_set_0/"* "$tmp/sets/test_data_set_$k/"
+done
+sets() { python3 -c "import json, sys; print(' '.join(str(json.loads(l)['sets'][0]) for l in open(sys.argv[1])))" "$1"; }
+$mpi -np 2 "$run" "$tmp/g.bin" --data "$tmp/sets" --steps 12 --log-json "$tmp/s0.jsonl" >/dev/null 2>&1
+$mpi -np 2 "$run" "$tmp/g.bin" --data "$tmp/sets" --steps 12 --shuffle 7 --log-json "$tmp/s7.jsonl" >/dev/null 2>&1
+$mpi -np 2 "$run" "$tmp/g.bin" --data "$tmp/sets" --steps 12 --shuffle=7 --log-json "$tmp/s7b.jsonl" >/dev/null 2>&1
+$mpi -np 2 "$run" "$tmp/g.bin" --data "$tmp/sets" --steps 6 --shuffle 7 --checkpoint "$tmp/ck" >/dev/null 2>&1
+$mpi -np 2 "$run" "$tmp/g.bin" --data "$tmp/sets" --steps 12 --shuffle 7 --resume "$tmp/ck" \
+	--log-json "$tmp/s7r.jsonl" >/dev/null 2>&1
+o0=$(sets "$tmp/s0.jsonl") o7=$(sets "$tmp/s7.jsonl") o7b=$(sets "$tmp/s7b.jsonl") o7r=$(sets "$tmp/s7r.jsonl")
+check "without --shuffle the sets are read in turn ($o0)" test "$o0" = "0 1 2 3 0 1 2 3 0 1 2 3"
+check "--shuffle 7: each pass over the 4 sets a permutation of them, not all in turn ($o7)" python3 -c "
+s = [int(x) for x in '$o7'.split()]
+assert len(s) == 12 and all(sorted(s[i:i + 4]) == [0, 1, 2, 3] for i in (0, 4, 8)), s
+assert s != [0, 1, 2, 3] * 3, s"
+check "--shuffle=7 again: the same order" test -n "$o7" -a "$o7" = "$o7b"
+check "--shuffle 7 resumed at step 6: steps 7-12 read the sets the uninterrupted run did ($o7r)" \
+	test -n "$o7r" -a "$o7r" = "$(echo "$o7" | cut -d' ' -f7-)"
+check "--shuffle without --data: one usage error, exit 2" sh -c "
+  $mpi -np 2 '$run' '$tmp/g.bin' -i '$g/test_data_set_0' --shuffle 1 >/dev/null 2>'$tmp/se'; [ \$? -eq 2 ] &&
+  grep -q -- '--shuffle reorders the data sets of --data DIR' '$tmp/se'"
 tap_done
