@@ -110,7 +110,7 @@ static const struct cli_usage compile_usage = {
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n",
 	.about = "  MODEL    compile: the automatic plan (pipeline stages, sub-meshes, sharding,\n"
 		 "           schedule, micro-batches); -o plan.bin writes the executable plan (the\n"
-		 "           forward pass, pipelined or not, for now), -o FILE.txt its text form;\n"
+		 "           forward pass, or with --train the training step), -o FILE.txt its text form;\n"
 		 "           --stage-only runs the intra-op pass on the whole model as one\n"
 		 "           stage over an N0xN1 device mesh (default: nodes x devices per node) and\n"
 		 "           prints the plan; --print-ir writes the IR with its sharding annotations\n",
