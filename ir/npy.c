@@ -133,14 +133,12 @@ int ir_npy_read(const char *path, struct ir_tensor *t)
 
 const char *ir_input_path(char *buf, size_t n, const char *dir, int k)
 {
-	snprintf(buf, n, "%s/input_%d.npy", dir, k);
-	if (access(buf, F_OK) != 0)
-		snprintf(buf, n, "%s/input_%d.pb", dir, k);
-	else {
-		char pb[4200];
-		snprintf(pb, sizeof pb, "%s/input_%d.pb", dir, k);
-		if (access(pb, F_OK) == 0)
-			snprintf(buf, n, "%s", pb);
+	if (snprintf(buf, n, "%s/input_%d.pb", dir, k) >= (int)n)
+		return NULL;
+	if (access(buf, F_OK) != 0) { /* no TensorProto: numpy.save's file, where there is one */
+		snprintf(buf, n, "%s/input_%d.npy", dir, k);
+		if (access(buf, F_OK) != 0)
+			snprintf(buf, n, "%s/input_%d.pb", dir, k); /* for the error: the usual name */
 	}
 	return buf;
 }

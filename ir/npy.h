@@ -14,7 +14,8 @@
 int ir_npy_read(const char *path, struct ir_tensor *t);
 
 /* The file of input k in a data folder, into buf: DIR/input_K.pb, else
- * DIR/input_K.npy where only that one exists. Returns buf. */
+ * DIR/input_K.npy where only that one exists. Returns buf, or NULL when
+ * the path does not fit in n bytes. */
 const char *ir_input_path(char *buf, size_t n, const char *dir, int k);
 
 #endif

@@ -151,8 +151,7 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 	for (int i = 0; i < p->ninputs; i++) {
 		const struct plan_tensor *x = &p->inputs[i];
 		int file = p->input_file ? p->input_file[i] : i;
-		if (snprintf(path, sizeof path, "%s/input_%d.pb", dir, file) >= (int)sizeof path ||
-		    !ir_input_path(path, sizeof path, dir, file))
+		if (!ir_input_path(path, sizeof path, dir, file))
 			return ir_errorf(-ENAMETOOLONG, "%s: path too long", dir);
 		if (onnx_tensor_read_as(path, &t[i], NULL, x->dtype) < 0) {
 			if (ir_error_code() == -ENOENT)

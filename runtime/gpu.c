@@ -279,6 +279,7 @@ static int kernels(struct rt *r)
 	if (gpu_api_standin(g->a))
 		gpu_standin_kernels(standin_lookup, r);
 	int rc = load_module(g, text);
+	g->grid_blocks = 4 * g->sms < CG_GRID_BLOCKS ? 4 * g->sms : CG_GRID_BLOCKS;
 	for (int k = 0; k < p->nkernels && rc == 0; k++) {
 		char name[32];
 		if (!p->kernels[k].gpu)
@@ -289,7 +290,6 @@ static int kernels(struct rt *r)
 		g->rows[k] = cg_kernel_rows(&p->kernels[k], true);
 		g->lanes[k] = cg_kernel_lanes(&p->kernels[k]);
 		g->grid[k] = cg_kernel_grid_reduce(&p->kernels[k]);
-		g->grid_blocks = 4 * g->sms < CG_GRID_BLOCKS ? 4 * g->sms : CG_GRID_BLOCKS;
 		if (g->grid[k] && !g->gscratch && rc == 0) {
 			rc = alloc(g, &g->gscratch, CG_GRID_SCRATCH, "the grid reductions' scratch");
 			if (rc == 0)

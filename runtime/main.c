@@ -725,7 +725,7 @@ static void step_size(const struct rt *r, double *samples, double *tokens)
  * communication time of the step (each rank's since its last line, sent
  * to rank 0; every rank calls this at every step). */
 static int json_step(struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t,
-		     const struct rt_data *data, struct ir_steplog *log, double *last)
+		     const struct rt_data *data, const struct ir_lr *lr, struct ir_steplog *log, double *last)
 {
 	struct rt_comm *c = r->c;
 	double mine[2] = { r->t_kernel - last[0], r->t_comm - last[1] };
@@ -743,7 +743,6 @@ static int json_step(struct rt *r, long s, const struct opts *o, const struct ir
 		m[q] = v[1];
 	}
 	if (rc == 0) {
-		struct ir_lr lr;
 		double loss, norm, samples, tokens;
 		int e_nsets = 0;
 		const int *fed = rt_data_sets(data, &e_nsets);
@@ -753,7 +752,7 @@ static int json_step(struct rt *r, long s, const struct opts *o, const struct ir
 					.steps = o->steps,
 					.loss = loss,
 					.grad_norm = norm,
-					.lr = ir_lr_parse(r->p->train_config, &lr) == 0 ? ir_lr_at(&lr, s) : NAN,
+					.lr = lr ? ir_lr_at(lr, s) : NAN,
 					.skipped = !isfinite(norm),
 					.seconds = t,
 					.samples = samples,
@@ -847,6 +846,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	}
 	rt_data_seek(d, r->step); /* the data where the run stopped */
 	double last[2] = { r->t_kernel, r->t_comm };
+	struct ir_lr lr; /* the schedule --log-json states, from the plan */
+	bool has_lr = ir_lr_parse(p->train_config, &lr) == 0;
 	if (o->log_json && agree(r->c, r->c->rank == 0 ? ir_steplog_open(o->log_json, &log) : 0) < 0) {
 		rc = -1;
 		goto done;
@@ -874,7 +875,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		}
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
-		if (o->log_json && (rc = agree(r->c, json_step(r, s, o, out, t, d, log, last))) < 0) {
+		if (o->log_json &&
+		    (rc = agree(r->c, json_step(r, s, o, out, t, d, has_lr ? &lr : NULL, log, last))) < 0) {
 			free_outputs(out, r->micro * p->noutputs);
 			goto done;
 		}
