@@ -68,6 +68,36 @@ static void stages_solved(struct stage_set *x, const struct compile_input *in, i
 	*mem = x->r[s].mem_limit;
 }
 
+/* Stage s solved again: what its last solve made goes. */
+static void stage_resolve(struct stage_set *x, int s)
+{
+	intra_result_free(&x->r[s]);
+	x->solved[s] = false;
+	if (x->g[s] != x->whole)
+		ir_graph_free(x->g[s]);
+	x->g[s] = (struct ir_graph *)x->whole;
+	ir_free(x->src[s]);
+	x->src[s] = NULL;
+}
+
+/* Its new solve in its lowering entry, on the same ranks. */
+static void stage_resolved(struct stage_set *x, int s)
+{
+	x->solved[s] = true;
+	x->st[s].g = x->g[s];
+	x->st[s].src = x->src[s];
+}
+
+/* The largest arena of stage s's devices in plan p. */
+static double stage_arena(const struct plan *p, int s)
+{
+	double a = 0;
+	for (int i = 0; i < p->ndevices; i++)
+		if (p->devices[i].stage == s && (double)p->devices[i].arena_bytes > a)
+			a = (double)p->devices[i].arena_bytes;
+	return a;
+}
+
 static int stages_fit(const struct stage_set *x, const struct compile_input *in)
 {
 	if (x->rank > in->cluster->ndevices)
@@ -179,7 +209,7 @@ static int stage_orders(const struct inter_plan *ip, int ***out)
  * costed edges. keep: the stage's nodes, NULL for all; *src: the stage
  * graph's value ids in the step's. */
 static int train_stage(const struct compile_input *in, const struct train_step *ts, const int (*ties)[2], int s,
-		       int slots, struct ir_graph **sg, int **src, struct intra_result *r)
+		       int slots, double mem_limit, struct ir_graph **sg, int **src, struct intra_result *r)
 {
 	const struct inter_stage *x = &in->inter->stages[s];
 	int ntie = ts->nparams + ts->nstate, rc = 0, k = 0;
@@ -187,7 +217,7 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	intra_opts_init(&o);
 	o.n0 = x->n0;
 	o.n1 = x->n1;
-	o.mem_limit = in->opts->mem_limit;
+	o.mem_limit = mem_limit;
 	o.cal = in->opts->cal;
 	if (in->opts->time_limit > 0)
 		o.time_limit = in->opts->time_limit;
@@ -299,6 +329,15 @@ static void mark_recompute(const struct inter_plan *ip, struct ir_graph *g)
 	}
 }
 
+/* Times lowering solves a stage again when its arena is over the limit
+ * before it refuses the stage (each solve aims lower by its miss). */
+#define REFIT_ROUNDS 2
+
+static int stage_slots(const struct inter_plan *ip, int *const *order, int s)
+{
+	return order ? plan_schedule_slots(order[s], 2 * ip->micro) : 1;
+}
+
 /* The train step of forward graph g (taken over): built at the micro-batch
  * size with its nodes tagged by stage when pipelined, each stage's part
  * sharded on its logical mesh, lowered together. */
@@ -342,8 +381,8 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	train_step_ties(&ts, ties);
 	progress_phase(ns, "lowering: the sharding of each stage's part of the train step");
 	for (int s = 0; s < ns; s++) {
-		int slots = order ? plan_schedule_slots(order[s], 2 * ip->micro) : 1;
-		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, slots, &x.g[s], &x.src[s], &x.r[s])) < 0) {
+		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, stage_slots(ip, order, s), in->opts->mem_limit,
+				      &x.g[s], &x.src[s], &x.r[s])) < 0) {
 			if (rc == -ENOSPC && in->refused)
 				*in->refused = s;
 			if (ns == 1)
@@ -353,11 +392,40 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 		stages_solved(&x, in, s, mem);
 		progress_done(1);
 	}
-	progress_phase(0, "lowering: instructions, fusion and memory");
 	train_opts_str(&to, cfg, sizeof cfg);
 	struct lower_train tr = { &ts, ip->micro, start, cfg, (const int *const *)order };
-	if ((rc = stages_fit(&x, in)) == 0)
-		rc = lower_train(&tr, x.st, ns, in->cluster_spec, out);
+	if ((rc = stages_fit(&x, in)) < 0)
+		goto out;
+	for (int round = 0;; round++) {
+		progress_phase(0, "lowering: instructions, fusion and memory");
+		if ((rc = lower_train(&tr, x.st, ns, in->cluster_spec, out)) < 0 || round == REFIT_ROUNDS)
+			break;
+		/* the arena is the truth: a stage it finds over the limit is
+		 * solved again under a limit lowered by the solve's own miss */
+		int refit = 0;
+		for (int s = 0; s < ns && rc == 0; s++) {
+			double arena = stage_arena(*out, s), lim = x.r[s].mem_limit;
+			if (arena <= *mem)
+				continue;
+			double tighter = lim * *mem / arena * 0.98;
+			progress_phase(1, "lowering: stage %d again, its arena %.1f GiB over the %.1f GiB allowed", s,
+				       arena / (1 << 30), *mem / (1 << 30));
+			stage_resolve(&x, s);
+			rc = train_stage(in, &ts, (const int(*)[2])ties, s, stage_slots(ip, order, s), tighter, &x.g[s],
+					 &x.src[s], &x.r[s]);
+			if (rc < 0) {
+				if (rc == -ENOSPC && in->refused)
+					*in->refused = s;
+				break;
+			}
+			stage_resolved(&x, s);
+			refit++;
+		}
+		if (rc < 0 || !refit)
+			break;
+		plan_free(*out);
+		*out = NULL;
+	}
 out:
 	stages_free(&x);
 	for (int s = 0; order && s < ns; s++)

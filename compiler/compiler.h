@@ -758,6 +758,10 @@ int inter_explain(const struct inter_plan *p, FILE *f);
 /* One line when the search skipped candidates (nothing otherwise): how
  * many, the smallest micro-batch size skipped and why. */
 void inter_skipped_print(const struct inter_plan *p, FILE *f);
+struct plan;
+/* pcc --explain -o plan.bin: per stage, the search's memory per device
+ * against the lowered plan's arena, by what it holds. */
+void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f);
 /* The plans weighed as a table, fastest first, each against t_plan. */
 void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, FILE *f);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "compiler/inter_internal.h"
+#include "ir/plan.h"
 
 static bool before(const struct inter_alt *a, const struct inter_alt *b)
 {
@@ -112,4 +113,29 @@ void inter_skipped_print(const struct inter_plan *p, FILE *f)
 	fprintf(f, "skipped %d candidate%s that cannot be shaped: micro-batch size %lld (%s)%s\n", p->nskipped,
 		p->nskipped == 1 ? "" : "s", (long long)p->skipped_size, p->skipped_why,
 		p->nskipped > 1 ? " and larger ones" : "");
+}
+
+void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f)
+{
+	fprintf(f, "memory per device, the search's prediction against the lowered plan's arena (each stage's "
+		   "first device, at the arena's peak):\n");
+	fprintf(f, "  stage   predicted       arena  parameters  accumulators   optimizer       stash  temporaries  "
+		   "arena/predicted\n");
+	for (int i = 0; i < lp->ndevices; i++) {
+		const struct plan_device *d = &lp->devices[i];
+		struct plan_mem m;
+		if ((i && d->stage == lp->devices[i - 1].stage) || d->stage >= p->nstages ||
+		    plan_device_memory(d, &m) < 0)
+			continue;
+		double pred = p->stages[d->stage].mem;
+		char b[8][IR_BYTES_STRLEN];
+		static const int kind[] = { PLAN_MEM_PARAM, PLAN_MEM_ACCUM, PLAN_MEM_STATE, PLAN_MEM_STASH,
+					    PLAN_MEM_TEMP };
+		ir_bytes_str(pred, b[0]);
+		ir_bytes_str((double)d->arena_bytes, b[1]);
+		for (int k = 0; k < 5; k++)
+			ir_bytes_str((double)m.bytes[kind[k]], b[2 + k]);
+		fprintf(f, "  %5d  %10s  %10s  %10s  %12s  %10s  %10s  %11s  %15.3f\n", d->stage, b[0], b[1], b[2],
+			b[3], b[4], b[5], b[6], pred > 0 ? (double)d->arena_bytes / pred : 0);
+	}
 }

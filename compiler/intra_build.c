@@ -503,7 +503,7 @@ static void intervals(struct intra_state *st, const struct ir_graph *g, const bo
  * for the whole step (intra_opts.held), and on a pipelined stage what
  * the backward part reads of the forward part stashed from the start of
  * the per-micro-batch part to its end, one copy per micro-batch in flight
- * (lower_mem.c's stash_slots). */
+ * (lower_mem.c's stash_slots), one for values of the parameters alone. */
 static int held_and_stashed(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o)
 {
 	int nn = ir_graph_nnodes(g), end_mb = o->update_first > 0 ? o->update_first : nn;
@@ -518,8 +518,12 @@ static int held_and_stashed(struct intra_state *st, const struct ir_graph *g, co
 	if (o->bwd_first <= 0)
 		return 0;
 	bool *read = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *read);
-	if (!read)
+	bool *dyn = cost_activation_values(g); /* reads a graph input upstream */
+	if (!read || !dyn) {
+		ir_free(read);
+		ir_free(dyn);
 		return -ENOMEM;
+	}
 	for (int i = o->bwd_first; i < end_mb; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int j = 0; j < n->nin; j++)
@@ -538,12 +542,16 @@ static int held_and_stashed(struct intra_state *st, const struct ir_graph *g, co
 		/* written to memory whatever fuses: the backward part reads it later */
 		for (int k = 0; x->node && k < x->node->nout; k++)
 			st->saved[x->node->out[k]->id] |= read[x->node->out[k]->id];
-		x->copies = o->stash_slots;
+		/* a value of the parameters alone is the same in every
+		 * micro-batch: one copy (plan_invariant_instr) */
+		const struct ir_value *v = x->node ? x->node->out[0] : x->value;
+		x->copies = dyn[v->id] ? o->stash_slots : 1;
 		x->lo = 0;
 		if (x->hi < end_mb + 1)
 			x->hi = end_mb + 1;
 	}
 	ir_free(read);
+	ir_free(dyn);
 	return 0;
 }
 

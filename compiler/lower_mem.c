@@ -12,7 +12,8 @@
  * first part reads no temporary it did not write itself. A pipelined
  * program's forward and backward parts interleave with other
  * micro-batches': what crosses from one to the other gets a slot per
- * micro-batch in flight and the whole per-micro-batch part as its
+ * micro-batch in flight (one when it is the same in every micro-batch,
+ * plan_invariant_instr) and the whole per-micro-batch part as its
  * interval (stash_slots). Offsets: largest buffer first,
  * each at the lowest aligned offset that overlaps no placed buffer live at
  * the same time (greedy by size, the usual heuristic of static memory
@@ -41,9 +42,46 @@ static int64_t extent(const struct lw_buf *b)
 	return align_up(buf_bytes(b)) * (b->slots > 1 ? b->slots : 1);
 }
 
-/* Inserts a FREE after the last use of every temporary; lo/hi receive each
- * buffer's live interval in the new order. */
-static int insert_frees(struct lower *L, int *lo, int *hi)
+/* A pipelined program with more than one micro-batch in flight: per
+ * buffer, whether it crosses from the forward part to the backward part
+ * holding the same bytes in every micro-batch (plan_invariant_instr), so
+ * that one slot serves every micro-batch in flight: none of their
+ * backward parts may free it. NULL when out of memory. */
+static bool *shared_stash(const struct lower *L)
+{
+	int nb = L->nbuf, sf = L->step_first >= 0 ? L->step_first : L->nins;
+	bool *shared = ir_calloc((size_t)nb + 1, sizeof *shared);
+	unsigned char *st = ir_malloc((size_t)nb * 2 + 1), *read = st + nb;
+	if (!shared || !st) {
+		ir_free(shared);
+		ir_free(st);
+		return NULL;
+	}
+	if (L->fwd_end <= 0 || plan_schedule_slots(L->order, L->norder) < 2) {
+		ir_free(st);
+		return shared;
+	}
+	memset(read, 0, (size_t)nb);
+	for (int b = 0; b < nb; b++)
+		st[b] = plan_invariant_init(L->buf[b].bind);
+	for (int i = 0; i < sf; i++) {
+		const struct lw_ins *x = &L->ins[i];
+		if (i < L->fwd_end)
+			for (int j = x->nin; j < x->nin + x->nout; j++)
+				read[L->args[x->arg + j]] |= 1; /* written by the forward part */
+		plan_invariant_instr(st, x->kind, L->args + x->arg, x->nin, x->nout);
+		for (int j = 0; i >= L->fwd_end && j < x->nin; j++)
+			read[L->args[x->arg + j]] |= 2; /* read by the backward part */
+	}
+	for (int b = 0; b < nb; b++)
+		shared[b] = L->buf[b].bind == PLAN_BIND_NONE && read[b] == 3 && st[b] == PLAN_INVARIANT;
+	ir_free(st);
+	return shared;
+}
+
+/* Inserts a FREE after the last use of every temporary but the shared
+ * stash; lo/hi receive each buffer's live interval in the new order. */
+static int insert_frees(struct lower *L, int *lo, int *hi, const bool *shared)
 {
 	int nb = L->nbuf, ni = L->nins;
 	int *last = ir_malloc(sizeof *last * (size_t)(nb + 1));
@@ -92,7 +130,7 @@ static int insert_frees(struct lower *L, int *lo, int *hi)
 		k++;
 		for (int j = 0; j < x->nin + x->nout; j++) {
 			int b = L->args[x->arg + j];
-			if (last[b] != i || L->buf[b].bind != PLAN_BIND_NONE)
+			if (last[b] != i || L->buf[b].bind != PLAN_BIND_NONE || shared[b])
 				continue;
 			last[b] = -2; /* freed once even when listed twice */
 			struct lw_ins f = { .kind = PLAN_FREE, .kernel = -1, .nin = 1, .arg = L->nargs };
@@ -121,9 +159,10 @@ out:
 
 /* A pipelined program: temporaries the forward part writes and the
  * backward part reads, and inputs the backward part reads, live while
- * other micro-batches' parts run: one slot per micro-batch in flight, and
- * the whole per-micro-batch part as their interval (plan_verify's rule). */
-static int stash_slots(struct lower *L, int *lo, int *hi)
+ * other micro-batches' parts run: one slot per micro-batch in flight (one
+ * for a value the same in every micro-batch), and the whole
+ * per-micro-batch part as their interval (plan_verify's rule). */
+static int stash_slots(struct lower *L, int *lo, int *hi, const bool *shared)
 {
 	if (L->fwd_end <= 0)
 		return 0;
@@ -138,7 +177,7 @@ static int stash_slots(struct lower *L, int *lo, int *hi)
 		struct lw_buf *x = &L->buf[b];
 		if (!read[b] || !(x->bind == PLAN_BIND_INPUT || (x->bind == PLAN_BIND_NONE && lo[b] < L->fwd_end)))
 			continue;
-		x->slots = slots;
+		x->slots = shared[b] ? 1 : slots;
 		lo[b] = 0;
 		if (hi[b] < L->step_first)
 			hi[b] = L->step_first;
@@ -364,12 +403,19 @@ int lw_finish(struct lower *L)
 {
 	int *lo = ir_malloc(sizeof *lo * (size_t)(L->nbuf + 1));
 	int *hi = ir_malloc(sizeof *hi * (size_t)(L->nbuf + 1));
+	bool *shared = NULL;
 	int rc = -ENOMEM;
 	if (!lo || !hi) {
 		rc = ir_errorf(-ENOMEM, "out of memory planning memory");
 		goto out;
 	}
-	if ((rc = lw_fuse(L)) < 0 || (rc = insert_frees(L, lo, hi)) < 0 || (rc = stash_slots(L, lo, hi)) < 0)
+	if ((rc = lw_fuse(L)) < 0)
+		goto out;
+	if (!(shared = shared_stash(L))) {
+		rc = ir_errorf(-ENOMEM, "out of memory planning memory");
+		goto out;
+	}
+	if ((rc = insert_frees(L, lo, hi, shared)) < 0 || (rc = stash_slots(L, lo, hi, shared)) < 0)
 		goto out;
 	int64_t arena = place(L, lo, hi);
 	if (arena < 0) {
@@ -380,5 +426,6 @@ int lw_finish(struct lower *L)
 out:
 	ir_free(lo);
 	ir_free(hi);
+	ir_free(shared);
 	return rc;
 }

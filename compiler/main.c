@@ -911,6 +911,8 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	inter_skipped_print(&p, stdout);
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
+	if (a->explain && lowered)
+		inter_lowered_print(&p, lowered, stdout);
 	if (rc == 0 && a->out_dir && text)
 		rc = write_text(a->out_dir, &p);
 	else if (rc == 0 && lowered)

@@ -84,6 +84,15 @@ int plan_schedule_slots(const int *order, int n)
 	return lo;
 }
 
+void plan_invariant_instr(unsigned char *st, enum plan_instr_kind kind, const int *args, int nin, int nout)
+{
+	bool same = kind != PLAN_RECV;
+	for (int j = 0; j < nin; j++)
+		same &= st[args[j]] == PLAN_INVARIANT;
+	for (int j = nin; j < nin + nout; j++)
+		st[args[j]] = same && st[args[j]] != PLAN_VARIANT ? PLAN_INVARIANT : PLAN_VARIANT;
+}
+
 void plan_free(struct plan *p)
 {
 	if (!p)
@@ -252,11 +261,11 @@ int plan_device_memory(const struct plan_device *d, struct plan_mem *m)
 		int from = 0, to = ni; /* live over [from, to) */
 		if (x->bind == PLAN_BIND_NONE && lo[b] < 0)
 			continue;
-		if (x->bind == PLAN_BIND_NONE && x->slots > 1)
+		bool crosses = d->nfwd > 0 && lo[b] < d->nfwd && hi[b] >= d->nfwd;
+		if (x->bind == PLAN_BIND_NONE && (x->slots > 1 || crosses))
 			to = sf > 0 ? sf : 1;
 		else if (x->bind == PLAN_BIND_NONE)
 			from = lo[b], to = hi[b] + 1;
-		bool crosses = d->nfwd > 0 && lo[b] < d->nfwd && hi[b] >= d->nfwd;
 		int k = mem_kind(x, crosses);
 		int64_t bytes = plan_slot_stride(x) * plan_buffer_slots(x);
 		delta[(size_t)from * K + (size_t)k] += bytes;

@@ -269,6 +269,34 @@ static inline int plan_step_first(const struct plan_device *d)
  * runs forwards in micro-batch order (plan_verify checks it). */
 int plan_schedule_slots(const int *order, int n);
 
+/* Micro-batch invariance: which buffers of a training program hold the
+ * same bytes in every micro-batch of a step, so that a value its forward
+ * part writes and its backward part reads needs one slot, not one per
+ * micro-batch in flight (a parameter's 16-bit copy, a transposed weight,
+ * a gathered ZeRO-3 shard: recomputed by every forward part, always to the
+ * same bytes). Kernels are deterministic functions of their operands, and
+ * parameters and optimizer state change only in the per-step part, so a
+ * buffer is invariant when every instruction of the per-micro-batch part
+ * that writes it reads only invariant buffers, and none reads it before
+ * its first write (that would be the previous micro-batch's value). A
+ * receive is never invariant; a collective is when its operand is (every
+ * device of a stage runs the same program). The one rule for lowering's
+ * memory plan and plan_verify: st[b] = plan_invariant_init(bind) for every
+ * buffer, then plan_invariant_instr for each instruction of the
+ * per-micro-batch part in order; buffer b is invariant when st[b] is
+ * PLAN_INVARIANT. */
+enum { PLAN_UNWRITTEN, PLAN_INVARIANT, PLAN_VARIANT };
+
+static inline unsigned char plan_invariant_init(enum plan_bind b)
+{
+	return b == PLAN_BIND_PARAM || b == PLAN_BIND_STATE ? PLAN_INVARIANT
+	       : b == PLAN_BIND_NONE                        ? PLAN_UNWRITTEN
+							    : PLAN_VARIANT;
+}
+
+/* args: the instruction's nin operands, then its nout results. */
+void plan_invariant_instr(unsigned char *st, enum plan_instr_kind kind, const int *args, int nin, int nout);
+
 /* Device memory at its peak of live bytes, by what it holds: bound buffers
  * live the whole program, a temporary from the first instruction that
  * names it to its last (its FREE), a stashed one (a value a pipelined

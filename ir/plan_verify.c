@@ -607,32 +607,45 @@ static int lower_bound(const struct placed *live, int n, int64_t off)
 
 /* A pipelined program: a temporary the forward part writes and the
  * backward part reads, or an input the backward part reads, lives across
- * other micro-batches' parts: it needs a slot per micro-batch in flight and
- * bytes no other per-micro-batch buffer uses. Its span becomes the whole
+ * other micro-batches' parts: it needs a slot per micro-batch in flight
+ * (one when it holds the same bytes in every micro-batch,
+ * plan_invariant_instr) and bytes no other per-micro-batch buffer uses. Its span becomes the whole
  * per-micro-batch part. */
 static int check_crossing(const struct plan *p, int d, struct scratch *s)
 {
 	const struct plan_device *dev = &p->devices[d];
-	int need = s->need[dev->stage], sf = plan_step_first(dev);
-	memset(s->state, 0, (size_t)dev->nbuf);
-	for (int i = dev->nfwd; i < sf; i++) {
+	int need = s->need[dev->stage], sf = plan_step_first(dev), nb = dev->nbuf;
+	unsigned char *inv = s->state + nb;
+	memset(s->state, 0, (size_t)nb);
+	for (int b = 0; b < nb; b++)
+		inv[b] = plan_invariant_init(dev->buf[b].bind);
+	for (int i = 0; i < sf; i++) {
 		const struct plan_instr *in = &dev->instr[i];
-		for (int j = 0; j < in->nin; j++)
-			s->state[dev->args[in->arg + j]] = 1;
+		plan_invariant_instr(inv, in->kind, dev->args + in->arg, in->nin, in->nout);
+		if (in->kind == PLAN_FREE)
+			s->state[dev->args[in->arg]] |= 2;
+		else
+			for (int j = 0; i >= dev->nfwd && j < in->nin; j++)
+				s->state[dev->args[in->arg + j]] |= 1;
 	}
-	for (int b = 0; b < dev->nbuf; b++) {
+	for (int b = 0; b < nb; b++) {
 		const struct plan_buffer *bf = &dev->buf[b];
-		bool crosses = s->state[b] &&
+		bool crosses = (s->state[b] & 1) &&
 			       (bf->bind == PLAN_BIND_INPUT ||
 				(bf->bind == PLAN_BIND_NONE && s->span[b].first >= 0 && s->span[b].first < dev->nfwd));
 		if (!crosses)
 			continue;
-		if (plan_buffer_slots(bf) < need)
+		if (plan_buffer_slots(bf) < need && inv[b] != PLAN_INVARIANT)
 			return buf_errorf(d, b,
 					  "is read by the backward part of the micro-batch whose forward part "
 					  "%s it, and has %d slots for the %d micro-batches in flight",
 					  bf->bind == PLAN_BIND_INPUT ? "reads" : "writes", plan_buffer_slots(bf),
 					  need);
+		if (plan_buffer_slots(bf) < need && (s->state[b] & 2))
+			return buf_errorf(d, b,
+					  "serves the %d micro-batches in flight in %d slot%s (the same bytes in "
+					  "each), yet a backward part frees it",
+					  need, plan_buffer_slots(bf), plan_buffer_slots(bf) == 1 ? "" : "s");
 		s->span[b] = (struct span){ 0, sf };
 	}
 	return 0;
@@ -708,7 +721,7 @@ static void scratch_free(struct scratch *s)
 static int scratch_alloc(const struct plan *p, struct scratch *s, int n)
 {
 	size_t m = (size_t)(n ? n : 1);
-	s->state = ir_malloc(m);
+	s->state = ir_malloc(2 * m); /* check_crossing: two bytes a buffer */
 	s->span = ir_malloc(m * sizeof *s->span);
 	s->start = ir_malloc(m * sizeof *s->start);
 	s->end = ir_malloc(m * sizeof *s->end);

@@ -288,6 +288,62 @@ static bool refused(const struct plan *p, const char *want)
 	return strstr(ir_error(), want) != NULL;
 }
 
+/* Stage 0's values of the parameters alone (16-bit weight copies) cross
+ * from its forward part to its backward part in one slot shared by the
+ * micro-batches in flight (plan_invariant_instr): the verifier accepts
+ * that, and refuses a backward part that frees such a buffer. */
+static int nshared; /* plans check_shared found such a buffer in */
+
+static void check_shared(struct plan *p)
+{
+	struct plan_device *d = &p->devices[0];
+	int sf = plan_step_first(d), nb = d->nbuf, shared = -1;
+	unsigned char *st = malloc((size_t)nb + 1);
+	int *first = malloc(sizeof *first * (size_t)(nb + 1)), *last = malloc(sizeof *last * (size_t)(nb + 1));
+	for (int k = 0; k < nb; k++) {
+		st[k] = plan_invariant_init(d->buf[k].bind);
+		first[k] = last[k] = -1;
+	}
+	for (int i = 0; i < sf; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		plan_invariant_instr(st, x->kind, d->args + x->arg, x->nin, x->nout);
+		for (int j = 0; j < x->nin + x->nout && x->kind != PLAN_FREE; j++) {
+			int k = d->args[x->arg + j];
+			first[k] = first[k] < 0 ? i : first[k];
+			last[k] = i;
+		}
+	}
+	for (int k = 0; k < nb && shared < 0; k++)
+		if (d->buf[k].bind == PLAN_BIND_NONE && plan_buffer_slots(&d->buf[k]) == 1 && st[k] == PLAN_INVARIANT &&
+		    first[k] < d->nfwd && last[k] >= d->nfwd)
+			shared = k;
+	if (shared < 0) { /* an f32 MLP has no such value: its dots read the weights themselves */
+		TAP_DIAG("stage 0 has no value of the parameters alone crossing to its backward part");
+		goto out;
+	}
+	nshared++;
+	TAP_OK(plan_verify(p) == 0,
+	       "pipelined plan: stage 0 keeps a value of the parameters alone in one slot for its 2 micro-batches "
+	       "in flight, and the verifier accepts it");
+	int f = -1;
+	for (int i = sf - 1; shared >= 0 && i > last[shared] && f < 0; i--)
+		if (d->instr[i].kind == PLAN_FREE)
+			f = i;
+	if (f >= 0) {
+		int *arg = &d->args[d->instr[f].arg], was = *arg;
+		*arg = shared;
+		TAP_OK(refused(p, "yet a backward part frees it"),
+		       "verifier: a backward part freeing a buffer that serves every micro-batch in one slot is refused");
+		*arg = was;
+	} else {
+		TAP_OK(0, "stage 0 frees a buffer in its backward part after the shared one's last read");
+	}
+out:
+	free(st);
+	free(first);
+	free(last);
+}
+
 /* plan_verify on a 2-stage 1F1B plan of 4 micro-batches, broken: a stashed
  * buffer short of slots, a backward before its forward, stages whose
  * backwards run in different orders, a forward part missing. */
@@ -304,6 +360,7 @@ static void check_verifier(struct plan *p)
 	TAP_OK(refused(p, "has 1 slots for the 2 micro-batches in flight"),
 	       "verifier: a stashed buffer with too few slots is refused");
 	d->buf[b].slots = 2;
+	check_shared(p);
 	int *o = p->stages[1].order, t = o[0];
 	o[0] = o[1];
 	o[1] = t;
@@ -510,5 +567,6 @@ int main(int argc, char **argv)
 	test_fixture("resnet_train", some, 1, two, 1, TRAIN_SGD, IR_F32, 2, one);
 	test_fixture("bert", single, 1, four, 1, TRAIN_ADAM, IR_F32, 2, COST_SCHED_GPIPE);
 	test_fixture("moe", some, 1, two, 1, TRAIN_ADAMW, IR_F32, 2, one);
+	TAP_OK(nshared > 0, "a pipelined plan shares one slot among its micro-batches (%d plans)", nshared);
 	return tap_done();
 }
