@@ -201,6 +201,20 @@ case("pcc.run: the steps mpirun pcc-run --log-json logs (loss, gradient norm, ra
      t_run_train)
 
 
+def t_run_streams():
+    job = pcc.run(plan, data=mlp_data, steps=20000, launcher_args=["--oversubscribe"])
+    it = iter(job)
+    first = next(it)
+    assert first["step"] == 1 and job.returncode is None, (first, job.returncode)
+    job.close()
+    assert job.returncode not in (None, 0) and len(job.steps) < 20000, (job.returncode, len(job.steps))
+    raises(lambda: list(it), job.returncode, f"stopped by Run.close() after {len(job.steps)} steps")
+
+
+case("pcc.run yields step 1 while the job runs (20000 steps); close() stops it, and the iteration then raises",
+     t_run_streams)
+
+
 def t_run_infer():
     fwd = pcc.compile(mlp, "cpu:2")
     assert fwd.summary["train"] is False

@@ -224,7 +224,7 @@ class Run:
         return self.steps
 
     def close(self):
-        """Stops the job if it still runs."""
+        """Stops the job if it still runs (iterating then raises Error)."""
         if self.returncode is None:
             self._proc.terminate()
             try:
@@ -232,6 +232,9 @@ class Run:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
             self._finish()
+            if self.returncode != 0:
+                self.error = Error(f"stopped by Run.close() after {len(self.steps)} steps", self.returncode,
+                                   self.command)
 
     def __enter__(self):
         return self
