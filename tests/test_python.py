@@ -241,10 +241,13 @@ def t_run_errors():
            "pcc-run: rank 0: plan compiled for 2 devices (cluster cpu:2), run with 1 ranks")
     raises(lambda: pcc.run(plan, data=mlp_data, steps=2, launcher=None).wait(), None,
            re.compile(r"2 ranks need an MPI launcher"))
+    raises(lambda: pcc.run(plan, data=mlp_data, launcher=os.path.join(t, "no-mpirun")), None,
+           f"{t}/no-mpirun: cannot start: No such file or directory (pcc.run's launcher= names the MPI launcher)")
     raises(lambda: pcc.inspect(os.path.join(t, "cli.bin")), None, re.compile(r"a plan file"))
 
 
-case("pcc.run errors: pcc-run's line (missing data, ranks not the plan's), no launcher for 2 ranks", t_run_errors)
+case("pcc.run errors: pcc-run's line (missing data, ranks not the plan's), no launcher for 2 ranks, a launcher "
+     "that is not there; pcc.inspect of a plan file", t_run_errors)
 
 try:
     import numpy as np

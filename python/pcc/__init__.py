@@ -168,8 +168,15 @@ class Run:
         self._partial = ""
         self._out = open(os.path.join(tmp, "stdout"), "w+")
         self._err = open(os.path.join(tmp, "stderr"), "w+")
-        self._proc = subprocess.Popen(command, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL,
-                                      env=env)
+        try:
+            self._proc = subprocess.Popen(command, stdout=self._out, stderr=self._err, stdin=subprocess.DEVNULL,
+                                          env=env)
+        except OSError as e:
+            self._out.close()
+            self._err.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise Error(f"{command[0]}: cannot start: {e.strerror} (pcc.run's launcher= names the MPI launcher)",
+                        None, command) from None
 
     def _read(self):
         if self._log is None:
@@ -269,7 +276,7 @@ def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, la
         log = os.path.join(tmp, "steps.jsonl")
     elif log is not None and os.path.isfile(log):
         os.remove(log)  # pcc-run writes it afresh: no old line is read as this run's
-    args = [program("pcc-run"), path] + options(dict(opts, data=data, steps=steps, i=None, o=None))
+    args = [program("pcc-run"), path] + options(dict(opts, data=data, steps=steps))
     if inputs is not None:
         args += ["-i", os.fspath(inputs)]
     if output is not None:
