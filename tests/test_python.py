@@ -91,6 +91,19 @@ def t_program():
 
 case("PCC_BIN_DIR: the build folder's pcc and pcc-run; a folder without them is an Error naming it", t_program)
 
+
+
+def t_installed_files():
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    listed = re.findall(r"'python/pcc/([^']+\.py)'", open(os.path.join(src, "meson.build")).read())
+    there = [f for f in os.listdir(os.path.join(src, "python", "pcc")) if f.endswith(".py")]
+    assert sorted(listed) == sorted(there), (listed, there)
+    assert os.path.samefile(os.path.dirname(pcc.__file__), os.path.join(src, "python", "pcc")), pcc.__file__
+
+
+case("meson.build installs every module of python/pcc (pip install .), and the test imports the source tree's",
+     t_installed_files)
+
 # ---- inspect ---------------------------------------------------------------
 
 
