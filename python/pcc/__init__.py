@@ -174,7 +174,6 @@ class Run:
         except OSError as e:
             self._out.close()
             self._err.close()
-            shutil.rmtree(tmp, ignore_errors=True)
             raise Error(f"{command[0]}: cannot start: {e.strerror} (pcc.run's launcher= names the MPI launcher)",
                         None, command) from None
 
@@ -267,7 +266,20 @@ def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, la
     path = plan.path if isinstance(plan, Plan) else os.fspath(plan)
     if ranks is None:
         ranks = plan.devices if isinstance(plan, Plan) else _plan_devices(path)
+    if launcher is None and ranks != 1:
+        raise Error(f"{path}: {ranks} ranks need an MPI launcher (launcher=None runs one)")
     tmp = tempfile.mkdtemp(prefix="pcc-run-")
+    try:
+        job = _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, env, opts, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    weakref.finalize(job, _remove_job, job._proc, job._out, job._err, tmp)
+    return job
+
+
+def _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, env, opts, tmp):
+    """pcc.run's job, its files in the scratch folder tmp."""
     if data is not None and not isinstance(data, (str, os.PathLike)):
         data = write_data(os.path.join(tmp, "data"), data)
     log = opts.pop("log_json", None)
@@ -283,18 +295,13 @@ def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, la
         args += ["-o", os.fspath(output)]
     if log is not None:
         args += ["--log-json", os.fspath(log)]
-    if launcher is None:
-        if ranks != 1:
-            raise Error(f"{path}: {ranks} ranks need an MPI launcher (launcher=None runs one)")
-        cmd = args
-    else:
+    cmd = args
+    if launcher is not None:
         cmd = (shlex.split(launcher) if isinstance(launcher, str) else list(launcher))
         cmd += ["-n", str(ranks)] + list(launcher_args) + args
     full_env = dict(os.environ)
     full_env.update(env or {})
-    job = Run([os.fspath(c) for c in cmd], os.fspath(log) if log else "", tmp, full_env)
-    weakref.finalize(job, _remove_job, job._proc, job._out, job._err, tmp)
-    return job
+    return Run([os.fspath(c) for c in cmd], os.fspath(log) if log else "", tmp, full_env)
 
 
 def _remove_job(proc, out, err, tmp):
