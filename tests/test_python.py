@@ -228,6 +228,22 @@ case("pcc.run yields step 1 while the job runs (20000 steps); close() stops it, 
      t_run_streams)
 
 
+def t_run_statement():
+    saved = os.path.join(t, "statement.onnx")
+    pcc.run(plan, data=mlp_data, steps=3, save_onnx=saved, launcher_args=["--oversubscribe"])
+    assert os.path.isfile(saved), "the dropped job did not end first"
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        pcc.run(plan, data=os.path.join(t, "nodata"), steps=3, launcher_args=["--oversubscribe"])
+    msgs = [str(x.message) for x in w if issubclass(x.category, pcc.PccWarning)]
+    assert len(msgs) == 1 and re.match(r"pcc.run: the job ended with status 1: pcc-run: rank 0: .*nodata: no input_0",
+                                       msgs[0]), [str(x.message) for x in w]
+
+
+case("pcc.run called as a statement: the job runs to its end (its --save-onnx file is there after the call); "
+     "a failure is a PccWarning with pcc-run's line", t_run_statement)
+
+
 def t_run_infer():
     fwd = pcc.compile(mlp, "cpu:2")
     assert fwd.summary["train"] is False

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 import weakref
 
 from ._cli import Error, PccWarning, failure_line, options, program, run_program, warn_from
@@ -155,7 +156,9 @@ class Run:
     it (step, loss, grad_norm, lr, step_ms, samples_per_s, ranks...), and
     raises pcc.Error when the job fails; wait() runs it to the end and
     returns the steps. steps: those read so far; returncode: the job's exit
-    status once it ended; stdout: what it printed (the text log)."""
+    status once it ended; stdout: what it printed (the text log). close(),
+    or leaving a with block, stops it; a Run dropped while its job runs
+    (pcc.run called as a statement) waits for the job to end."""
 
     def __init__(self, command, log_path, tmp, env):
         """tmp: the scratch folder of the job (its stdout and stderr go there)."""
@@ -247,6 +250,7 @@ class Run:
 
     def __exit__(self, *exc):
         self.close()
+        return False
 
 
 def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, launcher="mpirun",
@@ -305,9 +309,15 @@ def _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, en
 
 
 def _remove_job(proc, out, err, tmp):
-    """A Run's end: the job stopped if it still runs, its files removed."""
+    """A Run's end: its files removed, once the job ended. A Run dropped
+    while its job runs (pcc.run called as a statement) waits for the job,
+    and a failure it cannot raise is a PccWarning with pcc-run's line."""
     if proc.poll() is None:
-        proc.terminate()
+        proc.wait()
+        if proc.returncode != 0:
+            err.seek(0)
+            warnings.warn(f"pcc.run: the job ended with status {proc.returncode}: "
+                          f"{failure_line(err.read(), proc.returncode)}", PccWarning)
     out.close()
     err.close()
     shutil.rmtree(tmp, ignore_errors=True)
