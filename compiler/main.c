@@ -102,7 +102,8 @@ static const struct cli_usage compile_usage = {
 	.synopsis =
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
-		"                 [--recompute auto|on|off] [--calib FILE] [--explain] [-q] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n"
+		"                 [--recompute auto|on|off] [--calib FILE] [--explain | --json] [-q] [--dim NAME=VALUE]...\n"
+		"                 [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] [--sign-key KEY] | -o PLAN.txt]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
@@ -123,6 +124,8 @@ static const struct cli_usage compile_usage = {
 		   "           input instead of keeping them (activation checkpointing); on and off force it\n"
 		   "  --cluster  NODESxDEVICES:KIND[,ib=200Gbps,nvlink=600GBps], cpu:N, or a JSON file\n"
 		   "  --batch  global batch of one step (samples)\n"
+		   "  --json   the plan's summary as one JSON object (stages, step time, memory, the plans\n"
+		   "           weighed, the file -o wrote) instead of the text on stdout\n"
 		   "  --time-limit S  wall seconds each sharding solve may take, a backstop only (default\n"
 		   "           60 per stage, 30 per layer in the search): the solver's work is bounded by\n"
 		   "           counts, so the same input and flags give the same plan however loaded the\n"
@@ -283,7 +286,7 @@ static const struct opt_def {
 	{ "help", no_argument, 'h', C_MODEL | C_VERSION },
 	{ "dim", required_argument, O_DIM, C_MODEL },
 	{ "const", required_argument, O_CONST, C_MODEL },
-	{ "json", no_argument, O_JSON, C_INSPECT },
+	{ "json", no_argument, O_JSON, C_INSPECT | C_COMPILE },
 	{ "dump", required_argument, O_DUMP, C_INSPECT },
 	{ "train", no_argument, O_TRAIN, C_INSPECT | C_COMPILE },
 	{ "optim", required_argument, O_OPTIM, C_INSPECT | C_COMPILE },
@@ -490,6 +493,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return ir_errorf(-EINVAL, "eval: -i DIR is required");
 	if (a->cmd->bit == C_COMPILE && !a->cluster)
 		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
+	if (a->cmd->bit == C_COMPILE && a->json && (a->stage_only || a->explain || a->dump_fusion))
+		return ir_errorf(-EINVAL, "--json summarizes the automatic plan: not with %s",
+				 a->stage_only ? "--stage-only"
+				 : a->explain  ? "--explain"
+					       : "--dump-after");
 	if (a->cmd->bit == C_COMPILE && a->out_dir)
 		return check_out(a->out_dir);
 	return 0;
@@ -723,8 +731,9 @@ static int write_text(const char *path, const struct inter_plan *p)
 }
 
 /* -o plan.bin: lowered, verified, written, read back and verified again. */
-/* Lowers, generates code for and writes plan p (lowered already: taken over). */
-static int write_plan(const struct args *a, const struct cost_cluster *c, struct plan *p)
+/* Lowers, generates code for and writes plan p (lowered already: taken over);
+ * says what it wrote on stdout, or as js's "output" (--json). */
+static int write_plan(const struct args *a, const struct cost_cluster *c, struct plan *p, json_t *js)
 {
 	struct plan *back;
 	int rc = 0;
@@ -759,11 +768,77 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 		int64_t peak = 0;
 		for (int i = 0; i < p->ndevices; i++)
 			peak = p->devices[i].arena_bytes > peak ? p->devices[i].arena_bytes : peak;
-		printf("wrote %s: %d devices, %d kernels, peak %.3f MiB per device (arena)\n", a->out_dir, p->ndevices,
-		       p->nkernels, (double)peak / (1 << 20));
+		if (js)
+			json_object_set_new(js, "output",
+					    json_pack("{s:s, s:s, s:i, s:i, s:I}", "path", a->out_dir, "form", "plan",
+						      "devices", p->ndevices, "kernels", p->nkernels,
+						      "peak_arena_bytes", (json_int_t)peak));
+		else
+			printf("wrote %s: %d devices, %d kernels, peak %.3f MiB per device (arena)\n", a->out_dir,
+			       p->ndevices, p->nkernels, (double)peak / (1 << 20));
 	}
 	plan_free(p);
 	return rc;
+}
+
+/* pcc MODEL --json: plan p's summary, the keys named as pcc report --json
+ * names them where they mean the same (stages, step time, memory, the
+ * plans weighed, candidates skipped); write_plan adds "output". */
+static json_t *plan_json(const struct args *a, const struct cost_cluster *c, const struct inter_plan *p)
+{
+	json_t *o = json_object(), *stages = json_array(), *alts = json_array();
+	json_object_set_new(o, "model", json_string(a->model));
+	json_object_set_new(o, "cluster", json_string(c->name));
+	json_object_set_new(o, "devices", json_integer(p->devices));
+	json_object_set_new(o, "train", json_boolean(p->train));
+	json_object_set_new(o, "schedule", json_string(cost_sched_name(p->sched)));
+	json_object_set_new(o, "chunks_per_device", json_integer(p->v));
+	json_object_set_new(o, "micro_batches", json_integer(p->micro));
+	json_object_set_new(o, "micro_batch", json_integer(p->micro_batch));
+	json_object_set_new(o, "batch", json_integer(p->batch));
+	json_object_set_new(o, "layers", json_integer(p->nlayers));
+	json_object_set_new(o, "step_time_s", json_real(p->step_time));
+	json_object_set_new(o, "samples_per_s", json_real(p->samples_per_s));
+	json_object_set_new(o, "mfu", json_real(p->mfu));
+	json_object_set_new(o, "peak_memory_bytes", json_real(p->mem_peak));
+	json_object_set_new(o, "memory_limit_bytes", json_real(p->mem_limit));
+	for (int i = 0; i < p->nstages; i++) {
+		const struct inter_stage *s = &p->stages[i];
+		char sub[32], mesh[32];
+		snprintf(sub, sizeof sub, "%dx%d", s->rows, s->cols);
+		snprintf(mesh, sizeof mesh, "%dx%d", s->n0, s->n1);
+		json_array_append_new(
+			stages,
+			json_pack("{s:i, s:i, s:i, s:i, s:s, s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, "
+				  "s:f, s:b, s:b, s:b, s:b}",
+				  "first_layer", s->layer_first, "last_layer", s->layer_last, "first_node",
+				  s->node_first, "last_node", s->node_last - 1, "sub_mesh", sub, "mesh", mesh,
+				  "devices", s->rows * s->cols, "per_microbatch_s", s->t_mb, "xfer_s", s->t_xfer,
+				  "dp_sync_s", s->t_sync, "optimizer_s", s->t_optim, "state_bytes", s->mem_state,
+				  "activation_bytes_per_microbatch", s->mem_act, "workspace_bytes", s->mem_once,
+				  "inflight", s->inflight, "total_bytes", s->mem, "recompute", s->recompute, "zero",
+				  s->zero, "lean", s->lean, "overlap", s->overlap));
+	}
+	json_object_set_new(o, "stages", stages);
+	json_object_set_new(o, "plans_weighed", json_integer(p->nweighed));
+	for (int i = 0; i < p->nalt; i++) {
+		const struct inter_alt *x = &p->alt[i];
+		json_array_append_new(alts,
+				      json_pack("{s:b, s:I, s:i, s:s, s:i, s:i, s:s, s:f, s:f}", "chosen", x->chosen,
+						"micro_batch", (json_int_t)x->micro_batch, "micro_batches", x->micro,
+						"schedule", cost_sched_name(x->sched), "chunks_per_device", x->v,
+						"stages", x->nstages, "meshes", x->stages, "step_time_s", x->step_time,
+						"peak_memory_bytes", x->mem_peak));
+	}
+	json_object_set_new(o, "alternatives", alts);
+	json_object_set_new(o, "skipped",
+			    p->nskipped ? json_pack("{s:i, s:I, s:s}", "candidates", p->nskipped, "micro_batch",
+						    (json_int_t)p->skipped_size, "why", p->skipped_why)
+					: json_null());
+	json_object_set_new(o, "search_s", json_real(p->search_s));
+	json_object_set_new(o, "output",
+			    a->out_dir ? json_pack("{s:s, s:s}", "path", a->out_dir, "form", "text") : json_null());
+	return o;
 }
 
 /* --train: what the step trains, said once before the search, as pcc
@@ -903,12 +978,15 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		return rc;
 	}
 	char peak[IR_BYTES_STRLEN];
-	printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
-	       "peak %s per device\n",
-	       a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s", cost_sched_name(p.sched), p.micro,
-	       p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s, 100 * p.mfu,
-	       ir_bytes_str(p.mem_peak, peak));
-	inter_skipped_print(&p, stdout);
+	json_t *js = a->json ? plan_json(a, c, &p) : NULL;
+	if (!js) {
+		printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
+		       "peak %s per device\n",
+		       a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s", cost_sched_name(p.sched), p.micro,
+		       p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s, 100 * p.mfu,
+		       ir_bytes_str(p.mem_peak, peak));
+		inter_skipped_print(&p, stdout);
+	}
 	if (a->explain)
 		rc = inter_explain(&p, stdout);
 	if (a->explain && lowered)
@@ -916,9 +994,15 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	if (rc == 0 && a->out_dir && text)
 		rc = write_text(a->out_dir, &p);
 	else if (rc == 0 && lowered)
-		rc = write_plan(a, c, lowered);
+		rc = write_plan(a, c, lowered, js);
 	else if (lowered)
 		plan_free(lowered);
+	if (rc == 0 && js) {
+		if (json_dumpf(js, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) < 0 ||
+		    printf("\n") < 0)
+			rc = ir_errorf(-EIO, "cannot write the plan's summary");
+	}
+	json_decref(js);
 	inter_plan_free(&p);
 	ir_free(refused);
 	return rc;
