@@ -32,8 +32,6 @@ pin_host "$pcc" "$tmp/host" || { echo "Bail out! cannot pin the host figures"; e
 # fails today, or nothing when it holds.
 known() {
 	case $1:$2 in
-	gpt2_loss_dy:*)
-		echo "the dynamo exporter's unoptimized training graph splits q, k, v with SplitToSequence/SequenceAt; pcc: unsupported op" ;;
 	llama_loss_dy:train*)
 		echo "the RoPE buffer lm.model.rotary_emb.inv_freq (not a torch parameter, stored unfolded without the exporter's optimizer) is trained" ;;
 	esac
