@@ -45,11 +45,15 @@ case_() {
 	if [ -n "$why" ]; then todo "$why" "$@"; else check "$@"; fi
 }
 
+[ -n "$(ls -d "$zoo"/*_ts "$zoo"/*_dy 2>/dev/null)" ] || { echo "Bail out! no NAME_ts and NAME_dy models in $zoo"; exit 1; }
 sgd="--optimizer sgd --lr 0.1"
 for d in "$zoo"/*_ts "$zoo"/*_dy; do
+	[ -d "$d" ] || continue
 	m=$(basename "$d")
 	data=$d/test_data_set_0
-	case_ "$m" inspect "$m: pcc inspect reads it" "$pcc" inspect "$d/model.onnx"
+	opset=$(case $m in *_ts) echo 17 ;; *) echo 20 ;; esac)
+	case_ "$m" inspect "$m: pcc inspect reads it (opset $opset)" sh -c "
+	  '$pcc' inspect '$d/model.onnx' >'$tmp/inspect' && head -1 '$tmp/inspect' | grep -q '^opset $opset,'"
 	case_ "$m" eval "$m: pcc eval equals ONNX Runtime's outputs" sh -c "
 	  rm -rf '$tmp/eval' && '$pcc' eval '$d/model.onnx' -i '$data' -o '$tmp/eval' >/dev/null &&
 	  '$cmp' --rtol 1e-4 --atol 1e-5 '$tmp/eval' '$data' >&2"

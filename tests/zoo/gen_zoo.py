@@ -34,11 +34,14 @@ inputs in order; outputs are ONNX Runtime's, checked against torch's within
 transformers' own causal-LM loss, cross entropy on the shifted labels,
 inside the graph) are exported from train() mode (dropout 0), the
 TorchScript one with training=TrainingMode.TRAINING and
-do_constant_folding=False, and also hold expected_sgd.onnx: model.onnx
+do_constant_folding=False, the dynamo one with optimize=False, and also
+hold expected_sgd.onnx: model.onnx
 with every parameter replaced by torch's value after one float32
 torch.optim.SGD step at lr 0.1 (SGD_LR) on test_data_set_0.  Every
 torch parameter must be exactly one initializer of (one of) its names; the
 script fails otherwise, as it does when a directory outgrows MAX_DIR_BYTES.
+BatchNorm's running statistics are the example batch's, and the exporters'
+per-node debug records are dropped (strip_debug_info).
 """
 
 import os
