@@ -34,12 +34,14 @@ inputs in order; outputs are ONNX Runtime's, checked against torch's within
 transformers' own causal-LM loss, cross entropy on the shifted labels,
 inside the graph) are exported from train() mode (dropout 0), the
 TorchScript one with training=TrainingMode.TRAINING and
-do_constant_folding=False, the dynamo one with optimize=False, and also
-hold expected_sgd.onnx: model.onnx
+do_constant_folding=False, the dynamo one with optimize=False (and
+llama_loss_opt_dy with the optimizer on, dynamo only), and also hold
+expected_sgd.onnx: model.onnx
 with every parameter replaced by torch's value after one float32
 torch.optim.SGD step at lr 0.1 (SGD_LR) on test_data_set_0.  Every
-torch parameter must be exactly one initializer of (one of) its names; the
-script fails otherwise, as it does when a directory outgrows MAX_DIR_BYTES.
+torch parameter must be exactly one initializer of (one of) its names, or
+the one initializer holding its transpose (the dynamo optimizer's folded
+Linear weights); the script fails otherwise, as it does when a directory outgrows MAX_DIR_BYTES.
 BatchNorm's running statistics are the example batch's, and the exporters'
 per-node debug records are dropped (strip_debug_info).
 """
@@ -270,8 +272,16 @@ def whisper():
 
 
 ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
-         "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss}
-LOSS = {"gpt2_loss", "llama_loss"}
+         "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
+         "llama_loss_opt": llama_loss}
+LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
+# Exported by the dynamo exporter alone, with its optimizer on (as
+# torch.onnx.export does by default): RoPE's tables folded into constant
+# initializers that must not train, every parameter still one initializer.
+# (GPT-2's would not do: the optimizer folds wpe[arange] into a constant
+# and the tied LM head's transpose into a copy, so wpe and the head are no
+# longer torch's parameters.)
+DYNAMO_OPTIMIZED = {"llama_loss_opt"}
 
 
 # --------------------------------------------------------------------------
@@ -279,13 +289,13 @@ LOSS = {"gpt2_loss", "llama_loss"}
 # --------------------------------------------------------------------------
 
 
-def export(model, args, in_names, out_names, path, dynamo, train):
+def export(model, args, in_names, out_names, path, dynamo, train, optimize):
     if dynamo:
         # training: optimize=False, the dynamo exporter's "no constant
         # folding" (its optimizer folds wpe[arange(8)] into a constant and
         # the LM head's transpose of a tied embedding into a second copy)
         prog = torch.onnx.export(model, args, dynamo=True, input_names=in_names, output_names=out_names,
-                                 optimize=not train, verbose=False)
+                                 optimize=optimize, verbose=False)
         prog.save(path, external_data=False)
     else:
         mode = torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.EVAL
@@ -323,24 +333,36 @@ def ort_run(path, feeds):
 
 def sgd_reference(model, args, proto, path):
     """model.onnx with every parameter replaced by its value after one SGD
-    step of torch's (the loss is the model's only output). A tied
-    parameter has several names (GPT-2's wte and LM head); the initializer
-    may bear any one of them, but exactly one."""
+    step of torch's (the loss is the model's only output). A parameter is
+    the initializer of its name (a tied one has several: GPT-2's wte and
+    LM head; any one of them, but exactly one), or, where the dynamo
+    exporter's optimizer folded a Linear weight's transpose, the one
+    initializer holding exactly its transpose (stored transposed)."""
     params = dict(model.named_parameters())
     aliases = {}
     for n, p in model.named_parameters(remove_duplicate=False):
         aliases.setdefault(id(p), []).append(n)
+    inits = {t.name: t for t in proto.graph.initializer}
+    before = {n: numpy_helper.to_array(t) for n, t in inits.items()}
+    where = {}  # parameter name -> (initializer, transposed)
+    for n, p in params.items():
+        found = [a for a in aliases[id(p)] if a in inits]
+        if len(found) == 1:
+            where[n] = (inits[found[0]], False)
+            continue
+        w = p.detach().numpy()
+        folded = [k for k, v in before.items() if w.ndim == 2 and v.shape == w.T.shape and np.array_equal(v, w.T)]
+        if found or len(folded) != 1:
+            raise SystemExit(f"{path}: parameter {aliases[id(p)]} is initializers {found or folded}, not one")
+        where[n] = (inits[folded[0]], True)
     opt = torch.optim.SGD(params.values(), lr=SGD_LR)
     opt.zero_grad()
     model(*args).backward()
     opt.step()
-    inits = {t.name: t for t in proto.graph.initializer}
-    for p in params.values():
-        found = [n for n in aliases[id(p)] if n in inits]
-        if len(found) != 1:
-            raise SystemExit(f"{path}: parameter {aliases[id(p)]} is {len(found)} initializers, not one")
-        t = inits[found[0]]
+    for n, p in params.items():
+        t, transposed = where[n]
         new = p.detach().numpy().astype(np.float32)
+        new = np.ascontiguousarray(new.T) if transposed else new
         if tuple(t.dims) != new.shape:
             raise SystemExit(f"{path}: initializer {t.name} has shape {tuple(t.dims)}, the parameter {new.shape}")
         t.CopyFrom(numpy_helper.from_array(new, t.name))
@@ -360,7 +382,7 @@ def make(name, dynamo):
     path = os.path.join(d, "model.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        export(model, args, in_names, out_names, path, dynamo, train)
+        export(model, args, in_names, out_names, path, dynamo, train, not train or name in DYNAMO_OPTIMIZED)
     proto = onnx.load(path)
     graph_in = [i.name for i in proto.graph.input]
     if graph_in != in_names:
@@ -397,7 +419,8 @@ def main():
             raise SystemExit(f"unknown model {n}; expected one of {', '.join(ARCHS)}")
     for n in names:
         for dynamo in (False, True):
-            make(n, dynamo)
+            if dynamo or n not in DYNAMO_OPTIMIZED:
+                make(n, dynamo)
     with open(os.path.join(HERE, "versions.txt"), "w") as f:
         for mod in (torch, torchvision, transformers, onnx, ort):
             f.write(f"{mod.__name__} {mod.__version__}\n")
