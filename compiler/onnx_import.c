@@ -547,6 +547,26 @@ fail:
 	return -EINVAL;
 }
 
+const struct onnx_seq *onnx_seq_find(const struct onnx_ctx *c, const char *name)
+{
+	for (const struct onnx_seq *s = c->seqs; s && name; s = s->next)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+int onnx_seq_add(struct onnx_ctx *c, int n, struct ir_value *const *items)
+{
+	struct onnx_seq *s = ir_graph_alloc(c->g, sizeof *s);
+	struct ir_value **copy = ir_graph_alloc(c->g, (size_t)(n ? n : 1) * sizeof *copy);
+	if (!s || !copy)
+		return ir_errorf(-ENOMEM, "out of memory");
+	memcpy(copy, items, (size_t)n * sizeof *copy);
+	*s = (struct onnx_seq){ .name = c->node->output[0], .n = n, .items = copy, .next = c->seqs };
+	c->seqs = s;
+	return 0;
+}
+
 /* The handler of op name in the default domain, or (ms) com.microsoft's. */
 static const struct onnx_op_def *find_op(const char *name, bool ms)
 {
@@ -624,6 +644,11 @@ static int import_node(struct onnx_ctx *c, const Onnx__NodeProto *n)
 			continue;
 		in[i] = sym_get(c->names, n->input[i]);
 		IR_ASSERT(in[i]); /* dependency order guarantees definition */
+		if (strcmp(op, "SequenceAt") != 0 && onnx_seq_find(c, n->input[i])) {
+			rc = ir_errorf(-ENOTSUP, "input \"%s\" is a sequence: pcc reads sequences only with SequenceAt",
+				       n->input[i]);
+			goto fail;
+		}
 	}
 	ir_error_clear();
 	rc = def->fn(c, in, (int)n->n_input, out, (int)n->n_output);
@@ -835,6 +860,11 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 		struct ir_value *v = sym_get(&names, name);
 		if (!v) {
 			ir_errorf(-EINVAL, "%s: graph output \"%s\" is not produced by any node", path, name);
+			goto fail;
+		}
+		if (onnx_seq_find(&c, name)) {
+			ir_errorf(-ENOTSUP, "%s: graph output \"%s\" is a sequence (pcc's outputs are tensors)", path,
+				  name);
 			goto fail;
 		}
 		if (ir_graph_add_output(c.g, v, name) < 0)

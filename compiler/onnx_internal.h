@@ -15,6 +15,16 @@
 
 struct symtab;
 
+/* A sequence of tensors (SplitToSequence's result), which only SequenceAt
+ * reads: its name stands in the name table for its first tensor's input,
+ * its tensors are here (graph-owned). */
+struct onnx_seq {
+	const char *name; /* the ONNX value */
+	int n;
+	struct ir_value **items;
+	struct onnx_seq *next;
+};
+
 struct onnx_ctx {
 	const char *path;     /* model file, for messages */
 	const char *base_dir; /* its directory, for external data */
@@ -23,7 +33,14 @@ struct onnx_ctx {
 	const struct onnx_import_opts *opts;
 	struct symtab *names;        /* ONNX value name -> ir_value */
 	const Onnx__NodeProto *node; /* node being imported */
+	struct onnx_seq *seqs;       /* the sequences defined so far */
 };
+
+/* The sequence named name, or NULL when name is a tensor. */
+const struct onnx_seq *onnx_seq_find(const struct onnx_ctx *c, const char *name);
+/* Records the current node's output 0 as the sequence of items[0..n)
+ * (copied); -ENOMEM. */
+int onnx_seq_add(struct onnx_ctx *c, int n, struct ir_value *const *items);
 
 /* A handler gets the node's inputs (NULL where an optional input is
  * omitted) and must fill out[i] for each declared output i < nout

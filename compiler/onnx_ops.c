@@ -203,16 +203,21 @@ static int h_identity(struct onnx_ctx *c, struct ir_value **in, int nin, struct 
 	return 0;
 }
 
-/* Dropout at inference (training_mode absent or false): identity, mask of ones. */
+/* Dropout at inference (training_mode absent or false), or in training
+ * mode with a constant ratio of 0 (what a model whose dropout
+ * probabilities are 0 exports in training mode): identity, mask of ones. */
 static int h_dropout(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
 	if (nin > 2 && in[2]) {
-		double training;
+		double training, ratio = 0.5; /* the default ratio */
 		if (onnx_const_scalar(c, in[2], &training, "training_mode") < 0)
 			return -EINVAL;
-		if (training != 0)
-			return onnx_unsupported(c, "training-mode dropout is not supported yet");
+		if (training != 0 && nin > 1 && in[1] && onnx_const_scalar(c, in[1], &ratio, "ratio") < 0)
+			return -EINVAL;
+		if (training != 0 && ratio != 0)
+			return onnx_unsupported(
+				c, "training-mode dropout (ratio %g) is not supported yet; only ratio 0 is", ratio);
 	}
 	out[0] = in[0];
 	if (nout > 1)

@@ -280,6 +280,89 @@ static int h_split(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_
 	return 0;
 }
 
+/* SplitToSequence: the parts of input along axis as a sequence (which
+ * SequenceAt reads): split a list of sizes, or one size repeated, the
+ * last part smaller where it does not divide; without split parts of 1,
+ * the axis dropped unless keepdims. The dynamo exporter writes it for
+ * torch.split when its optimizer does not run. */
+#define SEQ_MAX 4096
+
+static int h_split_to_sequence(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+{
+	NEED(0);
+	const struct ir_shape *x = &in[0]->shape;
+	int64_t axis;
+	if (onnx_axis(c, attr_int(c, "axis", 0), x->rank, &axis) < 0)
+		return -EINVAL;
+	int64_t d = x->dims[axis], *sizes = ir_graph_alloc(c->g, SEQ_MAX * sizeof *sizes);
+	struct ir_value **items = ir_graph_alloc(c->g, SEQ_MAX * sizeof *items);
+	bool keep = true;
+	int n = 0;
+	if (!sizes || !items)
+		return ir_errorf(-ENOMEM, "out of memory");
+	if (nin > 1 && in[1] && in[1]->shape.rank == 0) {
+		double each;
+		if (onnx_const_scalar(c, in[1], &each, "split") < 0)
+			return -EINVAL;
+		if (!(each >= 1) || (d + (int64_t)each - 1) / (int64_t)each > SEQ_MAX)
+			return onnx_fail(c, "split %g: parts must be of 1 or more, and at most %d of them", each,
+					 SEQ_MAX);
+		for (int64_t at = 0; at < d; at += (int64_t)each)
+			sizes[n++] = d - at < (int64_t)each ? d - at : (int64_t)each;
+	} else if (nin > 1 && in[1]) {
+		if ((n = onnx_const_ints(c, in[1], sizes, SEQ_MAX, "split")) < 0)
+			return -EINVAL;
+	} else {
+		if (d > SEQ_MAX)
+			return onnx_fail(c, "%lld parts of 1: at most %d", (long long)d, SEQ_MAX);
+		keep = attr_int(c, "keepdims", 1) != 0;
+		for (n = 0; n < d; n++)
+			sizes[n] = 1;
+	}
+	int64_t at = 0;
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0 || at + sizes[i] > d)
+			return onnx_fail(c, "split sizes exceed dim %lld", (long long)axis);
+		items[i] = b_slice(c, in[0], (int)axis, at, at + sizes[i], 1);
+		if (items[i] && !keep) {
+			struct ir_shape s = *x;
+			memmove(&s.dims[axis], &s.dims[axis + 1], (size_t)(s.rank - axis - 1) * sizeof s.dims[0]);
+			s.rank--;
+			items[i] = b_reshape(c, items[i], &s);
+		}
+		if (!items[i])
+			return -EINVAL;
+		at += sizes[i];
+	}
+	if (at != d)
+		return onnx_fail(c, "split sizes sum to %lld, dim %lld has %lld", (long long)at, (long long)axis,
+				 (long long)d);
+	if (onnx_seq_add(c, n, items) < 0)
+		return -ENOMEM;
+	(void)nout;
+	out[0] = in[0]; /* stands for the sequence in the name table */
+	return 0;
+}
+
+/* SequenceAt: the tensor at a constant position (negative from the end)
+ * of a sequence SplitToSequence made. */
+static int h_sequence_at(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
+{
+	ARITY(2);
+	NEED(0);
+	NEED(1);
+	const struct onnx_seq *s = onnx_seq_find(c, c->node->input[0]);
+	double pos;
+	if (!s)
+		return onnx_fail(c, "input \"%s\" is not a sequence", c->node->input[0]);
+	if (onnx_const_scalar(c, in[1], &pos, "position") < 0)
+		return -EINVAL;
+	int64_t p = (int64_t)pos < 0 ? (int64_t)pos + s->n : (int64_t)pos;
+	if (p < 0 || p >= s->n)
+		return onnx_fail(c, "position %lld is outside the sequence of %d tensors", (long long)pos, s->n);
+	return OUT1(s->items[p]);
+}
+
 static int h_slice(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout)
 {
 	NEED(0);
@@ -860,6 +943,8 @@ const struct onnx_op_def onnx_ops_shape[] = {
 	{ "Expand", h_expand, "" },
 	{ "Concat", h_concat, "axis" },
 	{ "Split", h_split, "axis num_outputs split" },
+	{ "SplitToSequence", h_split_to_sequence, "axis keepdims" },
+	{ "SequenceAt", h_sequence_at, "" },
 	{ "Slice", h_slice, "starts ends axes" },
 	{ "Gather", h_gather, "axis" },
 	{ "GatherElements", h_gather_elements, "axis" },

@@ -701,6 +701,38 @@ static void test_empty_scalars(void)
 			   "(ConstantOfShape)", "value");
 }
 
+/* Dropout in training mode (as a model exported with
+ * TrainingMode.TRAINING writes it): with a constant ratio of 0 it is the
+ * identity, the output the input itself; any other ratio, the default 0.5
+ * too, is refused naming it. */
+static struct mb *mb_dropout_training(const char *ins, float ratio)
+{
+	struct mb *b = mb_new(13);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	mb_init_raw(b, "ratio", T_FLOAT, "", &ratio, sizeof ratio);
+	mb_init_raw(b, "training", T_BOOL, "", &(uint8_t){ 1 }, 1);
+	mb_node(b, "Dropout", "drop", ins, "y");
+	mb_output(b, "y", T_FLOAT, "2,3");
+	return b;
+}
+
+static void test_dropout_training(void)
+{
+	struct mb *b = mb_dropout_training("x,ratio,training", 0);
+	struct ir_graph *g = expect_import("training-mode Dropout with ratio 0 imports", mb_write(b, "drop0.onnx"),
+					   NULL);
+	TAP_OK(g && ir_graph_output(g, 0) == ir_graph_input(g, 0),
+	       "training-mode Dropout with ratio 0 is the identity");
+	ir_graph_free(g);
+	mb_free(b);
+	b = mb_dropout_training("x,ratio,training", 0.1f);
+	EXPECT_MODEL_ERROR(b, "drop01.onnx", "training-mode Dropout with ratio 0.1 refused", "node \"drop\" (Dropout)",
+			   "training-mode dropout (ratio 0.1) is not supported yet; only ratio 0 is");
+	b = mb_dropout_training("x,,training", 0);
+	EXPECT_MODEL_ERROR(b, "drop_default.onnx", "training-mode Dropout with the default ratio refused",
+			   "node \"drop\" (Dropout)", "(ratio 0.5)");
+}
+
 /* ---- image ops (onnx_ops_image.c, onnx_ops_convt.c) ---------------------------------------------- */
 
 /* x f32[1,4,4,4] -> Resize(x, roi, scales) -> y, scales an initializer */
@@ -946,6 +978,7 @@ int main(int argc, char **argv)
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();
+	test_dropout_training();
 	test_image_ops();
 	test_gather();
 	test_batchnorm_state();

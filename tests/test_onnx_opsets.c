@@ -6,7 +6,9 @@
  * written by tests/gen_onnx_opsets.py, which builds the same models. Also
  * the edges: a form used at an opset older than the one that brought it,
  * Split's num_outputs against its outputs, And on integers and Bitwise* on
- * bool, LayerNormalization's statistics in its stash type.
+ * bool, LayerNormalization's statistics in its stash type; and the
+ * sequence ops the dynamo exporter writes for torch.split without its
+ * optimizer (SplitToSequence, SequenceAt: expected values by hand).
  *
  * Tolerance: the interpreter computes in double; f32 results within 1e-5
  * relative (1e-6 absolute near zero) of the reference's f32 ones.
@@ -255,6 +257,73 @@ static void test_split(void)
 	mb_output(b, "a", T_FLOAT, "");
 	EXPECT_MODEL_ERROR(b, "split17_num_outputs.onnx", "Split's num_outputs at opset 17", "node \"parts\" (Split)",
 			   "'num_outputs' came with Split-18");
+}
+
+/* ---- SplitToSequence and SequenceAt (opset 11; the dynamo exporter's
+ * torch.split without its optimizer): x = 0..9 as [2,5], the expected
+ * parts by hand ---- */
+
+static const float seq_x[10] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+
+/* x, then SplitToSequence(x[, split]) -> s, SequenceAt(s, pos) -> y for
+ * each position, outputs y0, y1... */
+static struct mb *mb_seq(const char *split_ins, int64_t axis, int npos, const int64_t *pos)
+{
+	struct mb *b = mb_new(18);
+	INIT(b, "x", T_FLOAT, "2,5", seq_x);
+	mb_attr_int(b, mb_node(b, "SplitToSequence", "split", split_ins, "s"), "axis", axis);
+	for (int i = 0; i < npos; i++) {
+		char p[8], y[8], ins[16];
+		snprintf(p, sizeof p, "p%d", i);
+		snprintf(y, sizeof y, "y%d", i);
+		snprintf(ins, sizeof ins, "s,%s", p);
+		mb_init_raw(b, p, T_INT64, "", &pos[i], sizeof pos[i]);
+		mb_node(b, "SequenceAt", y, ins, y);
+		mb_output(b, y, T_FLOAT, "");
+	}
+	return b;
+}
+
+static void test_sequence(void)
+{
+	struct run r;
+	struct mb *b = mb_seq("x,sizes", 1, 2, (int64_t[]){ 1, -2 });
+	mb_init_i64(b, "sizes", 2, (int64_t[]){ 2, 3 });
+	if (run_model(b, "seq_list.onnx", "SplitToSequence with split [2,3] imports and runs", &r)) {
+		EXPECT_F32(&r, 0, ((float[]){ 2, 3, 4, 7, 8, 9 }), "SequenceAt 1 of split [2,3] on axis 1");
+		EXPECT_F32(&r, 1, ((float[]){ 0, 1, 5, 6 }), "SequenceAt -2 of split [2,3]: the first part");
+		run_free(&r);
+	}
+	b = mb_seq("x,two", 1, 1, (int64_t[]){ 2 });
+	mb_init_raw(b, "two", T_INT64, "", &(int64_t){ 2 }, 8);
+	if (run_model(b, "seq_scalar.onnx", "SplitToSequence with a scalar split imports and runs", &r)) {
+		struct ir_shape want = { 2, { 2, 1 } };
+		EXPECT_F32(&r, 0, ((float[]){ 4, 9 }),
+			   "scalar split 2 of 5 columns: the third part is the last column");
+		TAP_OK(ir_shape_eq(&r.out[0].shape, &want), "the third part of scalar split 2 of 5 is [2,1]");
+		run_free(&r);
+	}
+	b = mb_seq("x", 0, 1, (int64_t[]){ -1 });
+	mb_attr_int(b, b->g.node[0], "keepdims", 0);
+	if (run_model(b, "seq_nokeep.onnx", "SplitToSequence without split, keepdims 0, imports and runs", &r)) {
+		struct ir_shape want = { 1, { 5 } };
+		EXPECT_F32(&r, 0, ((float[]){ 5, 6, 7, 8, 9 }), "no split: parts of 1, SequenceAt -1 the last row");
+		TAP_OK(ir_shape_eq(&r.out[0].shape, &want), "keepdims 0 drops the split axis: [5]");
+		run_free(&r);
+	}
+	b = mb_seq("x", 0, 1, (int64_t[]){ 2 });
+	EXPECT_MODEL_ERROR(b, "seq_range.onnx", "SequenceAt past the end refused", "node \"y0\" (SequenceAt)",
+			   "position 2 is outside the sequence of 2 tensors");
+	b = mb_seq("x", 0, 0, NULL);
+	mb_output(b, "s", T_FLOAT, "");
+	EXPECT_MODEL_ERROR(b, "seq_output.onnx", "a sequence as a graph output refused", "graph output \"s\"",
+			   "is a sequence (pcc's outputs are tensors)");
+	b = mb_seq("x", 0, 0, NULL);
+	mb_node(b, "Identity", "copy", "s", "y");
+	mb_output(b, "y", T_FLOAT, "");
+	EXPECT_MODEL_ERROR(b, "seq_identity.onnx", "a sequence read by another op than SequenceAt refused",
+			   "node \"copy\" (Identity)",
+			   "input \"s\" is a sequence: pcc reads sequences only with SequenceAt");
 }
 
 /* ---- Resize-18/19 ---- */
@@ -522,6 +591,7 @@ int main(void)
 	test_pad();
 	test_scatter();
 	test_split();
+	test_sequence();
 	test_resize();
 	test_groupnorm();
 	test_col2im();
