@@ -18,6 +18,7 @@
  * chose (lower_pipe.c).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,10 +402,10 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 		if ((rc = lower_train(&tr, x.st, ns, in->cluster_spec, out)) < 0 || round == REFIT_ROUNDS)
 			break;
 		/* the arena is the truth: a stage it finds over the limit is
-		 * solved again under a limit lowered by the solve's own miss */
+		 * solved again under its solve's peak scaled by the miss */
 		int refit = 0;
 		for (int s = 0; s < ns && rc == 0; s++) {
-			double arena = stage_arena(*out, s), lim = x.r[s].mem_limit;
+			double arena = stage_arena(*out, s), lim = fmin(x.r[s].mem_limit, x.r[s].mem_peak);
 			if (arena <= *mem)
 				continue;
 			double tighter = lim * *mem / arena * 0.98;

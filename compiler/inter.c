@@ -125,11 +125,13 @@ enum { OPT_RECOMPUTE = 1, OPT_ZERO = 2, OPT_LEAN = 4, NOPT = 8 };
  * times the fraction of its ideal kept bytes one device holds under the
  * layer's own plan (all of them when it keeps none), and what an earlier
  * layer's backward reads first held here too; the update's temporaries
- * scaled as the state is (stage_once). */
+ * scaled as the state is (stage_once); the weights' copies the backward
+ * reads, held once, as state. A recomputed range keeps its layers' inputs
+ * (range) and holds one layer's forward values again at a time. */
 static void real_act(const struct search *s, int l, int r, int k, int opt, struct inter_layer_cost *sum)
 {
 	const struct inter_step_mem *m = s->real;
-	double act = 0, once = 0, upd = 0, least = 1.0 / (s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
+	double act = 0, once = 0, upd = 0, shared = 0, redo = 0, least = 1.0 / (s->ms->cfg[k].n0 * s->ms->cfg[k].n1);
 	for (int x = l; x <= r; x++) {
 		const struct inter_layer_cost *y = &(
 			opt & OPT_LEAN ? s->lean : s->cost)[(size_t)x * (size_t)s->ms->ncfg + (size_t)k];
@@ -139,9 +141,19 @@ static void real_act(const struct search *s, int l, int r, int k, int opt, struc
 		double fs = least < 1 && m->state[x] > 0 ? fmax(fmin(y->mem_state_nozero / m->state[x], 1), least) : 1;
 		once = fmax(once, m->work[x] * f);
 		upd = fmax(upd, m->upd[x] * fs);
+		/* weights' copies shard as the weights do */
+		shared += m->shared[x] * fs;
+		/* recomputed: the layer's forward values made again for its
+		 * backward, with its working set */
+		redo = fmax(redo, (m->own[x] + m->cross[x] + m->work[x]) * f);
 	}
-	sum->mem_act = act;
-	sum->mem_once = once;
+	sum->mem_state += shared;
+	if (opt & OPT_RECOMPUTE) {
+		sum->mem_once = fmax(sum->mem_once, redo);
+	} else {
+		sum->mem_act = act;
+		sum->mem_once = once;
+	}
 	sum->mem_upd = upd;
 }
 
@@ -192,9 +204,9 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 		sum->t_mb *= 4.0 / 3.0;
 		sum->mem_act = inputs;
 		sum->mem_once = widest;
-	} else if (s->real && s->real->nlayers == s->L) {
-		real_act(s, l, r, k, opt, sum);
 	}
+	if (s->real && s->real->nlayers == s->L)
+		real_act(s, l, r, k, opt, sum);
 	sum->ok = true;
 	return true;
 }

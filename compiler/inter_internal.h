@@ -58,11 +58,14 @@ struct inter_layer_cost {
  * too; work[x], the most other per-micro-batch temporaries live in layer
  * x; model[x], the ideal kept bytes the layer's intra-op solve counts;
  * upd[x], the most temporaries live in the update of layer x's
- * parameters; state[x], their parameter, gradient and optimizer bytes.
+ * parameters; state[x], their parameter, gradient and optimizer bytes;
+ * shared[x], values of the parameters alone (16-bit copies, transposed
+ * weights) layer x's backward reads first, kept once for every
+ * micro-batch in flight (plan_invariant_instr), not in own or cross.
  * All NULL (nlayers 0) when the step could not be built. */
 struct inter_step_mem {
 	int nlayers;
-	double *own, *cross, *work, *model, *upd, *state; /* [nlayers] each, one allocation */
+	double *own, *cross, *work, *model, *upd, *state, *shared; /* [nlayers] each, one allocation */
 };
 
 /* m for forward graph g at micro-batch size b in steps of `micro`

@@ -28,7 +28,11 @@
  *             right after the last read of the old one, and the update's
  *             own intermediates: a few times the largest parameter);
  *   state[x]  the parameter, gradient and optimizer bytes of those
- *             parameters, unsharded, as inter_cost.c counts them.
+ *             parameters, unsharded, as inter_cost.c counts them;
+ *   shared[x] values of the parameters alone (a weight's 16-bit copy or
+ *             transpose) whose first backward reader is in layer x: the
+ *             same in every micro-batch, so lowering keeps one copy
+ *             (plan_invariant_instr), not one per micro-batch in flight.
  * inter.c scales these to one device of a (layer, mesh) by the solve's
  * own ratios mem_act / model[x] and mem_state / state[x], the fractions of
  * the layer's kept activations and state one device holds under its
@@ -85,10 +89,11 @@ static int measure(const struct train_step *ts, int L, const struct cost_state_b
 {
 	const struct ir_graph *g = ts->g;
 	int nv = ir_graph_nvalues(g), nn = ts->update_first;
-	bool *dyn = cost_dynamic_values(g);
+	bool *dyn = cost_dynamic_values(g), *act = cost_activation_values(g);
 	int *lo = ir_malloc(sizeof *lo * (size_t)(nv + 1) * 4);
-	if (!dyn || !lo) {
+	if (!dyn || !act || !lo) {
 		ir_free(dyn);
+		ir_free(act);
 		ir_free(lo);
 		return -ENOMEM;
 	}
@@ -119,6 +124,10 @@ static int measure(const struct train_step *ts, int L, const struct cost_state_b
 		if (lo[v] < 0)
 			continue;
 		double b = value_bytes(ir_graph_value(g, v));
+		if (!act[v]) { /* the same in every micro-batch: one copy */
+			m->shared[lo[v]] += b;
+			continue;
+		}
 		m->own[lo[v]] += b;
 		for (int x = lo[v] + 1; x <= hi[v]; x++)
 			m->cross[x] += b;
@@ -158,6 +167,7 @@ static int measure(const struct train_step *ts, int L, const struct cost_state_b
 				       (st->params + st->grads + st->optim);
 	}
 	ir_free(dyn);
+	ir_free(act);
 	ir_free(lo);
 	return 0;
 }
@@ -167,13 +177,14 @@ int inter_step_measure(const struct inter_env *env, const struct inter_opts *o, 
 {
 	int L = cl->nlayers, rc;
 	memset(m, 0, sizeof *m);
-	if (!(m->own = ir_calloc((size_t)L * 6 + 1, sizeof *m->own)))
+	if (!(m->own = ir_calloc((size_t)L * 7 + 1, sizeof *m->own)))
 		return ir_errorf(-ENOMEM, "out of memory measuring the train step");
 	m->cross = m->own + L;
 	m->work = m->cross + L;
 	m->model = m->work + L;
 	m->upd = m->model + L;
 	m->state = m->upd + L;
+	m->shared = m->state + L;
 	m->nlayers = L;
 	int elem = env->elem_scale < 0.75 ? 2 : 4;
 	if ((rc = model_kept(g, cl, elem, m->model)) < 0) {
