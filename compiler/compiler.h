@@ -213,6 +213,7 @@ enum train_aside {
 	TRAIN_ASIDE_EPSILON,  /* one element, only ever added to what is square-rooted
 			       * or divided by (a norm's epsilon) */
 	TRAIN_ASIDE_TABLE,    /* a sine/cosine table (folded RoPE or sinusoidal positions) */
+	TRAIN_ASIDE_BUFFER,   /* the exporter declared it a buffer or constant (RoPE's inv_freq) */
 	TRAIN_ASIDE_COUNT
 };
 const char *train_aside_name(enum train_aside why);

@@ -72,8 +72,10 @@ static struct ir_graph *extract(const struct ir_graph *g, int first, int last, c
 					if (sig)
 						d = (struct ir_data){ .path = "p", .nbytes = v->data.nbytes };
 					map[v->id] = ir_graph_add_param(s, name, v->dtype, &v->shape, &d);
-					if (map[v->id])
+					if (map[v->id]) {
 						map[v->id]->buffer = v->buffer;
+						map[v->id]->declared = v->declared;
+					}
 				} else if (v->kind == IR_VAL_NODE && !dyn[v->id] && clone_const(s, map, v, 0)) {
 					/* recomputed here */
 				} else {

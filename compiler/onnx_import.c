@@ -480,6 +480,75 @@ int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct i
 	return 0;
 }
 
+/* PyTorch's dynamo exporter: the key of the ValueInfoProto metadata
+ * (field 4, metadata_props, ONNX 1.16) that says what a graph input of
+ * the exported program was. */
+#define TORCH_INPUT_KIND "pkg.torch.export.graph_signature.InputSpec.kind"
+#define VALUE_INFO_METADATA 4
+
+/* The kind vi's metadata declares (TORCH_INPUT_KIND), or NONE. The field
+ * is read through the descriptor where this onnx.proto has it, else from
+ * the unknown fields protobuf-c kept. */
+static enum ir_declared declared_kind(const Onnx__ValueInfoProto *vi)
+{
+	const ProtobufCMessage *b = &vi->base;
+	const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(b->descriptor,
+										     VALUE_INFO_METADATA);
+	const char *kind = NULL;
+	if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+		size_t n = *(const size_t *)((const char *)vi + fd->quantifier_offset);
+		Onnx__StringStringEntryProto *const *e = *(
+			Onnx__StringStringEntryProto *const *const *)((const char *)vi + fd->offset);
+		for (size_t i = 0; i < n && !kind; i++)
+			if (e[i]->key && e[i]->value && !strcmp(e[i]->key, TORCH_INPUT_KIND))
+				kind = e[i]->value;
+	}
+	Onnx__StringStringEntryProto *u = NULL;
+	for (size_t i = 0; !fd && !kind && i < b->n_unknown_fields; i++) {
+		const ProtobufCMessageUnknownField *x = &b->unknown_fields[i];
+		if (x->tag != VALUE_INFO_METADATA || x->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+			continue;
+		/* protobuf-c keeps the field's bytes after its tag: the length
+		 * varint, then the message */
+		size_t at = 0, len = 0;
+		for (int sh = 0; at < x->len && sh < 64; sh += 7) {
+			len |= (size_t)(x->data[at] & 0x7f) << sh;
+			if (!(x->data[at++] & 0x80))
+				break;
+		}
+		if (len > x->len - at)
+			continue;
+		if ((u = onnx__string_string_entry_proto__unpack(NULL, len, x->data + at)) && u->key && u->value &&
+		    !strcmp(u->key, TORCH_INPUT_KIND))
+			kind = u->value;
+		else if (u)
+			onnx__string_string_entry_proto__free_unpacked(u, NULL), u = NULL;
+	}
+	enum ir_declared d = !kind                                                         ? IR_DECLARED_NONE
+			     : !strcmp(kind, "PARAMETER")                                  ? IR_DECLARED_PARAMETER
+			     : !strcmp(kind, "BUFFER") || !strcmp(kind, "CONSTANT_TENSOR") ? IR_DECLARED_BUFFER
+											   : IR_DECLARED_NONE;
+	if (u)
+		onnx__string_string_entry_proto__free_unpacked(u, NULL);
+	return d;
+}
+
+/* Each initializer's declared kind (ir_value.declared), from the value
+ * infos and inputs that name it. */
+static void declared_kinds(struct onnx_ctx *c, const Onnx__GraphProto *gp)
+{
+	for (size_t i = 0; i < gp->n_value_info + gp->n_input; i++) {
+		const Onnx__ValueInfoProto *vi = i < gp->n_value_info ? gp->value_info[i]
+								      : gp->input[i - gp->n_value_info];
+		struct ir_value *v = vi->name ? sym_get(c->names, vi->name) : NULL;
+		if (v && v->kind == IR_VAL_PARAM) {
+			enum ir_declared d = declared_kind(vi);
+			if (d != IR_DECLARED_NONE)
+				v->declared = (signed char)d;
+		}
+	}
+}
+
 static int import_initializer(struct onnx_ctx *c, const Onnx__TensorProto *t)
 {
 	const char *name = t->name ? t->name : "";
@@ -838,6 +907,7 @@ struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *op
 			goto fail;
 	if (check_consts(&c, gp) < 0)
 		goto fail;
+	declared_kinds(&c, gp);
 	for (size_t i = 0; i < gp->n_input; i++) {
 		/* old exporters list initializers among the inputs too */
 		if (gp->input[i]->name && sym_get(&names, gp->input[i]->name))

@@ -82,6 +82,7 @@ static int copy_param(struct cast *c, const struct ir_value *p)
 	if (!v)
 		return -ENOMEM;
 	v->buffer = p->buffer;
+	v->declared = p->declared;
 	c->map[p->id] = ir_dtype_is_float(t) ? gb_convert(&c->b, v, c->to) : v;
 	return c->b.err;
 }

@@ -20,8 +20,12 @@
  *    all equal (cos t and sin t: RoPE's folded tables, sinusoidal position
  *    embeddings; not a fresh LayerNorm's ones and zeros).
  * A one-element tensor of rank 1 or more in any other role is a parameter
- * (Linear(n, 1)'s bias, PReLU's slope). --trainable and --freeze patterns
- * override the rule, the last one that matches a name deciding.
+ * (Linear(n, 1)'s bias, PReLU's slope). Where the exporter says what each
+ * initializer is (the dynamo exporter's InputSpec.kind, ir_value.declared),
+ * its word decides: its parameters train, its buffers (RoPE's inv_freq)
+ * do not; the tensors it made itself (its optimizer's folded transposes of
+ * weights, scalars) go by the rule above. --trainable and --freeze
+ * patterns override the rule, the last one that matches a name deciding.
  *
  * Integer initializers (indices, shapes) never train, nor running
  * statistics (state). Example: gelu_new's Pow(x, c3) with c3 a 0-d 3.0
@@ -50,6 +54,8 @@ const char *train_aside_name(enum train_aside why)
 		return "epsilon";
 	case TRAIN_ASIDE_TABLE:
 		return "sin/cos table";
+	case TRAIN_ASIDE_BUFFER:
+		return "buffer";
 	case TRAIN_ASIDE_COUNT:
 		break;
 	}
@@ -228,6 +234,10 @@ static bool pair_table(const struct ir_value *p, const struct ir_value *q)
 /* Why p is a constant, or TRAIN_ASIDE_COUNT when it is a parameter. */
 static enum train_aside classify(const struct ir_graph *g, const struct uses *u, const struct ir_value *p)
 {
+	if (p->declared == IR_DECLARED_PARAMETER)
+		return TRAIN_ASIDE_COUNT;
+	if (p->declared == IR_DECLARED_BUFFER)
+		return TRAIN_ASIDE_BUFFER;
 	if (p->shape.rank == 0)
 		return TRAIN_ASIDE_SCALAR;
 	unsigned roles = walk(g, u, p, role_of_use);

@@ -282,17 +282,24 @@ int ir_sharding_check(const struct ir_sharding *s, const struct ir_shape *shape,
 /* Pieces the mesh cuts dimension d into, and the mesh size of axis mask m. */
 int ir_sharding_pieces(uint8_t m, int n0, int n1);
 
+/* What an exporter declared an initializer to be: PyTorch's dynamo
+ * exporter names each graph input of the exported program a PARAMETER, a
+ * BUFFER or a CONSTANT_TENSOR (ValueInfoProto metadata); other
+ * initializers it made itself (folded scalars and tables). */
+enum ir_declared { IR_DECLARED_NONE, IR_DECLARED_PARAMETER, IR_DECLARED_BUFFER };
+
 struct ir_value {
 	int id;           /* dense index in ir_graph_values, stable until compact */
 	const char *name; /* ONNX name, or NULL */
 	enum ir_dtype dtype;
 	struct ir_shape shape;
 	enum ir_value_kind kind;
-	struct ir_node *def; /* IR_VAL_NODE: producer */
-	int def_index;       /* IR_VAL_NODE: which output of def */
-	struct ir_data data; /* IR_VAL_PARAM only */
-	bool buffer;         /* IR_VAL_PARAM: model state, never trained (running statistics) */
-	bool sharded;        /* sharding below is set (needs a mesh) */
+	struct ir_node *def;  /* IR_VAL_NODE: producer */
+	int def_index;        /* IR_VAL_NODE: which output of def */
+	struct ir_data data;  /* IR_VAL_PARAM only */
+	bool buffer;          /* IR_VAL_PARAM: model state, never trained (running statistics) */
+	signed char declared; /* IR_VAL_PARAM: what the exporter declared it (enum ir_declared) */
+	bool sharded;         /* sharding below is set (needs a mesh) */
 	struct ir_sharding sharding;
 	/* IR_VAL_INPUT of class indices (a loss's labels): every element is in
 	 * [0, classes), or is ignore where has_ignore; classes 0: unchecked.

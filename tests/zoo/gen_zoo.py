@@ -305,16 +305,25 @@ def export(model, args, in_names, out_names, path, dynamo, train, optimize):
     onnx.checker.check_model(path)
 
 
+# The dynamo exporter's word on what each graph input of the exported
+# program was (PARAMETER, BUFFER, CONSTANT_TENSOR, USER_INPUT): pcc trains
+# the parameters it names, so this metadata stays.
+INPUT_SPEC = "pkg.torch.export.graph_signature.InputSpec."
+
+
 def strip_debug_info(path):
     """Drops the exporters' per-node debug records (the dynamo exporter's
     stack traces and module paths are 60% of its file); nothing pcc or
-    ONNX Runtime reads."""
+    ONNX Runtime reads. Value infos keep the InputSpec entries."""
     proto = onnx.load(path)
     for n in proto.graph.node:
         del n.metadata_props[:]
         n.doc_string = ""
     for v in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info):
+        keep = [(p.key, p.value) for p in v.metadata_props if p.key.startswith(INPUT_SPEC)]
         del v.metadata_props[:]
+        for k, x in keep:
+            v.metadata_props.add(key=k, value=x)
     onnx.save(proto, path)
 
 
