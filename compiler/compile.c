@@ -19,14 +19,18 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "compiler/compiler.h"
 #include "compiler/progress.h"
 #include "ir/plan.h"
+#include "solvers/solvers.h"
 
 /* The stages of a plan on their way to lowering: per stage its graph (the
  * whole graph, not owned, or an extracted one), value map, the intra-op
@@ -330,14 +334,82 @@ static void mark_recompute(const struct inter_plan *ip, struct ir_graph *g)
 	}
 }
 
-/* Times lowering solves a stage again when its arena is over the limit
- * before it refuses the stage (each solve aims lower by its miss). */
-#define REFIT_ROUNDS 2
-
 static int stage_slots(const struct inter_plan *ip, int *const *order, int s)
 {
 	return order ? plan_schedule_slots(order[s], 2 * ip->micro) : 1;
 }
+
+/* The stages' sharding solves, independent of each other, on up to one
+ * thread per core (as the search's layer solves, inter_cost.c). */
+struct stage_pool {
+	const struct compile_input *in;
+	const struct train_step *ts;
+	const int (*ties)[2];
+	int *const *order;
+	struct stage_set *x;
+	int n;
+	atomic_int next;
+	int *rc;          /* [n] each solve's result */
+	char (*err)[512]; /* [n] its message */
+	int failed;       /* the first stage whose solve failed */
+};
+
+static void *stage_worker(void *arg)
+{
+	struct stage_pool *p = arg;
+	const struct inter_plan *ip = p->in->inter;
+	for (;;) {
+		int s = atomic_fetch_add(&p->next, 1);
+		if (s >= p->n)
+			break;
+		p->rc[s] = train_stage(p->in, p->ts, p->ties, s, stage_slots(ip, p->order, s), p->in->opts->mem_limit,
+				       &p->x->g[s], &p->x->src[s], &p->x->r[s]);
+		if (p->rc[s] < 0)
+			snprintf(p->err[s], sizeof p->err[s], "%s", ir_error());
+		progress_done(1);
+	}
+	shard_thread_exit(); /* GLPK's state for this thread */
+	return NULL;
+}
+
+/* Every stage solved; the first failure (in stage order) is the error,
+ * its stage in p->failed. The stages solved are marked so. */
+static int stage_pool_run(struct stage_pool *p)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores, started = 0, rc = 0;
+	pthread_t th[16];
+	p->rc = ir_calloc((size_t)p->n + 1, sizeof *p->rc);
+	p->err = ir_calloc((size_t)p->n + 1, sizeof *p->err);
+	if (!p->rc || !p->err) {
+		ir_free(p->rc);
+		ir_free(p->err);
+		return ir_errorf(-ENOMEM, "out of memory");
+	}
+	atomic_init(&p->next, 0);
+	for (int i = 1; i < n && i < p->n; i++) {
+		if (pthread_create(&th[started], NULL, stage_worker, p) != 0)
+			break; /* fewer threads: the others take the work */
+		started++;
+	}
+	stage_worker(p);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (int s = 0; s < p->n; s++) {
+		p->x->solved[s] = p->rc[s] == 0;
+		if (p->rc[s] < 0 && rc == 0) {
+			rc = ir_errorf(p->rc[s], "%s", p->err[s]);
+			p->failed = s;
+		}
+	}
+	ir_free(p->rc);
+	ir_free(p->err);
+	return rc;
+}
+
+/* Times lowering solves a stage again when its arena is over the limit
+ * before it refuses the stage (each solve aims lower by its miss). */
+#define REFIT_ROUNDS 2
 
 /* The train step of forward graph g (taken over): built at the micro-batch
  * size with its nodes tagged by stage when pipelined, each stage's part
@@ -381,18 +453,16 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	train_state_start(&ts, &to, start);
 	train_step_ties(&ts, ties);
 	progress_phase(ns, "lowering: the sharding of each stage's part of the train step");
-	for (int s = 0; s < ns; s++) {
-		if ((rc = train_stage(in, &ts, (const int(*)[2])ties, s, stage_slots(ip, order, s), in->opts->mem_limit,
-				      &x.g[s], &x.src[s], &x.r[s])) < 0) {
-			if (rc == -ENOSPC && in->refused)
-				*in->refused = s;
-			if (ns == 1)
-				ir_error_prefix("the train step");
-			goto out;
-		}
-		stages_solved(&x, in, s, mem);
-		progress_done(1);
+	struct stage_pool pool = { in, &ts, (const int(*)[2])ties, order, &x, .n = ns };
+	if ((rc = stage_pool_run(&pool)) < 0) {
+		if (rc == -ENOSPC && in->refused)
+			*in->refused = pool.failed;
+		if (ns == 1)
+			ir_error_prefix("the train step");
+		goto out;
 	}
+	for (int s = 0; s < ns; s++)
+		stages_solved(&x, in, s, mem);
 	train_opts_str(&to, cfg, sizeof cfg);
 	struct lower_train tr = { &ts, ip->micro, start, cfg, (const int *const *)order };
 	if ((rc = stages_fit(&x, in)) < 0)
