@@ -228,19 +228,23 @@ static int accumulate_into(struct lower *L, const struct train_step *ts, int i, 
 }
 
 /* Write-back k (parameters, then state inputs) of the step: L's old value
- * *t and new value *v (either NULL when L holds none), its bind and
- * index. */
+ * *t and new value *v (either NULL when L holds none). */
 static void wb_pair(const struct lower *L, const struct lower_train *tr, const int *inv, int k,
-		    const struct ir_value **t, const struct ir_value **v, enum plan_bind *bind, int *idx)
+		    const struct ir_value **t, const struct ir_value **v)
 {
 	const struct train_step *ts = tr->ts;
-	const struct ir_graph *whole = ts->g;
+	*t = in_L(L, inv, k < ts->nparams ? ts->params[k] : ts->state[k - ts->nparams]);
+	*v = in_L(L, inv, ir_graph_output(ts->g, 2 + k));
+}
+
+/* Write-back k's bound tensor: its bind and index (a parameter's found by
+ * a search of the graph's, so only for a write-back made). */
+static enum plan_bind wb_bind(const struct lower_train *tr, int k, int *idx)
+{
+	const struct train_step *ts = tr->ts;
 	bool param = k < ts->nparams;
-	const struct ir_value *wt = param ? ts->params[k] : ts->state[k - ts->nparams];
-	*t = in_L(L, inv, wt);
-	*v = in_L(L, inv, ir_graph_output(whole, 2 + k));
-	*bind = param ? PLAN_BIND_PARAM : PLAN_BIND_STATE;
-	*idx = param ? param_index(whole, wt) : k - ts->nparams;
+	*idx = param ? param_index(ts->g, ts->params[k]) : k - ts->nparams;
+	return param ? PLAN_BIND_PARAM : PLAN_BIND_STATE;
 }
 
 int lw_train_node(struct lower *L, const struct lower_train *tr, const int *inv, const struct ir_node *m)
@@ -269,12 +273,14 @@ int lw_train_node(struct lower *L, const struct lower_train *tr, const int *inv,
 	/* per step: new values whose old ones nothing left reads */
 	for (int k = 0; k < ts->nparams + ts->nstate && rc == 0; k++) {
 		const struct ir_value *t, *v;
-		enum plan_bind bind;
 		int idx;
-		wb_pair(L, tr, inv, k, &t, &v, &bind, &idx);
-		if (e->done[k] || !t || v == t || !made_here(v) || L->rep_head[v->id] < 0 || e->left[t->id] > 0)
+		if (e->done[k])
+			continue;
+		wb_pair(L, tr, inv, k, &t, &v);
+		if (!t || v == t || !made_here(v) || L->rep_head[v->id] < 0 || e->left[t->id] > 0)
 			continue;
 		e->done[k] = 1;
+		enum plan_bind bind = wb_bind(tr, k, &idx);
 		rc = write_back(L, t, bind, idx, v);
 	}
 	return rc;
@@ -384,11 +390,12 @@ int lw_train_finish(struct lower *L, const struct lower_train *tr, const int *in
 		return rc;
 	for (int k = 0; k < ts->nparams + ts->nstate; k++) {
 		const struct ir_value *t, *v;
-		enum plan_bind bind;
 		int idx;
-		wb_pair(L, tr, inv, k, &t, &v, &bind, &idx);
-		if (t && (made_here(v) || v == t) && !(L->early && L->early->done[k]) &&
-		    (rc = write_back(L, t, bind, idx, v)) < 0)
+		wb_pair(L, tr, inv, k, &t, &v);
+		if (!t || !(made_here(v) || v == t) || (L->early && L->early->done[k]))
+			continue;
+		enum plan_bind bind = wb_bind(tr, k, &idx);
+		if ((rc = write_back(L, t, bind, idx, v)) < 0)
 			return rc;
 	}
 	return 0;
