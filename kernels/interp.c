@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiler/interp_internal.h"
+#include "kernels/interp_internal.h"
 
 int interp_nomem(const char *what)
 {
