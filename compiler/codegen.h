@@ -25,7 +25,7 @@
  * grid, where a loop kernel's rows are its result's elements
  * (cg_kernel_rows(k, true)).
  *
- * Numerics: the interpreter's contract (interp.c). Each op's result is
+ * Numerics: the interpreter's contract (kernels/interp.c). Each op's result is
  * rounded to its dtype exactly as the reference kernel rounds it: +, -, *,
  * / and sqrt in the dtype (the same as rounding the double result), other
  * float math in double through libm, reductions accumulated in double.

@@ -1,8 +1,9 @@
 /*
- * compiler.h: the one interface of compiler/ (ONNX import, reference
- * interpreter, tensor I/O, statistics, the pcc driver's building blocks).
- * Depends on ir/ and solvers/. Errors follow ir.h: negative errno, message in
- * ir_error().
+ * compiler.h: the one interface of compiler/ (ONNX import, the reference
+ * interpreter's graph walk, statistics, the pcc driver's building blocks).
+ * Depends on ir/, solvers/, the reference kernels (kernels/kernels.h) and
+ * ONNX file I/O (onnxio/onnxio.h), whose headers it includes. Errors follow
+ * ir.h: negative errno, message in ir_error().
  */
 #ifndef PCC_COMPILER_H
 #define PCC_COMPILER_H
