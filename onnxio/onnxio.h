@@ -1,5 +1,5 @@
 /*
- * onnxio.h: the one interface of onnxio/, ONNX files read and written
+ * onnxio.h: the interface of onnxio/, ONNX files read and written
  * without the importer: tensors in the backend-test layout (TensorProto
  * files, or numpy's .npy), a runtime rank's slices of a model's
  * initializers, trained weights written back into the model. pcc-run
