@@ -1,13 +1,16 @@
 /*
- * compiler.h: the one interface of compiler/ (ONNX import, reference
- * interpreter, tensor I/O, statistics, the pcc driver's building blocks).
- * Depends on ir/ and solvers/. Errors follow ir.h: negative errno, message in
- * ir_error().
+ * compiler.h: the one interface of compiler/ (ONNX import, the reference
+ * interpreter's graph walk, statistics, the pcc driver's building blocks).
+ * Depends on ir/, solvers/, the reference kernels (kernels/kernels.h) and
+ * ONNX file I/O (onnxio/onnxio.h), whose headers it includes. Errors follow
+ * ir.h: negative errno, message in ir_error().
  */
 #ifndef PCC_COMPILER_H
 #define PCC_COMPILER_H
 
 #include "ir/ir.h"
+#include "kernels/kernels.h"
+#include "onnxio/onnxio.h"
 #include "compiler/cost.h"
 
 /* ---- ONNX import (compiler/onnx_*.c) --------------------------------- */
@@ -71,41 +74,13 @@ struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_op
  * (ir_free it). Reads the whole file. */
 int onnx_input_names(const char *path, char ***names, int *n);
 
-/* TensorProto files (the ONNX backend-test layout input_N.pb/output_N.pb).
- * read: t->data is ir_malloc'd; *name (may be NULL) is ir_malloc'd too.
- * read_as: for an input of dtype want (IR_DTYPE_COUNT: any), which reads
- * a UINT16 tensor as bfloat16 bit patterns where want is bf16 (ONNX 1.12's
- * test data stores bfloat16 so) and refuses it naming want otherwise. */
-int onnx_tensor_read(const char *path, struct ir_tensor *t, char **name);
-int onnx_tensor_read_as(const char *path, struct ir_tensor *t, char **name, enum ir_dtype want);
-int onnx_tensor_write(const char *path, const struct ir_tensor *t, const char *name);
+/* TensorProto files, a rank's slices of the initializers and writing
+ * trained weights back: onnxio/onnxio.h. */
 
-/* ---- reference interpreter (compiler/interp*.c) --------------------------
- * Runs any verified graph on the CPU, simply and exactly: floating point
- * math in f64 per element (f32 results rounded once), dots through OpenBLAS
- * (dgemm for f64, sgemm for f32 with results checked by the conformance
- * tests), integers in int64. It is the oracle for every later path. */
-
-/* Evaluates node n: in[] holds n->nin tensors matching its operand types;
- * out[] receives n->nout freshly allocated tensors. 0 or negative error
- * (e.g. -ERANGE for an index out of bounds, message names the op). */
-int interp_node(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out);
-
-/* Points OpenBLAS at the best kernels the CPU supports when it did not
- * recognize the CPU and OPENBLAS_CORETYPE is unset (interp_blas.c); a no-op
- * with another BLAS. Called once at process start, before any BLAS call. */
-void interp_blas_init(void);
-
-struct plan_kernel;
-/* Evaluates a plan kernel (ir/plan.h), single op or fused (its body's ops
- * one at a time): in[] holds its nin operands; out[] receives its nout
- * results, freshly allocated. As interp_node. */
-int interp_kernel(const struct plan_kernel *k, const struct ir_tensor *in, struct ir_tensor *out);
-
-/* Loads a parameter's bytes (inline or external file) into t (allocated).
- * -ENOENT / -EIO with a message naming the file when external data is
- * missing or short. */
-int interp_load_param(const struct ir_value *v, struct ir_tensor *t);
+/* ---- the reference interpreter's graph walk (compiler/interp_run.c) -------
+ * Runs any verified graph on the CPU, node by node, through the reference
+ * kernels (kernels/kernels.h: interp_node, interp_load_param). It is the
+ * oracle for every later path. */
 
 /* Runs the whole graph. inputs[i] feeds ir_graph_input(g, i) and must
  * match its dtype and shape; outputs[] receives ir_graph_noutputs(g)
@@ -138,35 +113,6 @@ int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_te
  * from wrt[i] to the loss (the message names the op, its node and wrt[i]).
  * On error g may hold unused extra nodes (ir_graph_dce removes them). */
 int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt, struct ir_value **grads);
-
-/* ---- writing trained weights back (compiler/onnx_save.c) -------------------
- * Copies the ONNX model at src to dst with the initializers named names[i]
- * replaced by values[i] (same dtype and shape as the initializer, else
- * -EINVAL naming it); everything else (graph, opset, metadata, other
- * initializers) is kept. External data in src is read and written inline,
- * or, when the result would pass protobuf's 2 GiB limit, into
- * "<dst>.data" beside dst. dst is written to a temporary file and renamed,
- * so on any error no partial dst exists. */
-int onnx_save_params(const char *src, const char *dst, int n, const char *const *names, const struct ir_tensor *values);
-
-/* ---- a rank's slices of the initializers (compiler/onnx_weights.c) --------
- * What a runtime rank loads: onnx_weights_open unpacks the model (inline
- * data is bounded by protobuf's 2 GiB); onnx_weights_read copies the block
- * of initializer `name` of shape block starting at start[] into dst,
- * converting floating point data to dtype; external data is read with
- * pread, run by contiguous run, so only the slice's bytes are read.
- * Errors name the file and the initializer: missing (-ENOENT), another
- * shape or a non-float dtype change, a slice outside it (-EINVAL), short
- * external data (-EIO). */
-struct onnx_weights;
-struct onnx_weights *onnx_weights_open(const char *path);
-int onnx_weights_type(const struct onnx_weights *w, const char *name, enum ir_dtype *dt, struct ir_shape *shape);
-int onnx_weights_read(const struct onnx_weights *w, const char *name, enum ir_dtype dtype,
-		      const struct ir_shape *global, const int64_t *start, const struct ir_shape *block, void *dst);
-/* Whether initializer name keeps its data in an external file that does
- * not exist (a model shipped without its weights: pcc-run --init). */
-bool onnx_weights_absent(const struct onnx_weights *w, const char *name);
-void onnx_weights_close(struct onnx_weights *w);
 
 /* ---- the training step (compiler/train*.c) ---------------------------------
  * train_build turns a forward graph into one train-step graph: the loss,

@@ -1,5 +1,6 @@
 /*
- * interp_run.c: the reference interpreter's graph walk. Nodes run in order;
+ * interp_run.c: the reference interpreter's graph walk. Nodes run in order,
+ * each by the reference kernels (kernels/kernels.h: interp_node);
  * a value is freed right after its last reader unless the caller keeps it,
  * so peak memory is the live set, not the whole graph.
  *
@@ -10,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/interp_internal.h"
+#include "compiler/compiler.h"
 
 /* last[v]: the last node (whole graph) reading value v, or -1. */
 static int *last_readers(const struct ir_graph *g)

@@ -27,7 +27,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "compiler/onnx_internal.h"
 
@@ -39,8 +38,6 @@
  * types (float8, int4) is refused where such a type appears. */
 #define OPSET_MIN 7
 #define OPSET_MAX 21
-/* The ONNX file itself (weights may live in external files) */
-#define MODEL_MAX_BYTES (INT64_C(1) << 31)
 
 /* ---- name table: open addressing, arena keys --------------------------- */
 
@@ -208,38 +205,6 @@ int attr_since(struct onnx_ctx *c, const char *name, int since)
 }
 
 /* ---- model-level import ---------------------------------------------------- */
-
-int onnx_read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	struct stat st;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		int e = errno ? errno : ENOENT;
-		return ir_errorf(-e, "%s: cannot open: %s", path, strerror(e));
-	}
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return ir_errorf(-EINVAL, "%s: not a regular file", path);
-	}
-	if (st.st_size > MODEL_MAX_BYTES) {
-		fclose(f);
-		return ir_errorf(-EFBIG, "%s: %lld bytes; ONNX files over 2 GiB must keep weights as external data",
-				 path, (long long)st.st_size);
-	}
-	*len = (size_t)st.st_size;
-	*buf = ir_malloc(*len ? *len : 1);
-	if (!*buf) {
-		fclose(f);
-		return ir_errorf(-ENOMEM, "%s: out of memory reading %zu bytes", path, *len);
-	}
-	if (fread(*buf, 1, *len, f) != *len) {
-		ir_free(*buf);
-		fclose(f);
-		return ir_errorf(-EIO, "%s: read error", path);
-	}
-	fclose(f);
-	return 0;
-}
 
 static void free_model(void *m)
 {
@@ -433,50 +398,6 @@ static int check_consts(struct onnx_ctx *c, const Onnx__GraphProto *gp)
 				 c->opts->consts[i].from ? c->opts->consts[i].from : "",
 				 c->opts->consts[i].from ? ")" : "", shown ? list : "none");
 	}
-	return 0;
-}
-
-/* A relative path that stays inside the model's directory: no leading '/',
- * no ".." component. */
-static bool path_inside(const char *p)
-{
-	if (!p[0] || p[0] == '/')
-		return false;
-	for (const char *s = p; *s;) {
-		size_t n = strcspn(s, "/");
-		if (n == 2 && s[0] == '.' && s[1] == '.')
-			return false;
-		s += n + (s[n] == '/');
-	}
-	return true;
-}
-
-int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct ir_data *d)
-{
-	d->base_dir = base_dir;
-	d->offset = 0;
-	d->nbytes = -1;
-	for (size_t i = 0; i < t->n_external_data; i++) {
-		const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
-		if (!k || !v)
-			continue;
-		char *end;
-		if (strcmp(k, "location") == 0) {
-			if (!path_inside(v))
-				return ir_errorf(
-					-EINVAL,
-					"external data location \"%s\" must be a relative path inside the model's directory",
-					v);
-			d->path = v;
-		} else if (strcmp(k, "offset") == 0 || strcmp(k, "length") == 0) {
-			long long x = strtoll(v, &end, 10);
-			if (*end || x < 0)
-				return ir_errorf(-EINVAL, "external data %s \"%s\" is not a size", k, v);
-			*(k[0] == 'o' ? &d->offset : &d->nbytes) = x;
-		}
-	}
-	if (!d->path)
-		return ir_errorf(-EINVAL, "external data has no location");
 	return 0;
 }
 

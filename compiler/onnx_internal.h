@@ -1,6 +1,7 @@
 /*
  * onnx_internal.h: shared by the ONNX importer's files (and nothing else:
- * this is the only place protobuf-c ONNX types meet the IR).
+ * this and onnxio/onnxio_pb.h, whose file, dtype and TensorProto helpers
+ * it builds on, are the only places protobuf-c ONNX types meet the IR).
  *
  * Each ONNX op has one handler (onnx_ops*.c) that reads the node's
  * attributes, decomposes it into core ops through the b_* builders below,
@@ -11,7 +12,7 @@
 #define PCC_ONNX_INTERNAL_H
 
 #include "compiler/compiler.h"
-#include "onnx.pb-c.h"
+#include "onnxio/onnxio_pb.h"
 
 struct symtab;
 
@@ -98,16 +99,6 @@ int onnx_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_val
 int onnx_gemm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout);
 int onnx_layernorm(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_value **out, int nout);
 
-/* Reads a whole ONNX file (regular, under 2 GiB) into *buf (ir_malloc'd).
- * Errors name the file: -errno when it cannot be opened, -EINVAL not a
- * regular file, -EFBIG too large, -EIO, -ENOMEM. */
-int onnx_read_file(const char *path, uint8_t **buf, size_t *len);
-
-/* Where an initializer with data_location EXTERNAL keeps its bytes: the
- * location (a relative path inside the model's directory, base_dir),
- * offset and length (-1 when not given). -EINVAL naming a bad entry. */
-int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct ir_data *d);
-
 /* "name", or the first output's name for unnamed nodes (for messages). */
 const char *onnx_node_label(const Onnx__NodeProto *n);
 
@@ -115,18 +106,6 @@ const char *onnx_node_label(const Onnx__NodeProto *n);
 int onnx_fail(struct onnx_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same for a valid model using a feature pcc does not support; -ENOTSUP. */
 int onnx_unsupported(struct onnx_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* ---- dtypes */
-int onnx_dtype_to_ir(int32_t onnx_type, enum ir_dtype *out); /* -EINVAL if unsupported */
-int32_t onnx_dtype_from_ir(enum ir_dtype t);
-const char *onnx_dtype_name(int32_t onnx_type);
-
-/* ---- TensorProto decoding (onnx_tensor.c) ----------------------------
- * Shape and dtype of a tensor proto, with all checks (rank, absurd size). */
-int onnx_tensor_type(const Onnx__TensorProto *t, enum ir_dtype *dt, struct ir_shape *s);
-/* Decodes an inline tensor proto into t (ir_malloc'd). Fails on external
- * data (-ENOTSUP), size mismatch or unsupported dtype (-EINVAL). */
-int onnx_tensor_decode(const Onnx__TensorProto *p, struct ir_tensor *t);
 
 /* ---- attributes */
 const Onnx__AttributeProto *attr_find(struct onnx_ctx *c, const char *name);

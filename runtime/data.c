@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "ir/npy.h"
+#include "onnxio/onnxio.h"
 #include "runtime/rt.h"
 
 struct rt_data {

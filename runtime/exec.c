@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "runtime/exec_internal.h"
 
 void *rt_buf(const struct rt *r, const struct plan_buffer *b)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "compiler/codegen.h"
+#include "ir/codegen_class.h"
 #include "runtime/gpu_internal.h"
 
 int gpu_check(const struct rt_gpu *g, CUresult e, const char *what)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "runtime/hostcode.h"
 #include "runtime/kernels_internal.h"
 #include "runtime/pool.h"

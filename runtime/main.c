@@ -28,6 +28,8 @@
 #include "runtime/ckpt_manifest.h"
 #include "ir/lr.h"
 #include "ir/steplog.h"
+#include "kernels/kernels.h"
+#include "onnxio/onnxio.h"
 #include "runtime/rt.h"
 #include "version.h"
 

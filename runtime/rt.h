@@ -2,8 +2,9 @@
  * rt.h: the CPU runtime's pieces, shared by pcc-run's files. One process
  * runs one device program of a plan (ir/plan.h): its arena, its
  * instruction stream with the reference kernels, and the communication
- * table (comm.h) for transfers and collectives. Depends on ir/ and on
- * compiler/'s reference kernels and ONNX tensor I/O; nothing depends on it.
+ * table (comm.h) for transfers and collectives. Depends on ir/, on the
+ * reference kernels (kernels/kernels.h) and on ONNX file I/O without the
+ * importer (onnxio/onnxio.h), never on compiler/; nothing depends on it.
  *
  *   exec.c     one instruction at a time: kernels, collectives, sends,
  *              receives (exec_internal.h: what its two helpers share)
@@ -23,7 +24,6 @@
 #ifndef PCC_RUNTIME_RT_H
 #define PCC_RUNTIME_RT_H
 
-#include "compiler/compiler.h"
 #include "ir/plan.h"
 #include "runtime/comm.h"
 

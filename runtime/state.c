@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#include "onnxio/onnxio.h"
 #include "runtime/rt.h"
 
 /* Bytes the host can still give (MemAvailable), or -1 when unknown. */

@@ -1,6 +1,6 @@
 /*
  * test_interp_dot.c: DOT and CONV in the reference interpreter
- * (compiler/interp_dot.c).
+ * (kernels/interp_dot.c).
  *
  * Against plain loops written straight from the op semantics in ir.h (dot
  * as a sum over contracting indices, naive convolution) and small cases

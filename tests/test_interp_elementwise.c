@@ -1,6 +1,6 @@
 /*
  * test_interp_elementwise.c: the reference interpreter's elementwise ops
- * (compiler/interp.c).
+ * (kernels/interp.c).
  *
  * Each case builds a one-node graph through the C API, runs interp_run and
  * compares with values computed independently here: literal numbers worked

@@ -1,6 +1,6 @@
 /*
  * test_interp_nn.c: the reference interpreter's kernels other than
- * elementwise ops, dot and conv (compiler/interp_nn.c).
+ * elementwise ops, dot and conv (kernels/interp_nn.c).
  *
  * Each case runs one op and compares with literals worked out by hand or
  * plain loops written from the op semantics in ir.h (reductions by

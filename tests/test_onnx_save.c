@@ -1,5 +1,5 @@
 /*
- * test_onnx_save.c: onnx_save_params (compiler/onnx_save.c) writes weights
+ * test_onnx_save.c: onnx_save_params (onnxio/onnx_save.c) writes weights
  * back into ONNX models. On the fixtures in argv[1] (tests/models):
  *  (a) changed weights round-trip bit for bit and change the outputs;
  *      unchanged ones reproduce the expected outputs and the model's

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run-fuzz.sh [SECONDS [LIBFUZZER_FLAG...]]: fuzz every reader of outside
 # data in pcc, one libFuzzer target each (tests/fuzz/fuzz_NAME.c):
-#   onnx     the ONNX importer (compiler/onnx_*.c), then the interpreter
+#   onnx     the ONNX importer (compiler/onnx_*.c, onnxio/), then the interpreter
 #   plan     plan.bin (ir/plan_io.c, plan_unpack.c), plan_verify, `pcc inspect`'s printer,
 #            then a small plan's step on tests/plan_sim.c
 #   text     the IR's text form (ir/text.c), then the interpreter
@@ -117,7 +117,7 @@ libs="-lprotobuf-c -ljansson -lz -lglpk -lxxhash -lcrypto $blas_libs -lm -lpthre
 # cost model's devices, clusters and roofline, the plan printer, solvers/
 # but the pcc-iopddl CLI (fuzz_answer.c compiles that in itself), the one
 # runtime file that needs no MPI
-srcs=$(cd "$src" && ls ir/*.c compiler/onnx_*.c compiler/interp*.c compiler/cost_device.c \
+srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/onnx_*.c compiler/interp*.c compiler/cost_device.c \
 	compiler/cost_cluster.c compiler/cost_comm.c compiler/cost_compute.c compiler/plan_print.c \
 	solvers/*.c runtime/ckpt_manifest.c | grep -v '^solvers/iopddl_main\.c$')
 {

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "kernels/kernels.h"
 #include "ir/plan.h"
 
 /* One op over tensors in[] into out[] (ir_tensor-allocated results). */

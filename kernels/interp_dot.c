@@ -26,7 +26,7 @@
 
 #include <cblas.h>
 
-#include "compiler/interp_internal.h"
+#include "kernels/interp_internal.h"
 
 enum dom { DOM_F32, DOM_F64, DOM_I64 };
 

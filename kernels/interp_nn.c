@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/interp_internal.h"
+#include "kernels/interp_internal.h"
 
 static void axis_view(const struct ir_shape *s, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner)
 {

@@ -1,6 +1,6 @@
 /*
  * onnx_weights.c: slices of a model's initializers, for a runtime rank
- * that loads only its own shards (compiler.h). The model file is unpacked
+ * that loads only its own shards (onnxio.h). The model file is unpacked
  * once (protobuf bounds inline data to 2 GiB); external data is read with
  * pread, one contiguous run of the slice at a time, so a rank reads the
  * bytes of its slices and nothing else.
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/onnx_internal.h"
+#include "onnxio/onnxio_pb.h"
 
 struct onnx_weights {
 	char *path;     /* for messages */

@@ -1,10 +1,10 @@
 /*
- * codegen_class.c: which ops codegen compiles, and as what (codegen.h).
+ * codegen_class.c: which ops codegen compiles, and as what (codegen_class.h).
  * One switch over the op table; the fusion pass asks the same question.
  */
 #include <string.h>
 
-#include "compiler/codegen.h"
+#include "ir/codegen_class.h"
 
 /* bf16 values are f32 with their low 16 bits rounded away, in integer
  * arithmetic (codegen_expr.c), on any host and GPU; f16 stays with the

@@ -1,9 +1,9 @@
 /*
- * interp.c: the reference interpreter, the oracle every other execution
- * path is compared with. This file holds the elementwise ops, the one
- * switch mapping ops to kernels and parameter loading (the dtype
- * conversions and layout helpers every kernel shares are interp_data.c's,
- * the graph walk is interp_run.c's).
+ * interp.c: the reference kernels, the oracle every other execution path
+ * is compared with. This file holds the elementwise ops, the one switch
+ * mapping ops to kernels and parameter loading (the dtype conversions and
+ * layout helpers every kernel shares are interp_data.c's, the graph walk
+ * is the compiler's, compiler/interp_run.c).
  *
  * Numerics contract (what "correct" means for every later path):
  *  - floating-point elementwise math is done in double per element and
@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiler/interp_internal.h"
+#include "kernels/interp_internal.h"
 
 int interp_nomem(const char *what)
 {

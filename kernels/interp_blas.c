@@ -27,7 +27,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "compiler/compiler.h"
+#include "kernels/kernels.h"
 
 char *openblas_get_corename(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));

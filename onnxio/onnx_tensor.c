@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ir/npy.h"
-#include "compiler/onnx_internal.h"
+#include "onnxio/onnxio_pb.h"
 
 /* ONNX TensorProto.DataType codes */
 enum {

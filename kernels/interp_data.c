@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/interp_internal.h"
+#include "kernels/interp_internal.h"
 
 /* ---- dtype conversions ------------------------------------------------- */
 

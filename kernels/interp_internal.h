@@ -1,18 +1,18 @@
 /*
- * interp_internal.h: helpers shared by the reference interpreter's files
+ * interp_internal.h: helpers shared by the reference kernels' files
  * (interp.c: elementwise ops and dispatch; interp_data.c: dtype
- * conversions and layout; interp_run.c: the graph walk; interp_dot.c: dot
- * and conv; interp_nn.c: everything else). Not part of compiler.h.
+ * conversions and layout; interp_dot.c: dot and conv; interp_nn.c:
+ * everything else). Not part of kernels.h.
  *
  * Kernels compute in one of two domains chosen by the operand dtype: double
  * for floating point, int64 for integers and bool. The load/store helpers
  * convert a run of elements between a tensor and such a domain buffer with
  * one typed loop per call, so no kernel pays per-element dispatch.
  */
-#ifndef PCC_COMPILER_INTERP_INTERNAL_H
-#define PCC_COMPILER_INTERP_INTERNAL_H
+#ifndef PCC_KERNELS_INTERP_INTERNAL_H
+#define PCC_KERNELS_INTERP_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "kernels/kernels.h"
 
 /* Elements per stack buffer in blockwise kernels. */
 #define INTERP_BLOCK 512
@@ -34,11 +34,6 @@ int64_t *interp_dup_i64(const struct ir_tensor *t);
 /* The lowest and highest value of an integer or bool dtype, as int64. */
 int64_t interp_int_lowest(enum ir_dtype t);
 int64_t interp_int_highest(enum ir_dtype t);
-
-/* Records "out of memory (what)" and returns -ENOMEM. */
-int interp_nomem(const char *what);
-/* v's name, or "%ID" written into buf, for messages. */
-const char *interp_value_name(const struct ir_value *v, char *buf, size_t n);
 
 /* ---- layout helpers (interp_data.c) ------------------------------------- */
 

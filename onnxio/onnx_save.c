@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiler/onnx_internal.h"
+#include "onnxio/onnxio_pb.h"
 
 /* raw_data and the external files are little-endian; pcc's tensors are
  * host order, written as they are. */

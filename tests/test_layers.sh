@@ -1,0 +1,89 @@
+#!/bin/sh
+# test_layers.sh SRC PCC_RUN COMPILER_LIB: the modules depend one way
+# (TAP). Every #include "DIR/..." of a module's files names a module it may
+# use, lowest first:
+#   ir       ir                         solvers  solvers
+#   kernels  ir                         onnxio   ir
+#   compiler ir solvers kernels onnxio  runtime  ir kernels onnxio
+# (each also itself); runtime/ includes no compiler/ header and not the
+# ONNX schema's generated C (onnx.pb-c.h, onnxio's protobuf level). And
+# pcc-run, linked, holds no symbol that the compiler's library
+# (COMPILER_LIB, libpcccompiler.a) defines: no importer, no graph builder,
+# no interpreter graph walk; named markers first (onnx_import, the
+# importer's handler table onnx_ops_basic, the builder b_node) for a clear
+# message, then every global the library defines.
+src=$1 run=$2 lib=$3
+LC_ALL=C
+export LC_ALL
+. "$(dirname "$0")/tap.sh"
+
+# uses MODULE ALLOWED...: MODULE's files include only DIR/ headers of the
+# allowed modules and its own.
+uses() {
+	m=$1
+	shift
+	bad=0
+	for f in $(cd "$src" && find "$m" -name '*.[ch]' | sort); do
+		for d in $(sed -n 's|^[ \t]*#[ \t]*include[ \t]*"\([^/"]*\)/.*|\1|p' "$src/$f" | sort -u); do
+			case " $m $* " in
+			*" $d "*) ;;
+			*)
+				grep -n "#[ \t]*include[ \t]*\"$d/" "$src/$f" | sed "s|^|$f:|" >&2
+				bad=1
+				;;
+			esac
+		done
+	done
+	return $bad
+}
+
+no_onnx_schema() {
+	! grep -rn '#[ \t]*include[ \t]*"onnx\.pb-c\.h"' "$src/runtime" >&2
+}
+
+# The global symbols that binary or archive $1 defines, one a line.
+defined() {
+	nm --defined-only -g "$1" 2>/dev/null | awk 'NF >= 3 && $2 != "U" { print $3 }' | sort -u
+}
+
+# pcc-run has a symbol table to read (a stripped binary would pass the
+# checks below vacuously).
+has_symbols() {
+	defined "$run" >"$tmp/run.syms"
+	for s in main rt_step interp_kernel onnx_weights_open; do
+		grep -qx "$s" "$tmp/run.syms" || { echo "pcc-run: no symbol $s (stripped?)" >&2; return 1; }
+	done
+}
+
+no_markers() {
+	bad=0
+	for s in onnx_import onnx_ops_basic b_node; do
+		if grep -qx "$s" "$tmp/run.syms"; then
+			echo "pcc-run holds $s: it links the ONNX importer" >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+nothing_of_compiler() {
+	defined "$lib" >"$tmp/lib.syms"
+	[ -s "$tmp/lib.syms" ] || { echo "$lib: no symbols read" >&2; return 1; }
+	comm -12 "$tmp/run.syms" "$tmp/lib.syms" >"$tmp/both"
+	if [ -s "$tmp/both" ]; then
+		echo "pcc-run holds $(wc -l <"$tmp/both") symbols of the compiler's library: $(head -5 "$tmp/both" | tr '\n' ' ')" >&2
+		return 1
+	fi
+}
+
+check "ir/ includes only ir/" uses ir
+check "solvers/ includes only solvers/" uses solvers
+check "kernels/ includes only ir/ and kernels/" uses kernels ir
+check "onnxio/ includes only ir/ and onnxio/" uses onnxio ir
+check "compiler/ includes only ir/, solvers/, kernels/, onnxio/ and compiler/" uses compiler ir solvers kernels onnxio
+check "runtime/ includes only ir/, kernels/, onnxio/ and runtime/ (no compiler/)" uses runtime ir kernels onnxio
+check "runtime/ does not include the ONNX schema (onnx.pb-c.h)" no_onnx_schema
+check "pcc-run has a symbol table" has_symbols
+check "pcc-run holds no importer marker (onnx_import, onnx_ops_basic, b_node)" no_markers
+check "pcc-run holds no symbol of libpcccompiler.a" nothing_of_compiler
+tap_done
