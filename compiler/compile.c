@@ -479,8 +479,9 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 			if (arena <= *mem)
 				continue;
 			double tighter = lim * *mem / arena * 0.98;
-			progress_phase(1, "lowering: stage %d again, its arena %.1f GiB over the %.1f GiB allowed", s,
-				       arena / (1 << 30), *mem / (1 << 30));
+			char a[IR_BYTES_STRLEN], l[IR_BYTES_STRLEN];
+			progress_phase(1, "lowering: stage %d again, its arena %s over the %s allowed", s,
+				       ir_bytes_str(arena, a), ir_bytes_str(*mem, l));
 			stage_resolve(&x, s);
 			rc = train_stage(in, &ts, (const int(*)[2])ties, s, stage_slots(ip, order, s), tighter, &x.g[s],
 					 &x.src[s], &x.r[s]);
@@ -494,6 +495,10 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 		}
 		if (rc < 0 || !refit)
 			break;
+		plan_free(*out);
+		*out = NULL;
+	}
+	if (rc < 0) {
 		plan_free(*out);
 		*out = NULL;
 	}
