@@ -41,7 +41,7 @@ done
 # a lower limit where its first solve's arena was over (compile.c's
 # REFIT_ROUNDS), named on the progress lines
 refits() {
-	PCC_PROGRESS_AFTER=0 "$pcc" "$@" -o "$tmp/w.bin" --codegen none >"$tmp/w.out" 2>"$tmp/w.err" ||
+	PCC_PROGRESS=1 PCC_PROGRESS_AFTER=0 "$pcc" "$@" -o "$tmp/w.bin" --codegen none >"$tmp/w.out" 2>"$tmp/w.err" ||
 		{ tail -1 "$tmp/w.err" >&2; return 1; }
 	grep -q 'lowering: stage [0-9]* again, its arena .* over the .* allowed' "$tmp/w.err" ||
 		{ echo "no stage solved again" >&2; return 1; }
