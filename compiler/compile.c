@@ -408,8 +408,9 @@ static int stage_pool_run(struct stage_pool *p)
 }
 
 /* Times lowering solves a stage again when its arena is over the limit
- * before it refuses the stage (each solve aims lower by its miss). */
-#define REFIT_ROUNDS 2
+ * before it refuses the stage (each solve aims lower by its miss; a stage
+ * whose arena a solve did not shrink is refused at once). */
+#define REFIT_ROUNDS 4
 
 /* The train step of forward graph g (taken over): built at the micro-batch
  * size with its nodes tagged by stage when pipelined, each stage's part
@@ -421,7 +422,7 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	struct train_opts to;
 	struct train_step ts;
 	struct stage_set x = { 0 };
-	double *start = NULL;
+	double *start = NULL, *last = NULL; /* last: each stage's arena in the round before */
 	int(*ties)[2] = NULL;
 	char cfg[512];
 	memset(&ts, 0, sizeof ts);
@@ -467,16 +468,23 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 	struct lower_train tr = { &ts, ip->micro, start, cfg, (const int *const *)order };
 	if ((rc = stages_fit(&x, in)) < 0)
 		goto out;
+	if (!(last = ir_calloc((size_t)ns, sizeof *last))) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto out;
+	}
 	for (int round = 0;; round++) {
 		progress_phase(0, "lowering: instructions, fusion and memory");
 		if ((rc = lower_train(&tr, x.st, ns, in->cluster_spec, out)) < 0 || round == REFIT_ROUNDS)
 			break;
 		/* the arena is the truth: a stage it finds over the limit is
-		 * solved again under its solve's peak scaled by the miss */
+		 * solved again under its solve's peak scaled by the miss, while
+		 * that shrinks its arena */
 		int refit = 0;
 		for (int s = 0; s < ns && rc == 0; s++) {
 			double arena = stage_arena(*out, s), lim = fmin(x.r[s].mem_limit, x.r[s].mem_peak);
-			if (arena <= *mem)
+			bool stuck = last[s] > 0 && arena > 0.995 * last[s];
+			last[s] = arena;
+			if (arena <= *mem || stuck)
 				continue;
 			double tighter = lim * *mem / arena * 0.98;
 			char a[IR_BYTES_STRLEN], l[IR_BYTES_STRLEN];
@@ -509,6 +517,7 @@ out:
 	ir_free(order);
 	ir_free(start);
 	ir_free(ties);
+	ir_free(last);
 	train_step_free(&ts);
 	return rc;
 }
