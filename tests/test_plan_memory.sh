@@ -49,6 +49,24 @@ refits() {
 check "gpt_loss training on 1x8:a100 under --memory-limit 200KB: a stage whose arena is over is solved again, and the plan written" \
 	refits "$g" --cluster 1x8:a100 --train --batch 16 --memory-limit 200KB
 
+# explained PCC-ARGS...: pcc --explain -o ends with one row per stage of
+# its predicted memory against its arena, the ratio the two make
+explained() {
+	"$pcc" "$@" --explain -o "$tmp/x.bin" --codegen none >"$tmp/x.out" 2>"$tmp/x.err" ||
+		{ tail -1 "$tmp/x.err" >&2; return 1; }
+	awk '/^memory per device, the search.s prediction against the lowered plan.s arena/ { t = 1; next }
+	     t && /^  stage/ { next }
+	     t && /^ +[0-9]+ / {
+	       rows++
+	       # the ratio is the arena over the prediction as printed (both in KiB here)
+	       if ($2 + 0 <= 0 || $4 + 0 <= 0 || $3 != "KiB" || $5 != "KiB") bad = 1
+	       else if (($4 / $2) / $NF > 1.02 || ($4 / $2) / $NF < 0.98) bad = 1
+	     }
+	     END { exit !(rows == 2 && !bad) }' "$tmp/x.out" || { cat "$tmp/x.out" >&2; return 1; }
+}
+check "pcc --explain -o: each of the 2 stages' predicted memory, its arena and their ratio" \
+	explained "$g" --cluster cpu:4 --train --batch 8 --stages 2
+
 agree() {
 	python3 "$(dirname "$0")/plan_memory.py" "$pcc" "$tmp" 0.90 1.10 "$@"
 }
