@@ -21,9 +21,9 @@
 #                        show "-" when it cannot import them
 #
 # Inference times are per step (rt_step, inputs already loaded, outputs not
-# written), taken by benchmarks/codegen_run.c, which is runtime/main.c with the
-# step repeated (pcc-run prints inference times in whole milliseconds only);
-# it is compiled here from the build directory's runtime objects.  ORT's are
+# written), taken by benchmarks/codegen_run.c, which is pcc-run's program with
+# the step repeated (pcc-run prints inference times in whole milliseconds only),
+# linked against libpccrt in BUILD_DIR/benchmarks/codegen_run.  ORT's are
 # per InferenceSession.run after a warm-up.  The "outside dots" column is the
 # driver's mean kernel time per step less its time in dots (gemm calls of
 # dot ops), generated / reference (medians over the processes), and their
@@ -65,9 +65,10 @@ nondot() { sed -n 's/^pcc-bench: .*kernels \([0-9.]*\) ms, of which dots \([0-9.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f\n", a / b }'; }
 fmt() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else if (a < 10) printf "%.3f\n", a; else printf "%.1f\n", a }'; }
 
-# the timing driver: runtime/main.c + the step loop, linked like pcc-run
-"$here/bench_driver.sh" "$build" "$here/codegen_run.c" "$tmp/pcc-bench-run"
-run=$tmp/pcc-bench-run
+# the timing driver: pcc-run's program with its steps timed (benchmarks/codegen_run.c,
+# built with the rest by ninja)
+run=$build/benchmarks/codegen_run
+[ -x "$run" ] || { echo "$(basename "$0"): no $run: build it first (ninja -C $build)" >&2; exit 1; }
 
 have_ort=1
 if ! "$ORT_PYTHON" -c 'import onnxruntime, onnx, numpy' 2>/dev/null; then

@@ -1,9 +1,10 @@
 /* pcc-run, unchanged, except that an inference step is repeated for timing.
  *
- * Built by benchmarks/codegen.sh (not by meson) from runtime/main.c and the
- * build directory's runtime objects.  With PCC_BENCH_REPS=N (N >= 1), an
- * inference plan's step runs once as a warm-up and then N more times, and
- * rank 0 prints
+ * pcc-run's program (rt_main, libpccrt) with bench_rt_step around each
+ * step; meson builds it as build/benchmarks/codegen_run, which
+ * benchmarks/codegen.sh and cpu_vs_ort.sh run.  With PCC_BENCH_REPS=N
+ * (N >= 1), an inference plan's step runs once as a warm-up and then N
+ * more times, and rank 0 prints
  *
  *   pcc-bench: step median X ms, min Y ms over N runs (mean per step: kernels K ms, of which dots D ms,
  *   communication C ms)
@@ -21,12 +22,12 @@
  *
  *   pcc-bench: k41  2.95 ms/step  12 calls  gen  f32[1,12,128,128] { %1 = constant; ...; %9 = softmax %8 }
  */
-#define rt_step bench_rt_step
-#include "../runtime/main.c"
-#undef rt_step
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 
-int rt_step(struct rt *r, const struct ir_tensor *inputs);
-int bench_rt_step(struct rt *r, const struct ir_tensor *inputs);
+#include "ir/ir.h"
+#include "runtime/rt.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -82,7 +83,7 @@ static void print_profile(const struct rt *r, long steps)
 	free(order);
 }
 
-int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
+static int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 {
 	const char *s = getenv("PCC_BENCH_REPS");
 	long n = s ? strtol(s, NULL, 10) : 0;
@@ -120,4 +121,9 @@ int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 	r->prof_calls = NULL;
 	free(t);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	return rt_main(argc, argv, bench_rt_step);
 }

@@ -19,7 +19,7 @@
 # Predicted: the "step X ms" of pcc's summary line when it compiles the plan
 # (the very plan that runs), for inference and for training (momentum, one
 # micro-batch). Measured: per step, by benchmarks/cpu_model_run.c (pcc-run
-# with each rt_step timed), median over the steps of a process, then median
+# with each rt_step timed; BUILD_DIR/benchmarks/cpu_model_run), median over the steps of a process, then median
 # over RUNS processes. Error: predicted / measured - 1.
 #
 # Over-subscription: a rank count above the host's cores (4 ranks on 2
@@ -50,9 +50,10 @@ cd "$root"
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (p == "-" || m == "-" || m == 0) print "-"; else printf "%+.0f%%\n", (p / m - 1) * 100 }'; }
 
-# the timing driver: runtime/main.c with each step timed, linked like pcc-run
-"$here/bench_driver.sh" "$build" "$here/cpu_model_run.c" "$tmp/pcc-bench-run"
-run=$tmp/pcc-bench-run
+# the timing driver: pcc-run's program with its steps timed (benchmarks/cpu_model_run.c,
+# built with the rest by ninja)
+run=$build/benchmarks/cpu_model_run
+[ -x "$run" ] || { echo "$(basename "$0"): no $run: build it first (ninja -C $build)" >&2; exit 1; }
 
 # The cost model's defaults before the host had its own (GPU-style
 # efficiencies and overheads, cost_calib_init), as a calibration file.

@@ -1,7 +1,8 @@
 /* pcc-run, unchanged, except that every step is timed on its own.
  *
- * Built by benchmarks/cpu_model.sh (not by meson) from runtime/main.c and
- * the build directory's runtime objects, as benchmarks/codegen_run.c is.
+ * pcc-run's program (rt_main, libpccrt) with bench_rt_step around each
+ * step; meson builds it as build/benchmarks/cpu_model_run, which
+ * benchmarks/cpu_model.sh runs.
  * Each call of rt_step (one inference, or one training step with all its
  * micro-batches, gradient reduction and update) is timed; an inference
  * step is repeated PCC_BENCH_REPS times (default 1) after the first.  At
@@ -15,12 +16,12 @@
  * share of the mean.  Kernel and communication times are rank 0's, medians over
  * the same steps.
  */
-#define rt_step bench_rt_step
-#include "../runtime/main.c"
-#undef rt_step
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 
-int rt_step(struct rt *r, const struct ir_tensor *inputs);
-int bench_rt_step(struct rt *r, const struct ir_tensor *inputs);
+#include "ir/ir.h"
+#include "runtime/rt.h"
 
 #define MAX_TIMES 100000
 static double times[MAX_TIMES], kern[MAX_TIMES], comm[MAX_TIMES];
@@ -62,7 +63,7 @@ static int timed(struct rt *r, const struct ir_tensor *inputs)
 	return rc;
 }
 
-int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
+static int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 {
 	if (rank0 < 0) {
 		rank0 = r->c->rank == 0;
@@ -74,4 +75,9 @@ int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 	for (long i = 0; i < n && rc == 0; i++)
 		rc = timed(r, inputs);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	return rt_main(argc, argv, bench_rt_step);
 }

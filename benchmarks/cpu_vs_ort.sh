@@ -14,8 +14,8 @@
 #   THREADS="1 2"      thread counts: pcc-run --threads, ORT intra_op_num_threads
 #   ORT_PYTHON=/tmp/ort-venv/bin/python   a python with onnxruntime and onnx
 #
-# Times are per step: pcc's are benchmarks/codegen_run.c's (runtime/main.c
-# with the step repeated, inputs loaded), ORT's benchmarks/codegen_ort.py's
+# Times are per step: pcc's are benchmarks/codegen_run.c's (pcc-run's program
+# with the step repeated, inputs loaded; BUILD_DIR/benchmarks/codegen_run), ORT's benchmarks/codegen_ort.py's
 # (InferenceSession.run after a warm-up); each cell the median over RUNS
 # processes of each process's median. pcc's outputs are checked against
 # ORT's with pb_cmp --rtol 1e-3 --atol 1e-4. Compile times are wall
@@ -48,8 +48,10 @@ if ! "$ORT_PYTHON" -c 'import onnxruntime, onnx, numpy' 2>/dev/null; then
 	echo "cpu_vs_ort.sh: onnxruntime not importable with $ORT_PYTHON" >&2
 	exit 1
 fi
-"$here/bench_driver.sh" "$build" "$here/codegen_run.c" "$tmp/pcc-bench-run"
-run=$tmp/pcc-bench-run
+# the timing driver: pcc-run's program with its steps timed (benchmarks/codegen_run.c,
+# built with the rest by ninja)
+run=$build/benchmarks/codegen_run
+[ -x "$run" ] || { echo "$(basename "$0"): no $run: build it first (ninja -C $build)" >&2; exit 1; }
 
 rows=()
 load0=$(cut -d' ' -f1-3 /proc/loadavg)

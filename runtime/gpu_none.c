@@ -1,6 +1,6 @@
 /*
  * gpu_none.c: the CUDA backend's entry points in a build without the CUDA
- * headers: every GPU plan is refused at start (main.c asks rt_gpu_built()
+ * headers: every GPU plan is refused at start (run.c asks rt_gpu_built()
  * first), so only rt_gpu_close and the checks are ever reached.
  */
 #include <errno.h>

@@ -686,17 +686,23 @@ static bool depthwise(struct rt *r, struct conv *c)
 }
 
 /* Whether convolutions run on igemm: 1 yes, 0 no, -1 not asked yet
- * (test_codegen sets it to check both paths). */
+ * (rt_conv_paths_set sets it to check both paths). */
 static int conv_igemm = -1;
 
 /* igemm when the CPU has it, unless PCC_IGEMM=0 (sgemm: for comparisons). */
-static bool ig_ok(void)
+bool rt_conv_igemm(void)
 {
 	if (conv_igemm < 0) {
 		const char *e = getenv("PCC_IGEMM");
 		conv_igemm = rt_igemm_available() && !(e && !strcmp(e, "0"));
 	}
 	return conv_igemm;
+}
+
+void rt_conv_paths_set(int igemm, int depthwise)
+{
+	conv_igemm = igemm;
+	depthwise_isa = depthwise;
 }
 
 /* igemm's row k of B: row k of the column matrix, or, when wide, the
@@ -789,7 +795,7 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 	 * IGEMM_TAIL_MAX) and the whole vectors left are a quarter fewer, for
 	 * 64 output channels or more: ResNet-50's 7x7 stage's 3x3 takes 3
 	 * vectors and a dot against 4, 15% less time with its panels built */
-	c.ig = ig_ok();
+	c.ig = rt_conv_igemm();
 	int64_t wp = c.Wp > c.W + c.pw ? c.Wp : c.W + c.pw; /* Wp if wide, as set below */
 	int64_t vwide = ceil_div(c.OH * wp, 16), vcol = ceil_div(c.P, 16);
 	bool tail = c.P % 16 && c.P % 16 <= IGEMM_TAIL_MAX && 4 * (vwide - c.P / 16) >= vwide && c.Og >= 64;

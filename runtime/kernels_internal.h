@@ -30,6 +30,15 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 bool rt_host_window(struct rt *r, const struct plan_kernel *k, void *const *buf); /* kernels_window.c */
 bool rt_host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf);
 
+/* Whether convolutions run on igemm (kernels_gemm.c): the CPU has AVX-512F
+ * and PCC_IGEMM is not 0. */
+bool rt_conv_igemm(void);
+/* The convolutions' code paths, which test_host_ops sets to check each one
+ * on one CPU: igemm 1 on igemm (only where rt_conv_igemm() said so), 0 on
+ * sgemm; depthwise ones 1 on AVX2 (only where the CPU has it), 0 on the
+ * portable variant; -1 as the CPU and PCC_IGEMM decide. */
+void rt_conv_paths_set(int igemm, int depthwise);
+
 /* ceil(a / b) for b > 0 and any a. */
 static inline int64_t ceil_div(int64_t a, int64_t b)
 {

@@ -4,7 +4,9 @@
  * instruction stream with the reference kernels, and the communication
  * table (comm.h) for transfers and collectives. Depends on ir/, on the
  * reference kernels (kernels/kernels.h) and on ONNX file I/O without the
- * importer (onnxio/onnxio.h), never on compiler/; nothing depends on it.
+ * importer (onnxio/onnxio.h), never on compiler/. Every file below is in
+ * the library libpccrt (pccrt_dep), which pcc-run (main.c), the tests and
+ * the benchmarks' timing drivers link; no module depends on it.
  *
  *   exec.c     one instruction at a time: kernels, collectives, sends,
  *              receives (exec_internal.h: what its two helpers share)
@@ -19,7 +21,8 @@
  *   gpu*.c     the CUDA backend: the arena on a GPU, kernels, cuBLASLt
  *              and NCCL (gpu_internal.h); gpu_none.c where it is not built
  *   ckpt*.c    checkpoints
- *   main.c     pcc-run: options, the load, the run loop, errors
+ *   run.c      pcc-run's program (rt_main): options, the load, the run
+ *              loop, errors; main.c, pcc-run's own file, only calls it
  */
 #ifndef PCC_RUNTIME_RT_H
 #define PCC_RUNTIME_RT_H
@@ -97,7 +100,7 @@ struct rt {
 			    * fails, 'n' the checkpoint
 			    * file write of `step + 1` runs out of space, 'c'
 			    * rank 0 dies as it puts that checkpoint in place
-			    * (main.c parses it); 0 none */
+			    * (run.c parses it); 0 none */
 	} fault;
 };
 
@@ -281,6 +284,14 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n);
 /* One step: accumulators zeroed, inputs[m * ninputs + i] fed to
  * micro-batch m, the parts run in order, outputs saved. */
 int rt_step(struct rt *r, const struct ir_tensor *inputs);
+
+/* ---- run.c */
+/* A step as rt_main runs it: rt_step, or a benchmark's wrapper of it. */
+typedef int (*rt_step_fn)(struct rt *r, const struct ir_tensor *inputs);
+/* pcc-run's whole program on its command line (usage() in run.c):
+ * options, the load, every step run by step (rt_step when NULL), errors;
+ * its exit status (0, 1 an error, 2 a usage error). */
+int rt_main(int argc, char **argv, rt_step_fn step);
 
 /* ---- data.c: what a run feeds the plan's inputs. A data source yields
  * one step's inputs at a time, micro-batch by micro-batch. */

@@ -1,7 +1,7 @@
 /*
  * test_host_ops.c: pcc-run's own kernels for the ops without generated
  * code (runtime/kernels.c, kernels_gemm.c, kernels_igemm.c,
- * kernels_window.c, compiled into this test) against interp_kernel.
+ * kernels_window.c, from libpccrt) against interp_kernel.
  *
  * Dots, convolutions, window max and sum, and pads run on random inputs
  * over odd sizes, strides, pads, dilations, groups (depthwise ones, which
@@ -26,33 +26,12 @@
 
 #include "compiler/compiler.h"
 #include "ir/plan.h"
+#include "runtime/kernels_igemm.h"
+#include "runtime/kernels_internal.h"
+#include "runtime/pool.h"
+#include "runtime/rt.h"
 #include "tests/rng.h"
 #include "tests/tap.h"
-
-/* runtime/kernels.c, its pool and the gemm analysis it uses, with the two
- * functions of pcc-run's other files that it calls. */
-#include "runtime/gpu_plan.c"
-#include "runtime/kernels.c"
-#include "runtime/kernels_gemm.c"
-#include "runtime/kernels_igemm.c"
-#include "runtime/kernels_window.c"
-#include "runtime/pool.c"
-
-void *rt_buf(const struct rt *r, const struct plan_buffer *b)
-{
-	return r->arena + b->offset;
-}
-
-int rt_local_ranks(const struct rt_comm *c)
-{
-	(void)c;
-	return 1;
-}
-
-int rt_allowed_cpus(void)
-{
-	return 0;
-}
 
 /* Kernel k (its operands' shapes and dtypes set) run by rt_kernel_host on
  * a pool, and by interp_kernel, on the same random inputs (special 1: with
@@ -566,19 +545,18 @@ static void check_host_ops(void)
 	check_host_dot(pool);
 	check_igemm();
 	check_stride2();
-	bool ig = ig_ok();
+	bool ig = rt_conv_igemm();
 	TAP_DIAG("convolutions on %s", ig ? "igemm" : "sgemm (no AVX-512F)");
 	check_host_conv(pool);
 	if (ig) {
 		TAP_DIAG("again on sgemm, as on a CPU without AVX-512F");
-		conv_igemm = 0;
+		rt_conv_paths_set(0, -1);
 		check_host_conv(pool);
-		conv_igemm = 1;
 	}
 	TAP_DIAG("depthwise convolutions again on their portable variant, as on a CPU without AVX2");
-	depthwise_isa = 0;
+	rt_conv_paths_set(ig, 0);
 	check_host_conv(pool);
-	depthwise_isa = -1;
+	rt_conv_paths_set(-1, -1);
 	check_host_window(pool);
 	check_host_pad(pool);
 	pool_free(pool);

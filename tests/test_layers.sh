@@ -11,7 +11,9 @@
 # (COMPILER_LIB, libpcccompiler.a) defines: no importer, no graph builder,
 # no interpreter graph walk; named markers first (onnx_import, the
 # importer's handler table onnx_ops_basic, the builder b_node) for a clear
-# message, then every global the library defines.
+# message, then every global the library defines. And runtime/ is built
+# once, as libpccrt: no build file but runtime/meson.build lists one of its
+# .c files, and no C file includes one.
 src=$1 run=$2 lib=$3
 LC_ALL=C
 export LC_ALL
@@ -39,6 +41,32 @@ uses() {
 
 no_onnx_schema() {
 	! grep -rn '#[ \t]*include[ \t]*"onnx\.pb-c\.h"' "$src/runtime" >&2
+}
+
+# No build file but runtime/meson.build lists a runtime/ source (as a path
+# or runtime_srcs; comments aside): pcc-run, the tests and the benchmarks
+# link libpccrt (pccrt_dep) instead of compiling runtime/ into themselves.
+runtime_built_once() {
+	bad=0
+	for f in $(cd "$src" && ls meson.build */meson.build */*/meson.build 2>/dev/null); do
+		[ "$f" != runtime/meson.build ] || continue
+		sed 's/#.*//' "$src/$f" | grep -En "runtime_srcs|runtime/[A-Za-z0-9_]+\.c|'runtime' */ *'[A-Za-z0-9_]+\.c'" |
+			sed "s|^|$f:|" >"$tmp/listed"
+		[ ! -s "$tmp/listed" ] || { cat "$tmp/listed" >&2; bad=1; }
+	done
+	return $bad
+}
+
+# No C file #includes a .c file of runtime/ (a test or benchmark taking
+# pcc-run's code by inclusion, or runtime/ one of its own files).
+no_runtime_c_included() {
+	inc='^[ \t]*#[ \t]*include[ \t]*"'
+	bad=0
+	for d in ir solvers kernels onnxio compiler runtime tests benchmarks; do
+		grep -rnE --include='*.[ch]' "$inc[^\"]*runtime/[^\"]*\.c\"" "$src/$d" >&2 && bad=1
+	done
+	grep -rnE --include='*.[ch]' "$inc[^\"/]*\.c\"" "$src/runtime" >&2 && bad=1
+	return $bad
 }
 
 # The global symbols that binary or archive $1 defines, one a line.
@@ -83,6 +111,8 @@ check "onnxio/ includes only ir/ and onnxio/" uses onnxio ir
 check "compiler/ includes only ir/, solvers/, kernels/, onnxio/ and compiler/" uses compiler ir solvers kernels onnxio
 check "runtime/ includes only ir/, kernels/, onnxio/ and runtime/ (no compiler/)" uses runtime ir kernels onnxio
 check "runtime/ does not include the ONNX schema (onnx.pb-c.h)" no_onnx_schema
+check "only runtime/meson.build compiles runtime/'s files (the rest link libpccrt)" runtime_built_once
+check "no C file includes a .c file of runtime/" no_runtime_c_included
 check "pcc-run has a symbol table" has_symbols
 check "pcc-run holds no importer marker (onnx_import, onnx_ops_basic, b_node)" no_markers
 check "pcc-run holds no symbol of libpcccompiler.a" nothing_of_compiler
