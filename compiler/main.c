@@ -493,6 +493,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return ir_errorf(-EINVAL, "eval: -i DIR is required");
 	if (a->cmd->bit == C_COMPILE && !a->cluster)
 		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
+	if (a->cmd->bit == C_COMPILE && a->train_opt && !a->train)
+		return ir_errorf(-EINVAL, "--%s is an option of the train step: give --train too", a->train_opt);
 	if (a->cmd->bit == C_COMPILE && a->json && (a->stage_only || a->explain || a->dump_fusion))
 		return ir_errorf(-EINVAL, "--json summarizes the automatic plan: not with %s",
 				 a->stage_only ? "--stage-only"

@@ -166,11 +166,11 @@ def t_compile_errors():
            'pcc: cluster "cpu:0": expected cpu:N with 1 to 4096 ranks, got "cpu:0"')
     raises(lambda: pcc.compile(mlp, "cpu:2", explain=True), 2,
            "pcc: --json summarizes the automatic plan: not with --explain (try 'pcc --help')")
-    raises(lambda: pcc.compile(mlp, "cpu:2", lr=0.1), 1,
+    raises(lambda: pcc.compile(mlp, "cpu:2", lr=0.1), 2,
            re.compile(r"^pcc: --lr is an option of the train step: give --train too"))
 
 
-case("pcc.compile errors: a bad cluster (1), --explain beside --json (2), a step option without train (1)",
+case("pcc.compile errors: a bad cluster (1), --explain beside --json (2), a step option without train (2)",
      t_compile_errors)
 
 # ---- report ----------------------------------------------------------------
