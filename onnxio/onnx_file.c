@@ -47,9 +47,7 @@ int onnx_read_file(const char *path, uint8_t **buf, size_t *len)
 	return 0;
 }
 
-/* A relative path that stays inside the model's directory: no leading '/',
- * no ".." component. */
-static bool path_inside(const char *p)
+bool onnx_path_inside(const char *p)
 {
 	if (!p[0] || p[0] == '/')
 		return false;
@@ -73,7 +71,7 @@ int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct i
 			continue;
 		char *end;
 		if (strcmp(k, "location") == 0) {
-			if (!path_inside(v))
+			if (!onnx_path_inside(v))
 				return ir_errorf(
 					-EINVAL,
 					"external data location \"%s\" must be a relative path inside the model's directory",

@@ -143,21 +143,6 @@ static bool is_external(const Onnx__TensorProto *t)
 	return t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 }
 
-/* A relative path that stays inside the model's directory (the importer's
- * rule): a model must not make us copy arbitrary files into dst. */
-static bool path_inside(const char *p)
-{
-	if (!p[0] || p[0] == '/')
-		return false;
-	for (const char *q = p; *q;) {
-		size_t n = strcspn(q, "/");
-		if (n == 2 && q[0] == '.' && q[1] == '.')
-			return false;
-		q += n + (q[n] == '/');
-	}
-	return true;
-}
-
 /* Resolves an external initializer's location/offset/length against src's
  * directory; checks the length against its dtype and shape. */
 static int plan_external(struct save *s, struct init *it)
@@ -184,7 +169,7 @@ static int plan_external(struct save *s, struct init *it)
 			*(k[0] == 'o' ? &it->ext_offset : &length) = x;
 		}
 	}
-	if (!loc || !path_inside(loc))
+	if (!loc || !onnx_path_inside(loc))
 		return ir_errorf(-EINVAL,
 				 "external data location \"%s\" must be a relative path inside the model's directory",
 				 loc ? loc : "");

@@ -21,6 +21,9 @@ int onnx_read_file(const char *path, uint8_t **buf, size_t *len);
  * location (a relative path inside the model's directory, base_dir),
  * offset and length (-1 when not given). -EINVAL naming a bad entry. */
 int onnx_external_ref(const char *base_dir, const Onnx__TensorProto *t, struct ir_data *d);
+/* Whether an external data location is a relative path that stays inside
+ * the model's directory: no leading '/', no ".." component. */
+bool onnx_path_inside(const char *p);
 
 /* ---- dtypes (onnx_tensor.c) */
 int onnx_dtype_to_ir(int32_t onnx_type, enum ir_dtype *out); /* -EINVAL if unsupported */
