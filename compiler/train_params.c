@@ -385,7 +385,8 @@ void train_params_print(const struct train_step *ts, const char *model, FILE *f)
 				continue;
 			fprintf(f,
 				"pcc: %s: warning: \"%s\" equals \"%s\"%s: an untied copy of one weight, trained "
-				"apart from it (export with do_constant_folding=False to keep them tied)\n",
+				"apart from it (export with do_constant_folding=False, or optimize=False with dynamo=True, to keep "
+				"them tied)\n",
 				model, ts->params[i]->name ? ts->params[i]->name : "?",
 				ts->params[j]->name ? ts->params[j]->name : "?", how);
 			break;
