@@ -19,8 +19,13 @@ static void ops(const struct whatif *w, FILE *f)
 	char b[32], d[32];
 	for (int s = 0; s < w->nstages; s++) {
 		const struct wi_stage *st = &w->stages[s];
-		fprintf(f, "\nstage %d (layers %d-%d, mesh %s): the %d costliest of %d ops per micro-batch\n", s,
-			st->first, st->last, st->mesh, st->nops, st->ops_total);
+		char layers[48];
+		if (st->first == st->last)
+			snprintf(layers, sizeof layers, "layer %d", st->first);
+		else
+			snprintf(layers, sizeof layers, "layers %d-%d", st->first, st->last);
+		fprintf(f, "\nstage %d (%s, mesh %s): the %d costliest of %d op%s per micro-batch\n", s, layers,
+			st->mesh, st->nops, st->ops_total, st->ops_total == 1 ? "" : "s");
 		for (int i = 0; i < st->nops; i++) {
 			const struct intra_note *n = &st->ops[i].n;
 			fprintf(f, "  %-10s %s%s%s  %s", n->op, n->name[0] ? "\"" : "", n->name, n->name[0] ? "\"" : "",
