@@ -32,9 +32,10 @@ static double comm_bytes(const struct plan_device *d)
 
 int plan_print_summary(const struct plan *p, FILE *f)
 {
-	fprintf(f, "plan: format %d, %d device%s of cluster %s (%d nodes, %d devices), %s, %d micro-batch%s\n",
+	fprintf(f, "plan: format %d, %d device%s of cluster %s (%d node%s, %d device%s), %s, %d micro-batch%s\n",
 		p->version, p->ndevices, p->ndevices == 1 ? "" : "s", p->cluster ? p->cluster : "?", p->cluster_nodes,
-		p->cluster_devices, p->train ? "training step" : "forward pass", p->micro, p->micro == 1 ? "" : "es");
+		p->cluster_nodes == 1 ? "" : "s", p->cluster_devices, p->cluster_devices == 1 ? "" : "s",
+		p->train ? "training step" : "forward pass", p->micro, p->micro == 1 ? "" : "es");
 	fprintf(f, "model %016llx, options %016llx\n", (unsigned long long)p->model_hash,
 		(unsigned long long)p->options_hash);
 	for (int s = 0; s < p->nstages; s++) {
