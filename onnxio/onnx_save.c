@@ -22,6 +22,10 @@
  *    directory, fsync'ed and renamed over the final names, data file first,
  *    so no partial dst ever exists; on error the temporaries are removed.
  *
+ * When a value saved differs from its initializer, dst's producer is pcc
+ * (name "pcc", version the project's); unchanged weights save src as it
+ * was, byte for byte.
+ *
  * The inline limit is 1800 MiB, clear of protobuf's 2 GiB message limit.
  * The environment variable PCC_ONNX_SAVE_INLINE_MAX (bytes) lowers it so
  * tests reach the external path on small models; it is read at each call.
@@ -75,6 +79,7 @@ struct save {
 	Onnx__ModelProto *m;
 	Onnx__GraphProto *gp;
 	struct init *in; /* [gp->n_initializer] */
+	char **producer; /* the model's own producer name and version while pcc's stand in, or NULL */
 	char *data_name; /* "<basename of dst>.data", ir_malloc'd */
 	char *data_path; /* "<dst>.data" */
 	struct tmp model, data;
@@ -500,6 +505,30 @@ static int write_inline(struct save *s)
 	return write_model(s);
 }
 
+/* Whether a value saved differs from its initializer in src, so that pcc
+ * produced dst: an inline one decoded and compared byte for byte, an
+ * external one taken as changed. Unchanged weights save src as it was. */
+static bool weights_changed(const struct save *s)
+{
+	for (size_t i = 0; i < s->gp->n_initializer; i++) {
+		const struct init *x = &s->in[i];
+		if (x->value < 0)
+			continue;
+		struct ir_tensor t = { 0 };
+		if (is_external(x->orig) || onnx_tensor_decode(x->orig, &t) < 0) {
+			ir_error_clear();
+			return true;
+		}
+		const struct ir_tensor *v = &s->values[x->value];
+		size_t nb = ir_tensor_bytes(v);
+		bool same = ir_tensor_bytes(&t) == nb && !memcmp(t.data, v->data, nb);
+		ir_tensor_free(&t);
+		if (!same)
+			return true;
+	}
+	return false;
+}
+
 int onnx_save_params(const char *src, const char *dst, int n, const char *const *names, const struct ir_tensor *values)
 {
 	struct save s = { .src = src, .dst = dst, .values = values };
@@ -518,6 +547,14 @@ int onnx_save_params(const char *src, const char *dst, int n, const char *const 
 	}
 	if ((rc = match_values(&s, n, names)) < 0)
 		goto out;
+	/* new weights make the file pcc's: its producer says so (the
+	 * unpacked strings are put back before the model is freed) */
+	char *producer[2] = { s.m->producer_name, s.m->producer_version };
+	if (weights_changed(&s)) {
+		s.m->producer_name = (char *)"pcc";
+		s.m->producer_version = (char *)PCC_PRODUCER_VERSION;
+		s.producer = producer;
+	}
 	/* sizing needs only raw_data.len; nothing external is read yet */
 	if ((int64_t)onnx__model_proto__get_packed_size(s.m) <= inline_max())
 		rc = write_inline(&s);
@@ -543,6 +580,10 @@ out:
 	ir_free(s.in);
 	ir_free(s.data_name);
 	ir_free(s.data_path);
+	if (s.m && s.producer) {
+		s.m->producer_name = s.producer[0];
+		s.m->producer_version = s.producer[1];
+	}
 	if (s.m)
 		onnx__model_proto__free_unpacked(s.m, NULL);
 	return rc;
