@@ -23,7 +23,7 @@
  *    so no partial dst ever exists; on error the temporaries are removed.
  *
  * When a value saved differs from its initializer, dst's producer is pcc
- * (name "pcc", version the project's); unchanged weights save src as it
+ * (name "pcc", version pcc's, version.h); unchanged weights save src as it
  * was, byte for byte.
  *
  * The inline limit is 1800 MiB, clear of protobuf's 2 GiB message limit.
@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "onnxio/onnxio_pb.h"
+#include "version.h"
 
 /* raw_data and the external files are little-endian; pcc's tensors are
  * host order, written as they are. */
@@ -552,7 +553,7 @@ int onnx_save_params(const char *src, const char *dst, int n, const char *const 
 	char *producer[2] = { s.m->producer_name, s.m->producer_version };
 	if (weights_changed(&s)) {
 		s.m->producer_name = (char *)"pcc";
-		s.m->producer_version = (char *)PCC_PRODUCER_VERSION;
+		s.m->producer_version = (char *)PCC_VERSION;
 		s.producer = producer;
 	}
 	/* sizing needs only raw_data.len; nothing external is read yet */
