@@ -19,6 +19,11 @@ int shard_errorf(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err_msg, sizeof err_msg, fmt, ap);
 	va_end(ap);
+	/* one line whatever it quotes (jansson's error text quotes the input
+	 * near the error, newlines and all): control bytes become '?' */
+	for (char *c = err_msg; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return code;
 }
 

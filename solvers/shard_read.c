@@ -649,15 +649,9 @@ int shard_problem_read_iopddl(const char *path, struct shard_problem *p)
 	json_error_t jerr;
 	json_t *root = json_loadb(buf, len, 0, &jerr);
 	free(buf);
-	if (!root) {
-		/* jansson quotes the input near the error: its control bytes
-		 * (a newline in a string) would break the one-line message */
-		for (char *c = jerr.text; *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
+	if (!root)
 		return shard_errorf(-EINVAL, "%s: malformed JSON at line %d column %d: %s", path, jerr.line,
 				    jerr.column, jerr.text);
-	}
 	rc = read_problem(&r, root);
 	json_decref(root);
 	if (rc < 0)
