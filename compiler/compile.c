@@ -19,18 +19,14 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include "compiler/compiler.h"
 #include "compiler/progress.h"
 #include "ir/plan.h"
-#include "solvers/solvers.h"
 
 /* The stages of a plan on their way to lowering: per stage its graph (the
  * whole graph, not owned, or an extracted one), value map, the intra-op
@@ -339,8 +335,7 @@ static int stage_slots(const struct inter_plan *ip, int *const *order, int s)
 	return order ? plan_schedule_slots(order[s], 2 * ip->micro) : 1;
 }
 
-/* The stages' sharding solves, independent of each other, on up to one
- * thread per core (as the search's layer solves, inter_cost.c). */
+/* The stages' sharding solves, independent of each other (par_run). */
 struct stage_pool {
 	const struct compile_input *in;
 	const struct train_step *ts;
@@ -348,37 +343,27 @@ struct stage_pool {
 	int *const *order;
 	struct stage_set *x;
 	int n;
-	atomic_int next;
 	int *rc;          /* [n] each solve's result */
 	char (*err)[512]; /* [n] its message */
 	int failed;       /* the first stage whose solve failed */
 };
 
-static void *stage_worker(void *arg)
+static int stage_job(void *arg, int s)
 {
 	struct stage_pool *p = arg;
-	const struct inter_plan *ip = p->in->inter;
-	for (;;) {
-		int s = atomic_fetch_add(&p->next, 1);
-		if (s >= p->n)
-			break;
-		p->rc[s] = train_stage(p->in, p->ts, p->ties, s, stage_slots(ip, p->order, s), p->in->opts->mem_limit,
-				       &p->x->g[s], &p->x->src[s], &p->x->r[s]);
-		if (p->rc[s] < 0)
-			snprintf(p->err[s], sizeof p->err[s], "%s", ir_error());
-		progress_done(1);
-	}
-	shard_thread_exit(); /* GLPK's state for this thread */
-	return NULL;
+	p->rc[s] = train_stage(p->in, p->ts, p->ties, s, stage_slots(p->in->inter, p->order, s), p->in->opts->mem_limit,
+			       &p->x->g[s], &p->x->src[s], &p->x->r[s]);
+	if (p->rc[s] < 0)
+		snprintf(p->err[s], sizeof p->err[s], "%s", ir_error());
+	progress_done(1);
+	return 0; /* the others go on: the first failure in stage order is the error */
 }
 
 /* Every stage solved; the first failure (in stage order) is the error,
  * its stage in p->failed. The stages solved are marked so. */
 static int stage_pool_run(struct stage_pool *p)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores, started = 0, rc = 0;
-	pthread_t th[16];
+	int rc = 0;
 	p->rc = ir_calloc((size_t)p->n + 1, sizeof *p->rc);
 	p->err = ir_calloc((size_t)p->n + 1, sizeof *p->err);
 	if (!p->rc || !p->err) {
@@ -386,15 +371,7 @@ static int stage_pool_run(struct stage_pool *p)
 		ir_free(p->err);
 		return ir_errorf(-ENOMEM, "out of memory");
 	}
-	atomic_init(&p->next, 0);
-	for (int i = 1; i < n && i < p->n; i++) {
-		if (pthread_create(&th[started], NULL, stage_worker, p) != 0)
-			break; /* fewer threads: the others take the work */
-		started++;
-	}
-	stage_worker(p);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	par_run(p->n, stage_job, p);
 	for (int s = 0; s < p->n; s++) {
 		p->x->solved[s] = p->rc[s] == 0;
 		if (p->rc[s] < 0 && rc == 0) {

@@ -17,15 +17,12 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "compiler/inter_internal.h"
 #include "compiler/progress.h"
-#include "solvers/solvers.h"
 
 /* The gradient reductions (once per step) among the plan's collectives. */
 static double sync_time(const struct intra_result *r)
@@ -194,57 +191,34 @@ struct pool {
 	struct inter_layer_cost *cost, *lean;
 	const int *job; /* l * ncfg + c, layers solved for themselves */
 	int njobs;
-	atomic_int next;
 	pthread_mutex_t lock;
 	int rc; /* the first error, its message in err */
 	char err[512];
 };
 
-static void *worker(void *arg)
+static int solve_job(void *arg, int j)
 {
 	struct pool *p = arg;
-	for (;;) {
-		int j = atomic_fetch_add(&p->next, 1);
-		if (j >= p->njobs)
-			break;
-		int l = p->job[j] / p->ncfg, c = p->job[j] % p->ncfg;
-		int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro,
-				     p->overlap, p->model, p->saved, &p->cost[p->job[j]],
-				     p->lean ? &p->lean[p->job[j]] : NULL);
-		progress_done(1);
-		if (rc < 0) {
-			pthread_mutex_lock(&p->lock);
-			if (p->rc == 0) {
-				p->rc = rc;
-				snprintf(p->err, sizeof p->err, "%s", ir_error());
-			}
-			pthread_mutex_unlock(&p->lock);
-			atomic_store(&p->next, p->njobs);
+	int l = p->job[j] / p->ncfg, c = p->job[j] % p->ncfg;
+	int rc = solve_layer(p->env, p->g, p->cl->first[l], p->cl->first[l + 1], &p->cfg[c], p->micro, p->overlap,
+			     p->model, p->saved, &p->cost[p->job[j]], p->lean ? &p->lean[p->job[j]] : NULL);
+	progress_done(1);
+	if (rc < 0) {
+		pthread_mutex_lock(&p->lock);
+		if (p->rc == 0) {
+			p->rc = rc;
+			snprintf(p->err, sizeof p->err, "%s", ir_error());
 		}
+		pthread_mutex_unlock(&p->lock);
 	}
-	shard_thread_exit(); /* GLPK's state for this thread */
-	return NULL;
+	return rc;
 }
 
-/* Runs the pool's solves on up to one thread per core (at most 16). */
+/* Runs the pool's solves (par_run). */
 static int run_pool(struct pool *p)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = cores < 1 ? 1 : cores > 16 ? 16 : (int)cores;
-	if (n > p->njobs)
-		n = p->njobs;
-	pthread_t th[16];
-	int started = 0;
-	atomic_init(&p->next, 0);
 	pthread_mutex_init(&p->lock, NULL);
-	for (int i = 1; i < n; i++) {
-		if (pthread_create(&th[started], NULL, worker, p) != 0)
-			break; /* fewer threads: the others take the work */
-		started++;
-	}
-	worker(p);
-	for (int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	par_run(p->njobs, solve_job, p);
 	pthread_mutex_destroy(&p->lock);
 	return p->rc < 0 ? ir_errorf(p->rc, "%s", p->err) : 0;
 }

@@ -139,3 +139,12 @@ void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE
 			b[3], b[4], b[5], b[6], pred > 0 ? (double)d->arena_bytes / pred : 0);
 	}
 }
+
+const char *inter_layers_str(int first, int last, char buf[INTER_LAYERS_STRLEN])
+{
+	if (first == last)
+		snprintf(buf, INTER_LAYERS_STRLEN, "layer %d", first);
+	else
+		snprintf(buf, INTER_LAYERS_STRLEN, "layers %d-%d", first, last);
+	return buf;
+}

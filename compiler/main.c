@@ -970,13 +970,9 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 								y->n1,         y->inflight };
 		o.refused = refused;
 		progress_clear();
-		char layers[48];
-		if (y->layer_first == y->layer_last)
-			snprintf(layers, sizeof layers, "layer %d", y->layer_first);
-		else
-			snprintf(layers, sizeof layers, "layers %d-%d", y->layer_first, y->layer_last);
-		fprintf(stderr, "pcc: %s; searching again without stage %d (%s on %dx%d)\n", ir_error(), stage, layers,
-			y->n0, y->n1);
+		char layers[INTER_LAYERS_STRLEN];
+		fprintf(stderr, "pcc: %s; searching again without stage %d (%s on %dx%d)\n", ir_error(), stage,
+			inter_layers_str(y->layer_first, y->layer_last, layers), y->n0, y->n1);
 		inter_plan_free(&p);
 	}
 	progress_end();

@@ -19,13 +19,10 @@ static void ops(const struct whatif *w, FILE *f)
 	char b[32], d[32];
 	for (int s = 0; s < w->nstages; s++) {
 		const struct wi_stage *st = &w->stages[s];
-		char layers[48];
-		if (st->first == st->last)
-			snprintf(layers, sizeof layers, "layer %d", st->first);
-		else
-			snprintf(layers, sizeof layers, "layers %d-%d", st->first, st->last);
-		fprintf(f, "\nstage %d (%s, mesh %s): the %d costliest of %d op%s per micro-batch\n", s, layers,
-			st->mesh, st->nops, st->ops_total, st->ops_total == 1 ? "" : "s");
+		char layers[INTER_LAYERS_STRLEN];
+		fprintf(f, "\nstage %d (%s, mesh %s): the %d costliest of %d op%s per micro-batch\n", s,
+			inter_layers_str(st->first, st->last, layers), st->mesh, st->nops, st->ops_total,
+			st->ops_total == 1 ? "" : "s");
 		for (int i = 0; i < st->nops; i++) {
 			const struct intra_note *n = &st->ops[i].n;
 			fprintf(f, "  %-10s %s%s%s  %s", n->op, n->name[0] ? "\"" : "", n->name, n->name[0] ? "\"" : "",
