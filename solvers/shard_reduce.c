@@ -32,6 +32,7 @@
  * memory, is fixed to its cheaper strategy.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,59 @@ static int eliminate_leaf(struct red *r, int j, int k)
 
 /* ---- pair ------------------------------------------------------------------- */
 
+/* eliminate_pair's matrix the fast way, when no cost involved is negative
+ * (the compiler's never are) and inf leaves room for three: each sum of
+ * three entries then fits an int64 and saturates as the min with inf, so
+ * j's alive strategies' columns are gathered once, contiguous, and summed
+ * without 128-bit arithmetic. The same answer as the general loop (ties
+ * to the lowest strategy; s0 where every sum is inf). false: not taken
+ * (negative costs, or no memory for the columns). */
+static bool pair_fast(const struct red *r, int j, int i, int l, const struct wedge *e1, const struct wedge *e2, int s0,
+		      int64_t *mat, int *resp)
+{
+	int ki = red_k(r, i), kl = red_k(r, l), kj = red_k(r, j), ns = 0;
+	if (r->inf > INT64_MAX / 3)
+		return false;
+	int *alive = malloc(sizeof *alive * (size_t)kj);
+	int64_t *a = malloc(sizeof *a * (size_t)ki * (size_t)kj), *b = malloc(sizeof *b * (size_t)kl * (size_t)kj);
+	bool ok = alive && a && b;
+	for (int s = 0; ok && s < kj; s++)
+		if (red_alive(r, j, s)) {
+			alive[ns++] = s;
+			ok = ncost(r, j, s) >= 0;
+		}
+	for (int t = 0; ok && t < ki; t++)
+		for (int q = 0; ok && q < ns; q++) {
+			int64_t x = red_ent(r, e1, j, alive[q], t);
+			a[(int64_t)t * ns + q] = ncost(r, j, alive[q]) + x;
+			ok = x >= 0;
+		}
+	for (int w = 0; ok && w < kl; w++)
+		for (int q = 0; ok && q < ns; q++) {
+			int64_t x = red_ent(r, e2, j, alive[q], w);
+			b[(int64_t)w * ns + q] = x;
+			ok = x >= 0;
+		}
+	for (int t = 0; ok && t < ki; t++) {
+		const int64_t *at = a + (int64_t)t * ns;
+		for (int w = 0; w < kl; w++) {
+			int64_t x = (int64_t)t * kl + w, best = r->inf;
+			const int64_t *bw = b + (int64_t)w * ns;
+			int arg = -1;
+			if (red_alive(r, i, t) && red_alive(r, l, w))
+				for (int q = 0; q < ns; q++)
+					if (at[q] + bw[q] < best)
+						best = at[q] + bw[q], arg = q;
+			mat[x] = best;
+			resp[x] = arg < 0 ? s0 : alive[arg];
+		}
+	}
+	free(alive);
+	free(a);
+	free(b);
+	return ok;
+}
+
 static int eliminate_pair(struct red *r, int j, int k1, int k2)
 {
 	const struct wedge *e1 = &r->e[k1], *e2 = &r->e[k2];
@@ -248,23 +302,24 @@ static int eliminate_pair(struct red *r, int j, int k1, int k2)
 		return NOMEM();
 	}
 	int s0 = first_alive(r, j);
-	for (int t = 0; t < ki; t++) {
-		for (int w = 0; w < kl; w++) {
-			int64_t x = (int64_t)t * kl + w;
-			mat[x] = r->inf;
-			resp[x] = s0;
-			if (!red_alive(r, i, t) || !red_alive(r, l, w))
-				continue;
-			for (int s = 0; s < red_k(r, j); s++) {
-				if (!red_alive(r, j, s))
+	if (!pair_fast(r, j, i, l, e1, e2, s0, mat, resp))
+		for (int t = 0; t < ki; t++) {
+			for (int w = 0; w < kl; w++) {
+				int64_t x = (int64_t)t * kl + w;
+				mat[x] = r->inf;
+				resp[x] = s0;
+				if (!red_alive(r, i, t) || !red_alive(r, l, w))
 					continue;
-				int64_t v = red_sat(r, (shard_i128)ncost(r, j, s) + red_ent(r, e1, j, s, t) +
-							       red_ent(r, e2, j, s, w));
-				if (v < mat[x] || (s == s0 && v == mat[x]))
-					mat[x] = v, resp[x] = s;
+				for (int s = 0; s < red_k(r, j); s++) {
+					if (!red_alive(r, j, s))
+						continue;
+					int64_t v = red_sat(r, (shard_i128)ncost(r, j, s) + red_ent(r, e1, j, s, t) +
+								       red_ent(r, e2, j, s, w));
+					if (v < mat[x] || (s == s0 && v == mat[x]))
+						mat[x] = v, resp[x] = s;
+				}
 			}
 		}
-	}
 	red_edge_kill(r, k1);
 	red_edge_kill(r, k2);
 	r->stats->pairs++;
