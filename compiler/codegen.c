@@ -33,6 +33,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "compiler/codegen_internal.h"
+#include "compiler/parallel.h"
 
 void codegen_opts_init(struct codegen_opts *o)
 {
@@ -736,50 +737,117 @@ static int link_libdevice(struct cg *c, const char *path)
 	return 0;
 }
 
-static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *ok, const int *core)
+/* PTX modules per GPU architecture: the kernels spread over them round
+ * robin, each module compiled on a thread of its own (par_run) and the
+ * modules of an architecture linked by the driver into one (pcc-run). Their
+ * count depends on the plan alone, never on this machine's cores, so that
+ * the plan's bytes do too. */
+#define CG_KERNELS_PER_MODULE 64
+#define CG_MAX_MODULES 8
+
+static const char *const cg_arch[2] = { "sm_80", "sm_90" };
+static const char *const cg_arch_feat[2] = { "+ptx70", "+ptx78" };
+
+struct gpu_jobs {
+	const struct plan *p;
+	const struct codegen_opts *o;
+	const bool *g;
+	const int *core;
+	const char *lib;
+	int arch0, nmod; /* job j: architecture arch0 + j / nmod, module j % nmod */
+	char **text;     /* [jobs] each module's PTX (NULL: it has no kernel) */
+	int *rc;         /* [jobs] */
+	char (*err)[512];
+};
+
+static int gpu_module(struct gpu_jobs *x, int j, char **out)
 {
-	static const char *const arch[2] = { "sm_80", "sm_90" };
-	static const char *const feat[2] = { "+ptx70", "+ptx78" };
-	const char *triple = "nvptx64-nvidia-cuda", *lib = libdevice_path();
-	bool *g = ir_calloc((size_t)p->nkernels + 1, sizeof *g);
-	int rc = 0;
-	if (!g || !(p->ptx = ir_calloc(2, sizeof *p->ptx))) {
-		ir_free(g);
-		return ir_errorf(-ENOMEM, "out of memory in codegen");
-	}
-	for (int k = 0; k < p->nkernels; k++)
-		g[k] = ok[k] && (lib || !needs_math(&p->kernels[k]));
-	for (int a = 0; a < 2 && rc == 0; a++) {
-		LLVMTargetMachineRef tm;
-		struct cg c;
-		if ((rc = target_machine(triple, arch[a], feat[a], o->opt_level, &tm)) < 0)
-			break;
-		cg_open(&c, true, triple);
-		LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
-		LLVMSetModuleDataLayout(c.mod, dl);
-		LLVMDisposeTargetData(dl);
-		bool math = false;
-		for (int k = 0; k < p->nkernels; k++)
-			if (g[k]) {
-				emit_kernel(&c, &p->kernels[k], k, core[k]);
-				math |= needs_math(&p->kernels[k]);
-			}
-		uint8_t *text = NULL;
-		size_t n;
-		if (math)
-			rc = link_libdevice(&c, lib);
-		if (rc == 0 && (rc = optimize(&c, tm, o->opt_level)) == 0 &&
-		    (rc = emit_to(tm, &c, LLVMAssemblyFile, &text, &n)) == 0) {
-			p->ptx[p->nptx].arch = cg_strdup(arch[a]);
-			p->ptx[p->nptx++].text = (char *)text;
-			if (!p->ptx[p->nptx - 1].arch)
-				rc = ir_errorf(-ENOMEM, "out of memory in codegen");
+	const struct plan *p = x->p;
+	int a = x->arch0 + j / x->nmod, m = j % x->nmod, rc = 0, any = 0;
+	for (int k = m; k < p->nkernels; k += x->nmod)
+		any |= x->g[k];
+	if (!any)
+		return 0;
+	LLVMTargetMachineRef tm;
+	struct cg c;
+	if ((rc = target_machine("nvptx64-nvidia-cuda", cg_arch[a], cg_arch_feat[a], x->o->opt_level, &tm)) < 0)
+		return rc;
+	cg_open(&c, true, "nvptx64-nvidia-cuda");
+	LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+	LLVMSetModuleDataLayout(c.mod, dl);
+	LLVMDisposeTargetData(dl);
+	bool math = false;
+	for (int k = m; k < p->nkernels; k += x->nmod)
+		if (x->g[k]) {
+			emit_kernel(&c, &p->kernels[k], k, x->core[k]);
+			math |= needs_math(&p->kernels[k]);
 		}
-		cg_close(&c);
-		LLVMDisposeTargetMachine(tm);
+	size_t n;
+	if (math)
+		rc = link_libdevice(&c, x->lib);
+	if (rc == 0 && (rc = optimize(&c, tm, x->o->opt_level)) == 0)
+		rc = emit_to(tm, &c, LLVMAssemblyFile, (uint8_t **)out, &n);
+	cg_close(&c);
+	LLVMDisposeTargetMachine(tm);
+	return rc;
+}
+
+static int gpu_job(void *arg, int j)
+{
+	struct gpu_jobs *x = arg;
+	if ((x->rc[j] = gpu_module(x, j, &x->text[j])) < 0)
+		snprintf(x->err[j], sizeof x->err[j], "%s", ir_error());
+	return 0; /* the others go on: the first failure in order is the error */
+}
+
+static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *g0, const int *core)
+{
+	/* a cluster of sm_90 GPUs needs sm_90 code only, one of older GPUs
+	 * sm_80 only (which sm_90 GPUs run too); an unknown GPU both */
+	int arch0 = o->sm >= 90 ? 1 : 0, narch = o->sm == 0 ? 2 : 1, ngpu = 0;
+	const char *lib = libdevice_path();
+	bool *g = ir_calloc((size_t)p->nkernels + 1, sizeof *g);
+	if (!g)
+		return ir_errorf(-ENOMEM, "out of memory in codegen");
+	for (int k = 0; k < p->nkernels; k++) {
+		g[k] = g0[k] && (lib || !needs_math(&p->kernels[k]));
+		ngpu += g[k];
 	}
+	int nmod = (ngpu + CG_KERNELS_PER_MODULE - 1) / CG_KERNELS_PER_MODULE;
+	nmod = nmod < 1 ? 1 : nmod > CG_MAX_MODULES ? CG_MAX_MODULES : nmod;
+	int jobs = narch * nmod, rc = 0;
+	struct gpu_jobs x = { p,
+			      o,
+			      g,
+			      core,
+			      lib,
+			      arch0,
+			      nmod,
+			      ir_calloc((size_t)jobs, sizeof *x.text),
+			      ir_calloc((size_t)jobs, sizeof *x.rc),
+			      ir_calloc((size_t)jobs, sizeof *x.err) };
+	if (!x.text || !x.rc || !x.err || !(p->ptx = ir_calloc((size_t)jobs, sizeof *p->ptx)))
+		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
+	if (rc == 0)
+		par_run(jobs, gpu_job, &x);
+	for (int j = 0; rc == 0 && j < jobs; j++)
+		if (x.rc[j] < 0)
+			rc = ir_errorf(x.rc[j], "%s", x.err[j]);
+	for (int j = 0; rc == 0 && j < jobs; j++) {
+		if (!x.text[j])
+			continue;
+		p->ptx[p->nptx].text = x.text[j];
+		x.text[j] = NULL;
+		if (!(p->ptx[p->nptx++].arch = cg_strdup(cg_arch[arch0 + j / nmod])))
+			rc = ir_errorf(-ENOMEM, "out of memory in codegen");
+	}
+	for (int j = 0; x.text && j < jobs; j++)
+		ir_free(x.text[j]);
 	for (int k = 0; rc == 0 && k < p->nkernels; k++)
 		p->kernels[k].gpu = g[k];
+	ir_free(x.text);
+	ir_free(x.rc);
+	ir_free(x.err);
 	ir_free(g);
 	return rc;
 }

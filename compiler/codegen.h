@@ -2,7 +2,8 @@
  * codegen.h: the plan's kernels compiled through LLVM's C API, from one
  * description (the kernel's ops, single or fused) to two targets: x86-64
  * host code (one ELF relocatable object in plan.bin, loaded by pcc-run
- * without a compiler) and PTX for NVIDIA GPUs (sm_80, sm_90).
+ * without a compiler) and PTX for NVIDIA GPUs (sm_80, sm_90: one or more
+ * modules an architecture, compiled in parallel, which pcc-run links).
  *
  * What compiles (cg_op_class, ir/codegen_class.h): elementwise ops, data
  * movement that maps an output index to one operand index (broadcast,
@@ -38,7 +39,10 @@
 struct codegen_opts {
 	bool host;            /* x86-64 object */
 	const char *host_cpu; /* LLVM CPU name; NULL: "x86-64-v3" */
-	bool ptx;             /* PTX for sm_80 and sm_90 */
+	bool ptx;             /* PTX (see sm) */
+	int sm;               /* the cluster's GPUs (cost_device_sm): 90, PTX for
+			       * sm_90 only; 70 or 80, sm_80 only; 0 (unknown),
+			       * both */
 	int opt_level;        /* 0 .. 3 */
 	bool host_as_gpu;     /* tests: the host object holds the kernels the GPU
 			       * compiles (cg_kernel_compiles_gpu), so that their

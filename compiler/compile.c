@@ -25,6 +25,7 @@
 #include <xxhash.h>
 
 #include "compiler/compiler.h"
+#include "compiler/parallel.h"
 #include "compiler/progress.h"
 #include "ir/plan.h"
 

@@ -709,12 +709,6 @@ void inter_skipped_print(const struct inter_plan *p, FILE *f);
 #define INTER_LAYERS_STRLEN 48
 const char *inter_layers_str(int first, int last, char buf[INTER_LAYERS_STRLEN]);
 struct plan;
-/* Runs job(ctx, j) for j in 0..n-1 on up to one thread per core (at most
- * 16), the calling thread among them (compiler/parallel.c); a job that
- * returns < 0 stops the others taking new ones. Jobs record their own
- * results and errors (ir_error is per thread). */
-void par_run(int n, int (*job)(void *ctx, int j), void *ctx);
-
 /* pcc --explain -o plan.bin: per stage, the search's memory per device
  * against the lowered plan's arena, by what it holds. */
 void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f);

@@ -40,6 +40,8 @@ int cost_prec_parse(const char *s, enum cost_prec *out); /* 0 or -EINVAL with me
 struct cost_device {
 	char name[32];                      /* preset key, e.g. "h100-80g" */
 	char desc[80];                      /* e.g. "NVIDIA H100 SXM5 80 GB" */
+	int sm;                             /* compute capability x 10 (90: sm_90); 0: not a
+					     * known GPU (a CPU, a device of a cluster file) */
 	double peak_flops[COST_PREC_COUNT]; /* FLOP/s, dense; 0 = no hardware support */
 	double mem_bytes;                   /* device memory capacity, bytes */
 	double mem_bw;                      /* device memory bandwidth, bytes/s */

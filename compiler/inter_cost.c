@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "compiler/inter_internal.h"
+#include "compiler/parallel.h"
 #include "compiler/progress.h"
 
 /* The gradient reductions (once per step) among the plan's collectives. */

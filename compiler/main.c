@@ -749,6 +749,8 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 	const char *cg = a->codegen ? a->codegen : c->cpu ? "host" : "ptx";
 	co.host = !strcmp(cg, "host") || !strcmp(cg, "all");
 	co.ptx = !strcmp(cg, "ptx") || !strcmp(cg, "all");
+	for (int i = 0; i < c->ngroups; i++) /* one GPU kind: its code only */
+		co.sm = i == 0 || co.sm == c->groups[i].dev.sm ? c->groups[i].dev.sm : 0;
 	progress_phase(0, "codegen (%s)", cg);
 	if (rc == 0 && strcmp(cg, "none") && (rc = codegen_plan(p, &co)) < 0)
 		ir_error_prefix("%s", a->model);

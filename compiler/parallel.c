@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "compiler/compiler.h"
+#include "compiler/parallel.h"
 #include "solvers/solvers.h"
 
 struct par {

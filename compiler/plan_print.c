@@ -67,8 +67,13 @@ int plan_print_summary(const struct plan *p, FILE *f)
 	fprintf(f, "kernels: %d fused; generated code: %d host (%zu-byte x86-64 object for %s, %s), %d GPU (PTX", fused,
 		host, p->host_object_len, p->host_cpu ? p->host_cpu : "-", p->host_features ? p->host_features : "-",
 		gpu);
-	for (int i = 0; i < p->nptx; i++)
+	for (int i = 0, n; i < p->nptx; i += n) { /* an architecture's modules are adjacent */
+		for (n = 1; i + n < p->nptx && !strcmp(p->ptx[i + n].arch, p->ptx[i].arch); n++)
+			;
 		fprintf(f, " %s", p->ptx[i].arch);
+		if (n > 1)
+			fprintf(f, " in %d modules", n);
+	}
 	fprintf(f, "%s); the rest run reference kernels or library calls\n", p->nptx ? "" : " none");
 	if (p->train)
 		fprintf(f,

@@ -173,20 +173,28 @@ static void *read_all(const char *path, size_t *n)
 	return buf;
 }
 
-/* The cubin the driver compiles from text for this GPU, cached under
- * ir_cache_dir()/cubin-<hash>.cubin (hash of the PTX, the GPU and the driver). */
-static int load_module(struct rt_gpu *g, const char *text)
+/* The cubin the driver links from the PTX modules text[0..n-1] for this
+ * GPU, cached under ir_cache_dir()/cubin-<hash>.cubin (hash of the PTX,
+ * the GPU and the driver). */
+static int load_module(struct rt_gpu *g, const char *const *text, int n)
 {
 	const struct gpu_api *a = g->a;
 	char dir[2048], path[2200], tmp[2300], log[4096] = "";
 	int drv = 0;
 	a->cuDriverGetVersion(&drv);
-	uint64_t key[3] = { XXH3_64bits(text, strlen(text)), XXH3_64bits(g->name, strlen(g->name)),
+	XXH3_state_t *h = XXH3_createState();
+	if (!h)
+		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
+	XXH3_64bits_reset(h);
+	for (int i = 0; i < n; i++)
+		XXH3_64bits_update(h, text[i], strlen(text[i]) + 1);
+	uint64_t key[3] = { XXH3_64bits_digest(h), XXH3_64bits(g->name, strlen(g->name)),
 			    (uint64_t)drv << 16 | (uint64_t)g->cc };
+	XXH3_freeState(h);
 	bool cached = ir_cache_dir(dir, sizeof dir);
 	snprintf(path, sizeof path, "%s/cubin-%016llx.cubin", dir, (unsigned long long)XXH3_64bits(key, sizeof key));
-	size_t n = 0;
-	void *bin = cached ? read_all(path, &n) : NULL;
+	size_t nbin = 0;
+	void *bin = cached ? read_all(path, &nbin) : NULL;
 	if (bin) {
 		CUresult e = a->cuModuleLoadData(&g->mod, bin);
 		ir_free(bin);
@@ -201,7 +209,12 @@ static int load_module(struct rt_gpu *g, const char *text)
 	int rc = gpu_check(g, a->cuLinkCreate(2, opt, val, &ls), "cuLinkCreate");
 	if (rc < 0)
 		return rc;
-	CUresult e = a->cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)text, strlen(text) + 1, "plan.ptx", 0, NULL, NULL);
+	CUresult e = CUDA_SUCCESS;
+	for (int i = 0; i < n && e == CUDA_SUCCESS; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "plan-%d.ptx", i);
+		e = a->cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)text[i], strlen(text[i]) + 1, name, 0, NULL, NULL);
+	}
 	if (e == CUDA_SUCCESS)
 		e = a->cuLinkComplete(ls, &cubin, &size);
 	if (e != CUDA_SUCCESS)
@@ -260,10 +273,16 @@ static int kernels(struct rt *r)
 {
 	struct rt_gpu *g = r->gpu;
 	const struct plan *p = r->p;
-	const char *want = g->cc >= 90 ? "sm_90" : "sm_80", *text = NULL;
-	for (int i = 0; i < p->nptx; i++)
-		if (!strcmp(p->ptx[i].arch, want) || (!text && !strcmp(p->ptx[i].arch, "sm_80")))
-			text = p->ptx[i].text;
+	/* this GPU's code: sm_90's on sm_90 and later GPUs, else sm_80's
+	 * (which those run too); one or more modules, linked into one */
+	const char **text = ir_calloc((size_t)p->nptx + 1, sizeof *text);
+	int ntext = 0;
+	if (!text)
+		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
+	for (int want = g->cc >= 90 ? 1 : 0; want >= 0 && !ntext; want--)
+		for (int i = 0; i < p->nptx; i++)
+			if (!strcmp(p->ptx[i].arch, want ? "sm_90" : "sm_80"))
+				text[ntext++] = p->ptx[i].text;
 	if (!(g->fn = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fn)) ||
 	    !(g->rows = ir_calloc((size_t)p->nkernels + 1, sizeof *g->rows)) ||
 	    !(g->lanes = ir_calloc((size_t)p->nkernels + 1, sizeof *g->lanes)) ||
@@ -271,14 +290,22 @@ static int kernels(struct rt *r)
 	    !(g->gemm = ir_calloc((size_t)p->nkernels + 1, sizeof *g->gemm)) ||
 	    !(g->fell = ir_calloc((size_t)p->nkernels + 1, sizeof *g->fell)))
 		return ir_errorf(-ENOMEM, "out of memory loading the GPU kernels");
-	if (!text)
+	if (!ntext) {
+		ir_free(text);
+		if (p->nptx)
+			return ir_errorf(-EINVAL,
+					 "the plan's PTX is for %s only, which %s (sm_%d) cannot run: compile the plan "
+					 "for a cluster of this GPU",
+					 p->ptx[0].arch, g->name, g->cc);
 		return ir_errorf(-EINVAL,
 				 "the plan has no PTX for %s (sm_%d): recompile it for a GPU cluster or with "
 				 "--codegen ptx",
 				 g->name, g->cc);
+	}
 	if (gpu_api_standin(g->a))
 		gpu_standin_kernels(standin_lookup, r);
-	int rc = load_module(g, text);
+	int rc = load_module(g, text, ntext);
+	ir_free(text);
 	g->grid_blocks = 4 * g->sms < CG_GRID_BLOCKS ? 4 * g->sms : CG_GRID_BLOCKS;
 	for (int k = 0; k < p->nkernels && rc == 0; k++) {
 		char name[32];

@@ -6,7 +6,9 @@
  *	PCC_GPU_STANDIN=1 mpirun -np 4 pcc-run plan.bin ...
  *
  * It has PCC_GPU_STANDIN_DEVICES devices per host (8) of compute
- * capability 9.0 with PCC_GPU_STANDIN_MEM bytes each (80 GiB). Kernels run
+ * capability PCC_GPU_STANDIN_SM (90: 9.0; 80 or 90) with
+ * PCC_GPU_STANDIN_MEM bytes each (80 GiB); the driver's JIT takes PTX for
+ * that compute capability or an older one. Kernels run
  * by the host code (or the reference kernels) of the plan kernel whose
  * name the PTX declares (gpu_standin_kernels), never by the PTX itself.
  */
@@ -93,7 +95,7 @@ static struct {
 	int nal, capal;
 	CUdeviceptr next;
 	size_t used, total;
-	int ndev;
+	int ndev, sm;
 	bool init;
 	struct CUctx_st ctx[64];
 	bool ctx_current;
@@ -876,10 +878,13 @@ static CUresult ptx_ok(const char *t, size_t n, const char *what)
 	const char *v = strstr(t, ".version"), *g = strstr(t, ".target sm_");
 	if (!v || !g)
 		return si_fail(CUDA_ERROR_INVALID_PTX, "%s: no .version or .target sm_NN in the PTX", what);
-	int sm = atoi(g + strlen(".target sm_"));
-	if (sm < 50 || sm > 90)
-		return si_fail(CUDA_ERROR_INVALID_PTX, "%s: .target sm_%d is not for a compute capability 9.0 device",
-			       what, sm);
+	for (; g; g = strstr(g + 1, ".target sm_")) { /* every module's, when several were linked */
+		int sm = atoi(g + strlen(".target sm_"));
+		if (sm < 50 || sm > S.sm)
+			return si_fail(CUDA_ERROR_INVALID_PTX,
+				       "%s: .target sm_%d is not for a compute capability %d.%d device", what, sm,
+				       S.sm / 10, S.sm % 10);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -909,11 +914,14 @@ static CUresult link_add_data(CUlinkState l, CUjitInputType type, void *data, si
 	CUresult e = ptx_ok(data, n, "cuLinkAddData");
 	if (e != CUDA_SUCCESS)
 		return e;
-	if (l->ptx)
-		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuLinkAddData: the stand-in links one PTX text");
-	if (!(l->ptx = ir_malloc(strlen(data) + 1)))
+	/* the texts added, one after the other: what it declares is theirs */
+	size_t had = l->ptx ? strlen(l->ptx) : 0;
+	char *t = ir_realloc(l->ptx, had + strlen(data) + 2);
+	if (!t)
 		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
-	strcpy(l->ptx, data);
+	l->ptx = t;
+	strcpy(t + had, data);
+	strcat(t + had, "\n");
 	(void)name;
 	(void)nopt;
 	(void)opt;
@@ -1158,8 +1166,8 @@ static CUresult device_name(char *name, int len, CUdevice d)
 static CUresult device_attribute(int *v, CUdevice_attribute a, CUdevice d)
 {
 	NEED_DEV(d, "cuDeviceGetAttribute");
-	*v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? 9
-	     : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? 0
+	*v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? S.sm / 10
+	     : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? S.sm % 10
 	     : a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT     ? 132
 	     : a == CU_DEVICE_ATTRIBUTE_WARP_SIZE                ? 32
 	     : a == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK    ? 1024
@@ -1220,6 +1228,7 @@ const struct gpu_api *gpu_standin_load(void)
 		return &api;
 	S.ndev = (int)env_num("PCC_GPU_STANDIN_DEVICES", 8, 1, 64);
 	S.total = (size_t)env_num("PCC_GPU_STANDIN_MEM", 80ll << 30, 1 << 20, 1ll << 50);
+	S.sm = env_num("PCC_GPU_STANDIN_SM", 90, 80, 90) == 80 ? 80 : 90;
 	api.cuInit = init;
 	api.cuDriverGetVersion = driver_version;
 	api.cuDeviceGet = device_get;

@@ -208,6 +208,30 @@ if [ "$mode" = standin ]; then
 		dn=${t%%:*} dl=${t#*:} # (n is tap.sh's count)
 		check "$dn: a training step runs every kernel on the GPU (none on the host)" on_device "$dn" "${dl:+--loss $dl}"
 	done
+	# PTX for the cluster's GPUs only, in modules of at most 64 kernels
+	# compiled in parallel that the driver links into one: an A100 plan
+	# (sm_80) runs on sm_90 GPUs too; an H100 plan (sm_90) on an sm_80 GPU
+	# is refused in one line
+	ptx_of() {
+		"$pcc" "$train/gpt/model.onnx" --cluster "$1" --train --loss cross_entropy:logits,labels \
+			--optimizer adamw -o "$tmp/$2.bin" >/dev/null &&
+			"$pcc" inspect "$tmp/$2.bin" | grep -q "GPU (PTX $3); " || {
+			"$pcc" inspect "$tmp/$2.bin" | grep PTX >&2
+			return 1
+		}
+	}
+	check "gpt training for 1x1:a100: sm_80 PTX only, its 154 kernels in 3 modules" ptx_of 1x1:a100 a "sm_80 in 3 modules"
+	check "gpt training for 1x1:h100: sm_90 PTX only, in 3 modules" ptx_of 1x1:h100 h "sm_90 in 3 modules"
+	check "gpt_op17 for a GPU of no known kind (--codegen ptx on cpu:1): sm_80 and sm_90" sh -c "
+	  '$pcc' '$gi/model.onnx' --cluster cpu:1 --codegen ptx -o '$tmp/b.bin' >/dev/null &&
+	  '$pcc' inspect '$tmp/b.bin' | grep -q 'GPU (PTX sm_80 sm_90); '"
+	check "the A100 plan's 3 modules, linked, train on an sm_90 GPU as on CPU ranks" \
+		same_steps 1 "$tmp/a.bin" "$train/gpt/test_data_set_0"
+	check "the H100 plan on an sm_80 GPU is refused in one line" sh -c "
+	  PCC_GPU_STANDIN_SM=80 $mpi -np 1 '$run' '$tmp/h.bin' --data '$train/gpt/test_data_set_0' --steps 1 2>'$tmp/e' >/dev/null
+	  test \$? -ne 0 && grep -q \"the plan's PTX is for sm_90 only, which pcc GPU stand-in (sm_80) cannot run\" '$tmp/e'"
+	check "the A100 plan runs on an sm_80 GPU" sh -c "
+	  PCC_GPU_STANDIN_SM=80 $mpi -np 1 '$run' '$tmp/a.bin' --data '$train/gpt/test_data_set_0' --steps 1 >/dev/null"
 	# ranks on a host from MPI itself (MPI_COMM_TYPE_SHARED), not Open MPI's
 	# variables, which srun and MPICH do not set: 4 ranks and 2 GPUs refused
 	nolocal="env -u OMPI_COMM_WORLD_LOCAL_SIZE -u OMPI_COMM_WORLD_LOCAL_RANK"
