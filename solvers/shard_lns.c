@@ -186,7 +186,7 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 	l.win = malloc(sizeof *l.win * ((size_t)m->n + 1));
 	l.in = calloc((size_t)m->n + 1, 1);
 	int rc = l.win && l.in ? 0 : NOMEM();
-	int size = prm->window;
+	int size = prm->window, idle = 0;
 	bool spent = false;
 	for (int round = 0; rc == 0 && round < prm->max_windows && !spent && shard_now() < st->deadline; round++) {
 		make_window(&l, round, size);
@@ -204,6 +204,8 @@ int shard_lns(struct mstate *st, struct msearch *ms, const struct lns_params *pr
 		stats->optimal += res.optimal;
 		if (res.solved && (rc = lns_take(st, &l.mv, &taken)) < 0)
 			break;
+		idle = taken ? 0 : idle + 1;
+		spent |= prm->patience > 0 && idle >= prm->patience;
 		if (taken) {
 			stats->improved++;
 			rc = msearch_descend(ms);

@@ -27,6 +27,8 @@ struct lns_params {
 	 * are spent (0: no limit); a count of work, not of seconds, so that
 	 * the search's length does not depend on the machine's load */
 	int64_t max_iterations;
+	int patience; /* windows in a row without improvement that end the
+		       * search (0: no such end) */
 };
 
 struct lns_stats {

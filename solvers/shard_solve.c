@@ -52,6 +52,7 @@ void shard_solve_params_init(struct shard_solve_params *prm)
 	prm->lns_window = 24;
 	prm->lns_windows = INT_MAX;
 	prm->lns_iterations = 0;
+	prm->lns_patience = 0;
 	prm->mip_node_limit = 2000;
 	prm->mip_it_limit = 0;
 	prm->max_rounds = INT_MAX;
@@ -224,8 +225,8 @@ static int whole_mip(struct mstate *st, const struct shard_solve_params *prm, do
 static int lns(struct mstate *st, struct msearch *ms, const struct shard_solve_params *prm, double t0, int windows)
 {
 	struct lns_params lp = {
-		prm->lns_window, 200,          20000, prm->mip_node_limit, prm->mip_gap, false, true, 3000, windows,
-		prm->seed,       prm->verbose, t0,    prm->lns_iterations
+		prm->lns_window, 200,          20000, prm->mip_node_limit, prm->mip_gap,     false, true, 3000, windows,
+		prm->seed,       prm->verbose, t0,    prm->lns_iterations, prm->lns_patience
 	};
 	struct lns_stats ls;
 	int rc = shard_lns(st, ms, &lp, &ls);

@@ -172,6 +172,9 @@ struct shard_solve_params {
 	 * (4000-7600 per second on 11-14k-column windows on a 2-core host),
 	 * and later on a loaded one, not earlier. */
 	int64_t lns_iterations;
+	/* Windows in a row that improve nothing after which the windows end
+	 * (0: no such end): past them a compiler's stage hardly improves. */
+	int lns_patience;
 	int mip_node_limit; /* branch-and-bound nodes per MIP solve */
 	/* Simplex iterations of the whole problem's root LP (0: none, the
 	 * time limit's share only). */
