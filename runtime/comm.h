@@ -101,6 +101,9 @@ struct rt_comm {
 	/* the ranks on this rank's host and its place among them (MPI's
 	 * shared-memory split: any MPI, any launcher); 0: unknown, one */
 	int local_rank, local_size;
+	/* the MPI library this program is linked with, as it names itself
+	 * ("Open MPI v4.1.4", "MPICH 4.0.2"), for messages */
+	char mpi[64];
 };
 
 /* MPI: initializes MPI (argc, argv as MPI_Init takes them) and fills c. */

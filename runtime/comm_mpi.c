@@ -626,6 +626,26 @@ static void progress_window(struct rt_comm *c, struct mpi_impl *m)
 		MPI_Win_free(&m->win);
 }
 
+/* MPI's name for itself up to its first comma or line, spaces collapsed
+ * and MPICH's "Version:" dropped: "Open MPI v4.1.4", "MPICH 4.0.2". */
+static void library_name(char *out, size_t n)
+{
+	char v[MPI_MAX_LIBRARY_VERSION_STRING];
+	int len = 0;
+	size_t k = 0;
+	if (MPI_Get_library_version(v, &len) != MPI_SUCCESS)
+		len = 0;
+	for (int i = 0; i < len && v[i] && v[i] != ',' && v[i] != '\n' && k + 1 < n; i++)
+		if (!(v[i] == ' ' || v[i] == '\t') || (k > 0 && out[k - 1] != ' '))
+			out[k++] = v[i] == '\t' ? ' ' : v[i];
+	while (k > 0 && out[k - 1] == ' ')
+		k--;
+	snprintf(out + k, n - k, "%s", k ? "" : "an unnamed MPI");
+	char *w = strstr(out, " Version: ");
+	if (w)
+		memmove(w + 1, w + sizeof " Version: " - 1, strlen(w + sizeof " Version: " - 1) + 1);
+}
+
 int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 {
 	int flag = 0, *ub = NULL;
@@ -647,6 +667,7 @@ int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv)
 		MPI_Comm_size(node, &c->local_size);
 		MPI_Comm_free(&node);
 	}
+	library_name(c->mpi, sizeof c->mpi);
 	/* PCC_RUN_LOCAL_RANKS=N says better where a launcher groups ranks
 	 * wrongly (containers that hide the host's shared memory) */
 	const char *lr = getenv("PCC_RUN_LOCAL_RANKS");

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/gpu_plan.h"
+#include "runtime/pool.h"
 #include "runtime/rt.h"
 
 int rt_profile_start(struct rt *r)
@@ -90,6 +91,10 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 		r->gpu ? "CUDA events" : "host clock");
 	if (peak > 0)
 		fprintf(f, "; device memory peak %.0f GB/s", peak / 1e9);
+	/* where the rank found itself (its GPU, its share of the cores) */
+	fprintf(f, "; local rank %d of %d on its host", r->c->local_rank, rt_local_ranks(r->c));
+	if (!r->gpu && r->pool)
+		fprintf(f, ", %d thread%s", pool_threads(r->pool), pool_threads(r->pool) == 1 ? "" : "s");
 	fprintf(f, ")\n   ms/step   share  calls    GB/s  %%peak  TFLOP/s  kernel\n");
 	for (int i = 0; i < n && i < 25; i++) {
 		int k = order[i];

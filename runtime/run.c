@@ -442,6 +442,38 @@ static const char *init_rules(const struct rt_fill *f)
 	return buf;
 }
 
+/* The processes the launcher started, as it tells each (Open MPI's
+ * mpirun, MPICH's mpiexec, srun); 0: not told. */
+static long launched(void)
+{
+	const char *vars[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS" };
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+		char *end;
+		long n = v && *v ? strtol(v, &end, 10) : 0;
+		if (v && *v && !*end && n > 0)
+			return n;
+	}
+	return 0;
+}
+
+/* The world-size refusal (rc, its message set) of a world of one where
+ * the launcher started more: each process came up alone, as MPI does
+ * when the launcher is another MPI's (or srun was given no PMI). */
+static int foreign_launcher(const struct rt_comm *c, int rc)
+{
+	long n = launched();
+	if (n <= 1)
+		return rc;
+	char why[512];
+	snprintf(why, sizeof why, "%s", ir_error());
+	return ir_errorf(rc,
+			 "%s: the launcher started %ld processes but each is alone in its MPI world; this program is "
+			 "linked with %s, the launcher is another MPI's (Open MPI's mpirun runs pcc-run, MPICH's "
+			 "mpiexec pcc-run-mpich; srun needs --mpi=pmix or pmi2)",
+			 why, n, c->mpi);
+}
+
 static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_comm *c)
 {
 	/* a key for signed plans (ir/plan_sign.c): refused ones are never decoded */
@@ -457,8 +489,8 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	rc = rc < 0 ? rc : p ? 0 : -EINVAL;
 	if (rc == 0 && (rc = plan_verify(p)) < 0)
 		ir_error_prefix("%s", o->plan);
-	if (rc == 0)
-		rc = plan_check_mesh(p, c->size);
+	if (rc == 0 && (rc = plan_check_mesh(p, c->size)) < 0 && c->size == 1)
+		rc = foreign_launcher(c, rc);
 	if (rc == 0 && !p->train && !o->in_dir)
 		rc = ir_errorf(-EINVAL, "%s is an inference plan: give -i DIR, not %s", o->plan,
 			       o->data ? "--data" : "--tokens");

@@ -12,8 +12,9 @@
 # no interpreter graph walk; named markers first (onnx_import, the
 # importer's handler table onnx_ops_basic, the builder b_node) for a clear
 # message, then every global the library defines. And runtime/ is built
-# once, as libpccrt: no build file but runtime/meson.build lists one of its
-# .c files, and no C file includes one.
+# in runtime/meson.build alone (libpccrt, and its MPI entry once per MPI:
+# libpccrt_mpi, libpccrt_mpich): no other build file lists one of its .c
+# files, and no C file includes one.
 src=$1 run=$2 lib=$3
 LC_ALL=C
 export LC_ALL
