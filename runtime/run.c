@@ -51,6 +51,7 @@ struct opts {
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	const char *log_json; /* --log-json FILE: one JSON line a step (ir/steplog.h) */
+	const char *trace;    /* --trace FILE.json: the measured timeline (trace.c) */
 	const char *shuffle;  /* --shuffle SEED: data sets in a seeded order */
 	unsigned long long shuffle_seed;
 	rt_step_fn step; /* rt_step, or the caller's of rt_main */
@@ -73,6 +74,9 @@ static void usage(FILE *f)
 		"                 instruction instead of overlapping compute; the same results)\n"
 		"                 [--profile] (rank 0's kernels by time, bytes moved and FLOP/s; on GPUs\n"
 		"                 timed by CUDA events, which serializes nothing but adds two per kernel)\n"
+		"                 [--trace FILE.json] (the measured timeline of every rank: kernels,\n"
+		"                 collectives, sends and receives with arrows from each send to its\n"
+		"                 receive, a Chrome trace-event file as pcc report --trace writes)\n"
 		"                 [--init [SPEC]] [--seed N] (fill the parameters whose weights file is\n"
 		"                 absent: SPEC is PATTERN=KIND,... tried in order, KIND zeros, ones,\n"
 		"                 const:V, normal[:STD] or uniform:A, e.g. 'ln*.weight=ones,*=normal:0.02';\n"
@@ -135,6 +139,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		O_TOKEN_TYPE,
 		O_VERIFY_KEY,
 		O_LOG_JSON,
+		O_TRACE,
 		O_SHUFFLE,
 		O_STEPS,
 		O_LOG_EVERY,
@@ -163,6 +168,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "token-type", required_argument, NULL, O_TOKEN_TYPE },
 		{ "verify-key", required_argument, NULL, O_VERIFY_KEY },
 		{ "log-json", required_argument, NULL, O_LOG_JSON },
+		{ "trace", required_argument, NULL, O_TRACE },
 		{ "shuffle", required_argument, NULL, O_SHUFFLE },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "log-every", required_argument, NULL, O_LOG_EVERY },
@@ -228,6 +234,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_LOG_JSON:
 			o->log_json = v;
+			break;
+		case O_TRACE:
+			o->trace = v;
 			break;
 		case O_SHUFFLE:
 			o->shuffle = v;
@@ -595,6 +604,31 @@ static int overlap_stats(const struct rt *r, char *buf, size_t n)
 	return 0;
 }
 
+/* --trace: rank 0 opens the file (a bad path stops the run before its
+ * first step), then learns the ranks' clocks. 0, or -1 said already. */
+static int trace_start(struct rt *r, const struct opts *o)
+{
+	if (!o->trace)
+		return 0;
+	if (agree(r->c, rt_trace_open(r, o->trace)) < 0)
+		return -1;
+	if (rt_trace_clock(r) < 0)
+		die(r->c, r->step);
+	return 0;
+}
+
+/* --trace: the file written by rank 0 from every rank's events. */
+static int trace_end(struct rt *r, const struct opts *o)
+{
+	long events = 0;
+	if (!o->trace)
+		return 0;
+	int rc = agree(r->c, rt_trace_write(r, o->plan, &events));
+	if (rc == 0 && r->c->rank == 0)
+		printf("pcc-run: wrote the measured timeline to %s (%ld events)\n", o->trace, events);
+	return rc;
+}
+
 static int infer(struct rt *r, const struct opts *o)
 {
 	const struct plan *p = r->p;
@@ -602,12 +636,14 @@ static int infer(struct rt *r, const struct opts *o)
 	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
 	struct rt_data *d = rt_data_open(o->in_dir, p);
 	int rc = out && d ? 0 : -EINVAL;
-	if (agree(r->c, rc) < 0)
+	if (agree(r->c, rc) < 0 || (rc = trace_start(r, o)) < 0)
 		goto done;
 	double t0 = ir_now();
 	if ((rc = rt_data_next(d, &in)) < 0 || (rc = o->step(r, in)) < 0)
 		die(r->c, 0);
 	double t = ir_now() - t0;
+	if (r->trace)
+		rt_trace_step(r, t0, t0 + t);
 	if ((rc = rt_gather_outputs(r, out)) < 0)
 		die(r->c, 0);
 	if ((rc = agree(r->c, 0)) < 0) /* every rank got through its program */
@@ -626,6 +662,8 @@ static int infer(struct rt *r, const struct opts *o)
 			rt_profile_print(r, 1, stdout);
 	}
 	rc = agree(r->c, rc);
+	if (rc == 0)
+		rc = trace_end(r, o);
 done:
 	free_outputs(out, r->micro * p->noutputs);
 	ir_free(out);
@@ -859,6 +897,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		rc = -1;
 		goto done;
 	}
+	if ((rc = trace_start(r, o)) < 0)
+		goto done;
 	double t_all = ir_now();
 	long first = r->step;
 	for (long s = r->step; s < o->steps; s++) {
@@ -872,6 +912,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (o->step(r, in) < 0)
 			die(r->c, s);
 		double t = ir_now() - t0;
+		if (r->trace)
+			rt_trace_step(r, t0, t0 + t);
 		if (rt_gather_outputs(r, out) < 0)
 			die(r->c, s);
 		r->step++;
@@ -903,6 +945,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		fallback_line(r);
 	if (r->c->rank == 0 && o->profile)
 		rt_profile_print(r, o->steps - first, stdout);
+	if ((rc = trace_end(r, o)) < 0)
+		goto done;
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;
@@ -970,6 +1014,7 @@ int rt_main(int argc, char **argv, rt_step_fn step)
 	rc = load(&r, &o, &p, &c);
 	if (rc == 0)
 		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
+	rt_trace_close(&r);
 	rt_overlap_release(&r);
 	rt_release(&r);
 	rt_fill_release(&o.fill);

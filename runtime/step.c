@@ -51,11 +51,14 @@ static int save(struct rt *r, int part)
 static int run_part(struct rt *r, const struct rt_seg *s)
 {
 	r->mb = s->mb;
+	double t0 = r->trace ? ir_now() : 0;
 	int rc = rt_run(r, s);
 	if (rc == 0)
 		rc = rt_overlap_at(r, s->pos + 1 + s->hi - s->lo);
 	if (rc == 0)
 		rc = save(r, s->part);
+	if (rc == 0 && r->trace)
+		rt_trace_part(r, s, t0, ir_now());
 	if (rc < 0 && s->part < 2)
 		ir_error_prefix("micro-batch %d", s->mb);
 	return rc;
