@@ -547,6 +547,13 @@ static int set_at(struct rt_data *d, long k)
 	return d->perm[k % d->nsets];
 }
 
+int rt_data_pass(const struct rt_data *d, int *mbs)
+{
+	int n = d->whole ? d->nsets : (d->nsets + d->micro - 1) / d->micro;
+	*mbs = d->whole ? d->nsets * d->micro : d->nsets;
+	return n;
+}
+
 const int *rt_data_sets(const struct rt_data *d, int *n)
 {
 	*n = d->map || !d->fed ? 0 : d->micro;

@@ -309,6 +309,20 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n);
  * micro-batch m, the parts run in order, outputs saved. */
 int rt_step(struct rt *r, const struct ir_tensor *inputs);
 
+/* An evaluation step (pcc-run --eval-data): the inputs fed and the
+ * per-micro-batch part run for every micro-batch, never the per-step part,
+ * so neither parameters nor optimizer state are updated; the parameter
+ * and state buffers the part itself writes (a training-mode BatchNorm's
+ * running statistics) are put back as they were. A pipelined plan whose
+ * loss comes out of the forward parts runs those alone; otherwise the
+ * whole part runs (a plan without a forward/backward split), and the
+ * gradients it leaves in the accumulators are zeroed by the next step.
+ * The graph is the training step's: BatchNorm normalizes by the batch's
+ * statistics, dropout drops. Outputs are saved as rt_step saves them (the
+ * loss: rt_gather_outputs). Receives and collectives wait at their
+ * instruction. */
+int rt_eval_step(struct rt *r, const struct ir_tensor *inputs);
+
 /* ---- run.c */
 /* A step as rt_main runs it: rt_step, or a benchmark's wrapper of it. */
 typedef int (*rt_step_fn)(struct rt *r, const struct ir_tensor *inputs);
@@ -346,6 +360,10 @@ void rt_data_seek(struct rt_data *d, long step);
  * number, so the order depends on the step alone (a resumed run, and
  * every rank, reads the same sets). -EINVAL for a token file. */
 int rt_data_shuffle(struct rt_data *d, uint64_t seed);
+/* The steps that feed every set once from step 0 (rt_data_seek), and in
+ * *mbs how many of their micro-batches do before the sets come round again
+ * (the backend-test layout; --eval-data). */
+int rt_data_pass(const struct rt_data *d, int *mbs);
 /* The sets the last rt_data_next fed, in micro-batch order (n of them; a
  * token file: none, *n = 0). */
 const int *rt_data_sets(const struct rt_data *d, int *n);

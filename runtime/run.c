@@ -52,6 +52,8 @@ struct opts {
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	const char *log_json; /* --log-json FILE: one JSON line a step (ir/steplog.h) */
 	const char *trace;    /* --trace FILE.json: the measured timeline (trace.c) */
+	const char *eval;     /* --eval-data DIR: held-out data, its loss every eval_every steps */
+	long eval_every;      /* 0: after the last step only */
 	const char *shuffle;  /* --shuffle SEED: data sets in a seeded order */
 	unsigned long long shuffle_seed;
 	rt_step_fn step; /* rt_step, or the caller's of rt_main */
@@ -64,6 +66,7 @@ static void usage(FILE *f)
 		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--log-json FILE] [--shuffle SEED]\n"
 		"                 [--save-onnx OUT.onnx]\n"
 		"                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
+		"                 [--eval-data DIR [--eval-every K]]\n"
 		"       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
 		"       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
 		"                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
@@ -95,6 +98,9 @@ static void usage(FILE *f)
 		"skipped, step_ms, samples, tokens, their rates, the data sets fed, each rank's kernel_ms\n"
 		"and comm_ms). --shuffle SEED: the data sets in a random order, a new one each pass over\n"
 		"them, drawn from SEED and the pass alone (the same on every rank and after --resume).\n"
+		"--eval-data DIR: held-out data (as --data), its mean loss after every K steps (default:\n"
+		"after the last) as 'eval' lines and eval_loss in --log-json; forward only where the plan\n"
+		"splits forward from backward, never an update: the training is the same bit for bit.\n"
 		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
 		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
 		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
@@ -142,6 +148,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		O_VERIFY_KEY,
 		O_LOG_JSON,
 		O_TRACE,
+		O_EVAL_DATA,
+		O_EVAL_EVERY,
 		O_SHUFFLE,
 		O_STEPS,
 		O_LOG_EVERY,
@@ -171,6 +179,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "verify-key", required_argument, NULL, O_VERIFY_KEY },
 		{ "log-json", required_argument, NULL, O_LOG_JSON },
 		{ "trace", required_argument, NULL, O_TRACE },
+		{ "eval-data", required_argument, NULL, O_EVAL_DATA },
+		{ "eval-every", required_argument, NULL, O_EVAL_EVERY },
 		{ "shuffle", required_argument, NULL, O_SHUFFLE },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "log-every", required_argument, NULL, O_LOG_EVERY },
@@ -239,6 +249,12 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_TRACE:
 			o->trace = v;
+			break;
+		case O_EVAL_DATA:
+			o->eval = v;
+			break;
+		case O_EVAL_EVERY:
+			rc = parse_whole("eval-every", v, &o->eval_every);
 			break;
 		case O_SHUFFLE:
 			o->shuffle = v;
@@ -333,6 +349,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		if (!o->data)
 			return ir_errorf(-EINVAL, "--shuffle reorders the data sets of --data DIR");
 	}
+	if (o->eval_every && !o->eval)
+		return ir_errorf(-EINVAL, "--eval-every needs --eval-data DIR");
+	if (o->eval && o->in_dir)
+		return ir_errorf(-EINVAL, "--eval-data is for training runs (--data DIR or --tokens FILE)");
 	if (o->ckpt_every && !o->ckpt)
 		return ir_errorf(-EINVAL, "--checkpoint-every needs --checkpoint DIR");
 	if ((o->ckpt || o->resume) && o->in_dir)
@@ -770,9 +790,11 @@ static void step_size(const struct rt *r, double *samples, double *tokens)
 
 /* --log-json: rank 0 writes step s's line, with every rank's kernel and
  * communication time of the step (each rank's since its last line, sent
- * to rank 0; every rank calls this at every step). */
+ * to rank 0; every rank calls this at every step) and the evaluation's
+ * loss when one followed the step (eval_loss; NULL: none). */
 static int json_step(struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t,
-		     const struct rt_data *data, const struct ir_lr *lr, struct ir_steplog *log, double *last)
+		     const struct rt_data *data, const struct ir_lr *lr, struct ir_steplog *log, double *last,
+		     const double *eval_loss)
 {
 	struct rt_comm *c = r->c;
 	double mine[2] = { r->t_kernel - last[0], r->t_comm - last[1] };
@@ -808,7 +830,9 @@ static int json_step(struct rt *r, long s, const struct opts *o, const struct ir
 					.nsets = e_nsets,
 					.nranks = c->size,
 					.kernel_s = k,
-					.comm_s = m };
+					.comm_s = m,
+					.evaluated = eval_loss != NULL,
+					.eval_loss = eval_loss ? *eval_loss : NAN };
 		rc = ir_steplog_write(log, &e);
 	}
 	ir_free(k);
@@ -844,6 +868,52 @@ static int checkpoint(struct rt *r, const struct opts *o, long s)
 	return rc;
 }
 
+/* --eval-data: the mean loss over every held-out set once (rank 0's;
+ * each set one micro-batch or a whole step, as --data's), after step s.
+ * Collective. The kernel and communication times and the overlap counts
+ * are the training's alone: an evaluation's are put back; it is not in
+ * the --trace timeline. */
+static void evaluate(struct rt *r, struct rt_data *ev, const struct opts *o, long s, double *loss)
+{
+	const struct plan *p = r->p;
+	struct rt saved = *r; /* the counters an evaluation would move */
+	struct rt_trace *trace = r->trace;
+	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
+	const struct ir_tensor *in;
+	int mbs, n = rt_data_pass(ev, &mbs);
+	double sum = 0, t0 = ir_now();
+	if (!out) {
+		ir_errorf(-ENOMEM, "out of memory evaluating");
+		die(r->c, s);
+	}
+	r->trace = NULL;
+	rt_data_seek(ev, 0);
+	for (int e = 0, m0 = 0; e < n; e++, m0 += r->micro) {
+		if (rt_data_next(ev, &in) < 0 || rt_eval_step(r, in) < 0 || rt_gather_outputs(r, out) < 0) {
+			ir_error_prefix("evaluating on %s", o->eval);
+			die(r->c, s);
+		}
+		for (int m = 0; m < r->micro && m0 + m < mbs && r->c->rank == 0; m++)
+			sum += ir_tensor_get_f64(&out[(size_t)m * (size_t)p->noutputs], 0);
+		free_outputs(out, r->micro * p->noutputs);
+	}
+	ir_free(out);
+	r->trace = trace;
+	r->t_kernel = saved.t_kernel;
+	r->t_comm = saved.t_comm;
+	r->t_gemm = saved.t_gemm;
+	r->n_recv = saved.n_recv;
+	r->n_early = saved.n_early;
+	r->n_coll = saved.n_coll;
+	r->n_late = saved.n_late;
+	*loss = sum / mbs;
+	if (r->c->rank == 0) {
+		printf("eval %ld/%ld  eval_loss %.6f  over %d micro-batch%s  %.4g s\n", s + 1, o->steps,
+		       isnan(*loss) ? NAN : *loss, mbs, mbs == 1 ? "" : "es", ir_now() - t0);
+		fflush(stdout);
+	}
+}
+
 static int train(struct rt *r, const struct opts *o, const char *model)
 {
 	const struct plan *p = r->p;
@@ -851,7 +921,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	char what[4300];
 	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
 	struct rt_data *d = o->tokens ? rt_data_open_tokens(o->tokens, o->token_type, p) : rt_data_open(o->data, p);
-	int rc = out && d ? 0 : -EINVAL;
+	struct rt_data *ev = d && o->eval ? rt_data_open(o->eval, p) : NULL;
+	int rc = out && d && (ev || !o->eval) ? 0 : -EINVAL;
+	if (rc < 0 && d && o->eval && !ev)
+		ir_error_prefix("--eval-data %s", o->eval);
 	if (rc == 0 && o->shuffle)
 		rc = rt_data_shuffle(d, o->shuffle_seed);
 	long every = o->log_every ? o->log_every : o->steps <= 20 ? 1 : o->steps / 10;
@@ -926,8 +999,12 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		}
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
-		if (o->log_json &&
-		    (rc = agree(r->c, json_step(r, s, o, out, t, d, has_lr ? &lr : NULL, log, last))) < 0) {
+		double eval_loss = NAN;
+		bool eval = ev && ((o->eval_every && r->step % o->eval_every == 0) || s == o->steps - 1);
+		if (eval)
+			evaluate(r, ev, o, s, &eval_loss);
+		if (o->log_json && (rc = agree(r->c, json_step(r, s, o, out, t, d, has_lr ? &lr : NULL, log, last,
+							       eval ? &eval_loss : NULL))) < 0) {
 			free_outputs(out, r->micro * p->noutputs);
 			goto done;
 		}
@@ -962,6 +1039,7 @@ done:
 	}
 	ir_free(out);
 	rt_data_close(d);
+	rt_data_close(ev);
 	return rc;
 }
 
