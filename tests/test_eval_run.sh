@@ -9,7 +9,7 @@
 # a run without --eval-data; the eval lines and --log-json's eval_loss come
 # after every K steps and the last; over two sets the evaluation is the
 # mean of each one's; usage errors exit 2, a missing folder exits 1 before
-# any step.
+# any step. pcc train --eval-data: the same loss and bit-for-bit checks.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
 run=$(abspath "$2")
@@ -94,6 +94,27 @@ a, b, ab = (json.loads(open('$tmp/e%s.jsonl' % e).readline())['eval_loss'] for e
 assert a != b and abs(ab - (a + b) / 2) <= 1e-6 * abs(ab), (a, b, ab)"
 	check "the eval line says how many micro-batches it took" grep -q '^eval 1/1  eval_loss .* over 2 micro-batches' "$tmp/eab.log"
 fi
+
+# pcc train --eval-data: the same, on the interpreter (gpt; resnet_train's
+# BatchNorm statistics, saved with the weights, left alone)
+for c in "gpt:$train/gpt" "resnet_train:$train/resnet_train"; do
+	name=${c%%:*} dir=${c#*:}
+	"$pcc" train "$dir/model.onnx" -i "$dir/test_data_set_0" $loss --steps 5 --log-every 1 \
+		--save-onnx "$tmp/t_$name.onnx" >"$tmp/t_$name.log" 2>&1
+	"$pcc" train "$dir/model.onnx" -i "$dir/test_data_set_0" $loss --steps 5 --log-every 1 --eval-data \
+		"$dir/test_data_set_0" --eval-every 2 --log-json "$tmp/te_$name.jsonl" --save-onnx "$tmp/te_$name.onnx" \
+		>"$tmp/te_$name.log" 2>&1
+	sed 's|^step \([0-9]*\)  loss|step \1/5  loss|; s|^eval \([0-9]*\)  eval_loss|eval \1/5  eval_loss|' \
+		"$tmp/te_$name.log" >"$tmp/te_$name.txt"
+	check "pcc train $name: the loss evaluated after steps 2 and 4 is the loss steps 3 and 5 report" \
+		python3 "$tmp/check.py" "$tmp/te_$name.txt" "$tmp/te_$name.jsonl"
+	check "pcc train $name: losses and saved weights bit for bit those of a run without --eval-data" sh -c "
+	  grep '^step' '$tmp/t_$name.log' >'$tmp/a' && grep '^step' '$tmp/te_$name.log' >'$tmp/b' &&
+	  [ \$(wc -l <'$tmp/a') = 5 ] && cmp '$tmp/a' '$tmp/b' && cmp '$tmp/t_$name.onnx' '$tmp/te_$name.onnx'"
+done
+check "pcc train --eval-every without --eval-data: one usage error, exit 2" sh -c "
+  '$pcc' train '$train/gpt/model.onnx' -i '$train/gpt/test_data_set_0' $loss --eval-every 2 >/dev/null 2>'$tmp/u0';
+  [ \$? -eq 2 ] && grep -q -- '--eval-every needs --eval-data DIR' '$tmp/u0'"
 
 check "--eval-every without --eval-data: one usage error, exit 2" sh -c "
   $mpi -np 2 '$run' '$tmp/pp.bin' --data '$train/gpt/test_data_set_0' --eval-every 2 >/dev/null 2>'$tmp/u1'; [ \$? -eq 2 ] &&

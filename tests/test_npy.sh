@@ -6,7 +6,7 @@
 # naming the file and what is wrong (bad magic, Fortran order, a
 # big-endian or unsupported element type, too few bytes). .npz archives
 # (numpy.savez, by name, by position, compressed, a folder of them as the
-# sets) feed pcc-run --data with the .pb data's losses; an archive missing
+# sets) feed pcc-run --data and pcc train -i with the .pb data's losses; an archive missing
 # an input's array, or no zip, is one error line naming it.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
@@ -98,6 +98,12 @@ PY
 		  $mpi -np 2 '$run' '$tmp/g.bin' --data '$tmp/$f.npz' --steps 3 >'$tmp/z$f.log' 2>&1 &&
 		  grep '^step' '$tmp/z$f.log' | cut -d' ' -f1-6 >'$tmp/z$f' && cmp -s '$tmp/z$f' '$tmp/b'"
 	done
+	check "pcc train -i named.npz and -i DIR of .npz files: the same losses as on the .pb data" sh -c "
+	  '$pcc' train '$g/model.onnx' -i '$tmp/named.npz' --loss cross_entropy:logits,labels --steps 3 --log-every 1 \
+	    >'$tmp/tz.log' 2>&1 && cmp -s '$tmp/tz.log' '$tmp/tp.log' &&
+	  '$pcc' train '$g/model.onnx' -i '$tmp/sets' --loss cross_entropy:logits,labels --steps 3 --log-every 1 \
+	    >'$tmp/tzs.log' 2>&1 && grep -q '3 data sets' '$tmp/tzs.log' && grep '^step' '$tmp/tzs.log' >'$tmp/tzs' &&
+	  grep '^step' '$tmp/tp.log' | cmp -s - '$tmp/tzs'"
 	check "pcc-run --data DIR of 3 .npz files: 3 sets, shuffled, the same losses" sh -c "
 	  $mpi -np 2 '$run' '$tmp/g.bin' --data '$tmp/sets' --shuffle 3 --steps 3 --log-json '$tmp/zs.jsonl' \
 	    >'$tmp/zs.log' 2>&1 && grep -q '3 data sets' '$tmp/zs.log' &&
