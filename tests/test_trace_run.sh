@@ -10,7 +10,9 @@
 # times the steps; the plan's collectives likewise; a step's kernels take
 # no longer than the step; the step spans are --log-json's step_ms; the
 # threads have the ids and names pcc report --trace gives the same
-# streams. An unwritable file: one error line naming it, exit 1, no step run.
+# streams; clocks estimated from round trips (PCC_TRACE_CLOCK=estimate on
+# this one host, where the true offset is 0) are within the error the file
+# states. An unwritable file: one error line naming it, exit 1, no step run.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
 run=$(abspath "$2")
@@ -148,6 +150,16 @@ coll = [e for e in o['traceEvents'] if e.get('cat') == 'collective' and e['pid']
 assert coll and all(e['tid'] in tid.values() for e in coll), tid
 assert any(e['tid'] == tid['gradient sync'] for e in coll) and any(e['tid'] == tid['collectives'] for e in coll)
 assert not [e for e in o['traceEvents'] if e.get('cat') == 'transfer']"
+PCC_TRACE_CLOCK=estimate $mpi -np 4 "$run" "$tmp/pp.bin" --data "$train/gpt/test_data_set_0" \
+	--steps 2 --trace "$tmp/pe.json" --log-json "$tmp/pe.jsonl" >"$tmp/pe.log" 2>&1
+check "clocks estimated from round trips (one host: the truth is 0): each offset within its stated error" python3 -c "
+import json
+o = json.load(open('$tmp/pe.json'))['otherData']
+off, err = o['clock_offset_us'], o['clock_error_us']
+assert o['clock'].startswith('offsets') and off[0] == err[0] == 0 and all(e > 0 for e in err[1:]), o
+assert all(abs(x) <= e + 1e-3 for x, e in zip(off, err)), (off, err)"
+check "with estimated clocks: the same checks" \
+	python3 "$tmp/check.py" "$tmp/pe.json" "$tmp/pp" "$tmp/pe.jsonl" 2 "$tmp/predicted.json"
 check "losses with --trace are the losses without it" sh -c "
   $mpi -np 4 '$run' '$tmp/pp.bin' --data '$train/gpt/test_data_set_0' --steps 3 >'$tmp/plain.log' 2>&1 &&
   grep '^step' '$tmp/plain.log' | cut -d' ' -f1-6 >'$tmp/a' && grep '^step' '$tmp/pp.log' | cut -d' ' -f1-6 >'$tmp/b' &&
