@@ -6,7 +6,8 @@
 # naming the file and what is wrong (bad magic, Fortran order, a
 # big-endian or unsupported element type, too few bytes). .npz archives
 # (numpy.savez, by name, by position, compressed, a folder of them as the
-# sets) feed pcc-run --data and pcc train -i with the .pb data's losses; an archive missing
+# sets) feed pcc-run --data and pcc train -i with the .pb data's losses,
+# pcc eval -i with the fixtures' outputs; an archive missing
 # an input's array, or no zip, is one error line naming it.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
@@ -97,6 +98,13 @@ PY
 		check "pcc-run --data $f.npz (2 ranks): the same losses as on the .pb data" sh -c "
 		  $mpi -np 2 '$run' '$tmp/g.bin' --data '$tmp/$f.npz' --steps 3 >'$tmp/z$f.log' 2>&1 &&
 		  grep '^step' '$tmp/z$f.log' | cut -d' ' -f1-6 >'$tmp/z$f' && cmp -s '$tmp/z$f' '$tmp/b'"
+	done
+	for f in mlp_op17 gpt_op17; do
+		$py -c "import numpy as np, sys; np.savez(sys.argv[2], np.load(sys.argv[1]))" "$npy/$f/input_0.npy" \
+			"$tmp/$f.npz"
+		check "pcc eval $f -i $f.npz (arr_0): the fixture's expected outputs" sh -c "
+		  '$pcc' eval '$m/$f/model.onnx' -i '$tmp/$f.npz' -o '$tmp/z$f' >/dev/null &&
+		  '$cmp' --rtol 1e-5 --atol 1e-6 '$tmp/z$f' '$m/$f/test_data_set_0'"
 	done
 	check "pcc train -i named.npz and -i DIR of .npz files: the same losses as on the .pb data" sh -c "
 	  '$pcc' train '$g/model.onnx' -i '$tmp/named.npz' --loss cross_entropy:logits,labels --steps 3 --log-every 1 \
