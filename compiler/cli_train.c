@@ -21,10 +21,13 @@ const struct cli_usage cli_train_usage = {
 		"                 [--momentum M] [--betas B1,B2] [--eps E] [--weight-decay W]\n"
 		"                 [--clip-norm C] [--schedule constant|cosine|linear] [--warmup N] [--total-steps N]\n"
 		"                 [--min-lr X] [--precision f32|bf16|f16|f64] [--accum M] [--log-every N] [--log-json FILE]\n"
-		"                 [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n",
+		"                 [--eval-data DIR [--eval-every K]] [--dim NAME=VALUE]... [--const NAME=FILE|DIR]...\n",
 	.about = "  train    train on the reference interpreter and write the trained model (--save-onnx)\n",
 	.options = "  -i DIR   the data: DIR/input_N.pb, or DIR/test_data_set_K/input_N.pb used in turn\n"
-		   "           (--accum M sets a step)\n"
+		   "           (--accum M sets a step); .npy for .pb; or FILE.npz, or a DIR of .npz files\n"
+		   "           (numpy.savez, an array per input by name or position)\n"
+		   "  --eval-data DIR  held-out sets (as -i's): their mean loss after every K steps\n"
+		   "           (--eval-every K; default after the last), nothing updated\n"
 		   "  --steps N  steps to run (default 1)\n"
 		   "  --loss SPEC  the loss, when the model does not end in one\n"
 		   "  --freeze, --trainable PATTERN  which parameters train (shell patterns, in order)\n"
@@ -126,13 +129,15 @@ int cli_train_option(const char *s, const char *v, struct train_opts *t, struct 
 static int parse(int argc, char **argv, struct train_run_opts *o, struct train_pattern *pats,
 		 struct onnx_dim_binding *dims, struct cli_consts *consts)
 {
-	enum { O_SAVE = 256, O_STEPS, O_LOG_EVERY, O_LOG_JSON, O_DIM, O_CONST };
+	enum { O_SAVE = 256, O_STEPS, O_LOG_EVERY, O_LOG_JSON, O_DIM, O_CONST, O_EVAL_DATA, O_EVAL_EVERY };
 	static const struct option own[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "save-onnx", required_argument, NULL, O_SAVE },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "log-every", required_argument, NULL, O_LOG_EVERY },
 		{ "log-json", required_argument, NULL, O_LOG_JSON },
+		{ "eval-data", required_argument, NULL, O_EVAL_DATA },
+		{ "eval-every", required_argument, NULL, O_EVAL_EVERY },
 		{ "dim", required_argument, NULL, O_DIM },
 		{ "const", required_argument, NULL, O_CONST },
 		{ "optimizer", required_argument, NULL, CLI_OPT_STEP },
@@ -164,6 +169,12 @@ static int parse(int argc, char **argv, struct train_run_opts *o, struct train_p
 		case O_LOG_JSON:
 			o->log_json = optarg;
 			break;
+		case O_EVAL_DATA:
+			o->eval_data = optarg;
+			break;
+		case O_EVAL_EVERY:
+			rc = count("eval-every", optarg, 1, &o->eval_every);
+			break;
 		case O_DIM:
 			rc = cli_parse_dim(optarg, dims, &o->imp.ndims, MAX_LIST);
 			break;
@@ -186,6 +197,8 @@ static int parse(int argc, char **argv, struct train_run_opts *o, struct train_p
 	o->model = argv[optind];
 	if (!o->in_dir)
 		return ir_errorf(-EINVAL, "train: -i DIR is required");
+	if (o->eval_every && !o->eval_data)
+		return ir_errorf(-EINVAL, "train: --eval-every needs --eval-data DIR");
 	return 0;
 }
 

@@ -251,16 +251,19 @@ void train_params_print(const struct train_step *ts, const char *model, FILE *f)
 
 /* `pcc train`: steps of the train step on the reference interpreter over
  * the data sets in in_dir (backend-test layout: input_N.pb in in_dir, or
- * in in_dir/test_data_set_K/, used in turn, accum sets per step), then the
+ * in in_dir/test_data_set_K/, used in turn, accum sets per step; or .npz
+ * files: in_dir itself, or those in it), then the
  * trained model written to save (ONNX, initializers updated) if given. */
 struct train_run_opts {
 	const char *model, *in_dir, *save;
 	struct onnx_import_opts imp;
 	struct train_opts t;
-	int64_t steps;        /* default 1 */
-	int64_t log_every;    /* 0: about 10 lines */
-	FILE *log;            /* per-step lines; NULL: none */
-	const char *log_json; /* --log-json FILE: a JSON line every step (ir/steplog.h) */
+	int64_t steps;         /* default 1 */
+	int64_t log_every;     /* 0: about 10 lines */
+	FILE *log;             /* per-step lines; NULL: none */
+	const char *log_json;  /* --log-json FILE: a JSON line every step (ir/steplog.h) */
+	const char *eval_data; /* --eval-data DIR: held-out sets (as in_dir's) */
+	int64_t eval_every;    /* their mean loss after every eval_every steps; 0: after the last */
 };
 /* Errors name the file, input or step; nothing is written unless every
  * step succeeded (a non-finite loss or gradient norm fails, unless the

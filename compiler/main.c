@@ -618,8 +618,15 @@ static int cmd_eval(const struct args *a)
 	for (int i = 0; i < nin; i++) {
 		struct ir_value *v = ir_graph_input(g, i);
 		char s1[IR_SHAPE_STR_MAX], s2[IR_SHAPE_STR_MAX];
-		ir_input_path(path, sizeof path, a->in_dir, input_file(v, i, names, nnames));
-		if ((rc = onnx_tensor_read_as(path, &ins[i], NULL, v->dtype)) < 0)
+		int file = input_file(v, i, names, nnames);
+		if (ir_npz_path(a->in_dir)) { /* numpy.savez: by the input's name, else arr_N */
+			snprintf(path, sizeof path, "%s", a->in_dir);
+			rc = ir_npz_read(a->in_dir, v->name, file, &ins[i]);
+		} else {
+			ir_input_path(path, sizeof path, a->in_dir, file);
+			rc = onnx_tensor_read_as(path, &ins[i], NULL, v->dtype);
+		}
+		if (rc < 0)
 			goto out;
 		if (ins[i].dtype != v->dtype || !ir_shape_eq(&ins[i].shape, &v->shape)) {
 			rc = ir_errorf(-EINVAL, "%s: holds %s%s but input \"%s\" is %s%s", path,

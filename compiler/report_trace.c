@@ -12,98 +12,63 @@
  * microseconds, quantized to whole nanoseconds so that an event's end and
  * the next one's start are the same number: events on one thread never
  * overlap. Receives that overlap in time (several in flight) go to extra
- * threads of the same stream ("receive activation 2", ...).
+ * threads of the same stream ("receive activation 2", ...). The streams,
+ * thread ids and names are ir/trace.h's, which pcc-run --trace's measured
+ * timeline (runtime/trace.c) shares.
  */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
 
 #include "compiler/report_internal.h"
+#include "ir/trace.h"
 
-enum stream { S_COMPUTE, S_COLL, S_RECV_ACT, S_RECV_GRAD, S_SYNC, S_COUNT };
-
-static const char *const stream_name[S_COUNT] = { "compute", "collectives", "receive activation", "receive gradient",
-						  "gradient sync" };
-
-static enum stream stream_of(enum wi_span_kind k)
+static enum ir_trace_stream stream_of(enum wi_span_kind k)
 {
 	switch (k) {
 	case WI_SPAN_FWD:
 	case WI_SPAN_BWD:
 	case WI_SPAN_OPTIM:
 	case WI_SPAN_IDLE:
-		return S_COMPUTE;
+		return IR_TRACE_COMPUTE;
 	case WI_SPAN_COLL:
-		return S_COLL;
+		return IR_TRACE_COLL;
 	case WI_SPAN_RECV_ACT:
-		return S_RECV_ACT;
+		return IR_TRACE_RECV_ACT;
 	case WI_SPAN_RECV_GRAD:
-		return S_RECV_GRAD;
+		return IR_TRACE_RECV_GRAD;
 	case WI_SPAN_SYNC:
-		return S_SYNC;
+		return IR_TRACE_SYNC;
 	case WI_SPAN_COUNT:
 		break;
 	}
 	IR_ASSERT(!"span kind out of range");
-	return S_COMPUTE;
+	return IR_TRACE_COMPUTE;
 }
 
 static const char *category(enum wi_span_kind k)
 {
 	switch (stream_of(k)) {
-	case S_COMPUTE:
+	case IR_TRACE_COMPUTE:
 		return k == WI_SPAN_IDLE ? "idle" : "compute";
-	case S_COLL:
-	case S_SYNC:
+	case IR_TRACE_COLL:
+	case IR_TRACE_SYNC:
 		return "collective";
-	case S_RECV_ACT:
-	case S_RECV_GRAD:
+	case IR_TRACE_RECV_ACT:
+	case IR_TRACE_RECV_GRAD:
+	case IR_TRACE_SEND_ACT:
+	case IR_TRACE_SEND_GRAD:
 		return "transfer";
-	case S_COUNT:
+	case IR_TRACE_STREAMS:
 		break;
 	}
 	return "";
 }
 
-static json_t *meta(const char *what, int pid, int tid, const char *name)
-{
-	json_t *e = json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", what, "ph", "M", "pid", pid, "args", "name", name);
-	if (tid >= 0)
-		json_object_set_new(e, "tid", json_integer(tid));
-	return e;
-}
-
-/* Lane ends per (stage, stream), ns: the first lane free at t0 takes a
- * span; a new lane when none is. */
-struct lanes {
-	long long *end[S_COUNT];
-	int used[S_COUNT], cap[S_COUNT];
-};
-
-static int lane_for(struct lanes *l, enum stream s, long long t0, long long t1)
-{
-	int k = 0;
-	while (k < l->used[s] && l->end[s][k] > t0)
-		k++;
-	if (k == l->cap[s]) {
-		int nc = l->cap[s] ? 2 * l->cap[s] : 4;
-		long long *e = ir_realloc(l->end[s], sizeof *e * (size_t)nc);
-		if (!e)
-			return ir_errorf(-ENOMEM, "out of memory writing the trace");
-		l->end[s] = e;
-		l->cap[s] = nc;
-	}
-	if (k == l->used[s])
-		l->used[s]++;
-	l->end[s][k] = t1;
-	return k;
-}
-
-static void lanes_free(struct lanes *l, int n)
+static void lanes_free(struct ir_trace_lanes *l, int n)
 {
 	for (int i = 0; l && i < n; i++)
-		for (int s = 0; s < S_COUNT; s++)
-			ir_free(l[i].end[s]);
+		ir_trace_lanes_release(&l[i]);
 	ir_free(l);
 }
 
@@ -123,7 +88,7 @@ static json_t *event(const struct wi_span *sp, int pid, int tid, long long t0, l
 	return e;
 }
 
-static void stage_names(json_t *ev, const struct whatif *w, int i, int n, int s, const struct lanes *l)
+static void stage_names(json_t *ev, const struct whatif *w, int i, int n, int s, const struct ir_trace_lanes *l)
 {
 	char name[256];
 	int pid = i * 1000 + s;
@@ -134,15 +99,7 @@ static void stage_names(json_t *ev, const struct whatif *w, int i, int n, int s,
 	else
 		snprintf(name, sizeof name, "stage %d: %d device%s, %s", s, st->devices, st->devices == 1 ? "" : "s",
 			 st->mesh);
-	json_array_append_new(ev, meta("process_name", pid, -1, name));
-	json_array_append_new(ev, json_pack("{s:s, s:s, s:i, s:{s:i}}", "name", "process_sort_index", "ph", "M", "pid",
-					    pid, "args", "sort_index", pid));
-	for (int x = 0; x < S_COUNT; x++)
-		for (int k = 0; k < l->used[x]; k++) {
-			char tn[64];
-			snprintf(tn, sizeof tn, k ? "%s %d" : "%s", stream_name[x], k + 1);
-			json_array_append_new(ev, meta("thread_name", pid, x * 100 + k + 1, tn));
-		}
+	ir_trace_names(ev, pid, name, pid, l);
 }
 
 /* Adds what-if i's events to ev. */
@@ -152,7 +109,7 @@ static int add_plan(json_t *ev, json_t *info, const struct whatif *w, int i, int
 	int rc = wi_timeline_build(w, &tl);
 	if (rc < 0)
 		return rc;
-	struct lanes *l = ir_calloc((size_t)w->nstages, sizeof *l);
+	struct ir_trace_lanes *l = ir_calloc((size_t)w->nstages, sizeof *l);
 	if (!l) {
 		wi_timeline_free(&tl);
 		return ir_errorf(-ENOMEM, "out of memory writing the trace");
@@ -162,12 +119,12 @@ static int add_plan(json_t *ev, json_t *info, const struct whatif *w, int i, int
 		long long t0 = llround(sp->t0 * 1e9), t1 = llround(sp->t1 * 1e9);
 		if (t1 <= t0)
 			continue;
-		enum stream s = stream_of(sp->kind);
-		int lane = lane_for(&l[sp->stage], s, t0, t1);
+		enum ir_trace_stream s = stream_of(sp->kind);
+		int lane = ir_trace_lane(&l[sp->stage], s, t0, t1);
 		if (lane < 0)
 			rc = lane;
 		else
-			json_array_append_new(ev, event(sp, i * 1000 + sp->stage, s * 100 + lane + 1, t0, t1));
+			json_array_append_new(ev, event(sp, i * 1000 + sp->stage, ir_trace_tid(s, lane), t0, t1));
 	}
 	for (int s = 0; s < w->nstages && rc == 0; s++)
 		stage_names(ev, w, i, n, s, &l[s]);

@@ -3,10 +3,13 @@
  * interpreter. Each step runs the micro-batch part of the graph (loss and
  * gradients) once per micro-batch, averages the gradients and runs the
  * update part once: the same split the data-parallel and pipeline runtimes
- * use, with the gradient reduction between the two parts.
+ * use, with the gradient reduction between the two parts. --eval-data runs
+ * the micro-batch part alone on held-out sets and keeps only the loss.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -23,6 +26,8 @@ struct trainer {
 	struct train_step ts;
 	int nsets;
 	struct dataset *sets;
+	int nevals;
+	struct dataset *evals;    /* --eval-data */
 	struct ir_tensor *params; /* current trained params [nparams] */
 	struct ir_tensor *state;  /* [nstate] */
 	struct ir_tensor *bufs;   /* updated model state [nupdates] (running statistics) */
@@ -85,7 +90,15 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 	d->in = ir_calloc((size_t)nd + 1, sizeof *d->in);
 	if (!d->in)
 		return -ENOMEM;
-	for (int f = 0, pos = 0; rc == 0; f++) {
+	if (ir_npz_path(dir)) /* numpy.savez: an array per data input, by name or arr_N */
+		for (int i = 0; i < nd && rc == 0; i++) {
+			const struct ir_value *v = ir_graph_input(tr->ts.g, i);
+			if ((rc = ir_npz_read(dir, v->name, i, &d->in[i])) == 0 &&
+			    (rc = conform(v, &d->in[i], dir, v->classes > 0)) == 0 &&
+			    (rc = ir_labels_check(v, &d->in[i])) < 0)
+				ir_error_prefix("%s", dir);
+		}
+	for (int f = 0, pos = 0; rc == 0 && !ir_npz_path(dir); f++) {
 		ir_input_path(path, sizeof path, dir, f);
 		if (!is_file(path))
 			break;
@@ -128,36 +141,50 @@ static int read_set(struct trainer *tr, const char *dir, struct dataset *d)
 	return rc;
 }
 
-static int read_sets(struct trainer *tr)
+/* scandir's filter: numpy.savez's files */
+static int is_npz(const struct dirent *e)
 {
-	const char *dir = tr->o->in_dir;
+	size_t n = strlen(e->d_name);
+	return n > 4 && !strcmp(e->d_name + n - 4, ".npz");
+}
+
+/* The sets of dir (-i or --eval-data): input_N files in it, or its
+ * test_data_set_K/, or the .npz file it is, or the .npz files in it (in
+ * name order). */
+static int read_sets(struct trainer *tr, const char *dir, struct dataset **sets, int *nsets)
+{
 	char path[4200];
+	struct dirent **npz = NULL;
 	ir_input_path(path, sizeof path, dir, 0);
-	if (is_file(path)) {
-		tr->sets = ir_calloc(1, sizeof *tr->sets);
-		tr->nsets = 1;
-		return tr->sets ? read_set(tr, dir, &tr->sets[0]) : -ENOMEM;
-	}
-	int n = 0;
-	for (;; n++) {
+	bool flat = ir_npz_path(dir) || is_file(path);
+	int n = 0, nnpz = 0, rc = 0;
+	for (; !flat; n++) {
 		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, n);
 		if (!is_dir(path))
 			break;
 	}
+	if (!flat && n == 0 && is_dir(dir) && (nnpz = scandir(dir, &npz, is_npz, alphasort)) > 0)
+		n = nnpz;
+	if (flat)
+		n = 1;
 	if (n == 0)
-		return ir_errorf(-ENOENT, "%s: no input_0.pb (or .npy) and no test_data_set_0/ (backend-test layout)",
+		return ir_errorf(-ENOENT,
+				 "%s: no input_0.pb (or .npy), no test_data_set_0/ (backend-test layout) and no .npz "
+				 "files",
 				 dir);
-	tr->sets = ir_calloc((size_t)n, sizeof *tr->sets);
-	if (!tr->sets)
-		return -ENOMEM;
-	tr->nsets = n;
-	for (int k = 0; k < n; k++) {
-		snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
-		int rc = read_set(tr, path, &tr->sets[k]);
-		if (rc < 0)
-			return rc;
+	*sets = ir_calloc((size_t)n, sizeof **sets);
+	*nsets = *sets ? n : 0;
+	for (int k = 0; k < n && rc == 0; k++) {
+		if (nnpz > 0)
+			snprintf(path, sizeof path, "%s/%s", dir, npz[k]->d_name);
+		else if (!flat)
+			snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
+		rc = *sets ? read_set(tr, flat ? dir : path, &(*sets)[k]) : -ENOMEM;
 	}
-	return 0;
+	for (int k = 0; k < nnpz; k++)
+		free(npz[k]);
+	free(npz);
+	return rc;
 }
 
 static void lend(struct trainer *tr, const struct ir_value *v, const struct ir_tensor *t)
@@ -290,6 +317,37 @@ done:
 	return rc;
 }
 
+/* --eval-data: the mean loss over the held-out sets, each run through
+ * the micro-batch part (loss and gradients, the gradients dropped) with
+ * the parameters, state and running statistics as they are, none of them
+ * changed. */
+static int evaluate(struct trainer *tr, double *loss)
+{
+	struct train_step *ts = &tr->ts;
+	int nv = ir_graph_nvalues(ts->g), rc = 0;
+	bool *borrowed = ir_calloc((size_t)nv, sizeof *borrowed);
+	if (!borrowed)
+		return ir_errorf(-ENOMEM, "out of memory evaluating");
+	*loss = 0;
+	for (int k = 0; k < tr->nevals && rc == 0; k++) {
+		memset(borrowed, 0, (size_t)nv * sizeof *borrowed);
+		for (int i = 0; i < ts->ndata; i++) {
+			lend(tr, ir_graph_input(ts->g, i), &tr->evals[k].in[i]);
+			borrowed[ir_graph_input(ts->g, i)->id] = true;
+		}
+		lend_params_state(tr, borrowed);
+		tr->keep[ts->loss->id] = true;
+		rc = interp_run_range(ts->g, 0, ts->update_first, tr->vals, tr->present, tr->keep);
+		if (rc == 0)
+			*loss += ir_tensor_get_f64(&tr->vals[ts->loss->id], 0) / tr->nevals;
+		clear_table(tr, borrowed);
+	}
+	ir_free(borrowed);
+	if (rc < 0)
+		ir_error_prefix("evaluating on %s", tr->o->eval_data);
+	return rc;
+}
+
 /* The trained parameters and updated state (running statistics) in the
  * initializers' dtype (f32 back from f64). */
 static int save(const struct trainer *tr)
@@ -346,8 +404,20 @@ static int setup(struct trainer *tr)
 	if (rc == 0)
 		rc = train_state_init(&tr->ts, &tr->o->t, tr->state);
 	if (rc == 0)
-		rc = read_sets(tr);
+		rc = read_sets(tr, tr->o->in_dir, &tr->sets, &tr->nsets);
+	if (rc == 0 && tr->o->eval_data && (rc = read_sets(tr, tr->o->eval_data, &tr->evals, &tr->nevals)) < 0)
+		ir_error_prefix("--eval-data %s", tr->o->eval_data);
 	return rc;
+}
+
+static void free_sets(struct trainer *tr, struct dataset *sets, int n)
+{
+	for (int k = 0; k < n; k++) {
+		for (int i = 0; sets[k].in && i < tr->ts.ndata; i++)
+			ir_tensor_free(&sets[k].in[i]);
+		ir_free(sets[k].in);
+	}
+	ir_free(sets);
 }
 
 static void teardown(struct trainer *tr)
@@ -359,12 +429,8 @@ static void teardown(struct trainer *tr)
 	for (int j = 0; tr->bufs && j < tr->nbufs; j++)
 		ir_tensor_free(&tr->bufs[j]);
 	ir_free(tr->bufs);
-	for (int k = 0; k < tr->nsets; k++) {
-		for (int i = 0; tr->sets[k].in && i < tr->ts.ndata; i++)
-			ir_tensor_free(&tr->sets[k].in[i]);
-		ir_free(tr->sets[k].in);
-	}
-	ir_free(tr->sets);
+	free_sets(tr, tr->sets, tr->nsets);
+	free_sets(tr, tr->evals, tr->nevals);
 	ir_free(tr->params);
 	ir_free(tr->state);
 	ir_free(tr->vals);
@@ -376,7 +442,7 @@ static void teardown(struct trainer *tr)
 /* --log-json: step t's line (samples: the first data input's batch per
  * set, accum sets a step; tokens where that input holds token ids). */
 static int log_json(const struct trainer *tr, struct ir_steplog *json, int64_t t, int64_t steps, double loss,
-		    double norm, double seconds)
+		    double norm, double seconds, const double *eval_loss)
 {
 	const struct ir_tensor *in = tr->nsets && tr->ts.ndata ? &tr->sets[0].in[0] : NULL;
 	double accum = tr->o->t.accum > 0 ? tr->o->t.accum : 1;
@@ -389,7 +455,9 @@ static int log_json(const struct trainer *tr, struct ir_steplog *json, int64_t t
 				.skipped = !isfinite(norm),
 				.seconds = seconds,
 				.samples = accum * (in && in->shape.rank ? (double)in->shape.dims[0] : 1),
-				.tokens = ids ? accum * (double)ir_shape_numel(&in->shape) : 0 };
+				.tokens = ids ? accum * (double)ir_shape_numel(&in->shape) : 0,
+				.evaluated = eval_loss != NULL,
+				.eval_loss = eval_loss ? *eval_loss : NAN };
 	return ir_steplog_write(json, &e);
 }
 
@@ -413,10 +481,14 @@ int train_run(const struct train_run_opts *o)
 	if (rc == 0 && o->log_json)
 		rc = ir_steplog_open(o->log_json, &json);
 	for (int64_t t = 0; rc == 0 && t < steps; t++) {
-		double loss = 0, norm = 0, t0 = ir_now();
+		double loss = 0, norm = 0, t0 = ir_now(), ev = NAN;
 		rc = step(&tr, t, &loss, &norm);
+		double secs = ir_now() - t0;
+		bool eval = tr.nevals && ((o->eval_every && (t + 1) % o->eval_every == 0) || t == steps - 1);
+		if (rc == 0 && eval)
+			rc = evaluate(&tr, &ev);
 		if (rc == 0 && json)
-			rc = log_json(&tr, json, t, steps, loss, norm, ir_now() - t0);
+			rc = log_json(&tr, json, t, steps, loss, norm, secs, eval ? &ev : NULL);
 		if (rc < 0) {
 			ir_error_prefix("step %lld", (long long)t + 1);
 			break;
@@ -439,6 +511,9 @@ int train_run(const struct train_run_opts *o)
 				fprintf(o->log, "  (non-finite gradients: step skipped)");
 			fputc('\n', o->log);
 		}
+		if (o->log && eval)
+			fprintf(o->log, "eval %lld  eval_loss %.6f  over %d set%s\n", (long long)t + 1,
+				isnan(ev) ? NAN : ev, tr.nevals, tr.nevals == 1 ? "" : "s");
 	}
 	if (ir_steplog_close(json) < 0 && rc == 0)
 		rc = -EIO;

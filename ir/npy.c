@@ -3,13 +3,17 @@
  * "\x93NUMPY", a version (1.0: a 2-byte header length; 2.0 and 3.0: 4
  * bytes), then a Python dict literal, {'descr': '<f4', 'fortran_order':
  * False, 'shape': (2, 8), }, padded with spaces to a multiple of 64 bytes,
- * then the elements.
+ * then the elements. A .npz (numpy.savez, savez_compressed) is a zip
+ * archive of .npy members, read through libzip.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <zip.h>
 
 #include "ir/npy.h"
 
@@ -71,12 +75,9 @@ static int shape_of(const char *p, struct ir_shape *s)
 	}
 }
 
-int ir_npy_read(const char *path, struct ir_tensor *t)
+/* The .npy in f (path names it in errors) into *t. */
+static int npy_parse(FILE *f, const char *path, struct ir_tensor *t)
 {
-	memset(t, 0, sizeof *t);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return ir_errorf(-ENOENT, "%s: cannot open: %s", path, strerror(errno));
 	unsigned char pre[12];
 	int rc = 0;
 	char *h = NULL;
@@ -127,7 +128,96 @@ int ir_npy_read(const char *path, struct ir_tensor *t)
 		}
 	}
 	ir_free(h);
+	return rc;
+}
+
+int ir_npy_read(const char *path, struct ir_tensor *t)
+{
+	memset(t, 0, sizeof *t);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ir_errorf(-ENOENT, "%s: cannot open: %s", path, strerror(errno));
+	int rc = npy_parse(f, path, t);
 	fclose(f);
+	return rc;
+}
+
+bool ir_npz_path(const char *path)
+{
+	size_t n = strlen(path);
+	struct stat st;
+	return n > 4 && !strcmp(path + n - 4, ".npz") && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Member `name` of the archive z into *buf (*n bytes): 0, -ENOENT when it
+ * has none, else -EINVAL naming it. */
+static int member(zip_t *z, const char *path, const char *name, uint8_t **buf, size_t *n)
+{
+	zip_stat_t st;
+	zip_int64_t i = zip_name_locate(z, name, 0);
+	if (i < 0)
+		return -ENOENT;
+	if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) < 0 || !(st.valid & ZIP_STAT_SIZE) ||
+	    st.size > (zip_uint64_t)IR_MAX_NUMEL * 8 + (1u << 20))
+		return ir_errorf(-EINVAL, "%s: %s: cannot read its size: %s", path, name, zip_strerror(z));
+	zip_file_t *f = zip_fopen_index(z, (zip_uint64_t)i, 0);
+	*n = (size_t)st.size;
+	*buf = f ? ir_malloc(*n + 1) : NULL;
+	zip_int64_t got = *buf ? zip_fread(f, *buf, st.size) : -1;
+	int rc = 0;
+	if (!f || got != (zip_int64_t)st.size)
+		rc = ir_errorf(-EINVAL, "%s: %s: cannot read it: %s", path, name,
+			       !f      ? zip_strerror(z)
+			       : !*buf ? "out of memory"
+				       : zip_file_strerror(f));
+	if (f)
+		zip_fclose(f);
+	if (rc < 0) {
+		ir_free(*buf);
+		*buf = NULL;
+	}
+	return rc;
+}
+
+int ir_npz_read(const char *path, const char *name, int k, struct ir_tensor *t)
+{
+	memset(t, 0, sizeof *t);
+	int err = 0;
+	zip_t *z = zip_open(path, ZIP_RDONLY, &err);
+	if (!z) {
+		zip_error_t ze;
+		zip_error_init_with_code(&ze, err);
+		int rc = ir_errorf(err == ZIP_ER_NOENT || err == ZIP_ER_OPEN ? -ENOENT : -EINVAL,
+				   "%s: not a .npz file numpy.savez writes: %s", path, zip_error_strerror(&ze));
+		zip_error_fini(&ze);
+		return rc;
+	}
+	char want[300], pos[32], what[4400];
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	snprintf(want, sizeof want, "%s.npy", name ? name : "");
+	snprintf(pos, sizeof pos, "arr_%d.npy", k);
+	int rc = name && name[0] ? member(z, path, want, &buf, &n) : -ENOENT;
+	const char *used = want;
+	if (rc == -ENOENT) {
+		rc = member(z, path, pos, &buf, &n);
+		used = pos;
+	}
+	if (rc == -ENOENT)
+		rc = ir_errorf(-ENOENT,
+			       "%s: holds neither %s nor %s (numpy.savez(FILE, NAME=array, ...) by the inputs' names, "
+			       "or numpy.savez(FILE, array, ...) in the model's input order)",
+			       path, want, pos);
+	FILE *f = rc == 0 ? fmemopen(buf, n, "rb") : NULL;
+	if (rc == 0 && !f)
+		rc = ir_errorf(-ENOMEM, "%s: out of memory", path);
+	if (rc == 0) {
+		snprintf(what, sizeof what, "%s: %s", path, used);
+		rc = npy_parse(f, what, t);
+		fclose(f);
+	}
+	ir_free(buf);
+	zip_discard(z);
 	return rc;
 }
 

@@ -54,6 +54,8 @@ int ir_steplog_write(struct ir_steplog *l, const struct ir_steprec *r)
 	json_object_set_new(o, "step", json_integer(r->step));
 	json_object_set_new(o, "steps", json_integer(r->steps));
 	json_object_set_new(o, "loss", num(r->loss));
+	if (r->evaluated)
+		json_object_set_new(o, "eval_loss", num(r->eval_loss));
 	json_object_set_new(o, "grad_norm", num(r->grad_norm));
 	json_object_set_new(o, "lr", num(r->lr));
 	json_object_set_new(o, "skipped", json_boolean(r->skipped));

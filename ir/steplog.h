@@ -8,6 +8,8 @@
  *    "samples_per_s": 37.7, "tokens_per_s": 38623, "sets": [2],
  *    "ranks": [{"rank": 0, "kernel_ms": 20.1, "comm_ms": 0.3}, ...]}
  *
+ * "eval_loss" follows "loss" on the lines of steps an evaluation on
+ * held-out data followed (pcc-run --eval-data DIR --eval-every K).
  * Non-finite numbers are null (JSON has none); "tokens" and its rate are
  * absent where the model reads no token ids; "ranks" where the tool runs
  * no ranks (pcc train). Times carry microseconds.
@@ -30,6 +32,8 @@ struct ir_steprec {
 	int nsets;
 	int nranks;                      /* 0: no per-rank figures */
 	const double *kernel_s, *comm_s; /* [nranks]: each rank's time this step */
+	bool evaluated;                  /* an evaluation followed the step: "eval_loss" */
+	double eval_loss;                /* its mean loss over the held-out data */
 };
 
 /* Opens path for writing (truncating it): 0, or a negative errno naming it. */

@@ -13,6 +13,11 @@
  * step whose dimension 0 is micro times the plan's; a step's micro-batches
  * of a whole-step set are views into it. The labels of a class-index loss
  * (plan.labels_input) are checked against the class count when read.
+ * numpy's files stand in for TensorProtos: input_N.npy (numpy.save), and
+ * .npz archives (numpy.savez), each one set with an array per input, by
+ * the input's name or else arr_N (N as above): --data FILE.npz is one set,
+ * --data DIR holding neither input files nor test_data_set_0/ takes its
+ * .npz files as the sets, in name order.
  *
  * A token file (--tokens): token ids back to back, little-endian u16 (as
  * nanoGPT's train.bin), u32 or i32, for a plan whose inputs are token ids
@@ -31,9 +36,11 @@
  * label (its last T) a class of the loss. The two differ where a model's
  * head has more or fewer classes than its embedding has rows.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -106,6 +113,13 @@ static struct rt_data *data_new(const struct plan *p)
 	return d;
 }
 
+/* scandir's filter: a name ending in .npz (numpy.savez's files) */
+static int is_npz(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+	return n > 4 && !strcmp(e->d_name + n - 4, ".npz");
+}
+
 static bool exists(const char *path)
 {
 	struct stat st;
@@ -149,12 +163,17 @@ static int read_set(struct rt_data *d, const char *dir, struct ir_tensor *t, boo
 {
 	const struct plan *p = d->p;
 	char path[4096], want[IR_SHAPE_STR_MAX], got[IR_SHAPE_STR_MAX];
+	bool npz = ir_npz_path(dir);
 	for (int i = 0; i < p->ninputs; i++) {
 		const struct plan_tensor *x = &p->inputs[i];
 		int file = p->input_file ? p->input_file[i] : i;
-		if (!ir_input_path(path, sizeof path, dir, file))
+		if (npz) { /* its array by the input's name, else arr_N */
+			snprintf(path, sizeof path, "%s", dir);
+			if (ir_npz_read(dir, x->name, file, &t[i]) < 0)
+				return -EINVAL;
+		} else if (!ir_input_path(path, sizeof path, dir, file)) {
 			return ir_errorf(-ENAMETOOLONG, "%s: path too long", dir);
-		if (onnx_tensor_read_as(path, &t[i], NULL, x->dtype) < 0) {
+		} else if (onnx_tensor_read_as(path, &t[i], NULL, x->dtype) < 0) {
 			if (ir_error_code() == -ENOENT)
 				no_file(p, i, dir);
 			return -EINVAL;
@@ -189,17 +208,21 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 		return NULL;
 	int first = p->input_file && p->ninputs ? p->input_file[0] : 0;
 	ir_input_path(path, sizeof path, dir, first);
-	bool flat = exists(path) || p->ninputs == 0;
+	bool flat = ir_npz_path(dir) || exists(path) || p->ninputs == 0;
 	int n = 0;
+	struct dirent **npz = NULL;
 	if (!flat)
 		for (;; n++) {
 			snprintf(path, sizeof path, "%s/test_data_set_%d", dir, n);
 			if (!exists(path))
 				break;
 		}
-	int nsets = flat ? 1 : n;
+	int nnpz = !flat && n == 0 ? scandir(dir, &npz, is_npz, alphasort) : 0;
+	int nsets = flat ? 1 : n ? n : nnpz > 0 ? nnpz : 0;
 	if (nsets == 0) {
-		ir_errorf(-ENOENT, "%s: no input_%d.pb (or .npy) and no test_data_set_0/ (the backend-test layout)",
+		ir_errorf(-ENOENT,
+			  "%s: no input_%d.pb (or .npy), no test_data_set_0/ (the backend-test layout) and no .npz "
+			  "files",
 			  dir, first);
 		rt_data_close(d);
 		return NULL;
@@ -212,16 +235,22 @@ struct rt_data *rt_data_open(const char *dir, const struct plan *p)
 	d->nsets = nsets;
 	for (int k = 0; k < nsets; k++) {
 		bool whole = false;
-		if (!flat)
+		if (nnpz > 0)
+			snprintf(path, sizeof path, "%s/%s", dir, npz[k]->d_name);
+		else if (!flat)
 			snprintf(path, sizeof path, "%s/test_data_set_%d", dir, k);
 		if (read_set(d, flat ? dir : path, d->sets + (size_t)k * (size_t)p->ninputs, &whole) < 0 ||
 		    (k > 0 && whole != d->whole &&
 		     ir_errorf(-EINVAL, "%s: its sets mix whole steps and single micro-batches", dir) < 0)) {
 			rt_data_close(d);
-			return NULL;
+			d = NULL;
+			break;
 		}
 		d->whole = whole;
 	}
+	for (int k = 0; k < nnpz; k++)
+		free(npz[k]);
+	free(npz);
 	return d;
 }
 
@@ -516,6 +545,13 @@ static int set_at(struct rt_data *d, long k)
 		d->perm_pass = pass;
 	}
 	return d->perm[k % d->nsets];
+}
+
+int rt_data_pass(const struct rt_data *d, int *mbs)
+{
+	int n = d->whole ? d->nsets : (d->nsets + d->micro - 1) / d->micro;
+	*mbs = d->whole ? d->nsets * d->micro : d->nsets;
+	return n;
 }
 
 const int *rt_data_sets(const struct rt_data *d, int *n)

@@ -180,6 +180,8 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 		if (rc == 0)
 			rc = r->gpu ? rt_gpu_run(r, x, i) : run_one(r, x, pos);
 		double t1 = ir_now(), t = t1 - tw;
+		if (r->trace)
+			rt_trace_instr(r, x, i, pos, tw, t1);
 		r->t_comm += tw - t0;
 		t0 = t1;
 		if (x->kind == PLAN_KERNEL) {

@@ -28,6 +28,7 @@ struct pending {
 	struct rt_comm_req *req;
 	uint8_t *pack; /* its packed operands (owned) */
 	size_t npack;  /* their bytes */
+	double t0;     /* --trace: ir_now() at its start */
 };
 
 struct rt_overlap {
@@ -263,8 +264,9 @@ void rt_overlap_release(struct rt *r)
 	r->nseg = 0;
 }
 
-static struct pending *pend_new(struct rt_overlap *ov, int pos, int instr, int mb)
+static struct pending *pend_new(const struct rt *r, int pos, int instr, int mb)
 {
+	struct rt_overlap *ov = r->ov;
 	if (ov->npend == ov->cap) {
 		int cap = ov->cap ? 2 * ov->cap : 16;
 		struct pending *p = ir_realloc(ov->pend, sizeof *p * (size_t)cap);
@@ -274,7 +276,7 @@ static struct pending *pend_new(struct rt_overlap *ov, int pos, int instr, int m
 		ov->cap = cap;
 	}
 	struct pending *p = &ov->pend[ov->npend++];
-	*p = (struct pending){ pos, instr, mb, NULL, NULL, 0 };
+	*p = (struct pending){ pos, instr, mb, NULL, NULL, 0, r->trace ? ir_now() : 0 };
 	return p;
 }
 
@@ -302,6 +304,8 @@ int rt_overlap_finish(struct rt *r, int pos)
 	}
 	ir_free(p.pack);
 	ov->packed -= p.npack;
+	if (rc == 0 && r->trace)
+		rt_trace_op(r, p.instr, p.mb, p.t0, ir_now());
 	return rc;
 }
 
@@ -328,7 +332,7 @@ int rt_overlap_start_async(struct rt *r, const struct plan_instr *x, int pos)
 	size_t n = rt_coll_pack_bytes(r, x);
 	if (n && ov->packed + n > (size_t)r->d->arena_bytes / 4)
 		return 0;
-	struct pending *p = pend_new(ov, pos, (int)(x - r->d->instr), r->mb);
+	struct pending *p = pend_new(r, pos, (int)(x - r->d->instr), r->mb);
 	if (!p || (n && !(p->pack = ir_malloc(n)))) {
 		if (p)
 			ov->npend--;
@@ -390,7 +394,7 @@ int rt_overlap_at(struct rt *r, int pos)
 		int q = ov->post[ov->next_post++];
 		const struct plan_instr *x = instr_at(r, q, &r->mb);
 		if (x->kind == PLAN_RECV) {
-			struct pending *p = pend_new(ov, q, (int)(x - r->d->instr), r->mb);
+			struct pending *p = pend_new(r, q, (int)(x - r->d->instr), r->mb);
 			const struct plan_buffer *b = rt_arg(r, x, x->nin);
 			rc = p ? c->recv(r->c, rt_buf(r, b), (size_t)b->bytes, x->peer, x->tag, &p->req)
 			       : ir_errorf(-ENOMEM, "out of memory starting a receive");

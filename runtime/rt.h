@@ -21,6 +21,7 @@
  *   gpu*.c     the CUDA backend: the arena on a GPU, kernels, cuBLASLt
  *              and NCCL (gpu_internal.h); gpu_none.c where it is not built
  *   ckpt*.c    checkpoints
+ *   trace.c    --trace: the measured timeline, a Chrome trace-event file
  *   run.c      pcc-run's program (rt_main): options, the load, the run
  *              loop, errors; main.c, pcc-run's own file, only calls it
  */
@@ -93,6 +94,7 @@ struct rt {
 	 * instruction or waited for after it */
 	long n_recv, n_early, n_coll, n_late;
 	long step;               /* steps run so far (since the start or resume) */
+	struct rt_trace *trace;  /* --trace (trace.c); NULL: nothing recorded */
 	struct rt_fault {        /* fault injection for tests (PCC_RUN_FAULT) */
 		int rank, instr; /* where: this rank's instruction, at step `step` */
 		long step;
@@ -133,6 +135,28 @@ bool rt_kernel_host_on(struct rt *r, int kernel, void *const *buf, int *rc);
 int rt_profile_start(struct rt *r);
 /* The kernels by time over `steps` steps, a table on f. */
 void rt_profile_print(const struct rt *r, long steps, FILE *f);
+
+/* ---- trace.c: pcc-run --trace FILE.json, the measured timeline (trace.c
+ * says what it holds). Every call but open and close records only; the
+ * caller checks r->trace first, so a run without --trace pays nothing. */
+/* Every rank its event buffer and message numbering; rank 0 opens path
+ * (an error naming it, for the caller to agree on before any step). */
+int rt_trace_open(struct rt *r, const char *path);
+/* Rank 0 learns each rank's clock offset. Collective, before the first step. */
+int rt_trace_clock(struct rt *r);
+/* Instruction i (x, at trace position pos) ran from t0 to t1 (ir_now());
+ * receives and collectives still in flight are left to rt_trace_op. */
+void rt_trace_instr(struct rt *r, const struct plan_instr *x, int i, int pos, double t0, double t1);
+/* Instruction i of micro-batch mb from t0 to t1, whatever it is. */
+void rt_trace_op(struct rt *r, int i, int mb, double t0, double t1);
+/* Segment s ran from t0 to t1. */
+void rt_trace_part(struct rt *r, const struct rt_seg *s, double t0, double t1);
+/* Step r->step ran from t0 to t1 (the time the log states). */
+void rt_trace_step(struct rt *r, double t0, double t1);
+/* Every rank's events to rank 0, which writes the file (plan: its name
+ * there); *events: how many. Collective. */
+int rt_trace_write(struct rt *r, const char *plan, long *events);
+void rt_trace_close(struct rt *r);
 
 /* ---- exec.c */
 /* Runs kernel instruction x on the host (generated code or reference). */
@@ -285,6 +309,20 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n);
  * micro-batch m, the parts run in order, outputs saved. */
 int rt_step(struct rt *r, const struct ir_tensor *inputs);
 
+/* An evaluation step (pcc-run --eval-data): the inputs fed and the
+ * per-micro-batch part run for every micro-batch, never the per-step part,
+ * so neither parameters nor optimizer state are updated; the parameter
+ * and state buffers the part itself writes (a training-mode BatchNorm's
+ * running statistics) are put back as they were. A pipelined plan whose
+ * loss comes out of the forward parts runs those alone; otherwise the
+ * whole part runs (a plan without a forward/backward split), and the
+ * gradients it leaves in the accumulators are zeroed by the next step.
+ * The graph is the training step's: BatchNorm normalizes by the batch's
+ * statistics, dropout drops. Outputs are saved as rt_step saves them (the
+ * loss: rt_gather_outputs). Receives and collectives wait at their
+ * instruction. */
+int rt_eval_step(struct rt *r, const struct ir_tensor *inputs);
+
 /* ---- run.c */
 /* A step as rt_main runs it: rt_step, or a benchmark's wrapper of it. */
 typedef int (*rt_step_fn)(struct rt *r, const struct ir_tensor *inputs);
@@ -322,6 +360,10 @@ void rt_data_seek(struct rt_data *d, long step);
  * number, so the order depends on the step alone (a resumed run, and
  * every rank, reads the same sets). -EINVAL for a token file. */
 int rt_data_shuffle(struct rt_data *d, uint64_t seed);
+/* The steps that feed every set once from step 0 (rt_data_seek), and in
+ * *mbs how many of their micro-batches do before the sets come round again
+ * (the backend-test layout; --eval-data). */
+int rt_data_pass(const struct rt_data *d, int *mbs);
 /* The sets the last rt_data_next fed, in micro-batch order (n of them; a
  * token file: none, *n = 0). */
 const int *rt_data_sets(const struct rt_data *d, int *n);

@@ -51,6 +51,9 @@ struct opts {
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	const char *log_json; /* --log-json FILE: one JSON line a step (ir/steplog.h) */
+	const char *trace;    /* --trace FILE.json: the measured timeline (trace.c) */
+	const char *eval;     /* --eval-data DIR: held-out data, its loss every eval_every steps */
+	long eval_every;      /* 0: after the last step only */
 	const char *shuffle;  /* --shuffle SEED: data sets in a seeded order */
 	unsigned long long shuffle_seed;
 	rt_step_fn step; /* rt_step, or the caller's of rt_main */
@@ -63,6 +66,7 @@ static void usage(FILE *f)
 		"       mpirun -np N pcc-run PLAN --data DIR [--steps S] [--log-every K] [--log-json FILE] [--shuffle SEED]\n"
 		"                 [--save-onnx OUT.onnx]\n"
 		"                 [--checkpoint DIR [--checkpoint-every K]] [--resume DIR]\n"
+		"                 [--eval-data DIR [--eval-every K]]\n"
 		"       mpirun -np N pcc-run PLAN --tokens FILE [--token-type u16|u32|i32] (then as --data)\n"
 		"       common options: [--timeout SECONDS] (a wait longer than this fails the job; default 300)\n"
 		"                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
@@ -73,13 +77,18 @@ static void usage(FILE *f)
 		"                 instruction instead of overlapping compute; the same results)\n"
 		"                 [--profile] (rank 0's kernels by time, bytes moved and FLOP/s; on GPUs\n"
 		"                 timed by CUDA events, which serializes nothing but adds two per kernel)\n"
+		"                 [--trace FILE.json] (the measured timeline of every rank: kernels,\n"
+		"                 collectives, sends and receives with arrows from each send to its\n"
+		"                 receive, a Chrome trace-event file as pcc report --trace writes)\n"
 		"                 [--init [SPEC]] [--seed N] (fill the parameters whose weights file is\n"
 		"                 absent: SPEC is PATTERN=KIND,... tried in order, KIND zeros, ones,\n"
 		"                 const:V, normal[:STD] or uniform:A, e.g. 'ln*.weight=ones,*=normal:0.02';\n"
 		"                 unmatched: a name holding bias or beta 0, a vector 1, else N(0, 0.02);\n"
 		"                 deterministic from --seed (default 0), the same on any mesh)\n"
 		"Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
-		"DIR/test_data_set_K/input_N.pb; a set holds one micro-batch or a whole step. Inputs\n"
+		"DIR/test_data_set_K/input_N.pb (or .npy); -i and --data also take FILE.npz or a DIR of\n"
+		"  .npz files (numpy.savez, an array per input by name or position), each one set; a set\n"
+		"holds one micro-batch or a whole step. Inputs\n"
 		"bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
 		"--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
 		"plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
@@ -89,6 +98,9 @@ static void usage(FILE *f)
 		"skipped, step_ms, samples, tokens, their rates, the data sets fed, each rank's kernel_ms\n"
 		"and comm_ms). --shuffle SEED: the data sets in a random order, a new one each pass over\n"
 		"them, drawn from SEED and the pass alone (the same on every rank and after --resume).\n"
+		"--eval-data DIR: held-out data (as --data), its mean loss after every K steps (default:\n"
+		"after the last) as 'eval' lines and eval_loss in --log-json; forward only where the plan\n"
+		"splits forward from backward, never an update: the training is the same bit for bit.\n"
 		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
 		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
 		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
@@ -135,6 +147,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		O_TOKEN_TYPE,
 		O_VERIFY_KEY,
 		O_LOG_JSON,
+		O_TRACE,
+		O_EVAL_DATA,
+		O_EVAL_EVERY,
 		O_SHUFFLE,
 		O_STEPS,
 		O_LOG_EVERY,
@@ -163,6 +178,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "token-type", required_argument, NULL, O_TOKEN_TYPE },
 		{ "verify-key", required_argument, NULL, O_VERIFY_KEY },
 		{ "log-json", required_argument, NULL, O_LOG_JSON },
+		{ "trace", required_argument, NULL, O_TRACE },
+		{ "eval-data", required_argument, NULL, O_EVAL_DATA },
+		{ "eval-every", required_argument, NULL, O_EVAL_EVERY },
 		{ "shuffle", required_argument, NULL, O_SHUFFLE },
 		{ "steps", required_argument, NULL, O_STEPS },
 		{ "log-every", required_argument, NULL, O_LOG_EVERY },
@@ -228,6 +246,15 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_LOG_JSON:
 			o->log_json = v;
+			break;
+		case O_TRACE:
+			o->trace = v;
+			break;
+		case O_EVAL_DATA:
+			o->eval = v;
+			break;
+		case O_EVAL_EVERY:
+			rc = parse_whole("eval-every", v, &o->eval_every);
 			break;
 		case O_SHUFFLE:
 			o->shuffle = v;
@@ -322,6 +349,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		if (!o->data)
 			return ir_errorf(-EINVAL, "--shuffle reorders the data sets of --data DIR");
 	}
+	if (o->eval_every && !o->eval)
+		return ir_errorf(-EINVAL, "--eval-every needs --eval-data DIR");
+	if (o->eval && o->in_dir)
+		return ir_errorf(-EINVAL, "--eval-data is for training runs (--data DIR or --tokens FILE)");
 	if (o->ckpt_every && !o->ckpt)
 		return ir_errorf(-EINVAL, "--checkpoint-every needs --checkpoint DIR");
 	if ((o->ckpt || o->resume) && o->in_dir)
@@ -627,6 +658,31 @@ static int overlap_stats(const struct rt *r, char *buf, size_t n)
 	return 0;
 }
 
+/* --trace: rank 0 opens the file (a bad path stops the run before its
+ * first step), then learns the ranks' clocks. 0, or -1 said already. */
+static int trace_start(struct rt *r, const struct opts *o)
+{
+	if (!o->trace)
+		return 0;
+	if (agree(r->c, rt_trace_open(r, o->trace)) < 0)
+		return -1;
+	if (rt_trace_clock(r) < 0)
+		die(r->c, r->step);
+	return 0;
+}
+
+/* --trace: the file written by rank 0 from every rank's events. */
+static int trace_end(struct rt *r, const struct opts *o)
+{
+	long events = 0;
+	if (!o->trace)
+		return 0;
+	int rc = agree(r->c, rt_trace_write(r, o->plan, &events));
+	if (rc == 0 && r->c->rank == 0)
+		printf("pcc-run: wrote the measured timeline to %s (%ld events)\n", o->trace, events);
+	return rc;
+}
+
 static int infer(struct rt *r, const struct opts *o)
 {
 	const struct plan *p = r->p;
@@ -634,12 +690,14 @@ static int infer(struct rt *r, const struct opts *o)
 	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
 	struct rt_data *d = rt_data_open(o->in_dir, p);
 	int rc = out && d ? 0 : -EINVAL;
-	if (agree(r->c, rc) < 0)
+	if (agree(r->c, rc) < 0 || (rc = trace_start(r, o)) < 0)
 		goto done;
 	double t0 = ir_now();
 	if ((rc = rt_data_next(d, &in)) < 0 || (rc = o->step(r, in)) < 0)
 		die(r->c, 0);
 	double t = ir_now() - t0;
+	if (r->trace)
+		rt_trace_step(r, t0, t0 + t);
 	if ((rc = rt_gather_outputs(r, out)) < 0)
 		die(r->c, 0);
 	if ((rc = agree(r->c, 0)) < 0) /* every rank got through its program */
@@ -658,6 +716,8 @@ static int infer(struct rt *r, const struct opts *o)
 			rt_profile_print(r, 1, stdout);
 	}
 	rc = agree(r->c, rc);
+	if (rc == 0)
+		rc = trace_end(r, o);
 done:
 	free_outputs(out, r->micro * p->noutputs);
 	ir_free(out);
@@ -762,9 +822,11 @@ static void step_size(const struct rt *r, double *samples, double *tokens)
 
 /* --log-json: rank 0 writes step s's line, with every rank's kernel and
  * communication time of the step (each rank's since its last line, sent
- * to rank 0; every rank calls this at every step). */
+ * to rank 0; every rank calls this at every step) and the evaluation's
+ * loss when one followed the step (eval_loss; NULL: none). */
 static int json_step(struct rt *r, long s, const struct opts *o, const struct ir_tensor *out, double t,
-		     const struct rt_data *data, const struct ir_lr *lr, struct ir_steplog *log, double *last)
+		     const struct rt_data *data, const struct ir_lr *lr, struct ir_steplog *log, double *last,
+		     const double *eval_loss)
 {
 	struct rt_comm *c = r->c;
 	double mine[2] = { r->t_kernel - last[0], r->t_comm - last[1] };
@@ -800,7 +862,9 @@ static int json_step(struct rt *r, long s, const struct opts *o, const struct ir
 					.nsets = e_nsets,
 					.nranks = c->size,
 					.kernel_s = k,
-					.comm_s = m };
+					.comm_s = m,
+					.evaluated = eval_loss != NULL,
+					.eval_loss = eval_loss ? *eval_loss : NAN };
 		rc = ir_steplog_write(log, &e);
 	}
 	ir_free(k);
@@ -836,6 +900,52 @@ static int checkpoint(struct rt *r, const struct opts *o, long s)
 	return rc;
 }
 
+/* --eval-data: the mean loss over every held-out set once (rank 0's;
+ * each set one micro-batch or a whole step, as --data's), after step s.
+ * Collective. The kernel and communication times and the overlap counts
+ * are the training's alone: an evaluation's are put back; it is not in
+ * the --trace timeline. */
+static void evaluate(struct rt *r, struct rt_data *ev, const struct opts *o, long s, double *loss)
+{
+	const struct plan *p = r->p;
+	struct rt saved = *r; /* the counters an evaluation would move */
+	struct rt_trace *trace = r->trace;
+	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
+	const struct ir_tensor *in;
+	int mbs, n = rt_data_pass(ev, &mbs);
+	double sum = 0, t0 = ir_now();
+	if (!out) {
+		ir_errorf(-ENOMEM, "out of memory evaluating");
+		die(r->c, s);
+	}
+	r->trace = NULL;
+	rt_data_seek(ev, 0);
+	for (int e = 0, m0 = 0; e < n; e++, m0 += r->micro) {
+		if (rt_data_next(ev, &in) < 0 || rt_eval_step(r, in) < 0 || rt_gather_outputs(r, out) < 0) {
+			ir_error_prefix("evaluating on %s", o->eval);
+			die(r->c, s);
+		}
+		for (int m = 0; m < r->micro && m0 + m < mbs && r->c->rank == 0; m++)
+			sum += ir_tensor_get_f64(&out[(size_t)m * (size_t)p->noutputs], 0);
+		free_outputs(out, r->micro * p->noutputs);
+	}
+	ir_free(out);
+	r->trace = trace;
+	r->t_kernel = saved.t_kernel;
+	r->t_comm = saved.t_comm;
+	r->t_gemm = saved.t_gemm;
+	r->n_recv = saved.n_recv;
+	r->n_early = saved.n_early;
+	r->n_coll = saved.n_coll;
+	r->n_late = saved.n_late;
+	*loss = sum / mbs;
+	if (r->c->rank == 0) {
+		printf("eval %ld/%ld  eval_loss %.6f  over %d micro-batch%s  %.4g s\n", s + 1, o->steps,
+		       isnan(*loss) ? NAN : *loss, mbs, mbs == 1 ? "" : "es", ir_now() - t0);
+		fflush(stdout);
+	}
+}
+
 static int train(struct rt *r, const struct opts *o, const char *model)
 {
 	const struct plan *p = r->p;
@@ -843,7 +953,10 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	char what[4300];
 	struct ir_tensor *out = ir_calloc((size_t)r->micro * (size_t)p->noutputs + 1, sizeof *out);
 	struct rt_data *d = o->tokens ? rt_data_open_tokens(o->tokens, o->token_type, p) : rt_data_open(o->data, p);
-	int rc = out && d ? 0 : -EINVAL;
+	struct rt_data *ev = d && o->eval ? rt_data_open(o->eval, p) : NULL;
+	int rc = out && d && (ev || !o->eval) ? 0 : -EINVAL;
+	if (rc < 0 && d && o->eval && !ev)
+		ir_error_prefix("--eval-data %s", o->eval);
 	if (rc == 0 && o->shuffle)
 		rc = rt_data_shuffle(d, o->shuffle_seed);
 	long every = o->log_every ? o->log_every : o->steps <= 20 ? 1 : o->steps / 10;
@@ -891,6 +1004,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		rc = -1;
 		goto done;
 	}
+	if ((rc = trace_start(r, o)) < 0)
+		goto done;
 	double t_all = ir_now();
 	long first = r->step;
 	for (long s = r->step; s < o->steps; s++) {
@@ -904,6 +1019,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		if (o->step(r, in) < 0)
 			die(r->c, s);
 		double t = ir_now() - t0;
+		if (r->trace)
+			rt_trace_step(r, t0, t0 + t);
 		if (rt_gather_outputs(r, out) < 0)
 			die(r->c, s);
 		r->step++;
@@ -914,8 +1031,12 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		}
 		if (r->c->rank == 0 && (s % every == 0 || s == o->steps - 1))
 			log_step(r, s, o, out, t);
-		if (o->log_json &&
-		    (rc = agree(r->c, json_step(r, s, o, out, t, d, has_lr ? &lr : NULL, log, last))) < 0) {
+		double eval_loss = NAN;
+		bool eval = ev && ((o->eval_every && r->step % o->eval_every == 0) || s == o->steps - 1);
+		if (eval)
+			evaluate(r, ev, o, s, &eval_loss);
+		if (o->log_json && (rc = agree(r->c, json_step(r, s, o, out, t, d, has_lr ? &lr : NULL, log, last,
+							       eval ? &eval_loss : NULL))) < 0) {
 			free_outputs(out, r->micro * p->noutputs);
 			goto done;
 		}
@@ -935,6 +1056,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		fallback_line(r);
 	if (r->c->rank == 0 && o->profile)
 		rt_profile_print(r, o->steps - first, stdout);
+	if ((rc = trace_end(r, o)) < 0)
+		goto done;
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
 	if (rc == -EIO) /* another rank failed; it said so */
 		goto done;
@@ -948,6 +1071,7 @@ done:
 	}
 	ir_free(out);
 	rt_data_close(d);
+	rt_data_close(ev);
 	return rc;
 }
 
@@ -1002,6 +1126,7 @@ int rt_main(int argc, char **argv, rt_step_fn step)
 	rc = load(&r, &o, &p, &c);
 	if (rc == 0)
 		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
+	rt_trace_close(&r);
 	rt_overlap_release(&r);
 	rt_release(&r);
 	rt_fill_release(&o.fill);

@@ -6,7 +6,8 @@
  * part. Output slices are saved when the part writing them ends, before a
  * later micro-batch can overwrite them. The step is a fixed list of
  * segments (rt.h), so the receives and collectives that overlap compute
- * (exec.c) are worked out once over it.
+ * (exec.c) are worked out once over it. An evaluation step (pcc-run
+ * --eval-data) runs the same segments but the per-step one.
  */
 #include <errno.h>
 #include <string.h>
@@ -51,11 +52,14 @@ static int save(struct rt *r, int part)
 static int run_part(struct rt *r, const struct rt_seg *s)
 {
 	r->mb = s->mb;
+	double t0 = r->trace ? ir_now() : 0;
 	int rc = rt_run(r, s);
 	if (rc == 0)
 		rc = rt_overlap_at(r, s->pos + 1 + s->hi - s->lo);
 	if (rc == 0)
 		rc = save(r, s->part);
+	if (rc == 0 && r->trace)
+		rt_trace_part(r, s, t0, ir_now());
 	if (rc < 0 && s->part < 2)
 		ir_error_prefix("micro-batch %d", s->mb);
 	return rc;
@@ -115,5 +119,92 @@ int rt_step(struct rt *r, const struct ir_tensor *inputs)
 		rc = rt_gpu_finish(r);
 	if (rc == 0)
 		rc = r->c->ops->flush(r->c);
+	return rc;
+}
+
+/* Whether the loss (output 0) comes out of the forward parts on every
+ * device that writes it (a replica's copy is not gathered: part -1): a
+ * pipelined plan's evaluation then runs the forward parts alone. */
+static bool loss_in_forward(const struct rt *r)
+{
+	const struct plan *p = r->p;
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		if (!d->nfwd)
+			return false;
+		for (int b = 0; b < d->nbuf; b++)
+			if (d->buf[b].bind == PLAN_BIND_OUTPUT && d->buf[b].index == 0 && r->part[dev][b] > 0)
+				return false;
+	}
+	return true;
+}
+
+/* The parameter and state buffers the per-micro-batch part writes (a
+ * training-mode BatchNorm's running statistics, updated as it runs):
+ * copied to or from keep (NULL: their bytes in *n), every slot; on a GPU
+ * through the host's copy. */
+static int kept(struct rt *r, uint8_t *keep, bool back, size_t *n)
+{
+	const struct plan_device *d = r->d;
+	int first = plan_step_first(d), rc = 0, mb = r->mb;
+	uint8_t *w = ir_calloc((size_t)d->nbuf + 1, 1);
+	if (!w)
+		return ir_errorf(-ENOMEM, "out of memory evaluating");
+	for (int i = 0; i < first; i++)
+		for (int j = 0; j < d->instr[i].nout; j++) {
+			int b = d->args[d->instr[i].arg + d->instr[i].nin + j];
+			w[b] = d->buf[b].bind == PLAN_BIND_PARAM || d->buf[b].bind == PLAN_BIND_STATE;
+		}
+	*n = 0;
+	for (int b = 0; b < d->nbuf && rc == 0; b++)
+		for (int k = 0; w[b] && k < plan_buffer_slots(&d->buf[b]) && rc == 0; k++) {
+			size_t bytes = (size_t)d->buf[b].bytes;
+			r->mb = k;
+			if (keep && !back && r->gpu)
+				rc = rt_gpu_get(r, &d->buf[b]);
+			if (keep && rc == 0)
+				memcpy(back ? rt_buf(r, &d->buf[b]) : keep + *n,
+				       back ? keep + *n : rt_buf(r, &d->buf[b]), bytes);
+			if (keep && back && r->gpu && rc == 0)
+				rc = rt_gpu_put(r, &d->buf[b]);
+			*n += bytes;
+		}
+	r->mb = mb;
+	ir_free(w);
+	return rc;
+}
+
+int rt_eval_step(struct rt *r, const struct ir_tensor *inputs)
+{
+	const struct plan *p = r->p;
+	int rc = r->seg ? 0 : segments(r);
+	size_t n = 0;
+	uint8_t *keep = NULL;
+	if (rc == 0 && (rc = kept(r, NULL, false, &n)) == 0 && n) {
+		rc = (keep = ir_malloc(n)) ? kept(r, keep, false, &n) : ir_errorf(-ENOMEM, "out of memory evaluating");
+	}
+	bool fwd = loss_in_forward(r);
+	struct rt_overlap *ov = r->ov; /* worked out for the training step's order */
+	r->ov = NULL;
+	for (int k = 0; k < r->nseg - 1 && rc == 0; k++) {
+		const struct rt_seg *s = &r->seg[k];
+		if (fwd && s->part != 0)
+			continue;
+		r->mb = s->mb;
+		if (s->feed)
+			rc = feed(r, inputs + (size_t)s->mb * (size_t)p->ninputs);
+		if (rc == 0)
+			rc = run_part(r, s);
+	}
+	r->ov = ov;
+	if (rc == 0 && r->gpu)
+		rc = rt_gpu_finish(r);
+	if (rc == 0)
+		rc = r->c->ops->flush(r->c);
+	if (rc == 0 && keep)
+		rc = kept(r, keep, true, &n);
+	if (rc == 0 && keep && r->gpu)
+		rc = rt_gpu_finish(r);
+	ir_free(keep);
 	return rc;
 }

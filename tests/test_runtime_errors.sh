@@ -339,9 +339,9 @@ refuse "an input holding fewer values than its shape: named" 2 "$tmp/short/input
 	"$tmp/i2.bin" -i "$tmp/short" -o "$tmp/never"
 refuse "an input that is not a TensorProto: named" 2 "$tmp/garbage/input_0.pb: not a valid TensorProto" \
 	"$tmp/i2.bin" -i "$tmp/garbage" -o "$tmp/never"
-refuse "inference: an empty data directory: the layout named" 2 "$tmp/empty: no input_0.pb (or .npy) and no test_data_set_0" \
+refuse "inference: an empty data directory: the layout named" 2 "$tmp/empty: no input_0.pb (or .npy), no test_data_set_0" \
 	"$tmp/i2.bin" -i "$tmp/empty" -o "$tmp/never"
-refuse "training: a missing data directory: the layout named" 2 "$tmp/nowhere: no input_0.pb (or .npy) and no test_data_set_0" \
+refuse "training: a missing data directory: the layout named" 2 "$tmp/nowhere: no input_0.pb (or .npy), no test_data_set_0" \
 	"$tmp/t2.bin" --data "$tmp/nowhere" --save-onnx "$tmp/never.onnx"
 # labels: the plan records the labels input and the class count (64)
 refuse "gpt training: a label outside the classes (70 of 64): file, element, value and range named" 2 \

@@ -49,7 +49,7 @@ bad "loss spec naming a missing value" 'no value named \"logits\"' "$m/model.onn
 bad "labels of the wrong dtype" 'input \"target\" expects i64\[4\] (integer class indices), got f32\[4,8\]' "$m/model.onnx" -i "$m/test_data_set_0" --loss cross_entropy:y,target
 misuse "unknown optimizer" "unknown optimizer 'rmsprop'" "$m/model.onnx" -i "$m/test_data_set_0" --optimizer rmsprop
 bad "unknown loss kind" "unknown loss 'hinge'" "$m/model.onnx" -i "$m/test_data_set_0" --loss hinge:y,target
-bad "missing data directory" "no input_0.pb (or .npy) and no test_data_set_0" "$m/model.onnx" -i "$tmp/nowhere" --loss mse:y,target
+bad "missing data directory" "no input_0.pb (or .npy), no test_data_set_0/ (backend-test layout) and no .npz files" "$m/model.onnx" -i "$tmp/nowhere" --loss mse:y,target
 bad "everything frozen" "no parameter to train" "$m/model.onnx" -i "$m/test_data_set_0" --loss mse:y,target --freeze '*'
 # --const: mlp_loss's target bound as a constant from the data set trains
 # step for step as with the target read from it (the set's input_1.pb,
