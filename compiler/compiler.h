@@ -582,8 +582,17 @@ struct inter_opts {
 	int nrefused;
 	int recompute; /* training: -1 searched per stage (default), 0 never, 1 every
 			* stage recomputes its activations (activation checkpointing) */
+	/* What the searches of one compile share (NULL: none): every micro-
+	 * batch size's layer costs, which do not depend on the stages refused,
+	 * so a search run again after lowering refused a stage solves no
+	 * layer a search before it solved. */
+	struct inter_cache *cache;
 };
 void inter_opts_init(struct inter_opts *o);
+/* An empty cache for inter_opts.cache (NULL: out of memory); freed with
+ * inter_cache_free (NULL: nothing). */
+struct inter_cache *inter_cache_new(void);
+void inter_cache_free(struct inter_cache *c);
 
 /* A stage of a chosen plan that lowering (compile_lower) could not fit in
  * the memory limit: its layers on its mesh, at that micro-batch size with

@@ -45,6 +45,89 @@ void inter_opts_init(struct inter_opts *o)
 	o->recompute = -1;
 }
 
+/* ---- the layer costs of each micro-batch size, kept across searches ---------- */
+
+struct inter_cache_entry {
+	int64_t b;
+	int m, L, ncfg;
+	struct inter_layer_cost *cost; /* [L * ncfg], then the lean ones in training */
+	size_t ncost;                  /* entries of cost */
+	struct inter_step_mem real;
+};
+
+struct inter_cache {
+	struct inter_cache_entry *e;
+	int n;
+};
+
+struct inter_cache *inter_cache_new(void)
+{
+	return ir_calloc(1, sizeof(struct inter_cache));
+}
+
+void inter_cache_free(struct inter_cache *c)
+{
+	for (int i = 0; c && i < c->n; i++) {
+		ir_free(c->e[i].cost);
+		inter_step_mem_free(&c->e[i].real);
+	}
+	if (c)
+		ir_free(c->e);
+	ir_free(c);
+}
+
+static const struct inter_cache_entry *cache_find(const struct inter_cache *c, int64_t b, int m, int L, int ncfg)
+{
+	for (int i = 0; c && i < c->n; i++)
+		if (c->e[i].b == b && c->e[i].m == m && c->e[i].L == L && c->e[i].ncfg == ncfg)
+			return &c->e[i];
+	return NULL;
+}
+
+/* A copy of real's arrays (nlayers of each) into d. */
+static int step_mem_copy(const struct inter_step_mem *real, struct inter_step_mem *d)
+{
+	memset(d, 0, sizeof *d);
+	if (real->nlayers == 0)
+		return 0;
+	size_t n = (size_t)real->nlayers;
+	double *a = ir_malloc(sizeof *a * n * 7);
+	if (!a)
+		return -ENOMEM;
+	const double *src[7] = {
+		real->own, real->cross, real->work, real->model, real->upd, real->state, real->shared
+	};
+	double **dst[7] = { &d->own, &d->cross, &d->work, &d->model, &d->upd, &d->state, &d->shared };
+	for (int k = 0; k < 7; k++) {
+		memcpy(a + k * n, src[k], sizeof *a * n);
+		*dst[k] = a + k * n;
+	}
+	d->nlayers = real->nlayers;
+	return 0;
+}
+
+/* Keeps a copy of one size's costs (best effort: a cache that cannot grow
+ * only solves again later). */
+static void cache_keep(struct inter_cache *c, int64_t b, int m, int L, int ncfg, const struct inter_layer_cost *cost,
+		       size_t ncost, const struct inter_step_mem *real)
+{
+	if (!c || cache_find(c, b, m, L, ncfg))
+		return;
+	struct inter_cache_entry *ne = ir_realloc(c->e, sizeof *ne * ((size_t)c->n + 1)), e = { .b = b, .m = m, .L = L, .ncfg = ncfg };
+	if (!ne)
+		return;
+	c->e = ne;
+	e.ncost = ncost;
+	if (!(e.cost = ir_malloc(sizeof *e.cost * (ncost + 1))))
+		return;
+	memcpy(e.cost, cost, sizeof *e.cost * ncost);
+	if (step_mem_copy(real, &e.real) < 0) {
+		ir_free(e.cost);
+		return;
+	}
+	c->e[c->n++] = e;
+}
+
 void inter_plan_free(struct inter_plan *p)
 {
 	ir_free(p->stages);
@@ -706,11 +789,20 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 	double *xf = ir_malloc(sizeof *xf * (size_t)L * (size_t)ms->nmesh);
 	if (!cost || !t || !xf)
 		rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
-	if (rc == 0)
-		rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, NULL, cost, lean, &nsolved);
 	struct inter_step_mem real = { 0 };
-	if (rc == 0 && env->train && o->lowered_memory)
-		rc = inter_step_measure(env, o, b, m, g, &cl, &real);
+	const struct inter_cache_entry *kept = rc == 0 ? cache_find(o->cache, b, m, L, ms->ncfg) : NULL;
+	if (kept) { /* solved by a search before this one */
+		memcpy(cost, kept->cost, sizeof *cost * kept->ncost);
+		if (step_mem_copy(&kept->real, &real) < 0)
+			rc = ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
+	} else {
+		if (rc == 0)
+			rc = inter_layer_costs(env, g, &cl, ms->ncfg, ms->cfg, m, NULL, cost, lean, &nsolved);
+		if (rc == 0 && env->train && o->lowered_memory)
+			rc = inter_step_measure(env, o, b, m, g, &cl, &real);
+		if (rc == 0)
+			cache_keep(o->cache, b, m, L, ms->ncfg, cost, ncost * (env->train ? 2 : 1), &real);
+	}
 	struct search s = { .env = env,
 			    .c = env->c,
 			    .cl = &cl,

@@ -950,6 +950,7 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		train_summary(a, &pl, o.static_batch, &to);
 	struct plan *lowered = NULL;
 	struct inter_refused *refused = NULL;
+	o.cache = inter_cache_new(); /* NULL: every search solves its layers */
 	for (;;) {
 		pl.imp.updates = false; /* the search weighs the model as given */
 		if ((rc = inter_pass(c, &o, &p)) < 0) {
@@ -985,6 +986,8 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 		inter_plan_free(&p);
 	}
 	progress_end();
+	inter_cache_free(o.cache);
+	o.cache = NULL;
 	if (rc < 0) {
 		ir_free(refused);
 		return rc;
