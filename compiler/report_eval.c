@@ -13,8 +13,10 @@
  *    memory; on a GPT layer this is Korthikanti et al.'s 32sbh + 2as^2b
  *    bytes (their 34sbh + 5as^2b without dropout);
  *  - stages: contiguous node ranges cut only where a single activation is
- *    live (layer boundaries), balanced by a DP that minimizes the slowest
- *    stage; the activation crossing a cut is sent to the next stage.
+ *    live (layer boundaries), balanced by the automatic planner's stage DP
+ *    (solvers/stage_dp.c) held to the plan's stage count, which minimizes
+ *    the slowest stage; the activation crossing a cut is sent to the next
+ *    stage.
  * Then the schedule gives the pipeline time, the data-parallel gradient
  * synchronization overlaps the last micro-batch's backward, the optimizer
  * update is memory-bound, and memory per device adds training state
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "compiler/report_internal.h"
+#include "solvers/solvers.h"
 
 struct eval {
 	const struct ir_graph *g;
@@ -260,62 +263,51 @@ static double range_time(const struct eval *e, const double *pre, int a, int b)
 	return pre[b] - pre[a];
 }
 
-/* Splits the node range into s contiguous chunks at candidate cuts,
- * minimizing the slowest chunk; bounds[0..s]. Falls back to every position
- * when there are too few layer boundaries. */
+/* Splits the node range into s contiguous chunks at the layer boundaries
+ * with the stage DP (solvers/stage_dp.c): the layers are its layers, every
+ * chunk is a stage on a sub-mesh of one device, s devices in all. The
+ * chunks' forward times add up to the same whole whatever the split, so
+ * the DP's step time, sum + (B - 1) x slowest, is least where the slowest
+ * chunk is (B at least 2 for that). bounds[0..s]. As in the automatic
+ * planner, a chunk holds at least one layer (a piece between two cuts). */
 static int partition(struct eval *e, int s, const double *pre, int *bounds)
 {
-	int *cand = e->cand, nc = e->ncand;
-	int *all = NULL;
-	if (nc - 1 < s) {
-		all = ir_malloc(((size_t)e->nn + 1) * sizeof *all);
-		if (!all)
-			return ir_errorf(-ENOMEM, "out of memory");
-		for (int k = 0; k <= e->nn; k++)
-			all[k] = k;
-		cand = all;
-		nc = e->nn + 1;
-		if (nc - 1 < s) {
-			ir_free(all);
-			return ir_errorf(-EINVAL, "the model has %d ops, too few for %d pipeline stages", e->nn, s);
-		}
-	}
-	double *f = ir_malloc((size_t)(s + 1) * nc * sizeof *f);
-	int *arg = ir_malloc((size_t)(s + 1) * nc * sizeof *arg);
-	if (!f || !arg) {
-		ir_free(f);
-		ir_free(arg);
-		ir_free(all);
+	const int *cand = e->cand, nc = e->ncand;
+	const struct report_plan *p = e->p;
+	if (nc - 1 < s)
+		return ir_errorf(-EINVAL,
+				 "plan pp=%d%s: %d pipeline chunks, but the model splits into at most %d pieces "
+				 "(cuts fall where one activation is live); a chunk holds at least one piece",
+				 p->pp, s > p->pp ? " with interleaving" : "", s, nc - 1);
+	int L = nc - 1, one = 1, rc;
+	double *t = ir_malloc((size_t)L * L * sizeof *t);
+	if (!t)
 		return ir_errorf(-ENOMEM, "out of memory");
+	for (int l = 0; l < L; l++)
+		for (int r = 0; r < L; r++)
+			t[(size_t)l * L + r] = r < l ? INFINITY : range_time(e, pre, cand[l], cand[r + 1]);
+	struct stage_dp_problem q = {
+		.nlayers = L,
+		.nmeshes = 1,
+		.mesh_devices = &one,
+		.nconfigs = 1,
+		.ndevices = s,
+		.nmicro = e->r->mb > 1 ? e->r->mb : 2,
+		.t = t,
+		.max_stages = s,
+		.min_stages = s,
+	};
+	struct stage_dp_result res;
+	if ((rc = stage_dp_solve(&q, &res)) < 0) {
+		rc = ir_errorf(rc, "%s", shard_error());
+	} else {
+		for (int k = 0; k < s; k++)
+			bounds[k] = cand[res.stages[k].first];
+		bounds[s] = e->nn;
 	}
-	/* f[k][j]: least max-chunk time covering cand[0..j] with k chunks */
-	for (int k = 0; k <= s; k++)
-		for (int j = 0; j < nc; j++)
-			f[k * nc + j] = INFINITY;
-	f[0] = 0;
-	for (int k = 1; k <= s; k++)
-		for (int j = k; j < nc; j++)
-			for (int i = k - 1; i < j; i++) {
-				double prev = f[(k - 1) * nc + i];
-				if (prev == INFINITY)
-					continue;
-				double t = range_time(e, pre, cand[i], cand[j]);
-				double v = t > prev ? t : prev;
-				if (v < f[k * nc + j]) {
-					f[k * nc + j] = v;
-					arg[k * nc + j] = i;
-				}
-			}
-	int j = nc - 1;
-	for (int k = s; k >= 1; k--) {
-		bounds[k] = cand[j];
-		j = arg[k * nc + j];
-	}
-	bounds[0] = 0;
-	ir_free(f);
-	ir_free(arg);
-	ir_free(all);
-	return 0;
+	stage_dp_result_free(&res);
+	ir_free(t);
+	return rc;
 }
 
 static void tp_range(const struct eval *e, int a, int b, struct report_stage *st)

@@ -209,6 +209,7 @@ struct dp {
 	const struct stage_dp_problem *p;
 	int L, M, C, D, S;
 	int lo;                     /* the fewest stages a plan may have */
+	int dmin, dmax;             /* the smallest and largest sub-mesh's devices */
 	double *lat;                /* [L][L][M][C]: stage_lat, INFINITY when unavailable */
 	unsigned char *fit;         /* [L][L][M][C][S]: fits with `after` stages after; NULL: all fit */
 	double *f;                  /* [S+1][L+1][D+1]: F(s, l, d) for the current bound */
@@ -232,6 +233,11 @@ static int dp_init(struct dp *w, const struct stage_dp_problem *p, int S)
 	w->f = malloc(sizeof *w->f * nf);
 	w->arg = malloc(sizeof *w->arg * nf);
 	w->cur = malloc(sizeof *w->cur * (size_t)S);
+	w->dmin = w->dmax = p->mesh_devices[0];
+	for (int m = 1; m < w->M; m++) {
+		w->dmin = p->mesh_devices[m] < w->dmin ? p->mesh_devices[m] : w->dmin;
+		w->dmax = p->mesh_devices[m] > w->dmax ? p->mesh_devices[m] : w->dmax;
+	}
 	if (p->fits)
 		w->fit = calloc(nlat * (size_t)S, 1);
 	if (!w->lat || !w->f || !w->arg || !w->cur || (p->fits && !w->fit))
@@ -281,18 +287,24 @@ static bool dp_run(struct dp *w, double tm, bool memory, double *sum)
 	for (size_t i = 0, nf = fidx(w, w->S + 1, 0, 0); i < nf; i++)
 		w->f[i] = INFINITY;
 	w->f[fidx(w, 0, L, 0)] = 0;
+	/* F(s, l, .) is read only where the stages before l can number
+	 * lo - s or more, one layer each at least: l >= lo - s */
 	for (int s = 1; s <= w->S; s++)
-		for (int l = 0; l <= L - s; l++)
+		for (int l = w->lo > s ? w->lo - s : 0; l <= L - s; l++)
 			for (int r = s == 1 ? L - 1 : l; r <= L - s; r++)
 				for (int m = 0; m < M; m++) {
 					double t = best_config(w, l, r, m, s - 1, tm, memory, &c);
 					if (t > tm)
 						continue;
+					/* F(s - 1, ..., d') is finite only for the d' that
+					 * s - 1 sub-meshes can make up */
 					int dev = w->p->mesh_devices[m];
+					long long lo = dev + (long long)(s - 1) * w->dmin;
+					long long hi = dev + (long long)(s - 1) * w->dmax;
 					const double *next = w->f + fidx(w, s - 1, r + 1, 0);
 					double *f = w->f + fidx(w, s, l, 0);
 					int *arg = w->arg + fidx(w, s, l, 0);
-					for (int d = dev; d <= D; d++)
+					for (long long d = lo; d <= D && d <= hi; d++)
 						if (t + next[d - dev] < f[d]) {
 							f[d] = t + next[d - dev];
 							arg[d] = r * M + m;

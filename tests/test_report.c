@@ -397,6 +397,13 @@ static void test_errors(void)
 	TAP_OK(run(m, "2x8:a100-80g", "schedule=interleaved", 0, &r) == -EINVAL && has("pp > 1"),
 	       "interleaved without pipeline: %s", ir_error());
 	TAP_OK(run(m, "2x8:a100-80g", "tp=3", 0, &r) == -EINVAL && has("tp=3"), "tp=3 on nodes of 8: %s", ir_error());
+	/* 12 decoder layers cut into 48 pieces: 64 stages would split pieces */
+	TAP_OK(run(m, "8x8:a100-80g", "pp=64", 0, &r) == -EINVAL && has("pp=64") && has("64 pipeline chunks") &&
+		       has("48 pieces"),
+	       "more stages than layers: %s", ir_error());
+	TAP_OK(run(m, "4x8:a100-80g", "pp=16,schedule=interleaved,v=4", 0, &r) == -EINVAL && has("interleaving") &&
+		       has("64 pipeline chunks"),
+	       "more interleaved chunks than layers: %s", ir_error());
 	TAP_OK(run("/nonexistent.onnx", "2x8:a100-80g", "dp=2", 0, &r) < 0 && has("/nonexistent.onnx"),
 	       "missing model: %s", ir_error());
 }
