@@ -466,8 +466,10 @@ static int lower_training(const struct compile_input *in, struct ir_graph *g, st
 				continue;
 			double tighter = lim * *mem / arena * 0.98;
 			char a[IR_BYTES_STRLEN], l[IR_BYTES_STRLEN];
-			progress_phase(1, "lowering: stage %d again, its arena %s over the %s allowed", s,
-				       ir_bytes_str(arena, a), ir_bytes_str(*mem, l));
+			char sp[IR_BYTES_STRLEN];
+			progress_phase(
+				1, "lowering: stage %d again, its arena %s over the %s allowed (its solve counted %s)",
+				s, ir_bytes_str(arena, a), ir_bytes_str(*mem, l), ir_bytes_str(x.r[s].mem_peak, sp));
 			stage_resolve(&x, s);
 			rc = train_stage(in, &ts, (const int(*)[2])ties, s, stage_slots(ip, order, s), tighter, &x.g[s],
 					 &x.src[s], &x.r[s]);

@@ -36,7 +36,7 @@ struct args {
 	const char *model, *in_dir, *out_dir;
 	const char *cluster, *calib;
 	long long batch;
-	bool json, explain, stage_only, train, print_ir;
+	bool json, explain, stage_only, train, print_ir, time_passes;
 	bool quiet; /* -q: no progress on stderr */
 	int mesh0, mesh1;
 	int micro, layers, stages;
@@ -102,7 +102,8 @@ static const struct cli_usage compile_usage = {
 	.synopsis =
 		"       pcc MODEL --cluster C [--batch B] [--train [--optim O] [STEP OPTIONS]] [--micro-batches M]\n"
 		"                 [--layers L] [--stages P] [--mesh N0xN1] [--memory-limit SIZE] [--time-limit S]\n"
-		"                 [--recompute auto|on|off] [--calib FILE] [--explain | --json] [-q] [--dim NAME=VALUE]...\n"
+		"                 [--recompute auto|on|off] [--calib FILE] [--explain | --json] [--time-passes] [-q]\n"
+		"                 [--dim NAME=VALUE]...\n"
 		"                 [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
 		"                 [--dump-after=fusion] [--sign-key KEY] | -o PLAN.txt]\n"
@@ -119,6 +120,8 @@ static const struct cli_usage compile_usage = {
 		   "  --mesh N0xN1 the automatic plan's every stage runs on an N0xN1 logical mesh of\n"
 		   "           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
 		   "  -q       no progress on stderr (shown after 2 s: phase, work done, best step time)\n"
+		   "  --time-passes  after the compile, a table on stderr of wall and CPU seconds per\n"
+		   "           phase (search, the stages' sharding, instructions, codegen, writing)\n"
 		   "  --recompute  training: auto (default) lets the search choose per stage whether\n"
 		   "           its backward pass recomputes each layer's activations from the layer's\n"
 		   "           input instead of keeping them (activation checkpointing); on and off force it\n"
@@ -252,6 +255,7 @@ static int parse_size(const char *opt, const char *s, double *out)
 enum {
 	O_JSON = 256,
 	O_EXPLAIN,
+	O_TIME_PASSES,
 	O_STAGE_ONLY,
 	O_TRAIN,
 	O_PRINT_IR,
@@ -305,6 +309,7 @@ static const struct opt_def {
 	{ "recompute", required_argument, O_RECOMPUTE, C_COMPILE },
 	{ "calib", required_argument, O_CALIB, C_COMPILE },
 	{ "explain", no_argument, O_EXPLAIN, C_COMPILE },
+	{ "time-passes", no_argument, O_TIME_PASSES, C_COMPILE },
 	{ "stage-only", no_argument, O_STAGE_ONLY, C_COMPILE },
 	{ "print-ir", no_argument, O_PRINT_IR, C_COMPILE },
 	{ "host-cpu", required_argument, O_HOST_CPU, C_COMPILE },
@@ -343,6 +348,9 @@ static int parse_option(struct args *a, int c, const char *opt, const char *v)
 		break;
 	case O_JSON:
 		a->json = true;
+		break;
+	case O_TIME_PASSES:
+		a->time_passes = true;
 		break;
 	case O_EXPLAIN:
 		a->explain = true;
@@ -883,6 +891,8 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	int rc;
 	inter_opts_init(&o);
 	progress_init(a->quiet);
+	if (a->time_passes)
+		progress_time_passes();
 	o.train = a->train;
 	o.batch = a->batch;
 	o.micro = a->micro;
@@ -1020,6 +1030,8 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	json_decref(js);
 	inter_plan_free(&p);
 	ir_free(refused);
+	if (rc == 0)
+		progress_time_print(stderr);
 	return rc;
 }
 

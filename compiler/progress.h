@@ -9,6 +9,7 @@
 #define PCC_PROGRESS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 /* Starts the clock; quiet (-q) or PCC_PROGRESS=0: nothing shows. */
 void progress_init(bool quiet);
@@ -24,5 +25,11 @@ void progress_best(double step_s);
 void progress_clear(void);
 /* The work is over: the line erased, nothing more shows. */
 void progress_end(void);
+/* --time-passes: from now on, wall and CPU time per kind of phase (a
+ * phase's name up to a '(', ';' or path, its numbers as N), silent
+ * or not ... */
+void progress_time_passes(void);
+/* ... printed as a table to f (nothing when not asked for). */
+void progress_time_print(FILE *f);
 
 #endif
