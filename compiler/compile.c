@@ -220,6 +220,7 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	o.n0 = x->n0;
 	o.n1 = x->n1;
 	o.mem_limit = mem_limit;
+	o.step_dtypes = true;
 	o.cal = in->opts->cal;
 	if (in->opts->time_limit > 0)
 		o.time_limit = in->opts->time_limit;

@@ -55,7 +55,7 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 		cost_calib_init(&env->cal);
 	env->prec = o->prec >= 0 ? (enum cost_prec)o->prec : cost_default_prec(&env->dev);
 	bool mixed = env->prec == COST_PREC_BF16 || env->prec == COST_PREC_F16 || env->prec == COST_PREC_FP8;
-	env->elem_bytes = mixed ? 2 : 0;
+	env->elem_bytes = mixed && !o->step_dtypes ? 2 : 0;
 	env->train = o->train;
 	env->zero = o->train && o->zero;
 	env->step_share = o->step_share > 0 ? o->step_share : 1;
