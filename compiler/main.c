@@ -774,8 +774,14 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 		return rc;
 	}
 	progress_phase(0, "writing %s", a->out_dir);
+	int64_t peak = 0;
+	int ndevices = p->ndevices, nkernels = p->nkernels;
+	for (int i = 0; i < p->ndevices; i++)
+		peak = p->devices[i].arena_bytes > peak ? p->devices[i].arena_bytes : peak;
 	const struct plan_key *key = a->sign_key ? &sign_key : NULL;
-	if ((rc = plan_write_signed(p, a->out_dir, key)) == 0) {
+	rc = plan_write_signed(p, a->out_dir, key);
+	plan_free(p); /* before the copy read back: one plan in memory at a time */
+	if (rc == 0) {
 		if (!(back = plan_read_verified(a->out_dir, key)))
 			rc = -EIO;
 		else if ((rc = plan_verify(back)) < 0)
@@ -784,19 +790,15 @@ static int write_plan(const struct args *a, const struct cost_cluster *c, struct
 	}
 	progress_end();
 	if (rc == 0) {
-		int64_t peak = 0;
-		for (int i = 0; i < p->ndevices; i++)
-			peak = p->devices[i].arena_bytes > peak ? p->devices[i].arena_bytes : peak;
 		if (js)
 			json_object_set_new(js, "output",
 					    json_pack("{s:s, s:s, s:i, s:i, s:I}", "path", a->out_dir, "form", "plan",
-						      "devices", p->ndevices, "kernels", p->nkernels,
-						      "peak_arena_bytes", (json_int_t)peak));
+						      "devices", ndevices, "kernels", nkernels, "peak_arena_bytes",
+						      (json_int_t)peak));
 		else
 			printf("wrote %s: %d devices, %d kernels, peak %.3f MiB per device (arena)\n", a->out_dir,
-			       p->ndevices, p->nkernels, (double)peak / (1 << 20));
+			       ndevices, nkernels, (double)peak / (1 << 20));
 	}
-	plan_free(p);
 	return rc;
 }
 

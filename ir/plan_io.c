@@ -72,6 +72,7 @@ static void scratch_free(struct scratch *s)
 	for (size_t i = 0; i < s->n; i++)
 		ir_free(s->p[i]);
 	ir_free(s->p);
+	*s = (struct scratch){ 0 };
 }
 
 /* n message structs ms[] and the array of pointers to them ps[] */
@@ -336,6 +337,7 @@ int plan_pack(const struct plan *p, uint8_t **out, size_t *n)
 	if (!(content = ir_malloc(clen)))
 		goto nomem;
 	pcc__plan__pack(&m, content);
+	scratch_free(&s); /* the message structs, before the file's copy of content */
 	f.format_version = PLAN_FORMAT_VERSION;
 	f.content.len = clen;
 	f.content.data = content;
