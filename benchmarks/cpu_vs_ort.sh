@@ -8,7 +8,7 @@
 # Environment (defaults in brackets):
 #   ZOO=/tmp/pcc-zoo   models as benchmarks/zoo_export.py writes them (made
 #                      by it when a model is absent: needs python3-torch)
-#   MODELS="gpt2 bert vit resnet18 mobilenet"
+#   MODELS="gpt2 bert llama vit whisper resnet18 mobilenet convnext"
 #   RUNS=5             processes per configuration, pcc and ORT interleaved
 #   REPS=10            inference steps timed inside each process after a warm-up
 #   THREADS="1 2"      thread counts: pcc-run --threads, ORT intra_op_num_threads
@@ -17,7 +17,11 @@
 # Times are per step: pcc's are benchmarks/codegen_run.c's (pcc-run's program
 # with the step repeated, inputs loaded; BUILD_DIR/benchmarks/codegen_run), ORT's benchmarks/codegen_ort.py's
 # (InferenceSession.run after a warm-up); each cell the median over RUNS
-# processes of each process's median. pcc's outputs are checked against
+# processes of each process's median, and the minimum over all steps
+# timed (on a shared machine the medians measure the load as much as
+# the runtimes; the minimum is a step that ran undisturbed). Both time the
+# step alone: process start, plan or session load and the warm-up step
+# are outside. pcc's outputs are checked against
 # ORT's with pb_cmp --rtol 1e-3 --atol 1e-4. Compile times are wall
 # seconds of one `pcc MODEL --cluster cpu:N -o PLAN`.
 set -euo pipefail
@@ -26,7 +30,7 @@ root=$(dirname "$here")
 build=$(cd "${1:-$root/build}" && pwd)
 out=${2:-}
 ZOO=${ZOO:-/tmp/pcc-zoo}
-MODELS=${MODELS-gpt2 bert vit resnet18 mobilenet}
+MODELS=${MODELS-gpt2 bert llama vit whisper resnet18 mobilenet convnext}
 RUNS=${RUNS:-5}
 REPS=${REPS:-10}
 THREADS=${THREADS-1 2}
@@ -63,24 +67,27 @@ for m in $MODELS; do
 	c4=$(secs "$pcc" "$dir/model.onnx" --cluster cpu:4 -o "$tmp/$m.c4.bin")
 	if ! "$pcc" "$dir/model.onnx" --cluster cpu:1 -o "$plan" >"$tmp/$m.pcc" 2>&1; then
 		cat "$tmp/$m.pcc" >&2
-		rows+=("| $m | pcc failed | | | | | | | |")
+		rows+=("| $m | pcc failed |$(printf ' |%.0s' $(seq $((5 * $(wc -w <<<"$THREADS") + 2))))")
 		continue
 	fi
 	cells=() check=""
 	for t in $THREADS; do
-		: >"$tmp/g" && : >"$tmp/o"
+		: >"$tmp/g" && : >"$tmp/o" && : >"$tmp/gm" && : >"$tmp/om"
 		for ((i = 0; i < RUNS; i++)); do
 			od=() oo=()
 			[ "$i" = 0 ] && od=(-o "$tmp/$m.$t.gen") && oo=("$tmp/$m.$t.ort")
 			PCC_BENCH_REPS=$REPS "${mpirun[@]}" "$run" "$plan" -i "$data" --threads "$t" "${od[@]}" \
 				>"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; echo "cpu_vs_ort.sh: $m: pcc-run failed" >&2; }
 			sed -n 's/^pcc-bench: step median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/g"
+			sed -n 's/^pcc-bench: step median [0-9.]* ms, min \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/gm"
 			"$ORT_PYTHON" "$here/codegen_ort.py" "$dir/model.onnx" "$data" "$t" "$REPS" "${oo[@]}" >"$tmp/out" 2>&1 ||
 				{ cat "$tmp/out" >&2; echo "cpu_vs_ort.sh: $m: ORT failed" >&2; }
 			sed -n 's/^ort: median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/o"
+			sed -n 's/^ort: median [0-9.]* ms, min \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/om"
 		done
 		g=$(median <"$tmp/g") o=$(median <"$tmp/o")
-		cells+=("$(fmt "$g") | $(fmt "$o") | $(ratio "$g" "$o")")
+		gm=$(sort -g "$tmp/gm" | head -1) om=$(sort -g "$tmp/om" | head -1)
+		cells+=("$(fmt "$g") | $(fmt "$o") | $(ratio "$g" "$o") | $(fmt "${gm:--}") / $(fmt "${om:--}") | $(ratio "${gm:--}" "${om:--}")")
 		if [ -z "$check" ]; then
 			if "$cmp" --rtol 1e-3 --atol 1e-4 "$tmp/$m.$t.gen" "$tmp/$m.$t.ort" >"$tmp/cmp" 2>&1; then
 				check="ORT close ($(sed -n 's/.*\(max abs err [^,]*\).*/\1/p' "$tmp/cmp"))"
@@ -96,15 +103,15 @@ cmdline="ZOO=$ZOO RUNS=$RUNS REPS=$REPS THREADS=\"$THREADS\" benchmarks/cpu_vs_o
 head="| model |"
 sep="|---|"
 for t in $THREADS; do
-	head="$head pcc ${t}T ms | ORT ${t}T ms | pcc/ORT ${t}T |"
-	sep="$sep---|---|---|"
+	head="$head pcc ${t}T ms | ORT ${t}T ms | pcc/ORT ${t}T | min pcc / ORT ${t}T ms | min ratio ${t}T |"
+	sep="$sep---|---|---|---|---|"
 done
 {
 	echo "$(date -u +%Y-%m-%d), $(nproc) cores ($(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))," \
 		"load $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 	echo "command: ${cmdline% }"
 	echo "pcc-run: 1 rank; ORT: onnxruntime $("$ORT_PYTHON" -c 'import onnxruntime; print(onnxruntime.__version__)'), sequential, intra_op_num_threads as pcc's --threads"
-	echo "times: median over $RUNS processes of ms per step (each process's median of $REPS steps after a warm-up); compile: wall s of one pcc run"
+	echo "times: median over $RUNS processes of ms per step (each process's median of $REPS steps after a warm-up); min: the fastest step of all $RUNS processes (what a step costs when no other process takes the core); compile: wall s of one pcc run"
 	echo
 	echo "$head compile cpu:1 s | compile cpu:4 s | check |"
 	echo "$sep---|---|---|"

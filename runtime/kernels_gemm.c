@@ -6,6 +6,13 @@
  *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
  *   GPT-2 small writes 26 MB), the matrices split over the pool's threads,
  *   or with fewer matrices than threads, blocks of rows or columns of each;
+ *   an f32 one whose A is not transposed on igemm (kernels_igemm.c) where
+ *   the CPU has AVX-512F: Debian 12's OpenBLAS (0.3.21) runs its AVX2
+ *   Haswell kernel on a Zen 5, at about half igemm's 200 GFLOP/s on
+ *   GPT-2's shapes. B is read in place, or packed into igemm's panels
+ *   when transposed (attention's q . k^T), and an inference plan's
+ *   parameter (a weight) is packed once, at its first use, and kept
+ *   (struct rt_packed), as ONNX Runtime prepacks its weights;
  * - an f32 convolution with one or two spatial dims, per image and group,
  *   as interp_conv computes it: out (Og x P) = w (Og x Cg*KH*KW) * col
  *   (Cg*KH*KW x P), one gemm: igemm (kernels_igemm.c) on a CPU with
@@ -94,7 +101,13 @@ struct dot {
 	struct gpu_gemm g;
 	size_t es;      /* bytes of an element */
 	int64_t pieces; /* per matrix */
+	int64_t cols;   /* columns of C per piece when split by columns */
 	bool by_rows;
+	/* igemm's offsets of B's rows (NULL: sgemm): k * n with B in place,
+	 * k * IGEMM_NR with B packed into panels (pb) */
+	const int64_t *off;
+	const float *pb; /* B packed: each matrix's columns in panels of IGEMM_NR */
+	int64_t panel;   /* floats from one panel to the next */
 };
 
 /* A piece of one row or one column of C (m or n is 1) as a matrix-vector
@@ -145,8 +158,8 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			m0 = p * DOT_ROW_BLOCK;
 			m1 = q * DOT_ROW_BLOCK < g->m ? q * DOT_ROW_BLOCK : g->m;
 		} else if (d->pieces > 1) {
-			n0 = p * DOT_COL_BLOCK;
-			n1 = q * DOT_COL_BLOCK < g->n ? q * DOT_COL_BLOCK : g->n;
+			n0 = p * d->cols;
+			n1 = q * d->cols < g->n ? q * d->cols : g->n;
 		}
 		/* rows m0.. of op(A): rows of A, or its columns when transposed; likewise B's columns */
 		const char *ai = d->a + (size_t)(i * g->m * g->k + (g->ta ? m0 : m0 * g->k)) * d->es;
@@ -157,6 +170,14 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			gemv(d, ai, bi, ci, m, n);
 			continue;
 		}
+		if (d->off) { /* B packed, or in place with its rows n floats apart; the piece's columns from n0 */
+			const float *b = d->pb ? d->pb + i * ceil_div(g->n, IGEMM_NR) * d->panel
+					       : (const float *)bi - n0;
+			struct rt_igemm ig = { (const float *)ai, b, d->off, (float *)ci - n0, m, g->n, g->k, lda, ldc,
+					       d->panel };
+			rt_igemm_block(&ig, 0, m, n0, n1);
+			continue;
+		}
 		if (d->es == sizeof(float))
 			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi,
 				    ldb, 0.0f, (float *)ci, ldc);
@@ -164,6 +185,66 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi,
 				    ldb, 0.0, (double *)ci, ldc);
 	}
+}
+
+/* B's batch of k x n matrices (op(B): stored n x k when tb) into igemm's
+ * panels at dst: matrix i's columns j .. j + IGEMM_NR - 1 at dst + (i *
+ * panels + j / IGEMM_NR) * k * IGEMM_NR, row by row (the last panel's
+ * columns past n zero). */
+static void pack_panels(const float *b, int64_t batch, int64_t k, int64_t n, bool tb, float *restrict dst)
+{
+	int64_t np = ceil_div(n, IGEMM_NR);
+	for (int64_t i = 0; i < batch; i++, b += k * n)
+		for (int64_t p = 0; p < np; p++) {
+			float *d = dst + (i * np + p) * k * IGEMM_NR;
+			int64_t j0 = p * IGEMM_NR, w = n - j0 < IGEMM_NR ? n - j0 : IGEMM_NR;
+			if (w < IGEMM_NR)
+				memset(d, 0, (size_t)(k * IGEMM_NR) * sizeof *d);
+			if (tb) /* column j of op(B) is row j of b: k floats, each to its own row of the panel */
+				for (int64_t j = 0; j < w; j++)
+					for (int64_t q = 0; q < k; q++)
+						d[q * IGEMM_NR + j] = b[(j0 + j) * k + q];
+			else
+				for (int64_t q = 0; q < k; q++)
+					memcpy(d + q * IGEMM_NR, b + q * n + j0, (size_t)w * sizeof *d);
+		}
+}
+
+/* Whether b is a parameter that no instruction writes: a whole PARAM
+ * buffer of an inference plan on a CPU rank (loaded once, before the first
+ * step), which a dot may then pack once for all its calls. */
+static bool fixed_operand(const struct rt *r, const void *b, size_t bytes)
+{
+	if (!r->p || r->p->train || r->gpu || !r->d || !r->arena)
+		return false;
+	for (int j = 0; j < r->d->nbuf; j++) {
+		const struct plan_buffer *x = &r->d->buf[j];
+		if (x->bind == PLAN_BIND_PARAM && x->slots <= 1 && (size_t)x->bytes == bytes && rt_buf(r, x) == b)
+			return true;
+	}
+	return false;
+}
+
+/* Fixed operand b of dot g packed into panels (pack_panels), once: kept
+ * in r->packed until the plan is released. NULL when out of memory. */
+static const float *packed_once(struct rt *r, const struct gpu_gemm *g, const float *b)
+{
+	for (int i = 0; i < r->npacked; i++) {
+		const struct rt_packed *q = &r->packed[i];
+		if (q->src == b && q->batch == g->batch && q->k == g->k && q->n == g->n && q->tb == g->tb)
+			return q->data;
+	}
+	struct rt_packed *grown = ir_realloc(r->packed, (size_t)(r->npacked + 1) * sizeof *grown);
+	float *data = ir_malloc((size_t)(g->batch * ceil_div(g->n, IGEMM_NR) * g->k * IGEMM_NR) * sizeof(float));
+	if (grown)
+		r->packed = grown;
+	if (!grown || !data) {
+		ir_free(data);
+		return NULL;
+	}
+	pack_panels(b, g->batch, g->k, g->n, g->tb, data);
+	r->packed[r->npacked++] = (struct rt_packed){ b, g->batch, g->k, g->n, g->tb, data };
+	return data;
 }
 
 /* The dot x as interp_dot runs it, when it is one batched gemm in place,
@@ -181,14 +262,38 @@ bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	if ((d.c < d.a + na && d.a < d.c + nc) || (d.c < d.b + nb && d.b < d.c + nc))
 		return false; /* written in place: gemm's C may not alias A or B */
 	int threads = pool_threads(r->pool);
+	/* f32 with A and B as stored on igemm, where the CPU has it: no
+	 * packing, and AVX-512 where this OpenBLAS may pick an AVX2 kernel
+	 * (0.3.21 runs its Haswell kernel on a Zen 5: 2x slower) */
+	bool ig = d.es == sizeof(float) && !g->ta && g->k > 0 && rt_conv_igemm();
+	d.cols = ig ? 2 * IGEMM_NR : DOT_COL_BLOCK;
 	d.by_rows = g->m > g->n;
 	if (g->batch < threads)
-		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, DOT_COL_BLOCK);
+		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, d.cols);
 	/* a thread per at least ~64K multiply-adds */
-	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * DOT_COL_BLOCK);
+	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * d.cols);
 	int64_t units = g->batch * d.pieces, grain = macs > 0 ? ceil_div(65536, macs) : units;
 	if (units < 1)
 		return true;
+	if (ig) {
+		/* B packed when transposed (igemm reads rows of op(B)) or fixed
+		 * (then once): the offsets, then (not fixed) B in the scratch */
+		bool fixed = fixed_operand(r, d.b, nb), pack = g->tb || fixed;
+		size_t noff = ((size_t)g->k * sizeof(int64_t) + 63) / 64 * 64,
+		       nf = pack && !fixed ? (size_t)(g->batch * ceil_div(g->n, IGEMM_NR) * g->k * IGEMM_NR) : 0;
+		char *scratch = pool_scratch(r->pool, noff + nf * sizeof(float));
+		if (!scratch || (fixed && !(d.pb = packed_once(r, g, (const float *)d.b))))
+			return false;
+		if (nf) {
+			pack_panels((const float *)d.b, g->batch, g->k, g->n, g->tb, (float *)(scratch + noff));
+			d.pb = (const float *)(scratch + noff);
+		}
+		int64_t *off = (int64_t *)scratch;
+		for (int64_t i = 0; i < g->k; i++)
+			off[i] = i * (pack ? IGEMM_NR : g->n);
+		d.off = off;
+		d.panel = pack ? g->k * IGEMM_NR : 0;
+	}
 	int blas = blas_single(r);
 	pool_run(r->pool, dot_chunk, &d, units, grain);
 	blas_restore(blas);

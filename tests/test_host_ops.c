@@ -17,7 +17,10 @@
  * then on the portable one), and each once more with an epilogue for
  * the kernel to run on its result's rows (struct rt_epilogue): every row
  * exactly once, after its values are final. igemm itself runs against a
- * double-precision triple loop on every tile shape.
+ * double-precision triple loop on every tile shape. f32 dots run on igemm
+ * too (B transposed packed into panels first), and again with B a
+ * parameter of an inference plan, packed once and reused by a second
+ * run, then all again on sgemm.
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +41,10 @@
  * NaN and signed zeros; 2: +0 and -0 tied for the max, no NaN); *err: the largest difference relative to
  * the output's sum of magnitudes. false when rt_kernel_host did not take
  * it or the results differ in size. */
+/* Operand 1 a parameter of an inference plan (rt_host_dot may pack it
+ * once): run_host_op runs the kernel twice, checking the second run. */
+static bool param_b;
+
 static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, bool *same, double *err)
 {
 	int nb = k->nin + k->nout;
@@ -49,6 +56,8 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, b
 		buf[j].bytes = ir_shape_numel(&k->shape[j]) * (int64_t)ir_dtype_size(k->dtype[j]);
 		off += (buf[j].bytes + 63) / 64 * 64 + 64;
 	}
+	if (param_b)
+		buf[1].bind = PLAN_BIND_PARAM;
 	uint8_t *arena = calloc((size_t)off + 64, 1);
 	struct ir_tensor tin[3], tout[1];
 	for (int j = 0; j < k->nin; j++) {
@@ -77,6 +86,13 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, b
 	memset(arena + buf[k->nin].offset, 0xff, (size_t)buf[k->nin].bytes);
 	int rc;
 	bool took = rt_kernel_host(&r, &x, &rc) && rc == 0;
+	if (param_b && took) { /* again, from what the first run packed */
+		memset(arena + buf[k->nin].offset, 0xff, (size_t)buf[k->nin].bytes);
+		took = rt_kernel_host(&r, &x, &rc) && rc == 0;
+	}
+	for (int i = 0; i < r.npacked; i++)
+		free(r.packed[i].data);
+	free(r.packed);
 	rc = interp_kernel(k, tin, tout);
 	const uint8_t *got = arena + buf[k->nin].offset;
 	*same = took && rc == 0 && memcmp(got, tout[0].data, (size_t)buf[k->nin].bytes) == 0;
@@ -365,6 +381,15 @@ static void check_host_dot(struct pool *pool)
 		{ 2, 64, 100, 130, false, false, IR_F32 }, /* two matrices, three threads */
 		{ 4, 20, 50, 30, false, true, IR_F32 },    /* a matrix per thread */
 		{ 0, 3, 5, 7, false, false, IR_F32 },      /* too small to split */
+		/* igemm's shapes: by columns in pieces of 96 with a last part
+		 * piece, tails of 1 to 4 columns past whole vectors, B packed
+		 * (transposed) across panels */
+		{ 0, 40, 70, 500, false, false, IR_F32 },
+		{ 0, 9, 300, 97, false, true, IR_F32 },
+		{ 0, 130, 64, 52, false, false, IR_F32 },
+		{ 12, 33, 64, 33, false, true, IR_F32 }, /* attention's q . k^T */
+		{ 12, 33, 33, 64, false, false, IR_F32 },
+		{ 0, 2, 513, 200, false, false, IR_F32 },
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const struct dot_case *t = &cs[i];
@@ -543,6 +568,16 @@ static void check_host_ops(void)
 	if (!pool)
 		return;
 	check_host_dot(pool);
+	if (rt_conv_igemm()) {
+		TAP_DIAG("dots again with B a parameter (packed once for igemm)");
+		param_b = true;
+		check_host_dot(pool);
+		param_b = false;
+		TAP_DIAG("dots again on sgemm, as on a CPU without AVX-512F");
+		rt_conv_paths_set(0, -1);
+		check_host_dot(pool);
+		rt_conv_paths_set(-1, -1);
+	}
 	check_igemm();
 	check_stride2();
 	bool ig = rt_conv_igemm();
