@@ -309,6 +309,7 @@ struct conv {
 	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
 	int64_t sh, sw, ph, pw, dh, dw;
 	int64_t Hp, Wp; /* the input plane with its padding */
+	int64_t Wq;     /* depthwise with stride: the width of a column phase of the padded plane */
 	int64_t ncol;   /* columns of the gemm: P, or OH * Wp when wide */
 	int64_t items, nthreads, block, slack;
 	bool direct;             /* 1x1, stride 1, no padding: col is the input */
@@ -668,64 +669,143 @@ static void split_items(struct rt *r, struct conv *c)
 /* ---- depthwise ---------------------------------------------------------- */
 
 typedef float v8f __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
 
-/* Extra floats after a padded plane: reads of a last block of 8 outputs
- * run past the plane's end (into zeros; those lanes are dropped). */
-#define DEPTHWISE_SLACK(c) (8 * (c)->sw + (c)->Wp + 8)
+/* Extra floats after a padded plane: reads of a last block of up to 16
+ * outputs run past the plane's end (into zeros; those lanes are dropped). */
+#define DEPTHWISE_SLACK(c) (16 * (c)->sw + (c)->Wp + 16)
+/* ... and after the wide plane, which a last vector may overrun by 15 */
+#define WIDE_SLACK 16
+
+/* a0..a3 += wk times the vectors at p, p + stride, p + 2 stride, p + 3
+ * stride: four independent sums in four registers (an array of four in
+ * a loop GCC kept on the stack, each add waiting on the last store) */
+#define DEPTHWISE_FMA4(V, a0, a1, a2, a3, wk, p, stride)     \
+	do {                                                 \
+		const float *p_ = (p), w_ = (wk);            \
+		V v0_, v1_, v2_, v3_;                        \
+		memcpy(&v0_, p_, sizeof v0_);                \
+		memcpy(&v1_, p_ + (stride), sizeof v1_);     \
+		memcpy(&v2_, p_ + 2 * (stride), sizeof v2_); \
+		memcpy(&v3_, p_ + 3 * (stride), sizeof v3_); \
+		a0 += w_ * v0_;                              \
+		a1 += w_ * v1_;                              \
+		a2 += w_ * v2_;                              \
+		a3 += w_ * v3_;                              \
+	} while (0)
 
 /* One depthwise plane, out (OH x OW), from xp, its input channel with the
  * padding in place (Hp x Wp: no tap needs a bounds check): each output
  * is the sum over taps k of w[k] times xp at off[k] from the output's
  * window corner, L outputs at a time (a vector V), the sum in a register
- * across the taps. With stride 1, the L are consecutive positions of the
+ * across the taps, four vectors at a time (four independent chains of
+ * fused multiply-adds: one alone waits out each add's latency, which
+ * made the 5x5 planes of MobileNetV3-small 4x slower than the loads
+ * allow). With stride 1, the L are consecutive positions of the
  * wide plane (OH x Wp, the junk columns past OW included, as conv_wide),
  * each tap one contiguous load, and the rows are compacted into out
- * after; else L consecutive outputs of a row, each tap's values gathered.
- * Compiled twice (DEPTHWISE_PLANE): for AVX2 with FMA and for any
- * x86-64, 8 lanes each (SSE pairs there). On MobileNetV3-small, as fast
- * as igemm's AVX-512 on the same convolutions, which 16 lanes here were
- * not (the 7x7 and 14x14 planes fill few vectors). */
-#define DEPTHWISE_PLANE(NAME, ATTR, V, L)                                                                \
-	static ATTR void NAME(const struct conv *c, const float *xp, const float *w, const int64_t *off, \
-			      float *restrict wide, float *restrict out)                                 \
-	{                                                                                                \
-		int64_t K = c->CK, Wp = c->Wp, OW = c->OW, OH = c->OH, sw = c->sw;                       \
-		if (c->sh == 1 && sw == 1) {                                                             \
-			for (int64_t q = 0; q < (OH - 1) * Wp + OW; q += L) {                            \
-				V acc = { 0 };                                                           \
-				for (int64_t k = 0; k < K; k++) {                                        \
-					V v;                                                             \
-					memcpy(&v, xp + q + off[k], sizeof v);                           \
-					acc += w[k] * v;                                                 \
-				}                                                                        \
-				memcpy(wide + q, &acc, sizeof acc);                                      \
-			}                                                                                \
-			for (int64_t oh = 0; oh < OH; oh++)                                              \
-				memcpy(out + oh * OW, wide + oh * Wp, (size_t)OW * sizeof *out);         \
-			return;                                                                          \
-		}                                                                                        \
-		for (int64_t oh = 0; oh < OH; oh++) {                                                    \
-			const float *x0 = xp + oh * c->sh * Wp;                                          \
-			for (int64_t j = 0; j < OW; j += L) {                                            \
-				V acc = { 0 };                                                           \
-				for (int64_t k = 0; k < K; k++) {                                        \
-					const float *p = x0 + off[k] + j * sw;                           \
-					V v;                                                             \
-					for (int l = 0; l < L; l++)                                      \
-						v[l] = p[l * sw];                                        \
-					acc += w[k] * v;                                                 \
-				}                                                                        \
-				for (int64_t l = 0; l < L && j + l < OW; l++)                            \
-					out[oh * OW + j + l] = acc[l];                                   \
-			}                                                                                \
-		}                                                                                        \
+ * after; else L consecutive outputs of a row, four rows at a time, from
+ * xp's column phases (depthwise_phases: with stride sw, the columns ph,
+ * ph + sw, ... of the padded plane, each phase Hp x Wq), each tap one
+ * contiguous load from its phase too. (Gathering each tap's L values at
+ * stride sw instead, lane by lane through the stack, took 3/4 of
+ * MobileNetV3-small's depthwise time, in its four stride-2 convolutions.)
+ * Compiled three times (DEPTHWISE_PLANE): 16 lanes for AVX-512F, 8 for
+ * AVX2 with FMA and 8 for any x86-64 (SSE pairs there). */
+#define DEPTHWISE_PLANE(NAME, ATTR, V, L)                                                                       \
+	static ATTR void NAME(const struct conv *c, const float *xp, const float *w, const int64_t *off,        \
+			      float *restrict wide, float *restrict out)                                        \
+	{                                                                                                       \
+		int64_t K = c->CK, Wp = c->Wp, OW = c->OW, OH = c->OH, Wq = c->Wq;                              \
+		if (c->sh == 1 && c->sw == 1) {                                                                 \
+			int64_t Q = (OH - 1) * Wp + OW, q = 0;                                                  \
+			for (; q + 3 * L < Q; q += 4 * L) {                                                     \
+				V a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };                               \
+				for (int64_t k = 0; k < K; k++)                                                 \
+					DEPTHWISE_FMA4(V, a0, a1, a2, a3, w[k], xp + q + off[k], L);            \
+				memcpy(wide + q, &a0, sizeof a0);                                               \
+				memcpy(wide + q + L, &a1, sizeof a1);                                           \
+				memcpy(wide + q + 2 * L, &a2, sizeof a2);                                       \
+				memcpy(wide + q + 3 * L, &a3, sizeof a3);                                       \
+			}                                                                                       \
+			for (; q < Q; q += L) {                                                                 \
+				V acc = { 0 };                                                                  \
+				for (int64_t k = 0; k < K; k++) {                                               \
+					V v;                                                                    \
+					memcpy(&v, xp + q + off[k], sizeof v);                                  \
+					acc += w[k] * v;                                                        \
+				}                                                                               \
+				memcpy(wide + q, &acc, sizeof acc);                                             \
+			}                                                                                       \
+			for (int64_t oh = 0; oh < OH; oh++)                                                     \
+				memcpy(out + oh * OW, wide + oh * Wp, (size_t)OW * sizeof *out);                \
+			return;                                                                                 \
+		}                                                                                               \
+		int64_t step = c->sh * Wq;                                                                      \
+		for (int64_t oh = 0; oh < OH;) {                                                                \
+			int rows = OH - oh >= 4 ? 4 : 1;                                                        \
+			const float *x0 = xp + oh * step;                                                       \
+			for (int64_t j = 0; j < OW; j += L) {                                                   \
+				V acc[4] = { { 0 } };                                                           \
+				if (rows == 4) {                                                                \
+					V a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };                       \
+					for (int64_t k = 0; k < K; k++)                                         \
+						DEPTHWISE_FMA4(V, a0, a1, a2, a3, w[k], x0 + off[k] + j, step); \
+					acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;                     \
+				} else {                                                                        \
+					for (int64_t k = 0; k < K; k++) {                                       \
+						V v;                                                            \
+						memcpy(&v, x0 + off[k] + j, sizeof v);                          \
+						acc[0] += w[k] * v;                                             \
+					}                                                                       \
+				}                                                                               \
+				for (int u = 0; u < rows; u++) {                                                \
+					float *o = out + (oh + u) * OW + j;                                     \
+					if (j + L <= OW)                                                        \
+						memcpy(o, &acc[u], sizeof acc[u]);                              \
+					else                                                                    \
+						for (int64_t l = 0; j + l < OW; l++)                            \
+							o[l] = acc[u][l];                                       \
+				}                                                                               \
+			}                                                                                       \
+			oh += rows;                                                                             \
+		}                                                                                               \
 	}
+DEPTHWISE_PLANE(depthwise_plane_avx512, __attribute__((target("avx512f"))), v16f, 16)
 DEPTHWISE_PLANE(depthwise_plane_avx2, __attribute__((target("avx2,fma"))), v8f, 8)
 DEPTHWISE_PLANE(depthwise_plane, , v8f, 8)
 
-/* Whether the CPU has AVX2 and FMA: -1 not asked yet (depthwise sets it
- * before its threads start). */
+/* Which depthwise_plane runs: 2 AVX-512F, 1 AVX2 and FMA, 0 the portable
+ * one; -1 not asked yet (depthwise sets it before its threads start). */
 static int depthwise_isa = -1;
+
+/* Extra floats after the column phases: a last vector of up to 16
+ * outputs reads up to 15 past the last phase's end (those lanes are
+ * dropped). */
+#define PHASE_SLACK 32
+
+/* The padded plane xp (Hp x Wp) as its sw column phases into xq: phase ph
+ * holds columns ph, ph + sw, ... of each row, Wq of them (zeros past Wp),
+ * so that every tap of a strided depthwise convolution reads consecutive
+ * outputs' inputs from one phase. */
+static void depthwise_phases(const struct conv *c, const float *xp, float *restrict xq)
+{
+	int64_t sw = c->sw, Wq = c->Wq;
+	for (int64_t ph = 0; ph < sw; ph++) {
+		int64_t n = (c->Wp - ph + sw - 1) / sw;
+		for (int64_t r = 0; r < c->Hp; r++) {
+			const float *s = xp + r * c->Wp + ph;
+			float *d = xq + (ph * c->Hp + r) * Wq;
+			if (sw == 2 && depthwise_isa == 2)
+				rt_igemm_stride2(d, s, n);
+			else
+				for (int64_t q = 0; q < n; q++)
+					d[q] = s[q * sw];
+			for (int64_t q = n; q < Wq; q++)
+				d[q] = 0;
+		}
+	}
+}
 
 /* Thread t's share of a depthwise result's planes, (image, output
  * channel) each: the input channel padded into t's work area (once for
@@ -736,20 +816,28 @@ static void depthwise_chunk(void *ctx, int64_t begin, int64_t end)
 	int64_t planes = c->N * c->O;
 	for (int64_t t = begin; t < end; t++) {
 		float *xp = c->work + t * c->block, *wide = xp + c->Hp * c->Wp + DEPTHWISE_SLACK(c);
+		/* with a column stride, the taps read xp's phases (xq) */
+		float *xq = c->sw > 1 ? wide + c->OH * c->Wp + WIDE_SLACK : NULL, *x = xq ? xq : xp;
 		int64_t padded = -1; /* the (image, group) now in xp */
 		memset(xp + c->Hp * c->Wp, 0, (size_t)DEPTHWISE_SLACK(c) * sizeof *xp);
+		if (xq)
+			memset(xq + c->sw * c->Hp * c->Wq, 0, PHASE_SLACK * sizeof *xq);
 		for (int64_t i = t * planes / c->nthreads; i < (t + 1) * planes / c->nthreads; i++) {
 			int64_t b = i / c->O, o = i % c->O, bg = b * c->G + o / c->Og;
 			if (bg != padded) {
 				pad_plane(c, c->x + bg * c->H * c->W, xp);
+				if (xq)
+					depthwise_phases(c, xp, xq);
 				padded = bg;
 			}
 			const float *w = c->w + o * c->CK;
 			float *out = c->out + i * c->P;
-			if (depthwise_isa == 1)
-				depthwise_plane_avx2(c, xp, w, c->off, wide, out);
+			if (depthwise_isa == 2)
+				depthwise_plane_avx512(c, x, w, c->off, wide, out);
+			else if (depthwise_isa == 1)
+				depthwise_plane_avx2(c, x, w, c->off, wide, out);
 			else
-				depthwise_plane(c, xp, w, c->off, wide, out);
+				depthwise_plane(c, x, w, c->off, wide, out);
 			if (c->epi)
 				c->epi->fn(c->epi->args, i * c->OH, (i + 1) * c->OH);
 		}
@@ -768,10 +856,14 @@ static bool depthwise(struct rt *r, struct conv *c)
 	c->Wp = (c->OW - 1) * c->sw + (c->KW - 1) * c->dw + 1;
 	c->Hp = c->Hp > c->H + c->ph ? c->Hp : c->H + c->ph;
 	c->Wp = c->Wp > c->W + c->pw ? c->Wp : c->W + c->pw;
-	c->block = c->Hp * c->Wp + DEPTHWISE_SLACK(c) + c->OH * c->Wp + 8;
+	c->Wq = (c->Wp + c->sw - 1) / c->sw;
+	c->block = c->Hp * c->Wp + DEPTHWISE_SLACK(c) + c->OH * c->Wp + WIDE_SLACK +
+		   (c->sw > 1 ? c->sw * c->Hp * c->Wq + PHASE_SLACK : 0);
 	if (depthwise_isa < 0) {
 		__builtin_cpu_init();
-		depthwise_isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+		depthwise_isa = rt_igemm_available()                                              ? 2
+				: __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
+												  : 0;
 	}
 	int64_t planes = c->N * c->O, cap = planes * c->P * c->CK / 65536;
 	c->nthreads = pool_threads(r->pool);
@@ -783,9 +875,11 @@ static bool depthwise(struct rt *r, struct conv *c)
 		return false;
 	c->off = (int64_t *)scratch;
 	c->work = (float *)(scratch + noff);
+	/* tap (kh, kw) from the window's corner: in xp (Wq = Wp with sw 1),
+	 * or in the phase (kw dw) mod sw of xq */
 	for (int64_t kh = 0, k = 0; kh < c->KH; kh++)
 		for (int64_t kw = 0; kw < c->KW; kw++)
-			c->off[k++] = kh * c->dh * c->Wp + kw * c->dw;
+			c->off[k++] = (kw * c->dw % c->sw * c->Hp + kh * c->dh) * c->Wq + kw * c->dw / c->sw;
 	pool_run(r->pool, depthwise_chunk, c, c->nthreads, 1);
 	return true;
 }

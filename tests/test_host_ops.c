@@ -13,8 +13,8 @@
  * image at real sizes, all of which may round differently in the last
  * place). Results start as NaN, so that a kernel that reads one before
  * writing it fails. Convolutions run on igemm (where the CPU has
- * AVX-512F) and again on sgemm (depthwise ones on their AVX2 variant,
- * then on the portable one), and each once more with an epilogue for
+ * AVX-512F) and again on sgemm (depthwise ones on their AVX-512 variant,
+ * then on the AVX2 one, then on the portable one), and each once more with an epilogue for
  * the kernel to run on its result's rows (struct rt_epilogue): every row
  * exactly once, after its values are final. igemm itself runs against a
  * double-precision triple loop on every tile shape. f32 dots run on igemm
@@ -586,6 +586,12 @@ static void check_host_ops(void)
 	if (ig) {
 		TAP_DIAG("again on sgemm, as on a CPU without AVX-512F");
 		rt_conv_paths_set(0, -1);
+		check_host_conv(pool);
+	}
+	__builtin_cpu_init();
+	if (ig && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		TAP_DIAG("depthwise convolutions again on their AVX2 variant, as on a CPU without AVX-512F");
+		rt_conv_paths_set(ig, 1);
 		check_host_conv(pool);
 	}
 	TAP_DIAG("depthwise convolutions again on their portable variant, as on a CPU without AVX2");
