@@ -318,6 +318,7 @@ struct conv {
 	bool ig;                 /* igemm, not sgemm: no column matrix when wide */
 	bool panels;             /* igemm's column matrix, in panels of IGEMM_NR columns */
 	struct rt_epilogue *epi; /* run on blocks of output channels once final; NULL: none */
+	int64_t epi_rows;        /* its rows per output channel: OH, or 1 (a plane a row) */
 	/* split_item's: the item that the threads share, its work areas */
 	int64_t item;
 	const float *xi, *wi;
@@ -485,13 +486,13 @@ static int64_t col_floats(const struct conv *c)
 }
 
 /* The epilogue (c->epi) on output channels [o0, o1) of item (image,
- * group) i: OH rows of the result each. */
+ * group) i: epi_rows rows of the result each. */
 static void conv_epilogue(const struct conv *c, int64_t i, int64_t o0, int64_t o1)
 {
 	if (!c->epi)
 		return;
-	int64_t r0 = (i / c->G * c->O + i % c->G * c->Og + o0) * c->OH;
-	c->epi->fn(c->epi->args, r0, r0 + (o1 - o0) * c->OH);
+	int64_t r0 = (i / c->G * c->O + i % c->G * c->Og + o0) * c->epi_rows;
+	c->epi->fn(c->epi->args, r0, r0 + (o1 - o0) * c->epi_rows);
 }
 
 /* Output channels [o0, o1) of item i, whole: dst = w * b (all columns;
@@ -839,7 +840,7 @@ static void depthwise_chunk(void *ctx, int64_t begin, int64_t end)
 			else
 				depthwise_plane(c, x, w, c->off, wide, out);
 			if (c->epi)
-				c->epi->fn(c->epi->args, i * c->OH, (i + 1) * c->OH);
+				c->epi->fn(c->epi->args, i * c->epi_rows, (i + 1) * c->epi_rows);
 		}
 	}
 }
@@ -961,8 +962,10 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 		memset(c.out, 0, nout);
 		return true;
 	}
-	/* the epilogue's rows are the result's (image, channel, output row) */
-	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
+	/* the epilogue's rows are the result's (image, channel, output row),
+	 * or with short output rows its (image, channel) planes */
+	c.epi_rows = epi && c.N * c.O > 0 ? epi->rows / (c.N * c.O) : 0;
+	c.epi = epi && (c.epi_rows == c.OH || c.epi_rows == 1) && epi->rows == c.N * c.O * c.epi_rows ? epi : NULL;
 	if (c.Cg == 1) {
 		if (!depthwise(r, &c))
 			return false;

@@ -156,8 +156,10 @@ static void epi_fn(void **args, int64_t begin, int64_t end)
 
 /* Convolution k run by rt_host_conv with that epilogue, against the
  * interpreter's result put through it: *err as run_host_op's; false
- * unless the kernel ran the epilogue on every row exactly once. */
-static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, double *err)
+ * unless the kernel ran the epilogue on every row exactly once. A row is
+ * an output row, or with plane an output channel's whole plane (as a
+ * generated epilogue's rows are where output rows are short). */
+static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, bool plane, double *err)
 {
 	struct ir_tensor in[2], ref, out;
 	for (int j = 0; j < 2; j++) {
@@ -167,6 +169,8 @@ static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, do
 	}
 	ir_tensor_alloc(&out, IR_F32, &k->shape[2]);
 	int64_t n = ir_shape_numel(&k->shape[2]), row = k->shape[2].dims[k->shape[2].rank - 1];
+	if (plane && k->shape[2].rank == 4)
+		row *= k->shape[2].dims[2];
 	int64_t rows = row ? n / row : 0;
 	memset(out.data, 0xff, (size_t)n * sizeof(float));
 	int *count = calloc((size_t)rows + 1, sizeof *count);
@@ -231,8 +235,10 @@ static void run_conv_case(struct pool *pool, const struct conv_case *t)
 	       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh, (long)t->sw,
 	       (long)t->plh, (long)t->plw, (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw, (long)t->g, err,
 	       same ? " (bit for bit)" : "");
-	ok = run_conv_epilogue(&k, pool, &err);
+	ok = run_conv_epilogue(&k, pool, false, &err);
 	TAP_OK(ok && err <= 1e-5, "the same with an epilogue: run on every row once, when final; max err %.2g", err);
+	ok = run_conv_epilogue(&k, pool, true, &err);
+	TAP_OK(ok && err <= 1e-5, "the same with an epilogue on planes: each once, when final; max err %.2g", err);
 }
 
 static void check_host_conv(struct pool *pool)
