@@ -785,25 +785,37 @@ static int depthwise_isa = -1;
  * dropped). */
 #define PHASE_SLACK 32
 
-/* The padded plane xp (Hp x Wp) as its sw column phases into xq: phase ph
- * holds columns ph, ph + sw, ... of each row, Wq of them (zeros past Wp),
- * so that every tap of a strided depthwise convolution reads consecutive
- * outputs' inputs from one phase. */
-static void depthwise_phases(const struct conv *c, const float *xp, float *restrict xq)
+/* Input plane x (H x W), padded (Hp x Wp, x at (ph, pw)), as its sw
+ * column phases into xq: phase q holds the padded plane's columns q, q +
+ * sw, ... of each row, Wq of them (zeros in the padding and past Wp), so
+ * that every tap of a strided depthwise convolution reads consecutive
+ * outputs' inputs from one phase. Built from x directly: padding the
+ * plane first, then splitting it, took half of a stride-2 depthwise
+ * convolution's time. */
+static void depthwise_phases(const struct conv *c, const float *x, float *restrict xq)
 {
 	int64_t sw = c->sw, Wq = c->Wq;
-	for (int64_t ph = 0; ph < sw; ph++) {
-		int64_t n = (c->Wp - ph + sw - 1) / sw;
+	for (int64_t q = 0; q < sw; q++) {
+		/* phase columns [lo, hi) hold input columns j sw + q - pw */
+		int64_t lo = c->pw > q ? (c->pw - q + sw - 1) / sw : 0;
+		int64_t hi = c->W + c->pw > q ? (c->W + c->pw - q + sw - 1) / sw : 0;
+		hi = hi < Wq ? hi : Wq;
+		lo = lo < hi ? lo : hi;
 		for (int64_t r = 0; r < c->Hp; r++) {
-			const float *s = xp + r * c->Wp + ph;
-			float *d = xq + (ph * c->Hp + r) * Wq;
+			float *d = xq + (q * c->Hp + r) * Wq;
+			int64_t h = r - c->ph;
+			if (h < 0 || h >= c->H) {
+				memset(d, 0, (size_t)Wq * sizeof *d);
+				continue;
+			}
+			const float *src = x + h * c->W + lo * sw + q - c->pw;
+			memset(d, 0, (size_t)lo * sizeof *d);
 			if (sw == 2 && depthwise_isa == 2)
-				rt_igemm_stride2(d, s, n);
+				rt_igemm_stride2(d + lo, src, hi - lo);
 			else
-				for (int64_t q = 0; q < n; q++)
-					d[q] = s[q * sw];
-			for (int64_t q = n; q < Wq; q++)
-				d[q] = 0;
+				for (int64_t j = 0; j < hi - lo; j++)
+					d[lo + j] = src[j * sw];
+			memset(d + hi, 0, (size_t)(Wq - hi) * sizeof *d);
 		}
 	}
 }
@@ -826,9 +838,10 @@ static void depthwise_chunk(void *ctx, int64_t begin, int64_t end)
 		for (int64_t i = t * planes / c->nthreads; i < (t + 1) * planes / c->nthreads; i++) {
 			int64_t b = i / c->O, o = i % c->O, bg = b * c->G + o / c->Og;
 			if (bg != padded) {
-				pad_plane(c, c->x + bg * c->H * c->W, xp);
 				if (xq)
-					depthwise_phases(c, xp, xq);
+					depthwise_phases(c, c->x + bg * c->H * c->W, xq);
+				else
+					pad_plane(c, c->x + bg * c->H * c->W, xp);
 				padded = bg;
 			}
 			const float *w = c->w + o * c->CK;
