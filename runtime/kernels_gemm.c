@@ -262,10 +262,11 @@ bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	if ((d.c < d.a + na && d.a < d.c + nc) || (d.c < d.b + nb && d.b < d.c + nc))
 		return false; /* written in place: gemm's C may not alias A or B */
 	int threads = pool_threads(r->pool);
-	/* f32 with A and B as stored on igemm, where the CPU has it: no
-	 * packing, and AVX-512 where this OpenBLAS may pick an AVX2 kernel
-	 * (0.3.21 runs its Haswell kernel on a Zen 5: 2x slower) */
-	bool ig = d.es == sizeof(float) && !g->ta && g->k > 0 && rt_conv_igemm();
+	/* f32 whose A is not transposed on igemm, where the CPU has it:
+	 * AVX-512 where this OpenBLAS may pick an AVX2 kernel (0.3.21 runs
+	 * its Haswell kernel on a Zen 5: 2x slower); not a matrix-vector
+	 * product (gemv runs those, on B as stored) */
+	bool ig = d.es == sizeof(float) && !g->ta && g->k > 0 && g->m > 1 && g->n > 1 && rt_conv_igemm();
 	d.cols = ig ? 2 * IGEMM_NR : DOT_COL_BLOCK;
 	d.by_rows = g->m > g->n;
 	if (g->batch < threads)
