@@ -7,7 +7,9 @@ Reads DATA_DIR/input_N.pb (ONNX backend-test layout, matched to the graph's
 inputs in order), runs one warm-up and RUNS timed inferences with
 intra_op_num_threads=THREADS (inter_op 1, sequential execution), and prints
 
-    ort: median X ms, min Y ms over RUNS runs
+    ort: median X ms, min Y ms over RUNS runs, cpu U ms
+
+(U: the process's CPU time per run, all threads, spinning ones included)
 
 With OUT_DIR, it writes the outputs there as output_N.pb (for pb_cmp).
 Exits 3 when onnxruntime cannot be imported.
@@ -44,11 +46,14 @@ def main():
         feeds[inp.name] = numpy_helper.to_array(t)
     out = sess.run(None, feeds)  # warm-up
     times = []
+    cpu0 = time.process_time()
     for _ in range(runs):
         t0 = time.perf_counter()
         out = sess.run(None, feeds)
         times.append(time.perf_counter() - t0)
-    print(f"ort: median {statistics.median(times) * 1e3:.4f} ms, min {min(times) * 1e3:.4f} ms over {runs} runs")
+    cpu = (time.process_time() - cpu0) / runs
+    print(f"ort: median {statistics.median(times) * 1e3:.4f} ms, min {min(times) * 1e3:.4f} ms over {runs} runs, "
+          f"cpu {cpu * 1e3:.4f} ms")
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
         for k, (o, v) in enumerate(zip(sess.get_outputs(), out)):

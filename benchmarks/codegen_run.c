@@ -6,8 +6,11 @@
  * (N >= 1), an inference plan's step runs once as a warm-up and then N
  * more times, and rank 0 prints
  *
- *   pcc-bench: step median X ms, min Y ms over N runs (mean per step: kernels K ms, of which dots D ms,
- *   communication C ms)
+ *   pcc-bench: step median X ms, min Y ms over N runs, cpu U ms (mean per step: kernels K ms, of which
+ *   dots D ms, communication C ms)
+ *
+ * (U: the process's CPU time per step over the N runs, all threads,
+ * idle pool threads spinning included)
  *
  * before pcc-run's own lines.  The outputs are those of the last run (the
  * step is a pure function of the inputs and the weights).  Training plans
@@ -25,6 +28,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "ir/ir.h"
 #include "runtime/rt.h"
@@ -83,6 +87,14 @@ static void print_profile(const struct rt *r, long steps)
 	free(order);
 }
 
+/* CPU seconds of the whole process (all its threads) so far. */
+static double cpu_seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 {
 	const char *s = getenv("PCC_BENCH_REPS");
@@ -99,18 +111,20 @@ static int bench_rt_step(struct rt *r, const struct ir_tensor *inputs)
 		if (!r->prof_time || !r->prof_calls)
 			rc = -ENOMEM;
 	}
+	double cpu0 = cpu_seconds();
 	for (long i = 0; i < n && rc == 0; i++) {
 		double t0 = ir_now();
 		rc = rt_step(r, inputs);
 		t[i] = ir_now() - t0;
 	}
+	double cpu = (cpu_seconds() - cpu0) / (double)n * 1e3;
 	if (rc == 0 && r->c->rank == 0) {
 		double k = (r->t_kernel - k0) / (double)n * 1e3, c = (r->t_comm - c0) / (double)n * 1e3,
 		       g = (r->t_gemm - g0) / (double)n * 1e3;
 		qsort(t, (size_t)n, sizeof *t, cmp_double);
-		printf("pcc-bench: step median %.4f ms, min %.4f ms over %ld runs "
+		printf("pcc-bench: step median %.4f ms, min %.4f ms over %ld runs, cpu %.4f ms "
 		       "(mean per step: kernels %.4f ms, of which dots %.4f ms, communication %.4f ms)\n",
-		       (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2) * 1e3, t[0] * 1e3, n, k, g, c);
+		       (n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2) * 1e3, t[0] * 1e3, n, cpu, k, g, c);
 		if (r->prof_time)
 			print_profile(r, n);
 		fflush(stdout);

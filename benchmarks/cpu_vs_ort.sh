@@ -8,7 +8,7 @@
 # Environment (defaults in brackets):
 #   ZOO=/tmp/pcc-zoo   models as benchmarks/zoo_export.py writes them (made
 #                      by it when a model is absent: needs python3-torch)
-#   MODELS="gpt2 bert vit resnet18 mobilenet"
+#   MODELS="gpt2 bert llama vit whisper resnet18 mobilenet convnext"
 #   RUNS=5             processes per configuration, pcc and ORT interleaved
 #   REPS=10            inference steps timed inside each process after a warm-up
 #   THREADS="1 2"      thread counts: pcc-run --threads, ORT intra_op_num_threads
@@ -17,7 +17,11 @@
 # Times are per step: pcc's are benchmarks/codegen_run.c's (pcc-run's program
 # with the step repeated, inputs loaded; BUILD_DIR/benchmarks/codegen_run), ORT's benchmarks/codegen_ort.py's
 # (InferenceSession.run after a warm-up); each cell the median over RUNS
-# processes of each process's median. pcc's outputs are checked against
+# processes of each process's median, and the minimum over all steps
+# timed (on a shared machine the medians measure the load as much as
+# the runtimes; the minimum is a step that ran undisturbed). Both time the
+# step alone: process start, plan or session load and the warm-up step
+# are outside. pcc's outputs are checked against
 # ORT's with pb_cmp --rtol 1e-3 --atol 1e-4. Compile times are wall
 # seconds of one `pcc MODEL --cluster cpu:N -o PLAN`.
 set -euo pipefail
@@ -26,7 +30,7 @@ root=$(dirname "$here")
 build=$(cd "${1:-$root/build}" && pwd)
 out=${2:-}
 ZOO=${ZOO:-/tmp/pcc-zoo}
-MODELS=${MODELS-gpt2 bert vit resnet18 mobilenet}
+MODELS=${MODELS-gpt2 bert llama vit whisper resnet18 mobilenet convnext}
 RUNS=${RUNS:-5}
 REPS=${REPS:-10}
 THREADS=${THREADS-1 2}
@@ -39,6 +43,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$root"
 
+# The median, min and cpu times of a "pcc-bench: step" or "ort:" line on
+# stdin, appended to $tmp/g, gm, gc (pcc's) or o, om, oc (ORT's).
+pick() {
+	local f=o line
+	[ "$1" = "ort:" ] || f=g
+	line=$(grep -m1 "^$1 median" || true)
+	[ -n "$line" ] || return 0
+	sed -n 's/.* median \([0-9.]*\) ms.*/\1/p' <<<"$line" >>"$tmp/$f"
+	sed -n 's/.* min \([0-9.]*\) ms.*/\1/p' <<<"$line" >>"$tmp/${f}m"
+	sed -n 's/.* cpu \([0-9.]*\) ms.*/\1/p' <<<"$line" >>"$tmp/${f}c"
+}
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f\n", a / b }'; }
 fmt() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else if (a < 10) printf "%.2f\n", a; else printf "%.1f\n", a }'; }
@@ -63,24 +78,24 @@ for m in $MODELS; do
 	c4=$(secs "$pcc" "$dir/model.onnx" --cluster cpu:4 -o "$tmp/$m.c4.bin")
 	if ! "$pcc" "$dir/model.onnx" --cluster cpu:1 -o "$plan" >"$tmp/$m.pcc" 2>&1; then
 		cat "$tmp/$m.pcc" >&2
-		rows+=("| $m | pcc failed | | | | | | | |")
+		rows+=("| $m | | pcc failed | | | | | | $c1 | $c4 | |")
 		continue
 	fi
-	cells=() check=""
+	check=""
 	for t in $THREADS; do
-		: >"$tmp/g" && : >"$tmp/o"
+		for f in g o gm om gc oc; do : >"$tmp/$f"; done
 		for ((i = 0; i < RUNS; i++)); do
 			od=() oo=()
 			[ "$i" = 0 ] && od=(-o "$tmp/$m.$t.gen") && oo=("$tmp/$m.$t.ort")
 			PCC_BENCH_REPS=$REPS "${mpirun[@]}" "$run" "$plan" -i "$data" --threads "$t" "${od[@]}" \
 				>"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; echo "cpu_vs_ort.sh: $m: pcc-run failed" >&2; }
-			sed -n 's/^pcc-bench: step median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/g"
+			pick "pcc-bench: step" <"$tmp/out"
 			"$ORT_PYTHON" "$here/codegen_ort.py" "$dir/model.onnx" "$data" "$t" "$REPS" "${oo[@]}" >"$tmp/out" 2>&1 ||
 				{ cat "$tmp/out" >&2; echo "cpu_vs_ort.sh: $m: ORT failed" >&2; }
-			sed -n 's/^ort: median \([0-9.]*\) ms.*/\1/p' "$tmp/out" >>"$tmp/o"
+			pick "ort:" <"$tmp/out"
 		done
-		g=$(median <"$tmp/g") o=$(median <"$tmp/o")
-		cells+=("$(fmt "$g") | $(fmt "$o") | $(ratio "$g" "$o")")
+		g=$(median <"$tmp/g") o=$(median <"$tmp/o") gc=$(median <"$tmp/gc") oc=$(median <"$tmp/oc")
+		gm=$(sort -g "$tmp/gm" | head -1) om=$(sort -g "$tmp/om" | head -1)
 		if [ -z "$check" ]; then
 			if "$cmp" --rtol 1e-3 --atol 1e-4 "$tmp/$m.$t.gen" "$tmp/$m.$t.ort" >"$tmp/cmp" 2>&1; then
 				check="ORT close ($(sed -n 's/.*\(max abs err [^,]*\).*/\1/p' "$tmp/cmp"))"
@@ -88,26 +103,21 @@ for m in $MODELS; do
 				check="ORT differs: $(tr '\n' ' ' <"$tmp/cmp")"
 			fi
 		fi
+		rows+=("| $m | $t | $(fmt "$g") / $(fmt "$o") | $(ratio "$g" "$o") | $(fmt "${gm:--}") / $(fmt "${om:--}") | $(ratio "${gm:--}" "${om:--}") | $(fmt "$gc") / $(fmt "$oc") | $(ratio "$gc" "$oc") | $c1 | $c4 | $check |")
+		check="-"
 	done
-	rows+=("| $m | $(printf '%s | ' "${cells[@]}")$c1 | $c4 | $check |")
 done
 
 cmdline="ZOO=$ZOO RUNS=$RUNS REPS=$REPS THREADS=\"$THREADS\" benchmarks/cpu_vs_ort.sh ${1:-} ${2:-}"
-head="| model |"
-sep="|---|"
-for t in $THREADS; do
-	head="$head pcc ${t}T ms | ORT ${t}T ms | pcc/ORT ${t}T |"
-	sep="$sep---|---|---|"
-done
 {
 	echo "$(date -u +%Y-%m-%d), $(nproc) cores ($(uname -m), $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'))," \
 		"load $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 	echo "command: ${cmdline% }"
 	echo "pcc-run: 1 rank; ORT: onnxruntime $("$ORT_PYTHON" -c 'import onnxruntime; print(onnxruntime.__version__)'), sequential, intra_op_num_threads as pcc's --threads"
-	echo "times: median over $RUNS processes of ms per step (each process's median of $REPS steps after a warm-up); compile: wall s of one pcc run"
+	echo "times, ms per step, pcc / ORT and their ratio: median over $RUNS processes of each one's median of $REPS steps after a warm-up; min, the fastest step of all; CPU, the median over processes of CPU time per step (all threads, spinning ones included); compile: wall s of one pcc run"
 	echo
-	echo "$head compile cpu:1 s | compile cpu:4 s | check |"
-	echo "$sep---|---|---|"
+	echo "| model | threads | median ms | ratio | min ms | min ratio | CPU ms | CPU ratio | compile cpu:1 s | compile cpu:4 s | check |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
 } | tee "$tmp/table"
 if [ -n "$out" ]; then

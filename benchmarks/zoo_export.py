@@ -13,8 +13,15 @@ Writes OUT_DIR/NAME/model.onnx and OUT_DIR/NAME/test_data_set_0/input_0.pb
                 gelu, sequence 128
     vit         ViT-like: 16x16 patches of a 224x224 image (a strided
                 convolution), 4 blocks, d 384, 6 heads
+    llama       Llama-like decoder: 4 blocks, d 768, 12 query heads and 4
+                key/value heads, RMSNorm, rotary embeddings, SwiGLU MLP of
+                2048, sequence 128, vocabulary 8192
+    whisper     Whisper-like encoder (whisper-tiny's shape): two 1-d
+                convolutions over 80 mel bins of 1000 frames (the second
+                of stride 2), 4 blocks, d 384, 6 heads, 500 positions
     resnet18    torchvision's resnet18, batch 1, 224x224
     mobilenet   torchvision's mobilenet_v3_small, batch 1, 224x224
+    convnext    torchvision's convnext_tiny, batch 1, 224x224
 
 all with random weights (seed 0), exported by torch.onnx.export's
 TorchScript exporter at opset 17, in eval mode. Needs torch and
@@ -113,15 +120,102 @@ class ViT(nn.Module):
         return self.head(self.ln(self.blocks(x))[:, 0])
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, d, heads, kv_heads, ffn):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.ln1, self.ln2 = RMSNorm(d), RMSNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.gate, self.up = nn.Linear(d, ffn, bias=False), nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        q = self.q(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        # each key/value head repeated for its queries, as transformers'
+        # repeat_kv writes it (expand, then reshape)
+        rep = self.heads // self.kv_heads
+        k = k[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
+        v = v[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
+        a = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd) + mask
+        y = (torch.softmax(a, dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.o(y)
+        h = self.ln2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, vocab=8192, seq=128, d=768, heads=12, kv_heads=4, ffn=2048, layers=4):
+        super().__init__()
+        self.seq = seq
+        self.emb = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList([LlamaBlock(d, heads, kv_heads, ffn) for _ in range(layers)])
+        self.ln = RMSNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        hd = d // heads
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, hd, 2).float() / hd))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        f = torch.outer(torch.arange(t).float(), self.inv_freq)
+        e = torch.cat([f, f], dim=-1)
+        cos, sin = e.cos(), e.sin()
+        mask = torch.triu(torch.full((t, t), -1e9), diagonal=1)
+        x = self.emb(ids)
+        for blk in self.blocks:
+            x = blk(x, cos, sin, mask)
+        return self.head(self.ln(x))
+
+
+class WhisperEncoder(nn.Module):
+    def __init__(self, mels=80, frames=1000, d=384, heads=6, layers=4):
+        super().__init__()
+        self.conv1 = nn.Conv1d(mels, d, 3, padding=1)
+        self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+        self.pos = nn.Parameter(torch.randn(frames // 2, d) * 0.02)
+        self.blocks = nn.Sequential(*[Block(d, heads, False, nn.GELU()) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, mel):
+        x = nn.functional.gelu(self.conv1(mel))
+        x = nn.functional.gelu(self.conv2(x)).transpose(1, 2)
+        return self.ln(self.blocks(x + self.pos))
+
+
 def models():
     ids = torch.randint(0, 8192, (1, 128))
     img = torch.randn(1, 3, 224, 224)
     return {
         "gpt2": (GPT, ids),
         "bert": (BERT, ids),
+        "llama": (Llama, ids),
+        "whisper": (WhisperEncoder, torch.randn(1, 80, 1000)),
         "vit": (ViT, img),
         "resnet18": (lambda: torchvision.models.resnet18(weights=None), img),
         "mobilenet": (lambda: torchvision.models.mobilenet_v3_small(weights=None), img),
+        "convnext": (lambda: torchvision.models.convnext_tiny(weights=None), img),
     }
 
 

@@ -362,7 +362,9 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 		for (int j = 0; j < c->vec; j++) {
 			e[j] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, cg_i64c(c, c->vec), ""), cg_i64c(c, j), "");
 			cg_delinear(c, e[j], s, 0, split, idx);
+			c->out_idx = idx, c->out_off = e[j];
 			v[j] = cg_value(c, root, idx);
+			c->out_idx = NULL;
 		}
 		for (int j = 0; j < c->vec; j++)
 			cg_store(c, c->base[b->nin], rt, e[j], v[j]);
@@ -391,7 +393,9 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	LLVMValueRef base = LLVMBuildMul(c->b, r, cg_i64c(c, inner), "");
 	if (inner == 1 && split == s->rank) {
 		if (c->lanes == 1) {
+			c->out_idx = idx, c->out_off = base;
 			cg_store(c, c->base[b->nin], rt, base, cg_value(c, root, idx));
+			c->out_idx = NULL;
 			return;
 		}
 		/* the warp's lanes hold the same value: lane 0 stores it (a grid
@@ -412,7 +416,11 @@ static void emit_row(struct cg *c, const struct plan_kernel *b, LLVMValueRef r, 
 	cg_loop_begin(c, &l, c->lane, cg_i64c(c, inner), NULL);
 	cg_delinear(c, l.i, s, split, s->rank, idx);
 	LLVMValueRef off = LLVMBuildAdd(c->b, base, l.i, "");
+	/* not on GPUs: each lane's share of a row there */
+	if (!c->gpu)
+		c->out_idx = idx, c->out_off = off;
 	cg_store(c, c->base[b->nin], rt, off, cg_value(c, root, idx));
+	c->out_idx = NULL;
 	cg_loop_end(c, &l, cg_i64c(c, c->lanes), NULL);
 }
 

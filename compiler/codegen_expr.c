@@ -807,8 +807,16 @@ static LLVMValueRef row_value(struct cg *c, const struct plan_fop *f, const LLVM
 LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 {
 	const struct plan_kernel *k = c->k;
-	if (v < k->nin)
+	if (v < k->nin) {
+		/* at the result's own index: its flat offset, where the index
+		 * rebuilt from the row's divisions would hide from LLVM that an
+		 * epilogue reads each element where it writes it, and the
+		 * vectorized loop's overlap check would send every row to the
+		 * scalar one */
+		if (idx == c->out_idx && ir_shape_eq(&k->shape[v], &k->body[k->nbody - 1].shape))
+			return cg_load(c, c->base[v], k->dtype[v], c->out_off);
 		return cg_load(c, c->base[v], k->dtype[v], cg_linear(c, &k->shape[v], idx, 0, k->shape[v].rank));
+	}
 	int i = v - k->nin;
 	const struct plan_fop *f = &k->body[i];
 	LLVMValueRef oi[IR_MAX_RANK];

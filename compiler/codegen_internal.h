@@ -17,12 +17,17 @@ struct cg {
 	bool gpu;
 	LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
 	const struct plan_kernel *k;
-	LLVMValueRef base[64];                     /* operand j's data, then the result's ([nin]) */
-	int core;                                  /* the body op with a reduction, -1 */
-	LLVMValueRef core_val;                     /* its value in the current row (CG_REDUCE), else: */
-	LLVMValueRef stat[2];                      /* softmax: max, sum; layer norm: mean, 1/std (f64) */
-	bool stats_ready;                          /* the final pass: the core op's value from stat[] */
-	int split;                                 /* a row is the dimensions from split on */
+	LLVMValueRef base[64]; /* operand j's data, then the result's ([nin]) */
+	int core;              /* the body op with a reduction, -1 */
+	LLVMValueRef core_val; /* its value in the current row (CG_REDUCE), else: */
+	LLVMValueRef stat[2];  /* softmax: max, sum; layer norm: mean, 1/std (f64) */
+	bool stats_ready;      /* the final pass: the core op's value from stat[] */
+	int split;             /* a row is the dimensions from split on */
+	/* the result's element being computed: its index array (emit_row's)
+	 * and its flat offset; an operand of the result's shape read at that
+	 * very index is read at the offset (cg_value), NULL: none */
+	const LLVMValueRef *out_idx;
+	LLVMValueRef out_off;
 	int lanes;                                 /* threads a row's passes split among: 32 (a warp) in
 						    * a GPU's row kernels, else 1 */
 	LLVMValueRef lane;                         /* this thread's among them (i64) */

@@ -195,6 +195,10 @@ bool cg_kernel_compiles(const struct plan_kernel *k, int *core)
 	return true;
 }
 
+/* Elements of a host row of an elementwise kernel, at least, where the
+ * result's shape allows (cg_row_split). */
+#define ROW_MIN 32
+
 int cg_row_split(const struct plan_kernel *b, int core, bool gpu)
 {
 	const struct ir_shape *s = &b->body[b->nbody - 1].shape;
@@ -203,8 +207,19 @@ int cg_row_split(const struct plan_kernel *b, int core, bool gpu)
 	if (b->nbody == 1 && (b->body[0].op == IR_OP_CONV || b->body[0].op == IR_OP_WINDOW_MAX ||
 			      b->body[0].op == IR_OP_WINDOW_SUM || b->body[0].op == IR_OP_DOT)) /* an element each */
 		return s->rank;
-	if (core < 0)
-		return gpu || s->rank == 0 ? s->rank : s->rank - 1;
+	if (core < 0) {
+		if (gpu || s->rank == 0)
+			return s->rank;
+		/* host: the last dimension, and the ones before it while a row
+		 * is shorter than ROW_MIN (the first dimension stays a row's):
+		 * the loop over a row vectorizes, and the rows of a small
+		 * feature map (7 or 14 floats) ran mostly in its scalar
+		 * remainder */
+		int split = s->rank - 1;
+		for (int64_t inner = s->dims[split]; split > 1 && inner < ROW_MIN;)
+			inner *= s->dims[--split];
+		return split;
+	}
 	const struct plan_fop *f = &b->body[core];
 	if (cg_body_class(b, core) == CG_REDUCE)
 		return s->rank;

@@ -75,6 +75,11 @@ void rt_kernels_release(struct rt *r)
 	if (r->hc)
 		hostcode_free(r->hc);
 	ir_free(r->fn);
+	for (int i = 0; i < r->npacked; i++)
+		ir_free(r->packed[i].data);
+	ir_free(r->packed);
+	r->packed = NULL;
+	r->npacked = 0;
 	r->pool = NULL;
 	r->hc = NULL;
 	r->fn = NULL;

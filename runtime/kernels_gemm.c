@@ -6,6 +6,13 @@
  *   (gpu_plan_gemm): sgemm or dgemm into its result buffer (the LM head of
  *   GPT-2 small writes 26 MB), the matrices split over the pool's threads,
  *   or with fewer matrices than threads, blocks of rows or columns of each;
+ *   an f32 one whose A is not transposed on igemm (kernels_igemm.c) where
+ *   the CPU has AVX-512F: Debian 12's OpenBLAS (0.3.21) runs its AVX2
+ *   Haswell kernel on a Zen 5, at about half igemm's 200 GFLOP/s on
+ *   GPT-2's shapes. B is read in place, or packed into igemm's panels
+ *   when transposed (attention's q . k^T), and an inference plan's
+ *   parameter (a weight) is packed once, at its first use, and kept
+ *   (struct rt_packed), as ONNX Runtime prepacks its weights;
  * - an f32 convolution with one or two spatial dims, per image and group,
  *   as interp_conv computes it: out (Og x P) = w (Og x Cg*KH*KW) * col
  *   (Cg*KH*KW x P), one gemm: igemm (kernels_igemm.c) on a CPU with
@@ -94,7 +101,13 @@ struct dot {
 	struct gpu_gemm g;
 	size_t es;      /* bytes of an element */
 	int64_t pieces; /* per matrix */
+	int64_t cols;   /* columns of C per piece when split by columns */
 	bool by_rows;
+	/* igemm's offsets of B's rows (NULL: sgemm): k * n with B in place,
+	 * k * IGEMM_NR with B packed into panels (pb) */
+	const int64_t *off;
+	const float *pb; /* B packed: each matrix's columns in panels of IGEMM_NR */
+	int64_t panel;   /* floats from one panel to the next */
 };
 
 /* A piece of one row or one column of C (m or n is 1) as a matrix-vector
@@ -145,8 +158,8 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			m0 = p * DOT_ROW_BLOCK;
 			m1 = q * DOT_ROW_BLOCK < g->m ? q * DOT_ROW_BLOCK : g->m;
 		} else if (d->pieces > 1) {
-			n0 = p * DOT_COL_BLOCK;
-			n1 = q * DOT_COL_BLOCK < g->n ? q * DOT_COL_BLOCK : g->n;
+			n0 = p * d->cols;
+			n1 = q * d->cols < g->n ? q * d->cols : g->n;
 		}
 		/* rows m0.. of op(A): rows of A, or its columns when transposed; likewise B's columns */
 		const char *ai = d->a + (size_t)(i * g->m * g->k + (g->ta ? m0 : m0 * g->k)) * d->es;
@@ -157,6 +170,14 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			gemv(d, ai, bi, ci, m, n);
 			continue;
 		}
+		if (d->off) { /* B packed, or in place with its rows n floats apart; the piece's columns from n0 */
+			const float *b = d->pb ? d->pb + i * ceil_div(g->n, IGEMM_NR) * d->panel
+					       : (const float *)bi - n0;
+			struct rt_igemm ig = { (const float *)ai, b, d->off, (float *)ci - n0, m, g->n, g->k, lda, ldc,
+					       d->panel };
+			rt_igemm_block(&ig, 0, m, n0, n1);
+			continue;
+		}
 		if (d->es == sizeof(float))
 			cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)ai, lda, (const float *)bi,
 				    ldb, 0.0f, (float *)ci, ldc);
@@ -164,6 +185,66 @@ static void dot_chunk(void *ctx, int64_t begin, int64_t end)
 			cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)ai, lda, (const double *)bi,
 				    ldb, 0.0, (double *)ci, ldc);
 	}
+}
+
+/* B's batch of k x n matrices (op(B): stored n x k when tb) into igemm's
+ * panels at dst: matrix i's columns j .. j + IGEMM_NR - 1 at dst + (i *
+ * panels + j / IGEMM_NR) * k * IGEMM_NR, row by row (the last panel's
+ * columns past n zero). */
+static void pack_panels(const float *b, int64_t batch, int64_t k, int64_t n, bool tb, float *restrict dst)
+{
+	int64_t np = ceil_div(n, IGEMM_NR);
+	for (int64_t i = 0; i < batch; i++, b += k * n)
+		for (int64_t p = 0; p < np; p++) {
+			float *d = dst + (i * np + p) * k * IGEMM_NR;
+			int64_t j0 = p * IGEMM_NR, w = n - j0 < IGEMM_NR ? n - j0 : IGEMM_NR;
+			if (w < IGEMM_NR)
+				memset(d, 0, (size_t)(k * IGEMM_NR) * sizeof *d);
+			if (tb) /* column j of op(B) is row j of b: k floats, each to its own row of the panel */
+				for (int64_t j = 0; j < w; j++)
+					for (int64_t q = 0; q < k; q++)
+						d[q * IGEMM_NR + j] = b[(j0 + j) * k + q];
+			else
+				for (int64_t q = 0; q < k; q++)
+					memcpy(d + q * IGEMM_NR, b + q * n + j0, (size_t)w * sizeof *d);
+		}
+}
+
+/* Whether b is a parameter that no instruction writes: a whole PARAM
+ * buffer of an inference plan on a CPU rank (loaded once, before the first
+ * step), which a dot may then pack once for all its calls. */
+static bool fixed_operand(const struct rt *r, const void *b, size_t bytes)
+{
+	if (!r->p || r->p->train || r->gpu || !r->d || !r->arena)
+		return false;
+	for (int j = 0; j < r->d->nbuf; j++) {
+		const struct plan_buffer *x = &r->d->buf[j];
+		if (x->bind == PLAN_BIND_PARAM && x->slots <= 1 && (size_t)x->bytes == bytes && rt_buf(r, x) == b)
+			return true;
+	}
+	return false;
+}
+
+/* Fixed operand b of dot g packed into panels (pack_panels), once: kept
+ * in r->packed until the plan is released. NULL when out of memory. */
+static const float *packed_once(struct rt *r, const struct gpu_gemm *g, const float *b)
+{
+	for (int i = 0; i < r->npacked; i++) {
+		const struct rt_packed *q = &r->packed[i];
+		if (q->src == b && q->batch == g->batch && q->k == g->k && q->n == g->n && q->tb == g->tb)
+			return q->data;
+	}
+	struct rt_packed *grown = ir_realloc(r->packed, (size_t)(r->npacked + 1) * sizeof *grown);
+	float *data = ir_malloc((size_t)(g->batch * ceil_div(g->n, IGEMM_NR) * g->k * IGEMM_NR) * sizeof(float));
+	if (grown)
+		r->packed = grown;
+	if (!grown || !data) {
+		ir_free(data);
+		return NULL;
+	}
+	pack_panels(b, g->batch, g->k, g->n, g->tb, data);
+	r->packed[r->npacked++] = (struct rt_packed){ b, g->batch, g->k, g->n, g->tb, data };
+	return data;
 }
 
 /* The dot x as interp_dot runs it, when it is one batched gemm in place,
@@ -181,14 +262,39 @@ bool rt_host_dot(struct rt *r, const struct plan_kernel *k, void *const *buf)
 	if ((d.c < d.a + na && d.a < d.c + nc) || (d.c < d.b + nb && d.b < d.c + nc))
 		return false; /* written in place: gemm's C may not alias A or B */
 	int threads = pool_threads(r->pool);
+	/* f32 whose A is not transposed on igemm, where the CPU has it:
+	 * AVX-512 where this OpenBLAS may pick an AVX2 kernel (0.3.21 runs
+	 * its Haswell kernel on a Zen 5: 2x slower); not a matrix-vector
+	 * product (gemv runs those, on B as stored) */
+	bool ig = d.es == sizeof(float) && !g->ta && g->k > 0 && g->m > 1 && g->n > 1 && rt_conv_igemm();
+	d.cols = ig ? 2 * IGEMM_NR : DOT_COL_BLOCK;
 	d.by_rows = g->m > g->n;
 	if (g->batch < threads)
-		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, DOT_COL_BLOCK);
+		d.pieces = d.by_rows ? ceil_div(g->m, DOT_ROW_BLOCK) : ceil_div(g->n, d.cols);
 	/* a thread per at least ~64K multiply-adds */
-	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * DOT_COL_BLOCK);
+	int64_t macs = g->k * (d.pieces == 1 ? g->m * g->n : d.by_rows ? DOT_ROW_BLOCK * g->n : g->m * d.cols);
 	int64_t units = g->batch * d.pieces, grain = macs > 0 ? ceil_div(65536, macs) : units;
 	if (units < 1)
 		return true;
+	if (ig) {
+		/* B packed when transposed (igemm reads rows of op(B)) or fixed
+		 * (then once): the offsets, then (not fixed) B in the scratch */
+		bool fixed = fixed_operand(r, d.b, nb), pack = g->tb || fixed;
+		size_t noff = ((size_t)g->k * sizeof(int64_t) + 63) / 64 * 64,
+		       nf = pack && !fixed ? (size_t)(g->batch * ceil_div(g->n, IGEMM_NR) * g->k * IGEMM_NR) : 0;
+		char *scratch = pool_scratch(r->pool, noff + nf * sizeof(float));
+		if (!scratch || (fixed && !(d.pb = packed_once(r, g, (const float *)d.b))))
+			return false;
+		if (nf) {
+			pack_panels((const float *)d.b, g->batch, g->k, g->n, g->tb, (float *)(scratch + noff));
+			d.pb = (const float *)(scratch + noff);
+		}
+		int64_t *off = (int64_t *)scratch;
+		for (int64_t i = 0; i < g->k; i++)
+			off[i] = i * (pack ? IGEMM_NR : g->n);
+		d.off = off;
+		d.panel = pack ? g->k * IGEMM_NR : 0;
+	}
 	int blas = blas_single(r);
 	pool_run(r->pool, dot_chunk, &d, units, grain);
 	blas_restore(blas);
@@ -204,6 +310,7 @@ struct conv {
 	int64_t N, C, O, G, Cg, Og, H, W, KH, KW, OH, OW, P, CK;
 	int64_t sh, sw, ph, pw, dh, dw;
 	int64_t Hp, Wp; /* the input plane with its padding */
+	int64_t Wq;     /* depthwise with stride: the width of a column phase of the padded plane */
 	int64_t ncol;   /* columns of the gemm: P, or OH * Wp when wide */
 	int64_t items, nthreads, block, slack;
 	bool direct;             /* 1x1, stride 1, no padding: col is the input */
@@ -212,6 +319,7 @@ struct conv {
 	bool ig;                 /* igemm, not sgemm: no column matrix when wide */
 	bool panels;             /* igemm's column matrix, in panels of IGEMM_NR columns */
 	struct rt_epilogue *epi; /* run on blocks of output channels once final; NULL: none */
+	int64_t epi_rows;        /* its rows per output channel: OH, or 1 (a plane a row) */
 	/* split_item's: the item that the threads share, its work areas */
 	int64_t item;
 	const float *xi, *wi;
@@ -379,13 +487,13 @@ static int64_t col_floats(const struct conv *c)
 }
 
 /* The epilogue (c->epi) on output channels [o0, o1) of item (image,
- * group) i: OH rows of the result each. */
+ * group) i: epi_rows rows of the result each. */
 static void conv_epilogue(const struct conv *c, int64_t i, int64_t o0, int64_t o1)
 {
 	if (!c->epi)
 		return;
-	int64_t r0 = (i / c->G * c->O + i % c->G * c->Og + o0) * c->OH;
-	c->epi->fn(c->epi->args, r0, r0 + (o1 - o0) * c->OH);
+	int64_t r0 = (i / c->G * c->O + i % c->G * c->Og + o0) * c->epi_rows;
+	c->epi->fn(c->epi->args, r0, r0 + (o1 - o0) * c->epi_rows);
 }
 
 /* Output channels [o0, o1) of item i, whole: dst = w * b (all columns;
@@ -563,64 +671,155 @@ static void split_items(struct rt *r, struct conv *c)
 /* ---- depthwise ---------------------------------------------------------- */
 
 typedef float v8f __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
 
-/* Extra floats after a padded plane: reads of a last block of 8 outputs
- * run past the plane's end (into zeros; those lanes are dropped). */
-#define DEPTHWISE_SLACK(c) (8 * (c)->sw + (c)->Wp + 8)
+/* Extra floats after a padded plane: reads of a last block of up to 16
+ * outputs run past the plane's end (into zeros; those lanes are dropped). */
+#define DEPTHWISE_SLACK(c) (16 * (c)->sw + (c)->Wp + 16)
+/* ... and after the wide plane, which a last vector may overrun by 15 */
+#define WIDE_SLACK 16
+
+/* a0..a3 += wk times the vectors at p, p + stride, p + 2 stride, p + 3
+ * stride: four independent sums in four registers (an array of four in
+ * a loop GCC kept on the stack, each add waiting on the last store) */
+#define DEPTHWISE_FMA4(V, a0, a1, a2, a3, wk, p, stride)     \
+	do {                                                 \
+		const float *p_ = (p), w_ = (wk);            \
+		V v0_, v1_, v2_, v3_;                        \
+		memcpy(&v0_, p_, sizeof v0_);                \
+		memcpy(&v1_, p_ + (stride), sizeof v1_);     \
+		memcpy(&v2_, p_ + 2 * (stride), sizeof v2_); \
+		memcpy(&v3_, p_ + 3 * (stride), sizeof v3_); \
+		a0 += w_ * v0_;                              \
+		a1 += w_ * v1_;                              \
+		a2 += w_ * v2_;                              \
+		a3 += w_ * v3_;                              \
+	} while (0)
 
 /* One depthwise plane, out (OH x OW), from xp, its input channel with the
  * padding in place (Hp x Wp: no tap needs a bounds check): each output
  * is the sum over taps k of w[k] times xp at off[k] from the output's
  * window corner, L outputs at a time (a vector V), the sum in a register
- * across the taps. With stride 1, the L are consecutive positions of the
+ * across the taps, four vectors at a time (four independent chains of
+ * fused multiply-adds: one alone waits out each add's latency, which
+ * made the 5x5 planes of MobileNetV3-small 4x slower than the loads
+ * allow). With stride 1, the L are consecutive positions of the
  * wide plane (OH x Wp, the junk columns past OW included, as conv_wide),
  * each tap one contiguous load, and the rows are compacted into out
- * after; else L consecutive outputs of a row, each tap's values gathered.
- * Compiled twice (DEPTHWISE_PLANE): for AVX2 with FMA and for any
- * x86-64, 8 lanes each (SSE pairs there). On MobileNetV3-small, as fast
- * as igemm's AVX-512 on the same convolutions, which 16 lanes here were
- * not (the 7x7 and 14x14 planes fill few vectors). */
-#define DEPTHWISE_PLANE(NAME, ATTR, V, L)                                                                \
-	static ATTR void NAME(const struct conv *c, const float *xp, const float *w, const int64_t *off, \
-			      float *restrict wide, float *restrict out)                                 \
-	{                                                                                                \
-		int64_t K = c->CK, Wp = c->Wp, OW = c->OW, OH = c->OH, sw = c->sw;                       \
-		if (c->sh == 1 && sw == 1) {                                                             \
-			for (int64_t q = 0; q < (OH - 1) * Wp + OW; q += L) {                            \
-				V acc = { 0 };                                                           \
-				for (int64_t k = 0; k < K; k++) {                                        \
-					V v;                                                             \
-					memcpy(&v, xp + q + off[k], sizeof v);                           \
-					acc += w[k] * v;                                                 \
-				}                                                                        \
-				memcpy(wide + q, &acc, sizeof acc);                                      \
-			}                                                                                \
-			for (int64_t oh = 0; oh < OH; oh++)                                              \
-				memcpy(out + oh * OW, wide + oh * Wp, (size_t)OW * sizeof *out);         \
-			return;                                                                          \
-		}                                                                                        \
-		for (int64_t oh = 0; oh < OH; oh++) {                                                    \
-			const float *x0 = xp + oh * c->sh * Wp;                                          \
-			for (int64_t j = 0; j < OW; j += L) {                                            \
-				V acc = { 0 };                                                           \
-				for (int64_t k = 0; k < K; k++) {                                        \
-					const float *p = x0 + off[k] + j * sw;                           \
-					V v;                                                             \
-					for (int l = 0; l < L; l++)                                      \
-						v[l] = p[l * sw];                                        \
-					acc += w[k] * v;                                                 \
-				}                                                                        \
-				for (int64_t l = 0; l < L && j + l < OW; l++)                            \
-					out[oh * OW + j + l] = acc[l];                                   \
-			}                                                                                \
-		}                                                                                        \
+ * after; else L consecutive outputs of a row, four rows at a time, from
+ * xp's column phases (depthwise_phases: with stride sw, the columns ph,
+ * ph + sw, ... of the padded plane, each phase Hp x Wq), each tap one
+ * contiguous load from its phase too. (Gathering each tap's L values at
+ * stride sw instead, lane by lane through the stack, took 3/4 of
+ * MobileNetV3-small's depthwise time, in its four stride-2 convolutions.)
+ * Compiled three times (DEPTHWISE_PLANE): 16 lanes for AVX-512F, 8 for
+ * AVX2 with FMA and 8 for any x86-64 (SSE pairs there). */
+#define DEPTHWISE_PLANE(NAME, ATTR, V, L)                                                                       \
+	static ATTR void NAME(const struct conv *c, const float *xp, const float *w, const int64_t *off,        \
+			      float *restrict wide, float *restrict out)                                        \
+	{                                                                                                       \
+		int64_t K = c->CK, Wp = c->Wp, OW = c->OW, OH = c->OH, Wq = c->Wq;                              \
+		if (c->sh == 1 && c->sw == 1) {                                                                 \
+			int64_t Q = (OH - 1) * Wp + OW, q = 0;                                                  \
+			for (; q + 3 * L < Q; q += 4 * L) {                                                     \
+				V a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };                               \
+				for (int64_t k = 0; k < K; k++)                                                 \
+					DEPTHWISE_FMA4(V, a0, a1, a2, a3, w[k], xp + q + off[k], L);            \
+				memcpy(wide + q, &a0, sizeof a0);                                               \
+				memcpy(wide + q + L, &a1, sizeof a1);                                           \
+				memcpy(wide + q + 2 * L, &a2, sizeof a2);                                       \
+				memcpy(wide + q + 3 * L, &a3, sizeof a3);                                       \
+			}                                                                                       \
+			for (; q < Q; q += L) {                                                                 \
+				V acc = { 0 };                                                                  \
+				for (int64_t k = 0; k < K; k++) {                                               \
+					V v;                                                                    \
+					memcpy(&v, xp + q + off[k], sizeof v);                                  \
+					acc += w[k] * v;                                                        \
+				}                                                                               \
+				memcpy(wide + q, &acc, sizeof acc);                                             \
+			}                                                                                       \
+			for (int64_t oh = 0; oh < OH; oh++)                                                     \
+				memcpy(out + oh * OW, wide + oh * Wp, (size_t)OW * sizeof *out);                \
+			return;                                                                                 \
+		}                                                                                               \
+		int64_t step = c->sh * Wq;                                                                      \
+		for (int64_t oh = 0; oh < OH;) {                                                                \
+			int rows = OH - oh >= 4 ? 4 : 1;                                                        \
+			const float *x0 = xp + oh * step;                                                       \
+			for (int64_t j = 0; j < OW; j += L) {                                                   \
+				V acc[4] = { { 0 } };                                                           \
+				if (rows == 4) {                                                                \
+					V a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };                       \
+					for (int64_t k = 0; k < K; k++)                                         \
+						DEPTHWISE_FMA4(V, a0, a1, a2, a3, w[k], x0 + off[k] + j, step); \
+					acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;                     \
+				} else {                                                                        \
+					for (int64_t k = 0; k < K; k++) {                                       \
+						V v;                                                            \
+						memcpy(&v, x0 + off[k] + j, sizeof v);                          \
+						acc[0] += w[k] * v;                                             \
+					}                                                                       \
+				}                                                                               \
+				for (int u = 0; u < rows; u++) {                                                \
+					float *o = out + (oh + u) * OW + j;                                     \
+					if (j + L <= OW)                                                        \
+						memcpy(o, &acc[u], sizeof acc[u]);                              \
+					else                                                                    \
+						for (int64_t l = 0; j + l < OW; l++)                            \
+							o[l] = acc[u][l];                                       \
+				}                                                                               \
+			}                                                                                       \
+			oh += rows;                                                                             \
+		}                                                                                               \
 	}
+DEPTHWISE_PLANE(depthwise_plane_avx512, __attribute__((target("avx512f"))), v16f, 16)
 DEPTHWISE_PLANE(depthwise_plane_avx2, __attribute__((target("avx2,fma"))), v8f, 8)
 DEPTHWISE_PLANE(depthwise_plane, , v8f, 8)
 
-/* Whether the CPU has AVX2 and FMA: -1 not asked yet (depthwise sets it
- * before its threads start). */
+/* Which depthwise_plane runs: 2 AVX-512F, 1 AVX2 and FMA, 0 the portable
+ * one; -1 not asked yet (depthwise sets it before its threads start). */
 static int depthwise_isa = -1;
+
+/* Extra floats after the column phases: a last vector of up to 16
+ * outputs reads up to 15 past the last phase's end (those lanes are
+ * dropped). */
+#define PHASE_SLACK 32
+
+/* Input plane x (H x W), padded (Hp x Wp, x at (ph, pw)), as its sw
+ * column phases into xq: phase q holds the padded plane's columns q, q +
+ * sw, ... of each row, Wq of them (zeros in the padding and past Wp), so
+ * that every tap of a strided depthwise convolution reads consecutive
+ * outputs' inputs from one phase. Built from x directly: padding the
+ * plane first, then splitting it, took half of a stride-2 depthwise
+ * convolution's time. */
+static void depthwise_phases(const struct conv *c, const float *x, float *restrict xq)
+{
+	int64_t sw = c->sw, Wq = c->Wq;
+	for (int64_t q = 0; q < sw; q++) {
+		/* phase columns [lo, hi) hold input columns j sw + q - pw */
+		int64_t lo = c->pw > q ? (c->pw - q + sw - 1) / sw : 0;
+		int64_t hi = c->W + c->pw > q ? (c->W + c->pw - q + sw - 1) / sw : 0;
+		hi = hi < Wq ? hi : Wq;
+		lo = lo < hi ? lo : hi;
+		for (int64_t r = 0; r < c->Hp; r++) {
+			float *d = xq + (q * c->Hp + r) * Wq;
+			int64_t h = r - c->ph;
+			if (h < 0 || h >= c->H) {
+				memset(d, 0, (size_t)Wq * sizeof *d);
+				continue;
+			}
+			const float *src = x + h * c->W + lo * sw + q - c->pw;
+			memset(d, 0, (size_t)lo * sizeof *d);
+			if (sw == 2 && depthwise_isa == 2)
+				rt_igemm_stride2(d + lo, src, hi - lo);
+			else
+				for (int64_t j = 0; j < hi - lo; j++)
+					d[lo + j] = src[j * sw];
+			memset(d + hi, 0, (size_t)(Wq - hi) * sizeof *d);
+		}
+	}
+}
 
 /* Thread t's share of a depthwise result's planes, (image, output
  * channel) each: the input channel padded into t's work area (once for
@@ -631,22 +830,31 @@ static void depthwise_chunk(void *ctx, int64_t begin, int64_t end)
 	int64_t planes = c->N * c->O;
 	for (int64_t t = begin; t < end; t++) {
 		float *xp = c->work + t * c->block, *wide = xp + c->Hp * c->Wp + DEPTHWISE_SLACK(c);
+		/* with a column stride, the taps read xp's phases (xq) */
+		float *xq = c->sw > 1 ? wide + c->OH * c->Wp + WIDE_SLACK : NULL, *x = xq ? xq : xp;
 		int64_t padded = -1; /* the (image, group) now in xp */
 		memset(xp + c->Hp * c->Wp, 0, (size_t)DEPTHWISE_SLACK(c) * sizeof *xp);
+		if (xq)
+			memset(xq + c->sw * c->Hp * c->Wq, 0, PHASE_SLACK * sizeof *xq);
 		for (int64_t i = t * planes / c->nthreads; i < (t + 1) * planes / c->nthreads; i++) {
 			int64_t b = i / c->O, o = i % c->O, bg = b * c->G + o / c->Og;
 			if (bg != padded) {
-				pad_plane(c, c->x + bg * c->H * c->W, xp);
+				if (xq)
+					depthwise_phases(c, c->x + bg * c->H * c->W, xq);
+				else
+					pad_plane(c, c->x + bg * c->H * c->W, xp);
 				padded = bg;
 			}
 			const float *w = c->w + o * c->CK;
 			float *out = c->out + i * c->P;
-			if (depthwise_isa == 1)
-				depthwise_plane_avx2(c, xp, w, c->off, wide, out);
+			if (depthwise_isa == 2)
+				depthwise_plane_avx512(c, x, w, c->off, wide, out);
+			else if (depthwise_isa == 1)
+				depthwise_plane_avx2(c, x, w, c->off, wide, out);
 			else
-				depthwise_plane(c, xp, w, c->off, wide, out);
+				depthwise_plane(c, x, w, c->off, wide, out);
 			if (c->epi)
-				c->epi->fn(c->epi->args, i * c->OH, (i + 1) * c->OH);
+				c->epi->fn(c->epi->args, i * c->epi_rows, (i + 1) * c->epi_rows);
 		}
 	}
 }
@@ -663,10 +871,14 @@ static bool depthwise(struct rt *r, struct conv *c)
 	c->Wp = (c->OW - 1) * c->sw + (c->KW - 1) * c->dw + 1;
 	c->Hp = c->Hp > c->H + c->ph ? c->Hp : c->H + c->ph;
 	c->Wp = c->Wp > c->W + c->pw ? c->Wp : c->W + c->pw;
-	c->block = c->Hp * c->Wp + DEPTHWISE_SLACK(c) + c->OH * c->Wp + 8;
+	c->Wq = (c->Wp + c->sw - 1) / c->sw;
+	c->block = c->Hp * c->Wp + DEPTHWISE_SLACK(c) + c->OH * c->Wp + WIDE_SLACK +
+		   (c->sw > 1 ? c->sw * c->Hp * c->Wq + PHASE_SLACK : 0);
 	if (depthwise_isa < 0) {
 		__builtin_cpu_init();
-		depthwise_isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+		depthwise_isa = rt_igemm_available()                                              ? 2
+				: __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
+												  : 0;
 	}
 	int64_t planes = c->N * c->O, cap = planes * c->P * c->CK / 65536;
 	c->nthreads = pool_threads(r->pool);
@@ -678,9 +890,11 @@ static bool depthwise(struct rt *r, struct conv *c)
 		return false;
 	c->off = (int64_t *)scratch;
 	c->work = (float *)(scratch + noff);
+	/* tap (kh, kw) from the window's corner: in xp (Wq = Wp with sw 1),
+	 * or in the phase (kw dw) mod sw of xq */
 	for (int64_t kh = 0, k = 0; kh < c->KH; kh++)
 		for (int64_t kw = 0; kw < c->KW; kw++)
-			c->off[k++] = kh * c->dh * c->Wp + kw * c->dw;
+			c->off[k++] = (kw * c->dw % c->sw * c->Hp + kh * c->dh) * c->Wq + kw * c->dw / c->sw;
 	pool_run(r->pool, depthwise_chunk, c, c->nthreads, 1);
 	return true;
 }
@@ -762,8 +976,10 @@ bool rt_host_conv(struct rt *r, const struct plan_kernel *k, void *const *buf, s
 		memset(c.out, 0, nout);
 		return true;
 	}
-	/* the epilogue's rows are the result's (image, channel, output row) */
-	c.epi = epi && epi->rows == c.N * c.O * c.OH ? epi : NULL;
+	/* the epilogue's rows are the result's (image, channel, output row),
+	 * or with short output rows its (image, channel) planes */
+	c.epi_rows = epi && c.N * c.O > 0 ? epi->rows / (c.N * c.O) : 0;
+	c.epi = epi && (c.epi_rows == c.OH || c.epi_rows == 1) && epi->rows == c.N * c.O * c.epi_rows ? epi : NULL;
 	if (c.Cg == 1) {
 		if (!depthwise(r, &c))
 			return false;

@@ -35,8 +35,9 @@ bool rt_host_pad(struct rt *r, const struct plan_kernel *k, void *const *buf);
 bool rt_conv_igemm(void);
 /* The convolutions' code paths, which test_host_ops sets to check each one
  * on one CPU: igemm 1 on igemm (only where rt_conv_igemm() said so), 0 on
- * sgemm; depthwise ones 1 on AVX2 (only where the CPU has it), 0 on the
- * portable variant; -1 as the CPU and PCC_IGEMM decide. */
+ * sgemm; depthwise ones 2 on AVX-512F, 1 on AVX2 (each only where the
+ * CPU has it), 0 on the portable variant; -1 as the CPU and PCC_IGEMM
+ * decide. */
 void rt_conv_paths_set(int igemm, int depthwise);
 
 /* ceil(a / b) for b > 0 and any a. */

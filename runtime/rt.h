@@ -76,6 +76,15 @@ struct rt {
 	struct hostcode *hc;
 	void (**fn)(void **args, int64_t begin, int64_t end);
 	struct pool *pool;
+	/* an inference plan's parameters that dots multiply by (B), packed
+	 * for igemm at their first use (kernels_gemm.c), by address */
+	struct rt_packed {
+		const void *src;
+		int64_t batch, k, n;
+		bool tb;
+		float *data;
+	} * packed;
+	int npacked;
 	double t_kernel, t_comm; /* seconds in kernels, in the table */
 	double t_gemm;           /* of t_kernel: in kernels whose core is a dot (plan_kernel_core) */
 	/* per-kernel profile, filled only where the caller allocated it

@@ -13,11 +13,14 @@
  * image at real sizes, all of which may round differently in the last
  * place). Results start as NaN, so that a kernel that reads one before
  * writing it fails. Convolutions run on igemm (where the CPU has
- * AVX-512F) and again on sgemm (depthwise ones on their AVX2 variant,
- * then on the portable one), and each once more with an epilogue for
+ * AVX-512F) and again on sgemm (depthwise ones on their AVX-512 variant,
+ * then on the AVX2 one, then on the portable one), and each once more with an epilogue for
  * the kernel to run on its result's rows (struct rt_epilogue): every row
  * exactly once, after its values are final. igemm itself runs against a
- * double-precision triple loop on every tile shape.
+ * double-precision triple loop on every tile shape. f32 dots run on igemm
+ * too (B transposed packed into panels first), and again with B a
+ * parameter of an inference plan, packed once and reused by a second
+ * run, then all again on sgemm.
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +41,10 @@
  * NaN and signed zeros; 2: +0 and -0 tied for the max, no NaN); *err: the largest difference relative to
  * the output's sum of magnitudes. false when rt_kernel_host did not take
  * it or the results differ in size. */
+/* Operand 1 a parameter of an inference plan (rt_host_dot may pack it
+ * once): run_host_op runs the kernel twice, checking the second run. */
+static bool param_b;
+
 static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, bool *same, double *err)
 {
 	int nb = k->nin + k->nout;
@@ -49,6 +56,8 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, b
 		buf[j].bytes = ir_shape_numel(&k->shape[j]) * (int64_t)ir_dtype_size(k->dtype[j]);
 		off += (buf[j].bytes + 63) / 64 * 64 + 64;
 	}
+	if (param_b)
+		buf[1].bind = PLAN_BIND_PARAM;
 	uint8_t *arena = calloc((size_t)off + 64, 1);
 	struct ir_tensor tin[3], tout[1];
 	for (int j = 0; j < k->nin; j++) {
@@ -77,6 +86,13 @@ static bool run_host_op(struct plan_kernel *k, struct pool *pool, int special, b
 	memset(arena + buf[k->nin].offset, 0xff, (size_t)buf[k->nin].bytes);
 	int rc;
 	bool took = rt_kernel_host(&r, &x, &rc) && rc == 0;
+	if (param_b && took) { /* again, from what the first run packed */
+		memset(arena + buf[k->nin].offset, 0xff, (size_t)buf[k->nin].bytes);
+		took = rt_kernel_host(&r, &x, &rc) && rc == 0;
+	}
+	for (int i = 0; i < r.npacked; i++)
+		free(r.packed[i].data);
+	free(r.packed);
 	rc = interp_kernel(k, tin, tout);
 	const uint8_t *got = arena + buf[k->nin].offset;
 	*same = took && rc == 0 && memcmp(got, tout[0].data, (size_t)buf[k->nin].bytes) == 0;
@@ -140,8 +156,10 @@ static void epi_fn(void **args, int64_t begin, int64_t end)
 
 /* Convolution k run by rt_host_conv with that epilogue, against the
  * interpreter's result put through it: *err as run_host_op's; false
- * unless the kernel ran the epilogue on every row exactly once. */
-static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, double *err)
+ * unless the kernel ran the epilogue on every row exactly once. A row is
+ * an output row, or with plane an output channel's whole plane (as a
+ * generated epilogue's rows are where output rows are short). */
+static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, bool plane, double *err)
 {
 	struct ir_tensor in[2], ref, out;
 	for (int j = 0; j < 2; j++) {
@@ -151,6 +169,8 @@ static bool run_conv_epilogue(const struct plan_kernel *k, struct pool *pool, do
 	}
 	ir_tensor_alloc(&out, IR_F32, &k->shape[2]);
 	int64_t n = ir_shape_numel(&k->shape[2]), row = k->shape[2].dims[k->shape[2].rank - 1];
+	if (plane && k->shape[2].rank == 4)
+		row *= k->shape[2].dims[2];
 	int64_t rows = row ? n / row : 0;
 	memset(out.data, 0xff, (size_t)n * sizeof(float));
 	int *count = calloc((size_t)rows + 1, sizeof *count);
@@ -215,8 +235,10 @@ static void run_conv_case(struct pool *pool, const struct conv_case *t)
 	       ir_shape_str(&sh[0], s0, sizeof s0), ir_shape_str(&sh[1], s1, sizeof s1), (long)t->sh, (long)t->sw,
 	       (long)t->plh, (long)t->plw, (long)t->phh, (long)t->phw, (long)t->dh, (long)t->dw, (long)t->g, err,
 	       same ? " (bit for bit)" : "");
-	ok = run_conv_epilogue(&k, pool, &err);
+	ok = run_conv_epilogue(&k, pool, false, &err);
 	TAP_OK(ok && err <= 1e-5, "the same with an epilogue: run on every row once, when final; max err %.2g", err);
+	ok = run_conv_epilogue(&k, pool, true, &err);
+	TAP_OK(ok && err <= 1e-5, "the same with an epilogue on planes: each once, when final; max err %.2g", err);
 }
 
 static void check_host_conv(struct pool *pool)
@@ -365,6 +387,15 @@ static void check_host_dot(struct pool *pool)
 		{ 2, 64, 100, 130, false, false, IR_F32 }, /* two matrices, three threads */
 		{ 4, 20, 50, 30, false, true, IR_F32 },    /* a matrix per thread */
 		{ 0, 3, 5, 7, false, false, IR_F32 },      /* too small to split */
+		/* igemm's shapes: by columns in pieces of 96 with a last part
+		 * piece, tails of 1 to 4 columns past whole vectors, B packed
+		 * (transposed) across panels */
+		{ 0, 40, 70, 500, false, false, IR_F32 },
+		{ 0, 9, 300, 97, false, true, IR_F32 },
+		{ 0, 130, 64, 52, false, false, IR_F32 },
+		{ 12, 33, 64, 33, false, true, IR_F32 }, /* attention's q . k^T */
+		{ 12, 33, 33, 64, false, false, IR_F32 },
+		{ 0, 2, 513, 200, false, false, IR_F32 },
 	};
 	for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
 		const struct dot_case *t = &cs[i];
@@ -543,6 +574,16 @@ static void check_host_ops(void)
 	if (!pool)
 		return;
 	check_host_dot(pool);
+	if (rt_conv_igemm()) {
+		TAP_DIAG("dots again with B a parameter (packed once for igemm)");
+		param_b = true;
+		check_host_dot(pool);
+		param_b = false;
+		TAP_DIAG("dots again on sgemm, as on a CPU without AVX-512F");
+		rt_conv_paths_set(0, -1);
+		check_host_dot(pool);
+		rt_conv_paths_set(-1, -1);
+	}
 	check_igemm();
 	check_stride2();
 	bool ig = rt_conv_igemm();
@@ -551,6 +592,12 @@ static void check_host_ops(void)
 	if (ig) {
 		TAP_DIAG("again on sgemm, as on a CPU without AVX-512F");
 		rt_conv_paths_set(0, -1);
+		check_host_conv(pool);
+	}
+	__builtin_cpu_init();
+	if (ig && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		TAP_DIAG("depthwise convolutions again on their AVX2 variant, as on a CPU without AVX-512F");
+		rt_conv_paths_set(ig, 1);
 		check_host_conv(pool);
 	}
 	TAP_DIAG("depthwise convolutions again on their portable variant, as on a CPU without AVX2");
