@@ -112,7 +112,7 @@ sed 's/@PCC_VERSION@/fuzz/; s/@VCS_TAG@/none/' "$src/version.h.in" >"$out/gen/ve
 # ---- build.ninja: every source into one archive, one binary per target
 blas_cflags=$(pkg-config --cflags openblas 2>/dev/null || true)
 blas_libs=$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
-libs="-lprotobuf-c -ljansson -lz -lglpk -lxxhash -lcrypto $blas_libs -lm -lpthread"
+libs="-lprotobuf-c -ljansson -lzip -lz -lglpk -lxxhash -lcrypto $blas_libs -lm -lpthread"
 # the readers and what they call: ir/, the importer, the interpreter, the
 # cost model's devices, clusters and roofline, the plan printer, solvers/
 # but the pcc-iopddl CLI (fuzz_answer.c compiles that in itself), the one
