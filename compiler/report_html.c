@@ -185,6 +185,8 @@ static void why(FILE *f, const struct whatif *w)
 	};
 	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
 		cell(f, true, "%s", head[k]);
+	if (w->train)
+		cell(f, true, "%s", "gradient sync (the other way)");
 	fputs("</tr>\n", f);
 	for (int i = 0; i < w->nalt; i++) {
 		const struct inter_alt *a = &w->alt[i];
@@ -195,9 +197,21 @@ static void why(FILE *f, const struct whatif *w)
 		cell(f, false, "%s", wi_secs(a->step_time, b, sizeof b));
 		cell(f, false, "%+.1f%%", 100 * (a->step_time / w->t_step - 1));
 		cell(f, false, "%.2f", a->mem_peak / GIB);
+		if (w->train) {
+			char sync[64];
+			inter_alt_sync_str(a, true, sync, sizeof sync);
+			cell(f, false, "%s", sync);
+		}
 		fputs("</tr>\n", f);
 	}
-	fputs("</table>\n<table>\n<tr>", f);
+	fputs("</table>\n", f);
+	if (w->train)
+		fputs("<p class=\"note\">Each training plan was solved twice: with every stage's gradient reduction "
+		      "after the backward pass, and with it overlapped with the backward pass (the layers then pay "
+		      "for it in full and may shard weights to shrink it). A row is the faster way; the last column "
+		      "gives the other's step time against it.</p>\n",
+		      f);
+	fputs("<table>\n<tr>", f);
 	const char *ohead[] = { "stage",          "op", "time per micro-batch", "sharding and collective", "runner-up",
 				"runner-up costs" };
 	for (size_t k = 0; k < sizeof ohead / sizeof *ohead; k++)

@@ -54,13 +54,21 @@ check "auto --explain: the plans weighed, the plan first, and every stage's cost
   '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --explain >'$tmp/e.txt' &&
   grep -A2 '^plans weighed: [0-9]*; the fastest that fit' '$tmp/e.txt' | grep -q '^plan  .* +0.0%' &&
   test \$(grep -c '^stage [0-3] (layers* [0-9-]*, mesh .*): the [1-8] costliest of [0-9]* ops' '$tmp/e.txt') -eq 4 &&
-  grep -q '^      runner-up <.*>: +' '$tmp/e.txt' &&
+  grep -q '^      runner-up <.*>: +' '$tmp/e.txt' && ! grep -q ' overlap  ' '$tmp/e.txt' &&
+  grep -q '^plan  .*  \(after backward\|overlapped\)' '$tmp/e.txt' &&
   python3 - '$tmp/r.json' <<'EOF'
 import json, sys
 o = json.load(open(sys.argv[1]))
 a = o['alternatives']
 assert a[0]['chosen'] and abs(a[0]['step_time_s'] - o['step_time_s']) < 1e-12 * o['step_time_s'], a[0]
 assert all(x['step_time_s'] <= y['step_time_s'] for x, y in zip(a, a[1:])) and o['plans_weighed'] >= len(a)
+# each plan once: its gradient reduction solved after the backward pass or
+# overlapped with it, the other way's time beside it (never slower than the row)
+keys = [(x['micro_batch'], x['micro_batches'], x['schedule'], x['meshes']) for x in a]
+assert len(set(keys)) == len(keys) and not any('overlap' in x['meshes'] for x in a), keys
+assert all(x['gradient_sync'] in ('after', 'overlapped') for x in a), a
+assert any(x['other_way_step_time_s'] is not None for x in a), a
+assert all(x['other_way_step_time_s'] is None or x['other_way_step_time_s'] >= x['step_time_s'] * (1 - 1e-12) for x in a), a
 for s in o['stages']:
     assert 1 <= len(s['ops']) <= 8, s['ops']
     for op in s['ops']:

@@ -82,7 +82,7 @@ check "--html: well formed, self-contained, images embedded as base64 PNG" sh -c
   $run --html '$tmp/a.html' >/dev/null && python3 -c '$page_ok' '$tmp/a.html' $nimg"
 check "--html shows the report's numbers: step time, MFU, each stage's memory" sh -c "
   $run --json >'$tmp/a.json' && python3 - '$tmp/a.html' '$tmp/a.json' <<'EOF'
-import json, sys
+import json, re, sys
 h = open(sys.argv[1]).read(); o = json.load(open(sys.argv[2]))
 assert '<td>%.3f s</td>' % o['step_time_s'] in h
 assert 'MFU %.1f%%' % (100 * o['mfu']) in h
@@ -92,6 +92,11 @@ assert h.count('<table>') == 5 and h.count('<tr>') >= 1 + 8 + 1 + len(o['stages'
 # why this plan: the plans weighed (the plan's row first, in bold) and each stage's costliest ops
 assert '<h2>Why this plan</h2>' in h and 'the fastest of %d plans weighed' % o['plans_weighed'] in h
 assert h.index('<tr class=\"best\"><td>%d x %d</td>' % (o['micro_batch'], o['micro_batches'])) > h.index('Why this plan')
+# each plan weighed once, the other way of solving its gradient reduction named beside it
+rows = re.findall(r'<tr(?: class=\"best\")?><td>(\d+ x \d+)</td><td>([^<]*)</td><td>([^<]*)</td>', h)
+assert len(rows) == len(set(rows)) == len(o['alternatives']), rows
+assert not any('overlap' in r[2] for r in rows) and '<th>gradient sync (the other way)</th>' in h
+assert re.search(r'<td>(after backward|overlapped) \((overlapped|after): (same|\+[0-9.]+%)\)</td>', h)
 for s in o['stages']:
     for op in s['ops']:
         assert ('<td>%s</td>' % op['sharding'].replace('<', '&lt;').replace('>', '&gt;')) in h or op['collective'], op
