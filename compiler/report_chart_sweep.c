@@ -67,11 +67,11 @@ static void gpus_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 		if (!r->pt[i].ok)
 			continue;
 		double y = p.y + p.h - r->pt[i].w.samples_per_s / max * p.h, m = p.y + p.h - r->pt[i].w.mfu * p.h;
-		chart_color(cr, 0);
+		chart_color(cr, INK_THROUGHPUT);
 		marker(cr, x, y);
 		if (have)
 			segment(cr, px, py, x, y);
-		chart_color(cr, 1);
+		chart_color(cr, INK_MFU);
 		marker(cr, x, m);
 		if (have)
 			segment(cr, px, pm, x, m);
@@ -83,7 +83,7 @@ static void gpus_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 	if (first_i >= 0) { /* ideal: throughput proportional to GPUs, up to the plot's top */
 		const double dash[] = { 5, 4 };
 		cairo_set_dash(cr, dash, 2, 0);
-		chart_color(cr, 9);
+		chart_color(cr, INK_IDEAL);
 		for (int i = first_i; i + 1 < r->n; i++) {
 			double y0 = first * r->pt[i].gpus / r->pt[first_i].gpus;
 			double y1 = first * r->pt[i + 1].gpus / r->pt[first_i].gpus;
@@ -96,9 +96,9 @@ static void gpus_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 	}
 	cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
 	chart_text(cr, p.x + p.w / 2, p.y + p.h + 30, 0, 11, false, "GPUs");
-	double lx = chart_legend(cr, b.x + 20, b.y + b.h - 10, 0, "samples/s (left)");
-	lx = chart_legend(cr, lx, b.y + b.h - 10, 1, "MFU (right)");
-	chart_legend(cr, lx, b.y + b.h - 10, 9, "linear scaling from the first point");
+	double lx = chart_legend(cr, b.x + 20, b.y + b.h - 10, INK_THROUGHPUT, "samples/s (left)");
+	lx = chart_legend(cr, lx, b.y + b.h - 10, INK_MFU, "MFU (right)");
+	chart_legend(cr, lx, b.y + b.h - 10, INK_IDEAL, "linear scaling from the first point");
 }
 
 /* One bar per plan, samples/s. */
@@ -117,7 +117,7 @@ static void tppp_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 			continue;
 		}
 		double w = max > 0 ? pt->w.samples_per_s / max * width : 0;
-		chart_color(cr, pt->w.fits ? 0 : 2);
+		chart_color(cr, pt->w.fits ? INK_THROUGHPUT : INK_WORSE);
 		cairo_rectangle(cr, x0, y + 2, w, 14);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
@@ -142,7 +142,7 @@ static void sens_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 		if (!pt->ok)
 			continue;
 		double d = pt->w.t_step / base - 1, w = d / max * half;
-		chart_color(cr, d > 0 ? 2 : 4);
+		chart_color(cr, d > 0 ? INK_WORSE : INK_BETTER);
 		cairo_rectangle(cr, w < 0 ? mid + w : mid, y + 2, fabs(w), 18);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);

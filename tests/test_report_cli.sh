@@ -163,7 +163,8 @@ for k, v in d['time_s'].items():
     assert abs(v - (b['time_s'].get(k, 0) - a['time_s'].get(k, 0))) < 1e-12, k
 EOF
   '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 >'$tmp/c.txt' &&
-  grep -q '^ *A: auto *B: dp=4,tp=2,pp=2 *B vs A' '$tmp/c.txt' && grep -q '^step time .*%' '$tmp/c.txt' && grep -q '^MFU .* points' '$tmp/c.txt'"
+  grep -q '^ *A: auto *B: dp=4,tp=2,pp=2 *B vs A' '$tmp/c.txt' && grep -q '^step time .*%' '$tmp/c.txt' && grep -q '^MFU .* points' '$tmp/c.txt' &&
+  grep -q '^  collectives inside the micro-batches  ' '$tmp/c.txt' && ! grep -q 'tensor-parallel comm\|mesh axis' '$tmp/c.txt'"
 check "compare two clusters: H100 is faster than A100 for the same model" sh -c "
   '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --train --batch 64 --compare-cluster 2x8:h100 --json |
   python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"a\"][\"cluster\"]==\"2x8:a100\" and o[\"b\"][\"cluster\"]==\"2x8:h100\" and o[\"b\"][\"step_time_s\"] < o[\"a\"][\"step_time_s\"] and o[\"delta\"][\"step_time_ratio\"] < 1'"

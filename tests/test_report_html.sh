@@ -81,7 +81,7 @@ fi
 check "--html: well formed, self-contained, images embedded as base64 PNG" sh -c "
   $run --html '$tmp/a.html' >/dev/null && python3 -c '$page_ok' '$tmp/a.html' $nimg"
 check "--html shows the report's numbers: step time, MFU, each stage's memory" sh -c "
-  $run --json >'$tmp/a.json' && python3 - '$tmp/a.html' '$tmp/a.json' <<'EOF'
+  $run --json >'$tmp/a.json' && python3 - '$tmp/a.html' '$tmp/a.json' $nimg <<'EOF'
 import json, re, sys
 h = open(sys.argv[1]).read(); o = json.load(open(sys.argv[2]))
 assert '<td>%.3f s</td>' % o['step_time_s'] in h
@@ -92,6 +92,16 @@ assert h.count('<table>') == 5 and h.count('<tr>') >= 1 + 8 + 1 + len(o['stages'
 # why this plan: the plans weighed (the plan's row first, in bold) and each stage's costliest ops
 assert '<h2>Why this plan</h2>' in h and 'the fastest of %d plans weighed' % o['plans_weighed'] in h
 assert h.index('<tr class=\"best\"><td>%d x %d</td>' % (o['micro_batch'], o['micro_batches'])) > h.index('Why this plan')
+# the charts' key: one colour per meaning, each meaning once, red only for "worse"
+key = re.findall(r'<tr><td class=\"swatch\" style=\"background:#([0-9a-f]{6})\"></td><td>([^<]*)</td></tr>', h)
+assert key or sys.argv[3] == '0'  # drawn without cairo: no charts, no key
+if key:
+    cols = [c for c, _ in key]; names = [m for _, m in key]
+    assert len(key) >= 15 and len(set(cols)) == len(cols) and len(set(names)) == len(names), key
+    def red(c):
+        r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4)); return r > 180 and g < 80 and b < 80
+    reds = [m for c, m in key if red(c)]
+    assert len(reds) == 1 and reds[0].startswith('does not fit,'), key
 # each plan weighed once, the other way of solving its gradient reduction named beside it
 rows = re.findall(r'<tr(?: class=\"best\")?><td>(\d+ x \d+)</td><td>([^<]*)</td><td>([^<]*)</td>', h)
 assert len(rows) == len(set(rows)) == len(o['alternatives']), rows
@@ -103,7 +113,23 @@ for s in o['stages']:
 EOF"
 check "--html of a comparison and of a sweep: both plans' columns, the sweep's table" sh -c "
   '$pcc' report '$g' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 --html '$tmp/c.html' >/dev/null &&
-  grep -q '<th>A: auto</th><th>B: dp=4,tp=2,pp=2</th>' '$tmp/c.html' && python3 -c '$page_ok' '$tmp/c.html' $nimg &&
+  grep -q '<th>A: auto</th><th>B: dp=4,tp=2,pp=2</th><th>B/A</th>' '$tmp/c.html' && python3 -c '$page_ok' '$tmp/c.html' $nimg &&
+  '$pcc' report '$g' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 --json >'$tmp/c.json' &&
+  python3 - '$tmp/c.html' '$tmp/c.json' <<'EOF' &&
+import json, re, sys
+h = open(sys.argv[1]).read(); c = json.load(open(sys.argv[2])); a, b = c['a'], c['b']
+# B/A of the step time, throughput and peak memory, from the JSON
+def ratio(row):
+    return float(re.search(r'<tr><th>%s</th><td>[^<]*</td><td>[^<]*</td><td>([0-9.e+-]+)x</td></tr>' % row, h).group(1))
+assert abs(ratio('step time') / (b['step_time_s'] / a['step_time_s']) - 1) < 6e-3  # three digits
+assert abs(ratio('throughput') / (b['samples_per_s'] / a['samples_per_s']) - 1) < 6e-3  # three digits
+assert abs(ratio('peak memory') / (b['peak_memory_bytes'] / a['peak_memory_bytes']) - 1) < 6e-3  # three digits
+# the step time's rows: the same groups for both plans (no per-plan collective rows), each with B/A
+t = h[h.index('<h2>Step time</h2>'):]; t = t[:t.index('</table>')]
+rows = re.findall(r'<tr><th>([^<]*)</th><td>[^<]*</td><td>[^<]*</td><td>[^<]*</td></tr>', t)
+assert 'collectives inside the micro-batches' in rows and not any('tp=' in r or 'mesh axis' in r for r in rows), rows
+assert rows[0] == 'compute' and len(rows) == t.count('<tr>') - 1, rows
+EOF
   '$pcc' report '$g' --cluster 2x8:a100 --train --batch 64 --sweep tp,pp --html '$tmp/s.html' >/dev/null &&
   grep -q '<h2>Sweep</h2>' '$tmp/s.html' && test \$(grep -c '<td>tp=[0-9]* pp=' '$tmp/s.html') -eq 14 &&
   python3 -c '$page_ok' '$tmp/s.html' \$(( $nimg == 0 ? 0 : 4 ))"
