@@ -291,7 +291,9 @@ static void sweep_table(FILE *f, const struct wi_sweep_result *r)
 		fputs("</tr>\n", f);
 	}
 	fputs("</table>\n", f);
-	image(f, NULL, 0, r, WI_CHART_SWEEP, "sweep");
+	image(f, NULL, 0, r, WI_CHART_SWEEP,
+	      r->sw.kind == WI_SWEEP_GPUS ? "scaling: samples/s (log scale) and MFU against GPUs (log scale)"
+					  : "sweep");
 }
 
 #if PCC_HAVE_CAIRO

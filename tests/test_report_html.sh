@@ -134,6 +134,14 @@ EOF
   grep -q '<h2>Sweep</h2>' '$tmp/s.html' && test \$(grep -c '<td>tp=[0-9]* pp=' '$tmp/s.html') -eq 14 &&
   python3 -c '$page_ok' '$tmp/s.html' \$(( $nimg == 0 ? 0 : 4 ))"
 
+if [ $cairo = yes ]; then
+	check "--html of a GPU sweep: the scaling chart on log-log axes" sh -c "
+	  '$pcc' report '$g' --cluster 2x8:a100 --train --batch 64 --sweep gpus=8..32 --html '$tmp/gs.html' >/dev/null 2>&1 &&
+	  grep -q '<img alt=\"scaling: samples/s (log scale) and MFU against GPUs (log scale)\" src=\"data:image/png;base64,' '$tmp/gs.html'"
+else
+	skip "--html of a GPU sweep: built without cairo"
+fi
+
 chrome=
 for c in chromium chromium-browser google-chrome; do
 	command -v "$c" >/dev/null 2>&1 && chrome=$c && break
