@@ -177,7 +177,25 @@ import json, sys, collections
 o = json.load(open(sys.argv[1]))
 ev = o['traceEvents']
 xs = [e for e in ev if e['ph'] == 'X']
-assert xs and all(e['ph'] in ('X', 'M') for e in ev)
+assert xs and all(e['ph'] in ('X', 'M', 's', 'f') for e in ev)
+# a flow arrow per receive: it ends inside the receive (bound to it), and
+# starts inside the sending stage's forward or backward (or its collectives)
+# of the same micro-batch, which ends when the transfer starts
+def inside(e, t):
+    return e['ts'] <= t <= e['ts'] + e['dur']
+recv = [e for e in xs if e['name'].startswith('receive ')]
+starts = {e['id']: e for e in ev if e['ph'] == 's'}; ends = {e['id']: e for e in ev if e['ph'] == 'f'}
+assert recv and len(starts) == len(ends) == len(recv) and set(starts) == set(ends), (len(recv), len(starts))
+for i, f in ends.items():
+    s = starts[i]
+    assert f['bp'] == 'e' and s['name'] == f['name'] and s['pid'] != f['pid'], (s, f)
+    r = [e for e in recv if e['pid'] == f['pid'] and e['tid'] == f['tid'] and inside(e, f['ts'])]
+    assert len(r) == 1 and r[0]['name'].startswith('receive ' + s['name']), (f, r)
+    mb = r[0]['args']['micro_batch']
+    src = [e for e in xs if e['pid'] == s['pid'] and e['tid'] == s['tid'] and inside(e, s['ts'])]
+    assert len(src) == 1 and src[0].get('args', {}).get('micro_batch') == mb, (s, src)
+    assert src[0]['name'].split()[0] in ('forward', 'backward', 'collectives'), src
+    assert abs(src[0]['ts'] + src[0]['dur'] - r[0]['ts']) < 2e-3, (src, r)
 lanes = collections.defaultdict(list)
 for e in xs:
     for k in ('name', 'ts', 'dur', 'pid', 'tid'):
