@@ -244,12 +244,13 @@ void chart_memory(cairo_t *cr, const struct chart_in *in, struct box b)
 
 /* ---- timeline ---------------------------------------------------------------- */
 
-static void time_axis(cairo_t *cr, struct box p, double T)
+/* Ticks over the window [lo, hi]. */
+static void time_axis(cairo_t *cr, struct box p, double lo, double hi)
 {
 	char t[32];
-	double step = chart_tick(T, 8);
-	for (double v = 0; v <= T * 1.0001; v += step) {
-		double x = p.x + v / T * p.w;
+	double step = chart_tick(hi - lo, 8);
+	for (double v = ceil(lo / step * 0.9999) * step; v <= hi * 1.0001; v += step) {
+		double x = p.x + (v - lo) / (hi - lo) * p.w;
 		cairo_set_source_rgb(cr, 0.85, 0.85, 0.85);
 		line(cr, x, p.y, x, p.y + p.h);
 		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
@@ -257,37 +258,62 @@ static void time_axis(cairo_t *cr, struct box p, double T)
 	}
 }
 
-/* One plan's step, on a time axis of at least T (plans compared share it). */
-static void timeline_one(cairo_t *cr, const struct whatif *w, struct box b, double T)
+/* One panel: the spans of tl inside [lo, hi], clipped to it. */
+static void timeline_panel(cairo_t *cr, const struct whatif *w, const struct wi_timeline *tl, struct box b, double lo,
+			   double hi, const char *title)
 {
-	struct wi_timeline tl;
-	char title[200];
-	snprintf(title, sizeof title, "One step: %.60s (%s, %d micro-batch%s)", w->label, cost_sched_name(w->sched),
-		 w->micro, w->micro == 1 ? "" : "es");
 	chart_title(cr, b, title);
-	if (wi_timeline_build(w, &tl) < 0 || !(tl.t_step > 0)) {
-		chart_text(cr, b.x + 20, b.y + 50, -1, 11, false, "(no timeline: %s)", ir_error());
-		return;
-	}
 	struct box p = { b.x + 80, b.y + 40, b.w - 100, 22.0 * w->nstages };
-	T = fmax(T, tl.t_step);
 	for (int s = 0; s < w->nstages; s++) {
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
 		chart_text(cr, p.x - 8, p.y + 22.0 * s + 15, 1, 11, false, "stage %d", s);
 	}
-	time_axis(cr, p, T);
-	for (int k = 0; k < tl.n; k++) {
-		const struct wi_span *sp = &tl.span[k];
+	time_axis(cr, p, lo, hi);
+	for (int k = 0; k < tl->n; k++) {
+		const struct wi_span *sp = &tl->span[k];
+		if (sp->t1 <= lo || sp->t0 >= hi)
+			continue;
 		bool recv = sp->kind == WI_SPAN_RECV_ACT || sp->kind == WI_SPAN_RECV_GRAD;
-		double x0 = p.x + sp->t0 / T * p.w, x1 = p.x + sp->t1 / T * p.w;
+		double x0 = p.x + (fmax(sp->t0, lo) - lo) / (hi - lo) * p.w;
+		double x1 = p.x + (fmin(sp->t1, hi) - lo) / (hi - lo) * p.w;
 		double y = p.y + 22.0 * sp->stage + (recv ? 17 : 2);
 		chart_color(cr, chart_span_ink[sp->kind]);
 		cairo_rectangle(cr, x0, y, fmax(x1 - x0, 0.5), recv ? 3 : 14);
 		cairo_fill(cr);
+		/* a micro-batch's number on its forward or backward where it fits */
+		if ((sp->kind == WI_SPAN_FWD || sp->kind == WI_SPAN_BWD) && sp->mb >= 0 && x1 - x0 >= 16) {
+			cairo_set_source_rgb(cr, sp->kind == WI_SPAN_FWD ? 1 : 0.1, sp->kind == WI_SPAN_FWD ? 1 : 0.1,
+					     sp->kind == WI_SPAN_FWD ? 1 : 0.1);
+			chart_text(cr, (x0 + x1) / 2, y + 11, 0, 9, false, "%d", sp->mb);
+		}
 	}
 	double lx = b.x + 20;
 	for (int k = 0; k < WI_SPAN_COUNT; k++)
 		lx = chart_legend(cr, lx, b.y + b.h - 10, chart_span_ink[k], wi_span_name[k]);
+}
+
+/* One plan's step, on a time axis of at least T (plans compared share it);
+ * with many micro-batches also its start and its end zoomed in. */
+static void timeline_one(cairo_t *cr, const struct whatif *w, struct box b, double T)
+{
+	struct wi_timeline tl;
+	char title[240], t[2][32];
+	snprintf(title, sizeof title, "One step: %.60s (%s, %d micro-batch%s)", w->label, cost_sched_name(w->sched),
+		 w->micro, w->micro == 1 ? "" : "es");
+	if (wi_timeline_build(w, &tl) < 0 || !(tl.t_step > 0)) {
+		chart_title(cr, b, title);
+		chart_text(cr, b.x + 20, b.y + 50, -1, 11, false, "(no timeline: %s)", ir_error());
+		return;
+	}
+	double h = b.h / wi_timeline_panels(w), lo[2], hi[2];
+	timeline_panel(cr, w, &tl, (struct box){ b.x, b.y, b.w, h }, 0, fmax(T, tl.t_step), title);
+	if (wi_timeline_panels(w) == 3 && wi_timeline_zoom(w, &tl, lo, hi) == 0)
+		for (int z = 0; z < 2; z++) {
+			snprintf(title, sizeof title, "%s, zoomed in: %s to %s (%s)", z ? "The end" : "The start",
+				 lo[z] > 0 ? wi_secs(lo[z], t[0], sizeof t[0]) : "0", wi_secs(hi[z], t[1], sizeof t[1]),
+				 z ? "the last micro-batches and the drain" : "the fill and the first micro-batches");
+			timeline_panel(cr, w, &tl, (struct box){ b.x, b.y + h * (z + 1), b.w, h }, lo[z], hi[z], title);
+		}
 	wi_timeline_free(&tl);
 }
 
@@ -297,7 +323,7 @@ void chart_timeline(cairo_t *cr, const struct chart_in *in, struct box b)
 	for (int i = 0; i < in->n; i++)
 		T = fmax(T, in->w[i]->t_step);
 	for (int i = 0; i < in->n; i++) {
-		double h = 80 + 22.0 * in->w[i]->nstages;
+		double h = wi_timeline_panels(in->w[i]) * (80 + 22.0 * in->w[i]->nstages);
 		timeline_one(cr, in->w[i], (struct box){ b.x, y, b.w, h }, T);
 		y += h;
 	}

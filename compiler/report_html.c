@@ -336,7 +336,11 @@ int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_re
 			stages(f, w[i]);
 		image(f, w, n, NULL, WI_CHART_MEMORY, "memory per stage");
 		fputs("<h2>One step, per stage</h2>\n", f);
-		image(f, w, n, NULL, WI_CHART_TIMELINE, "timeline");
+		bool zoom = false;
+		for (int i = 0; i < n; i++)
+			zoom |= wi_timeline_panels(w[i]) > 1;
+		image(f, w, n, NULL, WI_CHART_TIMELINE,
+		      zoom ? "timeline: the whole step, then its start and its end zoomed in" : "timeline");
 		bool any = false;
 		for (int i = 0; i < n; i++)
 			any |= !w[i]->manual && w[i]->nalt > 0;

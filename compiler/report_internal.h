@@ -312,6 +312,18 @@ struct wi_timeline {
  * is left of [0, t_step] on each stage. t_pipe is the simulator's. */
 int wi_timeline_build(const struct whatif *w, struct wi_timeline *tl);
 void wi_timeline_free(struct wi_timeline *tl);
+/* A step of WI_TIMELINE_ZOOM or more micro-batches is drawn three times:
+ * whole, and its start and its end zoomed in, so that each op is wide
+ * enough to see. The panels w's timeline chart has (1 or 3). */
+#define WI_TIMELINE_ZOOM 32
+#define WI_TIMELINE_KEEP 4 /* micro-batches a zoomed window holds past the fill, or before the drain */
+int wi_timeline_panels(const struct whatif *w);
+/* The two zoomed windows [lo, hi]: the start, until the last stage ends
+ * the forward of micro-batch WI_TIMELINE_KEEP - 1 (the fill and the first
+ * micro-batches), and the end, from the first start of a backward (a
+ * forward for inference) of the last WI_TIMELINE_KEEP micro-batches on
+ * any stage; -EINVAL where they would not be shorter than the step. */
+int wi_timeline_zoom(const struct whatif *w, const struct wi_timeline *tl, double lo[2], double hi[2]);
 
 /* ---- Chrome trace (report_trace.c) ---------------------------------------- */
 

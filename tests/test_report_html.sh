@@ -135,6 +135,15 @@ EOF
   python3 -c '$page_ok' '$tmp/s.html' \$(( $nimg == 0 ? 0 : 4 ))"
 
 if [ $cairo = yes ]; then
+	check "--html of a step of 64 micro-batches: the timeline whole, then its start and end zoomed in (three panels)" sh -c "
+	  $run --micro-batches 64 --html '$tmp/z.html' >/dev/null && python3 - '$tmp/z.html' <<'EOF'
+import base64, re, struct, sys
+h = open(sys.argv[1]).read()
+src = re.search(r'<img alt=\"timeline: the whole step, then its start and its end zoomed in\" src=\"data:image/png;base64,([^\"]*)\"', h).group(1)
+png = base64.b64decode(src)
+w, ht = struct.unpack('>II', png[16:24])
+assert ht == 3 * (80 + 22 * 4), ht  # three panels of 4 stages
+EOF"
 	check "--html of a GPU sweep: the scaling chart on log-log axes" sh -c "
 	  '$pcc' report '$g' --cluster 2x8:a100 --train --batch 64 --sweep gpus=8..32 --html '$tmp/gs.html' >/dev/null 2>&1 &&
 	  grep -q '<img alt=\"scaling: samples/s (log scale) and MFU against GPUs (log scale)\" src=\"data:image/png;base64,' '$tmp/gs.html'"
