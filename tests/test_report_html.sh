@@ -144,9 +144,58 @@ png = base64.b64decode(src)
 w, ht = struct.unpack('>II', png[16:24])
 assert ht == 3 * (80 + 22 * 4), ht  # three panels of 4 stages
 EOF"
-	check "--html of a GPU sweep: the scaling chart on log-log axes" sh -c "
-	  '$pcc' report '$g' --cluster 2x8:a100 --train --batch 64 --sweep gpus=8..32 --html '$tmp/gs.html' >/dev/null 2>&1 &&
-	  grep -q '<img alt=\"scaling: samples/s (log scale) and MFU against GPUs (log scale)\" src=\"data:image/png;base64,' '$tmp/gs.html'"
+	cat >"$tmp/loglog.py" <<'EOF'
+# loglog.py PNG JSON RRGGBB: the throughput markers of a GPU sweep's chart lie
+# on log-log axes fitted to the points (decodes the PNG itself)
+import json, math, struct, sys, zlib
+png = open(sys.argv[1], 'rb').read(); pts = [p for p in json.load(open(sys.argv[2]))['points'] if p['ok']]
+w, h, depth, ctype = struct.unpack('>IIBB', png[16:26])
+assert depth == 8 and ctype in (2, 6), (depth, ctype)
+bpp = 4 if ctype == 6 else 3
+data, i = b'', 8
+while i < len(png):
+    n, t = struct.unpack('>I4s', png[i:i + 8])
+    if t == b'IDAT': data += png[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(data); stride = w * bpp; rows = []; prev = bytearray(stride)
+for y in range(h):
+    f = raw[y * (stride + 1)]; line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0; b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    rows.append(line); prev = line
+# the throughput markers: filled discs of the palette's throughput colour (report_internal.h)
+ink = bytes.fromhex(sys.argv[3])
+def hit(x, y):
+    return bytes(rows[y][x * bpp:x * bpp + 3]) == ink
+cols = {x: [y for y in range(h - 30) if hit(x, y)] for x in range(w)}  # not the legend
+marks, cur = [], []
+for x in range(w):
+    if len(cols[x]) >= 4: cur.append(x)
+    elif cur: marks.append(cur); cur = []
+centres = []
+for m in marks:
+    ys = sorted(y for x in m for y in cols[x]); mid = ys[len(ys) // 2]
+    ys = [y for y in ys if abs(y - mid) <= 5]
+    centres.append((sum(m) / len(m), sum(ys) / len(ys)))
+assert len(centres) == len(pts), (centres, len(pts))
+# log x: equal pixel steps for equal GPU ratios; log y: pixel steps proportional to log throughput ratios
+dx = [(c2[0] - c1[0]) / math.log(p2['gpus'] / p1['gpus']) for c1, c2, p1, p2 in zip(centres, centres[1:], pts, pts[1:])]
+dy = [(c1[1] - c2[1]) / math.log(p2['samples_per_s'] / p1['samples_per_s']) for c1, c2, p1, p2 in zip(centres, centres[1:], pts, pts[1:])]
+assert max(dx) - min(dx) < 3 and max(dy) - min(dy) < 0.05 * max(dy), (dx, dy)
+# fitted: the points span much of the plot's height
+assert centres[0][1] - centres[-1][1] > 0.3 * h, centres
+EOF
+	check "--html of a GPU sweep: the scaling chart on log-log axes fitted to the points" sh -c "
+	  '$pcc' report '$g' --cluster 2x8:a100 --train --batch 64 --sweep gpus=8..32 --html '$tmp/gs.html' --png '$tmp/gs.png' \
+	    --json >'$tmp/gs.json' 2>/dev/null &&
+	  grep -q '<img alt=\"scaling: samples/s (log scale) and MFU against GPUs (log scale)\" src=\"data:image/png;base64,' '$tmp/gs.html' &&
+	  python3 '$tmp/loglog.py' '$tmp/gs.png' '$tmp/gs.json' 2f4b7c  # INK_THROUGHPUT"
 else
 	skip "--html of a GPU sweep: built without cairo"
 fi
