@@ -113,61 +113,43 @@ static void line(cairo_t *cr, double x0, double y0, double x1, double y1)
 
 /* ---- the step-time stack ----------------------------------------------------- */
 
-/* Plan i's bar: its parts by group (the rows of a comparison), so that a
- * colour means the same in every plan. */
-static int bar(const struct chart_in *in, int i, double *s, const char **label, enum chart_ink *color)
-{
-	for (int g = 0; g < WI_GROUP_COUNT; g++) {
-		s[g] = wi_group_time(in->w[i], g);
-		label[g] = wi_group_label[g];
-		color[g] = chart_group_ink[g];
-	}
-	return WI_GROUP_COUNT;
-}
-
+/* A bar per plan of its parts by group (the rows of a comparison), so that
+ * a colour means the same in every plan; the legend names the groups any
+ * plan spends time in, in the groups' order. */
 void chart_steps(cairo_t *cr, const struct chart_in *in, struct box b)
 {
 	double max = 0, x0 = b.x + 190, width = b.w - 190 - 110;
 	char t[32];
+	bool used[WI_GROUP_COUNT] = { false };
 	for (int i = 0; i < in->n; i++)
 		max = fmax(max, in->w[i]->t_step);
 	chart_title(cr, b, "Step time by part");
-	const char *seen[WI_GROUP_COUNT];
-	int nseen = 0;
-	enum chart_ink seen_color[WI_GROUP_COUNT];
 	for (int i = 0; i < in->n; i++) {
 		const struct whatif *w = in->w[i];
-		double y = b.y + 44 + 34.0 * i, x = x0, s[WI_GROUP_COUNT];
-		const char *label[WI_GROUP_COUNT];
-		enum chart_ink color[WI_GROUP_COUNT];
-		int k = bar(in, i, s, label, color);
+		double y = b.y + 44 + 34.0 * i, x = x0;
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
 		chart_text(cr, x0 - 10, y + 17, 1, 12, false, "%s%.24s", in->n > 1 ? (i ? "B: " : "A: ") : "",
 			   w->label);
-		for (int j = 0; j < k; j++) {
-			double dx = max > 0 ? s[j] / max * width : 0;
-			chart_color(cr, color[j]);
+		for (int g = 0; g < WI_GROUP_COUNT; g++) {
+			double s = wi_group_time(w, g), dx = max > 0 ? s / max * width : 0;
+			chart_color(cr, chart_group_ink[g]);
 			cairo_rectangle(cr, x, y, dx, 24);
 			cairo_fill(cr);
 			x += dx;
-			int q = 0;
-			while (q < nseen && strcmp(seen[q], label[j]))
-				q++;
-			if (q == nseen && s[j] > 0) {
-				seen[nseen] = label[j];
-				seen_color[nseen++] = color[j];
-			}
+			used[g] |= s > 0;
 		}
 		cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
 		chart_text(cr, x + 8, y + 17, -1, 12, true, "%s", wi_secs(w->t_step, t, sizeof t));
 	}
 	double lx = b.x + 20, ly = b.y + 44 + 34.0 * in->n + 20;
-	for (int q = 0; q < nseen; q++) {
+	for (int g = 0; g < WI_GROUP_COUNT; g++) {
+		if (!used[g])
+			continue;
 		if (lx > b.x + b.w - 230) {
 			lx = b.x + 20;
 			ly += 22;
 		}
-		lx = chart_legend(cr, lx, ly, seen_color[q], seen[q]);
+		lx = chart_legend(cr, lx, ly, chart_group_ink[g], wi_group_label[g]);
 	}
 }
 
