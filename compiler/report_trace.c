@@ -14,12 +14,14 @@
  * overlap. Receives that overlap in time (several in flight) go to extra
  * threads of the same stream ("receive activation 2", ...). A flow arrow
  * ("s" to "f", as pcc-run --trace draws them) joins each receive to the
- * forward or backward on the stage that sent it. The streams,
+ * forward or backward on the stage that sent it, and a counter track
+ * gives each stage's memory per device over a training step. The streams,
  * thread ids and names are ir/trace.h's, which pcc-run --trace's measured
  * timeline (runtime/trace.c) shares.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler/report_internal.h"
@@ -182,6 +184,61 @@ static int add_flows(json_t *ev, const struct whatif *w, int i, const struct wi_
 	return 0;
 }
 
+struct mem_step {
+	double t, d; /* s, bytes */
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct mem_step *x = a, *y = b;
+	/* frees first at a tie: a backward's end and the next forward's start */
+	return x->t != y->t ? (x->t > y->t) - (x->t < y->t) : (x->d > y->d) - (x->d < y->d);
+}
+
+/* A training step's memory per device of each stage as a counter track
+ * ("ph": "C", GiB): the state, workspace and the rest that stays, plus a
+ * micro-batch's activations (of one chunk: 1/v of it) from the start of
+ * its forward to the end of its backward. Its peak is the stage's peak
+ * when the replayed schedule holds as many micro-batches as the memory
+ * model counts (inflight). */
+static int add_memory(json_t *ev, const struct whatif *w, int i, const struct wi_timeline *tl)
+{
+	if (!w->train)
+		return 0;
+	struct mem_step *st = ir_malloc(sizeof *st * ((size_t)tl->n + 1));
+	if (!st)
+		return ir_errorf(-ENOMEM, "out of memory writing the trace");
+	for (int d = 0; d < w->nstages; d++) {
+		const struct wi_stage *sg = &w->stages[d];
+		double act = sg->inflight > 0 ? sg->mem[WI_MEM_ACT] / sg->inflight / w->v : 0, base = 0;
+		for (int k = 0; k < WI_MEM_COUNT; k++)
+			base += k == WI_MEM_ACT ? 0 : sg->mem[k];
+		int n = 0;
+		for (int k = 0; k < tl->n; k++) {
+			const struct wi_span *sp = &tl->span[k];
+			if (sp->stage == d && sp->kind == WI_SPAN_FWD)
+				st[n++] = (struct mem_step){ sp->t0, act };
+			else if (sp->stage == d && sp->kind == WI_SPAN_BWD)
+				st[n++] = (struct mem_step){ sp->t1, -act };
+		}
+		qsort(st, (size_t)n, sizeof *st, by_time);
+		double held = 0;
+		json_array_append_new(ev, json_pack("{s:s, s:s, s:f, s:i, s:{s:f}}", "name", "memory (GiB)", "ph", "C",
+						    "ts", 0.0, "pid", i * 1000 + d, "args", "GiB", base / (1 << 30)));
+		for (int k = 0; k < n; k++) {
+			held += st[k].d;
+			if (k + 1 < n && st[k + 1].t == st[k].t)
+				continue; /* one value per instant */
+			json_array_append_new(ev, json_pack("{s:s, s:s, s:f, s:i, s:{s:f}}", "name", "memory (GiB)",
+							    "ph", "C", "ts", (double)llround(st[k].t * 1e9) / 1e3,
+							    "pid", i * 1000 + d, "args", "GiB",
+							    (base + fmax(held, 0)) / (1 << 30)));
+		}
+	}
+	ir_free(st);
+	return 0;
+}
+
 /* Adds what-if i's events to ev. */
 static int add_plan(json_t *ev, json_t *info, const struct whatif *w, int i, int n, long long *flows)
 {
@@ -213,6 +270,8 @@ static int add_plan(json_t *ev, json_t *info, const struct whatif *w, int i, int
 	}
 	if (rc == 0)
 		rc = add_flows(ev, w, i, &tl, at, flows);
+	if (rc == 0)
+		rc = add_memory(ev, w, i, &tl);
 	ir_free(at);
 	for (int s = 0; s < w->nstages && rc == 0; s++)
 		stage_names(ev, w, i, n, s, &l[s]);

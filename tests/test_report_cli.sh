@@ -170,14 +170,28 @@ check "compare two clusters: H100 is faster than A100 for the same model" sh -c 
   python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"a\"][\"cluster\"]==\"2x8:a100\" and o[\"b\"][\"cluster\"]==\"2x8:h100\" and o[\"b\"][\"step_time_s\"] < o[\"a\"][\"step_time_s\"] and o[\"delta\"][\"step_time_ratio\"] < 1'"
 
 # The trace: valid Chrome trace-event JSON, one process per stage, events that never overlap on a thread.
-check "trace: well-formed X events with ts/dur/pid/tid, no overlap on a thread, ends at the step time" sh -c "
-  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --trace '$tmp/t.json' >/dev/null &&
-  python3 - '$tmp/t.json' <<'EOF'
+check "trace: well-formed X events with ts/dur/pid/tid, no overlap on a thread, ends at the step time; flows; memory" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --trace '$tmp/t.json' --json >'$tmp/tr.json' &&
+  python3 - '$tmp/t.json' '$tmp/tr.json' <<'EOF'
 import json, sys, collections
+# memory per stage as a counter track: from the state alone, it peaks at the
+# memory model's peak of the stage (activations of its inflight micro-batches)
+rep = json.load(open(sys.argv[2])); o = json.load(open(sys.argv[1]))
+mem = collections.defaultdict(list)
+for e in o['traceEvents']:
+    if e['ph'] == 'C':
+        assert e['name'] == 'memory (GiB)' and e['ts'] >= 0, e
+        mem[e['pid']].append((e['ts'], e['args']['GiB']))
+assert sorted(mem) == list(range(len(rep['stages']))), sorted(mem)
+for s, st in enumerate(rep['stages']):
+    v = [g for t, g in sorted(mem[s])]
+    base = sum(b for k, b in st['memory_bytes'].items() if k != 'activations') / 2**30
+    assert abs(v[0] - base) < 1e-6 and min(v) >= base - 1e-6, (s, v[:3], base)
+    assert abs(max(v) - st['total_bytes'] / 2**30) < 1e-6 * max(v), (s, max(v), st['total_bytes'] / 2**30)
 o = json.load(open(sys.argv[1]))
 ev = o['traceEvents']
 xs = [e for e in ev if e['ph'] == 'X']
-assert xs and all(e['ph'] in ('X', 'M', 's', 'f') for e in ev)
+assert xs and all(e['ph'] in ('X', 'M', 's', 'f', 'C') for e in ev)
 # a flow arrow per receive: it ends inside the receive (bound to it), and
 # starts inside the sending stage's forward or backward (or its collectives)
 # of the same micro-batch, which ends when the transfer starts
