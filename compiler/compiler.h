@@ -676,6 +676,13 @@ struct inter_alt {
 	char stages[96];            /* "2 x 1x8, 1 x 2x4" */
 	double step_time, mem_peak; /* s, bytes per device */
 	bool chosen;                /* the plan taken */
+	/* Training: the same stages solved twice, with each stage's gradient
+	 * reduction after the backward pass and overlapped with it
+	 * (inter_layer_opts). One entry holds both: the faster (on a tie the
+	 * one with less memory, then the first) and the other's figures. */
+	bool overlap;               /* this one was solved overlapped */
+	bool twin;                  /* the other solve was timed too */
+	double twin_time, twin_mem; /* its step time and peak memory */
 };
 
 struct inter_plan {
@@ -716,6 +723,14 @@ struct inter_plan {
  * at the smallest, the sizes tried, and the smallest size that builds. */
 int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct inter_plan *p);
 void inter_plan_free(struct inter_plan *p);
+/* How a's gradient reduction was solved, and what the other way costs:
+ * "after backward", "overlapped (after: +0.4%)", "" for inference. */
+void inter_alt_sync_str(const struct inter_alt *a, bool train, char *buf, size_t size);
+/* The same into a's JSON object o: "gradient_sync" ("after", "overlapped",
+ * null for inference), "other_way_step_time_s" and
+ * "other_way_peak_memory_bytes" (null where the other way was not timed). */
+struct json_t;
+void inter_alt_json_sync(struct json_t *o, const struct inter_alt *a, bool train);
 /* Stages, sub-meshes, logical meshes, schedule, micro-batches, step time,
  * throughput, MFU and memory per device; then the fastest alternatives. */
 int inter_explain(const struct inter_plan *p, FILE *f);
@@ -730,7 +745,7 @@ struct plan;
  * against the lowered plan's arena, by what it holds. */
 void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f);
 /* The plans weighed as a table, fastest first, each against t_plan. */
-void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, FILE *f);
+void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, bool train, FILE *f);
 
 /* ---- the executable plan (compiler/compile.c) ---------------------------
  * The inter-op pass's plan lowered to per-device programs (ir/plan.h):

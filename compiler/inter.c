@@ -113,7 +113,8 @@ static void cache_keep(struct inter_cache *c, int64_t b, int m, int L, int ncfg,
 {
 	if (!c || cache_find(c, b, m, L, ncfg))
 		return;
-	struct inter_cache_entry *ne = ir_realloc(c->e, sizeof *ne * ((size_t)c->n + 1)), e = { .b = b, .m = m, .L = L, .ncfg = ncfg };
+	struct inter_cache_entry *ne = ir_realloc(c->e, sizeof *ne * ((size_t)c->n + 1)),
+				 e = { .b = b, .m = m, .L = L, .ncfg = ncfg };
 	if (!ne)
 		return;
 	c->e = ne;
@@ -472,10 +473,9 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 					 .v = v,
 					 .nstages = np,
 					 .step_time = T,
-					 .mem_peak = peak };
+					 .mem_peak = peak,
+					 .overlap = s->overlap != NULL };
 		describe(s, dr, alt.stages, sizeof alt.stages);
-		if (s->overlap)
-			snprintf(alt.stages + strlen(alt.stages), sizeof alt.stages - strlen(alt.stages), " overlap");
 		inter_alt_keep(best, &alt);
 		*t_min = fmin(*t_min, T);
 		if (*have &&

@@ -6,6 +6,7 @@
  * (the best stage assignment of each micro-batch size under each
  * schedule, and of one stage without a pipeline), fastest first.
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +20,14 @@ static bool before(const struct inter_alt *a, const struct inter_alt *b)
 	       (a->step_time <= b->step_time * (1 + 1e-12) && a->mem_peak < b->mem_peak);
 }
 
-void inter_alt_keep(struct inter_plan *p, const struct inter_alt *a)
+static bool same_plan(const struct inter_alt *a, const struct inter_alt *b)
+{
+	return a->micro_batch == b->micro_batch && a->micro == b->micro && a->sched == b->sched && a->v == b->v &&
+	       a->nstages == b->nstages && !strcmp(a->stages, b->stages);
+}
+
+/* Into the list sorted fastest first, at most INTER_MAX_ALTS long. */
+static void insert(struct inter_plan *p, const struct inter_alt *a)
 {
 	int n = p->nalt;
 	if (n == INTER_MAX_ALTS) {
@@ -36,6 +44,46 @@ void inter_alt_keep(struct inter_plan *p, const struct inter_alt *a)
 		p->nalt++;
 }
 
+void inter_alt_keep(struct inter_plan *p, const struct inter_alt *a)
+{
+	for (int j = 0; j < p->nalt; j++) {
+		if (!same_plan(&p->alt[j], a))
+			continue;
+		/* the same stages solved the other way: one entry, the faster */
+		struct inter_alt kept = before(a, &p->alt[j]) ? *a : p->alt[j];
+		const struct inter_alt *other = before(a, &p->alt[j]) ? &p->alt[j] : a;
+		kept.twin = true;
+		kept.twin_time = other->step_time;
+		kept.twin_mem = other->mem_peak;
+		memmove(&p->alt[j], &p->alt[j + 1], sizeof *p->alt * (size_t)(p->nalt - j - 1));
+		p->nalt--;
+		insert(p, &kept);
+		return;
+	}
+	insert(p, a);
+}
+
+void inter_alt_json_sync(json_t *o, const struct inter_alt *a, bool train)
+{
+	json_object_set_new(o, "gradient_sync", train ? json_string(a->overlap ? "overlapped" : "after") : json_null());
+	json_object_set_new(o, "other_way_step_time_s", a->twin ? json_real(a->twin_time) : json_null());
+	json_object_set_new(o, "other_way_peak_memory_bytes", a->twin ? json_real(a->twin_mem) : json_null());
+}
+
+void inter_alt_sync_str(const struct inter_alt *a, bool train, char *buf, size_t size)
+{
+	const char *how = a->overlap ? "overlapped" : "after backward";
+	if (!train)
+		snprintf(buf, size, "%s", "");
+	else if (!a->twin)
+		snprintf(buf, size, "%s", how);
+	else if (fabs(a->twin_time - a->step_time) <= 5e-4 * a->step_time)
+		snprintf(buf, size, "%s (%s: same)", how, a->overlap ? "after" : "overlapped");
+	else
+		snprintf(buf, size, "%s (%s: %+.1f%%)", how, a->overlap ? "after" : "overlapped",
+			 100 * (a->twin_time / a->step_time - 1));
+}
+
 void inter_alt_mark(struct inter_plan *p)
 {
 	for (int i = 0; i < p->nalt; i++) {
@@ -47,18 +95,22 @@ void inter_alt_mark(struct inter_plan *p)
 	}
 }
 
-void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, FILE *f)
+void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, bool train, FILE *f)
 {
 	fprintf(f, "plans weighed: %d; the fastest that fit (micro-batch size x count):\n", nweighed);
-	fprintf(f, "      %-12s  %-16s  %-40s  %12s  %8s  %9s\n", "size x count", "schedule", "stages (logical meshes)",
-		"step time", "vs plan", "peak GiB");
+	fprintf(f, "      %-12s  %-16s  %-40s  %12s  %8s  %9s%s\n", "size x count", "schedule",
+		"stages (logical meshes)", "step time", "vs plan", "peak GiB",
+		train ? "  gradient sync (the other way)" : "");
 	for (int i = 0; i < nalt; i++) {
 		const struct inter_alt *a = &alt[i];
 		char mb[32], sch[24];
 		snprintf(mb, sizeof mb, "%lld x %d", (long long)a->micro_batch, a->micro);
 		snprintf(sch, sizeof sch, "%s%s", cost_sched_name(a->sched), a->v > 1 ? " v=2" : "");
-		fprintf(f, "%-4s  %-12s  %-16s  %-40s  %9.3f ms  %+7.1f%%  %9.2f\n", a->chosen ? "plan" : "", mb, sch,
-			a->stages, a->step_time * 1e3, 100 * (a->step_time / t_plan - 1), a->mem_peak / (1 << 30));
+		char sync[64];
+		inter_alt_sync_str(a, train, sync, sizeof sync);
+		fprintf(f, "%-4s  %-12s  %-16s  %-40s  %9.3f ms  %+7.1f%%  %9.2f%s%s\n", a->chosen ? "plan" : "", mb,
+			sch, a->stages, a->step_time * 1e3, 100 * (a->step_time / t_plan - 1), a->mem_peak / (1 << 30),
+			train ? "  " : "", sync);
 	}
 }
 
@@ -102,7 +154,7 @@ int inter_explain(const struct inter_plan *p, FILE *f)
 	if (p->nskipped)
 		fprintf(f, ", %d candidate%s skipped", p->nskipped, p->nskipped == 1 ? "" : "s");
 	fprintf(f, "\n");
-	inter_alts_print(p->alt, p->nalt, p->nweighed, p->step_time, f);
+	inter_alts_print(p->alt, p->nalt, p->nweighed, p->step_time, p->train, f);
 	return ferror(f) ? -1 : 0;
 }
 

@@ -850,6 +850,7 @@ static json_t *plan_json(const struct args *a, const struct cost_cluster *c, con
 						"schedule", cost_sched_name(x->sched), "chunks_per_device", x->v,
 						"stages", x->nstages, "meshes", x->stages, "step_time_s", x->step_time,
 						"peak_memory_bytes", x->mem_peak));
+		inter_alt_json_sync(json_array_get(alts, json_array_size(alts) - 1), x, p->train);
 	}
 	json_object_set_new(o, "alternatives", alts);
 	json_object_set_new(o, "skipped",

@@ -42,7 +42,7 @@ static double timeline_height(const struct chart_in *in)
 {
 	double h = 0;
 	for (int i = 0; i < in->n; i++)
-		h += 80 + 22.0 * in->w[i]->nstages;
+		h += wi_timeline_panels(in->w[i]) * (80 + 22.0 * in->w[i]->nstages);
 	return h;
 }
 

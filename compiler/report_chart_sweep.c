@@ -1,7 +1,7 @@
 /*
  * report_chart_sweep.c: a sweep's chart (report_sweep.c): throughput and
- * MFU against the GPU count (with ideal linear scaling from the first
- * point dashed), throughput of every tp,pp plan as bars (red where the
+ * MFU against the GPU count on log-log axes fitted to the points (with
+ * ideal linear scaling from the first point dashed), throughput of every tp,pp plan as bars (red where the
  * plan does not fit), and the step time's change per sensitivity knob.
  */
 #include <math.h>
@@ -39,39 +39,76 @@ static void marker(cairo_t *cr, double x, double y)
 	cairo_fill(cr);
 }
 
-/* Throughput (left axis) and MFU (right) against the GPU count. */
+/* A log axis from lo to hi: y of v. */
+static double log_y(struct box p, double lo, double hi, double v)
+{
+	return p.y + p.h - (log10(v) - log10(lo)) / (log10(hi) - log10(lo)) * p.h;
+}
+
+/* Grid lines and labels at 1, 2 and 5 times the powers of ten in [lo, hi]. */
+static void log_grid(cairo_t *cr, struct box p, double lo, double hi)
+{
+	static const double m[] = { 1, 2, 5 };
+	for (double d = pow(10, floor(log10(lo))); d <= hi; d *= 10)
+		for (int i = 0; i < 3; i++) {
+			double v = d * m[i];
+			if (v < lo * 0.9999 || v > hi * 1.0001)
+				continue;
+			double y = log_y(p, lo, hi, v);
+			cairo_set_source_rgb(cr, m[i] == 1 ? 0.85 : 0.93, m[i] == 1 ? 0.85 : 0.93,
+					     m[i] == 1 ? 0.85 : 0.93);
+			segment(cr, p.x, y, p.x + p.w, y);
+			cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+			chart_text(cr, p.x - 6, y + 4, 1, 10, false, "%g", v);
+		}
+}
+
+/* Throughput (left, log scale) and MFU (right, linear) against the GPU
+ * count (log scale), both axes fitted to the points and to ideal linear
+ * scaling from the first point (a straight line of slope 1 on log-log). */
 static void gpus_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box b)
 {
 	struct box p = { b.x + 90, b.y + 50, b.w - 170, b.h - 110 };
-	double max = 0, first = 0;
+	double lo = INFINITY, hi = 0, first = 0, mfu = 0;
 	int first_i = -1;
 	for (int i = 0; i < r->n; i++)
-		if (r->pt[i].ok) {
-			max = fmax(max, r->pt[i].w.samples_per_s);
+		if (r->pt[i].ok && r->pt[i].w.samples_per_s > 0) {
+			lo = fmin(lo, r->pt[i].w.samples_per_s);
+			hi = fmax(hi, r->pt[i].w.samples_per_s);
+			mfu = fmax(mfu, r->pt[i].w.mfu);
 			if (first_i < 0) {
 				first_i = i;
 				first = r->pt[i].w.samples_per_s;
 			}
 		}
-	double ideal_max = first_i >= 0 ? first * r->pt[r->n - 1].gpus / r->pt[first_i].gpus : 0;
-	max = fmax(max, fmin(ideal_max, 2 * max)) * 1.08;
-	grid(cr, p, max, false, 1, "");
-	grid(cr, p, 1, true, 100, "%");
-	double dx = r->n > 1 ? p.w / (r->n - 1) : 0;
+	if (first_i < 0 || r->n < 1)
+		return;
+	double g0 = r->pt[0].gpus, g1 = r->pt[r->n - 1].gpus;
+	double ideal_hi = first * g1 / r->pt[first_i].gpus;
+	hi = fmax(hi, ideal_hi);
+	/* a little room above and below, never less than a factor 4 in all */
+	double pad = fmax(1.15, sqrt(4 / (hi / lo)));
+	lo /= pad;
+	hi *= pad;
+	log_grid(cr, p, lo, hi);
+	double mfu_top = fmin(1, ceil(mfu * 1.15 * 10) / 10);
+	grid(cr, p, mfu_top, true, 100, "%");
+	double span = g1 > g0 ? log2(g1 / g0) : 1;
+#define X(g) (p.x + (g1 > g0 ? log2((g) / g0) / span * p.w : p.w / 2))
 	double px = 0, py = 0, pm = 0;
 	bool have = false;
 	for (int i = 0; i < r->n; i++) {
-		double x = p.x + dx * i;
+		double x = X(r->pt[i].gpus);
 		cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
 		chart_text(cr, x, p.y + p.h + 14, 0, 10, false, "%d", r->pt[i].gpus);
-		if (!r->pt[i].ok)
+		if (!r->pt[i].ok || !(r->pt[i].w.samples_per_s > 0))
 			continue;
-		double y = p.y + p.h - r->pt[i].w.samples_per_s / max * p.h, m = p.y + p.h - r->pt[i].w.mfu * p.h;
-		chart_color(cr, 0);
+		double y = log_y(p, lo, hi, r->pt[i].w.samples_per_s), m = p.y + p.h - r->pt[i].w.mfu / mfu_top * p.h;
+		chart_color(cr, INK_THROUGHPUT);
 		marker(cr, x, y);
 		if (have)
 			segment(cr, px, py, x, y);
-		chart_color(cr, 1);
+		chart_color(cr, INK_MFU);
 		marker(cr, x, m);
 		if (have)
 			segment(cr, px, pm, x, m);
@@ -80,25 +117,19 @@ static void gpus_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 		pm = m;
 		have = true;
 	}
-	if (first_i >= 0) { /* ideal: throughput proportional to GPUs, up to the plot's top */
-		const double dash[] = { 5, 4 };
-		cairo_set_dash(cr, dash, 2, 0);
-		chart_color(cr, 9);
-		for (int i = first_i; i + 1 < r->n; i++) {
-			double y0 = first * r->pt[i].gpus / r->pt[first_i].gpus;
-			double y1 = first * r->pt[i + 1].gpus / r->pt[first_i].gpus;
-			if (y1 > max)
-				break;
-			segment(cr, p.x + dx * i, p.y + p.h - y0 / max * p.h, p.x + dx * (i + 1),
-				p.y + p.h - y1 / max * p.h);
-		}
-		cairo_set_dash(cr, NULL, 0, 0);
-	}
+	/* ideal: throughput proportional to GPUs from the first point */
+	const double dash[] = { 5, 4 };
+	cairo_set_dash(cr, dash, 2, 0);
+	chart_color(cr, INK_IDEAL);
+	double gf = r->pt[first_i].gpus;
+	segment(cr, X(gf), log_y(p, lo, hi, first), X(g1), log_y(p, lo, hi, ideal_hi));
+	cairo_set_dash(cr, NULL, 0, 0);
+#undef X
 	cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-	chart_text(cr, p.x + p.w / 2, p.y + p.h + 30, 0, 11, false, "GPUs");
-	double lx = chart_legend(cr, b.x + 20, b.y + b.h - 10, 0, "samples/s (left)");
-	lx = chart_legend(cr, lx, b.y + b.h - 10, 1, "MFU (right)");
-	chart_legend(cr, lx, b.y + b.h - 10, 9, "linear scaling from the first point");
+	chart_text(cr, p.x + p.w / 2, p.y + p.h + 30, 0, 11, false, "GPUs (log scale)");
+	double lx = chart_legend(cr, b.x + 20, b.y + b.h - 10, INK_THROUGHPUT, "samples/s (left, log scale)");
+	lx = chart_legend(cr, lx, b.y + b.h - 10, INK_MFU, "MFU (right)");
+	chart_legend(cr, lx, b.y + b.h - 10, INK_IDEAL, "linear scaling from the first point");
 }
 
 /* One bar per plan, samples/s. */
@@ -117,7 +148,7 @@ static void tppp_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 			continue;
 		}
 		double w = max > 0 ? pt->w.samples_per_s / max * width : 0;
-		chart_color(cr, pt->w.fits ? 0 : 2);
+		chart_color(cr, pt->w.fits ? INK_THROUGHPUT : INK_WORSE);
 		cairo_rectangle(cr, x0, y + 2, w, 14);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
@@ -142,7 +173,7 @@ static void sens_chart(cairo_t *cr, const struct wi_sweep_result *r, struct box 
 		if (!pt->ok)
 			continue;
 		double d = pt->w.t_step / base - 1, w = d / max * half;
-		chart_color(cr, d > 0 ? 2 : 4);
+		chart_color(cr, d > 0 ? INK_WORSE : INK_BETTER);
 		cairo_rectangle(cr, w < 0 ? mid + w : mid, y + 2, fabs(w), 18);
 		cairo_fill(cr);
 		cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);

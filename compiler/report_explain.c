@@ -45,7 +45,7 @@ int wi_explain(const struct whatif *w, FILE *f)
 	if (w->manual)
 		return 0;
 	fputc('\n', f);
-	inter_alts_print(w->alt, w->nalt, w->nweighed, w->t_step, f);
+	inter_alts_print(w->alt, w->nalt, w->nweighed, w->t_step, w->train, f);
 	ops(w, f);
 	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
 }
@@ -61,6 +61,7 @@ json_t *wi_alts_json(const struct whatif *w)
 						   "chunks_per_device", x->v, "stages", x->nstages, "meshes", x->stages,
 						   "step_time_s", x->step_time, "vs_plan", x->step_time / w->t_step - 1,
 						   "peak_memory_bytes", x->mem_peak));
+		inter_alt_json_sync(json_array_get(a, json_array_size(a) - 1), x, w->train);
 	}
 	return a;
 }

@@ -79,6 +79,18 @@ __attribute__((format(printf, 3, 4))) static void cell(FILE *f, bool head, const
 	fputs(head ? "</th>" : "</td>", f);
 }
 
+/* A comparison's B/A cell: "1.38x"; "new" where A is 0; empty where
+ * both are, or for n != 2 (no cell). */
+static void ratio(FILE *f, int n, double a, double b)
+{
+	if (n != 2)
+		return;
+	if (a != 0)
+		cell(f, false, "%.3gx", b / a);
+	else
+		cell(f, false, "%s", b != 0 ? "new" : "");
+}
+
 static void summary(FILE *f, const struct whatif *const *w, int n)
 {
 	char b[32];
@@ -86,58 +98,72 @@ static void summary(FILE *f, const struct whatif *const *w, int n)
 	cell(f, true, "%s", "");
 	for (int i = 0; i < n; i++)
 		cell(f, true, "%s%s", n > 1 ? (i ? "B: " : "A: ") : "", w[i]->label);
+	if (n == 2)
+		cell(f, true, "%s", "B/A");
 	fputs("</tr>\n", f);
-#define ROW(name, ...)                               \
+	/* a row; ROWR with B/A of the field x */
+#define ROW_(name, r, ...)                           \
 	do {                                         \
 		fputs("<tr>", f);                    \
 		cell(f, true, "%s", name);           \
 		for (int i = 0; i < n; i++)          \
 			cell(f, false, __VA_ARGS__); \
+		r;                                   \
 		fputs("</tr>\n", f);                 \
 	} while (0)
+#define ROW(name, ...) ROW_(name, ratio(f, n, 0, 0), __VA_ARGS__)
+#define ROWR(name, x, ...) ROW_(name, ratio(f, n, w[0]->x, w[n - 1]->x), __VA_ARGS__)
 	ROW("cluster", "%s (%d devices, %s)", w[i]->cluster, w[i]->devices, w[i]->device);
-	ROW("plan", "%d stage%s, %s, %d micro-batches of %lld", w[i]->nstages, w[i]->nstages == 1 ? "" : "s",
-	    cost_sched_name(w[i]->sched), w[i]->micro, (long long)w[i]->micro_batch);
+	ROW("plan", "%d stage%s, %s, %d micro-batch%s of %lld", w[i]->nstages, w[i]->nstages == 1 ? "" : "s",
+	    cost_sched_name(w[i]->sched), w[i]->micro, w[i]->micro == 1 ? "" : "es", (long long)w[i]->micro_batch);
 	ROW("step", "%s, batch %lld", w[i]->train ? "training" : "forward", (long long)w[i]->batch);
-	ROW("step time", "%s", wi_secs(w[i]->t_step, b, sizeof b));
-	ROW("throughput", "%.4g samples/s, %.4g tokens/s", w[i]->samples_per_s, w[i]->tokens_per_s);
-	ROW("per device", "%.1f TFLOP/s, MFU %.1f%%", w[i]->tflops_per_device, 100 * w[i]->mfu);
-	ROW("peak memory", "%.2f of %.2f GiB per device (%s)", w[i]->mem_peak / GIB, w[i]->mem_capacity / GIB,
-	    w[i]->fits ? "fits" : "does not fit");
+	ROWR("step time", t_step, "%s", wi_secs(w[i]->t_step, b, sizeof b));
+	ROWR("throughput", samples_per_s, "%.4g samples/s, %.4g tokens/s", w[i]->samples_per_s, w[i]->tokens_per_s);
+	ROWR("per device", tflops_per_device, "%.1f TFLOP/s, MFU %.1f%%", w[i]->tflops_per_device, 100 * w[i]->mfu);
+	ROWR("peak memory", mem_peak, "%.2f of %.2f GiB per device (%s)", w[i]->mem_peak / GIB,
+	     w[i]->mem_capacity / GIB, w[i]->fits ? "fits" : "does not fit");
 	if (w[0]->price > 0)
-		ROW("cost", "%.4g per step, %.4g per million tokens", w[i]->cost_per_step, w[i]->cost_per_mtokens);
+		ROWR("cost", cost_per_step, "%.4g per step, %.4g per million tokens", w[i]->cost_per_step,
+		     w[i]->cost_per_mtokens);
 	ROW("cost model's error", "%s", w[i]->fidelity ? w[i]->fidelity : "");
+#undef ROWR
 #undef ROW
+#undef ROW_
 	fputs("</table>\n", f);
 }
 
+/* One plan: its own parts; plans compared: the parts by group, the same
+ * rows for each, and B/A. */
 static void parts(FILE *f, const struct whatif *const *w, int n)
 {
 	char b[32];
 	fputs("<h2>Step time</h2>\n<table>\n<tr>", f);
 	cell(f, true, "%s", "part");
 	for (int i = 0; i < n; i++)
-		cell(f, true, "%s", w[i]->label);
+		cell(f, true, "%s%s", n > 1 ? (i ? "B: " : "A: ") : "", w[i]->label);
+	if (n == 2)
+		cell(f, true, "%s", "B/A");
 	fputs("</tr>\n", f);
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < w[i]->nparts; k++) {
-			const struct wi_part *p = &w[i]->part[k];
-			bool seen = false;
-			for (int j = 0; j < i; j++)
-				for (int q = 0; q < w[j]->nparts; q++)
-					seen |= !strcmp(w[j]->part[q].key, p->key);
-			if (seen)
-				continue;
+	if (n == 1)
+		for (int k = 0; k < w[0]->nparts; k++) {
 			fputs("<tr>", f);
-			cell(f, true, "%s", p->label);
-			for (int j = 0; j < n; j++) {
-				double s = 0;
-				for (int q = 0; q < w[j]->nparts; q++)
-					s += !strcmp(w[j]->part[q].key, p->key) ? w[j]->part[q].s : 0;
-				cell(f, false, "%s", wi_secs(s, b, sizeof b));
-			}
+			cell(f, true, "%s", w[0]->part[k].label);
+			cell(f, false, "%s", wi_secs(w[0]->part[k].s, b, sizeof b));
 			fputs("</tr>\n", f);
 		}
+	for (int g = 0; g < WI_GROUP_COUNT && n > 1; g++) {
+		bool any = false;
+		for (int i = 0; i < n; i++)
+			any |= wi_group_time(w[i], g) != 0;
+		if (!any)
+			continue;
+		fputs("<tr>", f);
+		cell(f, true, "%s", wi_group_label[g]);
+		for (int i = 0; i < n; i++)
+			cell(f, false, "%s", wi_secs(wi_group_time(w[i], g), b, sizeof b));
+		ratio(f, n, wi_group_time(w[0], g), wi_group_time(w[n - 1], g));
+		fputs("</tr>\n", f);
+	}
 	fputs("</table>\n", f);
 	image(f, w, n, NULL, WI_CHART_STEPS, "step time by part");
 }
@@ -185,6 +211,8 @@ static void why(FILE *f, const struct whatif *w)
 	};
 	for (size_t k = 0; k < sizeof head / sizeof *head; k++)
 		cell(f, true, "%s", head[k]);
+	if (w->train)
+		cell(f, true, "%s", "gradient sync (the other way)");
 	fputs("</tr>\n", f);
 	for (int i = 0; i < w->nalt; i++) {
 		const struct inter_alt *a = &w->alt[i];
@@ -195,9 +223,21 @@ static void why(FILE *f, const struct whatif *w)
 		cell(f, false, "%s", wi_secs(a->step_time, b, sizeof b));
 		cell(f, false, "%+.1f%%", 100 * (a->step_time / w->t_step - 1));
 		cell(f, false, "%.2f", a->mem_peak / GIB);
+		if (w->train) {
+			char sync[64];
+			inter_alt_sync_str(a, true, sync, sizeof sync);
+			cell(f, false, "%s", sync);
+		}
 		fputs("</tr>\n", f);
 	}
-	fputs("</table>\n<table>\n<tr>", f);
+	fputs("</table>\n", f);
+	if (w->train)
+		fputs("<p class=\"note\">Each training plan was solved twice: with every stage's gradient reduction "
+		      "after the backward pass, and with it overlapped with the backward pass (the layers then pay "
+		      "for it in full and may shard weights to shrink it). A row is the faster way; the last column "
+		      "gives the other's step time against it.</p>\n",
+		      f);
+	fputs("<table>\n<tr>", f);
 	const char *ohead[] = { "stage",          "op", "time per micro-batch", "sharding and collective", "runner-up",
 				"runner-up costs" };
 	for (size_t k = 0; k < sizeof ohead / sizeof *ohead; k++)
@@ -251,14 +291,31 @@ static void sweep_table(FILE *f, const struct wi_sweep_result *r)
 		fputs("</tr>\n", f);
 	}
 	fputs("</table>\n", f);
-	image(f, NULL, 0, r, WI_CHART_SWEEP, "sweep");
+	image(f, NULL, 0, r, WI_CHART_SWEEP,
+	      r->sw.kind == WI_SWEEP_GPUS ? "scaling: samples/s (log scale) and MFU against GPUs (log scale)"
+					  : "sweep");
 }
+
+#if PCC_HAVE_CAIRO
+/* The charts' colours, each meaning once (report_internal.h's palette). */
+static void colours(FILE *f)
+{
+	fputs("<h2>Colours</h2>\n<table class=\"key\">\n", f);
+	for (int k = 0; k < INK_COUNT; k++) {
+		fprintf(f, "<tr><td class=\"swatch\" style=\"background:#%06x\"></td>", chart_ink_rgb[k]);
+		cell(f, false, "%s", chart_ink_name[k]);
+		fputs("</tr>\n", f);
+	}
+	fputs("</table>\n", f);
+}
+#endif
 
 static const char style[] =
 	"body{font-family:'DejaVu Sans',sans-serif;margin:2em;color:#222;max-width:1000px}"
 	"table{border-collapse:collapse;margin:0.5em 0 1em}th,td{border:1px solid #ccc;padding:3px 8px;"
 	"text-align:right}th{background:#f3f3f3;text-align:left}tr.best td{font-weight:bold}"
-	"img{max-width:100%;display:block;margin:0.5em 0 1.5em}.note{color:#888}";
+	"img{max-width:100%;display:block;margin:0.5em 0 1.5em}.note{color:#888}"
+	".key td{text-align:left;border:none;padding:1px 6px}.key td.swatch{width:2em;border:1px solid #ccc}";
 
 int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path)
 {
@@ -279,7 +336,11 @@ int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_re
 			stages(f, w[i]);
 		image(f, w, n, NULL, WI_CHART_MEMORY, "memory per stage");
 		fputs("<h2>One step, per stage</h2>\n", f);
-		image(f, w, n, NULL, WI_CHART_TIMELINE, "timeline");
+		bool zoom = false;
+		for (int i = 0; i < n; i++)
+			zoom |= wi_timeline_panels(w[i]) > 1;
+		image(f, w, n, NULL, WI_CHART_TIMELINE,
+		      zoom ? "timeline: the whole step, then its start and its end zoomed in" : "timeline");
 		bool any = false;
 		for (int i = 0; i < n; i++)
 			any |= !w[i]->manual && w[i]->nalt > 0;
@@ -290,6 +351,9 @@ int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_re
 	}
 	if (sw)
 		sweep_table(f, sw);
+#if PCC_HAVE_CAIRO
+	colours(f);
+#endif
 	fputs("</body>\n</html>\n", f);
 	return fclose(f) != 0 ? ir_errorf(-EIO, "--html %s: write error", path) : 0;
 }

@@ -207,6 +207,24 @@ struct whatif {
 void wi_free(struct whatif *w);
 /* Appends a part (key, label, s); a full table is a bug. */
 void wi_add_part(struct whatif *w, const char *key, const char *label, double s);
+/* The step time's parts in groups that mean the same in every plan, the
+ * rows of a comparison: an automatic plan's collectives per mesh axis and
+ * a manual plan's tensor-parallel and batch-statistics ones are all
+ * "collectives inside the micro-batches"; the gradient reduction left
+ * exposed is one row however the plan's axes split it. */
+enum wi_group {
+	WI_GROUP_COMPUTE,
+	WI_GROUP_RECOMPUTE,
+	WI_GROUP_COLL,
+	WI_GROUP_TRANSFERS,
+	WI_GROUP_BUBBLE,
+	WI_GROUP_SYNC,
+	WI_GROUP_OPTIM,
+	WI_GROUP_COUNT
+};
+extern const char *const wi_group_label[WI_GROUP_COUNT];
+/* s of w's parts in group g. */
+double wi_group_time(const struct whatif *w, enum wi_group g);
 /* Fills throughput, FLOP/s, MFU, cost from t_step and the rest. */
 void wi_finish(struct whatif *w, double price);
 /* A manual plan's report as a what-if. */
@@ -294,6 +312,18 @@ struct wi_timeline {
  * is left of [0, t_step] on each stage. t_pipe is the simulator's. */
 int wi_timeline_build(const struct whatif *w, struct wi_timeline *tl);
 void wi_timeline_free(struct wi_timeline *tl);
+/* A step of WI_TIMELINE_ZOOM or more micro-batches is drawn three times:
+ * whole, and its start and its end zoomed in, so that each op is wide
+ * enough to see. The panels w's timeline chart has (1 or 3). */
+#define WI_TIMELINE_ZOOM 32
+#define WI_TIMELINE_KEEP 4 /* micro-batches a zoomed window holds past the fill, or before the drain */
+int wi_timeline_panels(const struct whatif *w);
+/* The two zoomed windows [lo, hi]: the start, until the last stage ends
+ * the forward of micro-batch WI_TIMELINE_KEEP - 1 (the fill and the first
+ * micro-batches), and the end, from the first start of a backward (a
+ * forward for inference) of the last WI_TIMELINE_KEEP micro-batches on
+ * any stage; -EINVAL where they would not be shorter than the step. */
+int wi_timeline_zoom(const struct whatif *w, const struct wi_timeline *tl, double lo[2], double hi[2]);
 
 /* ---- Chrome trace (report_trace.c) ---------------------------------------- */
 
@@ -361,6 +391,38 @@ int wi_chart_write(const struct whatif *const *w, int n, const struct wi_sweep_r
 /* One chart (enum wi_chart) as PNG bytes in memory (*buf ir_malloc'd). */
 int wi_chart_png(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, int which, unsigned char **buf,
 		 size_t *len);
+/* The charts' palette: one colour per meaning, the same in every chart
+ * (and the HTML page's key). Red means one thing: worse than allowed or
+ * than the base (does not fit, over the device's memory, slower). */
+enum chart_ink {
+	INK_COMPUTE,     /* compute; a forward */
+	INK_BACKWARD,    /* a backward (compute, a lighter shade) */
+	INK_RECOMPUTE,   /* recomputation */
+	INK_COLL,        /* collectives inside the micro-batches */
+	INK_TRANSFER,    /* pipeline transfers; an activation received */
+	INK_RECV_GRAD,   /* a gradient received (a lighter shade) */
+	INK_SYNC,        /* gradient sync left exposed */
+	INK_OPTIM,       /* the optimizer step */
+	INK_IDLE,        /* pipeline bubble; idle */
+	INK_PARAMS,      /* memory: parameters */
+	INK_GRADS,       /* memory: gradients */
+	INK_OPTIM_STATE, /* memory: optimizer state */
+	INK_ACT,         /* memory: activations */
+	INK_WORK,        /* memory: buffers and workspace */
+	INK_THROUGHPUT,  /* samples/s */
+	INK_MFU,         /* MFU */
+	INK_IDEAL,       /* linear scaling */
+	INK_WORSE,       /* does not fit, the device's capacity, slower */
+	INK_LIMIT,       /* the planner's memory limit */
+	INK_BETTER,      /* faster than the base */
+	INK_COUNT
+};
+extern const unsigned chart_ink_rgb[INK_COUNT];     /* 0xRRGGBB */
+extern const char *const chart_ink_name[INK_COUNT]; /* its meaning in words */
+extern const enum chart_ink chart_group_ink[WI_GROUP_COUNT];
+extern const enum chart_ink chart_mem_ink[WI_MEM_COUNT];
+extern const enum chart_ink chart_span_ink[WI_SPAN_COUNT];
+
 /* One self-contained HTML page: tables and the charts as base64 PNG. */
 int wi_html_write(const struct whatif *const *w, int n, const struct wi_sweep_result *sw, const char *path);
 
@@ -387,13 +449,13 @@ void chart_sweep(cairo_t *cr, const struct chart_in *in, struct box b);
 /* Text at (x, y) (baseline), aligned -1 left, 0 centre, 1 right. */
 void chart_text(cairo_t *cr, double x, double y, int align, double size, bool bold, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
-/* The k-th colour of the palette. */
-void chart_color(cairo_t *cr, int k);
+/* The palette's colour of a meaning (enum chart_ink). */
+void chart_color(cairo_t *cr, enum chart_ink k);
 /* A tick step near max / n: 1, 2 or 5 times a power of ten. */
 double chart_tick(double max, int n);
 /* A box's title, and the legend's swatch and label at (x, y). */
 void chart_title(cairo_t *cr, struct box b, const char *title);
-double chart_legend(cairo_t *cr, double x, double y, int color, const char *label);
+double chart_legend(cairo_t *cr, double x, double y, enum chart_ink color, const char *label);
 #endif
 
 /* `pcc report ...` (report_cli.c): argv[0] is "report"; the exit status

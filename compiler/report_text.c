@@ -234,19 +234,15 @@ static void row_n(FILE *f, const char *what, const char *fmt, double a, double b
 	row(f, what, x, y, rel(a, b, d, sizeof d));
 }
 
-/* Every step-time part of a and b, in a's order then b's new ones. */
+/* The step time's parts by group (the same rows for both plans). */
 static void parts_side(const struct whatif *a, const struct whatif *b, FILE *f)
 {
-	for (int k = 0; k < a->nparts + b->nparts; k++) {
-		const struct wi_part *p = k < a->nparts ? &a->part[k] : &b->part[k - a->nparts];
-		const char *la = NULL;
-		if (k >= a->nparts && (part_of(a, p->key, &la), la))
-			continue; /* shown with a's */
-		double x = part_of(a, p->key, NULL), y = part_of(b, p->key, NULL);
+	for (int g = 0; g < WI_GROUP_COUNT; g++) {
+		double x = wi_group_time(a, g), y = wi_group_time(b, g);
 		if (x == 0 && y == 0)
 			continue;
 		char what[72];
-		snprintf(what, sizeof what, "  %s", p->label);
+		snprintf(what, sizeof what, "  %s", wi_group_label[g]);
 		row_t(f, what, x, y);
 	}
 }

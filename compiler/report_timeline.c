@@ -270,3 +270,31 @@ void wi_timeline_free(struct wi_timeline *tl)
 	ir_free(tl->span);
 	memset(tl, 0, sizeof *tl);
 }
+
+int wi_timeline_panels(const struct whatif *w)
+{
+	return w->micro >= WI_TIMELINE_ZOOM ? 3 : 1;
+}
+
+int wi_timeline_zoom(const struct whatif *w, const struct wi_timeline *tl, double lo[2], double hi[2])
+{
+	int m = w->micro, K = WI_TIMELINE_KEEP;
+	bool bwd = false;
+	for (int k = 0; k < tl->n && !bwd; k++)
+		bwd = tl->span[k].kind == WI_SPAN_BWD;
+	double ta = 0, tb = INFINITY;
+	for (int k = 0; k < tl->n; k++) {
+		const struct wi_span *sp = &tl->span[k];
+		if (sp->kind == WI_SPAN_FWD && sp->stage == w->nstages - 1 && sp->mb < K)
+			ta = fmax(ta, sp->t1);
+		if (sp->kind == (bwd ? WI_SPAN_BWD : WI_SPAN_FWD) && sp->mb >= m - K)
+			tb = fmin(tb, sp->t0);
+	}
+	if (!(ta > 0) || !(tb < tl->t_step) || ta >= tb)
+		return ir_errorf(-EINVAL, "no window to zoom in on");
+	lo[0] = 0;
+	hi[0] = ta;
+	lo[1] = tb;
+	hi[1] = tl->t_step;
+	return 0;
+}

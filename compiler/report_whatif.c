@@ -38,6 +38,42 @@ void wi_add_part(struct whatif *w, const char *key, const char *label, double s)
 	p->s = s;
 }
 
+const char *const wi_group_label[WI_GROUP_COUNT] = { "compute",
+						     "recomputation",
+						     "collectives inside the micro-batches",
+						     "pipeline transfers",
+						     "pipeline bubble",
+						     "gradient sync left exposed",
+						     "optimizer step" };
+
+static enum wi_group group_of(const char *key)
+{
+	static const struct {
+		const char *key;
+		enum wi_group g;
+	} map[] = {
+		{ "compute", WI_GROUP_COMPUTE },     { "recompute", WI_GROUP_RECOMPUTE },
+		{ "comm_axis0", WI_GROUP_COLL },     { "comm_axis1", WI_GROUP_COLL },
+		{ "comm_tp", WI_GROUP_COLL },        { "comm_stats", WI_GROUP_COLL },
+		{ "transfers", WI_GROUP_TRANSFERS }, { "bubble", WI_GROUP_BUBBLE },
+		{ "sync_axis0", WI_GROUP_SYNC },     { "sync_axis1", WI_GROUP_SYNC },
+		{ "comm_dp", WI_GROUP_SYNC },        { "optimizer", WI_GROUP_OPTIM },
+	};
+	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+		if (!strcmp(map[i].key, key))
+			return map[i].g;
+	IR_ASSERT(!"a step-time part in no group");
+	return WI_GROUP_COMPUTE;
+}
+
+double wi_group_time(const struct whatif *w, enum wi_group g)
+{
+	double s = 0;
+	for (int i = 0; i < w->nparts; i++)
+		s += group_of(w->part[i].key) == g ? w->part[i].s : 0;
+	return s;
+}
+
 void wi_finish(struct whatif *w, double price)
 {
 	w->samples_per_s = w->t_step > 0 ? (double)w->batch / w->t_step : 0;

@@ -54,13 +54,21 @@ check "auto --explain: the plans weighed, the plan first, and every stage's cost
   '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --explain >'$tmp/e.txt' &&
   grep -A2 '^plans weighed: [0-9]*; the fastest that fit' '$tmp/e.txt' | grep -q '^plan  .* +0.0%' &&
   test \$(grep -c '^stage [0-3] (layers* [0-9-]*, mesh .*): the [1-8] costliest of [0-9]* ops' '$tmp/e.txt') -eq 4 &&
-  grep -q '^      runner-up <.*>: +' '$tmp/e.txt' &&
+  grep -q '^      runner-up <.*>: +' '$tmp/e.txt' && ! grep -q ' overlap  ' '$tmp/e.txt' &&
+  grep -q '^plan  .*  \(after backward\|overlapped\)' '$tmp/e.txt' &&
   python3 - '$tmp/r.json' <<'EOF'
 import json, sys
 o = json.load(open(sys.argv[1]))
 a = o['alternatives']
 assert a[0]['chosen'] and abs(a[0]['step_time_s'] - o['step_time_s']) < 1e-12 * o['step_time_s'], a[0]
 assert all(x['step_time_s'] <= y['step_time_s'] for x, y in zip(a, a[1:])) and o['plans_weighed'] >= len(a)
+# each plan once: its gradient reduction solved after the backward pass or
+# overlapped with it, the other way's time beside it (never slower than the row)
+keys = [(x['micro_batch'], x['micro_batches'], x['schedule'], x['meshes']) for x in a]
+assert len(set(keys)) == len(keys) and not any('overlap' in x['meshes'] for x in a), keys
+assert all(x['gradient_sync'] in ('after', 'overlapped') for x in a), a
+assert any(x['other_way_step_time_s'] is not None for x in a), a
+assert all(x['other_way_step_time_s'] is None or x['other_way_step_time_s'] >= x['step_time_s'] * (1 - 1e-12) for x in a), a
 for s in o['stages']:
     assert 1 <= len(s['ops']) <= 8, s['ops']
     for op in s['ops']:
@@ -155,20 +163,53 @@ for k, v in d['time_s'].items():
     assert abs(v - (b['time_s'].get(k, 0) - a['time_s'].get(k, 0))) < 1e-12, k
 EOF
   '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --batch 64 --compare auto dp=4,tp=2,pp=2 >'$tmp/c.txt' &&
-  grep -q '^ *A: auto *B: dp=4,tp=2,pp=2 *B vs A' '$tmp/c.txt' && grep -q '^step time .*%' '$tmp/c.txt' && grep -q '^MFU .* points' '$tmp/c.txt'"
+  grep -q '^ *A: auto *B: dp=4,tp=2,pp=2 *B vs A' '$tmp/c.txt' && grep -q '^step time .*%' '$tmp/c.txt' && grep -q '^MFU .* points' '$tmp/c.txt' &&
+  grep -q '^  collectives inside the micro-batches  ' '$tmp/c.txt' && ! grep -q 'tensor-parallel comm\|mesh axis' '$tmp/c.txt'"
 check "compare two clusters: H100 is faster than A100 for the same model" sh -c "
   '$pcc' report '$tmp/g125.onnx' --cluster 2x8:a100 --train --batch 64 --compare-cluster 2x8:h100 --json |
   python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"a\"][\"cluster\"]==\"2x8:a100\" and o[\"b\"][\"cluster\"]==\"2x8:h100\" and o[\"b\"][\"step_time_s\"] < o[\"a\"][\"step_time_s\"] and o[\"delta\"][\"step_time_ratio\"] < 1'"
 
 # The trace: valid Chrome trace-event JSON, one process per stage, events that never overlap on a thread.
-check "trace: well-formed X events with ts/dur/pid/tid, no overlap on a thread, ends at the step time" sh -c "
-  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --trace '$tmp/t.json' >/dev/null &&
-  python3 - '$tmp/t.json' <<'EOF'
+check "trace: well-formed X events with ts/dur/pid/tid, no overlap on a thread, ends at the step time; flows; memory" sh -c "
+  '$pcc' report '$tmp/g13.onnx' --cluster 1x8:v100 --train --batch 64 --stages 4 --trace '$tmp/t.json' --json >'$tmp/tr.json' &&
+  python3 - '$tmp/t.json' '$tmp/tr.json' <<'EOF'
 import json, sys, collections
+# memory per stage as a counter track: from the state alone, it peaks at the
+# memory model's peak of the stage (activations of its inflight micro-batches)
+rep = json.load(open(sys.argv[2])); o = json.load(open(sys.argv[1]))
+mem = collections.defaultdict(list)
+for e in o['traceEvents']:
+    if e['ph'] == 'C':
+        assert e['name'] == 'memory (GiB)' and e['ts'] >= 0, e
+        mem[e['pid']].append((e['ts'], e['args']['GiB']))
+assert sorted(mem) == list(range(len(rep['stages']))), sorted(mem)
+for s, st in enumerate(rep['stages']):
+    v = [g for t, g in sorted(mem[s])]
+    base = sum(b for k, b in st['memory_bytes'].items() if k != 'activations') / 2**30
+    assert abs(v[0] - base) < 1e-6 and min(v) >= base - 1e-6, (s, v[:3], base)
+    assert abs(max(v) - st['total_bytes'] / 2**30) < 1e-6 * max(v), (s, max(v), st['total_bytes'] / 2**30)
 o = json.load(open(sys.argv[1]))
 ev = o['traceEvents']
 xs = [e for e in ev if e['ph'] == 'X']
-assert xs and all(e['ph'] in ('X', 'M') for e in ev)
+assert xs and all(e['ph'] in ('X', 'M', 's', 'f', 'C') for e in ev)
+# a flow arrow per receive: it ends inside the receive (bound to it), and
+# starts inside the sending stage's forward or backward (or its collectives)
+# of the same micro-batch, which ends when the transfer starts
+def inside(e, t):
+    return e['ts'] <= t <= e['ts'] + e['dur']
+recv = [e for e in xs if e['name'].startswith('receive ')]
+starts = {e['id']: e for e in ev if e['ph'] == 's'}; ends = {e['id']: e for e in ev if e['ph'] == 'f'}
+assert recv and len(starts) == len(ends) == len(recv) and set(starts) == set(ends), (len(recv), len(starts))
+for i, f in ends.items():
+    s = starts[i]
+    assert f['bp'] == 'e' and s['name'] == f['name'] and s['pid'] != f['pid'], (s, f)
+    r = [e for e in recv if e['pid'] == f['pid'] and e['tid'] == f['tid'] and inside(e, f['ts'])]
+    assert len(r) == 1 and r[0]['name'].startswith('receive ' + s['name']), (f, r)
+    mb = r[0]['args']['micro_batch']
+    src = [e for e in xs if e['pid'] == s['pid'] and e['tid'] == s['tid'] and inside(e, s['ts'])]
+    assert len(src) == 1 and src[0].get('args', {}).get('micro_batch') == mb, (s, src)
+    assert src[0]['name'].split()[0] in ('forward', 'backward', 'collectives'), src
+    assert abs(src[0]['ts'] + src[0]['dur'] - r[0]['ts']) < 2e-3, (src, r)
 lanes = collections.defaultdict(list)
 for e in xs:
     for k in ('name', 'ts', 'dur', 'pid', 'tid'):
