@@ -208,7 +208,7 @@ if [ "$mode" = standin ]; then
 		dn=${t%%:*} dl=${t#*:} # (n is tap.sh's count)
 		check "$dn: a training step runs every kernel on the GPU (none on the host)" on_device "$dn" "${dl:+--loss $dl}"
 	done
-	# PTX for the cluster's GPUs only, in modules of at most 64 kernels
+	# PTX for the cluster's GPUs only, in modules of 64 kernels (8 at most)
 	# compiled in parallel that the driver links into one: an A100 plan
 	# (sm_80) runs on sm_90 GPUs too; an H100 plan (sm_90) on an sm_80 GPU
 	# is refused in one line
