@@ -17,6 +17,7 @@ the module (skipped without them).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -212,6 +213,40 @@ def t_run_train():
 
 case("pcc.run: the steps mpirun pcc-run --log-json logs (loss, gradient norm, rate, sets), the text log's losses",
      t_run_train)
+
+
+def mpich_missing():
+    if not shutil.which("mpiexec.mpich"):
+        return "MPICH's mpiexec.mpich is not installed"
+    try:
+        pcc._cli.program("pcc-run-mpich")
+    except pcc.Error:
+        return "pcc-run-mpich was not built"
+    return None
+
+
+def t_run_mpich():
+    want = list(pcc.run(plan, data=mlp_data, steps=3, launcher_args=["--oversubscribe"]))
+    # MPICH's launcher picks pcc-run-mpich; no Open MPI variable may leak in
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_"))}
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        job = pcc.run(plan, data=mlp_data, steps=3, launcher="mpiexec.mpich")
+        got = list(job)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert job.returncode == 0, job.stderr
+    keys = ("step", "loss", "grad_norm", "lr", "sets")
+    assert [[g[k] for k in keys] for g in got] == [[w[k] for k in keys] for w in want], (got, want)
+    raises(lambda: pcc.run(plan, data=mlp_data, steps=1, mpi="lam"), None,
+           re.compile(r"mpi='lam': expected \"openmpi\" \(pcc-run\) or \"mpich\" \(pcc-run-mpich\)"))
+
+
+case("pcc.run(launcher=\"mpiexec.mpich\") runs pcc-run-mpich under MPICH: the steps pcc-run logs under Open MPI; "
+     "an unknown mpi= is refused", t_run_mpich, skip=mpich_missing())
 
 
 def t_run_streams():

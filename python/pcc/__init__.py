@@ -254,7 +254,7 @@ class Run:
 
 
 def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, launcher="mpirun",
-        launcher_args=(), env=None, **opts):
+        launcher_args=(), env=None, mpi=None, **opts):
     """Starts `mpirun -n RANKS pcc-run PLAN ...` and returns its Run, which
     yields the logged steps (pcc-run --log-json) as they come.
 
@@ -266,15 +266,19 @@ def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, la
     tokens="train.bin", ...). launcher: the MPI launcher (a string or a
     list: "mpiexec", ["srun", "--mpi=pmix"]), launcher_args added after its
     -n RANKS ("--oversubscribe"); None runs one rank without one. env:
-    variables added to the job's environment."""
+    variables added to the job's environment. mpi: the MPI pcc-run is
+    linked with, "openmpi" (pcc-run) or "mpich" (pcc-run-mpich); None:
+    "mpich" for MPICH's launchers (mpiexec.mpich, mpirun.mpich,
+    mpiexec.hydra), else "openmpi"."""
     path = plan.path if isinstance(plan, Plan) else os.fspath(plan)
     if ranks is None:
         ranks = plan.devices if isinstance(plan, Plan) else _plan_devices(path)
     if launcher is None and ranks != 1:
         raise Error(f"{path}: {ranks} ranks need an MPI launcher (launcher=None runs one)")
+    runner = _runner(mpi, launcher)
     tmp = tempfile.mkdtemp(prefix="pcc-run-")
     try:
-        job = _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, env, opts, tmp)
+        job = _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, env, opts, tmp, runner)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -282,7 +286,18 @@ def run(plan, data=None, ranks=None, steps=None, *, inputs=None, output=None, la
     return job
 
 
-def _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, env, opts, tmp):
+def _runner(mpi, launcher):
+    """The pcc-run program for pcc.run's mpi= and launcher= (see run)."""
+    if mpi is None:
+        words = shlex.split(launcher) if isinstance(launcher, str) else list(launcher or [])
+        name = os.path.basename(os.fspath(words[0])) if words else ""
+        mpi = "mpich" if name in ("mpiexec.mpich", "mpirun.mpich", "mpiexec.hydra") else "openmpi"
+    if mpi not in ("openmpi", "mpich"):
+        raise Error(f"pcc.run: mpi={mpi!r}: expected \"openmpi\" (pcc-run) or \"mpich\" (pcc-run-mpich)")
+    return "pcc-run-mpich" if mpi == "mpich" else "pcc-run"
+
+
+def _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, env, opts, tmp, runner="pcc-run"):
     """pcc.run's job, its files in the scratch folder tmp."""
     if data is not None and not isinstance(data, (str, os.PathLike)):
         data = write_data(os.path.join(tmp, "data"), data)
@@ -292,7 +307,7 @@ def _start(path, ranks, data, steps, inputs, output, launcher, launcher_args, en
         log = os.path.join(tmp, "steps.jsonl")
     elif log is not None and os.path.isfile(log):
         os.remove(log)  # pcc-run writes it afresh: no old line is read as this run's
-    args = [program("pcc-run"), path] + options(dict(opts, data=data, steps=steps))
+    args = [program(runner), path] + options(dict(opts, data=data, steps=steps))
     if inputs is not None:
         args += ["-i", os.fspath(inputs)]
     if output is not None:

@@ -14,7 +14,8 @@ import sysconfig
 import warnings
 
 # Where each program lies in a meson build directory (PCC_BIN_DIR=build).
-_BUILD_SUBDIR = {"pcc": "compiler", "pcc-run": "runtime", "pcc-modelgen": "benchmarks", "pcc-iopddl": "solvers"}
+_BUILD_SUBDIR = {"pcc": "compiler", "pcc-run": "runtime", "pcc-run-mpich": "runtime", "pcc-modelgen": "benchmarks",
+                 "pcc-iopddl": "solvers"}
 
 
 class Error(Exception):
