@@ -824,16 +824,10 @@ static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *g0
 	int nmod = (ngpu + CG_KERNELS_PER_MODULE - 1) / CG_KERNELS_PER_MODULE;
 	nmod = nmod < 1 ? 1 : nmod > CG_MAX_MODULES ? CG_MAX_MODULES : nmod;
 	int jobs = narch * nmod, rc = 0;
-	struct gpu_jobs x = { p,
-			      o,
-			      g,
-			      core,
-			      lib,
-			      arch0,
-			      nmod,
-			      ir_calloc((size_t)jobs, sizeof *x.text),
-			      ir_calloc((size_t)jobs, sizeof *x.rc),
-			      ir_calloc((size_t)jobs, sizeof *x.err) };
+	struct gpu_jobs x = { .p = p, .o = o, .g = g, .core = core, .lib = lib, .arch0 = arch0, .nmod = nmod };
+	x.text = ir_calloc((size_t)jobs, sizeof *x.text);
+	x.rc = ir_calloc((size_t)jobs, sizeof *x.rc);
+	x.err = ir_calloc((size_t)jobs, sizeof *x.err);
 	if (!x.text || !x.rc || !x.err || !(p->ptx = ir_calloc((size_t)jobs, sizeof *p->ptx)))
 		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
 	if (rc == 0)
