@@ -44,7 +44,7 @@
 
 #include "ir/ir.h"
 
-#define PLAN_FORMAT_VERSION 5
+#define PLAN_FORMAT_VERSION 6
 #define PLAN_ALIGN 256 /* bytes: every buffer offset is a multiple */
 
 enum plan_instr_kind {

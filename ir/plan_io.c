@@ -178,10 +178,127 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
 	return 0;
 }
 
-static int pack_device(struct scratch *s, const struct plan_device *d, Pcc__Device *m)
+/* ---- a device as another's with changes ----------------------------------------
+ * The devices of a stage run one program whose buffers differ only in where
+ * their slices start and which copy is the writer, and whose instructions
+ * differ only in the kernel (a slice at the device's offset), communicator,
+ * peer and tag and, in a transfer's block, its arguments. Such a device is written as an earlier one's program with
+ * those fields listed where they differ (Device.copy_of, plan.proto): GPT-3 175B's 1024 programs take the room of about
+ * ten. */
+
+static bool same_shape(const struct ir_shape *a, const struct ir_shape *b)
+{
+	return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof *a->dims * rank_of(a));
+}
+
+/* everything but start and writer */
+static bool buffer_alike(const struct plan_buffer *a, const struct plan_buffer *b)
+{
+	return a->dtype == b->dtype && same_shape(&a->shape, &b->shape) && a->offset == b->offset &&
+	       a->bytes == b->bytes && a->bind == b->bind && a->index == b->index && a->slots == b->slots;
+}
+
+/* everything but kernel, comm, peer, tag and arg (a transfer's block: each
+ * device's own part of the args) */
+static bool instr_alike(const struct plan_instr *a, const struct plan_instr *b)
+{
+	return a->kind == b->kind && a->reduce == b->reduce && a->axis == b->axis && a->axis2 == b->axis2 &&
+	       a->nin == b->nin && a->nout == b->nout;
+}
+
+static bool program_alike(const struct plan_device *a, const struct plan_device *b)
+{
+	if (a->nbuf != b->nbuf || a->ninstr != b->ninstr || a->nargs != b->nargs ||
+	    (a->nargs && memcmp(a->args, b->args, sizeof *a->args * (size_t)a->nargs)))
+		return false;
+	for (int i = 0; i < a->ninstr; i++)
+		if (!instr_alike(&a->instr[i], &b->instr[i]))
+			return false;
+	for (int i = 0; i < a->nbuf; i++)
+		if (!buffer_alike(&a->buf[i], &b->buf[i]))
+			return false;
+	return true;
+}
+
+static bool instr_same(const struct plan_instr *a, const struct plan_instr *b)
+{
+	return a->kernel == b->kernel && a->comm == b->comm && a->peer == b->peer && a->tag == b->tag &&
+	       a->arg == b->arg;
+}
+
+static bool buffer_same(const struct plan_buffer *a, const struct plan_buffer *b)
+{
+	return a->writer == b->writer && !memcmp(a->start, b->start, sizeof *a->start * rank_of(&a->shape));
+}
+
+/* m's program as base's (alike) with d's changes */
+static int pack_changes(struct scratch *s, const struct plan_device *base, const struct plan_device *d, Pcc__Device *m)
+{
+	size_t ni = 0, nb = 0, ns = 0;
+	for (int i = 0; i < d->ninstr; i++)
+		ni += !instr_same(&d->instr[i], &base->instr[i]);
+	for (int i = 0; i < d->nbuf; i++)
+		if (!buffer_same(&d->buf[i], &base->buf[i])) {
+			nb++;
+			ns += rank_of(&d->buf[i].shape);
+		}
+	m->copy_of = base->rank + 1;
+	m->n_instr_at = m->n_instr_kernel = m->n_instr_comm = m->n_instr_peer = m->n_instr_tag = m->n_instr_arg = ni;
+	m->n_buffer_at = m->n_buffer_writer = nb;
+	m->n_buffer_start = ns;
+	if (!(m->instr_at = scratch_calloc(s, ni + 1, sizeof *m->instr_at)) ||
+	    !(m->instr_kernel = scratch_calloc(s, ni + 1, sizeof *m->instr_kernel)) ||
+	    !(m->instr_comm = scratch_calloc(s, ni + 1, sizeof *m->instr_comm)) ||
+	    !(m->instr_peer = scratch_calloc(s, ni + 1, sizeof *m->instr_peer)) ||
+	    !(m->instr_tag = scratch_calloc(s, ni + 1, sizeof *m->instr_tag)) ||
+	    !(m->instr_arg = scratch_calloc(s, ni + 1, sizeof *m->instr_arg)) ||
+	    !(m->buffer_at = scratch_calloc(s, nb + 1, sizeof *m->buffer_at)) ||
+	    !(m->buffer_writer = scratch_calloc(s, nb + 1, sizeof *m->buffer_writer)) ||
+	    !(m->buffer_start = scratch_calloc(s, ns + 1, sizeof *m->buffer_start)))
+		return -ENOMEM;
+	ni = nb = ns = 0;
+	for (int i = 0; i < d->ninstr; i++) {
+		const struct plan_instr *in = &d->instr[i];
+		if (instr_same(in, &base->instr[i]))
+			continue;
+		m->instr_at[ni] = i;
+		m->instr_kernel[ni] = in->kernel;
+		m->instr_comm[ni] = in->comm;
+		m->instr_peer[ni] = in->peer;
+		m->instr_tag[ni] = in->tag;
+		m->instr_arg[ni++] = in->arg;
+	}
+	for (int i = 0; i < d->nbuf; i++) {
+		const struct plan_buffer *b = &d->buf[i];
+		if (buffer_same(b, &base->buf[i]))
+			continue;
+		m->buffer_at[nb] = i;
+		m->buffer_writer[nb++] = b->writer;
+		memcpy(m->buffer_start + ns, b->start, sizeof *b->start * rank_of(&b->shape));
+		ns += rank_of(&b->shape);
+	}
+	return 0;
+}
+
+/* Up to this many programs of a stage are written whole; a device whose
+ * program is alike one of them is written as its changes. */
+#define PACK_BASES 8
+
+static int pack_device(struct scratch *s, const struct plan_device *d, const struct plan_device *base, Pcc__Device *m)
 {
 	Pcc__Buffer *bs, **bp;
 	Pcc__Instr *is, **ip;
+	if (base) {
+		*m = (Pcc__Device){ MSG(device),
+				    .rank = d->rank,
+				    .stage = d->stage,
+				    .n_coord = IR_MESH_AXES,
+				    .coord = (int32_t *)d->coord,
+				    .arena_bytes = d->arena_bytes,
+				    .nstep = d->nstep,
+				    .nfwd = d->nfwd };
+		return pack_changes(s, base, d, m);
+	}
 	if (!NEW_MSGS(s, bs, bp, d->nbuf) || !NEW_MSGS(s, is, ip, d->ninstr))
 		return -ENOMEM;
 	for (int i = 0; i < d->nbuf; i++) {
@@ -308,8 +425,20 @@ static int pack_plan(struct scratch *s, const struct plan *p, Pcc__Plan *m)
 				     .ranks = (int32_t *)p->comms[i].ranks };
 		m->comms[i] = &cs[i];
 	}
+	/* bases[stage * PACK_BASES + j]: the stage's programs written whole */
+	int *bases = scratch_calloc(s, (size_t)p->nstages * PACK_BASES + 1, sizeof *bases);
+	int *nbases = scratch_calloc(s, (size_t)p->nstages + 1, sizeof *nbases);
+	if (!bases || !nbases)
+		return -ENOMEM;
 	for (int i = 0; i < p->ndevices; i++) {
-		if (pack_device(s, &p->devices[i], &ds[i]) < 0)
+		const struct plan_device *d = &p->devices[i], *base = NULL;
+		int st = d->stage >= 0 && d->stage < p->nstages && d->rank == i ? d->stage : -1;
+		for (int j = 0; st >= 0 && j < nbases[st] && !base; j++)
+			if (program_alike(&p->devices[bases[st * PACK_BASES + j]], d))
+				base = &p->devices[bases[st * PACK_BASES + j]];
+		if (!base && st >= 0 && nbases[st] < PACK_BASES)
+			bases[st * PACK_BASES + nbases[st]++] = i;
+		if (pack_device(s, d, base, &ds[i]) < 0)
 			return -ENOMEM;
 		m->devices[i] = &ds[i];
 	}

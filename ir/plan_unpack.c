@@ -323,7 +323,68 @@ static int get_instr(const Pcc__Instr *m, struct plan_instr *in)
 	return 0;
 }
 
-static int get_device(const Pcc__Device *m, struct plan_device *d)
+/* A device written as an earlier device's program with changes
+ * (Device.copy_of): that program copied, then the listed fields set. */
+static int get_changes(const Pcc__Device *m, const struct plan *p, int at, struct plan_device *d)
+{
+	int b = m->copy_of - 1;
+	if (b < 0 || b >= at)
+		return ir_errorf(-EINVAL, "copy of device %d, not an earlier one", b);
+	if (m->n_buffers || m->n_instructions || m->n_args)
+		return ir_errorf(-EINVAL, "a copy of device %d with a program of its own", b);
+	const struct plan_device *s = &p->devices[b];
+	if (!(d->args = get_array(s->nargs, sizeof *d->args, &d->nargs)) ||
+	    !(d->buf = get_array(s->nbuf, sizeof *d->buf, &d->nbuf)) ||
+	    !(d->instr = get_array(s->ninstr, sizeof *d->instr, &d->ninstr)))
+		return nomem();
+	if (s->nargs)
+		memcpy(d->args, s->args, sizeof *d->args * (size_t)s->nargs);
+	if (s->nbuf)
+		memcpy(d->buf, s->buf, sizeof *d->buf * (size_t)s->nbuf);
+	if (s->ninstr)
+		memcpy(d->instr, s->instr, sizeof *d->instr * (size_t)s->ninstr);
+	size_t ni = m->n_instr_at;
+	if (m->n_instr_kernel != ni || m->n_instr_comm != ni || m->n_instr_peer != ni || m->n_instr_tag != ni ||
+	    m->n_instr_arg != ni)
+		return ir_errorf(
+			-EINVAL,
+			"instruction changes: %zu places, %zu kernels, %zu comms, %zu peers, %zu tags, %zu args", ni,
+			m->n_instr_kernel, m->n_instr_comm, m->n_instr_peer, m->n_instr_tag, m->n_instr_arg);
+	for (size_t k = 0; k < ni; k++) {
+		int i = m->instr_at[k];
+		if (i < (k ? m->instr_at[k - 1] + 1 : 0) || i >= d->ninstr)
+			return ir_errorf(-EINVAL, "instruction change %zu: instruction %d, out of order or past %d", k,
+					 i, d->ninstr);
+		d->instr[i].kernel = m->instr_kernel[k];
+		d->instr[i].comm = m->instr_comm[k];
+		d->instr[i].peer = m->instr_peer[k];
+		d->instr[i].tag = m->instr_tag[k];
+		d->instr[i].arg = m->instr_arg[k];
+	}
+	if (m->n_buffer_writer != m->n_buffer_at)
+		return ir_errorf(-EINVAL, "buffer changes: %zu places, %zu writers", m->n_buffer_at,
+				 m->n_buffer_writer);
+	size_t ns = 0;
+	for (size_t k = 0; k < m->n_buffer_at; k++) {
+		int i = m->buffer_at[k];
+		if (i < (k ? m->buffer_at[k - 1] + 1 : 0) || i >= d->nbuf)
+			return ir_errorf(-EINVAL, "buffer change %zu: buffer %d, out of order or past %d", k, i,
+					 d->nbuf);
+		struct plan_buffer *x = &d->buf[i];
+		size_t r = (size_t)x->shape.rank;
+		if (m->n_buffer_start - ns < r)
+			return ir_errorf(-EINVAL, "buffer change %zu: %zu starts left for rank %zu", k,
+					 m->n_buffer_start - ns, r);
+		x->writer = m->buffer_writer[k];
+		memcpy(x->start, m->buffer_start + ns, sizeof *x->start * r);
+		ns += r;
+	}
+	if (ns != m->n_buffer_start)
+		return ir_errorf(-EINVAL, "buffer changes: %zu starts, %zu used", m->n_buffer_start, ns);
+	return 0;
+}
+
+static int get_device(const Pcc__Device *m, const struct plan *p, int at, struct plan_device *d)
 {
 	int rc;
 	d->rank = m->rank;
@@ -335,6 +396,11 @@ static int get_device(const Pcc__Device *m, struct plan_device *d)
 	d->arena_bytes = m->arena_bytes;
 	d->nstep = m->nstep;
 	d->nfwd = m->nfwd;
+	if (m->copy_of)
+		return get_changes(m, p, at, d);
+	if (m->n_instr_at || m->n_instr_kernel || m->n_instr_comm || m->n_instr_peer || m->n_instr_tag ||
+	    m->n_instr_arg || m->n_buffer_at || m->n_buffer_writer || m->n_buffer_start)
+		return ir_errorf(-EINVAL, "changes to no device's program");
 	if ((rc = get_ints(m->args, m->n_args, &d->args, &d->nargs)) < 0)
 		return rc;
 	if (!(d->buf = get_array(m->n_buffers, sizeof *d->buf, &d->nbuf)) ||
@@ -453,7 +519,7 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 		if ((rc = get_ints(m->comms[i]->ranks, m->comms[i]->n_ranks, &p->comms[i].ranks, &p->comms[i].n)) < 0)
 			return rc;
 	for (int i = 0; i < p->ndevices; i++)
-		if ((rc = get_device(m->devices[i], &p->devices[i])) < 0) {
+		if ((rc = get_device(m->devices[i], p, i, &p->devices[i])) < 0) {
 			ir_error_prefix("device %d", i);
 			return rc;
 		}

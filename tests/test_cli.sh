@@ -74,7 +74,7 @@ else
 	echo "ok $n - an unknown option after --const and --dim: exit 2, nothing leaked # SKIP no valgrind"
 fi
 check "automatic plan: symbolic batch needs --batch" sh -c "'$pcc' '$models/gpt_dyn_op17/model.onnx' --cluster 1x8:a100 2>'$tmp/e'; test \$? -eq 1 && grep -q 'give --batch B' '$tmp/e'"
-check "plan.bin: -o writes a verified plan, inspect summarizes it" sh -c "'$pcc' '$m' --cluster 1x4:v100 -o '$tmp/plan.bin' | grep -q '^wrote .*plan.bin: 4 devices' && '$pcc' inspect '$tmp/plan.bin' >'$tmp/i' && grep -q '^plan: format 5, 4 devices of cluster 1x4:v100' '$tmp/i' && grep -q '^stage 0: ranks 0-3' '$tmp/i' && test \$(grep -c '^ *[0-3] *0 ' '$tmp/i') -eq 4"
+check "plan.bin: -o writes a verified plan, inspect summarizes it" sh -c "'$pcc' '$m' --cluster 1x4:v100 -o '$tmp/plan.bin' | grep -q '^wrote .*plan.bin: 4 devices' && '$pcc' inspect '$tmp/plan.bin' >'$tmp/i' && grep -q '^plan: format 6, 4 devices of cluster 1x4:v100' '$tmp/i' && grep -q '^stage 0: ranks 0-3' '$tmp/i' && test \$(grep -c '^ *[0-3] *0 ' '$tmp/i') -eq 4"
 check "plan.bin: --dump prints one device's buffers and program" sh -c "'$pcc' inspect '$tmp/plan.bin' --dump 2 >'$tmp/d' && grep -q '^device 2: stage 0' '$tmp/d' && grep -q 'param 0 \"wte.weight\"' '$tmp/d' && grep -q 'kernel dot' '$tmp/d' && grep -q ' free ' '$tmp/d'"
 check "plan.bin: --dump of a device not in the plan, exit 1" sh -c "'$pcc' inspect '$tmp/plan.bin' --dump 9 2>'$tmp/e'; test \$? -eq 1 && grep -q 'devices 0 to 3' '$tmp/e'"
 check "plan.bin: a truncated plan is refused, exit 1, one line" sh -c "head -c 300 '$tmp/plan.bin' >'$tmp/cut.bin' && '$pcc' inspect '$tmp/cut.bin' 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'cut.bin: truncated' '$tmp/e'"

@@ -813,6 +813,117 @@ static void test_malformed(const uint8_t *b, size_t n)
 	TAP_OK(refused(c, m, "bad file framing"), "framing with a wrong wire type: %s", ir_error());
 }
 
+/* ---- devices written as another's program with changes -------------------------
+ * A device whose program is another's but for kernels, communicators, peers,
+ * tags, a transfer's arguments, slice starts and writers is written as that
+ * one's changes (Device.copy_of): it reads back the same, takes far less
+ * room than a device written whole, and a broken list of changes is refused
+ * naming the device and the change. */
+
+static void copy_device(struct plan_device *d, const struct plan_device *s, int rank)
+{
+	*d = *s;
+	d->rank = rank;
+	d->buf = ir_malloc(sizeof *d->buf * (size_t)s->nbuf);
+	d->instr = ir_malloc(sizeof *d->instr * (size_t)(s->ninstr + 1));
+	d->args = ir_malloc(sizeof *d->args * (size_t)s->nargs);
+	memcpy(d->buf, s->buf, sizeof *d->buf * (size_t)s->nbuf);
+	memcpy(d->instr, s->instr, sizeof *d->instr * (size_t)s->ninstr);
+	memcpy(d->args, s->args, sizeof *d->args * (size_t)s->nargs);
+}
+
+/* build_plan's two devices and, from rank 2 on, devices 2 .. n-1: copies of
+ * device 0 with changes (2: none; 3: kernel, comm, peer, tag, arg, start,
+ * writer; 4: device 1's program), then 5: an instruction more (written whole) */
+static struct plan *copies_plan(int n)
+{
+	struct plan *p = build_plan();
+	struct plan_device *dv = ir_realloc(p->devices, sizeof *dv * (size_t)n);
+	IR_ASSERT(dv);
+	p->devices = dv;
+	for (int r = 2; r < n; r++) {
+		copy_device(&dv[r], &dv[r == 4 ? 1 : 0], r);
+		dv[r].coord[1] = r;
+		p->ndevices = r + 1;
+	}
+	if (n > 3) {
+		struct plan_device *d = &dv[3];
+		d->instr[7].kernel = 2;
+		d->instr[1].comm = 5;
+		d->instr[3].peer = 3;
+		d->instr[3].tag = 70;
+		d->instr[6].arg = 12;
+		d->buf[0].start[1] = 96;
+		d->buf[3].writer = true;
+		d->arena_bytes = 9984;
+	}
+	if (n > 5) {
+		struct plan_device *d = &dv[5];
+		d->instr[d->ninstr++] = ins(PLAN_FREE, 1, 0, 18);
+	}
+	p->stages[0].ndevices = p->cluster_devices = n;
+	return p;
+}
+
+static void test_copies(void)
+{
+	size_t n[7] = { 0 };
+	bool all = true;
+	for (int k = 2; k <= 6; k++) {
+		struct plan *p = copies_plan(k), *q = NULL;
+		uint8_t *b = NULL;
+		all = all && plan_pack(p, &b, &n[k]) == 0 && (q = plan_unpack(b, n[k])) && same_plan(p, q);
+		if (!all)
+			TAP_DIAG("%d devices: %s", k, q ? diff : ir_error());
+		plan_free(q);
+		plan_free(p);
+		ir_free(b);
+	}
+	TAP_OK(all, "plans whose devices copy others' programs with changes read back the same");
+	size_t whole = n[6] - n[5], copies = n[5] - n[2];
+	TAP_OK(copies * 3 < whole, "three devices written as changes take %zu bytes, one written whole %zu", copies,
+	       whole);
+	TAP_OK(n[3] - n[2] < whole / 10, "a copy with no change takes %zu bytes", n[3] - n[2]);
+
+	uint8_t c[256];
+	/* device 0: a copy of device 1 */
+	static const uint8_t later[] = { 0x08, PLAN_FORMAT_VERSION, 0x82, 0x01, 2, 0x50, 2 };
+	TAP_OK(refused(c, wrap(later, sizeof later, c),
+		       "malformed plan: device 0: copy of device 1, not an earlier one"),
+	       "a copy of a later device: %s", ir_error());
+	/* device 0: changes but no program to change */
+	static const uint8_t nobase[] = { 0x08, PLAN_FORMAT_VERSION, 0x82, 0x01, 3, 0x5a, 1, 0 };
+	TAP_OK(refused(c, wrap(nobase, sizeof nobase, c), "device 0: changes to no device's program"),
+	       "changes without a device to copy: %s", ir_error());
+	/* device 0: one instruction, one f32[2,2] buffer; device 1 copies it */
+#define DEV0 0x82, 0x01, 13, 0x2a, 0, 0x22, 9, 0x0a, 3, 'f', '3', '2', 0x12, 2, 2, 2
+#define INSTR_CHANGE(at) 0x5a, 1, at, 0x62, 1, 0, 0x6a, 1, 0, 0x72, 1, 0, 0x92, 0x01, 1, 0, 0x9a, 0x01, 1, 0
+	static const uint8_t past[] = { 0x08, PLAN_FORMAT_VERSION, DEV0, 0x82, 0x01, 22, 0x50, 1, INSTR_CHANGE(3) };
+	TAP_OK(refused(c, wrap(past, sizeof past, c),
+		       "device 1: instruction change 0: instruction 3, out of order or past 1"),
+	       "a change past the last instruction: %s", ir_error());
+	static const uint8_t ok1[] = { 0x08, PLAN_FORMAT_VERSION, DEV0, 0x82, 0x01, 22, 0x50, 1, INSTR_CHANGE(0) };
+	struct plan *q = plan_unpack(c, wrap(ok1, sizeof ok1, c));
+	TAP_OK(q && q->ndevices == 2 && q->devices[1].ninstr == 1 && q->devices[1].nbuf == 1 &&
+		       q->devices[1].buf[0].shape.rank == 2,
+	       "the same change of instruction 0 is taken%s%s", q ? "" : ": ", q ? "" : ir_error());
+	plan_free(q);
+	static const uint8_t fewer[] = { 0x08, PLAN_FORMAT_VERSION, DEV0, 0x82, 0x01, 5, 0x50, 1, 0x5a, 1, 0 };
+	TAP_OK(refused(c, wrap(fewer, sizeof fewer, c),
+		       "device 1: instruction changes: 1 places, 0 kernels, 0 comms, 0 peers, 0 tags, 0 args"),
+	       "a change without its values: %s", ir_error());
+	static const uint8_t starts[] = {
+		0x08, PLAN_FORMAT_VERSION, DEV0, 0x82, 0x01, 13, 0x50, 1, 0x7a, 1, 0, 0x82, 0x01, 1, 1, 0x8a, 0x01, 1, 5
+	};
+	TAP_OK(refused(c, wrap(starts, sizeof starts, c), "device 1: buffer change 0: 1 starts left for rank 2"),
+	       "a buffer change short of starts: %s", ir_error());
+	static const uint8_t own[] = { 0x08, PLAN_FORMAT_VERSION, DEV0, 0x82, 0x01, 4, 0x50, 1, 0x2a, 0 };
+	TAP_OK(refused(c, wrap(own, sizeof own, c), "device 1: a copy of device 0 with a program of its own"),
+	       "a copy with instructions of its own: %s", ir_error());
+#undef DEV0
+#undef INSTR_CHANGE
+}
+
 /* Packed plans a reader refuses for what is inside: a negative dimension;
  * labels naming no input, a float input, no classes. And a plan without
  * labels reads back without. */
@@ -955,6 +1066,7 @@ int main(void)
 	test_files(p, b, n);
 	test_malformed(b, n);
 	test_content();
+	test_copies();
 	test_mesh(p);
 	test_signed(p, b, n);
 	size_t cut;

@@ -145,7 +145,7 @@ def write_data(directory, sets):
 
 def _plan_devices(path):
     first = run_program("pcc", ["inspect", path]).splitlines()[0]
-    # "plan: format 5, 2 devices of cluster cpu:2 (...)"
+    # "plan: format 6, 2 devices of cluster cpu:2 (...)"
     return int(first.split(",")[1].split()[0])
 
 
