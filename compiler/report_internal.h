@@ -70,8 +70,9 @@ void tp_result_free(struct tp_result *r);
 double tp_local_bytes(const struct tp_result *r, const struct ir_value *v, int elem_bytes);
 
 /* Evaluates graph g, its batch dim bound to r->micro_batch, under plan p
- * with the axes tp, dp, pp mapped onto the cluster; fills the rest of r
- * (r->dev, prec, mixed, batch, mb set by the caller). */
+ * with the axes tp, dp, pp mapped onto cluster c; fills the rest of r
+ * (r->dev, prec, mixed, batch, mb set by the caller) and leaves the tp
+ * layout's shardings on g. */
 int report_eval_graph(struct ir_graph *g, const struct cost_cluster *c, const struct report_plan *p,
 		      const struct cost_calib *cal, const struct cost_axis axes[3], const double *bs_fwd,
 		      const double *bs_bwd, struct report *r);
