@@ -370,6 +370,14 @@ struct intra_opts {
 					 * copied over it (new parameters and state), costed
 					 * once per step */
 	const int (*ties)[2];
+	bool manual_tp; /* a manual plan's tensor parallelism (pcc report
+			 * --plan ...,tp=T, on a 1 x T mesh): no axis splits a
+			 * dim that runs along a graph input's dims (the
+			 * samples and their tokens, which data parallelism
+			 * divides, not the mesh), and a dim that runs along
+			 * a parameter's splits padded when it does not divide
+			 * (Megatron pads the vocabulary to a multiple of
+			 * tp); such a plan is costed, never lowered */
 };
 void intra_opts_init(struct intra_opts *o);
 
@@ -431,6 +439,9 @@ int intra_reprice(struct ir_graph *g, double state_price, struct intra_result *r
  * intra_pass counts memory: an elementwise result may be redone from its
  * kept inputs instead). NULL when out of memory (ir_free it). */
 bool *intra_saved_values(const struct ir_graph *g);
+/* Devices sharing the work of node `node` (its index in g) under r's plan:
+ * the product of the mesh axes its strategy splits (1: replicated work). */
+int intra_node_pieces(const struct intra_result *r, int node);
 /* Per op: chosen sharding, its cost, the collectives it causes and the
  * runner-up strategy with its extra cost. */
 int intra_explain(const struct ir_graph *g, const struct intra_result *r, FILE *f);

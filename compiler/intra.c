@@ -317,6 +317,18 @@ int intra_reprice(struct ir_graph *g, double state_price, struct intra_result *r
 	return 0;
 }
 
+int intra_node_pieces(const struct intra_result *r, int node)
+{
+	const struct intra_state *st = r->st;
+	IR_ASSERT(st && node >= 0 && node < st->nunits && st->unit[node].node && st->unit[node].node->id == node);
+	const struct intra_strat *s = intra_chosen(st, node);
+	int n = 1;
+	for (int a = 0; a < IR_MESH_AXES; a++)
+		if (s->lab[a] >= 0)
+			n *= a == 0 ? st->env.mesh.n0 : st->env.mesh.n1;
+	return n;
+}
+
 void intra_result_free(struct intra_result *r)
 {
 	if (r->st) {

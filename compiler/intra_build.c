@@ -109,12 +109,68 @@ static void edge_acc_free(struct edge_acc *e)
 
 /* ---- units and groups -------------------------------------------------------- */
 
-static int init_unit(struct intra_state *st, struct intra_unit *x)
+/* intra_opts.manual_tp: a label that runs along a dim derived from a graph
+ * input's (batch[v]: the dims of value v that do) is taken off every
+ * operand and result dim, so no strategy splits it. A label may split
+ * padded when every operand dim it runs along is the whole of a dim of a
+ * value that depends on no input (a parameter, a transposed weight, an
+ * iota) or derived from one (padded[v] likewise), or when none does (a
+ * broadcast's new dims): a vocabulary of 50257 over 8 ranks, and the
+ * logits and softmax over it, but not 12 heads regrouped out of a hidden
+ * dim (a reshape's label is a part of its dim), nor anything an evenly
+ * split operand shares. Then marks x's results' dims on such labels.
+ * Graph order: operands are marked before their readers. */
+static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padded)
+{
+	struct intra_labels *l = &x->lab;
+	uint32_t all = (1u << l->n) - 1, in_batch = 0, whole = 0;
+	int nin = x->node ? x->node->nin : 0;
+	for (int d = 0; !x->node && d < x->value->shape.rank; d++)
+		in_batch |= x->value->kind == IR_VAL_INPUT ? 1u << l->out[d] : 0;
+	for (int j = 0; j < nin; j++) {
+		const struct ir_value *v = x->node->in[j];
+		const signed char *row = intra_in_labels(l, j);
+		for (int d = 0; d < v->shape.rank; d++) {
+			if (row[d] < 0)
+				continue;
+			if (batch[v->id] >> d & 1)
+				in_batch |= 1u << row[d];
+			if (!(padded[v->id] >> d & 1) || l->size[row[d]] != v->shape.dims[d])
+				whole |= 1u << row[d]; /* some operand must split it evenly */
+		}
+	}
+	/* a parameter's own dims, and labels made here (a broadcast's new
+	 * dims), split as the readers need */
+	l->padded = all & ~whole & ~in_batch;
+	int nout = x->node ? x->node->nout : 1;
+	for (int k = 0; k < nout; k++) {
+		const struct ir_value *r = x->node ? x->node->out[k] : x->value;
+		for (int d = 0; d < r->shape.rank && d < IR_MAX_RANK; d++) {
+			if (l->out[d] < 0)
+				continue;
+			if (in_batch >> l->out[d] & 1)
+				batch[r->id] |= (uint8_t)(1u << d);
+			if (l->padded >> l->out[d] & 1)
+				padded[r->id] |= (uint8_t)(1u << d);
+		}
+	}
+	for (int d = 0; d < IR_MAX_RANK; d++) {
+		if (l->out[d] >= 0 && (in_batch >> l->out[d] & 1))
+			l->out[d] = -1;
+		for (int j = 0; j < INTRA_MAX_IN; j++)
+			if (l->in[j][d] >= 0 && (in_batch >> l->in[j][d] & 1))
+				l->in[j][d] = -1;
+	}
+}
+
+static int init_unit(struct intra_state *st, struct intra_unit *x, uint8_t *batch, uint8_t *padded)
 {
 	if (x->node)
 		intra_labels_of(x->node, &x->lab);
 	else
 		intra_labels_value(x->value, &x->lab);
+	if (batch)
+		manual_tp_labels(x, batch, padded);
 	int ns = intra_strategies(&st->env, x->node, x->value, &x->lab, &x->strat);
 	if (ns < 0)
 		return ns;
@@ -644,6 +700,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	int *uses = ir_calloc((size_t)nv + 1, sizeof *uses);
 	bool *is_output = ir_calloc((size_t)nv + 1, sizeof *is_output);
 	bool *act = cost_activation_values(g);
+	uint8_t *batch = NULL; /* manual_tp: per value id, its dims along an input's; then those along a parameter's */
 	bool *grad = st->grad = grad_values(g, st->env.train, act, &st->weight);
 	st->saved = ir_calloc((size_t)nv + 1, sizeof *st->saved);
 	st->fuse = ir_calloc((size_t)nv + 1, sizeof *st->fuse);
@@ -677,8 +734,19 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	}
 	find_fused(st, g, is_output);
 	find_saved(st, g, act);
+	if (o->manual_tp) {
+		batch = ir_calloc((size_t)nv + 1, 2);
+		if (!batch) {
+			rc = ir_errorf(-ENOMEM, "out of memory building the strategy problem");
+			goto out;
+		}
+		for (int i = 0; i < ni; i++)
+			batch[ir_graph_input(g, i)->id] = 0xff;
+		for (int i = 0; i < nv; i++) /* parameters and what is made of them alone */
+			batch[nv + 1 + i] = act[i] ? 0 : 0xff;
+	}
 	for (int u = 0; u < st->nunits; u++)
-		if ((rc = init_unit(st, &st->unit[u])) < 0)
+		if ((rc = init_unit(st, &st->unit[u], batch, batch ? batch + nv + 1 : NULL)) < 0)
 			goto out;
 	intervals(st, g, is_output);
 	if ((rc = held_and_stashed(st, g, o)) < 0) {
@@ -695,6 +763,7 @@ out:
 	ir_free(uses);
 	ir_free(is_output);
 	ir_free(act);
+	ir_free(batch);
 	return rc;
 }
 

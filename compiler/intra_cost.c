@@ -3,9 +3,10 @@
  *
  * Strategies of an op: every assignment of the mesh axes (of size > 1) to
  * its labels, one label per axis at most, a label taking both axes when its
- * size divides by the whole mesh, each axis's label dividing evenly. On a
- * 1 x 8 mesh a dot [m,k] x [k,n] has four: replicated, rows (m), columns
- * (n), contracting (k, partial result): Megatron's trio plus replication.
+ * size divides by the whole mesh, each axis's label dividing evenly (or
+ * padded: intra_labels.padded). On a 1 x 8 mesh a dot [m,k] x [k,n] has
+ * four: replicated, rows (m), columns (n), contracting (k, partial
+ * result): Megatron's trio plus replication.
  *
  * Costs: compute is the roofline of the local shapes (a replicated axis
  * divides nothing); resharding between a producer's sharding and the one
@@ -214,6 +215,13 @@ static void strategy_costs(const struct intra_env *env, const struct ir_node *n,
 		s->t_compute *= 3; /* backward: two products per forward one */
 }
 
+/* Label k splits into n pieces: evenly, or padded where allowed (the last
+ * pieces a row short, costed as even ones). */
+static bool splits(const struct intra_labels *l, int k, int n)
+{
+	return l->size[k] % n == 0 || ((l->padded >> k & 1) && l->size[k] >= n);
+}
+
 int intra_strategies(const struct intra_env *env, const struct ir_node *n, const struct ir_value *v,
 		     const struct intra_labels *l, struct intra_strat **out)
 {
@@ -229,7 +237,7 @@ int intra_strategies(const struct intra_env *env, const struct ir_node *n, const
 		nopt[a] = 0;
 		opt[a][nopt[a]++] = -1;
 		for (int k = 0; na > 1 && k < l->n; k++)
-			if (l->size[k] % na == 0 && label_used(l, k, nin, ranks, out_rank))
+			if (splits(l, k, na) && label_used(l, k, nin, ranks, out_rank))
 				opt[a][nopt[a]++] = (signed char)k;
 	}
 	struct intra_strat *s = ir_calloc((size_t)(nopt[0] * nopt[1]), sizeof *s);
@@ -239,7 +247,7 @@ int intra_strategies(const struct intra_env *env, const struct ir_node *n, const
 	for (int i0 = 0; i0 < nopt[0]; i0++)
 		for (int i1 = 0; i1 < nopt[1]; i1++) {
 			int k0 = opt[0][i0], k1 = opt[1][i1];
-			if (k0 >= 0 && k0 == k1 && l->size[k0] % ((int64_t)env->mesh.n0 * env->mesh.n1))
+			if (k0 >= 0 && k0 == k1 && !splits(l, k0, env->mesh.n0 * env->mesh.n1))
 				continue;
 			s[ns].lab[0] = (signed char)k0;
 			s[ns].lab[1] = (signed char)k1;

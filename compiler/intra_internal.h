@@ -33,6 +33,8 @@ struct intra_labels {
 	unsigned char kind[INTRA_MAX_LABELS];
 	signed char in[INTRA_MAX_IN][IR_MAX_RANK]; /* label per operand dim, -1 none */
 	signed char out[IR_MAX_RANK];              /* label per result dim, -1 none */
+	uint32_t padded;                           /* labels that may split unevenly, padded
+						    * (intra_opts.manual_tp), a bit each */
 };
 
 /* Fills the labels of node n (intra_rules.c: one switch over the ops). */

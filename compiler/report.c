@@ -175,7 +175,8 @@ double report_tokens_per_sample(const struct ir_graph *g)
 }
 
 static int eval_one(const char *model, const struct onnx_import_opts *imp, const char *bname, int64_t b,
-		    const struct cost_calib *cal, const struct cost_axis axes[3], struct report *r)
+		    const struct cost_cluster *c, const struct cost_calib *cal, const struct cost_axis axes[3],
+		    struct report *r)
 {
 	struct ir_graph *g = onnx_import_batch(model, imp, bname, b), *g2 = NULL;
 	if (!g)
@@ -190,7 +191,7 @@ static int eval_one(const char *model, const struct onnx_import_opts *imp, const
 	if (rc == 0 && bs)
 		rc = report_batch_stats(g, g2, r->mixed ? 2 : 0, bs, bs + n);
 	if (rc == 0)
-		rc = report_eval_graph(g, &r->plan, cal, axes, bs, bs ? bs + n : NULL, r);
+		rc = report_eval_graph(g, c, &r->plan, cal, axes, bs, bs ? bs + n : NULL, r);
 	ir_free(bs);
 	ir_graph_free(g2);
 	ir_graph_free(g);
@@ -257,7 +258,7 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 		t.micro_batch = bp.cand[i];
 		t.mb = bp.mb[i];
 		t.batch_chosen = bp.n > 1;
-		if ((rc = eval_one(model, imp, bname, bp.cand[i], cal, axes, &t)) < 0) {
+		if ((rc = eval_one(model, imp, bname, bp.cand[i], c, cal, axes, &t)) < 0) {
 			report_free(&best);
 			return rc;
 		}

@@ -2,7 +2,8 @@
  * report_eval.c: one training step of a manual plan under the cost model.
  *
  * For a micro-batch size b the model is imported with its batch dim bound
- * to b, laid out over tp ranks (report_tp.c), and costed per node:
+ * to b, laid out over tp ranks by the intra-op pass (report_tp.c), and
+ * costed per node:
  *  - compute: the roofline of each op on its local shapes; chains of
  *    elementwise ops count as one fused kernel (only the bytes crossing the
  *    chain's boundary move); backward costs twice the forward (two dots per
@@ -65,7 +66,7 @@ static enum cost_prec op_prec(const struct eval *e, const struct ir_node *n)
 static double node_flops(const struct eval *e, const struct ir_node *n)
 {
 	double f = ir_node_flops(n);
-	return e->tp.node_split[n->id] ? f / e->tp.tp : f;
+	return f * e->tp.work[n->id];
 }
 
 static int compute_times(struct eval *e)
@@ -181,7 +182,7 @@ static int compute_needs(struct eval *e)
 		const struct ir_node *n = ir_graph_node(e->g, i);
 		unsigned gmask = 0;
 		for (int k = 0; k < n->nin && k < 8; k++)
-			if (e->tp.val[n->in[k]->id].grad)
+			if (e->tp.grad[n->in[k]->id])
 				gmask |= 1u << k;
 		e->need_first[i] = acc.cnt;
 		if ((rc = cost_backward_keeps(&c, n, gmask)) < 0)
@@ -233,7 +234,7 @@ static int compute_cuts(struct eval *e)
 	/* difference arrays over positions k (before node k) */
 	for (int i = 0; i < nv; i++) {
 		const struct ir_value *v = ir_graph_value(g, i);
-		if (v->kind != IR_VAL_NODE || !e->tp.val[i].grad || last[i] <= v->def->id)
+		if (v->kind != IR_VAL_NODE || !e->tp.grad[i] || last[i] <= v->def->id)
 			continue;
 		int a = v->def->id + 1, b = last[i]; /* crossing positions a..b */
 		double by = tp_local_bytes(&e->tp, v, e->eb);
@@ -310,7 +311,9 @@ static int partition(struct eval *e, int s, const double *pre, int *bounds)
 	return rc;
 }
 
-static void tp_range(const struct eval *e, int a, int b, struct report_stage *st)
+/* Collectives of nodes [a, b): per micro-batch into st, once per step
+ * (weights' gradients over the tp ranks) into *t_step. */
+static void tp_range(const struct eval *e, int a, int b, struct report_stage *st, double *t_step)
 {
 	for (int i = a; e->bs_fwd && i < b; i++)
 		if (e->bs_fwd[i] > 0) {
@@ -324,13 +327,18 @@ static void tp_range(const struct eval *e, int a, int b, struct report_stage *st
 		const struct tp_event *ev = &e->tp.ev[i];
 		if (ev->node < a || ev->node >= b)
 			continue;
-		double t = cost_collective(&e->ax_tp, ev->coll, ev->bytes, NULL);
-		if (ev->phase == TP_FWD) {
-			st->t_tp_fwd += t;
+		switch (ev->phase) {
+		case TP_FWD:
+			st->t_tp_fwd += ev->t;
 			st->n_tp_fwd++;
-		} else {
-			st->t_tp_bwd += t;
+			break;
+		case TP_BWD:
+			st->t_tp_bwd += ev->t;
 			st->n_tp_bwd++;
+			break;
+		case TP_STEP:
+			*t_step += ev->t;
+			break;
 		}
 	}
 }
@@ -347,7 +355,7 @@ static double range_params(struct eval *e, int a, int b)
 			if (v->kind != IR_VAL_PARAM || !ir_dtype_is_float(v->dtype) || e->mark[v->id] == e->mark_id)
 				continue;
 			e->mark[v->id] = e->mark_id;
-			s += (double)ir_shape_numel(&v->shape) / (e->tp.param_split[v->id] ? e->tp.tp : 1);
+			s += (double)ir_shape_numel(&v->shape) * e->tp.share[v->id];
 		}
 	}
 	return s;
@@ -411,6 +419,8 @@ static int record_events(struct eval *e, const int *bounds, int nchunks)
 		return ir_errorf(-ENOMEM, "out of memory");
 	for (int i = 0; i < e->tp.nev; i++) {
 		const struct tp_event *ev = &e->tp.ev[i];
+		if (ev->phase == TP_STEP)
+			continue; /* with the gradient sync, not per micro-batch */
 		const struct ir_node *n = ir_graph_node(e->g, ev->node);
 		struct report_event *o = &r->events[r->nevents++];
 		int c = 0;
@@ -421,7 +431,7 @@ static int record_events(struct eval *e, const int *bounds, int nchunks)
 		o->fwd = ev->phase == TP_FWD;
 		o->coll = ev->coll;
 		o->bytes = ev->bytes;
-		o->t = cost_collective(&e->ax_tp, ev->coll, ev->bytes, NULL);
+		o->t = ev->t;
 		o->why = ev->why;
 	}
 	return 0;
@@ -452,7 +462,7 @@ static int build_stages(struct eval *e, const double *pre)
 	cost_state_bytes_per_param(p->optim, r->mixed, &sb);
 	for (int s = 0; s < p->pp; s++) {
 		struct report_stage *st = &r->stages[s];
-		double act = 0, extra = 0, big = 0, send = 0, recv = 0;
+		double act = 0, extra = 0, big = 0, send = 0, recv = 0, t_tp_step = 0;
 		st->first = bounds[s];
 		st->last = bounds[s + 1];
 		st->layers = 0;
@@ -460,7 +470,7 @@ static int build_stages(struct eval *e, const double *pre)
 			int a = bounds[c], b = bounds[c + 1], layers;
 			double x;
 			st->t_fwd += range_time(e, pre, a, b);
-			tp_range(e, a, b, st);
+			tp_range(e, a, b, st, &t_tp_step);
 			st->params += range_params(e, a, b);
 			act += chunk_act(e, a, b, &x, &layers);
 			extra = x > extra ? x : extra;
@@ -496,7 +506,8 @@ static int build_stages(struct eval *e, const double *pre)
 		else /* reduce-scatter gradients, all-gather updated parameters */
 			st->t_dp = cost_collective(&e->ax_dp, COST_REDUCE_SCATTER, gbytes, NULL) +
 				   cost_collective(&e->ax_dp, COST_ALL_GATHER, st->params * sb.params, NULL);
-		if (p->zero >= 3) { /* parameters gathered for forward and backward of every micro-batch */
+		st->t_dp += t_tp_step; /* weights' gradients over the tp ranks, with the rest */
+		if (p->zero >= 3) {    /* parameters gathered for forward and backward of every micro-batch */
 			double ag = cost_collective(&e->ax_dp, COST_ALL_GATHER, st->params * sb.params, NULL);
 			double rs = cost_collective(&e->ax_dp, COST_REDUCE_SCATTER, gbytes, NULL);
 			double comp = st->t_fwd + st->t_bwd + st->t_recompute;
@@ -591,8 +602,9 @@ static void eval_free(struct eval *e)
 }
 
 /* Evaluates graph g (batch bound to r->micro_batch) into r. */
-int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, const struct cost_calib *cal,
-		      const struct cost_axis axes[3], const double *bs_fwd, const double *bs_bwd, struct report *r)
+int report_eval_graph(struct ir_graph *g, const struct cost_cluster *c, const struct report_plan *p,
+		      const struct cost_calib *cal, const struct cost_axis axes[3], const double *bs_fwd,
+		      const double *bs_bwd, struct report *r)
 {
 	struct eval e = {
 		.g = g, .p = p, .cal = cal, .r = r, .nn = ir_graph_nnodes(g), .bs_fwd = bs_fwd, .bs_bwd = bs_bwd
@@ -612,7 +624,8 @@ int report_eval_graph(const struct ir_graph *g, const struct report_plan *p, con
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = tp_propagate(g, p->tp, e.eb, &e.tp)) < 0)
+	struct tp_request tq = { .tp = p->tp, .micro = r->mb, .prec = r->prec, .optim = p->optim, .cal = cal };
+	if ((rc = tp_layout(g, c, &tq, &e.tp)) < 0)
 		goto out;
 	if ((rc = compute_times(&e)) < 0 || (rc = compute_needs(&e)) < 0 || (rc = compute_cuts(&e)) < 0)
 		goto out;

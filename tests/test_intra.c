@@ -14,6 +14,8 @@
  *      parallelism (layer norms split along the sequence, reduce-scatter in
  *      place of all-reduce), and a limit nothing fits: a clear error;
  *  (h) an MoE layer: experts split over the mesh, all-to-all of tokens;
+ *  (i) a manual plan's tensor parallelism: the batch never split, weights
+ *      split Megatron's way, a vocabulary that 4 does not divide padded;
  *  and the annotated IR round-trips through its text form.
  *
  * Usage: test_intra MODELGEN (the pcc-modelgen executable).
@@ -415,6 +417,68 @@ static void test_moe(void)
 	ir_graph_free(g);
 }
 
+/* (i) A manual plan's tensor parallelism (intra_opts.manual_tp): an MLP
+ * (b 1024, h 2048) may not split its batch, so it splits the weights as
+ * Megatron does (fc1 by columns, fc2 by rows: one reduction of b x h
+ * forward); a head over a vocabulary of 50257 splits its
+ * columns padded over 4, which no plan unconstrained may. */
+static void test_manual_tp(void)
+{
+	struct cost_cluster c;
+	struct intra_opts o;
+	struct intra_result r;
+	struct ir_graph *g = mlp(1024, 2048);
+	cost_cluster_parse("1x4:a100-80g", &c);
+	intra_opts_init(&o);
+	o.n1 = 4;
+	o.train = true;
+	o.manual_tp = true;
+	int rc = g ? intra_pass(g, &c, &o, &r) : -EINVAL;
+	if (!TAP_OK(rc == 0, "(i) MLP b1024 h2048 under manual_tp solves: %s", rc ? ir_error() : "yes")) {
+		ir_graph_free(g);
+		return;
+	}
+	bool batch_whole = true;
+	for (int i = 0; i < ir_graph_nvalues(g); i++)
+		batch_whole &= ir_graph_value(g, i)->sharding.dim[0] == 0 || ir_graph_value(g, i)->shape.rank < 2 ||
+			       ir_graph_value(g, i)->kind == IR_VAL_PARAM;
+	TAP_OK(sharded_as(ir_graph_input(g, 0), "R,R") && batch_whole, "(i) no value split along the batch");
+	TAP_OK(sharded_as(param(g, "fc1.weight"), "R,S1") && sharded_as(param(g, "fc2.weight"), "S1,R"),
+	       "(i) fc1 split by columns, fc2 by rows");
+	int sums = 0, other = 0;
+	for (int i = 0; i < r.nevents; i++) {
+		const struct intra_event *e = &r.events[i];
+		if (e->bwd)
+			continue;
+		if ((e->coll == COST_ALL_REDUCE || e->coll == COST_REDUCE_SCATTER) && e->bytes == 1024 * 2048 * 2)
+			sums++;
+		else
+			other++;
+	}
+	TAP_OK(sums == 1 && other == 0,
+	       "(i) forward, only fc2's partial sums reduced, b x h in bf16 (%d, and %d other collectives)", sums,
+	       other);
+	intra_result_free(&r);
+	ir_graph_free(g);
+
+	g = ir_parse("pcc-ir 1\n"
+		     "input %0 \"x\" : f32[2048,1024]\n"
+		     "param %1 \"head\" : f32[1024,50257] = external \"w\" offset 0 bytes 205852672\n"
+		     "%2 : f32[2048,50257] = dot %0, %1 lhs_batch=[] rhs_batch=[] lhs_contract=[1] rhs_contract=[0]\n"
+		     "output %2 \"logits\"\n");
+	o.train = false;
+	TAP_OK(g && intra_pass(g, &c, &o, &r) == 0 && sharded_as(ir_graph_output(g, 0), "R,S1"),
+	       "(i) a vocabulary of 50257 splits padded over 4 under manual_tp");
+	if (g)
+		intra_result_free(&r);
+	o.manual_tp = false;
+	TAP_OK(g && intra_pass(g, &c, &o, &r) == 0 && ir_graph_output(g, 0)->sharding.dim[1] == 0,
+	       "(i) and not without it");
+	if (g)
+		intra_result_free(&r);
+	ir_graph_free(g);
+}
+
 static void test_errors_and_text(void)
 {
 	struct ir_graph *g = mlp(64, 64);
@@ -468,6 +532,7 @@ int main(int argc, char **argv)
 	test_gpt_layer();
 	test_memory();
 	test_moe();
+	test_manual_tp();
 	test_errors_and_text();
 	char cmd[512];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
