@@ -1,8 +1,9 @@
 /*
- * report_tp_rules.c: the tensor-parallel rule of every op (one switch over
- * the op table), for report_tp.c's propagation. Each rule reads its
- * operands' layouts, asks for the layouts it needs (tp_need_repl,
- * tp_take_split: these record the collectives) and sets its results'.
+ * report_tp_rules.c: the tensor-parallel rule of every op (one per value of
+ * the op table's shard column, ops.h), for report_tp.c's propagation. Each
+ * rule reads its operands' layouts, asks for the layouts it needs
+ * (tp_need_repl, tp_take_split: these record the collectives) and sets its
+ * results'.
  */
 #include <string.h>
 
@@ -27,7 +28,7 @@ static int elementwise(struct tp_ctx *c, const struct ir_node *n)
 		c->r->node_split[n->id] = true;
 		return 0;
 	}
-	bool linear = n->op == IR_OP_ADD || n->op == IR_OP_SUB || n->op == IR_OP_NEG || n->op == IR_OP_CONVERT;
+	bool linear = ir_op_flags(n->op) & IR_OPF_LINEAR;
 	if (npart == n->nin && linear) {
 		tp_st(c, out)->kind = TP_P;
 		c->r->node_split[n->id] = true;
@@ -496,125 +497,148 @@ static int layer_norm(struct tp_ctx *c, const struct ir_node *n)
 	return 0;
 }
 
-/* The tensor-parallel sharding rule of each op (one switch over the op table). */
-int tp_node_rule(struct tp_ctx *c, const struct ir_node *n)
+/* ---- the rule of each op (the shard column of ops.h) ------------------- */
+
+#define RULE(name) static int rule_##name(struct tp_ctx *c, const struct ir_node *n)
+
+RULE(elem)
+{
+	return elementwise(c, n);
+}
+
+RULE(dot)
+{
+	return dot(c, n);
+}
+
+RULE(conv)
+{
+	return conv(c, n);
+}
+
+RULE(reduce_sum)
+{
+	return reduce(c, n);
+}
+
+RULE(reduce_max)
+{
+	return reduce(c, n);
+}
+
+RULE(reduce_prod)
+{
+	return reduce(c, n);
+}
+
+RULE(arg) /* arg-reductions drop the axis */
+{
+	const struct tp_value *t = tp_st(c, n->in[0]);
+	if (t->kind == TP_S && t->dim != n->a.axis) {
+		int d = t->dim;
+		tp_set_split(c, n->out[0], d - (d > n->a.axis));
+		return 0;
+	}
+	return tp_need_repl(c, n, n->in[0]);
+}
+
+RULE(scan)
 {
 	bool touched[IR_MAX_RANK] = { false };
-	switch (n->op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_CONVERT:
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-	case IR_OP_SELECT:
-		return elementwise(c, n);
-	case IR_OP_DOT:
-		return dot(c, n);
-	case IR_OP_CONV:
-		return conv(c, n);
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-		return reduce(c, n);
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-	case IR_OP_CUMSUM:
-	case IR_OP_TOPK:
-		touched[n->a.axis] = true;
-		if (tp_st(c, n->in[0])->kind == TP_S && !touched[tp_st(c, n->in[0])->dim] && n->op != IR_OP_CUMSUM &&
-		    n->op != IR_OP_TOPK) { /* arg-reductions drop the axis */
-			int d = tp_st(c, n->in[0])->dim;
-			tp_set_split(c, n->out[0], d - (d > n->a.axis));
-			return 0;
-		}
-		return n->op == IR_OP_ARGMAX || n->op == IR_OP_ARGMIN ? tp_need_repl(c, n, n->in[0])
-								      : same_rank(c, n, touched);
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-		for (int i = 0; i < n->in[0]->shape.rank; i++)
-			touched[i] = n->a.window.v[i] != 1 || n->a.stride.v[i] != 1 || n->a.pad_lo.v[i] ||
-				     n->a.pad_hi.v[i];
-		return same_rank(c, n, touched);
-	case IR_OP_PAD:
-		for (int i = 0; i < n->in[0]->shape.rank; i++)
-			touched[i] = n->a.pad_lo.v[i] || n->a.pad_hi.v[i];
-		return same_rank(c, n, touched);
-	case IR_OP_REVERSE:
-		for (int i = 0; i < n->a.axes.n; i++)
-			touched[n->a.axes.v[i]] = true;
-		return same_rank(c, n, touched);
-	case IR_OP_RESHAPE:
-		return reshape(c, n);
-	case IR_OP_TRANSPOSE:
-		return transpose(c, n);
-	case IR_OP_BROADCAST:
-		return broadcast(c, n);
-	case IR_OP_SLICE:
-		return slice(c, n);
-	case IR_OP_CONCAT:
-		return concat(c, n);
-	case IR_OP_GATHER:
-		return gather(c, n);
-	case IR_OP_SCATTER:
-		for (int i = 0; i < 3; i++) {
-			int rc = tp_need_repl(c, n, n->in[i]);
-			if (rc < 0)
-				return rc;
-		}
-		return 0;
-	case IR_OP_IOTA:
-	case IR_OP_CONSTANT:
-		return 0;
-	case IR_OP_SOFTMAX:
-		return softmax(c, n);
-	case IR_OP_LAYER_NORM:
-		return layer_norm(c, n);
-	case IR_OP_COUNT:
-		break;
+	touched[n->a.axis] = true;
+	return same_rank(c, n, touched);
+}
+
+RULE(window)
+{
+	bool touched[IR_MAX_RANK] = { false };
+	for (int i = 0; i < n->in[0]->shape.rank; i++)
+		touched[i] = n->a.window.v[i] != 1 || n->a.stride.v[i] != 1 || n->a.pad_lo.v[i] || n->a.pad_hi.v[i];
+	return same_rank(c, n, touched);
+}
+
+RULE(pad)
+{
+	bool touched[IR_MAX_RANK] = { false };
+	for (int i = 0; i < n->in[0]->shape.rank; i++)
+		touched[i] = n->a.pad_lo.v[i] || n->a.pad_hi.v[i];
+	return same_rank(c, n, touched);
+}
+
+RULE(reverse)
+{
+	bool touched[IR_MAX_RANK] = { false };
+	for (int i = 0; i < n->a.axes.n; i++)
+		touched[n->a.axes.v[i]] = true;
+	return same_rank(c, n, touched);
+}
+
+RULE(reshape)
+{
+	return reshape(c, n);
+}
+
+RULE(transpose)
+{
+	return transpose(c, n);
+}
+
+RULE(broadcast)
+{
+	return broadcast(c, n);
+}
+
+RULE(slice)
+{
+	return slice(c, n);
+}
+
+RULE(concat)
+{
+	return concat(c, n);
+}
+
+RULE(gather)
+{
+	return gather(c, n);
+}
+
+RULE(scatter)
+{
+	for (int i = 0; i < 3; i++) {
+		int rc = tp_need_repl(c, n, n->in[i]);
+		if (rc < 0)
+			return rc;
 	}
-	IR_ASSERT(!"op out of range");
 	return 0;
+}
+
+RULE(source)
+{
+	return 0;
+}
+
+RULE(softmax)
+{
+	return softmax(c, n);
+}
+
+RULE(layer_norm)
+{
+	return layer_norm(c, n);
+}
+
+#undef RULE
+
+static int (*const rules[IR_OP_COUNT])(struct tp_ctx *c, const struct ir_node *n) = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = rule_##shard,
+	IR_OPS(X)
+#undef X
+};
+
+/* The tensor-parallel sharding rule of each op. */
+int tp_node_rule(struct tp_ctx *c, const struct ir_node *n)
+{
+	IR_ASSERT((unsigned)n->op < IR_OP_COUNT);
+	return rules[n->op](c, n);
 }
