@@ -475,7 +475,7 @@ bool cg_needs_libm(enum ir_op op)
 	for (size_t i = 0; i < sizeof libm_ops / sizeof libm_ops[0]; i++)
 		if (libm_ops[i].op == op)
 			return true;
-	return op == IR_OP_SIGMOID || op == IR_OP_SOFTMAX;
+	return op == IR_OP_SIGMOID || op == IR_OP_SOFTPLUS || op == IR_OP_SOFTMAX;
 }
 
 /* The float ops computed in double: a (and b) in double, f32 whether the
@@ -497,6 +497,13 @@ static LLVMValueRef float_f64(struct cg *c, enum ir_op op, LLVMValueRef a, LLVMV
 		return f32 ? cg_math_f32(c, "exp", a) : cg_math(c, "exp", a, NULL);
 	case IR_OP_TANH:
 		return f32 ? cg_math_f32(c, "tanh", a) : cg_math(c, "tanh", a, NULL);
+	case IR_OP_SOFTPLUS: { /* max(a, 0) + log1p(e^-|a|), as the interpreter */
+		LLVMValueRef zero = LLVMConstReal(c->f64, 0);
+		LLVMValueRef pos = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, a, zero, ""), a, zero, "");
+		LLVMValueRef e = cg_math(c, "exp", LLVMBuildFNeg(c->b, intrinsic(c, "llvm.fabs", c->f64, 1, &a), ""),
+					 NULL);
+		return LLVMBuildFAdd(c->b, pos, cg_math(c, "log1p", e, NULL), "");
+	}
 	case IR_OP_LOG:
 	case IR_OP_ERF:
 	case IR_OP_SIN:
@@ -619,6 +626,7 @@ static LLVMValueRef float_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMVa
 	/* the rest in double, rounded once */
 	case IR_OP_RSQRT:
 	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
 	case IR_OP_EXP:
 	case IR_OP_TANH:
 	case IR_OP_LOG:
@@ -744,6 +752,7 @@ static LLVMValueRef int_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValu
 	case IR_OP_TANH:
 	case IR_OP_ERF:
 	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
 	case IR_OP_SIN:
 	case IR_OP_COS:
 	case IR_OP_TAN:
@@ -874,6 +883,7 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
 	case IR_OP_TANH:
 	case IR_OP_ERF:
 	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
 	case IR_OP_RELU:
 	case IR_OP_SIN:
 	case IR_OP_COS:

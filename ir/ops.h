@@ -60,6 +60,7 @@
 	X(TANH,        tanh,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
 	X(ERF,         erf,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
 	X(SIGMOID,     sigmoid,     1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
+	X(SOFTPLUS,    softplus,    1,  1,   UNARY | FLOAT | KEEP_F32, unary,      ELEMENTWISE, in,         elem,        elem)       \
 	X(RELU,        relu,        1,  1,   UNARY,                    unary,      ELEMENTWISE, out,        elem,        elem)       \
 	X(SIN,         sin,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
 	X(COS,         cos,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \

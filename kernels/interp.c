@@ -99,6 +99,8 @@ static void eval_f64(enum ir_op op, const double *a, const double *b, double *y,
 		MAP1(erf(x));
 	case IR_OP_SIGMOID:
 		MAP1(1.0 / (1.0 + exp(-x)));
+	case IR_OP_SOFTPLUS: /* log(1 + e^x), with no overflow for large x */
+		MAP1((x > 0 ? x : 0.0) + log1p(exp(-fabs(x))));
 	case IR_OP_RELU:
 		MAP1(x > 0 || x != x ? x : 0.0);
 	case IR_OP_SIN:
@@ -305,6 +307,7 @@ static void eval_i64(enum ir_op op, bool boolean, const int64_t *a, const int64_
 	case IR_OP_TANH:
 	case IR_OP_ERF:
 	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
 	case IR_OP_SIN:
 	case IR_OP_COS:
 	case IR_OP_TAN:
