@@ -47,89 +47,89 @@
 
 /* clang-format off */
 #define IR_OPS(X) \
-	/* ENUM,        name,        in, out, flags,                    form,       cost,        saved,      shard,       codegen */ \
-	/* elementwise unary */                                                                                                      \
-	X(NEG,         neg,         1,  1,   UNARY | NUMERIC | LINEAR, unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(ABS,         abs,         1,  1,   UNARY,                    unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(SIGN,        sign,        1,  1,   UNARY,                    unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(EXP,         exp,         1,  1,   UNARY | FLOAT | KEEP_F32, unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(LOG,         log,         1,  1,   UNARY | FLOAT | KEEP_F32, unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(SQRT,        sqrt,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(RSQRT,       rsqrt,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(RECIP,       recip,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(TANH,        tanh,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(ERF,         erf,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(SIGMOID,     sigmoid,     1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(SOFTPLUS,    softplus,    1,  1,   UNARY | FLOAT | KEEP_F32, unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(RELU,        relu,        1,  1,   UNARY,                    unary,      ELEMENTWISE, out,        elem,        elem)       \
-	X(SIN,         sin,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(COS,         cos,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(TAN,         tan,         1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(ASIN,        asin,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(ACOS,        acos,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(ATAN,        atan,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(SINH,        sinh,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(COSH,        cosh,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(ASINH,       asinh,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(ACOSH,       acosh,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(ATANH,       atanh,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, in,         elem,        elem)       \
-	X(FLOOR,       floor,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(CEIL,        ceil,        1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(ROUND,       round,       1,  1,   UNARY | FLOAT,            unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(NOT,         not,         1,  1,   UNARY | LOGIC,            unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(IS_NAN,      is_nan,      1,  1,   UNARY | PREDICATE,        unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(IS_INF,      is_inf,      1,  1,   UNARY | PREDICATE,        unary,      ELEMENTWISE, none,       elem,        elem)       \
-	X(CONVERT,     convert,     1,  1,   UNARY | LINEAR,           convert,    ELEMENTWISE, none,       elem,        elem)       \
-	/* elementwise binary */                                                                                                     \
-	X(ADD,         add,         2,  1,   BINARY | LINEAR,          binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(SUB,         sub,         2,  1,   BINARY | LINEAR,          binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(MUL,         mul,         2,  1,   BINARY,                   binary,     ELEMENTWISE, crossed,    elem,        elem)       \
-	X(DIV,         div,         2,  1,   BINARY,                   binary,     ELEMENTWISE, div,        elem,        elem)       \
-	X(REM,         rem,         2,  1,   BINARY,                   binary,     ELEMENTWISE, both,       elem,        elem)       \
-	X(POW,         pow,         2,  1,   BINARY,                   binary,     ELEMENTWISE, both,       elem,        pow)        \
-	X(MAX,         max,         2,  1,   BINARY,                   binary,     ELEMENTWISE, both,       elem,        elem)       \
-	X(MIN,         min,         2,  1,   BINARY,                   binary,     ELEMENTWISE, both,       elem,        elem)       \
-	X(AND,         and,         2,  1,   BINARY | LOGIC,           binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(OR,          or,          2,  1,   BINARY | LOGIC,           binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(XOR,         xor,         2,  1,   BINARY | LOGIC,           binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(EQ,          eq,          2,  1,   BINARY | PREDICATE,       binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(NE,          ne,          2,  1,   BINARY | PREDICATE,       binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(LT,          lt,          2,  1,   BINARY | PREDICATE,       binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(LE,          le,          2,  1,   BINARY | PREDICATE,       binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(GT,          gt,          2,  1,   BINARY | PREDICATE,       binary,     ELEMENTWISE, none,       elem,        elem)       \
-	X(GE,          ge,          2,  1,   BINARY | PREDICATE,       binary,     ELEMENTWISE, none,       elem,        elem)       \
-	/* elementwise ternary: select(cond, on_true, on_false) */                                                                   \
-	X(SELECT,      select,      3,  1,   ELEMENTWISE,              select,     ELEMENTWISE, select,     elem,        elem)       \
-	/* contractions */                                                                                                           \
-	X(DOT,         dot,         2,  1,   HEAVY,                    dot,        DOT,         crossed,    dot,         none)       \
-	X(CONV,        conv,        2,  1,   HEAVY,                    conv,       CONV,        crossed,    conv,        none)       \
-	/* reductions */                                                                                                             \
-	X(REDUCE_SUM,  reduce_sum,  1,  1,   REDUCE | KEEP_F32,        reduce,     REDUCE,      none,       reduce_sum,  reduce)     \
-	X(REDUCE_MAX,  reduce_max,  1,  1,   REDUCE,                   reduce,     REDUCE,      extremum,   reduce_max,  reduce)     \
-	X(REDUCE_MIN,  reduce_min,  1,  1,   REDUCE,                   reduce,     REDUCE,      extremum,   reduce_max,  reduce)     \
-	X(REDUCE_PROD, reduce_prod, 1,  1,   REDUCE | KEEP_F32,        reduce,     REDUCE,      extremum,   reduce_prod, reduce)     \
-	X(ARGMAX,      argmax,      1,  1,   0,                        arg,        REDUCE,      none,       arg,         none)       \
-	X(ARGMIN,      argmin,      1,  1,   0,                        arg,        REDUCE,      none,       arg,         none)       \
-	X(WINDOW_MAX,  window_max,  1,  1,   0,                        window,     REDUCE,      extremum,   window,      none)       \
-	X(WINDOW_SUM,  window_sum,  1,  1,   0,                        window,     REDUCE,      none,       window,      none)       \
-	X(CUMSUM,      cumsum,      1,  1,   COMPOSITE | KEEP_F32,     cumsum,     REDUCE,      none,       scan,        none)       \
-	/* data movement */                                                                                                          \
-	X(RESHAPE,     reshape,     1,  1,   MOVE,                     reshape,    FREE,        none,       reshape,     move)       \
-	X(TRANSPOSE,   transpose,   1,  1,   MOVE,                     transpose,  MOVE,        none,       transpose,   move)       \
-	X(BROADCAST,   broadcast,   1,  1,   MOVE,                     broadcast,  FREE,        none,       broadcast,   move)       \
-	X(SLICE,       slice,       1,  1,   MOVE,                     slice,      MOVE,        none,       slice,       move)       \
-	X(CONCAT,      concat,      -1, 1,   MOVE,                     concat,     MOVE,        none,       concat,      none)       \
-	X(PAD,         pad,         1,  1,   MOVE,                     pad,        MOVE,        none,       pad,         none)       \
-	X(REVERSE,     reverse,     1,  1,   MOVE,                     reverse,    MOVE,        none,       reverse,     move)       \
-	X(GATHER,      gather,      2,  1,   0,                        gather,     GATHER,      gather,     gather,      none)       \
-	X(SCATTER,     scatter,     3,  1,   0,                        scatter,    GATHER,      scatter,    scatter,     none)       \
-	/* sources */                                                                                                                \
-	X(IOTA,        iota,        0,  1,   0,                        iota,       FREE,        none,       source,      move)       \
-	X(CONSTANT,    constant,    0,  1,   0,                        constant,   FREE,        none,       source,      constant)   \
-	/* composites */                                                                                                             \
-	X(SOFTMAX,     softmax,     1,  1,   COMPOSITE | KEEP_F32,     softmax,    NORM,        out,        softmax,     softmax)    \
-	X(LAYER_NORM,  layer_norm,  3,  1,   COMPOSITE | KEEP_F32,     layer_norm, NORM,        layer_norm, layer_norm,  row)        \
-	X(TOPK,        topk,        1,  2,   COMPOSITE,                topk,       GATHER,      topk,       scan,        none)
+	/*ENUM,        name,        in, out, flags,                form,       cost,        saved,      shard,       codegen */ \
+	/* elementwise unary */                                                                                                 \
+	X(NEG,         neg,         1,  1,   UNARY|NUMERIC|LINEAR, unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(ABS,         abs,         1,  1,   UNARY,                unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(SIGN,        sign,        1,  1,   UNARY,                unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(EXP,         exp,         1,  1,   UNARY|FLOAT|KEEP_F32, unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(LOG,         log,         1,  1,   UNARY|FLOAT|KEEP_F32, unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(SQRT,        sqrt,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(RSQRT,       rsqrt,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(RECIP,       recip,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(TANH,        tanh,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(ERF,         erf,         1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(SIGMOID,     sigmoid,     1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(SOFTPLUS,    softplus,    1,  1,   UNARY|FLOAT|KEEP_F32, unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(RELU,        relu,        1,  1,   UNARY,                unary,      ELEMENTWISE, out,        elem,        elem)      \
+	X(SIN,         sin,         1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(COS,         cos,         1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(TAN,         tan,         1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(ASIN,        asin,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(ACOS,        acos,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(ATAN,        atan,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(SINH,        sinh,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(COSH,        cosh,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(ASINH,       asinh,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(ACOSH,       acosh,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(ATANH,       atanh,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, in,         elem,        elem)      \
+	X(FLOOR,       floor,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(CEIL,        ceil,        1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(ROUND,       round,       1,  1,   UNARY|FLOAT,          unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(NOT,         not,         1,  1,   UNARY|LOGIC,          unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(IS_NAN,      is_nan,      1,  1,   UNARY|PREDICATE,      unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(IS_INF,      is_inf,      1,  1,   UNARY|PREDICATE,      unary,      ELEMENTWISE, none,       elem,        elem)      \
+	X(CONVERT,     convert,     1,  1,   UNARY|LINEAR,         convert,    ELEMENTWISE, none,       elem,        elem)      \
+	/* elementwise binary */                                                                                                \
+	X(ADD,         add,         2,  1,   BINARY|LINEAR,        binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(SUB,         sub,         2,  1,   BINARY|LINEAR,        binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(MUL,         mul,         2,  1,   BINARY,               binary,     ELEMENTWISE, crossed,    elem,        elem)      \
+	X(DIV,         div,         2,  1,   BINARY,               binary,     ELEMENTWISE, div,        elem,        elem)      \
+	X(REM,         rem,         2,  1,   BINARY,               binary,     ELEMENTWISE, both,       elem,        elem)      \
+	X(POW,         pow,         2,  1,   BINARY,               binary,     ELEMENTWISE, both,       elem,        pow)       \
+	X(MAX,         max,         2,  1,   BINARY,               binary,     ELEMENTWISE, both,       elem,        elem)      \
+	X(MIN,         min,         2,  1,   BINARY,               binary,     ELEMENTWISE, both,       elem,        elem)      \
+	X(AND,         and,         2,  1,   BINARY|LOGIC,         binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(OR,          or,          2,  1,   BINARY|LOGIC,         binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(XOR,         xor,         2,  1,   BINARY|LOGIC,         binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(EQ,          eq,          2,  1,   BINARY|PREDICATE,     binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(NE,          ne,          2,  1,   BINARY|PREDICATE,     binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(LT,          lt,          2,  1,   BINARY|PREDICATE,     binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(LE,          le,          2,  1,   BINARY|PREDICATE,     binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(GT,          gt,          2,  1,   BINARY|PREDICATE,     binary,     ELEMENTWISE, none,       elem,        elem)      \
+	X(GE,          ge,          2,  1,   BINARY|PREDICATE,     binary,     ELEMENTWISE, none,       elem,        elem)      \
+	/* elementwise ternary: select(cond, on_true, on_false) */                                                              \
+	X(SELECT,      select,      3,  1,   ELEMENTWISE,          select,     ELEMENTWISE, select,     elem,        elem)      \
+	/* contractions */                                                                                                      \
+	X(DOT,         dot,         2,  1,   HEAVY,                dot,        DOT,         crossed,    dot,         none)      \
+	X(CONV,        conv,        2,  1,   HEAVY,                conv,       CONV,        crossed,    conv,        none)      \
+	/* reductions */                                                                                                        \
+	X(REDUCE_SUM,  reduce_sum,  1,  1,   REDUCE|KEEP_F32,      reduce,     REDUCE,      none,       reduce_sum,  reduce)    \
+	X(REDUCE_MAX,  reduce_max,  1,  1,   REDUCE,               reduce,     REDUCE,      extremum,   reduce_max,  reduce)    \
+	X(REDUCE_MIN,  reduce_min,  1,  1,   REDUCE,               reduce,     REDUCE,      extremum,   reduce_max,  reduce)    \
+	X(REDUCE_PROD, reduce_prod, 1,  1,   REDUCE|KEEP_F32,      reduce,     REDUCE,      extremum,   reduce_prod, reduce)    \
+	X(ARGMAX,      argmax,      1,  1,   0,                    arg,        REDUCE,      none,       arg,         none)      \
+	X(ARGMIN,      argmin,      1,  1,   0,                    arg,        REDUCE,      none,       arg,         none)      \
+	X(WINDOW_MAX,  window_max,  1,  1,   0,                    window,     REDUCE,      extremum,   window,      none)      \
+	X(WINDOW_SUM,  window_sum,  1,  1,   0,                    window,     REDUCE,      none,       window,      none)      \
+	X(CUMSUM,      cumsum,      1,  1,   COMPOSITE|KEEP_F32,   cumsum,     REDUCE,      none,       scan,        none)      \
+	/* data movement */                                                                                                     \
+	X(RESHAPE,     reshape,     1,  1,   MOVE,                 reshape,    FREE,        none,       reshape,     move)      \
+	X(TRANSPOSE,   transpose,   1,  1,   MOVE,                 transpose,  MOVE,        none,       transpose,   move)      \
+	X(BROADCAST,   broadcast,   1,  1,   MOVE,                 broadcast,  FREE,        none,       broadcast,   move)      \
+	X(SLICE,       slice,       1,  1,   MOVE,                 slice,      MOVE,        none,       slice,       move)      \
+	X(CONCAT,      concat,      -1, 1,   MOVE,                 concat,     MOVE,        none,       concat,      none)      \
+	X(PAD,         pad,         1,  1,   MOVE,                 pad,        MOVE,        none,       pad,         none)      \
+	X(REVERSE,     reverse,     1,  1,   MOVE,                 reverse,    MOVE,        none,       reverse,     move)      \
+	X(GATHER,      gather,      2,  1,   0,                    gather,     GATHER,      gather,     gather,      none)      \
+	X(SCATTER,     scatter,     3,  1,   0,                    scatter,    GATHER,      scatter,    scatter,     none)      \
+	/* sources */                                                                                                           \
+	X(IOTA,        iota,        0,  1,   0,                    iota,       FREE,        none,       source,      move)      \
+	X(CONSTANT,    constant,    0,  1,   0,                    constant,   FREE,        none,       source,      constant)  \
+	/* composites */                                                                                                        \
+	X(SOFTMAX,     softmax,     1,  1,   COMPOSITE|KEEP_F32,   softmax,    NORM,        out,        softmax,     softmax)   \
+	X(LAYER_NORM,  layer_norm,  3,  1,   COMPOSITE|KEEP_F32,   layer_norm, NORM,        layer_norm, layer_norm,  row)       \
+	X(TOPK,        topk,        1,  2,   COMPOSITE,            topk,       GATHER,      topk,       scan,        none)
 /* clang-format on */
 
 #endif
