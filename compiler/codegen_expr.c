@@ -475,7 +475,113 @@ bool cg_needs_libm(enum ir_op op)
 	for (size_t i = 0; i < sizeof libm_ops / sizeof libm_ops[0]; i++)
 		if (libm_ops[i].op == op)
 			return true;
-	return op == IR_OP_SIGMOID || op == IR_OP_SOFTMAX;
+	return op == IR_OP_SIGMOID || op == IR_OP_SOFTPLUS || op == IR_OP_SOFTMAX;
+}
+
+/* The float ops computed in double: a (and b) in double, f32 whether the
+ * result is rounded to f32. */
+static LLVMValueRef float_f64(struct cg *c, enum ir_op op, LLVMValueRef a, LLVMValueRef b, bool f32)
+{
+	LLVMValueRef d1 = LLVMConstReal(c->f64, 1);
+	switch (op) {
+	case IR_OP_RSQRT:
+		return LLVMBuildFDiv(c->b, d1, intrinsic(c, "llvm.sqrt", c->f64, 1, &a), "");
+	case IR_OP_SIGMOID:
+		return LLVMBuildFDiv(c->b, d1,
+				     LLVMBuildFAdd(c->b, d1,
+						   f32 ? cg_math_f32(c, "exp", LLVMBuildFNeg(c->b, a, ""))
+						       : cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL),
+						   ""),
+				     "");
+	case IR_OP_EXP:
+		return f32 ? cg_math_f32(c, "exp", a) : cg_math(c, "exp", a, NULL);
+	case IR_OP_TANH:
+		return f32 ? cg_math_f32(c, "tanh", a) : cg_math(c, "tanh", a, NULL);
+	case IR_OP_SOFTPLUS: { /* max(a, 0) + log1p(e^-|a|), as the interpreter */
+		LLVMValueRef zero = LLVMConstReal(c->f64, 0);
+		LLVMValueRef pos = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, a, zero, ""), a, zero, "");
+		LLVMValueRef e = cg_math(c, "exp", LLVMBuildFNeg(c->b, intrinsic(c, "llvm.fabs", c->f64, 1, &a), ""),
+					 NULL);
+		return LLVMBuildFAdd(c->b, pos, cg_math(c, "log1p", e, NULL), "");
+	}
+	case IR_OP_LOG:
+	case IR_OP_ERF:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_REM:
+	case IR_OP_POW:
+		for (size_t i = 0; i < sizeof libm_ops / sizeof libm_ops[0]; i++)
+			if (libm_ops[i].op == op)
+				return cg_math(c, libm_ops[i].fn, a, b);
+		break;
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_SQRT:
+	case IR_OP_RECIP:
+	case IR_OP_RELU:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_SELECT:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"a float op computed in double");
+	return NULL;
 }
 
 /* Float elementwise op of result dtype t over x (and z) of dtype t. */
@@ -483,89 +589,150 @@ static LLVMValueRef float_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMVa
 {
 	LLVMTypeRef ty = cg_type(c, t);
 	LLVMValueRef zero = LLVMConstReal(ty, 0), one = LLVMConstReal(ty, 1);
+	switch (op) {
 	/* in the result's type: the same as rounding the double result */
-	if (op == IR_OP_NEG)
+	case IR_OP_NEG:
 		return LLVMBuildFNeg(c->b, x, "");
-	if (op == IR_OP_ABS)
+	case IR_OP_ABS:
 		return intrinsic(c, "llvm.fabs", ty, 1, &x);
-	if (op == IR_OP_SQRT)
+	case IR_OP_SQRT:
 		return intrinsic(c, "llvm.sqrt", ty, 1, &x);
-	if (op == IR_OP_FLOOR)
+	case IR_OP_FLOOR:
 		return intrinsic(c, "llvm.floor", ty, 1, &x);
-	if (op == IR_OP_CEIL)
+	case IR_OP_CEIL:
 		return intrinsic(c, "llvm.ceil", ty, 1, &x);
-	if (op == IR_OP_ROUND)
+	case IR_OP_ROUND:
 		return intrinsic(c, "llvm.roundeven", ty, 1, &x);
-	if (op == IR_OP_RECIP)
+	case IR_OP_RECIP:
 		return LLVMBuildFDiv(c->b, one, x, "");
-	if (op == IR_OP_ADD)
+	case IR_OP_ADD:
 		return LLVMBuildFAdd(c->b, x, z, "");
-	if (op == IR_OP_SUB)
+	case IR_OP_SUB:
 		return LLVMBuildFSub(c->b, x, z, "");
-	if (op == IR_OP_MUL)
+	case IR_OP_MUL:
 		return LLVMBuildFMul(c->b, x, z, "");
-	if (op == IR_OP_DIV)
+	case IR_OP_DIV:
 		return LLVMBuildFDiv(c->b, x, z, "");
-	if (op == IR_OP_MAX || op == IR_OP_MIN)
+	case IR_OP_MAX:
+	case IR_OP_MIN:
 		return cg_fmax(c, x, z, op == IR_OP_MAX);
-	if (op == IR_OP_RELU) /* keeps NaN */
+	case IR_OP_RELU: /* keeps NaN */
 		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUGT, x, zero, ""), x, zero, "");
-	if (op == IR_OP_SIGN) {
+	case IR_OP_SIGN: {
 		LLVMValueRef r = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, ""),
 						 LLVMConstReal(ty, -1), x, "");
 		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, zero, ""), one, r, "");
 	}
 	/* the rest in double, rounded once */
-	LLVMValueRef a = cg_to_f64(c, x, t), b = z ? cg_to_f64(c, z, t) : NULL, d1 = LLVMConstReal(c->f64, 1), r = NULL;
-	bool f32 = t == IR_F32;
-	if (op == IR_OP_RSQRT)
-		r = LLVMBuildFDiv(c->b, d1, intrinsic(c, "llvm.sqrt", c->f64, 1, &a), "");
-	else if (op == IR_OP_SIGMOID)
-		r = LLVMBuildFDiv(c->b, d1,
-				  LLVMBuildFAdd(c->b, d1,
-						f32 ? cg_math_f32(c, "exp", LLVMBuildFNeg(c->b, a, ""))
-						    : cg_math(c, "exp", LLVMBuildFNeg(c->b, a, ""), NULL),
-						""),
-				  "");
-	else if (f32 && (op == IR_OP_EXP || op == IR_OP_TANH))
-		r = cg_math_f32(c, op == IR_OP_EXP ? "exp" : "tanh", a);
-	for (size_t i = 0; !r && i < sizeof libm_ops / sizeof libm_ops[0]; i++)
-		if (libm_ops[i].op == op)
-			r = cg_math(c, libm_ops[i].fn, a, b);
-	IR_ASSERT(r && "a float elementwise op");
-	return cg_from_f64(c, r, t);
+	case IR_OP_RSQRT:
+	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
+	case IR_OP_EXP:
+	case IR_OP_TANH:
+	case IR_OP_LOG:
+	case IR_OP_ERF:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_REM:
+	case IR_OP_POW: {
+		LLVMValueRef a = cg_to_f64(c, x, t), b = z ? cg_to_f64(c, z, t) : NULL;
+		return cg_from_f64(c, float_f64(c, op, a, b, t == IR_F32), t);
+	}
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_SELECT:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"a float elementwise op");
+	return NULL;
 }
 
 /* Integer elementwise op in int64, wrapped to dtype t. */
 static LLVMValueRef int_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValueRef z, enum ir_dtype t,
 			   enum ir_dtype in)
 {
-	LLVMValueRef a = cg_to_i64(c, x, in), b = z ? cg_to_i64(c, z, in) : NULL, r;
+	LLVMValueRef a = cg_to_i64(c, x, in), b = z ? cg_to_i64(c, z, in) : NULL, r = NULL;
 	LLVMValueRef zero = cg_i64c(c, 0), m1 = cg_i64c(c, -1);
 	LLVMValueRef gt = b ? LLVMBuildICmp(c->b, LLVMIntSGT, a, b, "") : NULL;
-	if (op == IR_OP_NEG) {
+	switch (op) {
+	case IR_OP_NEG:
 		r = LLVMBuildSub(c->b, zero, a, "");
-	} else if (op == IR_OP_ABS) {
+		break;
+	case IR_OP_ABS:
 		r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, zero, ""), LLVMBuildSub(c->b, zero, a, ""),
 				    a, "");
-	} else if (op == IR_OP_SIGN) {
+		break;
+	case IR_OP_SIGN:
 		r = LLVMBuildSub(c->b, LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, a, zero, ""), c->i64, ""),
 				 LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, zero, ""), c->i64, ""), "");
-	} else if (op == IR_OP_RELU) {
+		break;
+	case IR_OP_RELU:
 		r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, a, zero, ""), a, zero, "");
-	} else if (op == IR_OP_ADD) {
+		break;
+	case IR_OP_ADD:
 		r = LLVMBuildAdd(c->b, a, b, "");
-	} else if (op == IR_OP_SUB) {
+		break;
+	case IR_OP_SUB:
 		r = LLVMBuildSub(c->b, a, b, "");
-	} else if (op == IR_OP_MUL) {
+		break;
+	case IR_OP_MUL:
 		r = LLVMBuildMul(c->b, a, b, "");
-	} else if (op == IR_OP_MAX) {
+		break;
+	case IR_OP_MAX:
 		r = LLVMBuildSelect(c->b, gt, a, b, "");
-	} else if (op == IR_OP_MIN) {
+		break;
+	case IR_OP_MIN:
 		r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, b, ""), a, b, "");
-	} else {
-		/* div, rem: by 0 gives 0; by -1: -x (wrapping) and 0, never a trap */
-		IR_ASSERT(op == IR_OP_DIV || op == IR_OP_REM);
+		break;
+	case IR_OP_DIV:
+	case IR_OP_REM: {
+		/* by 0 gives 0; by -1: -x (wrapping) and 0, never a trap */
 		LLVMValueRef bad = LLVMBuildOr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, b, zero, ""),
 					       LLVMBuildICmp(c->b, LLVMIntEQ, b, m1, ""), "");
 		LLVMValueRef safe = LLVMBuildSelect(c->b, bad, cg_i64c(c, 1), b, "");
@@ -574,36 +741,84 @@ static LLVMValueRef int_op(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValu
 								     LLVMBuildSub(c->b, zero, a, ""), zero, "")
 						   : zero;
 		r = LLVMBuildSelect(c->b, bad, alt, q, "");
+		break;
+	}
+	/* float only (integer pow is the reference kernel's: cg_op_class) */
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_NOT:
+	case IR_OP_IS_NAN:
+	case IR_OP_IS_INF:
+	case IR_OP_CONVERT:
+	case IR_OP_POW:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+	case IR_OP_SELECT:
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
+		IR_ASSERT(!"an integer elementwise op");
+		break;
 	}
 	return cg_from_i64(c, r, t);
 }
 
-static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+/* not, and, or, xor: bitwise on integers, logical on bool. */
+static LLVMValueRef logic(struct cg *c, enum ir_op op, LLVMValueRef x, LLVMValueRef z, enum ir_dtype in,
+			  enum ir_dtype t)
 {
-	LLVMValueRef x = cg_value(c, f->in[0], idx);
-	LLVMValueRef z = f->nin > 1 ? cg_value(c, f->in[1], idx) : NULL;
-	enum ir_dtype in = cg_dtype(c, f->in[0]), t = f->dtype;
-	enum ir_op op = f->op;
-	if (op == IR_OP_SELECT)
-		return LLVMBuildSelect(c->b, nonzero(c, x, in), z, cg_value(c, f->in[2], idx), "");
-	if (op == IR_OP_CONVERT) {
-		if (in == t)
-			return x;
-		if (t == IR_BOOL)
-			return pred(c, nonzero(c, x, in));
-		if (ir_dtype_is_float(t))
-			return cg_from_f64(c, cg_to_f64(c, x, in), t);
-		return cg_from_i64(c, cg_to_i64(c, x, in), t);
-	}
-	if (op == IR_OP_EQ || op == IR_OP_NE || op == IR_OP_LT || op == IR_OP_LE || op == IR_OP_GT || op == IR_OP_GE)
-		return compare(c, op, x, z, in);
-	if (op == IR_OP_IS_NAN)
-		return pred(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""));
-	if (op == IR_OP_IS_INF) {
-		LLVMValueRef a = intrinsic(c, "llvm.fabs", LLVMTypeOf(x), 1, &x);
-		return pred(c, LLVMBuildFCmp(c->b, LLVMRealOEQ, a, LLVMConstReal(LLVMTypeOf(x), INFINITY), ""));
-	}
-	if ((op == IR_OP_NOT || op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR) && in != IR_BOOL) {
+	if (in != IR_BOOL) {
 		/* bitwise on integers: sign or zero extension commutes with the
 		 * truncation back */
 		LLVMValueRef a = cg_to_i64(c, x, in), b = z ? cg_to_i64(c, z, in) : NULL;
@@ -616,13 +831,113 @@ static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LL
 	}
 	if (op == IR_OP_NOT)
 		return pred(c, LLVMBuildNot(c->b, nonzero(c, x, in), ""));
-	if (op == IR_OP_AND || op == IR_OP_OR || op == IR_OP_XOR) {
-		LLVMValueRef a = nonzero(c, x, in), b = nonzero(c, z, in);
-		return pred(c, op == IR_OP_AND  ? LLVMBuildAnd(c->b, a, b, "")
-			       : op == IR_OP_OR ? LLVMBuildOr(c->b, a, b, "")
-						: LLVMBuildXor(c->b, a, b, ""));
+	LLVMValueRef a = nonzero(c, x, in), b = nonzero(c, z, in);
+	return pred(c, op == IR_OP_AND  ? LLVMBuildAnd(c->b, a, b, "")
+		       : op == IR_OP_OR ? LLVMBuildOr(c->b, a, b, "")
+					: LLVMBuildXor(c->b, a, b, ""));
+}
+
+static LLVMValueRef elementwise(struct cg *c, const struct plan_fop *f, const LLVMValueRef *idx)
+{
+	LLVMValueRef x = cg_value(c, f->in[0], idx);
+	LLVMValueRef z = f->nin > 1 ? cg_value(c, f->in[1], idx) : NULL;
+	enum ir_dtype in = cg_dtype(c, f->in[0]), t = f->dtype;
+	enum ir_op op = f->op;
+	switch (op) {
+	case IR_OP_SELECT:
+		return LLVMBuildSelect(c->b, nonzero(c, x, in), z, cg_value(c, f->in[2], idx), "");
+	case IR_OP_CONVERT:
+		if (in == t)
+			return x;
+		if (t == IR_BOOL)
+			return pred(c, nonzero(c, x, in));
+		if (ir_dtype_is_float(t))
+			return cg_from_f64(c, cg_to_f64(c, x, in), t);
+		return cg_from_i64(c, cg_to_i64(c, x, in), t);
+	case IR_OP_EQ:
+	case IR_OP_NE:
+	case IR_OP_LT:
+	case IR_OP_LE:
+	case IR_OP_GT:
+	case IR_OP_GE:
+		return compare(c, op, x, z, in);
+	case IR_OP_IS_NAN:
+		return pred(c, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""));
+	case IR_OP_IS_INF: {
+		LLVMValueRef a = intrinsic(c, "llvm.fabs", LLVMTypeOf(x), 1, &x);
+		return pred(c, LLVMBuildFCmp(c->b, LLVMRealOEQ, a, LLVMConstReal(LLVMTypeOf(x), INFINITY), ""));
 	}
-	return ir_dtype_is_float(t) ? float_op(c, f->op, x, z, t) : int_op(c, f->op, x, z, t, in);
+	case IR_OP_NOT:
+	case IR_OP_AND:
+	case IR_OP_OR:
+	case IR_OP_XOR:
+		return logic(c, op, x, z, in, t);
+	case IR_OP_NEG:
+	case IR_OP_ABS:
+	case IR_OP_SIGN:
+	case IR_OP_EXP:
+	case IR_OP_LOG:
+	case IR_OP_SQRT:
+	case IR_OP_RSQRT:
+	case IR_OP_RECIP:
+	case IR_OP_TANH:
+	case IR_OP_ERF:
+	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
+	case IR_OP_RELU:
+	case IR_OP_SIN:
+	case IR_OP_COS:
+	case IR_OP_TAN:
+	case IR_OP_ASIN:
+	case IR_OP_ACOS:
+	case IR_OP_ATAN:
+	case IR_OP_SINH:
+	case IR_OP_COSH:
+	case IR_OP_ASINH:
+	case IR_OP_ACOSH:
+	case IR_OP_ATANH:
+	case IR_OP_FLOOR:
+	case IR_OP_CEIL:
+	case IR_OP_ROUND:
+	case IR_OP_ADD:
+	case IR_OP_SUB:
+	case IR_OP_MUL:
+	case IR_OP_DIV:
+	case IR_OP_REM:
+	case IR_OP_POW:
+	case IR_OP_MAX:
+	case IR_OP_MIN:
+		return ir_dtype_is_float(t) ? float_op(c, op, x, z, t) : int_op(c, op, x, z, t, in);
+	case IR_OP_DOT:
+	case IR_OP_CONV:
+	case IR_OP_REDUCE_SUM:
+	case IR_OP_REDUCE_MAX:
+	case IR_OP_REDUCE_MIN:
+	case IR_OP_REDUCE_PROD:
+	case IR_OP_ARGMAX:
+	case IR_OP_ARGMIN:
+	case IR_OP_WINDOW_MAX:
+	case IR_OP_WINDOW_SUM:
+	case IR_OP_CUMSUM:
+	case IR_OP_RESHAPE:
+	case IR_OP_TRANSPOSE:
+	case IR_OP_BROADCAST:
+	case IR_OP_SLICE:
+	case IR_OP_CONCAT:
+	case IR_OP_PAD:
+	case IR_OP_REVERSE:
+	case IR_OP_GATHER:
+	case IR_OP_SCATTER:
+	case IR_OP_IOTA:
+	case IR_OP_CONSTANT:
+	case IR_OP_SOFTMAX:
+	case IR_OP_LAYER_NORM:
+	case IR_OP_TOPK:
+	case IR_OP_COUNT:
+		break;
+	}
+	IR_ASSERT(!"an elementwise op");
+	return NULL;
 }
 
 /* The operand index oi (shape os) that reshape's result index idx (shape

@@ -300,7 +300,8 @@ double cost_value_bytes(const struct ir_value *v, int elem_bytes);
 struct ir_node;
 struct ir_graph;
 /* The values op n's gradient reads (operands or results), at most 4, into
- * out; bit j of gmask: operand j carries a gradient. Returns how many. */
+ * out, as the saved column of its row of the op table (ops.h) says; bit j
+ * of gmask: operand j carries a gradient. Returns how many. */
 int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_value *out[4]);
 /* Per value id: whether it depends on a graph input or a parameter (not a
  * constant); ir_malloc'd, NULL when out of memory. */

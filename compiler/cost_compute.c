@@ -88,96 +88,16 @@ bool cost_transpose_folds(const struct ir_node *n)
 	return n->a.axes.v[r - 2] == r - 1 && n->a.axes.v[r - 1] == r - 2;
 }
 
-enum cost_class cost_op_class(int op_)
+static const enum cost_class op_class[IR_OP_COUNT] = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = COST_CLASS_##cost,
+	IR_OPS(X)
+#undef X
+};
+
+enum cost_class cost_op_class(int op)
 {
-	enum ir_op op = op_;
-	switch (op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_CONVERT:
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-	case IR_OP_SELECT:
-		return COST_CLASS_ELEMENTWISE;
-	case IR_OP_DOT:
-		return COST_CLASS_DOT;
-	case IR_OP_CONV:
-		return COST_CLASS_CONV;
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-	case IR_OP_CUMSUM:
-		return COST_CLASS_REDUCE;
-	case IR_OP_TRANSPOSE:
-	case IR_OP_SLICE:
-	case IR_OP_CONCAT:
-	case IR_OP_PAD:
-	case IR_OP_REVERSE:
-		return COST_CLASS_MOVE;
-	case IR_OP_RESHAPE:
-	case IR_OP_BROADCAST:
-	case IR_OP_IOTA:
-	case IR_OP_CONSTANT:
-		return COST_CLASS_FREE;
-	case IR_OP_GATHER:
-	case IR_OP_SCATTER:
-	case IR_OP_TOPK:
-		return COST_CLASS_GATHER;
-	case IR_OP_SOFTMAX:
-	case IR_OP_LAYER_NORM:
-		return COST_CLASS_NORM;
-	case IR_OP_COUNT:
-		break;
-	}
-	IR_ASSERT(!"op out of range");
-	return COST_CLASS_FREE;
+	IR_ASSERT((unsigned)op < IR_OP_COUNT);
+	return op_class[op];
 }
 
 #define HOST_OVERHEAD_US 0.6 /* us per kernel on the host CPU, see cost_calib_host */

@@ -18,135 +18,126 @@
  */
 #include "compiler/compiler.h"
 
-int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_value *out[4])
+/* ---- what each op's gradient reads (the saved column of ops.h) ---------
+ * g0, g1, g2: whether the gradient of operand 0, 1, 2 is wanted. */
+
+#define READS(name) \
+	static int reads_##name(const struct ir_node *n, bool g0, bool g1, bool g2, const struct ir_value *out[4])
+
+READS(none)
 {
-	bool g0 = gmask & 1u, g1 = gmask & 2u, g2 = gmask & 4u;
+	return 0;
+}
+
+READS(out)
+{
 	int k = 0;
-	switch ((enum ir_op)n->op) {
-	case IR_OP_EXP:
-	case IR_OP_TANH:
-	case IR_OP_SIGMOID:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_RELU:
-		if (g0)
-			out[k++] = n->out[0];
-		break;
-	case IR_OP_LOG:
-	case IR_OP_ERF:
-	case IR_OP_ABS:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-		if (g0)
-			out[k++] = n->in[0];
-		break;
-	case IR_OP_NEG:
-	case IR_OP_SIGN:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_CONVERT:
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-		break;
-	case IR_OP_MUL:
-	case IR_OP_DOT:
-	case IR_OP_CONV:
-		if (g1)
-			out[k++] = n->in[0];
-		if (g0)
-			out[k++] = n->in[1];
-		break;
-	case IR_OP_DIV:
-		if (g0 || g1)
-			out[k++] = n->in[1];
-		if (g1)
-			out[k++] = n->in[0];
-		break;
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-		if (g0 || g1) {
-			out[k++] = n->in[0];
-			out[k++] = n->in[1];
-		}
-		break;
-	case IR_OP_SELECT:
-		if (g1 || g2)
-			out[k++] = n->in[0];
-		break;
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-	case IR_OP_WINDOW_MAX:
-		if (g0) {
-			out[k++] = n->in[0];
-			out[k++] = n->out[0];
-		}
-		break;
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-	case IR_OP_WINDOW_SUM:
-	case IR_OP_CUMSUM:
-	case IR_OP_RESHAPE:
-	case IR_OP_TRANSPOSE:
-	case IR_OP_BROADCAST:
-	case IR_OP_SLICE:
-	case IR_OP_CONCAT:
-	case IR_OP_PAD:
-	case IR_OP_REVERSE:
-	case IR_OP_IOTA:
-	case IR_OP_CONSTANT:
-		break;
-	case IR_OP_GATHER:
-		if (g0)
-			out[k++] = n->in[1];
-		break;
-	case IR_OP_SCATTER:
-		if (g0 || g2)
-			out[k++] = n->in[1];
-		break;
-	case IR_OP_TOPK:
-		if (g0)
-			out[k++] = n->out[1];
-		break;
-	case IR_OP_SOFTMAX:
-		if (g0)
-			out[k++] = n->out[0];
-		break;
-	case IR_OP_LAYER_NORM:
-		if (g0 || g1)
-			out[k++] = n->in[0];
-		break;
-	case IR_OP_COUNT:
-		IR_ASSERT(!"op out of range");
-		break;
+	if (g0)
+		out[k++] = n->out[0];
+	return k;
+}
+
+READS(in)
+{
+	int k = 0;
+	if (g0)
+		out[k++] = n->in[0];
+	return k;
+}
+
+READS(crossed) /* each operand's gradient reads the other operand */
+{
+	int k = 0;
+	if (g1)
+		out[k++] = n->in[0];
+	if (g0)
+		out[k++] = n->in[1];
+	return k;
+}
+
+READS(div)
+{
+	int k = 0;
+	if (g0 || g1)
+		out[k++] = n->in[1];
+	if (g1)
+		out[k++] = n->in[0];
+	return k;
+}
+
+READS(both)
+{
+	int k = 0;
+	if (g0 || g1) {
+		out[k++] = n->in[0];
+		out[k++] = n->in[1];
 	}
 	return k;
+}
+
+READS(select)
+{
+	int k = 0;
+	if (g1 || g2)
+		out[k++] = n->in[0];
+	return k;
+}
+
+READS(extremum) /* where the operand equals the result */
+{
+	int k = 0;
+	if (g0) {
+		out[k++] = n->in[0];
+		out[k++] = n->out[0];
+	}
+	return k;
+}
+
+READS(gather)
+{
+	int k = 0;
+	if (g0)
+		out[k++] = n->in[1];
+	return k;
+}
+
+READS(scatter)
+{
+	int k = 0;
+	if (g0 || g2)
+		out[k++] = n->in[1];
+	return k;
+}
+
+READS(topk)
+{
+	int k = 0;
+	if (g0)
+		out[k++] = n->out[1];
+	return k;
+}
+
+READS(layer_norm)
+{
+	int k = 0;
+	if (g0 || g1)
+		out[k++] = n->in[0];
+	return k;
+}
+
+#undef READS
+
+static int (*const reads[IR_OP_COUNT])(const struct ir_node *n, bool g0, bool g1, bool g2,
+				       const struct ir_value *out[4]) = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = reads_##saved,
+	IR_OPS(X)
+#undef X
+};
+
+int cost_grad_reads(const struct ir_node *n, unsigned gmask, const struct ir_value *out[4])
+{
+	IR_ASSERT((unsigned)n->op < IR_OP_COUNT);
+	return reads[n->op](n, gmask & 1u, gmask & 2u, gmask & 4u, out);
 }
 
 static bool *depends(const struct ir_graph *g, bool params)

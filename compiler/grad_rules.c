@@ -229,6 +229,9 @@ int grad_rule(struct gb *b, const struct ir_node *n, struct ir_value *const *gou
 	case IR_OP_SIGMOID:
 		gin[0] = times(b, g, times(b, y, gb_bin(b, IR_OP_SUB, gb_like(b, y, 1), y)));
 		return 0;
+	case IR_OP_SOFTPLUS: /* g sigmoid(x) */
+		gin[0] = times(b, g, gb_un(b, IR_OP_SIGMOID, x));
+		return 0;
 	case IR_OP_RELU:
 		gin[0] = gb_select(b, gb_bin(b, IR_OP_GT, x, gb_like(b, x, 0)), g, gb_like(b, g, 0));
 		return 0;

@@ -37,7 +37,8 @@ struct intra_labels {
 						    * (intra_opts.manual_tp), a bit each */
 };
 
-/* Fills the labels of node n (intra_rules.c: one switch over the ops). */
+/* Fills the labels of node n (intra_rules.c: the rule its row of the op
+ * table names in the shard column). */
 void intra_labels_of(const struct ir_node *n, struct intra_labels *l);
 /* Labels of a graph input or parameter: one parallel label per dimension. */
 void intra_labels_value(const struct ir_value *v, struct intra_labels *l);

@@ -1,7 +1,8 @@
 /*
  * intra_rules.c: the intra-op pass's sharding rule of every op, as dimension
  * labels (intra_internal.h): which operand and result dimensions may be
- * split together. One switch over the op table, no default.
+ * split together. One rule per value of the op table's shard column (ops.h),
+ * for automatic plans and manual plans' tensor parallelism alike.
  *
  * Example: dot [b,m,k] x [b,k,n] -> [b,m,n] gets labels b, m, n (parallel)
  * and k (summed); splitting k on axis 1 splits both operands' k dimension
@@ -240,131 +241,131 @@ void intra_labels_value(const struct ir_value *v, struct intra_labels *l)
 	result_labels(l, &v->shape);
 }
 
+/* ---- the rule of each op (the shard column of ops.h) ------------------- */
+
+#define RULE(name) static void rule_##name(const struct ir_node *n, struct intra_labels *l)
+
+RULE(elem)
+{
+	elementwise(n, l, 0);
+}
+
+RULE(dot)
+{
+	dot(n, l);
+}
+
+RULE(conv)
+{
+	conv(n, l);
+}
+
+RULE(reduce_sum)
+{
+	reduce(n, l, INTRA_SUM);
+}
+
+RULE(reduce_max)
+{
+	reduce(n, l, INTRA_MAX);
+}
+
+RULE(reduce_prod)
+{
+	reduce(n, l, INTRA_PAR); /* reduced dims stay whole */
+}
+
+RULE(arg)
+{
+	drop_axis(n, l);
+}
+
+RULE(window)
+{
+	elementwise(n, l, window_fixed(n));
+}
+
+RULE(scan) /* along attrs.axis, which stays whole */
+{
+	elementwise(n, l, 1u << n->a.axis);
+}
+
+RULE(softmax)
+{
+	elementwise(n, l, 1u << n->a.axis);
+}
+
+RULE(layer_norm)
+{
+	unsigned fixed = ~0u << n->a.axis;
+	result_labels(l, &n->out[0]->shape);
+	for (int d = (int)n->a.axis; d < n->out[0]->shape.rank; d++)
+		l->out[d] = -1;
+	same_dims(l, 0, n->in[0]->shape.rank, fixed); /* scale and bias stay whole */
+}
+
+RULE(reshape)
+{
+	reshape(n, l);
+}
+
+RULE(transpose)
+{
+	result_labels(l, &n->out[0]->shape);
+	for (int d = 0; d < n->out[0]->shape.rank; d++)
+		l->in[0][n->a.axes.v[d]] = l->out[d];
+}
+
+RULE(broadcast)
+{
+	broadcast(n, l);
+}
+
+RULE(slice)
+{
+	elementwise(n, l, slice_fixed(n));
+}
+
+RULE(concat)
+{
+	elementwise(n, l, 1u << n->a.axis);
+}
+
+RULE(pad)
+{
+	elementwise(n, l, pad_fixed(n));
+}
+
+RULE(reverse)
+{
+	elementwise(n, l, mask_of(&n->a.axes));
+}
+
+RULE(gather)
+{
+	gather(n, l);
+}
+
+RULE(scatter)
+{
+	scatter(n, l);
+}
+
+RULE(source) /* replicated: every device makes its own copy */
+{
+}
+
+#undef RULE
+
+static void (*const rules[IR_OP_COUNT])(const struct ir_node *n, struct intra_labels *l) = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = rule_##shard,
+	IR_OPS(X)
+#undef X
+};
+
 void intra_labels_of(const struct ir_node *n, struct intra_labels *l)
 {
+	IR_ASSERT((unsigned)n->op < IR_OP_COUNT);
 	clear(l);
-	switch (n->op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_CONVERT:
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-	case IR_OP_SELECT:
-		elementwise(n, l, 0);
-		return;
-	case IR_OP_DOT:
-		dot(n, l);
-		return;
-	case IR_OP_CONV:
-		conv(n, l);
-		return;
-	case IR_OP_REDUCE_SUM:
-		reduce(n, l, INTRA_SUM);
-		return;
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-		reduce(n, l, INTRA_MAX);
-		return;
-	case IR_OP_REDUCE_PROD:
-		reduce(n, l, INTRA_PAR); /* reduced dims stay whole */
-		return;
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-		drop_axis(n, l);
-		return;
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-		elementwise(n, l, window_fixed(n));
-		return;
-	case IR_OP_CUMSUM:
-	case IR_OP_SOFTMAX:
-	case IR_OP_TOPK:
-		elementwise(n, l, 1u << n->a.axis);
-		return;
-	case IR_OP_LAYER_NORM: {
-		unsigned fixed = ~0u << n->a.axis;
-		result_labels(l, &n->out[0]->shape);
-		for (int d = (int)n->a.axis; d < n->out[0]->shape.rank; d++)
-			l->out[d] = -1;
-		same_dims(l, 0, n->in[0]->shape.rank, fixed); /* scale and bias stay whole */
-		return;
-	}
-	case IR_OP_RESHAPE:
-		reshape(n, l);
-		return;
-	case IR_OP_TRANSPOSE:
-		result_labels(l, &n->out[0]->shape);
-		for (int d = 0; d < n->out[0]->shape.rank; d++)
-			l->in[0][n->a.axes.v[d]] = l->out[d];
-		return;
-	case IR_OP_BROADCAST:
-		broadcast(n, l);
-		return;
-	case IR_OP_SLICE:
-		elementwise(n, l, slice_fixed(n));
-		return;
-	case IR_OP_CONCAT:
-		elementwise(n, l, 1u << n->a.axis);
-		return;
-	case IR_OP_PAD:
-		elementwise(n, l, pad_fixed(n));
-		return;
-	case IR_OP_REVERSE:
-		elementwise(n, l, mask_of(&n->a.axes));
-		return;
-	case IR_OP_GATHER:
-		gather(n, l);
-		return;
-	case IR_OP_SCATTER:
-		scatter(n, l);
-		return;
-	case IR_OP_IOTA:
-	case IR_OP_CONSTANT:
-		return; /* replicated: every device makes its own copy */
-	case IR_OP_COUNT:
-		break;
-	}
-	IR_ASSERT(!"op out of range");
+	rules[n->op](n, l);
 }

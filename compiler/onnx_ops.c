@@ -313,10 +313,7 @@ static int h_activation(struct onnx_ctx *c, struct ir_value **in, int nin, struc
 		if (swish)
 			r = b_binary(c, IR_OP_MUL, x, r);
 	} else if (strcmp(op, "Softplus") == 0) {
-		/* log(1 + e^x) = max(x, 0) + log(1 + e^-|x|), stable for large |x| */
-		struct ir_value *t = b_unary(c, IR_OP_EXP, b_unary(c, IR_OP_NEG, b_unary(c, IR_OP_ABS, x)));
-		r = b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MAX, x, zero),
-			     b_unary(c, IR_OP_LOG, b_binary(c, IR_OP_ADD, one, t)));
+		r = b_unary(c, IR_OP_SOFTPLUS, x);
 	} else if (strcmp(op, "Softsign") == 0) {
 		r = b_binary(c, IR_OP_DIV, x, b_binary(c, IR_OP_ADD, one, b_unary(c, IR_OP_ABS, x)));
 	} else if (strcmp(op, "ThresholdedRelu") == 0) {
@@ -343,10 +340,7 @@ static int h_activation(struct onnx_ctx *c, struct ir_value **in, int nin, struc
 		r = b_binary(c, IR_OP_MUL, b_binary(c, IR_OP_MUL, x, scalar_like(c, x, 0.5)),
 			     b_binary(c, IR_OP_ADD, one, t));
 	} else if (strcmp(op, "Mish") == 0) {
-		struct ir_value *t = b_unary(c, IR_OP_EXP, b_unary(c, IR_OP_NEG, b_unary(c, IR_OP_ABS, x)));
-		struct ir_value *sp = b_binary(c, IR_OP_ADD, b_binary(c, IR_OP_MAX, x, zero),
-					       b_unary(c, IR_OP_LOG, b_binary(c, IR_OP_ADD, one, t)));
-		r = b_binary(c, IR_OP_MUL, x, b_unary(c, IR_OP_TANH, sp));
+		r = b_binary(c, IR_OP_MUL, x, b_unary(c, IR_OP_TANH, b_unary(c, IR_OP_SOFTPLUS, x)));
 	}
 	return OUT1(r);
 }

@@ -31,8 +31,7 @@ static enum ir_dtype cast_dtype(const struct cast *c, enum ir_dtype t)
 /* Ops kept in f32 under mixed precision. */
 static bool keep_f32(enum ir_op op)
 {
-	return op == IR_OP_LAYER_NORM || op == IR_OP_SOFTMAX || op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_PROD ||
-	       op == IR_OP_EXP || op == IR_OP_LOG || op == IR_OP_CUMSUM;
+	return ir_op_flags(op) & IR_OPF_KEEP_F32;
 }
 
 /* Bytes of a CONSTANT converted to dtype to, in dst's arena. */

@@ -1,6 +1,7 @@
 /*
  * codegen_class.c: which ops codegen compiles, and as what (codegen_class.h).
- * One switch over the op table; the fusion pass asks the same question.
+ * One function per value of the op table's codegen column (ops.h); the
+ * fusion pass asks the same question.
  */
 #include <string.h>
 
@@ -31,99 +32,69 @@ static bool dtype_ok(enum ir_dtype t)
 
 #define CG_MAX_CONSTANT 65536 /* elements: larger constants stay buffers */
 
+/* ---- the class of each op (the codegen column of ops.h) --------------- */
+
+#define CLASS(name) \
+	static enum cg_class class_##name(const struct ir_attrs *a, const struct ir_shape *sh, enum ir_dtype out)
+
+CLASS(elem)
+{
+	return CG_ELEM;
+}
+
+CLASS(pow) /* integer pow is repeated squaring: the reference kernel's */
+{
+	return ir_dtype_is_float(out) ? CG_ELEM : CG_NONE;
+}
+
+CLASS(move)
+{
+	return CG_MOVE;
+}
+
+CLASS(constant)
+{
+	return ir_shape_numel(&a->shape) <= CG_MAX_CONSTANT ? CG_MOVE : CG_NONE;
+}
+
+CLASS(reduce)
+{
+	return CG_REDUCE;
+}
+
+CLASS(softmax)
+{
+	return ir_dtype_is_float(out) && a->axis == sh[0].rank - 1 ? CG_ROW : CG_NONE;
+}
+
+CLASS(row)
+{
+	return ir_dtype_is_float(out) ? CG_ROW : CG_NONE;
+}
+
+CLASS(none)
+{
+	return CG_NONE;
+}
+
+#undef CLASS
+
+static enum cg_class (*const classes[IR_OP_COUNT])(const struct ir_attrs *a, const struct ir_shape *sh,
+						   enum ir_dtype out) = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = class_##cg,
+	IR_OPS(X)
+#undef X
+};
+
 enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, const enum ir_dtype *in,
 			  const struct ir_shape *sh, enum ir_dtype out)
 {
-	if (!dtype_ok(out))
+	if (!dtype_ok(out) || (unsigned)op >= IR_OP_COUNT)
 		return CG_NONE;
 	for (int j = 0; j < nin; j++)
 		if (!dtype_ok(in[j]))
 			return CG_NONE;
-	switch (op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_CONVERT:
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-	case IR_OP_SELECT:
-		return CG_ELEM;
-	case IR_OP_POW: /* integer pow is repeated squaring: the reference kernel's */
-		return ir_dtype_is_float(out) ? CG_ELEM : CG_NONE;
-	case IR_OP_RESHAPE:
-	case IR_OP_TRANSPOSE:
-	case IR_OP_BROADCAST:
-	case IR_OP_SLICE:
-	case IR_OP_REVERSE:
-	case IR_OP_IOTA:
-		return CG_MOVE;
-	case IR_OP_CONSTANT:
-		return ir_shape_numel(&a->shape) <= CG_MAX_CONSTANT ? CG_MOVE : CG_NONE;
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-		return CG_REDUCE;
-	case IR_OP_SOFTMAX:
-		return ir_dtype_is_float(out) && a->axis == sh[0].rank - 1 ? CG_ROW : CG_NONE;
-	case IR_OP_LAYER_NORM:
-		return ir_dtype_is_float(out) ? CG_ROW : CG_NONE;
-	case IR_OP_DOT:
-	case IR_OP_CONV:
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-	case IR_OP_CUMSUM:
-	case IR_OP_CONCAT:
-	case IR_OP_PAD:
-	case IR_OP_GATHER:
-	case IR_OP_SCATTER:
-	case IR_OP_TOPK:
-	case IR_OP_COUNT:
-		return CG_NONE;
-	}
-	return CG_NONE;
+	return classes[op](a, sh, out);
 }
 
 enum cg_class cg_body_class(const struct plan_kernel *k, int i)

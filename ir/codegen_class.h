@@ -4,7 +4,8 @@
  * host function and GPU kernel, the threads per row, the elements per row,
  * the grid reductions. The compiler decides and emits by these answers and
  * pcc-run launches by them, so they live here, once, below both
- * (codegen_class.c: one switch over the op table).
+ * (codegen_class.c: one function per value of the op table's codegen
+ * column).
  */
 #ifndef PCC_IR_CODEGEN_CLASS_H
 #define PCC_IR_CODEGEN_CLASS_H
@@ -20,7 +21,7 @@ enum cg_class {
 };
 
 /* How op compiles over operands of dtypes in[] and shapes sh[] with result
- * dtype out: one switch over the op table. */
+ * dtype out: the op table's codegen column (ops.h). */
 enum cg_class cg_op_class(enum ir_op op, const struct ir_attrs *a, int nin, const enum ir_dtype *in,
 			  const struct ir_shape *sh, enum ir_dtype out);
 

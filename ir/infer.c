@@ -1,5 +1,6 @@
 /*
- * infer.c: result dtype and shape of every core op (one switch, no default).
+ * infer.c: result dtype and shape of every core op, one rule per form of the
+ * op table (ops.h).
  *
  * The rules are the op semantics documented in ir.h; every failure names
  * the op, the operand shapes and the rule that was broken, e.g.
@@ -357,6 +358,8 @@ static int check_operands(enum ir_op op, int nin, struct ir_value *const *in)
 			return fail(op, "needs floating-point operands, got %s", ir_dtype_name(in[i]->dtype));
 		if ((f & IR_OPF_LOGIC) && ir_dtype_is_float(in[i]->dtype))
 			return fail(op, "needs bool or integer operands, got %s", ir_dtype_name(in[i]->dtype));
+		if ((f & IR_OPF_NUMERIC) && in[i]->dtype == IR_BOOL)
+			return fail(op, "needs a numeric operand, got bool");
 	}
 	return 0;
 }
@@ -370,6 +373,207 @@ static int same_dtype(enum ir_op op, int first, int nin, struct ir_value *const 
 	return 0;
 }
 
+/* ---- the shape rule of each form (the form column of ops.h) -------------
+ * Each takes the operands, checked against the op's arity and dtype flags,
+ * and sets the results' shapes; dt[0] is in[0]'s dtype on entry. */
+
+#define RULE(form)                                                                                           \
+	static int rule_##form(enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a, \
+			       enum ir_dtype *dt, struct ir_shape *s)
+
+RULE(unary)
+{
+	const struct ir_value *x = in[0];
+	if ((ir_op_flags(op) & IR_OPF_PREDICATE) && !ir_dtype_is_float(x->dtype))
+		return fail(op, "needs a floating-point operand, got %s", ir_dtype_name(x->dtype));
+	*s = x->shape;
+	if (ir_op_flags(op) & IR_OPF_PREDICATE)
+		dt[0] = IR_BOOL;
+	return 0;
+}
+
+RULE(convert)
+{
+	if ((unsigned)a->dtype >= IR_DTYPE_COUNT)
+		return fail(op, "bad result dtype");
+	*s = in[0]->shape;
+	dt[0] = a->dtype;
+	return 0;
+}
+
+RULE(binary)
+{
+	if (same_dtype(op, 0, nin, in) < 0 || same_shape_operands(op, nin, in) < 0)
+		return -EINVAL;
+	*s = in[0]->shape;
+	if (ir_op_flags(op) & IR_OPF_PREDICATE)
+		dt[0] = IR_BOOL;
+	return 0;
+}
+
+RULE(select)
+{
+	if (in[0]->dtype != IR_BOOL)
+		return fail(op, "condition must be bool, got %s", ir_dtype_name(in[0]->dtype));
+	if (same_dtype(op, 1, nin, in) < 0 || same_shape_operands(op, nin, in) < 0)
+		return -EINVAL;
+	*s = in[0]->shape;
+	dt[0] = in[1]->dtype;
+	return 0;
+}
+
+RULE(dot)
+{
+	if (same_dtype(op, 0, nin, in) < 0)
+		return -EINVAL;
+	return infer_dot(a, in, s);
+}
+
+RULE(conv)
+{
+	if (same_dtype(op, 0, nin, in) < 0)
+		return -EINVAL;
+	if (!ir_dtype_is_float(in[0]->dtype))
+		return fail(op, "needs floating-point operands");
+	return infer_conv(a, in, s);
+}
+
+RULE(reduce)
+{
+	return infer_reduce(op, a, in[0], s);
+}
+
+RULE(arg)
+{
+	struct ir_attrs r = { .axes = { 1, { a->axis } } };
+	if (check_axis(op, a->axis, in[0]->shape.rank) < 0)
+		return -EINVAL;
+	dt[0] = IR_I64;
+	return infer_reduce(op, &r, in[0], s);
+}
+
+RULE(window)
+{
+	return infer_window(op, a, in[0], s);
+}
+
+RULE(cumsum)
+{
+	*s = in[0]->shape;
+	return check_axis(op, a->axis, in[0]->shape.rank);
+}
+
+RULE(reshape)
+{
+	return infer_reshape(a, in[0], s);
+}
+
+RULE(transpose)
+{
+	return infer_transpose(a, in[0], s);
+}
+
+RULE(broadcast)
+{
+	return infer_broadcast(a, in[0], s);
+}
+
+RULE(slice)
+{
+	return infer_slice(a, in[0], s);
+}
+
+RULE(concat)
+{
+	return infer_concat(a, nin, in, s);
+}
+
+RULE(pad)
+{
+	return infer_pad(a, in[0], s);
+}
+
+RULE(reverse)
+{
+	*s = in[0]->shape;
+	return check_axes(op, &a->axes, in[0]->shape.rank, true);
+}
+
+RULE(gather)
+{
+	return infer_gather(a, in, s);
+}
+
+RULE(scatter)
+{
+	return infer_scatter(a, in, s);
+}
+
+RULE(iota)
+{
+	if (ir_shape_check(&a->shape) < 0 || check_axis(op, a->axis, a->shape.rank) < 0)
+		return -EINVAL;
+	if ((unsigned)a->dtype >= IR_DTYPE_COUNT || a->dtype == IR_BOOL)
+		return fail(op, "bad dtype");
+	*s = a->shape;
+	dt[0] = a->dtype;
+	return 0;
+}
+
+RULE(constant)
+{
+	if (ir_shape_check(&a->shape) < 0)
+		return -EINVAL;
+	if ((unsigned)a->dtype >= IR_DTYPE_COUNT)
+		return fail(op, "bad dtype");
+	if (!a->data)
+		return fail(op, "has no data");
+	*s = a->shape;
+	dt[0] = a->dtype;
+	return 0;
+}
+
+RULE(softmax)
+{
+	if (!ir_dtype_is_float(in[0]->dtype))
+		return fail(op, "needs a floating-point operand");
+	*s = in[0]->shape;
+	return check_axis(op, a->axis, in[0]->shape.rank);
+}
+
+RULE(layer_norm)
+{
+	if (!ir_dtype_is_float(in[0]->dtype))
+		return fail(op, "needs a floating-point operand");
+	return infer_layer_norm(a, in, s);
+}
+
+RULE(topk)
+{
+	const struct ir_value *x = in[0];
+	if (check_axis(op, a->axis, x->shape.rank) < 0)
+		return -EINVAL;
+	if (a->k < 0 || a->k > x->shape.dims[a->axis])
+		return fail(op, "k = %lld exceeds dim %lld of size %lld", (long long)a->k, (long long)a->axis,
+			    (long long)x->shape.dims[a->axis]);
+	s[0] = x->shape;
+	s[0].dims[a->axis] = a->k;
+	s[1] = s[0];
+	dt[1] = IR_I64;
+	return 0;
+}
+
+#undef RULE
+
+typedef int (*rule_fn)(enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a, enum ir_dtype *dt,
+		       struct ir_shape *s);
+
+static const rule_fn rules[IR_OP_COUNT] = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = rule_##form,
+	IR_OPS(X)
+#undef X
+};
+
 int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a, enum ir_dtype *dt,
 	     struct ir_shape *s)
 {
@@ -377,173 +581,7 @@ int ir_infer(enum ir_op op, int nin, struct ir_value *const *in, const struct ir
 		return ir_errorf(-EINVAL, "unknown op %d", (int)op);
 	if (check_operands(op, nin, in) < 0)
 		return -EINVAL;
-	const struct ir_value *x = nin > 0 ? in[0] : NULL;
-	if (x)
-		dt[0] = x->dtype;
-	switch (op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-		*s = x->shape;
-		if (op == IR_OP_NEG && x->dtype == IR_BOOL)
-			return fail(op, "needs a numeric operand, got bool");
-		return 0;
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-		if (!ir_dtype_is_float(x->dtype))
-			return fail(op, "needs a floating-point operand, got %s", ir_dtype_name(x->dtype));
-		*s = x->shape;
-		dt[0] = IR_BOOL;
-		return 0;
-	case IR_OP_CONVERT:
-		if ((unsigned)a->dtype >= IR_DTYPE_COUNT)
-			return fail(op, "bad result dtype");
-		*s = x->shape;
-		dt[0] = a->dtype;
-		return 0;
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-		if (same_dtype(op, 0, nin, in) < 0 || same_shape_operands(op, nin, in) < 0)
-			return -EINVAL;
-		*s = x->shape;
-		if (ir_op_flags(op) & IR_OPF_PREDICATE)
-			dt[0] = IR_BOOL;
-		return 0;
-	case IR_OP_SELECT:
-		if (in[0]->dtype != IR_BOOL)
-			return fail(op, "condition must be bool, got %s", ir_dtype_name(in[0]->dtype));
-		if (same_dtype(op, 1, nin, in) < 0 || same_shape_operands(op, nin, in) < 0)
-			return -EINVAL;
-		*s = x->shape;
-		dt[0] = in[1]->dtype;
-		return 0;
-	case IR_OP_DOT:
-		if (same_dtype(op, 0, nin, in) < 0)
-			return -EINVAL;
-		return infer_dot(a, in, s);
-	case IR_OP_CONV:
-		if (same_dtype(op, 0, nin, in) < 0)
-			return -EINVAL;
-		if (!ir_dtype_is_float(x->dtype))
-			return fail(op, "needs floating-point operands");
-		return infer_conv(a, in, s);
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-		return infer_reduce(op, a, x, s);
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN: {
-		struct ir_attrs r = { .axes = { 1, { a->axis } } };
-		if (check_axis(op, a->axis, x->shape.rank) < 0)
-			return -EINVAL;
-		dt[0] = IR_I64;
-		return infer_reduce(op, &r, x, s);
-	}
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-		return infer_window(op, a, x, s);
-	case IR_OP_CUMSUM:
-		*s = x->shape;
-		return check_axis(op, a->axis, x->shape.rank);
-	case IR_OP_RESHAPE:
-		return infer_reshape(a, x, s);
-	case IR_OP_TRANSPOSE:
-		return infer_transpose(a, x, s);
-	case IR_OP_BROADCAST:
-		return infer_broadcast(a, x, s);
-	case IR_OP_SLICE:
-		return infer_slice(a, x, s);
-	case IR_OP_CONCAT:
-		return infer_concat(a, nin, in, s);
-	case IR_OP_PAD:
-		return infer_pad(a, x, s);
-	case IR_OP_REVERSE:
-		*s = x->shape;
-		return check_axes(op, &a->axes, x->shape.rank, true);
-	case IR_OP_GATHER:
-		return infer_gather(a, in, s);
-	case IR_OP_SCATTER:
-		return infer_scatter(a, in, s);
-	case IR_OP_IOTA:
-		if (ir_shape_check(&a->shape) < 0 || check_axis(op, a->axis, a->shape.rank) < 0)
-			return -EINVAL;
-		if ((unsigned)a->dtype >= IR_DTYPE_COUNT || a->dtype == IR_BOOL)
-			return fail(op, "bad dtype");
-		*s = a->shape;
-		dt[0] = a->dtype;
-		return 0;
-	case IR_OP_CONSTANT:
-		if (ir_shape_check(&a->shape) < 0)
-			return -EINVAL;
-		if ((unsigned)a->dtype >= IR_DTYPE_COUNT)
-			return fail(op, "bad dtype");
-		if (!a->data)
-			return fail(op, "has no data");
-		*s = a->shape;
-		dt[0] = a->dtype;
-		return 0;
-	case IR_OP_SOFTMAX:
-		if (!ir_dtype_is_float(x->dtype))
-			return fail(op, "needs a floating-point operand");
-		*s = x->shape;
-		return check_axis(op, a->axis, x->shape.rank);
-	case IR_OP_LAYER_NORM:
-		if (!ir_dtype_is_float(x->dtype))
-			return fail(op, "needs a floating-point operand");
-		return infer_layer_norm(a, in, s);
-	case IR_OP_TOPK:
-		if (check_axis(op, a->axis, x->shape.rank) < 0)
-			return -EINVAL;
-		if (a->k < 0 || a->k > x->shape.dims[a->axis])
-			return fail(op, "k = %lld exceeds dim %lld of size %lld", (long long)a->k, (long long)a->axis,
-				    (long long)x->shape.dims[a->axis]);
-		s[0] = x->shape;
-		s[0].dims[a->axis] = a->k;
-		s[1] = s[0];
-		dt[1] = IR_I64;
-		return 0;
-	case IR_OP_COUNT:
-		break;
-	}
-	return fail(op, "unknown op");
+	if (nin > 0)
+		dt[0] = in[0]->dtype;
+	return rules[op](op, nin, in, a, dt, s);
 }

@@ -130,7 +130,7 @@ uint16_t ir_f32_to_bf16(float f);
 
 /* clang-format off */
 enum ir_op {
-#define X(e, name, nin, nout, flags) IR_OP_##e,
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) IR_OP_##e,
 	IR_OPS(X)
 #undef X
 	IR_OP_COUNT
@@ -148,6 +148,9 @@ enum {
 	IR_OPF_MOVE = 1 << 7,        /* moves data, computes nothing */
 	IR_OPF_HEAVY = 1 << 8,       /* dot and convolution */
 	IR_OPF_COMPOSITE = 1 << 9,   /* has a reference decomposition */
+	IR_OPF_NUMERIC = 1 << 10,    /* operands must not be bool */
+	IR_OPF_LINEAR = 1 << 11,     /* op(a + b) = op(a) + op(b): partial sums pass through */
+	IR_OPF_KEEP_F32 = 1 << 12,   /* computed in f32 under mixed precision */
 };
 
 const char *ir_op_name(enum ir_op op);              /* "dot", "reduce_sum", ... */

@@ -1,6 +1,7 @@
 /*
  * text_syntax.c: which attributes each op reads in the IR text form, in
- * print order, and the names of its modes (one switch over the op table).
+ * print order, and the names of its modes: one syntax per form of the op
+ * table (ops.h).
  */
 #include <stddef.h>
 
@@ -56,107 +57,51 @@ static const char *const topk_modes[] = {
 	[IR_TOPK_SMALLEST] = "smallest",
 };
 
-#define WITH_MODES(bits, names) ((struct op_syntax){ (bits) | A(MODE), names, (int)(sizeof names / sizeof names[0]) })
-#define PLAIN(bits) ((struct op_syntax){ (bits), NULL, 0 })
+/* ---- the attributes of each form (the form column of ops.h) ----------- */
+
+#define SYNTAX(form, bits) static const struct op_syntax syn_##form = { (bits), NULL, 0 }
+#define SYNTAX_MODES(form, bits, names) \
+	static const struct op_syntax syn_##form = { (bits) | A(MODE), names, (int)(sizeof names / sizeof names[0]) }
+
+SYNTAX(unary, 0);
+SYNTAX(binary, 0);
+SYNTAX(select, 0);
+SYNTAX(convert, A(DTYPE));
+SYNTAX(dot, A(LHS_BATCH) | A(RHS_BATCH) | A(LHS_CONTRACT) | A(RHS_CONTRACT));
+SYNTAX(conv, A(STRIDE) | A(PAD_LO) | A(PAD_HI) | A(DILATION) | A(GROUPS));
+SYNTAX(reduce, A(AXES));
+SYNTAX_MODES(arg, A(AXIS), arg_modes);
+SYNTAX(window, A(WINDOW) | A(STRIDE) | A(PAD_LO) | A(PAD_HI) | A(DILATION));
+SYNTAX_MODES(cumsum, A(AXIS), cumsum_modes);
+SYNTAX(reshape, A(SHAPE));
+SYNTAX(transpose, A(AXES));
+SYNTAX(broadcast, A(SHAPE) | A(AXES));
+SYNTAX(slice, A(START) | A(LIMIT) | A(STRIDE));
+SYNTAX(concat, A(AXIS));
+/* value only matters for mode=constant, but printing it always keeps the
+ * round trip exact whatever the builder stored */
+SYNTAX_MODES(pad, A(PAD_LO) | A(PAD_HI) | A(VALUE), pad_modes);
+SYNTAX(reverse, A(AXES));
+SYNTAX(gather, A(AXIS));
+SYNTAX_MODES(scatter, 0, scatter_modes);
+SYNTAX(iota, A(DTYPE) | A(SHAPE) | A(AXIS));
+SYNTAX(constant, A(DTYPE) | A(SHAPE) | A(DATA));
+SYNTAX(softmax, A(AXIS));
+SYNTAX(layer_norm, A(AXIS) | A(EPS));
+SYNTAX_MODES(topk, A(AXIS) | A(K), topk_modes);
+
+#undef SYNTAX
+#undef SYNTAX_MODES
+
+static const struct op_syntax *const syntax[IR_OP_COUNT] = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = &syn_##form,
+	IR_OPS(X)
+#undef X
+};
 
 struct op_syntax tx_op_syntax(enum ir_op op)
 {
-	switch (op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-	case IR_OP_SELECT:
-		return PLAIN(0);
-	case IR_OP_CONVERT:
-		return PLAIN(A(DTYPE));
-	case IR_OP_DOT:
-		return PLAIN(A(LHS_BATCH) | A(RHS_BATCH) | A(LHS_CONTRACT) | A(RHS_CONTRACT));
-	case IR_OP_CONV:
-		return PLAIN(A(STRIDE) | A(PAD_LO) | A(PAD_HI) | A(DILATION) | A(GROUPS));
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-	case IR_OP_TRANSPOSE:
-	case IR_OP_REVERSE:
-		return PLAIN(A(AXES));
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-		return WITH_MODES(A(AXIS), arg_modes);
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-		return PLAIN(A(WINDOW) | A(STRIDE) | A(PAD_LO) | A(PAD_HI) | A(DILATION));
-	case IR_OP_CUMSUM:
-		return WITH_MODES(A(AXIS), cumsum_modes);
-	case IR_OP_RESHAPE:
-		return PLAIN(A(SHAPE));
-	case IR_OP_BROADCAST:
-		return PLAIN(A(SHAPE) | A(AXES));
-	case IR_OP_SLICE:
-		return PLAIN(A(START) | A(LIMIT) | A(STRIDE));
-	case IR_OP_CONCAT:
-	case IR_OP_GATHER:
-	case IR_OP_SOFTMAX:
-		return PLAIN(A(AXIS));
-	case IR_OP_PAD:
-		/* value only matters for mode=constant, but printing it always
-		 * keeps the round trip exact whatever the builder stored */
-		return WITH_MODES(A(PAD_LO) | A(PAD_HI) | A(VALUE), pad_modes);
-	case IR_OP_SCATTER:
-		return WITH_MODES(0, scatter_modes);
-	case IR_OP_IOTA:
-		return PLAIN(A(DTYPE) | A(SHAPE) | A(AXIS));
-	case IR_OP_CONSTANT:
-		return PLAIN(A(DTYPE) | A(SHAPE) | A(DATA));
-	case IR_OP_LAYER_NORM:
-		return PLAIN(A(AXIS) | A(EPS));
-	case IR_OP_TOPK:
-		return WITH_MODES(A(AXIS) | A(K), topk_modes);
-	case IR_OP_COUNT:
-		break;
-	}
-	ir_assert_fail(__FILE__, __LINE__, "op_syntax: op out of range");
+	if ((unsigned)op >= IR_OP_COUNT)
+		ir_assert_fail(__FILE__, __LINE__, "op_syntax: op out of range");
+	return *syntax[op];
 }

@@ -329,9 +329,36 @@ static const struct {
 	int nin, nout;
 	unsigned flags;
 } ops[IR_OP_COUNT] = {
-#define X(e, name, nin, nout, flags) [IR_OP_##e] = { #name, nin, nout, flags },
+/* the flags column names IR_OPF_* without the prefix */
+#define UNARY IR_OPF_UNARY
+#define BINARY IR_OPF_BINARY
+#define ELEMENTWISE IR_OPF_ELEMENTWISE
+#define FLOAT IR_OPF_FLOAT
+#define LOGIC IR_OPF_LOGIC
+#define PREDICATE IR_OPF_PREDICATE
+#define REDUCE IR_OPF_REDUCE
+#define MOVE IR_OPF_MOVE
+#define HEAVY IR_OPF_HEAVY
+#define COMPOSITE IR_OPF_COMPOSITE
+#define NUMERIC IR_OPF_NUMERIC
+#define LINEAR IR_OPF_LINEAR
+#define KEEP_F32 IR_OPF_KEEP_F32
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = { #name, nin, nout, flags },
 	IR_OPS(X)
 #undef X
+#undef UNARY
+#undef BINARY
+#undef ELEMENTWISE
+#undef FLOAT
+#undef LOGIC
+#undef PREDICATE
+#undef REDUCE
+#undef MOVE
+#undef HEAVY
+#undef COMPOSITE
+#undef NUMERIC
+#undef LINEAR
+#undef KEEP_F32
 };
 
 const char *ir_op_name(enum ir_op op)

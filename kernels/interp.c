@@ -1,7 +1,7 @@
 /*
  * interp.c: the reference kernels, the oracle every other execution path
- * is compared with. This file holds the elementwise ops, the one switch
- * mapping ops to kernels and parameter loading (the dtype conversions and
+ * is compared with. This file holds the elementwise ops, the table
+ * mapping ops to kernels (by their form in ops.h) and parameter loading (the dtype conversions and
  * layout helpers every kernel shares are interp_data.c's, the graph walk
  * is the compiler's, compiler/interp_run.c).
  *
@@ -99,6 +99,8 @@ static void eval_f64(enum ir_op op, const double *a, const double *b, double *y,
 		MAP1(erf(x));
 	case IR_OP_SIGMOID:
 		MAP1(1.0 / (1.0 + exp(-x)));
+	case IR_OP_SOFTPLUS: /* log(1 + e^x), with no overflow for large x */
+		MAP1((x > 0 ? x : 0.0) + log1p(exp(-fabs(x))));
 	case IR_OP_RELU:
 		MAP1(x > 0 || x != x ? x : 0.0);
 	case IR_OP_SIN:
@@ -305,6 +307,7 @@ static void eval_i64(enum ir_op op, bool boolean, const int64_t *a, const int64_
 	case IR_OP_TANH:
 	case IR_OP_ERF:
 	case IR_OP_SIGMOID:
+	case IR_OP_SOFTPLUS:
 	case IR_OP_SIN:
 	case IR_OP_COS:
 	case IR_OP_TAN:
@@ -497,113 +500,49 @@ static void select_op(const struct ir_tensor *in, struct ir_tensor *y)
 
 /* ---- one node ------------------------------------------------------------ */
 
+/* The kernels of the forms not in interp_internal.h: elementwise ops and
+ * reshape (a copy: the layout is row-major either way). */
+static int interp_unary(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	elementwise(n->op, &in[0], NULL, &out[0]);
+	return 0;
+}
+
+static int interp_convert(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	elementwise(n->op, &in[0], NULL, &out[0]);
+	return 0;
+}
+
+static int interp_binary(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	elementwise(n->op, &in[0], &in[1], &out[0]);
+	return 0;
+}
+
+static int interp_select(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	select_op(in, &out[0]);
+	return 0;
+}
+
+static int interp_reshape(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
+{
+	memcpy(out[0].data, in[0].data, ir_tensor_bytes(&in[0]));
+	return 0;
+}
+
+/* The kernel of each op: the form column of ops.h. */
+static int (*const kernels[IR_OP_COUNT])(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out) = {
+#define X(e, name, nin, nout, flags, form, cost, saved, shard, cg) [IR_OP_##e] = interp_##form,
+	IR_OPS(X)
+#undef X
+};
+
 static int dispatch(const struct ir_node *n, const struct ir_tensor *in, struct ir_tensor *out)
 {
-	switch (n->op) {
-	case IR_OP_NEG:
-	case IR_OP_ABS:
-	case IR_OP_SIGN:
-	case IR_OP_EXP:
-	case IR_OP_LOG:
-	case IR_OP_SQRT:
-	case IR_OP_RSQRT:
-	case IR_OP_RECIP:
-	case IR_OP_TANH:
-	case IR_OP_ERF:
-	case IR_OP_SIGMOID:
-	case IR_OP_RELU:
-	case IR_OP_SIN:
-	case IR_OP_COS:
-	case IR_OP_TAN:
-	case IR_OP_ASIN:
-	case IR_OP_ACOS:
-	case IR_OP_ATAN:
-	case IR_OP_SINH:
-	case IR_OP_COSH:
-	case IR_OP_ASINH:
-	case IR_OP_ACOSH:
-	case IR_OP_ATANH:
-	case IR_OP_FLOOR:
-	case IR_OP_CEIL:
-	case IR_OP_ROUND:
-	case IR_OP_NOT:
-	case IR_OP_IS_NAN:
-	case IR_OP_IS_INF:
-	case IR_OP_CONVERT:
-		elementwise(n->op, &in[0], NULL, &out[0]);
-		return 0;
-	case IR_OP_ADD:
-	case IR_OP_SUB:
-	case IR_OP_MUL:
-	case IR_OP_DIV:
-	case IR_OP_REM:
-	case IR_OP_POW:
-	case IR_OP_MAX:
-	case IR_OP_MIN:
-	case IR_OP_AND:
-	case IR_OP_OR:
-	case IR_OP_XOR:
-	case IR_OP_EQ:
-	case IR_OP_NE:
-	case IR_OP_LT:
-	case IR_OP_LE:
-	case IR_OP_GT:
-	case IR_OP_GE:
-		elementwise(n->op, &in[0], &in[1], &out[0]);
-		return 0;
-	case IR_OP_SELECT:
-		select_op(in, &out[0]);
-		return 0;
-	case IR_OP_DOT:
-		return interp_dot(n, in, out);
-	case IR_OP_CONV:
-		return interp_conv(n, in, out);
-	case IR_OP_REDUCE_SUM:
-	case IR_OP_REDUCE_MAX:
-	case IR_OP_REDUCE_MIN:
-	case IR_OP_REDUCE_PROD:
-		return interp_reduce(n, in, out);
-	case IR_OP_ARGMAX:
-	case IR_OP_ARGMIN:
-		return interp_arg(n, in, out);
-	case IR_OP_WINDOW_MAX:
-	case IR_OP_WINDOW_SUM:
-		return interp_window(n, in, out);
-	case IR_OP_CUMSUM:
-		return interp_cumsum(n, in, out);
-	case IR_OP_RESHAPE:
-		memcpy(out[0].data, in[0].data, ir_tensor_bytes(&in[0]));
-		return 0;
-	case IR_OP_TRANSPOSE:
-		return interp_transpose(n, in, out);
-	case IR_OP_BROADCAST:
-		return interp_broadcast(n, in, out);
-	case IR_OP_SLICE:
-		return interp_slice(n, in, out);
-	case IR_OP_CONCAT:
-		return interp_concat(n, in, out);
-	case IR_OP_PAD:
-		return interp_pad(n, in, out);
-	case IR_OP_REVERSE:
-		return interp_reverse(n, in, out);
-	case IR_OP_GATHER:
-		return interp_gather(n, in, out);
-	case IR_OP_SCATTER:
-		return interp_scatter(n, in, out);
-	case IR_OP_IOTA:
-		return interp_iota(n, in, out);
-	case IR_OP_CONSTANT:
-		return interp_constant(n, in, out);
-	case IR_OP_SOFTMAX:
-		return interp_softmax(n, in, out);
-	case IR_OP_LAYER_NORM:
-		return interp_layer_norm(n, in, out);
-	case IR_OP_TOPK:
-		return interp_topk(n, in, out);
-	case IR_OP_COUNT:
-		break;
-	}
-	IR_ASSERT(!"unknown op");
+	IR_ASSERT((unsigned)n->op < IR_OP_COUNT);
+	return kernels[n->op](n, in, out);
 }
 
 /* A value larger than this machine's memory is refused before anything

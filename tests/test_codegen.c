@@ -69,9 +69,10 @@ static void fill(struct ir_tensor *t, enum ir_op root, bool special)
 
 static bool libm_kernel(const struct plan_kernel *k)
 {
-	enum ir_op ops[] = { IR_OP_EXP,   IR_OP_LOG,   IR_OP_TANH,  IR_OP_ERF,  IR_OP_SIN,  IR_OP_COS,
-			     IR_OP_TAN,   IR_OP_ASIN,  IR_OP_ACOS,  IR_OP_ATAN, IR_OP_SINH, IR_OP_COSH,
-			     IR_OP_ASINH, IR_OP_ACOSH, IR_OP_ATANH, IR_OP_REM,  IR_OP_POW,  IR_OP_SIGMOID };
+	enum ir_op ops[] = { IR_OP_EXP,  IR_OP_LOG,  IR_OP_TANH,    IR_OP_ERF,     IR_OP_SIN,
+			     IR_OP_COS,  IR_OP_TAN,  IR_OP_ASIN,    IR_OP_ACOS,    IR_OP_ATAN,
+			     IR_OP_SINH, IR_OP_COSH, IR_OP_ASINH,   IR_OP_ACOSH,   IR_OP_ATANH,
+			     IR_OP_REM,  IR_OP_POW,  IR_OP_SIGMOID, IR_OP_SOFTPLUS };
 	for (int i = 0; i < (k->nbody ? k->nbody : 1); i++)
 		for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++)
 			if ((k->nbody ? k->body[i].op : k->op) == ops[j])

@@ -35,7 +35,7 @@ static void test_unary(void)
 		{ IR_OP_SIN, UNI(-3, 3) },      { IR_OP_COS, UNI(-3, 3) },       { IR_OP_TAN, UNI(-1.2, 1.2) },
 		{ IR_OP_ASIN, UNI(-0.9, 0.9) }, { IR_OP_ACOS, UNI(-0.9, 0.9) },  { IR_OP_ATAN, UNI(-3, 3) },
 		{ IR_OP_SINH, UNI(-2, 2) },     { IR_OP_COSH, UNI(-2, 2) },      { IR_OP_ASINH, UNI(-3, 3) },
-		{ IR_OP_ACOSH, UNI(1.2, 3) },   { IR_OP_ATANH, UNI(-0.9, 0.9) },
+		{ IR_OP_ACOSH, UNI(1.2, 3) },   { IR_OP_ATANH, UNI(-0.9, 0.9) }, { IR_OP_SOFTPLUS, UNI(-3, 3) },
 	};
 	for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
 		struct gc c;

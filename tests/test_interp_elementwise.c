@@ -32,6 +32,11 @@ static double sigmoid_ref(double x)
 	return 1.0 / (1.0 + exp(-x));
 }
 
+static double softplus_ref(double x)
+{
+	return log(1.0 + exp(x)); /* the definition: exact enough in double for |x| < 30 */
+}
+
 /* Transcendental f32 ops equal libm in double rounded once to f32. */
 static void test_unary_float(void)
 {
@@ -49,7 +54,7 @@ static void test_unary_float(void)
 		{ IR_OP_ACOS, acos, 1 },       { IR_OP_ATAN, atan, 0 },
 		{ IR_OP_SINH, sinh, 0 },       { IR_OP_COSH, cosh, 0 },
 		{ IR_OP_ASINH, asinh, 0 },     { IR_OP_ACOSH, acosh, 2 },
-		{ IR_OP_ATANH, atanh, 1 },
+		{ IR_OP_ATANH, atanh, 1 },     { IR_OP_SOFTPLUS, softplus_ref, 0 },
 	};
 	static const float any[6] = { -2.5f, -0.7f, 0.3f, 1.25f, 2.0f, -1e-3f };
 	static const float unit[6] = { 0.1f, 0.3f, 0.5f, 0.7f, 0.9f, 0.25f };
@@ -66,6 +71,20 @@ static void test_unary_float(void)
 		if (rc == 0)
 			ir_tensor_free(&out);
 	}
+}
+
+/* softplus where log(1 + e^x) in double overflows (x = 1000) or loses
+ * everything to 1 + tiny (x = -40: e^x is 4.2e-18, the result is e^x to
+ * within 1e-35 relative); NaN stays NaN. */
+static void test_softplus_extremes(void)
+{
+	static const float x[6] = { -1000.0f, -40.0f, 0.0f, 40.0f, 1000.0f, NAN };
+	const float want[6] = { 0.0f, (float)exp(-40.0), (float)M_LN2, 40.0f, 1000.0f, NAN };
+	struct ir_tensor in = T(IR_F32, SH(6), x), out;
+	int rc = run_op(IR_OP_SOFTPLUS, &no_attrs, 1, &in, &out);
+	TAP_OK(rc == 0 && same_f32(&out, want, 6), "softplus f32 at -1000, -40, 0, 40, 1000 and NaN");
+	if (rc == 0)
+		ir_tensor_free(&out);
 }
 
 /* Ops with exact results, checked against literals. */
@@ -433,6 +452,7 @@ int main(void)
 {
 	test_unary_float();
 	test_unary_exact();
+	test_softplus_extremes();
 	test_half();
 	test_binary_float();
 	test_long_vector();
