@@ -501,10 +501,30 @@ struct lower_train {
 int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out);
 
+/* lower_plan and lower_train are three passes over one handle, which the
+ * compile pipeline (pipeline.c) runs one by one: lower_begin, each stage's
+ * program as a template every device of its mesh runs (tr NULL: an
+ * inference plan; else lower_train's step); lower_fuse, kernel fusion
+ * over each template (lower_fuse.c); lower_memory, frees, buffer offsets
+ * and the per-device programs (lower_mem.c), the plan taken out into *out.
+ * lower_print writes each stage's template as its first device would run
+ * it (plan_print_program's form, before the memory plan). */
+struct lowering;
+int lower_begin(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st, int nstages,
+		const char *cluster, struct lowering **out);
+int lower_fuse(struct lowering *lw);
+int lower_memory(struct lowering *lw, struct plan **out);
+int lower_print(const struct lowering *lw, FILE *f);
+void lower_free(struct lowering *lw); /* NULL: nothing */
+
 /* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
  * device's buffers and program as text. */
 int plan_print_summary(const struct plan *p, FILE *f);
 int plan_print_device(const struct plan *p, int dev, FILE *f);
+/* Device d's buffers and program (d need not be one of p's devices yet:
+ * lowering prints its templates so). */
+struct plan_device;
+int plan_print_program(const struct plan *p, const struct plan_device *d, FILE *f);
 
 /* ---- node ranges (compiler/extract.c) -----------------------------------
  * Nodes [first, last) of g as a graph of their own: inputs are the values
