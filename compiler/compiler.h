@@ -784,7 +784,36 @@ struct compile_input {
 	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
- * (interleaved 1F1B training schedules), with a message saying so. */
+ * (interleaved 1F1B training schedules), with a message saying so. The
+ * graph comes from in->opts->load at the plan's micro-batch size; the
+ * passes below run in a row, as the compile pipeline runs them
+ * (compiler/pipeline.c), without dumps. */
 int compile_lower(const struct compile_input *in, struct plan **out);
+
+/* compile_lower's passes (compiler/compile.c), on one handle: compile_new
+ * takes forward graph g (also on error; compile_free frees the handle).
+ * compile_autodiff (training plans only) builds the train step;
+ * compile_lower_stages solves each stage's sharding (the first time) and
+ * lowers the stages (lower_begin); compile_fuse, compile_memory: lowering's
+ * fusion and memory plan, the plan then stamped with what shaped it;
+ * compile_refit: 1 when a training stage whose arena is over the limit was
+ * solved again (lower, fuse and memory run again), 0 when the plan stands;
+ * compile_finish: the memory limit checked, the model's path and hash and
+ * the input files recorded, the plan taken out into *out. On -ENOSPC,
+ * *in->refused names the stage that does not fit. compile_graph: the graph
+ * being lowered (the forward graph or the train step); compile_lowering,
+ * compile_plan: what the last pass made (NULL: nothing yet). */
+struct compile;
+int compile_new(const struct compile_input *in, struct ir_graph *g, struct compile **out);
+int compile_autodiff(struct compile *c);
+int compile_lower_stages(struct compile *c);
+int compile_fuse(struct compile *c);
+int compile_memory(struct compile *c);
+int compile_refit(struct compile *c);
+int compile_finish(struct compile *c, struct plan **out);
+const struct ir_graph *compile_graph(const struct compile *c);
+const struct lowering *compile_lowering(const struct compile *c);
+const struct plan *compile_plan(const struct compile *c);
+void compile_free(struct compile *c);
 
 #endif
