@@ -767,7 +767,7 @@ void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE
 /* The plans weighed as a table, fastest first, each against t_plan. */
 void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, bool train, FILE *f);
 
-/* ---- the executable plan (compiler/compile.c) ---------------------------
+/* ---- the executable plan (compiler/compile.c, pipeline.c) --------------
  * The inter-op pass's plan lowered to per-device programs (ir/plan.h):
  * each stage's graph at the micro-batch size, sharded by the intra-op pass
  * on its logical mesh, lowered, memory-planned, identified (hashes of the
@@ -798,8 +798,9 @@ int compile_lower(const struct compile_input *in, struct plan **out);
  * fusion and memory plan, the plan then stamped with what shaped it;
  * compile_refit: 1 when a training stage whose arena is over the limit was
  * solved again (lower, fuse and memory run again), 0 when the plan stands;
- * compile_finish: the memory limit checked, the model's path and hash and
- * the input files recorded, the plan taken out into *out. On -ENOSPC,
+ * compile_finish: the memory each device has recorded and every arena
+ * checked against it, the model's path and hash and the input files
+ * recorded, the plan taken out into *out. On -ENOSPC,
  * *in->refused names the stage that does not fit. compile_graph: the graph
  * being lowered (the forward graph or the train step); compile_lowering,
  * compile_plan: what the last pass made (NULL: nothing yet). */
