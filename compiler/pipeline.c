@@ -2,8 +2,10 @@
  * pipeline.c: the compile pipeline of `pcc MODEL --cluster C -o plan.bin`,
  * one list of passes in the order they run (pipeline_compile, and the
  * lowering's part in lower_passes), each through one runner, PASS: the
- * pass runs; what it made is checked (ir_verify for a graph, plan_verify
- * for a plan); dumped when --dump-after names the pass (on stdout, or as
+ * pass runs; what it made is checked (search_check for the search's plan,
+ * ir_verify for a graph, plan_verify for a plan; lowering's templates have
+ * no checker of their own and are checked as the plan memory makes of
+ * them); dumped when --dump-after names the pass (on stdout, or as
  * the file NN-PASS.ir or NN-PASS.txt in --dump-dir, NN counting the passes
  * run); timed as a phase for --time-passes (progress.c) unless it names
  * its own phases. Each pass frees its own temporaries; what a later pass
@@ -231,12 +233,46 @@ static int pass_dump(struct pipeline *pl, enum pipeline_pass id)
 	return rc;
 }
 
+/* The search's plan holds together: its stages take the layers and their
+ * nodes in order, each once, on meshes of their sub-meshes' devices, no
+ * more devices than the cluster has (one chunk per device), and the batch
+ * is its micro-batches. */
+static int search_check(const struct inter_plan *p, const struct cost_cluster *c)
+{
+	int devices = 0;
+	if (p->nstages < 1 || p->micro < 1 || p->micro_batch * p->micro != p->batch)
+		return ir_errorf(-EINVAL, "%d stages, %d micro-batches of %lld for a batch of %lld", p->nstages,
+				 p->micro, (long long)p->micro_batch, (long long)p->batch);
+	for (int s = 0; s < p->nstages; s++) {
+		const struct inter_stage *y = &p->stages[s];
+		int layer = s ? p->stages[s - 1].layer_last + 1 : 0, node = s ? p->stages[s - 1].node_last : 0;
+		if (y->layer_first != layer || y->layer_last < y->layer_first || y->node_first != node ||
+		    y->node_last < y->node_first)
+			return ir_errorf(-EINVAL,
+					 "stage %d takes layers %d-%d and nodes %d..%d, after layer %d and node %d", s,
+					 y->layer_first, y->layer_last, y->node_first, y->node_last - 1, layer - 1,
+					 node - 1);
+		if (y->n0 * y->n1 != y->rows * y->cols)
+			return ir_errorf(-EINVAL, "stage %d: a %dx%d mesh on a %dx%d sub-mesh", s, y->n0, y->n1,
+					 y->rows, y->cols);
+		devices += y->rows * y->cols;
+	}
+	if (p->stages[p->nstages - 1].layer_last != p->nlayers - 1)
+		return ir_errorf(-EINVAL, "the stages end at layer %d of %d", p->stages[p->nstages - 1].layer_last,
+				 p->nlayers);
+	if (p->v <= 1 && devices > c->ndevices)
+		return ir_errorf(-EINVAL, "the stages take %d devices, the cluster has %d", devices, c->ndevices);
+	return 0;
+}
+
 /* After pass id returned rc: its result checked, then dumped if asked. */
 static int pass_end(struct pipeline *pl, enum pipeline_pass id, int rc)
 {
 	if (rc < 0)
 		return rc;
 	pl->nrun++;
+	if (passes[id].kind == K_SEARCH && (rc = search_check(pl->ip, pl->in->cluster)) < 0)
+		ir_error_prefix("after pass search, the plan fails its check (a compiler bug)");
 	if (passes[id].kind == K_GRAPH && (rc = ir_verify(compile_graph(pl->cc))) < 0)
 		ir_error_prefix("after pass %s, the graph fails its check (a compiler bug)", passes[id].name);
 	const struct plan *p = id == PASS_MEMORY ? compile_plan(pl->cc) : pl->plan;
