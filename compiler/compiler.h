@@ -512,10 +512,30 @@ struct lower_train {
 int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out);
 
+/* lower_plan and lower_train are three passes over one handle, which the
+ * compile pipeline (pipeline.c) runs one by one: lower_begin, each stage's
+ * program as a template every device of its mesh runs (tr NULL: an
+ * inference plan; else lower_train's step); lower_fuse, kernel fusion
+ * over each template (lower_fuse.c); lower_memory, frees, buffer offsets
+ * and the per-device programs (lower_mem.c), the plan taken out into *out.
+ * lower_print writes each stage's template as its first device would run
+ * it (plan_print_program's form, before the memory plan). */
+struct lowering;
+int lower_begin(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st, int nstages,
+		const char *cluster, struct lowering **out);
+int lower_fuse(struct lowering *lw);
+int lower_memory(struct lowering *lw, struct plan **out);
+int lower_print(const struct lowering *lw, FILE *f);
+void lower_free(struct lowering *lw); /* NULL: nothing */
+
 /* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
  * device's buffers and program as text. */
 int plan_print_summary(const struct plan *p, FILE *f);
 int plan_print_device(const struct plan *p, int dev, FILE *f);
+/* Device d's buffers and program (d need not be one of p's devices yet:
+ * lowering prints its templates so). */
+struct plan_device;
+int plan_print_program(const struct plan *p, const struct plan_device *d, FILE *f);
 
 /* ---- node ranges (compiler/extract.c) -----------------------------------
  * Nodes [first, last) of g as a graph of their own: inputs are the values
@@ -758,7 +778,7 @@ void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE
 /* The plans weighed as a table, fastest first, each against t_plan. */
 void inter_alts_print(const struct inter_alt *alt, int nalt, int nweighed, double t_plan, bool train, FILE *f);
 
-/* ---- the executable plan (compiler/compile.c) ---------------------------
+/* ---- the executable plan (compiler/compile.c, pipeline.c) --------------
  * The inter-op pass's plan lowered to per-device programs (ir/plan.h):
  * each stage's graph at the micro-batch size, sharded by the intra-op pass
  * on its logical mesh, lowered, memory-planned, identified (hashes of the
@@ -775,7 +795,37 @@ struct compile_input {
 	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
- * (interleaved 1F1B training schedules), with a message saying so. */
+ * (interleaved 1F1B training schedules), with a message saying so. The
+ * graph comes from in->opts->load at the plan's micro-batch size; the
+ * passes below run in a row, as the compile pipeline runs them
+ * (compiler/pipeline.c), without dumps. */
 int compile_lower(const struct compile_input *in, struct plan **out);
+
+/* compile_lower's passes (compiler/compile.c), on one handle: compile_new
+ * takes forward graph g (also on error; compile_free frees the handle).
+ * compile_autodiff (training plans only) builds the train step;
+ * compile_lower_stages solves each stage's sharding (the first time) and
+ * lowers the stages (lower_begin); compile_fuse, compile_memory: lowering's
+ * fusion and memory plan, the plan then stamped with what shaped it;
+ * compile_refit: 1 when a training stage whose arena is over the limit was
+ * solved again (lower, fuse and memory run again), 0 when the plan stands;
+ * compile_finish: the memory each device has recorded and every arena
+ * checked against it, the model's path and hash and the input files
+ * recorded, the plan taken out into *out. On -ENOSPC,
+ * *in->refused names the stage that does not fit. compile_graph: the graph
+ * being lowered (the forward graph or the train step); compile_lowering,
+ * compile_plan: what the last pass made (NULL: nothing yet). */
+struct compile;
+int compile_new(const struct compile_input *in, struct ir_graph *g, struct compile **out);
+int compile_autodiff(struct compile *c);
+int compile_lower_stages(struct compile *c);
+int compile_fuse(struct compile *c);
+int compile_memory(struct compile *c);
+int compile_refit(struct compile *c);
+int compile_finish(struct compile *c, struct plan **out);
+const struct ir_graph *compile_graph(const struct compile *c);
+const struct lowering *compile_lowering(const struct compile *c);
+const struct plan *compile_plan(const struct compile *c);
+void compile_free(struct compile *c);
 
 #endif

@@ -111,8 +111,8 @@ int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v);
 /* lower_pipe.c: a pipelined training plan's stages lowered together. */
 int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh);
 
-/* lower_fuse.c: the fusion pass over the stage's program (run by lw_finish
- * before the memory plan). */
+/* lower_fuse.c: the fusion pass over the stage's program (lower_fuse, after
+ * every stage's program is lowered and before the memory plan). */
 int lw_fuse(struct lower *L);
 
 /* lower.c */
@@ -199,7 +199,10 @@ int lw_train_bwd_end(struct lower *L, const struct lower_train *tr, const int *i
 int lw_operand(struct lower *L, const struct ir_value *v, const struct ir_sharding *dst);
 
 /* lower_mem.c: frees after last uses, buffer offsets, then the template
- * expanded into the plan's devices of this stage. */
-int lw_finish(struct lower *L);
+ * expanded into the plan's devices of this stage (lower_memory). */
+int lw_memory(struct lower *L);
+/* The template as its first device will run it, in plan_print_program's
+ * form (offsets not placed yet, collectives without a communicator). */
+int lw_print(const struct lower *L, FILE *f);
 
 #endif

@@ -290,6 +290,91 @@ static int comm_of(const struct lower *L, const int base[3], uint8_t axes, int k
 	return base[axes - 1] + (axes == 1 ? i1 : axes == 2 ? i0 : 0);
 }
 
+/* Device k of the stage (d, zeroed by the caller) from the template: its
+ * buffers at the arena's offsets, its slices of bound tensors, and its
+ * instructions, collectives on the communicators from base (NULL: none
+ * yet, comm -1). touched: nbuf + 1 bytes of scratch. */
+static int expand_device(const struct lower *L, int k, const int *base, int64_t arena, unsigned char *touched,
+			 struct plan_device *d)
+{
+	d->rank = L->first_rank + k;
+	d->stage = L->stage;
+	d->coord[0] = k / L->n1;
+	d->coord[1] = k % L->n1;
+	d->arena_bytes = arena;
+	d->buf = ir_calloc((size_t)L->nbuf + 1, sizeof *d->buf);
+	d->instr = ir_calloc((size_t)L->nins + 1, sizeof *d->instr);
+	d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1));
+	if (!d->buf || !d->instr || !d->args)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	d->nbuf = L->nbuf;
+	d->ninstr = L->nins;
+	d->nargs = L->nargs;
+	memcpy(d->args, L->args, sizeof *d->args * (size_t)L->nargs);
+	for (int b = 0; b < L->nbuf; b++) {
+		const struct lw_buf *s = &L->buf[b];
+		struct plan_buffer *x = &d->buf[b];
+		x->dtype = s->dtype;
+		x->shape = s->shape;
+		x->offset = s->offset;
+		x->bytes = buf_bytes(s);
+		x->bind = s->bind;
+		x->index = s->index;
+		x->writer = true;
+		x->slots = s->slots;
+		uint8_t used = 0;
+		for (int e = 0; e < s->shape.rank; e++) {
+			int piece, n;
+			lw_piece(L, k, s->spec.dim[e], &piece, &n);
+			x->start[e] = s->bind == PLAN_BIND_NONE ? 0 : piece * s->shape.dims[e];
+			used |= s->spec.dim[e];
+		}
+		if ((!(used & 1) && d->coord[0]) || (!(used & 2) && d->coord[1]))
+			x->writer = false;
+	}
+	/* instructions for other devices (a transfer's block) are left
+	 * out, and so are frees of buffers only they write */
+	memset(touched, 0, (size_t)L->nbuf + 1);
+	int n = 0;
+	int sf = -1, fe = -1;
+	for (int i = 0; i < L->nins; i++) {
+		const struct lw_ins *s = &L->ins[i];
+		if (i == L->step_first)
+			sf = n;
+		if (i == L->fwd_end)
+			fe = n;
+		if (s->only && s->only - 1 != k)
+			continue;
+		if (s->kind == PLAN_FREE && !touched[L->args[s->arg]])
+			continue;
+		for (int j = 0; j < s->nin + s->nout; j++)
+			touched[L->args[s->arg + j]] = 1;
+		struct plan_instr *x = &d->instr[n++];
+		x->kind = s->kind;
+		x->kernel = s->dev_kernel ? s->dev_kernel[k] : s->kernel;
+		x->comm = -1;
+		if (plan_instr_is_collective(s->kind) && base)
+			x->comm = comm_of(L, base, s->axes, k);
+		x->reduce = s->reduce;
+		x->axis = s->axis;
+		x->axis2 = s->axis2;
+		x->peer = -1;
+		if (s->kind == PLAN_SEND || s->kind == PLAN_RECV)
+			x->peer = s->dev_peer ? s->dev_peer[k] : s->peer;
+		x->tag = s->tag;
+		x->nin = s->nin;
+		x->nout = s->nout;
+		x->arg = s->arg;
+	}
+	d->ninstr = n;
+	d->nstep = sf < 0 ? 0 : n - sf;
+	/* an empty forward part still marks the program as pipelined */
+	d->nfwd = L->fwd_end > 0 ? (fe < 0 ? n - d->nstep : fe) : 0;
+	if (L->fwd_end > 0 && d->nfwd == 0)
+		return ir_errorf(-EINVAL, "stage %d: device %d has an empty forward part", L->stage, k);
+	return 0;
+}
+
 static int expand(struct lower *L, int64_t arena)
 {
 	struct plan *p = L->p;
@@ -304,102 +389,44 @@ static int expand(struct lower *L, int64_t arena)
 	unsigned char *touched = ir_malloc((size_t)L->nbuf + 1);
 	if (!touched)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-	for (int k = 0; k < L->nd; k++) {
+	for (int k = 0; k < L->nd && rc == 0; k++) {
 		struct plan_device *d = &p->devices[L->first_rank + k];
 		memset(d, 0, sizeof *d);
 		p->ndevices = L->first_rank + k + 1;
-		d->rank = L->first_rank + k;
-		d->stage = L->stage;
-		d->coord[0] = k / L->n1;
-		d->coord[1] = k % L->n1;
-		d->arena_bytes = arena;
-		d->buf = ir_calloc((size_t)L->nbuf + 1, sizeof *d->buf);
-		d->instr = ir_calloc((size_t)L->nins + 1, sizeof *d->instr);
-		d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1));
-		if (!d->buf || !d->instr || !d->args) {
-			ir_free(touched);
-			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-		}
-		d->nbuf = L->nbuf;
-		d->ninstr = L->nins;
-		d->nargs = L->nargs;
-		memcpy(d->args, L->args, sizeof *d->args * (size_t)L->nargs);
-		for (int b = 0; b < L->nbuf; b++) {
-			const struct lw_buf *s = &L->buf[b];
-			struct plan_buffer *x = &d->buf[b];
-			x->dtype = s->dtype;
-			x->shape = s->shape;
-			x->offset = s->offset;
-			x->bytes = buf_bytes(s);
-			x->bind = s->bind;
-			x->index = s->index;
-			x->writer = true;
-			x->slots = s->slots;
-			uint8_t used = 0;
-			for (int e = 0; e < s->shape.rank; e++) {
-				int piece, n;
-				lw_piece(L, k, s->spec.dim[e], &piece, &n);
-				x->start[e] = s->bind == PLAN_BIND_NONE ? 0 : piece * s->shape.dims[e];
-				used |= s->spec.dim[e];
-			}
-			if ((!(used & 1) && d->coord[0]) || (!(used & 2) && d->coord[1]))
-				x->writer = false;
-		}
-		/* instructions for other devices (a transfer's block) are left
-		 * out, and so are frees of buffers only they write */
-		memset(touched, 0, (size_t)L->nbuf + 1);
-		int n = 0;
-		int sf = -1, fe = -1;
-		for (int i = 0; i < L->nins; i++) {
-			const struct lw_ins *s = &L->ins[i];
-			if (i == L->step_first)
-				sf = n;
-			if (i == L->fwd_end)
-				fe = n;
-			if (s->only && s->only - 1 != k)
-				continue;
-			if (s->kind == PLAN_FREE && !touched[L->args[s->arg]])
-				continue;
-			for (int j = 0; j < s->nin + s->nout; j++)
-				touched[L->args[s->arg + j]] = 1;
-			struct plan_instr *x = &d->instr[n++];
-			x->kind = s->kind;
-			x->kernel = s->dev_kernel ? s->dev_kernel[k] : s->kernel;
-			x->comm = -1;
-			if (plan_instr_is_collective(s->kind))
-				x->comm = comm_of(L, base, s->axes, k);
-			x->reduce = s->reduce;
-			x->axis = s->axis;
-			x->axis2 = s->axis2;
-			x->peer = -1;
-			if (s->kind == PLAN_SEND || s->kind == PLAN_RECV)
-				x->peer = s->dev_peer ? s->dev_peer[k] : s->peer;
-			x->tag = s->tag;
-			x->nin = s->nin;
-			x->nout = s->nout;
-			x->arg = s->arg;
-		}
-		d->ninstr = n;
-		d->nstep = sf < 0 ? 0 : n - sf;
-		/* an empty forward part still marks the program as pipelined */
-		d->nfwd = L->fwd_end > 0 ? (fe < 0 ? n - d->nstep : fe) : 0;
-		if (L->fwd_end > 0 && d->nfwd == 0) {
-			ir_free(touched);
-			return ir_errorf(-EINVAL, "stage %d: device %d has an empty forward part", L->stage, k);
-		}
-	}
-	if (L->norder) {
-		struct plan_stage *st = &p->stages[L->stage];
-		if (!(st->order = ir_malloc(sizeof *st->order * (size_t)L->norder)))
-			return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-		memcpy(st->order, L->order, sizeof *st->order * (size_t)L->norder);
-		st->norder = L->norder;
+		rc = expand_device(L, k, base, arena, touched, d);
 	}
 	ir_free(touched);
+	if (rc < 0 || !L->norder)
+		return rc;
+	struct plan_stage *st = &p->stages[L->stage];
+	if (!(st->order = ir_malloc(sizeof *st->order * (size_t)L->norder)))
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	memcpy(st->order, L->order, sizeof *st->order * (size_t)L->norder);
+	st->norder = L->norder;
 	return 0;
 }
 
-int lw_finish(struct lower *L)
+int lw_print(const struct lower *L, FILE *f)
+{
+	struct plan_device d;
+	unsigned char *touched = ir_malloc((size_t)L->nbuf + 1);
+	memset(&d, 0, sizeof d);
+	int rc = touched ? expand_device(L, 0, NULL, 0, touched, &d) : ir_errorf(-ENOMEM, "out of memory");
+	if (rc == 0) {
+		fprintf(f,
+			"stage %d on mesh %dx%d (ranks %d..%d), device %d's program before the memory plan: %d "
+			"buffers, %d instructions\n",
+			L->stage, L->n0, L->n1, L->first_rank, L->first_rank + L->nd - 1, d.rank, d.nbuf, d.ninstr);
+		rc = plan_print_program(L->p, &d, f);
+	}
+	ir_free(touched);
+	ir_free(d.buf);
+	ir_free(d.instr);
+	ir_free(d.args);
+	return rc;
+}
+
+int lw_memory(struct lower *L)
 {
 	int *lo = ir_malloc(sizeof *lo * (size_t)(L->nbuf + 1));
 	int *hi = ir_malloc(sizeof *hi * (size_t)(L->nbuf + 1));
@@ -409,8 +436,6 @@ int lw_finish(struct lower *L)
 		rc = ir_errorf(-ENOMEM, "out of memory planning memory");
 		goto out;
 	}
-	if ((rc = lw_fuse(L)) < 0)
-		goto out;
 	if (!(shared = shared_stash(L))) {
 		rc = ir_errorf(-ENOMEM, "out of memory planning memory");
 		goto out;

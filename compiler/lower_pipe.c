@@ -202,8 +202,5 @@ int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 	for (int s = 0; s < c->ns; s++)
 		if ((rc = lw_train_finish(&c->L[s], c->tr, c->inv[s], s == c->ns - 1)) < 0)
 			return rc;
-	for (int s = 0; s < c->ns; s++)
-		if ((rc = lw_finish(&c->L[s])) < 0)
-			return rc;
 	return 0;
 }

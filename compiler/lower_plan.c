@@ -8,8 +8,12 @@
  * appended to the sender's program, which is complete by then, so every
  * stage receives before it sends and messages follow one global order:
  * no deadlock); then its nodes (lower.c). Every model output is bound in
- * the stage that computes it. Last, per stage, frees, the memory plan and
- * the expansion into per-device programs (lower_mem.c).
+ * the stage that computes it. Then two passes of their own over every
+ * stage's program (lower_fuse, lower_memory): fusion (lower_fuse.c), and
+ * frees, the memory plan and the expansion into per-device programs
+ * (lower_mem.c). lower_plan and lower_train run the three in a row; the
+ * compile pipeline (pipeline.c) runs them one by one, to check, dump and
+ * time each.
  *
  * The programs run once per micro-batch: inputs and outputs are one
  * micro-batch's, and a stage's sends carry that micro-batch's activations.
@@ -306,32 +310,65 @@ static int lower_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 	for (int o = 0; !c->tr && o < ir_graph_noutputs(c->whole); o++)
 		if ((rc = model_output(c, o)) < 0)
 			return rc;
-	for (int s = 0; s < c->ns; s++)
-		if ((rc = lw_finish(&c->L[s])) < 0)
-			return rc;
 	return 0;
 }
 
-static int lower_any(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st,
-		     int nstages, const char *cluster, struct plan **out)
+/* A plan's stages between lowering's passes: the plan under construction
+ * and each stage's template program. */
+struct lowering {
+	struct lw_shared sh;
+	struct lw_ctx c;
+	struct plan *p;
+};
+
+void lower_free(struct lowering *lw)
 {
-	struct lw_shared sh = { NULL, 0, 0 };
-	struct lw_ctx c = { tr, whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
-	int ndata = tr ? tr->ts->ndata : ir_graph_ninputs(whole);
-	struct plan *p = plan_new();
-	int nw = ir_graph_nvalues(whole), rc = -ENOMEM;
+	if (!lw)
+		return;
+	struct lw_ctx *c = &lw->c;
+	for (int s = 0; c->L && s < c->ns; s++)
+		lower_release(&c->L[s]);
+	for (int s = 0; c->inv && s < c->ns; s++)
+		ir_free(c->inv[s]);
+	ir_free(c->L);
+	ir_free(c->inv);
+	ir_free(c->owner);
+	ir_free(c->pidx);
+	ir_free(c->iidx);
+	ir_free(lw->sh.khash);
+	plan_free(lw->p);
+	ir_free(lw);
+}
+
+int lower_begin(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st, int nstages,
+		const char *cluster, struct lowering **out)
+{
 	*out = NULL;
+	if (tr && nstages == 1 && (st->g != tr->ts->g || st->src))
+		return ir_errorf(-EINVAL, "lower_train: the stage must be the train step's own graph");
+	if (tr && nstages > 1 && (tr->ts->nstages != nstages || !tr->order))
+		return ir_errorf(-EINVAL, "lower_train: a step built for %d stages and %s schedule, lowered on %d",
+				 tr->ts->nstages, tr->order ? "a" : "no", nstages);
+	struct lowering *lw = ir_calloc(1, sizeof *lw);
+	if (!lw)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	lw->c = (struct lw_ctx){ tr, whole, st, nstages, NULL, NULL, NULL, NULL, NULL };
+	struct lw_ctx *c = &lw->c;
+	int ndata = tr ? tr->ts->ndata : ir_graph_ninputs(whole);
+	struct plan *p = lw->p = plan_new();
+	int nw = ir_graph_nvalues(whole), rc = -ENOMEM;
 	if (!p)
 		goto fail;
 	size_t len = strlen(cluster ? cluster : "");
 	if (!(p->cluster = ir_malloc(len + 1)) || !(p->stages = ir_calloc((size_t)nstages, sizeof *p->stages)) ||
-	    !(c.L = ir_calloc((size_t)nstages, sizeof *c.L)) || !(c.inv = ir_calloc((size_t)nstages, sizeof *c.inv)) ||
-	    !(c.owner = ir_malloc(sizeof *c.owner * (size_t)(nw + 1))) ||
-	    !(c.pidx = index_of(whole, ir_graph_nparams(whole), ir_graph_param)) ||
-	    !(c.iidx = index_of(whole, ndata, ir_graph_input)))
+	    !(c->L = ir_calloc((size_t)nstages, sizeof *c->L)) ||
+	    !(c->inv = ir_calloc((size_t)nstages, sizeof *c->inv)) ||
+	    !(c->owner = ir_malloc(sizeof *c->owner * (size_t)(nw + 1))) ||
+	    !(c->pidx = index_of(whole, ir_graph_nparams(whole), ir_graph_param)) ||
+	    !(c->iidx = index_of(whole, ndata, ir_graph_input)))
 		goto fail;
 	memcpy(p->cluster, cluster ? cluster : "", len + 1);
-	memset(c.owner, -1, sizeof *c.owner * (size_t)(nw + 1));
+	memset(c->owner, -1, sizeof *c->owner * (size_t)(nw + 1));
 	p->micro = 1;
 	p->nstages = nstages;
 	if ((rc = add_tensors(&p->params, &p->nparams, whole, ir_graph_nparams(whole), ir_graph_param, false)) < 0 ||
@@ -340,24 +377,56 @@ static int lower_any(const struct lower_train *tr, const struct ir_graph *whole,
 			      true)) < 0 ||
 	    (tr && (rc = lw_train_tensors(p, tr)) < 0))
 		goto fail;
-	rc = tr && nstages > 1 ? lw_pipe_all(&c, p, &sh) : lower_all(&c, p, &sh);
+	rc = tr && nstages > 1 ? lw_pipe_all(c, p, &lw->sh) : lower_all(c, p, &lw->sh);
 fail:
 	if (rc == -ENOMEM && !ir_error()[0])
 		ir_errorf(-ENOMEM, "out of memory lowering the plan");
-	for (int s = 0; c.L && s < nstages; s++)
-		lower_release(&c.L[s]);
-	for (int s = 0; c.inv && s < nstages; s++)
-		ir_free(c.inv[s]);
-	ir_free(c.L);
-	ir_free(c.inv);
-	ir_free(c.owner);
-	ir_free(c.pidx);
-	ir_free(c.iidx);
-	ir_free(sh.khash);
 	if (rc < 0)
-		plan_free(p);
+		lower_free(lw);
 	else
-		*out = p;
+		*out = lw;
+	return rc;
+}
+
+int lower_fuse(struct lowering *lw)
+{
+	int rc = 0;
+	for (int s = 0; s < lw->c.ns && rc == 0; s++)
+		rc = lw_fuse(&lw->c.L[s]);
+	return rc;
+}
+
+int lower_memory(struct lowering *lw, struct plan **out)
+{
+	int rc = 0;
+	*out = NULL;
+	for (int s = 0; s < lw->c.ns && rc == 0; s++)
+		rc = lw_memory(&lw->c.L[s]);
+	if (rc == 0) {
+		*out = lw->p;
+		lw->p = NULL;
+	}
+	return rc;
+}
+
+int lower_print(const struct lowering *lw, FILE *f)
+{
+	int rc = 0;
+	for (int s = 0; s < lw->c.ns && rc == 0; s++)
+		rc = lw_print(&lw->c.L[s], f);
+	return rc == 0 && ferror(f) ? ir_errorf(-EIO, "write error") : rc;
+}
+
+/* The three passes in a row. */
+static int lower_any(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st,
+		     int nstages, const char *cluster, struct plan **out)
+{
+	struct lowering *lw;
+	*out = NULL;
+	int rc = lower_begin(tr, whole, st, nstages, cluster, &lw);
+	if (rc == 0 && (rc = lower_fuse(lw)) == 0)
+		rc = lower_memory(lw, out);
+	lower_free(lw);
 	return rc;
 }
 
@@ -370,12 +439,6 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
 int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out)
 {
-	*out = NULL;
-	if (nstages == 1 && (st->g != tr->ts->g || st->src))
-		return ir_errorf(-EINVAL, "lower_train: the stage must be the train step's own graph");
-	if (nstages > 1 && (tr->ts->nstages != nstages || !tr->order))
-		return ir_errorf(-EINVAL, "lower_train: a step built for %d stages and %s schedule, lowered on %d",
-				 tr->ts->nstages, tr->order ? "a" : "no", nstages);
 	return lower_any(tr, tr->ts->g, st, nstages, cluster, out);
 }
 

@@ -25,6 +25,7 @@
 #include "compiler/cli.h"
 #include "compiler/codegen.h"
 #include "compiler/compiler.h"
+#include "compiler/pipeline.h"
 #include "compiler/progress.h"
 #include "compiler/report_internal.h"
 #include "ir/plan.h"
@@ -53,7 +54,8 @@ struct args {
 	bool precision;        /* --precision given */
 	const char *host_cpu;  /* --host-cpu: the CPU host kernels are compiled for */
 	const char *codegen;   /* --codegen host|ptx|all|none; NULL: the cluster's kind */
-	bool dump_fusion;      /* --dump-after=fusion */
+	unsigned dump_after;   /* --dump-after=PASS,...: a bit per pass (pipeline.h) */
+	const char *dump_dir;  /* --dump-dir DIR: the dumps as files there */
 	const char *sign_key;  /* --sign-key FILE: -o plan.bin carries an HMAC under it */
 };
 
@@ -106,7 +108,7 @@ static const struct cli_usage compile_usage = {
 		"                 [--dim NAME=VALUE]...\n"
 		"                 [--const NAME=FILE|DIR]...\n"
 		"                 [-o plan.bin [--host-cpu x86-64-v2|v3|v4|native] [--codegen host|ptx|all|none]\n"
-		"                 [--dump-after=fusion] [--sign-key KEY] | -o PLAN.txt]\n"
+		"                 [--sign-key KEY] | -o PLAN.txt] [--dump-after=PASS[,PASS]...] [--dump-dir DIR]\n"
 		"                 STEP OPTIONS: as pcc train's (--loss, --lr, --schedule with --total-steps N, ...)\n"
 		"       pcc MODEL --cluster C --stage-only [--mesh N0xN1] [--train [--optim O]] [--memory-limit SIZE]\n"
 		"                 [--time-limit S] [--calib FILE] [--explain] [--print-ir]\n",
@@ -121,7 +123,13 @@ static const struct cli_usage compile_usage = {
 		   "           N0*N1 devices, so the stages are devices / (N0*N1) (default: searched)\n"
 		   "  -q       no progress on stderr (shown after 2 s: phase, work done, best step time)\n"
 		   "  --time-passes  after the compile, a table on stderr of wall and CPU seconds per\n"
-		   "           phase (search, the stages' sharding, instructions, codegen, writing)\n"
+		   "           phase (search; lowering: the model, the train step, the stages' sharding,\n"
+		   "           instructions, fusion, memory plan; codegen, writing)\n"
+		   "  --dump-after=PASS[,PASS]...  after each pass named, what it made, on stdout: IR text\n"
+		   "           for import and autodiff, plan text (as pcc inspect shows it) for the others;\n"
+		   "           the passes: " PIPELINE_PASSES " (or all)\n"
+		   "  --dump-dir DIR  the dumps as files DIR/NN-PASS.ir or .txt, NN counting the passes\n"
+		   "           run (every pass when --dump-after is not given)\n"
 		   "  --recompute  training: auto (default) lets the search choose per stage whether\n"
 		   "           its backward pass recomputes each layer's activations from the layer's\n"
 		   "           input instead of keeping them (activation checkpointing); on and off force it\n"
@@ -266,6 +274,7 @@ enum {
 	O_NO_CODEGEN,
 	O_CODEGEN,
 	O_DUMP_AFTER,
+	O_DUMP_DIR,
 	O_RECOMPUTE,
 	O_TIME_LIMIT,
 	O_OPTIM,
@@ -316,6 +325,7 @@ static const struct opt_def {
 	{ "codegen", required_argument, O_CODEGEN, C_COMPILE },
 	{ "no-codegen", no_argument, O_NO_CODEGEN, C_COMPILE },
 	{ "dump-after", required_argument, O_DUMP_AFTER, C_COMPILE },
+	{ "dump-dir", required_argument, O_DUMP_DIR, C_COMPILE },
 	{ "sign-key", required_argument, O_SIGN_KEY, C_COMPILE },
 };
 #define NOPT_DEFS (int)(sizeof opt_defs / sizeof *opt_defs)
@@ -383,9 +393,9 @@ static int parse_option(struct args *a, int c, const char *opt, const char *v)
 			return ir_errorf(-EINVAL, "--codegen %s: expected host, ptx, all or none", v);
 		break;
 	case O_DUMP_AFTER:
-		if (strcmp(v, "fusion"))
-			return ir_errorf(-EINVAL, "--dump-after %s: only fusion can be dumped", v);
-		a->dump_fusion = true;
+		return pipeline_dump_parse(v, &a->dump_after);
+	case O_DUMP_DIR:
+		a->dump_dir = v;
 		break;
 	case O_RECOMPUTE:
 		a->recompute = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : !strcmp(v, "auto") ? -1 : -2;
@@ -503,7 +513,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return ir_errorf(-EINVAL, "%s: --cluster is required", a->model);
 	if (a->cmd->bit == C_COMPILE && a->train_opt && !a->train)
 		return ir_errorf(-EINVAL, "--%s is an option of the train step: give --train too", a->train_opt);
-	if (a->cmd->bit == C_COMPILE && a->json && (a->stage_only || a->explain || a->dump_fusion))
+	if (a->cmd->bit == C_COMPILE && a->json && (a->stage_only || a->explain || (a->dump_after && !a->dump_dir)))
 		return ir_errorf(-EINVAL, "--json summarizes the automatic plan: not with %s",
 				 a->stage_only ? "--stage-only"
 				 : a->explain  ? "--explain"
@@ -679,132 +689,30 @@ static struct ir_graph *load_any(const struct args *a)
 	size_t n = a->model ? strlen(a->model) : 0;
 	if (n < 3 || strcmp(a->model + n - 3, ".ir"))
 		return load(a, NULL);
-	FILE *f = fopen(a->model, "rb");
-	if (!f) {
-		ir_errorf(-ENOENT, "%s: cannot open: %s", a->model, strerror(errno));
-		return NULL;
-	}
-	char *text = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-	char buf[65536];
-	size_t k;
-	while (m && (k = fread(buf, 1, sizeof buf, f)) > 0)
-		fwrite(buf, 1, k, m);
-	fclose(f);
-	if (!m || fclose(m)) {
-		free(text);
-		ir_errorf(-ENOMEM, "%s: out of memory reading", a->model);
-		return NULL;
-	}
-	struct ir_graph *g = ir_parse(text);
-	free(text);
-	if (!g)
-		ir_error_prefix("%s", a->model);
-	else if (ir_verify(g) < 0) {
-		ir_error_prefix("%s", a->model);
-		ir_graph_free(g);
-		g = NULL;
-	}
-	return g;
+	struct pipeline_model m = { a->model, NULL, "" };
+	return pipeline_load(&m, 0);
 }
 
-/* The inter-op pass's loader: the model with its batch bound to b. */
-struct plan_load {
-	const struct args *a;
-	struct onnx_import_opts imp;
-	char bname[128];
-};
-
-static struct ir_graph *load_batch(void *ctx, int64_t b)
+/* -o plan.bin written (p: as read back): what it holds, on stdout or as
+ * js's "output" (--json). */
+static void written(const struct args *a, const struct plan *p, json_t *js)
 {
-	const struct plan_load *pl = ctx;
-	size_t n = strlen(pl->a->model);
-	if (n > 3 && !strcmp(pl->a->model + n - 3, ".ir"))
-		return load_any(pl->a);
-	return pl->bname[0] ? onnx_import_batch(pl->a->model, &pl->imp, pl->bname, b)
-			    : onnx_import(pl->a->model, &pl->imp, NULL);
-}
-
-/* Names the model in the error unless the message already starts with it
- * (errors of the ONNX import do). */
-static void prefix_model(const struct args *a)
-{
-	size_t n = strlen(a->model);
-	if (strncmp(ir_error(), a->model, n) || ir_error()[n] != ':')
-		ir_error_prefix("%s", a->model);
-}
-
-/* -o FILE.txt: the inter-op plan's text form. */
-static int write_text(const char *path, const struct inter_plan *p)
-{
-	FILE *out = fopen(path, "w");
-	if (!out)
-		return ir_errorf(-errno, "%s: cannot write: %s", path, strerror(errno));
-	int rc = inter_explain(p, out);
-	if (fclose(out) != 0 && rc == 0)
-		rc = ir_errorf(-EIO, "%s: write error", path);
-	return rc;
-}
-
-/* -o plan.bin: lowered, verified, written, read back and verified again. */
-/* Lowers, generates code for and writes plan p (lowered already: taken over);
- * says what it wrote on stdout, or as js's "output" (--json). */
-static int write_plan(const struct args *a, const struct cost_cluster *c, struct plan *p, json_t *js)
-{
-	struct plan *back;
-	int rc = 0;
-	if (a->dump_fusion)
-		for (int s = 0; s < p->nstages && rc == 0; s++)
-			rc = plan_print_device(p, p->stages[s].first_rank, stdout);
-	/* host code for CPU clusters, PTX for GPU ones, unless --codegen says */
-	struct codegen_opts co;
-	codegen_opts_init(&co);
-	co.host_cpu = a->host_cpu;
-	const char *cg = a->codegen ? a->codegen : c->cpu ? "host" : "ptx";
-	co.host = !strcmp(cg, "host") || !strcmp(cg, "all");
-	co.ptx = !strcmp(cg, "ptx") || !strcmp(cg, "all");
-	for (int i = 0; i < c->ngroups; i++) /* one GPU kind: its code only */
-		co.sm = i == 0 || co.sm == c->groups[i].dev.sm ? c->groups[i].dev.sm : 0;
-	progress_phase(0, "codegen (%s)", cg);
-	if (rc == 0 && strcmp(cg, "none") && (rc = codegen_plan(p, &co)) < 0)
-		ir_error_prefix("%s", a->model);
-	if (rc < 0) {
-		plan_free(p);
-		return rc;
-	}
-	progress_phase(0, "writing %s", a->out_dir);
 	int64_t peak = 0;
-	int ndevices = p->ndevices, nkernels = p->nkernels;
 	for (int i = 0; i < p->ndevices; i++)
 		peak = p->devices[i].arena_bytes > peak ? p->devices[i].arena_bytes : peak;
-	const struct plan_key *key = a->sign_key ? &sign_key : NULL;
-	rc = plan_write_signed(p, a->out_dir, key);
-	plan_free(p); /* before the copy read back: one plan in memory at a time */
-	if (rc == 0) {
-		if (!(back = plan_read_verified(a->out_dir, key)))
-			rc = -EIO;
-		else if ((rc = plan_verify(back)) < 0)
-			ir_error_prefix("%s: the plan read back fails its check", a->out_dir);
-		plan_free(back);
-	}
-	progress_end();
-	if (rc == 0) {
-		if (js)
-			json_object_set_new(js, "output",
-					    json_pack("{s:s, s:s, s:i, s:i, s:I}", "path", a->out_dir, "form", "plan",
-						      "devices", ndevices, "kernels", nkernels, "peak_arena_bytes",
-						      (json_int_t)peak));
-		else
-			printf("wrote %s: %d devices, %d kernels, peak %.3f MiB per device (arena)\n", a->out_dir,
-			       ndevices, nkernels, (double)peak / (1 << 20));
-	}
-	return rc;
+	if (js)
+		json_object_set_new(js, "output",
+				    json_pack("{s:s, s:s, s:i, s:i, s:I}", "path", a->out_dir, "form", "plan",
+					      "devices", p->ndevices, "kernels", p->nkernels, "peak_arena_bytes",
+					      (json_int_t)peak));
+	else
+		printf("wrote %s: %d devices, %d kernels, peak %.3f MiB per device (arena)\n", a->out_dir, p->ndevices,
+		       p->nkernels, (double)peak / (1 << 20));
 }
 
 /* pcc MODEL --json: plan p's summary, the keys named as pcc report --json
  * names them where they mean the same (stages, step time, memory, the
- * plans weighed, candidates skipped); write_plan adds "output". */
+ * plans weighed, candidates skipped); written adds "output". */
 static json_t *plan_json(const struct args *a, const struct cost_cluster *c, const struct inter_plan *p)
 {
 	json_t *o = json_object(), *stages = json_array(), *alts = json_array();
@@ -863,34 +771,14 @@ static json_t *plan_json(const struct args *a, const struct cost_cluster *c, con
 	return o;
 }
 
-/* --train: what the step trains, said once before the search, as pcc
- * train says it (train_params_print); a step that cannot be built is left
- * to the search, which reports why in its context. */
-static void train_summary(const struct args *a, struct plan_load *pl, int64_t batch, const struct train_opts *to)
-{
-	bool updates = pl->imp.updates;
-	pl->imp.updates = true;
-	struct ir_graph *g = load_batch(pl, batch);
-	pl->imp.updates = updates;
-	struct train_step ts;
-	if (g && train_build(g, to, &ts) == 0)
-		train_params_print(&ts, a->model, stderr);
-	if (g)
-		train_step_free(&ts);
-	ir_error_clear();
-}
-
-/* Lowerings that may refuse a stage before pcc gives up. */
-#define MAX_REFUSED 16
-
-/* pcc MODEL --cluster C: the whole automatic plan (inter-op pass); with
- * -o plan.bin, lowered: a stage lowering cannot fit in the memory limit
- * is left out of the search, which runs again (inter_opts.refused). */
+/* pcc MODEL --cluster C: the compile pipeline (pipeline.c: the search,
+ * and with -o plan.bin the plan lowered, its code generated and written),
+ * then what it chose on stdout. */
 static int cmd_plan(const struct args *a, const struct cost_cluster *c, const struct cost_calib *cal)
 {
 	struct inter_opts o;
-	struct inter_plan p;
-	struct plan_load pl = { .a = a };
+	struct pipeline_result res;
+	struct onnx_import_opts imp;
 	int rc;
 	inter_opts_init(&o);
 	progress_init(a->quiet);
@@ -907,8 +795,6 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	o.mem_limit = a->mem_limit;
 	o.time_limit = a->time_limit;
 	o.cal = cal;
-	o.load = load_batch;
-	o.ctx = &pl;
 	size_t ol = a->out_dir ? strlen(a->out_dir) : 0;
 	bool text = ol > 4 && !strcmp(a->out_dir + ol - 4, ".txt");
 	/* a training plan to lower: only schedules lowering runs */
@@ -942,97 +828,61 @@ static int cmd_plan(const struct args *a, const struct cost_cluster *c, const st
 	if (a->train && to.sched != TRAIN_LR_CONSTANT && to.total == 0)
 		return ir_errorf(-EINVAL, "--schedule %s needs --total-steps N (the length of the decay)",
 				 to.sched == TRAIN_LR_COSINE ? "cosine" : "linear");
-	size_t n = strlen(a->model);
-	if (n > 3 && !strcmp(a->model + n - 3, ".ir")) {
-		struct ir_graph *g = load_any(a);
-		if (!g)
-			return -EINVAL;
-		o.static_batch = ir_graph_ninputs(g) && ir_graph_input(g, 0)->shape.rank
-					 ? ir_graph_input(g, 0)->shape.dims[0]
-					 : 1;
-		ir_graph_free(g);
-	} else {
-		onnx_import_opts_init(&pl.imp);
-		pl.imp.dims = a->dims;
-		pl.imp.ndims = a->ndims;
-		cli_consts_use(&a->consts, &pl.imp);
-		if ((rc = onnx_batch_dim(a->model, &pl.imp, pl.bname, sizeof pl.bname, &o.static_batch)) < 0)
-			return rc;
-	}
-	if (a->train)
-		train_summary(a, &pl, o.static_batch, &to);
-	struct plan *lowered = NULL;
-	struct inter_refused *refused = NULL;
-	o.cache = inter_cache_new(); /* NULL: every search solves its layers */
-	for (;;) {
-		pl.imp.updates = false; /* the search weighs the model as given */
-		if ((rc = inter_pass(c, &o, &p)) < 0) {
-			prefix_model(a);
-			break;
-		}
-		if (!a->out_dir || text)
-			break;
-		int stage = -1;
-		pl.imp.updates = a->train; /* the train step updates BatchNorm's running statistics */
-		struct compile_input in = { a->model, a->cluster, c, &o, &p, &to, &pl.imp, &stage };
-		if ((rc = compile_lower(&in, &lowered)) == 0)
-			break;
-		prefix_model(a);
-		if (rc != -ENOSPC || stage < 0 || o.nrefused >= MAX_REFUSED)
-			break;
-		/* lowering is the truth: the search leaves that stage out and runs again */
-		struct inter_refused *nr = ir_realloc(refused, sizeof *nr * (size_t)(o.nrefused + 1));
-		if (!nr) {
-			rc = ir_errorf(-ENOMEM, "out of memory");
-			break;
-		}
-		const struct inter_stage *y = &p.stages[stage];
-		refused = nr;
-		refused[o.nrefused++] = (struct inter_refused){ p.micro_batch, y->layer_first, y->layer_last,
-								y->rows,       y->cols,        y->n0,
-								y->n1,         y->inflight };
-		o.refused = refused;
-		progress_clear();
-		char layers[INTER_LAYERS_STRLEN];
-		fprintf(stderr, "pcc: %s; searching again without stage %d (%s on %dx%d)\n", ir_error(), stage,
-			inter_layers_str(y->layer_first, y->layer_last, layers), y->n0, y->n1);
-		inter_plan_free(&p);
-	}
-	progress_end();
-	inter_cache_free(o.cache);
-	o.cache = NULL;
-	if (rc < 0) {
-		ir_free(refused);
+	onnx_import_opts_init(&imp);
+	imp.dims = a->dims;
+	imp.ndims = a->ndims;
+	cli_consts_use(&a->consts, &imp);
+	/* host code for CPU clusters, PTX for GPU ones, unless --codegen says */
+	struct codegen_opts co;
+	codegen_opts_init(&co);
+	co.host_cpu = a->host_cpu;
+	const char *cg = a->codegen ? a->codegen : c->cpu ? "host" : "ptx";
+	co.host = !strcmp(cg, "host") || !strcmp(cg, "all");
+	co.ptx = !strcmp(cg, "ptx") || !strcmp(cg, "all");
+	for (int i = 0; i < c->ngroups; i++) /* one GPU kind: its code only */
+		co.sm = i == 0 || co.sm == c->groups[i].dev.sm ? c->groups[i].dev.sm : 0;
+	struct pipeline_input in = {
+		.model = a->model,
+		.cluster_spec = a->cluster,
+		.cluster = c,
+		.opts = &o,
+		.imp = &imp,
+		.train = a->train ? &to : NULL,
+		.out = a->out_dir,
+		.codegen = codegen_plan,
+		.cg = &co,
+		.cg_name = cg,
+		.key = a->sign_key ? &sign_key : NULL,
+		.dump = a->dump_dir && !a->dump_after ? ~0u : a->dump_after,
+		.dump_dir = a->dump_dir,
+	};
+	if ((rc = pipeline_compile(&in, &res)) < 0)
 		return rc;
-	}
+	const struct inter_plan *p = &res.plan;
 	char peak[IR_BYTES_STRLEN];
-	json_t *js = a->json ? plan_json(a, c, &p) : NULL;
+	json_t *js = a->json ? plan_json(a, c, p) : NULL;
 	if (!js) {
 		printf("%s on %s: %d stage%s, %s, %d micro-batch%s; step %.3f ms, %.4g samples/s, MFU %.1f%%, "
 		       "peak %s per device\n",
-		       a->model, c->name, p.nstages, p.nstages == 1 ? "" : "s", cost_sched_name(p.sched), p.micro,
-		       p.micro == 1 ? "" : "es", p.step_time * 1e3, p.samples_per_s, 100 * p.mfu,
-		       ir_bytes_str(p.mem_peak, peak));
-		inter_skipped_print(&p, stdout);
+		       a->model, c->name, p->nstages, p->nstages == 1 ? "" : "s", cost_sched_name(p->sched), p->micro,
+		       p->micro == 1 ? "" : "es", p->step_time * 1e3, p->samples_per_s, 100 * p->mfu,
+		       ir_bytes_str(p->mem_peak, peak));
+		inter_skipped_print(p, stdout);
 	}
 	if (a->explain)
-		rc = inter_explain(&p, stdout);
-	if (a->explain && lowered)
-		inter_lowered_print(&p, lowered, stdout);
-	if (rc == 0 && a->out_dir && text)
-		rc = write_text(a->out_dir, &p);
-	else if (rc == 0 && lowered)
-		rc = write_plan(a, c, lowered, js);
-	else if (lowered)
-		plan_free(lowered);
+		rc = inter_explain(p, stdout);
+	if (a->explain && res.written)
+		inter_lowered_print(p, res.written, stdout);
+	if (rc == 0 && res.written)
+		written(a, res.written, js);
 	if (rc == 0 && js) {
 		if (json_dumpf(js, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) < 0 ||
 		    printf("\n") < 0)
 			rc = ir_errorf(-EIO, "cannot write the plan's summary");
 	}
 	json_decref(js);
-	inter_plan_free(&p);
-	ir_free(refused);
+	plan_free(res.written);
+	inter_plan_free(&res.plan);
 	if (rc == 0)
 		progress_time_print(stderr);
 	return rc;

@@ -175,8 +175,11 @@ int plan_print_device(const struct plan *p, int dev, FILE *f)
 	fprintf(f, "device %d: stage %d, mesh position (%d,%d), arena %lld bytes, %d buffers, %d instructions\n",
 		d->rank, d->stage, d->coord[0], d->coord[1], (long long)d->arena_bytes, d->nbuf, d->ninstr);
 	int rc = print_memory(d, f);
-	if (rc < 0)
-		return rc;
+	return rc < 0 ? rc : plan_print_program(p, d, f);
+}
+
+int plan_print_program(const struct plan *p, const struct plan_device *d, FILE *f)
+{
 	fprintf(f, "buffers:\n");
 	for (int b = 0; b < d->nbuf; b++) {
 		const struct plan_buffer *x = &d->buf[b];

@@ -26,19 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler/pipeline.h"
 #include "compiler/report_internal.h"
-
-struct loader {
-	const char *model;
-	const struct onnx_import_opts *imp;
-	char bname[128];
-};
-
-static struct ir_graph *load_b(void *ctx, int64_t b)
-{
-	const struct loader *l = ctx;
-	return l->bname[0] ? onnx_import_batch(l->model, l->imp, l->bname, b) : onnx_import(l->model, l->imp, NULL);
-}
 
 /* What one layer on one mesh costs, split by kind. */
 struct layer_split {
@@ -466,7 +455,7 @@ static int plan_prec(const struct wi_request *q, const struct cost_cluster *c)
 
 int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
 {
-	struct loader l = { .model = q->model, .imp = q->imp };
+	struct pipeline_model l = { .path = q->model, .imp = q->imp }; /* the compile's loader */
 	struct onnx_import_opts none;
 	if (!l.imp) {
 		onnx_import_opts_init(&none);
@@ -475,7 +464,7 @@ int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct wha
 	struct inter_opts o = q->inter;
 	o.batch = q->batch;
 	o.cal = q->cal;
-	o.load = load_b;
+	o.load = pipeline_load;
 	o.ctx = &l;
 	o.prec = plan_prec(q, c);
 	memset(w, 0, sizeof *w);

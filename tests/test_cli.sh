@@ -125,6 +125,45 @@ check "fusion: a dot whose result is converted to f64 keeps its own kernel (the 
 check "fusion: gpt_op17 on 1x4:v100 fuses no dot" sh -c "
   '$pcc' '$models/gpt_op17/model.onnx' --cluster 1x4:v100 --dump-after=fusion -o '$tmp/g.bin' >'$tmp/gf' &&
   grep -q 'fused (k' '$tmp/gf' && ! grep 'fused (k' '$tmp/gf' | grep -q '= dot'"
+# The compile pipeline's dumps (compiler/pipeline.c): --dump-dir writes one
+# file per pass run, numbered in order, IR text for graph passes (read back
+# by pcc as a model), plan text for the others, each checked against an
+# independent view of the same thing: the import against pcc print, the
+# memory plan against pcc inspect --dump of the plan written (kernel
+# numbers left out: the writer renumbers them), the plan written against
+# pcc inspect.
+check "--dump-dir: one file per pass of an inference compile, numbered in order" sh -c "
+  '$pcc' '$m' --cluster cpu:1 -q --dump-dir '$tmp/dd' -o '$tmp/dd.bin' >/dev/null &&
+  test \"\$(ls '$tmp/dd' | tr '\\n' ' ')\" = '01-search.txt 02-import.ir 03-lower.txt 04-fusion.txt 05-memory.txt 06-codegen.txt 07-write.txt '"
+check "--dump-dir: the import's dump is pcc print's IR text of the model, and reads back as a model" sh -c "
+  '$pcc' print '$m' | cmp - '$tmp/dd/02-import.ir' &&
+  '$pcc' '$tmp/dd/02-import.ir' --cluster cpu:1 --stage-only >/dev/null"
+check "--dump-dir: lowering's template before fusion has no fused kernel, after fusion it has" sh -c "
+  grep -q \"^stage 0 on mesh 1x1 (ranks 0..0), device 0's program before the memory plan\" '$tmp/dd/03-lower.txt' &&
+  ! grep -q 'fused (k' '$tmp/dd/03-lower.txt' && grep -q 'fused (k' '$tmp/dd/04-fusion.txt'"
+check "--dump-dir: the memory plan's dump is the device pcc inspect --dump shows, and the write's what pcc inspect shows" sh -c "
+  '$pcc' inspect '$tmp/dd.bin' --dump 0 | sed 's/ (k[0-9]*)//' >'$tmp/dd0' &&
+  sed 's/ (k[0-9]*)//' '$tmp/dd/05-memory.txt' | cmp - '$tmp/dd0' &&
+  '$pcc' inspect '$tmp/dd.bin' | cmp - '$tmp/dd/07-write.txt'"
+check "--dump-dir: a training compile adds the train step after the import, IR text that reads back as a model" sh -c "
+  '$pcc' '$models/mlp_loss_op17/model.onnx' --cluster cpu:2 --train --batch 8 -q --dump-dir '$tmp/dt' -o '$tmp/dt.bin' >/dev/null &&
+  ls '$tmp/dt' | sed -n 2,3p | tr '\\n' ' ' | grep -qx '02-import.ir 03-autodiff.ir ' &&
+  test \$(grep -c ' = ' '$tmp/dt/03-autodiff.ir') -gt \$(grep -c ' = ' '$tmp/dt/02-import.ir') &&
+  '$pcc' '$tmp/dt/03-autodiff.ir' --cluster cpu:1 --stage-only >/dev/null"
+check "--dump-after=import,memory: those two on stdout, before the plan's summary" sh -c "
+  '$pcc' '$m' --cluster cpu:1 -q --dump-after=import,memory -o '$tmp/da.bin' >'$tmp/da' &&
+  head -n \$(wc -l <'$tmp/dd/02-import.ir') '$tmp/da' | cmp - '$tmp/dd/02-import.ir' &&
+  grep -q '^device 0: stage 0' '$tmp/da' && ! grep -q 'before the memory plan' '$tmp/da' &&
+  tail -n 2 '$tmp/da' | grep -q '^wrote '"
+check "--dump-after=all --dump-dir: as --dump-dir alone; a search without -o dumps the search alone" sh -c "
+  '$pcc' '$m' --cluster cpu:1 -q --dump-after=all --dump-dir '$tmp/dl' -o '$tmp/dl.bin' >/dev/null &&
+  test \$(ls '$tmp/dl' | wc -l) -eq 7 &&
+  '$pcc' '$m' --cluster cpu:1 -q --dump-dir '$tmp/ds' >/dev/null && test \"\$(ls '$tmp/ds')\" = 01-search.txt &&
+  grep -q '^plan: 1 stage over 1 device' '$tmp/ds/01-search.txt'"
+check "--dump-after of a pass that does not exist: exit 2, one line naming the passes" sh -c "
+  '$pcc' '$m' --cluster cpu:1 --dump-after=import,fuse -o '$tmp/x.bin' 2>'$tmp/e' >/dev/null; test \$? -eq 2 &&
+  test \$(wc -l <'$tmp/e') -eq 1 && test ! -e '$tmp/x.bin' &&
+  grep -q -- '--dump-after fuse: no such pass; the passes are search, import, autodiff, lower, fusion, memory, codegen, write, or all' '$tmp/e'"
 # ---- one command line (issue 38): getopt_long everywhere, -h and --help
 # on every command, --version on every program, exit 2 for a usage error
 # in one line naming it and the help, 1 for bad input

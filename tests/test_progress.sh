@@ -36,7 +36,7 @@ if command -v script >/dev/null 2>&1; then
 	PCC_PROGRESS_AFTER=0 script -qec "'$pcc' '$g' --cluster cpu:4 --train --batch 8 --codegen none -o '$tmp/t.bin'" \
 		/dev/null 2>&1 | sed "s/$(printf '\r\033')\\[K/<erase>/g" >"$tmp/tty"
 	check "on a terminal: redrawn in place" grep -q '<erase>pcc: \[[0-9.]* s\] lowering' "$tmp/tty"
-	check "on a terminal: the line erased before the result" grep -qF "<erase>wrote $tmp/t.bin" "$tmp/tty"
+	check "on a terminal: the line erased before the result" grep -qF "<erase>$g on cpu:4: " "$tmp/tty"
 fi
 check "pcc report --sweep names each point" sh -c "
   PCC_PROGRESS_AFTER=0 '$pcc' report '$g' --cluster 1x8:a100 --batch 64 --train --sweep tp,pp 2>'$tmp/s' >/dev/null &&
@@ -44,11 +44,12 @@ check "pcc report --sweep names each point" sh -c "
 
 # --time-passes: a table of wall and CPU seconds per kind of phase, -q or
 # not, whose rows add up to its total; nothing without the option
-check "--time-passes: every phase a row (search, the stages' sharding, codegen, writing), the rows adding up to the total" sh -c "
+check "--time-passes: every phase a row (search, the stages' sharding, fusion, memory plan, codegen, writing), the rows adding up to the total" sh -c "
   '$pcc' '$g' --cluster cpu:4 --train --batch 8 -q --time-passes -o '$tmp/tp.bin' 2>'$tmp/tp' >/dev/null &&
   cat '$tmp/tp' >&2 && grep -q '^pass timings' '$tmp/tp' &&
   grep -q '^  search: micro-batch size N  *[0-9.]* *[0-9.]* *[0-9.]*% *[1-9]' '$tmp/tp' &&
   grep -q \"^  lowering: the sharding of each stage's part of the train step \" '$tmp/tp' &&
+  grep -q '^  lowering: fusion  ' '$tmp/tp' && grep -q '^  lowering: memory plan  ' '$tmp/tp' &&
   grep -q '^  codegen  ' '$tmp/tp' && grep -q '^  writing  ' '$tmp/tp' &&
   awk '/^  total/ { t = \$2 } /^  [a-z(]/ && !/^  total/ && !/^  phase/ { s += \$(NF - (\$NF ~ /%/ ? 2 : 3)) }
        END { d = s - t; if (d < 0) d = -d; exit !(t > 0 && d < 0.01 + 0.001 * t) }' '$tmp/tp'"
