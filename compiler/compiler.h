@@ -733,7 +733,9 @@ struct inter_plan {
 	double search_s; /* wall time of the pass */
 	/* The fastest plans that fit among those weighed, fastest first, the
 	 * chosen one among them; nweighed counts every one weighed (those
-	 * that do not fit included). */
+	 * that do not fit included), each once: a training plan timed with
+	 * its gradient sync after the backward pass and overlapped is one
+	 * plan (one entry), and so is one stage under 1F1B and GPipe. */
 	struct inter_alt alt[INTER_MAX_ALTS];
 	int nalt, nweighed;
 	/* Candidates skipped: micro-batch sizes whose graph the loader could

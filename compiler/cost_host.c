@@ -18,16 +18,21 @@
  * directory ($PCC_CACHE_DIR, else $XDG_CACHE_HOME/pcc, else
  * ~/.cache/pcc, as pcc-run's cubin cache), keyed by what identifies the
  * host (CPU model, cores, L2 size, OpenBLAS's kernels); later compiles on
- * that host read it. Processes racing to write it all use the first
- * file published (link(2) fails for the later ones, which read it back).
+ * that host read it. Processes racing to write it take turns (flock(2)
+ * on the cache directory): the first measures and publishes, the others
+ * then read its file; where no lock can be had, the first file published
+ * wins (link(2) fails for the later ones, which read it back). Files are
+ * published whole (link or rename of a finished one), never half-written.
  * A file for another host is replaced; an unreadable or malformed one
  * gets a one-line warning and is replaced. PCC_HOST_CACHE=0 measures
  * every time and touches no file; deleting host.json measures again.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -207,11 +212,19 @@ enum cache_state { CACHE_NONE, CACHE_READ, CACHE_OTHER /* another host's or vers
  * wrong). */
 static enum cache_state cache_read(const char *path, const struct host *id, struct host *h, char *why, size_t nwhy)
 {
+	/* opened here, once: a file that another process publishes between
+	 * a failed open and a second look is not malformed */
+	FILE *f = fopen(path, "r");
+	if (!f && errno == ENOENT)
+		return CACHE_NONE;
+	if (!f) {
+		snprintf(why, nwhy, "%s", strerror(errno));
+		return CACHE_BAD;
+	}
 	json_error_t err;
-	json_t *j = json_load_file(path, 0, &err);
+	json_t *j = json_loadf(f, 0, &err);
+	fclose(f);
 	if (!j) {
-		if (access(path, F_OK) != 0)
-			return CACHE_NONE;
 		snprintf(why, nwhy, "line %d: %s", err.line, err.text);
 		return CACHE_BAD;
 	}
@@ -277,16 +290,27 @@ static int host_figures(struct host *h, char *src, size_t nsrc)
 		snprintf(src, nsrc, "measured once, cached");
 		return 0;
 	}
+	/* One process measures and writes at a time (a lock on the cache
+	 * directory, held until its file is published); the others, waiting,
+	 * then read its figures. Two that each replaced another host's file
+	 * would otherwise each use their own. */
+	ir_make_dirs(dir);
+	int lock = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock >= 0 && flock(lock, LOCK_EX) == 0)
+		got = cache_read(path, &id, h, why, sizeof why);
+	int rc = 0;
+	if (got == CACHE_READ) {
+		snprintf(src, nsrc, "measured once, cached");
+		goto out;
+	}
 	if (got == CACHE_BAD)
 		fprintf(stderr, "pcc: warning: ignoring the host figures in %s (%s): measuring again\n", path, why);
 	*h = id;
-	int rc = host_measure(h);
-	if (rc < 0)
-		return rc;
-	ir_make_dirs(dir);
+	if ((rc = host_measure(h)) < 0)
+		goto out;
 	/* a file for another host, or a bad one, is replaced; none: the first
-	 * process to publish wins (another may have while this one measured),
-	 * and everyone reads its figures */
+	 * process to publish wins (where no lock was had, another may have
+	 * while this one measured), and everyone reads its figures */
 	cache_write(path, h, got != CACHE_NONE);
 	struct host won;
 	if (cache_read(path, &id, &won, why, sizeof why) == CACHE_READ) {
@@ -295,7 +319,10 @@ static int host_figures(struct host *h, char *src, size_t nsrc)
 	} else {
 		snprintf(src, nsrc, "measured");
 	}
-	return 0;
+out:
+	if (lock >= 0)
+		close(lock); /* and the lock with it */
+	return rc;
 }
 
 int cost_device_host(int ranks, struct cost_device *d)

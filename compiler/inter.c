@@ -464,8 +464,12 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 			      !refused(s, dr->stages[i].first, dr->stages[i].last, k, infl[i]);
 			peak = fmax(peak, mem);
 		}
-		best->nweighed++;
-		if (!ok || (np == 1 && sch == COST_SCHED_GPIPE)) /* one stage: 1F1B's twin */
+		/* one stage: GPipe is 1F1B's twin; re-timed with the gradient
+		 * sync overlapped (try_overlap): the same plan, one row */
+		bool twin = np == 1 && sch == COST_SCHED_GPIPE;
+		if (!twin && !s->overlap)
+			best->nweighed++;
+		if (!ok || twin)
 			continue;
 		struct inter_alt alt = { .micro_batch = b,
 					 .micro = s->m,

@@ -704,18 +704,27 @@ static int h_tile(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_v
 		return -EINVAL;
 	if (n != x->rank)
 		return onnx_fail(c, "repeats has %d entries for rank %d", n, x->rank);
-	if (2 * x->rank > IR_MAX_RANK)
-		return onnx_fail(c, "rank %d too large to tile", x->rank);
-	/* [d0, d1] -> broadcast to [r0, d0, r1, d1] -> reshape [r0*d0, r1*d1] */
-	struct ir_shape b = { 2 * x->rank, { 0 } }, r = { x->rank, { 0 } };
-	struct ir_attrs a = { .axes.n = x->rank };
+	/* [d0, d1] -> broadcast to [r0, d0, r1, d1] -> reshape [r0*d0, r1*d1],
+	 * with no axis for a repeat of 1: torch's repeat_interleave of a
+	 * rank-4 attention tensor tiles its unsqueezed rank 5 by
+	 * [1, 1, r, 1, 1], a broadcast of rank 6 */
+	int tiled = 0;
 	for (int i = 0; i < x->rank; i++) {
 		if (reps[i] < 0)
 			return onnx_fail(c, "negative repeat");
-		b.dims[2 * i] = reps[i];
-		b.dims[2 * i + 1] = x->dims[i];
+		tiled += reps[i] != 1;
+	}
+	if (x->rank + tiled > IR_MAX_RANK)
+		return onnx_fail(c, "tiles %d dims of rank %d: at most %d (rank plus tiled dims up to %d)", tiled,
+				 x->rank, IR_MAX_RANK - x->rank, IR_MAX_RANK);
+	struct ir_shape b = { x->rank + tiled, { 0 } }, r = { x->rank, { 0 } };
+	struct ir_attrs a = { .axes.n = x->rank };
+	for (int i = 0, k = 0; i < x->rank; i++) {
+		if (reps[i] != 1)
+			b.dims[k++] = reps[i];
+		a.axes.v[i] = k;
+		b.dims[k++] = x->dims[i];
 		r.dims[i] = reps[i] * x->dims[i];
-		a.axes.v[i] = 2 * i + 1;
 	}
 	if (ir_shape_check(&b) < 0)
 		return -EINVAL;

@@ -82,14 +82,18 @@ static int pick_device(struct rt *r)
 		rc = gpu_check(g, a->cuDeviceGetCount(&n), "cuDeviceGetCount");
 	if (rc == 0 && n == 0)
 		rc = ir_errorf(-ENODEV, "no CUDA device is visible (CUDA_VISIBLE_DEVICES?)");
+	/* One GPU seen: this rank's own (srun --gpus-per-task=1 and
+	 * CUDA_VISIBLE_DEVICES per rank show each rank one), whatever its
+	 * local rank; ranks that do share one, NCCL refuses at its start.
+	 * Several: the local rank's, one rank per GPU. */
 	int local = r->c->local_size > 0 ? r->c->local_rank : r->c->rank;
-	if (rc == 0 && rt_local_ranks(r->c) > n)
-		rc = ir_errorf(-ENODEV, "%d ranks run on this host but it has %d GPU%s: one rank per GPU",
-			       rt_local_ranks(r->c), n, n == 1 ? "" : "s");
+	if (rc == 0 && n > 1 && rt_local_ranks(r->c) > n)
+		rc = ir_errorf(-ENODEV, "%d ranks run on this host but it has %d GPUs: one rank per GPU",
+			       rt_local_ranks(r->c), n);
 	if (rc < 0)
 		return rc;
 	int maj = 0, min = 0;
-	if ((rc = gpu_check(g, a->cuDeviceGet(&g->dev, local % n), "cuDeviceGet")) < 0 ||
+	if ((rc = gpu_check(g, a->cuDeviceGet(&g->dev, n == 1 ? 0 : local % n), "cuDeviceGet")) < 0 ||
 	    (rc = gpu_check(g, a->cuDeviceGetName(g->name, sizeof g->name, g->dev), "cuDeviceGetName")) < 0 ||
 	    (rc = gpu_check(g, a->cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
 			    "cuDeviceGetAttribute")) < 0 ||

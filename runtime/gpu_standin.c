@@ -7,7 +7,9 @@
  *
  * It has PCC_GPU_STANDIN_DEVICES devices per host (8) of compute
  * capability PCC_GPU_STANDIN_SM (90: 9.0; 80 or 90) with
- * PCC_GPU_STANDIN_MEM bytes each (80 GiB); the driver's JIT takes PTX for
+ * PCC_GPU_STANDIN_MEM bytes each (80 GiB), of which the process sees
+ * those CUDA_VISIBLE_DEVICES lists, as the driver does (srun
+ * --gpus-per-task=1 shows each task one); the driver's JIT takes PTX for
  * that compute capability or an older one. Kernels run
  * by the host code (or the reference kernels) of the plan kernel whose
  * name the PTX declares (gpu_standin_kernels), never by the PTX itself.
@@ -1220,13 +1222,35 @@ static long long env_num(const char *name, long long dflt, long long lo, long lo
 	return errno || *end || v < lo || v > hi ? dflt : v;
 }
 
+/* How many of the host's n devices CUDA_VISIBLE_DEVICES shows: all where
+ * it is unset; else its comma-separated ordinals up to the first that is
+ * not one of them (the driver's rule; GPU UUIDs are not taken here). */
+static int visible_devices(int n)
+{
+	const char *s = getenv("CUDA_VISIBLE_DEVICES");
+	if (!s)
+		return n;
+	int seen = 0;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long v = strtol(s, &end, 10);
+		if (end == s || errno || v < 0 || v >= n || (*end && *end != ','))
+			return seen;
+		seen++;
+		if (!*end)
+			return seen;
+		s = end + 1;
+	}
+}
+
 static struct gpu_api api;
 
 const struct gpu_api *gpu_standin_load(void)
 {
 	if (api.cuInit)
 		return &api;
-	S.ndev = (int)env_num("PCC_GPU_STANDIN_DEVICES", 8, 1, 64);
+	S.ndev = visible_devices((int)env_num("PCC_GPU_STANDIN_DEVICES", 8, 1, 64));
 	S.total = (size_t)env_num("PCC_GPU_STANDIN_MEM", 80ll << 30, 1 << 20, 1ll << 50);
 	S.sm = env_num("PCC_GPU_STANDIN_SM", 90, 80, 90) == 80 ? 80 : 90;
 	api.cuInit = init;

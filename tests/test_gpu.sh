@@ -93,6 +93,7 @@ if [ "$mode" = standin ]; then
 	# no cubin cache of a real GPU's is read; plans for cpu:N made with
 	# pinned host figures (host_pin.sh), in that cache directory
 	export PCC_GPU_STANDIN=1
+	unset CUDA_VISIBLE_DEVICES # the stand-in reads it as the driver does
 	. "$(dirname "$0")/host_pin.sh"
 	pin_host "$pcc" "$tmp/cache" || { echo "Bail out! cannot pin the host figures"; exit 1; }
 fi
@@ -243,5 +244,16 @@ if [ "$mode" = standin ]; then
 	check "4 ranks on a host with 4 GPUs run without them" sh -c "
 	  PCC_GPU_STANDIN_DEVICES=4 $mpi -np 4 $nolocal '$run' '$tmp/g4.bin' -i '$models/gpt_op17/test_data_set_0' \
 	    -o '$tmp/g4.out' >/dev/null && '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/g4.out' '$models/gpt_op17/test_data_set_0'"
+	# srun --gpus-per-task=1: each task sees one of the host's GPUs, its own
+	# (CUDA_VISIBLE_DEVICES set per task; here from Open MPI's local rank)
+	check "4 ranks that each see one GPU (CUDA_VISIBLE_DEVICES per task, as srun --gpus-per-task=1) run" sh -c "
+	  PCC_GPU_STANDIN_DEVICES=4 $mpi -np 4 sh -c 'CUDA_VISIBLE_DEVICES=\$OMPI_COMM_WORLD_LOCAL_RANK exec $nolocal \"\$0\" \"\$@\"' \
+	    '$run' '$tmp/g4.bin' -i '$models/gpt_op17/test_data_set_0' -o '$tmp/g1.out' >/dev/null &&
+	  '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/g1.out' '$models/gpt_op17/test_data_set_0'"
+	check "a rank shown no GPU (CUDA_VISIBLE_DEVICES lists none of the host's) is refused in one line" sh -c "
+	  '$pcc' '$models/gpt_op17/model.onnx' --cluster 1x1:h100 -o '$tmp/g1.bin' >/dev/null &&
+	  { PCC_GPU_STANDIN_DEVICES=4 CUDA_VISIBLE_DEVICES=4 $mpi -np 1 '$run' '$tmp/g1.bin' \
+	    -i '$models/gpt_op17/test_data_set_0' 2>'$tmp/e' >/dev/null
+	  test \$? -ne 0 && grep -q 'no CUDA device is visible' '$tmp/e'; }"
 fi
 tap_done

@@ -75,6 +75,27 @@ for s in o['stages']:
         assert op['time_s'] > 0 and op['count'] >= 1 and op['sharding'].startswith('<'), op
         assert op['runner_up'] is None or op['runner_up_extra_s'] >= 0, op
 EOF"
+# "plans weighed" counts each plan once: a training plan timed with its
+# gradient sync after the backward pass and overlapped is one plan (one
+# row), as is one stage under 1F1B and GPipe. On one stage of 1x4 with
+# batch 16 the plans are the five micro-batch sizes (16, 8, 4, 2, 1),
+# every one listed; on two stages each size under 1F1B, GPipe and
+# interleaved, less interleaved with one micro-batch: 14.
+check "auto --explain: plans weighed counts each plan once (not its two gradient syncs, not one stage's GPipe)" sh -c "
+  '$pcc' report '$tmp/g125.onnx' --cluster 1x4:v100 --train --batch 16 --stages 1 --json >'$tmp/w1.json' &&
+  '$pcc' report '$tmp/g125.onnx' --cluster 1x4:v100 --train --batch 16 --stages 1 --explain >'$tmp/w1.txt' &&
+  '$pcc' report '$tmp/g125.onnx' --cluster 1x4:v100 --train --batch 16 --stages 2 --json >'$tmp/w2.json' &&
+  python3 - '$tmp/w1.json' '$tmp/w1.txt' '$tmp/w2.json' <<'EOF'
+import json, re, sys
+one, two = json.load(open(sys.argv[1])), json.load(open(sys.argv[3]))
+a = one['alternatives']
+assert sorted(x['micro_batch'] for x in a) == [1, 2, 4, 8, 16], a
+assert all(x['other_way_step_time_s'] is not None for x in a), a
+assert one['plans_weighed'] == len(a) == 5, (one['plans_weighed'], len(a))
+n = int(re.search(r'^plans weighed: ([0-9]+);', open(sys.argv[2]).read(), re.M).group(1))
+assert n == 5, n
+assert two['plans_weighed'] == 14 and len(two['alternatives']) == 10, (two['plans_weighed'], len(two['alternatives']))
+EOF"
 # Data parallelism all-reduces every batch norm's mean and variance over the
 # replicas per micro-batch (what one device computes; what the automatic plan
 # costs); a GPT (layer norm, a loss averaged over the batch) has none.

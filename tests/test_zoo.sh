@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_zoo.sh PCC PCC_RUN PB_CMP ZOO_DIR: the model zoo of tests/zoo (TAP).
-# Tiny transformers/torchvision models (GPT-2, BERT, Llama, ViT, ResNet,
-# MobileNetV3, ConvNeXt, Whisper's encoder) exported by the TorchScript
+# Tiny transformers/torchvision models (GPT-2, BERT, Llama, Llama with
+# repeat_interleave, ViT, ResNet, MobileNetV3, ConvNeXt, Whisper's
+# encoder) exported by the TorchScript
 # exporter (NAME_ts, opset 17) and the dynamo exporter (NAME_dy, opset 20),
 # made by tests/zoo/gen_zoo.py. For every model: pcc inspect reads it, pcc
 # eval and a 4-rank plan run by pcc-run equal ONNX Runtime's outputs; for the

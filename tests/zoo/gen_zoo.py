@@ -209,6 +209,34 @@ def llama():
     return m, (ids(1, (2, 8)), PADDED), ["input_ids", "attention_mask"], ["logits"]
 
 
+class RepeatInterleaveKV(nn.Module):
+    """A transformers causal LM (eager attention) whose key/value heads are
+    repeated for their queries by torch.repeat_interleave, as hand-written
+    Llama blocks do, instead of transformers' repeat_kv (expand, then
+    reshape: the same values). The TorchScript exporter writes it as an
+    Unsqueeze to rank 5 and a Tile by [1, 1, r, 1, 1] (issue 39)."""
+
+    def __init__(self, lm):
+        super().__init__()
+        self.lm = LogitsOnly(lm)
+
+    def forward(self, input_ids, attention_mask):
+        from transformers.models.llama import modeling_llama
+        repeat_kv = modeling_llama.repeat_kv
+        modeling_llama.repeat_kv = lambda h, n: torch.repeat_interleave(h, n, dim=1)
+        try:
+            return self.lm(input_ids, attention_mask)
+        finally:
+            modeling_llama.repeat_kv = repeat_kv
+
+
+def llama_ri():
+    c = llama_config()
+    c._attn_implementation = "eager"  # the attention that calls repeat_kv
+    m = RepeatInterleaveKV(transformers.LlamaForCausalLM(c))
+    return m, (ids(1, (2, 8)), PADDED), ["input_ids", "attention_mask"], ["logits"]
+
+
 def llama_loss():
     m = LMLoss(transformers.LlamaForCausalLM(llama_config()))
     return m, (ids(1, (2, 8)), UNPADDED, ids(2, (2, 8))), ["input_ids", "attention_mask", "labels"], ["loss"]
@@ -271,7 +299,7 @@ def whisper():
     return Encoder(enc), (image(1, (1, 8, 16)),), ["input_features"], ["last_hidden_state"]
 
 
-ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
+ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
          "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
          "llama_loss_opt": llama_loss}
 LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
