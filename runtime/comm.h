@@ -1,10 +1,13 @@
 /*
- * comm.h: the runtime's communication table. The executor (exec.c) moves
- * bytes only through these entries: MPI now (comm_mpi.c), NCCL for GPU
- * buffers later. Every entry is collective over the ranks named (a plan
- * communicator, or the whole world for the ctl_* entries) and returns 0 or
- * a negative errno with a message in ir_error() naming what it waited for;
- * no entry waits longer than the table's timeout.
+ * comm.h: the runtime's communication table. The device tables (device.h)
+ * move bytes between ranks only through these entries: MPI for the host's
+ * buffers (comm_mpi.c, the host device's), NCCL for buffers in a GPU's
+ * memory (comm_nccl.c, the CUDA device's, which bootstraps over MPI and
+ * enqueues on streams: it says how its operations finish). The rest of
+ * the runtime uses the ctl entries. Every entry is collective over the ranks
+ * named (a plan communicator, or the whole world for the ctl_* entries)
+ * and returns 0 or a negative errno with a message in ir_error() naming
+ * what it waited for; no entry waits longer than the table's timeout.
  *
  * Data movement contract (the executor packs and unpacks around it):
  * - send: the bytes are copied or kept until flush; the call never waits
