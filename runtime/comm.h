@@ -115,14 +115,14 @@ int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv);
 
 /* In-process (comm_local.c): the ranks are threads of one process, every
  * rank's table over one world of `size` ranks; a wait lasts at most
- * timeout seconds, and fails sooner with -EDEADLK when every live rank
- * waits and nothing moves. The tests run a plan's ranks this way
- * (tests/plan_sim.c). */
+ * timeout seconds, and fails sooner with -EDEADLK when every rank not
+ * stopped waits for what is not done and nothing moves. The tests run a
+ * plan's ranks this way (tests/plan_sim.c). */
 struct rt_local;
 struct rt_local *rt_local_new(int size, double timeout);
 void rt_local_free(struct rt_local *w);
 int rt_comm_local_init(struct rt_comm *c, struct rt_local *w, int rank);
-/* Every rank is live (before the threads start); a rank's thread calls
+/* No rank has stopped (before the threads start); a rank's thread calls
  * done when it stops using its table, so the others' deadlock check no
  * longer waits for it. */
 void rt_local_start(struct rt_local *w);

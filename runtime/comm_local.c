@@ -10,9 +10,10 @@
  * (ir_tensor_get_f64), rounded once to the dtype. Started operations (req)
  * finish when their wait sees them done.
  *
- * A rank that blocks while every other live rank is blocked too, with
- * nothing changing for a while, fails with -EDEADLK naming what it waits
- * for; no wait lasts longer than the timeout. abort ends the process.
+ * A rank that waits while every other rank has stopped or waits too for
+ * what is not done, with nothing changing for a while, fails with -EDEADLK
+ * naming what it waits for; no wait lasts longer than the timeout. abort
+ * ends the process.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -68,8 +69,10 @@ struct round {
 struct rt_local {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	int size, live, blocked;
-	long gen; /* changes whenever anything a waiter may wait for does */
+	int size;
+	bool *gone;           /* [size]: the rank no longer uses its table */
+	const bool **waiting; /* [size]: what the rank's wait waits to be true */
+	long gen;             /* changes whenever anything a waiter may wait for does */
 	double timeout;
 	const struct plan *p;
 	struct msg *mail;
@@ -95,12 +98,14 @@ struct rt_local *rt_local_new(int size, double timeout)
 		return NULL;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
-	w->size = w->live = size;
+	w->size = size;
 	w->timeout = timeout;
 	w->posted = calloc((size_t)size + 1, sizeof *w->posted);
 	w->seq = calloc((size_t)size + 1, sizeof *w->seq);
 	w->prog = calloc((size_t)size + 1, sizeof *w->prog);
-	if (!w->posted || !w->seq || !w->prog) {
+	w->gone = calloc((size_t)size + 1, sizeof *w->gone);
+	w->waiting = calloc((size_t)size + 1, sizeof *w->waiting);
+	if (!w->posted || !w->seq || !w->prog || !w->gone || !w->waiting) {
 		rt_local_free(w);
 		return NULL;
 	}
@@ -132,19 +137,32 @@ void rt_local_free(struct rt_local *w)
 	free(w->seq);
 	free(w->posted);
 	free(w->prog);
+	free(w->gone);
+	free(w->waiting);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
 
-/* Waits (the lock held) until *flag, the timeout, or a deadlock. */
+/* Whether every rank has stopped or waits for something not yet done. */
+static bool all_stuck(const struct rt_local *w)
+{
+	for (int k = 0; k < w->size; k++)
+		if (!w->gone[k] && (!w->waiting[k] || *w->waiting[k]))
+			return false;
+	return true;
+}
+
+/* Waits (the lock held) until *flag, the timeout, or a deadlock: every
+ * rank stopped or waiting for what is not done, and nothing changing for
+ * 0.2 s (a rank whose wait is done counts as running, woken or not). */
 static int block(struct rt_comm *c, const bool *flag, const char *what, int peer)
 {
 	struct rt_local *w = world(c);
 	double t0 = ir_now();
 	long seen = w->gen;
-	double still = t0; /* since when nothing changed while all were blocked */
-	w->blocked++;
+	double still = t0; /* since when nothing changed while all were stuck */
+	w->waiting[c->rank] = flag;
 	while (!*flag) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -157,13 +175,13 @@ static int block(struct rt_comm *c, const bool *flag, const char *what, int peer
 		if (*flag)
 			break;
 		double now = ir_now();
-		if (w->gen != seen || w->blocked < w->live) {
+		if (w->gen != seen || !all_stuck(w)) {
 			seen = w->gen;
 			still = now;
 		}
 		if (now - still > 0.2) {
-			w->blocked--;
-			w->live--; /* the others see it and fail in turn */
+			w->waiting[c->rank] = NULL;
+			w->gone[c->rank] = true; /* the others see it and fail in turn */
 			w->gen++;
 			pthread_cond_broadcast(&w->cv);
 			return peer >= 0 ? ir_errorf(-EDEADLK, "deadlock: rank %d waits for %s from rank %d", c->rank,
@@ -171,11 +189,11 @@ static int block(struct rt_comm *c, const bool *flag, const char *what, int peer
 					 : ir_errorf(-EDEADLK, "deadlock: rank %d waits for %s", c->rank, what);
 		}
 		if (now - t0 > c->timeout) {
-			w->blocked--;
+			w->waiting[c->rank] = NULL;
 			return ir_errorf(-ETIMEDOUT, "rank %d waited %.0f s for %s", c->rank, c->timeout, what);
 		}
 	}
-	w->blocked--;
+	w->waiting[c->rank] = NULL;
 	return 0;
 }
 
@@ -606,7 +624,8 @@ int rt_comm_local_init(struct rt_comm *c, struct rt_local *w, int rank)
 void rt_local_start(struct rt_local *w)
 {
 	pthread_mutex_lock(&w->mu);
-	w->live = w->size;
+	for (int k = 0; k < w->size; k++)
+		w->gone[k] = false;
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -614,7 +633,7 @@ void rt_comm_local_done(struct rt_comm *c)
 {
 	struct rt_local *w = world(c);
 	pthread_mutex_lock(&w->mu);
-	w->live--;
+	w->gone[c->rank] = true;
 	w->gen++;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
