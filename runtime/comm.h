@@ -1,10 +1,14 @@
 /*
- * comm.h: the runtime's communication table. The executor (exec.c) moves
- * bytes only through these entries: MPI now (comm_mpi.c), NCCL for GPU
- * buffers later. Every entry is collective over the ranks named (a plan
- * communicator, or the whole world for the ctl_* entries) and returns 0 or
- * a negative errno with a message in ir_error() naming what it waited for;
- * no entry waits longer than the table's timeout.
+ * comm.h: the runtime's communication table. The device tables (device.h)
+ * move bytes between ranks only through these entries: MPI for the host's
+ * buffers (comm_mpi.c, the host device's), NCCL for buffers in a GPU's
+ * memory (comm_nccl.c, the CUDA device's, which bootstraps over MPI and
+ * enqueues on streams: it says how its operations finish), and between
+ * threads of one process for the tests (comm_local.c). The rest of the
+ * runtime uses the ctl entries. Every entry is collective over the ranks
+ * named (a plan communicator, or the whole world for the ctl_* entries)
+ * and returns 0 or a negative errno with a message in ir_error() naming
+ * what it waited for; no entry waits longer than the table's timeout.
  *
  * Data movement contract (the executor packs and unpacks around it):
  * - send: the bytes are copied or kept until flush; the call never waits
@@ -108,5 +112,20 @@ struct rt_comm {
 
 /* MPI: initializes MPI (argc, argv as MPI_Init takes them) and fills c. */
 int rt_comm_mpi_init(struct rt_comm *c, int *argc, char ***argv);
+
+/* In-process (comm_local.c): the ranks are threads of one process, every
+ * rank's table over one world of `size` ranks; a wait lasts at most
+ * timeout seconds, and fails sooner with -EDEADLK when every rank not
+ * stopped waits for what is not done and nothing moves. The tests run a
+ * plan's ranks this way (tests/plan_sim.c). */
+struct rt_local;
+struct rt_local *rt_local_new(int size, double timeout);
+void rt_local_free(struct rt_local *w);
+int rt_comm_local_init(struct rt_comm *c, struct rt_local *w, int rank);
+/* No rank has stopped (before the threads start); a rank's thread calls
+ * done when it stops using its table, so the others' deadlock check no
+ * longer waits for it. */
+void rt_local_start(struct rt_local *w);
+void rt_comm_local_done(struct rt_comm *c);
 
 #endif

@@ -1,84 +1,101 @@
 /*
- * exec.c: one instruction of a device program at a time (rt.h). Kernels run
- * generated host code, pcc-run's host ops or the reference interpreter's
- * op over the arena's buffers (kernels.c); collectives pack, call the
- * communication table and unpack (collective.c), starting early and
- * finishing late where the step's trace allows (overlap.c).
+ * exec.c: one instruction of a device program at a time (rt.h), each
+ * through the device table (device.h), which never tells the executor
+ * which device it is: a kernel is a GEMM or a launch, timed by the
+ * device's events under --profile; copies, transfers and collectives are
+ * the device's. Faults injected for the tests (PCC_RUN_FAULT).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels/kernels.h"
-#include "runtime/exec_internal.h"
+#include "runtime/rt.h"
 
-void *rt_buf(const struct rt *r, const struct plan_buffer *b)
+/* Kernel instruction i (x): a GEMM where the device runs it as one, else
+ * its code; timed by a pair of the device's events under --profile. */
+static int kernel(struct rt *r, const struct plan_instr *x, int i)
 {
-	return r->arena + b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b));
-}
-
-int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf)
-{
-	int rc;
-	if (rt_kernel_host_on(r, kernel, buf, &rc))
+	const struct rt_device_ops *dev = r->dev;
+	struct rt_event *a = NULL, *b = NULL;
+	int rc = 0;
+	if (r->prof_time && (rc = dev->event_record(r, &a)) < 0)
 		return rc;
-	const struct plan_kernel *k = &r->p->kernels[kernel];
-	struct ir_tensor tin[256], tout[2];
-	if (k->nin > 256 || k->nout > 2)
-		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", kernel, k->nin, k->nout);
-	for (int j = 0; j < k->nin; j++)
-		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], buf[j] };
-	if ((rc = interp_kernel(k, tin, tout)) < 0)
+	if (!dev->gemm(r, x, &rc))
+		rc = dev->launch(r, x, i);
+	if (!r->prof_time)
 		return rc;
-	for (int j = 0; j < k->nout; j++) {
-		memcpy(buf[k->nin + j], tout[j].data, ir_tensor_bytes(&tout[j]));
-		ir_tensor_free(&tout[j]);
+	if (rc == 0)
+		rc = dev->event_record(r, &b);
+	if (rc == 0 && r->ntimed == r->captimed) {
+		int cap = r->captimed ? 2 * r->captimed : 256;
+		struct rt_timed *v = ir_realloc(r->timed, (size_t)cap * sizeof *v);
+		if (!v)
+			rc = ir_errorf(-ENOMEM, "out of memory for the profile");
+		else {
+			r->timed = v;
+			r->captimed = cap;
+		}
 	}
+	if (rc < 0) {
+		if (a)
+			dev->event_free(r, a);
+		if (b)
+			dev->event_free(r, b);
+		return rc;
+	}
+	r->timed[r->ntimed++] = (struct rt_timed){ a, b, x->kernel };
 	return 0;
 }
 
-int rt_run_kernel(struct rt *r, const struct plan_instr *x)
+void rt_timed_release(struct rt *r)
 {
-	const struct plan_kernel *k = &r->p->kernels[x->kernel];
-	void *buf[258];
-	if (k->nin > 256 || k->nout > 2)
-		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", x->kernel, k->nin, k->nout);
-	for (int j = 0; j < k->nin + k->nout; j++)
-		buf[j] = rt_buf(r, rt_arg(r, x, j));
-	return rt_run_kernel_on(r, x->kernel, buf);
+	for (int k = 0; k < r->ntimed; k++) {
+		r->dev->event_free(r, r->timed[k].a);
+		r->dev->event_free(r, r->timed[k].b);
+	}
+	ir_free(r->timed);
+	r->timed = NULL;
+	r->ntimed = r->captimed = 0;
 }
 
-static int run_one(struct rt *r, const struct plan_instr *x, int pos)
+int rt_sync(struct rt *r)
 {
-	const struct rt_comm_ops *c = r->c->ops;
-	struct rt_overlap *ov = pos >= 0 ? r->ov : NULL;
+	int rc = r->dev->sync(r);
+	for (int k = 0; k < r->ntimed; k++) {
+		struct rt_timed *t = &r->timed[k];
+		double s = 0;
+		if (rc == 0)
+			rc = r->dev->event_elapsed(r, t->a, t->b, &s);
+		if (rc == 0) {
+			r->prof_time[t->kernel] += s;
+			r->prof_calls[t->kernel]++;
+		}
+		r->dev->event_free(r, t->a);
+		r->dev->event_free(r, t->b);
+	}
+	r->ntimed = 0;
+	return rc;
+}
+
+static int run_one(struct rt *r, const struct plan_instr *x, int i, int pos)
+{
+	const struct rt_device_ops *dev = r->dev;
 	switch (x->kind) {
 	case PLAN_KERNEL:
-		return rt_run_kernel(r, x);
+		return kernel(r, x, i);
 	case PLAN_COPY:
-		memcpy(rt_buf(r, rt_arg(r, x, 1)), rt_buf(r, rt_arg(r, x, 0)), (size_t)rt_arg(r, x, 0)->bytes);
-		return 0;
-	case PLAN_FREE:
-		return 0;
+		return dev->copy(r, x);
+	case PLAN_FREE: /* the tests' poison: a read after the free shows as NaN */
+		return r->poison ? dev->fill(r, &r->d->buf[r->d->args[x->arg]], 0xff) : 0;
 	case PLAN_SEND:
-		return c->send(r->c, rt_buf(r, rt_arg(r, x, 0)), (size_t)rt_arg(r, x, 0)->bytes, x->peer, x->tag);
 	case PLAN_RECV:
-		r->n_recv++;
-		if (ov)
-			return rt_overlap_finish(r, pos);
-		return c->recv(r->c, rt_buf(r, rt_arg(r, x, x->nin)), (size_t)rt_arg(r, x, x->nin)->bytes, x->peer,
-			       x->tag, NULL);
+		return dev->transfer(r, x, pos);
 	case PLAN_ALL_REDUCE:
 	case PLAN_ALL_GATHER:
 	case PLAN_REDUCE_SCATTER:
-	case PLAN_ALL_TO_ALL: {
-		r->n_coll++;
-		if (ov && rt_overlap_started(ov, pos))
-			return 0;
-		int rc = ov && rt_overlap_early(ov, pos) ? rt_overlap_start_async(r, x, pos) : 0;
-		return rc == 0 ? rt_collective(r, x) : rc < 0 ? rc : 0;
-	}
+	case PLAN_ALL_TO_ALL:
+		return dev->collective(r, x, pos);
 	case PLAN_INSTR_KIND_COUNT:
 		break;
 	}
@@ -163,7 +180,7 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 	double t0 = ir_now();
 	for (int i = s->lo; i < s->hi; i++) {
 		const struct plan_instr *x = &r->d->instr[i];
-		int pos = r->ov ? s->pos + 1 + i - s->lo : -1;
+		int pos = s->pos + 1 + i - s->lo;
 		r->pc = i;
 		struct rt_comm_progress *g = r->c->prog; /* for a peer's watchdog (comm.h) */
 		g->step = r->step;
@@ -172,13 +189,13 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 		g->kind = x->kind;
 		g->op = x->kind == PLAN_KERNEL ? (int32_t)r->p->kernels[x->kernel].op : -1;
 		g->since = t0;
-		int rc = rt_overlap_at(r, pos);
+		int rc = r->dev->at ? r->dev->at(r, pos) : 0;
 		if (rc < 0) /* named the instruction that started it */
 			return rc;
-		double tw = r->ov ? ir_now() : t0;
+		double tw = r->dev->at ? ir_now() : t0;
 		rc = inject(r, i);
 		if (rc == 0)
-			rc = r->gpu ? rt_gpu_run(r, x, i) : run_one(r, x, pos);
+			rc = run_one(r, x, i, pos);
 		double t1 = ir_now(), t = t1 - tw;
 		if (r->trace)
 			rt_trace_instr(r, x, i, pos, tw, t1);
@@ -188,10 +205,6 @@ int rt_run(struct rt *r, const struct rt_seg *s)
 			r->t_kernel += t;
 			if (plan_kernel_core(&r->p->kernels[x->kernel]) == IR_OP_DOT)
 				r->t_gemm += t;
-			if (r->prof_time && !r->gpu) { /* a GPU's: CUDA events (gpu_exec.c) */
-				r->prof_time[x->kernel] += t;
-				r->prof_calls[x->kernel]++;
-			}
 		} else {
 			r->t_comm += t;
 		}

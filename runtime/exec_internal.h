@@ -1,5 +1,6 @@
 /*
- * exec_internal.h: what exec.c, collective.c and overlap.c share.
+ * exec_internal.h: what the host's device table (device_cpu.c) shares with
+ * its helpers collective.c and overlap.c.
  */
 #ifndef PCC_RUNTIME_EXEC_INTERNAL_H
 #define PCC_RUNTIME_EXEC_INTERNAL_H

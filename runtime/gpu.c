@@ -1,11 +1,10 @@
 /*
- * gpu.c: a rank's GPU (gpu_internal.h): the device its local rank picks,
+ * gpu.c: a rank's GPU for the CUDA device table (gpu_internal.h): the
+ * device its local rank picks,
  * the primary context, the device arena, the plan's PTX loaded as a module
  * (compiled by the driver for this GPU, the cubin cached on disk), the
- * kernels' argument tables, cuBLASLt, and the NCCL communicators: one per
- * plan communicator (split from a world communicator whose id rank 0
- * sends over the table's ctl channel) and one per ordered pair of ranks
- * that exchange messages.
+ * kernels' argument tables, cuBLASLt, and the NCCL communication table
+ * (comm_nccl.c) with each plan communicator's packing buffer.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,21 +25,14 @@ int gpu_check(const struct rt_gpu *g, CUresult e, const char *what)
 	return ir_errorf(e == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO, "%s: %s", what, gpu_cu_error(g->a, e));
 }
 
-int gpu_nccl_check(const struct rt_gpu *g, ncclResult_t e, const char *what)
-{
-	if (e == ncclSuccess || e == ncclInProgress)
-		return 0;
-	return ir_errorf(-EIO, "NCCL %s: %s", what, g->a->ncclGetErrorString(e));
-}
-
 CUdeviceptr gpu_dbuf(const struct rt *r, const struct plan_buffer *b)
 {
-	return r->gpu->arena + (CUdeviceptr)(b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b)));
+	return gpu_of(r)->arena + (CUdeviceptr)(b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b)));
 }
 
 int gpu_wait(struct rt *r, CUstream s, const char *what)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	double t0 = ir_now(), next_check = t0 + 0.1;
 	useconds_t nap = 20;
 	for (;;) {
@@ -51,14 +43,10 @@ int gpu_wait(struct rt *r, CUstream s, const char *what)
 			return gpu_check(g, e, what);
 		double now = ir_now();
 		if (now > next_check) { /* a peer's failure shows as NCCL's asynchronous error */
-			int nl = g->lane ? r->p->ncomms + g->npairs : 0;
-			for (int k = -1; k < nl; k++) {
-				ncclComm_t c = k < 0 ? g->world : g->lane[k].comm;
-				ncclResult_t ne = ncclSuccess;
-				if (c)
-					g->a->ncclCommGetAsyncError(c, &ne);
-				if (ne != ncclSuccess && ne != ncclInProgress)
-					return gpu_nccl_check(g, ne, what);
+			int rc = g->nccl.ops ? g->nccl.ops->progress(&g->nccl) : 0;
+			if (rc < 0) {
+				ir_error_prefix("%s", what);
+				return rc;
 			}
 			next_check = now + 0.1;
 		}
@@ -75,7 +63,7 @@ int gpu_wait(struct rt *r, CUstream s, const char *what)
 
 static int pick_device(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	const struct gpu_api *a = g->a;
 	int n = 0, rc = gpu_check(g, a->cuInit(0), "cuInit (is an NVIDIA GPU visible to this process?)");
 	if (rc == 0)
@@ -127,7 +115,7 @@ static int alloc(struct rt_gpu *g, CUdeviceptr *p, size_t n, const char *what)
 
 static int arena(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	size_t free_b = 0, total = 0, need = (size_t)r->d->arena_bytes + g->nws;
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
 	int rc = gpu_check(g, g->a->cuMemGetInfo(&free_b, &total), "cuMemGetInfo");
@@ -153,7 +141,7 @@ static int arena(struct rt *r)
  * driver refuses: both only cost speed. */
 static void pin_io(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	size_t n = (size_t)r->d->arena_bytes;
 	if (!r->sparse && n && g->a->cuMemHostRegister(r->arena, n, 0) == CUDA_SUCCESS)
 		g->pinned[g->npinned++] = r->arena;
@@ -275,7 +263,7 @@ static int standin_lookup(void *ctx, const char *name, struct gpu_standin_kernel
 
 static int kernels(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	const struct plan *p = r->p;
 	/* this GPU's code: sm_90's on sm_90 and later GPUs, else sm_80's
 	 * (which those run too); one or more modules, linked into one */
@@ -337,7 +325,7 @@ static int kernels(struct rt *r)
  * its operands and result, one row per micro-batch (their slots differ). */
 static int arg_tables(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	const struct plan_device *d = r->d;
 	int64_t n = 0;
 	if (!(g->argoff = ir_calloc((size_t)d->ninstr + 1, sizeof *g->argoff)))
@@ -372,10 +360,10 @@ static int arg_tables(struct rt *r)
 	return rc;
 }
 
-int rt_gpu_open(struct rt *r, bool tf32)
+int gpu_open(struct rt *r, bool tf32)
 {
 	struct rt_gpu *g = ir_calloc(1, sizeof *g);
-	if (!(r->gpu = g))
+	if (!(r->dev_state = g))
 		return ir_errorf(-ENOMEM, "out of memory");
 	g->tf32 = tf32;
 	g->nws = 32u << 20;
@@ -412,60 +400,26 @@ static size_t scratch_need(const struct rt *r, const struct plan_instr *x)
 						: 0;
 }
 
-static int split(struct rt *r, int color, int key, struct gpu_lane *l)
+/* The NCCL table over r->c (comm_nccl.c), and each communicator's stream
+ * and packing buffer. */
+int gpu_connect(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
-	ncclComm_t c = NULL;
-	int rc = gpu_nccl_check(g, g->a->ncclCommSplit(g->world, color, key, &c, NULL), "ncclCommSplit");
-	if (rc == 0 && color != NCCL_SPLIT_NOCOLOR) {
-		l->comm = c;
-		rc = gpu_check(g, g->a->cuStreamCreate(&l->s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-	}
-	return rc;
-}
-
-int rt_gpu_connect(struct rt *r)
-{
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	const struct plan *p = r->p;
-	struct rt_comm *c = r->c;
-	ncclUniqueId id;
-	int rc = 0, me = c->rank;
-	if (me == 0)
-		rc = gpu_nccl_check(g, g->a->ncclGetUniqueId(&id), "ncclGetUniqueId");
-	for (int q = 1; q < c->size && me == 0 && rc == 0; q++)
-		rc = c->ops->ctl_send(c, &id, sizeof id, q);
-	if (me != 0)
-		rc = c->ops->ctl_recv(c, &id, sizeof id, 0);
+	struct rt_comm *n = &g->nccl;
+	int rc = rt_comm_nccl_init(n, r->c, g->a);
 	if (rc == 0)
-		rc = gpu_nccl_check(g, g->a->ncclCommInitRank(&g->world, c->size, id, me), "ncclCommInitRank");
-	if (rc == 0)
-		rc = gpu_plan_pairs(p, &g->pairs, &g->npairs);
-	if (rc == 0)
-		rc = gpu_plan_check_p2p(p);
-	if (rc == 0 && !(g->lane = ir_calloc((size_t)p->ncomms + (size_t)g->npairs + 1, sizeof *g->lane)))
+		rc = n->ops->setup(n, p);
+	if (rc == 0 && !(g->lane = ir_calloc((size_t)p->ncomms + 1, sizeof *g->lane)))
 		rc = ir_errorf(-ENOMEM, "out of memory for the communicators");
-	/* every rank splits the same communicators in the same order; one-rank
-	 * communicators need none (their collectives are copies) */
-	for (int k = 0; k < p->ncomms && rc == 0; k++) {
-		const struct plan_comm *pc = &p->comms[k];
-		int key = -1;
-		for (int j = 0; j < pc->n; j++)
-			key = pc->ranks[j] == me ? j : key;
-		if (pc->n > 1)
-			rc = split(r, key >= 0 ? k : NCCL_SPLIT_NOCOLOR, key >= 0 ? key : 0, &g->lane[k]);
-	}
-	for (int k = 0; k < g->npairs && rc == 0; k++) {
-		int from = g->pairs[2 * k], to = g->pairs[2 * k + 1];
-		bool in = me == from || me == to;
-		rc = split(r, in ? p->ncomms + k : NCCL_SPLIT_NOCOLOR, me == from ? 0 : 1, &g->lane[p->ncomms + k]);
-	}
+	for (int k = 0; k < p->ncomms && rc == 0; k++)
+		g->lane[k].s = rt_comm_nccl_stream(n, k, 0, 0);
 	for (int i = 0; i < r->d->ninstr && rc == 0; i++) {
 		const struct plan_instr *x = &r->d->instr[i];
 		if (plan_instr_is_collective(x->kind)) {
 			struct gpu_lane *l = &g->lane[x->comm];
-			size_t n = scratch_need(r, x);
-			l->nscratch = n > l->nscratch ? n : l->nscratch;
+			size_t need = scratch_need(r, x);
+			l->nscratch = need > l->nscratch ? need : l->nscratch;
 		}
 	}
 	for (int k = 0; k < p->ncomms && rc == 0; k++)
@@ -476,26 +430,21 @@ int rt_gpu_connect(struct rt *r)
 	return rc;
 }
 
-void rt_gpu_close(struct rt *r)
+void gpu_close(struct rt *r)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	if (!g)
 		return;
 	const struct gpu_api *a = g->a;
-	int nl = r->p && a ? r->p->ncomms + g->npairs : 0;
-	for (int k = 0; g->lane && k < nl; k++) {
-		if (g->lane[k].comm)
-			a->ncclCommDestroy(g->lane[k].comm);
-		if (g->lane[k].s)
-			a->cuStreamDestroy(g->lane[k].s);
+	int nl = r->p && a ? r->p->ncomms : 0;
+	for (int k = 0; g->lane && k < nl; k++)
 		if (g->lane[k].scratch)
 			a->cuMemFree(g->lane[k].scratch);
-	}
-	if (g->world)
-		a->ncclCommDestroy(g->world);
+	if (g->nccl.ops)
+		g->nccl.ops->finish(&g->nccl);
 	if (!a) {
 		ir_free(g);
-		r->gpu = NULL;
+		r->dev_state = NULL;
 		return;
 	}
 	for (int k = 0; r->p && g->gemm && k < r->p->nkernels; k++)
@@ -507,14 +456,8 @@ void rt_gpu_close(struct rt *r)
 		}
 	for (int k = 0; k < g->npend; k++)
 		a->cuEventDestroy(g->pend[k].ev);
-	for (int k = 0; k < g->ntimed; k++) {
-		a->cuEventDestroy(g->timed[k].a);
-		if (g->timed[k].b)
-			a->cuEventDestroy(g->timed[k].b);
-	}
 	for (int k = 0; k < g->ntev; k++)
 		a->cuEventDestroy(g->tev[k]);
-	ir_free(g->timed);
 	ir_free(g->tev);
 	for (int k = 0; k < g->nfree; k++)
 		a->cuEventDestroy(g->free_ev[k]);
@@ -537,7 +480,6 @@ void rt_gpu_close(struct rt *r)
 	if (g->ctx)
 		a->cuDevicePrimaryCtxRelease(g->dev);
 	ir_free(g->lane);
-	ir_free(g->pairs);
 	ir_free(g->free_ev);
 	ir_free(g->fn);
 	ir_free(g->rows);
@@ -547,27 +489,20 @@ void rt_gpu_close(struct rt *r)
 	ir_free(g->fell);
 	ir_free(g->argoff);
 	ir_free(g);
-	r->gpu = NULL;
+	r->dev_state = NULL;
 }
 
-bool rt_gpu_built(void)
+int gpu_profile_check(const struct rt *r, double *peak_bw)
 {
-	return true;
-}
-
-int rt_gpu_profile_check(const struct rt *r, double *peak_bw)
-{
-	*peak_bw = r->gpu ? r->gpu->peak_bw : 0;
-	if (r->gpu && !r->gpu->a->cuEventElapsedTime)
+	*peak_bw = gpu_of(r)->peak_bw;
+	if (!gpu_of(r)->a->cuEventElapsedTime)
 		return ir_errorf(-ENOTSUP, "--profile: this NVIDIA driver has no cuEventElapsedTime");
 	return 0;
 }
 
-const char *rt_gpu_kernel_how(const struct rt *r, int k)
+const char *gpu_kernel_how(const struct rt *r, int k)
 {
-	const struct rt_gpu *g = r->gpu;
-	if (!g)
-		return NULL;
+	const struct rt_gpu *g = gpu_of(r);
 	static char buf[96];
 	const struct gpu_gemm_plan *e = &g->gemm[k];
 	if (!g->fell[k] && e->ok && e->ntuned > 1) {
@@ -578,16 +513,13 @@ const char *rt_gpu_kernel_how(const struct rt *r, int k)
 	return g->fell[k] ? "host" : e->ok ? "cuBLASLt" : !g->fn[k] ? "host" : g->grid[k] ? "PTX, grid" : "PTX";
 }
 
-int rt_gpu_fallbacks(const struct rt *r)
+int gpu_fallback_report(const struct rt *r, char *buf, size_t n)
 {
-	return r->gpu ? r->gpu->fallbacks : 0;
-}
-
-int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
-{
-	const struct rt_gpu *g = r->gpu;
+	const struct rt_gpu *g = gpu_of(r);
 	const struct plan_device *d = r->d;
 	int ninstr = 0, nkinds = 0, kind_op[64], kind_dt[64], kind_n[64];
+	if (n)
+		buf[0] = 0;
 	if (!g || !g->fell)
 		return 0;
 	for (int i = 0; i < d->ninstr; i++) { /* the program's instructions whose kernel ran here */
@@ -614,4 +546,18 @@ int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n)
 					ir_op_name((enum ir_op)kind_op[j]), ir_dtype_name((enum ir_dtype)kind_dt[j]),
 					kind_n[j]);
 	return ninstr;
+}
+
+int gpu_alloc(struct rt *r, size_t n, const char *what, uint64_t *addr)
+{
+	CUdeviceptr p = 0;
+	int rc = alloc(gpu_of(r), &p, n, what);
+	*addr = (uint64_t)p;
+	return rc;
+}
+
+void gpu_free(struct rt *r, uint64_t addr)
+{
+	if (addr)
+		gpu_of(r)->a->cuMemFree((CUdeviceptr)addr);
 }

@@ -1,9 +1,11 @@
 /*
- * gpu_exec.c: a device program's instructions on the GPU (gpu_internal.h
- * says how streams are ordered): generated kernels, dots through cuBLASLt,
- * every other kernel on the host (its operands copied over and back),
- * copies, collectives and transfers through NCCL; and the host's own
- * transfers (inputs in, outputs out, parameters and state both ways).
+ * gpu_exec.c: the CUDA device table (device.h) and its entries for work
+ * (gpu.c's open the device; gpu_internal.h says how streams are ordered):
+ * generated kernels, dots through cuBLASLt, every other kernel on the host
+ * (its operands copied over and back), copies, collectives and transfers
+ * through the NCCL communication table (comm_nccl.c); the host's own
+ * transfers (inputs in, outputs out, parameters and state both ways);
+ * events that time kernels.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -74,8 +76,9 @@ static int order_after(struct rt_gpu *g, const struct gpu_range *rg, int n)
 	return rc;
 }
 
-/* Starts work on lane l after everything the compute stream has so far. */
-static int lane_begin(struct rt_gpu *g, struct gpu_lane *l, const struct gpu_range *rg, int n)
+/* Starts work on stream s (a lane) after everything the compute stream has
+ * so far. */
+static int lane_begin(struct rt_gpu *g, CUstream s, const struct gpu_range *rg, int n)
 {
 	CUevent ev;
 	int rc = order_after(g, rg, n);
@@ -85,13 +88,13 @@ static int lane_begin(struct rt_gpu *g, struct gpu_lane *l, const struct gpu_ran
 		return rc;
 	rc = gpu_check(g, g->a->cuEventRecord(ev, g->compute), "cuEventRecord");
 	if (rc == 0)
-		rc = gpu_check(g, g->a->cuStreamWaitEvent(l->s, ev, 0), "cuStreamWaitEvent");
+		rc = gpu_check(g, g->a->cuStreamWaitEvent(s, ev, 0), "cuStreamWaitEvent");
 	drop_event(g, ev); /* the wait took the event's state: it can be recorded again */
 	return rc;
 }
 
-/* Lane l's work so far is pending over rg (n <= 4 ranges). */
-static int lane_end(struct rt_gpu *g, struct gpu_lane *l, const struct gpu_range *rg, int n)
+/* Stream s's work so far is pending over rg (n <= 4 ranges). */
+static int lane_end(struct rt_gpu *g, CUstream s, const struct gpu_range *rg, int n)
 {
 	int rc = 0;
 	if (g->npend == GPU_MAX_PENDING)
@@ -100,7 +103,7 @@ static int lane_end(struct rt_gpu *g, struct gpu_lane *l, const struct gpu_range
 	if (rc == 0)
 		rc = new_event(g, &p->ev);
 	if (rc == 0)
-		rc = gpu_check(g, g->a->cuEventRecord(p->ev, l->s), "cuEventRecord");
+		rc = gpu_check(g, g->a->cuEventRecord(p->ev, s), "cuEventRecord");
 	if (rc < 0)
 		return rc;
 	memcpy(p->rg, rg, (size_t)n * sizeof *rg);
@@ -111,9 +114,9 @@ static int lane_end(struct rt_gpu *g, struct gpu_lane *l, const struct gpu_range
 
 /* ---- the host's transfers ------------------------------------------------------ */
 
-int rt_gpu_put(struct rt *r, const struct plan_buffer *b)
+int gpu_put(struct rt *r, const struct plan_buffer *b)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	struct gpu_range rg = range_of(r, b, true);
 	int rc = order_after(g, &rg, 1);
 	if (rc == 0)
@@ -122,9 +125,9 @@ int rt_gpu_put(struct rt *r, const struct plan_buffer *b)
 	return rc == 0 ? gpu_wait(r, g->compute, "copying to the GPU") : rc;
 }
 
-int rt_gpu_get(struct rt *r, const struct plan_buffer *b)
+int gpu_get(struct rt *r, const struct plan_buffer *b)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	struct gpu_range rg = range_of(r, b, false);
 	int rc = order_after(g, &rg, 1);
 	if (rc == 0)
@@ -133,40 +136,23 @@ int rt_gpu_get(struct rt *r, const struct plan_buffer *b)
 	return rc == 0 ? gpu_wait(r, g->compute, "copying from the GPU") : rc;
 }
 
-int rt_gpu_zero(struct rt *r, const struct plan_buffer *b)
+int gpu_fill(struct rt *r, const struct plan_buffer *b, uint8_t byte)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	struct gpu_range rg = range_of(r, b, true);
 	int rc = order_after(g, &rg, 1);
-	return rc == 0 ? gpu_check(g, g->a->cuMemsetD8Async(gpu_dbuf(r, b), 0, (size_t)b->bytes, g->compute),
+	return rc == 0 ? gpu_check(g, g->a->cuMemsetD8Async(gpu_dbuf(r, b), byte, (size_t)b->bytes, g->compute),
 				   "cuMemsetD8")
 		       : rc;
 }
 
-int rt_gpu_state(struct rt *r, bool to_device)
+int gpu_sync(struct rt *r)
 {
-	int rc = 0, saved = r->mb;
-	r->mb = 0;
-	for (int k = 0; k < r->d->nbuf && rc == 0; k++) {
-		const struct plan_buffer *b = &r->d->buf[k];
-		if (b->bind == PLAN_BIND_PARAM || b->bind == PLAN_BIND_STATE)
-			rc = to_device ? rt_gpu_put(r, b) : rt_gpu_get(r, b);
-	}
-	r->mb = saved;
-	return rc;
-}
-
-static int read_profile(struct rt *r);
-
-int rt_gpu_finish(struct rt *r)
-{
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	int rc = 0;
 	while (g->npend && rc == 0)
 		rc = join(g, 0);
-	if (rc == 0)
-		rc = gpu_wait(r, g->compute, "the step");
-	return rc == 0 && g->ntimed ? read_profile(r) : rc;
+	return rc == 0 ? gpu_wait(r, g->compute, "the step") : rc;
 }
 
 /* ---- kernels ------------------------------------------------------------------- */
@@ -187,7 +173,7 @@ static int ranges(const struct rt *r, const struct plan_instr *x, struct gpu_ran
 
 static int launch(struct rt *r, const struct plan_instr *x, int i)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	int64_t rows = g->rows[x->kernel];
 	CUdeviceptr args = g->argtab + (CUdeviceptr)(8 * (g->argoff[i] + (int64_t)r->mb * (x->nin + x->nout)));
 	int64_t blocks = (rows * g->lanes[x->kernel] + 255) / 256, most = (int64_t)g->sms * 16;
@@ -317,7 +303,7 @@ static cublasStatus_t matmul(struct rt_gpu *g, const struct gpu_gemm_plan *e, co
  * again by the call that follows. */
 static int tune(struct rt *r, struct gpu_gemm_plan *e, bool f64, CUdeviceptr lhs, CUdeviceptr rhs, CUdeviceptr out)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	int rc = gpu_wait(r, g->compute, "timing a dot's GEMM algorithms");
 	double best = 0;
 	e->pick = 0;
@@ -337,10 +323,11 @@ static int tune(struct rt *r, struct gpu_gemm_plan *e, bool f64, CUdeviceptr lhs
 	return rc;
 }
 
-/* true: the dot ran (or failed: *rc) as a GEMM; false: it is not one. */
-static bool gemm(struct rt *r, const struct plan_instr *x, int *rc)
+/* Whether kernel x's dot has a cuBLASLt plan (made at its first call;
+ * none: the kernel is not a dot, or no algorithm fits, and launch runs it). */
+static bool gemm_ready(struct rt *r, const struct plan_instr *x)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	const struct plan_kernel *k = &r->p->kernels[x->kernel];
 	struct gpu_gemm_plan *e = &g->gemm[x->kernel];
 	if (!e->tried) {
@@ -349,25 +336,30 @@ static bool gemm(struct rt *r, const struct plan_instr *x, int *rc)
 		    e->g.batch < INT32_MAX)
 			gemm_plan(g, k, e); /* no algorithm: the host runs it */
 	}
-	if (!e->ok)
-		return false;
+	return e->ok;
+}
+
+/* The dot of kernel x through cuBLASLt, its algorithm tuned at the first call. */
+static int gemm(struct rt *r, const struct plan_instr *x)
+{
+	struct rt_gpu *g = gpu_of(r);
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	struct gpu_gemm_plan *e = &g->gemm[x->kernel];
 	bool f64 = k->dtype[0] == IR_F64;
 	CUdeviceptr lhs = gpu_dbuf(r, arg(r, x, 0)), rhs = gpu_dbuf(r, arg(r, x, 1)), out = gpu_dbuf(r, arg(r, x, 2));
-	*rc = 0;
+	int rc = 0;
 	if (e->ncand > 1) {
-		*rc = tune(r, e, f64, lhs, rhs, out);
+		rc = tune(r, e, f64, lhs, rhs, out);
 		e->ncand = 1; /* tuned */
 	}
-	if (*rc == 0)
-		*rc = lt_check(g, matmul(g, e, &e->algo, f64, lhs, rhs, out), "matmul");
-	return true;
+	return rc == 0 ? lt_check(g, matmul(g, e, &e->algo, f64, lhs, rhs, out), "matmul") : rc;
 }
 
 /* Any other kernel: its operands to the host, the host's kernel, its
  * results back. */
 static int on_host(struct rt *r, const struct plan_instr *x)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	int rc = 0;
 	for (int j = 0; j < x->nin && rc == 0; j++) {
 		const struct plan_buffer *b = arg(r, x, j);
@@ -390,108 +382,78 @@ static int on_host(struct rt *r, const struct plan_instr *x)
 	return rc;
 }
 
-/* ---- --profile --------------------------------------------------------------- */
-
-static int timing_event(struct rt_gpu *g, CUevent *ev)
+/* A CPU plan's library call with its epilogue (plan_kernel_core): the PTX
+ * is the epilogue alone, so the host runs the pair. */
+static bool core_and_epilogue(const struct rt *r, const struct plan_instr *x)
 {
-	if (g->ntev) {
-		*ev = g->tev[--g->ntev];
-		return 0;
-	}
-	return gpu_check(g, g->a->cuEventCreate(ev, CU_EVENT_DEFAULT), "cuEventCreate");
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	return plan_kernel_core(k) != IR_OP_COUNT && k->nbody;
 }
 
-static void keep_event(CUevent **v, int *n, int *cap, CUevent ev, const struct gpu_api *a)
+bool gpu_gemm(struct rt *r, const struct plan_instr *x, int *rc)
 {
-	if (*n == *cap) {
-		int c = *cap ? 2 * *cap : 64;
-		CUevent *w = ir_realloc(*v, (size_t)c * sizeof *w);
-		if (!w) {
-			a->cuEventDestroy(ev);
-			return;
-		}
-		*v = w;
-		*cap = c;
-	}
-	(*v)[(*n)++] = ev;
+	struct gpu_range rg[65];
+	*rc = 0;
+	if (core_and_epilogue(r, x) || !gemm_ready(r, x))
+		return false;
+	if ((*rc = order_after(gpu_of(r), rg, ranges(r, x, rg))) == 0)
+		*rc = gemm(r, x);
+	return true;
 }
 
-/* Records a timing event on the compute stream: the start (*slot < 0: a
- * new pair for kernel k) or the end of the pair *slot. */
-static int stamp(struct rt *r, int k, int *slot)
+int gpu_launch(struct rt *r, const struct plan_instr *x, int i)
 {
-	struct rt_gpu *g = r->gpu;
-	CUevent ev;
-	int rc = timing_event(g, &ev);
+	struct gpu_range rg[65];
+	int rc = order_after(gpu_of(r), rg, ranges(r, x, rg));
 	if (rc < 0)
 		return rc;
-	if (*slot < 0) {
-		if (g->ntimed == g->captimed) {
-			int c = g->captimed ? 2 * g->captimed : 256;
-			struct gpu_timed *v = ir_realloc(g->timed, (size_t)c * sizeof *v);
-			if (!v)
-				return ir_errorf(-ENOMEM, "out of memory for the profile");
-			g->timed = v;
-			g->captimed = c;
-		}
-		*slot = g->ntimed++;
-		g->timed[*slot] = (struct gpu_timed){ ev, NULL, k };
-	} else {
-		g->timed[*slot].b = ev;
-	}
-	return gpu_check(g, g->a->cuEventRecord(ev, g->compute), "cuEventRecord");
+	if (!core_and_epilogue(r, x) && gpu_of(r)->fn[x->kernel])
+		return launch(r, x, i);
+	return on_host(r, x);
 }
 
-/* The step's kernel times into r->prof_time (seconds) and prof_calls,
- * after the compute stream is done. */
-static int read_profile(struct rt *r)
+/* ---- events (device.h): timing events on the compute stream, reused ------------ */
+
+int gpu_event_record(struct rt *r, struct rt_event **ev)
 {
-	struct rt_gpu *g = r->gpu;
-	int rc = 0;
-	for (int i = 0; i < g->ntimed; i++) {
-		struct gpu_timed *t = &g->timed[i];
-		float ms = 0;
-		if (rc == 0 && t->b)
-			rc = gpu_check(g, g->a->cuEventElapsedTime(&ms, t->a, t->b), "cuEventElapsedTime");
-		if (rc == 0 && t->b) {
-			r->prof_time[t->kernel] += ms * 1e-3;
-			r->prof_calls[t->kernel]++;
-		}
-		keep_event(&g->tev, &g->ntev, &g->captev, t->a, g->a);
-		if (t->b)
-			keep_event(&g->tev, &g->ntev, &g->captev, t->b, g->a);
+	struct rt_gpu *g = gpu_of(r);
+	CUevent e;
+	if (g->ntev)
+		e = g->tev[--g->ntev];
+	else {
+		int rc = gpu_check(g, g->a->cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+		if (rc < 0)
+			return rc;
 	}
-	g->ntimed = 0;
+	*ev = (struct rt_event *)e;
+	return gpu_check(g, g->a->cuEventRecord(e, g->compute), "cuEventRecord");
+}
+
+int gpu_event_elapsed(struct rt *r, struct rt_event *a, struct rt_event *b, double *seconds)
+{
+	struct rt_gpu *g = gpu_of(r);
+	float ms = 0;
+	int rc = gpu_check(g, g->a->cuEventElapsedTime(&ms, (CUevent)a, (CUevent)b), "cuEventElapsedTime");
+	*seconds = ms * 1e-3;
 	return rc;
 }
 
-static int kernel_work(struct rt *r, const struct plan_instr *x, int i);
-
-static int kernel(struct rt *r, const struct plan_instr *x, int i)
+void gpu_event_free(struct rt *r, struct rt_event *ev)
 {
-	int slot = -1, rc;
-	if (!r->prof_time)
-		return kernel_work(r, x, i);
-	if ((rc = stamp(r, x->kernel, &slot)) < 0 || (rc = kernel_work(r, x, i)) < 0)
-		return rc;
-	return stamp(r, x->kernel, &slot);
-}
-
-static int kernel_work(struct rt *r, const struct plan_instr *x, int i)
-{
-	struct gpu_range rg[65];
-	int rc = order_after(r->gpu, rg, ranges(r, x, rg));
-	if (rc < 0)
-		return rc;
-	/* a CPU plan's library call with its epilogue (plan_kernel_core): the
-	 * PTX is the epilogue alone, so the host runs the pair */
-	if (plan_kernel_core(&r->p->kernels[x->kernel]) != IR_OP_COUNT && r->p->kernels[x->kernel].nbody)
-		return on_host(r, x);
-	if (gemm(r, x, &rc)) /* cuBLASLt before a dot's generated kernel, the fallback */
-		return rc;
-	if (r->gpu->fn[x->kernel])
-		return launch(r, x, i);
-	return on_host(r, x);
+	struct rt_gpu *g = gpu_of(r);
+	if (!ev)
+		return;
+	if (g->ntev == g->captev) {
+		int c = g->captev ? 2 * g->captev : 64;
+		CUevent *w = ir_realloc(g->tev, (size_t)c * sizeof *w);
+		if (!w) {
+			g->a->cuEventDestroy((CUevent)ev);
+			return;
+		}
+		g->tev = w;
+		g->captev = c;
+	}
+	g->tev[g->ntev++] = (CUevent)ev;
 }
 
 /* ---- collectives and transfers ---------------------------------------------------- */
@@ -527,31 +489,6 @@ static int copy_block(struct rt_gpu *g, CUstream s, CUdeviceptr dst, const struc
 	return rc;
 }
 
-static ncclDataType_t nccl_type(enum ir_dtype t)
-{
-	switch (t) {
-	case IR_F32:
-		return ncclFloat32;
-	case IR_F64:
-		return ncclFloat64;
-	case IR_F16:
-		return ncclFloat16;
-	case IR_BF16:
-		return ncclBfloat16;
-	case IR_I64:
-		return ncclInt64;
-	case IR_I32:
-		return ncclInt32;
-	case IR_I8:
-		return ncclInt8;
-	case IR_U8:
-	case IR_BOOL:
-	case IR_DTYPE_COUNT:
-		break;
-	}
-	return ncclUint8;
-}
-
 /* Whether dims before axis are all 1 (the blocks are already rank-major). */
 static bool leading(const struct plan_buffer *b, int axis)
 {
@@ -561,19 +498,17 @@ static bool leading(const struct plan_buffer *b, int axis)
 	return true;
 }
 
+/* Collective x's NCCL call on its lane's stream (comm.h's contract over
+ * device addresses), finished in the stream's order (the lane's pending
+ * event). */
 static int gather(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr *x, int n, const struct plan_buffer *in,
 		  CUdeviceptr din, const struct plan_buffer *out, CUdeviceptr dout)
 {
-	const struct gpu_api *a = g->a;
+	struct rt_comm *c = &g->nccl;
+	struct rt_comm_req *req;
 	if (leading(in, x->axis))
-		return gpu_nccl_check(g,
-				      a->ncclAllGather((void *)din, (void *)dout, (size_t)in->bytes, ncclUint8, l->comm,
-						       l->s),
-				      "all_gather");
-	int rc = gpu_nccl_check(g,
-				a->ncclAllGather((void *)din, (void *)l->scratch, (size_t)in->bytes, ncclUint8, l->comm,
-						 l->s),
-				"all_gather");
+		return c->ops->all_gather(c, x->comm, (void *)din, (void *)dout, (size_t)in->bytes, &req);
+	int rc = c->ops->all_gather(c, x->comm, (void *)din, (void *)l->scratch, (size_t)in->bytes, &req);
 	for (int q = 0; q < n && rc == 0; q++) {
 		int64_t st[IR_MAX_RANK] = { 0 };
 		st[x->axis] = q * in->shape.dims[x->axis];
@@ -586,6 +521,8 @@ static int gather(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr 
 static int scatter(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr *x, int n,
 		   const struct plan_buffer *in, CUdeviceptr din, const struct plan_buffer *out, CUdeviceptr dout)
 {
+	struct rt_comm *c = &g->nccl;
+	struct rt_comm_req *req;
 	CUdeviceptr src = din;
 	int rc = 0;
 	if (!leading(in, x->axis)) {
@@ -598,18 +535,16 @@ static int scatter(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr
 		}
 	}
 	if (rc == 0)
-		rc = gpu_nccl_check(g,
-				    g->a->ncclReduceScatter((void *)src, (void *)dout,
-							    (size_t)ir_shape_numel(&out->shape), nccl_type(in->dtype),
-							    ncclSum, l->comm, l->s),
-				    "reduce_scatter");
+		rc = c->ops->reduce_scatter(c, x->comm, (void *)src, (void *)dout, ir_shape_numel(&out->shape),
+					    in->dtype, &req);
 	return rc;
 }
 
 static int all_to_all(struct rt_gpu *g, struct gpu_lane *l, const struct plan_instr *x, int n,
 		      const struct plan_buffer *in, CUdeviceptr din, const struct plan_buffer *out, CUdeviceptr dout)
 {
-	const struct gpu_api *a = g->a;
+	struct rt_comm *c = &g->nccl;
+	struct rt_comm_req *req;
 	struct ir_shape piece = in->shape;
 	piece.dims[x->axis] /= n;
 	size_t pb = (size_t)in->bytes / (size_t)n, es = ir_dtype_size(in->dtype);
@@ -621,15 +556,7 @@ static int all_to_all(struct rt_gpu *g, struct gpu_lane *l, const struct plan_in
 		rc = copy_block(g, l->s, s + (CUdeviceptr)(q * pb), &piece, NULL, din, &in->shape, st, &piece, es);
 	}
 	if (rc == 0)
-		rc = gpu_nccl_check(g, a->ncclGroupStart(), "group start");
-	for (int q = 0; q < n && rc == 0; q++) {
-		rc = gpu_nccl_check(g, a->ncclSend((void *)(s + q * pb), pb, ncclUint8, q, l->comm, l->s), "send");
-		if (rc == 0)
-			rc = gpu_nccl_check(g, a->ncclRecv((void *)(recv + q * pb), pb, ncclUint8, q, l->comm, l->s),
-					    "recv");
-	}
-	if (rc == 0)
-		rc = gpu_nccl_check(g, a->ncclGroupEnd(), "group end");
+		rc = c->ops->all_to_all(c, x->comm, (void *)s, (void *)recv, pb, &req);
 	for (int q = 0; q < n && rc == 0; q++) {
 		int64_t st[IR_MAX_RANK] = { 0 };
 		st[x->axis2] = q * piece.dims[x->axis2];
@@ -640,87 +567,111 @@ static int all_to_all(struct rt_gpu *g, struct gpu_lane *l, const struct plan_in
 
 static int collective(struct rt *r, const struct plan_instr *x)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
 	const struct plan_buffer *in = arg(r, x, 0), *out = arg(r, x, 1);
 	CUdeviceptr din = gpu_dbuf(r, in), dout = gpu_dbuf(r, out);
 	struct gpu_lane *l = &g->lane[x->comm];
 	struct gpu_range rg[2] = { range_of(r, in, false), range_of(r, out, true) };
+	struct rt_comm_req *req;
 	int n = r->p->comms[x->comm].n, rc;
 	if (n == 1) { /* a communicator of one: every collective is a copy */
 		if ((rc = order_after(g, rg, 2)) < 0 || din == dout)
 			return rc;
 		return gpu_check(g, g->a->cuMemcpyDtoDAsync(dout, din, (size_t)out->bytes, g->compute), "cuMemcpyDtoD");
 	}
-	if (!l->comm)
+	if (!l->s)
 		return ir_errorf(-EINVAL, "this rank is not in communicator %d", x->comm);
-	if ((rc = lane_begin(g, l, rg, 2)) < 0)
+	if ((rc = lane_begin(g, l->s, rg, 2)) < 0)
 		return rc;
-	static const ncclRedOp_t ops[PLAN_REDUCE_COUNT] = { ncclSum, ncclMax, ncclMin };
 	if (x->kind == PLAN_ALL_REDUCE)
-		rc = gpu_nccl_check(g,
-				    g->a->ncclAllReduce((void *)din, (void *)dout, (size_t)ir_shape_numel(&in->shape),
-							nccl_type(in->dtype), ops[x->reduce], l->comm, l->s),
-				    "all_reduce");
+		rc = g->nccl.ops->all_reduce(&g->nccl, x->comm, (void *)din, (void *)dout, ir_shape_numel(&in->shape),
+					     in->dtype, x->reduce, &req);
 	else if (x->kind == PLAN_ALL_GATHER)
 		rc = gather(g, l, x, n, in, din, out, dout);
 	else if (x->kind == PLAN_REDUCE_SCATTER)
 		rc = scatter(g, l, x, n, in, din, out, dout);
 	else
 		rc = all_to_all(g, l, x, n, in, din, out, dout);
-	return rc == 0 ? lane_end(g, l, rg, 2) : rc;
+	return rc == 0 ? lane_end(g, l->s, rg, 2) : rc;
 }
 
 /* A send from this rank to x->peer, or a receive from it, on their pair's
- * lane (in the pair's communicator the sender is rank 0). */
+ * stream. */
 static int transfer(struct rt *r, const struct plan_instr *x)
 {
-	struct rt_gpu *g = r->gpu;
+	struct rt_gpu *g = gpu_of(r);
+	struct rt_comm *c = &g->nccl;
+	struct rt_comm_req *req;
 	bool send = x->kind == PLAN_SEND;
-	int from = send ? r->c->rank : x->peer, to = send ? x->peer : r->c->rank, k = 0;
-	while (k < g->npairs && (g->pairs[2 * k] != from || g->pairs[2 * k + 1] != to))
-		k++;
-	if (k == g->npairs)
+	int from = send ? r->c->rank : x->peer, to = send ? x->peer : r->c->rank;
+	CUstream s = rt_comm_nccl_stream(c, -1, from, to);
+	if (!s)
 		return ir_errorf(-EINVAL, "no communicator for messages from rank %d to rank %d", from, to);
-	struct gpu_lane *l = &g->lane[r->p->ncomms + k];
 	const struct plan_buffer *b = arg(r, x, send ? 0 : x->nin);
 	struct gpu_range rg = range_of(r, b, !send);
 	void *p = (void *)gpu_dbuf(r, b);
-	int rc = lane_begin(g, l, &rg, 1);
+	int rc = lane_begin(g, s, &rg, 1);
 	if (rc == 0)
-		rc = gpu_nccl_check(g,
-				    send ? g->a->ncclSend(p, (size_t)b->bytes, ncclUint8, 1, l->comm, l->s)
-					 : g->a->ncclRecv(p, (size_t)b->bytes, ncclUint8, 0, l->comm, l->s),
-				    send ? "send" : "recv");
-	return rc == 0 ? lane_end(g, l, &rg, 1) : rc;
+		rc = send ? c->ops->send(c, p, (size_t)b->bytes, x->peer, x->tag)
+			  : c->ops->recv(c, p, (size_t)b->bytes, x->peer, x->tag, &req);
+	return rc == 0 ? lane_end(g, s, &rg, 1) : rc;
 }
 
-int rt_gpu_run(struct rt *r, const struct plan_instr *x, int i)
+int gpu_copy(struct rt *r, const struct plan_instr *x)
 {
-	struct rt_gpu *g = r->gpu;
-	switch (x->kind) {
-	case PLAN_KERNEL:
-		return kernel(r, x, i);
-	case PLAN_COPY: {
-		struct gpu_range rg[2] = { range_of(r, arg(r, x, 0), false), range_of(r, arg(r, x, 1), true) };
-		int rc = order_after(g, rg, 2);
-		return rc == 0 ? gpu_check(g,
-					   g->a->cuMemcpyDtoDAsync(gpu_dbuf(r, arg(r, x, 1)), gpu_dbuf(r, arg(r, x, 0)),
-								   (size_t)arg(r, x, 0)->bytes, g->compute),
-					   "cuMemcpyDtoD")
-			       : rc;
-	}
-	case PLAN_FREE:
-		return 0;
-	case PLAN_SEND:
-	case PLAN_RECV:
-		return transfer(r, x);
-	case PLAN_ALL_REDUCE:
-	case PLAN_ALL_GATHER:
-	case PLAN_REDUCE_SCATTER:
-	case PLAN_ALL_TO_ALL:
-		return collective(r, x);
-	case PLAN_INSTR_KIND_COUNT:
-		break;
-	}
-	return ir_errorf(-EINVAL, "unknown instruction kind %d", (int)x->kind);
+	struct rt_gpu *g = gpu_of(r);
+	struct gpu_range rg[2] = { range_of(r, arg(r, x, 0), false), range_of(r, arg(r, x, 1), true) };
+	int rc = order_after(g, rg, 2);
+	return rc == 0 ? gpu_check(g,
+				   g->a->cuMemcpyDtoDAsync(gpu_dbuf(r, arg(r, x, 1)), gpu_dbuf(r, arg(r, x, 0)),
+							   (size_t)arg(r, x, 0)->bytes, g->compute),
+				   "cuMemcpyDtoD")
+		       : rc;
+}
+
+int gpu_transfer(struct rt *r, const struct plan_instr *x, int pos)
+{
+	(void)pos;
+	return transfer(r, x);
+}
+
+int gpu_collective(struct rt *r, const struct plan_instr *x, int pos)
+{
+	(void)pos;
+	return collective(r, x);
+}
+
+static const struct rt_device_ops cuda_ops = {
+	.name = "cuda",
+	.clock = "CUDA events",
+	.host_arena = false,
+	.issues = true,
+	.open = gpu_open,
+	.connect = gpu_connect,
+	.close = gpu_close,
+	.alloc = gpu_alloc,
+	.free = gpu_free,
+	.put = gpu_put,
+	.get = gpu_get,
+	.fill = gpu_fill,
+	.copy = gpu_copy,
+	.gemm = gpu_gemm,
+	.launch = gpu_launch,
+	.transfer = gpu_transfer,
+	.collective = gpu_collective,
+	.plan_step = NULL, /* streams order the work (gpu_internal.h) */
+	.at = NULL,
+	.traced = NULL,
+	.sync = gpu_sync,
+	.event_record = gpu_event_record,
+	.event_elapsed = gpu_event_elapsed,
+	.event_free = gpu_event_free,
+	.profile_check = gpu_profile_check,
+	.kernel_how = gpu_kernel_how,
+	.fallback_report = gpu_fallback_report,
+};
+
+const struct rt_device_ops *rt_device_cuda(void)
+{
+	return &cuda_ops;
 }

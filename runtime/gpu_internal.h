@@ -1,11 +1,13 @@
 /*
- * gpu_internal.h: the CUDA backend's state, shared by gpu.c (devices,
- * memory, modules, communicators) and gpu_exec.c (instructions, transfers
- * between host and device, the ordering of streams).
+ * gpu_internal.h: the CUDA device table's state (r->dev_state), shared by
+ * gpu.c (devices, memory, modules, communicators) and gpu_exec.c (the
+ * table; instructions, transfers between host and device, the ordering
+ * of streams, events).
  *
  * Streams: kernels, GEMMs, copies and the host's transfers run in program
  * order on one compute stream. Each collective runs on its communicator's
- * stream, each send or receive on its pair's stream: it starts after an
+ * stream, each send or receive on its pair's stream (the NCCL table's,
+ * comm_nccl.c): it starts after an
  * event recorded on the compute stream when it is issued, and records its
  * own event when done. It stays pending until an instruction (or a host
  * transfer) touches bytes it writes, or writes bytes it reads: that one
@@ -51,11 +53,11 @@ struct gpu_gemm_plan {
 	int pick, ntuned;                /* the one kept, of ntuned timed */
 };
 
-/* A stream with NCCL work: a plan communicator's or a pair's. */
+/* A plan communicator's stream (the NCCL table's, rt_comm_nccl_stream;
+ * NULL: this rank is not in it) and its buffer for packing collectives. */
 struct gpu_lane {
-	ncclComm_t comm; /* NULL: this rank is not in it */
 	CUstream s;
-	CUdeviceptr scratch; /* packing collectives */
+	CUdeviceptr scratch;
 	size_t nscratch;
 };
 
@@ -83,34 +85,63 @@ struct rt_gpu {
 	struct gpu_gemm_plan *gemm; /* [nkernels] */
 	bool tf32;
 	CUstream compute;
-	ncclComm_t world;
-	struct gpu_lane *lane; /* [ncomms] then [npairs] */
-	int *pairs, npairs;
+	struct rt_comm nccl;   /* the NCCL table (comm_nccl.c) over r->c; ops
+				* NULL until connected */
+	struct gpu_lane *lane; /* [ncomms] */
 	struct gpu_pending pend[GPU_MAX_PENDING];
 	int npend;
 	CUevent *free_ev; /* events to reuse */
 	int nfree, capfree;
 	void *pinned[GPU_MAX_PINNED]; /* host pages registered with the driver */
 	int npinned;
-	/* --profile: a timing event pair around each kernel of the step,
-	 * read when the step is done (rt_gpu_finish) */
-	struct gpu_timed {
-		CUevent a, b;
-		int kernel;
-	} * timed;
-	int ntimed, captimed;
-	CUevent *tev; /* timing events to reuse */
+	CUevent *tev; /* timing events (the table's) to reuse */
 	int ntev, captev;
 	double peak_bw; /* bytes/s of device memory: 2 x clock x bus width */
 	int fallbacks;  /* kernels run on the host so far */
 	bool *fell;     /* [nkernels]: kernel k ran on the host */
 };
 
-/* gpu.c */
+static inline struct rt_gpu *gpu_of(const struct rt *r)
+{
+	return r->dev_state;
+}
+
+/* gpu.c: the table's entries (device.h) for the device itself */
+int gpu_open(struct rt *r, bool tf32);
+int gpu_connect(struct rt *r);
+void gpu_close(struct rt *r);
+int gpu_alloc(struct rt *r, size_t n, const char *what, uint64_t *addr);
+void gpu_free(struct rt *r, uint64_t addr);
+int gpu_profile_check(const struct rt *r, double *peak_bw);
+const char *gpu_kernel_how(const struct rt *r, int k);
+int gpu_fallback_report(const struct rt *r, char *buf, size_t n);
 int gpu_check(const struct rt_gpu *g, CUresult e, const char *what);
-int gpu_nccl_check(const struct rt_gpu *g, ncclResult_t e, const char *what);
-/* Waits for stream s with the table's timeout, watching NCCL's errors. */
+/* Waits for stream s with the table's timeout, watching NCCL's errors
+ * (the NCCL table's progress). */
 int gpu_wait(struct rt *r, CUstream s, const char *what);
 CUdeviceptr gpu_dbuf(const struct rt *r, const struct plan_buffer *b);
+
+/* comm_nccl.c: the communication table (comm.h) over NCCL for buffers in
+ * the GPU's memory, its ctl entries and abort through boot. Not collective
+ * (setup is). */
+int rt_comm_nccl_init(struct rt_comm *c, struct rt_comm *boot, const struct gpu_api *a);
+/* The stream of plan communicator comm's work (comm >= 0), or of the
+ * messages from rank `from` to rank `to` (comm < 0); NULL where this rank
+ * has none. */
+CUstream rt_comm_nccl_stream(const struct rt_comm *c, int comm, int from, int to);
+
+/* gpu_exec.c: the table's entries (device.h) for work */
+int gpu_put(struct rt *r, const struct plan_buffer *b);
+int gpu_get(struct rt *r, const struct plan_buffer *b);
+int gpu_fill(struct rt *r, const struct plan_buffer *b, uint8_t byte);
+int gpu_copy(struct rt *r, const struct plan_instr *x);
+bool gpu_gemm(struct rt *r, const struct plan_instr *x, int *rc);
+int gpu_launch(struct rt *r, const struct plan_instr *x, int i);
+int gpu_transfer(struct rt *r, const struct plan_instr *x, int pos);
+int gpu_collective(struct rt *r, const struct plan_instr *x, int pos);
+int gpu_sync(struct rt *r);
+int gpu_event_record(struct rt *r, struct rt_event **ev);
+int gpu_event_elapsed(struct rt *r, struct rt_event *a, struct rt_event *b, double *seconds);
+void gpu_event_free(struct rt *r, struct rt_event *ev);
 
 #endif

@@ -9,10 +9,13 @@
  * copies. A fused kernel whose first op is a dot or a convolution
  * (plan_kernel_core: on CPU ranks, the fusion pass gives them their
  * elementwise consumers) runs that call into its result buffer, then its
- * generated epilogue over it in place.
+ * generated epilogue over it in place. rt_run_kernel: any kernel on the
+ * host's arena, by that code or the reference kernel.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,12 @@
 #include "runtime/hostcode.h"
 #include "runtime/kernels_internal.h"
 #include "runtime/pool.h"
+
+int rt_allowed_cpus(void)
+{
+	cpu_set_t set;
+	return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
 
 int rt_kernels_load(struct rt *r, bool reference, int threads)
 {
@@ -179,4 +188,35 @@ bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc)
 	for (int j = 0; j <= k->nin; j++)
 		buf[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
 	return rt_kernel_host_on(r, x->kernel, buf, rc);
+}
+
+int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf)
+{
+	int rc;
+	if (rt_kernel_host_on(r, kernel, buf, &rc))
+		return rc;
+	const struct plan_kernel *k = &r->p->kernels[kernel];
+	struct ir_tensor tin[256], tout[2];
+	if (k->nin > 256 || k->nout > 2)
+		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", kernel, k->nin, k->nout);
+	for (int j = 0; j < k->nin; j++)
+		tin[j] = (struct ir_tensor){ k->dtype[j], k->shape[j], buf[j] };
+	if ((rc = interp_kernel(k, tin, tout)) < 0)
+		return rc;
+	for (int j = 0; j < k->nout; j++) {
+		memcpy(buf[k->nin + j], tout[j].data, ir_tensor_bytes(&tout[j]));
+		ir_tensor_free(&tout[j]);
+	}
+	return 0;
+}
+
+int rt_run_kernel(struct rt *r, const struct plan_instr *x)
+{
+	const struct plan_kernel *k = &r->p->kernels[x->kernel];
+	void *buf[258];
+	if (k->nin > 256 || k->nout > 2)
+		return ir_errorf(-EINVAL, "kernel %d has %d operands and %d results", x->kernel, k->nin, k->nout);
+	for (int j = 0; j < k->nin + k->nout; j++)
+		buf[j] = rt_buf(r, &r->d->buf[r->d->args[x->arg + j]]);
+	return rt_run_kernel_on(r, x->kernel, buf);
 }

@@ -215,7 +215,7 @@ static void pack_panels(const float *b, int64_t batch, int64_t k, int64_t n, boo
  * step), which a dot may then pack once for all its calls. */
 static bool fixed_operand(const struct rt *r, const void *b, size_t bytes)
 {
-	if (!r->p || r->p->train || r->gpu || !r->d || !r->arena)
+	if (!r->p || r->p->train || (r->dev && !r->dev->host_arena) || !r->d || !r->arena)
 		return false;
 	for (int j = 0; j < r->d->nbuf; j++) {
 		const struct plan_buffer *x = &r->d->buf[j];

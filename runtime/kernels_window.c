@@ -87,7 +87,11 @@ static inline v4f load4(const float *p, int64_t sw)
 	if (sw == 1)
 		return a;
 	memcpy(&b, p + 4, sizeof b);
+#ifdef __clang__ /* the fuzz build's compiler (tests/fuzz/run-fuzz.sh) */
+	return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#else
 	return __builtin_shuffle(a, b, (v4i){ 0, 2, 4, 6 });
+#endif
 }
 
 /* a > b ? a : b lane by lane: maxps, where there is one. */

@@ -15,6 +15,7 @@
  * starts before 481 and is waited for before 510 (unless another
  * collective of its communicator or a byte it shares comes between).
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,19 +173,19 @@ static int post_pos(const struct rt *r, const struct plan_instr *x, int mb, int 
 	return e;
 }
 
-static const int *sort_at; /* qsort's key: positions by (at, position) */
-
-static int by_at(const void *a, const void *b)
+/* qsort_r's order of positions by (key[position], position); ctx: key */
+static int by_at(const void *a, const void *b, void *ctx)
 {
+	const int *key = ctx;
 	int p = *(const int *)a, q = *(const int *)b;
-	return sort_at[p] != sort_at[q] ? (sort_at[p] > sort_at[q]) - (sort_at[p] < sort_at[q]) : (p > q) - (p < q);
+	return key[p] != key[q] ? (key[p] > key[q]) - (key[p] < key[q]) : (p > q) - (p < q);
 }
 
 int rt_overlap_init(struct rt *r)
 {
 	const struct rt_seg *last = &r->seg[r->nseg - 1];
 	int npos = last->pos + last->hi - last->lo + 2, rc = 0;
-	if (r->no_overlap || r->gpu)
+	if (r->no_overlap)
 		return 0;
 	int *after = ir_calloc((size_t)r->p->ndevices + 1, sizeof *after); /* per peer: the last start */
 	struct rt_overlap *ov = r->ov = ir_calloc(1, sizeof *ov);
@@ -230,10 +231,8 @@ int rt_overlap_init(struct rt *r)
 		ov->from[q] = e;
 		ov->post[ov->npost++] = q;
 	}
-	sort_at = ov->from;
-	qsort(ov->post, (size_t)ov->npost, sizeof *ov->post, by_at);
-	sort_at = ov->at;
-	qsort(ov->wait, (size_t)ov->nwait, sizeof *ov->wait, by_at);
+	qsort_r(ov->post, (size_t)ov->npost, sizeof *ov->post, by_at, ov->from);
+	qsort_r(ov->wait, (size_t)ov->nwait, sizeof *ov->wait, by_at, ov->at);
 done:
 	ir_free(after);
 	return rc;

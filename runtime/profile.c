@@ -21,7 +21,7 @@ int rt_profile_start(struct rt *r)
 	    !(r->prof_calls = ir_calloc((size_t)r->p->nkernels + 1, sizeof *r->prof_calls)))
 		return ir_errorf(-ENOMEM, "out of memory for the profile");
 	double peak;
-	return rt_gpu_profile_check(r, &peak);
+	return r->dev->profile_check(r, &peak);
 }
 
 static int64_t bytes_of(const struct plan_kernel *k)
@@ -78,7 +78,7 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 	double total = 0, peak = 0, shown = 0;
 	if (!order || steps < 1)
 		goto out;
-	rt_gpu_profile_check(r, &peak);
+	r->dev->profile_check(r, &peak);
 	for (int k = 0; k < p->nkernels; k++)
 		if (r->prof_calls[k]) {
 			order[n++] = k;
@@ -87,13 +87,12 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 	sort_rt = r;
 	qsort(order, (size_t)n, sizeof *order, by_time);
 	fprintf(f, "pcc-run: profile of rank %d over %ld step%s: %.3f ms of kernels per step, %d kernels (%s",
-		r->c->rank, steps, steps == 1 ? "" : "s", total / (double)steps * 1e3, n,
-		r->gpu ? "CUDA events" : "host clock");
+		r->c->rank, steps, steps == 1 ? "" : "s", total / (double)steps * 1e3, n, r->dev->clock);
 	if (peak > 0)
 		fprintf(f, "; device memory peak %.0f GB/s", peak / 1e9);
 	/* where the rank found itself (its GPU, its share of the cores) */
 	fprintf(f, "; local rank %d of %d on its host", r->c->local_rank, rt_local_ranks(r->c));
-	if (!r->gpu && r->pool)
+	if (r->dev->host_arena && r->pool)
 		fprintf(f, ", %d thread%s", pool_threads(r->pool), pool_threads(r->pool) == 1 ? "" : "s");
 	fprintf(f, ")\n   ms/step   share  calls    GB/s  %%peak  TFLOP/s  kernel\n");
 	for (int i = 0; i < n && i < 25; i++) {
@@ -107,7 +106,7 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 			snprintf(pct, sizeof pct, "%5.1f%%", 100 * bw / peak);
 		if (fl > 0)
 			snprintf(tf, sizeof tf, "%7.2f", fl / 1e12);
-		const char *how = rt_gpu_kernel_how(r, k);
+		const char *how = r->dev->kernel_how(r, k);
 		fprintf(f, "  %8.3f  %5.1f%%  %5.0f  %6.0f  %s  %s  k%d %s%s%s%s\n", t / (double)steps * 1e3,
 			total > 0 ? 100 * t / total : 0, calls / (double)steps, bw / 1e9, pct, tf, k, what,
 			how ? " (" : "", how ? how : "", how ? ")" : "");

@@ -8,8 +8,12 @@
  * the library libpccrt (pccrt_dep), which pcc-run (main.c), the tests and
  * the benchmarks' timing drivers link; no module depends on it.
  *
- *   exec.c     one instruction at a time: kernels, collectives, sends,
- *              receives (exec_internal.h: what its two helpers share)
+ *   exec.c     one instruction at a time, each through the device table
+ *              (device.h): kernels, copies, collectives, sends, receives;
+ *              kernel timing for --profile by the device's events
+ *   device_cpu.c  the host's device table: kernels on the arena,
+ *              transfers and collectives through the communication table
+ *              (exec_internal.h: what it shares with its two helpers)
  *   collective.c  a collective: operands packed to rank-major blocks for
  *              the table, the result unpacked
  *   overlap.c  receives and collectives started early, finished late
@@ -18,8 +22,9 @@
  *   state.c    parameters loaded from the model, state and accumulators,
  *              outputs and parameters gathered on rank 0
  *   data.c     inputs and training data: the backend-test layout, token files
- *   gpu*.c     the CUDA backend: the arena on a GPU, kernels, cuBLASLt
- *              and NCCL (gpu_internal.h); gpu_none.c where it is not built
+ *   gpu*.c     the CUDA device table: the arena on a GPU, kernels,
+ *              cuBLASLt and NCCL (gpu_internal.h); gpu_none.c where it is
+ *              not built
  *   ckpt*.c    checkpoints
  *   trace.c    --trace: the measured timeline, a Chrome trace-event file
  *   run.c      pcc-run's program (rt_main): options, the load, the run
@@ -30,6 +35,7 @@
 
 #include "ir/plan.h"
 #include "runtime/comm.h"
+#include "runtime/device.h"
 
 /* One run of a part of the program within a step, in the order the step
  * runs them (step.c builds the list once). Trace positions number what a
@@ -50,14 +56,18 @@ struct rt {
 	const struct plan *p;
 	const struct plan_device *d; /* this rank's program */
 	struct rt_comm *c;
-	uint8_t *arena;     /* d->arena_bytes; on a GPU rank the host's copy
-			     * of what the host reads and writes, reserved
-			     * whole but only touched pages take memory */
-	bool sparse;        /* arena is such a reservation (mmap) */
-	struct rt_gpu *gpu; /* the CUDA backend; NULL: the CPU runs it all */
-	int mb;             /* the micro-batch whose slots are in use */
-	int pc;             /* the instruction running (for messages) */
-	uint8_t *scratch;   /* packing collectives */
+	uint8_t *arena; /* d->arena_bytes; on a device with memory of its own
+			 * (a GPU) the host's copy of what the host reads and
+			 * writes, reserved whole but only touched pages take
+			 * memory */
+	bool sparse;    /* arena is such a reservation (mmap) */
+	/* the device that runs the program (device.h; rt_init: the host's)
+	 * and its implementation's state */
+	const struct rt_device_ops *dev;
+	void *dev_state;
+	int mb;           /* the micro-batch whose slots are in use */
+	int pc;           /* the instruction running (for messages) */
+	uint8_t *scratch; /* packing collectives */
 	size_t nscratch;
 	int micro; /* micro-batches per step */
 	/* output slices this rank writes (writer, not per step), saved per
@@ -89,13 +99,20 @@ struct rt {
 	double t_gemm;           /* of t_kernel: in kernels whose core is a dot (plan_kernel_core) */
 	/* per-kernel profile, filled only where the caller allocated it
 	 * (--profile, profile.c; the codegen benchmark's PCC_BENCH_PROFILE):
-	 * seconds and calls, [nkernels]; on GPUs timed by CUDA events */
+	 * seconds and calls, [nkernels]; timed by the device's events, read
+	 * at rt_sync: the pairs recorded since */
 	double *prof_time;
 	long *prof_calls;
+	struct rt_timed {
+		struct rt_event *a, *b;
+		int kernel;
+	} * timed;
+	int ntimed, captimed;
 	struct rt_seg *seg; /* a step's segments (step.c) */
 	int nseg;
+	bool poison;           /* tests: a freed buffer's bytes are set to 0xff */
 	bool no_overlap;       /* --no-overlap: every receive and collective
-				* waits at its instruction, as on a GPU rank */
+				* waits at its instruction (the host's device) */
 	struct rt_overlap *ov; /* overlap.c: which receives start early, which
 				* collectives finish late; NULL: none */
 	/* since the start: receives run, of them posted before their
@@ -115,13 +132,22 @@ struct rt {
 	} fault;
 };
 
-/* ---- state.c: ranks sharing this host (MPI's shared-memory split, under
- * any MPI and launcher: mpirun, srun; 1 when unknown) */
-int rt_local_ranks(const struct rt_comm *c);
-/* The CPUs this process may run on (its affinity mask); 0: unknown. */
-int rt_allowed_cpus(void);
+/* Buffer b's bytes in the host's arena (the micro-batch r->mb's slot). */
+static inline void *rt_buf(const struct rt *r, const struct plan_buffer *b)
+{
+	return r->arena + b->offset + plan_slot_stride(b) * (r->mb % plan_buffer_slots(b));
+}
+
+/* Ranks sharing this host (MPI's shared-memory split, under any MPI and
+ * launcher: mpirun, srun; 1 when unknown). */
+static inline int rt_local_ranks(const struct rt_comm *c)
+{
+	return c && c->local_size > 0 ? c->local_size : 1;
+}
 
 /* ---- kernels.c */
+/* The CPUs this process may run on (its affinity mask); 0: unknown. */
+int rt_allowed_cpus(void);
 typedef void (*rt_kernel_fn)(void **args, int64_t begin, int64_t end);
 /* Loads the plan's host kernels (after checking this CPU has the features
  * they need) and a pool of `threads` threads (<= 0: the cores divided
@@ -135,8 +161,15 @@ void rt_kernels_release(struct rt *r);
  * generated epilogue in place on the result. */
 bool rt_kernel_host(struct rt *r, const struct plan_instr *x, int *rc);
 /* The same for plan kernel `kernel` over buf (its nin operands, then its
- * results): the GPU stand-in runs a launch this way. */
+ * results). */
 bool rt_kernel_host_on(struct rt *r, int kernel, void *const *buf, int *rc);
+/* Runs kernel instruction x on the host's arena: rt_kernel_host, else the
+ * reference kernel. */
+int rt_run_kernel(struct rt *r, const struct plan_instr *x);
+/* The same for plan kernel `kernel` over buf (operands, then results): a
+ * device runs a kernel it has no code for, and the GPU stand-in a launch,
+ * this way. */
+int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf);
 
 /* ---- profile.c: --profile */
 /* Allocates prof_time and prof_calls (every kernel run from now on is
@@ -168,10 +201,6 @@ int rt_trace_write(struct rt *r, const char *plan, long *events);
 void rt_trace_close(struct rt *r);
 
 /* ---- exec.c */
-/* Runs kernel instruction x on the host (generated code or reference). */
-int rt_run_kernel(struct rt *r, const struct plan_instr *x);
-/* The same for plan kernel `kernel` over buf (operands, then results). */
-int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf);
 /* Reads PCC_RUN_FAULT=RANK:INSTR:KIND[:STEP] (KIND exit, hang, error or
  * assert; STEP 1-based, default 1): at that instruction the rank exits at
  * once, sleeps forever, fails as a kernel error would, or fails an
@@ -180,12 +209,16 @@ int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf);
  * full half way (ckpt.c). For the fault tests. A rank, instruction or step
  * (of `steps`) that does not exist is refused: it would never fire. */
 int rt_fault_parse(struct rt *r, const char *spec, long steps);
-void *rt_buf(const struct rt *r, const struct plan_buffer *b);
-/* Runs segment s's instructions (r->mb is its micro-batch). Errors are
- * prefixed "instruction I (kind)". */
+/* Runs segment s's instructions (r->mb is its micro-batch) on the device.
+ * Errors are prefixed "instruction I (kind)". */
 int rt_run(struct rt *r, const struct rt_seg *s);
-/* ---- overlap.c */
-/* Overlap of communication with compute (CPU ranks, unless no_overlap),
+/* Waits for the device's work, then adds the kernel times its events
+ * measured (--profile) to prof_time and prof_calls. */
+int rt_sync(struct rt *r);
+/* The events of kernels not yet read, freed (before the device closes). */
+void rt_timed_release(struct rt *r);
+/* ---- overlap.c: the host device's (device_cpu.c) */
+/* Overlap of communication with compute (unless no_overlap),
  * worked out once from r->seg and the memory plan: each receive starts
  * (MPI_Irecv) at the earliest trace position after which no step of the
  * trace touches a byte of its buffer before the receive's instruction,
@@ -208,10 +241,14 @@ void rt_overlap_release(struct rt *r);
 
 /* ---- state.c */
 /* The arena (checked against the host's memory first; with sparse only
- * reserved, for a GPU rank), state at its init, the output bookkeeping.
- * Collective: no; errors name the size. */
+ * reserved, for a device with memory of its own), state at its init, the
+ * output bookkeeping; the host's device (rt_device_cpu), which the caller
+ * may replace before it opens it. Collective: no; errors name the size. */
 int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse);
+/* Closes the device, frees it all. */
 void rt_release(struct rt *r);
+/* Every parameter and state buffer to the device (to_device) or back. */
+int rt_state_sync(struct rt *r, bool to_device);
 /* Loads this rank's parameter slices from the ONNX model; with fill (not
  * NULL, fill->on), a parameter whose external data file is absent is
  * filled by rt_fill_block instead, else that is an error naming the file
@@ -278,40 +315,6 @@ int rt_ckpt_check_dir(struct rt *r, const char *dir);
  * found the fault has printed it; other errors are for the caller to
  * print. */
 int rt_ckpt_load(struct rt *r, const char *dir, long *step, char *used, size_t nused);
-
-/* ---- gpu.c, gpu_exec.c: the CUDA backend */
-/* Whether this build has it (the CUDA headers were found). */
-bool rt_gpu_built(void);
-/* This rank's GPU (by its local rank), the arena on it, the plan's PTX
- * loaded, cuBLASLt. Not collective; a missing driver or GPU is a one-line
- * error. tf32: f32 dots on tensor cores. */
-int rt_gpu_open(struct rt *r, bool tf32);
-/* NCCL communicators for the plan. Collective over all ranks. */
-int rt_gpu_connect(struct rt *r);
-void rt_gpu_close(struct rt *r);
-/* Issues instruction i (x) on the GPU. */
-int rt_gpu_run(struct rt *r, const struct plan_instr *x, int i);
-/* The host's copy of buffer b (the micro-batch's slot) to the GPU, back,
- * or the GPU's copy zeroed. */
-int rt_gpu_put(struct rt *r, const struct plan_buffer *b);
-int rt_gpu_get(struct rt *r, const struct plan_buffer *b);
-int rt_gpu_zero(struct rt *r, const struct plan_buffer *b);
-/* Every parameter and state buffer to the GPU (to_device) or back. */
-int rt_gpu_state(struct rt *r, bool to_device);
-/* Waits until everything issued has finished. */
-int rt_gpu_finish(struct rt *r);
-/* Kernels that ran on the host so far (no GPU code, not a GEMM). */
-int rt_gpu_fallbacks(const struct rt *r);
-/* --profile on GPUs: the device memory's peak bytes/s (0: unknown; and on
- * CPU ranks), -ENOTSUP where the driver cannot time kernels. */
-int rt_gpu_profile_check(const struct rt *r, double *peak_bw);
-/* How kernel k ran on this rank's GPU, for --profile: "cuBLASLt", "PTX",
- * "PTX, grid" (cg_kernel_grid_reduce) or "host"; NULL on CPU ranks. */
-const char *rt_gpu_kernel_how(const struct rt *r, int k);
-/* The count of this rank's kernel instructions that ran on the host, and
- * in buf what they are ("3 kernel instructions of 120 ran on the host (no
- * GPU code): transpose bf16 x2, gather f32 x1"). */
-int rt_gpu_fallback_report(const struct rt *r, char *buf, size_t n);
 
 /* ---- step.c */
 /* One step: accumulators zeroed, inputs[m * ninputs + i] fed to

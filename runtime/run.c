@@ -373,7 +373,7 @@ static int on_gpu(const struct opts *o, const struct plan *p, bool *gpu)
 	if (*gpu && !p->nptx)
 		return ir_errorf(-EINVAL, "%s has no GPU code: compile it for a GPU cluster (or with --codegen ptx)",
 				 o->plan);
-	if (*gpu && !rt_gpu_built())
+	if (*gpu && !rt_device_cuda())
 		return ir_errorf(-ENODEV,
 				 "%s is for GPUs, but this pcc-run was built without CUDA (run it with "
 				 "--device cpu, or rebuild with the CUDA toolkit)",
@@ -559,13 +559,15 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	rc = c->ops->setup(c, p);
 	if (rc == 0)
 		rc = rt_init(r, p, c, gpu);
-	if (rc == 0 && gpu && (rc = rt_gpu_open(r, o->tf32)) < 0) {
+	if (rc == 0 && gpu)
+		r->dev = rt_device_cuda();
+	if (rc == 0 && (rc = r->dev->open(r, o->tf32)) < 0 && gpu) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", ir_error());
 		ir_errorf(rc, "%s is for GPUs (cluster %s): %s (pcc-run --device cpu runs it on CPU ranks)", o->plan,
 			  p->cluster ? p->cluster : "?", why);
 	}
-	if (gpu && (agree(c, rc) < 0 || agree(c, rt_gpu_connect(r)) < 0))
+	if (agree(c, rc) < 0 || agree(c, r->dev->connect(r)) < 0)
 		return -1;
 	if (rc == 0)
 		rc = rt_kernels_load(r, o->reference, (int)o->threads);
@@ -574,8 +576,8 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	int filled = 0;
 	if (rc == 0)
 		rc = rt_load_params(r, model, &o->fill, &filled);
-	if (rc == 0 && gpu)
-		rc = rt_gpu_state(r, true);
+	if (rc == 0)
+		rc = rt_state_sync(r, true);
 	if (rc == 0 && o->profile)
 		rc = rt_profile_start(r);
 	if (agree(c, rc) < 0)
@@ -631,12 +633,12 @@ static void free_outputs(struct ir_tensor *out, int n)
  * overlapped" (started before their instruction or waited for after it),
  * summed over the ranks (collective: each sends rank 0 its counts;
  * a rank that does not answer is an error, as in a step). */
-/* On GPUs: which of rank 0's kernels ran on the host (they cost two copies
- * and a synchronization each). */
+/* On a device with its own memory: which of rank 0's kernels ran on the
+ * host (they cost two copies and a synchronization each). */
 static void fallback_line(const struct rt *r)
 {
 	char b[1024];
-	if (r->gpu && rt_gpu_fallback_report(r, b, sizeof b) > 0)
+	if (r->dev->fallback_report(r, b, sizeof b) > 0)
 		printf("pcc-run: rank 0: %s\n", b);
 }
 
@@ -733,8 +735,8 @@ static int save_onnx(struct rt *r, const char *model, const char *dst)
 	struct ir_tensor *w = ir_calloc((size_t)p->nparams + 1, sizeof *w);
 	const char **names = ir_calloc((size_t)p->nparams + 1, sizeof *names);
 	int rc = w && names ? 0 : ir_errorf(-ENOMEM, "out of memory");
-	if (rc == 0 && r->gpu)
-		rc = rt_gpu_state(r, false);
+	if (rc == 0)
+		rc = rt_state_sync(r, false);
 	if (rc == 0)
 		rc = rt_gather_params(r, w);
 	/* every rank finished every step before anything is written */
@@ -892,7 +894,7 @@ static void log_step(const struct rt *r, long s, const struct opts *o, const str
  * failed says why (rt_ckpt_save agreed on it), every rank leaves cleanly. */
 static int checkpoint(struct rt *r, const struct opts *o, long s)
 {
-	if (r->gpu && rt_gpu_state(r, false) < 0)
+	if (rt_state_sync(r, false) < 0)
 		die(r->c, s);
 	int rc = rt_ckpt_save(r, o->ckpt, r->step);
 	if (rc < 0 && rc != -ECANCELED)
@@ -974,7 +976,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	if (o->resume) {
 		char used[4400] = "";
 		int lrc = rt_ckpt_load(r, o->resume, &r->step, used, sizeof used);
-		if (lrc < 0 || (r->gpu && rt_gpu_state(r, true) < 0)) {
+		if (lrc < 0 || rt_state_sync(r, true) < 0) {
 			rc = -1;
 			if (r->c->rank == 0 && lrc != -ECANCELED) /* -ECANCELED: said already */
 				fprintf(stderr, "pcc-run: rank 0: %s\n", ir_error());
@@ -1050,8 +1052,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		die(r->c, o->steps - 1);
 	if (r->c->rank == 0)
 		printf("pcc-run: %ld steps in %.3f s (rank 0: %s %.3f s, communication %.3f s%s%s)\n", o->steps - first,
-		       t_run, r->gpu ? "issuing kernels" : "kernels", r->t_kernel, r->t_comm,
-		       r->gpu && rt_gpu_fallbacks(r) ? ", some kernels on the host" : "", ov);
+		       t_run, r->dev->issues ? "issuing kernels" : "kernels", r->t_kernel, r->t_comm,
+		       r->dev->fallback_report(r, NULL, 0) ? ", some kernels on the host" : "", ov);
 	if (r->c->rank == 0)
 		fallback_line(r);
 	if (r->c->rank == 0 && o->profile)

@@ -2,11 +2,10 @@
  * state.c: what a rank holds besides its program (rt.h): the arena, the
  * parameter slices loaded from the model, optimizer state at its start
  * value, the outputs it writes, and the gathering of outputs and of whole
- * parameters on rank 0 over the table's ctl channel.
+ * parameters on rank 0 over the table's ctl channel; parameters and state
+ * to and from the device (device.h).
  */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +27,6 @@ static int64_t mem_available(void)
 	if (f)
 		fclose(f);
 	return kb < 0 ? -1 : (int64_t)kb * 1024;
-}
-
-int rt_local_ranks(const struct rt_comm *c)
-{
-	return c && c->local_size > 0 ? c->local_size : 1;
-}
-
-int rt_allowed_cpus(void)
-{
-	cpu_set_t set;
-	return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
 /* Which part of device d's program writes each of its output slices that
@@ -134,6 +122,7 @@ int rt_init(struct rt *r, const struct plan *p, struct rt_comm *c, bool sparse)
 	r->c = c;
 	r->d = &p->devices[c->rank];
 	r->micro = p->micro > 0 ? p->micro : 1;
+	r->dev = &rt_device_cpu;
 	const struct plan_device *d = r->d;
 	int64_t avail = mem_available(), need;
 	char a[IR_BYTES_STRLEN], b[IR_BYTES_STRLEN];
@@ -185,7 +174,8 @@ void rt_release(struct rt *r)
 	ir_free(r->prof_calls);
 	r->prof_time = NULL;
 	r->prof_calls = NULL;
-	rt_gpu_close(r);
+	rt_timed_release(r);
+	r->dev->close(r);
 	if (r->sparse && r->arena)
 		munmap(r->arena, (size_t)r->d->arena_bytes + 1);
 	else
@@ -193,6 +183,19 @@ void rt_release(struct rt *r)
 	ir_free(r->scratch);
 	rt_kernels_release(r);
 	memset(r, 0, sizeof *r);
+}
+
+int rt_state_sync(struct rt *r, bool to_device)
+{
+	int rc = 0, saved = r->mb;
+	r->mb = 0;
+	for (int k = 0; k < r->d->nbuf && rc == 0; k++) {
+		const struct plan_buffer *b = &r->d->buf[k];
+		if (b->bind == PLAN_BIND_PARAM || b->bind == PLAN_BIND_STATE)
+			rc = to_device ? r->dev->put(r, b) : r->dev->get(r, b);
+	}
+	r->mb = saved;
+	return rc;
 }
 
 int rt_load_params(struct rt *r, const char *model, const struct rt_fill *fill, int *filled)

@@ -14,6 +14,12 @@
 
 #include "runtime/rt.h"
 
+/* What the device has due before trace position pos (device.h). */
+static int at(struct rt *r, int pos)
+{
+	return r->dev->at ? r->dev->at(r, pos) : 0;
+}
+
 static int feed(struct rt *r, const struct ir_tensor *in)
 {
 	const struct plan_device *d = r->d;
@@ -25,8 +31,7 @@ static int feed(struct rt *r, const struct ir_tensor *in)
 		const struct ir_tensor *g = &in[x->index];
 		ir_copy_block(rt_buf(r, x), &x->shape, NULL, g->data, &g->shape, x->start, &x->shape,
 			      ir_dtype_size(x->dtype));
-		if (r->gpu)
-			rc = rt_gpu_put(r, x);
+		rc = r->dev->put(r, x);
 	}
 	return rc;
 }
@@ -40,7 +45,7 @@ static int save(struct rt *r, int part)
 		void **slot = part == 2 ? &r->saved_step[b] : &r->saved[(size_t)r->mb * (size_t)d->nbuf + (size_t)b];
 		if (!*slot && !(*slot = ir_malloc((size_t)d->buf[b].bytes + 1)))
 			return ir_errorf(-ENOMEM, "out of memory saving an output");
-		int rc = r->gpu ? rt_gpu_get(r, &d->buf[b]) : 0;
+		int rc = r->dev->get(r, &d->buf[b]);
 		if (rc < 0)
 			return rc;
 		memcpy(*slot, rt_buf(r, &d->buf[b]), (size_t)d->buf[b].bytes);
@@ -55,7 +60,7 @@ static int run_part(struct rt *r, const struct rt_seg *s)
 	double t0 = r->trace ? ir_now() : 0;
 	int rc = rt_run(r, s);
 	if (rc == 0)
-		rc = rt_overlap_at(r, s->pos + 1 + s->hi - s->lo);
+		rc = at(r, s->pos + 1 + s->hi - s->lo);
 	if (rc == 0)
 		rc = save(r, s->part);
 	if (rc == 0 && r->trace)
@@ -67,7 +72,8 @@ static int run_part(struct rt *r, const struct rt_seg *s)
 
 /* A step's segments, once: the stage's order of forward and backward
  * parts (pipelined training) or the micro-batches in turn, then the
- * per-step part; and the overlap worked out over them. */
+ * per-step part; and what the device plans over them (the host: the
+ * receives and collectives that overlap compute). */
 static int segments(struct rt *r)
 {
 	const struct plan_device *d = r->d;
@@ -88,7 +94,7 @@ static int segments(struct rt *r)
 	}
 	r->seg = s;
 	r->nseg = n;
-	return rt_overlap_init(r);
+	return r->dev->plan_step ? r->dev->plan_step(r) : 0;
 }
 
 int rt_step(struct rt *r, const struct ir_tensor *inputs)
@@ -98,14 +104,12 @@ int rt_step(struct rt *r, const struct ir_tensor *inputs)
 	int rc = r->seg ? 0 : segments(r);
 	r->mb = 0;
 	for (int k = 0; k < d->nbuf && rc == 0; k++)
-		if (d->buf[k].bind == PLAN_BIND_ACCUM && r->gpu)
-			rc = rt_gpu_zero(r, &d->buf[k]);
-		else if (d->buf[k].bind == PLAN_BIND_ACCUM)
-			memset(rt_buf(r, &d->buf[k]), 0, (size_t)d->buf[k].bytes);
+		if (d->buf[k].bind == PLAN_BIND_ACCUM)
+			rc = r->dev->fill(r, &d->buf[k], 0);
 	for (int k = 0; k < r->nseg && rc == 0; k++) {
 		const struct rt_seg *s = &r->seg[k];
 		r->mb = s->mb;
-		rc = rt_overlap_at(r, s->pos);
+		rc = at(r, s->pos);
 		if (rc == 0 && s->feed)
 			rc = feed(r, inputs + (size_t)s->mb * (size_t)p->ninputs);
 		if (rc == 0)
@@ -113,10 +117,10 @@ int rt_step(struct rt *r, const struct ir_tensor *inputs)
 	}
 	if (rc == 0) {
 		const struct rt_seg *s = &r->seg[r->nseg - 1];
-		rc = rt_overlap_at(r, s->pos + s->hi - s->lo + 2);
+		rc = at(r, s->pos + s->hi - s->lo + 2);
 	}
-	if (rc == 0 && r->gpu)
-		rc = rt_gpu_finish(r);
+	if (rc == 0)
+		rc = rt_sync(r);
 	if (rc == 0)
 		rc = r->c->ops->flush(r->c);
 	return rc;
@@ -141,8 +145,8 @@ static bool loss_in_forward(const struct rt *r)
 
 /* The parameter and state buffers the per-micro-batch part writes (a
  * training-mode BatchNorm's running statistics, updated as it runs):
- * copied to or from keep (NULL: their bytes in *n), every slot; on a GPU
- * through the host's copy. */
+ * copied to or from keep (NULL: their bytes in *n), every slot; on a
+ * device with its own memory through the host's copy. */
 static int kept(struct rt *r, uint8_t *keep, bool back, size_t *n)
 {
 	const struct plan_device *d = r->d;
@@ -160,13 +164,13 @@ static int kept(struct rt *r, uint8_t *keep, bool back, size_t *n)
 		for (int k = 0; w[b] && k < plan_buffer_slots(&d->buf[b]) && rc == 0; k++) {
 			size_t bytes = (size_t)d->buf[b].bytes;
 			r->mb = k;
-			if (keep && !back && r->gpu)
-				rc = rt_gpu_get(r, &d->buf[b]);
+			if (keep && !back)
+				rc = r->dev->get(r, &d->buf[b]);
 			if (keep && rc == 0)
 				memcpy(back ? rt_buf(r, &d->buf[b]) : keep + *n,
 				       back ? keep + *n : rt_buf(r, &d->buf[b]), bytes);
-			if (keep && back && r->gpu && rc == 0)
-				rc = rt_gpu_put(r, &d->buf[b]);
+			if (keep && back && rc == 0)
+				rc = r->dev->put(r, &d->buf[b]);
 			*n += bytes;
 		}
 	r->mb = mb;
@@ -197,14 +201,14 @@ int rt_eval_step(struct rt *r, const struct ir_tensor *inputs)
 			rc = run_part(r, s);
 	}
 	r->ov = ov;
-	if (rc == 0 && r->gpu)
-		rc = rt_gpu_finish(r);
+	if (rc == 0)
+		rc = rt_sync(r);
 	if (rc == 0)
 		rc = r->c->ops->flush(r->c);
 	if (rc == 0 && keep)
 		rc = kept(r, keep, true, &n);
-	if (rc == 0 && keep && r->gpu)
-		rc = rt_gpu_finish(r);
+	if (rc == 0 && keep)
+		rc = rt_sync(r);
 	ir_free(keep);
 	return rc;
 }

@@ -49,7 +49,7 @@
 #include <jansson.h>
 
 #include "ir/trace.h"
-#include "runtime/exec_internal.h"
+#include "runtime/rt.h"
 
 #define RT_TRACE_MAX_EVENTS (1 << 20) /* per rank: 40 MiB */
 #define PID_BASE 10000                /* measured ranks' pids: apart from the predicted stages' */
@@ -210,13 +210,10 @@ void rt_trace_op(struct rt *r, int i, int mb, double t0, double t1)
 
 void rt_trace_instr(struct rt *r, const struct plan_instr *x, int i, int pos, double t0, double t1)
 {
-	bool cpu_ov = r->ov && !r->gpu;
 	if (x->kind == PLAN_COPY || x->kind == PLAN_FREE)
 		return;
-	/* started early: overlap.c times it from its start to its wait */
-	if (cpu_ov && x->kind == PLAN_RECV)
-		return;
-	if (cpu_ov && plan_instr_is_collective(x->kind) && rt_overlap_started(r->ov, pos))
+	/* the device times it itself (the host: from its start to its wait) */
+	if (r->dev->traced && r->dev->traced(r, x, pos))
 		return;
 	rt_trace_op(r, i, r->mb, t0, t1);
 }

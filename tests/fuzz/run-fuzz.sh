@@ -115,11 +115,16 @@ blas_libs=$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas)
 libs="-lprotobuf-c -ljansson -lzip -lz -lglpk -lxxhash -lcrypto $blas_libs -lm -lpthread"
 # the readers and what they call: ir/, the importer, the interpreter, the
 # cost model's devices, clusters and roofline, the plan printer, solvers/
-# but the pcc-iopddl CLI (fuzz_answer.c compiles that in itself), the one
-# runtime file that needs no MPI
+# but the pcc-iopddl CLI (fuzz_answer.c compiles that in itself), the
+# checkpoint manifests, and the executor on the host's device with the
+# in-process communication table that tests/plan_sim.c runs (the runtime's
+# files that need neither MPI nor CUDA)
 srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/onnx_*.c compiler/interp*.c compiler/cost_device.c \
 	compiler/cost_cluster.c compiler/cost_comm.c compiler/cost_compute.c compiler/plan_print.c \
-	solvers/*.c runtime/ckpt_manifest.c | grep -v '^solvers/iopddl_main\.c$')
+	solvers/*.c runtime/ckpt_manifest.c runtime/exec.c runtime/device_cpu.c runtime/step.c runtime/state.c \
+	runtime/collective.c runtime/overlap.c runtime/comm_local.c runtime/fill.c runtime/trace.c \
+	runtime/kernels*.c runtime/hostcode*.c runtime/pool.c runtime/gpu_none.c runtime/gpu_plan.c |
+	grep -v '^solvers/iopddl_main\.c$')
 {
 	echo "cc = $cc"
 	echo "cflags = -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined" \
@@ -152,7 +157,8 @@ srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/onnx_*.c compiler/
 	echo "build obj/tests_plan_sim.o: cc $src/tests/plan_sim.c || $gen"
 	for t in $all_targets; do
 		echo "build obj/fuzz_$t.o: cc $src/tests/fuzz/fuzz_$t.c || $gen"
-		# the plan target runs verified plans on tests/plan_sim.c
+		# the plan target runs verified plans on tests/plan_sim.c (the
+		# runtime's executor, in the archive)
 		sim=""
 		[ "$t" != plan ] || sim=obj/tests_plan_sim.o
 		echo "build fuzz_$t: link obj/fuzz_$t.o $sim libpcc-fuzz.a"
