@@ -149,6 +149,23 @@ no_circle() {
 	fi
 }
 
+# The calls file-cycles reads from the objects are in the sources: each
+# that closes a circle is named in its caller's text and defined at the
+# start of a line of its callee's (a cross-check of nm's reading).
+calls_in_source() {
+	python3 "$src/scripts/file-cycles" "$build" --edges >"$tmp/edges.all" || return 1
+	grep '^  ' "$tmp/edges.all" >"$tmp/edges" || :
+	bad=0
+	while read -r a _ b syms; do
+		b=${b%:}
+		for s in $syms; do
+			grep -qw "$s" "$src/$a" || { echo "$a: no call of $s in its text" >&2; bad=1; }
+			grep -Eq "^[A-Za-z].*[ *]$s\(" "$src/$b" || { echo "$b: no definition of $s" >&2; bad=1; }
+		done
+	done <"$tmp/edges"
+	return $bad
+}
+
 # Every circle of this build is a known one.
 no_new_circle() {
 	[ -s "$tmp/built" ] || { echo "file-cycles $build: no C file of compiler/ or runtime/ built" >&2; return 1; }
@@ -183,6 +200,7 @@ cycles_ran() {
 }
 check "scripts/file-cycles reads the object files of compiler/ and runtime/" cycles_ran
 check "no new circle among the files of compiler/ or runtime/" no_new_circle
+check "the calls that close each circle are in the callers' and callees' sources" calls_in_source
 while read -r c; do
 	b=$(built "$c")
 	case "$b" in
