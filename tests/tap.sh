@@ -31,3 +31,9 @@ todo() {
 		sed 's/^/# /' "$tmp/err" | head -3
 	fi
 }
+# skip REASON DESCRIPTION: a case that this build cannot run (TAP's SKIP
+# directive).
+skip() {
+	n=$((n + 1))
+	echo "ok $n - $2 # SKIP $1"
+}
