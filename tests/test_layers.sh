@@ -131,7 +131,6 @@ known_circles='compiler/cli_train.c compiler/main.c compiler/report_cli.c
 compiler/lower.c compiler/lower_reshard.c
 compiler/lower_pipe.c compiler/lower_plan.c compiler/lower_train.c
 compiler/report_auto.c compiler/report_whatif.c
-runtime/collective.c runtime/exec.c runtime/gpu.c runtime/gpu_exec.c runtime/kernels.c runtime/kernels_gemm.c runtime/overlap.c runtime/state.c runtime/trace.c
 runtime/gpu_standin.c runtime/gpu_standin_lt.c runtime/gpu_standin_nccl.c'
 
 # built CIRCLE: the files of CIRCLE this build compiles, on one line.
