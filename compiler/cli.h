@@ -1,5 +1,6 @@
 /*
- * cli.h: subcommands of the pcc driver that live outside main.c.
+ * cli.h: subcommands of the pcc driver that live outside main.c, and the
+ * option helpers (cli.c) that the driver and they share.
  */
 #ifndef PCC_CLI_H
 #define PCC_CLI_H
@@ -10,7 +11,7 @@
 
 #include "compiler/compiler.h"
 
-/* "--dim NAME=VALUE" (main.c): appends the binding (name strdup'd) to
+/* "--dim NAME=VALUE" (cli.c): appends the binding (name strdup'd) to
  * dims[*ndims]; -EINVAL naming the bad text or the limit max. */
 int cli_parse_dim(const char *s, struct onnx_dim_binding *dims, int *ndims, int max);
 
@@ -49,6 +50,9 @@ struct cli_usage {
 	bool model;
 };
 extern const struct cli_usage cli_train_usage, report_cli_usage;
+/* The help of --dim and --const, after the options of a command that
+ * takes a model. */
+extern const char cli_model_options[];
 /* `pcc CMD --help`: u's usage on stdout; 0, the exit status. */
 int cli_help(const struct cli_usage *u);
 /* The exit status of a failed command, its one line printed: 2 for a
