@@ -1,9 +1,10 @@
 /*
  * report_whatif.c: one plan's figures as a struct whatif, whatever made
- * the plan: a manual plan's report (report_eval.c) converted part by part,
- * or the automatic planner's (report_auto.c); then the figures every
- * what-if derives the same way (throughput, FLOP/s, MFU, price), and the
- * checks on output files the report commands share.
+ * the plan: its parts, the figures every what-if derives the same way
+ * (throughput, FLOP/s, MFU, price), a manual plan's report (report_eval.c)
+ * converted part by part, and the checks on output files the report
+ * commands share. The automatic planner's plan (report_auto.c) fills one
+ * through the same calls; report_request.c chooses between the two.
  *
  * A manual plan's step-time parts are its report's, with recomputation
  * taken out of compute: compute, recompute, comm_tp, comm_stats, transfers, bubble,
@@ -179,28 +180,6 @@ int wi_from_report(const struct report *r, const char *label, double price, stru
 	w->mem_capacity = w->mem_limit = r->dev.mem_bytes;
 	wi_finish(w, price);
 	return 0;
-}
-
-void wi_request_init(struct wi_request *q)
-{
-	memset(q, 0, sizeof *q);
-	report_plan_init(&q->plan);
-	inter_opts_init(&q->inter);
-	q->prec = -1;
-}
-
-int wi_eval(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
-{
-	memset(w, 0, sizeof *w);
-	if (!q->manual)
-		return wi_auto(q, c, w);
-	struct report r;
-	int rc = report_evaluate(q->model, q->imp, q->batch, c, &q->plan, q->cal, &r);
-	if (rc < 0)
-		return rc;
-	rc = wi_from_report(&r, q->label, q->price, w);
-	report_free(&r);
-	return rc;
 }
 
 const char *wi_secs(double t, char *b, size_t n)

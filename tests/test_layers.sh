@@ -129,7 +129,6 @@ graph_current() {
 # some of them has the circle among those it compiles, or none.
 known_circles='compiler/lower.c compiler/lower_reshard.c
 compiler/lower_pipe.c compiler/lower_plan.c compiler/lower_train.c
-compiler/report_auto.c compiler/report_whatif.c
 runtime/gpu_standin.c runtime/gpu_standin_lt.c runtime/gpu_standin_nccl.c'
 
 # built CIRCLE: the files of CIRCLE this build compiles, on one line.
