@@ -17,6 +17,8 @@
 #include "compiler/intra_internal.h"
 #include "ir/plan.h"
 
+#define LW_MAX_IN 256 /* operands of one op (a concat's) */
+
 struct lw_buf {
 	enum ir_dtype dtype;
 	struct ir_shape shape; /* local */
@@ -115,7 +117,7 @@ int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh);
  * every stage's program is lowered and before the memory plan). */
 int lw_fuse(struct lower *L);
 
-/* lower.c */
+/* lower_emit.c: the program's builders. */
 /* The index of kernel k in the plan's table, adding it (taking over its
  * arrays) when new; k's arrays are freed when an equal one is there. */
 int lw_kernel_intern(struct lower *L, struct plan_kernel *k);
@@ -137,8 +139,8 @@ int lw_rep_add(struct lower *L, int value, const struct ir_sharding *spec, int b
 void lw_local_shape(const struct lower *L, const struct ir_shape *s, const struct ir_sharding *spec,
 		    struct ir_shape *out);
 
-/* Node n of L's graph: operands resharded to what its strategy needs, then
- * its local kernel(s); its results become reps. */
+/* lower.c: node n of L's graph: operands resharded to what its strategy
+ * needs, then its local kernel(s); its results become reps. */
 int lw_node(struct lower *L, const struct ir_node *n);
 
 /* Lowers v's producer when v has no rep yet (constants are made lazily). */
