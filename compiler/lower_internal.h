@@ -99,16 +99,19 @@ struct lw_ctx {
 	int *pidx, *iidx; /* [whole value id]: parameter / input index, -1 */
 };
 
-/* lower_plan.c: the whole graph's value id that stage s's value v stands
+/* lower_stage.c: the whole graph's value id that stage s's value v stands
  * for; stage s's lowering set up (buffers, reps, the plan's stage entry);
- * its bound values; stage s's input v, computed by another stage, sent from there now
- * (appended to both programs) and added as v's rep. */
+ * its bound values; stage s's input v, computed by another stage, sent
+ * from there now (appended to both programs) and added as v's rep. */
 int lw_src_of(const struct lw_ctx *c, int s, int v);
 int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh);
 /* Stage s's parameters, model inputs and training state bound to the
  * slices its devices load (values of other stages are received apart). */
 int lw_bind_stage(struct lw_ctx *c, int s);
 int lw_receive(struct lw_ctx *c, int s, const struct ir_value *v);
+/* Stage s's bound values, then those it reads from earlier stages (the
+ * stages lowered one after another). */
+int lw_stage_inputs(struct lw_ctx *c, int s);
 
 /* lower_pipe.c: a pipelined training plan's stages lowered together. */
 int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh);
@@ -159,7 +162,7 @@ int lw_reshard(struct lower *L, const struct ir_value *v, int buf, const struct 
 int lw_transfer(struct lower *S, const struct ir_value *u, int sbuf, const struct ir_sharding *ss, struct lower *R,
 		const struct ir_value *v, const struct ir_sharding *rs, int *rbuf);
 
-/* lower_plan.c: a buffer bound to (bind, index) holding graph input or
+/* lower_stage.c: a buffer bound to (bind, index) holding graph input or
  * parameter v under spec (NULL: the pass's choice; nothing is bound when
  * nothing reads v), added as v's rep. */
 int lw_bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index,
