@@ -14,10 +14,8 @@
  * by the host code (or the reference kernels) of the plan kernel whose
  * name the PTX declares (gpu_standin_kernels), never by the PTX itself.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -1211,96 +1209,51 @@ static CUresult ctx_set_current(CUcontext c)
 
 /* ---- the table --------------------------------------------------------------------- */
 
-static long long env_num(const char *name, long long dflt, long long lo, long long hi)
+void si_fill_driver(struct gpu_api *a, int ndev, size_t mem, int sm)
 {
-	const char *s = getenv(name);
-	char *end;
-	if (!s || !*s)
-		return dflt;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	return errno || *end || v < lo || v > hi ? dflt : v;
-}
-
-/* How many of the host's n devices CUDA_VISIBLE_DEVICES shows: all where
- * it is unset; else its comma-separated ordinals up to the first that is
- * not one of them (the driver's rule; GPU UUIDs are not taken here). */
-static int visible_devices(int n)
-{
-	const char *s = getenv("CUDA_VISIBLE_DEVICES");
-	if (!s)
-		return n;
-	int seen = 0;
-	for (;;) {
-		char *end;
-		errno = 0;
-		long v = strtol(s, &end, 10);
-		if (end == s || errno || v < 0 || v >= n || (*end && *end != ','))
-			return seen;
-		seen++;
-		if (!*end)
-			return seen;
-		s = end + 1;
-	}
-}
-
-static struct gpu_api api;
-
-const struct gpu_api *gpu_standin_load(void)
-{
-	if (api.cuInit)
-		return &api;
-	S.ndev = visible_devices((int)env_num("PCC_GPU_STANDIN_DEVICES", 8, 1, 64));
-	S.total = (size_t)env_num("PCC_GPU_STANDIN_MEM", 80ll << 30, 1 << 20, 1ll << 50);
-	S.sm = env_num("PCC_GPU_STANDIN_SM", 90, 80, 90) == 80 ? 80 : 90;
-	api.cuInit = init;
-	api.cuDriverGetVersion = driver_version;
-	api.cuDeviceGet = device_get;
-	api.cuDeviceGetCount = device_count;
-	api.cuDeviceGetName = device_name;
-	api.cuDeviceGetAttribute = device_attribute;
-	api.cuDeviceTotalMem = device_total_mem;
-	api.cuDevicePrimaryCtxRetain = ctx_retain;
-	api.cuDevicePrimaryCtxRelease = ctx_release;
-	api.cuCtxSetCurrent = ctx_set_current;
-	api.cuMemAlloc = mem_alloc;
-	api.cuMemFree = mem_free;
-	api.cuMemGetInfo = mem_get_info;
-	api.cuMemHostRegister = host_register;
-	api.cuMemHostUnregister = host_unregister;
-	api.cuMemcpyHtoDAsync = memcpy_htod;
-	api.cuMemcpyDtoHAsync = memcpy_dtoh;
-	api.cuMemcpyDtoDAsync = memcpy_dtod;
-	api.cuMemcpy2DAsync = memcpy_2d;
-	api.cuMemsetD8Async = memset_d8;
-	api.cuModuleLoadData = module_load_data;
-	api.cuModuleUnload = module_unload;
-	api.cuModuleGetFunction = module_get_function;
-	api.cuLaunchKernel = launch_kernel;
-	api.cuStreamCreate = stream_create;
-	api.cuStreamDestroy = stream_destroy;
-	api.cuStreamSynchronize = stream_synchronize;
-	api.cuStreamQuery = stream_query;
-	api.cuStreamWaitEvent = stream_wait_event;
-	api.cuEventCreate = event_create;
-	api.cuEventDestroy = event_destroy;
-	api.cuEventRecord = event_record;
-	api.cuEventQuery = event_query;
-	api.cuEventElapsedTime = event_elapsed;
-	api.cuGetErrorString = get_error_string;
-	api.cuLinkCreate = link_create;
-	api.cuLinkAddData = link_add_data;
-	api.cuLinkComplete = link_complete;
-	api.cuLinkDestroy = link_destroy;
-	si_fill_lt(&api);
-	si_fill_nccl(&api);
+	S.ndev = ndev;
+	S.total = mem;
+	S.sm = sm;
+	a->cuInit = init;
+	a->cuDriverGetVersion = driver_version;
+	a->cuDeviceGet = device_get;
+	a->cuDeviceGetCount = device_count;
+	a->cuDeviceGetName = device_name;
+	a->cuDeviceGetAttribute = device_attribute;
+	a->cuDeviceTotalMem = device_total_mem;
+	a->cuDevicePrimaryCtxRetain = ctx_retain;
+	a->cuDevicePrimaryCtxRelease = ctx_release;
+	a->cuCtxSetCurrent = ctx_set_current;
+	a->cuMemAlloc = mem_alloc;
+	a->cuMemFree = mem_free;
+	a->cuMemGetInfo = mem_get_info;
+	a->cuMemHostRegister = host_register;
+	a->cuMemHostUnregister = host_unregister;
+	a->cuMemcpyHtoDAsync = memcpy_htod;
+	a->cuMemcpyDtoHAsync = memcpy_dtoh;
+	a->cuMemcpyDtoDAsync = memcpy_dtod;
+	a->cuMemcpy2DAsync = memcpy_2d;
+	a->cuMemsetD8Async = memset_d8;
+	a->cuModuleLoadData = module_load_data;
+	a->cuModuleUnload = module_unload;
+	a->cuModuleGetFunction = module_get_function;
+	a->cuLaunchKernel = launch_kernel;
+	a->cuStreamCreate = stream_create;
+	a->cuStreamDestroy = stream_destroy;
+	a->cuStreamSynchronize = stream_synchronize;
+	a->cuStreamQuery = stream_query;
+	a->cuStreamWaitEvent = stream_wait_event;
+	a->cuEventCreate = event_create;
+	a->cuEventDestroy = event_destroy;
+	a->cuEventRecord = event_record;
+	a->cuEventQuery = event_query;
+	a->cuEventElapsedTime = event_elapsed;
+	a->cuGetErrorString = get_error_string;
+	a->cuLinkCreate = link_create;
+	a->cuLinkAddData = link_add_data;
+	a->cuLinkComplete = link_complete;
+	a->cuLinkDestroy = link_destroy;
 	S.st[0].used = S.st[0].live = true;
-	return &api;
-}
-
-bool gpu_api_standin(const struct gpu_api *a)
-{
-	return a == &api;
 }
 
 void gpu_standin_kernels(gpu_standin_lookup_fn f, void *ctx)

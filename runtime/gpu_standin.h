@@ -3,7 +3,9 @@
  * parts: gpu_standin.c (the driver: memory, streams, events, modules and
  * launches, and the engine that runs queued work), gpu_standin_lt.c
  * (cuBLASLt's matmul by the host's BLAS) and gpu_standin_nccl.c (NCCL's
- * collectives and transfers over MPI between the ranks).
+ * collectives and transfers over MPI between the ranks), and by the table
+ * that puts their entries together (gpu_standin_load.c). The two
+ * libraries queue their work through the driver's engine (si_*, below).
  *
  * Device memory is host memory handed out at addresses no host pointer
  * has (from 0x200000000000 up, with unmapped gaps between allocations), so
@@ -95,6 +97,11 @@ void si_keep(void *h);
 /* The text si_fail recorded for e, or NULL. */
 const char *si_detail(int e);
 
+/* Each part's entries of the table a (gpu_standin_load.c calls them once):
+ * the driver's, for ndev devices of mem bytes each and compute
+ * capability sm (80 or 90), its default stream made live; cuBLASLt's;
+ * NCCL's. */
+void si_fill_driver(struct gpu_api *a, int ndev, size_t mem, int sm);
 void si_fill_lt(struct gpu_api *a);
 void si_fill_nccl(struct gpu_api *a);
 
