@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/lower_internal.h"
 
 #define FUSE_MAX_OPS 64

@@ -23,7 +23,7 @@
 
 #include "ir/npy.h"
 #include "compiler/cli.h"
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
 #include "compiler/pipeline.h"
 #include "compiler/progress.h"

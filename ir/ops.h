@@ -23,7 +23,7 @@
  *              automatic and manual plans alike.
  *   codegen    whether code generation compiles it, and as what
  *              (ir/codegen_class.c class_codegen); a compiled elementwise
- *              op's value is a case in compiler/codegen_expr.c.
+ *              op's value is a case in compiler/codegen/codegen_expr.c.
  *
  * A lowercase column names a function or object that each file using it
  * defines by that suffix, so a row naming one that does not exist does not

@@ -32,7 +32,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
-#include "compiler/codegen_internal.h"
+#include "compiler/codegen/codegen_internal.h"
 #include "compiler/parallel.h"
 
 void codegen_opts_init(struct codegen_opts *o)

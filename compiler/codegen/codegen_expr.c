@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/codegen_internal.h"
+#include "compiler/codegen/codegen_internal.h"
 
 enum ir_dtype cg_dtype(const struct cg *c, int v)
 {

@@ -7,7 +7,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 
 struct cg {
 	LLVMContextRef ctx;

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/codegen_internal.h"
+#include "compiler/codegen/codegen_internal.h"
 
 /* A scatter's row n of the result (a GPU kernel: cg_kernel_compiles_gpu):
  * the operand's row, then every update row whose index is n combined into

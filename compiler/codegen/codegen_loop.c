@@ -3,7 +3,7 @@
  * (codegen_internal.h): for (i = lo; i < hi; i += step), with an optional
  * accumulator carried as a phi.
  */
-#include "compiler/codegen_internal.h"
+#include "compiler/codegen/codegen_internal.h"
 
 int64_t cg_tail_numel(const struct ir_shape *s, int from)
 {
