@@ -292,7 +292,6 @@ int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, 
  * train_total_bytes). */
 int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool json, FILE *f);
 
-#include "compiler/report.h"
 #include "compiler/schedule.h"
 
 /* ---- the intra-op pass (compiler/intra*.c) -------------------------------

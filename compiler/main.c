@@ -27,7 +27,7 @@
 #include "compiler/compiler.h"
 #include "compiler/pipeline.h"
 #include "compiler/progress.h"
-#include "compiler/report_internal.h"
+#include "compiler/report/report.h"
 #include "ir/plan.h"
 
 #define MAX_DIMS 64

@@ -27,6 +27,7 @@
 
 #include "compiler/inter_internal.h"
 #include "compiler/onnx_internal.h"
+#include "compiler/report/report.h"
 #include "tap.h"
 
 static const char *modelgen;

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 static const char *secs(double t, char *b, size_t n)
 {

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "compiler/progress.h"
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 #define MAX_GPUS (1 << 20)
 

@@ -35,7 +35,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 void tp_result_free(struct tp_result *r)
 {

@@ -19,7 +19,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 static bool differs(const struct ir_value *a, const struct ir_value *b)
 {

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 #include "ir/trace.h"
 
 static enum ir_trace_stream stream_of(enum wi_span_kind k)

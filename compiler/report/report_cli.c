@@ -17,7 +17,7 @@
 
 #include "compiler/cli.h"
 #include "compiler/progress.h"
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 #define MAX_LIST 64
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 #define GIB (1024.0 * 1024 * 1024)
 

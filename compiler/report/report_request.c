@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 void wi_request_init(struct wi_request *q)
 {

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 const unsigned chart_ink_rgb[INK_COUNT] = {
 	[INK_COMPUTE] = 0x4e79a7, [INK_BACKWARD] = 0xa0cbe8, [INK_RECOMPUTE] = 0x499894,

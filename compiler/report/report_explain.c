@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 static void ops(const struct whatif *w, FILE *f)
 {

@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "compiler/compiler.h"
+#include "compiler/report/report.h"
 
 enum tp_phase {
 	TP_FWD,  /* in the forward of every micro-batch */
@@ -425,9 +425,5 @@ double chart_tick(double max, int n);
 void chart_title(cairo_t *cr, struct box b, const char *title);
 double chart_legend(cairo_t *cr, double x, double y, enum chart_ink color, const char *label);
 #endif
-
-/* `pcc report ...` (report_cli.c): argv[0] is "report"; the exit status
- * (its usage: report_cli_usage, compiler/cli.h). */
-int report_cli(int argc, char **argv);
 
 #endif

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 const char *const wi_span_name[WI_SPAN_COUNT] = { "forward",          "backward",
 						  "collectives",      "receive activation",

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 const char *const wi_mem_key[WI_MEM_COUNT] = { "params", "grads", "optimizer", "activations", "workspace" };
 const char *const wi_mem_label[WI_MEM_COUNT] = { "parameters", "gradients", "optimizer state", "activations",

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "compiler/pipeline.h"
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 /* What one layer on one mesh costs, split by kind. */
 struct layer_split {

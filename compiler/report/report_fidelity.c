@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 const char *report_fidelity(const struct cost_device *d, const struct cost_calib *cal)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 void report_plan_init(struct report_plan *p)
 {

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 
 #if PCC_HAVE_CAIRO
 

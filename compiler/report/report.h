@@ -1,11 +1,17 @@
 /*
- * report.h: manual-plan reports, the what-if side of compiler/ (part of
- * compiler.h's interface, which includes it; include compiler.h).
+ * report.h: manual-plan reports and `pcc report`, the what-if side of
+ * compiler/: the one header of compiler/report/ that the rest of the
+ * compiler (the driver) and the tests include; its files share
+ * report_internal.h.
  */
 #ifndef PCC_COMPILER_REPORT_H
 #define PCC_COMPILER_REPORT_H
 
-/* ---- manual-plan reports: `pcc report` (compiler/report*.c) -------------
+#include <stdio.h>
+
+#include "compiler/compiler.h"
+
+/* ---- manual-plan reports: `pcc report` (compiler/report/) ---------------
  * Evaluates a Megatron-style plan of one training step under the cost
  * model: dp data-parallel replicas, tp-way tensor parallelism inside a
  * node (report_tp.c says how the graph is split), pp pipeline stages cut
@@ -98,5 +104,9 @@ void report_free(struct report *r);
 int report_print(const struct report *r, bool json, FILE *f);
 /* Lists every tensor-parallel collective of one micro-batch with its cause. */
 int report_explain(const struct report *r, FILE *f);
+
+/* `pcc report ...` (report_cli.c): argv[0] is "report"; the exit status
+ * (its usage: report_cli_usage, compiler/cli.h). */
+int report_cli(int argc, char **argv);
 
 #endif

@@ -27,7 +27,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 #include "solvers/solvers.h"
 
 struct eval {
