@@ -11,7 +11,7 @@
 #include "ir/ir.h"
 #include "kernels/kernels.h"
 #include "onnxio/onnxio.h"
-#include "compiler/cost.h"
+#include "compiler/cost/cost.h"
 
 /* ---- ONNX import (compiler/onnx_*.c) --------------------------------- */
 

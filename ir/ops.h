@@ -14,10 +14,10 @@
  *              (ir/text_syntax.c syn_FORM) and reference kernel
  *              (kernels/interp.c interp_FORM); an elementwise op's scalar
  *              function is a case in the kernel's eval_f64 and eval_i64.
- *   cost       its roofline class, COST_CLASS_cost (compiler/cost.h).
+ *   cost       its roofline class, COST_CLASS_cost (compiler/cost/cost.h).
  *   saved      what its gradient reads of its operands and results, kept
  *              from the forward pass for the backward
- *              (compiler/cost_saved.c reads_saved).
+ *              (compiler/cost/cost_saved.c reads_saved).
  *   shard      its sharding rule: which dims split together and which
  *              reduce (compiler/intra_rules.c rule_shard), for
  *              automatic and manual plans alike.

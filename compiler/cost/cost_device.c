@@ -19,7 +19,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 #define GIB 1073741824.0 /* bytes in a datasheet "GB" of HBM, see above */
 #define T 1e12           /* TFLOP/s */

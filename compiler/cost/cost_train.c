@@ -19,7 +19,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 static const char *const optim_names[COST_OPT_COUNT] = { "sgd", "momentum", "adam", "adamw" };
 static const char *const sched_names[COST_SCHED_COUNT] = { "gpipe", "1f1b", "interleaved" };

@@ -15,7 +15,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 static const char *const class_names[COST_CLASS_COUNT] = {
 	[COST_CLASS_DOT] = "dot",       [COST_CLASS_CONV] = "conv", [COST_CLASS_ELEMENTWISE] = "elementwise",

@@ -1,7 +1,9 @@
 /*
  * cost.h: the cost model, the single source of truth for the passes (which
  * plan is best) and for `pcc report` (how fast, how much memory, where).
- * Included by compiler.h; not used on its own.
+ * The one header of compiler/cost/: compiler.h includes it for the rest of
+ * the compiler; the cost model's own files include it and ir/ alone, and
+ * call nothing else of the compiler.
  *
  * Units everywhere: seconds, bytes, FLOP/s, bytes/s. "Per device" unless a
  * field says otherwise. Every figure in a preset names its public source
@@ -12,6 +14,8 @@
  *   cost_comm.c     collectives on an axis (ring, tree, hierarchical)
  *   cost_compute.c  roofline per op class, calibration files
  *   cost_train.c    training state memory (ZeRO), pipeline schedules
+ *   cost_saved.c    the activations a backward pass keeps
+ *   cost_host.c     a cpu:N host's measured rates
  */
 #ifndef PCC_COST_H
 #define PCC_COST_H
@@ -209,6 +213,7 @@ double cost_busbw(enum cost_coll op, int n, double bytes, double seconds);
 
 /* ---- compute (cost_compute.c) ------------------------------------------- */
 
+struct ir_graph;
 struct ir_node;
 
 /* Op classes with their own efficiencies. */

@@ -39,7 +39,8 @@
 #include <cblas.h>
 #include <jansson.h>
 
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 /* One core's rate, times the cores: OpenBLAS is told to use one thread
  * while timing (where it is OpenBLAS; its functions are weak references, so

@@ -55,7 +55,8 @@
 #include <math.h>
 #include <strings.h>
 
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 /* Launch latency of one collective, s: NCCL's baseLat is 4.4 to 8.4 us for
  * the LL/LL128 protocols and the ring (tuning.cc); 5 us is what a launched

@@ -16,7 +16,8 @@
  * computed from them alone (a transposed weight) are training state, the
  * same in every micro-batch: none of them counts as an activation.
  */
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 /* ---- what each op's gradient reads (the saved column of ops.h) ---------
  * g0, g1, g2: whether the gradient of operand 0, 1, 2 is wanted. */

@@ -82,7 +82,8 @@
 
 #include <jansson.h>
 
-#include "compiler/compiler.h"
+#include "compiler/cost/cost.h"
+#include "ir/ir.h"
 
 #define NVLINK_LAT 1e-6 /* s per hop, see above */
 #define NET_LAT 5e-6
