@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "compiler/inter_internal.h"
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 #include "compiler/report/report.h"
 #include "tap.h"
 

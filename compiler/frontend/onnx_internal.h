@@ -11,7 +11,7 @@
 #ifndef PCC_ONNX_INTERNAL_H
 #define PCC_ONNX_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "compiler/frontend/frontend.h"
 #include "onnxio/onnxio_pb.h"
 
 struct symtab;

@@ -29,7 +29,7 @@
  */
 #include <errno.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 /* The saturation range of quantized type t; -ENOTSUP for another type. */
 static int qrange(struct onnx_ctx *c, enum ir_dtype t, const char *what, double *lo, double *hi)

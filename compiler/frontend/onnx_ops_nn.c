@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 static struct ir_value *dot(struct onnx_ctx *c, struct ir_value *l, struct ir_value *r, const struct ir_attrs *a)
 {

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 /* Wrap padding builds an index vector of the padded length (elements) */
 #define WRAP_MAX (INT64_C(1) << 24)

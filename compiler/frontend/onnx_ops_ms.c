@@ -27,7 +27,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 static struct ir_value *scalar_of(struct onnx_ctx *c, struct ir_value *x, double v)
 {

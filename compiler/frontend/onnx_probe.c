@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 static bool is_const(const struct onnx_import_opts *o, const char *name)
 {

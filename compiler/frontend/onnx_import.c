@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 /* Opsets 7..12 are read where an op's meaning did not change, and through
  * their attribute forms (Squeeze axes, Split sizes, Pad, Slice, Clip, TopK,

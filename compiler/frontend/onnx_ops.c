@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 static const char *op_type(struct onnx_ctx *c)
 {

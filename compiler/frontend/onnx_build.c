@@ -23,7 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
+#include "kernels/kernels.h"
 
 /* Results of constant folding stay this small (elements); larger constant
  * subgraphs are left for the runtime. */

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
 
 /* ---- DepthToSpace, SpaceToDepth --------------------------------------------------- */
 
