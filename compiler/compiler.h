@@ -3,8 +3,9 @@
  * interpreter's graph walk, statistics, the passes, the pcc driver's
  * building blocks). Depends on ir/, solvers/, the reference kernels
  * (kernels/kernels.h) and ONNX file I/O (onnxio/onnxio.h), and on the
- * sub-folders below it, the cost model (cost/cost.h) and ONNX import
- * (frontend/frontend.h), whose headers it includes. The other sub-folders
+ * sub-folders below it, the cost model (cost/cost.h), ONNX import
+ * (frontend/frontend.h) and the reference interpreter's graph walk
+ * (interp/interp.h), whose headers it includes. The other sub-folders
  * have their own header, which it does not include: code generation
  * (codegen/codegen.h, over ir/ alone) and pcc report (report/report.h,
  * which includes this one). Errors follow ir.h: negative errno, message in
@@ -18,28 +19,7 @@
 #include "onnxio/onnxio.h"
 #include "compiler/cost/cost.h"
 #include "compiler/frontend/frontend.h"
-
-/* ---- the reference interpreter's graph walk (compiler/interp_run.c) -------
- * Runs any verified graph on the CPU, node by node, through the reference
- * kernels (kernels/kernels.h: interp_node, interp_load_param). It is the
- * oracle for every later path. */
-
-/* Runs the whole graph. inputs[i] feeds ir_graph_input(g, i) and must
- * match its dtype and shape; outputs[] receives ir_graph_noutputs(g)
- * allocated tensors. Intermediate values are freed after their last use. */
-int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs, struct ir_tensor *outputs);
-/* As interp_run, with params[i] (when params and params[i] are not NULL)
- * used instead of the bytes of ir_graph_param(g, i): a trainer's current
- * weights. Inputs and params are read in place, never freed. */
-int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs, const struct ir_tensor *const *params,
-		    struct ir_tensor *outputs);
-/* Runs nodes [first, last) of g over a value table the caller owns:
- * vals[v] holds value id v where present[v]. Operands must be present or be
- * params (then loaded). Results become present. A value not in keep[] is
- * freed after its last reader in g when that reader runs here, and at once
- * when nothing reads it; kept values are the caller's to free. */
-int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals, bool *present,
-		     const bool *keep);
+#include "compiler/interp/interp.h"
 
 /* ---- autodiff (compiler/grad*.c) -------------------------------------------
  * Reverse mode over the core ops: one VJP rule per op (grad_rules.c, one

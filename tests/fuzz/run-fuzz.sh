@@ -119,7 +119,7 @@ libs="-lprotobuf-c -ljansson -lzip -lz -lglpk -lxxhash -lcrypto $blas_libs -lm -
 # checkpoint manifests, and the executor on the host's device with the
 # in-process communication table that tests/plan_sim.c runs (the runtime's
 # files that need neither MPI nor CUDA)
-srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/frontend/onnx_*.c compiler/interp*.c compiler/cost/cost_device.c \
+srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/frontend/onnx_*.c compiler/interp/*.c compiler/cost/cost_device.c \
 	compiler/cost/cost_cluster.c compiler/cost/cost_comm.c compiler/cost/cost_compute.c compiler/plan_print.c \
 	solvers/*.c runtime/ckpt_manifest.c runtime/exec.c runtime/device_cpu.c runtime/step.c runtime/state.c \
 	runtime/collective.c runtime/overlap.c runtime/comm_local.c runtime/fill.c runtime/trace.c \

@@ -11,7 +11,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/interp/interp.h"
+#include "kernels/kernels.h"
 
 /* last[v]: the last node (whole graph) reading value v, or -1. */
 static int *last_readers(const struct ir_graph *g)
