@@ -29,7 +29,7 @@
  * defines by that suffix, so a row naming one that does not exist does not
  * compile; the uppercase cost column is an enum value's suffix. What truly
  * differs per op stays a switch with no default: (the scalar functions of
- * the interpreter and of codegen, the gradient in compiler/grad_rules.c),
+ * the interpreter and of codegen, the gradient in compiler/train/grad_rules.c),
  * and -Wswitch-enum lists those places for a new row.
  *
  * Conventions (see ir.h for the attribute fields each op reads):

@@ -5,7 +5,7 @@
  * already handles.
  *
  * ConvTranspose is the gradient of a convolution with respect to its
- * input (compiler/grad_rules_nn.c, conv_input_grad): zeros inserted
+ * input (compiler/train/grad_rules_nn.c, conv_input_grad): zeros inserted
  * between the input's elements (stride - 1 of them), the kernel reversed
  * spatially with in and out channels swapped per group, then a stride-1
  * convolution padded by d(K-1) - pad (plus output_padding at the end); a

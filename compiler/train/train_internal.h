@@ -5,7 +5,7 @@
 #ifndef PCC_TRAIN_INTERNAL_H
 #define PCC_TRAIN_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "compiler/train/train.h"
 
 /* Rejects options no step can be built from: -EINVAL naming the option. */
 int train_check_opts(const struct train_opts *o);

@@ -7,8 +7,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/grad_internal.h"
-#include "compiler/train_internal.h"
+#include "compiler/cost/cost.h"
+#include "compiler/train/grad_internal.h"
+#include "compiler/train/train_internal.h"
 
 void train_opts_init(struct train_opts *o)
 {

@@ -27,7 +27,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/grad_internal.h"
+#include "compiler/cost/cost.h"
+#include "compiler/train/grad_internal.h"
 
 static const char *vname(const struct ir_value *v, char *buf, size_t n)
 {

@@ -13,9 +13,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "compiler/compiler.h"
+#include "compiler/interp/interp.h"
+#include "compiler/train/train.h"
 #include "ir/npy.h"
 #include "ir/steplog.h"
+#include "kernels/kernels.h"
 
 struct dataset {
 	struct ir_tensor *in; /* [ndata] */

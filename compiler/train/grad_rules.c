@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <math.h>
 
-#include "compiler/grad_internal.h"
+#include "compiler/train/grad_internal.h"
 
 static struct ir_value *sq(struct gb *b, struct ir_value *x)
 {

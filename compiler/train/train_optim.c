@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/grad_internal.h"
+#include "compiler/train/grad_internal.h"
 #include "ir/lr.h"
-#include "compiler/train_internal.h"
+#include "compiler/train/train_internal.h"
 
 static const char *const optim_names[] = { "sgd", "momentum", "nesterov", "adam", "adamw" };
 static const char *const sched_names[] = { "constant", "cosine", "linear" };

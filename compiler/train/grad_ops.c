@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/grad_internal.h"
+#include "compiler/train/grad_internal.h"
 
 struct ir_value *gb_op(struct gb *b, enum ir_op op, int nin, struct ir_value *const *in, const struct ir_attrs *a)
 {

@@ -10,7 +10,7 @@
 #ifndef PCC_GRAD_INTERNAL_H
 #define PCC_GRAD_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "compiler/train/train.h"
 
 struct gb {
 	struct ir_graph *g;

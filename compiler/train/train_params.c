@@ -37,7 +37,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/train_internal.h"
+#include "compiler/train/train_internal.h"
 
 const char *train_aside_name(enum train_aside why)
 {

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <math.h>
 
-#include "compiler/grad_internal.h"
+#include "compiler/train/grad_internal.h"
 
 /* ---- dot --------------------------------------------------------------------
  * y dims: batch (lhs order), lhs free, rhs free. d lhs = dot(g, rhs)

@@ -12,8 +12,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/grad_internal.h"
-#include "compiler/train_internal.h"
+#include "compiler/train/grad_internal.h"
+#include "compiler/train/train_internal.h"
+#include "kernels/kernels.h"
 
 struct cast {
 	struct ir_graph *src, *dst;
