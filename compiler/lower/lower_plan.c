@@ -22,7 +22,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 static int add_tensors(struct plan_tensor **arr, int *n, const struct ir_graph *g, int count,
 		       struct ir_value *(*get)(const struct ir_graph *, int), bool outputs)

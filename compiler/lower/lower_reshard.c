@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 /* Whether a piece under mask s contains the piece under t (t refines s). */
 static bool refines(uint8_t s, uint8_t t)

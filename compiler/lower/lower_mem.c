@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 static int64_t align_up(int64_t x)
 {

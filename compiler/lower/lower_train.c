@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 int lw_train_tensors(struct plan *p, const struct lower_train *tr)
 {

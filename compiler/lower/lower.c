@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 /* ---- nodes ----------------------------------------------------------------- */
 

@@ -31,7 +31,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 /* Stage s's node standing for whole node n, or NULL. */
 static const struct ir_node *stage_node(const struct lw_ctx *c, int s, const struct ir_node *n)

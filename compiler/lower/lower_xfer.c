@@ -24,7 +24,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 #define XF_MAX_BLOCKS 4096 /* blocks per receiving device */
 

@@ -13,7 +13,7 @@
 #ifndef PCC_COMPILER_LOWER_INTERNAL_H
 #define PCC_COMPILER_LOWER_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "compiler/lower/lower.h"
 #include "compiler/intra_internal.h"
 #include "ir/plan.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 static void *grow(void *p, int *cap, int need, size_t elem)
 {

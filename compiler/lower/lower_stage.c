@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 /* The sharding the stage's pass chose for graph input or parameter v, or
  * NULL when nothing reads it. */

@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "compiler/codegen/codegen.h"
-#include "compiler/lower_internal.h"
+#include "compiler/lower/lower_internal.h"
 
 #define FUSE_MAX_OPS 64
 #define FUSE_MAX_LEAVES 16
