@@ -41,11 +41,11 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 	echo "|---|---|---:|---:|---:|---:|---:|---:|"
 	for t in $targets; do
 		case $t in
-		onnx) what="ONNX models (compiler/onnx_*.c), then the interpreter" ;;
+		onnx) what="ONNX models (compiler/frontend/onnx_*.c), then the interpreter" ;;
 		plan) what="plan.bin (ir/plan_io.c), plan_verify, \`pcc inspect\`, a step on the rank simulator" ;;
 		text) what="IR text (ir/text.c), its round trip, the interpreter" ;;
-		cluster) what="\`--cluster\` specs and JSON (compiler/cost_cluster.c)" ;;
-		calib) what="\`--calib\` files (compiler/cost_compute.c)" ;;
+		cluster) what="\`--cluster\` specs and JSON (compiler/cost/cost_cluster.c)" ;;
+		calib) what="\`--calib\` files (compiler/cost/cost_compute.c)" ;;
 		iopddl) what="IOPDDL instances, JSON or gzip (solvers/shard_read.c)" ;;
 		answer) what="answers to \`pcc-iopddl --eval\` (solvers/iopddl_main.c), then the evaluator" ;;
 		ckpt) what="checkpoint manifests (runtime/ckpt_manifest.c)" ;;

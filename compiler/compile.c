@@ -35,6 +35,7 @@
 #include <xxhash.h>
 
 #include "compiler/compiler.h"
+#include "compiler/lower/lower.h"
 #include "compiler/parallel.h"
 #include "compiler/progress.h"
 #include "ir/plan.h"

@@ -1,9 +1,15 @@
 /*
- * compiler.h: the one interface of compiler/ (ONNX import, the reference
- * interpreter's graph walk, statistics, the pcc driver's building blocks).
- * Depends on ir/, solvers/, the reference kernels (kernels/kernels.h) and
- * ONNX file I/O (onnxio/onnxio.h), whose headers it includes. Errors follow
- * ir.h: negative errno, message in ir_error().
+ * compiler.h: the interface of compiler/'s flat files (statistics, the
+ * passes, the pcc driver's building blocks). Depends on ir/, solvers/, the
+ * reference kernels (kernels/kernels.h) and ONNX file I/O
+ * (onnxio/onnxio.h), and on the sub-folders below it: the cost model
+ * (cost/cost.h), ONNX import (frontend/frontend.h), the reference
+ * interpreter's graph walk (interp/interp.h) and autodiff with the
+ * training step (train/train.h), whose headers it includes. The other
+ * sub-folders have their own header, which it does not include: code
+ * generation (codegen/codegen.h, over ir/ alone), and SPMD lowering
+ * (lower/lower.h) and pcc report (report/report.h), which include this
+ * one. Errors follow ir.h: negative errno, message in ir_error().
  */
 #ifndef PCC_COMPILER_H
 #define PCC_COMPILER_H
@@ -11,264 +17,10 @@
 #include "ir/ir.h"
 #include "kernels/kernels.h"
 #include "onnxio/onnxio.h"
-#include "compiler/cost.h"
-
-/* ---- ONNX import (compiler/onnx_*.c) --------------------------------- */
-
-struct onnx_dim_binding {
-	const char *name; /* symbolic dimension name (dim_param) */
-	int64_t value;
-};
-
-/* A graph input replaced by a constant at import (e.g. a shape tensor that
- * a model takes as input), so what depends on it folds. A name that is no
- * input of the model is an error. */
-struct onnx_const_input {
-	const char *name;
-	struct ir_tensor value; /* must match the input's dtype and its shape where the
-				 * model fixes it (a symbolic dimension not bound by
-				 * --dim takes the constant's size) */
-	const char *from;       /* where the value came from, for messages (pcc --const's
-				 * "NAME=FILE"); NULL: none */
-};
-
-struct onnx_import_opts {
-	const struct onnx_dim_binding *dims; /* --dim NAME=VALUE */
-	int ndims;
-	const struct onnx_const_input *consts;
-	int nconsts;
-	bool updates; /* keep state updates (BatchNorm's running statistics in
-		       * training mode) as ir_graph updates; training sets it */
-};
-void onnx_import_opts_init(struct onnx_import_opts *o);
-
-/* Statistics of the ONNX file itself, filled by the importer. */
-struct onnx_model_info {
-	int64_t opset;         /* default-domain opset */
-	const char *producer;  /* arena string or NULL */
-	int nops;              /* distinct ONNX op types */
-	const char **op_names; /* [nops], sorted by name */
-	int *op_counts;        /* [nops] */
-};
-
-/* Reads path, decomposes it into core ops and folds shape computations.
- * Never reads external weight data. On error returns NULL with a message
- * "FILE: node \"NAME\" (OP): what is wrong" in ir_error(). info may be NULL;
- * its arrays live in the graph's arena. */
-struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *o, struct onnx_model_info *info);
-
-/* The batch dimension: dimension 0 of the first graph input that has one.
- * Symbolic: its name in name[] and *size = 0; static (fixed in the file,
- * or bound by a --dim binding of o, which may be NULL): name[0] = 0 and
- * its size. A model none of whose inputs has a first dimension (no inputs,
- * scalars only, or an empty one) has no batch to split: static, size 1.
- * Reads only the header. */
-int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size);
-/* onnx_import with the symbolic batch dimension name (from onnx_batch_dim;
- * empty or NULL: none) bound to b on top of o's bindings. */
-struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b);
-
-/* The model's graph inputs in order (initializers that old exporters list
- * among them left out): the N of the backend-test layout's input_N.pb.
- * *names is one ir_malloc'd block holding the array and the strings
- * (ir_free it). Reads the whole file. */
-int onnx_input_names(const char *path, char ***names, int *n);
-
-/* TensorProto files, a rank's slices of the initializers and writing
- * trained weights back: onnxio/onnxio.h. */
-
-/* ---- the reference interpreter's graph walk (compiler/interp_run.c) -------
- * Runs any verified graph on the CPU, node by node, through the reference
- * kernels (kernels/kernels.h: interp_node, interp_load_param). It is the
- * oracle for every later path. */
-
-/* Runs the whole graph. inputs[i] feeds ir_graph_input(g, i) and must
- * match its dtype and shape; outputs[] receives ir_graph_noutputs(g)
- * allocated tensors. Intermediate values are freed after their last use. */
-int interp_run(const struct ir_graph *g, const struct ir_tensor *inputs, struct ir_tensor *outputs);
-/* As interp_run, with params[i] (when params and params[i] are not NULL)
- * used instead of the bytes of ir_graph_param(g, i): a trainer's current
- * weights. Inputs and params are read in place, never freed. */
-int interp_run_with(const struct ir_graph *g, const struct ir_tensor *inputs, const struct ir_tensor *const *params,
-		    struct ir_tensor *outputs);
-/* Runs nodes [first, last) of g over a value table the caller owns:
- * vals[v] holds value id v where present[v]. Operands must be present or be
- * params (then loaded). Results become present. A value not in keep[] is
- * freed after its last reader in g when that reader runs here, and at once
- * when nothing reads it; kept values are the caller's to free. */
-int interp_run_range(const struct ir_graph *g, int first, int last, struct ir_tensor *vals, bool *present,
-		     const bool *keep);
-
-/* ---- autodiff (compiler/grad*.c) -------------------------------------------
- * Reverse mode over the core ops: one VJP rule per op (grad_rules.c, one
- * switch, no default). */
-
-/* Appends to g the nodes computing d loss / d wrt[i] for a scalar floating
- * point loss (a value of g). grads[i] receives a value of wrt[i]'s dtype and
- * shape; where the loss does not depend on wrt[i] differentiably, grads[i]
- * is NULL. Values on a path from some wrt[i] to the loss through integer or
- * boolean results (comparisons, argmax, indices) carry no gradient.
- * Errors: -EINVAL the loss is not a floating point scalar, or a wrt value
- * is not floating point; -ENOTSUP an op with no gradient rule lies on a path
- * from wrt[i] to the loss (the message names the op, its node and wrt[i]).
- * On error g may hold unused extra nodes (ir_graph_dce removes them). */
-int grad_build(struct ir_graph *g, struct ir_value *loss, int n, struct ir_value *const *wrt, struct ir_value **grads);
-
-/* ---- the training step (compiler/train*.c) ---------------------------------
- * train_build turns a forward graph into one train-step graph: the loss,
- * the gradients of every trained parameter (grad_build) and the optimizer
- * update, with parameters and optimizer state updated in place.
- *
- * Graph inputs: the model's inputs, the loss's extra input (labels or
- * target) if any, then the state: "train.step" (f32 scalar, steps done so
- * far), for f16 "train.loss_scale" and "train.good_steps", then per trained
- * parameter its optimizer slots ("<param>.momentum", "<param>.adam_m",
- * "<param>.adam_v"), all zero at the start except loss_scale.
- * Graph outputs: 0 the loss (unscaled), 1 the global gradient norm (before
- * clipping), then the new value of every trained parameter, then the new
- * value of every state input, in order: the runtime writes output
- * 2 + i back over params[i] and output 2 + nparams + j over state[j];
- * last, one output per graph update (ir_graph_update_param: BatchNorm's
- * running statistics, imported with onnx_import_opts.updates), computed
- * per micro-batch, so each micro-batch sees the last one's statistics.
- * Nodes [0, update_first) compute the loss and gradients of one micro-batch
- * (forward and loss before bwd_first, backward from it);
- * nodes [update_first, n) read only grads[], params, state and the step
- * and run once per step: gradient accumulation and the data-parallel
- * reduction go between the two. */
-
-enum train_optim { TRAIN_SGD, TRAIN_MOMENTUM, TRAIN_NESTEROV, TRAIN_ADAM, TRAIN_ADAMW };
-enum train_sched { TRAIN_LR_CONSTANT, TRAIN_LR_COSINE, TRAIN_LR_LINEAR };
-
-/* Which floating point initializers train (train_params.c): by default
- * the parameters, every one the loss reaches except the constants the rule
- * sets aside (enum train_aside); --trainable and --freeze patterns
- * (fnmatch on the initializer's name) override it, the last pattern that
- * matches a name deciding. BatchNorm's running statistics never train. */
-struct train_pattern {
-	const char *glob;
-	bool train; /* --trainable (true) or --freeze (false) */
-};
-
-/* Why an initializer the loss reaches is a constant, not a parameter. */
-enum train_aside {
-	TRAIN_ASIDE_SCALAR,   /* 0-d: an exporter's scalar (gelu's 0.5, a mask fill) */
-	TRAIN_ASIDE_EXPONENT, /* only ever a Pow's exponent */
-	TRAIN_ASIDE_BOUND,    /* one element, only ever a Max/Min operand (Clip's bounds) */
-	TRAIN_ASIDE_FILL,     /* one element, only ever a Where branch (a fill value) */
-	TRAIN_ASIDE_EPSILON,  /* one element, only ever added to what is square-rooted
-			       * or divided by (a norm's epsilon) */
-	TRAIN_ASIDE_TABLE,    /* a sine/cosine table (folded RoPE or sinusoidal positions) */
-	TRAIN_ASIDE_BUFFER,   /* the exporter declared it a buffer or constant (RoPE's inv_freq) */
-	TRAIN_ASIDE_COUNT
-};
-const char *train_aside_name(enum train_aside why);
-
-struct train_opts {
-	const char *loss;                     /* NULL: the model's own scalar output;
-					       * "cross_entropy:LOGITS,LABELS" or "mse:OUTPUT,TARGET" */
-	const struct train_pattern *patterns; /* --trainable / --freeze, in command-line order */
-	int npatterns;
-	bool skip_nonfinite;      /* a step whose gradient norm is not finite changes
-				   * nothing (always so under f16 loss scaling) */
-	enum train_optim optim;   /* default adamw */
-	double lr;                /* peak learning rate (default 1e-3) */
-	double momentum;          /* SGD momentum (0.9) */
-	double beta1, beta2, eps; /* Adam (0.9, 0.999, 1e-8) */
-	double weight_decay;      /* AdamW decoupled, else L2 added to the gradient (0; AdamW 0.01) */
-	double clip_norm;         /* global gradient norm limit; 0: no clipping */
-	enum train_sched sched;   /* default constant */
-	int64_t warmup;           /* linear warmup steps */
-	int64_t total;            /* steps of the decay (schedule length) */
-	double min_lr;            /* where the decay ends */
-	enum ir_dtype compute;    /* IR_F32, or IR_BF16 / IR_F16: mixed precision with
-				   * f32 master weights */
-	double loss_scale;        /* f16: initial dynamic loss scale (65536) */
-	int64_t scale_window;     /* f16: good steps before the scale doubles (2000) */
-	int accum;                /* micro-batches per step (1); the loss and gradients are
-				   * their mean */
-	double grad_scale;        /* the gradients are those of loss * grad_scale (1);
-				   * lowering sets 1 / micro-batches, so accumulated
-				   * gradients sum to the mean */
-};
-void train_opts_init(struct train_opts *o);
-/* The options as one readable line ("adamw lr=0.001 betas=0.9,0.999 ..."). */
-void train_opts_str(const struct train_opts *o, char *buf, size_t n);
-/* Parses "sgd", "momentum", "nesterov", "adam", "adamw"; -EINVAL naming it. */
-int train_optim_parse(const char *s, enum train_optim *out);
-/* Parses "constant", "cosine", "linear"; -EINVAL naming it. */
-int train_sched_parse(const char *s, enum train_sched *out);
-/* The learning rate of step t (0-based) under o: what the graph computes. */
-double train_lr_at(const struct train_opts *o, int64_t t);
-
-struct train_step {
-	struct ir_graph *g; /* owned */
-	struct ir_value *loss;
-	int nparams;
-	struct ir_value **params; /* trained parameters (IR_VAL_PARAM values of g) */
-	struct ir_value **grads;  /* their gradients: what update nodes read */
-	int nstate;
-	struct ir_value **state; /* state inputs of g, in input order */
-	int ndata;               /* data inputs (model + loss); state[0] is input ndata */
-	int update_first;        /* first node of the once-per-step part */
-	int bwd_first;           /* first node of the backward pass (after the loss) */
-	int nstages;             /* pipelined (the forward graph's nodes carried their
-				  * stage in ir_node.tag): every node's tag is its
-				  * stage, or IR_TAG_ALL for the update's global
-				  * scalars (step, learning rate, gradient norm),
-				  * which every stage computes; 0: not pipelined */
-	int *param_stage;        /* [nparams] when pipelined, else NULL */
-	int nfrozen;             /* floating point params left alone (frozen, set aside
-				  * or off the loss) */
-	int naside;              /* constants the rule set aside that the loss reaches */
-	struct ir_value **aside; /* [naside] */
-	enum train_aside *aside_why;
-};
-
-/* Builds the train step from forward graph g (which it takes over, also on
- * error). Errors: the loss spec names a missing value, a loss that is not
- * a scalar, labels of the wrong dtype or shape, an op with no gradient rule
- * (names the op and the parameter), a bad option: -EINVAL / -ENOTSUP. */
-int train_build(struct ir_graph *g, const struct train_opts *o, struct train_step *ts);
-void train_step_free(struct train_step *ts);
-/* Zero-filled initial values of the state inputs (loss scale set). */
-int train_state_init(const struct train_step *ts, const struct train_opts *o, struct ir_tensor *state);
-/* The start value of every element of each state input, without the
- * tensors: start[ts->nstate]. */
-void train_state_start(const struct train_step *ts, const struct train_opts *o, double *start);
-/* The step's write-backs, nparams + nstate pairs: ties[k] = { the new
- * value's id, the id of the parameter or state input it replaces } (the
- * output layout above; intra_opts.ties). */
-void train_step_ties(const struct train_step *ts, int (*ties)[2]);
-/* One stderr-style summary of what ts trains, for pcc train and pcc
- * --train: when the rule set constants aside, "pcc: MODEL: training N
- * tensors; set aside as constants: NAME (WHY), ..."; then a warning per
- * trained tensor whose values equal another trained one's, or its
- * transpose (an untied copy of a tied weight: an export with constant
- * folding). Nothing when there is nothing to say. Reads inline values
- * only (external weights are not loaded for this). */
-void train_params_print(const struct train_step *ts, const char *model, FILE *f);
-
-/* `pcc train`: steps of the train step on the reference interpreter over
- * the data sets in in_dir (backend-test layout: input_N.pb in in_dir, or
- * in in_dir/test_data_set_K/, used in turn, accum sets per step; or .npz
- * files: in_dir itself, or those in it), then the
- * trained model written to save (ONNX, initializers updated) if given. */
-struct train_run_opts {
-	const char *model, *in_dir, *save;
-	struct onnx_import_opts imp;
-	struct train_opts t;
-	int64_t steps;         /* default 1 */
-	int64_t log_every;     /* 0: about 10 lines */
-	FILE *log;             /* per-step lines; NULL: none */
-	const char *log_json;  /* --log-json FILE: a JSON line every step (ir/steplog.h) */
-	const char *eval_data; /* --eval-data DIR: held-out sets (as in_dir's) */
-	int64_t eval_every;    /* their mean loss after every eval_every steps; 0: after the last */
-};
-/* Errors name the file, input or step; nothing is written unless every
- * step succeeded (a non-finite loss or gradient norm fails, unless the
- * step skips those: f16 loss scaling, train_opts.skip_nonfinite). */
-int train_run(const struct train_run_opts *o);
+#include "compiler/cost/cost.h"
+#include "compiler/frontend/frontend.h"
+#include "compiler/interp/interp.h"
+#include "compiler/train/train.h"
 
 /* ---- statistics and `pcc inspect` (compiler/inspect.c) ------------------ */
 
@@ -292,7 +44,6 @@ int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, 
  * train_total_bytes). */
 int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool json, FILE *f);
 
-#include "compiler/report.h"
 #include "compiler/schedule.h"
 
 /* ---- the intra-op pass (compiler/intra*.c) -------------------------------
@@ -461,73 +212,7 @@ struct intra_note {
 /* Every op of r's plan, costliest first (*out ir_malloc'd, *n). */
 int intra_notes(const struct intra_result *r, struct intra_note **out, int *n);
 
-/* ---- SPMD lowering (compiler/lower*.c) ----------------------------------
- * Turns a graph the intra-op pass has sharded (r from intra_pass(g, ...),
- * its strategies still attached) into one program per device of its mesh
- * (ir/plan.h): local kernels, the collectives the sharding implies on
- * per-axis communicators, buffers placed in per-device arenas by liveness,
- * every parameter and input bound to the slice each device loads, outputs
- * to the slices each device writes. cluster: the spec recorded in the plan.
- * 0, or negative with a message; *out is the caller's (plan_free). */
 struct plan;
-int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out);
-
-/* Pipelined: stage s runs graph st[s].g (a node range of the whole model,
- * graph_extract) sharded by its own pass, on ranks [first_rank, first_rank
- * + its mesh) (stages take consecutive ranks); values one stage reads from
- * an earlier one are sent between their sub-meshes, each byte once, and
- * assembled on the receiving side. The programs run once per micro-batch. */
-struct lower_stage {
-	const struct ir_graph *g;
-	const struct intra_result *r; /* intra_pass(g, ...) */
-	int first_rank, rows, cols;   /* its devices; sub-mesh nodes x devices per node */
-	const int *src;               /* per value id of g: the whole graph's value id it
-				       * stands for (graph_extract); NULL: g is the whole graph */
-};
-int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
-	       struct plan **out);
-/* A training plan (compiler/lower_train.c): the train step ts->g (built
- * with train_opts.grad_scale = 1 / micro) sharded on one stage, st->g ==
- * ts->g. Nodes before ts->update_first become the per-micro-batch part,
- * which adds every gradient into its accumulator (kept as the pass left
- * it: a data-parallel gradient stays a partial sum; with one micro-batch
- * the gradient itself is kept, no accumulator); the rest the
- * per-step part, whose resharding of the accumulators is the once-per-step
- * gradient reduction, followed by the write-back of new parameters and
- * state. Plan inputs are the data inputs, plan state the state inputs
- * (state_init[j] every element's start), outputs "loss" (per micro-batch)
- * and "grad_norm" (per step). Pipelined (nstages > 1, lower_pipe.c): ts
- * built from a forward graph whose nodes carried their stage, st[s].g the
- * stage's nodes (graph_extract_set of the tags s and IR_TAG_ALL), order[s]
- * the stage's schedule; every device's per-micro-batch part splits into a
- * forward and a backward part run in that order. */
-struct lower_train {
-	const struct train_step *ts;
-	int micro;
-	const double *state_init; /* [ts->nstate] */
-	const char *config;       /* the optimizer's options, as text */
-	const int *const *order;  /* pipelined: per stage its schedule, 2 * micro
-				   * entries (plan_stage.order); NULL for one stage */
-};
-int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
-		struct plan **out);
-
-/* lower_plan and lower_train are three passes over one handle, which the
- * compile pipeline (pipeline.c) runs one by one: lower_begin, each stage's
- * program as a template every device of its mesh runs (tr NULL: an
- * inference plan; else lower_train's step); lower_fuse, kernel fusion
- * over each template (lower_fuse.c); lower_memory, frees, buffer offsets
- * and the per-device programs (lower_mem.c), the plan taken out into *out.
- * lower_print writes each stage's template as its first device would run
- * it (plan_print_program's form, before the memory plan). */
-struct lowering;
-int lower_begin(const struct lower_train *tr, const struct ir_graph *whole, const struct lower_stage *st, int nstages,
-		const char *cluster, struct lowering **out);
-int lower_fuse(struct lowering *lw);
-int lower_memory(struct lowering *lw, struct plan **out);
-int lower_print(const struct lowering *lw, FILE *f);
-void lower_free(struct lowering *lw); /* NULL: nothing */
-
 /* `pcc inspect plan.bin` (plan_print.c): a summary per device, and one
  * device's buffers and program as text. */
 int plan_print_summary(const struct plan *p, FILE *f);

@@ -23,11 +23,11 @@
 
 #include "ir/npy.h"
 #include "compiler/cli.h"
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
 #include "compiler/pipeline.h"
 #include "compiler/progress.h"
-#include "compiler/report_internal.h"
+#include "compiler/report/report.h"
 #include "ir/plan.h"
 
 #define MAX_DIMS 64

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "compiler/lower/lower.h"
 #include "compiler/pipeline.h"
 #include "compiler/progress.h"
 

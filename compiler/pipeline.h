@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
 #include "ir/plan.h"
 

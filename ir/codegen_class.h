@@ -1,5 +1,5 @@
 /*
- * codegen_class.h: which plan kernels codegen (compiler/codegen.h)
+ * codegen_class.h: which plan kernels codegen (compiler/codegen/codegen.h)
  * compiles, and the shape of the code it emits: the rows of a kernel's
  * host function and GPU kernel, the threads per row, the elements per row,
  * the grid reductions. The compiler decides and emits by these answers and

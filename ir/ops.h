@@ -14,22 +14,22 @@
  *              (ir/text_syntax.c syn_FORM) and reference kernel
  *              (kernels/interp.c interp_FORM); an elementwise op's scalar
  *              function is a case in the kernel's eval_f64 and eval_i64.
- *   cost       its roofline class, COST_CLASS_cost (compiler/cost.h).
+ *   cost       its roofline class, COST_CLASS_cost (compiler/cost/cost.h).
  *   saved      what its gradient reads of its operands and results, kept
  *              from the forward pass for the backward
- *              (compiler/cost_saved.c reads_saved).
+ *              (compiler/cost/cost_saved.c reads_saved).
  *   shard      its sharding rule: which dims split together and which
  *              reduce (compiler/intra_rules.c rule_shard), for
  *              automatic and manual plans alike.
  *   codegen    whether code generation compiles it, and as what
  *              (ir/codegen_class.c class_codegen); a compiled elementwise
- *              op's value is a case in compiler/codegen_expr.c.
+ *              op's value is a case in compiler/codegen/codegen_expr.c.
  *
  * A lowercase column names a function or object that each file using it
  * defines by that suffix, so a row naming one that does not exist does not
  * compile; the uppercase cost column is an enum value's suffix. What truly
  * differs per op stays a switch with no default: (the scalar functions of
- * the interpreter and of codegen, the gradient in compiler/grad_rules.c),
+ * the interpreter and of codegen, the gradient in compiler/train/grad_rules.c),
  * and -Wswitch-enum lists those places for a new row.
  *
  * Conventions (see ir.h for the attribute fields each op reads):

@@ -1,7 +1,7 @@
 /*
  * trace.h: what the two Chrome trace-event files pcc writes share, so that
  * they read alike side by side in Perfetto or chrome://tracing: the
- * predicted step of `pcc report --trace` (compiler/report_trace.c) and the
+ * predicted step of `pcc report --trace` (compiler/report/report_trace.c) and the
  * measured run of `pcc-run --trace` (runtime/trace.c). Each process (a
  * pipeline stage there, a rank here) has one thread per stream below,
  * thread id 100 s + lane + 1 for stream s; spans of one stream that

@@ -3,7 +3,7 @@
  * is compared with. This file holds the elementwise ops, the table
  * mapping ops to kernels (by their form in ops.h) and parameter loading (the dtype conversions and
  * layout helpers every kernel shares are interp_data.c's, the graph walk
- * is the compiler's, compiler/interp_run.c).
+ * is the compiler's, compiler/interp/interp_run.c).
  *
  * Numerics contract (what "correct" means for every later path):
  *  - floating-point elementwise math is done in double per element and

@@ -5,9 +5,9 @@
  * rounded once), dots through OpenBLAS (dgemm for f64, sgemm for f32 with
  * results checked by the conformance tests), integers in int64; the
  * numerics contract is interp.c's. The reference interpreter's graph walk
- * (compiler/interp_run.c) and pcc-run (its reference path, and the ops it
- * runs on the arena's buffers) call them, so they sit below both, as
- * ggml-cpu sits below ggml. Depends on ir/ only. Errors follow ir.h:
+ * (compiler/interp/interp_run.c) and pcc-run (its reference path, and the
+ * ops it runs on the arena's buffers) call them, so they sit below both,
+ * as ggml-cpu sits below ggml. Depends on ir/ only. Errors follow ir.h:
  * negative errno, message in ir_error().
  *
  *   interp.c         elementwise ops, the switch from op to kernel,

@@ -1,7 +1,7 @@
 /*
  * onnxio_pb.h: onnxio's protobuf level (onnx.pb-c.h, generated from the
  * system's onnx.proto), shared with the compiler's ONNX importer
- * (compiler/onnx_internal.h): a whole model file read, where external data
+ * (compiler/frontend/onnx_internal.h): a whole model file read, where external data
  * lives, ONNX dtype codes, TensorProto decoding. pcc-run needs only
  * onnxio.h.
  */

@@ -1,5 +1,5 @@
 /*
- * kernels.c: the generated host kernels of a plan (compiler/codegen.h),
+ * kernels.c: the generated host kernels of a plan (compiler/codegen/codegen.h),
  * loaded from the plan's object (hostcode.c) and run across this rank's
  * threads (pool.c). A kernel without host code, or every kernel with
  * --reference, runs the reference interpreter's kernels instead, except

@@ -1,7 +1,7 @@
 /*
  * trace.c: pcc-run --trace FILE.json, the measured timeline of a run as a
  * Chrome trace-event file (rt.h), beside the predicted step of
- * `pcc report --trace` (compiler/report_trace.c).
+ * `pcc report --trace` (compiler/report/report_trace.c).
  *
  * Every rank keeps its own events in memory while it runs, timed by the
  * clock reads the executor makes anyway (exec.c reads ir_now() once per

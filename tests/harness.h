@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "compiler/onnx_internal.h"
+#include "compiler/compiler.h"
+#include "compiler/frontend/onnx_internal.h"
 
 struct cmp {
 	double max_abs, max_rel; /* worst errors seen */

@@ -1,5 +1,5 @@
 # host_pin.sh: pins the host figures pcc plans CPU ranks with
-# (compiler/cost_host.c) for a shell test, sourced after tap.sh. The
+# (compiler/cost/cost_host.c) for a shell test, sourced after tap.sh. The
 # figures cached in ~/.cache/pcc/host.json are measured once, and on a
 # loaded machine they make other plans (issue 40): a test that compiles for
 # cpu:N must not depend on them.

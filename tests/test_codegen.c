@@ -42,7 +42,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
 #include "ir/plan.h"
 #include "runtime/hostcode.h"

@@ -43,7 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "compiler/codegen.h"
+#include "compiler/codegen/codegen.h"
 #include "runtime/rt.h"
 #include "tests/conformance.h"
 #include "tests/harness.h"

@@ -1,5 +1,5 @@
 /*
- * test_grad_graph.c: reverse-mode autodiff (grad_build, compiler/grad*.c)
+ * test_grad_graph.c: reverse-mode autodiff (grad_build, compiler/train/grad*.c)
  * over graphs of several ops, and its contract.
  *
  * Against central finite differences (grad_check.h): gradient

@@ -1,6 +1,6 @@
 /*
  * test_grad_onnx.c: autodiff through ONNX ops that the importer decomposes
- * into several core ops (compiler/onnx_ops_convt.c, onnx_ops_image.c):
+ * into several core ops (compiler/frontend/onnx_ops_convt.c, onnx_ops_image.c):
  * ConvTranspose, Resize, DepthToSpace, SpaceToDepth; and Pow by a
  * constant, which imports as multiplies, a reciprocal or a square root.
  *

@@ -1,5 +1,5 @@
 /*
- * test_grad_ops.c: reverse-mode autodiff (grad_build, compiler/grad*.c):
+ * test_grad_ops.c: reverse-mode autodiff (grad_build, compiler/train/grad*.c):
  * the VJP of every core op against central finite differences
  * (grad_check.h).
  *

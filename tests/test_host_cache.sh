@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_host_cache.sh PCC MODELS: a cpu:N cluster's host figures are
-# measured once per machine and read back after (compiler/cost_host.c), so
+# measured once per machine and read back after (compiler/cost/cost_host.c), so
 # the same command gives the same plan: the cache file, four compiles
 # racing to create it, a malformed file, another host's, PCC_HOST_CACHE=0.
 pcc=$1

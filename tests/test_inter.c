@@ -26,7 +26,8 @@
 #include <string.h>
 
 #include "compiler/inter_internal.h"
-#include "compiler/onnx_internal.h"
+#include "compiler/frontend/onnx_internal.h"
+#include "compiler/report/report.h"
 #include "tap.h"
 
 static const char *modelgen;

@@ -1,6 +1,6 @@
 /*
  * test_interp_graph.c: the reference interpreter's graph walk
- * (compiler/interp_run.c) and its errors.
+ * (compiler/interp/interp_run.c) and its errors.
  *
  * Graphs built through the C API: params inline and external (absolute
  * and relative paths, interp_load_param alone), intermediate values,

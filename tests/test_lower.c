@@ -1,5 +1,5 @@
 /*
- * test_lower.c: SPMD lowering (compiler/lower*.c). For the fixture models
+ * test_lower.c: SPMD lowering (compiler/lower/lower*.c). For the fixture models
  * (and two graphs of integer dots from tests/onnx_quant) on meshes 1x1,
  * 1x2, 1x4, 2x2 and 2x4: the intra-op pass's plan, and plans
  * with every node's strategy drawn at random (seeded: they exercise every
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compiler/intra_internal.h"
+#include "compiler/lower/lower.h"
 #include "tests/plan_sim.h"
 #include "tests/tap.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_lower_train.c: training plans (compiler/lower_train.c). The training
+ * test_lower_train.c: training plans (compiler/lower/lower_train.c). The training
  * fixtures (tests/train: an MLP under an MSE loss, GPT with its own loss,
  * ResNet with BatchNorm's running statistics, BERT, a mixture of experts)
  * are lowered on meshes 1x1 to 2x4 with one and two micro-batches, under
@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "compiler/intra_internal.h"
+#include "compiler/lower/lower.h"
 #include "tests/plan_sim.h"
 #include "tests/tap.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_onnx_errors_alloc.c: the ONNX importer (compiler/onnx_*.c), and the
+ * test_onnx_errors_alloc.c: the ONNX importer (compiler/frontend/onnx_*.c), and the
  * interpreter on the graphs it makes, with every allocation failing in
  * turn.
  *

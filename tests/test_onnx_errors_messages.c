@@ -1,6 +1,6 @@
 /*
  * test_onnx_errors_messages.c: the ONNX importer on bad input
- * (compiler/onnx_*.c) and what it says.
+ * (compiler/frontend/onnx_*.c) and what it says.
  *
  * Each case builds a small ModelProto with protobuf-c (onnx_builder.h),
  * breaks one thing, writes it to a temporary directory and checks that

@@ -1,7 +1,7 @@
 /*
  * test_onnx_pow.c: ONNX Pow by a constant small integer, -1 or 0.5
  * imported as multiplies, a reciprocal or a square root (h_pow in
- * compiler/onnx_ops.c), so that no kernel calls libm's pow.
+ * compiler/frontend/onnx_ops.c), so that no kernel calls libm's pow.
  *
  * Each case is a one-node f32 model Pow(x, e) with e a Constant node (as
  * the TorchScript exporter writes gelu's x^3), an integer initializer,

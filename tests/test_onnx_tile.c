@@ -1,5 +1,5 @@
 /*
- * test_onnx_tile.c: ONNX Tile (h_tile in compiler/onnx_ops_shape.c), a
+ * test_onnx_tile.c: ONNX Tile (h_tile in compiler/frontend/onnx_ops_shape.c), a
  * broadcast with one new axis per tiled dim, then a reshape.
  *
  * Cases: every dim tiled (rank 3); torch's repeat_interleave of a rank-4

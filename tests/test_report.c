@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "compiler/compiler.h"
-#include "compiler/report_internal.h"
+#include "compiler/report/report_internal.h"
 #include "tests/tap.h"
 
 #define REL 1e-9

@@ -1,5 +1,5 @@
 /*
- * test_train_params.c: which initializers train (compiler/train_params.c)
+ * test_train_params.c: which initializers train (compiler/train/train_params.c)
  * and what happens to a non-finite step (pcc train, pcc-run).
  *
  * Models built with onnx_builder.h, written to a temporary directory:

@@ -1,6 +1,6 @@
 /*
  * fuzz_calib.c: libFuzzer target for calibration files, `--calib FILE`
- * (cost_calib_load, compiler/cost_compute.c).
+ * (cost_calib_load, compiler/cost/cost_compute.c).
  *
  * An input is the file, written to one file per process and loaded over
  * the defaults. A file that loads must give, for every op class on a

@@ -1,6 +1,6 @@
 /*
  * fuzz_cluster.c: libFuzzer target for clusters, `--cluster SPEC`
- * (compiler/cost_cluster.c): the short form and the JSON file.
+ * (compiler/cost/cost_cluster.c): the short form and the JSON file.
  *
  * An input with a '{', a newline or a NUL is a JSON file, written to one
  * file per process and read by path; any other is a short-form spec

@@ -1,12 +1,12 @@
 #!/bin/sh
 # run-fuzz.sh [SECONDS [LIBFUZZER_FLAG...]]: fuzz every reader of outside
 # data in pcc, one libFuzzer target each (tests/fuzz/fuzz_NAME.c):
-#   onnx     the ONNX importer (compiler/onnx_*.c, onnxio/), then the interpreter
+#   onnx     the ONNX importer (compiler/frontend/onnx_*.c, onnxio/), then the interpreter
 #   plan     plan.bin (ir/plan_io.c, plan_unpack.c), plan_verify, `pcc inspect`'s printer,
 #            then a small plan's step on tests/plan_sim.c
 #   text     the IR's text form (ir/text.c), then the interpreter
-#   cluster  --cluster specs and JSON files (compiler/cost_cluster.c)
-#   calib    --calib files (compiler/cost_compute.c)
+#   cluster  --cluster specs and JSON files (compiler/cost/cost_cluster.c)
+#   calib    --calib files (compiler/cost/cost_compute.c)
 #   iopddl   IOPDDL instances, JSON or gzip (solvers/shard_read.c)
 #   answer   answers to `pcc-iopddl --eval` (solvers/iopddl_main.c), then
 #            the evaluator
@@ -119,8 +119,8 @@ libs="-lprotobuf-c -ljansson -lzip -lz -lglpk -lxxhash -lcrypto $blas_libs -lm -
 # checkpoint manifests, and the executor on the host's device with the
 # in-process communication table that tests/plan_sim.c runs (the runtime's
 # files that need neither MPI nor CUDA)
-srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/onnx_*.c compiler/interp*.c compiler/cost_device.c \
-	compiler/cost_cluster.c compiler/cost_comm.c compiler/cost_compute.c compiler/plan_print.c \
+srcs=$(cd "$src" && ls ir/*.c kernels/*.c onnxio/*.c compiler/frontend/onnx_*.c compiler/interp/*.c compiler/cost/cost_device.c \
+	compiler/cost/cost_cluster.c compiler/cost/cost_comm.c compiler/cost/cost_compute.c compiler/plan_print.c \
 	solvers/*.c runtime/ckpt_manifest.c runtime/exec.c runtime/device_cpu.c runtime/step.c runtime/state.c \
 	runtime/collective.c runtime/overlap.c runtime/comm_local.c runtime/fill.c runtime/trace.c \
 	runtime/kernels*.c runtime/hostcode*.c runtime/pool.c runtime/gpu_none.c runtime/gpu_plan.c |

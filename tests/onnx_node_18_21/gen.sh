@@ -2,7 +2,7 @@
 # Copies the ONNX backend node tests of opsets 18 to 21 that touch only ops
 # pcc imports from the onnx 1.16.2 wheel (its newest opset is 21; Debian's
 # libonnx-testdata is ONNX 1.12, opset 17) into this directory. Run by hand
-# after an op is added to compiler/onnx_ops*.c; needs python3 -m venv and
+# after an op is added to compiler/frontend/onnx_ops*.c; needs python3 -m venv and
 # network access to PyPI. CI only reads the copies.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,0 +1,274 @@
+/*
+ * report.c: `pcc report --plan ...`: parses a manual plan, resolves the
+ * batch (global batch, micro-batch size, micro-batch count), maps the plan's
+ * axes onto the cluster and evaluates it (report_eval.c), searching the
+ * micro-batch size where the model's batch dimension is symbolic.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "compiler/report/report_internal.h"
+
+void report_plan_init(struct report_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	p->dp = p->tp = p->pp = 1;
+	p->v = 2;
+	p->sched = COST_SCHED_1F1B;
+	p->optim = COST_OPT_ADAM;
+	p->prec = -1;
+}
+
+static int parse_int(const char *key, const char *val, int lo, int hi, int *out)
+{
+	char *end;
+	long x = strtol(val, &end, 10);
+	if (!*val || *end || x < lo || x > hi)
+		return ir_errorf(-EINVAL, "plan: %s=%s: expected an integer from %d to %d", key, val, lo, hi);
+	*out = (int)x;
+	return 0;
+}
+
+int report_plan_parse(const char *s, struct report_plan *p)
+{
+	char buf[512];
+	if (strlen(s) >= sizeof buf)
+		return ir_errorf(-EINVAL, "plan: too long");
+	snprintf(buf, sizeof buf, "%s", s);
+	char *save = NULL;
+	for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (!eq)
+			return ir_errorf(-EINVAL, "plan: \"%s\" is not KEY=VALUE", kv);
+		*eq = 0;
+		const char *k = kv, *v = eq + 1;
+		int rc;
+		if (strcmp(k, "dp") == 0)
+			rc = parse_int(k, v, 1, 1 << 20, &p->dp);
+		else if (strcmp(k, "tp") == 0)
+			rc = parse_int(k, v, 1, 1 << 20, &p->tp);
+		else if (strcmp(k, "pp") == 0)
+			rc = parse_int(k, v, 1, 1 << 20, &p->pp);
+		else if (strcmp(k, "mb") == 0)
+			rc = parse_int(k, v, 1, 1 << 24, &p->mb);
+		else if (strcmp(k, "v") == 0)
+			rc = parse_int(k, v, 2, 64, &p->v);
+		else if (strcmp(k, "zero") == 0)
+			rc = parse_int(k, v, 0, 3, &p->zero);
+		else if (strcmp(k, "recompute") == 0)
+			rc = parse_int(k, v, 0, 1, &p->recompute);
+		else if (strcmp(k, "schedule") == 0)
+			rc = cost_sched_parse(v, &p->sched);
+		else if (strcmp(k, "optim") == 0 || strcmp(k, "optimizer") == 0)
+			rc = cost_optim_parse(v, &p->optim);
+		else if (strcmp(k, "precision") == 0) {
+			enum cost_prec pr;
+			if ((rc = cost_prec_parse(v, &pr)) == 0)
+				p->prec = (int)pr;
+		} else
+			return ir_errorf(-EINVAL,
+					 "plan: unknown key \"%s\" (dp, tp, pp, mb, schedule, v, zero, "
+					 "recompute, optim, precision)",
+					 k);
+		if (rc < 0) {
+			if (strncmp(ir_error(), "plan:", 5) != 0)
+				ir_error_prefix("plan: %s", k);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+void report_free(struct report *r)
+{
+	ir_free(r->stages);
+	ir_free(r->events);
+	r->events = NULL;
+	r->nevents = 0;
+	r->stages = NULL;
+	r->nstages = 0;
+}
+
+static enum cost_prec pick_prec(const struct report_plan *p, const struct cost_device *d)
+{
+	return p->prec >= 0 ? (enum cost_prec)p->prec : cost_default_prec(d);
+}
+
+/* Samples per micro-batch and micro-batches per step, for a static batch
+ * dim of size b0 or a symbolic one (b0 == 0: candidates listed). */
+struct batch_plan {
+	int64_t batch;
+	int n; /* candidate micro-batch sizes */
+	int64_t cand[64];
+	int mb[64];
+};
+
+static int resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch, struct batch_plan *bp)
+{
+	int64_t per;
+	bp->n = 0;
+	if (b0 > 0) { /* the ONNX batch is the micro-batch */
+		int mb = p->mb ? p->mb : (p->pp == 1 ? 1 : 4 * p->pp);
+		if (batch) {
+			if (batch % ((int64_t)p->dp * b0) != 0)
+				return ir_errorf(-EINVAL,
+						 "--batch %lld is not a multiple of dp x the model's batch %lld = %lld",
+						 (long long)batch, (long long)b0, (long long)(p->dp * b0));
+			int64_t m = batch / (p->dp * b0);
+			if (p->mb && p->mb != m)
+				return ir_errorf(-EINVAL,
+						 "plan: mb=%d but --batch %lld / (dp %d x micro-batch %lld) = %lld",
+						 p->mb, (long long)batch, p->dp, (long long)b0, (long long)m);
+			mb = (int)m;
+		}
+		bp->batch = (int64_t)p->dp * mb * b0;
+		bp->cand[0] = b0;
+		bp->mb[0] = mb;
+		bp->n = 1;
+		return 0;
+	}
+	if (!batch) { /* micro-batch of 1 */
+		int mb = p->mb ? p->mb : (p->pp == 1 ? 1 : 4 * p->pp);
+		bp->batch = (int64_t)p->dp * mb;
+		bp->cand[0] = 1;
+		bp->mb[0] = mb;
+		bp->n = 1;
+		return 0;
+	}
+	if (batch % p->dp)
+		return ir_errorf(-EINVAL, "--batch %lld is not a multiple of dp=%d", (long long)batch, p->dp);
+	per = batch / p->dp;
+	bp->batch = batch;
+	if (p->mb) {
+		if (per % p->mb)
+			return ir_errorf(
+				-EINVAL,
+				"plan: mb=%d does not divide the %lld samples per replica (--batch %lld / dp %d)",
+				p->mb, (long long)per, (long long)batch, p->dp);
+		bp->cand[0] = per / p->mb;
+		bp->mb[0] = p->mb;
+		bp->n = 1;
+		return 0;
+	}
+	/* the planner chooses: every divisor keeping at least pp micro-batches */
+	for (int64_t b = 1; b <= per && bp->n < 64; b++)
+		if (per % b == 0 && (p->pp == 1 || per / b >= p->pp)) {
+			bp->cand[bp->n] = b;
+			bp->mb[bp->n++] = (int)(per / b);
+		}
+	if (bp->n == 0)
+		return ir_errorf(-EINVAL, "--batch %lld gives %lld samples per replica, fewer than pp=%d micro-batches",
+				 (long long)batch, (long long)per, p->pp);
+	return 0;
+}
+
+double report_tokens_per_sample(const struct ir_graph *g)
+{
+	for (int i = 0; i < ir_graph_ninputs(g); i++) {
+		const struct ir_value *v = ir_graph_input(g, i);
+		if (ir_dtype_is_int(v->dtype) && v->shape.rank == 2 && v->shape.dims[0] > 0)
+			return (double)v->shape.dims[1];
+	}
+	return 0;
+}
+
+static int eval_one(const char *model, const struct onnx_import_opts *imp, const char *bname, int64_t b,
+		    const struct cost_cluster *c, const struct cost_calib *cal, const struct cost_axis axes[3],
+		    struct report *r)
+{
+	struct ir_graph *g = onnx_import_batch(model, imp, bname, b), *g2 = NULL;
+	if (!g)
+		return ir_error_code() ? ir_error_code() : -EINVAL;
+	r->tokens_per_sample = report_tokens_per_sample(g);
+	/* data parallelism's batch statistics: which dims carry the batch is
+	 * what changes at another batch size (report_dp.c) */
+	int n = ir_graph_nnodes(g), rc = 0;
+	double *bs = r->plan.dp > 1 && bname[0] ? ir_calloc(2 * (size_t)n + 1, sizeof *bs) : NULL;
+	if (bs && !(g2 = onnx_import_batch(model, imp, bname, 2 * b)))
+		rc = ir_error_code() ? ir_error_code() : -EINVAL;
+	if (rc == 0 && bs)
+		rc = report_batch_stats(g, g2, r->mixed ? 2 : 0, bs, bs + n);
+	if (rc == 0)
+		rc = report_eval_graph(g, c, &r->plan, cal, axes, bs, bs ? bs + n : NULL, r);
+	ir_free(bs);
+	ir_graph_free(g2);
+	ir_graph_free(g);
+	if (rc < 0)
+		ir_error_prefix("%s", model);
+	return rc;
+}
+
+static bool better(const struct report *a, const struct report *b)
+{
+	if (a->fits != b->fits)
+		return a->fits;
+	return a->fits ? a->t_step < b->t_step : a->mem_peak < b->mem_peak;
+}
+
+int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64_t batch, const struct cost_cluster *c,
+		    const struct report_plan *p, const struct cost_calib *cal, struct report *r)
+{
+	struct onnx_import_opts none;
+	struct cost_calib dflt;
+	struct cost_link intra, inter;
+	struct cost_axis axes[3];
+	int dpn, rc;
+	if (!imp) {
+		onnx_import_opts_init(&none);
+		imp = &none;
+	}
+	if (!cal) {
+		cost_calib_init(&dflt);
+		cal = &dflt;
+	}
+	memset(r, 0, sizeof *r);
+	snprintf(r->model, sizeof r->model, "%s", model);
+	snprintf(r->cluster, sizeof r->cluster, "%s", c->name);
+	r->plan = *p;
+	r->devices = p->dp * p->tp * p->pp;
+	if ((double)p->dp * p->tp * p->pp > c->ndevices)
+		return ir_errorf(-EINVAL, "plan dp=%d x tp=%d x pp=%d = %.0f devices, the cluster %s has %d", p->dp,
+				 p->tp, p->pp, (double)p->dp * p->tp * p->pp, c->name, c->ndevices);
+	if (p->sched == COST_SCHED_INTERLEAVED && p->pp == 1)
+		return ir_errorf(-EINVAL, "plan: schedule=interleaved needs pp > 1");
+	cost_cluster_effective(c, &r->dev, &intra, &inter, &dpn);
+	r->prec = pick_prec(p, &r->dev);
+	r->mixed = r->prec == COST_PREC_BF16 || r->prec == COST_PREC_F16 || r->prec == COST_PREC_FP8;
+	r->fidelity = report_fidelity(&r->dev, cal);
+	const int strides[3] = { 1, p->tp, p->tp * p->dp }, sizes[3] = { p->tp, p->dp, p->pp };
+	const char *names[3] = { "tp", "dp", "pp" };
+	for (int i = 0; i < 3; i++)
+		if ((rc = cost_axis_make(c, strides[i], sizes[i], &axes[i])) < 0) {
+			ir_error_prefix("plan %s=%d on cluster %s", names[i], sizes[i], c->name);
+			return rc;
+		}
+	char bname[128];
+	int64_t b0;
+	if ((rc = onnx_batch_dim(model, imp, bname, sizeof bname, &b0)) < 0)
+		return rc;
+	struct batch_plan bp;
+	if ((rc = resolve_batch(p, b0, batch, &bp)) < 0)
+		return rc;
+	struct report best = { 0 };
+	for (int i = 0; i < bp.n; i++) {
+		struct report t = *r;
+		t.batch = bp.batch;
+		t.micro_batch = bp.cand[i];
+		t.mb = bp.mb[i];
+		t.batch_chosen = bp.n > 1;
+		if ((rc = eval_one(model, imp, bname, bp.cand[i], c, cal, axes, &t)) < 0) {
+			report_free(&best);
+			return rc;
+		}
+		if (i == 0 || better(&t, &best)) {
+			report_free(&best);
+			best = t;
+		} else {
+			report_free(&t);
+		}
+	}
+	*r = best;
+	return 0;
+}

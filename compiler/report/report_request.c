@@ -1,0 +1,33 @@
+/*
+ * report_request.c: one what-if request evaluated, whichever plan it
+ * names: a manual plan through its report (report_evaluate, report_eval.c)
+ * converted by wi_from_report (report_whatif.c), the automatic planner's
+ * through wi_auto (report_auto.c). `pcc report` (report_cli.c) and its
+ * sweeps (report_sweep.c) ask here; the files that fill a struct whatif
+ * never call back.
+ */
+#include <string.h>
+
+#include "compiler/report/report_internal.h"
+
+void wi_request_init(struct wi_request *q)
+{
+	memset(q, 0, sizeof *q);
+	report_plan_init(&q->plan);
+	inter_opts_init(&q->inter);
+	q->prec = -1;
+}
+
+int wi_eval(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
+{
+	memset(w, 0, sizeof *w);
+	if (!q->manual)
+		return wi_auto(q, c, w);
+	struct report r;
+	int rc = report_evaluate(q->model, q->imp, q->batch, c, &q->plan, q->cal, &r);
+	if (rc < 0)
+		return rc;
+	rc = wi_from_report(&r, q->label, q->price, w);
+	report_free(&r);
+	return rc;
+}
