@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int tap_n, tap_failed;
 
@@ -42,7 +43,31 @@ __attribute__((format(printf, 4, 5), unused)) static int tap_ok_at(int cond, con
 	(tap_ok_at(fabs((double)(got) - (double)(want)) <= (tol)*fmax(1.0, fabs((double)(want))), __FILE__, __LINE__, \
 		   __VA_ARGS__) ||                                                                                    \
 	 (printf("#   got %.17g want %.17g\n", (double)(got), (double)(want)), 0))
-#define TAP_DIAG(...) (printf("# "), printf(__VA_ARGS__), printf("\n"))
+/* A diagnostic: every line of it behind "# ", so that text holding line
+ * breaks (a program's output) stays out of the TAP stream. */
+__attribute__((format(printf, 1, 2), unused)) static void tap_diag(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (!s)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	for (char *l = s, *nl; l; l = nl) {
+		if ((nl = strchr(l, '\n')))
+			*nl++ = 0;
+		if (*l || nl)
+			printf("# %s\n", l);
+		if (nl && !*nl)
+			break;
+	}
+	free(s);
+}
+#define TAP_DIAG(...) tap_diag(__VA_ARGS__)
 
 __attribute__((unused)) static double tap_seconds(double s)
 {

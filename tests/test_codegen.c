@@ -419,6 +419,40 @@ static void check_grid(const char *pcc, const char *model, const char *ptxas)
 	check_plan(pcc, model, "--cluster 1x1:h100", ptxas, "reduce_big");
 }
 
+/* A module's PTX depends on its kernels alone: NVPTX numbers call sites
+ * ("// callseq N") from one counter per process, which codegen renumbers
+ * per module. So compiling one plan twice in this process (the counter
+ * running on) gives the same text as pcc's own compile, call sites
+ * included (gpt_loss's GELU calls libdevice's pow). */
+static void check_callsites(const char *pcc, const char *model)
+{
+	char cmd[8192], plan[256];
+	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-calls.bin", (int)getpid());
+	snprintf(cmd, sizeof cmd, "'%s' '%s' --cluster 1x1:h100 --train --codegen ptx -o '%s' >/dev/null 2>&1", pcc,
+		 model, plan);
+	struct plan *p0 = system(cmd) == 0 ? plan_read(plan) : NULL;
+	struct plan *p[2] = { plan_read(plan), plan_read(plan) };
+	unlink(plan);
+	struct codegen_opts o;
+	codegen_opts_init(&o);
+	o.sm = 90; /* as pcc for an h100 cluster */
+	bool same = p0 && p[0] && p[1], calls = false;
+	for (int i = 0; i < 2 && same; i++)
+		same = codegen_plan(p[i], &o) == 0 && p[i]->nptx == p0->nptx;
+	for (int a = 0; p0 && a < p0->nptx; a++) {
+		calls |= strstr(p0->ptx[a].text, "// callseq 0, 0") != NULL;
+		same = same && !strcmp(p[0]->ptx[a].text, p0->ptx[a].text) &&
+		       !strcmp(p[1]->ptx[a].text, p0->ptx[a].text);
+	}
+	if (p0 && !calls)
+		printf("ok %d - # SKIP no libdevice call in gpt_loss's PTX (libdevice not found)\n", ++tap_n);
+	else
+		TAP_OK(same, "gpt_loss: its PTX, call sites numbered from 0 in each module, is the same compiled 3 times");
+	plan_free(p0);
+	plan_free(p[0]);
+	plan_free(p[1]);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 6) {
@@ -476,6 +510,8 @@ int main(int argc, char **argv)
 		check_plan(pcc, model, opts, ptxas, tag);
 	}
 	check_grid(pcc, argv[5], ptxas);
+	snprintf(model, sizeof model, "%s/gpt_loss_op17/model.onnx", models);
+	check_callsites(pcc, model);
 	check_blas();
 	return tap_done();
 }

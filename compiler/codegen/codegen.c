@@ -768,6 +768,68 @@ struct gpu_jobs {
 	char (*err)[512];
 };
 
+/* NVPTX numbers call sites ("// callseq N", "prototype_N") from one
+ * counter shared by every module this process compiles, so that the
+ * numbers in a module would depend on which thread got there first. Renumbers
+ * them in the order each first appears in the text: a module's PTX depends
+ * on its kernels alone. Returns the new text (the old one freed), NULL when
+ * out of memory. */
+static char *canon_callsites(char *text)
+{
+	static const char *const marks[2] = { "callseq ", "prototype_" };
+	size_t len = strlen(text), cap = len + 1, n = 0, nseen = 0, seencap = 0;
+	char *out = ir_malloc(cap);
+	unsigned long *seen = NULL;
+	if (!out)
+		goto oom;
+	for (const char *s = text; *s;) {
+		size_t mlen = 0;
+		for (int m = 0; m < 2 && !mlen; m++)
+			if (!strncmp(s, marks[m], strlen(marks[m])) && s[strlen(marks[m])] >= '0' && s[strlen(marks[m])] <= '9')
+				mlen = strlen(marks[m]);
+		if (!mlen) {
+			out[n++] = *s++;
+			continue;
+		}
+		char *end;
+		unsigned long v = strtoul(s + mlen, &end, 10);
+		size_t k = 0;
+		while (k < nseen && seen[k] != v)
+			k++;
+		if (k == nseen) {
+			if (nseen == seencap) {
+				seencap = seencap ? 2 * seencap : 16;
+				unsigned long *g = ir_realloc(seen, seencap * sizeof *seen);
+				if (!g)
+					goto oom;
+				seen = g;
+			}
+			seen[nseen++] = v;
+		}
+		/* room for the new number (20 digits at most) and the rest */
+		if (n + mlen + 24 + len - (size_t)(end - text) >= cap) {
+			cap = n + mlen + 24 + len - (size_t)(end - text) + 1;
+			char *g = ir_realloc(out, cap);
+			if (!g)
+				goto oom;
+			out = g;
+		}
+		memcpy(out + n, s, mlen);
+		n += mlen;
+		n += (size_t)sprintf(out + n, "%zu", k);
+		s = end;
+	}
+	out[n] = 0;
+	ir_free(seen);
+	ir_free(text);
+	return out;
+oom:
+	ir_free(seen);
+	ir_free(out);
+	ir_free(text);
+	return NULL;
+}
+
 static int gpu_module(struct gpu_jobs *x, int j, char **out)
 {
 	const struct plan *p = x->p;
@@ -795,6 +857,8 @@ static int gpu_module(struct gpu_jobs *x, int j, char **out)
 		rc = link_libdevice(&c, x->lib);
 	if (rc == 0 && (rc = optimize(&c, tm, x->o->opt_level)) == 0)
 		rc = emit_to(tm, &c, LLVMAssemblyFile, (uint8_t **)out, &n);
+	if (rc == 0 && !(*out = canon_callsites(*out)))
+		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
 	cg_close(&c);
 	LLVMDisposeTargetMachine(tm);
 	return rc;
@@ -854,8 +918,30 @@ static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *g0
 	return rc;
 }
 
+/* Drops the code a plan already holds (one read from a plan file compiled
+ * with code): codegen replaces it whole. */
+static void drop_code(struct plan *p)
+{
+	for (int i = 0; p->ptx && i < p->nptx; i++) {
+		ir_free(p->ptx[i].arch);
+		ir_free(p->ptx[i].text);
+	}
+	ir_free(p->ptx);
+	p->ptx = NULL;
+	p->nptx = 0;
+	ir_free(p->host_object);
+	ir_free(p->host_cpu);
+	ir_free(p->host_features);
+	p->host_object = NULL;
+	p->host_object_len = 0;
+	p->host_cpu = p->host_features = NULL;
+	for (int k = 0; k < p->nkernels; k++)
+		p->kernels[k].host = p->kernels[k].gpu = false;
+}
+
 int codegen_plan(struct plan *p, const struct codegen_opts *o)
 {
+	drop_code(p);
 	int rc = prune_kernels(p);
 	if (rc < 0)
 		return rc;
