@@ -447,7 +447,8 @@ static void check_callsites(const char *pcc, const char *model)
 	if (p0 && !calls)
 		printf("ok %d - # SKIP no libdevice call in gpt_loss's PTX (libdevice not found)\n", ++tap_n);
 	else
-		TAP_OK(same, "gpt_loss: its PTX, call sites numbered from 0 in each module, is the same compiled 3 times");
+		TAP_OK(same,
+		       "gpt_loss: its PTX, call sites numbered from 0 in each module, is the same compiled 3 times");
 	plan_free(p0);
 	plan_free(p[0]);
 	plan_free(p[1]);

@@ -785,7 +785,8 @@ static char *canon_callsites(char *text)
 	for (const char *s = text; *s;) {
 		size_t mlen = 0;
 		for (int m = 0; m < 2 && !mlen; m++)
-			if (!strncmp(s, marks[m], strlen(marks[m])) && s[strlen(marks[m])] >= '0' && s[strlen(marks[m])] <= '9')
+			if (!strncmp(s, marks[m], strlen(marks[m])) && s[strlen(marks[m])] >= '0' &&
+			    s[strlen(marks[m])] <= '9')
 				mlen = strlen(marks[m]);
 		if (!mlen) {
 			out[n++] = *s++;
