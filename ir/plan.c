@@ -116,9 +116,11 @@ void plan_free(struct plan *p)
 	ir_free(p->comms);
 	for (int i = 0; p->devices && i < p->ndevices; i++) {
 		struct plan_device *d = &p->devices[i];
-		ir_free(d->buf);
+		if (!d->shared_buf)
+			ir_free(d->buf);
 		ir_free(d->instr);
-		ir_free(d->args);
+		if (!d->shared_args)
+			ir_free(d->args);
 	}
 	ir_free(p->devices);
 	ir_free(p->host_object);
@@ -130,6 +132,74 @@ void plan_free(struct plan *p)
 	}
 	ir_free(p->ptx);
 	ir_free(p);
+}
+
+int plan_device_unshare(struct plan_device *d)
+{
+	if (d->shared_buf) {
+		struct plan_buffer *b = ir_malloc(sizeof *b * (size_t)(d->nbuf + 1));
+		if (!b)
+			return ir_errorf(-ENOMEM, "out of memory copying device %d's buffers", d->rank);
+		memcpy(b, d->buf, sizeof *b * (size_t)d->nbuf);
+		d->buf = b;
+		d->shared_buf = false;
+	}
+	if (d->shared_args) {
+		int *a = ir_malloc(sizeof *a * (size_t)(d->nargs + 1));
+		if (!a)
+			return ir_errorf(-ENOMEM, "out of memory copying device %d's arguments", d->rank);
+		memcpy(a, d->args, sizeof *a * (size_t)d->nargs);
+		d->args = a;
+		d->shared_args = false;
+	}
+	return 0;
+}
+
+static bool buffer_equal(const struct plan_buffer *a, const struct plan_buffer *b)
+{
+	if (a->dtype != b->dtype || a->offset != b->offset || a->bytes != b->bytes || a->bind != b->bind ||
+	    a->index != b->index || a->writer != b->writer || a->slots != b->slots || a->shape.rank != b->shape.rank)
+		return false;
+	for (int e = 0; e < a->shape.rank; e++)
+		if (a->shape.dims[e] != b->shape.dims[e] || a->start[e] != b->start[e])
+			return false;
+	return true;
+}
+
+/* What tells a stage's devices' buffers apart: slice starts and writers. */
+static uint64_t slices_hash(const struct plan_device *d)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (int b = 0; b < d->nbuf; b++) {
+		const struct plan_buffer *x = &d->buf[b];
+		h = (h ^ (uint64_t)x->writer) * 1099511628211ull;
+		for (int e = 0; e < x->shape.rank; e++)
+			h = (h ^ (uint64_t)x->start[e]) * 1099511628211ull;
+	}
+	return h;
+}
+
+bool plan_share_buf(struct plan *p, int d, uint64_t *hash)
+{
+	struct plan_device *x = &p->devices[d];
+	if (x->shared_buf)
+		return true;
+	hash[d] = slices_hash(x);
+	for (int e = d - 1; e >= 0 && p->devices[e].stage == x->stage; e--) {
+		const struct plan_device *s = &p->devices[e];
+		if (s->shared_buf || hash[e] != hash[d] || s->nbuf != x->nbuf)
+			continue;
+		int b = 0;
+		while (b < x->nbuf && buffer_equal(&x->buf[b], &s->buf[b]))
+			b++;
+		if (b == x->nbuf) {
+			ir_free(x->buf);
+			x->buf = s->buf;
+			x->shared_buf = true;
+			return true;
+		}
+	}
+	return false;
 }
 
 const char *plan_instr_kind_name(enum plan_instr_kind k)

@@ -172,6 +172,12 @@ struct plan_device {
 			      * forward part, the first nfwd instructions, and a
 			      * backward part, the rest, run in the stage's order.
 			      * 0: it runs as one */
+	/* buf (args) is an earlier device's array, equal to what this device's
+	 * would be and shared to save memory (a stage's devices run one
+	 * program: at scale, hundreds of copies). Read it, never change it:
+	 * plan_device_unshare gives the device arrays of its own first; the
+	 * plan frees a shared array once, with the device that owns it. */
+	bool shared_buf, shared_args;
 };
 
 /* A global tensor the plan binds (parameter, input, output or state). */
@@ -254,6 +260,18 @@ enum ir_op plan_kernel_core(const struct plan_kernel *k);
 /* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
 struct plan *plan_new(void);
 void plan_free(struct plan *p);
+/* Gives device d its own copies of the arrays it shares with an earlier
+ * device (plan_device.shared_buf, shared_args), so that they may change.
+ * 0, or -ENOMEM with a message. */
+int plan_device_unshare(struct plan_device *d);
+/* Shares device d's buffer array with an earlier device's of its stage
+ * that owns an equal one (every buffer equal: in a stage they differ only
+ * in slice starts and writers), freeing d's own: called for each device in
+ * rank order as it is made (lowering, the plan reader). hash: the caller's
+ * scratch of at least d + 1 entries, set here (entry d) and read for the
+ * earlier devices of the stage. True when d now shares. */
+bool plan_share_buf(struct plan *p, int d, uint64_t *hash);
+
 /* Frees what one kernel owns (types, body, constant data), not k itself. */
 void plan_kernel_free(struct plan_kernel *k);
 

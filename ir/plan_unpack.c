@@ -333,13 +333,21 @@ static int get_changes(const Pcc__Device *m, const struct plan *p, int at, struc
 	if (m->n_buffers || m->n_instructions || m->n_args)
 		return ir_errorf(-EINVAL, "a copy of device %d with a program of its own", b);
 	const struct plan_device *s = &p->devices[b];
-	if (!(d->args = get_array(s->nargs, sizeof *d->args, &d->nargs)) ||
-	    !(d->buf = get_array(s->nbuf, sizeof *d->buf, &d->nbuf)) ||
-	    !(d->instr = get_array(s->ninstr, sizeof *d->instr, &d->ninstr)))
+	/* changes never touch the arguments, and a copy without buffer
+	 * changes has the copied device's buffers: those arrays are shared */
+	d->args = s->args;
+	d->nargs = s->nargs;
+	d->shared_args = true;
+	if (m->n_buffer_at == 0) {
+		d->buf = s->buf;
+		d->nbuf = s->nbuf;
+		d->shared_buf = true;
+	} else if (!(d->buf = get_array(s->nbuf, sizeof *d->buf, &d->nbuf))) {
 		return nomem();
-	if (s->nargs)
-		memcpy(d->args, s->args, sizeof *d->args * (size_t)s->nargs);
-	if (s->nbuf)
+	}
+	if (!(d->instr = get_array(s->ninstr, sizeof *d->instr, &d->ninstr)))
+		return nomem();
+	if (s->nbuf && !d->shared_buf)
 		memcpy(d->buf, s->buf, sizeof *d->buf * (size_t)s->nbuf);
 	if (s->ninstr)
 		memcpy(d->instr, s->instr, sizeof *d->instr * (size_t)s->ninstr);
@@ -518,11 +526,18 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 	for (int i = 0; i < p->ncomms; i++)
 		if ((rc = get_ints(m->comms[i]->ranks, m->comms[i]->n_ranks, &p->comms[i].ranks, &p->comms[i].n)) < 0)
 			return rc;
-	for (int i = 0; i < p->ndevices; i++)
+	uint64_t *hash = ir_malloc(sizeof *hash * (size_t)(p->ndevices + 1));
+	if (!hash)
+		return nomem();
+	for (int i = 0; i < p->ndevices; i++) {
 		if ((rc = get_device(m->devices[i], p, i, &p->devices[i])) < 0) {
 			ir_error_prefix("device %d", i);
+			ir_free(hash);
 			return rc;
 		}
+		plan_share_buf(p, i, hash);
+	}
+	ir_free(hash);
 	return 0;
 }
 

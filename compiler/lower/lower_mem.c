@@ -293,9 +293,10 @@ static int comm_of(const struct lower *L, const int base[3], uint8_t axes, int k
 /* Device k of the stage (d, zeroed by the caller) from the template: its
  * buffers at the arena's offsets, its slices of bound tensors, and its
  * instructions, collectives on the communicators from base (NULL: none
- * yet, comm -1). touched: nbuf + 1 bytes of scratch. */
+ * yet, comm -1). touched: nbuf + 1 bytes of scratch. first: the stage's
+ * first device, whose arguments (the template's) d shares; NULL: d is it. */
 static int expand_device(const struct lower *L, int k, const int *base, int64_t arena, unsigned char *touched,
-			 struct plan_device *d)
+			 const struct plan_device *first, struct plan_device *d)
 {
 	d->rank = L->first_rank + k;
 	d->stage = L->stage;
@@ -304,13 +305,17 @@ static int expand_device(const struct lower *L, int k, const int *base, int64_t 
 	d->arena_bytes = arena;
 	d->buf = ir_calloc((size_t)L->nbuf + 1, sizeof *d->buf);
 	d->instr = ir_calloc((size_t)L->nins + 1, sizeof *d->instr);
-	d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1));
+	if (first) {
+		d->args = first->args;
+		d->shared_args = true;
+	} else if ((d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1)))) {
+		memcpy(d->args, L->args, sizeof *d->args * (size_t)L->nargs);
+	}
 	if (!d->buf || !d->instr || !d->args)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
 	d->nbuf = L->nbuf;
 	d->ninstr = L->nins;
 	d->nargs = L->nargs;
-	memcpy(d->args, L->args, sizeof *d->args * (size_t)L->nargs);
 	for (int b = 0; b < L->nbuf; b++) {
 		const struct lw_buf *s = &L->buf[b];
 		struct plan_buffer *x = &d->buf[b];
@@ -389,12 +394,20 @@ static int expand(struct lower *L, int64_t arena)
 	unsigned char *touched = ir_malloc((size_t)L->nbuf + 1);
 	if (!touched)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	/* the stage's devices share one args array (the template's) and each
+	 * distinct buffer array (plan_share_buf) */
+	uint64_t *hash = ir_malloc(sizeof *hash * (size_t)(L->first_rank + L->nd + 1));
+	if (!hash)
+		rc = ir_errorf(-ENOMEM, "out of memory lowering the plan");
 	for (int k = 0; k < L->nd && rc == 0; k++) {
 		struct plan_device *d = &p->devices[L->first_rank + k];
 		memset(d, 0, sizeof *d);
 		p->ndevices = L->first_rank + k + 1;
-		rc = expand_device(L, k, base, arena, touched, d);
+		if ((rc = expand_device(L, k, base, arena, touched, k ? &p->devices[L->first_rank] : NULL, d)) < 0)
+			break;
+		plan_share_buf(p, L->first_rank + k, hash);
 	}
+	ir_free(hash);
 	ir_free(touched);
 	if (rc < 0 || !L->norder)
 		return rc;
@@ -411,7 +424,7 @@ int lw_print(const struct lower *L, FILE *f)
 	struct plan_device d;
 	unsigned char *touched = ir_malloc((size_t)L->nbuf + 1);
 	memset(&d, 0, sizeof d);
-	int rc = touched ? expand_device(L, 0, NULL, 0, touched, &d) : ir_errorf(-ENOMEM, "out of memory");
+	int rc = touched ? expand_device(L, 0, NULL, 0, touched, NULL, &d) : ir_errorf(-ENOMEM, "out of memory");
 	if (rc == 0) {
 		fprintf(f,
 			"stage %d on mesh %dx%d (ranks %d..%d), device %d's program before the memory plan: %d "

@@ -94,6 +94,13 @@ static void lower_release(struct lower *L)
 	ir_free(L->reps);
 	ir_free(L->rep_head);
 	ir_free(L->dyn);
+	L->buf = NULL;
+	L->ins = NULL;
+	L->args = NULL;
+	L->reps = NULL;
+	L->rep_head = NULL;
+	L->dyn = NULL;
+	L->nins = 0;
 }
 
 /* Constants are made where they are read (lw_node), not in program order. */
@@ -225,8 +232,11 @@ int lower_memory(struct lowering *lw, struct plan **out)
 {
 	int rc = 0;
 	*out = NULL;
+	/* a stage's template is done with once its devices are made: freed
+	 * before the next stage's are (at scale, the peak of a compile) */
 	for (int s = 0; s < lw->c.ns && rc == 0; s++)
-		rc = lw_memory(&lw->c.L[s]);
+		if ((rc = lw_memory(&lw->c.L[s])) == 0)
+			lower_release(&lw->c.L[s]);
 	if (rc == 0) {
 		*out = lw->p;
 		lw->p = NULL;
