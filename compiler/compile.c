@@ -76,7 +76,7 @@ static void stages_solved(struct stage_set *x, const struct compile_input *in, i
 {
 	const struct inter_stage *y = &in->inter->stages[s];
 	x->solved[s] = true;
-	x->st[s] = (struct lower_stage){ x->g[s], &x->r[s], x->rank, y->rows, y->cols, x->src[s] };
+	x->st[s] = (struct lower_stage){ x->g[s], x->rank, y->rows, y->cols, x->src[s] };
 	x->rank += y->n0 * y->n1;
 	*mem = x->r[s].mem_limit;
 }

@@ -46,6 +46,17 @@ void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1)
 	g->mesh[1] = n1;
 }
 
+int ir_node_set_in_sharding(struct ir_graph *g, struct ir_node *n, const struct ir_sharding *in)
+{
+	struct ir_sharding *s = n->in_sharding;
+	if (!s && n->nin && !(s = ir_graph_alloc(g, sizeof *s * (size_t)n->nin)))
+		return ir_errorf(-ENOMEM, "out of memory annotating node %d", n->id);
+	if (n->nin)
+		memcpy(s, in, sizeof *s * (size_t)n->nin);
+	n->in_sharding = n->nin ? s : NULL;
+	return 0;
+}
+
 void ir_graph_mesh(const struct ir_graph *g, int *n0, int *n1)
 {
 	*n0 = g->mesh[0];

@@ -333,6 +333,11 @@ struct ir_node {
 			* layer) + 1, recomputed from the segment's inputs
 			* when the backward pass reaches it (grad_build);
 			* 0 when new: kept */
+	/* The sharding each operand is read in (none partial), set with the
+	 * results' by the intra-op pass: lowering brings every operand to it
+	 * and runs the op on the local pieces. NULL: not annotated. Text form:
+	 * each operand followed by its sharding, "dot %0 <S0,R>, %1 <R,S1>". */
+	struct ir_sharding *in_sharding;
 };
 
 #define IR_TAG_NONE (-1)
@@ -381,6 +386,10 @@ int ir_graph_nnodes(const struct ir_graph *g);
 struct ir_node *ir_graph_node(const struct ir_graph *g, int i);
 int ir_graph_nvalues(const struct ir_graph *g);
 struct ir_value *ir_graph_value(const struct ir_graph *g, int i);
+
+/* Annotates node n's operands with the shardings in[0 .. n->nin - 1]
+ * (copied into g's arena): 0, or -ENOMEM with a message. */
+int ir_node_set_in_sharding(struct ir_graph *g, struct ir_node *n, const struct ir_sharding *in);
 
 /* The 2-D logical device mesh the sharding annotations refer to: n0 x n1
  * devices, or 0 x 0 when the graph has none. */

@@ -233,6 +233,10 @@ static void put_node(FILE *f, const int *num, const struct ir_node *n)
 	for (int i = 0; i < n->nin; i++) {
 		IR_ASSERT(num[n->in[i]->id] >= 0);
 		fprintf(f, "%s%%%d", i ? ", " : " ", num[n->in[i]->id]);
+		if (n->in_sharding) {
+			char buf[IR_SHARDING_STR_MAX];
+			fprintf(f, " %s", ir_sharding_str(&n->in_sharding[i], n->in[i]->shape.rank, buf, sizeof buf));
+		}
 	}
 	for (int at = 0; at < ATTR_COUNT; at++)
 		if (syn.attrs & (1u << at))

@@ -80,6 +80,21 @@ static int parse_use(struct parser *ps, struct ir_value **v)
 	return 0;
 }
 
+/* The sharding of a value of shape shape, after its '<'. */
+static int parse_sharding(struct parser *ps, const struct ir_shape *shape, struct ir_sharding *out)
+{
+	const char *close = strchr(ps->p, '>'), *nl = strchr(ps->p, '\n');
+	if (!close || (nl && nl < close))
+		return tx_fail_expected(ps, "'>' closing the sharding");
+	int n0, n1;
+	ir_graph_mesh(ps->g, &n0, &n1);
+	if (ir_sharding_parse(ps->p, (size_t)(close - ps->p), shape->rank, out) ||
+	    ir_sharding_check(out, shape, n0, n1))
+		return tx_fail(ps, "%s", ir_error());
+	ps->p = close + 1;
+	return 0;
+}
+
 /* "%N ["name"] : type" */
 static int parse_def(struct parser *ps, struct def *d)
 {
@@ -95,17 +110,8 @@ static int parse_def(struct parser *ps, struct def *d)
 		return -EINVAL;
 	if (!tx_accept(ps, '<'))
 		return 0;
-	const char *close = strchr(ps->p, '>'), *nl = strchr(ps->p, '\n');
-	if (!close || (nl && nl < close))
-		return tx_fail_expected(ps, "'>' closing the sharding");
-	int n0, n1;
-	ir_graph_mesh(ps->g, &n0, &n1);
-	if (ir_sharding_parse(ps->p, (size_t)(close - ps->p), d->shape.rank, &d->sharding) ||
-	    ir_sharding_check(&d->sharding, &d->shape, n0, n1))
-		return tx_fail(ps, "%s", ir_error());
 	d->sharded = true;
-	ps->p = close + 1;
-	return 0;
+	return parse_sharding(ps, &d->shape, &d->sharding);
 }
 
 /* Copies a definition's sharding onto its value. */
@@ -316,6 +322,7 @@ static int parse_attr(struct parser *ps, enum ir_op op, const struct op_syntax *
 static int grow_ops(struct parser *ps, int need)
 {
 	struct ir_value **ops;
+	struct ir_sharding *sh;
 	int cap;
 
 	if (need <= ps->ops_cap)
@@ -325,6 +332,10 @@ static int grow_ops(struct parser *ps, int need)
 	if (!ops)
 		return tx_fail_nomem();
 	ps->ops = ops;
+	sh = ir_realloc(ps->ops_sh, sizeof *sh * (size_t)cap);
+	if (!sh)
+		return tx_fail_nomem();
+	ps->ops_sh = sh;
 	ps->ops_cap = cap;
 	return 0;
 }
@@ -390,7 +401,7 @@ static int stmt_node(struct parser *ps)
 	struct ir_node *node;
 	const char *name = NULL;
 	enum ir_op op;
-	int nres = 0, nin = 0;
+	int nres = 0, nin = 0, nsh = 0;
 	unsigned seen = 0;
 	int64_t data_bytes = 0;
 
@@ -415,9 +426,22 @@ static int stmt_node(struct parser *ps)
 				return tx_fail(ps, "more than %d operands", MAX_OPERANDS);
 			if (grow_ops(ps, nin + 1) || parse_use(ps, &ps->ops[nin]))
 				return -EINVAL;
+			if (tx_accept(ps, '<')) {
+				struct ir_sharding *sh = &ps->ops_sh[nin];
+				if (parse_sharding(ps, &ps->ops[nin]->shape, sh))
+					return -EINVAL;
+				if (sh->partial)
+					return tx_fail(ps,
+						       "operand %d read as partial sums: an operand's sharding "
+						       "splits or replicates it",
+						       nin);
+				nsh++;
+			}
 			nin++;
 		} while (tx_accept(ps, ','));
 	}
+	if (nsh && nsh != nin)
+		return tx_fail(ps, "shardings for %d of %d operands: give every operand's or none", nsh, nin);
 	for (tx_skip_ws(ps); !tx_at_eol(ps) && *ps->p != '@'; tx_skip_ws(ps))
 		if (parse_attr(ps, op, &syn, &a, &seen, &data_bytes))
 			return -EINVAL;
@@ -430,6 +454,8 @@ static int stmt_node(struct parser *ps)
 	if (!node)
 		return tx_fail_builder(ps);
 	IR_ASSERT(node->nout == nres);
+	if (nsh && ir_node_set_in_sharding(ps->g, node, ps->ops_sh) < 0)
+		return tx_fail_nomem();
 	for (int i = 0; i < nres; i++)
 		if (check_result(ps, node, i, &res[i]))
 			return -EINVAL;
@@ -513,6 +539,7 @@ struct ir_graph *ir_parse(const char *text)
 		rc = tx_fail(&ps, "expected 'pcc-ir 1' header, found end of text");
 	ir_free(ps.defs);
 	ir_free(ps.ops);
+	ir_free(ps.ops_sh);
 	if (rc) {
 		ir_graph_free(ps.g);
 		return NULL;

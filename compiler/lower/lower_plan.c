@@ -267,10 +267,10 @@ int lower_train(const struct lower_train *tr, const struct lower_stage *st, int 
 	return lower_any(tr, tr->ts->g, st, nstages, cluster, out);
 }
 
-int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out)
+int lower_single(const struct ir_graph *g, const char *cluster, struct plan **out)
 {
 	int n0, n1;
 	ir_graph_mesh(g, &n0, &n1);
-	struct lower_stage s = { g, r, 0, 1, n0 * n1, NULL };
+	struct lower_stage s = { g, 0, 1, n0 * n1, NULL };
 	return lower_plan(g, &s, 1, cluster, out);
 }
