@@ -1,0 +1,343 @@
+/*
+ * test_lower_ir.c: SPMD lowering from IR text alone, the annotated IR
+ * being the contract between planning and lowering.
+ *
+ * Each tests/lower/NAME.ir (the directory is argv[1]) is a graph annotated
+ * with shardings as the intra-op pass leaves one (its mesh, every value's
+ * sharding, the sharding each node reads its operands in); no pass runs
+ * on it. Lowering it must print (lower_print: each stage's program as its
+ * first device runs it, before fusion and the memory plan) exactly
+ * NAME.lower.txt, and the whole plan, fused and memory-planned, must
+ * verify and compute on the rank simulator what the reference
+ * interpreter computes from the graph on one device. A pipelined case
+ * gives each stage's annotated graph as NAME.stage0.ir, NAME.stage1.ir,
+ * ... next to the whole model's NAME.ir (unannotated): a stage's values
+ * stand for the model's values of the same name, and the stages take
+ * consecutive ranks. Bad annotations are refused in one line.
+ *
+ * After a deliberate change to lowering, rewrite the expected files and
+ * review their diff:
+ *   build/tests/test_lower_ir tests/lower --regen
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/lower/lower.h"
+#include "tests/plan_sim.h"
+#include "tests/rng.h"
+#include "tests/tap.h"
+
+#define MAX_STAGES 4
+
+static const char *dir;
+static bool regen;
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *s = NULL;
+	long n;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (s = malloc((size_t)n + 1)) && fread(s, 1, (size_t)n, f) == (size_t)n)
+		s[n] = '\0';
+	else
+		free(s), s = NULL;
+	fclose(f);
+	return s;
+}
+
+static struct ir_graph *parse_file(const char *path)
+{
+	char *text = read_file(path);
+	struct ir_graph *g = text ? ir_parse(text) : NULL;
+	if (!text)
+		TAP_DIAG("cannot read %s", path);
+	else if (!g)
+		TAP_DIAG("%s: %s", path, ir_error());
+	free(text);
+	return g;
+}
+
+static void diag_diff(const char *want, const char *got)
+{
+	int line = 1;
+	while (*want && *want == *got) {
+		line += *want == '\n';
+		want++, got++;
+	}
+	while (line > 1 && want[-1] != '\n')
+		want--, got--;
+	TAP_DIAG("first difference on line %d:", line);
+	TAP_DIAG("  want: %.*s", (int)strcspn(want, "\n"), want);
+	TAP_DIAG("  got:  %.*s", (int)strcspn(got, "\n"), got);
+}
+
+/* Per value id of stage graph s: the value of the whole graph w with the
+ * same name, or -1. */
+static int *match_by_name(const struct ir_graph *s, const struct ir_graph *w)
+{
+	int ns = ir_graph_nvalues(s), nw = ir_graph_nvalues(w);
+	int *src = malloc(sizeof *src * (size_t)(ns + 1));
+	for (int v = 0; src && v < ns; v++) {
+		const char *name = ir_graph_value(s, v)->name;
+		src[v] = -1;
+		for (int u = 0; name && u < nw && src[v] < 0; u++)
+			if (ir_graph_value(w, u)->name && !strcmp(ir_graph_value(w, u)->name, name))
+				src[v] = u;
+	}
+	return src;
+}
+
+/* Random inputs of the whole graph (class labels within their classes),
+ * its parameters' bytes, and the interpreter's outputs. */
+struct reference {
+	int nin, nparams, nout;
+	struct ir_tensor *in, *params, *out;
+};
+
+static void reference_free(struct reference *r)
+{
+	for (int i = 0; i < r->nin; i++)
+		ir_tensor_free(&r->in[i]);
+	for (int i = 0; i < r->nparams; i++)
+		ir_tensor_free(&r->params[i]);
+	for (int i = 0; i < r->nout; i++)
+		ir_tensor_free(&r->out[i]);
+	free(r->in);
+	free(r->params);
+	free(r->out);
+}
+
+static int reference_run(const struct ir_graph *g, struct reference *r)
+{
+	r->nin = ir_graph_ninputs(g);
+	r->nparams = ir_graph_nparams(g);
+	r->nout = ir_graph_noutputs(g);
+	r->in = calloc((size_t)r->nin + 1, sizeof *r->in);
+	r->params = calloc((size_t)r->nparams + 1, sizeof *r->params);
+	r->out = calloc((size_t)r->nout + 1, sizeof *r->out);
+	if (!r->in || !r->params || !r->out)
+		return -1;
+	for (int i = 0; i < r->nin; i++) {
+		const struct ir_value *v = ir_graph_input(g, i);
+		if (ir_tensor_alloc(&r->in[i], v->dtype, &v->shape) < 0)
+			return -1;
+		for (int64_t k = 0; k < ir_shape_numel(&v->shape); k++)
+			if (v->classes)
+				ir_tensor_set_i64(&r->in[i], k, (int64_t)(urand() * (double)v->classes));
+			else
+				ir_tensor_set_f64(&r->in[i], k, 2 * urand() - 1);
+	}
+	for (int i = 0; i < r->nparams; i++)
+		if (interp_load_param(ir_graph_param(g, i), &r->params[i]) < 0)
+			return -1;
+	return interp_run(g, r->in, r->out);
+}
+
+static double max_rel_err(const struct ir_tensor *a, const struct ir_tensor *b)
+{
+	if (!a->data || a->dtype != b->dtype || !ir_shape_eq(&a->shape, &b->shape))
+		return INFINITY;
+	double worst = 0;
+	for (int64_t i = 0; i < ir_shape_numel(&a->shape); i++) {
+		double x = ir_tensor_get_f64(a, i), y = ir_tensor_get_f64(b, i);
+		double e = fabs(x - y) / fmax(1.0, fabs(y));
+		if (!(e <= worst))
+			worst = isnan(e) ? INFINITY : e;
+	}
+	return worst;
+}
+
+/* The plan lowered from stages st of whole graph g, run on the rank
+ * simulator against the interpreter: the largest relative error of its
+ * outputs, or -1. */
+static double run_plan(const struct ir_graph *g, const struct lower_stage *st, int ns)
+{
+	struct reference r = { 0 };
+	struct plan *p = NULL;
+	double worst = -1;
+	if (reference_run(g, &r) < 0) {
+		TAP_DIAG("reference: %s", ir_error());
+	} else if (lower_plan(g, st, ns, "test", &p) < 0 || plan_verify(p) < 0) {
+		TAP_DIAG("lower: %s", ir_error());
+	} else {
+		struct ir_tensor *outs = calloc((size_t)r.nout + 1, sizeof *outs);
+		if (plan_sim_run(p, r.params, r.in, outs) < 0) {
+			TAP_DIAG("simulate: %s", ir_error());
+		} else {
+			worst = 0;
+			for (int i = 0; i < r.nout; i++)
+				worst = fmax(worst, max_rel_err(&outs[i], &r.out[i]));
+		}
+		for (int i = 0; i < r.nout; i++)
+			ir_tensor_free(&outs[i]);
+		free(outs);
+	}
+	plan_free(p);
+	reference_free(&r);
+	return worst;
+}
+
+/* lower_print of stages st of g, in a malloc'd string; NULL with a
+ * message. */
+static char *lowered_text(const struct ir_graph *g, const struct lower_stage *st, int ns)
+{
+	struct lowering *lw = NULL;
+	char *s = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&s, &n);
+	int rc = f ? lower_begin(NULL, g, st, ns, "test", &lw) : -1;
+	if (rc == 0)
+		rc = lower_print(lw, f);
+	lower_free(lw);
+	if (f)
+		fclose(f);
+	if (rc < 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Case NAME: NAME.ir, its stages' graphs if any, NAME.lower.txt. */
+static void test_case(const char *name)
+{
+	char path[4096];
+	struct ir_graph *stage_g[MAX_STAGES] = { NULL };
+	int *src[MAX_STAGES] = { NULL };
+	struct lower_stage st[MAX_STAGES];
+	int ns = 0, rank = 0;
+	snprintf(path, sizeof path, "%s/%s.ir", dir, name);
+	struct ir_graph *g = parse_file(path);
+	if (!TAP_OK(g && ir_verify(g) == 0, "%s.ir parses and verifies", name))
+		goto out;
+	for (;; ns++) {
+		snprintf(path, sizeof path, "%s/%s.stage%d.ir", dir, name, ns);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			break;
+		fclose(f);
+		if (!TAP_OK(ns < MAX_STAGES && (stage_g[ns] = parse_file(path)) && ir_verify(stage_g[ns]) == 0,
+			    "%s.stage%d.ir parses and verifies", name, ns))
+			goto out;
+		src[ns] = match_by_name(stage_g[ns], g);
+	}
+	if (!ns)
+		stage_g[ns++] = g;
+	for (int s = 0; s < ns; s++) {
+		int n0, n1;
+		ir_graph_mesh(stage_g[s], &n0, &n1);
+		st[s] = (struct lower_stage){ stage_g[s], rank, 1, n0 * n1, src[s] };
+		rank += n0 * n1;
+	}
+	char *got = lowered_text(g, st, ns);
+	if (!TAP_OK(got, "%s: lowers from its annotations", name)) {
+		TAP_DIAG("%s", ir_error());
+		goto out;
+	}
+	snprintf(path, sizeof path, "%s/%s.lower.txt", dir, name);
+	if (regen) {
+		FILE *f = fopen(path, "w");
+		TAP_OK(f && fputs(got, f) >= 0 && fclose(f) == 0, "%s: wrote %s", name, path);
+	} else {
+		char *want = read_file(path);
+		if (!TAP_OK(want && !strcmp(want, got), "%s: its lowering prints as %s.lower.txt", name, name)) {
+			if (want)
+				diag_diff(want, got);
+			else
+				TAP_DIAG("cannot read %s", path);
+		}
+		free(want);
+	}
+	free(got);
+	double e = run_plan(g, st, ns);
+	TAP_OK(e >= 0 && e < 1e-5,
+	       "%s: the plan verifies and computes the interpreter's outputs on one device (max rel err %.2g)", name,
+	       e);
+out:
+	for (int s = 0; s < MAX_STAGES; s++) {
+		if (stage_g[s] != g)
+			ir_graph_free(stage_g[s]);
+		free(src[s]);
+	}
+	ir_graph_free(g);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_files(void)
+{
+	DIR *d = opendir(dir);
+	char *names[256];
+	int n = 0;
+	struct dirent *e;
+	if (!TAP_OK(d, "%s opens", dir))
+		return;
+	while ((e = readdir(d)) && n < 256) {
+		size_t len = strlen(e->d_name);
+		if (len > 3 && !strcmp(e->d_name + len - 3, ".ir") && !strstr(e->d_name, ".stage"))
+			names[n++] = strndup(e->d_name, len - 3);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof *names, by_name);
+	TAP_OK(n >= 7, "%s holds %d cases", dir, n);
+	for (int i = 0; i < n; i++) {
+		test_case(names[i]);
+		free(names[i]);
+	}
+}
+
+/* Graphs lowering must refuse, and the one line it says. */
+static void test_refused(void)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "pcc-ir 1\ninput %0 \"x\" : f32[4]\n%1 : f32[4] = neg %0\noutput %1\n",
+		  "stage 0: the graph has no mesh; lowering reads the shardings the intra-op pass annotates it with" },
+		{ "pcc-ir 1\nmesh 1x2\ninput %0 \"x\" : f32[4] <S1>\n%1 : f32[4] <S1> = neg %0\noutput %1\n",
+		  "stage 0: node 0 \"\" (neg) has no operand shardings" },
+		{ "pcc-ir 1\nmesh 1x2\ninput %0 \"x\" : f32[4]\n%1 : f32[4] <S1> = neg %0 <S1>\noutput %1\n",
+		  "stage 0: value 0 \"x\" has no sharding" },
+		{ "pcc-ir 1\nmesh 1x2\ninput %0 \"x\" : f32[4,8] <R,R>\ninput %1 \"w\" : f32[8,6] <R,R>\n"
+		  "%2 : f32[4,6] <R,R> = dot %0 <R,S1>, %1 <R,R> lhs_batch=[] rhs_batch=[] lhs_contract=[1] "
+		  "rhs_contract=[0] @\"mm\"\noutput %2\n",
+		  "node 0 \"mm\" (dot): operands <R,S1>, <R,R> to result <R,R> is no sharding its op allows" },
+		{ "pcc-ir 1\nmesh 1x2\ninput %0 \"x\" : f32[4,8] <R,S1>\n%1 : f32[4] <R> = reduce_sum %0 <R,S1> "
+		  "axes=[1]\noutput %1\n",
+		  "node 0 \"\" (reduce_sum): operands <R,S1> to result <R> is no sharding its op allows" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct ir_graph *g = ir_parse(bad[i].text);
+		int n0 = 0, n1 = 0;
+		if (g)
+			ir_graph_mesh(g, &n0, &n1);
+		struct lower_stage st = { g, 0, 1, n0 * n1, NULL };
+		char *got = g ? lowered_text(g, &st, 1) : NULL;
+		const char *msg = g ? ir_error() : "";
+		if (!TAP_OK(g && !got && !strcmp(msg, bad[i].msg), "refused: %s", bad[i].msg))
+			TAP_DIAG("got: %s", got ? "(lowered)" : g ? msg : ir_error());
+		free(got);
+		ir_graph_free(g);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || (argc == 3 && strcmp(argv[2], "--regen")) || argc > 3) {
+		fprintf(stderr, "usage: test_lower_ir DIR [--regen]\n");
+		return 2;
+	}
+	dir = argv[1];
+	regen = argc == 3;
+	test_files();
+	test_refused();
+	return tap_done();
+}
