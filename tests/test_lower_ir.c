@@ -13,7 +13,13 @@
  * gives each stage's annotated graph as NAME.stage0.ir, NAME.stage1.ir,
  * ... next to the whole model's NAME.ir (unannotated): a stage's values
  * stand for the model's values of the same name, and the stages take
- * consecutive ranks. Bad annotations are refused in one line.
+ * consecutive ranks. A training case gives the annotated training step
+ * as NAME.step.ir next to the forward model NAME.ir: autodiff of NAME.ir
+ * (SGD, one micro-batch) says which values are parameters, gradients and
+ * state, NAME.step.ir (the same nodes in the same order) how they are
+ * sharded, and the plan's step must compute the loss, gradient norm and
+ * new parameters the interpreter computes from the step graph. Bad
+ * annotations are refused in one line.
  *
  * After a deliberate change to lowering, rewrite the expected files and
  * review their diff:
@@ -23,6 +29,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compiler/lower/lower.h"
 #include "tests/plan_sim.h"
@@ -74,6 +81,26 @@ static void diag_diff(const char *want, const char *got)
 	TAP_DIAG("first difference on line %d:", line);
 	TAP_DIAG("  want: %.*s", (int)strcspn(want, "\n"), want);
 	TAP_DIAG("  got:  %.*s", (int)strcspn(got, "\n"), got);
+}
+
+/* got against NAME.lower.txt, or written there with --regen. */
+static void check_text(const char *name, const char *got)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s.lower.txt", dir, name);
+	if (regen) {
+		FILE *f = fopen(path, "w");
+		TAP_OK(f && fputs(got, f) >= 0 && fclose(f) == 0, "%s: wrote %s", name, path);
+		return;
+	}
+	char *want = read_file(path);
+	if (!TAP_OK(want && !strcmp(want, got), "%s: its lowering prints as %s.lower.txt", name, name)) {
+		if (want)
+			diag_diff(want, got);
+		else
+			TAP_DIAG("cannot read %s", path);
+	}
+	free(want);
 }
 
 /* Per value id of stage graph s: the value of the whole graph w with the
@@ -184,13 +211,13 @@ static double run_plan(const struct ir_graph *g, const struct lower_stage *st, i
 
 /* lower_print of stages st of g, in a malloc'd string; NULL with a
  * message. */
-static char *lowered_text(const struct ir_graph *g, const struct lower_stage *st, int ns)
+static char *lowered_text(const struct lower_train *tr, const struct ir_graph *g, const struct lower_stage *st, int ns)
 {
 	struct lowering *lw = NULL;
 	char *s = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&s, &n);
-	int rc = f ? lower_begin(NULL, g, st, ns, "test", &lw) : -1;
+	int rc = f ? lower_begin(tr, g, st, ns, "test", &lw) : -1;
 	if (rc == 0)
 		rc = lower_print(lw, f);
 	lower_free(lw);
@@ -201,6 +228,137 @@ static char *lowered_text(const struct ir_graph *g, const struct lower_stage *st
 		return NULL;
 	}
 	return s;
+}
+
+/* Copies the annotations of a (NAME.step.ir) onto g (the step autodiff
+ * built), which must have the same values and nodes in the same order. */
+static int annotate_from(struct ir_graph *g, const struct ir_graph *a)
+{
+	int n0, n1;
+	if (ir_graph_ninputs(g) != ir_graph_ninputs(a) || ir_graph_nparams(g) != ir_graph_nparams(a) ||
+	    ir_graph_nnodes(g) != ir_graph_nnodes(a)) {
+		TAP_DIAG("the annotated step has %d inputs, %d params, %d nodes; autodiff made %d, %d, %d",
+			 ir_graph_ninputs(a), ir_graph_nparams(a), ir_graph_nnodes(a), ir_graph_ninputs(g),
+			 ir_graph_nparams(g), ir_graph_nnodes(g));
+		return -1;
+	}
+	ir_graph_mesh(a, &n0, &n1);
+	ir_graph_set_mesh(g, n0, n1);
+	for (int i = 0; i < ir_graph_ninputs(g) + ir_graph_nparams(g); i++) {
+		bool in = i < ir_graph_ninputs(g);
+		struct ir_value *v = in ? ir_graph_input(g, i) : ir_graph_param(g, i - ir_graph_ninputs(g));
+		const struct ir_value *w = in ? ir_graph_input(a, i) : ir_graph_param(a, i - ir_graph_ninputs(a));
+		v->sharded = w->sharded;
+		v->sharding = w->sharding;
+	}
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		struct ir_node *n = ir_graph_node(g, i);
+		const struct ir_node *m = ir_graph_node(a, i);
+		if (n->op != m->op || n->nin != m->nin || !ir_shape_eq(&n->out[0]->shape, &m->out[0]->shape)) {
+			TAP_DIAG("node %d is %s in the annotated step, %s from autodiff", i, ir_op_name(m->op),
+				 ir_op_name(n->op));
+			return -1;
+		}
+		for (int k = 0; k < n->nout; k++) {
+			n->out[k]->sharded = m->out[k]->sharded;
+			n->out[k]->sharding = m->out[k]->sharding;
+		}
+		if (m->in_sharding && ir_node_set_in_sharding(g, n, m->in_sharding) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* One step of the training plan tr lowers to, on the rank simulator,
+ * against the interpreter running the step graph: the largest relative
+ * error of the loss, the gradient norm and the new parameters, or -1. */
+static double run_step(const struct lower_train *tr, const struct lower_stage *st)
+{
+	const struct train_step *ts = tr->ts;
+	struct reference r = { 0 };
+	struct plan *p = NULL;
+	struct plan_sim *sim = NULL;
+	int np = ir_graph_nparams(ts->g);
+	struct ir_tensor out[2] = { 0 }, *got = calloc((size_t)np + 1, sizeof *got);
+	double worst = -1;
+	if (reference_run(ts->g, &r) < 0) { /* random data; the state starts below */
+		TAP_DIAG("reference: %s", ir_error());
+		goto out;
+	}
+	for (int j = 0; j < ts->nstate; j++) {
+		struct ir_tensor *x = &r.in[ts->ndata + j];
+		for (int64_t k = 0; k < ir_shape_numel(&x->shape); k++)
+			ir_tensor_set_f64(x, k, tr->state_init[j]);
+	}
+	for (int i = 0; i < r.nout; i++)
+		ir_tensor_free(&r.out[i]);
+	if (interp_run(ts->g, r.in, r.out) < 0) {
+		TAP_DIAG("reference: %s", ir_error());
+		goto out;
+	}
+	if (lower_train(tr, st, 1, "test", &p) < 0 || plan_verify(p) < 0) {
+		TAP_DIAG("lower: %s", ir_error());
+		goto out;
+	}
+	if (!(sim = plan_sim_new(p, r.params)) || plan_sim_step(sim, r.in, out) < 0 || plan_sim_params(sim, got) < 0) {
+		TAP_DIAG("simulate: %s", ir_error());
+		goto out;
+	}
+	worst = fmax(max_rel_err(&out[0], &r.out[0]), max_rel_err(&out[1], &r.out[1]));
+	for (int i = 0; i < np; i++) /* the step's output of each new parameter bears its name */
+		for (int o = 0; o < r.nout; o++)
+			if (!strcmp(ir_graph_output_name(ts->g, o), ir_graph_param(ts->g, i)->name))
+				worst = fmax(worst, max_rel_err(&got[i], &r.out[o]));
+out:
+	plan_sim_free(sim);
+	plan_free(p);
+	for (int i = 0; i < np; i++)
+		ir_tensor_free(&got[i]);
+	for (int i = 0; i < 2; i++)
+		ir_tensor_free(&out[i]);
+	free(got);
+	reference_free(&r);
+	return worst;
+}
+
+/* Training case NAME: g (NAME.ir, taken over) trained with SGD, its step
+ * annotated from NAME.step.ir; the programs printed in *text. */
+static void test_train(const char *name, struct ir_graph *g)
+{
+	char path[4096];
+	struct train_opts o;
+	struct train_step ts;
+	train_opts_init(&o);
+	o.optim = TRAIN_SGD;
+	snprintf(path, sizeof path, "%s/%s.step.ir", dir, name);
+	struct ir_graph *a = parse_file(path);
+	int rc = train_build(g, &o, &ts);
+	if (!TAP_OK(a && rc == 0 && annotate_from(ts.g, a) == 0 && ir_verify(ts.g) == 0,
+		    "%s: autodiff's step, annotated from %s.step.ir, verifies", name, name)) {
+		TAP_DIAG("%s", ir_error());
+		goto out;
+	}
+	double *start = calloc((size_t)ts.nstate + 1, sizeof *start);
+	train_state_start(&ts, &o, start);
+	int n0, n1;
+	ir_graph_mesh(ts.g, &n0, &n1);
+	struct lower_train tr = { &ts, 1, start, "test", NULL };
+	struct lower_stage st = { ts.g, 0, 1, n0 * n1, NULL };
+	char *got = lowered_text(&tr, ts.g, &st, 1);
+	if (TAP_OK(got, "%s: lowers from its annotations", name))
+		check_text(name, got);
+	else
+		TAP_DIAG("%s", ir_error());
+	free(got);
+	double e = run_step(&tr, &st);
+	TAP_OK(e >= 0 && e < 1e-5,
+	       "%s: one step of the plan computes the interpreter's loss, gradient norm and new parameters (max rel "
+	       "err %.2g)",
+	       name, e);
+	free(start);
+out:
+	train_step_free(&ts);
+	ir_graph_free(a);
 }
 
 /* Case NAME: NAME.ir, its stages' graphs if any, NAME.lower.txt. */
@@ -215,6 +373,11 @@ static void test_case(const char *name)
 	struct ir_graph *g = parse_file(path);
 	if (!TAP_OK(g && ir_verify(g) == 0, "%s.ir parses and verifies", name))
 		goto out;
+	snprintf(path, sizeof path, "%s/%s.step.ir", dir, name);
+	if (access(path, R_OK) == 0) {
+		test_train(name, g); /* takes g over */
+		return;
+	}
 	for (;; ns++) {
 		snprintf(path, sizeof path, "%s/%s.stage%d.ir", dir, name, ns);
 		FILE *f = fopen(path, "r");
@@ -234,25 +397,12 @@ static void test_case(const char *name)
 		st[s] = (struct lower_stage){ stage_g[s], rank, 1, n0 * n1, src[s] };
 		rank += n0 * n1;
 	}
-	char *got = lowered_text(g, st, ns);
+	char *got = lowered_text(NULL, g, st, ns);
 	if (!TAP_OK(got, "%s: lowers from its annotations", name)) {
 		TAP_DIAG("%s", ir_error());
 		goto out;
 	}
-	snprintf(path, sizeof path, "%s/%s.lower.txt", dir, name);
-	if (regen) {
-		FILE *f = fopen(path, "w");
-		TAP_OK(f && fputs(got, f) >= 0 && fclose(f) == 0, "%s: wrote %s", name, path);
-	} else {
-		char *want = read_file(path);
-		if (!TAP_OK(want && !strcmp(want, got), "%s: its lowering prints as %s.lower.txt", name, name)) {
-			if (want)
-				diag_diff(want, got);
-			else
-				TAP_DIAG("cannot read %s", path);
-		}
-		free(want);
-	}
+	check_text(name, got);
 	free(got);
 	double e = run_plan(g, st, ns);
 	TAP_OK(e >= 0 && e < 1e-5,
@@ -282,12 +432,13 @@ static void test_files(void)
 		return;
 	while ((e = readdir(d)) && n < 256) {
 		size_t len = strlen(e->d_name);
-		if (len > 3 && !strcmp(e->d_name + len - 3, ".ir") && !strstr(e->d_name, ".stage"))
+		if (len > 3 && !strcmp(e->d_name + len - 3, ".ir") && !strstr(e->d_name, ".stage") &&
+		    !strstr(e->d_name, ".step"))
 			names[n++] = strndup(e->d_name, len - 3);
 	}
 	closedir(d);
 	qsort(names, (size_t)n, sizeof *names, by_name);
-	TAP_OK(n >= 7, "%s holds %d cases", dir, n);
+	TAP_OK(n >= 8, "%s holds %d cases", dir, n);
 	for (int i = 0; i < n; i++) {
 		test_case(names[i]);
 		free(names[i]);
@@ -320,7 +471,7 @@ static void test_refused(void)
 		if (g)
 			ir_graph_mesh(g, &n0, &n1);
 		struct lower_stage st = { g, 0, 1, n0 * n1, NULL };
-		char *got = g ? lowered_text(g, &st, 1) : NULL;
+		char *got = g ? lowered_text(NULL, g, &st, 1) : NULL;
 		const char *msg = g ? ir_error() : "";
 		if (!TAP_OK(g && !got && !strcmp(msg, bad[i].msg), "refused: %s", bad[i].msg))
 			TAP_DIAG("got: %s", got ? "(lowered)" : g ? msg : ir_error());
