@@ -418,7 +418,9 @@ int ir_verify(const struct ir_graph *g);
 /* ---- text form -------------------------------------------------------------
  * Printed and parsed with exact round trip: print(parse(print(g))) equals
  * print(g). Parameter bytes print as a reference to their file, or inline as
- * hex when inline (so small test graphs are self-contained). */
+ * hex when inline (so small test graphs are self-contained). A node's tag
+ * and recompute print after its attributes when set ("tag=1", "tag=all",
+ * "recompute=2"), its operands' shardings after each operand. */
 int ir_print(const struct ir_graph *g, FILE *f);
 /* Parses text (NUL-terminated). NULL on error, message like
  * "line 12: unknown op 'dott'" in ir_error(). */

@@ -241,6 +241,12 @@ static void put_node(FILE *f, const int *num, const struct ir_node *n)
 	for (int at = 0; at < ATTR_COUNT; at++)
 		if (syn.attrs & (1u << at))
 			put_attr(f, &n->a, (enum attr)at, &syn);
+	if (n->tag == IR_TAG_ALL)
+		fputs(" tag=all", f);
+	else if (n->tag != IR_TAG_NONE)
+		fprintf(f, " tag=%d", n->tag);
+	if (n->recompute)
+		fprintf(f, " recompute=%d", n->recompute);
 	if (n->name) {
 		fputs(" @", f);
 		put_string(f, n->name);

@@ -319,6 +319,42 @@ static int parse_attr(struct parser *ps, enum ir_op op, const struct op_syntax *
 	ir_assert_fail(__FILE__, __LINE__, "attr kind out of range");
 }
 
+/* A node's " tag=N" (or "tag=all") and " recompute=K" after its
+ * attributes (ir_node.tag, .recompute): 1 when the next word is one of
+ * them, parsed into *tag or *recompute; 0 when it is not (the cursor left
+ * as it was); -EINVAL with a message when it is malformed. */
+static int parse_node_mark(struct parser *ps, int *tag, int *recompute, unsigned *seen)
+{
+	const char *start = ps->p, *w;
+	size_t n = tx_word(ps, &w);
+	bool is_tag = tx_word_is(w, n, "tag");
+	int64_t v;
+	if (!is_tag && !tx_word_is(w, n, "recompute")) {
+		ps->p = start;
+		return 0;
+	}
+	unsigned bit = is_tag ? 1u : 2u;
+	if (*seen & bit)
+		return tx_fail(ps, "'%s' given twice", is_tag ? "tag" : "recompute");
+	*seen |= bit;
+	if (tx_expect(ps, '='))
+		return -EINVAL;
+	tx_skip_ws(ps);
+	const char *at = ps->p;
+	if (is_tag && tx_word(ps, &w) == 3 && !memcmp(w, "all", 3)) {
+		*tag = IR_TAG_ALL;
+		return 1;
+	}
+	ps->p = at;
+	if (tx_parse_int(ps, &v))
+		return -EINVAL;
+	if (v < (is_tag ? 0 : 1) || v > INT32_MAX)
+		return tx_fail(ps, "%s=%" PRId64 ": %s", is_tag ? "tag" : "recompute", v,
+			       is_tag ? "a tag is a number from 0, or all" : "a segment is a number from 1");
+	*(is_tag ? tag : recompute) = (int)v;
+	return 1;
+}
+
 static int grow_ops(struct parser *ps, int need)
 {
 	struct ir_value **ops;
@@ -401,8 +437,8 @@ static int stmt_node(struct parser *ps)
 	struct ir_node *node;
 	const char *name = NULL;
 	enum ir_op op;
-	int nres = 0, nin = 0, nsh = 0;
-	unsigned seen = 0;
+	int nres = 0, nin = 0, nsh = 0, tag = IR_TAG_NONE, recompute = 0;
+	unsigned seen = 0, marks = 0;
 	int64_t data_bytes = 0;
 
 	memset(&a, 0, sizeof a);
@@ -442,9 +478,11 @@ static int stmt_node(struct parser *ps)
 	}
 	if (nsh && nsh != nin)
 		return tx_fail(ps, "shardings for %d of %d operands: give every operand's or none", nsh, nin);
-	for (tx_skip_ws(ps); !tx_at_eol(ps) && *ps->p != '@'; tx_skip_ws(ps))
-		if (parse_attr(ps, op, &syn, &a, &seen, &data_bytes))
+	for (tx_skip_ws(ps); !tx_at_eol(ps) && *ps->p != '@'; tx_skip_ws(ps)) {
+		int mark = parse_node_mark(ps, &tag, &recompute, &marks);
+		if (mark < 0 || (!mark && parse_attr(ps, op, &syn, &a, &seen, &data_bytes)))
 			return -EINVAL;
+	}
 	if (tx_accept(ps, '@') && tx_parse_string(ps, &name))
 		return -EINVAL;
 	if (end_stmt(ps) || check_node(ps, op, nres, nin, &a, seen, data_bytes))
@@ -454,6 +492,8 @@ static int stmt_node(struct parser *ps)
 	if (!node)
 		return tx_fail_builder(ps);
 	IR_ASSERT(node->nout == nres);
+	node->tag = tag;
+	node->recompute = recompute;
 	if (nsh && ir_node_set_in_sharding(ps->g, node, ps->ops_sh) < 0)
 		return tx_fail_nomem();
 	for (int i = 0; i < nres; i++)

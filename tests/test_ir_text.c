@@ -171,7 +171,7 @@ static bool graph_eq(const struct ir_graph *a, const struct ir_graph *b)
 	for (int i = 0; i < ir_graph_nnodes(a); i++) {
 		const struct ir_node *x = ir_graph_node(a, i), *y = ir_graph_node(b, i);
 		if (x->op != y->op || !str_eq(x->name, y->name) || x->nin != y->nin || x->nout != y->nout ||
-		    !attrs_eq(x->op, &x->a, &y->a))
+		    !attrs_eq(x->op, &x->a, &y->a) || x->tag != y->tag || x->recompute != y->recompute)
 			return false;
 		for (int j = 0; j < x->nin; j++)
 			if (x->in[j]->id != y->in[j]->id)
@@ -718,6 +718,10 @@ static const struct {
 	{ H "mesh 2x4\n" X "%1 : f32[2,3] = neg %0 <R,S1>\n",
 	  "line 4: sharding <R,S1>: dimension 1 of size 3 does not split into 4 pieces" },
 	{ H X "%1 : f32[2,3] = neg %0 <S0,R>\n", "line 3: sharding <S0,R> but the graph has no mesh" },
+	{ H X "%1 : f32[2,3] = neg %0 tag=-1\n", "line 3: tag=-1: a tag is a number from 0, or all" },
+	{ H X "%1 : f32[2,3] = neg %0 tag=some\n", "line 3: expected an integer, found 'some'" },
+	{ H X "%1 : f32[2,3] = neg %0 tag=1 tag=2\n", "line 3: 'tag' given twice" },
+	{ H X "%1 : f32[2,3] = neg %0 recompute=0\n", "line 3: recompute=0: a segment is a number from 1" },
 	{ H "mesh 2x4\nmesh 2x4\n", "line 3: mesh given twice" },
 	{ H "mesh 2by4\n", "line 2: expected a mesh shape N0xN1" },
 	{ H "mesh 0x4\n", "line 2: mesh 0x4: each axis must be 1 .. 65536" },
