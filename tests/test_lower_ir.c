@@ -18,8 +18,10 @@
  * (SGD, one micro-batch) says which values are parameters, gradients and
  * state, NAME.step.ir (the same nodes in the same order) how they are
  * sharded, and the plan's step must compute the loss, gradient norm and
- * new parameters the interpreter computes from the step graph. Bad
- * annotations are refused in one line.
+ * new parameters the interpreter computes from the step graph. Pipelined
+ * (NAME.ir's nodes tagged with their stage), each stage's part of the
+ * step is annotated in NAME.stageK.step.ir. Bad annotations are refused
+ * in one line.
  *
  * After a deliberate change to lowering, rewrite the expected files and
  * review their diff:
@@ -269,10 +271,11 @@ static int annotate_from(struct ir_graph *g, const struct ir_graph *a)
 	return 0;
 }
 
-/* One step of the training plan tr lowers to, on the rank simulator,
- * against the interpreter running the step graph: the largest relative
- * error of the loss, the gradient norm and the new parameters, or -1. */
-static double run_step(const struct lower_train *tr, const struct lower_stage *st)
+/* One step of the training plan tr lowers to (stages st), on the rank
+ * simulator, against the interpreter running the step graph: the largest
+ * relative error of the loss, the gradient norm and the new parameters,
+ * or -1. */
+static double run_step(const struct lower_train *tr, const struct lower_stage *st, int ns)
 {
 	const struct train_step *ts = tr->ts;
 	struct reference r = { 0 };
@@ -296,7 +299,7 @@ static double run_step(const struct lower_train *tr, const struct lower_stage *s
 		TAP_DIAG("reference: %s", ir_error());
 		goto out;
 	}
-	if (lower_train(tr, st, 1, "test", &p) < 0 || plan_verify(p) < 0) {
+	if (lower_train(tr, st, ns, "test", &p) < 0 || plan_verify(p) < 0) {
 		TAP_DIAG("lower: %s", ir_error());
 		goto out;
 	}
@@ -321,44 +324,88 @@ out:
 	return worst;
 }
 
-/* Training case NAME: g (NAME.ir, taken over) trained with SGD, its step
- * annotated from NAME.step.ir; the programs printed in *text. */
+static bool readable(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+/* Training case NAME: g (NAME.ir, taken over) trained with SGD, one
+ * micro-batch; its step annotated from NAME.step.ir, or, pipelined (g's
+ * nodes tagged with their stage), each stage's part (the nodes of its tag
+ * and of tag all, graph_extract_set) from NAME.stageK.step.ir, the stages
+ * on consecutive ranks, each running its forward part then its backward
+ * part. */
 static void test_train(const char *name, struct ir_graph *g)
 {
 	char path[4096];
 	struct train_opts o;
 	struct train_step ts;
+	struct ir_graph *a[MAX_STAGES] = { NULL }, *sg[MAX_STAGES] = { NULL };
+	int *src[MAX_STAGES] = { NULL }, order[MAX_STAGES][2], ns = 0, rank = 0;
+	const int *orders[MAX_STAGES];
+	struct lower_stage st[MAX_STAGES];
+	double *start = NULL;
+	memset(&ts, 0, sizeof ts);
 	train_opts_init(&o);
 	o.optim = TRAIN_SGD;
-	snprintf(path, sizeof path, "%s/%s.step.ir", dir, name);
-	struct ir_graph *a = parse_file(path);
 	int rc = train_build(g, &o, &ts);
-	if (!TAP_OK(a && rc == 0 && annotate_from(ts.g, a) == 0 && ir_verify(ts.g) == 0,
-		    "%s: autodiff's step, annotated from %s.step.ir, verifies", name, name)) {
+	if (!TAP_OK(rc == 0, "%s: autodiff builds its train step", name)) {
 		TAP_DIAG("%s", ir_error());
 		goto out;
 	}
-	double *start = calloc((size_t)ts.nstate + 1, sizeof *start);
+	for (; ns < MAX_STAGES; ns++) {
+		snprintf(path, sizeof path, "%s/%s.stage%d.step.ir", dir, name, ns);
+		if (!readable(path))
+			break;
+	}
+	for (int s = 0; s < (ns ? ns : 1); s++) {
+		bool *keep = calloc((size_t)ir_graph_nnodes(ts.g) + 1, sizeof *keep);
+		for (int i = 0; keep && ns && i < ir_graph_nnodes(ts.g); i++)
+			keep[i] = ir_graph_node(ts.g, i)->tag == s || ir_graph_node(ts.g, i)->tag == IR_TAG_ALL;
+		sg[s] = !ns ? ts.g : keep ? graph_extract_set(ts.g, keep, &src[s]) : NULL;
+		free(keep);
+		if (ns)
+			snprintf(path, sizeof path, "%s/%s.stage%d.step.ir", dir, name, s);
+		else
+			snprintf(path, sizeof path, "%s/%s.step.ir", dir, name);
+		a[s] = parse_file(path);
+		if (!TAP_OK(sg[s] && a[s] && annotate_from(sg[s], a[s]) == 0 && ir_verify(sg[s]) == 0,
+			    "%s: the step%s, annotated from %s, verifies", name, ns ? "'s stage" : "",
+			    strrchr(path, '/') + 1)) {
+			TAP_DIAG("%s", ir_error());
+			goto out;
+		}
+		int n0, n1;
+		ir_graph_mesh(sg[s], &n0, &n1);
+		st[s] = (struct lower_stage){ sg[s], rank, 1, n0 * n1, src[s] };
+		rank += n0 * n1;
+		order[s][0] = 0; /* forward, then backward, of the one micro-batch */
+		order[s][1] = -1;
+		orders[s] = order[s];
+	}
+	start = calloc((size_t)ts.nstate + 1, sizeof *start);
 	train_state_start(&ts, &o, start);
-	int n0, n1;
-	ir_graph_mesh(ts.g, &n0, &n1);
-	struct lower_train tr = { &ts, 1, start, "test", NULL };
-	struct lower_stage st = { ts.g, 0, 1, n0 * n1, NULL };
-	char *got = lowered_text(&tr, ts.g, &st, 1);
+	struct lower_train tr = { &ts, 1, start, "test", ns ? orders : NULL };
+	char *got = lowered_text(&tr, ts.g, st, ns ? ns : 1);
 	if (TAP_OK(got, "%s: lowers from its annotations", name))
 		check_text(name, got);
 	else
 		TAP_DIAG("%s", ir_error());
 	free(got);
-	double e = run_step(&tr, &st);
+	double e = run_step(&tr, st, ns ? ns : 1);
 	TAP_OK(e >= 0 && e < 1e-5,
 	       "%s: one step of the plan computes the interpreter's loss, gradient norm and new parameters (max rel "
 	       "err %.2g)",
 	       name, e);
-	free(start);
 out:
+	free(start);
+	for (int s = 0; s < MAX_STAGES; s++) {
+		if (sg[s] != ts.g)
+			ir_graph_free(sg[s]);
+		ir_free(src[s]);
+		ir_graph_free(a[s]);
+	}
 	train_step_free(&ts);
-	ir_graph_free(a);
 }
 
 /* Case NAME: NAME.ir, its stages' graphs if any, NAME.lower.txt. */
@@ -373,8 +420,10 @@ static void test_case(const char *name)
 	struct ir_graph *g = parse_file(path);
 	if (!TAP_OK(g && ir_verify(g) == 0, "%s.ir parses and verifies", name))
 		goto out;
+	char step0[4096];
 	snprintf(path, sizeof path, "%s/%s.step.ir", dir, name);
-	if (access(path, R_OK) == 0) {
+	snprintf(step0, sizeof step0, "%s/%s.stage0.step.ir", dir, name);
+	if (readable(path) || readable(step0)) {
 		test_train(name, g); /* takes g over */
 		return;
 	}
