@@ -315,6 +315,14 @@ int ir_print(const struct ir_graph *g, FILE *f)
 	for (int i = 0; i < ir_graph_nupdates(g); i++)
 		fprintf(f, "update %%%d %%%d\n", num[ir_graph_update_param(g, i)->id],
 			num[ir_graph_update_value(g, i)->id]);
+	for (int s = 0; s < ir_graph_nschedules(g); s++) {
+		int n;
+		const int *order = ir_graph_schedule(g, s, &n);
+		fprintf(f, "schedule %d:", s);
+		for (int i = 0; i < n; i++)
+			fprintf(f, " %c%d", order[i] >= 0 ? 'F' : 'B', order[i] >= 0 ? order[i] : -order[i] - 1);
+		fputc('\n', f);
+	}
 	ir_free(num);
 	if (ferror(f))
 		return ir_errorf(-EIO, "write error printing the graph");

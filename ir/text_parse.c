@@ -251,6 +251,43 @@ static int stmt_update(struct parser *ps)
 	return 0;
 }
 
+/* "schedule S: F0 F1 B0 B1": stage S's schedule (ir_graph_add_schedule),
+ * the stages in order. */
+static int stmt_schedule(struct parser *ps)
+{
+	int64_t s;
+	int n = 0, cap = 0, rc = 0, *order = NULL;
+	if (tx_parse_int(ps, &s) || tx_expect(ps, ':'))
+		return -EINVAL;
+	for (tx_skip_ws(ps); !tx_at_eol(ps) && rc == 0; tx_skip_ws(ps)) {
+		const char *w;
+		size_t len = tx_word(ps, &w);
+		char buf[16], tail;
+		long m;
+		if (!tx_word_copy(w, len, buf, sizeof buf) || (buf[0] != 'F' && buf[0] != 'B') ||
+		    sscanf(buf + 1, "%ld%c", &m, &tail) != 1 || m < 0 || m > 1 << 20 || buf[1] == '-' ||
+		    buf[1] == '+') {
+			ps->p = w;
+			rc = tx_fail_expected(ps, "Fm or Bm (micro-batch m's forward or backward part)");
+			break;
+		}
+		if (n == cap) {
+			int *x = ir_realloc(order, sizeof *x * (size_t)(cap = cap ? 2 * cap : 16));
+			if (!x) {
+				rc = tx_fail_nomem();
+				break;
+			}
+			order = x;
+		}
+		order[n++] = buf[0] == 'F' ? (int)m : -(int)m - 1;
+	}
+	if (rc == 0 && (s < 0 || s > INT_MAX || ir_graph_add_schedule(ps->g, (int)s, n, order) < 0))
+		rc = s < 0 || s > INT_MAX ? tx_fail(ps, "schedule of stage %" PRId64 ": no such stage", s)
+					  : tx_fail(ps, "%s", ir_error());
+	ir_free(order);
+	return rc ? rc : end_stmt(ps);
+}
+
 /* "mesh 2x4": before any sharded value, at most once. */
 static int stmt_mesh(struct parser *ps)
 {
@@ -528,6 +565,8 @@ static int statement(struct parser *ps)
 		return stmt_update(ps);
 	if (tx_word_is(w, n, "mesh"))
 		return stmt_mesh(ps);
+	if (tx_word_is(w, n, "schedule"))
+		return stmt_schedule(ps);
 	if (n)
 		return tx_fail(ps, "unknown statement '%.*s'", tx_shown(n), w);
 	return tx_fail_expected(ps, "a statement");

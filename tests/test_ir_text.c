@@ -153,8 +153,14 @@ static bool graph_eq(const struct ir_graph *a, const struct ir_graph *b)
 	int a0, a1, b0, b1;
 	ir_graph_mesh(a, &a0, &a1);
 	ir_graph_mesh(b, &b0, &b1);
-	if (a0 != b0 || a1 != b1)
+	if (a0 != b0 || a1 != b1 || ir_graph_nschedules(a) != ir_graph_nschedules(b))
 		return false;
+	for (int s = 0; s < ir_graph_nschedules(a); s++) {
+		int na, nb;
+		const int *x = ir_graph_schedule(a, s, &na), *y = ir_graph_schedule(b, s, &nb);
+		if (na != nb || memcmp(x, y, sizeof *x * (size_t)na))
+			return false;
+	}
 	if (ir_graph_nvalues(a) != ir_graph_nvalues(b) || ir_graph_nnodes(a) != ir_graph_nnodes(b) ||
 	    ir_graph_ninputs(a) != ir_graph_ninputs(b) || ir_graph_nparams(a) != ir_graph_nparams(b) ||
 	    ir_graph_noutputs(a) != ir_graph_noutputs(b))
@@ -722,6 +728,17 @@ static const struct {
 	{ H X "%1 : f32[2,3] = neg %0 tag=some\n", "line 3: expected an integer, found 'some'" },
 	{ H X "%1 : f32[2,3] = neg %0 tag=1 tag=2\n", "line 3: 'tag' given twice" },
 	{ H X "%1 : f32[2,3] = neg %0 recompute=0\n", "line 3: recompute=0: a segment is a number from 1" },
+	{ H "schedule 1: F0 B0\n", "line 2: schedule of stage 1 given after 0 stages" },
+	{ H "schedule 0: F0 B1\n",
+	  "line 2: schedule of stage 0: entry 1 (B1) is not the next part of a micro-batch of 1" },
+	{ H "schedule 0: B0 F0\n",
+	  "line 2: schedule of stage 0: entry 0 (B0) is not the next part of a micro-batch of 1" },
+	{ H "schedule 0: F0 F0\n",
+	  "line 2: schedule of stage 0: entry 1 (F0) is not the next part of a micro-batch of 1" },
+	{ H "schedule 0: F0\n",
+	  "line 2: schedule of stage 0: 1 entries, not a forward and a backward per micro-batch" },
+	{ H "schedule 0: F0 X0\n", "line 2: expected Fm or Bm (micro-batch m's forward or backward part), found 'X0'" },
+	{ H "schedule 0 F0 B0\n", "line 2: expected ':', found 'F0'" },
 	{ H "mesh 2x4\nmesh 2x4\n", "line 3: mesh given twice" },
 	{ H "mesh 2by4\n", "line 2: expected a mesh shape N0xN1" },
 	{ H "mesh 0x4\n", "line 2: mesh 0x4: each axis must be 1 .. 65536" },

@@ -19,8 +19,8 @@
  * state, NAME.step.ir (the same nodes in the same order) how they are
  * sharded, and the plan's step must compute the loss, gradient norm and
  * new parameters the interpreter computes from the step graph. Pipelined
- * (NAME.ir's nodes tagged with their stage), each stage's part of the
- * step is annotated in NAME.stageK.step.ir. Bad annotations are refused
+ * (NAME.ir's nodes tagged with their stage, each stage's schedule given),
+ * each stage's part of the step is annotated in NAME.stageK.step.ir. Bad annotations are refused
  * in one line.
  *
  * After a deliberate change to lowering, rewrite the expected files and
@@ -331,18 +331,16 @@ static bool readable(const char *path)
 
 /* Training case NAME: g (NAME.ir, taken over) trained with SGD, one
  * micro-batch; its step annotated from NAME.step.ir, or, pipelined (g's
- * nodes tagged with their stage), each stage's part (the nodes of its tag
- * and of tag all, graph_extract_set) from NAME.stageK.step.ir, the stages
- * on consecutive ranks, each running its forward part then its backward
- * part. */
+ * nodes tagged with their stage, its stages' schedules given), each
+ * stage's part (the nodes of its tag and of tag all, graph_extract_set)
+ * from NAME.stageK.step.ir, the stages on consecutive ranks. */
 static void test_train(const char *name, struct ir_graph *g)
 {
 	char path[4096];
 	struct train_opts o;
 	struct train_step ts;
 	struct ir_graph *a[MAX_STAGES] = { NULL }, *sg[MAX_STAGES] = { NULL };
-	int *src[MAX_STAGES] = { NULL }, order[MAX_STAGES][2], ns = 0, rank = 0;
-	const int *orders[MAX_STAGES];
+	int *src[MAX_STAGES] = { NULL }, ns = 0, rank = 0;
 	struct lower_stage st[MAX_STAGES];
 	double *start = NULL;
 	memset(&ts, 0, sizeof ts);
@@ -379,13 +377,10 @@ static void test_train(const char *name, struct ir_graph *g)
 		ir_graph_mesh(sg[s], &n0, &n1);
 		st[s] = (struct lower_stage){ sg[s], rank, 1, n0 * n1, src[s] };
 		rank += n0 * n1;
-		order[s][0] = 0; /* forward, then backward, of the one micro-batch */
-		order[s][1] = -1;
-		orders[s] = order[s];
 	}
 	start = calloc((size_t)ts.nstate + 1, sizeof *start);
 	train_state_start(&ts, &o, start);
-	struct lower_train tr = { &ts, 1, start, "test", ns ? orders : NULL };
+	struct lower_train tr = { &ts, 1, start, "test" };
 	char *got = lowered_text(&tr, ts.g, st, ns ? ns : 1);
 	if (TAP_OK(got, "%s: lowers from its annotations", name))
 		check_text(name, got);

@@ -238,7 +238,7 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 		randomize(ts.g, r.st, seed);
 	double *start = calloc((size_t)ts.nstate + 1, sizeof *start);
 	train_state_start(&ts, &o, start);
-	struct lower_train tr = { &ts, micro, start, "test", NULL };
+	struct lower_train tr = { &ts, micro, start, "test" };
 	struct lower_stage st = { ts.g, 0, 1, n0 * n1, NULL };
 	uint8_t *bytes = NULL;
 	size_t nbytes = 0;

@@ -7,14 +7,15 @@
  * sharding the node reads it in (lower_reshard.c: all-reduce or
  * reduce-scatter of partial sums, all-gathers, local slices), then run the
  * op on the local pieces. Each node's annotation must be one its op's
- * sharding rule allows (intra_rule_find). The dimension-label rules (intra_rules.c) only
- * allow splits under which the local op is the same op on local shapes, so
- * the kernel is the op itself with shape attributes made local, except:
- * a max/min reduction over a split dimension all-reduces its result, and a
- * gather from a table split along the gathered axis looks up only the rows
- * the device holds and contributes zeros elsewhere (a partial sum, summed
- * by the consumer's resharding: Megatron's vocabulary-parallel embedding).
- * Outputs are left split as the pass chose, partial sums reduced. The
+ * sharding rule allows (intra_rule_find). The dimension-label rules
+ * (intra_rules.c) only allow splits under which the local op is the same
+ * op on local shapes, so the kernel is the op itself with shape attributes
+ * made local, except: a max/min reduction over a split dimension
+ * all-reduces its result, and a gather from a table split along the
+ * gathered axis looks up only the rows the device holds and contributes
+ * zeros elsewhere (a partial sum, summed by the consumer's resharding:
+ * Megatron's vocabulary-parallel embedding). Outputs are left split as
+ * annotated, partial sums reduced. The
  * buffers, instructions and kernels go into the program through
  * lower_emit.c's builders.
  * Constants (values no input or parameter flows into: masks, position

@@ -51,16 +51,15 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
  * (state_init[j] every element's start), outputs "loss" (per micro-batch)
  * and "grad_norm" (per step). Pipelined (nstages > 1, lower_pipe.c): ts
  * built from a forward graph whose nodes carried their stage, st[s].g the
- * stage's nodes (graph_extract_set of the tags s and IR_TAG_ALL), order[s]
- * the stage's schedule; every device's per-micro-batch part splits into a
- * forward and a backward part run in that order. */
+ * stage's nodes (graph_extract_set of the tags s and IR_TAG_ALL), each
+ * stage's schedule the step graph's (ir_graph_schedule, 2 * micro
+ * entries); every device's per-micro-batch part splits into a forward and
+ * a backward part run in that order. */
 struct lower_train {
 	const struct train_step *ts;
 	int micro;
 	const double *state_init; /* [ts->nstate] */
 	const char *config;       /* the optimizer's options, as text */
-	const int *const *order;  /* pipelined: per stage its schedule, 2 * micro
-				   * entries (plan_stage.order); NULL for one stage */
 };
 int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out);
