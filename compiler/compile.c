@@ -76,7 +76,7 @@ static void stages_solved(struct stage_set *x, const struct compile_input *in, i
 {
 	const struct inter_stage *y = &in->inter->stages[s];
 	x->solved[s] = true;
-	x->st[s] = (struct lower_stage){ x->g[s], &x->r[s], x->rank, y->rows, y->cols, x->src[s] };
+	x->st[s] = (struct lower_stage){ x->g[s], x->rank, y->rows, y->cols, x->src[s] };
 	x->rank += y->n0 * y->n1;
 	*mem = x->r[s].mem_limit;
 }
@@ -446,7 +446,8 @@ const struct plan *compile_plan(const struct compile *c)
 
 /* The train step of the forward graph (taken over): built at the
  * micro-batch size, gradients scaled by 1 / micro-batches, with its nodes
- * tagged by stage when pipelined and the recomputed layers marked. */
+ * tagged by stage and each stage's schedule on it when pipelined, and the
+ * recomputed layers marked. */
 int compile_autodiff(struct compile *c)
 {
 	const struct compile_input *in = c->in;
@@ -455,9 +456,12 @@ int compile_autodiff(struct compile *c)
 	struct ir_graph *g = c->g;
 	if (ns > 1 && (rc = stage_orders(ip, &c->order)) < 0)
 		return rc;
-	for (int s = 0; ns > 1 && s < ns; s++)
+	for (int s = 0; ns > 1 && s < ns; s++) {
 		for (int i = ip->stages[s].node_first; i < ip->stages[s].node_last; i++)
 			ir_graph_node(g, i)->tag = s;
+		if ((rc = ir_graph_add_schedule(g, s, 2 * ip->micro, c->order[s])) < 0)
+			return rc;
+	}
 	mark_recompute(ip, g);
 	if (in->train)
 		c->to = *in->train;
@@ -501,7 +505,7 @@ static int solve_training(struct compile *c)
 	for (int s = 0; s < ns; s++)
 		stages_solved(&c->x, in, s, &c->mem);
 	train_opts_str(&c->to, c->cfg, sizeof c->cfg);
-	c->tr = (struct lower_train){ ts, ip->micro, c->start, c->cfg, (const int *const *)c->order };
+	c->tr = (struct lower_train){ ts, ip->micro, c->start, c->cfg };
 	return stages_fit(&c->x, in);
 }
 

@@ -173,11 +173,24 @@ struct intra_result {
 	struct intra_state *st;     /* what --explain needs */
 };
 
-/* Runs the pass on g over cluster c; on success annotates every value of g
- * and fills r (free with intra_result_free). Errors name the mesh, the op
- * or the memory limit: -EINVAL bad options, -ENOSPC no plan fits memory. */
+/* Runs the pass on g over cluster c; on success annotates g (ir.h): its
+ * mesh, every value's sharding and the sharding every node reads its
+ * operands in, the contract lowering reads; and fills r (free with
+ * intra_result_free). Errors name the mesh, the op or the memory limit:
+ * -EINVAL bad options, -ENOSPC no plan fits memory. */
 int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o, struct intra_result *r);
 void intra_result_free(struct intra_result *r);
+
+/* The sharding rule of node n's op (intra_rules.c) on mesh n0 x n1, asked
+ * in the order the pass lists its strategies for the first one whose
+ * result has sharding out (partial sums included), whose operands have
+ * in[0 .. n->nin - 1] when in is not NULL, and which, when no_own, runs
+ * no collective of its own. 1 when one does, with its operands' shardings
+ * in got[0 .. n->nin - 1] (when got is not NULL) and in *own (when not
+ * NULL) the mesh axes over which the node all-reduces its result (a max
+ * or min over a split dimension; 0 for most); 0 when none does. */
+int intra_rule_find(const struct ir_node *n, int n0, int n1, const struct ir_sharding *out,
+		    const struct ir_sharding *in, bool no_own, struct ir_sharding *got, uint8_t *own);
 /* How many intra_pass and intra_reprice solves in this process so far were
  * cut short by their time limit (intra_result.timed_out; thread-safe), so
  * that a driver can say once that its plan may vary with machine load. */

@@ -15,6 +15,8 @@
 
 #include "compiler/intra_internal.h"
 
+#define INTRA_MAX_ANNOTATED 8 /* operands annotated from a buffer on the stack; more: the heap */
+
 /* Solves cut short by the time limit, over every thread (intra_timeouts). */
 static atomic_int timeouts;
 
@@ -67,8 +69,9 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	return 0;
 }
 
-static void annotate(struct ir_graph *g, const struct intra_state *st)
+int intra_annotate(struct ir_graph *g, const struct intra_state *st)
 {
+	struct ir_sharding in[INTRA_MAX_ANNOTATED];
 	ir_graph_set_mesh(g, st->env.mesh.n0, st->env.mesh.n1);
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];
@@ -79,7 +82,21 @@ static void annotate(struct ir_graph *g, const struct intra_state *st)
 			v->sharded = true;
 			v->sharding = s->out;
 		}
+		if (!x->node || !x->node->nin)
+			continue;
+		struct ir_node *n = (struct ir_node *)x->node;
+		struct ir_sharding *ins = n->nin <= INTRA_MAX_ANNOTATED ? in : ir_malloc(sizeof *ins * (size_t)n->nin);
+		if (!ins)
+			return ir_errorf(-ENOMEM, "out of memory annotating the graph");
+		for (int j = 0; j < n->nin; j++)
+			intra_operand_spec(&x->lab, s, j, n->in[j]->shape.rank, &ins[j]);
+		int rc = ir_node_set_in_sharding(g, n, ins);
+		if (ins != in)
+			ir_free(ins);
+		if (rc < 0)
+			return rc;
 	}
+	return 0;
 }
 
 static int push_event(struct intra_result *r, int *cap, const struct intra_event *ev)
@@ -264,7 +281,8 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		}
 	}
 	r->t_total = fmax(r->t_total - st->env.state_price * r->mem_state, 0); /* the price is no time */
-	annotate(g, st);
+	if ((rc = intra_annotate(g, st)) < 0)
+		return rc;
 	return list_events(r, st, g);
 }
 

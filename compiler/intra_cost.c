@@ -162,25 +162,33 @@ static bool label_used(const struct intra_labels *l, int k, int nin, const int *
 	return false;
 }
 
+/* The result's sharding when mesh axis a splits label lab[a]: its dims
+ * split on their labels' axes, partial sums over the axes of summed labels. */
+static void result_spec(const struct intra_labels *l, const signed char *lab, int rank, struct ir_sharding *out)
+{
+	memset(out, 0, sizeof *out);
+	for (int d = 0; d < rank; d++)
+		for (int a = 0; a < IR_MESH_AXES; a++)
+			if (l->out[d] >= 0 && lab[a] == l->out[d])
+				out->dim[d] |= (uint8_t)(1u << a);
+	for (int a = 0; a < IR_MESH_AXES; a++)
+		if (lab[a] >= 0 && l->kind[lab[a]] == INTRA_SUM)
+			out->partial |= (uint8_t)(1u << a);
+}
+
 /* Fills s's result sharding and costs. */
 static void strategy_costs(const struct intra_env *env, const struct ir_node *n, const struct ir_value *v,
 			   const struct intra_labels *l, struct intra_strat *s)
 {
 	const struct ir_value *res = n ? n->out[0] : v;
-	memset(&s->out, 0, sizeof s->out);
-	for (int d = 0; d < res->shape.rank; d++)
-		s->out.dim[d] = axes_of_label(s, l->out[d]);
+	result_spec(l, s->lab, res->shape.rank, &s->out);
 	int div = 1;
 	s->own_axis = -1;
 	s->t_own = s->own_bytes = 0;
 	s->own_coll = COST_ALL_REDUCE;
-	for (int a = 0; a < IR_MESH_AXES; a++) {
-		if (s->lab[a] < 0)
-			continue;
-		div *= axis_size(env, a);
-		if (l->kind[s->lab[a]] == INTRA_SUM)
-			s->out.partial |= (uint8_t)(1u << a);
-	}
+	for (int a = 0; a < IR_MESH_AXES; a++)
+		if (s->lab[a] >= 0)
+			div *= axis_size(env, a);
 	for (int a = 0; a < IR_MESH_AXES; a++)
 		if (s->lab[a] >= 0 && l->kind[s->lab[a]] == INTRA_MAX) {
 			s->own_axis = a;
@@ -222,40 +230,96 @@ static bool splits(const struct intra_labels *l, int k, int n)
 	return l->size[k] % n == 0 || ((l->padded >> k & 1) && l->size[k] >= n);
 }
 
-int intra_strategies(const struct intra_env *env, const struct ir_node *n, const struct ir_value *v,
-		     const struct intra_labels *l, struct intra_strat **out)
+/* The assignments of mesh axes n0 x n1 to labels l (of a node with nin
+ * operands of ranks[], result rank out_rank): lab[i][a] the label axis a
+ * splits (-1 none), in the order strategies are listed; returns how many
+ * (at most INTRA_MAX_ASSIGN). */
+#define INTRA_MAX_ASSIGN ((INTRA_MAX_LABELS + 1) * (INTRA_MAX_LABELS + 1))
+static int assignments(const struct intra_labels *l, int nin, const int *ranks, int out_rank, int n0, int n1,
+		       signed char (*lab)[IR_MESH_AXES])
 {
-	int ranks[INTRA_MAX_IN] = { 0 }, nin = n ? n->nin : 0;
-	int out_rank = n ? n->out[0]->shape.rank : v->shape.rank;
-	for (int j = 0; j < nin && j < INTRA_MAX_IN; j++)
-		ranks[j] = n->in[j]->shape.rank;
 	/* options per axis: -1 and every label that divides evenly */
 	signed char opt[IR_MESH_AXES][INTRA_MAX_LABELS + 1];
-	int nopt[IR_MESH_AXES];
+	int nopt[IR_MESH_AXES], ns = 0;
 	for (int a = 0; a < IR_MESH_AXES; a++) {
-		int na = axis_size(env, a);
+		int na = a == 0 ? n0 : n1;
 		nopt[a] = 0;
 		opt[a][nopt[a]++] = -1;
 		for (int k = 0; na > 1 && k < l->n; k++)
 			if (splits(l, k, na) && label_used(l, k, nin, ranks, out_rank))
 				opt[a][nopt[a]++] = (signed char)k;
 	}
-	struct intra_strat *s = ir_calloc((size_t)(nopt[0] * nopt[1]), sizeof *s);
-	if (!s)
-		return ir_errorf(-ENOMEM, "out of memory enumerating strategies");
-	int ns = 0;
 	for (int i0 = 0; i0 < nopt[0]; i0++)
 		for (int i1 = 0; i1 < nopt[1]; i1++) {
 			int k0 = opt[0][i0], k1 = opt[1][i1];
-			if (k0 >= 0 && k0 == k1 && !splits(l, k0, env->mesh.n0 * env->mesh.n1))
+			if (k0 >= 0 && k0 == k1 && !splits(l, k0, n0 * n1))
 				continue;
-			s[ns].lab[0] = (signed char)k0;
-			s[ns].lab[1] = (signed char)k1;
-			strategy_costs(env, n, v, l, &s[ns]);
+			lab[ns][0] = (signed char)k0;
+			lab[ns][1] = (signed char)k1;
 			ns++;
 		}
+	return ns;
+}
+
+static void operand_ranks(const struct ir_node *n, int *ranks)
+{
+	for (int j = 0; j < INTRA_MAX_IN; j++)
+		ranks[j] = n && j < n->nin ? n->in[j]->shape.rank : 0;
+}
+
+int intra_strategies(const struct intra_env *env, const struct ir_node *n, const struct ir_value *v,
+		     const struct intra_labels *l, struct intra_strat **out)
+{
+	int ranks[INTRA_MAX_IN], nin = n ? n->nin : 0;
+	int out_rank = n ? n->out[0]->shape.rank : v->shape.rank;
+	signed char lab[INTRA_MAX_ASSIGN][IR_MESH_AXES];
+	operand_ranks(n, ranks);
+	int ns = assignments(l, nin, ranks, out_rank, env->mesh.n0, env->mesh.n1, lab);
+	struct intra_strat *s = ir_calloc((size_t)ns, sizeof *s);
+	if (!s)
+		return ir_errorf(-ENOMEM, "out of memory enumerating strategies");
+	for (int i = 0; i < ns; i++) {
+		s[i].lab[0] = lab[i][0];
+		s[i].lab[1] = lab[i][1];
+		strategy_costs(env, n, v, l, &s[i]);
+	}
 	*out = s;
 	return ns;
+}
+
+int intra_rule_find(const struct ir_node *n, int n0, int n1, const struct ir_sharding *out,
+		    const struct ir_sharding *in, bool no_own, struct ir_sharding *got, uint8_t *own)
+{
+	struct intra_labels l;
+	int ranks[INTRA_MAX_IN], rank = n->out[0]->shape.rank;
+	signed char lab[INTRA_MAX_ASSIGN][IR_MESH_AXES];
+	intra_labels_of(n, &l);
+	operand_ranks(n, ranks);
+	int ns = assignments(&l, n->nin, ranks, rank, n0, n1, lab);
+	for (int i = 0; i < ns; i++) {
+		struct ir_sharding res, sp;
+		uint8_t mx = 0;
+		result_spec(&l, lab[i], rank, &res);
+		for (int a = 0; a < IR_MESH_AXES; a++)
+			if (lab[i][a] >= 0 && l.kind[lab[i][a]] == INTRA_MAX)
+				mx |= (uint8_t)(1u << a);
+		if (memcmp(&res, out, sizeof res) || (no_own && mx))
+			continue;
+		struct intra_strat st = { .lab = { lab[i][0], lab[i][1] } };
+		bool same = true;
+		for (int j = 0; j < n->nin && same; j++) {
+			intra_operand_spec(&l, &st, j, n->in[j]->shape.rank, &sp);
+			same = !in || !memcmp(&sp, &in[j], sizeof sp);
+			if (got)
+				got[j] = sp;
+		}
+		if (!same)
+			continue;
+		if (own)
+			*own = mx;
+		return 1;
+	}
+	return 0;
 }
 
 double intra_regather(const struct intra_coll *c)

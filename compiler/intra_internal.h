@@ -181,6 +181,11 @@ static inline const struct intra_strat *intra_chosen(const struct intra_state *s
 	const struct intra_unit *x = &st->unit[u];
 	return &x->strat[x->map[st->choice[x->group]]];
 }
+/* The current choice written onto g, the graph st was built from (what
+ * intra_pass does last, and what tests do after changing st->choice): the
+ * mesh, every value's sharding and the sharding each node reads its
+ * operands in, which is all lowering reads. 0 or -ENOMEM. */
+int intra_annotate(struct ir_graph *g, const struct intra_state *st);
 /* Seconds to integer solver costs and back. */
 #define INTRA_COST_SCALE 1e12
 

@@ -37,6 +37,7 @@ struct ir_graph {
 	const char **output_names;            /* parallel to outputs, cap outputs.cap */
 	struct ptrvec upd_params, upd_values; /* state updates, pairwise */
 	int mesh[2];                          /* 0 x 0: no mesh */
+	struct ptrvec scheds;                 /* per stage: arena ints, [0] the count */
 };
 
 void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1)
@@ -44,6 +45,17 @@ void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1)
 	IR_ASSERT(n0 >= 0 && n1 >= 0 && (n0 > 0) == (n1 > 0));
 	g->mesh[0] = n0;
 	g->mesh[1] = n1;
+}
+
+int ir_node_set_in_sharding(struct ir_graph *g, struct ir_node *n, const struct ir_sharding *in)
+{
+	struct ir_sharding *s = n->in_sharding;
+	if (!s && n->nin && !(s = ir_graph_alloc(g, sizeof *s * (size_t)n->nin)))
+		return ir_errorf(-ENOMEM, "out of memory annotating node %d", n->id);
+	if (n->nin)
+		memcpy(s, in, sizeof *s * (size_t)n->nin);
+	n->in_sharding = n->nin ? s : NULL;
+	return 0;
 }
 
 void ir_graph_mesh(const struct ir_graph *g, int *n0, int *n1)
@@ -66,6 +78,46 @@ static int vec_push(struct ptrvec *vec, void *p)
 	}
 	vec->v[vec->n++] = p;
 	return 0;
+}
+
+int ir_graph_add_schedule(struct ir_graph *g, int s, int n, const int *order)
+{
+	if (s != g->scheds.n)
+		return ir_errorf(-EINVAL, "schedule of stage %d given after %d stage%s", s, g->scheds.n,
+				 g->scheds.n == 1 ? "" : "s");
+	if (n < 2 || n % 2)
+		return ir_errorf(-EINVAL,
+				 "schedule of stage %d: %d entries, not a forward and a backward per micro-batch", s,
+				 n);
+	int *x = ir_graph_alloc(g, sizeof *x * (size_t)(n + 1));
+	if (!x)
+		return ir_errorf(-ENOMEM, "out of memory");
+	/* x[1 + m]: micro-batch m's forward seen (1), then its backward (2) */
+	for (int i = 0; i < n; i++) {
+		int m = order[i] >= 0 ? order[i] : order[i] < -n ? n : -order[i] - 1;
+		if (m >= n / 2 || x[1 + m] != (order[i] >= 0 ? 0 : 1))
+			return ir_errorf(-EINVAL,
+					 "schedule of stage %d: entry %d (%c%d) is not the next part of a micro-batch "
+					 "of %d",
+					 s, i, order[i] >= 0 ? 'F' : 'B', m, n / 2);
+		x[1 + m]++;
+	}
+	x[0] = n;
+	memcpy(x + 1, order, sizeof *x * (size_t)n);
+	return vec_push(&g->scheds, x);
+}
+
+int ir_graph_nschedules(const struct ir_graph *g)
+{
+	return g->scheds.n;
+}
+
+const int *ir_graph_schedule(const struct ir_graph *g, int s, int *n)
+{
+	IR_ASSERT(s >= 0 && s < g->scheds.n);
+	const int *x = g->scheds.v[s];
+	*n = x[0];
+	return x + 1;
 }
 
 struct ir_graph *ir_graph_new(void)
@@ -91,6 +143,7 @@ void ir_graph_free(struct ir_graph *g)
 	ir_free(g->output_names);
 	ir_free(g->upd_params.v);
 	ir_free(g->upd_values.v);
+	ir_free(g->scheds.v);
 	ir_free(g);
 }
 

@@ -333,6 +333,11 @@ struct ir_node {
 			* layer) + 1, recomputed from the segment's inputs
 			* when the backward pass reaches it (grad_build);
 			* 0 when new: kept */
+	/* The sharding each operand is read in (none partial), set with the
+	 * results' by the intra-op pass: lowering brings every operand to it
+	 * and runs the op on the local pieces. NULL: not annotated. Text form:
+	 * each operand followed by its sharding, "dot %0 <S0,R>, %1 <R,S1>". */
+	struct ir_sharding *in_sharding;
 };
 
 #define IR_TAG_NONE (-1)
@@ -382,10 +387,26 @@ struct ir_node *ir_graph_node(const struct ir_graph *g, int i);
 int ir_graph_nvalues(const struct ir_graph *g);
 struct ir_value *ir_graph_value(const struct ir_graph *g, int i);
 
+/* Annotates node n's operands with the shardings in[0 .. n->nin - 1]
+ * (copied into g's arena): 0, or -ENOMEM with a message. */
+int ir_node_set_in_sharding(struct ir_graph *g, struct ir_node *n, const struct ir_sharding *in);
+
 /* The 2-D logical device mesh the sharding annotations refer to: n0 x n1
  * devices, or 0 x 0 when the graph has none. */
 void ir_graph_set_mesh(struct ir_graph *g, int n0, int n1);
 void ir_graph_mesh(const struct ir_graph *g, int *n0, int *n1);
+
+/* A pipelined graph's schedules: stage s's is the order in which its
+ * devices run the forward (m) and backward (-(m + 1)) parts of
+ * micro-batches 0 .. n/2 - 1 (plan_stage.order), as the inter-op pass
+ * chose it; lowering reads it from here. Stages get theirs in order (s ==
+ * ir_graph_nschedules(g)); order is copied into g's arena. 0, -EINVAL (s
+ * out of turn, or not every micro-batch's forward then backward exactly
+ * once) or -ENOMEM, with a message. Text form: "schedule 1: F0 B0 F1 B1". */
+int ir_graph_add_schedule(struct ir_graph *g, int s, int n, const int *order);
+int ir_graph_nschedules(const struct ir_graph *g);
+/* Stage s's schedule, *n entries. */
+const int *ir_graph_schedule(const struct ir_graph *g, int s, int *n);
 
 /* Replaces every use of old by new (same dtype and shape), outputs too. */
 void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_value *new_);
@@ -409,7 +430,10 @@ int ir_verify(const struct ir_graph *g);
 /* ---- text form -------------------------------------------------------------
  * Printed and parsed with exact round trip: print(parse(print(g))) equals
  * print(g). Parameter bytes print as a reference to their file, or inline as
- * hex when inline (so small test graphs are self-contained). */
+ * hex when inline (so small test graphs are self-contained). A node's tag
+ * and recompute print after its attributes when set ("tag=1", "tag=all",
+ * "recompute=2"), its operands' shardings after each operand, schedules
+ * last. */
 int ir_print(const struct ir_graph *g, FILE *f);
 /* Parses text (NUL-terminated). NULL on error, message like
  * "line 12: unknown op 'dott'" in ir_error(). */

@@ -233,10 +233,20 @@ static void put_node(FILE *f, const int *num, const struct ir_node *n)
 	for (int i = 0; i < n->nin; i++) {
 		IR_ASSERT(num[n->in[i]->id] >= 0);
 		fprintf(f, "%s%%%d", i ? ", " : " ", num[n->in[i]->id]);
+		if (n->in_sharding) {
+			char buf[IR_SHARDING_STR_MAX];
+			fprintf(f, " %s", ir_sharding_str(&n->in_sharding[i], n->in[i]->shape.rank, buf, sizeof buf));
+		}
 	}
 	for (int at = 0; at < ATTR_COUNT; at++)
 		if (syn.attrs & (1u << at))
 			put_attr(f, &n->a, (enum attr)at, &syn);
+	if (n->tag == IR_TAG_ALL)
+		fputs(" tag=all", f);
+	else if (n->tag != IR_TAG_NONE)
+		fprintf(f, " tag=%d", n->tag);
+	if (n->recompute)
+		fprintf(f, " recompute=%d", n->recompute);
 	if (n->name) {
 		fputs(" @", f);
 		put_string(f, n->name);
@@ -305,6 +315,14 @@ int ir_print(const struct ir_graph *g, FILE *f)
 	for (int i = 0; i < ir_graph_nupdates(g); i++)
 		fprintf(f, "update %%%d %%%d\n", num[ir_graph_update_param(g, i)->id],
 			num[ir_graph_update_value(g, i)->id]);
+	for (int s = 0; s < ir_graph_nschedules(g); s++) {
+		int n;
+		const int *order = ir_graph_schedule(g, s, &n);
+		fprintf(f, "schedule %d:", s);
+		for (int i = 0; i < n; i++)
+			fprintf(f, " %c%d", order[i] >= 0 ? 'F' : 'B', order[i] >= 0 ? order[i] : -order[i] - 1);
+		fputc('\n', f);
+	}
 	ir_free(num);
 	if (ferror(f))
 		return ir_errorf(-EIO, "write error printing the graph");

@@ -88,7 +88,8 @@ struct parser {
 	struct ir_graph *g;
 	struct def_slot *defs; /* open-addressing hash on id, at most half full */
 	size_t defs_cap, ndefs;
-	struct ir_value **ops; /* operands of the node being parsed */
+	struct ir_value **ops;      /* operands of the node being parsed */
+	struct ir_sharding *ops_sh; /* [ops_cap]: their shardings, where the text gives them */
 	int ops_cap;
 };
 

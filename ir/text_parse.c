@@ -80,6 +80,21 @@ static int parse_use(struct parser *ps, struct ir_value **v)
 	return 0;
 }
 
+/* The sharding of a value of shape shape, after its '<'. */
+static int parse_sharding(struct parser *ps, const struct ir_shape *shape, struct ir_sharding *out)
+{
+	const char *close = strchr(ps->p, '>'), *nl = strchr(ps->p, '\n');
+	if (!close || (nl && nl < close))
+		return tx_fail_expected(ps, "'>' closing the sharding");
+	int n0, n1;
+	ir_graph_mesh(ps->g, &n0, &n1);
+	if (ir_sharding_parse(ps->p, (size_t)(close - ps->p), shape->rank, out) ||
+	    ir_sharding_check(out, shape, n0, n1))
+		return tx_fail(ps, "%s", ir_error());
+	ps->p = close + 1;
+	return 0;
+}
+
 /* "%N ["name"] : type" */
 static int parse_def(struct parser *ps, struct def *d)
 {
@@ -95,17 +110,8 @@ static int parse_def(struct parser *ps, struct def *d)
 		return -EINVAL;
 	if (!tx_accept(ps, '<'))
 		return 0;
-	const char *close = strchr(ps->p, '>'), *nl = strchr(ps->p, '\n');
-	if (!close || (nl && nl < close))
-		return tx_fail_expected(ps, "'>' closing the sharding");
-	int n0, n1;
-	ir_graph_mesh(ps->g, &n0, &n1);
-	if (ir_sharding_parse(ps->p, (size_t)(close - ps->p), d->shape.rank, &d->sharding) ||
-	    ir_sharding_check(&d->sharding, &d->shape, n0, n1))
-		return tx_fail(ps, "%s", ir_error());
 	d->sharded = true;
-	ps->p = close + 1;
-	return 0;
+	return parse_sharding(ps, &d->shape, &d->sharding);
 }
 
 /* Copies a definition's sharding onto its value. */
@@ -245,6 +251,43 @@ static int stmt_update(struct parser *ps)
 	return 0;
 }
 
+/* "schedule S: F0 F1 B0 B1": stage S's schedule (ir_graph_add_schedule),
+ * the stages in order. */
+static int stmt_schedule(struct parser *ps)
+{
+	int64_t s;
+	int n = 0, cap = 0, rc = 0, *order = NULL;
+	if (tx_parse_int(ps, &s) || tx_expect(ps, ':'))
+		return -EINVAL;
+	for (tx_skip_ws(ps); !tx_at_eol(ps) && rc == 0; tx_skip_ws(ps)) {
+		const char *w;
+		size_t len = tx_word(ps, &w);
+		char buf[16], tail;
+		long m;
+		if (!tx_word_copy(w, len, buf, sizeof buf) || (buf[0] != 'F' && buf[0] != 'B') ||
+		    sscanf(buf + 1, "%ld%c", &m, &tail) != 1 || m < 0 || m > 1 << 20 || buf[1] == '-' ||
+		    buf[1] == '+') {
+			ps->p = w;
+			rc = tx_fail_expected(ps, "Fm or Bm (micro-batch m's forward or backward part)");
+			break;
+		}
+		if (n == cap) {
+			int *x = ir_realloc(order, sizeof *x * (size_t)(cap = cap ? 2 * cap : 16));
+			if (!x) {
+				rc = tx_fail_nomem();
+				break;
+			}
+			order = x;
+		}
+		order[n++] = buf[0] == 'F' ? (int)m : -(int)m - 1;
+	}
+	if (rc == 0 && (s < 0 || s > INT_MAX || ir_graph_add_schedule(ps->g, (int)s, n, order) < 0))
+		rc = s < 0 || s > INT_MAX ? tx_fail(ps, "schedule of stage %" PRId64 ": no such stage", s)
+					  : tx_fail(ps, "%s", ir_error());
+	ir_free(order);
+	return rc ? rc : end_stmt(ps);
+}
+
 /* "mesh 2x4": before any sharded value, at most once. */
 static int stmt_mesh(struct parser *ps)
 {
@@ -313,9 +356,46 @@ static int parse_attr(struct parser *ps, enum ir_op op, const struct op_syntax *
 	ir_assert_fail(__FILE__, __LINE__, "attr kind out of range");
 }
 
+/* A node's " tag=N" (or "tag=all") and " recompute=K" after its
+ * attributes (ir_node.tag, .recompute): 1 when the next word is one of
+ * them, parsed into *tag or *recompute; 0 when it is not (the cursor left
+ * as it was); -EINVAL with a message when it is malformed. */
+static int parse_node_mark(struct parser *ps, int *tag, int *recompute, unsigned *seen)
+{
+	const char *start = ps->p, *w;
+	size_t n = tx_word(ps, &w);
+	bool is_tag = tx_word_is(w, n, "tag");
+	int64_t v;
+	if (!is_tag && !tx_word_is(w, n, "recompute")) {
+		ps->p = start;
+		return 0;
+	}
+	unsigned bit = is_tag ? 1u : 2u;
+	if (*seen & bit)
+		return tx_fail(ps, "'%s' given twice", is_tag ? "tag" : "recompute");
+	*seen |= bit;
+	if (tx_expect(ps, '='))
+		return -EINVAL;
+	tx_skip_ws(ps);
+	const char *at = ps->p;
+	if (is_tag && tx_word(ps, &w) == 3 && !memcmp(w, "all", 3)) {
+		*tag = IR_TAG_ALL;
+		return 1;
+	}
+	ps->p = at;
+	if (tx_parse_int(ps, &v))
+		return -EINVAL;
+	if (v < (is_tag ? 0 : 1) || v > INT32_MAX)
+		return tx_fail(ps, "%s=%" PRId64 ": %s", is_tag ? "tag" : "recompute", v,
+			       is_tag ? "a tag is a number from 0, or all" : "a segment is a number from 1");
+	*(is_tag ? tag : recompute) = (int)v;
+	return 1;
+}
+
 static int grow_ops(struct parser *ps, int need)
 {
 	struct ir_value **ops;
+	struct ir_sharding *sh;
 	int cap;
 
 	if (need <= ps->ops_cap)
@@ -325,6 +405,10 @@ static int grow_ops(struct parser *ps, int need)
 	if (!ops)
 		return tx_fail_nomem();
 	ps->ops = ops;
+	sh = ir_realloc(ps->ops_sh, sizeof *sh * (size_t)cap);
+	if (!sh)
+		return tx_fail_nomem();
+	ps->ops_sh = sh;
 	ps->ops_cap = cap;
 	return 0;
 }
@@ -390,8 +474,8 @@ static int stmt_node(struct parser *ps)
 	struct ir_node *node;
 	const char *name = NULL;
 	enum ir_op op;
-	int nres = 0, nin = 0;
-	unsigned seen = 0;
+	int nres = 0, nin = 0, nsh = 0, tag = IR_TAG_NONE, recompute = 0;
+	unsigned seen = 0, marks = 0;
 	int64_t data_bytes = 0;
 
 	memset(&a, 0, sizeof a);
@@ -415,12 +499,27 @@ static int stmt_node(struct parser *ps)
 				return tx_fail(ps, "more than %d operands", MAX_OPERANDS);
 			if (grow_ops(ps, nin + 1) || parse_use(ps, &ps->ops[nin]))
 				return -EINVAL;
+			if (tx_accept(ps, '<')) {
+				struct ir_sharding *sh = &ps->ops_sh[nin];
+				if (parse_sharding(ps, &ps->ops[nin]->shape, sh))
+					return -EINVAL;
+				if (sh->partial)
+					return tx_fail(ps,
+						       "operand %d read as partial sums: an operand's sharding "
+						       "splits or replicates it",
+						       nin);
+				nsh++;
+			}
 			nin++;
 		} while (tx_accept(ps, ','));
 	}
-	for (tx_skip_ws(ps); !tx_at_eol(ps) && *ps->p != '@'; tx_skip_ws(ps))
-		if (parse_attr(ps, op, &syn, &a, &seen, &data_bytes))
+	if (nsh && nsh != nin)
+		return tx_fail(ps, "shardings for %d of %d operands: give every operand's or none", nsh, nin);
+	for (tx_skip_ws(ps); !tx_at_eol(ps) && *ps->p != '@'; tx_skip_ws(ps)) {
+		int mark = parse_node_mark(ps, &tag, &recompute, &marks);
+		if (mark < 0 || (!mark && parse_attr(ps, op, &syn, &a, &seen, &data_bytes)))
 			return -EINVAL;
+	}
 	if (tx_accept(ps, '@') && tx_parse_string(ps, &name))
 		return -EINVAL;
 	if (end_stmt(ps) || check_node(ps, op, nres, nin, &a, seen, data_bytes))
@@ -430,6 +529,10 @@ static int stmt_node(struct parser *ps)
 	if (!node)
 		return tx_fail_builder(ps);
 	IR_ASSERT(node->nout == nres);
+	node->tag = tag;
+	node->recompute = recompute;
+	if (nsh && ir_node_set_in_sharding(ps->g, node, ps->ops_sh) < 0)
+		return tx_fail_nomem();
 	for (int i = 0; i < nres; i++)
 		if (check_result(ps, node, i, &res[i]))
 			return -EINVAL;
@@ -462,6 +565,8 @@ static int statement(struct parser *ps)
 		return stmt_update(ps);
 	if (tx_word_is(w, n, "mesh"))
 		return stmt_mesh(ps);
+	if (tx_word_is(w, n, "schedule"))
+		return stmt_schedule(ps);
 	if (n)
 		return tx_fail(ps, "unknown statement '%.*s'", tx_shown(n), w);
 	return tx_fail_expected(ps, "a statement");
@@ -513,6 +618,7 @@ struct ir_graph *ir_parse(const char *text)
 		rc = tx_fail(&ps, "expected 'pcc-ir 1' header, found end of text");
 	ir_free(ps.defs);
 	ir_free(ps.ops);
+	ir_free(ps.ops_sh);
 	if (rc) {
 		ir_graph_free(ps.g);
 		return NULL;

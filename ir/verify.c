@@ -53,6 +53,19 @@ int ir_verify(const struct ir_graph *g)
 				goto out;
 			}
 		}
+		for (int j = 0; n->in_sharding && j < n->nin; j++) {
+			int n0, n1;
+			ir_graph_mesh(g, &n0, &n1);
+			if (n->in_sharding[j].partial) {
+				rc = node_fail(n, "reads an operand as partial sums");
+				goto out;
+			}
+			if ((rc = ir_sharding_check(&n->in_sharding[j], &n->in[j]->shape, n0, n1)) < 0) {
+				ir_error_prefix("node %d \"%s\" (%s): operand %d", n->id, n->name ? n->name : "",
+						ir_op_name(n->op), j);
+				goto out;
+			}
+		}
 		if (n->nout != ir_op_noutputs(n->op)) {
 			rc = node_fail(n, "wrong number of results");
 			goto out;

@@ -135,7 +135,8 @@ static bool value_eq(const struct ir_value *a, const struct ir_value *b)
 	const struct ir_data *x = &a->data, *y = &b->data;
 
 	if (a->id != b->id || !str_eq(a->name, b->name) || a->dtype != b->dtype || !ir_shape_eq(&a->shape, &b->shape) ||
-	    a->kind != b->kind)
+	    a->kind != b->kind || a->sharded != b->sharded ||
+	    (a->sharded && memcmp(&a->sharding, &b->sharding, sizeof a->sharding)))
 		return false;
 	if (a->kind == IR_VAL_NODE)
 		return a->def->id == b->def->id && a->def_index == b->def_index;
@@ -149,6 +150,17 @@ static bool value_eq(const struct ir_value *a, const struct ir_value *b)
 /* Field by field, with values matched by id (both graphs in print order). */
 static bool graph_eq(const struct ir_graph *a, const struct ir_graph *b)
 {
+	int a0, a1, b0, b1;
+	ir_graph_mesh(a, &a0, &a1);
+	ir_graph_mesh(b, &b0, &b1);
+	if (a0 != b0 || a1 != b1 || ir_graph_nschedules(a) != ir_graph_nschedules(b))
+		return false;
+	for (int s = 0; s < ir_graph_nschedules(a); s++) {
+		int na, nb;
+		const int *x = ir_graph_schedule(a, s, &na), *y = ir_graph_schedule(b, s, &nb);
+		if (na != nb || memcmp(x, y, sizeof *x * (size_t)na))
+			return false;
+	}
 	if (ir_graph_nvalues(a) != ir_graph_nvalues(b) || ir_graph_nnodes(a) != ir_graph_nnodes(b) ||
 	    ir_graph_ninputs(a) != ir_graph_ninputs(b) || ir_graph_nparams(a) != ir_graph_nparams(b) ||
 	    ir_graph_noutputs(a) != ir_graph_noutputs(b))
@@ -165,11 +177,14 @@ static bool graph_eq(const struct ir_graph *a, const struct ir_graph *b)
 	for (int i = 0; i < ir_graph_nnodes(a); i++) {
 		const struct ir_node *x = ir_graph_node(a, i), *y = ir_graph_node(b, i);
 		if (x->op != y->op || !str_eq(x->name, y->name) || x->nin != y->nin || x->nout != y->nout ||
-		    !attrs_eq(x->op, &x->a, &y->a))
+		    !attrs_eq(x->op, &x->a, &y->a) || x->tag != y->tag || x->recompute != y->recompute)
 			return false;
 		for (int j = 0; j < x->nin; j++)
 			if (x->in[j]->id != y->in[j]->id)
 				return false;
+		if (!x->in_sharding != !y->in_sharding ||
+		    (x->in_sharding && memcmp(x->in_sharding, y->in_sharding, sizeof *x->in_sharding * (size_t)x->nin)))
+			return false;
 		for (int j = 0; j < x->nout; j++)
 			if (x->out[j]->id != y->out[j]->id)
 				return false;
@@ -702,6 +717,28 @@ static const struct {
 	  "line 4: sharding <S0,S2>: entry 1 is not R, S0, S1 or S01" },
 	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,R|Q> = neg %0\n", "line 4: sharding <S0,R|Q>: expected P0, P1 or P01" },
 	{ H "mesh 2x4\n" X "%1 : f32[2,3] <S0,R = neg %0\n", "line 4: expected '>' closing the sharding" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] = neg %0 <S0,R|P1>\n",
+	  "line 4: operand 0 read as partial sums: an operand's sharding splits or replicates it" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] = add %0 <S0,R>, %0\n",
+	  "line 4: shardings for 1 of 2 operands: give every operand's or none" },
+	{ H "mesh 2x4\n" X "%1 : f32[2,3] = neg %0 <R,S1>\n",
+	  "line 4: sharding <R,S1>: dimension 1 of size 3 does not split into 4 pieces" },
+	{ H X "%1 : f32[2,3] = neg %0 <S0,R>\n", "line 3: sharding <S0,R> but the graph has no mesh" },
+	{ H X "%1 : f32[2,3] = neg %0 tag=-1\n", "line 3: tag=-1: a tag is a number from 0, or all" },
+	{ H X "%1 : f32[2,3] = neg %0 tag=some\n", "line 3: expected an integer, found 'some'" },
+	{ H X "%1 : f32[2,3] = neg %0 tag=1 tag=2\n", "line 3: 'tag' given twice" },
+	{ H X "%1 : f32[2,3] = neg %0 recompute=0\n", "line 3: recompute=0: a segment is a number from 1" },
+	{ H "schedule 1: F0 B0\n", "line 2: schedule of stage 1 given after 0 stages" },
+	{ H "schedule 0: F0 B1\n",
+	  "line 2: schedule of stage 0: entry 1 (B1) is not the next part of a micro-batch of 1" },
+	{ H "schedule 0: B0 F0\n",
+	  "line 2: schedule of stage 0: entry 0 (B0) is not the next part of a micro-batch of 1" },
+	{ H "schedule 0: F0 F0\n",
+	  "line 2: schedule of stage 0: entry 1 (F0) is not the next part of a micro-batch of 1" },
+	{ H "schedule 0: F0\n",
+	  "line 2: schedule of stage 0: 1 entries, not a forward and a backward per micro-batch" },
+	{ H "schedule 0: F0 X0\n", "line 2: expected Fm or Bm (micro-batch m's forward or backward part), found 'X0'" },
+	{ H "schedule 0 F0 B0\n", "line 2: expected ':', found 'F0'" },
 	{ H "mesh 2x4\nmesh 2x4\n", "line 3: mesh given twice" },
 	{ H "mesh 2by4\n", "line 2: expected a mesh shape N0xN1" },
 	{ H "mesh 0x4\n", "line 2: mesh 0x4: each axis must be 1 .. 65536" },

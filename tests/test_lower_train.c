@@ -101,13 +101,14 @@ static int reference(const struct fixture *f, const struct train_opts *o, int mi
 	return rc;
 }
 
-static void randomize(struct intra_state *st, unsigned seed)
+static void randomize(struct ir_graph *g, struct intra_state *st, unsigned seed)
 {
 	srand(seed);
 	for (int gi = 0; gi < st->ngroups; gi++) {
 		int n = st->unit[st->leader[gi]].nstrat;
 		st->choice[gi] = n > 1 ? rand() % n : 0;
 	}
+	IR_ASSERT(intra_annotate(g, st) == 0); /* what lowering reads */
 }
 
 struct result {
@@ -234,11 +235,11 @@ static int run_case(const struct fixture *f, const struct train_opts *base, int 
 		return -1;
 	}
 	if (seed)
-		randomize(r.st, seed);
+		randomize(ts.g, r.st, seed);
 	double *start = calloc((size_t)ts.nstate + 1, sizeof *start);
 	train_state_start(&ts, &o, start);
-	struct lower_train tr = { &ts, micro, start, "test", NULL };
-	struct lower_stage st = { ts.g, &r, 0, 1, n0 * n1, NULL };
+	struct lower_train tr = { &ts, micro, start, "test" };
+	struct lower_stage st = { ts.g, 0, 1, n0 * n1, NULL };
 	uint8_t *bytes = NULL;
 	size_t nbytes = 0;
 	if (lower_train(&tr, &st, 1, "2x4:v100", &p) < 0 || plan_verify(p) < 0) {

@@ -1,18 +1,21 @@
 /*
  * lower.c: SPMD lowering of one sharded stage into per-device programs.
  *
- * Input: a graph the intra-op pass has solved (its strategy per node, in
- * intra_result.st). Walk the nodes in order; for each, bring every operand
- * to the sharding the node's strategy needs (lower_reshard.c: all-reduce or
+ * Input: a graph annotated with shardings (ir.h), as the intra-op pass
+ * leaves it or as the IR text gives them: nothing of the pass's own state
+ * is read. Walk the nodes in order; for each, bring every operand to the
+ * sharding the node reads it in (lower_reshard.c: all-reduce or
  * reduce-scatter of partial sums, all-gathers, local slices), then run the
- * op on the local pieces. The dimension-label rules (intra_rules.c) only
- * allow splits under which the local op is the same op on local shapes, so
- * the kernel is the op itself with shape attributes made local, except:
- * a max/min reduction over a split dimension all-reduces its result, and a
- * gather from a table split along the gathered axis looks up only the rows
- * the device holds and contributes zeros elsewhere (a partial sum, summed
- * by the consumer's resharding: Megatron's vocabulary-parallel embedding).
- * Outputs are left split as the pass chose, partial sums reduced. The
+ * op on the local pieces. Each node's annotation must be one its op's
+ * sharding rule allows (intra_rule_find). The dimension-label rules
+ * (intra_rules.c) only allow splits under which the local op is the same
+ * op on local shapes, so the kernel is the op itself with shape attributes
+ * made local, except: a max/min reduction over a split dimension
+ * all-reduces its result, and a gather from a table split along the
+ * gathered axis looks up only the rows the device holds and contributes
+ * zeros elsewhere (a partial sum, summed by the consumer's resharding:
+ * Megatron's vocabulary-parallel embedding). Outputs are left split as
+ * annotated, partial sums reduced. The
  * buffers, instructions and kernels go into the program through
  * lower_emit.c's builders.
  * Constants (values no input or parameter flows into: masks, position
@@ -154,17 +157,30 @@ static void local_attrs(const struct lower *L, const struct ir_node *n, const st
 				a->limit.v[d] /= ir_sharding_pieces(out->dim[d], L->n0, L->n1);
 }
 
-/* The mesh axes on which strategy s splits a max label (the node then
- * all-reduces its result with *red over them). */
-static int max_axes(const struct intra_labels *l, const struct intra_strat *s, enum plan_reduce *red,
-		    const struct ir_node *n)
+/* Node n as annotated (intra_pass, or the IR text): its operands'
+ * shardings and its result's, which its op's sharding rule must allow;
+ * *own: the mesh axes over which the node all-reduces its result (a max
+ * or min over a split dimension), with *red. */
+static int node_spec(const struct lower *L, const struct ir_node *n, uint8_t *own, enum plan_reduce *red)
 {
-	uint8_t m = 0;
-	for (int ax = 0; ax < IR_MESH_AXES; ax++)
-		if (s->lab[ax] >= 0 && l->kind[s->lab[ax]] == INTRA_MAX)
-			m |= (uint8_t)(1u << ax);
+	char o[IR_SHARDING_STR_MAX], ins[256] = "";
 	*red = n->op == IR_OP_REDUCE_MIN ? PLAN_MIN : PLAN_MAX;
-	return m;
+	for (int k = 1; k < n->nout; k++)
+		if (memcmp(&n->out[k]->sharding, &n->out[0]->sharding, sizeof n->out[0]->sharding))
+			return ir_errorf(-EINVAL, "node %d \"%s\" (%s): its results are sharded differently", n->id,
+					 n->name ? n->name : "", ir_op_name(n->op));
+	if (intra_rule_find(n, L->n0, L->n1, &n->out[0]->sharding, n->in_sharding, false, NULL, own))
+		return 0;
+	for (int j = 0; j < n->nin; j++) {
+		size_t at = strlen(ins);
+		if (at + IR_SHARDING_STR_MAX + 2 >= sizeof ins)
+			break;
+		snprintf(ins + at, sizeof ins - at, "%s%s", j ? ", " : "",
+			 ir_sharding_str(&n->in_sharding[j], n->in[j]->shape.rank, o, sizeof o));
+	}
+	return ir_errorf(-EINVAL, "node %d \"%s\" (%s): operands %s to result %s is no sharding its op allows", n->id,
+			 n->name ? n->name : "", ir_op_name(n->op), n->nin ? ins : "(none)",
+			 ir_sharding_str(&n->out[0]->sharding, n->out[0]->shape.rank, o, sizeof o));
 }
 
 /* The buffer holding value v under exactly spec dst, or -1. */
@@ -226,21 +242,20 @@ static int remat(struct lower *L, const struct ir_value *v, const struct ir_shar
 			return rc;
 		return 1;
 	}
-	const struct intra_unit *x = &L->st->unit[n->id];
-	const struct intra_strat *s = NULL;
-	for (int i = 0; i < x->nstrat && !s; i++) {
-		enum plan_reduce red;
-		if (!memcmp(&x->strat[i].out, dst, sizeof *dst) && !max_axes(&x->lab, &x->strat[i], &red, n))
-			s = &x->strat[i];
-	}
-	if (!s)
+	/* the operands' shardings of the op's way to compute dst alone */
+	struct ir_sharding *ds = ir_malloc(sizeof *ds * (size_t)(n->nin + 1));
+	if (!ds)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	if (!intra_rule_find(n, L->n0, L->n1, dst, NULL, true, ds, NULL)) {
+		ir_free(ds);
 		return 0;
-	for (int j = 0; j < n->nin; j++) {
-		struct ir_sharding ds;
-		intra_operand_spec(&x->lab, s, j, n->in[j]->shape.rank, &ds);
-		if ((in[j] = operand(L, n->in[j], &ds, depth + 1)) < 0)
-			return in[j];
 	}
+	for (int j = 0; j < n->nin; j++)
+		if ((in[j] = operand(L, n->in[j], &ds[j], depth + 1)) < 0) {
+			ir_free(ds);
+			return in[j];
+		}
+	ir_free(ds);
 	local_attrs(L, n, dst, &a);
 	if ((rc = lw_kernel(L, n->op, &a, NULL, n->nin, in, buf)) < 0)
 		return rc;
@@ -271,38 +286,33 @@ int lw_operand(struct lower *L, const struct ir_value *v, const struct ir_shardi
 
 int lw_node(struct lower *L, const struct ir_node *n)
 {
-	const struct intra_state *st = L->st;
-	const struct intra_unit *x = &st->unit[n->id];
-	const struct intra_strat *s = intra_chosen(st, n->id);
+	const struct ir_sharding *res = &n->out[0]->sharding;
 	int in[LW_MAX_IN], out[2], rc;
+	enum plan_reduce red;
+	uint8_t mx;
 	if (n->nin > LW_MAX_IN)
 		return ir_errorf(-ENOTSUP, "node %d \"%s\" (%s): %d operands, lowering takes at most %d", n->id,
 				 n->name ? n->name : "", ir_op_name(n->op), n->nin, LW_MAX_IN);
-	for (int j = 0; j < n->nin; j++) {
-		const struct ir_value *v = n->in[j];
-		struct ir_sharding dst;
-		intra_operand_spec(&x->lab, s, j, v->shape.rank, &dst);
-		if ((in[j] = operand(L, v, &dst, 0)) < 0)
+	if ((rc = node_spec(L, n, &mx, &red)) < 0)
+		return rc;
+	for (int j = 0; j < n->nin; j++)
+		if ((in[j] = operand(L, n->in[j], &n->in_sharding[j], 0)) < 0)
 			return in[j];
-	}
 	if (n->op == IR_OP_GATHER) {
 		int ax = (int)n->a.axis;
-		struct ir_sharding tsp;
-		intra_operand_spec(&x->lab, s, 0, n->in[0]->shape.rank, &tsp);
-		if (tsp.dim[ax]) {
-			if ((rc = gather_split(L, n, tsp.dim[ax], in[0], in[1], &out[0])) < 0)
+		uint8_t m = n->in_sharding[0].dim[ax];
+		if (m) {
+			if ((rc = gather_split(L, n, m, in[0], in[1], &out[0])) < 0)
 				return rc;
-			return lw_rep_add(L, n->out[0]->id, &s->out, out[0]);
+			return lw_rep_add(L, n->out[0]->id, res, out[0]);
 		}
 	}
 	struct ir_attrs a;
-	local_attrs(L, n, &s->out, &a);
+	local_attrs(L, n, res, &a);
 	if ((rc = lw_kernel(L, n->op, &a, NULL, n->nin, in, out)) < 0) {
 		ir_error_prefix("node %d \"%s\"", n->id, n->name ? n->name : "");
 		return rc;
 	}
-	enum plan_reduce red;
-	uint8_t mx = (uint8_t)max_axes(&x->lab, s, &red, n);
 	if (mx) {
 		struct lw_ins c = { .kind = PLAN_ALL_REDUCE, .kernel = -1, .axes = mx, .reduce = red };
 		int r2 = lw_buf_new(L, L->buf[out[0]].dtype, &L->buf[out[0]].shape);
@@ -312,9 +322,9 @@ int lw_node(struct lower *L, const struct ir_node *n)
 	}
 	for (int k = 0; k < n->nout; k++) {
 		struct ir_shape want;
-		lw_local_shape(L, &n->out[k]->shape, &s->out, &want);
+		lw_local_shape(L, &n->out[k]->shape, res, &want);
 		IR_ASSERT(ir_shape_eq(&want, &L->buf[out[k]].shape));
-		if ((rc = lw_rep_add(L, n->out[k]->id, &s->out, out[k])) < 0)
+		if ((rc = lw_rep_add(L, n->out[k]->id, res, out[k])) < 0)
 			return rc;
 	}
 	return 0;

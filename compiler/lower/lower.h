@@ -1,9 +1,11 @@
 /*
  * lower.h: SPMD lowering and its fusion pass, the one header of
- * compiler/lower/, above compiler.h (it lowers the intra-op pass's
- * result): the compile pipeline (compile.c, pipeline.c) and the tests
- * include it; its files share lower_internal.h. Errors follow ir.h:
- * negative errno, message in ir_error().
+ * compiler/lower/, above compiler.h. It lowers a graph annotated with
+ * shardings and reads nothing else of the intra-op pass: the annotated IR
+ * is the contract between planning and lowering. The compile pipeline
+ * (compile.c, pipeline.c) and the tests include it; its files share
+ * lower_internal.h. Errors follow ir.h: negative errno, message in
+ * ir_error().
  */
 #ifndef PCC_COMPILER_LOWER_H
 #define PCC_COMPILER_LOWER_H
@@ -13,27 +15,27 @@
 #include "compiler/compiler.h"
 
 /* ---- SPMD lowering (lower*.c) -------------------------------------------
- * Turns a graph the intra-op pass has sharded (r from intra_pass(g, ...),
- * its strategies still attached) into one program per device of its mesh
+ * Turns a graph annotated with shardings (ir.h: its mesh, every value's
+ * sharding, every node's operands'; as intra_pass leaves it, or as the IR
+ * text gives them) into one program per device of its mesh
  * (ir/plan.h): local kernels, the collectives the sharding implies on
  * per-axis communicators, buffers placed in per-device arenas by liveness,
  * every parameter and input bound to the slice each device loads, outputs
  * to the slices each device writes. cluster: the spec recorded in the plan.
  * 0, or negative with a message; *out is the caller's (plan_free). */
 struct plan;
-int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out);
+int lower_single(const struct ir_graph *g, const char *cluster, struct plan **out);
 
 /* Pipelined: stage s runs graph st[s].g (a node range of the whole model,
- * graph_extract) sharded by its own pass, on ranks [first_rank, first_rank
+ * graph_extract) annotated by its own pass, on ranks [first_rank, first_rank
  * + its mesh) (stages take consecutive ranks); values one stage reads from
  * an earlier one are sent between their sub-meshes, each byte once, and
  * assembled on the receiving side. The programs run once per micro-batch. */
 struct lower_stage {
-	const struct ir_graph *g;
-	const struct intra_result *r; /* intra_pass(g, ...) */
-	int first_rank, rows, cols;   /* its devices; sub-mesh nodes x devices per node */
-	const int *src;               /* per value id of g: the whole graph's value id it
-				       * stands for (graph_extract); NULL: g is the whole graph */
+	const struct ir_graph *g;   /* annotated with shardings (intra_pass(g, ...)) */
+	int first_rank, rows, cols; /* its devices; sub-mesh nodes x devices per node */
+	const int *src;             /* per value id of g: the whole graph's value id it
+				     * stands for (graph_extract); NULL: g is the whole graph */
 };
 int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
 	       struct plan **out);
@@ -49,16 +51,15 @@ int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int n
  * (state_init[j] every element's start), outputs "loss" (per micro-batch)
  * and "grad_norm" (per step). Pipelined (nstages > 1, lower_pipe.c): ts
  * built from a forward graph whose nodes carried their stage, st[s].g the
- * stage's nodes (graph_extract_set of the tags s and IR_TAG_ALL), order[s]
- * the stage's schedule; every device's per-micro-batch part splits into a
- * forward and a backward part run in that order. */
+ * stage's nodes (graph_extract_set of the tags s and IR_TAG_ALL), each
+ * stage's schedule the step graph's (ir_graph_schedule, 2 * micro
+ * entries); every device's per-micro-batch part splits into a forward and
+ * a backward part run in that order. */
 struct lower_train {
 	const struct train_step *ts;
 	int micro;
 	const double *state_init; /* [ts->nstate] */
 	const char *config;       /* the optimizer's options, as text */
-	const int *const *order;  /* pipelined: per stage its schedule, 2 * micro
-				   * entries (plan_stage.order); NULL for one stage */
 };
 int lower_train(const struct lower_train *tr, const struct lower_stage *st, int nstages, const char *cluster,
 		struct plan **out);

@@ -14,7 +14,6 @@
 #define PCC_COMPILER_LOWER_INTERNAL_H
 
 #include "compiler/lower/lower.h"
-#include "compiler/intra_internal.h"
 #include "ir/plan.h"
 
 #define LW_MAX_IN 256 /* operands of one op (a concat's) */
@@ -64,7 +63,6 @@ struct lower {
 	struct plan *p;
 	struct lw_shared *sh;
 	const struct ir_graph *g;
-	const struct intra_state *st;
 	int stage, first_rank, n0, n1, nd;
 	int nbuf, capbuf;
 	struct lw_buf *buf;

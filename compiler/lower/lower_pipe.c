@@ -168,8 +168,7 @@ int lw_pipe_all(struct lw_ctx *c, struct plan *p, struct lw_shared *sh)
 	for (int s = 0; s < c->ns; s++) {
 		if ((rc = lw_init_stage(c, s, p, sh)) < 0)
 			return rc;
-		c->L[s].order = c->tr->order[s];
-		c->L[s].norder = 2 * c->tr->micro;
+		c->L[s].order = ir_graph_schedule(ts->g, s, &c->L[s].norder);
 		if ((rc = lw_bind_stage(c, s)) < 0)
 			return rc;
 	}

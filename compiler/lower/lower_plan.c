@@ -178,9 +178,16 @@ int lower_begin(const struct lower_train *tr, const struct ir_graph *whole, cons
 	*out = NULL;
 	if (tr && nstages == 1 && (st->g != tr->ts->g || st->src))
 		return ir_errorf(-EINVAL, "lower_train: the stage must be the train step's own graph");
-	if (tr && nstages > 1 && (tr->ts->nstages != nstages || !tr->order))
-		return ir_errorf(-EINVAL, "lower_train: a step built for %d stages and %s schedule, lowered on %d",
-				 tr->ts->nstages, tr->order ? "a" : "no", nstages);
+	if (tr && nstages > 1 && (tr->ts->nstages != nstages || ir_graph_nschedules(tr->ts->g) != nstages))
+		return ir_errorf(-EINVAL, "lower_train: a step built for %d stages with %d schedules, lowered on %d",
+				 tr->ts->nstages, ir_graph_nschedules(tr->ts->g), nstages);
+	for (int s = 0; tr && nstages > 1 && s < nstages; s++) {
+		int n;
+		ir_graph_schedule(tr->ts->g, s, &n);
+		if (n != 2 * tr->micro)
+			return ir_errorf(-EINVAL, "lower_train: stage %d's schedule runs %d micro-batches, the step %d",
+					 s, n / 2, tr->micro);
+	}
 	struct lowering *lw = ir_calloc(1, sizeof *lw);
 	if (!lw)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
@@ -277,10 +284,10 @@ int lower_train(const struct lower_train *tr, const struct lower_stage *st, int 
 	return lower_any(tr, tr->ts->g, st, nstages, cluster, out);
 }
 
-int lower_single(const struct ir_graph *g, const struct intra_result *r, const char *cluster, struct plan **out)
+int lower_single(const struct ir_graph *g, const char *cluster, struct plan **out)
 {
 	int n0, n1;
 	ir_graph_mesh(g, &n0, &n1);
-	struct lower_stage s = { g, r, 0, 1, n0 * n1, NULL };
+	struct lower_stage s = { g, 0, 1, n0 * n1, NULL };
 	return lower_plan(g, &s, 1, cluster, out);
 }

@@ -3,7 +3,8 @@
  * stages are lowered one after another (lower_plan.c) or together, as a
  * pipelined training step (lower_pipe.c): its lowering state and its entry
  * in the plan; its parameters, model inputs and training state bound to
- * the slices its devices load, in the sharding its intra-op pass chose;
+ * the slices its devices load, in the sharding its graph is annotated
+ * with (the intra-op pass's choice);
  * values computed by another stage received from there (lower_xfer.c);
  * and a value bound to a plan output, made whole first.
  *
@@ -15,12 +16,46 @@
 
 #include "compiler/lower/lower_internal.h"
 
-/* The sharding the stage's pass chose for graph input or parameter v, or
- * NULL when nothing reads it. */
+/* The sharding graph input or parameter v is annotated with, or NULL when
+ * it has none (lw_init_stage allows that only where nothing reads it). */
 static const struct ir_sharding *chosen_spec(const struct lower *L, const struct ir_value *v)
 {
-	int u = L->st->value_unit[v->id];
-	return u < 0 ? NULL : &intra_chosen(L->st, u)->out;
+	(void)L;
+	return v->sharded ? &v->sharding : NULL;
+}
+
+/* Whether stage graph g carries what lowering reads: a mesh, every value
+ * read or written sharded, every node's operands annotated. */
+static int check_annotated(const struct ir_graph *g, int s)
+{
+	int n0, n1, nv = ir_graph_nvalues(g), rc = 0;
+	ir_graph_mesh(g, &n0, &n1);
+	if (n0 < 1)
+		return ir_errorf(-EINVAL,
+				 "stage %d: the graph has no mesh; lowering reads the shardings the "
+				 "intra-op pass annotates it with",
+				 s);
+	bool *read = ir_calloc((size_t)nv + 1, sizeof *read);
+	if (!read)
+		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	for (int i = 0; i < ir_graph_noutputs(g); i++)
+		read[ir_graph_output(g, i)->id] = true;
+	for (int i = 0; i < ir_graph_nnodes(g) && !rc; i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nin; j++)
+			read[n->in[j]->id] = true;
+		if (n->nin && !n->in_sharding)
+			rc = ir_errorf(-EINVAL, "stage %d: node %d \"%s\" (%s) has no operand shardings", s, n->id,
+				       n->name ? n->name : "", ir_op_name(n->op));
+	}
+	for (int v = 0; v < nv && !rc; v++) {
+		const struct ir_value *x = ir_graph_value(g, v);
+		if (!x->sharded && (read[v] || x->kind == IR_VAL_NODE))
+			rc = ir_errorf(-EINVAL, "stage %d: value %d \"%s\" has no sharding", s, v,
+				       x->name ? x->name : "");
+	}
+	ir_free(read);
+	return rc;
 }
 
 int lw_bind_value(struct lower *L, const struct ir_value *v, enum plan_bind bind, int index,
@@ -81,15 +116,15 @@ int lw_init_stage(struct lw_ctx *c, int s, struct plan *p, struct lw_shared *sh)
 	const struct lower_stage *x = &c->st[s];
 	struct lower *L = &c->L[s];
 	int nv = ir_graph_nvalues(x->g), nw = ir_graph_nvalues(c->whole);
-	if (!x->r->st)
-		return ir_errorf(-EINVAL, "lowering needs the intra-op pass's strategies");
+	int rc = check_annotated(x->g, s);
+	if (rc < 0)
+		return rc;
 	if (x->first_rank != (s ? c->st[s - 1].first_rank + c->L[s - 1].nd : 0))
 		return ir_errorf(-EINVAL, "stage %d starts at rank %d; stages take consecutive ranks", s,
 				 x->first_rank);
 	L->p = p;
 	L->sh = sh;
 	L->g = x->g;
-	L->st = x->r->st;
 	L->stage = s;
 	L->step_first = -1;
 	L->first_rank = x->first_rank;

@@ -177,6 +177,11 @@ int train_cast(struct ir_graph **g, enum ir_dtype to)
 			v = gb_convert(&c.b, v, q->dtype);
 		rc = c.b.err ? c.b.err : ir_graph_add_update(c.dst, q, v);
 	}
+	for (int s = 0; rc == 0 && s < ir_graph_nschedules(c.src); s++) { /* as the nodes keep their tags */
+		int n;
+		const int *order = ir_graph_schedule(c.src, s, &n);
+		rc = ir_graph_add_schedule(c.dst, s, n, order);
+	}
 	if (rc == 0)
 		rc = c.b.err;
 done:
