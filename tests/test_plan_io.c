@@ -885,6 +885,30 @@ static void test_copies(void)
 	       whole);
 	TAP_OK(n[3] - n[2] < whole / 10, "a copy with no change takes %zu bytes", n[3] - n[2]);
 
+	/* in memory, copies share the arrays they have alike: device 2
+	 * copies device 0 unchanged, device 3 with other slices */
+	struct plan *p6 = copies_plan(6), *r = NULL;
+	uint8_t *b6 = NULL;
+	size_t n6;
+	if (plan_pack(p6, &b6, &n6) == 0)
+		r = plan_unpack(b6, n6);
+	bool shares = r && r->devices[2].shared_args && r->devices[2].shared_buf &&
+		      r->devices[2].buf == r->devices[0].buf && r->devices[3].shared_args &&
+		      !r->devices[3].shared_buf && !r->devices[0].shared_buf;
+	TAP_OK(shares, "copies read back share the arguments, and the buffers when theirs are equal");
+	bool owns = r && plan_device_unshare(&r->devices[2]) == 0 && !r->devices[2].shared_buf &&
+		    r->devices[2].buf != r->devices[0].buf;
+	if (owns) {
+		r->devices[2].buf[0].start[1] = 7;
+		owns = r->devices[0].buf[0].start[1] == 0 && !same_plan(p6, r);
+		r->devices[2].buf[0].start[1] = 0;
+		owns = owns && same_plan(p6, r);
+	}
+	TAP_OK(owns, "a device made to own its arrays changes without changing the device it shared them with");
+	plan_free(r);
+	plan_free(p6);
+	ir_free(b6);
+
 	uint8_t c[256];
 	/* device 0: a copy of device 1 */
 	static const uint8_t later[] = { 0x08, PLAN_FORMAT_VERSION, 0x82, 0x01, 2, 0x50, 2 };
