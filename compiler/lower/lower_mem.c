@@ -334,7 +334,10 @@ static int expand_device(const struct lower *L, int k, const int *base, int64_t 
 			x->start[e] = s->bind == PLAN_BIND_NONE ? 0 : piece * s->shape.dims[e];
 			used |= s->spec.dim[e];
 		}
-		if ((!(used & 1) && d->coord[0]) || (!(used & 2) && d->coord[1]))
+		/* an output's one copy to read; every other buffer is its
+		 * device's own (plan.h), so that a stage's temporaries are
+		 * alike on every device */
+		if (s->bind == PLAN_BIND_OUTPUT && ((!(used & 1) && d->coord[0]) || (!(used & 2) && d->coord[1])))
 			x->writer = false;
 	}
 	/* instructions for other devices (a transfer's block) are left
