@@ -682,7 +682,11 @@ int compile_finish(struct compile *c, struct plan **out)
 		}
 	if (rc == 0 && !(p->model = realpath(in->model, NULL)))
 		rc = ir_errorf(-errno, "%s: %s", in->model, strerror(errno));
-	if (rc < 0 || (rc = plan_hash_file(in->model, &p->model_hash)) < 0 || (rc = input_files(in, p)) < 0)
+	if (rc == 0 && in->model_hash)
+		p->model_hash = *in->model_hash;
+	else if (rc == 0)
+		rc = plan_hash_file(in->model, &p->model_hash);
+	if (rc < 0 || (rc = input_files(in, p)) < 0)
 		return rc;
 	*out = p;
 	c->plan = NULL;

@@ -480,6 +480,8 @@ struct compile_input {
 	const struct onnx_import_opts *imp; /* what the loader imports with; its constants decide
 					     * which input_N.pb feeds each plan input (NULL: none) */
 	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
+	const uint64_t *model_hash;         /* the model file's hash (plan_hash_file's) where the caller
+					     * read the file; NULL: the file is hashed */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
  * (interleaved 1F1B training schedules), with a message saying so. The

@@ -42,12 +42,13 @@ static Onnx__ModelProto *model_in_file(const char *path)
 	return m;
 }
 
-static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
-			     int64_t *size)
+int onnx_model_batch_dim(const struct onnx_model *model, const struct onnx_import_opts *o, char *name, size_t namelen,
+			 int64_t *size)
 {
-	Onnx__ModelProto *m = model_in_file(path);
-	if (!m)
-		return ir_error_code();
+	const Onnx__ModelProto *m = model->proto;
+	if (!m->graph)
+		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)",
+				 model->path);
 	const Onnx__GraphProto *gp = m->graph;
 	/* no input with a dimension (none, scalars only, an empty first
 	 * dimension): no batch to split, the model is one sample */
@@ -73,18 +74,21 @@ static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o,
 		}
 		break;
 	}
-	onnx__model_proto__free_unpacked(m, NULL);
+	for (int i = 0; o && i < o->ndims && name[0]; i++)
+		if (strcmp(o->dims[i].name, name) == 0) { /* bound by the user: static */
+			*size = o->dims[i].value;
+			name[0] = 0;
+		}
 	return 0;
 }
 
 int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size)
 {
-	int rc = batch_dim_in_file(path, o, name, namelen, size);
-	for (int i = 0; rc == 0 && o && i < o->ndims && name[0]; i++)
-		if (strcmp(o->dims[i].name, name) == 0) { /* bound by the user: static */
-			*size = o->dims[i].value;
-			name[0] = 0;
-		}
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return ir_error_code();
+	int rc = onnx_model_batch_dim(m, o, name, namelen, size);
+	onnx_model_free(m);
 	return rc;
 }
 
@@ -126,7 +130,8 @@ int onnx_input_names(const char *path, char ***names, int *n)
 	return out ? 0 : ir_errorf(-ENOMEM, "%s: out of memory", path);
 }
 
-struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b)
+struct ir_graph *onnx_model_import_batch(const struct onnx_model *m, const struct onnx_import_opts *o, const char *name,
+					 int64_t b)
 {
 	struct onnx_import_opts dflt;
 	if (!o) {
@@ -134,7 +139,7 @@ struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_op
 		o = &dflt;
 	}
 	if (!name || !name[0])
-		return onnx_import(path, o, NULL);
+		return onnx_model_import(m, o, NULL);
 	struct onnx_dim_binding *dims = ir_malloc(((size_t)o->ndims + 1) * sizeof *dims);
 	if (!dims) {
 		ir_errorf(-ENOMEM, "out of memory");
@@ -146,7 +151,17 @@ struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_op
 	struct onnx_import_opts with = *o;
 	with.dims = dims;
 	with.ndims = o->ndims + 1;
-	struct ir_graph *g = onnx_import(path, &with, NULL);
+	struct ir_graph *g = onnx_model_import(m, &with, NULL);
 	ir_free(dims);
+	return g;
+}
+
+struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b)
+{
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return NULL;
+	struct ir_graph *g = onnx_model_import_batch(m, o, name, b);
+	onnx_model_free(m);
 	return g;
 }
