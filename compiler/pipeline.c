@@ -13,7 +13,7 @@
  * the pass that consumes it.
  *
  *   search    stages, meshes, micro-batches, schedule (inter_pass), which
- *             imports the model at each micro-batch size it weighs
+ *             builds the model at each micro-batch size it weighs
  *   import    the model at the micro-batch size chosen
  *   autodiff  training: the train step, nodes tagged by stage
  *   lower     each stage's sharding (intra_pass), its template program
@@ -25,10 +25,15 @@
  * Two loops: lowering may find a stage that does not fit the memory limit
  * (the search runs again without it), and a training stage whose arena
  * comes out over the limit is solved again (lower, fusion and memory run
- * again). The model is imported by one loader, pipeline_load: IR shapes
- * are concrete and the ONNX importer folds shape arithmetic (a Reshape's
+ * again). The model file is read once, before the search
+ * (pipeline_model_open: the ONNX file unpacked, or IR text kept as text;
+ * the plan's model hash is of those bytes), and every graph comes from
+ * that through one loader, pipeline_load, without the file: IR shapes are
+ * concrete and the ONNX importer folds shape arithmetic (a Reshape's
  * target computed from the input's Shape) into constants, so each
- * micro-batch size is its own import.
+ * micro-batch size is still an import of its own, from the unpacked
+ * model. The graphs hold a reference to it; the pipeline drops its own
+ * once lowering is done.
  *
  * Example: pcc gpt.onnx --cluster cpu:4 -o plan.bin --dump-after=import,memory
  * prints the forward graph at the chosen micro-batch size as IR text, then

@@ -2,8 +2,10 @@
  * onnx_import.c: ONNX model -> core IR.
  *
  * 1. Read and unpack the ModelProto (bounded by the file size; protobuf-c
- *    rejects malformed input). Only opsets 7..21 of the default domain
- *    (and the com.microsoft ops that onnx_ops_ms.c lists).
+ *    rejects malformed input): onnx_model_read, once for a caller that
+ *    imports the model at several batch sizes (onnx_model_import). Only
+ *    opsets 7..21 of the default domain (and the com.microsoft ops that
+ *    onnx_ops_ms.c lists).
  * 2. Graph inputs get static shapes: symbolic dims are bound by --dim.
  *    An input bound to a constant (onnx_import_opts.consts, pcc --const)
  *    becomes that constant, so the shapes it decides fold.
