@@ -461,7 +461,7 @@ int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct wha
 		onnx_import_opts_init(&none);
 		imp = &none;
 	}
-	struct pipeline_model l; /* the compile's loader: the model read once */
+	struct pipeline_model l = { .path = q->model, .imp = imp }; /* the compile's loader, over ONNX alone */
 	struct inter_opts o = q->inter;
 	o.batch = q->batch;
 	o.cal = q->cal;
@@ -469,9 +469,13 @@ int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct wha
 	o.ctx = &l;
 	o.prec = plan_prec(q, c);
 	memset(w, 0, sizeof *w);
-	int rc = pipeline_model_open(&l, q->model, imp, &o.static_batch);
-	if (rc < 0)
+	if (!(l.onnx = onnx_model_read(q->model))) /* once: each size the search weighs is imported from it */
+		return ir_error_code();
+	int rc = onnx_model_batch_dim(l.onnx, imp, l.bname, sizeof l.bname, &o.static_batch);
+	if (rc < 0) {
+		pipeline_model_close(&l);
 		return rc;
+	}
 	struct inter_plan p;
 	if ((rc = inter_pass(c, &o, &p)) < 0) {
 		if (strncmp(ir_error(), q->model, strlen(q->model)))
