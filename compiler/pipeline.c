@@ -460,8 +460,9 @@ int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 		if (!lowered)
 			break;
 		imp.updates = in->train != NULL; /* the train step updates BatchNorm's running statistics */
+		struct compile_read read = { pl.m.hash, pl.m.onnx };
 		struct compile_input cin = { in->model, in->cluster_spec, in->cluster, o, &r->plan, in->train,
-					     &imp,      &stage,           &pl.m.hash };
+					     &imp,      &stage,           &read };
 		if ((rc = lower_passes(&pl, &cin, &pl.plan)) == 0)
 			break;
 		prefix_model(in->model);

@@ -23,25 +23,6 @@ static bool is_const(const struct onnx_import_opts *o, const char *name)
 	return false;
 }
 
-/* The model in file path, with a graph (onnx__model_proto__free_unpacked);
- * NULL with a message when it cannot be read or decoded. */
-static Onnx__ModelProto *model_in_file(const char *path)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	if (onnx_read_file(path, &buf, &len) < 0)
-		return NULL;
-	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-	ir_free(buf);
-	if (!m || !m->graph) {
-		if (m)
-			onnx__model_proto__free_unpacked(m, NULL);
-		ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
-		return NULL;
-	}
-	return m;
-}
-
 int onnx_model_batch_dim(const struct onnx_model *model, const struct onnx_import_opts *o, char *name, size_t namelen,
 			 int64_t *size)
 {
@@ -92,14 +73,15 @@ int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *nam
 	return rc;
 }
 
-int onnx_input_names(const char *path, char ***names, int *n)
+int onnx_model_input_names(const struct onnx_model *model, char ***names, int *n)
 {
 	size_t bytes = 0;
 	*names = NULL;
 	*n = 0;
-	Onnx__ModelProto *m = model_in_file(path);
-	if (!m)
-		return ir_error_code();
+	const Onnx__ModelProto *m = model->proto;
+	if (!m->graph)
+		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)",
+				 model->path);
 	const Onnx__GraphProto *gp = m->graph;
 	bool *init = ir_calloc(gp->n_input + 1, sizeof *init);
 	int count = 0;
@@ -126,8 +108,19 @@ int onnx_input_names(const char *path, char ***names, int *n)
 		*n = count;
 	}
 	ir_free(init);
-	onnx__model_proto__free_unpacked(m, NULL);
-	return out ? 0 : ir_errorf(-ENOMEM, "%s: out of memory", path);
+	return out ? 0 : ir_errorf(-ENOMEM, "%s: out of memory", model->path);
+}
+
+int onnx_input_names(const char *path, char ***names, int *n)
+{
+	*names = NULL;
+	*n = 0;
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return ir_error_code();
+	int rc = onnx_model_input_names(m, names, n);
+	onnx_model_free(m);
+	return rc;
 }
 
 struct ir_graph *onnx_model_import_batch(const struct onnx_model *m, const struct onnx_import_opts *o, const char *name,
