@@ -27,7 +27,8 @@
  * comes out over the limit is solved again (lower, fusion and memory run
  * again). The model file is read once, before the search
  * (pipeline_model_open: the ONNX file unpacked, or IR text kept as text;
- * the plan's model hash is of those bytes), and every graph comes from
+ * the plan's model hash is of those bytes, and its input files follow the
+ * inputs read there: compile_read), and every graph comes from
  * that through one loader, pipeline_load, without the file: IR shapes are
  * concrete and the ONNX importer folds shape arithmetic (a Reshape's
  * target computed from the input's Shape) into constants, so each
