@@ -7,7 +7,8 @@
  *     onnx_model_import_batch builds from one onnx_model_read, and the one
  *     pipeline_load builds over pipeline_model_open, print as the same IR
  *     text as onnx_import_batch's import of the file, or fail with the same
- *     message; onnx_model_batch_dim says what onnx_batch_dim says;
+ *     message; onnx_model_batch_dim and onnx_model_input_names say what
+ *     onnx_batch_dim and onnx_input_names say;
  *   - a model read, then its file deleted, still builds every size, and a
  *     graph outlives onnx_model_free with its inline weights intact;
  *   - the grouping model of test_inter_skip (x[batch,4,8] reshaped to
@@ -75,6 +76,13 @@ static bool same_as_file(const char *path, const struct onnx_import_opts *imp, i
 	}
 	bool ok = onnx_model_batch_dim(m, imp, name2, sizeof name2, &batch2) == 0 && batch == batch2 &&
 		  !strcmp(name, name2) && !strcmp(name, pm.bname);
+	char **in1 = NULL, **in2 = NULL;
+	int n1 = -1, n2 = -2;
+	ok = ok && onnx_input_names(path, &in1, &n1) == 0 && onnx_model_input_names(m, &in2, &n2) == 0 && n1 == n2;
+	for (int i = 0; ok && i < n1; i++)
+		ok = !strcmp(in1[i], in2[i]);
+	ir_free(in1);
+	ir_free(in2);
 	for (int i = 0; ok && i < NSIZES; i++) {
 		char *want = text_of(onnx_import_batch(path, imp, name, sizes[i]));
 		char *once = text_of(onnx_model_import_batch(m, imp, name, sizes[i]));
