@@ -635,7 +635,8 @@ static int input_files(const struct compile_input *in, struct plan *p)
 	int n, extra = 0;
 	if (!in->imp || in->imp->nconsts == 0 || p->ninputs == 0)
 		return 0;
-	int rc = onnx_input_names(in->model, &names, &n);
+	int rc = in->read && in->read->onnx ? onnx_model_input_names(in->read->onnx, &names, &n)
+					    : onnx_input_names(in->model, &names, &n);
 	if (rc < 0)
 		return rc;
 	if (!(p->input_file = ir_malloc(sizeof *p->input_file * (size_t)p->ninputs))) {
@@ -686,7 +687,11 @@ int compile_finish(struct compile *c, struct plan **out)
 		}
 	if (rc == 0 && !(p->model = realpath(in->model, NULL)))
 		rc = ir_errorf(-errno, "%s: %s", in->model, strerror(errno));
-	if (rc < 0 || (rc = plan_hash_file(in->model, &p->model_hash)) < 0 || (rc = input_files(in, p)) < 0)
+	if (rc == 0 && in->read)
+		p->model_hash = in->read->hash;
+	else if (rc == 0)
+		rc = plan_hash_file(in->model, &p->model_hash);
+	if (rc < 0 || (rc = input_files(in, p)) < 0)
 		return rc;
 	*out = p;
 	c->plan = NULL;

@@ -493,6 +493,14 @@ struct compile_input {
 	const struct onnx_import_opts *imp; /* what the loader imports with; its constants decide
 					     * which input_N.pb feeds each plan input (NULL: none) */
 	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
+	const struct compile_read *read;    /* the model file as the caller read it; NULL: compile_finish
+					     * reads the file for its hash and input names */
+};
+/* The model file as the compile pipeline read it (pipeline_model_open). */
+struct compile_read {
+	uint64_t hash;                 /* its bytes, as plan_hash_file hashes them */
+	const struct onnx_model *onnx; /* ONNX: the model unpacked, whose input names decide the
+					* input files; NULL: IR text */
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
  * (interleaved 1F1B training schedules), with a message saying so. The

@@ -640,8 +640,13 @@ static struct ir_graph *load_any(const struct args *a)
 	size_t n = a->model ? strlen(a->model) : 0;
 	if (n < 3 || strcmp(a->model + n - 3, ".ir"))
 		return load(a, NULL);
-	struct pipeline_model m = { a->model, NULL, "" };
-	return pipeline_load(&m, 0);
+	struct pipeline_model m;
+	int64_t batch;
+	if (pipeline_model_open(&m, a->model, NULL, &batch) < 0)
+		return NULL;
+	struct ir_graph *g = pipeline_load(&m, 0);
+	pipeline_model_close(&m);
+	return g;
 }
 
 /* -o plan.bin written (p: as read back): what it holds, on stdout or as

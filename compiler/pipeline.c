@@ -13,7 +13,7 @@
  * the pass that consumes it.
  *
  *   search    stages, meshes, micro-batches, schedule (inter_pass), which
- *             imports the model at each micro-batch size it weighs
+ *             builds the model at each micro-batch size it weighs
  *   import    the model at the micro-batch size chosen
  *   autodiff  training: the train step, nodes tagged by stage
  *   lower     each stage's sharding (intra_pass), its template program
@@ -25,10 +25,16 @@
  * Two loops: lowering may find a stage that does not fit the memory limit
  * (the search runs again without it), and a training stage whose arena
  * comes out over the limit is solved again (lower, fusion and memory run
- * again). The model is imported by one loader, pipeline_load: IR shapes
- * are concrete and the ONNX importer folds shape arithmetic (a Reshape's
+ * again). The model file is read once, before the search
+ * (pipeline_model_open: the ONNX file unpacked, or IR text kept as text;
+ * the plan's model hash is of those bytes, and its input files follow the
+ * inputs read there: compile_read), and every graph comes from
+ * that through one loader, pipeline_load, without the file: IR shapes are
+ * concrete and the ONNX importer folds shape arithmetic (a Reshape's
  * target computed from the input's Shape) into constants, so each
- * micro-batch size is its own import.
+ * micro-batch size is still an import of its own, from the unpacked
+ * model. The graphs hold a reference to it; the pipeline drops its own
+ * once lowering is done.
  *
  * Example: pcc gpt.onnx --cluster cpu:4 -o plan.bin --dump-after=import,memory
  * prints the forward graph at the chosen micro-batch size as IR text, then
@@ -38,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "compiler/lower/lower.h"
 #include "compiler/pipeline.h"
@@ -101,33 +108,16 @@ int pipeline_dump_parse(const char *list, unsigned *mask)
 	return 0;
 }
 
-struct ir_graph *pipeline_load(void *ctx, int64_t b)
+static bool is_ir_text(const char *path)
 {
-	const struct pipeline_model *m = ctx;
-	size_t n = strlen(m->path);
-	if (n < 3 || strcmp(m->path + n - 3, ".ir"))
-		return m->bname[0] ? onnx_import_batch(m->path, m->imp, m->bname, b)
-				   : onnx_import(m->path, m->imp, NULL);
-	FILE *f = fopen(m->path, "rb");
-	if (!f) {
-		ir_errorf(-ENOENT, "%s: cannot open: %s", m->path, strerror(errno));
-		return NULL;
-	}
-	char *text = NULL;
-	size_t len = 0;
-	FILE *t = open_memstream(&text, &len);
-	char buf[65536];
-	size_t k;
-	while (t && (k = fread(buf, 1, sizeof buf, f)) > 0)
-		fwrite(buf, 1, k, t);
-	fclose(f);
-	if (!t || fclose(t)) {
-		free(text);
-		ir_errorf(-ENOMEM, "%s: out of memory reading", m->path);
-		return NULL;
-	}
-	struct ir_graph *g = ir_parse(text);
-	free(text);
+	size_t n = strlen(path);
+	return n >= 3 && !strcmp(path + n - 3, ".ir");
+}
+
+/* IR text m->text parsed and verified: a graph of its own each call. */
+static struct ir_graph *parse_text(const struct pipeline_model *m)
+{
+	struct ir_graph *g = ir_parse(m->text);
 	if (!g)
 		ir_error_prefix("%s", m->path);
 	else if (ir_verify(g) < 0) {
@@ -138,21 +128,67 @@ struct ir_graph *pipeline_load(void *ctx, int64_t b)
 	return g;
 }
 
-/* The model's batch when fixed (*batch > 0), else 0 with m->bname naming
- * its symbolic batch dimension: IR text has its first input's first
- * dimension. */
-static int model_batch(struct pipeline_model *m, int64_t *batch)
+/* The whole of IR text file m->path into m->text. */
+static int read_text(struct pipeline_model *m)
 {
-	size_t n = strlen(m->path);
-	m->bname[0] = 0;
-	if (n < 3 || strcmp(m->path + n - 3, ".ir"))
-		return onnx_batch_dim(m->path, m->imp, m->bname, sizeof m->bname, batch);
-	struct ir_graph *g = pipeline_load(m, 0);
-	if (!g)
+	FILE *f = fopen(m->path, "rb");
+	if (!f)
+		return ir_errorf(-ENOENT, "%s: cannot open: %s", m->path, strerror(errno));
+	size_t len = 0;
+	FILE *t = open_memstream(&m->text, &len);
+	char buf[65536];
+	size_t k;
+	while (t && (k = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, k, t);
+	fclose(f);
+	if (!t || fclose(t)) {
+		free(m->text);
+		m->text = NULL;
+		return ir_errorf(-ENOMEM, "%s: out of memory reading", m->path);
+	}
+	m->hash = XXH3_64bits(m->text, len);
+	return 0;
+}
+
+int pipeline_model_open(struct pipeline_model *m, const char *path, const struct onnx_import_opts *imp, int64_t *batch)
+{
+	*m = (struct pipeline_model){ .path = path, .imp = imp };
+	if (!is_ir_text(path)) {
+		if (!(m->onnx = onnx_model_read(path)))
+			return ir_error_code();
+		m->hash = onnx_model_hash(m->onnx);
+		int rc = onnx_model_batch_dim(m->onnx, imp, m->bname, sizeof m->bname, batch);
+		if (rc < 0)
+			pipeline_model_close(m);
+		return rc;
+	}
+	/* IR text: its first input's first dimension */
+	int rc = read_text(m);
+	struct ir_graph *g = rc == 0 ? parse_text(m) : NULL;
+	if (!g) {
+		pipeline_model_close(m);
 		return -EINVAL;
+	}
 	*batch = ir_graph_ninputs(g) && ir_graph_input(g, 0)->shape.rank ? ir_graph_input(g, 0)->shape.dims[0] : 1;
 	ir_graph_free(g);
 	return 0;
+}
+
+void pipeline_model_close(struct pipeline_model *m)
+{
+	onnx_model_free(m->onnx);
+	free(m->text);
+	m->onnx = NULL;
+	m->text = NULL;
+}
+
+struct ir_graph *pipeline_load(void *ctx, int64_t b)
+{
+	const struct pipeline_model *m = ctx;
+	if (m->text)
+		return parse_text(m);
+	return m->bname[0] ? onnx_model_import_batch(m->onnx, m->imp, m->bname, b)
+			   : onnx_model_import(m->onnx, m->imp, NULL);
 }
 
 /* Names the model in the error unless the message already starts with it
@@ -401,19 +437,21 @@ static int refuse(struct inter_opts *o, struct inter_refused **refused, const st
 int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 {
 	struct onnx_import_opts imp = *in->imp; /* updates: as each import needs */
-	struct pipeline pl = { .in = in, .m = { in->model, &imp, "" } };
+	struct pipeline pl = { .in = in };
 	struct inter_opts *o = in->opts;
 	struct inter_refused *refused = NULL;
 	size_t ol = in->out ? strlen(in->out) : 0;
 	bool text = ol > 4 && !strcmp(in->out + ol - 4, ".txt"), lowered = in->out && !text;
 	int rc, stage;
 	memset(r, 0, sizeof *r);
-	if ((rc = model_batch(&pl.m, &o->static_batch)) < 0)
+	if ((rc = pipeline_model_open(&pl.m, in->model, &imp, &o->static_batch)) < 0)
 		return rc;
 	o->load = pipeline_load;
 	o->ctx = &pl.m;
-	if (in->dump_dir && mkdir(in->dump_dir, 0777) < 0 && errno != EEXIST)
+	if (in->dump_dir && mkdir(in->dump_dir, 0777) < 0 && errno != EEXIST) {
+		pipeline_model_close(&pl.m);
 		return ir_errorf(-EIO, "--dump-dir %s: cannot create: %s", in->dump_dir, strerror(errno));
+	}
 	if (in->train)
 		train_summary(&pl.m, &imp, o->static_batch, in->train);
 	o->cache = inter_cache_new(); /* NULL: every search solves its layers */
@@ -423,8 +461,9 @@ int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 		if (!lowered)
 			break;
 		imp.updates = in->train != NULL; /* the train step updates BatchNorm's running statistics */
-		struct compile_input cin = { in->model, in->cluster_spec, in->cluster, o,
-					     &r->plan,  in->train,        &imp,        &stage };
+		struct compile_read read = { pl.m.hash, pl.m.onnx };
+		struct compile_input cin = { in->model, in->cluster_spec, in->cluster, o, &r->plan, in->train,
+					     &imp,      &stage,           &read };
 		if ((rc = lower_passes(&pl, &cin, &pl.plan)) == 0)
 			break;
 		prefix_model(in->model);
@@ -437,6 +476,7 @@ int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 	}
 	inter_cache_free(o->cache);
 	o->cache = NULL;
+	pipeline_model_close(&pl.m); /* the graphs are built */
 	if (lowered)
 		PASS(&pl, PASS_CODEGEN, codegen(&pl));
 	if (in->out)
@@ -445,6 +485,7 @@ int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 	pl.plan = NULL;
 out:
 	progress_end();
+	pipeline_model_close(&pl.m);
 	inter_cache_free(o->cache);
 	o->cache = NULL;
 	o->refused = NULL;

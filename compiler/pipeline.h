@@ -30,17 +30,31 @@ const char *pipeline_pass_name(enum pipeline_pass p);
  * bit per pass, added); -EINVAL naming the valid names. */
 int pipeline_dump_parse(const char *list, unsigned *mask);
 
-/* A model file and how to import it: ONNX (imp; bname: its symbolic batch
- * dimension, "" when none) or pcc's IR text (a name ending in ".ir"). */
+/* A model file read once, and how to import it: ONNX (onnx: the file
+ * unpacked; imp: --dim, --const and updates; bname: its symbolic batch
+ * dimension, "" when none) or pcc's IR text (a name ending in ".ir";
+ * text: the file's text). */
 struct pipeline_model {
 	const char *path;
 	const struct onnx_import_opts *imp;
 	char bname[128];
+	struct onnx_model *onnx;
+	char *text;
+	uint64_t hash; /* the file's bytes as read (a plan's model_hash) */
 };
+/* Reads path once into *m, and the model's batch: when fixed, *batch > 0
+ * (IR text: its first input's first dimension); else 0 with m->bname
+ * naming its symbolic batch dimension. imp stays the caller's (the
+ * pipeline changes its updates between the search and lowering).
+ * Negative with a message naming the file; pipeline_model_close frees
+ * what it read (graphs built from it keep what they need). */
+int pipeline_model_open(struct pipeline_model *m, const char *path, const struct onnx_import_opts *imp, int64_t *batch);
+void pipeline_model_close(struct pipeline_model *m);
 /* The model with its batch bound to b (when bname names one), else as
- * given; NULL with a message. As inter_opts.load, ctx a pipeline_model:
- * the search imports each micro-batch size it weighs through it, and
- * lowering the size it chose. */
+ * given, built from what pipeline_model_open read, without the file; NULL
+ * with a message. As inter_opts.load, ctx a pipeline_model: the search
+ * builds each micro-batch size it weighs through it, and lowering the
+ * size it chose. */
 struct ir_graph *pipeline_load(void *ctx, int64_t b);
 
 struct pipeline_input {

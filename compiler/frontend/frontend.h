@@ -69,6 +69,31 @@ int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *nam
  * empty or NULL: none) bound to b on top of o's bindings. */
 struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b);
 
+/* An ONNX file read and unpacked once, for a caller that imports it more
+ * than once (the compile pipeline, at each micro-batch size the search
+ * weighs): onnx_model_import and onnx_model_import_batch are onnx_import
+ * and onnx_import_batch over it, onnx_model_batch_dim is onnx_batch_dim,
+ * onnx_model_input_names is onnx_input_names, without going back to the
+ * file (an external initializer whose values import needs is still read
+ * from its own file). Each graph holds a
+ * reference to the model (its inline weights stay there), so
+ * onnx_model_free may come before the graphs are freed. onnx_model_read:
+ * NULL with a message naming the file when it cannot be read or decoded. */
+struct onnx_model;
+struct onnx_model *onnx_model_read(const char *path);
+void onnx_model_free(struct onnx_model *m);
+const char *onnx_model_path(const struct onnx_model *m);
+/* The file's bytes as read, hashed as plan_hash_file hashes a file (a
+ * plan's model_hash). */
+uint64_t onnx_model_hash(const struct onnx_model *m);
+struct ir_graph *onnx_model_import(const struct onnx_model *m, const struct onnx_import_opts *o,
+				   struct onnx_model_info *info);
+struct ir_graph *onnx_model_import_batch(const struct onnx_model *m, const struct onnx_import_opts *o, const char *name,
+					 int64_t b);
+int onnx_model_batch_dim(const struct onnx_model *m, const struct onnx_import_opts *o, char *name, size_t namelen,
+			 int64_t *size);
+int onnx_model_input_names(const struct onnx_model *m, char ***names, int *n);
+
 /* The model's graph inputs in order (initializers that old exporters list
  * among them left out): the N of the backend-test layout's input_N.pb.
  * *names is one ir_malloc'd block holding the array and the strings

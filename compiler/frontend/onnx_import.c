@@ -2,8 +2,10 @@
  * onnx_import.c: ONNX model -> core IR.
  *
  * 1. Read and unpack the ModelProto (bounded by the file size; protobuf-c
- *    rejects malformed input). Only opsets 7..21 of the default domain
- *    (and the com.microsoft ops that onnx_ops_ms.c lists).
+ *    rejects malformed input): onnx_model_read, once for a caller that
+ *    imports the model at several batch sizes (onnx_model_import). Only
+ *    opsets 7..21 of the default domain (and the com.microsoft ops that
+ *    onnx_ops_ms.c lists).
  * 2. Graph inputs get static shapes: symbolic dims are bound by --dim.
  *    An input bound to a constant (onnx_import_opts.consts, pcc --const)
  *    becomes that constant, so the shapes it decides fold.
@@ -27,6 +29,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "compiler/frontend/onnx_internal.h"
 
@@ -206,9 +209,56 @@ int attr_since(struct onnx_ctx *c, const char *name, int since)
 
 /* ---- model-level import ---------------------------------------------------- */
 
-static void free_model(void *m)
+/* ---- the model read once ------------------------------------------------ */
+
+struct onnx_model *onnx_model_read(const char *path)
 {
-	onnx__model_proto__free_unpacked(m, NULL);
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	if (onnx_read_file(path, &buf, &len) < 0)
+		return NULL;
+	struct onnx_model *m = ir_calloc(1, sizeof *m + strlen(path) + 1);
+	if (!m) {
+		ir_free(buf);
+		ir_errorf(-ENOMEM, "%s: out of memory", path);
+		return NULL;
+	}
+	m->path = strcpy((char *)(m + 1), path);
+	m->refs = 1;
+	m->hash = XXH3_64bits(buf, len);
+	m->proto = onnx__model_proto__unpack(NULL, len, buf);
+	ir_free(buf);
+	if (!m->proto) {
+		ir_free(m);
+		ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
+		return NULL;
+	}
+	return m;
+}
+
+/* Drops a reference: the reader's (onnx_model_free) or a graph's. */
+static void model_unref(void *p)
+{
+	struct onnx_model *m = p;
+	if (m && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		onnx__model_proto__free_unpacked(m->proto, NULL);
+		ir_free(m);
+	}
+}
+
+void onnx_model_free(struct onnx_model *m)
+{
+	model_unref(m);
+}
+
+const char *onnx_model_path(const struct onnx_model *m)
+{
+	return m->path;
+}
+
+uint64_t onnx_model_hash(const struct onnx_model *m)
+{
+	return m->hash;
 }
 
 static int import_opset(struct onnx_ctx *c, const Onnx__ModelProto *m)
@@ -787,34 +837,27 @@ static char *dir_of(struct ir_graph *g, const char *path)
 	return d;
 }
 
-struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *opts, struct onnx_model_info *info)
+struct ir_graph *onnx_model_import(const struct onnx_model *model, const struct onnx_import_opts *opts,
+				   struct onnx_model_info *info)
 {
 	struct onnx_import_opts dflt;
 	struct symtab names = { 0 };
+	const char *path = model->path;
 	struct onnx_ctx c = { .path = path, .opts = opts, .names = &names };
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	Onnx__ModelProto *m = NULL;
+	const Onnx__ModelProto *m = model->proto;
+	struct onnx_model *own = (struct onnx_model *)model; /* its count of references alone */
 	if (!opts) {
 		onnx_import_opts_init(&dflt);
 		c.opts = &dflt;
 	}
-	if (onnx_read_file(path, &buf, &len) < 0)
-		return NULL;
-	m = onnx__model_proto__unpack(NULL, len, buf);
-	ir_free(buf);
-	if (!m) {
-		ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
-		return NULL;
-	}
 	if (!m->graph) {
-		onnx__model_proto__free_unpacked(m, NULL);
 		ir_errorf(-EINVAL, "%s: the model has no graph", path);
 		return NULL;
 	}
 	c.g = ir_graph_new();
-	if (!c.g || ir_graph_on_free(c.g, free_model, m) < 0) {
-		onnx__model_proto__free_unpacked(m, NULL);
+	__atomic_add_fetch(&own->refs, 1, __ATOMIC_ACQ_REL); /* the graph's: raw_data stays in the model */
+	if (!c.g || ir_graph_on_free(c.g, model_unref, own) < 0) {
+		model_unref(own);
 		ir_graph_free(c.g);
 		ir_errorf(-ENOMEM, "%s: out of memory", path);
 		return NULL;
@@ -878,4 +921,14 @@ fail:
 	sym_free(&names);
 	ir_graph_free(c.g);
 	return NULL;
+}
+
+struct ir_graph *onnx_import(const char *path, const struct onnx_import_opts *opts, struct onnx_model_info *info)
+{
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return NULL;
+	struct ir_graph *g = onnx_model_import(m, opts, info);
+	onnx_model_free(m);
+	return g;
 }

@@ -26,6 +26,17 @@ struct onnx_seq {
 	struct onnx_seq *next;
 };
 
+/* An ONNX file read and unpacked once (onnx_model_read). Every graph
+ * imported from it holds a reference, since its floating point
+ * initializers' raw_data stays in the model; onnx_model_free drops the
+ * reader's, and the last one frees it. */
+struct onnx_model {
+	const char *path;        /* the file, for messages (after the struct) */
+	Onnx__ModelProto *proto; /* its graph may be NULL: onnx_model_import says so */
+	int refs;                /* changed atomically: graphs may be freed on any thread */
+	uint64_t hash;           /* the file's bytes, as plan_hash_file hashes them */
+};
+
 struct onnx_ctx {
 	const char *path;     /* model file, for messages */
 	const char *base_dir; /* its directory, for external data */

@@ -23,31 +23,13 @@ static bool is_const(const struct onnx_import_opts *o, const char *name)
 	return false;
 }
 
-/* The model in file path, with a graph (onnx__model_proto__free_unpacked);
- * NULL with a message when it cannot be read or decoded. */
-static Onnx__ModelProto *model_in_file(const char *path)
+int onnx_model_batch_dim(const struct onnx_model *model, const struct onnx_import_opts *o, char *name, size_t namelen,
+			 int64_t *size)
 {
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	if (onnx_read_file(path, &buf, &len) < 0)
-		return NULL;
-	Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
-	ir_free(buf);
-	if (!m || !m->graph) {
-		if (m)
-			onnx__model_proto__free_unpacked(m, NULL);
-		ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)", path);
-		return NULL;
-	}
-	return m;
-}
-
-static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen,
-			     int64_t *size)
-{
-	Onnx__ModelProto *m = model_in_file(path);
-	if (!m)
-		return ir_error_code();
+	const Onnx__ModelProto *m = model->proto;
+	if (!m->graph)
+		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)",
+				 model->path);
 	const Onnx__GraphProto *gp = m->graph;
 	/* no input with a dimension (none, scalars only, an empty first
 	 * dimension): no batch to split, the model is one sample */
@@ -73,29 +55,33 @@ static int batch_dim_in_file(const char *path, const struct onnx_import_opts *o,
 		}
 		break;
 	}
-	onnx__model_proto__free_unpacked(m, NULL);
+	for (int i = 0; o && i < o->ndims && name[0]; i++)
+		if (strcmp(o->dims[i].name, name) == 0) { /* bound by the user: static */
+			*size = o->dims[i].value;
+			name[0] = 0;
+		}
 	return 0;
 }
 
 int onnx_batch_dim(const char *path, const struct onnx_import_opts *o, char *name, size_t namelen, int64_t *size)
 {
-	int rc = batch_dim_in_file(path, o, name, namelen, size);
-	for (int i = 0; rc == 0 && o && i < o->ndims && name[0]; i++)
-		if (strcmp(o->dims[i].name, name) == 0) { /* bound by the user: static */
-			*size = o->dims[i].value;
-			name[0] = 0;
-		}
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return ir_error_code();
+	int rc = onnx_model_batch_dim(m, o, name, namelen, size);
+	onnx_model_free(m);
 	return rc;
 }
 
-int onnx_input_names(const char *path, char ***names, int *n)
+int onnx_model_input_names(const struct onnx_model *model, char ***names, int *n)
 {
 	size_t bytes = 0;
 	*names = NULL;
 	*n = 0;
-	Onnx__ModelProto *m = model_in_file(path);
-	if (!m)
-		return ir_error_code();
+	const Onnx__ModelProto *m = model->proto;
+	if (!m->graph)
+		return ir_errorf(-EINVAL, "%s: not a valid ONNX model (protobuf decoding failed: truncated or corrupt)",
+				 model->path);
 	const Onnx__GraphProto *gp = m->graph;
 	bool *init = ir_calloc(gp->n_input + 1, sizeof *init);
 	int count = 0;
@@ -122,11 +108,23 @@ int onnx_input_names(const char *path, char ***names, int *n)
 		*n = count;
 	}
 	ir_free(init);
-	onnx__model_proto__free_unpacked(m, NULL);
-	return out ? 0 : ir_errorf(-ENOMEM, "%s: out of memory", path);
+	return out ? 0 : ir_errorf(-ENOMEM, "%s: out of memory", model->path);
 }
 
-struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b)
+int onnx_input_names(const char *path, char ***names, int *n)
+{
+	*names = NULL;
+	*n = 0;
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return ir_error_code();
+	int rc = onnx_model_input_names(m, names, n);
+	onnx_model_free(m);
+	return rc;
+}
+
+struct ir_graph *onnx_model_import_batch(const struct onnx_model *m, const struct onnx_import_opts *o, const char *name,
+					 int64_t b)
 {
 	struct onnx_import_opts dflt;
 	if (!o) {
@@ -134,7 +132,7 @@ struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_op
 		o = &dflt;
 	}
 	if (!name || !name[0])
-		return onnx_import(path, o, NULL);
+		return onnx_model_import(m, o, NULL);
 	struct onnx_dim_binding *dims = ir_malloc(((size_t)o->ndims + 1) * sizeof *dims);
 	if (!dims) {
 		ir_errorf(-ENOMEM, "out of memory");
@@ -146,7 +144,17 @@ struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_op
 	struct onnx_import_opts with = *o;
 	with.dims = dims;
 	with.ndims = o->ndims + 1;
-	struct ir_graph *g = onnx_import(path, &with, NULL);
+	struct ir_graph *g = onnx_model_import(m, &with, NULL);
 	ir_free(dims);
+	return g;
+}
+
+struct ir_graph *onnx_import_batch(const char *path, const struct onnx_import_opts *o, const char *name, int64_t b)
+{
+	struct onnx_model *m = onnx_model_read(path);
+	if (!m)
+		return NULL;
+	struct ir_graph *g = onnx_model_import_batch(m, o, name, b);
+	onnx_model_free(m);
 	return g;
 }

@@ -174,11 +174,12 @@ double report_tokens_per_sample(const struct ir_graph *g)
 	return 0;
 }
 
-static int eval_one(const char *model, const struct onnx_import_opts *imp, const char *bname, int64_t b,
+static int eval_one(const struct onnx_model *m, const struct onnx_import_opts *imp, const char *bname, int64_t b,
 		    const struct cost_cluster *c, const struct cost_calib *cal, const struct cost_axis axes[3],
 		    struct report *r)
 {
-	struct ir_graph *g = onnx_import_batch(model, imp, bname, b), *g2 = NULL;
+	const char *model = onnx_model_path(m);
+	struct ir_graph *g = onnx_model_import_batch(m, imp, bname, b), *g2 = NULL;
 	if (!g)
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	r->tokens_per_sample = report_tokens_per_sample(g);
@@ -186,7 +187,7 @@ static int eval_one(const char *model, const struct onnx_import_opts *imp, const
 	 * what changes at another batch size (report_dp.c) */
 	int n = ir_graph_nnodes(g), rc = 0;
 	double *bs = r->plan.dp > 1 && bname[0] ? ir_calloc(2 * (size_t)n + 1, sizeof *bs) : NULL;
-	if (bs && !(g2 = onnx_import_batch(model, imp, bname, 2 * b)))
+	if (bs && !(g2 = onnx_model_import_batch(m, imp, bname, 2 * b)))
 		rc = ir_error_code() ? ir_error_code() : -EINVAL;
 	if (rc == 0 && bs)
 		rc = report_batch_stats(g, g2, r->mixed ? 2 : 0, bs, bs + n);
@@ -246,11 +247,15 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 		}
 	char bname[128];
 	int64_t b0;
-	if ((rc = onnx_batch_dim(model, imp, bname, sizeof bname, &b0)) < 0)
-		return rc;
+	struct onnx_model *m = onnx_model_read(model); /* once: each candidate size is imported from it */
+	if (!m)
+		return ir_error_code();
 	struct batch_plan bp;
-	if ((rc = resolve_batch(p, b0, batch, &bp)) < 0)
+	if ((rc = onnx_model_batch_dim(m, imp, bname, sizeof bname, &b0)) < 0 ||
+	    (rc = resolve_batch(p, b0, batch, &bp)) < 0) {
+		onnx_model_free(m);
 		return rc;
+	}
 	struct report best = { 0 };
 	for (int i = 0; i < bp.n; i++) {
 		struct report t = *r;
@@ -258,8 +263,9 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 		t.micro_batch = bp.cand[i];
 		t.mb = bp.mb[i];
 		t.batch_chosen = bp.n > 1;
-		if ((rc = eval_one(model, imp, bname, bp.cand[i], c, cal, axes, &t)) < 0) {
+		if ((rc = eval_one(m, imp, bname, bp.cand[i], c, cal, axes, &t)) < 0) {
 			report_free(&best);
+			onnx_model_free(m);
 			return rc;
 		}
 		if (i == 0 || better(&t, &best)) {
@@ -269,6 +275,7 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 			report_free(&t);
 		}
 	}
+	onnx_model_free(m);
 	*r = best;
 	return 0;
 }

@@ -455,12 +455,13 @@ static int plan_prec(const struct wi_request *q, const struct cost_cluster *c)
 
 int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
 {
-	struct pipeline_model l = { .path = q->model, .imp = q->imp }; /* the compile's loader */
+	const struct onnx_import_opts *imp = q->imp;
 	struct onnx_import_opts none;
-	if (!l.imp) {
+	if (!imp) {
 		onnx_import_opts_init(&none);
-		l.imp = &none;
+		imp = &none;
 	}
+	struct pipeline_model l = { .path = q->model, .imp = imp }; /* the compile's loader, over ONNX alone */
 	struct inter_opts o = q->inter;
 	o.batch = q->batch;
 	o.cal = q->cal;
@@ -468,16 +469,22 @@ int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct wha
 	o.ctx = &l;
 	o.prec = plan_prec(q, c);
 	memset(w, 0, sizeof *w);
-	int rc = onnx_batch_dim(q->model, l.imp, l.bname, sizeof l.bname, &o.static_batch);
-	if (rc < 0)
+	if (!(l.onnx = onnx_model_read(q->model))) /* once: each size the search weighs is imported from it */
+		return ir_error_code();
+	int rc = onnx_model_batch_dim(l.onnx, imp, l.bname, sizeof l.bname, &o.static_batch);
+	if (rc < 0) {
+		pipeline_model_close(&l);
 		return rc;
+	}
 	struct inter_plan p;
 	if ((rc = inter_pass(c, &o, &p)) < 0) {
 		if (strncmp(ir_error(), q->model, strlen(q->model)))
 			ir_error_prefix("%s", q->model);
+		pipeline_model_close(&l);
 		return rc;
 	}
 	rc = breakdown(q, c, &o, &p, w);
+	pipeline_model_close(&l);
 	if (rc == 0)
 		wi_finish(w, q->price);
 	else
