@@ -43,7 +43,10 @@ torch parameter must be exactly one initializer of (one of) its names, or
 the one initializer holding its transpose (the dynamo optimizer's folded
 Linear weights); the script fails otherwise, as it does when a directory outgrows MAX_DIR_BYTES.
 BatchNorm's running statistics are the example batch's, and the exporters'
-per-node debug records are dropped (strip_debug_info).
+per-node debug records are dropped (strip_debug_info).  The SYMBOLIC models
+are exported with every input's dims 0 and 1 symbolic (batch, sequence) and
+hold a file `dims` binding them to the data set's sizes ("batch=2
+sequence=8"), which test_zoo passes to pcc as --dim.
 """
 
 import os
@@ -299,7 +302,7 @@ def whisper():
     return Encoder(enc), (image(1, (1, 8, 16)),), ["input_features"], ["last_hidden_state"]
 
 
-ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
+ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "llama_ri_sym": llama_ri, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
          "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
          "llama_loss_opt": llama_loss}
 LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
@@ -310,6 +313,12 @@ LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
 # and the tied LM head's transpose into a copy, so wpe and the head are no
 # longer torch's parameters.)
 DYNAMO_OPTIMIZED = {"llama_loss_opt"}
+# Exported with the batch and sequence dims symbolic (TorchScript's
+# dynamic_axes, dynamo's dynamic_shapes), as LLMs are exported to serve any
+# length: every graph input's dims 0 and 1, named here. The directory's
+# `dims` file binds them to the data set's sizes for pcc (--dim NAME=N).
+SYMBOLIC = {"llama_ri_sym"}
+SYMBOLIC_DIMS = ("batch", "sequence")
 
 
 # --------------------------------------------------------------------------
@@ -317,18 +326,25 @@ DYNAMO_OPTIMIZED = {"llama_loss_opt"}
 # --------------------------------------------------------------------------
 
 
-def export(model, args, in_names, out_names, path, dynamo, train, optimize):
+def export(model, args, in_names, out_names, path, dynamo, train, optimize, symbolic):
     if dynamo:
+        shapes = None
+        if symbolic:
+            # the sequence at most the configs' 16 positions
+            batch, seq = torch.export.Dim(SYMBOLIC_DIMS[0]), torch.export.Dim(SYMBOLIC_DIMS[1], max=16)
+            shapes = tuple({0: batch, 1: seq} for _ in args)
         # training: optimize=False, the dynamo exporter's "no constant
         # folding" (its optimizer folds wpe[arange(8)] into a constant and
         # the LM head's transpose of a tied embedding into a second copy)
         prog = torch.onnx.export(model, args, dynamo=True, input_names=in_names, output_names=out_names,
-                                 optimize=optimize, verbose=False)
+                                 optimize=optimize, verbose=False, dynamic_shapes=shapes)
         prog.save(path, external_data=False)
     else:
         mode = torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.EVAL
+        axes = {n: dict(enumerate(SYMBOLIC_DIMS)) for n in in_names + out_names} if symbolic else None
         torch.onnx.export(model, args, path, dynamo=False, opset_version=TS_OPSET, input_names=in_names,
-                          output_names=out_names, training=mode, do_constant_folding=not train)
+                          output_names=out_names, training=mode, do_constant_folding=not train,
+                          dynamic_axes=axes)
     strip_debug_info(path)
     onnx.checker.check_model(path)
 
@@ -353,6 +369,18 @@ def strip_debug_info(path):
         for k, x in keep:
             v.metadata_props.add(key=k, value=x)
     onnx.save(proto, path)
+
+
+def symbolic_dims(proto, path, shape, dims_path):
+    """Checks that every graph input's dims 0 and 1 are the symbolic ones
+    (the export kept them symbolic, under their names) and writes the
+    `dims` file binding them to the data set's sizes: "batch=2 sequence=8"."""
+    for i in proto.graph.input:
+        got = [d.dim_param for d in i.type.tensor_type.shape.dim[:2]]
+        if got != list(SYMBOLIC_DIMS):
+            raise SystemExit(f"{path}: input {i.name} has dims {got}, expected {list(SYMBOLIC_DIMS)}")
+    with open(dims_path, "w") as f:
+        f.write(" ".join(f"{n}={v}" for n, v in zip(SYMBOLIC_DIMS, shape[:2])) + "\n")
 
 
 def write_tensor(path, array, name):
@@ -419,12 +447,15 @@ def make(name, dynamo):
     path = os.path.join(d, "model.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        export(model, args, in_names, out_names, path, dynamo, train, not train or name in DYNAMO_OPTIMIZED)
+        export(model, args, in_names, out_names, path, dynamo, train, not train or name in DYNAMO_OPTIMIZED,
+               name in SYMBOLIC)
     proto = onnx.load(path)
     graph_in = [i.name for i in proto.graph.input]
     if graph_in != in_names:
         raise SystemExit(f"{path}: graph inputs {graph_in}, expected {in_names}")
     feeds = {n: a.numpy() for n, a in zip(in_names, args)}
+    if name in SYMBOLIC:
+        symbolic_dims(proto, path, args[0].shape, os.path.join(d, "dims"))
     for k, n in enumerate(in_names):
         write_tensor(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), feeds[n], n)
     sess, outs = ort_run(path, feeds)
