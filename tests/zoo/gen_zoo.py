@@ -30,9 +30,9 @@ For every architecture NAME two directories:
 
 each holding model.onnx and test_data_set_0/{input_N,output_N}.pb (graph
 inputs in order; outputs are ONNX Runtime's, checked against torch's within
-1e-4 before they are written).  The loss models (gpt2_loss, llama_loss:
-transformers' own causal-LM loss, cross entropy on the shifted labels,
-inside the graph) are exported from train() mode (dropout 0), the
+1e-4 before they are written).  The loss models (gpt2_loss, llama_loss,
+llama_ri_loss: transformers' own causal-LM loss, cross entropy on the
+shifted labels, inside the graph) are exported from train() mode (dropout 0), the
 TorchScript one with training=TrainingMode.TRAINING and
 do_constant_folding=False, the dynamo one with optimize=False (and
 llama_loss_opt_dy with the optimizer on, dynamo only), and also hold
@@ -49,6 +49,7 @@ hold a file `dims` binding them to the data set's sizes ("batch=2
 sequence=8"), which test_zoo passes to pcc as --dim.
 """
 
+import contextlib
 import os
 import shutil
 import sys
@@ -212,32 +213,55 @@ def llama():
     return m, (ids(1, (2, 8)), PADDED), ["input_ids", "attention_mask"], ["logits"]
 
 
+@contextlib.contextmanager
+def repeat_interleave_kv():
+    """Within it transformers' Llama repeats its key/value heads for their
+    queries by torch.repeat_interleave, as hand-written Llama blocks do,
+    instead of its repeat_kv (expand, then reshape: the same values). The
+    TorchScript exporter writes that as an Unsqueeze to rank 5 and a Tile
+    by [1, 1, r, 1, 1] (issue 39)."""
+    from transformers.models.llama import modeling_llama
+    repeat_kv = modeling_llama.repeat_kv
+    modeling_llama.repeat_kv = lambda h, n: torch.repeat_interleave(h, n, dim=1)
+    try:
+        yield
+    finally:
+        modeling_llama.repeat_kv = repeat_kv
+
+
 class RepeatInterleaveKV(nn.Module):
-    """A transformers causal LM (eager attention) whose key/value heads are
-    repeated for their queries by torch.repeat_interleave, as hand-written
-    Llama blocks do, instead of transformers' repeat_kv (expand, then
-    reshape: the same values). The TorchScript exporter writes it as an
-    Unsqueeze to rank 5 and a Tile by [1, 1, r, 1, 1] (issue 39)."""
+    """A transformers Llama (eager attention, the one that calls repeat_kv)
+    returning its logits, its heads repeated by repeat_interleave."""
 
     def __init__(self, lm):
         super().__init__()
-        self.lm = LogitsOnly(lm)
+        self.lm = lm  # LogitsOnly, or LMLoss for RepeatInterleaveKVLoss
 
     def forward(self, input_ids, attention_mask):
-        from transformers.models.llama import modeling_llama
-        repeat_kv = modeling_llama.repeat_kv
-        modeling_llama.repeat_kv = lambda h, n: torch.repeat_interleave(h, n, dim=1)
-        try:
+        with repeat_interleave_kv():
             return self.lm(input_ids, attention_mask)
-        finally:
-            modeling_llama.repeat_kv = repeat_kv
+
+
+class RepeatInterleaveKVLoss(RepeatInterleaveKV):
+    """The same returning transformers' causal-LM loss (LMLoss)."""
+
+    def forward(self, input_ids, attention_mask, labels):
+        with repeat_interleave_kv():
+            return self.lm(input_ids, attention_mask, labels)
 
 
 def llama_ri():
     c = llama_config()
     c._attn_implementation = "eager"  # the attention that calls repeat_kv
-    m = RepeatInterleaveKV(transformers.LlamaForCausalLM(c))
+    m = RepeatInterleaveKV(LogitsOnly(transformers.LlamaForCausalLM(c)))
     return m, (ids(1, (2, 8)), PADDED), ["input_ids", "attention_mask"], ["logits"]
+
+
+def llama_ri_loss():
+    c = llama_config()
+    c._attn_implementation = "eager"
+    m = RepeatInterleaveKVLoss(LMLoss(transformers.LlamaForCausalLM(c)))
+    return m, (ids(1, (2, 8)), UNPADDED, ids(2, (2, 8))), ["input_ids", "attention_mask", "labels"], ["loss"]
 
 
 def llama_loss():
@@ -304,8 +328,8 @@ def whisper():
 
 ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "llama_ri_sym": llama_ri, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
          "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
-         "llama_loss_opt": llama_loss}
-LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
+         "llama_loss_opt": llama_loss, "llama_ri_loss": llama_ri_loss}
+LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt", "llama_ri_loss"}
 # Exported by the dynamo exporter alone, with its optimizer on (as
 # torch.onnx.export does by default): RoPE's tables folded into constant
 # initializers that must not train, every parameter still one initializer.
