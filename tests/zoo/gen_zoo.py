@@ -32,8 +32,8 @@ each holding model.onnx and test_data_set_0/{input_N,output_N}.pb (graph
 inputs in order; outputs are ONNX Runtime's, checked against torch's within
 1e-4 before they are written).  The loss models (gpt2_loss, llama_loss,
 llama_ri_loss: transformers' own causal-LM loss, cross entropy on the
-shifted labels, inside the graph) are exported from train() mode (dropout 0), the
-TorchScript one with training=TrainingMode.TRAINING and
+shifted labels, inside the graph) are exported from train() mode (dropout
+0), the TorchScript one with training=TrainingMode.TRAINING and
 do_constant_folding=False, the dynamo one with optimize=False (and
 llama_loss_opt_dy with the optimizer on, dynamo only), and also hold
 expected_sgd.onnx: model.onnx
@@ -326,8 +326,8 @@ def whisper():
     return Encoder(enc), (image(1, (1, 8, 16)),), ["input_features"], ["last_hidden_state"]
 
 
-ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "llama_ri_sym": llama_ri, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
-         "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
+ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "llama_ri_sym": llama_ri, "vit": vit,
+         "resnet": resnet, "mobilenet": mobilenet, "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
          "llama_loss_opt": llama_loss, "llama_ri_loss": llama_ri_loss}
 LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt", "llama_ri_loss"}
 # Exported by the dynamo exporter alone, with its optimizer on (as
