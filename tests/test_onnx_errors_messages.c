@@ -18,6 +18,7 @@
  *    cannot be read is one message naming the initializer and the file;
  *    one import does not need (a mask Where reads) stays runtime data;
  *  - BatchNormalization's running statistics are state, never trained;
+ *  - Constant's empty value_ints and value_floats are tensors of shape [0];
  *  - the pcc binary (argv[1]) turns an import error into exit status 1 and
  *    exactly one stderr line "pcc: ...".
  * Allocation failures: test_onnx_errors_alloc.c.
@@ -701,6 +702,65 @@ static void test_empty_scalars(void)
 			   "(ConstantOfShape)", "value");
 }
 
+/* Constant value_ints=[] and value_floats=[]: tensors of shape [0], not
+ * "no data" (the dynamo exporter writes Expand(zero, value_ints=[]) for a
+ * scalar zero). y = Expand(x, []) and y = Reshape(Concat(flat x, []), [2,3])
+ * are x. */
+static struct mb *mb_empty_list(const char *attr)
+{
+	struct mb *b = mb_new(17);
+	mb_input(b, "x", T_FLOAT, "2,3");
+	Onnx__NodeProto *n = mb_node(b, "Constant", "empty", "", "e");
+	Onnx__AttributeProto *a = mb_alloc(b, sizeof *a);
+	*a = (Onnx__AttributeProto)ONNX__ATTRIBUTE_PROTO__INIT;
+	a->name = mb_str(b, attr);
+	a->has_type = 1;
+	a->type = strcmp(attr, "value_ints") == 0 ? ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS
+						  : ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+	PUSH(b, n->attribute, n->n_attribute, a);
+	if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) {
+		mb_node(b, "Expand", "expand", "x,e", "y");
+	} else {
+		mb_init_i64(b, "flat", 1, (int64_t[]){ -1 });
+		mb_init_i64(b, "shape", 2, (int64_t[]){ 2, 3 });
+		mb_node(b, "Reshape", "flatten", "x,flat", "xf");
+		mb_attr_int(b, mb_node(b, "Concat", "concat", "xf,e", "c"), "axis", 0);
+		mb_node(b, "Reshape", "back", "c,shape", "y");
+	}
+	mb_output(b, "y", T_FLOAT, "2,3");
+	return b;
+}
+
+static void test_empty_constant_lists(void)
+{
+	static const char *const attrs[] = { "value_ints", "value_floats" };
+	for (int k = 0; k < 2; k++) {
+		char what[96], file[64];
+		snprintf(what, sizeof what, "Constant %s=[] imports as a tensor of shape [0]", attrs[k]);
+		snprintf(file, sizeof file, "empty_%s.onnx", attrs[k]);
+		struct mb *b = mb_empty_list(attrs[k]);
+		struct ir_graph *g = expect_import(what, mb_write(b, file), NULL);
+		mb_free(b);
+		if (!g)
+			continue;
+		struct ir_tensor x, y = { 0 };
+		ir_tensor_alloc(&x, IR_F32, &ir_graph_input(g, 0)->shape);
+		for (int i = 0; i < 6; i++)
+			((float *)x.data)[i] = (float)i;
+		int rc = interp_run(g, &x, &y);
+		bool ok = rc == 0 && y.shape.rank == 2 && y.shape.dims[0] == 2 && y.shape.dims[1] == 3;
+		for (int i = 0; ok && i < 6; i++)
+			ok = ((float *)y.data)[i] == (float)i;
+		TAP_OK(ok, "Constant %s=[]: %s is x", attrs[k], k ? "x concatenated with it" : "x expanded to it");
+		if (rc)
+			TAP_DIAG("  %s", ir_error());
+		else
+			ir_tensor_free(&y);
+		ir_tensor_free(&x);
+		ir_graph_free(g);
+	}
+}
+
 /* Dropout in training mode (as a model exported with
  * TrainingMode.TRAINING writes it): with a constant ratio of 0 it is the
  * identity, the output the input itself; any other ratio, the default 0.5
@@ -978,6 +1038,7 @@ int main(int argc, char **argv)
 	test_shapes();
 	test_slice_extreme_step();
 	test_empty_scalars();
+	test_empty_constant_lists();
 	test_dropout_training();
 	test_image_ops();
 	test_gather();

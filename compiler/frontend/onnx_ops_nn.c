@@ -46,9 +46,10 @@ int onnx_matmul(struct onnx_ctx *c, struct ir_value **in, int nin, struct ir_val
 		int li = i - (nb - (lr - 2)), ri = i - (nb - (rr - 2));
 		int64_t dl = li >= 0 ? l->shape.dims[li] : 1, dr = ri >= 0 ? r->shape.dims[ri] : 1;
 		if (dl != dr && dl != 1 && dr != 1)
-			return onnx_fail(c, "batch dims of %s and %s do not broadcast",
+			return onnx_fail(c, "batch dims of %s and %s do not broadcast (%lld against %lld)",
 					 ir_shape_str(&l->shape, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX),
-					 ir_shape_str(&r->shape, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX));
+					 ir_shape_str(&r->shape, (char[IR_SHAPE_STR_MAX]){ 0 }, IR_SHAPE_STR_MAX),
+					 (long long)dl, (long long)dr);
 		ls.dims[i] = rs.dims[i] = dl == 1 ? dr : dl;
 	}
 	ls.dims[nb] = l->shape.dims[lr - 2];

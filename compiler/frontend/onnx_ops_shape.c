@@ -634,17 +634,21 @@ static int h_constant(struct onnx_ctx *c, struct ir_value **in, int nin, struct 
 		return out[0] ? 0 : -EINVAL;
 	}
 	struct ir_shape s = { 0 };
+	/* an empty list is a tensor of shape [0] (the dynamo exporter's
+	 * value_ints=[], the shape a scalar expands to); protobuf-c leaves its
+	 * array NULL, and a constant needs data, if none of it is read */
+	static const int64_t none[1];
 	if ((a = attr_find(c, "value_float")))
 		return OUT1(b_scalar(c, IR_F32, a->f));
 	if ((a = attr_find(c, "value_int")))
 		return OUT1(b_const(c, IR_I64, &s, &a->i));
 	if ((a = attr_find(c, "value_floats"))) {
 		s = (struct ir_shape){ 1, { (int64_t)a->n_floats } };
-		return OUT1(b_const(c, IR_F32, &s, a->floats));
+		return OUT1(b_const(c, IR_F32, &s, a->n_floats ? (const void *)a->floats : none));
 	}
 	if ((a = attr_find(c, "value_ints"))) {
 		s = (struct ir_shape){ 1, { (int64_t)a->n_ints } };
-		return OUT1(b_const(c, IR_I64, &s, a->ints));
+		return OUT1(b_const(c, IR_I64, &s, a->n_ints ? a->ints : none));
 	}
 	return onnx_fail(c, "needs one of value, value_float(s), value_int(s)");
 }

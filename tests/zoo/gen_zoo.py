@@ -30,10 +30,10 @@ For every architecture NAME two directories:
 
 each holding model.onnx and test_data_set_0/{input_N,output_N}.pb (graph
 inputs in order; outputs are ONNX Runtime's, checked against torch's within
-1e-4 before they are written).  The loss models (gpt2_loss, llama_loss:
-transformers' own causal-LM loss, cross entropy on the shifted labels,
-inside the graph) are exported from train() mode (dropout 0), the
-TorchScript one with training=TrainingMode.TRAINING and
+1e-4 before they are written).  The loss models (gpt2_loss, llama_loss,
+llama_ri_loss: transformers' own causal-LM loss, cross entropy on the
+shifted labels, inside the graph) are exported from train() mode (dropout
+0), the TorchScript one with training=TrainingMode.TRAINING and
 do_constant_folding=False, the dynamo one with optimize=False (and
 llama_loss_opt_dy with the optimizer on, dynamo only), and also hold
 expected_sgd.onnx: model.onnx
@@ -43,9 +43,13 @@ torch parameter must be exactly one initializer of (one of) its names, or
 the one initializer holding its transpose (the dynamo optimizer's folded
 Linear weights); the script fails otherwise, as it does when a directory outgrows MAX_DIR_BYTES.
 BatchNorm's running statistics are the example batch's, and the exporters'
-per-node debug records are dropped (strip_debug_info).
+per-node debug records are dropped (strip_debug_info).  The SYMBOLIC models
+are exported with every input's dims 0 and 1 symbolic (batch, sequence) and
+hold a file `dims` binding them to the data set's sizes ("batch=2
+sequence=8"), which test_zoo passes to pcc as --dim.
 """
 
+import contextlib
 import os
 import shutil
 import sys
@@ -209,32 +213,55 @@ def llama():
     return m, (ids(1, (2, 8)), PADDED), ["input_ids", "attention_mask"], ["logits"]
 
 
+@contextlib.contextmanager
+def repeat_interleave_kv():
+    """Within it transformers' Llama repeats its key/value heads for their
+    queries by torch.repeat_interleave, as hand-written Llama blocks do,
+    instead of its repeat_kv (expand, then reshape: the same values). The
+    TorchScript exporter writes that as an Unsqueeze to rank 5 and a Tile
+    by [1, 1, r, 1, 1] (issue 39)."""
+    from transformers.models.llama import modeling_llama
+    repeat_kv = modeling_llama.repeat_kv
+    modeling_llama.repeat_kv = lambda h, n: torch.repeat_interleave(h, n, dim=1)
+    try:
+        yield
+    finally:
+        modeling_llama.repeat_kv = repeat_kv
+
+
 class RepeatInterleaveKV(nn.Module):
-    """A transformers causal LM (eager attention) whose key/value heads are
-    repeated for their queries by torch.repeat_interleave, as hand-written
-    Llama blocks do, instead of transformers' repeat_kv (expand, then
-    reshape: the same values). The TorchScript exporter writes it as an
-    Unsqueeze to rank 5 and a Tile by [1, 1, r, 1, 1] (issue 39)."""
+    """A transformers Llama (eager attention, the one that calls repeat_kv)
+    returning its logits, its heads repeated by repeat_interleave."""
 
     def __init__(self, lm):
         super().__init__()
-        self.lm = LogitsOnly(lm)
+        self.lm = lm  # LogitsOnly, or LMLoss for RepeatInterleaveKVLoss
 
     def forward(self, input_ids, attention_mask):
-        from transformers.models.llama import modeling_llama
-        repeat_kv = modeling_llama.repeat_kv
-        modeling_llama.repeat_kv = lambda h, n: torch.repeat_interleave(h, n, dim=1)
-        try:
+        with repeat_interleave_kv():
             return self.lm(input_ids, attention_mask)
-        finally:
-            modeling_llama.repeat_kv = repeat_kv
+
+
+class RepeatInterleaveKVLoss(RepeatInterleaveKV):
+    """The same returning transformers' causal-LM loss (LMLoss)."""
+
+    def forward(self, input_ids, attention_mask, labels):
+        with repeat_interleave_kv():
+            return self.lm(input_ids, attention_mask, labels)
 
 
 def llama_ri():
     c = llama_config()
     c._attn_implementation = "eager"  # the attention that calls repeat_kv
-    m = RepeatInterleaveKV(transformers.LlamaForCausalLM(c))
+    m = RepeatInterleaveKV(LogitsOnly(transformers.LlamaForCausalLM(c)))
     return m, (ids(1, (2, 8)), PADDED), ["input_ids", "attention_mask"], ["logits"]
+
+
+def llama_ri_loss():
+    c = llama_config()
+    c._attn_implementation = "eager"
+    m = RepeatInterleaveKVLoss(LMLoss(transformers.LlamaForCausalLM(c)))
+    return m, (ids(1, (2, 8)), UNPADDED, ids(2, (2, 8))), ["input_ids", "attention_mask", "labels"], ["loss"]
 
 
 def llama_loss():
@@ -299,10 +326,10 @@ def whisper():
     return Encoder(enc), (image(1, (1, 8, 16)),), ["input_features"], ["last_hidden_state"]
 
 
-ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "vit": vit, "resnet": resnet, "mobilenet": mobilenet,
-         "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
-         "llama_loss_opt": llama_loss}
-LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
+ARCHS = {"gpt2": gpt2, "bert": bert, "llama": llama, "llama_ri": llama_ri, "llama_ri_sym": llama_ri, "vit": vit,
+         "resnet": resnet, "mobilenet": mobilenet, "convnext": convnext, "whisper": whisper, "gpt2_loss": gpt2_loss, "llama_loss": llama_loss,
+         "llama_loss_opt": llama_loss, "llama_ri_loss": llama_ri_loss}
+LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt", "llama_ri_loss"}
 # Exported by the dynamo exporter alone, with its optimizer on (as
 # torch.onnx.export does by default): RoPE's tables folded into constant
 # initializers that must not train, every parameter still one initializer.
@@ -310,6 +337,12 @@ LOSS = {"gpt2_loss", "llama_loss", "llama_loss_opt"}
 # and the tied LM head's transpose into a copy, so wpe and the head are no
 # longer torch's parameters.)
 DYNAMO_OPTIMIZED = {"llama_loss_opt"}
+# Exported with the batch and sequence dims symbolic (TorchScript's
+# dynamic_axes, dynamo's dynamic_shapes), as LLMs are exported to serve any
+# length: every graph input's dims 0 and 1, named here. The directory's
+# `dims` file binds them to the data set's sizes for pcc (--dim NAME=N).
+SYMBOLIC = {"llama_ri_sym"}
+SYMBOLIC_DIMS = ("batch", "sequence")
 
 
 # --------------------------------------------------------------------------
@@ -317,18 +350,25 @@ DYNAMO_OPTIMIZED = {"llama_loss_opt"}
 # --------------------------------------------------------------------------
 
 
-def export(model, args, in_names, out_names, path, dynamo, train, optimize):
+def export(model, args, in_names, out_names, path, dynamo, train, optimize, symbolic):
     if dynamo:
+        shapes = None
+        if symbolic:
+            # the sequence at most the configs' 16 positions
+            batch, seq = torch.export.Dim(SYMBOLIC_DIMS[0]), torch.export.Dim(SYMBOLIC_DIMS[1], max=16)
+            shapes = tuple({0: batch, 1: seq} for _ in args)
         # training: optimize=False, the dynamo exporter's "no constant
         # folding" (its optimizer folds wpe[arange(8)] into a constant and
         # the LM head's transpose of a tied embedding into a second copy)
         prog = torch.onnx.export(model, args, dynamo=True, input_names=in_names, output_names=out_names,
-                                 optimize=optimize, verbose=False)
+                                 optimize=optimize, verbose=False, dynamic_shapes=shapes)
         prog.save(path, external_data=False)
     else:
         mode = torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.EVAL
+        axes = {n: dict(enumerate(SYMBOLIC_DIMS)) for n in in_names + out_names} if symbolic else None
         torch.onnx.export(model, args, path, dynamo=False, opset_version=TS_OPSET, input_names=in_names,
-                          output_names=out_names, training=mode, do_constant_folding=not train)
+                          output_names=out_names, training=mode, do_constant_folding=not train,
+                          dynamic_axes=axes)
     strip_debug_info(path)
     onnx.checker.check_model(path)
 
@@ -353,6 +393,18 @@ def strip_debug_info(path):
         for k, x in keep:
             v.metadata_props.add(key=k, value=x)
     onnx.save(proto, path)
+
+
+def symbolic_dims(proto, path, shape, dims_path):
+    """Checks that every graph input's dims 0 and 1 are the symbolic ones
+    (the export kept them symbolic, under their names) and writes the
+    `dims` file binding them to the data set's sizes: "batch=2 sequence=8"."""
+    for i in proto.graph.input:
+        got = [d.dim_param for d in i.type.tensor_type.shape.dim[:2]]
+        if got != list(SYMBOLIC_DIMS):
+            raise SystemExit(f"{path}: input {i.name} has dims {got}, expected {list(SYMBOLIC_DIMS)}")
+    with open(dims_path, "w") as f:
+        f.write(" ".join(f"{n}={v}" for n, v in zip(SYMBOLIC_DIMS, shape[:2])) + "\n")
 
 
 def write_tensor(path, array, name):
@@ -419,12 +471,15 @@ def make(name, dynamo):
     path = os.path.join(d, "model.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        export(model, args, in_names, out_names, path, dynamo, train, not train or name in DYNAMO_OPTIMIZED)
+        export(model, args, in_names, out_names, path, dynamo, train, not train or name in DYNAMO_OPTIMIZED,
+               name in SYMBOLIC)
     proto = onnx.load(path)
     graph_in = [i.name for i in proto.graph.input]
     if graph_in != in_names:
         raise SystemExit(f"{path}: graph inputs {graph_in}, expected {in_names}")
     feeds = {n: a.numpy() for n, a in zip(in_names, args)}
+    if name in SYMBOLIC:
+        symbolic_dims(proto, path, args[0].shape, os.path.join(d, "dims"))
     for k, n in enumerate(in_names):
         write_tensor(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), feeds[n], n)
     sess, outs = ort_run(path, feeds)
