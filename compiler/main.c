@@ -12,7 +12,6 @@
 #include <glpk.h>
 #include <jansson.h>
 #include <llvm-c/Core.h>
-#include <malloc.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
@@ -970,13 +969,6 @@ int main(int argc, char **argv)
 {
 	struct args a;
 	int rc;
-#ifdef __GLIBC__
-	/* arrays of 256 KiB or more (a device's program at scale) straight from
-	 * the kernel and back to it when freed: glibc's threshold otherwise
-	 * rises past them at the first such free, and what a compile frees
-	 * (a plan refitted, lowering's templates) stays in its heap */
-	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-#endif
 	interp_blas_init();
 	if (argc < 2) {
 		ir_errorf(-EINVAL, "no command given");

@@ -195,9 +195,11 @@ int plan_print_program(const struct plan *p, const struct plan_device *d, FILE *
 						      : x->bind == PLAN_BIND_STATE ? p->state
 										   : p->outputs;
 			fprintf(f, " %s %d \"%s\" from [", plan_bind_name(x->bind), x->index, t[x->index].name);
+			const struct plan_slice *sl = plan_slice_of(d, b);
 			for (int e = 0; e < x->shape.rank; e++)
-				fprintf(f, "%s%lld", e ? "," : "", (long long)x->start[e]);
-			fprintf(f, "]%s", x->bind == PLAN_BIND_OUTPUT && !x->writer ? " (copy, not written back)" : "");
+				fprintf(f, "%s%lld", e ? "," : "", (long long)sl->start[e]);
+			fprintf(f, "]%s",
+				x->bind == PLAN_BIND_OUTPUT && !sl->writer ? " (copy, not written back)" : "");
 		}
 		fprintf(f, "\n");
 	}

@@ -118,6 +118,7 @@ void plan_free(struct plan *p)
 		struct plan_device *d = &p->devices[i];
 		if (!d->shared_buf)
 			ir_free(d->buf);
+		ir_free(d->slice);
 		ir_free(d->instr);
 		if (!d->shared_args)
 			ir_free(d->args);
@@ -155,39 +156,46 @@ int plan_device_unshare(struct plan_device *d)
 	return 0;
 }
 
+const struct plan_slice plan_no_slice = { .writer = true };
+
+int plan_device_slices(struct plan_device *d)
+{
+	int n = 0;
+	for (int b = 0; b < d->nbuf; b++) {
+		bool bound = d->buf[b].bind != PLAN_BIND_NONE;
+		if (!d->shared_buf)
+			d->buf[b].slice = bound ? n : -1;
+		n += bound;
+	}
+	ir_free(d->slice);
+	d->nslice = 0;
+	if (!(d->slice = ir_calloc((size_t)n + 1, sizeof *d->slice)))
+		return ir_errorf(-ENOMEM, "out of memory: device %d's %d slices", d->rank, n);
+	d->nslice = n;
+	for (int k = 0; k < n; k++)
+		d->slice[k].writer = true;
+	return 0;
+}
+
 static bool buffer_equal(const struct plan_buffer *a, const struct plan_buffer *b)
 {
 	if (a->dtype != b->dtype || a->offset != b->offset || a->bytes != b->bytes || a->bind != b->bind ||
-	    a->index != b->index || a->writer != b->writer || a->slots != b->slots || a->shape.rank != b->shape.rank)
+	    a->index != b->index || a->slice != b->slice || a->slots != b->slots || a->shape.rank != b->shape.rank)
 		return false;
 	for (int e = 0; e < a->shape.rank; e++)
-		if (a->shape.dims[e] != b->shape.dims[e] || a->start[e] != b->start[e])
+		if (a->shape.dims[e] != b->shape.dims[e])
 			return false;
 	return true;
 }
 
-/* What tells a stage's devices' buffers apart: slice starts and writers. */
-static uint64_t slices_hash(const struct plan_device *d)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (int b = 0; b < d->nbuf; b++) {
-		const struct plan_buffer *x = &d->buf[b];
-		h = (h ^ (uint64_t)x->writer) * 1099511628211ull;
-		for (int e = 0; e < x->shape.rank; e++)
-			h = (h ^ (uint64_t)x->start[e]) * 1099511628211ull;
-	}
-	return h;
-}
-
-bool plan_share_buf(struct plan *p, int d, uint64_t *hash)
+bool plan_share_buf(struct plan *p, int d)
 {
 	struct plan_device *x = &p->devices[d];
 	if (x->shared_buf)
 		return true;
-	hash[d] = slices_hash(x);
 	for (int e = d - 1; e >= 0 && p->devices[e].stage == x->stage; e--) {
 		const struct plan_device *s = &p->devices[e];
-		if (s->shared_buf || hash[e] != hash[d] || s->nbuf != x->nbuf)
+		if (s->shared_buf || s->nbuf != x->nbuf)
 			continue;
 		int b = 0;
 		while (b < x->nbuf && buffer_equal(&x->buf[b], &s->buf[b]))

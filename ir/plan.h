@@ -83,19 +83,30 @@ enum plan_bind {
 	PLAN_BIND_COUNT
 };
 
+/* A buffer as every device of its stage has it: a stage's devices run one
+ * program, and differ in their bound buffers' slices alone (plan_slice),
+ * so that they may share one array of these. */
 struct plan_buffer {
 	enum ir_dtype dtype;
 	struct ir_shape shape; /* local, elements */
 	int64_t offset;        /* bytes into the device's arena, PLAN_ALIGN-aligned */
 	int64_t bytes;         /* ir_dtype_size * numel */
 	enum plan_bind bind;
-	int index;                  /* the parameter, input or output it binds */
-	int64_t start[IR_MAX_RANK]; /* where the slice starts in the global tensor */
+	int index; /* the parameter, input or output it binds */
+	int slice; /* a bound buffer's slice: the device's slice[slice] (the
+		    * bound buffers numbered in order); -1: a temporary,
+		    * which has none (plan_slice_of) */
+	int slots; /* pipelined training: copies, one per micro-batch in
+		    * flight, slot k at offset + k * the aligned size;
+		    * micro-batch m uses slot m % slots (0 or 1: one) */
+};
+
+/* Where one device's bound buffer lies in its global tensor. */
+struct plan_slice {
+	int64_t start[IR_MAX_RANK]; /* where the slice starts, per dimension */
 	bool writer;                /* outputs: this device's copy is the one to read
-				     * (replicated slices have exactly one writer) */
-	int slots;                  /* pipelined training: copies, one per micro-batch in
-				     * flight, slot k at offset + k * the aligned size;
-				     * micro-batch m uses slot m % slots (0 or 1: one) */
+				     * (replicated slices have exactly one writer);
+				     * true for every other buffer */
 };
 
 struct plan_instr {
@@ -172,6 +183,8 @@ struct plan_device {
 			      * forward part, the first nfwd instructions, and a
 			      * backward part, the rest, run in the stage's order.
 			      * 0: it runs as one */
+	int nslice;
+	struct plan_slice *slice; /* [nslice] its bound buffers' slices */
 	/* buf (args) is an earlier device's array, equal to what this device's
 	 * would be and shared to save memory (a stage's devices run one
 	 * program: at scale, hundreds of copies). Read it, never change it:
@@ -179,6 +192,16 @@ struct plan_device {
 	 * plan frees a shared array once, with the device that owns it. */
 	bool shared_buf, shared_args;
 };
+
+/* A temporary's slice: it starts at 0 and is its device's own. */
+extern const struct plan_slice plan_no_slice;
+
+/* Device d's slice of buffer b (plan_no_slice for a temporary). */
+static inline const struct plan_slice *plan_slice_of(const struct plan_device *d, int b)
+{
+	int s = d->buf[b].slice;
+	return s < 0 ? &plan_no_slice : &d->slice[s];
+}
 
 /* A global tensor the plan binds (parameter, input, output or state). */
 struct plan_tensor {
@@ -264,13 +287,15 @@ void plan_free(struct plan *p);
  * device (plan_device.shared_buf, shared_args), so that they may change.
  * 0, or -ENOMEM with a message. */
 int plan_device_unshare(struct plan_device *d);
+/* Numbers device d's bound buffers' slices in buffer order (buf[].slice;
+ * -1 for temporaries, left as they are when buf is shared) and gives it
+ * that many, each at start 0 and a writer. 0, or -ENOMEM with a message. */
+int plan_device_slices(struct plan_device *d);
 /* Shares device d's buffer array with an earlier device's of its stage
- * that owns an equal one (every buffer equal: in a stage they differ only
- * in slice starts and writers), freeing d's own: called for each device in
- * rank order as it is made (lowering, the plan reader). hash: the caller's
- * scratch of at least d + 1 entries, set here (entry d) and read for the
- * earlier devices of the stage. True when d now shares. */
-bool plan_share_buf(struct plan *p, int d, uint64_t *hash);
+ * that owns an equal one (at most one array a stage, from lowering), and
+ * frees d's own: called for each device in rank order as it is made (the
+ * plan reader). True when d now shares. */
+bool plan_share_buf(struct plan *p, int d);
 
 /* Frees what one kernel owns (types, body, constant data), not k itself. */
 void plan_kernel_free(struct plan_kernel *k);

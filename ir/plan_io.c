@@ -195,7 +195,8 @@ static bool same_shape(const struct ir_shape *a, const struct ir_shape *b)
 static bool buffer_alike(const struct plan_buffer *a, const struct plan_buffer *b)
 {
 	return a->dtype == b->dtype && same_shape(&a->shape, &b->shape) && a->offset == b->offset &&
-	       a->bytes == b->bytes && a->bind == b->bind && a->index == b->index && a->slots == b->slots;
+	       a->bytes == b->bytes && a->bind == b->bind && a->index == b->index && a->slice == b->slice &&
+	       a->slots == b->slots;
 }
 
 /* everything but kernel, comm, peer, tag and arg (a transfer's block: each
@@ -226,9 +227,9 @@ static bool instr_same(const struct plan_instr *a, const struct plan_instr *b)
 	       a->arg == b->arg;
 }
 
-static bool buffer_same(const struct plan_buffer *a, const struct plan_buffer *b)
+static bool slice_same(const struct plan_slice *a, const struct plan_slice *b, size_t rank)
 {
-	return a->writer == b->writer && !memcmp(a->start, b->start, sizeof *a->start * rank_of(&a->shape));
+	return a->writer == b->writer && !memcmp(a->start, b->start, sizeof *a->start * rank);
 }
 
 /* m's program as base's (alike) with d's changes */
@@ -238,7 +239,7 @@ static int pack_changes(struct scratch *s, const struct plan_device *base, const
 	for (int i = 0; i < d->ninstr; i++)
 		ni += !instr_same(&d->instr[i], &base->instr[i]);
 	for (int i = 0; i < d->nbuf; i++)
-		if (!buffer_same(&d->buf[i], &base->buf[i])) {
+		if (!slice_same(plan_slice_of(d, i), plan_slice_of(base, i), rank_of(&d->buf[i].shape))) {
 			nb++;
 			ns += rank_of(&d->buf[i].shape);
 		}
@@ -269,13 +270,14 @@ static int pack_changes(struct scratch *s, const struct plan_device *base, const
 		m->instr_arg[ni++] = in->arg;
 	}
 	for (int i = 0; i < d->nbuf; i++) {
-		const struct plan_buffer *b = &d->buf[i];
-		if (buffer_same(b, &base->buf[i]))
+		const struct plan_slice *x = plan_slice_of(d, i);
+		size_t rank = rank_of(&d->buf[i].shape);
+		if (slice_same(x, plan_slice_of(base, i), rank))
 			continue;
 		m->buffer_at[nb] = i;
-		m->buffer_writer[nb++] = b->writer;
-		memcpy(m->buffer_start + ns, b->start, sizeof *b->start * rank_of(&b->shape));
-		ns += rank_of(&b->shape);
+		m->buffer_writer[nb++] = x->writer;
+		memcpy(m->buffer_start + ns, x->start, sizeof *x->start * rank);
+		ns += rank;
 	}
 	return 0;
 }
@@ -314,8 +316,8 @@ static int pack_device(struct scratch *s, const struct plan_device *d, const str
 				       .bind = (Pcc__Bind)b->bind,
 				       .index = b->index,
 				       .n_start = rank_of(&b->shape),
-				       .start = DIMS(b->start),
-				       .writer = b->writer,
+				       .start = DIMS(plan_slice_of(d, i)->start),
+				       .writer = plan_slice_of(d, i)->writer,
 				       .slots = b->slots };
 		bp[i] = &bs[i];
 	}

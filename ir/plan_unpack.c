@@ -290,14 +290,30 @@ static int get_buffer(const Pcc__Buffer *m, struct plan_buffer *b)
 		return ir_errorf(-EINVAL, "unknown bind %d", (int)m->bind);
 	if (m->n_start > IR_MAX_RANK)
 		return ir_errorf(-EINVAL, "start has %zu entries, more than %d", m->n_start, IR_MAX_RANK);
-	if (m->n_start)
-		memcpy(b->start, m->start, m->n_start * sizeof *m->start);
 	b->bind = (enum plan_bind)m->bind;
 	b->offset = m->offset;
 	b->bytes = m->bytes;
 	b->index = m->index;
-	b->writer = m->writer;
 	b->slots = m->slots;
+	return 0;
+}
+
+/* Sets buffer b's slice of device d from a start (n entries) and writer
+ * flag as the file has them; a temporary has none: its start must be 0
+ * (its writer flag means nothing: plan.h). */
+static int set_slice(struct plan_device *d, int b, const int64_t *start, size_t n, bool writer)
+{
+	if (d->buf[b].slice < 0) {
+		for (size_t k = 0; k < n; k++)
+			if (start[k])
+				return ir_errorf(-EINVAL, "buffer %d: a temporary starting at %lld in dimension %zu", b,
+						 (long long)start[k], k);
+		return 0;
+	}
+	struct plan_slice *x = &d->slice[d->buf[b].slice];
+	memset(x->start, 0, sizeof x->start);
+	memcpy(x->start, start, n * sizeof *start);
+	x->writer = writer;
 	return 0;
 }
 
@@ -327,28 +343,25 @@ static int get_instr(const Pcc__Instr *m, struct plan_instr *in)
  * (Device.copy_of): that program copied, then the listed fields set. */
 static int get_changes(const Pcc__Device *m, const struct plan *p, int at, struct plan_device *d)
 {
-	int b = m->copy_of - 1;
+	int b = m->copy_of - 1, rc;
 	if (b < 0 || b >= at)
 		return ir_errorf(-EINVAL, "copy of device %d, not an earlier one", b);
 	if (m->n_buffers || m->n_instructions || m->n_args)
 		return ir_errorf(-EINVAL, "a copy of device %d with a program of its own", b);
 	const struct plan_device *s = &p->devices[b];
-	/* changes never touch the arguments, and a copy without buffer
-	 * changes has the copied device's buffers: those arrays are shared */
+	/* changes touch neither the arguments nor the buffers, only the
+	 * slices: those arrays are shared */
 	d->args = s->args;
 	d->nargs = s->nargs;
 	d->shared_args = true;
-	if (m->n_buffer_at == 0) {
-		d->buf = s->buf;
-		d->nbuf = s->nbuf;
-		d->shared_buf = true;
-	} else if (!(d->buf = get_array(s->nbuf, sizeof *d->buf, &d->nbuf))) {
+	d->buf = s->buf;
+	d->nbuf = s->nbuf;
+	d->shared_buf = true;
+	if (!(d->instr = get_array(s->ninstr, sizeof *d->instr, &d->ninstr)) ||
+	    !(d->slice = get_array(s->nslice, sizeof *d->slice, &d->nslice)))
 		return nomem();
-	}
-	if (!(d->instr = get_array(s->ninstr, sizeof *d->instr, &d->ninstr)))
-		return nomem();
-	if (s->nbuf && !d->shared_buf)
-		memcpy(d->buf, s->buf, sizeof *d->buf * (size_t)s->nbuf);
+	if (s->nslice)
+		memcpy(d->slice, s->slice, sizeof *d->slice * (size_t)s->nslice);
 	if (s->ninstr)
 		memcpy(d->instr, s->instr, sizeof *d->instr * (size_t)s->ninstr);
 	size_t ni = m->n_instr_at;
@@ -378,13 +391,12 @@ static int get_changes(const Pcc__Device *m, const struct plan *p, int at, struc
 		if (i < (k ? m->buffer_at[k - 1] + 1 : 0) || i >= d->nbuf)
 			return ir_errorf(-EINVAL, "buffer change %zu: buffer %d, out of order or past %d", k, i,
 					 d->nbuf);
-		struct plan_buffer *x = &d->buf[i];
-		size_t r = (size_t)x->shape.rank;
+		size_t r = (size_t)d->buf[i].shape.rank;
 		if (m->n_buffer_start - ns < r)
 			return ir_errorf(-EINVAL, "buffer change %zu: %zu starts left for rank %zu", k,
 					 m->n_buffer_start - ns, r);
-		x->writer = m->buffer_writer[k];
-		memcpy(x->start, m->buffer_start + ns, sizeof *x->start * r);
+		if ((rc = set_slice(d, i, m->buffer_start + ns, r, m->buffer_writer[k])) < 0)
+			return rc;
 		ns += r;
 	}
 	if (ns != m->n_buffer_start)
@@ -419,6 +431,11 @@ static int get_device(const Pcc__Device *m, const struct plan *p, int at, struct
 			ir_error_prefix("buffer %d", i);
 			return rc;
 		}
+	if ((rc = plan_device_slices(d)) < 0)
+		return rc;
+	for (int i = 0; i < d->nbuf; i++)
+		if ((rc = set_slice(d, i, m->buffers[i]->start, m->buffers[i]->n_start, m->buffers[i]->writer)) < 0)
+			return rc;
 	for (int i = 0; i < d->ninstr; i++)
 		if ((rc = get_instr(m->instructions[i], &d->instr[i])) < 0) {
 			ir_error_prefix("instruction %d", i);
@@ -526,18 +543,13 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 	for (int i = 0; i < p->ncomms; i++)
 		if ((rc = get_ints(m->comms[i]->ranks, m->comms[i]->n_ranks, &p->comms[i].ranks, &p->comms[i].n)) < 0)
 			return rc;
-	uint64_t *hash = ir_malloc(sizeof *hash * (size_t)(p->ndevices + 1));
-	if (!hash)
-		return nomem();
 	for (int i = 0; i < p->ndevices; i++) {
 		if ((rc = get_device(m->devices[i], p, i, &p->devices[i])) < 0) {
 			ir_error_prefix("device %d", i);
-			ir_free(hash);
 			return rc;
 		}
-		plan_share_buf(p, i, hash);
+		plan_share_buf(p, i);
 	}
-	ir_free(hash);
 	return 0;
 }
 

@@ -263,6 +263,10 @@ static int check_binding(const struct plan *p, int d, int b)
 	char bs[TY_MAX], ts[TY_MAX];
 	if ((unsigned)bf->bind >= PLAN_BIND_COUNT)
 		return buf_errorf(d, b, "binding %d is not a binding", (int)bf->bind);
+	const struct plan_device *dv = &p->devices[d];
+	if (bf->bind == PLAN_BIND_NONE ? bf->slice != -1 : bf->slice < 0 || bf->slice >= dv->nslice)
+		return buf_errorf(d, b, "%s has slice %d of the device's %d",
+				  bf->bind ? "a bound buffer" : "a temporary", bf->slice, dv->nslice);
 	switch (bf->bind) {
 	case PLAN_BIND_NONE:
 		return 0;
@@ -293,11 +297,12 @@ static int check_binding(const struct plan *p, int d, int b)
 	if ((bf->dtype != t->dtype && bf->bind != PLAN_BIND_ACCUM) || bf->shape.rank != t->shape.rank)
 		return buf_errorf(d, b, "is %s, %s %d \"%s\" is %s", ty(bs, bf->dtype, &bf->shape), what, bf->index,
 				  name, ty(ts, t->dtype, &t->shape));
+	const int64_t *start = dv->slice[bf->slice].start;
 	for (int k = 0; k < bf->shape.rank; k++)
-		if (bf->start[k] < 0 || bf->start[k] > t->shape.dims[k] - bf->shape.dims[k])
+		if (start[k] < 0 || start[k] > t->shape.dims[k] - bf->shape.dims[k])
 			return buf_errorf(d, b, "slice [%lld, %lld) of dimension %d lies outside %s %d \"%s\" %s",
-					  (long long)bf->start[k], (long long)(bf->start[k] + bf->shape.dims[k]), k,
-					  what, bf->index, name, ty(ts, t->dtype, &t->shape));
+					  (long long)start[k], (long long)(start[k] + bf->shape.dims[k]), k, what,
+					  bf->index, name, ty(ts, t->dtype, &t->shape));
 	return 0;
 }
 

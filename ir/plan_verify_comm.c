@@ -75,10 +75,14 @@ static int cmp_writer(const void *x, const void *y)
 	return (a->b > b->b) - (a->b < b->b);
 }
 
-static bool slices_meet(const struct plan_buffer *a, const struct plan_buffer *b)
+/* whether device d's buffer b and device e's buffer c hold some element
+ * of their tensor both */
+static bool slices_meet(const struct plan *p, int d, int b, int e, int c)
 {
-	for (int k = 0; k < a->shape.rank; k++)
-		if (a->start[k] + a->shape.dims[k] <= b->start[k] || b->start[k] + b->shape.dims[k] <= a->start[k])
+	const struct plan_buffer *x = &p->devices[d].buf[b], *y = &p->devices[e].buf[c];
+	const int64_t *s = plan_slice_of(&p->devices[d], b)->start, *t = plan_slice_of(&p->devices[e], c)->start;
+	for (int k = 0; k < x->shape.rank; k++)
+		if (s[k] + x->shape.dims[k] <= t[k] || t[k] + y->shape.dims[k] <= s[k])
 			return false;
 	return true;
 }
@@ -91,13 +95,13 @@ int plan_verify_outputs(const struct plan *p)
 	int64_t n = 0, k = 0;
 	for (int d = 0; d < p->ndevices; d++)
 		for (int b = 0; b < p->devices[d].nbuf; b++)
-			n += p->devices[d].buf[b].bind == PLAN_BIND_OUTPUT && p->devices[d].buf[b].writer;
+			n += p->devices[d].buf[b].bind == PLAN_BIND_OUTPUT && plan_slice_of(&p->devices[d], b)->writer;
 	struct writer *w = ir_malloc((size_t)(n ? n : 1) * sizeof *w);
 	if (!w)
 		return ir_errorf(-ENOMEM, "plan: out of memory while verifying");
 	for (int d = 0; d < p->ndevices; d++)
 		for (int b = 0; b < p->devices[d].nbuf; b++)
-			if (p->devices[d].buf[b].bind == PLAN_BIND_OUTPUT && p->devices[d].buf[b].writer)
+			if (p->devices[d].buf[b].bind == PLAN_BIND_OUTPUT && plan_slice_of(&p->devices[d], b)->writer)
 				w[k++] = (struct writer){ p->devices[d].buf[b].index, d, b };
 	qsort(w, (size_t)n, sizeof *w, cmp_writer);
 	int r = 0;
@@ -112,7 +116,7 @@ int plan_verify_outputs(const struct plan *p)
 			held += ir_shape_numel(&a->shape);
 			for (int64_t y = x + 1; y < k && !r && a->bytes; y++) {
 				const struct plan_buffer *b = &p->devices[w[y].d].buf[w[y].b];
-				if (b->bytes && slices_meet(a, b))
+				if (b->bytes && slices_meet(p, w[x].d, w[x].b, w[y].d, w[y].b))
 					r = ir_errorf(
 						-EINVAL,
 						"plan: output %d \"%s\": device %d, buffer %d and device %d, buffer %d both write some of its elements",

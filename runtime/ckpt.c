@@ -144,7 +144,7 @@ static int write_shards(struct rt *r, const char *tmpdir, long step, char **desc
 		json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:o, s:o, s:s, s:I, s:I, s:s}", "kind",
 						     x->bind == PLAN_BIND_PARAM ? "param" : "state", "index", x->index,
 						     "dtype", ir_dtype_name(x->dtype), "start",
-						     shape_json(&x->shape, x->start), "shape",
+						     shape_json(&x->shape, plan_slice_of(r->d, b)->start), "shape",
 						     shape_json(&x->shape, NULL), "file", name, "offset",
 						     (json_int_t)off, "bytes", (json_int_t)x->bytes, "xxh3", hex));
 		off += (size_t)x->bytes;
@@ -541,9 +541,10 @@ static int read_shard(const char *cdir, const struct rt_shard *s, const char *na
 	return rc;
 }
 
-/* Fills buffer x from the shards overlapping it; every element must be covered. */
-static int fill(struct rt *r, const char *cdir, const struct rt_manifest *m, const struct plan_buffer *x)
+/* Fills buffer b from the shards overlapping it; every element must be covered. */
+static int fill(struct rt *r, const char *cdir, const struct rt_manifest *m, int b)
 {
+	const struct plan_buffer *x = &r->d->buf[b];
 	const struct plan_tensor *t = x->bind == PLAN_BIND_PARAM ? &r->p->params[x->index] : &r->p->state[x->index];
 	int64_t n = ir_shape_numel(&x->shape), covered = 0;
 	uint8_t *mask = ir_calloc((size_t)n + 1, 1), *ones = NULL;
@@ -552,7 +553,7 @@ static int fill(struct rt *r, const char *cdir, const struct rt_manifest *m, con
 		const struct rt_shard *s = &m->sh[i];
 		int64_t in_s[IR_MAX_RANK], in_x[IR_MAX_RANK];
 		struct ir_shape blk;
-		if (!rt_shard_overlap(s, x, in_s, in_x, &blk))
+		if (!rt_shard_overlap(s, x, plan_slice_of(r->d, b)->start, in_s, in_x, &blk))
 			continue;
 		uint8_t *data = NULL;
 		if ((rc = read_shard(cdir, s, t->name, &data)) < 0)
@@ -591,7 +592,7 @@ static int load_one(struct rt *r, const char *cdir, long *step)
 	int rc = rt_manifest_read(r->p, cdir, &m);
 	for (int b = 0; b < r->d->nbuf && rc == 0; b++)
 		if (r->d->buf[b].bind == PLAN_BIND_PARAM || r->d->buf[b].bind == PLAN_BIND_STATE)
-			rc = fill(r, cdir, &m, &r->d->buf[b]);
+			rc = fill(r, cdir, &m, b);
 	*step = m.step;
 	rt_manifest_free(&m);
 	return rc;

@@ -154,20 +154,20 @@ void rt_manifest_free(struct rt_manifest *m)
 	m->n = 0;
 }
 
-bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, int64_t *in_s, int64_t *in_x,
-		      struct ir_shape *blk)
+bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, const int64_t *start, int64_t *in_s,
+		      int64_t *in_x, struct ir_shape *blk)
 {
 	if (s->kind != (int)x->bind || s->index != x->index || s->dtype != x->dtype || s->shape.rank != x->shape.rank)
 		return false;
 	*blk = (struct ir_shape){ x->shape.rank, { 0 } };
 	for (int d = 0; d < x->shape.rank; d++) {
-		int64_t lo = s->start[d] > x->start[d] ? s->start[d] : x->start[d];
-		int64_t hs = s->start[d] + s->shape.dims[d], hx = x->start[d] + x->shape.dims[d];
+		int64_t lo = s->start[d] > start[d] ? s->start[d] : start[d];
+		int64_t hs = s->start[d] + s->shape.dims[d], hx = start[d] + x->shape.dims[d];
 		blk->dims[d] = (hs < hx ? hs : hx) - lo;
 		if (blk->dims[d] <= 0)
 			return false;
 		in_s[d] = lo - s->start[d];
-		in_x[d] = lo - x->start[d];
+		in_x[d] = lo - start[d];
 	}
 	return true;
 }

@@ -42,10 +42,11 @@ struct rt_manifest {
 int rt_manifest_read(const struct plan *p, const char *cdir, struct rt_manifest *m);
 void rt_manifest_free(struct rt_manifest *m);
 
-/* Where shard s overlaps buffer x (a slice of the same tensor): the block
- * blk of it, starting at in_s in the shard and at in_x in the buffer. False
- * when they share no element (another tensor or dtype, or disjoint). */
-bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, int64_t *in_s, int64_t *in_x,
-		      struct ir_shape *blk);
+/* Where shard s overlaps buffer x (a slice of the same tensor, starting
+ * at start in it): the block blk of it, starting at in_s in the shard and
+ * at in_x in the buffer. False when they share no element (another tensor
+ * or dtype, or disjoint). */
+bool rt_shard_overlap(const struct rt_shard *s, const struct plan_buffer *x, const int64_t *start, int64_t *in_s,
+		      int64_t *in_x, struct ir_shape *blk);
 
 #endif

@@ -40,7 +40,7 @@ static void output_parts(const struct plan *p, const struct plan_device *d, int8
 		for (int j = 0; j < x->nout; j++) {
 			int b = d->args[x->arg + x->nin + j];
 			const struct plan_buffer *o = &d->buf[b];
-			if (o->bind != PLAN_BIND_OUTPUT || !o->writer)
+			if (o->bind != PLAN_BIND_OUTPUT || !plan_slice_of(d, b)->writer)
 				continue;
 			part[b] = i >= plan_step_first(d) || p->outputs[o->index].per_step ? 2
 				  : d->nfwd && i >= d->nfwd                                ? 1
@@ -49,18 +49,26 @@ static void output_parts(const struct plan *p, const struct plan_device *d, int8
 	}
 }
 
-static uint64_t slice_hash(const struct plan_buffer *x)
+/* A buffer of a device: find_savers's table entry. */
+struct held {
+	const struct plan_device *d; /* NULL: an empty entry */
+	int b;
+};
+
+static uint64_t slice_hash(const struct plan_device *d, int b)
 {
+	const struct plan_buffer *x = &d->buf[b];
 	int64_t key[3 + 2 * IR_MAX_RANK] = { x->bind, x->index, x->shape.rank };
 	memcpy(key + 3, x->shape.dims, sizeof x->shape.dims);
-	memcpy(key + 3 + IR_MAX_RANK, x->start, sizeof x->start);
+	memcpy(key + 3 + IR_MAX_RANK, plan_slice_of(d, b)->start, sizeof plan_no_slice.start);
 	return XXH3_64bits(key, sizeof key);
 }
 
-static bool same_slice(const struct plan_buffer *x, const struct plan_buffer *y)
+static bool same_slice(struct held h, const struct plan_device *d, int b)
 {
+	const struct plan_buffer *x = &h.d->buf[h.b], *y = &d->buf[b];
 	return x->bind == y->bind && x->index == y->index && ir_shape_eq(&x->shape, &y->shape) &&
-	       !memcmp(x->start, y->start, sizeof x->start);
+	       !memcmp(plan_slice_of(h.d, h.b)->start, plan_slice_of(d, b)->start, sizeof plan_no_slice.start);
 }
 
 /* saver[dev][b]: the first buffer, in rank then buffer order, holding its
@@ -73,20 +81,22 @@ static int find_savers(const struct plan *p, uint8_t **saver)
 		total += (size_t)p->devices[dev].nbuf;
 	while (cap < 2 * total)
 		cap *= 2;
-	const struct plan_buffer **seen = ir_calloc(cap, sizeof *seen);
+	struct held *seen = ir_calloc(cap, sizeof *seen);
 	if (!seen)
 		return -ENOMEM;
-	for (int dev = 0; dev < p->ndevices; dev++)
-		for (int b = 0; b < p->devices[dev].nbuf; b++) {
-			const struct plan_buffer *x = &p->devices[dev].buf[b];
-			if (x->bind != PLAN_BIND_PARAM && x->bind != PLAN_BIND_STATE)
+	for (int dev = 0; dev < p->ndevices; dev++) {
+		const struct plan_device *d = &p->devices[dev];
+		for (int b = 0; b < d->nbuf; b++) {
+			if (d->buf[b].bind != PLAN_BIND_PARAM && d->buf[b].bind != PLAN_BIND_STATE)
 				continue;
-			size_t h = (size_t)slice_hash(x) & (cap - 1);
-			while (seen[h] && !same_slice(seen[h], x))
+			size_t h = (size_t)slice_hash(d, b) & (cap - 1);
+			while (seen[h].d && !same_slice(seen[h], d, b))
 				h = (h + 1) & (cap - 1);
-			saver[dev][b] = !seen[h];
-			seen[h] = seen[h] ? seen[h] : x;
+			saver[dev][b] = !seen[h].d;
+			if (!seen[h].d)
+				seen[h] = (struct held){ d, b };
 		}
+	}
 	ir_free(seen);
 	return 0;
 }
@@ -209,12 +219,14 @@ int rt_load_params(struct rt *r, const char *model, const struct rt_fill *fill, 
 		const struct plan_tensor *t = &r->p->params[x->index];
 		bool absent = onnx_weights_absent(w, t->name);
 		if (absent && fill && fill->on) {
-			rc = rt_fill_block(fill, t->name, x->dtype, &t->shape, x->start, &x->shape, rt_buf(r, x));
+			rc = rt_fill_block(fill, t->name, x->dtype, &t->shape, plan_slice_of(r->d, k)->start, &x->shape,
+					   rt_buf(r, x));
 			nfilled += last != x->index;
 			last = x->index;
 			continue;
 		}
-		rc = onnx_weights_read(w, t->name, x->dtype, &t->shape, x->start, &x->shape, rt_buf(r, x));
+		rc = onnx_weights_read(w, t->name, x->dtype, &t->shape, plan_slice_of(r->d, k)->start, &x->shape,
+				       rt_buf(r, x));
 		if (rc < 0 && absent) {
 			char why[1024];
 			snprintf(why, sizeof why, "%s", ir_error());
@@ -249,8 +261,9 @@ int rt_gather_params(struct rt *r, struct ir_tensor *params)
 			if (!src)
 				return ir_errorf(-ENOMEM, "out of memory gathering parameters");
 			if (dev == 0 || (rc = r->c->ops->ctl_recv(r->c, src, (size_t)x->bytes, dev)) == 0)
-				ir_copy_block(params[x->index].data, &params[x->index].shape, x->start, src, &x->shape,
-					      NULL, &x->shape, ir_dtype_size(x->dtype));
+				ir_copy_block(params[x->index].data, &params[x->index].shape,
+					      plan_slice_of(d, k)->start, src, &x->shape, NULL, &x->shape,
+					      ir_dtype_size(x->dtype));
 			if (dev != 0)
 				ir_free(src);
 		}
@@ -292,8 +305,8 @@ static int move_outputs(struct rt *r, int dev, const int8_t *part, struct ir_ten
 			if (rc == 0 && !o->data)
 				rc = ir_tensor_alloc(o, p->outputs[x->index].dtype, &p->outputs[x->index].shape);
 			if (rc == 0)
-				ir_copy_block(o->data, &o->shape, x->start, src, &x->shape, NULL, &x->shape,
-					      ir_dtype_size(x->dtype));
+				ir_copy_block(o->data, &o->shape, plan_slice_of(d, b)->start, src, &x->shape, NULL,
+					      &x->shape, ir_dtype_size(x->dtype));
 		}
 	ir_free(tmp);
 	return rc;

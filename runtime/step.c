@@ -29,7 +29,7 @@ static int feed(struct rt *r, const struct ir_tensor *in)
 		if (x->bind != PLAN_BIND_INPUT)
 			continue;
 		const struct ir_tensor *g = &in[x->index];
-		ir_copy_block(rt_buf(r, x), &x->shape, NULL, g->data, &g->shape, x->start, &x->shape,
+		ir_copy_block(rt_buf(r, x), &x->shape, NULL, g->data, &g->shape, plan_slice_of(d, k)->start, &x->shape,
 			      ir_dtype_size(x->dtype));
 		rc = r->dev->put(r, x);
 	}

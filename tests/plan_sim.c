@@ -73,8 +73,8 @@ static void load(struct rt *r, enum plan_bind bind, const struct ir_tensor *t)
 		if (x->bind != bind)
 			continue;
 		const struct ir_tensor *g = &t[x->index];
-		ir_copy_block(rt_buf(r, x), &x->shape, NULL, g->data, &g->shape, x->start, &x->shape,
-			      ir_dtype_size(x->dtype));
+		ir_copy_block(rt_buf(r, x), &x->shape, NULL, g->data, &g->shape, plan_slice_of(r->d, b)->start,
+			      &x->shape, ir_dtype_size(x->dtype));
 	}
 }
 
@@ -212,6 +212,7 @@ int plan_sim_params(struct plan_sim *s, struct ir_tensor *params)
 			if (x->bind != PLAN_BIND_PARAM)
 				continue;
 			struct ir_tensor *t = &params[x->index], have;
+			const int64_t *start = plan_slice_of(r->d, b)->start;
 			int64_t n = ir_shape_numel(&x->shape);
 			uint8_t *was = malloc((size_t)n + 1), *ones = malloc((size_t)n + 1);
 			if (!was || !ones || (rc = ir_tensor_alloc(&have, x->dtype, &x->shape)) < 0) {
@@ -222,9 +223,9 @@ int plan_sim_params(struct plan_sim *s, struct ir_tensor *params)
 			}
 			memset(ones, 1, (size_t)n + 1);
 			/* a replica must hold exactly what the others hold */
-			ir_copy_block(have.data, &x->shape, NULL, t->data, &t->shape, x->start, &x->shape,
+			ir_copy_block(have.data, &x->shape, NULL, t->data, &t->shape, start, &x->shape,
 				      ir_dtype_size(x->dtype));
-			ir_copy_block(was, &x->shape, NULL, done[x->index], &t->shape, x->start, &x->shape, 1);
+			ir_copy_block(was, &x->shape, NULL, done[x->index], &t->shape, start, &x->shape, 1);
 			struct ir_tensor mine = { x->dtype, x->shape, rt_buf(r, x) };
 			for (int64_t e = 0; e < n && rc == 0; e++) {
 				double u = ir_tensor_get_f64(&have, e), v = ir_tensor_get_f64(&mine, e);
@@ -234,9 +235,9 @@ int plan_sim_params(struct plan_sim *s, struct ir_tensor *params)
 						       "from another rank's copy (%g, not %g)",
 						       dev, b, x->index, v, u);
 			}
-			ir_copy_block(t->data, &t->shape, x->start, mine.data, &x->shape, NULL, &x->shape,
+			ir_copy_block(t->data, &t->shape, start, mine.data, &x->shape, NULL, &x->shape,
 				      ir_dtype_size(x->dtype));
-			ir_copy_block(done[x->index], &t->shape, x->start, ones, &x->shape, NULL, &x->shape, 1);
+			ir_copy_block(done[x->index], &t->shape, start, ones, &x->shape, NULL, &x->shape, 1);
 			ir_tensor_free(&have);
 			free(was);
 			free(ones);

@@ -73,18 +73,32 @@ static struct plan_instr ins(enum plan_instr_kind kind, int nin, int nout, int a
 	return (struct plan_instr){ .kind = kind, .nin = nin, .nout = nout, .arg = arg };
 }
 
-static void set_buffer(struct plan_buffer *b, enum ir_dtype dt, struct ir_shape s, int64_t offset, enum plan_bind bind,
-		       int index, int64_t s0, int64_t s1, bool writer)
+/* Buffer i of device d (set in buffer order: a bound one takes the next
+ * slice, starting at s0, s1). */
+static void set_buffer(struct plan_device *d, int i, enum ir_dtype dt, struct ir_shape s, int64_t offset,
+		       enum plan_bind bind, int index, int64_t s0, int64_t s1, bool writer)
 {
 	struct ir_tensor t = { .dtype = dt, .shape = s };
-	*b = (struct plan_buffer){ .dtype = dt,
-				   .shape = s,
-				   .offset = offset,
-				   .bytes = (int64_t)ir_tensor_bytes(&t),
-				   .bind = bind,
-				   .index = index,
-				   .start = { s0, s1 },
-				   .writer = writer };
+	d->buf[i] = (struct plan_buffer){ .dtype = dt,
+					  .shape = s,
+					  .offset = offset,
+					  .bytes = (int64_t)ir_tensor_bytes(&t),
+					  .bind = bind,
+					  .index = index,
+					  .slice = -1 };
+	if (bind == PLAN_BIND_NONE)
+		return;
+	struct plan_slice *x = ir_realloc(d->slice, sizeof *x * (size_t)(d->nslice + 1));
+	IR_ASSERT(x);
+	d->slice = x;
+	d->buf[i].slice = d->nslice;
+	d->slice[d->nslice++] = (struct plan_slice){ .start = { s0, s1 }, .writer = writer };
+}
+
+/* Device d's slice of its bound buffer b, to change. */
+static struct plan_slice *sl(struct plan *p, int d, int b)
+{
+	return &p->devices[d].slice[p->devices[d].buf[b].slice];
 }
 
 /* y[8,32] = x[8,64] @ w[64,32] on a 1x2 stage, the contraction split: each
@@ -192,18 +206,18 @@ static struct plan *build_plan(void)
 		d->coord[1] = r;
 		d->nbuf = 12;
 		d->buf = ir_calloc(12, sizeof *d->buf);
-		set_buffer(&d->buf[0], IR_F32, shp(2, 32, 32), 0, PLAN_BIND_PARAM, 0, 32 * r, 0, false);
-		set_buffer(&d->buf[1], IR_F32, shp(2, 8, 32), 4096, PLAN_BIND_INPUT, 0, 0, 32 * r, false);
-		set_buffer(&d->buf[2], IR_F32, shp(2, 8, 32), 5120, PLAN_BIND_NONE, 0, 0, 0, false);
-		set_buffer(&d->buf[3], IR_F32, shp(2, 8, 32), 6144, PLAN_BIND_OUTPUT, 0, 0, 0, r == 0);
-		set_buffer(&d->buf[4], IR_F32, shp(2, 2, 3), 7168, PLAN_BIND_NONE, 0, 0, 0, false);
-		set_buffer(&d->buf[5], IR_F32, shp(2, 2, 3), 7424, PLAN_BIND_NONE, 0, 0, 0, false);
-		set_buffer(&d->buf[6], IR_F32, shp(2, 2, 6), 7680, PLAN_BIND_NONE, 0, 0, 0, false);
-		set_buffer(&d->buf[7], IR_BF16, shp(2, 8, 32), 7936, PLAN_BIND_OUTPUT, 1, 0, 0, r == 0);
-		set_buffer(&d->buf[8], IR_BF16, shp(1, 32, 0), 8448, PLAN_BIND_PARAM, 1, 0, 0, false);
-		set_buffer(&d->buf[9], IR_F32, shp(2, 2, 6), 8704, PLAN_BIND_NONE, 0, 0, 0, false);
-		set_buffer(&d->buf[10], IR_F32, shp(2, 4, 3), 8960, PLAN_BIND_NONE, 0, 0, 0, false);
-		set_buffer(&d->buf[11], IR_F32, shp(2, 2, 3), 9216, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 0, IR_F32, shp(2, 32, 32), 0, PLAN_BIND_PARAM, 0, 32 * r, 0, false);
+		set_buffer(d, 1, IR_F32, shp(2, 8, 32), 4096, PLAN_BIND_INPUT, 0, 0, 32 * r, false);
+		set_buffer(d, 2, IR_F32, shp(2, 8, 32), 5120, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 3, IR_F32, shp(2, 8, 32), 6144, PLAN_BIND_OUTPUT, 0, 0, 0, r == 0);
+		set_buffer(d, 4, IR_F32, shp(2, 2, 3), 7168, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 5, IR_F32, shp(2, 2, 3), 7424, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 6, IR_F32, shp(2, 2, 6), 7680, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 7, IR_BF16, shp(2, 8, 32), 7936, PLAN_BIND_OUTPUT, 1, 0, 0, r == 0);
+		set_buffer(d, 8, IR_BF16, shp(1, 32, 0), 8448, PLAN_BIND_PARAM, 1, 0, 0, false);
+		set_buffer(d, 9, IR_F32, shp(2, 2, 6), 8704, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 10, IR_F32, shp(2, 4, 3), 8960, PLAN_BIND_NONE, 0, 0, 0, false);
+		set_buffer(d, 11, IR_F32, shp(2, 2, 3), 9216, PLAN_BIND_NONE, 0, 0, 0, false);
 		d->arena_bytes = 9472;
 		int args[] = { 1, 0, 2, 2, 3, 4, r ? 5 : 4, r ? 4 : 5, 5, 6, 6, 9, 3, 7, 9, 10, 9, 11, 9 };
 		d->nargs = (int)(sizeof args / sizeof args[0]);
@@ -319,10 +333,12 @@ static bool same_device(const struct plan_device *a, const struct plan_device *b
 		const struct plan_buffer *x = &a->buf[i], *y = &b->buf[i];
 		SAME(x->dtype == y->dtype && same_shape(&x->shape, &y->shape), "device %d buffer %d type", r, i);
 		SAME(x->offset == y->offset && x->bytes == y->bytes, "device %d buffer %d place", r, i);
-		SAME(x->bind == y->bind && x->index == y->index && x->writer == y->writer && x->slots == y->slots,
+		SAME(x->bind == y->bind && x->index == y->index && x->slice == y->slice && x->slots == y->slots &&
+			     plan_slice_of(a, i)->writer == plan_slice_of(b, i)->writer,
 		     "device %d buffer %d binding", r, i);
 		for (int j = 0; j < x->shape.rank; j++)
-			SAME(x->start[j] == y->start[j], "device %d buffer %d start", r, i);
+			SAME(plan_slice_of(a, i)->start[j] == plan_slice_of(b, i)->start[j],
+			     "device %d buffer %d start", r, i);
 	}
 	for (int i = 0; i < a->ninstr; i++) {
 		const struct plan_instr *x = &a->instr[i], *y = &b->instr[i];
@@ -621,9 +637,9 @@ static void test_round_trip(const struct plan *p, const uint8_t *b, size_t n)
 	q->kernels[2].a.value = 0.0;
 	TAP_OK(!same_plan(p, q), "comparer tells -0.0 from 0.0 (%s)", diff);
 	q->kernels[2].a.value = -0.0;
-	q->devices[0].buf[0].start[1] = 3;
+	sl(q, 0, 0)->start[1] = 3;
 	TAP_OK(!same_plan(p, q), "comparer catches a changed slice start (%s)", diff);
-	q->devices[0].buf[0].start[1] = 0;
+	sl(q, 0, 0)->start[1] = 0;
 	q->classes++;
 	TAP_OK(!same_plan(p, q), "comparer catches a changed class count (%s)", diff);
 	q->classes--;
@@ -830,6 +846,8 @@ static void copy_device(struct plan_device *d, const struct plan_device *s, int 
 	memcpy(d->buf, s->buf, sizeof *d->buf * (size_t)s->nbuf);
 	memcpy(d->instr, s->instr, sizeof *d->instr * (size_t)s->ninstr);
 	memcpy(d->args, s->args, sizeof *d->args * (size_t)s->nargs);
+	d->slice = ir_malloc(sizeof *d->slice * (size_t)(s->nslice + 1));
+	memcpy(d->slice, s->slice, sizeof *d->slice * (size_t)s->nslice);
 }
 
 /* build_plan's two devices and, from rank 2 on, devices 2 .. n-1: copies of
@@ -853,8 +871,8 @@ static struct plan *copies_plan(int n)
 		d->instr[3].peer = 3;
 		d->instr[3].tag = 70;
 		d->instr[6].arg = 12;
-		d->buf[0].start[1] = 96;
-		d->buf[3].writer = true;
+		sl(p, 3, 0)->start[1] = 96;
+		sl(p, 3, 3)->writer = true;
 		d->arena_bytes = 9984;
 	}
 	if (n > 5) {
@@ -893,15 +911,16 @@ static void test_copies(void)
 	if (plan_pack(p6, &b6, &n6) == 0)
 		r = plan_unpack(b6, n6);
 	bool shares = r && r->devices[2].shared_args && r->devices[2].shared_buf &&
-		      r->devices[2].buf == r->devices[0].buf && r->devices[3].shared_args &&
-		      !r->devices[3].shared_buf && !r->devices[0].shared_buf;
-	TAP_OK(shares, "copies read back share the arguments, and the buffers when theirs are equal");
+		      r->devices[2].buf == r->devices[0].buf && r->devices[3].shared_args && r->devices[3].shared_buf &&
+		      r->devices[3].buf == r->devices[0].buf && plan_slice_of(&r->devices[3], 0)->start[1] == 96 &&
+		      plan_slice_of(&r->devices[0], 0)->start[1] == 0 && !r->devices[0].shared_buf;
+	TAP_OK(shares, "copies read back share the arguments and buffers, each with slices of its own");
 	bool owns = r && plan_device_unshare(&r->devices[2]) == 0 && !r->devices[2].shared_buf &&
 		    r->devices[2].buf != r->devices[0].buf;
 	if (owns) {
-		r->devices[2].buf[0].start[1] = 7;
-		owns = r->devices[0].buf[0].start[1] == 0 && !same_plan(p6, r);
-		r->devices[2].buf[0].start[1] = 0;
+		r->devices[2].buf[0].offset += PLAN_ALIGN;
+		owns = r->devices[0].buf[0].offset == 0 && !same_plan(p6, r);
+		r->devices[2].buf[0].offset -= PLAN_ALIGN;
 		owns = owns && same_plan(p6, r);
 	}
 	TAP_OK(owns, "a device made to own its arrays changes without changing the device it shared them with");

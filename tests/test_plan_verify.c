@@ -110,9 +110,19 @@ static int add_buf(struct plan *p, int d, struct ir_shape s, enum plan_bind bind
 	dev->arena_bytes += (b->bytes + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
 	b->bind = bind;
 	b->index = index;
-	b->start[0] = s0;
-	b->start[1] = s1;
+	b->slice = -1;
+	if (bind != PLAN_BIND_NONE) {
+		dev->slice = grow(dev->slice, dev->nslice, sizeof *dev->slice);
+		b->slice = dev->nslice++;
+		dev->slice[b->slice] = (struct plan_slice){ .start = { s0, s1 }, .writer = true };
+	}
 	return dev->nbuf++;
+}
+
+/* Device d's slice of its bound buffer b, to change. */
+static struct plan_slice *sl(struct plan *p, int d, int b)
+{
+	return &p->devices[d].slice[p->devices[d].buf[b].slice];
 }
 
 /* Appends an instruction reading then writing the buffer ids that follow;
@@ -176,7 +186,7 @@ static struct plan *build_gather(void)
 		add_buf(p, d, SHAPE(8, 8), PLAN_BIND_PARAM, 0, 0, 8 * d);
 		add_buf(p, d, SHAPE(4, 8), PLAN_BIND_NONE, 0, 0, 0);
 		int y = add_buf(p, d, SHAPE(4, 16), PLAN_BIND_OUTPUT, 0, 0, 0);
-		p->devices[d].buf[y].writer = d == 0;
+		sl(p, d, y)->writer = d == 0;
 		add_instr(p, d, PLAN_KERNEL, 2, 1, 0, 1, 2)->kernel = 0;
 		struct plan_instr *g = add_instr(p, d, PLAN_ALL_GATHER, 1, 1, 2, 3);
 		g->comm = 0;
@@ -212,7 +222,7 @@ static struct plan *build_pipeline(void)
 	add_buf(p, 1, SHAPE(4, 8), PLAN_BIND_NONE, 0, 0, 0);
 	add_buf(p, 1, SHAPE(8, 8), PLAN_BIND_PARAM, 1, 0, 0);
 	int y = add_buf(p, 1, SHAPE(4, 8), PLAN_BIND_OUTPUT, 0, 0, 0);
-	p->devices[1].buf[y].writer = true;
+	sl(p, 1, y)->writer = true;
 	struct plan_instr *r = add_instr(p, 1, PLAN_RECV, 0, 1, 0);
 	r->peer = 0;
 	r->tag = 7;
@@ -242,7 +252,7 @@ static struct plan *build_mesh(void)
 		for (int b = 1; b <= 3; b++)
 			add_buf(p, d, SHAPE(4, 8), PLAN_BIND_NONE, 0, 0, 0);
 		int y = add_buf(p, d, SHAPE(4, 8), PLAN_BIND_OUTPUT, 0, 0, 0);
-		p->devices[d].buf[y].writer = d == 0;
+		sl(p, d, y)->writer = d == 0;
 		add_instr(p, d, PLAN_ALL_REDUCE, 1, 1, 0, 1)->comm = d % 2;
 		add_instr(p, d, PLAN_ALL_REDUCE, 1, 1, 1, 2)->comm = 2 + d / 2;
 		add_instr(p, d, PLAN_FREE, 1, 0, 1);
@@ -269,7 +279,7 @@ static struct plan *build_exchange(bool recv_first)
 		add_buf(p, d, SHAPE(4, 8), PLAN_BIND_INPUT, 0, 0, 0);
 		add_buf(p, d, SHAPE(4, 8), PLAN_BIND_NONE, 0, 0, 0);
 		int y = add_buf(p, d, SHAPE(4, 8), PLAN_BIND_OUTPUT, 0, 4 * d, 0);
-		p->devices[d].buf[y].writer = true;
+		sl(p, d, y)->writer = true;
 		struct plan_instr *s = add_instr(p, d, PLAN_SEND, 1, 0, 0);
 		s->peer = 1 - d;
 		s->tag = d;
@@ -360,7 +370,7 @@ static void test_comm_errors(void)
 	p = build_mesh();
 	for (int b = 0; b < 5; b++)
 		set_shape(p, 3, b, SHAPE(2, 8));
-	p->devices[3].buf[4].writer = false;
+	sl(p, 3, 4)->writer = false;
 	expect_fail(p, "an all_reduce of another size on one rank", "device 3, instruction 0 (all_reduce)",
 		    "collective 0 on comm 1 is all_reduce sum of f32 [2,8]",
 		    "device 1's (instruction 0) is all_reduce sum of f32 [4,8]", NULL);
@@ -468,18 +478,18 @@ static void test_local_errors(void)
 		    NULL);
 
 	p = build_gather();
-	p->devices[1].buf[1].start[1] = 12;
+	sl(p, 1, 1)->start[1] = 12;
 	expect_fail(p, "a slice outside its parameter",
 		    "device 1, buffer 1: slice [12, 20) of dimension 1 lies outside parameter 0 \"w\" f32 [8,16]",
 		    NULL);
 
 	p = build_gather();
-	p->devices[0].buf[3].writer = false;
+	sl(p, 0, 3)->writer = false;
 	expect_fail(p, "an output no device writes",
 		    "plan: output 0 \"y\": the writer slices cover 0 of its 64 elements", NULL);
 
 	p = build_gather();
-	p->devices[1].buf[3].writer = true;
+	sl(p, 1, 3)->writer = true;
 	expect_fail(p, "an output written twice",
 		    "plan: output 0 \"y\": device 0, buffer 3 and device 1, buffer 3 both write", NULL);
 
@@ -580,7 +590,7 @@ static struct plan *build_random(int nevents, int nswaps)
 		add_buf(p, d, SHAPE(8), PLAN_BIND_INPUT, 0, 0, 0);
 		add_buf(p, d, SHAPE(8), PLAN_BIND_NONE, 0, 0, 0);
 		add_buf(p, d, SHAPE(8), PLAN_BIND_OUTPUT, 0, 0, 0);
-		p->devices[d].buf[2].writer = d == 0;
+		sl(p, d, 2)->writer = d == 0;
 		add_instr(p, d, PLAN_COPY, 1, 1, 0, 1);
 	}
 	for (int e = 0; e < nevents; e++) {
@@ -657,7 +667,7 @@ static void test_long_program(void)
 	add_kernel(p, IR_OP_NEG, 1, 1, (struct ir_shape[]){ SHAPE(64), SHAPE(64) });
 	add_buf(p, 0, SHAPE(64), PLAN_BIND_INPUT, 0, 0, 0);
 	int y = add_buf(p, 0, SHAPE(64), PLAN_BIND_OUTPUT, 0, 0, 0);
-	p->devices[0].buf[y].writer = true;
+	sl(p, 0, y)->writer = true;
 	int prev = 0;
 	for (int k = 0; k < N; k++) {
 		int t = add_buf(p, 0, SHAPE(64), PLAN_BIND_NONE, 0, 0, 0);

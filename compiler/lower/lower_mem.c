@@ -294,7 +294,7 @@ static int comm_of(const struct lower *L, const int base[3], uint8_t axes, int k
  * buffers at the arena's offsets, its slices of bound tensors, and its
  * instructions, collectives on the communicators from base (NULL: none
  * yet, comm -1). touched: nbuf + 1 bytes of scratch. first: the stage's
- * first device, whose arguments (the template's) d shares; NULL: d is it. */
+ * first device, whose buffers and arguments d shares; NULL: d is it. */
 static int expand_device(const struct lower *L, int k, const int *base, int64_t arena, unsigned char *touched,
 			 const struct plan_device *first, struct plan_device *d)
 {
@@ -303,20 +303,23 @@ static int expand_device(const struct lower *L, int k, const int *base, int64_t 
 	d->coord[0] = k / L->n1;
 	d->coord[1] = k % L->n1;
 	d->arena_bytes = arena;
-	d->buf = ir_calloc((size_t)L->nbuf + 1, sizeof *d->buf);
 	d->instr = ir_calloc((size_t)L->nins + 1, sizeof *d->instr);
 	if (first) {
 		d->args = first->args;
 		d->shared_args = true;
-	} else if ((d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1)))) {
-		memcpy(d->args, L->args, sizeof *d->args * (size_t)L->nargs);
+		d->buf = first->buf;
+		d->shared_buf = true;
+	} else {
+		if ((d->args = ir_malloc(sizeof *d->args * (size_t)(L->nargs + 1))))
+			memcpy(d->args, L->args, sizeof *d->args * (size_t)L->nargs);
+		d->buf = ir_calloc((size_t)L->nbuf + 1, sizeof *d->buf);
 	}
 	if (!d->buf || !d->instr || !d->args)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
 	d->nbuf = L->nbuf;
 	d->ninstr = L->nins;
 	d->nargs = L->nargs;
-	for (int b = 0; b < L->nbuf; b++) {
+	for (int b = 0; !first && b < L->nbuf; b++) {
 		const struct lw_buf *s = &L->buf[b];
 		struct plan_buffer *x = &d->buf[b];
 		x->dtype = s->dtype;
@@ -325,18 +328,25 @@ static int expand_device(const struct lower *L, int k, const int *base, int64_t 
 		x->bytes = buf_bytes(s);
 		x->bind = s->bind;
 		x->index = s->index;
-		x->writer = true;
 		x->slots = s->slots;
+	}
+	int rc = plan_device_slices(d);
+	if (rc < 0)
+		return rc;
+	for (int b = 0; b < L->nbuf; b++) {
+		const struct lw_buf *s = &L->buf[b];
+		if (d->buf[b].slice < 0)
+			continue;
+		struct plan_slice *x = &d->slice[d->buf[b].slice];
 		uint8_t used = 0;
 		for (int e = 0; e < s->shape.rank; e++) {
 			int piece, n;
 			lw_piece(L, k, s->spec.dim[e], &piece, &n);
-			x->start[e] = s->bind == PLAN_BIND_NONE ? 0 : piece * s->shape.dims[e];
+			x->start[e] = piece * s->shape.dims[e];
 			used |= s->spec.dim[e];
 		}
 		/* an output's one copy to read; every other buffer is its
-		 * device's own (plan.h), so that a stage's temporaries are
-		 * alike on every device */
+		 * device's own (plan.h) */
 		if (s->bind == PLAN_BIND_OUTPUT && ((!(used & 1) && d->coord[0]) || (!(used & 2) && d->coord[1])))
 			x->writer = false;
 	}
@@ -397,20 +407,14 @@ static int expand(struct lower *L, int64_t arena)
 	unsigned char *touched = ir_malloc((size_t)L->nbuf + 1);
 	if (!touched)
 		return ir_errorf(-ENOMEM, "out of memory lowering the plan");
-	/* the stage's devices share one args array (the template's) and each
-	 * distinct buffer array (plan_share_buf) */
-	uint64_t *hash = ir_malloc(sizeof *hash * (size_t)(L->first_rank + L->nd + 1));
-	if (!hash)
-		rc = ir_errorf(-ENOMEM, "out of memory lowering the plan");
+	/* the stage's devices share its first's buffers and arguments */
 	for (int k = 0; k < L->nd && rc == 0; k++) {
 		struct plan_device *d = &p->devices[L->first_rank + k];
 		memset(d, 0, sizeof *d);
 		p->ndevices = L->first_rank + k + 1;
 		if ((rc = expand_device(L, k, base, arena, touched, k ? &p->devices[L->first_rank] : NULL, d)) < 0)
 			break;
-		plan_share_buf(p, L->first_rank + k, hash);
 	}
-	ir_free(hash);
 	ir_free(touched);
 	if (rc < 0 || !L->norder)
 		return rc;
@@ -437,6 +441,7 @@ int lw_print(const struct lower *L, FILE *f)
 	}
 	ir_free(touched);
 	ir_free(d.buf);
+	ir_free(d.slice);
 	ir_free(d.instr);
 	ir_free(d.args);
 	return rc;

@@ -64,11 +64,9 @@ static void check_overlap(const struct rt_shard *s, const struct plan_tensor *t,
 	};
 	int64_t in_s[IR_MAX_RANK], in_x[IR_MAX_RANK];
 	struct ir_shape blk;
-	for (int d = 0; d < t->shape.rank; d++) {
-		x.start[d] = start[d];
+	for (int d = 0; d < t->shape.rank; d++)
 		x.shape.dims[d] -= start[d];
-	}
-	if (!rt_shard_overlap(s, &x, in_s, in_x, &blk))
+	if (!rt_shard_overlap(s, &x, start, in_s, in_x, &blk))
 		return;
 	for (int d = 0; d < blk.rank; d++)
 		if (blk.dims[d] <= 0 || in_s[d] < 0 || in_x[d] < 0 || in_s[d] + blk.dims[d] > s->shape.dims[d] ||
