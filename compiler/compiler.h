@@ -115,7 +115,12 @@ struct intra_opts {
 	int stash_slots;                /* micro-batches in flight on the stage (slots) */
 	const bool *held;               /* per value id, or NULL: held from the start of the
 					 * step to its end in the sharding computed (a
-					 * gradient added into its accumulator) */
+					 * gradient added into its accumulator, a model
+					 * input bound for the whole step) */
+	const bool *passed;             /* per value id, or NULL: a graph output passed on
+					 * once made (sent to another stage, or written
+					 * back over the value it replaces): it lives until
+					 * its last reader here, not to the end */
 	int nties;                      /* value pairs (v, w) of a train step: after the
 					 * step, new value v is brought to w's sharding and
 					 * copied over it (new parameters and state), costed
@@ -171,6 +176,12 @@ struct intra_result {
 	int nevents;
 	struct intra_event *events; /* [nevents] */
 	struct intra_state *st;     /* what --explain needs */
+	/* mem_peak by what holds it: bytes held for the whole program
+	 * (parameters, optimizer state, gradient accumulators, bound inputs);
+	 * a pipelined stage's stash per micro-batch, in stash_slots slots;
+	 * the rest is the working set at the peak */
+	double mem_held, mem_stash;
+	int stash_slots;
 };
 
 /* Runs the pass on g over cluster c; on success annotates every value of g
@@ -459,7 +470,8 @@ void inter_skipped_print(const struct inter_plan *p, FILE *f);
 #define INTER_LAYERS_STRLEN 48
 const char *inter_layers_str(int first, int last, char buf[INTER_LAYERS_STRLEN]);
 struct plan;
-/* pcc --explain -o plan.bin: per stage, the search's memory per device
+/* pcc --explain -o plan.bin: per stage, the predicted memory per device
+ * (as lowering's sharding solve restated it, compile_input.stated)
  * against the lowered plan's arena, by what it holds. */
 void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f);
 /* The plans weighed as a table, fastest first, each against t_plan. */
@@ -480,6 +492,10 @@ struct compile_input {
 	const struct onnx_import_opts *imp; /* what the loader imports with; its constants decide
 					     * which input_N.pb feeds each plan input (NULL: none) */
 	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
+	/* out, or NULL: on success, each stage's memory per device (mem,
+	 * mem_state, inflight, mem_act, mem_once of inter->stages[s]) as the
+	 * sharding solve lowering laid out states it: the plan's prediction */
+	struct inter_stage *stated;
 };
 /* *out: the plan (plan_free). -ENOTSUP for what is not lowered yet
  * (interleaved 1F1B training schedules), with a message saying so. The
