@@ -157,6 +157,7 @@ static int solve_stages(const struct compile_input *in, const struct ir_graph *g
 		o.n1 = y->n1;
 		o.mem_limit = in->opts->mem_limit;
 		o.cal = in->opts->cal;
+		o.step_dtypes = true; /* lowering keeps the graph's dtypes */
 		if (in->opts->time_limit > 0)
 			o.time_limit = in->opts->time_limit;
 		o.inputs_resident = s > 0; /* received from the stage before */

@@ -65,11 +65,12 @@ struct intra_opts {
 	enum cost_optim optim;          /* training only; default adam */
 	int prec;                       /* enum cost_prec, or -1: bf16 where the device
 					 * has it, else f16, else f32 (as pcc report) */
-	bool step_dtypes;               /* the graph is a train step, its dtypes the step's
-					 * own (16-bit copies, f32 softmax and master
-					 * weights): values cost their dtype's bytes, not
-					 * the 16 bits a mixed-precision step would give a
-					 * forward graph's floats */
+	bool step_dtypes;               /* the graph's dtypes are those lowering keeps (a
+					 * train step's own: 16-bit copies, f32 softmax and
+					 * master weights; a stage lowered as imported):
+					 * values cost their dtype's bytes, not the 16 bits
+					 * a mixed-precision step would give a forward
+					 * graph's floats */
 	double mem_limit;               /* bytes per device; 0: 90% of device memory */
 	double time_limit;              /* s of wall time for the solver, a backstop only:
 					 * its work is bounded by counts, so the plan does
