@@ -1,9 +1,11 @@
 #!/bin/sh
-# plan_memory.sh [PCC]: the memory the search predicts for every device of
-# a representative set of plans the tests write (tests/test_runtime.sh's
-# and test_pipe_memory.sh's: fixtures on cpu:1 to cpu:8, pipelined and
-# not, training and inference, and GPU clusters), beside the arena the
-# lowering gives it, both broken down by kind (tests/plan_memory.py).
+# plan_memory.sh [PCC]: the memory a plan predicts for every device (what
+# the sharding solve lowering lays out counts for its stage, pcc
+# --explain's memory column) over a representative set of plans the tests
+# write (tests/test_runtime.sh's and test_pipe_memory.sh's: fixtures on
+# cpu:1 to cpu:8, pipelined and not, training and inference, and GPU
+# clusters), beside the arena the lowering gives it, both broken down by
+# kind (tests/plan_memory.py).
 # Prints one line per stage (its devices share a layout) and the ratios'
 # range. Run from the repository root after scripts/build.
 pcc=${1:-build/compiler/pcc}

@@ -24,8 +24,10 @@
  * and lowers the stages to template programs; compile_fuse and
  * compile_memory run lowering's fusion and memory plan; compile_refit
  * solves a training stage again whose arena came out over the limit (then
- * the three run again); compile_finish checks the memory limit and names
- * the model the plan was made from.
+ * the three run again); compile_finish checks the memory limit, names
+ * the model the plan was made from, and states each stage's memory as the
+ * solve lowering laid out counts it (compile_input.stated: the plan's
+ * prediction, by what holds it at the solve's peak).
  */
 #include <errno.h>
 #include <math.h>
@@ -156,6 +158,7 @@ static int solve_stages(const struct compile_input *in, const struct ir_graph *g
 		o.n1 = y->n1;
 		o.mem_limit = in->opts->mem_limit;
 		o.cal = in->opts->cal;
+		o.step_dtypes = true; /* lowering keeps the graph's dtypes */
 		if (in->opts->time_limit > 0)
 			o.time_limit = in->opts->time_limit;
 		o.inputs_resident = s > 0; /* received from the stage before */
@@ -234,25 +237,38 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	*sg = ts->g;
 	*src = NULL;
 	int nn = ir_graph_nnodes(ts->g), nw = ir_graph_nvalues(ts->g);
-	/* gradients accumulated over micro-batches: held the whole step */
-	bool *held = in->inter->micro > 1 ? ir_calloc((size_t)nw + 1, sizeof *held) : NULL;
-	if (in->inter->micro > 1 && !held)
+	/* gradients accumulated over micro-batches, and the step's inputs
+	 * (data, optimizer state), bound buffers: held the whole step */
+	bool *held = ir_calloc((size_t)nw + 1, sizeof *held);
+	if (!held)
 		return ir_errorf(-ENOMEM, "out of memory");
-	for (int i = 0; held && i < ts->nparams; i++)
+	for (int i = 0; in->inter->micro > 1 && i < ts->nparams; i++)
 		held[ts->grads[i]->id] = true;
+	for (int i = 0; i < ir_graph_ninputs(ts->g); i++)
+		held[ir_graph_input(ts->g, i)->id] = true;
+	/* new parameters and state are written back over the old ones */
+	bool *passed = ir_calloc((size_t)nw + 1, sizeof *passed);
+	if (!passed) {
+		ir_free(held);
+		return ir_errorf(-ENOMEM, "out of memory");
+	}
+	for (int t = 0; t < ntie; t++)
+		passed[ties[t][0]] = true;
 	if (!ts->nstages) {
 		o.update_first = ts->update_first;
 		o.ties = ties;
 		o.nties = ntie;
 		o.held = held;
+		o.passed = passed;
 		rc = intra_pass(ts->g, in->cluster, &o, r);
 		ir_free(held);
+		ir_free(passed);
 		return rc;
 	}
 	bool *keep = ir_calloc((size_t)nn + 1, sizeof *keep);
 	int *inv = ir_malloc(sizeof *inv * (size_t)(nw + 1));
 	int(*mine)[2] = ir_calloc((size_t)ntie + 1, sizeof *mine);
-	bool *sheld = NULL;
+	bool *sheld = NULL, *spassed = NULL;
 	if (!keep || !inv || !mine) {
 		rc = ir_errorf(-ENOMEM, "out of memory");
 		goto out;
@@ -283,15 +299,24 @@ static int train_stage(const struct compile_input *in, const struct train_step *
 	if (o.bwd_first < 0)
 		o.bwd_first = o.update_first;
 	o.stash_slots = slots;
-	if (held) {
-		if (!(sheld = ir_calloc((size_t)nv + 1, sizeof *sheld))) {
-			rc = ir_errorf(-ENOMEM, "out of memory");
-			goto out;
-		}
-		for (int v = 0; v < nv; v++)
-			sheld[v] = (*src)[v] >= 0 && held[(*src)[v]];
-		o.held = sheld;
+	sheld = ir_calloc((size_t)nv + 1, sizeof *sheld);
+	spassed = ir_calloc((size_t)nv + 1, sizeof *spassed);
+	if (!sheld || !spassed) {
+		rc = ir_errorf(-ENOMEM, "out of memory");
+		goto out;
 	}
+	for (int v = 0; v < nv; v++)
+		sheld[v] = (*src)[v] >= 0 && held[(*src)[v]];
+	o.held = sheld;
+	/* what the stage makes for another stage is sent once made */
+	for (int i = 0; i < ir_graph_noutputs(*sg); i++)
+		spassed[ir_graph_output(*sg, i)->id] = true;
+	for (int i = 0; i < ir_graph_noutputs(ts->g); i++) {
+		int v = inv[ir_graph_output(ts->g, i)->id];
+		if (v >= 0)
+			spassed[v] = passed[ir_graph_output(ts->g, i)->id];
+	}
+	o.passed = spassed;
 	for (int t = 0; t < ntie; t++)
 		if (inv[ties[t][0]] >= 0 && inv[ties[t][1]] >= 0) {
 			mine[k][0] = inv[ties[t][0]];
@@ -307,7 +332,9 @@ out:
 	ir_free(inv);
 	ir_free(mine);
 	ir_free(held);
+	ir_free(passed);
 	ir_free(sheld);
+	ir_free(spassed);
 	return rc;
 }
 
@@ -679,6 +706,18 @@ static int over_limit(const struct plan *p, int i)
 			 k[PLAN_MEM_TEMP]);
 }
 
+/* What stage solve r states a device of its stage holds at its peak, in
+ * the search's terms: state (held the whole step), micro-batches in
+ * flight x the stash of one, and the working set at the peak. */
+static void stage_stated(const struct intra_result *r, struct inter_stage *y)
+{
+	y->mem = r->mem_peak;
+	y->mem_state = r->mem_held;
+	y->inflight = r->stash_slots;
+	y->mem_act = r->mem_stash;
+	y->mem_once = fmax(r->mem_peak - r->mem_held - r->stash_slots * r->mem_stash, 0);
+}
+
 int compile_finish(struct compile *c, struct plan **out)
 {
 	const struct compile_input *in = c->in;
@@ -700,6 +739,8 @@ int compile_finish(struct compile *c, struct plan **out)
 		rc = plan_hash_file(in->model, &p->model_hash);
 	if (rc < 0 || (rc = input_files(in, p)) < 0)
 		return rc;
+	for (int s = 0; in->stated && s < c->x.n; s++)
+		stage_stated(&c->x.r[s], &in->stated[s]);
 	*out = p;
 	c->plan = NULL;
 	return 0;

@@ -65,11 +65,12 @@ struct intra_opts {
 	enum cost_optim optim;          /* training only; default adam */
 	int prec;                       /* enum cost_prec, or -1: bf16 where the device
 					 * has it, else f16, else f32 (as pcc report) */
-	bool step_dtypes;               /* the graph is a train step, its dtypes the step's
-					 * own (16-bit copies, f32 softmax and master
-					 * weights): values cost their dtype's bytes, not
-					 * the 16 bits a mixed-precision step would give a
-					 * forward graph's floats */
+	bool step_dtypes;               /* the graph's dtypes are those lowering keeps (a
+					 * train step's own: 16-bit copies, f32 softmax and
+					 * master weights; a stage lowered as imported):
+					 * values cost their dtype's bytes, not the 16 bits
+					 * a mixed-precision step would give a forward
+					 * graph's floats */
 	double mem_limit;               /* bytes per device; 0: 90% of device memory */
 	double time_limit;              /* s of wall time for the solver, a backstop only:
 					 * its work is bounded by counts, so the plan does
@@ -115,7 +116,12 @@ struct intra_opts {
 	int stash_slots;                /* micro-batches in flight on the stage (slots) */
 	const bool *held;               /* per value id, or NULL: held from the start of the
 					 * step to its end in the sharding computed (a
-					 * gradient added into its accumulator) */
+					 * gradient added into its accumulator, a model
+					 * input bound for the whole step) */
+	const bool *passed;             /* per value id, or NULL: a graph output passed on
+					 * once made (sent to another stage, or written
+					 * back over the value it replaces): it lives until
+					 * its last reader here, not to the end */
 	int nties;                      /* value pairs (v, w) of a train step: after the
 					 * step, new value v is brought to w's sharding and
 					 * copied over it (new parameters and state), costed
@@ -171,6 +177,12 @@ struct intra_result {
 	int nevents;
 	struct intra_event *events; /* [nevents] */
 	struct intra_state *st;     /* what --explain needs */
+	/* mem_peak by what holds it: bytes held for the whole program
+	 * (parameters, optimizer state, gradient accumulators, bound inputs);
+	 * a pipelined stage's stash per micro-batch, in stash_slots slots;
+	 * the rest is the working set at the peak */
+	double mem_held, mem_stash;
+	int stash_slots;
 };
 
 /* Runs the pass on g over cluster c; on success annotates g (ir.h): its
@@ -472,7 +484,8 @@ void inter_skipped_print(const struct inter_plan *p, FILE *f);
 #define INTER_LAYERS_STRLEN 48
 const char *inter_layers_str(int first, int last, char buf[INTER_LAYERS_STRLEN]);
 struct plan;
-/* pcc --explain -o plan.bin: per stage, the search's memory per device
+/* pcc --explain -o plan.bin: per stage, the predicted memory per device
+ * (as lowering's sharding solve restated it, compile_input.stated)
  * against the lowered plan's arena, by what it holds. */
 void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f);
 /* The plans weighed as a table, fastest first, each against t_plan. */
@@ -495,6 +508,10 @@ struct compile_input {
 	int *refused;                       /* out, or NULL: on -ENOSPC the stage that does not fit, else -1 */
 	const struct compile_read *read;    /* the model file as the caller read it; NULL: compile_finish
 					     * reads the file for its hash and input names */
+	/* out, or NULL: on success, each stage's memory per device (mem,
+	 * mem_state, inflight, mem_act, mem_once of inter->stages[s]) as the
+	 * sharding solve lowering laid out states it: the plan's prediction */
+	struct inter_stage *stated;
 };
 /* The model file as the compile pipeline read it (pipeline_model_open). */
 struct compile_read {

@@ -169,8 +169,8 @@ void inter_skipped_print(const struct inter_plan *p, FILE *f)
 
 void inter_lowered_print(const struct inter_plan *p, const struct plan *lp, FILE *f)
 {
-	fprintf(f, "memory per device, the search's prediction against the lowered plan's arena (each stage's "
-		   "first device, at the arena's peak):\n");
+	fprintf(f, "memory per device, the prediction (the sharding solve lowering laid out) against the lowered "
+		   "plan's arena (each stage's first device, at the arena's peak):\n");
 	fprintf(f, "  stage   predicted       arena  parameters  accumulators   optimizer       stash  temporaries  "
 		   "arena/predicted\n");
 	for (int i = 0; i < lp->ndevices; i++) {

@@ -240,6 +240,8 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		return ir_errorf(rc, "strategy solver: %s", shard_error());
 	r->t_total = (double)ev.cost / INTRA_COST_SCALE;
 	r->mem_peak = (double)ev.peak_usage;
+	if (intra_peak_parts(st, r) < 0)
+		return ir_errorf(-ENOMEM, "out of memory");
 	int64_t end = 0;
 	for (int k = 0; k < st->prob.nnodes; k++)
 		end = st->prob.hi[k] > end ? st->prob.hi[k] : end;

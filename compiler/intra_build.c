@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "compiler/intra_internal.h"
+#include "ir/plan.h"
 
 /* ---- growable buffers ------------------------------------------------------ */
 
@@ -271,24 +272,33 @@ double intra_optim_time(const struct intra_state *st, const struct intra_unit *x
 	return cost_optim_time(&st->env.dev, &st->env.cal, &st->env.state, st->env.elem_bytes > 0, n);
 }
 
-/* Per-device bytes a unit holds under strategy s (nothing for results
- * that stay inside a fused elementwise chain, or transposes the dots
- * reading them fold in, unless the backward pass keeps them). */
+/* The bytes of the arena a buffer of b bytes takes (lower_mem.c places
+ * every buffer at a PLAN_ALIGN-aligned offset). */
+static double arena_bytes(double b)
+{
+	return ceil(b / PLAN_ALIGN) * PLAN_ALIGN;
+}
+
+/* Per-device bytes a unit holds under strategy s, each buffer as the
+ * arena places it (nothing for results that stay inside a fused
+ * elementwise chain, or transposes the dots reading them fold in, unless
+ * the backward pass keeps them or more than one node reads them: lowering
+ * fuses a producer into its one reader alone). */
 static double unit_usage(const struct intra_state *st, const struct intra_unit *x, int s)
 {
 	const struct intra_strat *k = &x->strat[s];
 	if (trained(st, x))
 		return intra_state_bytes(st, x, s, st->env.zero);
 	if (!x->node)
-		return intra_local_bytes(&st->env, x->value, &k->out);
+		return arena_bytes(intra_local_bytes(&st->env, x->value, &k->out));
 	double b = 0;
 	bool folded = intra_transpose_folded(&st->env, x->node);
 	for (int i = 0; i < x->node->nout; i++) {
 		const struct ir_value *r = x->node->out[i];
 		bool inside = (st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE;
-		if ((inside || folded) && !st->saved[r->id])
+		if ((inside || folded) && !st->saved[r->id] && !(st->fuse[r->id] & INTRA_FUSE_SHARED))
 			continue; /* never leaves its fused kernel's registers, or never written */
-		b += intra_local_bytes(&st->env, r, &k->out);
+		b += arena_bytes(intra_local_bytes(&st->env, r, &k->out));
 	}
 	return b;
 }
@@ -315,6 +325,45 @@ static double unit_cost(const struct intra_state *st, const struct intra_unit *x
 		t += intra_reshard(&st->env, res, &k->out, &whole, false, NULL);
 	}
 	return t;
+}
+
+int intra_peak_parts(const struct intra_state *st, struct intra_result *r)
+{
+	const struct shard_problem *p = &st->prob;
+	int64_t end = 0;
+	for (int k = 0; k < p->nnodes; k++)
+		end = p->hi[k] > end ? p->hi[k] : end;
+	int64_t *diff = ir_calloc((size_t)end + 2, sizeof *diff), live = 0, peak = -1, at = 0;
+	if (!diff)
+		return -ENOMEM;
+	for (int k = 0; k < p->nnodes; k++)
+		if (p->lo[k] < p->hi[k]) {
+			int64_t u = p->usage[p->strat_off[k] + st->choice[k]];
+			diff[p->lo[k]] += u;
+			diff[p->hi[k]] -= u;
+		}
+	for (int64_t t = 0; t <= end; t++) {
+		live += diff[t];
+		if (live > peak)
+			peak = live, at = t;
+	}
+	ir_free(diff);
+	r->mem_held = r->mem_stash = 0;
+	r->stash_slots = 1;
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		int k = x->group;
+		if (!(p->lo[k] <= at && at < p->hi[k]))
+			continue;
+		double b = unit_usage(st, x, x->map[st->choice[k]]);
+		if (x->stashed) { /* per slot: one micro-batch's */
+			r->mem_stash += b;
+			r->stash_slots = x->copies > 1 ? x->copies : 1;
+		} else if (x->lo == 0 && x->hi >= end) { /* the whole step: state, bound inputs */
+			r->mem_held += b * (x->copies > 1 ? x->copies : 1);
+		}
+	}
+	return 0;
 }
 
 /* Cost of graph edge (operand j of unit v, produced by unit u) under their
@@ -525,7 +574,7 @@ void intra_price_state(struct intra_state *st, double price)
  * at time i + 1; a value lives until its last use (graph outputs, and in
  * training the activations the backward pass keeps, to the end of the
  * step: the peak of a training step is where the backward pass starts). */
-static void intervals(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
+static void intervals(struct intra_state *st, const struct ir_graph *g, const bool *is_output, const bool *passed)
 {
 	int nn = ir_graph_nnodes(g);
 	int64_t end = nn + 2;
@@ -541,7 +590,8 @@ static void intervals(struct intra_state *st, const struct ir_graph *g, const bo
 		x->lo = x->node ? x->node->id + 1 : 0;
 		bool keep = (!x->node && v->kind == IR_VAL_PARAM) || !last;
 		for (int k = 0; x->node && k < x->node->nout; k++)
-			keep |= is_output[x->node->out[k]->id] || st->saved[x->node->out[k]->id];
+			keep |= (is_output[x->node->out[k]->id] && !(passed && passed[x->node->out[k]->id])) ||
+				st->saved[x->node->out[k]->id];
 		keep |= !x->node && st->saved[v->id];
 		keep |= !x->node && is_output[v->id];
 		int64_t l = x->lo;
@@ -565,43 +615,53 @@ static int held_and_stashed(struct intra_state *st, const struct ir_graph *g, co
 	int nn = ir_graph_nnodes(g), end_mb = o->update_first > 0 ? o->update_first : nn;
 	for (int u = 0; o->held && u < st->nunits; u++) {
 		struct intra_unit *x = &st->unit[u];
+		bool held = !x->node && o->held[x->value->id];
 		for (int k = 0; x->node && k < x->node->nout; k++)
-			if (o->held[x->node->out[k]->id]) {
-				x->lo = 0;
-				x->hi = nn + 2;
-			}
+			held |= o->held[x->node->out[k]->id];
+		if (held) {
+			x->lo = 0;
+			x->hi = nn + 2;
+		}
 	}
 	if (o->bwd_first <= 0)
 		return 0;
-	bool *read = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *read);
-	bool *dyn = cost_activation_values(g); /* reads a graph input upstream */
+	unsigned char *read = ir_calloc((size_t)ir_graph_nvalues(g) + 1, 1); /* 1: backward reads, 2: forward */
+	bool *dyn = cost_activation_values(g);                               /* reads a graph input upstream */
 	if (!read || !dyn) {
 		ir_free(read);
 		ir_free(dyn);
 		return -ENOMEM;
 	}
-	for (int i = o->bwd_first; i < end_mb; i++) {
+	for (int i = 0; i < end_mb; i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int j = 0; j < n->nin; j++)
-			read[n->in[j]->id] = true;
+			read[n->in[j]->id] |= i < o->bwd_first ? 2 : 1;
 	}
 	for (int u = 0; u < st->nunits; u++) {
 		struct intra_unit *x = &st->unit[u];
 		bool stashed = false;
 		if (x->node && x->node->id < o->bwd_first)
 			for (int k = 0; k < x->node->nout; k++)
-				stashed |= read[x->node->out[k]->id];
-		if (!x->node && x->value->kind == IR_VAL_INPUT)
-			stashed = read[x->value->id];
+				stashed |= read[x->node->out[k]->id] & 1;
+		if (!x->node && x->value->kind == IR_VAL_INPUT) {
+			stashed = read[x->value->id] & 1;
+			/* received for the backward part alone (a gradient
+			 * from the next stage): when that part starts */
+			if (read[x->value->id] == 1 && !(o->held && o->held[x->value->id])) {
+				x->lo = o->bwd_first;
+				continue;
+			}
+		}
 		if (!stashed)
 			continue;
 		/* written to memory whatever fuses: the backward part reads it later */
 		for (int k = 0; x->node && k < x->node->nout; k++)
-			st->saved[x->node->out[k]->id] |= read[x->node->out[k]->id];
+			st->saved[x->node->out[k]->id] |= read[x->node->out[k]->id] & 1;
 		/* a value of the parameters alone is the same in every
 		 * micro-batch: one copy (plan_invariant_instr) */
 		const struct ir_value *v = x->node ? x->node->out[0] : x->value;
 		x->copies = dyn[v->id] ? o->stash_slots : 1;
+		x->stashed = dyn[v->id];
 		x->lo = 0;
 		if (x->hi < end_mb + 1)
 			x->hi = end_mb + 1;
@@ -672,25 +732,36 @@ bool *intra_saved_values(const struct ir_graph *g)
 }
 
 /* Fusion flags (INTRA_FUSE_*) per value. */
-static void find_fused(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
+static int find_fused(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
 {
+	int *reader = ir_malloc(sizeof *reader * ((size_t)ir_graph_nvalues(g) + 1));
+	if (!reader)
+		return -ENOMEM;
+	for (int v = 0; v < ir_graph_nvalues(g); v++)
+		reader[v] = -1;
 	for (int i = 0; i < ir_graph_nnodes(g); i++) {
 		const struct ir_node *n = ir_graph_node(g, i);
 		for (int k = 0; k < n->nin; k++) {
+			int v = n->in[k]->id;
 			if (!cost_read_fused(st->fused_in, i, k))
-				st->fuse[n->in[k]->id] |= INTRA_FUSE_STORED;
+				st->fuse[v] |= INTRA_FUSE_STORED;
 			if (n->op != IR_OP_DOT)
-				st->fuse[n->in[k]->id] |= INTRA_FUSE_NONDOT;
+				st->fuse[v] |= INTRA_FUSE_NONDOT;
+			if (reader[v] >= 0 && reader[v] != i)
+				st->fuse[v] |= INTRA_FUSE_SHARED;
+			reader[v] = i;
 		}
 		for (int k = 0; k < n->nout; k++) {
 			if (cost_op_fusable(n->op))
 				st->fuse[n->out[k]->id] |= INTRA_FUSE_INSIDE;
 			if (is_output[n->out[k]->id])
-				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT;
+				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT | INTRA_FUSE_SHARED;
 		}
 	}
+	ir_free(reader);
 	st->env.fuse = st->fuse;
 	st->env.fused_in = st->fused_in;
+	return 0;
 }
 
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o)
@@ -732,7 +803,10 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		st->unit[nn + i].value = v;
 		st->value_unit[v->id] = nn + i;
 	}
-	find_fused(st, g, is_output);
+	if ((rc = find_fused(st, g, is_output)) < 0) {
+		ir_errorf(rc, "out of memory building the strategy problem");
+		goto out;
+	}
 	find_saved(st, g, act);
 	if (o->manual_tp) {
 		batch = ir_calloc((size_t)nv + 1, 2);
@@ -748,7 +822,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 	for (int u = 0; u < st->nunits; u++)
 		if ((rc = init_unit(st, &st->unit[u], batch, batch ? batch + nv + 1 : NULL)) < 0)
 			goto out;
-	intervals(st, g, is_output);
+	intervals(st, g, is_output, o->passed);
 	if ((rc = held_and_stashed(st, g, o)) < 0) {
 		ir_errorf(rc, "out of memory building the strategy problem");
 		goto out;

@@ -93,6 +93,9 @@ enum {
 	INTRA_FUSE_STORED = 2, /* read from memory: by a non-fusable op, an op outside
 				* its chain, or as a graph output */
 	INTRA_FUSE_NONDOT = 4, /* read by something other than a dot (a graph output too) */
+	INTRA_FUSE_SHARED = 8, /* read by more than one node, or a graph output: lowering
+				* fuses a producer into its one reader alone (lower_fuse.c),
+				* so the value gets a buffer whatever else fuses */
 };
 
 /* Enumerates strategies of a unit with labels l (node n, or NULL for a graph
@@ -139,6 +142,7 @@ struct intra_unit {
 	int *map;       /* [group's strategies]: own strategy */
 	int64_t lo, hi; /* live interval of its results */
 	int copies;     /* of its results held at once: a stash's slots (intra_opts.stash_slots); 0: one */
+	bool stashed;   /* read by a pipelined stage's backward part from its forward part */
 };
 
 struct intra_state {
@@ -169,6 +173,10 @@ bool intra_reads_operand(const struct intra_state *st, const struct ir_node *n, 
  * ZeRO-1's split of the optimizer state over x's copies). */
 double intra_optim_time(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
 double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
+/* The solve's peak by what holds it (intra_result.mem_held, mem_stash,
+ * stash_slots), at the first time the chosen strategies' live bytes
+ * peak. -ENOMEM or 0. */
+int intra_peak_parts(const struct intra_state *st, struct intra_result *r);
 
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o);
 /* Sets the state price (intra_env.state_price) of a built problem to

@@ -434,6 +434,16 @@ static int refuse(struct inter_opts *o, struct inter_refused **refused, const st
 	return 0;
 }
 
+/* The plan's peak once lowering's stage solves have stated each stage's
+ * memory (compile_input.stated). */
+static void plan_stated(struct inter_plan *p)
+{
+	p->mem_peak = 0;
+	for (int s = 0; s < p->nstages; s++)
+		if (p->stages[s].mem > p->mem_peak)
+			p->mem_peak = p->stages[s].mem;
+}
+
 int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 {
 	struct onnx_import_opts imp = *in->imp; /* updates: as each import needs */
@@ -462,10 +472,13 @@ int pipeline_compile(const struct pipeline_input *in, struct pipeline_result *r)
 			break;
 		imp.updates = in->train != NULL; /* the train step updates BatchNorm's running statistics */
 		struct compile_read read = { pl.m.hash, pl.m.onnx };
-		struct compile_input cin = { in->model, in->cluster_spec, in->cluster, o, &r->plan, in->train,
-					     &imp,      &stage,           &read };
-		if ((rc = lower_passes(&pl, &cin, &pl.plan)) == 0)
+		struct compile_input cin = { in->model, in->cluster_spec, in->cluster, o,
+					     &r->plan,  in->train,        &imp,        &stage,
+					     &read,     r->plan.stages };
+		if ((rc = lower_passes(&pl, &cin, &pl.plan)) == 0) {
+			plan_stated(&r->plan);
 			break;
+		}
 		prefix_model(in->model);
 		/* lowering is the truth: the search leaves that stage out and runs again */
 		if (rc != -ENOSPC || stage < 0 || o->nrefused >= MAX_REFUSED ||

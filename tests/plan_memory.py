@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """plan_memory.py PCC TMPDIR LOW HIGH PCC-ARGS...: compiles a plan with
---explain -o and checks, on every device, the memory the inter-op search
-predicted for its stage (the explain table's memory column: state +
-in-flight x activations + working set) against the arena the lowering gave
+--explain -o and checks, on every device, the memory the plan predicts
+for its stage (the explain table's memory column, as the sharding solve
+lowering laid out counts it: state + in-flight x stash + working set at
+its peak) against the arena the lowering gave
 the device (pcc inspect --dump): LOW <= predicted / arena <= HIGH. Prints a
 line per device with both broken down by kind (the arena at its peak of
 live bytes: parameters, gradient accumulators, optimizer state, inputs and

@@ -225,7 +225,7 @@ static struct plan *compile(const char *model, const struct onnx_import_opts *im
 	stage("lowering and fusion");
 	t1 = ir_now();
 	rep->t_inter = t1 - t0;
-	struct compile_input in = { model, "cpu:1", &cpu1, &o, &ip, NULL, imp, NULL, NULL };
+	struct compile_input in = { model, "cpu:1", &cpu1, &o, &ip, NULL, imp, NULL, NULL, NULL };
 	int rc = compile_lower(&in, &p);
 	inter_plan_free(&ip);
 	if (rc < 0)

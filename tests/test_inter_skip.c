@@ -94,7 +94,7 @@ static void test_skip(void)
 		       strstr(p.skipped_why, "[1,4,8]"),
 	       "one candidate skipped: size 1, and why");
 	TAP_DIAG("  %d skipped, size %lld: %s", p.nskipped, (long long)p.skipped_size, p.skipped_why);
-	struct compile_input in = { ld.path, "cpu:2", &c, &o, &p, NULL, NULL, NULL, NULL };
+	struct compile_input in = { ld.path, "cpu:2", &c, &o, &p, NULL, NULL, NULL, NULL, NULL };
 	struct plan *pl = NULL;
 	rc = compile_lower(&in, &pl);
 	TAP_OK(rc == 0 && plan_verify(pl) == 0, "and that plan lowers and verifies");

@@ -425,7 +425,7 @@ static int run_pipe_case(const struct fixture *f, const struct train_opts *base,
 	io.ctx = path;
 	io.mem_limit = 1 << 30;
 	IR_ASSERT(cost_cluster_parse("2x4:v100", &c) == 0);
-	struct compile_input in = { path, "2x4:v100", &c, &io, &ip, &o, NULL, NULL, NULL };
+	struct compile_input in = { path, "2x4:v100", &c, &io, &ip, &o, NULL, NULL, NULL, NULL };
 	if (compile_lower(&in, &p) < 0) {
 		TAP_DIAG("compile_lower: %s", ir_error());
 		goto out;
