@@ -12,6 +12,7 @@
 #include <glpk.h>
 #include <jansson.h>
 #include <llvm-c/Core.h>
+#include <malloc.h>
 #include <protobuf-c/protobuf-c.h>
 #include <stdlib.h>
 #include <string.h>
@@ -969,6 +970,13 @@ int main(int argc, char **argv)
 {
 	struct args a;
 	int rc;
+#ifdef __GLIBC__
+	/* arrays of 256 KiB or more (a device's instructions at scale) straight
+	 * from the kernel and back to it when freed: glibc's threshold
+	 * otherwise rises past them at the first such free, and a plan's
+	 * arrays freed among smaller blocks stay in the heap */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+#endif
 	interp_blas_init();
 	if (argc < 2) {
 		ir_errorf(-EINVAL, "no command given");
