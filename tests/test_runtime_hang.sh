@@ -98,9 +98,15 @@ check "pipelined training: rank 3 (the last stage) hangs at instruction 5 of ste
 	"$tmp/pipe.bin" --timeout 3 $tr
 # which peer rank 1 waits on when the timeout fires depends on how far
 # the pipeline drained (rank 2, or rank 0 on a loaded machine): either way
-# it is not the hung rank, and the line must name rank 3
-check "... rank 1 waited for another rank (0 or 2), yet named rank 3" \
-	grep -q -E "^pcc-run: rank 1: .*waiting for a message from rank [02] .*$(hung_at 3 2 5)" "$tmp/se"
+# it is not the hung rank, and the line must name rank 3. On a loaded
+# machine mpirun may stop rank 1 before its own timeout fires: then it
+# said nothing, and there is nothing to check
+if grep -q '^pcc-run: rank 1: ' "$tmp/se"; then
+	check "... rank 1 waited for another rank (0 or 2), yet named rank 3" \
+		grep -q -E "^pcc-run: rank 1: .*waiting for a message from rank [02] .*$(hung_at 3 2 5)" "$tmp/se"
+else
+	skip "mpirun stopped rank 1 before its timeout fired" "... rank 1 waited for another rank, yet named rank 3"
+fi
 check "pipelined training: rank 0 (the first stage) hangs at instruction 3 of step 3: ranks 1-3 name rank 0" \
 	named 0:3:hang:3 "^pcc-run: rank [123]: step 3: .*no progress for 3 s waiting for .*$(hung_at 0 3 3)" \
 	"$tmp/pipe.bin" --timeout 3 $tr
