@@ -44,7 +44,7 @@ int inspect_print(const struct ir_graph *g, const struct onnx_model_info *info, 
  * train_total_bytes). */
 int inspect_print_train(const struct ir_graph *g, enum train_optim optim, bool json, FILE *f);
 
-#include "compiler/schedule.h"
+#include "compiler/search/search.h"
 
 /* ---- the intra-op pass (compiler/intra*.c) -------------------------------
  * Chooses how every value of one stage is split over a 2-D logical mesh of

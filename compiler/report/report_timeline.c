@@ -1,6 +1,6 @@
 /*
  * report_timeline.c: one step of a what-if's pipeline on the schedule
- * simulator (compiler/sched_sim.c), as a step time and as a timeline of
+ * simulator (compiler/search/sched_sim.c), as a step time and as a timeline of
  * spans per stage, for the step-time split (report_auto.c), the Chrome
  * trace (report_trace.c) and the timeline chart.
  *

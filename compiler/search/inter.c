@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/inter_internal.h"
+#include "compiler/search/inter_internal.h"
 #include "compiler/progress.h"
 #include "ir/plan.h"
 #include "solvers/solvers.h"

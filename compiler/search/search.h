@@ -1,11 +1,12 @@
 /*
- * schedule.h: pipeline schedules and their simulator (part of compiler.h's
+ * search.h: the one header of compiler/search/, the search for a plan;
+ * for now pipeline schedules and their simulator (part of compiler.h's
  * interface, which includes it; include compiler.h).
  */
-#ifndef PCC_COMPILER_SCHEDULE_H
-#define PCC_COMPILER_SCHEDULE_H
+#ifndef PCC_COMPILER_SEARCH_H
+#define PCC_COMPILER_SEARCH_H
 
-/* ---- pipeline schedules (compiler/sched*.c) -----------------------------
+/* ---- pipeline schedules (sched*.c) --------------------------------------
  * A pipeline schedule as the explicit order of operations on each device,
  * and a simulator that runs those orders against per-stage costs: it finds
  * the step time, idle time and activation memory, and rejects a broken
