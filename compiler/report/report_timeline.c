@@ -6,7 +6,7 @@
  *
  * The simulator checks the per-device orders and gives the step time; it
  * keeps no per-op times, so the timeline replays the same orders by the
- * rules its contract states (compiler.h): a compute op takes its time, a
+ * rules its contract states (search/search.h): a compute op takes its time, a
  * send costs nothing and never blocks, a receive ends at its send's issue
  * time plus the transfer, and a device waits for it. With no contention
  * every op's start is then fixed whatever order the devices advance in,

@@ -1,6 +1,6 @@
 /*
  * inter.c: the inter-op pass: the search over micro-batch counts, stage
- * DP and schedules that gives the whole automatic plan (compiler.h).
+ * DP and schedules that gives the whole automatic plan (search.h).
  *
  * Per candidate micro-batch size b (global batch B = b * m): the graph at
  * b, its layers, every layer's intra-op plan on every (sub-mesh, logical
