@@ -41,6 +41,7 @@
 #include "compiler/lower/lower.h"
 #include "compiler/parallel.h"
 #include "compiler/progress.h"
+#include "compiler/search/search.h"
 #include "ir/plan.h"
 
 /* The stages of a plan on their way to lowering: per stage its graph (the

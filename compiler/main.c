@@ -29,6 +29,7 @@
 #include "compiler/pipeline.h"
 #include "compiler/progress.h"
 #include "compiler/report/report.h"
+#include "compiler/search/search.h"
 #include "ir/plan.h"
 
 #define MAX_DIMS 64

@@ -9,6 +9,7 @@
 
 #include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
+#include "compiler/search/search.h"
 #include "ir/plan.h"
 
 /* The passes in the order they run (PIPELINE_PASSES names them). */

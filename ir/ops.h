@@ -19,7 +19,7 @@
  *              from the forward pass for the backward
  *              (compiler/cost/cost_saved.c reads_saved).
  *   shard      its sharding rule: which dims split together and which
- *              reduce (compiler/intra_rules.c rule_shard), for
+ *              reduce (compiler/search/intra_rules.c rule_shard), for
  *              automatic and manual plans alike.
  *   codegen    whether code generation compiles it, and as what
  *              (ir/codegen_class.c class_codegen); a compiled elementwise

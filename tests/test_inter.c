@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/inter_internal.h"
+#include "compiler/search/inter_internal.h"
 #include "compiler/frontend/onnx_internal.h"
 #include "compiler/report/report.h"
 #include "tap.h"

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 #include "tap.h"
 
 static const char *modelgen;

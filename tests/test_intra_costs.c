@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 #include "tap.h"
 
 static struct ir_graph *parse(const char *text)

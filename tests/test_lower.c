@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 #include "compiler/lower/lower.h"
 #include "tests/plan_sim.h"
 #include "tests/tap.h"

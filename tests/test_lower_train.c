@@ -23,7 +23,7 @@
 
 #include <jansson.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 #include "compiler/lower/lower.h"
 #include "tests/plan_sim.h"
 #include "tests/tap.h"

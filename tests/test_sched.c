@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/search/search.h"
 #include "tests/tap.h"
 
 #define MAXV 64 /* virtual stages in any test here */

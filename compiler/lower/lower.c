@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "compiler/lower/lower_internal.h"
+#include "compiler/search/search.h"
 
 /* ---- nodes ----------------------------------------------------------------- */
 

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "compiler/report/report.h"
+#include "compiler/search/search.h"
 
 enum tp_phase {
 	TP_FWD,  /* in the forward of every micro-batch */

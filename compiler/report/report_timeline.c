@@ -1,12 +1,12 @@
 /*
  * report_timeline.c: one step of a what-if's pipeline on the schedule
- * simulator (compiler/sched_sim.c), as a step time and as a timeline of
+ * simulator (compiler/search/sched_sim.c), as a step time and as a timeline of
  * spans per stage, for the step-time split (report_auto.c), the Chrome
  * trace (report_trace.c) and the timeline chart.
  *
  * The simulator checks the per-device orders and gives the step time; it
  * keeps no per-op times, so the timeline replays the same orders by the
- * rules its contract states (compiler.h): a compute op takes its time, a
+ * rules its contract states (search/search.h): a compute op takes its time, a
  * send costs nothing and never blocks, a receive ends at its send's issue
  * time plus the transfer, and a device waits for it. With no contention
  * every op's start is then fixed whatever order the devices advance in,

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 
 static const char *fmt_time(double t, char *buf, size_t n)
 {

@@ -1,6 +1,6 @@
 /*
  * inter.c: the inter-op pass: the search over micro-batch counts, stage
- * DP and schedules that gives the whole automatic plan (compiler.h).
+ * DP and schedules that gives the whole automatic plan (search.h).
  *
  * Per candidate micro-batch size b (global batch B = b * m): the graph at
  * b, its layers, every layer's intra-op plan on every (sub-mesh, logical
@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/inter_internal.h"
+#include "compiler/search/inter_internal.h"
 #include "compiler/progress.h"
 #include "ir/plan.h"
 #include "solvers/solvers.h"

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "compiler/inter_internal.h"
+#include "compiler/search/inter_internal.h"
 #include "ir/plan.h"
 
 static bool before(const struct inter_alt *a, const struct inter_alt *b)

@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 #include "ir/plan.h"
 
 /* ---- growable buffers ------------------------------------------------------ */

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 
 #define INTRA_MAX_ANNOTATED 8 /* operands annotated from a buffer on the stack; more: the heap */
 

@@ -41,7 +41,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/inter_internal.h"
+#include "compiler/search/inter_internal.h"
 
 void inter_step_mem_free(struct inter_step_mem *m)
 {

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/search/search.h"
 
 void cluster_opts_init(struct cluster_opts *o)
 {

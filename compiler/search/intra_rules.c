@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 
 static void clear(struct intra_labels *l)
 {

@@ -1,6 +1,6 @@
 /*
  * sched_sim.c: runs a pipeline schedule's per-device orders against
- * per-stage costs and checks them (the contract is in compiler.h).
+ * per-stage costs and checks them (the contract is in search.h).
  *
  * Two passes. The first reads every op once and files it under its key
  * (the sending virtual stage and the micro-batch: a send and its receive
@@ -29,7 +29,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/search/search.h"
 
 struct slot {
 	int dev, idx; /* dev -1: no such op */

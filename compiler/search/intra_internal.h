@@ -1,6 +1,6 @@
 /*
  * intra_internal.h: shared by the intra-op pass's files (intra*.c); not part
- * of compiler.h.
+ * of search.h.
  *
  * Every op is described by dimension labels, einsum style: a label is one
  * iteration dimension of the op with a size and a kind; each operand and
@@ -14,7 +14,7 @@
 #ifndef PCC_COMPILER_INTRA_INTERNAL_H
 #define PCC_COMPILER_INTRA_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "compiler/search/search.h"
 #include "solvers/solvers.h"
 
 #define INTRA_MAX_LABELS 16

@@ -6,7 +6,7 @@
 #ifndef PCC_INTER_INTERNAL_H
 #define PCC_INTER_INTERNAL_H
 
-#include "compiler/compiler.h"
+#include "compiler/search/search.h"
 
 /* What every intra-op solve of the search shares. */
 struct inter_env {

@@ -29,7 +29,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/search/search.h"
 
 /* Ops beyond this (p m v) are refused as absurd input rather than risking
  * int overflow: 6 ops per (micro-batch, virtual stage) at most. */

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/inter_internal.h"
+#include "compiler/search/inter_internal.h"
 #include "compiler/parallel.h"
 #include "compiler/progress.h"
 

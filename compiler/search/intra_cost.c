@@ -21,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "compiler/intra_internal.h"
+#include "compiler/search/intra_internal.h"
 
 static int axis_size(const struct intra_env *env, int a)
 {
