@@ -312,7 +312,8 @@ static int set_slice(struct plan_device *d, int b, const int64_t *start, size_t 
 	}
 	struct plan_slice *x = &d->slice[d->buf[b].slice];
 	memset(x->start, 0, sizeof x->start);
-	memcpy(x->start, start, n * sizeof *start);
+	if (n)
+		memcpy(x->start, start, n * sizeof *start);
 	x->writer = writer;
 	return 0;
 }
