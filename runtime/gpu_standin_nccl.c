@@ -218,10 +218,14 @@ static ncclResult_t comm_free(ncclComm_t c, bool check)
 	if (r != ncclSuccess)
 		return r;
 	c->magic = 0;
-	if (!c->inflight) { /* else its queued calls still name it: kept */
+	/* Once the context is lost its queued calls never run again, so an
+	 * abort frees the MPI communicator at once (MPI lets a pending
+	 * operation finish on a freed one): else MPI_Finalize would find it
+	 * still held. The struct stays while queued calls name it. */
+	if (!c->inflight || (!check && si_sticky()))
 		MPI_Comm_free(&c->mpi);
+	if (!c->inflight)
 		ir_free(c);
-	}
 	return ncclSuccess;
 }
 
@@ -326,7 +330,8 @@ static void nc_done(struct si_op *o)
 		nc_done(&x->sub[i]->op);
 	}
 	if (x->c && --x->c->inflight == 0 && x->c->magic != NC_LIVE) {
-		MPI_Comm_free(&x->c->mpi);
+		if (x->c->mpi != MPI_COMM_NULL)
+			MPI_Comm_free(&x->c->mpi);
 		ir_free(x->c);
 	}
 	ir_free(x->sub);

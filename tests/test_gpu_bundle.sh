@@ -11,7 +11,8 @@
 # tiny GPT's falling loss. Then the same checks must be able to fail: in a
 # copy with one fixture's expected output replaced, one training fixture's
 # labels removed and 1 training step where the loss must fall, each of
-# those three is a FAIL, RESULT: FAIL, exit status 1.
+# those three is a FAIL, RESULT: FAIL, exit status 1. The 2-rank check
+# passes with OMPI_MCA_mca_base_env_list set too (as the sanitizer runs).
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
 for need in /usr/bin/orterun /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3; do
@@ -57,6 +58,15 @@ check "the tiny GPT's loss fell" grep -q '^| gpt2 | tiny GPT .* | PASS | ' "$res
 check "the results name the GPU (the stand-in), the date, and RESULT: PASS" sh -c "
   grep -q '^# pcc GPU check: the checking stand-in' '$res' && grep -q '^- date: 20' '$res' &&
   grep -q '^RESULT: PASS' '$res'"
+
+# Open MPI refuses mpirun -x alongside the MCA parameter mca_base_env_list,
+# which the sanitizer runs set for the ranks (tests/sanitize/run-one.sh):
+# the 2-rank check passes with that list set too
+check "mpirun -np 2 passes with OMPI_MCA_mca_base_env_list set (as the sanitizer runs set it)" sh -c "
+  cd '$tmp/elsewhere' &&
+  OMPI_MCA_mca_base_env_list='${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}PCC_ENV_LIST_PROBE=1' \
+    PCC_CHECK_ONLY='^mpirun' '$tmp/there/pcc-gpu/run-gpu-check' --standin --quick envlist.md &&
+  grep -q '^| training | mpirun -np 2 | PASS | ' envlist.md"
 
 # the same checks failing
 sabotage() {

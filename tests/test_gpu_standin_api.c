@@ -15,7 +15,9 @@
  *     triple loop; layouts that do not multiply are refused;
  *   - NCCL over MPI: all-reduce, all-gather, reduce-scatter, send and
  *     receive, grouped, equal their definitions on both ranks; ranks that
- *     issue different collectives fail, naming both calls.
+ *     issue different collectives fail, naming both calls; after that
+ *     ncclCommDestroy is refused (a call in flight) and ncclCommAbort
+ *     frees the communicator.
  * Rank 0 prints the TAP lines, with rank 1's results sent to it.
  */
 #include <mpi.h>
@@ -434,6 +436,7 @@ static void nccl(void)
 	both(ok, "grouped ncclSend and ncclRecv exchange the ranks' buffers");
 	both(a->ncclSend((void *)d, 8, ncclFloat32, 2, c, s) == ncclInvalidArgument,
 	     "a send to rank 2 of 2 is refused");
+	both(a->ncclCommDestroy(pair) == ncclSuccess, "ncclCommDestroy of a communicator with nothing in flight");
 	/* last: out of step (the context is lost after it) */
 	if (me == 0)
 		a->ncclAllReduce((void *)d, (void *)(d + 64), 8, ncclFloat32, ncclSum, c, s);
@@ -446,6 +449,10 @@ static void nccl(void)
 	if (me == 0)
 		TAP_DIAG("%s", err(e));
 	both(a->cuMemAlloc(&d, 16) == e, "after a failed piece of work every call fails (the context is lost)");
+	/* the failed collective stays queued: destroy refuses, abort frees
+	 * (the sanitized suite's leak check sees MPI's communicator freed) */
+	both(a->ncclCommDestroy(c) == ncclInvalidUsage, "ncclCommDestroy with a call in flight is refused");
+	both(a->ncclCommAbort(c) == ncclSuccess, "ncclCommAbort after the context is lost frees the communicator");
 }
 
 int main(int argc, char **argv)

@@ -22,7 +22,9 @@
 # MPI ranks get their options through Open MPI (mca_base_env_list): the
 # same, and for ASan a full unwind of every allocation, so that Open MPI's
 # own leaks are recognized by their stacks (tests/sanitize/lsan.supp). The
-# full unwind costs pcc 7 times its run time, the ranks little.
+# full unwind costs pcc 7 times its run time, the ranks little. A pcc-run
+# started without mpirun (a singleton) asks for the full unwind itself
+# (runtime/main.c's __asan_default_options).
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pcc-san.XXXXXX") || exit 1
 opts="${ASAN_OPTIONS:-halt_on_error=1}:handle_abort=1"
 ubopts="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:abort_on_error=1"
