@@ -31,7 +31,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,12 +628,6 @@ int compile_refit(struct compile *c)
 	if (rc < 0 || refit) {
 		plan_free(c->plan);
 		c->plan = NULL;
-#ifdef __GLIBC__
-		/* the refused plan's pages (at scale, most of the compile's
-		 * memory) back to the system before the next plan is made:
-		 * glibc keeps freed heap otherwise */
-		malloc_trim(0);
-#endif
 	}
 	return rc < 0 ? rc : refit > 0;
 }
