@@ -177,37 +177,11 @@ int plan_device_slices(struct plan_device *d)
 	return 0;
 }
 
-static bool buffer_equal(const struct plan_buffer *a, const struct plan_buffer *b)
+bool plan_buffer_equal(const struct plan_buffer *a, const struct plan_buffer *b)
 {
-	if (a->dtype != b->dtype || a->offset != b->offset || a->bytes != b->bytes || a->bind != b->bind ||
-	    a->index != b->index || a->slice != b->slice || a->slots != b->slots || a->shape.rank != b->shape.rank)
-		return false;
-	for (int e = 0; e < a->shape.rank; e++)
-		if (a->shape.dims[e] != b->shape.dims[e])
-			return false;
-	return true;
-}
-
-bool plan_share_buf(struct plan *p, int d)
-{
-	struct plan_device *x = &p->devices[d];
-	if (x->shared_buf)
-		return true;
-	for (int e = d - 1; e >= 0 && p->devices[e].stage == x->stage; e--) {
-		const struct plan_device *s = &p->devices[e];
-		if (s->shared_buf || s->nbuf != x->nbuf)
-			continue;
-		int b = 0;
-		while (b < x->nbuf && buffer_equal(&x->buf[b], &s->buf[b]))
-			b++;
-		if (b == x->nbuf) {
-			ir_free(x->buf);
-			x->buf = s->buf;
-			x->shared_buf = true;
-			return true;
-		}
-	}
-	return false;
+	return a->dtype == b->dtype && ir_shape_eq(&a->shape, &b->shape) && a->offset == b->offset &&
+	       a->bytes == b->bytes && a->bind == b->bind && a->index == b->index && a->slice == b->slice &&
+	       a->slots == b->slots;
 }
 
 const char *plan_instr_kind_name(enum plan_instr_kind k)

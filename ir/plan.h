@@ -291,11 +291,9 @@ int plan_device_unshare(struct plan_device *d);
  * -1 for temporaries, left as they are when buf is shared) and gives it
  * that many, each at start 0 and a writer. 0, or -ENOMEM with a message. */
 int plan_device_slices(struct plan_device *d);
-/* Shares device d's buffer array with an earlier device's of its stage
- * that owns an equal one (at most one array a stage, from lowering), and
- * frees d's own: called for each device in rank order as it is made (the
- * plan reader). True when d now shares. */
-bool plan_share_buf(struct plan *p, int d);
+/* Every field of two buffers equal: two devices of a stage have equal
+ * buffers (their slices are apart), which their arrays may then share. */
+bool plan_buffer_equal(const struct plan_buffer *a, const struct plan_buffer *b);
 
 /* Frees what one kernel owns (types, body, constant data), not k itself. */
 void plan_kernel_free(struct plan_kernel *k);

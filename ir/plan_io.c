@@ -186,19 +186,6 @@ static int pack_kernel(struct scratch *s, const struct plan_kernel *k, Pcc__Kern
  * those fields listed where they differ (Device.copy_of, plan.proto): GPT-3 175B's 1024 programs take the room of about
  * ten. */
 
-static bool same_shape(const struct ir_shape *a, const struct ir_shape *b)
-{
-	return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof *a->dims * rank_of(a));
-}
-
-/* everything but start and writer */
-static bool buffer_alike(const struct plan_buffer *a, const struct plan_buffer *b)
-{
-	return a->dtype == b->dtype && same_shape(&a->shape, &b->shape) && a->offset == b->offset &&
-	       a->bytes == b->bytes && a->bind == b->bind && a->index == b->index && a->slice == b->slice &&
-	       a->slots == b->slots;
-}
-
 /* everything but kernel, comm, peer, tag and arg (a transfer's block: each
  * device's own part of the args) */
 static bool instr_alike(const struct plan_instr *a, const struct plan_instr *b)
@@ -216,7 +203,7 @@ static bool program_alike(const struct plan_device *a, const struct plan_device 
 		if (!instr_alike(&a->instr[i], &b->instr[i]))
 			return false;
 	for (int i = 0; i < a->nbuf; i++)
-		if (!buffer_alike(&a->buf[i], &b->buf[i]))
+		if (!plan_buffer_equal(&a->buf[i], &b->buf[i]))
 			return false;
 	return true;
 }

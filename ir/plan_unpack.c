@@ -405,6 +405,27 @@ static int get_changes(const Pcc__Device *m, const struct plan *p, int at, struc
 	return 0;
 }
 
+/* Device d, written whole, shares its buffer array with an earlier device
+ * of its stage that owns an equal one, its own freed (a copy shares its
+ * base's from the start: get_changes). */
+static void share_buf(struct plan *p, int d)
+{
+	struct plan_device *x = &p->devices[d];
+	for (int e = d - 1; !x->shared_buf && e >= 0 && p->devices[e].stage == x->stage; e--) {
+		const struct plan_device *s = &p->devices[e];
+		if (s->shared_buf || s->nbuf != x->nbuf)
+			continue;
+		int b = 0;
+		while (b < x->nbuf && plan_buffer_equal(&x->buf[b], &s->buf[b]))
+			b++;
+		if (b == x->nbuf) {
+			ir_free(x->buf);
+			x->buf = s->buf;
+			x->shared_buf = true;
+		}
+	}
+}
+
 static int get_device(const Pcc__Device *m, const struct plan *p, int at, struct plan_device *d)
 {
 	int rc;
@@ -549,7 +570,7 @@ static int get_plan(const Pcc__Plan *m, struct plan *p)
 			ir_error_prefix("device %d", i);
 			return rc;
 		}
-		plan_share_buf(p, i);
+		share_buf(p, i);
 	}
 	return 0;
 }
