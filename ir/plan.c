@@ -93,10 +93,30 @@ void plan_invariant_instr(unsigned char *st, enum plan_instr_kind kind, const in
 		st[args[j]] = same && st[args[j]] != PLAN_VARIANT ? PLAN_INVARIANT : PLAN_VARIANT;
 }
 
+void plan_code_free(struct plan *p)
+{
+	ir_free(p->host_object);
+	ir_free(p->host_cpu);
+	ir_free(p->host_features);
+	for (int i = 0; p->ptx && i < p->nptx; i++) {
+		ir_free(p->ptx[i].arch);
+		ir_free(p->ptx[i].text);
+	}
+	ir_free(p->ptx);
+	p->host_object = NULL;
+	p->host_object_len = 0;
+	p->host_cpu = p->host_features = NULL;
+	p->ptx = NULL;
+	p->nptx = 0;
+	for (int k = 0; p->kernels && k < p->nkernels; k++)
+		p->kernels[k].host = p->kernels[k].gpu = false;
+}
+
 void plan_free(struct plan *p)
 {
 	if (!p)
 		return;
+	plan_code_free(p); /* before the kernels it marks */
 	ir_free(p->cluster);
 	for (int i = 0; p->stages && i < p->nstages; i++)
 		ir_free(p->stages[i].order);
@@ -124,14 +144,6 @@ void plan_free(struct plan *p)
 			ir_free(d->args);
 	}
 	ir_free(p->devices);
-	ir_free(p->host_object);
-	ir_free(p->host_cpu);
-	ir_free(p->host_features);
-	for (int i = 0; p->ptx && i < p->nptx; i++) {
-		ir_free(p->ptx[i].arch);
-		ir_free(p->ptx[i].text);
-	}
-	ir_free(p->ptx);
 	ir_free(p);
 }
 

@@ -283,6 +283,9 @@ enum ir_op plan_kernel_core(const struct plan_kernel *k);
 /* An empty plan of version PLAN_FORMAT_VERSION; NULL on allocation failure. */
 struct plan *plan_new(void);
 void plan_free(struct plan *p);
+/* Frees the plan's generated code (host object, its CPU and features, the
+ * PTX) and marks no kernel as compiled: codegen replaces it whole. */
+void plan_code_free(struct plan *p);
 /* Gives device d its own copies of the arrays it shares with an earlier
  * device (plan_device.shared_buf, shared_args), so that they may change.
  * 0, or -ENOMEM with a message. */

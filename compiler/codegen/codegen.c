@@ -919,30 +919,9 @@ static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *g0
 	return rc;
 }
 
-/* Drops the code a plan already holds (one read from a plan file compiled
- * with code): codegen replaces it whole. */
-static void drop_code(struct plan *p)
-{
-	for (int i = 0; p->ptx && i < p->nptx; i++) {
-		ir_free(p->ptx[i].arch);
-		ir_free(p->ptx[i].text);
-	}
-	ir_free(p->ptx);
-	p->ptx = NULL;
-	p->nptx = 0;
-	ir_free(p->host_object);
-	ir_free(p->host_cpu);
-	ir_free(p->host_features);
-	p->host_object = NULL;
-	p->host_object_len = 0;
-	p->host_cpu = p->host_features = NULL;
-	for (int k = 0; k < p->nkernels; k++)
-		p->kernels[k].host = p->kernels[k].gpu = false;
-}
-
 int codegen_plan(struct plan *p, const struct codegen_opts *o)
 {
-	drop_code(p);
+	plan_code_free(p); /* a plan read with code: replaced whole */
 	int rc = prune_kernels(p);
 	if (rc < 0)
 		return rc;
