@@ -69,6 +69,22 @@ __attribute__((format(printf, 1, 2), unused)) static void tap_diag(const char *f
 }
 #define TAP_DIAG(...) tap_diag(__VA_ARGS__)
 
+/* Diagnostics for two texts that should be equal: the first line where
+ * they differ, from each. */
+__attribute__((unused)) static void tap_diff(const char *want, const char *got)
+{
+	int line = 1;
+	while (*want && *want == *got) {
+		line += *want == '\n';
+		want++, got++;
+	}
+	while (line > 1 && want[-1] != '\n')
+		want--, got--;
+	TAP_DIAG("first difference on line %d:", line);
+	TAP_DIAG("  want: %.*s", (int)strcspn(want, "\n"), want);
+	TAP_DIAG("  got:  %.*s", (int)strcspn(got, "\n"), got);
+}
+
 __attribute__((unused)) static double tap_seconds(double s)
 {
 	const char *e = getenv("PCC_TEST_TIME_SCALE");

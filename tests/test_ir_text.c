@@ -81,22 +81,6 @@ static char *strip_comments(const char *s)
 	return out;
 }
 
-/* Shows the first line where two texts differ. */
-static void diag_diff(const char *want, const char *got)
-{
-	int line = 1;
-
-	while (*want && *want == *got) {
-		line += *want == '\n';
-		want++, got++;
-	}
-	while (line > 1 && want[-1] != '\n')
-		want--, got--;
-	TAP_DIAG("first difference on line %d:", line);
-	TAP_DIAG("  want: %.*s", (int)strcspn(want, "\n"), want);
-	TAP_DIAG("  got:  %.*s", (int)strcspn(got, "\n"), got);
-}
-
 static bool str_eq(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && !strcmp(a, b));
@@ -203,13 +187,13 @@ static void check_round_trip(const struct ir_graph *g, const char *want, const c
 	struct ir_graph *g2 = s1 ? ir_parse(s1) : NULL;
 
 	if (!TAP_OK(s1 && (!want || !strcmp(s1, want)), "%s: prints canonically", what) && s1 && want)
-		diag_diff(want, s1);
+		tap_diff(want, s1);
 	if (!TAP_OK(g2, "%s: printed text parses", what))
 		TAP_DIAG("%s", ir_error());
 	if (g2)
 		s2 = print_str(g2);
 	if (!TAP_OK(s1 && s2 && !strcmp(s1, s2), "%s: print(parse(print(g))) == print(g)", what) && s1 && s2)
-		diag_diff(s1, s2);
+		tap_diff(s1, s2);
 	TAP_OK(g2 && graph_eq(g, g2), "%s: parse(print(g)) equals g field by field", what);
 	TAP_OK(g2 && ir_verify(g2) == 0, "%s: reparsed graph verifies", what);
 	ir_graph_free(g2);
@@ -533,7 +517,7 @@ static void test_api_graph(void)
 		"output %12 \"values\"\n";
 	char *s1 = print_str(g);
 	if (!TAP_OK(s1 && !strcmp(s1, want), "C API graph prints as expected") && s1)
-		diag_diff(want, s1);
+		tap_diff(want, s1);
 
 	/* the reparsed graph is in print order, so it round-trips by ids too */
 	struct ir_graph *g2 = s1 ? ir_parse(s1) : NULL;

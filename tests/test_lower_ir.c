@@ -71,20 +71,6 @@ static struct ir_graph *parse_file(const char *path)
 	return g;
 }
 
-static void diag_diff(const char *want, const char *got)
-{
-	int line = 1;
-	while (*want && *want == *got) {
-		line += *want == '\n';
-		want++, got++;
-	}
-	while (line > 1 && want[-1] != '\n')
-		want--, got--;
-	TAP_DIAG("first difference on line %d:", line);
-	TAP_DIAG("  want: %.*s", (int)strcspn(want, "\n"), want);
-	TAP_DIAG("  got:  %.*s", (int)strcspn(got, "\n"), got);
-}
-
 /* got against NAME.lower.txt, or written there with --regen. */
 static void check_text(const char *name, const char *got)
 {
@@ -98,7 +84,7 @@ static void check_text(const char *name, const char *got)
 	char *want = read_file(path);
 	if (!TAP_OK(want && !strcmp(want, got), "%s: its lowering prints as %s.lower.txt", name, name)) {
 		if (want)
-			diag_diff(want, got);
+			tap_diff(want, got);
 		else
 			TAP_DIAG("cannot read %s", path);
 	}
