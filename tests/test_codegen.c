@@ -419,6 +419,59 @@ static void check_grid(const char *pcc, const char *model, const char *ptxas)
 	check_plan(pcc, model, "--cluster 1x1:h100", ptxas, "reduce_big");
 }
 
+/* Slices equal but for their start (each device of a tensor-parallel
+ * stage taking its own piece) share one body: a GPT training step on a
+ * 2x2 mesh has such kinds; each kind's body is in the PTX once (the
+ * kinds counted here from the plan's kernels, independently of codegen),
+ * and every such kernel's host function equals the interpreter on its own
+ * start (check_plan, which also assembles the PTX). */
+static bool slice_kind(const struct plan_kernel *a, const struct plan_kernel *b)
+{
+	return a->dtype[0] == b->dtype[0] && a->dtype[1] == b->dtype[1] && ir_shape_eq(&a->shape[0], &b->shape[0]) &&
+	       ir_shape_eq(&a->shape[1], &b->shape[1]) && a->a.stride.n == b->a.stride.n &&
+	       !memcmp(a->a.stride.v, b->a.stride.v, sizeof a->a.stride.v[0] * (size_t)a->a.stride.n);
+}
+
+static void check_twins(const char *pcc, const char *model, const char *ptxas)
+{
+	const char *opts =
+		"--cluster 1x4:h100 --mesh 2x2 --memory-limit 50K --train --loss cross_entropy:logits,labels "
+		"--optimizer adamw";
+	char cmd[8192], plan[256];
+	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-twins.bin", (int)getpid());
+	snprintf(cmd, sizeof cmd, "'%s' '%s' %s --codegen all -o '%s' >/dev/null 2>&1", pcc, model, opts, plan);
+	struct plan *p = system(cmd) == 0 ? plan_read(plan) : NULL;
+	unlink(plan);
+	if (!TAP_OK(p != NULL, "twins: pcc compiles gpt's training step on a 2x2 mesh")) {
+		plan_free(p);
+		return;
+	}
+	int kinds = 0, twins = 0, bodies = 0;
+	for (int k = 0; k < p->nkernels; k++) {
+		const struct plan_kernel *a = &p->kernels[k];
+		if (a->op != IR_OP_SLICE || a->nbody || !a->gpu)
+			continue;
+		int n = 0, first = k;
+		for (int j = 0; j < p->nkernels; j++) {
+			const struct plan_kernel *b = &p->kernels[j];
+			if (b->op == IR_OP_SLICE && !b->nbody && b->gpu && slice_kind(a, b)) {
+				n++;
+				first = j < first ? j : first;
+			}
+		}
+		twins += n > 1;
+		kinds += n > 1 && first == k;
+	}
+	for (int m = 0; m < p->nptx; m++)
+		for (const char *t = p->ptx[m].text; (t = strstr(t, ".func pcc_s")); t++)
+			bodies++;
+	TAP_OK(kinds > 0 && bodies == kinds * (p->nptx > 0),
+	       "twins: %d slices of %d kinds equal but for their start; %d shared bodies in the PTX (one a kind)",
+	       twins, kinds, bodies);
+	plan_free(p);
+	check_plan(pcc, model, opts, ptxas, "twins");
+}
+
 /* A module's PTX depends on its kernels alone: NVPTX numbers call sites
  * ("// callseq N") from one counter per process, which codegen renumbers
  * per module. So compiling one plan twice in this process (the counter
@@ -513,6 +566,8 @@ int main(int argc, char **argv)
 	check_grid(pcc, argv[5], ptxas);
 	snprintf(model, sizeof model, "%s/gpt_loss_op17/model.onnx", models);
 	check_callsites(pcc, model);
+	snprintf(model, sizeof model, "%s/gpt/model.onnx", train);
+	check_twins(pcc, model, ptxas);
 	check_blas();
 	return tap_done();
 }

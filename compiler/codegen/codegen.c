@@ -438,19 +438,48 @@ static LLVMValueRef sreg(struct cg *c, const char *name)
  * computing it again: longer rows compute it twice. */
 enum { ROW_STACK_MAX = 4096 };
 
-/* pcc_k<kid>: the host function or the GPU kernel of kernel k. */
-static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int core)
+/* The parameters of a kernel's function: the operands' address table and
+ * the rows, [begin, end) on the host, the end on a GPU, where a grid
+ * reduction takes its scratch third; a slice's shared body (twin_body)
+ * takes the bytes its operand starts at last. Returns their count. */
+static unsigned kernel_params(struct cg *c, const struct plan_kernel *k, bool shared, LLVMTypeRef *pt)
+{
+	bool grid = c->gpu && cg_kernel_grid_reduce(k) > 0;
+	unsigned n = 0;
+	pt[n++] = c->ptr;
+	pt[n++] = c->i64;
+	if (!c->gpu || grid)
+		pt[n++] = grid ? c->ptr : c->i64;
+	if (shared)
+		pt[n++] = c->i64;
+	return n;
+}
+
+static void fn_attr(struct cg *c, LLVMValueRef f, const char *name)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+	LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
+}
+
+/* The function `name` computing kernel k: pcc_k<kid>, the host function
+ * or the GPU kernel; or (shared) a slice's body that its twins call
+ * (twin_body), which reads its operand that many bytes (its last
+ * parameter) into the address table's. */
+static void emit_fn(struct cg *c, const struct plan_kernel *k, int kid, int core, const char *name, bool shared)
 {
 	struct cg_view v;
 	const struct plan_kernel *b = cg_as_body(k, &v);
-	char name[32];
-	snprintf(name, sizeof name, "pcc_k%d", kid);
 	bool grid = c->gpu && cg_kernel_grid_reduce(k) > 0; /* a third parameter: its scratch */
-	LLVMTypeRef pt[3] = { c->ptr, c->i64, grid ? c->ptr : c->i64 };
-	LLVMTypeRef ft = LLVMFunctionType(c->vd, pt, c->gpu && !grid ? 2 : 3, 0);
+	LLVMTypeRef pt[4];
+	unsigned np = kernel_params(c, k, shared, pt);
+	LLVMTypeRef ft = LLVMFunctionType(c->vd, pt, np, 0);
 	c->fn = LLVMAddFunction(c->mod, name, ft);
-	if (c->gpu)
+	if (shared) {
+		LLVMSetLinkage(c->fn, LLVMInternalLinkage);
+		fn_attr(c, c->fn, "noinline");
+	} else if (c->gpu) {
 		LLVMSetFunctionCallConv(c->fn, 71); /* ptx_kernel */
+	}
 	c->k = b;
 	c->kid = kid;
 	c->core = core;
@@ -461,6 +490,10 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		LLVMValueRef jj = cg_i64c(c, j);
 		LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &jj, 1, "");
 		c->base[j] = LLVMBuildLoad2(c->b, c->ptr, p, "");
+	}
+	if (shared) {
+		LLVMValueRef off = LLVMGetParam(c->fn, np - 1);
+		c->base[0] = LLVMBuildGEP2(c->b, c->i8, c->base[0], &off, 1, "");
 	}
 	/* an epilogue reads its library call's result where it writes its
 	 * own: through the same pointer, LLVM sees each element read before
@@ -517,6 +550,107 @@ static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int 
 		emit_row(c, b, l.i, split);
 	cg_loop_end(c, &l, step, NULL);
 	LLVMBuildRetVoid(c->b);
+}
+
+/* ---- slices that differ only in their start ---------------------------------- */
+
+/* A stage's devices each slice their own piece of one buffer: kernels
+ * equal but for the slice's start, a few hundred in a large plan. Each
+ * such kernel's function calls one body the kernels of its kind share
+ * (per module), the slice from the start of its operand, which it
+ * receives moved by the bytes the kernel's own start is into it. The
+ * plan's kernels stay as they are. */
+static bool slice_alone(const struct plan_kernel *k)
+{
+	return k->op == IR_OP_SLICE && !k->nbody && k->nin == 1 && k->nout == 1 && k->a.start.n == k->shape[0].rank;
+}
+
+static bool slice_twins(const struct plan_kernel *a, const struct plan_kernel *b)
+{
+	return slice_alone(a) && slice_alone(b) && a->dtype[0] == b->dtype[0] && a->dtype[1] == b->dtype[1] &&
+	       ir_shape_eq(&a->shape[0], &b->shape[0]) && ir_shape_eq(&a->shape[1], &b->shape[1]) &&
+	       a->a.stride.n == b->a.stride.n &&
+	       !memcmp(a->a.stride.v, b->a.stride.v, sizeof a->a.stride.v[0] * (size_t)a->a.stride.n);
+}
+
+/* twin[k]: the first kernel of k's kind when it has a twin among those
+ * compiled (ok), else -1. */
+static int slice_twin_map(const struct plan *p, const bool *ok, int *twin)
+{
+	int *first = ir_malloc(sizeof *first * ((size_t)p->nkernels + 1)), nfirst = 0;
+	if (!first)
+		return ir_errorf(-ENOMEM, "out of memory in codegen");
+	for (int k = 0; k < p->nkernels; k++) {
+		twin[k] = -1;
+		if (!ok[k] || !slice_alone(&p->kernels[k]))
+			continue;
+		int f = 0;
+		while (f < nfirst && !slice_twins(&p->kernels[first[f]], &p->kernels[k]))
+			f++;
+		if (f == nfirst)
+			first[nfirst++] = k;
+		else
+			twin[k] = twin[first[f]] = first[f];
+	}
+	ir_free(first);
+	return 0;
+}
+
+/* pcc_s<first>, kernel first's slice from the start of its operand, once a module. */
+static LLVMValueRef twin_body(struct cg *c, const struct plan_kernel *k, int first, int core)
+{
+	char name[32];
+	snprintf(name, sizeof name, "pcc_s%d", first);
+	LLVMValueRef f = LLVMGetNamedFunction(c->mod, name);
+	if (f)
+		return f;
+	struct plan_kernel z = *k;
+	for (int d = 0; d < z.a.start.n; d++) {
+		z.a.limit.v[d] -= z.a.start.v[d];
+		z.a.start.v[d] = 0;
+	}
+	emit_fn(c, &z, first, core, name, true);
+	return c->fn;
+}
+
+/* pcc_k<kid>: the shared body of its kind, its operand moved to its start. */
+static void emit_twin(struct cg *c, const struct plan_kernel *k, int kid, int first, int core)
+{
+	LLVMValueRef body = twin_body(c, k, first, core);
+	LLVMTypeRef pt[4];
+	unsigned np = kernel_params(c, k, false, pt);
+	char name[32];
+	snprintf(name, sizeof name, "pcc_k%d", kid);
+	LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->vd, pt, np, 0));
+	if (c->gpu)
+		LLVMSetFunctionCallConv(fn, 71); /* ptx_kernel */
+	LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+	/* bytes from the operand's start to the slice's, row-major */
+	int64_t off = 0, stride = ir_dtype_size(k->dtype[0]);
+	for (int d = k->shape[0].rank - 1; d >= 0; d--) {
+		off += k->a.start.v[d] * stride;
+		stride *= k->shape[0].dims[d];
+	}
+	LLVMValueRef args[4];
+	for (unsigned i = 0; i < np; i++)
+		args[i] = LLVMGetParam(fn, i);
+	args[np] = cg_i64c(c, off);
+	LLVMTypeRef st[4];
+	unsigned ns = kernel_params(c, k, true, st);
+	LLVMBuildCall2(c->b, LLVMFunctionType(c->vd, st, ns, 0), body, args, ns, "");
+	LLVMBuildRetVoid(c->b);
+}
+
+/* Kernel kid's function: its own, or a call of its kind's shared body. */
+static void emit_kernel(struct cg *c, const struct plan_kernel *k, int kid, int core, const int *twin)
+{
+	if (twin[kid] >= 0) {
+		emit_twin(c, k, kid, twin[kid], core);
+		return;
+	}
+	char name[32];
+	snprintf(name, sizeof name, "pcc_k%d", kid);
+	emit_fn(c, k, kid, core, name, false);
 }
 
 /* ---- modules and targets ------------------------------------------------------ */
@@ -697,7 +831,10 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 	}
 	LLVMTargetMachineRef tm = NULL;
 	struct cg c;
-	int rc = target_machine(triple, cpu, feat, o->opt_level, &tm);
+	int *twin = ir_malloc(sizeof *twin * ((size_t)p->nkernels + 1));
+	int rc = twin ? slice_twin_map(p, ok, twin) : ir_errorf(-ENOMEM, "out of memory in codegen");
+	if (rc == 0)
+		rc = target_machine(triple, cpu, feat, o->opt_level, &tm);
 	if (rc == 0) {
 		cg_open(&c, false, triple);
 		c.mvec = strstr(feat, "+avx512f") ? "b2d4e8" : strstr(feat, "+avx2") ? "b2d4" : "b2";
@@ -706,7 +843,7 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 		LLVMDisposeTargetData(dl);
 		for (int k = 0; k < p->nkernels; k++)
 			if (ok[k])
-				emit_kernel(&c, &p->kernels[k], k, core[k]);
+				emit_kernel(&c, &p->kernels[k], k, core[k], twin);
 		cg_mvec_keep(&c);
 		if ((rc = optimize(&c, tm, o->opt_level)) == 0)
 			rc = emit_to(tm, &c, LLVMObjectFile, &p->host_object, &p->host_object_len);
@@ -719,6 +856,7 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 		p->kernels[k].host = ok[k];
 	LLVMDisposeMessage(host_cpu);
 	LLVMDisposeMessage(host_feat);
+	ir_free(twin);
 	return rc;
 }
 
@@ -745,8 +883,10 @@ static int link_libdevice(struct cg *c, const char *path)
 	return 0;
 }
 
-/* PTX modules per GPU architecture: the kernels spread over them round
- * robin, each module compiled on a thread of its own (par_run) and the
+/* PTX modules per GPU architecture: the kernels spread over them, each
+ * to the module with the fewest so far, a slice's twins to their first's
+ * (so that their shared body is compiled once), each module compiled on a
+ * thread of its own (par_run) and the
  * modules of an architecture linked by the driver into one (pcc-run). Their
  * count depends on the plan alone, never on this machine's cores, so that
  * the plan's bytes do too. */
@@ -761,6 +901,8 @@ struct gpu_jobs {
 	const struct codegen_opts *o;
 	const bool *g;
 	const int *core;
+	const int *twin; /* slice_twin_map's */
+	const int *mod;  /* [kernels] the module of each */
 	const char *lib;
 	int arch0, nmod; /* job j: architecture arch0 + j / nmod, module j % nmod */
 	char **text;     /* [jobs] each module's PTX (NULL: it has no kernel) */
@@ -835,8 +977,8 @@ static int gpu_module(struct gpu_jobs *x, int j, char **out)
 {
 	const struct plan *p = x->p;
 	int a = x->arch0 + j / x->nmod, m = j % x->nmod, rc = 0, any = 0;
-	for (int k = m; k < p->nkernels; k += x->nmod)
-		any |= x->g[k];
+	for (int k = 0; k < p->nkernels; k++)
+		any |= x->g[k] && x->mod[k] == m;
 	if (!any)
 		return 0;
 	LLVMTargetMachineRef tm;
@@ -848,9 +990,9 @@ static int gpu_module(struct gpu_jobs *x, int j, char **out)
 	LLVMSetModuleDataLayout(c.mod, dl);
 	LLVMDisposeTargetData(dl);
 	bool math = false;
-	for (int k = m; k < p->nkernels; k += x->nmod)
-		if (x->g[k]) {
-			emit_kernel(&c, &p->kernels[k], k, x->core[k]);
+	for (int k = 0; k < p->nkernels; k++)
+		if (x->g[k] && x->mod[k] == m) {
+			emit_kernel(&c, &p->kernels[k], k, x->core[k], x->twin);
 			math |= needs_math(&p->kernels[k]);
 		}
 	size_t n;
@@ -880,20 +1022,41 @@ static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *g0
 	int arch0 = o->sm >= 90 ? 1 : 0, narch = o->sm == 0 ? 2 : 1, ngpu = 0;
 	const char *lib = libdevice_path();
 	bool *g = ir_calloc((size_t)p->nkernels + 1, sizeof *g);
-	if (!g)
+	int *twin = ir_malloc(sizeof *twin * ((size_t)p->nkernels + 1));
+	int *mod = ir_malloc(sizeof *mod * ((size_t)p->nkernels + 1));
+	if (!g || !twin || !mod) {
+		ir_free(g);
+		ir_free(twin);
+		ir_free(mod);
 		return ir_errorf(-ENOMEM, "out of memory in codegen");
+	}
 	for (int k = 0; k < p->nkernels; k++) {
 		g[k] = g0[k] && (lib || !needs_math(&p->kernels[k]));
 		ngpu += g[k];
 	}
 	int nmod = (ngpu + CG_KERNELS_PER_MODULE - 1) / CG_KERNELS_PER_MODULE;
 	nmod = nmod < 1 ? 1 : nmod > CG_MAX_MODULES ? CG_MAX_MODULES : nmod;
-	int jobs = narch * nmod, rc = 0;
-	struct gpu_jobs x = { .p = p, .o = o, .g = g, .core = core, .lib = lib, .arch0 = arch0, .nmod = nmod };
+	int jobs = narch * nmod;
+	struct gpu_jobs x = {
+		.p = p, .o = o, .g = g, .core = core, .twin = twin, .mod = mod, .lib = lib, .arch0 = arch0, .nmod = nmod
+	};
+	int rc = slice_twin_map(p, g, twin);
+	int load[CG_MAX_MODULES] = { 0 };
+	for (int k = 0; rc == 0 && k < p->nkernels; k++) {
+		int m = 0;
+		if (twin[k] >= 0 && twin[k] < k) {
+			m = mod[twin[k]];
+		} else {
+			for (int j = 1; j < nmod; j++)
+				m = load[j] < load[m] ? j : m;
+		}
+		mod[k] = m;
+		load[m] += g[k];
+	}
 	x.text = ir_calloc((size_t)jobs, sizeof *x.text);
 	x.rc = ir_calloc((size_t)jobs, sizeof *x.rc);
 	x.err = ir_calloc((size_t)jobs, sizeof *x.err);
-	if (!x.text || !x.rc || !x.err || !(p->ptx = ir_calloc((size_t)jobs, sizeof *p->ptx)))
+	if (rc == 0 && (!x.text || !x.rc || !x.err || !(p->ptx = ir_calloc((size_t)jobs, sizeof *p->ptx))))
 		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
 	if (rc == 0)
 		par_run(jobs, gpu_job, &x);
@@ -916,6 +1079,8 @@ static int gpu_code(struct plan *p, const struct codegen_opts *o, const bool *g0
 	ir_free(x.rc);
 	ir_free(x.err);
 	ir_free(g);
+	ir_free(twin);
+	ir_free(mod);
 	return rc;
 }
 
