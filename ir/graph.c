@@ -431,6 +431,74 @@ void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_v
 			g->upd_values.v[i] = new_;
 }
 
+int ir_graph_hoist(struct ir_graph *g, const bool *move)
+{
+	int nn = g->nodes.n, k = 0;
+	/* anchor: the latest node making an operand (-1: none, left in place);
+	 * first/next: the moved nodes to place after each node, in order */
+	int *first = ir_malloc(sizeof *first * ((size_t)nn * 3 + 1)), *next = first + nn, *last = next + nn;
+	struct ir_node **order = ir_malloc(sizeof *order * ((size_t)nn + 1));
+	if (!first || !order) {
+		ir_free(first);
+		ir_free(order);
+		return ir_errorf(-ENOMEM, "out of memory ordering the graph's nodes");
+	}
+	for (int i = 0; i < nn; i++)
+		first[i] = next[i] = last[i] = -1;
+	bool *moved = ir_calloc((size_t)nn + 1, sizeof *moved);
+	for (int i = 0; moved && i < nn; i++) {
+		struct ir_node *n = g->nodes.v[i];
+		int at = -1;
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j]->kind == IR_VAL_NODE && n->in[j]->def->id > at)
+				at = n->in[j]->def->id;
+		if (!move[i] || at < 0)
+			continue;
+		moved[i] = true;
+		if (last[at] < 0)
+			first[at] = i;
+		else
+			next[last[at]] = i;
+		last[at] = i;
+	}
+	if (!moved) {
+		ir_free(first);
+		ir_free(order);
+		return ir_errorf(-ENOMEM, "out of memory ordering the graph's nodes");
+	}
+	/* each node, then the moved nodes anchored at it (and theirs, depth first) */
+	int *stack = last; /* last[] is done with */
+	for (int i = 0; i < nn; i++) {
+		if (moved[i])
+			continue;
+		int sp = 0;
+		stack[sp++] = i;
+		while (sp) {
+			int x = stack[--sp];
+			order[k++] = g->nodes.v[x];
+			/* pushed in reverse, so that they come out in order */
+			int cnt = 0;
+			for (int y = first[x]; y >= 0; y = next[y])
+				cnt++;
+			for (int c = cnt - 1; c >= 0; c--) {
+				int y = first[x];
+				for (int t = 0; t < c; t++)
+					y = next[y];
+				stack[sp++] = y;
+			}
+		}
+	}
+	IR_ASSERT(k == nn);
+	for (int i = 0; i < nn; i++) {
+		g->nodes.v[i] = order[i];
+		order[i]->id = i;
+	}
+	ir_free(moved);
+	ir_free(first);
+	ir_free(order);
+	return 0;
+}
+
 int ir_graph_dce(struct ir_graph *g)
 {
 	int nv = g->values.n;

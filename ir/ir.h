@@ -414,6 +414,11 @@ void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_v
  * reads; renumbers node and value ids densely. Returns nodes removed, or
  * -ENOMEM (graph unchanged). */
 int ir_graph_dce(struct ir_graph *g);
+/* Moves each node i with move[i] to right after the node making the last
+ * of its operands (a node reading no other node's result stays), the
+ * others keeping their order; renumbers node ids. The order stays
+ * topological. 0, or -ENOMEM with a message (graph unchanged). */
+int ir_graph_hoist(struct ir_graph *g, const bool *move);
 
 /* ---- shape inference and verification -------------------------------- */
 

@@ -353,7 +353,7 @@ int intra_peak_parts(const struct intra_state *st, struct intra_result *r)
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];
 		int k = x->group;
-		if (!(p->lo[k] <= at && at < p->hi[k]))
+		if (!(p->lo[k] <= at && at < p->hi[k]) || x->transient)
 			continue;
 		double b = unit_usage(st, x, x->map[st->choice[k]]);
 		if (x->stashed) { /* per slot: one micro-batch's */
@@ -451,6 +451,35 @@ static int add_pair(struct intra_state *st, struct edge_acc *e, double *node_cos
 	return 0;
 }
 
+/* intra_unit.transient: the unit making the one operand of a held unit
+ * of its group (a gradient's convert into its f32 accumulator), when that
+ * unit alone reads it. */
+static int mark_transient(struct intra_state *st, const struct ir_graph *g)
+{
+	int *readers = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *readers);
+	if (!readers)
+		return -ENOMEM;
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nin; j++)
+			readers[n->in[j]->id]++;
+	}
+	for (int u = 0; u < st->nunits; u++)
+		st->unit[u].transient = false;
+	for (int u = 0; u < st->nunits; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		if (!x->held || !x->node || x->node->nin != 1)
+			continue;
+		const struct ir_value *v = x->node->in[0];
+		int pu = st->value_unit[v->id];
+		struct intra_unit *y = pu >= 0 ? &st->unit[pu] : NULL;
+		if (y && y->node && y->group == x->group && !y->held && readers[v->id] == 1 && y->node->nout == 1)
+			y->transient = true;
+	}
+	ir_free(readers);
+	return 0;
+}
+
 static int fill_problem(struct intra_state *st, const struct ir_graph *g, const bool *grad, const bool *is_output,
 			const struct intra_opts *o, double mem_limit)
 {
@@ -477,8 +506,10 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 	if (!node_cost || !p->cost || !p->usage)
 		goto out;
 	double *usage = ir_calloc((size_t)total, sizeof *usage);
-	if (!usage)
+	if (!usage || mark_transient(st, g) < 0) {
+		ir_free(usage);
 		goto out;
+	}
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];
 		int gk = x->group, base = p->strat_off[gk], k = shard_problem_nstrat(p, gk);
@@ -486,7 +517,8 @@ static int fill_problem(struct intra_state *st, const struct ir_graph *g, const 
 		double w = x->node && o->update_first > 0 && x->node->id >= o->update_first ? st->env.step_share : 1;
 		for (int s = 0; s < k; s++) {
 			node_cost[base + s] += w * unit_cost(st, x, x->map[s], is_output);
-			usage[base + s] += unit_usage(st, x, x->map[s]) * (x->copies > 1 ? x->copies : 1);
+			if (!x->transient)
+				usage[base + s] += unit_usage(st, x, x->map[s]) * (x->copies > 1 ? x->copies : 1);
 		}
 		if (x->lo < p->lo[gk])
 			p->lo[gk] = x->lo;
@@ -622,6 +654,7 @@ static int held_and_stashed(struct intra_state *st, const struct ir_graph *g, co
 			x->lo = 0;
 			x->hi = nn + 2;
 		}
+		x->held = held;
 	}
 	if (o->bwd_first <= 0)
 		return 0;

@@ -143,6 +143,10 @@ struct intra_unit {
 	int64_t lo, hi; /* live interval of its results */
 	int copies;     /* of its results held at once: a stash's slots (intra_opts.stash_slots); 0: one */
 	bool stashed;   /* read by a pipelined stage's backward part from its forward part */
+	bool held;      /* held for the whole step (intra_opts.held: a gradient's accumulator) */
+	bool transient; /* made before its group's held unit and read by it alone (a 16-bit
+			 * gradient, converted into its f32 accumulator right after it is
+			 * complete): never held with it, its bytes not counted */
 };
 
 struct intra_state {

@@ -232,6 +232,31 @@ out:
 	return rc == -ENOMEM ? ir_errorf(rc, "out of memory building the train step") : rc;
 }
 
+/* Mixed precision: a parameter's gradient is its 16-bit gradient
+ * converted to f32, a node autodiff makes after every other (it reaches
+ * the parameter's own convert last). Each is moved to right after its
+ * 16-bit gradient is complete, so that the backward pass does not hold
+ * every layer's 16-bit gradients to its end, and lowering adds the
+ * gradient into its accumulator right there (lower_train.c). */
+static int hoist_grad_converts(struct train_step *ts)
+{
+	int nn = ir_graph_nnodes(ts->g), any = 0;
+	bool *move = ir_calloc((size_t)nn + 1, sizeof *move);
+	if (!move)
+		return ir_errorf(-ENOMEM, "out of memory building the train step");
+	for (int i = 0; i < ts->nparams; i++) {
+		const struct ir_value *v = ts->grads[i];
+		if (v->kind != IR_VAL_NODE || v->def->op != IR_OP_CONVERT || v->def->in[0]->kind != IR_VAL_NODE ||
+		    v->def->in[0]->def->id < ts->bwd_first)
+			continue;
+		move[v->def->id] = true;
+		any = 1;
+	}
+	int rc = any ? ir_graph_hoist(ts->g, move) : 0;
+	ir_free(move);
+	return rc;
+}
+
 int train_build(struct ir_graph *g, const struct train_opts *o, struct train_step *ts)
 {
 	memset(ts, 0, sizeof *ts);
@@ -321,7 +346,7 @@ int train_build(struct ir_graph *g, const struct train_opts *o, struct train_ste
 	ts->update_first = ir_graph_nnodes(g);
 	ts->bwd_first = first_after(g, fwd, nf);
 	cand = grads = NULL;
-	if ((rc = stage_tags(ts)) < 0)
+	if ((rc = hoist_grad_converts(ts)) < 0 || (rc = stage_tags(ts)) < 0)
 		goto done;
 	rc = train_update(ts, o);
 	if (rc == 0)

@@ -149,6 +149,12 @@ static struct ir_value *spread(struct gb *b, struct ir_value *x, const struct ir
 	return like ? gb_broadcast(b, x, &like->shape, &none) : NULL;
 }
 
+/* Gradient g unscaled by inv (f16's loss scaling), or g itself. */
+static struct ir_value *unscaled(struct gb *b, struct ir_value *g, struct ir_value *inv)
+{
+	return inv ? gb_bin(b, IR_OP_MUL, g, spread(b, inv, g)) : g;
+}
+
 static struct ir_value *sum_all(struct gb *b, struct ir_value *x)
 {
 	struct ir_ilist all = { .n = x ? x->shape.rank : 0 };
@@ -247,9 +253,8 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		good = ts->state[2];
 	}
 	struct ir_value *t = gb_convert(&b, step, dt), *t1 = gb_offset(&b, t, 1);
-	struct ir_value **gr = ir_calloc((size_t)ts->nparams, sizeof *gr);
 	struct ir_value **out = ir_calloc((size_t)(ts->nparams + ts->nstate), sizeof *out);
-	if (!gr || !out) {
+	if (!out) {
 		rc = -ENOMEM;
 		goto done;
 	}
@@ -262,26 +267,24 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		rc = -ENOMEM;
 		goto done;
 	}
+	/* the unscaled gradient, made here for the norm and again right before
+	 * its update (the same op on the same values: the same numbers), so
+	 * that no parameter's is held while the others' are made */
 	for (int i = 0; i < ts->nparams; i++) {
 		int s = ts->nstages ? ts->param_stage[i] : 0;
 		param_tag(&b, ts, i);
-		gr[i] = inv ? gb_bin(&b, IR_OP_MUL, ts->grads[i], spread(&b, inv, ts->grads[i])) : ts->grads[i];
-		part[s] = gb_accumulate(&b, part[s], sum_all(&b, gb_bin(&b, IR_OP_MUL, gr[i], gr[i])));
+		struct ir_value *g1 = unscaled(&b, ts->grads[i], inv);
+		part[s] = gb_accumulate(&b, part[s], sum_all(&b, gb_bin(&b, IR_OP_MUL, g1, g1)));
 	}
 	global_tag(&b, ts);
 	for (int s = 0; s < nparts; s++)
 		sumsq = gb_accumulate(&b, sumsq, part[s]);
 	ir_free(part);
 	struct ir_value *norm = gb_un(&b, IR_OP_SQRT, sumsq);
+	struct ir_value *coef = NULL;
 	if (o->clip_norm > 0) {
-		struct ir_value *coef = gb_bin(&b, IR_OP_DIV, gb_like(&b, norm, o->clip_norm),
-					       gb_offset(&b, norm, 1e-6));
+		coef = gb_bin(&b, IR_OP_DIV, gb_like(&b, norm, o->clip_norm), gb_offset(&b, norm, 1e-6));
 		coef = gb_bin(&b, IR_OP_MIN, coef, gb_like(&b, norm, 1));
-		for (int i = 0; i < ts->nparams; i++) {
-			param_tag(&b, ts, i);
-			gr[i] = gb_bin(&b, IR_OP_MUL, gr[i], spread(&b, coef, gr[i]));
-		}
-		global_tag(&b, ts);
 	}
 	struct ir_value *lr = lr_node(&b, o, t);
 	/* finite: the step is taken (always, unless f16 gradients overflowed
@@ -296,7 +299,10 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 		struct ir_value **slot_out = &out[ts->nparams + first_slot + i * ns];
 		struct ir_value *p = ts->params[i];
 		param_tag(&b, ts, i);
-		out[i] = update_param(&b, o, p, gr[i], slot, slot_out, lr, t1);
+		struct ir_value *gi = unscaled(&b, ts->grads[i], inv);
+		if (coef)
+			gi = gb_bin(&b, IR_OP_MUL, gi, spread(&b, coef, gi));
+		out[i] = update_param(&b, o, p, gi, slot, slot_out, lr, t1);
 		if (finite) {
 			struct ir_value *ok = spread(&b, finite, p);
 			out[i] = gb_select(&b, ok, out[i], p);
@@ -334,7 +340,6 @@ int train_update(struct train_step *ts, const struct train_opts *o)
 	if (rc == 0)
 		rc = b.err;
 done:
-	ir_free(gr);
 	ir_free(out);
 	return rc;
 }
