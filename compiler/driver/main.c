@@ -26,6 +26,7 @@
 #include "compiler/cli/cli.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
+#include "compiler/driver/driver.h"
 #include "compiler/pipeline/pipeline.h"
 #include "compiler/progress.h"
 #include "compiler/report/report.h"

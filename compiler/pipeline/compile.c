@@ -39,6 +39,7 @@
 #include "compiler/compiler.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parallel.h"
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/progress.h"
 #include "compiler/search/search.h"
 #include "ir/plan.h"
