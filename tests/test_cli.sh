@@ -125,13 +125,13 @@ check "fusion: a dot whose result is converted to f64 keeps its own kernel (the 
 check "fusion: gpt_op17 on 1x4:v100 fuses no dot" sh -c "
   '$pcc' '$models/gpt_op17/model.onnx' --cluster 1x4:v100 --dump-after=fusion -o '$tmp/g.bin' >'$tmp/gf' &&
   grep -q 'fused (k' '$tmp/gf' && ! grep 'fused (k' '$tmp/gf' | grep -q '= dot'"
-# The compile pipeline's dumps (compiler/pipeline.c): --dump-dir writes one
-# file per pass run, numbered in order, IR text for graph passes (read back
-# by pcc as a model), plan text for the others, each checked against an
-# independent view of the same thing: the import against pcc print, the
-# memory plan against pcc inspect --dump of the plan written (kernel
-# numbers left out: the writer renumbers them), the plan written against
-# pcc inspect.
+# The compile pipeline's dumps (compiler/pipeline/pipeline.c): --dump-dir
+# writes one file per pass run, numbered in order, IR text for graph
+# passes (read back by pcc as a model), plan text for the others, each
+# checked against an independent view of the same thing: the import
+# against pcc print, the memory plan against pcc inspect --dump of the
+# plan written (kernel numbers left out: the writer renumbers them), the
+# plan written against pcc inspect.
 check "--dump-dir: one file per pass of an inference compile, numbered in order" sh -c "
   '$pcc' '$m' --cluster cpu:1 -q --dump-dir '$tmp/dd' -o '$tmp/dd.bin' >/dev/null &&
   test \"\$(ls '$tmp/dd' | tr '\\n' ' ')\" = '01-search.txt 02-import.ir 03-lower.txt 04-fusion.txt 05-memory.txt 06-codegen.txt 07-write.txt '"

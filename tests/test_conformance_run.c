@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "compiler/codegen/codegen.h"
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/search/search.h"
 #include "runtime/rt.h"
 #include "tests/conformance.h"

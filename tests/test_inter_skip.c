@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/search/search.h"
 #include "ir/plan.h"
 #include "onnx_builder.h"

@@ -17,7 +17,9 @@
 # files, and no C file includes one. And the module graph that
 # docs/architecture.md draws is the one scripts/module-graph derives from
 # BUILD. And the C files of compiler/ and runtime/ call each other in no
-# circle (scripts/file-cycles, over BUILD's object files).
+# circle (scripts/file-cycles, over BUILD's object files). And compiler/'s
+# own folders (its sub-folders and the flat files of compiler/ itself)
+# include each other's headers one way: no circle.
 src=$1 run=$2 lib=$3 build=$4
 LC_ALL=C
 export LC_ALL
@@ -108,6 +110,30 @@ nothing_of_compiler() {
 	fi
 }
 
+# compiler/'s folders include one way: the folder of each file of
+# compiler/ and the folder of each compiler/ header it includes (a
+# sub-folder, or compiler/ itself for compiler.h, parallel.h, progress.h)
+# make a graph without a circle; tsort finds one and names its folders.
+compiler_one_way() {
+	(cd "$src" && find compiler -name '*.[ch]' | sort) | while read -r f; do
+		from=$(dirname "$f")
+		sed -n 's|^[ \t]*#[ \t]*include[ \t]*"\(compiler/[^"]*\)".*|\1|p' "$src/$f" | while read -r h; do
+			to=$(dirname "$h")
+			[ "$to" = "$from" ] || echo "$from $to"
+		done
+	done | sort -u >"$tmp/folders"
+	[ -s "$tmp/folders" ] || { echo "compiler/: no include of another of its folders read" >&2; return 1; }
+	tsort "$tmp/folders" >/dev/null 2>"$tmp/tsort.err" && return 0
+	loop=$(sed -n '/input contains a loop/d; s/^tsort: //p' "$tmp/tsort.err" | awk '!seen[$0]++')
+	echo "compiler/'s folders include each other in a circle: $(echo $loop) (architecture.md, compiler/'s row)" >&2
+	for a in $loop; do
+		for b in $loop; do
+			[ "$a" = "$b" ] || grep -Hn "#[ \t]*include[ \t]*\"$b/[^/]*\"" "$src/$a"/*.[ch] 2>/dev/null | sed "s|^$src/||" | head -1 >&2
+		done
+	done
+	return 1
+}
+
 # docs/architecture.md's module graph, between its markers, is what
 # scripts/module-graph prints for this build.
 graph_current() {
@@ -139,6 +165,7 @@ check "kernels/ includes only ir/ and kernels/" uses kernels ir
 check "onnxio/ includes only ir/ and onnxio/" uses onnxio ir
 check "compiler/ includes only ir/, solvers/, kernels/, onnxio/ and compiler/" uses compiler ir solvers kernels onnxio
 check "runtime/ includes only ir/, kernels/, onnxio/ and runtime/ (no compiler/)" uses runtime ir kernels onnxio
+check "compiler/'s sub-folders and flat files include each other one way" compiler_one_way
 check "runtime/ does not include the ONNX schema (onnx.pb-c.h)" no_onnx_schema
 check "only runtime/meson.build compiles runtime/'s files (the rest link libpccrt)" runtime_built_once
 check "no C file includes a .c file of runtime/" no_runtime_c_included

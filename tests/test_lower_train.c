@@ -25,6 +25,7 @@
 
 #include "compiler/search/intra_internal.h"
 #include "compiler/lower/lower.h"
+#include "compiler/pipeline/pipeline.h"
 #include "tests/plan_sim.h"
 #include "tests/tap.h"
 

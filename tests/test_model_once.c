@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiler/pipeline.h"
+#include "compiler/pipeline/pipeline.h"
 #include "onnx_builder.h"
 
 static const int64_t sizes[] = { 1, 2, 3, 8 };

@@ -39,7 +39,7 @@ struct lower_stage {
 };
 int lower_plan(const struct ir_graph *whole, const struct lower_stage *st, int nstages, const char *cluster,
 	       struct plan **out);
-/* A training plan (compiler/lower_train.c): the train step ts->g (built
+/* A training plan (lower_train.c): the train step ts->g (built
  * with train_opts.grad_scale = 1 / micro) sharded on one stage, st->g ==
  * ts->g. Nodes before ts->update_first become the per-micro-batch part,
  * which adds every gradient into its accumulator (kept as the pass left

@@ -1,5 +1,5 @@
 /*
- * lower_pipe.c: a pipelined training plan (compiler.h, lower_train with
+ * lower_pipe.c: a pipelined training plan (lower.h, lower_train with
  * several stages). The train step's nodes carry their stage (ir_node.tag,
  * train_build); each stage's nodes are a graph of their own, sharded by
  * its own intra-op pass. Every device's program has three parts:

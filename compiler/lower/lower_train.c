@@ -1,6 +1,6 @@
 /*
  * lower_train.c: what a training plan adds to the lowering of one stage
- * (compiler.h, lower_train): the split of the train step into the part run
+ * (lower.h, lower_train): the split of the train step into the part run
  * once per micro-batch and the part run once per step, the gradient
  * accumulators between them, and the write-back of the step's new values.
  *

@@ -105,8 +105,11 @@ int report_print(const struct report *r, bool json, FILE *f);
 /* Lists every tensor-parallel collective of one micro-batch with its cause. */
 int report_explain(const struct report *r, FILE *f);
 
-/* `pcc report ...` (report_cli.c): argv[0] is "report"; the exit status
- * (its usage: report_cli_usage, compiler/cli.h). */
+/* `pcc report ...` (report_cli.c): argv[0] is "report"; the exit status.
+ * Its usage, as the driver lists it: report_cli_usage (struct cli_usage,
+ * cli/cli.h). */
+struct cli_usage;
+extern const struct cli_usage report_cli_usage;
 int report_cli(int argc, char **argv);
 
 #endif

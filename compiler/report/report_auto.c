@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/pipeline.h"
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/report/report_internal.h"
 
 /* What one layer on one mesh costs, split by kind. */

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "compiler/cli.h"
+#include "compiler/cli/cli.h"
 #include "compiler/progress.h"
 #include "compiler/report/report_internal.h"
 

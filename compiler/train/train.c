@@ -2,7 +2,7 @@
  * train.c: builds the train-step graph: picks or builds the loss, chooses
  * the trained parameters, differentiates (grad.c) and appends the optimizer
  * update (train_optim.c). The layout of inputs and outputs is in
- * compiler.h; this file keeps that order.
+ * train.h; this file keeps that order.
  */
 #include <errno.h>
 #include <string.h>

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "compiler/cli.h"
+#include "compiler/cli/cli.h"
 
 int cli_parse_const(const char *s, struct cli_consts *c)
 {

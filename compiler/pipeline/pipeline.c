@@ -47,7 +47,7 @@
 #include <xxhash.h>
 
 #include "compiler/lower/lower.h"
-#include "compiler/pipeline.h"
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/progress.h"
 
 /* What a pass makes, which says how it is checked and dumped. */

@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "compiler/compiler.h"
+#include "compiler/driver/driver.h"
 
 void inspect_stats_compute(const struct ir_graph *g, struct inspect_stats *s)
 {

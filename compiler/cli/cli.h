@@ -1,6 +1,10 @@
 /*
- * cli.h: subcommands of the pcc driver that live outside main.c, and the
- * option helpers (cli.c) that the driver and they share.
+ * cli.h: the one header of compiler/cli/, the command line's pieces that
+ * the pcc driver (driver/main.c) and `pcc report`'s command
+ * (report/report_cli.c) share: the option helpers and usages (cli.c),
+ * --const (cli_const.c), and `pcc train` with the train step's options
+ * (cli_train.c). Below both: it includes compiler.h alone, and its files
+ * call nothing of report/ or driver/.
  */
 #ifndef PCC_CLI_H
 #define PCC_CLI_H
@@ -49,7 +53,7 @@ struct cli_usage {
 	const char *synopsis, *about, *options;
 	bool model;
 };
-extern const struct cli_usage cli_train_usage, report_cli_usage;
+extern const struct cli_usage cli_train_usage;
 /* The help of --dim and --const, after the options of a command that
  * takes a model. */
 extern const char cli_model_options[];

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/cli.h"
+#include "compiler/cli/cli.h"
 #include "compiler/compiler.h"
 
 #define MAX_LIST 64

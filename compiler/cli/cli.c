@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler/cli.h"
+#include "compiler/cli/cli.h"
 
 /* --dim and --const, which every command that imports a model takes. */
 const char cli_model_options[] = "  --dim    bind a symbolic ONNX dimension, e.g. --dim batch=8\n"

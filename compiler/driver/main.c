@@ -23,10 +23,11 @@
 #include "version.h"
 
 #include "ir/npy.h"
-#include "compiler/cli.h"
+#include "compiler/cli/cli.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/compiler.h"
-#include "compiler/pipeline.h"
+#include "compiler/driver/driver.h"
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/progress.h"
 #include "compiler/report/report.h"
 #include "compiler/search/search.h"

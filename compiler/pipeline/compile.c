@@ -39,6 +39,7 @@
 #include "compiler/compiler.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parallel.h"
+#include "compiler/pipeline/pipeline.h"
 #include "compiler/progress.h"
 #include "compiler/search/search.h"
 #include "ir/plan.h"
@@ -423,7 +424,7 @@ static int stage_pool_run(struct stage_pool *p)
 #define REFIT_ROUNDS 4
 
 /* A chosen plan on its way to the executable plan, between the passes
- * (compiler.h). */
+ * (pipeline.h). */
 struct compile {
 	const struct compile_input *in;
 	struct ir_graph *g; /* the forward graph, until the train step takes it */
