@@ -21,7 +21,12 @@
  * as many layers); inter_opts.mesh0 x mesh1 keeps only the sub-meshes of
  * that many devices, each with that one logical mesh, so the stage count
  * is devices / (mesh0 * mesh1). Requests the cluster or the model cannot
- * take are -EINVAL naming the option and why.
+ * take are -EINVAL naming the option and why. The schedule (sched, v),
+ * recomputation and ZeRO-1 can be held too, and with micro-batches and
+ * manual_tp (each layer's mesh n0 x n1 as dp x tp) the search is a manual
+ * plan costed as the automatic one is: the same layer solves, stage DP
+ * and schedule simulator (tests/test_inter.c compares it with pcc
+ * report's evaluator of the manual plan).
  */
 #include <errno.h>
 #include <math.h>
@@ -43,6 +48,8 @@ void inter_opts_init(struct inter_opts *o)
 	o->optim = COST_OPT_ADAM;
 	o->prec = -1;
 	o->recompute = -1;
+	o->zero = -1;
+	o->sched = -1;
 }
 
 /* ---- the layer costs of each micro-batch size, kept across searches ---------- */
@@ -264,6 +271,8 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 		return false;
 	if (s->env->opts && s->env->opts->recompute >= 0 && !(opt & OPT_RECOMPUTE) != !s->env->opts->recompute)
 		return false;
+	if (s->env->opts && s->env->opts->zero >= 0 && s->env->train && !(opt & OPT_ZERO) != !s->env->opts->zero)
+		return false;
 	double inputs = 0, widest = 0;
 	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
 	bool zero = opt & OPT_ZERO;
@@ -443,12 +452,14 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 	/* 1F1B first: on ties (one stage) it is the canonical answer */
 	static const int order[COST_SCHED_COUNT] = { COST_SCHED_1F1B, COST_SCHED_GPIPE, COST_SCHED_INTERLEAVED };
 	for (int oi = 0; oi < COST_SCHED_COUNT; oi++) {
-		int sch = order[oi];
-		int v = sch == COST_SCHED_INTERLEAVED ? 2 : 1;
-		if (sch == COST_SCHED_INTERLEAVED) {
+		int sch = order[oi], want = s->env->opts ? s->env->opts->sched : -1;
+		int v = sch != COST_SCHED_INTERLEAVED ? 1 : want >= 0 && s->env->opts->v > 0 ? s->env->opts->v : 2;
+		if (want >= 0 && sch != want)
+			continue;
+		if (sch == COST_SCHED_INTERLEAVED) { /* each chunk at least a layer */
 			bool ok = np > 1 && s->m % np == 0 && !s->env->no_interleaved;
 			for (int i = 0; i < np && ok; i++)
-				ok = dr->stages[i].last > dr->stages[i].first;
+				ok = dr->stages[i].last - dr->stages[i].first + 1 >= v;
 			if (!ok)
 				continue;
 		}
@@ -466,7 +477,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		}
 		/* one stage: GPipe is 1F1B's twin; re-timed with the gradient
 		 * sync overlapped (try_overlap): the same plan, one row */
-		bool twin = np == 1 && sch == COST_SCHED_GPIPE;
+		bool twin = np == 1 && sch == COST_SCHED_GPIPE && want < 0;
 		if (!twin && !s->overlap)
 			best->nweighed++;
 		if (!ok || twin)
@@ -1047,6 +1058,11 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	env.mem_limit = o->mem_limit > 0 ? o->mem_limit : 0.9 * dev.mem_bytes;
 	if (o->micro < 0 || o->layers < 0)
 		return ir_errorf(-EINVAL, "micro-batches %d and layers %d must not be negative", o->micro, o->layers);
+	if (o->sched >= COST_SCHED_COUNT || o->v < 0 || (o->v > 1 && o->sched != COST_SCHED_INTERLEAVED))
+		return ir_errorf(-EINVAL,
+				 "schedule %d with %d chunks per device: expected -1 (searched) or a "
+				 "schedule, and chunks only for interleaved 1F1B",
+				 o->sched, o->v);
 	int64_t B = o->batch;
 	int rc = check_batch(o, &B);
 	if (rc < 0)

@@ -68,6 +68,7 @@ void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bo
 	o->time_limit = io->time_limit > 0 ? io->time_limit : INTER_TIME_LIMIT;
 	o->quick = true; /* no MIP: many small solves, on every core */
 	o->zero = io->train;
+	o->manual_tp = io->manual_tp;
 	o->step_share = 1.0 / micro;
 	if (overlap)
 		o->sync_share = INTER_SYNC_OVERLAP / micro;

@@ -112,7 +112,8 @@ static void edge_acc_free(struct edge_acc *e)
 
 /* intra_opts.manual_tp: a label that runs along a dim derived from a graph
  * input's (batch[v]: the dims of value v that do) is taken off every
- * operand and result dim, so no strategy splits it. A label may split
+ * operand and result dim, so no strategy splits it; on a mesh of n0 > 1
+ * data-parallel replicas it stays, for axis 0 alone (filter_dp). A label may split
  * padded when every operand dim it runs along is the whole of a dim of a
  * value that depends on no input (a parameter, a transposed weight, an
  * iota) or derived from one (padded[v] likewise), or when none does (a
@@ -121,7 +122,7 @@ static void edge_acc_free(struct edge_acc *e)
  * dim (a reshape's label is a part of its dim), nor anything an evenly
  * split operand shares. Then marks x's results' dims on such labels.
  * Graph order: operands are marked before their readers. */
-static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padded)
+static uint32_t manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padded, bool keep)
 {
 	struct intra_labels *l = &x->lab;
 	uint32_t all = (1u << l->n) - 1, in_batch = 0, whole = 0;
@@ -155,27 +156,48 @@ static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padd
 				padded[r->id] |= (uint8_t)(1u << d);
 		}
 	}
-	for (int d = 0; d < IR_MAX_RANK; d++) {
+	for (int d = 0; d < IR_MAX_RANK && !keep; d++) {
 		if (l->out[d] >= 0 && (in_batch >> l->out[d] & 1))
 			l->out[d] = -1;
 		for (int j = 0; j < INTRA_MAX_IN; j++)
 			if (l->in[j][d] >= 0 && (in_batch >> l->in[j][d] & 1))
 				l->in[j][d] = -1;
 	}
+	return in_batch;
+}
+
+/* A manual plan's data-parallel axis (intra_opts.manual_tp, n0 > 1): axis
+ * 0 splits only labels along the inputs' dims (in_batch: the samples and
+ * their tokens), axis 1 only the others (tensor parallelism). Keeps x's
+ * strategies that do so, in order. */
+static void filter_dp(struct intra_unit *x, uint32_t in_batch)
+{
+	int n = 0;
+	for (int s = 0; s < x->nstrat; s++) {
+		int a = x->strat[s].lab[0], b = x->strat[s].lab[1];
+		if ((a >= 0 && !(in_batch >> a & 1)) || (b >= 0 && (in_batch >> b & 1)))
+			continue;
+		x->strat[n++] = x->strat[s];
+	}
+	x->nstrat = n;
 }
 
 static int init_unit(struct intra_state *st, struct intra_unit *x, uint8_t *batch, uint8_t *padded)
 {
+	bool dp = st->env.mesh.n0 > 1;
+	uint32_t in_batch = 0;
 	if (x->node)
 		intra_labels_of(x->node, &x->lab);
 	else
 		intra_labels_value(x->value, &x->lab);
 	if (batch)
-		manual_tp_labels(x, batch, padded);
+		in_batch = manual_tp_labels(x, batch, padded, dp);
 	int ns = intra_strategies(&st->env, x->node, x->value, &x->lab, &x->strat);
 	if (ns < 0)
 		return ns;
 	x->nstrat = ns;
+	if (batch && dp)
+		filter_dp(x, in_batch);
 	return 0;
 }
 
