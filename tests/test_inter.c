@@ -323,18 +323,19 @@ static void test_held(void)
 	if (ok)
 		inter_plan_free(&q);
 	/* Against pcc report's evaluator of the same manual plan (report_eval.c),
-	 * whether or not it fits (no memory limit). One stage agrees within 1%:
-	 * both cost the layers with the intra-op pass under manual_tp. A
-	 * pipeline within 10%: the report cuts stages wherever one activation
-	 * is live (half blocks), the pass at its layers (blocks at best), so
-	 * their stage DPs balance differently (pp=8: 150-180 ms stages against
-	 * 200); and 1F1B's formula against the simulator. Recomputation
-	 * within 2%: the pass runs a third of the layer's time again, its
-	 * collectives included, the report the forward compute and the
-	 * forward's collectives. Memory, without
-	 * recomputation, within 12% (what each keeps per layer and stage
-	 * differs: issue 13's memory models); with it the report holds a half
-	 * block's activations where the pass holds its widest layer's. */
+	 * whether or not it fits (no memory limit). Both cost the layers with
+	 * the intra-op pass under manual_tp and cut stages at half blocks (the
+	 * pass's layers for a manual plan, inter_cluster_opts; the report's
+	 * cuts where one activation is live): one stage within 1%, 1F1B and
+	 * GPipe pipelines within 2%, recomputation within 2% (the pass runs a
+	 * third of the layer's time again, its collectives included, the
+	 * report the forward compute and the forward's collectives).
+	 * Interleaved 1F1B within 10%: the pass splits each stage's time into
+	 * v equal chunks on the schedule simulator, the report times its own
+	 * chunks with the schedule's formula (here 0.936). Memory without
+	 * recomputation within 20%: the report adds transfer buffers and twice
+	 * the largest tensor, the pass its layers' working sets (issue 13's
+	 * memory models); with it they keep different things. */
 	static const char *const plans[] = { "dp=1,tp=1,pp=8,mb=8",
 					     "dp=8,tp=1,pp=1,mb=1",
 					     "dp=2,tp=1,pp=4,mb=4",
@@ -359,8 +360,8 @@ static void test_held(void)
 		bool same = ok && q.nstages == m.pp && q.micro == r.mb && q.sched == m.sched &&
 			    q.stages[0].n0 == m.dp && q.stages[0].n1 == m.tp &&
 			    q.stages[0].recompute == (m.recompute > 0) && q.stages[0].zero == (m.zero > 0);
-		double tol = m.pp > 1 ? 0.10 : m.recompute ? 0.02 : 0.01;
-		TAP_OK(same && fabs(dt - 1) <= tol && (m.recompute || fabs(dm - 1) <= 0.12),
+		double tol = m.sched == COST_SCHED_INTERLEAVED ? 0.10 : m.pp > 1 || m.recompute ? 0.02 : 0.01;
+		TAP_OK(same && fabs(dt - 1) <= tol && (m.recompute || fabs(dm - 1) <= 0.20),
 		       "%s: held pass %.1f ms, report %.1f ms (x%.3f, within %.0f%%); memory %.2f GiB, report %.2f "
 		       "GiB (x%.3f)%s",
 		       plans[i], ok ? q.step_time * 1e3 : 0, r.t_step * 1e3, dt, tol * 100,

@@ -712,8 +712,7 @@ static const char *forced_str(const struct inter_opts *o, int P, char *buf, size
 static int layers_of(const struct ir_graph *g, const struct inter_opts *o, int P, struct cluster_result *cl)
 {
 	struct cluster_opts co;
-	cluster_opts_init(&co);
-	co.layers = o->layers;
+	inter_cluster_opts(o, &co);
 	int rc = cluster_layers(g, &co, cl);
 	if (rc < 0 || cl->nlayers >= P)
 		return rc;

@@ -76,6 +76,14 @@ void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bo
 		true; /* activations of the layer before (data loading overlaps the step, as in the report) */
 }
 
+void inter_cluster_opts(const struct inter_opts *io, struct cluster_opts *co)
+{
+	cluster_opts_init(co);
+	co->layers = io->layers;
+	if (io->manual_tp)
+		co->max_layers = 0;
+}
+
 double inter_trained_numel(const struct ir_graph *g)
 {
 	double n = 0;

@@ -425,6 +425,12 @@ struct inter_refused {
  * solve (inter_stage.overlap). */
 #define INTER_SYNC_OVERLAP 0.1
 void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bool overlap, struct intra_opts *o);
+/* How the pass clusters the graph into layers: io->layers, or automatic,
+ * at most 16 for the search, and for a manual plan (io->manual_tp) as
+ * many as the model has (a third of its heavy ops: two per transformer
+ * block, cut after each residual add), as pcc report cuts a manual
+ * plan's stages wherever one activation is live. */
+void inter_cluster_opts(const struct inter_opts *io, struct cluster_opts *co);
 /* A layer's time per micro-batch, forward and backward, from r solved
  * under o: its objective less the once-per-step costs (t_sync: the
  * gradient reductions among r's events). */
