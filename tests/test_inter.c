@@ -322,6 +322,25 @@ static void test_held(void)
 	       ok ? "" : ir_error());
 	if (ok)
 		inter_plan_free(&q);
+	static const struct {
+		int stages, micro, sched, v;
+		const char *want;
+	} bad[] = {
+		{ 2, 8, COST_SCHED_COUNT, 0,
+		  "schedule 3 with 0 chunks per device: expected -1 (searched) or a schedule" },
+		{ 2, 8, COST_SCHED_1F1B, 3, "and chunks only for interleaved 1F1B" },
+		{ 4, 2, COST_SCHED_INTERLEAVED, 2,
+		  "interleaved 1F1B: 2 micro-batches are not a multiple of the 4 stages" },
+		{ 1, 8, COST_SCHED_INTERLEAVED, 2, "interleaved 1F1B: one stage has no pipeline to interleave" },
+		{ 2, 8, COST_SCHED_INTERLEAVED, 9,
+		  "interleaved 1F1B with 9 chunks per device: 2 stages take 18 layers at least, the model has 16" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ok = held(&c, &ld, 32, bad[i].stages, 0, 0, bad[i].micro, bad[i].sched, bad[i].v, -1, -1, 0, false, &q);
+		TAP_OK(!ok && strstr(ir_error(), bad[i].want), "refused: %s", ok ? "a plan" : ir_error());
+		if (ok)
+			inter_plan_free(&q);
+	}
 	/* Against pcc report's evaluator of the same manual plan (report_eval.c),
 	 * whether or not it fits (no memory limit). Both cost the layers with
 	 * the intra-op pass under manual_tp and cut stages at half blocks (the

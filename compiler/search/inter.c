@@ -791,6 +791,14 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	struct cluster_result cl;
 	int rc = layers_of(g, o, env->stages, &cl);
+	int v = o->v > 0 ? o->v : 2; /* held interleaved: each chunk at least a layer */
+	if (rc == 0 && o->sched == COST_SCHED_INTERLEAVED && env->stages > 0 && cl.nlayers < env->stages * v) {
+		rc = ir_errorf(-EINVAL,
+			       "interleaved 1F1B with %d chunks per device: %d stages take %d layers at least, the "
+			       "model has %d",
+			       v, env->stages, env->stages * v, cl.nlayers);
+		cluster_result_free(&cl);
+	}
 	if (rc < 0) {
 		ir_graph_free(g);
 		return rc;
@@ -1071,6 +1079,15 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	meshes_make(c, env.per_node, o->mesh0, o->mesh1, ms);
 	if ((rc = forced_stages(c, o, ms, env.per_node, &env.stages)) < 0) {
+		ir_free(ms);
+		return rc;
+	}
+	if (o->sched == COST_SCHED_INTERLEAVED && env.stages == 1)
+		rc = ir_errorf(-EINVAL, "interleaved 1F1B: one stage has no pipeline to interleave");
+	else if (o->sched == COST_SCHED_INTERLEAVED && env.stages > 1 && o->micro % env.stages)
+		rc = ir_errorf(-EINVAL, "interleaved 1F1B: %d micro-batches are not a multiple of the %d stages",
+			       o->micro, env.stages);
+	if (rc < 0) {
 		ir_free(ms);
 		return rc;
 	}
