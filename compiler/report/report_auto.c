@@ -164,8 +164,7 @@ static int layers_of(const struct inter_opts *o, const struct cost_cluster *c, c
 	if (!forced && o->mesh0 > 0 && o->mesh1 > 0)
 		forced = c->ndevices / (o->mesh0 * o->mesh1);
 	struct cluster_opts co;
-	cluster_opts_init(&co);
-	co.layers = o->layers;
+	inter_cluster_opts(o, &co);
 	int rc = cluster_layers(g, &co, cl);
 	if (rc < 0 || cl->nlayers >= forced)
 		return rc;

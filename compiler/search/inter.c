@@ -21,7 +21,12 @@
  * as many layers); inter_opts.mesh0 x mesh1 keeps only the sub-meshes of
  * that many devices, each with that one logical mesh, so the stage count
  * is devices / (mesh0 * mesh1). Requests the cluster or the model cannot
- * take are -EINVAL naming the option and why.
+ * take are -EINVAL naming the option and why. The schedule (sched, v),
+ * recomputation and ZeRO-1 can be held too, and with micro-batches and
+ * manual_tp (each layer's mesh n0 x n1 as dp x tp) the search is a manual
+ * plan costed as the automatic one is: the same layer solves, stage DP
+ * and schedule simulator (tests/test_inter.c compares it with pcc
+ * report's evaluator of the manual plan).
  */
 #include <errno.h>
 #include <math.h>
@@ -43,6 +48,8 @@ void inter_opts_init(struct inter_opts *o)
 	o->optim = COST_OPT_ADAM;
 	o->prec = -1;
 	o->recompute = -1;
+	o->zero = -1;
+	o->sched = -1;
 }
 
 /* ---- the layer costs of each micro-batch size, kept across searches ---------- */
@@ -264,6 +271,8 @@ static bool range(const struct search *s, int l, int r, int k, int opt, struct i
 		return false;
 	if (s->env->opts && s->env->opts->recompute >= 0 && !(opt & OPT_RECOMPUTE) != !s->env->opts->recompute)
 		return false;
+	if (s->env->opts && s->env->opts->zero >= 0 && s->env->train && !(opt & OPT_ZERO) != !s->env->opts->zero)
+		return false;
 	double inputs = 0, widest = 0;
 	int d = s->ms->cfg[k].n0 * s->ms->cfg[k].n1;
 	bool zero = opt & OPT_ZERO;
@@ -443,12 +452,14 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 	/* 1F1B first: on ties (one stage) it is the canonical answer */
 	static const int order[COST_SCHED_COUNT] = { COST_SCHED_1F1B, COST_SCHED_GPIPE, COST_SCHED_INTERLEAVED };
 	for (int oi = 0; oi < COST_SCHED_COUNT; oi++) {
-		int sch = order[oi];
-		int v = sch == COST_SCHED_INTERLEAVED ? 2 : 1;
-		if (sch == COST_SCHED_INTERLEAVED) {
+		int sch = order[oi], want = s->env->opts ? s->env->opts->sched : -1;
+		int v = sch != COST_SCHED_INTERLEAVED ? 1 : want >= 0 && s->env->opts->v > 0 ? s->env->opts->v : 2;
+		if (want >= 0 && sch != want)
+			continue;
+		if (sch == COST_SCHED_INTERLEAVED) { /* each chunk at least a layer */
 			bool ok = np > 1 && s->m % np == 0 && !s->env->no_interleaved;
 			for (int i = 0; i < np && ok; i++)
-				ok = dr->stages[i].last > dr->stages[i].first;
+				ok = dr->stages[i].last - dr->stages[i].first + 1 >= v;
 			if (!ok)
 				continue;
 		}
@@ -466,7 +477,7 @@ static void try_schedules(const struct search *s, const struct stage_dp_result *
 		}
 		/* one stage: GPipe is 1F1B's twin; re-timed with the gradient
 		 * sync overlapped (try_overlap): the same plan, one row */
-		bool twin = np == 1 && sch == COST_SCHED_GPIPE;
+		bool twin = np == 1 && sch == COST_SCHED_GPIPE && want < 0;
 		if (!twin && !s->overlap)
 			best->nweighed++;
 		if (!ok || twin)
@@ -701,8 +712,7 @@ static const char *forced_str(const struct inter_opts *o, int P, char *buf, size
 static int layers_of(const struct ir_graph *g, const struct inter_opts *o, int P, struct cluster_result *cl)
 {
 	struct cluster_opts co;
-	cluster_opts_init(&co);
-	co.layers = o->layers;
+	inter_cluster_opts(o, &co);
 	int rc = cluster_layers(g, &co, cl);
 	if (rc < 0 || cl->nlayers >= P)
 		return rc;
@@ -781,6 +791,14 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		return ir_error_code() ? ir_error_code() : -EINVAL;
 	struct cluster_result cl;
 	int rc = layers_of(g, o, env->stages, &cl);
+	int v = o->v > 0 ? o->v : 2; /* held interleaved: each chunk at least a layer */
+	if (rc == 0 && o->sched == COST_SCHED_INTERLEAVED && env->stages > 0 && cl.nlayers < env->stages * v) {
+		rc = ir_errorf(-EINVAL,
+			       "interleaved 1F1B with %d chunks per device: %d stages take %d layers at least, the "
+			       "model has %d",
+			       v, env->stages, env->stages * v, cl.nlayers);
+		cluster_result_free(&cl);
+	}
 	if (rc < 0) {
 		ir_graph_free(g);
 		return rc;
@@ -1047,6 +1065,11 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 	env.mem_limit = o->mem_limit > 0 ? o->mem_limit : 0.9 * dev.mem_bytes;
 	if (o->micro < 0 || o->layers < 0)
 		return ir_errorf(-EINVAL, "micro-batches %d and layers %d must not be negative", o->micro, o->layers);
+	if (o->sched >= COST_SCHED_COUNT || o->v < 0 || (o->v > 1 && o->sched != COST_SCHED_INTERLEAVED))
+		return ir_errorf(-EINVAL,
+				 "schedule %d with %d chunks per device: expected -1 (searched) or a "
+				 "schedule, and chunks only for interleaved 1F1B",
+				 o->sched, o->v);
 	int64_t B = o->batch;
 	int rc = check_batch(o, &B);
 	if (rc < 0)
@@ -1056,6 +1079,15 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 		return ir_errorf(-ENOMEM, "out of memory in the inter-op pass");
 	meshes_make(c, env.per_node, o->mesh0, o->mesh1, ms);
 	if ((rc = forced_stages(c, o, ms, env.per_node, &env.stages)) < 0) {
+		ir_free(ms);
+		return rc;
+	}
+	if (o->sched == COST_SCHED_INTERLEAVED && env.stages == 1)
+		rc = ir_errorf(-EINVAL, "interleaved 1F1B: one stage has no pipeline to interleave");
+	else if (o->sched == COST_SCHED_INTERLEAVED && env.stages > 1 && o->micro % env.stages)
+		rc = ir_errorf(-EINVAL, "interleaved 1F1B: %d micro-batches are not a multiple of the %d stages",
+			       o->micro, env.stages);
+	if (rc < 0) {
 		ir_free(ms);
 		return rc;
 	}

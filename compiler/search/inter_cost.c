@@ -68,11 +68,20 @@ void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bo
 	o->time_limit = io->time_limit > 0 ? io->time_limit : INTER_TIME_LIMIT;
 	o->quick = true; /* no MIP: many small solves, on every core */
 	o->zero = io->train;
+	o->manual_tp = io->manual_tp;
 	o->step_share = 1.0 / micro;
 	if (overlap)
 		o->sync_share = INTER_SYNC_OVERLAP / micro;
 	o->inputs_resident =
 		true; /* activations of the layer before (data loading overlaps the step, as in the report) */
+}
+
+void inter_cluster_opts(const struct inter_opts *io, struct cluster_opts *co)
+{
+	cluster_opts_init(co);
+	co->layers = io->layers;
+	if (io->manual_tp)
+		co->max_layers = 0;
 }
 
 double inter_trained_numel(const struct ir_graph *g)

@@ -112,7 +112,8 @@ static void edge_acc_free(struct edge_acc *e)
 
 /* intra_opts.manual_tp: a label that runs along a dim derived from a graph
  * input's (batch[v]: the dims of value v that do) is taken off every
- * operand and result dim, so no strategy splits it. A label may split
+ * operand and result dim, so no strategy splits it; on a mesh of n0 > 1
+ * data-parallel replicas it stays, for axis 0 alone (filter_dp). A label may split
  * padded when every operand dim it runs along is the whole of a dim of a
  * value that depends on no input (a parameter, a transposed weight, an
  * iota) or derived from one (padded[v] likewise), or when none does (a
@@ -121,10 +122,10 @@ static void edge_acc_free(struct edge_acc *e)
  * dim (a reshape's label is a part of its dim), nor anything an evenly
  * split operand shares. Then marks x's results' dims on such labels.
  * Graph order: operands are marked before their readers. */
-static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padded)
+static uint32_t manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padded, bool keep, uint32_t *made)
 {
 	struct intra_labels *l = &x->lab;
-	uint32_t all = (1u << l->n) - 1, in_batch = 0, whole = 0;
+	uint32_t all = (1u << l->n) - 1, in_batch = 0, whole = 0, read = 0;
 	int nin = x->node ? x->node->nin : 0;
 	for (int d = 0; !x->node && d < x->value->shape.rank; d++)
 		in_batch |= x->value->kind == IR_VAL_INPUT ? 1u << l->out[d] : 0;
@@ -134,6 +135,7 @@ static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padd
 		for (int d = 0; d < v->shape.rank; d++) {
 			if (row[d] < 0)
 				continue;
+			read |= 1u << row[d];
 			if (batch[v->id] >> d & 1)
 				in_batch |= 1u << row[d];
 			if (!(padded[v->id] >> d & 1) || l->size[row[d]] != v->shape.dims[d])
@@ -143,6 +145,7 @@ static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padd
 	/* a parameter's own dims, and labels made here (a broadcast's new
 	 * dims), split as the readers need */
 	l->padded = all & ~whole & ~in_batch;
+	*made = x->node ? all & ~read : 0;
 	int nout = x->node ? x->node->nout : 1;
 	for (int k = 0; k < nout; k++) {
 		const struct ir_value *r = x->node ? x->node->out[k] : x->value;
@@ -155,27 +158,50 @@ static void manual_tp_labels(struct intra_unit *x, uint8_t *batch, uint8_t *padd
 				padded[r->id] |= (uint8_t)(1u << d);
 		}
 	}
-	for (int d = 0; d < IR_MAX_RANK; d++) {
+	for (int d = 0; d < IR_MAX_RANK && !keep; d++) {
 		if (l->out[d] >= 0 && (in_batch >> l->out[d] & 1))
 			l->out[d] = -1;
 		for (int j = 0; j < INTRA_MAX_IN; j++)
 			if (l->in[j][d] >= 0 && (in_batch >> l->in[j][d] & 1))
 				l->in[j][d] = -1;
 	}
+	return in_batch;
+}
+
+/* A manual plan's data-parallel axis (intra_opts.manual_tp, n0 > 1): axis
+ * 0 splits only labels along the inputs' dims (in_batch: the samples and
+ * their tokens) or made by the node (made: a broadcast's new dims, which
+ * each replica makes for its own samples), never a parameter's own dims;
+ * axis 1 only labels not along the inputs' dims (tensor parallelism).
+ * Keeps x's strategies that do so, in order. */
+static void filter_dp(struct intra_unit *x, uint32_t in_batch, uint32_t made)
+{
+	int n = 0;
+	for (int s = 0; s < x->nstrat; s++) {
+		int a = x->strat[s].lab[0], b = x->strat[s].lab[1];
+		if ((a >= 0 && !((in_batch | made) >> a & 1)) || (b >= 0 && (in_batch >> b & 1)))
+			continue;
+		x->strat[n++] = x->strat[s];
+	}
+	x->nstrat = n;
 }
 
 static int init_unit(struct intra_state *st, struct intra_unit *x, uint8_t *batch, uint8_t *padded)
 {
+	bool dp = st->env.mesh.n0 > 1;
+	uint32_t in_batch = 0, made = 0;
 	if (x->node)
 		intra_labels_of(x->node, &x->lab);
 	else
 		intra_labels_value(x->value, &x->lab);
 	if (batch)
-		manual_tp_labels(x, batch, padded);
+		in_batch = manual_tp_labels(x, batch, padded, dp, &made);
 	int ns = intra_strategies(&st->env, x->node, x->value, &x->lab, &x->strat);
 	if (ns < 0)
 		return ns;
 	x->nstrat = ns;
+	if (batch && dp)
+		filter_dp(x, in_batch, made);
 	return 0;
 }
 

@@ -205,7 +205,9 @@ struct intra_opts {
 			 * --plan ...,tp=T, on a 1 x T mesh): no axis splits a
 			 * dim that runs along a graph input's dims (the
 			 * samples and their tokens, which data parallelism
-			 * divides, not the mesh), and a dim that runs along
+			 * divides, not the mesh; on a D x T mesh axis 0 is
+			 * the D data-parallel replicas and splits only
+			 * those, axis 1 only the rest), and a dim that runs along
 			 * a parameter's splits padded when it does not divide
 			 * (Megatron pads the vocabulary to a multiple of
 			 * tp); such a plan is costed, never lowered */
@@ -374,8 +376,17 @@ struct inter_opts {
 					      * the per-layer solves, INTRA_TIME_LIMIT for the rest */
 	const struct inter_refused *refused; /* stages lowering could not fit: never chosen */
 	int nrefused;
-	int recompute; /* training: -1 searched per stage (default), 0 never, 1 every
-			* stage recomputes its activations (activation checkpointing) */
+	int recompute;  /* training: -1 searched per stage (default), 0 never, 1 every
+			 * stage recomputes its activations (activation checkpointing) */
+	int zero;       /* training: -1 searched per stage (default), 0 never, 1 every
+			 * stage splits its optimizer state (ZeRO-1) */
+	int sched;      /* the pipeline schedule (enum cost_sched), -1: searched (default);
+			 * with stages, mesh and micro a plan held to a manual
+			 * plan's choices, costed as the search costs its own */
+	int v;          /* interleaved: chunks per device; 0: 2 (what the search tries) */
+	bool manual_tp; /* every layer solved as a manual plan's (intra_opts.manual_tp):
+			 * on mesh n0 x n1, n0 data-parallel replicas and n1
+			 * tensor-parallel ranks */
 	/* What the searches of one compile share (NULL: none): every micro-
 	 * batch size's layer costs, which do not depend on the stages refused,
 	 * so a search run again after lowering refused a stage solves no
@@ -414,6 +425,12 @@ struct inter_refused {
  * solve (inter_stage.overlap). */
 #define INTER_SYNC_OVERLAP 0.1
 void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bool overlap, struct intra_opts *o);
+/* How the pass clusters the graph into layers: io->layers, or automatic,
+ * at most 16 for the search, and for a manual plan (io->manual_tp) as
+ * many as the model has (a third of its heavy ops: two per transformer
+ * block, cut after each residual add), as pcc report cuts a manual
+ * plan's stages wherever one activation is live. */
+void inter_cluster_opts(const struct inter_opts *io, struct cluster_opts *co);
 /* A layer's time per micro-batch, forward and backward, from r solved
  * under o: its objective less the once-per-step costs (t_sync: the
  * gradient reductions among r's events). */
