@@ -111,6 +111,36 @@ static void test_dce(void)
 	ir_graph_free(g);
 }
 
+/* ir_graph_hoist: a node moved to right after the last producer of its
+ * operands, a node moved after a moved one following it, the others in
+ * their order, ids renumbered, the graph still topological. */
+static void test_hoist(void)
+{
+	struct ir_graph *g = ir_graph_new();
+	struct ir_shape s = SH(4);
+	struct ir_value *x = ir_graph_add_input(g, "x", IR_F32, &s);
+	struct ir_attrs none = { 0 };
+	struct ir_node *a = ir_graph_add_node(g, IR_OP_EXP, "a", 1, &x, &none);
+	struct ir_node *b = ir_graph_add_node(g, IR_OP_LOG, "b", 1, &x, &none);
+	struct ir_node *c = ir_graph_add_node(g, IR_OP_NEG, "c", 1, &b->out[0], &none);
+	struct ir_node *d = ir_graph_add_node(g, IR_OP_ABS, "d", 1, &a->out[0], &none);  /* moves after a */
+	struct ir_node *e = ir_graph_add_node(g, IR_OP_SQRT, "e", 1, &d->out[0], &none); /* after d */
+	struct ir_node *f = ir_graph_add_node(g, IR_OP_ADD, "f", 2, (struct ir_value *[]){ c->out[0], e->out[0] },
+					      &none);
+	struct ir_node *k = ir_graph_add_node(g, IR_OP_EXP, "k", 1, &x, &none); /* reads only an input: stays */
+	ir_graph_add_output(g, f->out[0], "y");
+	ir_graph_add_output(g, k->out[0], "z");
+	bool move[7] = { false, false, false, true, true, false, true };
+	int rc = ir_graph_hoist(g, move);
+	const struct ir_node *want[7] = { a, d, e, b, c, f, k };
+	bool order = rc == 0 && ir_graph_nnodes(g) == 7;
+	for (int i = 0; order && i < 7; i++)
+		order = ir_graph_node(g, i) == want[i] && want[i]->id == i;
+	TAP_OK(order, "hoist: a d e b c f k (d after a, e after d, k stays)");
+	TAP_OK(ir_verify(g) == 0, "graph verifies after hoist");
+	ir_graph_free(g);
+}
+
 static void test_half(void)
 {
 	/* reference bit patterns from IEEE 754 binary16 / bfloat16 tables */
@@ -132,6 +162,7 @@ int main(void)
 	test_dot_inference();
 	test_shape_rules();
 	test_dce();
+	test_hoist();
 	test_half();
 	return tap_done();
 }
