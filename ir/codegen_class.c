@@ -8,22 +8,23 @@
 #include "ir/codegen_class.h"
 
 /* bf16 values are f32 with their low 16 bits rounded away, in integer
- * arithmetic (codegen_expr.c), on any host and GPU; f16 stays with the
- * reference kernels: its rounding would need software conversions on
- * hosts without F16C. */
+ * arithmetic (codegen_expr.c), on any host and GPU; f16 values are f32
+ * rounded through half, which GPUs convert in hardware and hosts with
+ * F16C too (host code for a CPU without it leaves f16 kernels to the
+ * reference kernels: codegen.c). */
 static bool dtype_ok(enum ir_dtype t)
 {
 	switch (t) {
 	case IR_F64:
 	case IR_F32:
 	case IR_BF16:
+	case IR_F16:
 	case IR_I64:
 	case IR_I32:
 	case IR_I8:
 	case IR_U8:
 	case IR_BOOL:
 		return true;
-	case IR_F16:
 	case IR_DTYPE_COUNT:
 		return false;
 	}

@@ -419,6 +419,39 @@ static void check_grid(const char *pcc, const char *model, const char *ptxas)
 	check_plan(pcc, model, "--cluster 1x1:h100", ptxas, "reduce_big");
 }
 
+/* Host code for a CPU without F16C (x86-64-v2): LLVM would convert f16
+ * by calls to compiler-rt, which a plan's object cannot make, so kernels
+ * reading or writing f16 stay with the reference kernels there, and the
+ * others have host code as before. */
+static void check_f16_v2(const char *pcc, const char *model)
+{
+	char cmd[8192], plan[256];
+	snprintf(plan, sizeof plan, "/tmp/pcc-codegen-%d-f16v2.bin", (int)getpid());
+	snprintf(cmd, sizeof cmd,
+		 "'%s' '%s' --cluster cpu:1 --train --loss cross_entropy:logits,labels --precision f16 "
+		 "--host-cpu x86-64-v2 --codegen host -o '%s' >/dev/null 2>&1",
+		 pcc, model, plan);
+	struct plan *p = system(cmd) == 0 ? plan_read(plan) : NULL;
+	unlink(plan);
+	int f16 = 0, f16_host = 0, other_host = 0;
+	for (int k = 0; p && k < p->nkernels; k++) {
+		const struct plan_kernel *x = &p->kernels[k];
+		bool uses = false;
+		for (int i = 0; i < x->nin + x->nout; i++)
+			uses |= x->dtype[i] == IR_F16;
+		for (int i = 0; i < x->nbody; i++)
+			uses |= x->body[i].dtype == IR_F16;
+		f16 += uses;
+		f16_host += uses && x->host;
+		other_host += !uses && x->host;
+	}
+	TAP_OK(p && f16 > 0 && f16_host == 0 && other_host > 0,
+	       "f16 for x86-64-v2 (no F16C): %d kernels use f16, %d of them with host code (0), %d others with host "
+	       "code",
+	       f16, f16_host, other_host);
+	plan_free(p);
+}
+
 /* Slices equal but for their start (each device of a tensor-parallel
  * stage taking its own piece) share one body: a GPT training step on a
  * 2x2 mesh has such kinds; each kind's body is in the PTX once (the
@@ -563,6 +596,17 @@ int main(int argc, char **argv)
 			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
 		check_plan(pcc, model, opts, ptxas, tag);
 	}
+	/* f16 (V100s' training precision): converted through half, on this
+	 * host by F16C, the kernels equal the interpreter */
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
+		snprintf(tag, sizeof tag, "%s-train-f16", tr[i]);
+		snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01 --precision f16",
+			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
+		check_plan(pcc, model, opts, ptxas, tag);
+	}
+	snprintf(model, sizeof model, "%s/gpt/model.onnx", train);
+	check_f16_v2(pcc, model);
 	check_grid(pcc, argv[5], ptxas);
 	snprintf(model, sizeof model, "%s/gpt_loss_op17/model.onnx", models);
 	check_callsites(pcc, model);

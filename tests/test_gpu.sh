@@ -198,16 +198,20 @@ if [ "$mode" = standin ]; then
 	check "--profile on a GPU: kernels timed by CUDA events, against the device memory's peak" \
 		profiled gpu "CUDA events; device memory peak 3352 GB/s"
 	check "--profile on a CPU rank: kernels timed by the host's clock" profiled cpu "host clock"
-	# nothing of these training steps runs on the host (bf16, the GPU default)
+	# nothing of these training steps runs on the host: bf16, the default
+	# of H100s and A100s, and f16, V100s' (with its loss scaling)
 	on_device() {
-		"$pcc" "$train/$1/model.onnx" --cluster 1x1:h100 --train $2 --optimizer adamw -o "$tmp/d.bin" >/dev/null &&
+		"$pcc" "$train/$1/model.onnx" --cluster "1x1:$3" --train $2 --optimizer adamw -o "$tmp/d.bin" >/dev/null &&
 			$mpi -np 1 "$run" "$tmp/d.bin" --data "$train/$1/test_data_set_0" --steps 1 >"$tmp/d.log" || return 1
 		! grep 'ran on the host' "$tmp/d.log" >&2
 	}
 	for t in gpt:cross_entropy:logits,labels bert:mse:pooled,target vit:cross_entropy:logits,labels \
 		resnet_train:cross_entropy:logits,labels moe:mse:y,target tinytext:; do
 		dn=${t%%:*} dl=${t#*:} # (n is tap.sh's count)
-		check "$dn: a training step runs every kernel on the GPU (none on the host)" on_device "$dn" "${dl:+--loss $dl}"
+		check "$dn: a bf16 training step runs every kernel on the GPU (none on the host)" \
+			on_device "$dn" "${dl:+--loss $dl}" h100
+		check "$dn: an f16 training step (V100) runs every kernel on the GPU (none on the host)" \
+			on_device "$dn" "${dl:+--loss $dl}" v100
 	done
 	# PTX for the cluster's GPUs only, in modules of 64 kernels (8 at most)
 	# compiled in parallel that the driver links into one: an A100 plan

@@ -802,6 +802,17 @@ static int prune_kernels(struct plan *p)
 	return 0;
 }
 
+static bool uses_f16(const struct plan_kernel *k)
+{
+	for (int i = 0; i < k->nin + k->nout; i++)
+		if (k->dtype[i] == IR_F16)
+			return true;
+	for (int i = 0; i < k->nbody; i++)
+		if (k->body[i].dtype == IR_F16)
+			return true;
+	return false;
+}
+
 /* Features the host code may use, by CPU level (what pcc-run checks). */
 static const char *cpu_features(const char *cpu)
 {
@@ -832,7 +843,14 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 	LLVMTargetMachineRef tm = NULL;
 	struct cg c;
 	int *twin = ir_malloc(sizeof *twin * ((size_t)p->nkernels + 1));
-	int rc = twin ? slice_twin_map(p, ok, twin) : ir_errorf(-ENOMEM, "out of memory in codegen");
+	bool *hk = ir_malloc(sizeof *hk * ((size_t)p->nkernels + 1));
+	int rc = twin && hk ? 0 : ir_errorf(-ENOMEM, "out of memory in codegen");
+	/* f16 converts by F16C's instructions: without them LLVM would call
+	 * compiler-rt, which the plan's object cannot */
+	for (int k = 0; rc == 0 && k < p->nkernels; k++)
+		hk[k] = ok[k] && (strstr(feat, "+f16c") || !uses_f16(&p->kernels[k]));
+	if (rc == 0)
+		rc = slice_twin_map(p, hk, twin);
 	if (rc == 0)
 		rc = target_machine(triple, cpu, feat, o->opt_level, &tm);
 	if (rc == 0) {
@@ -842,7 +860,7 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 		LLVMSetModuleDataLayout(c.mod, dl);
 		LLVMDisposeTargetData(dl);
 		for (int k = 0; k < p->nkernels; k++)
-			if (ok[k])
+			if (hk[k])
 				emit_kernel(&c, &p->kernels[k], k, core[k], twin);
 		cg_mvec_keep(&c);
 		if ((rc = optimize(&c, tm, o->opt_level)) == 0)
@@ -853,10 +871,11 @@ static int host_code(struct plan *p, const struct codegen_opts *o, const bool *o
 	if (rc == 0 && (!(p->host_cpu = cg_strdup(cpu)) || !(p->host_features = cg_strdup(feat))))
 		rc = ir_errorf(-ENOMEM, "out of memory in codegen");
 	for (int k = 0; rc == 0 && k < p->nkernels; k++)
-		p->kernels[k].host = ok[k];
+		p->kernels[k].host = hk[k];
 	LLVMDisposeMessage(host_cpu);
 	LLVMDisposeMessage(host_feat);
 	ir_free(twin);
+	ir_free(hk);
 	return rc;
 }
 

@@ -38,6 +38,7 @@ LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t)
 		return c->f64;
 	case IR_F32:
 	case IR_BF16: /* held as f32 with bf16's precision, stored as its top 16 bits */
+	case IR_F16:  /* held as f32 with f16's precision and range, stored as half */
 		return c->f32;
 	case IR_I64:
 		return c->i64;
@@ -47,7 +48,6 @@ LLVMTypeRef cg_type(const struct cg *c, enum ir_dtype t)
 	case IR_U8:
 	case IR_BOOL:
 		return c->i8;
-	case IR_F16:
 	case IR_DTYPE_COUNT:
 		break;
 	}
@@ -78,11 +78,42 @@ LLVMValueRef cg_round_bf16(struct cg *c, LLVMValueRef x)
 	return LLVMBuildBitCast(c->b, bf16_bits(c, x), c->f32, "");
 }
 
+/* f32 x rounded to f16 (to nearest, ties to even; past 65504 infinity)
+ * and back: the value the interpreter stores. */
+static LLVMValueRef round_f16(struct cg *c, LLVMValueRef x)
+{
+	LLVMTypeRef half = LLVMHalfTypeInContext(c->ctx);
+	return LLVMBuildFPExt(c->b, LLVMBuildFPTrunc(c->b, x, half, ""), c->f32, "");
+}
+
+LLVMValueRef cg_round(struct cg *c, LLVMValueRef x, enum ir_dtype t)
+{
+	return t == IR_BF16 ? cg_round_bf16(c, x) : t == IR_F16 ? round_f16(c, x) : x;
+}
+
+/* f64 x to f32 rounding to odd (toward zero, then the last bit set when
+ * inexact), as the interpreter narrows a double it stores in 16 bits, so
+ * that rounding that to f16 is rounding x once. */
+static LLVMValueRef f32_odd(struct cg *c, LLVMValueRef x)
+{
+	LLVMValueRef f = LLVMBuildFPTrunc(c->b, x, c->f32, ""), back = LLVMBuildFPExt(c->b, f, c->f64, "");
+	LLVMValueRef bits = LLVMBuildBitCast(c->b, f, c->i32, "");
+	LLVMValueRef fabs = LLVMGetIntrinsicDeclaration(c->mod, LLVMLookupIntrinsicID("llvm.fabs", 9), &c->f64, 1);
+	LLVMTypeRef ft = LLVMGlobalGetValueType(fabs);
+	LLVMValueRef ab = LLVMBuildCall2(c->b, ft, fabs, &back, 1, ""), ax = LLVMBuildCall2(c->b, ft, fabs, &x, 1, "");
+	LLVMValueRef away = LLVMBuildFCmp(c->b, LLVMRealOGT, ab, ax, "");
+	LLVMValueRef in = LLVMBuildSelect(c->b, away, LLVMBuildSub(c->b, bits, LLVMConstInt(c->i32, 1, 0), ""), bits,
+					  "");
+	LLVMValueRef inexact = LLVMBuildFCmp(c->b, LLVMRealONE, back, x, "");
+	in = LLVMBuildSelect(c->b, inexact, LLVMBuildOr(c->b, in, LLVMConstInt(c->i32, 1, 0), ""), bits, "");
+	return LLVMBuildBitCast(c->b, in, c->f32, "");
+}
+
 LLVMValueRef cg_to_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 {
 	if (t == IR_F64)
 		return x;
-	if (t == IR_F32 || t == IR_BF16)
+	if (t == IR_F32 || t == IR_BF16 || t == IR_F16)
 		return LLVMBuildFPExt(c->b, x, c->f64, "");
 	return is_unsigned(t) ? LLVMBuildUIToFP(c->b, x, c->f64, "") : LLVMBuildSIToFP(c->b, x, c->f64, "");
 }
@@ -110,6 +141,8 @@ LLVMValueRef cg_from_f64(struct cg *c, LLVMValueRef x, enum ir_dtype t)
 		return LLVMBuildFPTrunc(c->b, x, c->f32, "");
 	if (t == IR_BF16) /* double -> float -> bf16, as the interpreter stores it */
 		return cg_round_bf16(c, LLVMBuildFPTrunc(c->b, x, c->f32, ""));
+	if (t == IR_F16) /* double -> float (to odd) -> f16, as the interpreter stores it */
+		return round_f16(c, f32_odd(c, x));
 	if (t == IR_BOOL)
 		return LLVMBuildZExt(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(c->f64, 0), ""), c->i8,
 				     "");
@@ -359,6 +392,12 @@ LLVMValueRef cg_load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValue
 		h = LLVMBuildShl(c->b, LLVMBuildZExt(c->b, h, c->i32, ""), LLVMConstInt(c->i32, 16, 0), "");
 		return LLVMBuildBitCast(c->b, h, c->f32, "");
 	}
+	if (t == IR_F16) {
+		LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
+		LLVMValueRef h = LLVMBuildLoad2(c->b, i16, LLVMBuildGEP2(c->b, i16, base, &off, 1, ""), "");
+		h = LLVMBuildBitCast(c->b, h, LLVMHalfTypeInContext(c->ctx), "");
+		return LLVMBuildFPExt(c->b, h, c->f32, "");
+	}
 	LLVMTypeRef ty = cg_type(c, t);
 	LLVMValueRef p = LLVMBuildGEP2(c->b, ty, base, &off, 1, "");
 	return LLVMBuildLoad2(c->b, ty, p, "");
@@ -370,6 +409,13 @@ void cg_store(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValueRef off
 		LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
 		LLVMValueRef h = LLVMBuildLShr(c->b, bf16_bits(c, v), LLVMConstInt(c->i32, 16, 0), "");
 		LLVMBuildStore(c->b, LLVMBuildTrunc(c->b, h, i16, ""), LLVMBuildGEP2(c->b, i16, base, &off, 1, ""));
+		return;
+	}
+	if (t == IR_F16) { /* v holds an f16 value already: exact */
+		LLVMTypeRef i16 = LLVMInt16TypeInContext(c->ctx);
+		LLVMValueRef h = LLVMBuildBitCast(c->b, LLVMBuildFPTrunc(c->b, v, LLVMHalfTypeInContext(c->ctx), ""),
+						  i16, "");
+		LLVMBuildStore(c->b, h, LLVMBuildGEP2(c->b, i16, base, &off, 1, ""));
 		return;
 	}
 	LLVMBuildStore(c->b, v, LLVMBuildGEP2(c->b, cg_type(c, t), base, &off, 1, ""));
@@ -404,6 +450,8 @@ static LLVMValueRef constant(struct cg *c, const struct plan_fop *f, int i, cons
 			memcpy(&h, f->a.data, 2);
 			return LLVMConstReal(c->f32, ir_bf16_to_f32(h));
 		case IR_F16:
+			memcpy(&h, f->a.data, 2);
+			return LLVMConstReal(c->f32, ir_f16_to_f32(h));
 		case IR_DTYPE_COUNT:
 			break;
 		}
@@ -1142,8 +1190,8 @@ LLVMValueRef cg_value(struct cg *c, int v, const LLVMValueRef *idx)
 	if (f->op == IR_OP_GATHER)
 		return gather_value(c, f, idx);
 	switch (cg_body_class(k, i)) {
-	case CG_ELEM: /* bf16: computed in f32 (or f64), rounded as the interpreter's store rounds */
-		return f->dtype == IR_BF16 ? cg_round_bf16(c, elementwise(c, f, idx)) : elementwise(c, f, idx);
+	case CG_ELEM: /* bf16, f16: computed in f32 (or f64), rounded as the interpreter's store rounds */
+		return cg_round(c, elementwise(c, f, idx), f->dtype);
 	case CG_MOVE:
 		if (f->op == IR_OP_CONSTANT)
 			return constant(c, f, i, idx);

@@ -142,10 +142,7 @@ static void window_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRef 
 				    l.acc, "");
 	}
 	LLVMValueRef acc = cg_loop_end(c, &l, cg_i64c(c, 1), n);
-	cg_store(c, c->base[b->nin], t, r,
-		 at == c->f64   ? cg_from_f64(c, acc, t)
-		 : t == IR_BF16 ? cg_round_bf16(c, acc)
-				: acc);
+	cg_store(c, c->base[b->nin], t, r, at == c->f64 ? cg_from_f64(c, acc, t) : cg_round(c, acc, t));
 }
 
 /* A dot's result element at row r (a GPU kernel of its own, for a dot
@@ -195,7 +192,7 @@ static void dot_elem(struct cg *c, const struct plan_kernel *b, LLVMValueRef r)
 	LLVMValueRef x = cg_load(c, c->base[0], t, cg_linear(c, ls, li, 0, ls->rank));
 	LLVMValueRef y = cg_load(c, c->base[1], t, cg_linear(c, rs, ri, 0, rs->rank));
 	LLVMValueRef acc = cg_loop_end(c, &l, cg_i64c(c, 1), cg_fmuladd(c, x, y, l.acc));
-	cg_store(c, c->base[b->nin], t, r, t == IR_BF16 ? cg_round_bf16(c, acc) : acc);
+	cg_store(c, c->base[b->nin], t, r, cg_round(c, acc, t));
 }
 
 /* A line along the axis of a top-k or a cumsum (GPU kernels of their own),

@@ -93,6 +93,9 @@ LLVMValueRef cg_load(struct cg *c, LLVMValueRef base, enum ir_dtype t, LLVMValue
 void cg_trap_unless_index(struct cg *c, LLVMValueRef j, int64_t n);
 /* f32 x rounded to bf16's precision, as an f32. */
 LLVMValueRef cg_round_bf16(struct cg *c, LLVMValueRef x);
+/* A value computed in f32 rounded to dtype t's precision: bf16's, f16's
+ * (to nearest, ties to even), or x itself. */
+LLVMValueRef cg_round(struct cg *c, LLVMValueRef x, enum ir_dtype t);
 
 /* Keeps the libmvec variants cg_math declared through the optimizer until
  * the vectorizer has used them (llvm.compiler.used). */
