@@ -25,6 +25,8 @@
 #define GPT3 "Brown et al. 2020 (GPT-3), Table 2.1"
 #define MEGATRON "Narayanan et al. 2021 (Megatron-LM), Table 1"
 #define ALPA "Zheng et al. 2022 (Alpa), Table 4 + benchmark code"
+#define LLAMA2 "Touvron et al. 2023 (Llama 2), Table 1"
+#define LLAMA3 "Dubey et al. 2024 (Llama 3), Table 3"
 
 static const struct mg_config models[] = {
 /*
@@ -80,6 +82,26 @@ static const struct mg_config models[] = {
 	M("moe-70b", 32, 2048, 64, 70e9),
 #undef M
 /*
+ * Llama: "Llama 2: Open Foundation and Fine-Tuned Chat Models", Touvron et
+ * al. 2023, arXiv:2307.09288, Table 1 and §2.2 (7B, 13B and 70B; context
+ * 4096; grouped-query attention with 8 key/value heads for 70B), and "The
+ * Llama 3 Herd of Models", Dubey et al. 2024, arXiv:2407.21783, Table 3
+ * (8B and 70B: 8 key/value heads, context 8192, vocabulary 128256, RoPE
+ * base 500000), with the MLP widths of their released configurations
+ * (11008, 13824, 28672; 14336 for Llama 3 8B).
+ */
+#define L(n, l, h, a, kv, f, s, v, th, p)                                                                       \
+	{                                                                                                       \
+		.name = n, .family = MG_LLAMA, .layers = l, .hidden = h, .heads = a, .kv_heads = kv, .ffn = f,  \
+		.seq = s, .vocab = v, .rope_theta = th, .published = p, .source = n[5] == '2' ? LLAMA2 : LLAMA3 \
+	}
+	L("llama2-7b", 32, 4096, 32, 32, 11008, 4096, 32000, 1e4, 6.74e9),
+	L("llama2-13b", 40, 5120, 40, 40, 13824, 4096, 32000, 1e4, 13.0e9),
+	L("llama2-70b", 80, 8192, 64, 8, 28672, 4096, 32000, 1e4, 68.98e9),
+	L("llama3-8b", 32, 4096, 32, 8, 14336, 8192, 128256, 5e5, 8.03e9),
+	L("llama3-70b", 80, 8192, 64, 8, 28672, 8192, 128256, 5e5, 70.55e9),
+#undef L
+/*
  * Wide-ResNet: Alpa (as above), Table 4 and §8.1, with the configurations
  * of benchmark/alpa/suite_wresnet.py wresnet_specs (image 224, depth, base
  * channels, width factor; 500M is its 2-GPU point) and 1024 classes
@@ -131,7 +153,9 @@ static void usage(FILE *f)
 
 static int64_t params(const struct mg_config *c)
 {
-	return c->family == MG_WRESNET ? mg_wresnet_params(c) : mg_transformer_params(c);
+	return c->family == MG_WRESNET ? mg_wresnet_params(c)
+	       : c->family == MG_LLAMA ? mg_llama_params(c)
+				       : mg_transformer_params(c);
 }
 
 static const struct mg_config *find_model(const char *name)
@@ -164,6 +188,11 @@ static void describe(const struct mg_config *c, char *buf, size_t n)
 		snprintf(buf, n, "layers %lld, hidden %lld, heads %lld, experts %lld, mlp %lldh, seq %lld, vocab %lld",
 			 (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->experts,
 			 (long long)c->mlp_ratio, (long long)c->seq, (long long)c->vocab);
+		return;
+	case MG_LLAMA:
+		snprintf(buf, n, "layers %lld, hidden %lld, heads %lld (kv %lld), mlp %lld, seq %lld, vocab %lld",
+			 (long long)c->layers, (long long)c->hidden, (long long)c->heads, (long long)c->kv_heads,
+			 (long long)c->ffn, (long long)c->seq, (long long)c->vocab);
 		return;
 	case MG_WRESNET:
 		snprintf(buf, n, "depth %lld, channels %lld, width %lld, image %lld, classes %lld",
@@ -301,7 +330,9 @@ static int generate(const struct args *a)
 	struct mg_builder *b = mgb_new(loc);
 	if (!b)
 		return -ENOMEM;
-	int rc = c.family == MG_WRESNET ? mg_build_wresnet(b, &c) : mg_build_transformer(b, &c);
+	int rc = c.family == MG_WRESNET ? mg_build_wresnet(b, &c)
+		 : c.family == MG_LLAMA ? mg_build_llama(b, &c)
+					: mg_build_transformer(b, &c);
 	if (rc == 0)
 		rc = mgb_write(b, a->out, c.name);
 	if (rc == 0) {

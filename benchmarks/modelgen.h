@@ -7,6 +7,7 @@
  * modelgen.c         command line and the table of models
  * modelgen_onnx.c    the ONNX builder (the only file that sees protobuf-c)
  * modelgen_gpt.c     GPT-3 and GShard MoE transformers
+ * modelgen_llama.c   Llama 2 and Llama 3 decoders
  * modelgen_wresnet.c Wide-ResNet
  */
 #ifndef PCC_MODELGEN_H
@@ -17,7 +18,7 @@
 /* ONNX TensorProto.DataType codes of the element types used here */
 enum mg_elem { MG_FLOAT = 1, MG_INT64 = 7, MG_BOOL = 9 };
 
-enum mg_family { MG_GPT, MG_MOE, MG_WRESNET, MG_FAMILY_COUNT };
+enum mg_family { MG_GPT, MG_MOE, MG_LLAMA, MG_WRESNET, MG_FAMILY_COUNT };
 
 /* One benchmark model. Fields a family does not use stay 0. */
 struct mg_config {
@@ -31,6 +32,9 @@ struct mg_config {
 	int64_t vocab;
 	int64_t mlp_ratio; /* MLP width / d_model */
 	int64_t experts;   /* MoE: experts per MoE layer */
+	int64_t kv_heads;  /* Llama: key and value heads (grouped-query attention) */
+	int64_t ffn;       /* Llama: MLP width */
+	double rope_theta; /* Llama: the rotary embedding's base */
 	/* Wide-ResNet */
 	int64_t channels; /* base channels of the first stage */
 	int64_t width;    /* width factor of the 3x3 convolutions */
@@ -96,6 +100,8 @@ int mgb_write(struct mg_builder *b, const char *path, const char *graph_name);
  * graph (every f32 initializer, as `pcc inspect` counts them) ------------ */
 int mg_build_transformer(struct mg_builder *b, const struct mg_config *c);
 int64_t mg_transformer_params(const struct mg_config *c);
+int mg_build_llama(struct mg_builder *b, const struct mg_config *c);
+int64_t mg_llama_params(const struct mg_config *c);
 int mg_build_wresnet(struct mg_builder *b, const struct mg_config *c);
 int64_t mg_wresnet_params(const struct mg_config *c);
 

@@ -9,6 +9,10 @@
 # MoE, Wide-ResNet: parameters exactly our closed forms (written out again
 # below) and within 5% of Alpa's published sizes; MoE FLOPs within 1% of
 # Alpa's compute_moe_tflops (benchmark/alpa/util.py) for one sequence.
+# Llama 2 and 3: parameters exactly l (2h^2 + 2h kv hd + 3hf + 2h) + 2Vh + h
+# and within 0.2% of the published counts; 3 x dot FLOPs within 1% of
+# 6 N s + 12 l s^2 h (the projections' weights N without the embedding,
+# and the attention's two products; Hoffmann et al. 2022's accounting).
 modelgen=$1
 pcc=$2
 . "$(dirname "$0")/tap.sh"
@@ -55,6 +59,15 @@ def moe_flops(l, h, e, s, v, r=8):
            + 2 * s * 2 * s + 2 * s * h * 2 * s * 2)
     return 3 * (dense + moe) * l / 2 + 6 * s * h * v
 
+def llama_params(l, h, a, kv, f, v):
+    hd = h // a
+    return l * (2 * h * h + 2 * h * kv * hd + 3 * h * f + 2 * h) + 2 * v * h + h
+
+def llama_flops(l, h, a, kv, f, s, v):
+    hd = h // a
+    n = l * (2 * h * h + 2 * h * kv * hd + 3 * h * f) + h * v  # weights a token multiplies
+    return 6 * n * s + 12 * l * s * s * h
+
 def close(got, want, tol, what):
     expect(abs(got / want - 1) <= tol, "%s: %.6g vs %.6g (%+.3f%%, tolerance %g%%)"
            % (what, got, want, 100 * (got / want - 1), 100 * tol))
@@ -81,6 +94,13 @@ elif cmd == "wrn":
     want = wrn_params(depth, c, w, classes)
     expect(p == want, "params %d, closed form %d" % (p, want))
     close(p, published, 0.05, "params vs published")
+elif cmd == "llama":
+    l, h, a_, kv, f, v, published = a
+    want = llama_params(l, h, a_, kv, f, v)
+    expect(p == want, "params %d, closed form %d" % (p, want))
+    close(p, published, 0.002, "params vs published")
+elif cmd == "llama-flops":
+    close(3 * o["dot_flops"], llama_flops(*a), 0.01, "3 x dot FLOPs vs 6Ns + 12ls^2h")
 elif cmd == "near":
     close(p, a[0], a[1], "params")
 elif cmd == "inputs":
@@ -99,7 +119,7 @@ gen() {
 }
 py() { python3 "$tmp/check.py" "$@"; }
 
-check "--list names every model" sh -c "'$modelgen' --list >'$tmp/list' && test \$(grep -c '^gpt3-\|^moe-\|^wresnet-' '$tmp/list') -eq 24"
+check "--list names every model" sh -c "'$modelgen' --list >'$tmp/list' && test \$(grep -c '^gpt3-\|^moe-\|^llama\|^wresnet-' '$tmp/list') -eq 29"
 
 # GPT-3 (Brown et al. 2020, Table 2.1; 39b, 76b: Narayanan et al. 2021, Table 1)
 while read -r m l h; do
@@ -147,6 +167,22 @@ moe-2.4b 16 1024 16 2.4e9
 moe-10b 16 1536 32 10e9
 moe-27b 16 2048 48 27e9
 moe-70b 32 2048 64 70e9
+EOF
+
+# Llama 2 (Touvron et al. 2023, Table 1) and Llama 3 (Dubey et al. 2024, Table 3)
+while read -r m l h a kv f s v published; do
+	if gen "$m"; then
+		check "$m: params = closed form, within 0.2% of $published" py llama "$tmp/$m.json" "$l" "$h" "$a" "$kv" "$f" "$v" "$published"
+		check "$m: 3 x dot FLOPs within 1% of 6Ns + 12ls^2h" py llama-flops "$tmp/$m.json" "$l" "$h" "$a" "$kv" "$f" "$s" "$v"
+	else
+		check "$m: generate and inspect" false
+	fi
+done <<EOF
+llama2-7b 32 4096 32 32 11008 4096 32000 6.74e9
+llama2-13b 40 5120 40 40 13824 4096 32000 13.0e9
+llama2-70b 80 8192 64 8 28672 4096 32000 68.98e9
+llama3-8b 32 4096 32 8 14336 8192 128256 8.03e9
+llama3-70b 80 8192 64 8 28672 8192 128256 70.55e9
 EOF
 
 # Wide-ResNet (Alpa, Table 4; configurations of its benchmark code)
