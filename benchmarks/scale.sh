@@ -7,8 +7,8 @@
 # PCC_PROGRESS_AFTER=0), peak RSS, the search's predicted peak and the
 # lowered arena per device. Issue 35 item 4.
 #
-#   SCALE_RUNS   "MODEL CLUSTER BATCH;..." (default: Alpa's settings and the
-#                two modern clusters, below)
+#   SCALE_RUNS   "MODEL CLUSTER BATCH;..." (default: Alpa's settings, the
+#                two modern clusters, and Llama 2 and 3, below)
 #   SCALE_TIMEOUT seconds per compile (default 600); a compile past it is
 #                "timeout" with the phase it was in
 #   SCALE_OUT    also write the table there (default: print only)
@@ -25,7 +25,8 @@ RUNS=${SCALE_RUNS:-"gpt3-1.3b 1x8:v100-16g 1024;gpt3-2.6b 2x8:v100-16g 1024;gpt3
 gpt3-13b 8x8:v100-16g 1024;gpt3-39b 8x8:v100-16g 1024;gpt3-39b 8x8:a100-80g 1024;\
 gpt3-175b 128x8:h100-80g 1536;moe-380m 1x8:v100-16g 1024;moe-2.4b 2x8:v100-16g 1024;\
 moe-10b 4x8:v100-16g 1024;moe-70b 8x8:a100-80g 1024;wresnet-250m 1x8:v100-16g 1536;\
-wresnet-1b 2x8:v100-16g 1536;wresnet-13b 8x8:v100-16g 1536;gpt3-39b 16x8:h100-80g 1024"}
+wresnet-1b 2x8:v100-16g 1536;wresnet-13b 8x8:v100-16g 1536;gpt3-39b 16x8:h100-80g 1024;\
+llama2-7b 1x8:a100-80g 256;llama2-70b 8x8:a100-80g 1024;llama3-70b 16x8:h100-80g 512"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
