@@ -279,6 +279,17 @@ static double arena_bytes(double b)
 	return ceil(b / PLAN_ALIGN) * PLAN_ALIGN;
 }
 
+/* Whether node result r never gets a buffer: it stays inside its fused
+ * elementwise chain, or is a transpose the dots reading it fold in, and
+ * neither the backward pass keeps it nor more than one node reads it
+ * (lowering fuses a producer into its one reader alone). */
+static bool fused_away(const struct intra_state *st, const struct ir_value *r)
+{
+	bool inside = (st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE;
+	bool folded = intra_transpose_folded(&st->env, r->def);
+	return (inside || folded) && !st->saved[r->id] && !(st->fuse[r->id] & INTRA_FUSE_SHARED);
+}
+
 /* Per-device bytes a unit holds under strategy s, each buffer as the
  * arena places it (nothing for results that stay inside a fused
  * elementwise chain, or transposes the dots reading them fold in, unless
@@ -292,13 +303,10 @@ static double unit_usage(const struct intra_state *st, const struct intra_unit *
 	if (!x->node)
 		return arena_bytes(intra_local_bytes(&st->env, x->value, &k->out));
 	double b = 0;
-	bool folded = intra_transpose_folded(&st->env, x->node);
 	for (int i = 0; i < x->node->nout; i++) {
 		const struct ir_value *r = x->node->out[i];
-		bool inside = (st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE;
-		if ((inside || folded) && !st->saved[r->id] && !(st->fuse[r->id] & INTRA_FUSE_SHARED))
-			continue; /* never leaves its fused kernel's registers, or never written */
-		b += arena_bytes(intra_local_bytes(&st->env, r, &k->out));
+		if (!fused_away(st, r))
+			b += arena_bytes(intra_local_bytes(&st->env, r, &k->out));
 	}
 	return b;
 }
@@ -366,6 +374,11 @@ int intra_peak_parts(const struct intra_state *st, struct intra_result *r)
 	return 0;
 }
 
+static bool same_sharding(const struct ir_sharding *a, const struct ir_sharding *b, int rank)
+{
+	return a->partial == b->partial && !memcmp(a->dim, b->dim, (size_t)rank);
+}
+
 /* Cost of graph edge (operand j of unit v, produced by unit u) under their
  * own strategies pu, pv. */
 static double edge_cost(const struct intra_state *st, const struct intra_unit *u, int pu, const struct intra_unit *v,
@@ -377,6 +390,12 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 	intra_operand_spec(&v->lab, &v->strat[pv], j, x->shape.rank, &dst);
 	struct intra_coll c;
 	double t = intra_reshard(&st->env, x, src, &dst, false, &c);
+	if (u->node && fused_away(st, x) && !same_sharding(src, &dst, x->shape.rank)) {
+		/* its reader takes it in another sharding: no longer fused, the
+		 * value is written to memory and read back to be resharded */
+		double b = 2 * intra_local_bytes(&st->env, x, src) + intra_local_bytes(&st->env, x, &dst);
+		t += cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_MOVE, st->env.prec, 0, b);
+	}
 	if (intra_reads_operand(st, v->node, j))
 		t += intra_regather(&c);
 	if (grad) {
