@@ -433,9 +433,12 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 	intra_operand_spec(&v->lab, &v->strat[pv], j, x->shape.rank, &dst);
 	struct intra_coll c;
 	double t = intra_reshard(&st->env, x, src, &dst, false, &c);
-	if (u->node && fused_away(st, x) && !same_sharding(src, &dst, x->shape.rank)) {
-		/* its reader takes it in another sharding: no longer fused, the
-		 * value is written to memory and read back to be resharded */
+	if (!st->env.train && c.n == 0 && u->node && fused_away(st, x) && !same_sharding(src, &dst, x->shape.rank)) {
+		/* its reader takes a local slice of it: no longer fused, the
+		 * value is written to memory and read back to be sliced (a slice
+		 * alone is free to the cost model: it moves no bytes between
+		 * devices). Inference only so far: a training step's slice has
+		 * a backward too, which this does not price */
 		double b = 2 * intra_local_bytes(&st->env, x, src) + intra_local_bytes(&st->env, x, &dst);
 		t += cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_MOVE, st->env.prec, 0, b);
 	}
