@@ -347,10 +347,25 @@ static bool same_sharding(const struct ir_sharding *a, const struct ir_sharding 
  * usages cannot hold (a usage is a unit's, a resharding an edge's): right
  * before a node runs, each operand it reads in another sharding than its
  * producer left is converted into a buffer of its own (lower_reshard.c),
- * both live; while the node runs, that buffer stands where the
- * producer's was if the node was its last reader. */
-static void reshard_buffers(const struct intra_state *st, int64_t *diff)
+ * both live (a producer counted fused is then written whole, then
+ * sliced); while the node runs, that buffer stands where the producer's
+ * was if the node was its last reader. A constant is made again where it
+ * is read, in its reader's sharding: no buffer. -ENOMEM or 0. */
+static int reshard_buffers(const struct intra_state *st, int64_t *diff)
 {
+	/* per unit: its results read an input or parameter upstream (else
+	 * lowering makes a constant again where read, in the sharding its
+	 * reader needs: lower.c's remat) */
+	bool *dyn = ir_calloc((size_t)st->nunits + 1, sizeof *dyn);
+	if (!dyn)
+		return -ENOMEM;
+	for (int u = 0; u < st->nunits; u++) /* node units first, in graph order */
+		dyn[u] = !st->unit[u].node;
+	for (int u = 0; u < st->nunits && st->unit[u].node; u++) {
+		const struct ir_node *n = st->unit[u].node;
+		for (int j = 0; j < n->nin; j++)
+			dyn[u] |= st->value_unit[n->in[j]->id] >= 0 && dyn[st->value_unit[n->in[j]->id]];
+	}
 	for (int v = 0; v < st->nunits; v++) {
 		const struct intra_unit *y = &st->unit[v];
 		if (!y->node)
@@ -362,7 +377,7 @@ static void reshard_buffers(const struct intra_state *st, int64_t *diff)
 			int u = st->value_unit[x->id], again = 0;
 			for (int k = 0; k < j; k++)
 				again |= y->node->in[k] == x;
-			if (u < 0 || again)
+			if (u < 0 || again || !dyn[u])
 				continue;
 			const struct ir_sharding *src = &intra_chosen(st, u)->out;
 			struct ir_sharding dst;
@@ -379,6 +394,8 @@ static void reshard_buffers(const struct intra_state *st, int64_t *diff)
 			diff[t + 1] -= b - (last ? a : 0);
 		}
 	}
+	ir_free(dyn);
+	return 0;
 }
 
 int intra_peak_parts(const struct intra_state *st, struct intra_result *r)
@@ -396,7 +413,10 @@ int intra_peak_parts(const struct intra_state *st, struct intra_result *r)
 			diff[2 * p->lo[k]] += u;
 			diff[2 * p->hi[k]] -= u;
 		}
-	reshard_buffers(st, diff);
+	if (reshard_buffers(st, diff) < 0) {
+		ir_free(diff);
+		return -ENOMEM;
+	}
 	for (int64_t t = 0; t <= 2 * end; t++) {
 		live += diff[t];
 		if (live > peak)
