@@ -921,7 +921,7 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		goto out;
 	}
 	find_saved(st, g, act);
-	for (int v = 0; o->held && v < nv; v++) /* a gradient accumulator: a buffer whatever fuses */
+	for (int v = 0; o->held && v < nv; v++) /* held (a gradient accumulator): a buffer whatever fuses */
 		if (o->held[v])
 			st->fuse[v] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT | INTRA_FUSE_SHARED;
 	if (o->manual_tp) {
