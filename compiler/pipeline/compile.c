@@ -706,11 +706,11 @@ static int over_limit(const struct plan *p, int i)
  * flight x the stash of one, and the working set at the peak. */
 static void stage_stated(const struct intra_result *r, struct inter_stage *y)
 {
-	y->mem = r->mem_peak;
+	y->mem = r->mem_stated;
 	y->mem_state = r->mem_held;
 	y->inflight = r->stash_slots;
 	y->mem_act = r->mem_stash;
-	y->mem_once = fmax(r->mem_peak - r->mem_held - r->stash_slots * r->mem_stash, 0);
+	y->mem_once = fmax(r->mem_stated - r->mem_held - r->stash_slots * r->mem_stash, 0);
 }
 
 int compile_finish(struct compile *c, struct plan **out)

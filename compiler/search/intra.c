@@ -63,6 +63,7 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	env->step_share = o->step_share > 0 ? o->step_share : 1;
 	env->sync_share = o->sync_share >= 0 ? o->sync_share : env->step_share;
 	env->inputs_resident = o->inputs_resident;
+	env->host = c->cpu;
 	env->inputs_kept_before = o->inputs_kept_before;
 	env->state_price = o->train && o->state_price > 0 ? o->state_price : 0;
 	cost_state_bytes_per_param(o->optim, mixed, &env->state);

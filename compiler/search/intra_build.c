@@ -305,6 +305,19 @@ static double arena_bytes(double b)
 	return ceil(b / PLAN_ALIGN) * PLAN_ALIGN;
 }
 
+/* Whether node result r never gets a buffer: it stays inside its fused
+ * elementwise chain, is a transpose the dots reading it fold in, or a
+ * call's result written into the buffer of the chain reading it, and
+ * neither the backward pass keeps it nor more than one node reads it
+ * (lowering fuses a producer into its one reader alone). */
+static bool fused_away(const struct intra_state *st, const struct ir_value *r)
+{
+	bool inside = (st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE;
+	bool folded = intra_transpose_folded(&st->env, r->def);
+	bool core = st->fuse[r->id] & INTRA_FUSE_CORE;
+	return (inside || folded || core) && !st->saved[r->id] && !(st->fuse[r->id] & INTRA_FUSE_SHARED);
+}
+
 /* Per-device bytes a unit holds under strategy s, each buffer as the
  * arena places it (nothing for results that stay inside a fused
  * elementwise chain, or transposes the dots reading them fold in, unless
@@ -318,13 +331,10 @@ static double unit_usage(const struct intra_state *st, const struct intra_unit *
 	if (!x->node)
 		return arena_bytes(intra_local_bytes(&st->env, x->value, &k->out));
 	double b = 0;
-	bool folded = intra_transpose_folded(&st->env, x->node);
 	for (int i = 0; i < x->node->nout; i++) {
 		const struct ir_value *r = x->node->out[i];
-		bool inside = (st->fuse[r->id] & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED)) == INTRA_FUSE_INSIDE;
-		if ((inside || folded) && !st->saved[r->id] && !(st->fuse[r->id] & INTRA_FUSE_SHARED))
-			continue; /* never leaves its fused kernel's registers, or never written */
-		b += arena_bytes(intra_local_bytes(&st->env, r, &k->out));
+		if (!fused_away(st, r))
+			b += arena_bytes(intra_local_bytes(&st->env, r, &k->out));
 	}
 	return b;
 }
@@ -353,33 +363,99 @@ static double unit_cost(const struct intra_state *st, const struct intra_unit *x
 	return t;
 }
 
+static bool same_sharding(const struct ir_sharding *a, const struct ir_sharding *b, int rank)
+{
+	return a->partial == b->partial && !memcmp(a->dim, b->dim, (size_t)rank);
+}
+
+/* Adds to diff[] (on a timeline of half steps: node i runs at 2i + 2) the
+ * buffers the chosen strategies' reshardings take, which the problem's
+ * usages cannot hold (a usage is a unit's, a resharding an edge's): right
+ * before a node runs, each operand it reads in another sharding than its
+ * producer left is converted into a buffer of its own (lower_reshard.c),
+ * both live (a producer counted fused is then written whole, then
+ * sliced); while the node runs, that buffer stands where the producer's
+ * was if the node was its last reader. A constant is made again where it
+ * is read, in its reader's sharding: no buffer. -ENOMEM or 0. */
+static int reshard_buffers(const struct intra_state *st, int64_t *diff)
+{
+	/* per unit: its results read an input or parameter upstream (else
+	 * lowering makes a constant again where read, in the sharding its
+	 * reader needs: lower.c's remat) */
+	bool *dyn = ir_calloc((size_t)st->nunits + 1, sizeof *dyn);
+	if (!dyn)
+		return -ENOMEM;
+	for (int u = 0; u < st->nunits; u++) /* node units first, in graph order */
+		dyn[u] = !st->unit[u].node;
+	for (int u = 0; u < st->nunits && st->unit[u].node; u++) {
+		const struct ir_node *n = st->unit[u].node;
+		for (int j = 0; j < n->nin; j++)
+			dyn[u] |= st->value_unit[n->in[j]->id] >= 0 && dyn[st->value_unit[n->in[j]->id]];
+	}
+	for (int v = 0; v < st->nunits; v++) {
+		const struct intra_unit *y = &st->unit[v];
+		if (!y->node)
+			continue;
+		const struct intra_strat *sv = intra_chosen(st, v);
+		int64_t t = 2 * ((int64_t)y->node->id + 1);
+		for (int j = 0; j < y->node->nin; j++) {
+			const struct ir_value *x = y->node->in[j];
+			int u = st->value_unit[x->id], again = 0;
+			for (int k = 0; k < j; k++)
+				again |= y->node->in[k] == x;
+			if (u < 0 || again || !dyn[u])
+				continue;
+			const struct ir_sharding *src = &intra_chosen(st, u)->out;
+			struct ir_sharding dst;
+			intra_operand_spec(&y->lab, sv, j, x->shape.rank, &dst);
+			if (same_sharding(src, &dst, x->shape.rank))
+				continue;
+			int64_t b = (int64_t)arena_bytes(intra_local_bytes(&st->env, x, &dst));
+			int64_t a = (int64_t)arena_bytes(intra_local_bytes(&st->env, x, src));
+			bool counted = !st->unit[u].node || !fused_away(st, x); /* the producer's buffer */
+			diff[t - 1] += b + (counted ? 0 : a);
+			diff[t] -= b + (counted ? 0 : a);
+			bool last = counted && st->unit[u].hi <= y->node->id + 2;
+			diff[t] += b - (last ? a : 0);
+			diff[t + 1] -= b - (last ? a : 0);
+		}
+	}
+	ir_free(dyn);
+	return 0;
+}
+
 int intra_peak_parts(const struct intra_state *st, struct intra_result *r)
 {
 	const struct shard_problem *p = &st->prob;
 	int64_t end = 0;
 	for (int k = 0; k < p->nnodes; k++)
 		end = p->hi[k] > end ? p->hi[k] : end;
-	int64_t *diff = ir_calloc((size_t)end + 2, sizeof *diff), live = 0, peak = -1, at = 0;
+	int64_t *diff = ir_calloc((size_t)(2 * end) + 4, sizeof *diff), live = 0, peak = -1, at = 0;
 	if (!diff)
 		return -ENOMEM;
 	for (int k = 0; k < p->nnodes; k++)
 		if (p->lo[k] < p->hi[k]) {
 			int64_t u = p->usage[p->strat_off[k] + st->choice[k]];
-			diff[p->lo[k]] += u;
-			diff[p->hi[k]] -= u;
+			diff[2 * p->lo[k]] += u;
+			diff[2 * p->hi[k]] -= u;
 		}
-	for (int64_t t = 0; t <= end; t++) {
+	if (reshard_buffers(st, diff) < 0) {
+		ir_free(diff);
+		return -ENOMEM;
+	}
+	for (int64_t t = 0; t <= 2 * end; t++) {
 		live += diff[t];
 		if (live > peak)
 			peak = live, at = t;
 	}
 	ir_free(diff);
+	r->mem_stated = (double)peak;
 	r->mem_held = r->mem_stash = 0;
 	r->stash_slots = 1;
 	for (int u = 0; u < st->nunits; u++) {
 		const struct intra_unit *x = &st->unit[u];
 		int k = x->group;
-		if (!(p->lo[k] <= at && at < p->hi[k]) || x->transient)
+		if (!(2 * p->lo[k] <= at && at < 2 * p->hi[k]) || x->transient)
 			continue;
 		double b = unit_usage(st, x, x->map[st->choice[k]]);
 		if (x->stashed) { /* per slot: one micro-batch's */
@@ -403,6 +479,15 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 	intra_operand_spec(&v->lab, &v->strat[pv], j, x->shape.rank, &dst);
 	struct intra_coll c;
 	double t = intra_reshard(&st->env, x, src, &dst, false, &c);
+	if (!st->env.train && c.n == 0 && u->node && fused_away(st, x) && !same_sharding(src, &dst, x->shape.rank)) {
+		/* its reader takes a local slice of it: no longer fused, the
+		 * value is written to memory and read back to be sliced (a slice
+		 * alone is free to the cost model: it moves no bytes between
+		 * devices). Inference only so far: a training step's slice has
+		 * a backward too, which this does not price */
+		double b = 2 * intra_local_bytes(&st->env, x, src) + intra_local_bytes(&st->env, x, &dst);
+		t += cost_roofline(&st->env.dev, &st->env.cal, COST_CLASS_MOVE, st->env.prec, 0, b);
+	}
 	if (intra_reads_operand(st, v->node, j))
 		t += intra_regather(&c);
 	if (grad) {
@@ -790,6 +875,32 @@ bool *intra_saved_values(const struct ir_graph *g)
 	return st.saved;
 }
 
+/* On CPU ranks: marks the result of dot or convolution n INTRA_FUSE_CORE
+ * when its one reader starts a chain of elementwise ops of its shape and
+ * dtype up to the chain's stored result (reader[]: each value's last
+ * reading node), as lowering then runs the call on that result's buffer. */
+static void mark_core(struct intra_state *st, const struct ir_graph *g, const struct ir_node *n, const int *reader)
+{
+	if ((n->op != IR_OP_DOT && n->op != IR_OP_CONV) || n->nout != 1)
+		return;
+	const struct ir_value *r = n->out[0], *v = r;
+	if (st->fuse[r->id] & INTRA_FUSE_SHARED)
+		return;
+	for (int depth = 0; depth < 64 && reader[v->id] >= 0; depth++) {
+		const struct ir_node *m = ir_graph_node(g, reader[v->id]);
+		const struct ir_value *w = m->out[0];
+		if (m->nout != 1 || !cost_op_fusable(m->op) || cost_op_class(m->op) != COST_CLASS_ELEMENTWISE ||
+		    w->dtype != r->dtype || !ir_shape_eq(&w->shape, &r->shape))
+			return;
+		uint8_t f = st->fuse[w->id];
+		if ((f & (INTRA_FUSE_INSIDE | INTRA_FUSE_STORED | INTRA_FUSE_SHARED)) != INTRA_FUSE_INSIDE) {
+			st->fuse[r->id] |= INTRA_FUSE_CORE; /* w: the chain's result */
+			return;
+		}
+		v = w;
+	}
+}
+
 /* Fusion flags (INTRA_FUSE_*) per value. */
 static int find_fused(struct intra_state *st, const struct ir_graph *g, const bool *is_output)
 {
@@ -817,6 +928,8 @@ static int find_fused(struct intra_state *st, const struct ir_graph *g, const bo
 				st->fuse[n->out[k]->id] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT | INTRA_FUSE_SHARED;
 		}
 	}
+	for (int i = 0; st->env.host && i < ir_graph_nnodes(g); i++)
+		mark_core(st, g, ir_graph_node(g, i), reader);
 	ir_free(reader);
 	st->env.fuse = st->fuse;
 	st->env.fused_in = st->fused_in;
@@ -867,6 +980,9 @@ int intra_build(struct intra_state *st, const struct ir_graph *g, const struct i
 		goto out;
 	}
 	find_saved(st, g, act);
+	for (int v = 0; o->held && v < nv; v++) /* held (a gradient accumulator): a buffer whatever fuses */
+		if (o->held[v])
+			st->fuse[v] |= INTRA_FUSE_STORED | INTRA_FUSE_NONDOT | INTRA_FUSE_SHARED;
 	if (o->manual_tp) {
 		batch = ir_calloc((size_t)nv + 1, 2);
 		if (!batch) {

@@ -81,6 +81,7 @@ struct intra_env {
 	double step_share;              /* intra_opts.step_share */
 	double sync_share;              /* intra_opts.sync_share (step_share when < 0) */
 	bool inputs_resident;           /* intra_opts.inputs_resident */
+	bool host;                      /* local CPU ranks (cost_cluster.cpu) */
 	const bool *inputs_kept_before; /* intra_opts.inputs_kept_before */
 	double state_price;             /* intra_opts.state_price */
 };
@@ -96,6 +97,10 @@ enum {
 	INTRA_FUSE_SHARED = 8, /* read by more than one node, or a graph output: lowering
 				* fuses a producer into its one reader alone (lower_fuse.c),
 				* so the value gets a buffer whatever else fuses */
+	INTRA_FUSE_CORE = 16,  /* a dot's or convolution's result that an elementwise chain
+				* reading it alone takes as its core on CPU ranks
+				* (lower_fuse.c's absorb_core): the call writes the
+				* chain's result buffer, its own never exists */
 };
 
 /* Enumerates strategies of a unit with labels l (node n, or NULL for a graph
@@ -177,9 +182,10 @@ bool intra_reads_operand(const struct intra_state *st, const struct ir_node *n, 
  * ZeRO-1's split of the optimizer state over x's copies). */
 double intra_optim_time(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
 double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
-/* The solve's peak by what holds it (intra_result.mem_held, mem_stash,
- * stash_slots), at the first time the chosen strategies' live bytes
- * peak. -ENOMEM or 0. */
+/* The peak a solve states (intra_result.mem_stated: the chosen
+ * strategies' live bytes at their most, with the buffers their
+ * reshardings take) and what holds it (mem_held, mem_stash, stash_slots)
+ * at the first time it is reached. -ENOMEM or 0. */
 int intra_peak_parts(const struct intra_state *st, struct intra_result *r);
 
 int intra_build(struct intra_state *st, const struct ir_graph *g, const struct intra_opts *o);

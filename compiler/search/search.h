@@ -259,6 +259,11 @@ struct intra_result {
 	 * the rest is the working set at the peak */
 	double mem_held, mem_stash;
 	int stash_slots;
+	/* mem_peak with the buffers the chosen strategies' reshardings take,
+	 * which lowering's arena holds and the problem's usages cannot (a
+	 * resharding is an edge's, a usage a unit's): what a plan states its
+	 * stage holds; mem_held and mem_stash are at this peak */
+	double mem_stated;
 };
 
 /* Runs the pass on g over cluster c; on success annotates g (ir.h): its
