@@ -111,6 +111,8 @@ struct rt {
 	struct rt_seg *seg; /* a step's segments (step.c) */
 	int nseg;
 	bool poison;           /* tests: a freed buffer's bytes are set to 0xff */
+	bool failed;           /* the run failed: the device's communicators
+				* are torn down as after an error (rt_release) */
 	bool no_overlap;       /* --no-overlap: every receive and collective
 				* waits at its instruction (the host's device) */
 	struct rt_overlap *ov; /* overlap.c: which receives start early, which

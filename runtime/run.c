@@ -1137,6 +1137,7 @@ int rt_main(int argc, char **argv, rt_step_fn step)
 		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
 	rt_trace_close(&r);
 	rt_overlap_release(&r);
+	r.failed = rc < 0;
 	rt_release(&r);
 	rt_fill_release(&o.fill);
 	plan_free(p);
