@@ -93,6 +93,7 @@ struct rt_comm_ops {
 	int (*ctl_min)(struct rt_comm *c, int *v);
 	/* Stops every rank of the job now, exit status code. */
 	void (*abort)(struct rt_comm *c, int code); /* does not return */
+	/* Frees the table; as after an error when c->failed is set. */
 	void (*finish)(struct rt_comm *c);
 };
 
@@ -108,6 +109,10 @@ struct rt_comm {
 	/* the MPI library this program is linked with, as it names itself
 	 * ("Open MPI v4.1.4", "MPICH 4.0.2"), for messages */
 	char mpi[64];
+	/* set before finish when the run failed: the table tears its
+	 * communicators down as after an error, waiting for no peer's work
+	 * (NCCL: ncclCommAbort, comm_nccl.c) */
+	bool failed;
 };
 
 /* MPI: initializes MPI (argc, argv as MPI_Init takes them) and fills c. */

@@ -15,6 +15,13 @@
  * failed shows as an error, and lasts at most the table's timeout. The
  * ctl entries, abort and the clock of progress go to the bootstrap table
  * (MPI), as does every message of the runtime's own.
+ *
+ * finish destroys the communicators of a run that went well; after an
+ * error it aborts them, as NCCL asks (ncclCommDestroy waits for work that
+ * may never finish): when the run failed (c->failed), when a call or a
+ * wait of this table failed, when a communicator holds an asynchronous
+ * error, or when a lane's stream still has work or has failed. A destroy
+ * NCCL refuses is followed by an abort, so nothing is left held.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +42,7 @@ struct nccl {
 	struct lane *lane; /* [ncomms] then [npairs] */
 	int nlane;
 	int *pairs, npairs;
+	bool failed; /* a call or a wait failed: finish aborts */
 };
 
 static struct nccl *impl(const struct rt_comm *c)
@@ -42,16 +50,20 @@ static struct nccl *impl(const struct rt_comm *c)
 	return c->impl;
 }
 
-static int check(const struct nccl *n, ncclResult_t e, const char *what)
+static int check(struct nccl *n, ncclResult_t e, const char *what)
 {
 	if (e == ncclSuccess || e == ncclInProgress)
 		return 0;
+	n->failed = true;
 	return ir_errorf(-EIO, "NCCL %s: %s", what, n->a->ncclGetErrorString(e));
 }
 
-static int cu_check(const struct nccl *n, CUresult e, const char *what)
+static int cu_check(struct nccl *n, CUresult e, const char *what)
 {
-	return e == CUDA_SUCCESS ? 0 : ir_errorf(-EIO, "%s: %s", what, gpu_cu_error(n->a, e));
+	if (e == CUDA_SUCCESS)
+		return 0;
+	n->failed = true;
+	return ir_errorf(-EIO, "%s: %s", what, gpu_cu_error(n->a, e));
 }
 
 static int split(struct nccl *n, int color, int key, struct lane *l)
@@ -155,9 +167,11 @@ static int sync_stream(struct rt_comm *c, CUstream s, const char *what)
 			}
 			next_check = now + 0.1;
 		}
-		if (now - t0 > c->timeout)
+		if (now - t0 > c->timeout) {
+			n->failed = true;
 			return ir_errorf(-ETIMEDOUT, "%s: NCCL did not finish in %.0f s (a peer rank may have stopped)",
 					 what, c->timeout);
+		}
 		usleep(nap);
 		nap = nap < 1000 ? nap * 2 : nap;
 	}
@@ -324,21 +338,39 @@ static void nccl_abort(struct rt_comm *c, int code)
 	b->ops->abort(b, code);
 }
 
-/* Frees the NCCL communicators and their streams; the bootstrap table is
- * the caller's. */
+/* Whether communicator m holds an asynchronous error (or cannot say). */
+static bool async_failed(const struct nccl *n, ncclComm_t m)
+{
+	ncclResult_t e = ncclSuccess;
+	return m && (n->a->ncclCommGetAsyncError(m, &e) != ncclSuccess || (e != ncclSuccess && e != ncclInProgress));
+}
+
+/* Destroys m, or aborts it (after an error, or where NCCL refuses the
+ * destroy). */
+static void release(const struct nccl *n, ncclComm_t m, bool failed)
+{
+	if (m && (failed || n->a->ncclCommDestroy(m) != ncclSuccess))
+		n->a->ncclCommAbort(m);
+}
+
+/* Frees the NCCL communicators and their streams, aborting the
+ * communicators after an error (the file's comment says when); the
+ * bootstrap table is the caller's. */
 static void nccl_finish(struct rt_comm *c)
 {
 	struct nccl *n = impl(c);
 	if (!n)
 		return;
+	bool failed = c->failed || n->failed || async_failed(n, n->world);
+	for (int k = 0; k < n->nlane && !failed; k++)
+		failed = async_failed(n, n->lane[k].comm) ||
+			 (n->lane[k].s && n->a->cuStreamQuery(n->lane[k].s) != CUDA_SUCCESS);
 	for (int k = 0; k < n->nlane; k++) {
-		if (n->lane[k].comm)
-			n->a->ncclCommDestroy(n->lane[k].comm);
+		release(n, n->lane[k].comm, failed);
 		if (n->lane[k].s)
 			n->a->cuStreamDestroy(n->lane[k].s);
 	}
-	if (n->world)
-		n->a->ncclCommDestroy(n->world);
+	release(n, n->world, failed);
 	ir_free(n->lane);
 	ir_free(n->pairs);
 	ir_free(n);

@@ -440,8 +440,10 @@ void gpu_close(struct rt *r)
 	for (int k = 0; g->lane && k < nl; k++)
 		if (g->lane[k].scratch)
 			a->cuMemFree(g->lane[k].scratch);
-	if (g->nccl.ops)
+	if (g->nccl.ops) {
+		g->nccl.failed = g->nccl.failed || r->failed;
 		g->nccl.ops->finish(&g->nccl);
+	}
 	if (!a) {
 		ir_free(g);
 		r->dev_state = NULL;

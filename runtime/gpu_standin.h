@@ -96,6 +96,9 @@ CUresult si_sticky(void);
 void si_keep(void *h);
 /* The text si_fail recorded for e, or NULL. */
 const char *si_detail(int e);
+/* For the tests: NCCL communicators made and neither destroyed nor
+ * aborted yet; *aborted (unless NULL): those ncclCommAbort freed. */
+int si_nccl_live(int *aborted);
 
 /* Each part's entries of the table a (gpu_standin_load.c calls them once):
  * the driver's, for ndev devices of mem bytes each and compute

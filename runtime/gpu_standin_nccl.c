@@ -12,7 +12,9 @@
  * issued another collective, another size or another order than its peers
  * fails naming both calls, where NCCL would hang or mix the bytes up.
  * Reductions add the ranks' blocks in rank order, in f64 for floating
- * types: every rank gets the same bits.
+ * types: every rank gets the same bits. A communicator neither destroyed
+ * nor aborted when MPI_Finalize starts is named on stderr (a program that
+ * leaves one behind holds MPI's too).
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -66,6 +68,7 @@ struct nc_op {
 };
 
 static struct si_why why;
+static int nlive, naborted; /* si_nccl_live's */
 static int group_depth;
 static struct nc_op **group;
 static int ngroup, capgroup;
@@ -138,12 +141,36 @@ static ncclResult_t mpi_check(int err, const char *what)
 	return nc_fail(ncclSystemError, "%s: %s", what, s);
 }
 
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: the count of
+ * communicators left then. */
+static int at_finalize(MPI_Comm self, int key, void *val, void *extra)
+{
+	(void)self;
+	(void)val;
+	(void)extra;
+	if (nlive) {
+		int rank = 0;
+		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+		fprintf(stderr,
+			"pcc GPU stand-in: rank %d: %d NCCL communicator%s neither destroyed nor aborted at "
+			"MPI_Finalize\n",
+			rank, nlive, nlive == 1 ? "" : "s");
+	}
+	MPI_Comm_free_keyval(&key);
+	return MPI_SUCCESS;
+}
+
 static struct ncclComm *comm_new(MPI_Comm m)
 {
+	static bool watched;
+	int key;
+	if (!watched && MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_finalize, &key, NULL) == MPI_SUCCESS)
+		watched = MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL) == MPI_SUCCESS;
 	struct ncclComm *c = ir_calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
 	c->magic = NC_LIVE;
+	nlive++;
 	si_keep(c); /* held until freed: an in-flight one outlives ncclCommDestroy */
 	c->mpi = m;
 	MPI_Comm_rank(m, &c->rank);
@@ -218,6 +245,8 @@ static ncclResult_t comm_free(ncclComm_t c, bool check)
 	if (r != ncclSuccess)
 		return r;
 	c->magic = 0;
+	nlive--;
+	naborted += !check;
 	/* Once the context is lost its queued calls never run again, so an
 	 * abort frees the MPI communicator at once (MPI lets a pending
 	 * operation finish on a freed one): else MPI_Finalize would find it
@@ -642,6 +671,13 @@ static ncclResult_t group_end(void)
 	if (e != CUDA_SUCCESS)
 		return nc_pass(ncclInvalidArgument, (int)e);
 	return ncclSuccess;
+}
+
+int si_nccl_live(int *aborted)
+{
+	if (aborted)
+		*aborted = naborted;
+	return nlive;
 }
 
 void si_fill_nccl(struct gpu_api *a)

@@ -3,7 +3,8 @@
  * (CUDA events on GPUs, the host's clock on CPU ranks), its share, calls,
  * the bytes its operands and result hold over that time against the
  * device memory's peak (GPUs), and FLOP/s for dots and convolutions, the
- * kernels by time. Bytes are a floor (each operand read once, the result
+ * kernels by time: the slowest 25, or N of them (--profile=N), or all
+ * (--profile=all). Bytes are a floor (each operand read once, the result
  * written once): a kernel that reads an operand twice shows less.
  */
 #include <errno.h>
@@ -71,7 +72,7 @@ static int by_time(const void *x, const void *y)
 	return a < b ? 1 : a > b ? -1 : 0;
 }
 
-void rt_profile_print(const struct rt *r, long steps, FILE *f)
+void rt_profile_print(const struct rt *r, long steps, long rows, FILE *f)
 {
 	const struct plan *p = r->p;
 	int *order = ir_calloc((size_t)p->nkernels + 1, sizeof *order), n = 0;
@@ -86,6 +87,7 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 		}
 	sort_rt = r;
 	qsort(order, (size_t)n, sizeof *order, by_time);
+	int shown_n = rows > 0 && rows < n ? (int)rows : n;
 	fprintf(f, "pcc-run: profile of rank %d over %ld step%s: %.3f ms of kernels per step, %d kernels (%s",
 		r->c->rank, steps, steps == 1 ? "" : "s", total / (double)steps * 1e3, n, r->dev->clock);
 	if (peak > 0)
@@ -95,7 +97,7 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 	if (r->dev->host_arena && r->pool)
 		fprintf(f, ", %d thread%s", pool_threads(r->pool), pool_threads(r->pool) == 1 ? "" : "s");
 	fprintf(f, ")\n   ms/step   share  calls    GB/s  %%peak  TFLOP/s  kernel\n");
-	for (int i = 0; i < n && i < 25; i++) {
+	for (int i = 0; i < shown_n; i++) {
 		int k = order[i];
 		const struct plan_kernel *pk = &p->kernels[k];
 		double t = r->prof_time[k], calls = (double)r->prof_calls[k];
@@ -112,9 +114,9 @@ void rt_profile_print(const struct rt *r, long steps, FILE *f)
 			how ? " (" : "", how ? how : "", how ? ")" : "");
 		shown += t;
 	}
-	if (n > 25)
+	if (n > shown_n)
 		fprintf(f, "  %8.3f  %5.1f%%  (%d more kernels)\n", (total - shown) / (double)steps * 1e3,
-			total > 0 ? 100 * (total - shown) / total : 0, n - 25);
+			total > 0 ? 100 * (total - shown) / total : 0, n - shown_n);
 out:
 	ir_free(order);
 }

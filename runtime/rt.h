@@ -111,6 +111,8 @@ struct rt {
 	struct rt_seg *seg; /* a step's segments (step.c) */
 	int nseg;
 	bool poison;           /* tests: a freed buffer's bytes are set to 0xff */
+	bool failed;           /* the run failed: the device's communicators
+				* are torn down as after an error (rt_release) */
 	bool no_overlap;       /* --no-overlap: every receive and collective
 				* waits at its instruction (the host's device) */
 	struct rt_overlap *ov; /* overlap.c: which receives start early, which
@@ -175,8 +177,9 @@ int rt_run_kernel_on(struct rt *r, int kernel, void *const *buf);
 /* Allocates prof_time and prof_calls (every kernel run from now on is
  * timed); -ENOTSUP where a GPU's driver cannot time kernels. */
 int rt_profile_start(struct rt *r);
-/* The kernels by time over `steps` steps, a table on f. */
-void rt_profile_print(const struct rt *r, long steps, FILE *f);
+/* The kernels by time over `steps` steps, a table on f: the `rows`
+ * slowest, the rest summed in one line; rows 0: every kernel. */
+void rt_profile_print(const struct rt *r, long steps, long rows, FILE *f);
 
 /* ---- trace.c: pcc-run --trace FILE.json, the measured timeline (trace.c
  * says what it holds). Every call but open and close records only; the

@@ -50,6 +50,7 @@ struct opts {
 	bool no_overlap;      /* --no-overlap: receives and collectives wait at their instruction */
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
+	long profile_rows;    /* --profile=N|all: the N slowest kernels (25), 0 all */
 	const char *log_json; /* --log-json FILE: one JSON line a step (ir/steplog.h) */
 	const char *trace;    /* --trace FILE.json: the measured timeline (trace.c) */
 	const char *eval;     /* --eval-data DIR: held-out data, its loss every eval_every steps */
@@ -75,8 +76,9 @@ static void usage(FILE *f)
 		"                 [--verify-key KEY] (refuse a plan not signed with KEY: pcc --sign-key KEY)\n"
 		"                 [--no-overlap] (CPU: every receive and collective waits at its\n"
 		"                 instruction instead of overlapping compute; the same results)\n"
-		"                 [--profile] (rank 0's kernels by time, bytes moved and FLOP/s; on GPUs\n"
-		"                 timed by CUDA events, which serializes nothing but adds two per kernel)\n"
+		"                 [--profile[=N|all]] (rank 0's N slowest kernels, 25 by default, or all:\n"
+		"                 time, bytes moved and FLOP/s; on GPUs timed by CUDA events, which\n"
+		"                 serializes nothing but adds two per kernel)\n"
 		"                 [--trace FILE.json] (the measured timeline of every rank: kernels,\n"
 		"                 collectives, sends and receives with arrows from each send to its\n"
 		"                 receive, a Chrome trace-event file as pcc report --trace writes)\n"
@@ -192,7 +194,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "reference", no_argument, NULL, O_REFERENCE },
 		{ "tf32", no_argument, NULL, O_TF32 },
 		{ "no-overlap", no_argument, NULL, O_NO_OVERLAP },
-		{ "profile", no_argument, NULL, O_PROFILE },
+		{ "profile", optional_argument, NULL, O_PROFILE },
 		{ "skip-nonfinite", no_argument, NULL, O_SKIP_NONFINITE },
 		{ 0 },
 	};
@@ -296,6 +298,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_PROFILE:
 			o->profile = true;
+			o->profile_rows = v && !strcmp(v, "all") ? 0 : 25;
+			if (v && strcmp(v, "all") && parse_whole("profile", v, &o->profile_rows) < 0)
+				rc = ir_errorf(-EINVAL,
+					       "--profile=%s: expected all or a number of kernels from 1 to %ld", v,
+					       RT_STEPS_MAX);
 			break;
 		case O_SKIP_NONFINITE:
 			return ir_errorf(-EINVAL,
@@ -715,7 +722,7 @@ static int infer(struct rt *r, const struct opts *o)
 			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "", ov + 2);
 		fallback_line(r);
 		if (o->profile)
-			rt_profile_print(r, 1, stdout);
+			rt_profile_print(r, 1, o->profile_rows, stdout);
 	}
 	rc = agree(r->c, rc);
 	if (rc == 0)
@@ -1057,7 +1064,7 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 	if (r->c->rank == 0)
 		fallback_line(r);
 	if (r->c->rank == 0 && o->profile)
-		rt_profile_print(r, o->steps - first, stdout);
+		rt_profile_print(r, o->steps - first, o->profile_rows, stdout);
 	if ((rc = trace_end(r, o)) < 0)
 		goto done;
 	rc = o->save ? save_onnx(r, model, o->save) : 0;
@@ -1130,6 +1137,7 @@ int rt_main(int argc, char **argv, rt_step_fn step)
 		rc = p->train ? train(&r, &o, o.model ? o.model : p->model) : infer(&r, &o);
 	rt_trace_close(&r);
 	rt_overlap_release(&r);
+	r.failed = rc < 0;
 	rt_release(&r);
 	rt_fill_release(&o.fill);
 	plan_free(p);

@@ -305,6 +305,8 @@ refuse "--steps without a value: refused" 2 "--steps needs a value" \
 	"$tmp/t2.bin" --data "$gdata" --save-onnx "$tmp/never.onnx" --steps
 refuse "--timeout 0: refused" 2 "--timeout 0: expected a number of at least 0.001" \
 	"$tmp/t2.bin" --data "$gdata" --timeout 0 --save-onnx "$tmp/never.onnx"
+refuse "--profile=0: refused" 2 "--profile=0: expected all or a number of kernels from 1 to" \
+	"$tmp/t2.bin" --data "$gdata" --profile=0 --save-onnx "$tmp/never.onnx"
 refuse "-i without a value: refused" 2 "-i needs a value" "$tmp/m2.bin" -o "$tmp/never" -i
 refuse "no plan: refused" 2 "no plan given" -i "$mlp/test_data_set_0" -o "$tmp/never"
 refuse "a second plan argument: refused" 2 "unexpected argument '$tmp/m2.bin'" \

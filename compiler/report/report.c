@@ -264,6 +264,7 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 		t.mb = bp.mb[i];
 		t.batch_chosen = bp.n > 1;
 		if ((rc = eval_one(m, imp, bname, bp.cand[i], c, cal, axes, &t)) < 0) {
+			report_free(&t); /* what it built before failing */
 			report_free(&best);
 			onnx_model_free(m);
 			return rc;
