@@ -93,6 +93,10 @@ const char *mgb_int(struct mg_builder *b, int64_t v);
 const char *mgb_float(struct mg_builder *b, float v);
 const char *mgb_floats(struct mg_builder *b, int count, const float *v);
 
+/* A language model's loss, the graph's output "loss": the mean softmax
+ * cross entropy of logits [b, s, vocab] against int64 labels [b, s]. */
+void mgb_lm_loss(struct mg_builder *b, const char *logits, const char *labels, int64_t vocab);
+
 /* Serializes the model (opset 17) to path: 0, or -errno with a message. */
 int mgb_write(struct mg_builder *b, const char *path, const char *graph_name);
 

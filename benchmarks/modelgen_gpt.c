@@ -293,12 +293,7 @@ int mg_build_transformer(struct mg_builder *b, const struct mg_config *c)
 	x = layer_norm(&t, x, "ln_f");
 	static const int64_t swap[2] = { 1, 0 };
 	const char *logits = mgb_op(b, "MatMul", 2, x, transpose(b, wte, 2, swap)); /* tied LM head */
-	const char *in[2] = { mgb_op(b, "Reshape", 2, logits, mgb_ints(b, 2, (int64_t[]){ -1, v })),
-			      mgb_op(b, "Reshape", 2, labels, mgb_ints(b, 1, (int64_t[]){ -1 })) };
-	struct Onnx__NodeProto *loss = mgb_node(b, "SoftmaxCrossEntropyLoss", 2, in, 1);
-	mgb_attr_str(b, loss, "reduction", "mean");
-	mgb_rename(b, loss, 0, "loss");
-	mgb_output(b, "loss", MG_FLOAT, 0, NULL);
+	mgb_lm_loss(b, logits, labels, v);
 	return 0;
 }
 

@@ -200,13 +200,7 @@ int mg_build_llama(struct mg_builder *b, const struct mg_config *c)
 		x = layer(&t, x, i);
 	mgb_scope_clear(b);
 	x = rms_norm(&t, x, "norm");
-	const char *logits = proj(&t, x, "lm_head", h, v);
-	const char *in[2] = { mgb_op(b, "Reshape", 2, logits, mgb_ints(b, 2, (int64_t[]){ -1, v })),
-			      mgb_op(b, "Reshape", 2, labels, mgb_ints(b, 1, (int64_t[]){ -1 })) };
-	struct Onnx__NodeProto *loss = mgb_node(b, "SoftmaxCrossEntropyLoss", 2, in, 1);
-	mgb_attr_str(b, loss, "reduction", "mean");
-	mgb_rename(b, loss, 0, "loss");
-	mgb_output(b, "loss", MG_FLOAT, 0, NULL);
+	mgb_lm_loss(b, proj(&t, x, "lm_head", h, v), labels, v);
 	return 0;
 }
 

@@ -471,6 +471,16 @@ static int write_file(const char *path, const uint8_t *buf, size_t n)
 	return rc;
 }
 
+void mgb_lm_loss(struct mg_builder *b, const char *logits, const char *labels, int64_t vocab)
+{
+	const char *in[2] = { mgb_op(b, "Reshape", 2, logits, mgb_ints(b, 2, (int64_t[]){ -1, vocab })),
+			      mgb_op(b, "Reshape", 2, labels, mgb_ints(b, 1, (int64_t[]){ -1 })) };
+	struct Onnx__NodeProto *loss = mgb_node(b, "SoftmaxCrossEntropyLoss", 2, in, 1);
+	mgb_attr_str(b, loss, "reduction", "mean");
+	mgb_rename(b, loss, 0, "loss");
+	mgb_output(b, "loss", MG_FLOAT, 0, NULL);
+}
+
 int mgb_write(struct mg_builder *b, const char *path, const char *graph_name)
 {
 	if (b->err)

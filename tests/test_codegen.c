@@ -333,6 +333,20 @@ static void check_plan(const char *pcc, const char *model, const char *opts, con
 	plan_free(p);
 }
 
+/* check_plan of training fixture `name` (its loss: `model` for the
+ * model's own) on cpu:2, in precision prec (NULL: f32). */
+static void check_train(const char *pcc, const char *train, const char *name, const char *loss, const char *prec,
+			const char *ptxas)
+{
+	char model[4096], tag[64], opts[256];
+	bool own = !strcmp(loss, "model");
+	snprintf(model, sizeof model, "%s/%s/model.onnx", train, name);
+	snprintf(tag, sizeof tag, "%s-train%s%s", name, prec ? "-" : "", prec ? prec : "");
+	snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01%s%s",
+		 own ? "" : " --loss ", own ? "" : loss, prec ? " --precision " : "", prec ? prec : "");
+	check_plan(pcc, model, opts, ptxas, tag);
+}
+
 /* The kernels only GPUs compile (pads, concats, gathers on their own:
  * cg_kernel_compiles_gpu; scatters too), compiled for this host from the same
  * description (codegen_opts.host_as_gpu) and run against the interpreter
@@ -554,7 +568,7 @@ int main(int argc, char **argv)
 		"cross_entropy:logits,labels", "mse:pooled,target",          "model", "mse:y,target",
 		"cross_entropy:logits,labels", "cross_entropy:logits,labels"
 	};
-	char model[4096], tag[64], opts[256];
+	char model[4096], tag[64];
 	for (size_t i = 0; i < sizeof inf / sizeof inf[0]; i++) {
 		snprintf(model, sizeof model, "%s/%s/model.onnx", models, inf[i]);
 		snprintf(tag, sizeof tag, "%s", inf[i]);
@@ -564,13 +578,8 @@ int main(int argc, char **argv)
 		snprintf(model, sizeof model, "%s/gpt_op17/model.onnx", models);
 		check_plan(pcc, model, "--cluster cpu:1 --host-cpu x86-64-v4", ptxas, "gpt_op17-v4");
 	}
-	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i++) {
-		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
-		snprintf(tag, sizeof tag, "%s-train", tr[i]);
-		snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01",
-			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
-		check_plan(pcc, model, opts, ptxas, tag);
-	}
+	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i++)
+		check_train(pcc, train, tr[i], loss[i], NULL, ptxas);
 	snprintf(model, sizeof model, "%s/unet_op17/model.onnx", models);
 	check_gpu_only(pcc, model, "--cluster 1x1:h100", "unet_op17");
 	snprintf(model, sizeof model, "%s/vit_op17/model.onnx", models);
@@ -589,22 +598,12 @@ int main(int argc, char **argv)
 		"--cluster 1x1:h100 --train --loss cross_entropy:logits,labels --optimizer adamw --precision f32",
 		"resnet-train-f32");
 	/* bf16 mixed precision (a GPU cluster's default): bf16 kernels */
-	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i += 2) {
-		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
-		snprintf(tag, sizeof tag, "%s-train-bf16", tr[i]);
-		snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01 --precision bf16",
-			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
-		check_plan(pcc, model, opts, ptxas, tag);
-	}
+	for (size_t i = 0; i < sizeof tr / sizeof tr[0]; i += 2)
+		check_train(pcc, train, tr[i], loss[i], "bf16", ptxas);
 	/* f16 (V100s' training precision): converted through half, on this
 	 * host by F16C, the kernels equal the interpreter */
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(model, sizeof model, "%s/%s/model.onnx", train, tr[i]);
-		snprintf(tag, sizeof tag, "%s-train-f16", tr[i]);
-		snprintf(opts, sizeof opts, "--cluster cpu:2 --train%s%s --optimizer adamw --lr 0.01 --precision f16",
-			 strcmp(loss[i], "model") ? " --loss " : "", strcmp(loss[i], "model") ? loss[i] : "");
-		check_plan(pcc, model, opts, ptxas, tag);
-	}
+	for (size_t i = 0; i < 2; i++)
+		check_train(pcc, train, tr[i], loss[i], "f16", ptxas);
 	snprintf(model, sizeof model, "%s/gpt/model.onnx", train);
 	check_f16_v2(pcc, model);
 	check_grid(pcc, argv[5], ptxas);
