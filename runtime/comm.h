@@ -39,6 +39,7 @@
 #define PCC_RUNTIME_COMM_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "ir/plan.h"
 
@@ -91,6 +92,11 @@ struct rt_comm_ops {
 	int (*ctl_send)(struct rt_comm *c, const void *buf, size_t n, int peer);
 	int (*ctl_recv)(struct rt_comm *c, void *buf, size_t n, int peer);
 	int (*ctl_min)(struct rt_comm *c, int *v);
+	/* After a wait of this rank timed out: which rank holds the job up,
+	 * from what every rank last published ("; rank 3 seems hung: at step
+	 * 2, ..."), into buf, "" when nothing is known. NULL where no rank
+	 * publishes what it does. */
+	void (*blame)(struct rt_comm *c, char *buf, size_t n);
 	/* Stops every rank of the job now, exit status code. */
 	void (*abort)(struct rt_comm *c, int code); /* does not return */
 	/* Frees the table; as after an error when c->failed is set. */
@@ -132,5 +138,28 @@ int rt_comm_local_init(struct rt_comm *c, struct rt_local *w, int rank);
  * longer waits for it. */
 void rt_local_start(struct rt_local *w);
 void rt_comm_local_done(struct rt_comm *c);
+
+/* A wait of this rank outside the table (a GPU stream, NCCL's lanes),
+ * published as the table's own waits are, so that a peer timing out
+ * blames the rank it waits for, not this one: waiting for `what` since
+ * ir_now() time `since`, or (what NULL) no longer waiting. */
+static inline void rt_comm_waiting(struct rt_comm *c, const char *what, double since)
+{
+	if (!c || !c->prog)
+		return;
+	if (what) {
+		snprintf(c->prog->what, sizeof c->prog->what, "%s", what);
+		c->prog->since = since;
+	}
+	c->prog->waiting = what != NULL;
+}
+
+/* ops->blame's text, or "" where the table has none. */
+static inline void rt_comm_blame(struct rt_comm *c, char *buf, size_t n)
+{
+	buf[0] = 0;
+	if (c && c->ops && c->ops->blame)
+		c->ops->blame(c, buf, n);
+}
 
 #endif

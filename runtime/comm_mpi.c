@@ -597,6 +597,7 @@ static const struct rt_comm_ops mpi_ops = {
 	.ctl_send = m_ctl_send,
 	.ctl_recv = m_ctl_recv,
 	.ctl_min = m_ctl_min,
+	.blame = blame,
 	.abort = m_abort,
 	.finish = m_finish,
 };

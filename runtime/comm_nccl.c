@@ -152,12 +152,14 @@ static int sync_stream(struct rt_comm *c, CUstream s, const char *what)
 	struct nccl *n = impl(c);
 	double t0 = ir_now(), next_check = t0 + 0.1;
 	useconds_t nap = 20;
+	bool marked = false;
 	for (;;) {
 		CUresult e = n->a->cuStreamQuery(s);
-		if (e == CUDA_SUCCESS)
-			return 0;
-		if (e != CUDA_ERROR_NOT_READY)
-			return cu_check(n, e, what);
+		if (e == CUDA_SUCCESS || e != CUDA_ERROR_NOT_READY) {
+			if (marked)
+				rt_comm_waiting(c, NULL, 0);
+			return e == CUDA_SUCCESS ? 0 : cu_check(n, e, what);
+		}
 		double now = ir_now();
 		if (now > next_check) {
 			int rc = nccl_progress(c);
@@ -165,12 +167,18 @@ static int sync_stream(struct rt_comm *c, CUstream s, const char *what)
 				ir_error_prefix("%s", what);
 				return rc;
 			}
+			if (!marked)
+				rt_comm_waiting(c, what, t0);
+			marked = true;
 			next_check = now + 0.1;
 		}
 		if (now - t0 > c->timeout) {
+			char who[320];
 			n->failed = true;
-			return ir_errorf(-ETIMEDOUT, "%s: NCCL did not finish in %.0f s (a peer rank may have stopped)",
-					 what, c->timeout);
+			rt_comm_blame(c, who, sizeof who);
+			/* still marked waiting: a peer timing out later must not blame this rank */
+			return ir_errorf(-ETIMEDOUT, "%s: NCCL did not finish in %.0f s%s", what, c->timeout,
+					 who[0] ? who : " (a peer rank may have stopped)");
 		}
 		usleep(nap);
 		nap = nap < 1000 ? nap * 2 : nap;
@@ -332,6 +340,11 @@ static int nccl_ctl_min(struct rt_comm *c, int *v)
 	return b->ops->ctl_min(b, v);
 }
 
+static void nccl_blame(struct rt_comm *c, char *buf, size_t n)
+{
+	rt_comm_blame(impl(c)->boot, buf, n);
+}
+
 static void nccl_abort(struct rt_comm *c, int code)
 {
 	struct rt_comm *b = impl(c)->boot;
@@ -392,6 +405,7 @@ static const struct rt_comm_ops nccl_ops = {
 	.ctl_send = nccl_ctl_send,
 	.ctl_recv = nccl_ctl_recv,
 	.ctl_min = nccl_ctl_min,
+	.blame = nccl_blame,
 	.abort = nccl_abort,
 	.finish = nccl_finish,
 };

@@ -35,12 +35,14 @@ int gpu_wait(struct rt *r, CUstream s, const char *what)
 	struct rt_gpu *g = gpu_of(r);
 	double t0 = ir_now(), next_check = t0 + 0.1;
 	useconds_t nap = 20;
+	bool marked = false;
 	for (;;) {
 		CUresult e = g->a->cuStreamQuery(s);
-		if (e == CUDA_SUCCESS)
-			return 0;
-		if (e != CUDA_ERROR_NOT_READY)
-			return gpu_check(g, e, what);
+		if (e == CUDA_SUCCESS || e != CUDA_ERROR_NOT_READY) {
+			if (marked)
+				rt_comm_waiting(r->c, NULL, 0);
+			return e == CUDA_SUCCESS ? 0 : gpu_check(g, e, what);
+		}
 		double now = ir_now();
 		if (now > next_check) { /* a peer's failure shows as NCCL's asynchronous error */
 			int rc = g->nccl.ops ? g->nccl.ops->progress(&g->nccl) : 0;
@@ -48,12 +50,17 @@ int gpu_wait(struct rt *r, CUstream s, const char *what)
 				ir_error_prefix("%s", what);
 				return rc;
 			}
+			if (!marked) /* published: a peer timing out blames the rank this one waits for */
+				rt_comm_waiting(r->c, what, t0);
+			marked = true;
 			next_check = now + 0.1;
 		}
-		if (now - t0 > r->c->timeout)
-			return ir_errorf(-ETIMEDOUT,
-					 "%s: the GPU did not finish in %.0f s (a peer rank may have stopped)", what,
-					 r->c->timeout);
+		if (now - t0 > r->c->timeout) {
+			char who[320];
+			rt_comm_blame(r->c, who, sizeof who);
+			return ir_errorf(-ETIMEDOUT, "%s: the GPU did not finish in %.0f s%s", what, r->c->timeout,
+					 who[0] ? who : " (a peer rank may have stopped)");
+		}
 		usleep(nap);
 		nap = nap < 1000 ? nap * 2 : nap;
 	}

@@ -312,5 +312,15 @@ if [ "$mode" = standin ]; then
 		"No space left on device" -- --checkpoint "$tmp/fck" --checkpoint-every 1
 	check "a fault in rank 1 of 2 GPUs mid-step: the job stops, one line names rank 1, the step and the fault" \
 		faulty 1:5:error abort "pcc-run: rank 1: step 1: micro-batch 0: instruction 5 (" "injected fault" --
+	# rank 1 hangs mid-step: rank 0, whose GPU waits for rank 1's NCCL
+	# send, times out naming rank 1 and where it is (what each rank last
+	# published), not "a peer rank may have stopped"
+	hung() {
+		PCC_RUN_FAULT=1:5:hang $mpi -np 2 "$run" "$tmp/f2.bin" --data "$train/gpt/test_data_set_0" --steps 2 \
+			--timeout 3 >"$tmp/ho" 2>"$tmp/he" && { echo "exit status 0" >&2; return 1; }
+		cat "$tmp/he" >&2
+		grep '^pcc-run: rank 0:' "$tmp/he" | grep -q 'rank 1 seems hung: at step 1, micro-batch 0, instruction 5'
+	}
+	check "rank 1 of 2 GPUs hangs: rank 0's timeout names rank 1 and its instruction" hung
 fi
 tap_done
