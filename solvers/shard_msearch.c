@@ -180,6 +180,25 @@ static void least_memory(const struct msearch *r, int *choice)
  * number of segments at the peak then falls with each move (or the peak
  * does), so repair ends; moves that keep every segment within the limit
  * are preferred. */
+/* r->cover_* for segment j. */
+static void cover(struct msearch *r, int j)
+{
+	const struct shard_model *m = r->st->m;
+	if (r->cover_j == j)
+		return;
+	r->ncover = 0;
+	for (int i = 0; i < m->n; i++) {
+		int x = m->poff[i];
+		while (x < m->poff[i + 1] && m->piece[x].b <= j)
+			x++;
+		if (x == m->poff[i + 1] || m->piece[x].a > j)
+			continue;
+		r->cover_node[r->ncover] = i;
+		r->cover_piece[r->ncover++] = x;
+	}
+	r->cover_j = j;
+}
+
 static int repair_pick(struct msearch *r, int j, shard_i128 excess, int *to, shard_i128 *dcost)
 {
 	struct mstate *st = r->st;
@@ -188,12 +207,9 @@ static int repair_pick(struct msearch *r, int j, shard_i128 excess, int *to, sha
 	double best_score = 0;
 	bool best_within = false;
 	shard_i128 peak = ms_peak(st);
-	for (int i = 0; i < m->n; i++) {
-		int x = m->poff[i];
-		while (x < m->poff[i + 1] && m->piece[x].b <= j)
-			x++;
-		if (x == m->poff[i + 1] || m->piece[x].a > j)
-			continue;
+	cover(r, j);
+	for (int k = 0; k < r->ncover; k++) {
+		int i = r->cover_node[k], x = r->cover_piece[k];
 		int c = st->choice[i];
 		bool local_done = false;
 		for (int q = 0; q < shard_model_nstrat(m, i); q++) {
@@ -582,7 +598,10 @@ int msearch_init(struct msearch *r, struct mstate *st, const struct msearch_para
 	r->mask = malloc((size_t)m->n + 1);
 	r->tot = calloc((size_t)m->off[m->n] + 1, sizeof *r->tot);
 	r->star_at = calloc((size_t)m->n + 1, sizeof *r->star_at);
-	if (rc < 0 || !r->save || !r->mask || !r->tot || !r->star_at) {
+	r->cover_j = -1;
+	r->cover_node = malloc(sizeof *r->cover_node * ((size_t)m->n + 1));
+	r->cover_piece = malloc(sizeof *r->cover_piece * ((size_t)m->n + 1));
+	if (rc < 0 || !r->save || !r->mask || !r->tot || !r->star_at || !r->cover_node || !r->cover_piece) {
 		msearch_free(r);
 		return NOMEM();
 	}
@@ -601,5 +620,7 @@ void msearch_free(struct msearch *r)
 	free(r->mask);
 	free(r->tot);
 	free(r->star_at);
+	free(r->cover_node);
+	free(r->cover_piece);
 	memset(r, 0, sizeof *r);
 }

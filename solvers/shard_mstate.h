@@ -106,6 +106,11 @@ struct msearch {
 	int64_t *tot;      /* per model strategy: usage summed over the node's pieces */
 	uint64_t *star_at; /* per node: st->clock at its last star move */
 	uint64_t rng;
+	/* repair's: the nodes with a piece covering segment cover_j, and
+	 * those pieces (pieces never change: kept while the peak stays at
+	 * cover_j, as it mostly does from one repair move to the next) */
+	int cover_j, ncover;
+	int *cover_node, *cover_piece;
 };
 
 int msearch_init(struct msearch *r, struct mstate *st, const struct msearch_params *prm);
