@@ -211,6 +211,8 @@ static int repair_pick(struct msearch *r, int j, shard_i128 excess, int *to, sha
 	for (int k = 0; k < r->ncover; k++) {
 		int i = r->cover_node[k], x = r->cover_piece[k];
 		int c = st->choice[i];
+		if (ms_use(m, x, c) == r->least_use[x])
+			continue; /* no strategy lowers it here */
 		bool local_done = false;
 		for (int q = 0; q < shard_model_nstrat(m, i); q++) {
 			shard_i128 saved = (shard_i128)ms_use(m, x, c) - ms_use(m, x, q);
@@ -601,14 +603,21 @@ int msearch_init(struct msearch *r, struct mstate *st, const struct msearch_para
 	r->cover_j = -1;
 	r->cover_node = malloc(sizeof *r->cover_node * ((size_t)m->n + 1));
 	r->cover_piece = malloc(sizeof *r->cover_piece * ((size_t)m->n + 1));
-	if (rc < 0 || !r->save || !r->mask || !r->tot || !r->star_at || !r->cover_node || !r->cover_piece) {
+	r->least_use = malloc(sizeof *r->least_use * ((size_t)m->poff[m->n] + 1));
+	if (rc < 0 || !r->save || !r->mask || !r->tot || !r->star_at || !r->cover_node || !r->cover_piece ||
+	    !r->least_use) {
 		msearch_free(r);
 		return NOMEM();
 	}
 	for (int i = 0; i < m->n; i++)
-		for (int x = m->poff[i]; x < m->poff[i + 1]; x++)
-			for (int q = 0; q < shard_model_nstrat(m, i); q++)
+		for (int x = m->poff[i]; x < m->poff[i + 1]; x++) {
+			r->least_use[x] = INT64_MAX;
+			for (int q = 0; q < shard_model_nstrat(m, i); q++) {
 				r->tot[m->off[i] + q] += ms_use(m, x, q);
+				if (ms_use(m, x, q) < r->least_use[x])
+					r->least_use[x] = ms_use(m, x, q);
+			}
+		}
 	return 0;
 }
 
@@ -622,5 +631,6 @@ void msearch_free(struct msearch *r)
 	free(r->star_at);
 	free(r->cover_node);
 	free(r->cover_piece);
+	free(r->least_use);
 	memset(r, 0, sizeof *r);
 }

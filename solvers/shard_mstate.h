@@ -111,6 +111,7 @@ struct msearch {
 	 * cover_j, as it mostly does from one repair move to the next) */
 	int cover_j, ncover;
 	int *cover_node, *cover_piece;
+	int64_t *least_use; /* per piece: its least usage over the node's strategies */
 };
 
 int msearch_init(struct msearch *r, struct mstate *st, const struct msearch_params *prm);
