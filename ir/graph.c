@@ -431,12 +431,22 @@ void ir_graph_replace_uses(struct ir_graph *g, struct ir_value *old, struct ir_v
 			g->upd_values.v[i] = new_;
 }
 
+/* Node x into order[*k], then the nodes moved to after it, each followed
+ * by those moved to after it in turn. */
+static void place(const struct ir_graph *g, const int *first, const int *next, int x, struct ir_node **order, int *k)
+{
+	order[(*k)++] = g->nodes.v[x];
+	for (int y = first[x]; y >= 0; y = next[y])
+		place(g, first, next, y, order, k);
+}
+
 int ir_graph_hoist(struct ir_graph *g, const bool *move)
 {
 	int nn = g->nodes.n, k = 0;
-	/* anchor: the latest node making an operand (-1: none, left in place);
-	 * first/next: the moved nodes to place after each node, in order */
-	int *first = ir_malloc(sizeof *first * ((size_t)nn * 3 + 1)), *next = first + nn, *last = next + nn;
+	/* at[i]: the node that moved node i follows, the latest making one of
+	 * its operands (-1: i stays); first/next: the nodes following each, in
+	 * order */
+	int *first = ir_malloc(sizeof *first * ((size_t)nn * 3 + 1)), *next = first + nn, *at = next + nn;
 	struct ir_node **order = ir_malloc(sizeof *order * ((size_t)nn + 1));
 	if (!first || !order) {
 		ir_free(first);
@@ -444,56 +454,26 @@ int ir_graph_hoist(struct ir_graph *g, const bool *move)
 		return ir_errorf(-ENOMEM, "out of memory ordering the graph's nodes");
 	}
 	for (int i = 0; i < nn; i++)
-		first[i] = next[i] = last[i] = -1;
-	bool *moved = ir_calloc((size_t)nn + 1, sizeof *moved);
-	for (int i = 0; moved && i < nn; i++) {
-		struct ir_node *n = g->nodes.v[i];
-		int at = -1;
-		for (int j = 0; j < n->nin; j++)
-			if (n->in[j]->kind == IR_VAL_NODE && n->in[j]->def->id > at)
-				at = n->in[j]->def->id;
-		if (!move[i] || at < 0)
-			continue;
-		moved[i] = true;
-		if (last[at] < 0)
-			first[at] = i;
-		else
-			next[last[at]] = i;
-		last[at] = i;
-	}
-	if (!moved) {
-		ir_free(first);
-		ir_free(order);
-		return ir_errorf(-ENOMEM, "out of memory ordering the graph's nodes");
-	}
-	/* each node, then the moved nodes anchored at it (and theirs, depth first) */
-	int *stack = last; /* last[] is done with */
-	for (int i = 0; i < nn; i++) {
-		if (moved[i])
-			continue;
-		int sp = 0;
-		stack[sp++] = i;
-		while (sp) {
-			int x = stack[--sp];
-			order[k++] = g->nodes.v[x];
-			/* pushed in reverse, so that they come out in order */
-			int cnt = 0;
-			for (int y = first[x]; y >= 0; y = next[y])
-				cnt++;
-			for (int c = cnt - 1; c >= 0; c--) {
-				int y = first[x];
-				for (int t = 0; t < c; t++)
-					y = next[y];
-				stack[sp++] = y;
-			}
+		first[i] = -1;
+	for (int i = nn - 1; i >= 0; i--) { /* backwards: each list comes out in order */
+		const struct ir_node *n = g->nodes.v[i];
+		at[i] = -1;
+		for (int j = 0; move[i] && j < n->nin; j++)
+			if (n->in[j]->kind == IR_VAL_NODE && n->in[j]->def->id > at[i])
+				at[i] = n->in[j]->def->id;
+		if (at[i] >= 0) {
+			next[i] = first[at[i]];
+			first[at[i]] = i;
 		}
 	}
+	for (int i = 0; i < nn; i++)
+		if (at[i] < 0)
+			place(g, first, next, i, order, &k);
 	IR_ASSERT(k == nn);
 	for (int i = 0; i < nn; i++) {
 		g->nodes.v[i] = order[i];
 		order[i]->id = i;
 	}
-	ir_free(moved);
 	ir_free(first);
 	ir_free(order);
 	return 0;

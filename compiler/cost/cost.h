@@ -314,6 +314,10 @@ bool *cost_dynamic_values(const struct ir_graph *g);
 /* Per value id: whether it depends on a graph input, i.e. differs between
  * micro-batches (an activation; a transposed weight is not one). */
 bool *cost_activation_values(const struct ir_graph *g);
+/* Per value id: whether it carries a gradient, a floating-point value
+ * that depends on a floating-point parameter; ir_malloc'd, NULL when out
+ * of memory. */
+bool *cost_grad_values(const struct ir_graph *g);
 
 /* The activations op n's backward pass keeps stored: cost_grad_reads's,
  * except that the result of a cheap elementwise op whose dynamic inputs

@@ -171,6 +171,26 @@ bool *cost_activation_values(const struct ir_graph *g)
 	return depends(g, false);
 }
 
+bool *cost_grad_values(const struct ir_graph *g)
+{
+	bool *grad = ir_calloc((size_t)ir_graph_nvalues(g) + 1, sizeof *grad);
+	if (!grad)
+		return NULL;
+	for (int i = 0; i < ir_graph_nparams(g); i++) {
+		const struct ir_value *p = ir_graph_param(g, i);
+		grad[p->id] = ir_dtype_is_float(p->dtype);
+	}
+	for (int i = 0; i < ir_graph_nnodes(g); i++) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		bool any = false;
+		for (int j = 0; j < n->nin; j++)
+			any |= grad[n->in[j]->id];
+		for (int k = 0; k < n->nout; k++)
+			grad[n->out[k]->id] = any && ir_dtype_is_float(n->out[k]->dtype);
+	}
+	return grad;
+}
+
 static bool is_view(const struct ir_value *v)
 {
 	return v->kind == IR_VAL_NODE && cost_op_class(v->def->op) == COST_CLASS_FREE;

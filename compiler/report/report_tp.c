@@ -76,24 +76,6 @@ static const char *why_of(const struct intra_event *ev)
 	return "resharding";
 }
 
-/* Values that carry a gradient: floating-point values that depend on a
- * floating-point parameter. */
-static void mark_grads(const struct ir_graph *g, bool *grad)
-{
-	for (int i = 0; i < ir_graph_nparams(g); i++) {
-		const struct ir_value *p = ir_graph_param(g, i);
-		grad[p->id] = ir_dtype_is_float(p->dtype);
-	}
-	for (int i = 0; i < ir_graph_nnodes(g); i++) {
-		const struct ir_node *n = ir_graph_node(g, i);
-		bool any = false;
-		for (int k = 0; k < n->nin; k++)
-			any |= grad[n->in[k]->id];
-		for (int k = 0; k < n->nout; k++)
-			grad[n->out[k]->id] = any && ir_dtype_is_float(n->out[k]->dtype);
-	}
-}
-
 static int take_solve(const struct ir_graph *g, const struct intra_result *ir, struct tp_result *r)
 {
 	int nv = ir_graph_nvalues(g), nn = ir_graph_nnodes(g);
@@ -133,7 +115,7 @@ int tp_layout(struct ir_graph *g, const struct cost_cluster *c, const struct tp_
 	r->tp = q->tp;
 	r->share = ir_malloc(((size_t)nv + 1) * sizeof *r->share);
 	r->work = ir_malloc(((size_t)nn + 1) * sizeof *r->work);
-	r->grad = ir_calloc((size_t)nv + 1, sizeof *r->grad);
+	r->grad = cost_grad_values(g); /* values that carry a gradient */
 	if (!r->share || !r->work || !r->grad) {
 		tp_result_free(r);
 		return ir_errorf(-ENOMEM, "out of memory");
@@ -142,7 +124,6 @@ int tp_layout(struct ir_graph *g, const struct cost_cluster *c, const struct tp_
 		r->share[i] = 1;
 	for (int i = 0; i < nn; i++)
 		r->work[i] = 1;
-	mark_grads(g, r->grad);
 	if (q->tp == 1) /* nothing to lay out: every value whole on its one device */
 		return 0;
 	struct intra_opts o;

@@ -508,22 +508,10 @@ static double edge_cost(const struct intra_state *st, const struct intra_unit *u
 static bool *grad_values(const struct ir_graph *g, bool train, const bool *act, bool **weight)
 {
 	int nv = ir_graph_nvalues(g);
-	bool *grad = ir_calloc((size_t)nv + 1, sizeof *grad);
+	bool *grad = train && act ? cost_grad_values(g) : ir_calloc((size_t)nv + 1, sizeof *grad);
 	bool *w = *weight = ir_calloc((size_t)nv + 1, sizeof *w);
 	if (!grad || !w || !act || !train)
 		return grad;
-	for (int i = 0; i < ir_graph_nparams(g); i++) {
-		const struct ir_value *p = ir_graph_param(g, i);
-		grad[p->id] = ir_dtype_is_float(p->dtype);
-	}
-	for (int i = 0; i < ir_graph_nnodes(g); i++) {
-		const struct ir_node *n = ir_graph_node(g, i);
-		bool any = false;
-		for (int j = 0; j < n->nin; j++)
-			any |= grad[n->in[j]->id];
-		for (int k = 0; k < n->nout; k++)
-			grad[n->out[k]->id] = any && ir_dtype_is_float(n->out[k]->dtype);
-	}
 	for (int v = 0; v <= nv; v++)
 		w[v] = grad[v] && !act[v];
 	return grad;
