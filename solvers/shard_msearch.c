@@ -552,14 +552,28 @@ static int star_round(struct msearch *r)
 int msearch_improve(struct msearch *r, int rounds)
 {
 	struct mstate *st = r->st;
-	int rc;
+	/* per block kind (forest, star): misses in a row, and turns to skip.
+	 * A kind that keeps failing waits twice as many of its turns after
+	 * each miss, up to 31: on a tight limit the forest DP's memory-blind
+	 * proposal is repaired to the same worse answer turn after turn (63
+	 * repairs of 924 moves, 3.2 s of MoE 70B's 4.2 s rounds). */
+	int miss[2] = { 0, 0 }, skip[2] = { 0, 0 }, rc;
 	for (int k = 0; k < rounds && st->m->n > 0; k++) {
 		shard_i128 before = st->cost;
 		if (k % 16 == 0) {
-			if ((rc = (k % 32 == 0 ? dp_round(r) : star_round(r))) < 0)
+			int kind = k % 32 == 0 ? 0 : 1;
+			if (skip[kind] > 0) {
+				skip[kind]--;
+				continue;
+			}
+			if ((rc = (kind == 0 ? dp_round(r) : star_round(r))) < 0)
 				return rc;
 			if (ms_late(st))
 				break;
+			r->blocks[kind]++;
+			r->blocks_won[kind] += st->cost < before;
+			miss[kind] = st->cost < before ? 0 : miss[kind] + 1;
+			skip[kind] = (1 << (miss[kind] < 5 ? miss[kind] : 5)) - 1;
 			if (st->cost < before && ms_feasible(st))
 				ms_publish(st, st->choice, st->cost, false);
 			continue;

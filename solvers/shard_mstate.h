@@ -112,6 +112,9 @@ struct msearch {
 	int cover_j, ncover;
 	int *cover_node, *cover_piece;
 	int64_t *least_use; /* per piece: its least usage over the node's strategies */
+	/* block rounds of msearch_improve run, and those that lowered the
+	 * cost: [0] forest DP, [1] star moves */
+	int blocks[2], blocks_won[2];
 };
 
 int msearch_init(struct msearch *r, struct mstate *st, const struct msearch_params *prm);
