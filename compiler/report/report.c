@@ -96,16 +96,7 @@ static enum cost_prec pick_prec(const struct report_plan *p, const struct cost_d
 	return p->prec >= 0 ? (enum cost_prec)p->prec : cost_default_prec(d);
 }
 
-/* Samples per micro-batch and micro-batches per step, for a static batch
- * dim of size b0 or a symbolic one (b0 == 0: candidates listed). */
-struct batch_plan {
-	int64_t batch;
-	int n; /* candidate micro-batch sizes */
-	int64_t cand[64];
-	int mb[64];
-};
-
-static int resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch, struct batch_plan *bp)
+int report_resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch, struct report_batch *bp)
 {
 	int64_t per;
 	bp->n = 0;
@@ -208,6 +199,55 @@ static bool better(const struct report *a, const struct report *b)
 	return a->fits ? a->t_step < b->t_step : a->mem_peak < b->mem_peak;
 }
 
+int report_plan_axes(const struct report_plan *p, const struct cost_cluster *c, struct cost_axis axes[3])
+{
+	int rc;
+	if ((double)p->dp * p->tp * p->pp > c->ndevices)
+		return ir_errorf(-EINVAL, "plan dp=%d x tp=%d x pp=%d = %.0f devices, the cluster %s has %d", p->dp,
+				 p->tp, p->pp, (double)p->dp * p->tp * p->pp, c->name, c->ndevices);
+	if (p->sched == COST_SCHED_INTERLEAVED && p->pp == 1)
+		return ir_errorf(-EINVAL, "plan: schedule=interleaved needs pp > 1");
+	const int strides[3] = { 1, p->tp, p->tp * p->dp }, sizes[3] = { p->tp, p->dp, p->pp };
+	const char *names[3] = { "tp", "dp", "pp" };
+	for (int i = 0; i < 3; i++)
+		if ((rc = cost_axis_make(c, strides[i], sizes[i], &axes[i])) < 0) {
+			ir_error_prefix("plan %s=%d on cluster %s", names[i], sizes[i], c->name);
+			return rc;
+		}
+	return 0;
+}
+
+int report_plan_cluster(const struct report_plan *p, const struct cost_cluster *c, struct cost_cluster *sub)
+{
+	struct cost_axis axes[3];
+	int rc = report_plan_axes(p, c, axes), d = p->dp * p->tp * p->pp;
+	if (rc < 0)
+		return rc;
+	*sub = *c;
+	if (d == c->ndevices)
+		return 0;
+	struct cost_node_group *g = &sub->groups[0];
+	if (c->ngroups != 1)
+		return ir_errorf(-EINVAL,
+				 "plan dp=%d x tp=%d x pp=%d = %d devices: cluster %s mixes kinds of node, a plan "
+				 "on it takes all %d devices",
+				 p->dp, p->tp, p->pp, d, c->name, c->ndevices);
+	if (d < g->devices) {
+		g->count = 1;
+		g->devices = d;
+	} else if (d % g->devices == 0) {
+		g->count = d / g->devices;
+	} else {
+		return ir_errorf(-EINVAL,
+				 "plan dp=%d x tp=%d x pp=%d = %d devices: not whole nodes of %d of cluster %s, nor "
+				 "part of one",
+				 p->dp, p->tp, p->pp, d, g->devices, c->name);
+	}
+	sub->nodes = g->count;
+	sub->ndevices = g->count * g->devices;
+	return 0;
+}
+
 int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64_t batch, const struct cost_cluster *c,
 		    const struct report_plan *p, const struct cost_calib *cal, struct report *r)
 {
@@ -229,30 +269,20 @@ int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64
 	snprintf(r->cluster, sizeof r->cluster, "%s", c->name);
 	r->plan = *p;
 	r->devices = p->dp * p->tp * p->pp;
-	if ((double)p->dp * p->tp * p->pp > c->ndevices)
-		return ir_errorf(-EINVAL, "plan dp=%d x tp=%d x pp=%d = %.0f devices, the cluster %s has %d", p->dp,
-				 p->tp, p->pp, (double)p->dp * p->tp * p->pp, c->name, c->ndevices);
-	if (p->sched == COST_SCHED_INTERLEAVED && p->pp == 1)
-		return ir_errorf(-EINVAL, "plan: schedule=interleaved needs pp > 1");
+	if ((rc = report_plan_axes(p, c, axes)) < 0)
+		return rc;
 	cost_cluster_effective(c, &r->dev, &intra, &inter, &dpn);
 	r->prec = pick_prec(p, &r->dev);
 	r->mixed = r->prec == COST_PREC_BF16 || r->prec == COST_PREC_F16 || r->prec == COST_PREC_FP8;
 	r->fidelity = report_fidelity(&r->dev, cal);
-	const int strides[3] = { 1, p->tp, p->tp * p->dp }, sizes[3] = { p->tp, p->dp, p->pp };
-	const char *names[3] = { "tp", "dp", "pp" };
-	for (int i = 0; i < 3; i++)
-		if ((rc = cost_axis_make(c, strides[i], sizes[i], &axes[i])) < 0) {
-			ir_error_prefix("plan %s=%d on cluster %s", names[i], sizes[i], c->name);
-			return rc;
-		}
 	char bname[128];
 	int64_t b0;
 	struct onnx_model *m = onnx_model_read(model); /* once: each candidate size is imported from it */
 	if (!m)
 		return ir_error_code();
-	struct batch_plan bp;
+	struct report_batch bp;
 	if ((rc = onnx_model_batch_dim(m, imp, bname, sizeof bname, &b0)) < 0 ||
-	    (rc = resolve_batch(p, b0, batch, &bp)) < 0) {
+	    (rc = report_resolve_batch(p, b0, batch, &bp)) < 0) {
 		onnx_model_free(m);
 		return rc;
 	}

@@ -346,7 +346,8 @@ static int add_parts(struct whatif *w, const struct inter_plan *p, const struct 
 }
 
 static void fill_plan(struct whatif *w, const struct wi_request *q, const struct cost_cluster *c,
-		      const struct inter_plan *p, const struct ir_graph *g, enum cost_prec prec)
+		      const struct inter_opts *o, const struct inter_plan *p, const struct ir_graph *g,
+		      enum cost_prec prec)
 {
 	struct cost_device dev;
 	cost_cluster_effective(c, &dev, NULL, NULL, NULL);
@@ -357,7 +358,7 @@ static void fill_plan(struct whatif *w, const struct wi_request *q, const struct
 	w->train = p->train;
 	w->devices = p->devices;
 	w->prec = prec;
-	w->optim = q->inter.optim;
+	w->optim = o->optim;
 	w->sched = p->sched;
 	w->v = p->v > 0 ? p->v : 1;
 	w->micro = p->micro;
@@ -422,7 +423,7 @@ static int breakdown(const struct wi_request *q, const struct cost_cluster *c, c
 		}
 	}
 	if (rc == 0) {
-		fill_plan(w, q, c, p, g, prec);
+		fill_plan(w, q, c, o, p, g, prec);
 		flops(w, p, sp, g);
 		rc = add_parts(w, p, sp);
 	}
@@ -452,33 +453,49 @@ static int plan_prec(const struct wi_request *q, const struct cost_cluster *c)
 	return p == COST_PREC_BF16 || p == COST_PREC_F16 ? (int)p : (int)COST_PREC_F32;
 }
 
-int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
+/* The model behind q, opened once: each micro-batch size the pass weighs
+ * is imported from it (the compile's loader, over ONNX alone); o's
+ * loader, batch and calibration set. */
+static int open_model(const struct wi_request *q, struct onnx_import_opts *none, struct pipeline_model *l,
+		      struct inter_opts *o)
 {
 	const struct onnx_import_opts *imp = q->imp;
-	struct onnx_import_opts none;
 	if (!imp) {
-		onnx_import_opts_init(&none);
-		imp = &none;
+		onnx_import_opts_init(none);
+		imp = none;
 	}
-	struct pipeline_model l = { .path = q->model, .imp = imp }; /* the compile's loader, over ONNX alone */
-	struct inter_opts o = q->inter;
-	o.batch = q->batch;
-	o.cal = q->cal;
-	o.load = pipeline_load;
-	o.ctx = &l;
-	o.prec = plan_prec(q, c);
-	memset(w, 0, sizeof *w);
-	if (!(l.onnx = onnx_model_read(q->model))) /* once: each size the search weighs is imported from it */
+	*l = (struct pipeline_model){ .path = q->model, .imp = imp };
+	o->batch = q->batch;
+	o->cal = q->cal;
+	o->load = pipeline_load;
+	o->ctx = l;
+	if (!(l->onnx = onnx_model_read(q->model)))
 		return ir_error_code();
-	int rc = onnx_model_batch_dim(l.onnx, imp, l.bname, sizeof l.bname, &o.static_batch);
-	if (rc < 0) {
-		pipeline_model_close(&l);
+	int rc = onnx_model_batch_dim(l->onnx, imp, l->bname, sizeof l->bname, &o->static_batch);
+	if (rc < 0)
+		pipeline_model_close(l);
+	return rc;
+}
+
+static void name_model(const struct wi_request *q)
+{
+	if (strncmp(ir_error(), q->model, strlen(q->model)))
+		ir_error_prefix("%s", q->model);
+}
+
+int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
+{
+	struct onnx_import_opts none;
+	struct pipeline_model l;
+	struct inter_opts o = q->inter;
+	memset(w, 0, sizeof *w);
+	int rc = open_model(q, &none, &l, &o);
+	if (rc < 0)
 		return rc;
-	}
+	o.prec = plan_prec(q, c);
 	struct inter_plan p;
 	if ((rc = inter_pass(c, &o, &p)) < 0) {
-		if (strncmp(ir_error(), q->model, strlen(q->model)))
-			ir_error_prefix("%s", q->model);
+		name_model(q);
 		pipeline_model_close(&l);
 		return rc;
 	}
@@ -488,6 +505,143 @@ int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct wha
 		wi_finish(w, q->price);
 	else
 		wi_free(w);
+	inter_plan_free(&p);
+	return rc;
+}
+
+/* ---- a manual plan: the same pass held to its choices ------------------- */
+
+/* The pass's options held to manual plan p on cluster c (the plan's own
+ * devices): p's stages, every stage's mesh dp x tp with its layers solved
+ * as Megatron lays them out (inter_opts.manual_tp), its schedule,
+ * recomputation and ZeRO-1, no memory limit (a plan that does not fit is
+ * reported as such, not refused). */
+static void held_opts(const struct report_plan *p, const struct cost_cluster *c, struct inter_opts *o)
+{
+	struct cost_device dev;
+	cost_cluster_effective(c, &dev, NULL, NULL, NULL);
+	o->train = true;
+	o->optim = p->optim;
+	o->prec = p->prec >= 0 ? p->prec : (int)cost_default_prec(&dev);
+	o->stages = p->pp;
+	o->mesh0 = p->dp;
+	o->mesh1 = p->tp;
+	o->sched = p->sched;
+	o->v = p->sched == COST_SCHED_INTERLEAVED ? p->v : 0;
+	o->recompute = p->recompute;
+	o->zero = p->zero > 0;
+	o->manual_tp = true;
+	o->mem_limit = 1e30;
+}
+
+/* Of two plans of one request: the one that fits device memory cap, then
+ * the faster, or the one needing less memory (report.c's rule). */
+static bool better(const struct inter_plan *a, const struct inter_plan *b, double cap)
+{
+	bool fa = a->mem_peak <= cap, fb = b->mem_peak <= cap;
+	if (fa != fb)
+		return fa;
+	return fa ? a->step_time < b->step_time : a->mem_peak < b->mem_peak;
+}
+
+/* The held pass once per micro-batch size the plan leaves open
+ * (report_resolve_batch), the best kept in *best and its count in o. */
+static int held_plan(const struct wi_request *q, const struct cost_cluster *c, struct inter_opts *o,
+		     struct inter_plan *best)
+{
+	struct report_batch bp;
+	struct cost_device dev;
+	cost_cluster_effective(c, &dev, NULL, NULL, NULL);
+	int rc = report_resolve_batch(&q->plan, o->static_batch, q->batch, &bp), micro = 0;
+	for (int i = 0; i < bp.n && rc == 0; i++) {
+		struct inter_plan p;
+		o->batch = bp.batch;
+		o->micro = bp.mb[i];
+		if ((rc = inter_pass(c, o, &p)) < 0)
+			break;
+		if (i == 0 || better(&p, best, dev.mem_bytes)) {
+			if (i > 0)
+				inter_plan_free(best);
+			*best = p;
+			micro = o->micro;
+		} else {
+			inter_plan_free(&p);
+		}
+	}
+	if (rc < 0 && micro > 0)
+		inter_plan_free(best);
+	o->micro = micro;
+	return rc;
+}
+
+/* What the report of a held plan says as a manual plan's: its meshes as dp
+ * x tp, micro-batches per replica, fits when within device memory. */
+static void as_manual(const struct report_plan *m, struct whatif *w)
+{
+	w->manual = true;
+	w->micro_batch /= m->dp;
+	w->mem_limit = w->mem_capacity;
+	for (int s = 0; s < w->nstages; s++)
+		snprintf(w->stages[s].mesh, sizeof w->stages[s].mesh, "dp %d x tp %d", m->dp, m->tp);
+	char l0[40], l1[40];
+	snprintf(l0, sizeof l0, "data-parallel (dp=%d)", m->dp);
+	snprintf(l1, sizeof l1, "tensor-parallel (tp=%d)", m->tp);
+	for (int i = 0; i < w->nparts; i++) {
+		struct wi_part *p = &w->part[i];
+		const char *what = !strncmp(p->key, "comm_", 5) ? "collectives, " : "gradient sync, ";
+		if (!strcmp(p->key, "comm_axis0") || !strcmp(p->key, "sync_axis0"))
+			snprintf(p->label, sizeof p->label, "%s%s", what, l0);
+		else if (!strcmp(p->key, "comm_axis1") || !strcmp(p->key, "sync_axis1"))
+			snprintf(p->label, sizeof p->label, "%s%s", what, l1);
+	}
+}
+
+/* A manual plan the held pass cannot take yet, evaluated by report_eval.c:
+ * ZeRO-2 and -3 (the pass splits the optimizer state alone), and data
+ * parallelism of a model whose batch is fixed (its batch is each
+ * replica's micro-batch, which the pass, splitting a micro-batch over the
+ * replicas, cannot build). */
+static int by_report(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
+{
+	struct report r;
+	int rc = report_evaluate(q->model, q->imp, q->batch, c, &q->plan, q->cal, &r);
+	if (rc < 0)
+		return rc;
+	rc = wi_from_report(&r, q->label, q->price, w);
+	report_free(&r);
+	return rc;
+}
+
+int wi_held(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
+{
+	struct onnx_import_opts none;
+	struct pipeline_model l;
+	struct inter_opts o;
+	struct cost_cluster sub;
+	memset(w, 0, sizeof *w);
+	inter_opts_init(&o);
+	int rc = report_plan_cluster(&q->plan, c, &sub);
+	if (rc < 0 || (rc = open_model(q, &none, &l, &o)) < 0)
+		return rc;
+	if (q->plan.zero >= 2 || (o.static_batch > 0 && q->plan.dp > 1)) {
+		pipeline_model_close(&l);
+		return by_report(q, c, w);
+	}
+	held_opts(&q->plan, &sub, &o);
+	struct inter_plan p;
+	if ((rc = held_plan(q, &sub, &o, &p)) < 0) {
+		name_model(q);
+		pipeline_model_close(&l);
+		return rc;
+	}
+	rc = breakdown(q, &sub, &o, &p, w);
+	pipeline_model_close(&l);
+	if (rc == 0) {
+		as_manual(&q->plan, w);
+		wi_finish(w, q->price);
+	} else {
+		wi_free(w);
+	}
 	inter_plan_free(&p);
 	return rc;
 }

@@ -359,46 +359,6 @@ static int extras(const struct ropts *a, const struct whatif *const *w, int n, c
 	return rc;
 }
 
-/* A manual plan alone: the report as before, the extras from its what-if. */
-static int manual(const struct ropts *a, const struct wi_request *q, const struct cost_cluster *c)
-{
-	struct report r;
-	struct whatif w;
-	int rc = report_evaluate(q->model, q->imp, q->batch, c, &q->plan, q->cal, &r);
-	if (rc < 0)
-		return rc;
-	if ((rc = wi_from_report(&r, q->label, q->price, &w)) < 0) {
-		report_free(&r);
-		return rc;
-	}
-	if (a->json) {
-		json_t *o = report_json(&r);
-		if (q->price > 0) {
-			json_object_set_new(o, "price_per_gpu_hour", json_real(w.price));
-			json_object_set_new(o, "cost_per_step", json_real(w.cost_per_step));
-			json_object_set_new(o, "cost_per_million_tokens",
-					    w.tokens_per_sample > 0 ? json_real(w.cost_per_mtokens) : json_null());
-			json_object_set_new(o, "cost_per_million_samples", json_real(w.cost_per_msamples));
-		}
-		rc = wi_json_write(o, NULL);
-		json_decref(o);
-	} else {
-		rc = report_print(&r, false, stdout);
-		if (rc == 0 && q->price > 0)
-			printf("price     %.4g per GPU-hour: %.4g per step, %.4g per million %s\n", w.price,
-			       w.cost_per_step, w.tokens_per_sample > 0 ? w.cost_per_mtokens : w.cost_per_msamples,
-			       w.tokens_per_sample > 0 ? "tokens" : "samples");
-		if (rc == 0 && a->explain)
-			rc = report_explain(&r, stdout);
-	}
-	const struct whatif *one = &w;
-	if (rc == 0)
-		rc = extras(a, &one, 1, NULL);
-	wi_free(&w);
-	report_free(&r);
-	return rc;
-}
-
 static int single(const struct ropts *a, const struct wi_request *q, const struct cost_cluster *c)
 {
 	struct whatif w;
@@ -511,7 +471,7 @@ static int run(struct ropts *a)
 		return compare(a, &q, &imp, &cal, &c);
 	if (a->sweep_spec)
 		return sweep(a, &q, &c);
-	return q.manual ? manual(a, &q, &c) : single(a, &q, &c);
+	return single(a, &q, &c);
 }
 
 int report_cli(int argc, char **argv)

@@ -1,12 +1,13 @@
 /*
- * report_explain.c: `pcc report --explain` of an automatic plan: why this
- * plan. The plans the search weighed against it (inter_plan's
- * alternatives: the best stage assignment of each micro-batch size under
- * each schedule, and the best without a pipeline), fastest first with
- * their step time over the plan's; and per stage the ops that cost most
- * per micro-batch (time x how many such ops it runs), each with its
- * sharding, the collective it causes and the runner-up sharding with the
- * objective's rise under it (intra_notes). The same as JSON.
+ * report_explain.c: `pcc report --explain` of a plan: why this plan. The
+ * plans the search weighed against it (inter_plan's alternatives: the
+ * best stage assignment of each micro-batch size under each schedule, and
+ * the best without a pipeline), fastest first with their step time over
+ * the plan's; and per stage the ops that cost most per micro-batch (time
+ * x how many such ops it runs), each with its sharding, the collective it
+ * causes and the runner-up sharding with the objective's rise under it
+ * (intra_notes). The same as JSON. A manual plan has only its ops: the
+ * pass was held to its choices, nothing was weighed against them.
  */
 #include <errno.h>
 #include <math.h>
@@ -42,10 +43,11 @@ static void ops(const struct whatif *w, FILE *f)
 
 int wi_explain(const struct whatif *w, FILE *f)
 {
-	if (w->manual)
+	if (w->nodes) /* report_eval.c's plans have no notes */
 		return 0;
 	fputc('\n', f);
-	inter_alts_print(w->alt, w->nalt, w->nweighed, w->t_step, w->train, f);
+	if (!w->manual) /* a manual plan is held to one micro-batch count: nothing was weighed against it */
+		inter_alts_print(w->alt, w->nalt, w->nweighed, w->t_step, w->train, f);
 	ops(w, f);
 	return ferror(f) ? ir_errorf(-EIO, "cannot write the report") : 0;
 }

@@ -78,6 +78,27 @@ int report_eval_graph(struct ir_graph *g, const struct cost_cluster *c, const st
 		      const struct cost_calib *cal, const struct cost_axis axes[3], const double *bs_fwd,
 		      const double *bs_bwd, struct report *r);
 
+/* Samples per micro-batch and micro-batches per step of a manual plan,
+ * for a static batch dim of size b0 or a symbolic one (b0 == 0), global
+ * batch `batch` (0: dp x mb x micro-batch with defaults): one candidate,
+ * or where the micro-batch size is left to choose, every divisor of the
+ * samples per replica keeping at least pp micro-batches. */
+struct report_batch {
+	int64_t batch;    /* global samples per step */
+	int n;            /* candidates */
+	int64_t cand[64]; /* samples per micro-batch per replica */
+	int mb[64];       /* micro-batches per step */
+};
+int report_resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch, struct report_batch *bp);
+
+/* Plan p's axes on cluster c (tp fastest, then dp, then pp), or -EINVAL
+ * naming the axis the cluster cannot lay out. */
+int report_plan_axes(const struct report_plan *p, const struct cost_cluster *c, struct cost_axis axes[3]);
+/* The cluster plan p runs on: c, or its first dp x tp x pp devices (whole
+ * nodes, or part of one node) as a cluster of their own with c's name;
+ * -EINVAL naming what does not fit. */
+int report_plan_cluster(const struct report_plan *p, const struct cost_cluster *c, struct cost_cluster *sub);
+
 /* Batch statistics data parallelism all-reduces (report_dp.c): per node of
  * g, the bytes of its forward and backward all-reduce over the replicas,
  * 0 for none; g2 is the same model imported at another batch size. */
@@ -122,7 +143,7 @@ struct wi_op {
 struct wi_stage {
 	char mesh[48];   /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
 	int devices;     /* devices running it */
-	int first, last; /* layers [first, last] (automatic) or nodes [first, last) (manual) */
+	int first, last; /* layers [first, last], or nodes [first, last) (whatif.nodes) */
 	bool recompute, zero;
 	double t_fwd, t_bwd;      /* s per micro-batch, all of the device's chunks */
 	double comm_frac;         /* the part of t_fwd and t_bwd that is collectives */
@@ -141,6 +162,7 @@ struct whatif {
 	char label[96]; /* "auto", "dp=8,tp=8,pp=16" */
 	char model[256], cluster[64], device[80];
 	bool manual, train;
+	bool nodes; /* stages hold nodes, not layers: a plan report_eval.c evaluated */
 	int devices;
 	enum cost_prec prec;
 	enum cost_optim optim;
@@ -217,6 +239,9 @@ void wi_request_init(struct wi_request *q);
 int wi_eval(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
 /* The automatic planner's plan of q on c, with its breakdown (report_auto.c). */
 int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
+/* q's manual plan on c: the same planner held to the plan's choices, its
+ * breakdown filled as wi_auto fills the automatic plan's (report_auto.c). */
+int wi_held(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
 
 /* Text and JSON of one what-if, and of two side by side with deltas. */
 int wi_print(const struct whatif *w, FILE *f);

@@ -21,13 +21,5 @@ void wi_request_init(struct wi_request *q)
 int wi_eval(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
 {
 	memset(w, 0, sizeof *w);
-	if (!q->manual)
-		return wi_auto(q, c, w);
-	struct report r;
-	int rc = report_evaluate(q->model, q->imp, q->batch, c, &q->plan, q->cal, &r);
-	if (rc < 0)
-		return rc;
-	rc = wi_from_report(&r, q->label, q->price, w);
-	report_free(&r);
-	return rc;
+	return q->manual ? wi_held(q, c, w) : wi_auto(q, c, w);
 }

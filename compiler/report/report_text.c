@@ -77,11 +77,11 @@ static void stage_table(const struct whatif *w, FILE *f)
 {
 	char b[32], rng[32], act[32];
 	fprintf(f, "\nstage  %-7s  devices  %-18s  %12s  %8s  %8s  %8s  %14s  %9s  %9s\n",
-		w->manual ? "nodes" : "layers", "mesh", "per micro-b.", "params", "grads", "optim", "activations",
+		w->nodes ? "nodes" : "layers", "mesh", "per micro-b.", "params", "grads", "optim", "activations",
 		"workspace", "total GiB");
 	for (int s = 0; s < w->nstages; s++) {
 		const struct wi_stage *st = &w->stages[s];
-		if (w->manual)
+		if (w->nodes)
 			snprintf(rng, sizeof rng, "%d-%d", st->first, st->last - 1);
 		else
 			snprintf(rng, sizeof rng, "%d-%d", st->first, st->last);
@@ -179,7 +179,7 @@ json_t *wi_json(const struct whatif *w)
 	}
 	for (int s = 0; s < w->nstages; s++) {
 		json_t *st = stage_json(&w->stages[s]);
-		if (!w->manual)
+		if (!w->nodes)
 			json_object_set_new(st, "ops", wi_ops_json(&w->stages[s]));
 		json_array_append_new(stages, st);
 	}

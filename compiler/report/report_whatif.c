@@ -144,7 +144,7 @@ int wi_from_report(const struct report *r, const char *label, double price, stru
 	snprintf(w->model, sizeof w->model, "%s", r->model);
 	snprintf(w->cluster, sizeof w->cluster, "%s", r->cluster);
 	snprintf(w->device, sizeof w->device, "%s", r->dev.desc[0] ? r->dev.desc : r->dev.name);
-	w->manual = w->train = true;
+	w->manual = w->train = w->nodes = true;
 	w->devices = r->devices;
 	w->prec = r->prec;
 	w->optim = p->optim;
