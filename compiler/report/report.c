@@ -100,22 +100,27 @@ int report_resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch,
 {
 	int64_t per;
 	bp->n = 0;
-	if (b0 > 0) { /* the ONNX batch is the micro-batch */
+	if (b0 > 0) { /* the ONNX batch is the micro-batch, split over the replicas (as automatic plans) */
+		if (b0 % p->dp)
+			return ir_errorf(
+				-EINVAL,
+				"plan dp=%d: the model's batch is fixed at %lld samples, one micro-batch, which "
+				"%d data-parallel replicas cannot split evenly",
+				p->dp, (long long)b0, p->dp);
 		int mb = p->mb ? p->mb : (p->pp == 1 ? 1 : 4 * p->pp);
 		if (batch) {
-			if (batch % ((int64_t)p->dp * b0) != 0)
-				return ir_errorf(-EINVAL,
-						 "--batch %lld is not a multiple of dp x the model's batch %lld = %lld",
-						 (long long)batch, (long long)b0, (long long)(p->dp * b0));
-			int64_t m = batch / (p->dp * b0);
+			if (batch % b0 != 0)
+				return ir_errorf(-EINVAL, "--batch %lld is not a multiple of the model's batch %lld",
+						 (long long)batch, (long long)b0);
+			int64_t m = batch / b0;
 			if (p->mb && p->mb != m)
 				return ir_errorf(-EINVAL,
-						 "plan: mb=%d but --batch %lld / (dp %d x micro-batch %lld) = %lld",
-						 p->mb, (long long)batch, p->dp, (long long)b0, (long long)m);
+						 "plan: mb=%d but --batch %lld / the model's batch %lld = %lld", p->mb,
+						 (long long)batch, (long long)b0, (long long)m);
 			mb = (int)m;
 		}
-		bp->batch = (int64_t)p->dp * mb * b0;
-		bp->cand[0] = b0;
+		bp->batch = mb * b0;
+		bp->cand[0] = b0 / p->dp;
 		bp->mb[0] = mb;
 		bp->n = 1;
 		return 0;

@@ -33,11 +33,11 @@
 struct layer_split {
 	double t_mb; /* s per micro-batch: the objective less once-per-step costs */
 	double compute;
-	double comm[2];    /* per micro-batch, per mesh axis */
-	double sync[2];    /* per step: gradient reductions, per mesh axis */
-	double state[3];   /* bytes per device without ZeRO: params, grads, optimizer */
-	double zero_saved; /* bytes ZeRO-1 takes off the optimizer state */
-	double fwd_flops;  /* the layer's forward, whole (not per device) */
+	double comm[2];       /* per micro-batch, per mesh axis */
+	double sync[2];       /* per step: gradient reductions, per mesh axis */
+	double state[3];      /* bytes per device without ZeRO: params, grads, optimizer */
+	double zero_saved[3]; /* bytes ZeRO takes off params, grads, optimizer state */
+	double fwd_flops;     /* the layer's forward, whole (not per device) */
 };
 
 struct solved {
@@ -114,7 +114,7 @@ static int solve(const struct actx *a, const struct ir_graph *g, int first, int 
 	}
 	x->compute = r.t_compute;
 	x->t_mb = inter_layer_t_mb(&r, &o, x->sync[0] + x->sync[1]);
-	x->zero_saved = r.mem_zero_saved;
+	memcpy(x->zero_saved, r.mem_zero_kind, sizeof x->zero_saved);
 	state_split(a, s, x->state);
 	for (int i = 0; i < ir_graph_nnodes(s); i++)
 		x->fwd_flops += ir_node_flops(ir_graph_node(s, i));
@@ -189,7 +189,8 @@ static void add_split(struct layer_split *a, const struct layer_split *b)
 	}
 	for (int k = 0; k < 3; k++)
 		a->state[k] += b->state[k];
-	a->zero_saved += b->zero_saved;
+	for (int k = 0; k < 3; k++)
+		a->zero_saved[k] += b->zero_saved[k];
 	a->fwd_flops += b->fwd_flops;
 }
 
@@ -292,9 +293,9 @@ static void fill_stage(const struct inter_plan *p, const struct inter_stage *st,
 	o->t_sync = fmax(st->t_sync - st->t_mb * 2 / 3, 0);
 	o->t_optim = st->t_optim;
 	o->inflight = st->inflight;
-	o->mem[WI_MEM_PARAMS] = x->state[0];
-	o->mem[WI_MEM_GRADS] = x->state[1];
-	o->mem[WI_MEM_OPTIM] = x->state[2] - (o->zero ? x->zero_saved : 0);
+	o->mem[WI_MEM_PARAMS] = x->state[0] - (o->zero ? x->zero_saved[0] : 0);
+	o->mem[WI_MEM_GRADS] = x->state[1] - (o->zero ? x->zero_saved[1] : 0);
+	o->mem[WI_MEM_OPTIM] = x->state[2] - (o->zero ? x->zero_saved[2] : 0);
 	o->mem[WI_MEM_ACT] = st->inflight * st->mem_act;
 	o->mem[WI_MEM_WORK] = st->mem_once;
 }
@@ -529,7 +530,7 @@ static void held_opts(const struct report_plan *p, const struct cost_cluster *c,
 	o->sched = p->sched;
 	o->v = p->sched == COST_SCHED_INTERLEAVED ? p->v : 0;
 	o->recompute = p->recompute;
-	o->zero = p->zero > 0;
+	o->zero = p->zero;
 	o->manual_tp = true;
 	o->mem_limit = 1e30;
 }
@@ -596,22 +597,6 @@ static void as_manual(const struct report_plan *m, struct whatif *w)
 	}
 }
 
-/* A manual plan the held pass cannot take yet, evaluated by report_eval.c:
- * ZeRO-2 and -3 (the pass splits the optimizer state alone), and data
- * parallelism of a model whose batch is fixed (its batch is each
- * replica's micro-batch, which the pass, splitting a micro-batch over the
- * replicas, cannot build). */
-static int by_report(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
-{
-	struct report r;
-	int rc = report_evaluate(q->model, q->imp, q->batch, c, &q->plan, q->cal, &r);
-	if (rc < 0)
-		return rc;
-	rc = wi_from_report(&r, q->label, q->price, w);
-	report_free(&r);
-	return rc;
-}
-
 int wi_held(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w)
 {
 	struct onnx_import_opts none;
@@ -623,10 +608,6 @@ int wi_held(const struct wi_request *q, const struct cost_cluster *c, struct wha
 	int rc = report_plan_cluster(&q->plan, c, &sub);
 	if (rc < 0 || (rc = open_model(q, &none, &l, &o)) < 0)
 		return rc;
-	if (q->plan.zero >= 2 || (o.static_batch > 0 && q->plan.dp > 1)) {
-		pipeline_model_close(&l);
-		return by_report(q, c, w);
-	}
 	held_opts(&q->plan, &sub, &o);
 	struct inter_plan p;
 	if ((rc = held_plan(q, &sub, &o, &p)) < 0) {

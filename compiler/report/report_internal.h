@@ -79,10 +79,12 @@ int report_eval_graph(struct ir_graph *g, const struct cost_cluster *c, const st
 		      const double *bs_bwd, struct report *r);
 
 /* Samples per micro-batch and micro-batches per step of a manual plan,
- * for a static batch dim of size b0 or a symbolic one (b0 == 0), global
- * batch `batch` (0: dp x mb x micro-batch with defaults): one candidate,
- * or where the micro-batch size is left to choose, every divisor of the
- * samples per replica keeping at least pp micro-batches. */
+ * for a static batch dim of size b0 (the model's batch is a micro-batch,
+ * split over the dp replicas, as in an automatic plan) or a symbolic one
+ * (b0 == 0), global batch `batch` (0: mb micro-batches, of one sample per
+ * replica where the batch is symbolic): one candidate, or where the
+ * micro-batch size is left to choose, every divisor of the samples per
+ * replica keeping at least pp micro-batches. */
 struct report_batch {
 	int64_t batch;    /* global samples per step */
 	int n;            /* candidates */

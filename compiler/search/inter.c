@@ -1070,6 +1070,10 @@ int inter_pass(const struct cost_cluster *c, const struct inter_opts *o, struct 
 				 "schedule %d with %d chunks per device: expected -1 (searched) or a "
 				 "schedule, and chunks only for interleaved 1F1B",
 				 o->sched, o->v);
+	if (o->zero < -1 || o->zero > 3 || (o->zero >= 2 && !o->manual_tp))
+		return ir_errorf(-EINVAL,
+				 "ZeRO stage %d: expected -1 (searched), 0 or 1, or with a manual plan's layout 2 or 3",
+				 o->zero);
 	int64_t B = o->batch;
 	int rc = check_batch(o, &B);
 	if (rc < 0)

@@ -66,8 +66,8 @@ void inter_layer_opts(const struct inter_opts *io, int n0, int n1, int micro, bo
 	o->mem_limit = 1e30; /* the DP checks memory on whole stages */
 	o->cal = io->cal;
 	o->time_limit = io->time_limit > 0 ? io->time_limit : INTER_TIME_LIMIT;
-	o->quick = true; /* no MIP: many small solves, on every core */
-	o->zero = io->train;
+	o->quick = true;                                          /* no MIP: many small solves, on every core */
+	o->zero = io->train ? (io->zero >= 2 ? io->zero : 1) : 0; /* ZeRO-1 unless held to 2 or 3 */
 	o->manual_tp = io->manual_tp;
 	o->step_share = 1.0 / micro;
 	if (overlap)

@@ -59,7 +59,7 @@ static int make_env(struct intra_env *env, const struct cost_cluster *c, const s
 	bool mixed = env->prec == COST_PREC_BF16 || env->prec == COST_PREC_F16 || env->prec == COST_PREC_FP8;
 	env->elem_bytes = mixed && !o->step_dtypes ? 2 : 0;
 	env->train = o->train;
-	env->zero = o->train && o->zero;
+	env->zero = o->train ? o->zero : 0;
 	env->step_share = o->step_share > 0 ? o->step_share : 1;
 	env->sync_share = o->sync_share >= 0 ? o->sync_share : env->step_share;
 	env->inputs_resident = o->inputs_resident;
@@ -182,6 +182,51 @@ static int list_events(struct intra_result *r, const struct intra_state *st, con
 	return 0;
 }
 
+/* ZeRO-3 (intra_opts.zero 3): each trained parameter, split over its
+ * copies, is all-gathered over mesh axis 0 (the data-parallel replicas of
+ * a manual plan) for its first reader's forward and again for the
+ * backward, every micro-batch: two all-gathers of the bytes one device
+ * holds without the split, in the objective, the communication and the
+ * events (at that reader), and the gathered parameters of the graph held
+ * at its peak. Added to the solved plan: under a manual plan's layout
+ * (intra_opts.manual_tp) they do not change which sharding is best. */
+static int zero3_gathers(struct intra_result *r, const struct intra_state *st, const struct ir_graph *g)
+{
+	if (st->env.zero < 3 || st->env.mesh.n0 < 2)
+		return 0;
+	int nv = ir_graph_nvalues(g), cap = r->nevents;
+	int *reader = ir_malloc(((size_t)nv + 1) * sizeof *reader);
+	if (!reader)
+		return ir_errorf(-ENOMEM, "out of memory");
+	for (int v = 0; v <= nv; v++)
+		reader[v] = -1;
+	for (int i = ir_graph_nnodes(g) - 1; i >= 0; i--) {
+		const struct ir_node *n = ir_graph_node(g, i);
+		for (int j = 0; j < n->nin; j++)
+			reader[n->in[j]->id] = n->id;
+	}
+	double held = 0;
+	int rc = 0;
+	for (int u = 0; u < st->nunits && rc == 0; u++) {
+		const struct intra_unit *x = &st->unit[u];
+		double b[3];
+		intra_state_split(st, x, x->map[st->choice[x->group]], 0, b);
+		if (b[0] <= 0 || reader[x->value->id] < 0)
+			continue;
+		double t = cost_collective(&st->env.mesh.ax[0], COST_ALL_GATHER, b[0], NULL);
+		for (int bwd = 0; bwd < 2 && rc == 0; bwd++) {
+			struct intra_event ev = { reader[x->value->id], -1, bwd, COST_ALL_GATHER, 0, b[0], t, false };
+			rc = push_event(r, &cap, &ev);
+			r->t_comm += t;
+			r->t_total += t;
+		}
+		held += b[0];
+	}
+	r->mem_peak += held;
+	ir_free(reader);
+	return rc;
+}
+
 /* Solves st's problem and fills r from the answer (r->st already st). */
 static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_result *r)
 {
@@ -273,8 +318,13 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		int s = x->map[st->choice[x->group]];
 		r->t_optim += intra_optim_time(st, x, s, st->env.zero);
 		r->t_optim_nozero += intra_optim_time(st, x, s, false);
-		double whole = intra_state_bytes(st, x, s, false), kept = intra_state_bytes(st, x, s, st->env.zero);
+		double whole = intra_state_bytes(st, x, s, 0), kept = intra_state_bytes(st, x, s, st->env.zero);
 		r->mem_zero_saved += whole - kept;
+		double w3[3], k3[3];
+		intra_state_split(st, x, s, 0, w3);
+		intra_state_split(st, x, s, st->env.zero, k3);
+		for (int k = 0; k < 3; k++)
+			r->mem_zero_kind[k] += w3[k] - k3[k];
 		r->mem_state += kept;
 		if (whole > 0) { /* a trained parameter */
 			const struct cost_state_bytes *b = &st->env.state;
@@ -284,9 +334,9 @@ static int solve_fill(struct ir_graph *g, struct intra_state *st, struct intra_r
 		}
 	}
 	r->t_total = fmax(r->t_total - st->env.state_price * r->mem_state, 0); /* the price is no time */
-	if ((rc = intra_annotate(g, st)) < 0)
+	if ((rc = intra_annotate(g, st)) < 0 || (rc = list_events(r, st, g)) < 0)
 		return rc;
-	return list_events(r, st, g);
+	return zero3_gathers(r, st, g);
 }
 
 int intra_pass(struct ir_graph *g, const struct cost_cluster *c, const struct intra_opts *o, struct intra_result *r)

@@ -275,15 +275,32 @@ static bool trained(const struct intra_state *st, const struct intra_unit *x)
 	       !x->value->buffer;
 }
 
-double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero)
+/* Elements of trained parameter unit x one device holds under strategy s. */
+static double local_elems(const struct intra_state *st, const struct intra_unit *x, int s)
+{
+	return intra_local_bytes(&st->env, x->value, &x->strat[s].out) /
+	       cost_value_bytes(x->value, st->env.elem_bytes) * (double)ir_shape_numel(&x->value->shape);
+}
+
+double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, int zero)
 {
 	if (!trained(st, x))
 		return 0;
-	const struct ir_sharding *sh = &x->strat[s].out;
-	double n = intra_local_bytes(&st->env, x->value, sh) / cost_value_bytes(x->value, st->env.elem_bytes) *
-		   (double)ir_shape_numel(&x->value->shape);
-	double optim = st->env.state.optim / (zero ? copies(&st->env, x->value, sh) : 1);
-	return n * (st->env.state.params + st->env.state.grads + optim);
+	double n = local_elems(st, x, s), c = zero ? copies(&st->env, x->value, &x->strat[s].out) : 1;
+	const struct cost_state_bytes *b = &st->env.state;
+	return n * (b->params / (zero >= 3 ? c : 1) + b->grads / (zero >= 2 ? c : 1) + b->optim / c);
+}
+
+void intra_state_split(const struct intra_state *st, const struct intra_unit *x, int s, int zero, double out[3])
+{
+	out[0] = out[1] = out[2] = 0;
+	if (!trained(st, x))
+		return;
+	double n = local_elems(st, x, s), c = zero ? copies(&st->env, x->value, &x->strat[s].out) : 1;
+	const struct cost_state_bytes *b = &st->env.state;
+	out[0] = n * b->params / (zero >= 3 ? c : 1);
+	out[1] = n * b->grads / (zero >= 2 ? c : 1);
+	out[2] = n * b->optim / c;
 }
 
 double intra_optim_time(const struct intra_state *st, const struct intra_unit *x, int s, bool zero)

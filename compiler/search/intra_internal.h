@@ -77,7 +77,7 @@ struct intra_env {
 	struct cost_state_bytes state;  /* per parameter, training */
 	const uint8_t *fuse;            /* per value id INTRA_FUSE_* bits, or NULL (nothing fused) */
 	const uint32_t *fused_in;       /* per node id: inputs read in registers (cost_fused_reads) */
-	bool zero;                      /* intra_opts.zero */
+	int zero;                       /* intra_opts.zero, 0 unless training */
 	double step_share;              /* intra_opts.step_share */
 	double sync_share;              /* intra_opts.sync_share (step_share when < 0) */
 	bool inputs_resident;           /* intra_opts.inputs_resident */
@@ -178,10 +178,13 @@ struct intra_state {
 bool intra_reads_operand(const struct intra_state *st, const struct ir_node *n, int j);
 
 /* Training: the optimizer update of parameter unit x under strategy s,
- * in s per step, and the bytes its state takes per device (zero: with
- * ZeRO-1's split of the optimizer state over x's copies). */
+ * in s per step, and the bytes its state takes per device under ZeRO
+ * stage `zero` (0: none; 1: the optimizer state split over x's copies, 2:
+ * the gradients too, 3: the parameters too); intra_state_split: the same
+ * bytes as parameters, gradients, optimizer state. */
 double intra_optim_time(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
-double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, bool zero);
+double intra_state_bytes(const struct intra_state *st, const struct intra_unit *x, int s, int zero);
+void intra_state_split(const struct intra_state *st, const struct intra_unit *x, int s, int zero, double out[3]);
 /* The peak a solve states (intra_result.mem_stated: the chosen
  * strategies' live bytes at their most, with the buffers their
  * reshardings take) and what holds it (mem_held, mem_stash, stash_slots)

@@ -155,10 +155,15 @@ struct intra_opts {
 	bool no_follow;                 /* give every op its own variable (tests) */
 	bool quick;                     /* greedy and local search only, no MIP (thread-safe:
 					 * the inter-op pass's many per-layer solves) */
-	bool zero;                      /* training: ZeRO-1, each parameter's optimizer state
-					 * and update split over the devices holding copies
-					 * of it (its gradient all-reduce becomes a
-					 * reduce-scatter and an all-gather: the same bytes) */
+	int zero;                       /* training: the ZeRO stage. 1: each parameter's
+					 * optimizer state and update split over the devices
+					 * holding copies of it (its gradient all-reduce
+					 * becomes a reduce-scatter and an all-gather: the
+					 * same bytes); 2: its gradient too; 3: the parameter
+					 * too, all-gathered over mesh axis 0 for the forward
+					 * and again for the backward of every micro-batch
+					 * (not hidden under compute; the gradient still
+					 * reduced once per step, as with 1 and 2) */
 	double step_share;              /* weight of once-per-step costs (gradient
 					 * reductions, optimizer updates) in the objective:
 					 * 1 / micro-batches when solving one micro-batch; default 1 */
@@ -240,6 +245,7 @@ struct intra_result {
 	double t_optim;             /* s: optimizer updates (once per step; in t_total x step_share) */
 	double t_optim_nozero;      /* s: the same without ZeRO's split */
 	double mem_zero_saved;      /* bytes per device ZeRO's split saves */
+	double mem_zero_kind[3];    /* of them, parameters', gradients', optimizer state's */
 	double mem_state;           /* bytes per device of parameters, gradients and
 				     * optimizer state (with ZeRO's split when zero) */
 	double mem_state_least;     /* the same split evenly over every device */
@@ -384,7 +390,9 @@ struct inter_opts {
 	int recompute;  /* training: -1 searched per stage (default), 0 never, 1 every
 			 * stage recomputes its activations (activation checkpointing) */
 	int zero;       /* training: -1 searched per stage (default), 0 never, 1 every
-			 * stage splits its optimizer state (ZeRO-1) */
+			 * stage splits its optimizer state (ZeRO-1); with manual_tp
+			 * also 2 (its gradients too) and 3 (its parameters too,
+			 * gathered every micro-batch: intra_opts.zero) */
 	int sched;      /* the pipeline schedule (enum cost_sched), -1: searched (default);
 			 * with stages, mesh and micro a plan held to a manual
 			 * plan's choices, costed as the search costs its own */
