@@ -18,7 +18,8 @@
  *
  * Cut candidates: the 4L cheapest boundaries plus the cheapest in each of
  * 8L windows of equal FLOPs, so the DP over candidates (min-max, then
- * lexicographic sum) is O(L C^2) with C <= 12L, whatever the node count.
+ * lexicographic sum) is O(L C w) with C <= 12L, w the candidates one
+ * layer within the FLOPs cap spans, whatever the node count.
  */
 #include <errno.h>
 #include <float.h>
@@ -202,16 +203,30 @@ static bool layer_ok(const struct cl *c, int a, int b, double cap, bool need_hea
 	return c->pre[y] - c->pre[x] <= cap && (!need_heavy || c->heavy[y] > c->heavy[x]);
 }
 
+/* lo[j]: the first candidate i whose layer (i, j] is within the FLOPs cap;
+ * every i from it up to j is (prefix FLOPs never fall), none before it. */
+static void first_within(const struct cl *c, double cap, int *lo)
+{
+	for (int j = 0, i = 0; j < c->nc; j++) {
+		while (i < j && c->pre[c->cand[j]] - c->pre[c->cand[i]] > cap)
+			i++;
+		lo[j] = i;
+	}
+}
+
 /* Min-max cut, then (sum of cuts, sum of squared FLOPs deviations) under
- * that bound. Fills r on success; -ERANGE when no split meets the cap. */
+ * that bound. Fills r on success; -ERANGE when no split meets the cap.
+ * Both passes visit a layer's start candidates in ascending order from
+ * the first within the cap (first_within): the same order, and so the
+ * same ties broken, as from 0. */
 static int dp(const struct cl *c, int L, double cap, bool need_heavy, struct cluster_result *r)
 {
 	int nc = c->nc, rc = 0;
 	size_t cells = (size_t)(L + 1) * (size_t)nc;
 	double *mx = ir_malloc(sizeof *mx * cells), *sum = ir_malloc(sizeof *sum * cells);
 	double *dev = ir_malloc(sizeof *dev * cells);
-	int *from = ir_malloc(sizeof *from * cells);
-	if (!mx || !sum || !dev || !from) {
+	int *from = ir_malloc(sizeof *from * cells), *lo = ir_malloc(sizeof *lo * (size_t)nc);
+	if (!mx || !sum || !dev || !from || !lo) {
 		rc = ir_errorf(-ENOMEM, "out of memory clustering layers");
 		goto done;
 	}
@@ -220,9 +235,10 @@ static int dp(const struct cl *c, int L, double cap, bool need_heavy, struct clu
 	for (size_t i = 0; i < cells; i++)
 		mx[i] = INFINITY;
 	mx[AT(0, 0)] = 0;
+	first_within(c, cap, lo);
 	for (int l = 1; l <= L; l++)
 		for (int j = 1; j < nc; j++)
-			for (int i = 0; i < j; i++)
+			for (int i = lo[j]; i < j; i++)
 				if (isfinite(mx[AT(l - 1, i)]) && layer_ok(c, i, j, cap, need_heavy)) {
 					double v = fmax(mx[AT(l - 1, i)], c->weight[c->cand[i]]);
 					if (v < mx[AT(l, j)])
@@ -238,7 +254,7 @@ static int dp(const struct cl *c, int L, double cap, bool need_heavy, struct clu
 	sum[AT(0, 0)] = dev[AT(0, 0)] = 0;
 	for (int l = 1; l <= L; l++)
 		for (int j = 1; j < nc; j++)
-			for (int i = 0; i < j; i++) {
+			for (int i = lo[j]; i < j; i++) {
 				if (!isfinite(sum[AT(l - 1, i)]) || c->weight[c->cand[i]] > bound ||
 				    !layer_ok(c, i, j, cap, need_heavy))
 					continue;
@@ -272,6 +288,7 @@ done:
 	ir_free(sum);
 	ir_free(dev);
 	ir_free(from);
+	ir_free(lo);
 	return rc;
 }
 

@@ -171,9 +171,18 @@ static bool mesh_tried(int rows, int cols, int n1, int f1)
  * logical meshes, widest axis 1 first. */
 static void meshes_make(const struct cost_cluster *c, int per_node, int f0, int f1, struct meshes *ms)
 {
-	int rows[MAX_SUBMESH], cols[MAX_SUBMESH], slot[MAX_CONFIGS];
+	int rows[MAX_SUBMESH + 1], cols[MAX_SUBMESH + 1], slot[MAX_CONFIGS];
 	memset(ms, 0, sizeof *ms);
-	int n = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH);
+	int n = stage_submeshes(c->nodes, per_node, rows, cols, MAX_SUBMESH), fd = f0 * f1;
+	bool listed = false;
+	for (int k = 0; k < n; k++)
+		listed |= rows[k] * cols[k] == fd;
+	/* a forced mesh of whole nodes past the first MAX_SUBMESH shapes (a
+	 * manual plan's stage of 1024 devices): that one shape */
+	if (f0 > 0 && !listed && fd > per_node && fd % per_node == 0 && fd / per_node <= c->nodes) {
+		rows[n] = fd / per_node;
+		cols[n++] = per_node;
+	}
 	for (int k = 0; k < n; k++) {
 		int d = rows[k] * cols[k], first = ms->ncfg, m = ms->nmesh;
 		if (f0 > 0 && d != f0 * f1)
@@ -206,6 +215,15 @@ struct search {
 					      * layers solved with the reduction overlapped; or NULL */
 	const struct inter_step_mem *real;   /* training: what the lowering keeps; or NULL */
 	int64_t b;                           /* the micro-batch size */
+	struct range_memo *memo;             /* fits()'s last stage summed, or NULL */
+};
+
+/* The stage DP asks fits() of one stage once per count of stages after
+ * it, in a row: its sum (range) is kept between them. */
+struct range_memo {
+	bool valid, ok;
+	int l, r, k, opt;
+	struct inter_layer_cost sum;
 };
 
 /* Per-stage choices the DP makes besides the mesh: bits of a config. */
@@ -353,9 +371,20 @@ static bool fits(void *ctx, int l, int r, int m, int c, int after)
 	const struct search *s = ctx;
 	int opt;
 	int k = config_of(s, m, c, &opt);
-	struct inter_layer_cost sum;
-	if (k < 0 || !range(s, l, r, k, opt, &sum))
+	struct range_memo *y = s->memo;
+	if (k < 0)
 		return false;
+	if (!y->valid || y->l != l || y->r != r || y->k != k || y->opt != opt) {
+		y->ok = range(s, l, r, k, opt, &y->sum);
+		y->valid = true;
+		y->l = l;
+		y->r = r;
+		y->k = k;
+		y->opt = opt;
+	}
+	if (!y->ok)
+		return false;
+	const struct inter_layer_cost sum = y->sum;
 	double inflight = fmin(s->m, after + 1);
 	return sum.mem_state + inflight * sum.mem_act + stage_once(&sum, inflight) <= s->env->mem_limit &&
 	       !refused(s, l, r, k, inflight);
@@ -696,10 +725,12 @@ static double graph_flops(const struct ir_graph *g)
 }
 
 /* How the stage count was forced, for messages: "--stages 4", or
- * "--mesh 1x2 (4 stages of 2 devices)". */
+ * "--mesh 1x2 (4 stages of 2 devices)", or a manual plan's "plan pp=4". */
 static const char *forced_str(const struct inter_opts *o, int P, char *buf, size_t n)
 {
-	if (o->stages > 0)
+	if (o->manual_tp && o->stages > 0)
+		snprintf(buf, n, "plan pp=%d", o->stages);
+	else if (o->stages > 0)
 		snprintf(buf, n, "--stages %d", o->stages);
 	else
 		snprintf(buf, n, "--mesh %dx%d (%d stage%s of %d device%s)", o->mesh0, o->mesh1, P, P == 1 ? "" : "s",
@@ -825,7 +856,9 @@ static int search_one(const struct inter_env *env, const struct inter_opts *o, i
 		if (rc == 0)
 			cache_keep(o->cache, b, m, L, ms->ncfg, cost, ncost * (env->train ? 2 : 1), &real);
 	}
+	struct range_memo memo = { 0 };
 	struct search s = { .env = env,
+			    .memo = &memo,
 			    .c = env->c,
 			    .cl = &cl,
 			    .ms = ms,
