@@ -36,8 +36,11 @@ check "unknown command is an error" sh -c "! '$pcc' frobnicate 2>/dev/null"
 check "print emits the core IR" sh -c "'$pcc' print '$models/mlp_op13/model.onnx' | grep -q 'dot'"
 m=$models/gpt_op17/model.onnx
 check "report prints the verdict" sh -c "'$pcc' report '$m' --cluster 1x8:a100-80g --plan dp=2,tp=2 | grep -q '^verdict   fits'"
-check "report --json has the keys" sh -c "'$pcc' report '$m' --cluster 2x8:h100 --plan dp=4,tp=2,pp=2,mb=4 --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"fits\"] is True and o[\"step_time_s\"]>0 and o[\"samples_per_s\"]>0 and 0<o[\"mfu\"]<1 and o[\"peak_memory_bytes\"]>0 and o[\"batch\"]==32 and len(o[\"stages\"])==2'"
-check "report --explain lists collectives" sh -c "'$pcc' report '$m' --cluster 1x8:a100-80g --plan tp=2 --explain | grep -q 'all-reduce.*row-parallel'"
+# The model's fixed batch of 2 is one micro-batch split over the dp replicas
+# (as in an automatic plan): 4 micro-batches of 2, 8 samples on 8 of the 16 devices.
+check "report --json has the keys" sh -c "'$pcc' report '$m' --cluster 2x8:h100 --plan dp=2,tp=2,pp=2,mb=4 --json | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o[\"fits\"] is True and o[\"step_time_s\"]>0 and o[\"samples_per_s\"]>0 and 0<o[\"mfu\"]<1 and o[\"peak_memory_bytes\"]>0 and o[\"batch\"]==8 and o[\"devices\"]==8 and len(o[\"stages\"])==2 and o[\"plan\"][\"dp\"]==2'"
+check "report: dp the model's fixed batch cannot split, exit 1, one line" sh -c "'$pcc' report '$m' --cluster 2x8:h100 --plan dp=4 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'fixed at 2 samples' '$tmp/e'"
+check "report --explain lists each stage's costliest ops and their shardings" sh -c "'$pcc' report '$m' --cluster 1x8:a100-80g --plan tp=2 --explain >'$tmp/x' && grep -q '^stage 0 (layers .*, mesh dp 1 x tp 2): the [0-9]* costliest' '$tmp/x' && grep -q '^      <' '$tmp/x'"
 check "report on a cpu:4 cluster" sh -c "'$pcc' report '$m' --cluster cpu:4 --plan dp=2,tp=2 | grep -q 'f32'"
 check "report: bad cluster, exit 1, one line naming it" sh -c "'$pcc' report '$m' --cluster 4x8:b200 --plan dp=2 2>'$tmp/e'; test \$? -eq 1 && test \$(wc -l <'$tmp/e') -eq 1 && grep -q 'b200' '$tmp/e'"
 check "report: plan too large, exit 1" sh -c "'$pcc' report '$m' --cluster 1x8:a100 --plan dp=4,tp=4 2>'$tmp/e'; test \$? -eq 1 && grep -q '16 devices' '$tmp/e'"

@@ -22,6 +22,9 @@
 #include "tests/tap.h"
 
 #define REL 1e-9
+/* stated after measuring (see test_activation_memory and test_gpt3_175b) */
+#define KORTHIKANTI_TOL 1e-6
+#define GPT3_175B_S 2.0
 
 static const char *modelgen;
 static char tmpdir[] = "/tmp/pcc-test-report-XXXXXX";
@@ -191,79 +194,154 @@ static void test_calibration(void)
 	       "missing calibration file: %s", ir_error());
 }
 
-/* ---- reports on generated GPT-3 models ------------------------------------ */
+static double fwd_flops_at(const char *m, int64_t b)
+{
+	struct onnx_import_opts o;
+	struct onnx_dim_binding d = { "batch", b };
+	onnx_import_opts_init(&o);
+	o.dims = &d;
+	o.ndims = 1;
+	struct ir_graph *g = onnx_import(m, &o, NULL);
+	double f = 0;
+	for (int i = 0; g && i < ir_graph_nnodes(g); i++)
+		f += ir_node_flops(ir_graph_node(g, i));
+	ir_graph_free(g);
+	return f;
+}
 
-static int run(const char *m, const char *cluster, const char *plan, int64_t batch, struct report *r)
+/* ---- manual plans on generated GPT-3 models (report_auto.c, wi_held) ------ */
+
+/* pcc report's what-if of manual plan `plan` of model m on cluster. */
+static int run(const char *m, const char *cluster, const char *plan, int64_t batch, struct whatif *w)
+{
+	static struct cost_calib cal;
+	struct cost_cluster c;
+	struct wi_request q;
+	cost_calib_init(&cal);
+	wi_request_init(&q);
+	memset(w, 0, sizeof *w);
+	q.model = m;
+	q.cal = &cal;
+	q.batch = batch;
+	q.manual = true;
+	snprintf(q.label, sizeof q.label, "%s", plan);
+	if (cost_cluster_parse(cluster, &c) < 0 || report_plan_parse(plan, &q.plan) < 0)
+		return -EINVAL;
+	return wi_eval(&q, &c, w);
+}
+
+/* s of w's step-time parts named key. */
+static double part(const struct whatif *w, const char *key)
+{
+	double s = 0;
+	for (int i = 0; i < w->nparts; i++)
+		s += strcmp(w->part[i].key, key) ? 0 : w->part[i].s;
+	return s;
+}
+
+static double parts_sum(const struct whatif *w)
+{
+	double s = 0;
+	for (int i = 0; i < w->nparts; i++)
+		s += w->part[i].s;
+	return s;
+}
+
+/* Parameter elements on one device of stage st: its parameter bytes at
+ * mixed precision's 2 bytes each (every parameter of these GPTs is a
+ * trained float). */
+static double stage_params(const struct wi_stage *st)
+{
+	return st->mem[WI_MEM_PARAMS] / 2;
+}
+
+static double stage_state(const struct wi_stage *st)
+{
+	return st->mem[WI_MEM_PARAMS] + st->mem[WI_MEM_GRADS] + st->mem[WI_MEM_OPTIM];
+}
+
+/* The cost model's time of one collective of `bytes` over the first n
+ * devices of cluster spec at stride 1 (a plan's tp ranks) or stride. */
+static double coll(const char *cluster, int stride, int n, enum cost_coll op, double bytes)
 {
 	struct cost_cluster c;
-	struct report_plan p;
-	report_plan_init(&p);
-	memset(r, 0, sizeof *r);
-	if (cost_cluster_parse(cluster, &c) < 0 || report_plan_parse(plan, &p) < 0)
-		return -EINVAL;
-	return report_evaluate(m, NULL, batch, &c, &p, NULL, r);
+	struct cost_axis ax;
+	if (cost_cluster_parse(cluster, &c) < 0 || cost_axis_make(&c, stride, n, &ax) < 0)
+		return -1;
+	return cost_collective(&ax, op, bytes, NULL);
 }
 
-static int count_events(const struct report *r, int stage, int fwd, enum cost_coll coll, double bytes)
-{
-	int n = 0;
-	for (int i = 0; i < r->nevents; i++) {
-		const struct report_event *e = &r->events[i];
-		n += e->stage == stage && e->fwd == fwd && e->coll == coll && fabs(e->bytes - bytes) < 0.5;
-	}
-	return n;
-}
+/* gpt3-1.3b: 24 layers, h 2048, 16 heads, s 2048, V 50257. Its token
+ * embedding is the LM head's weight too (tied): the planner charges a
+ * parameter to each layer reading it, so a stage holding both the first
+ * layer and the last holds that V x h weight's state twice (as it does in
+ * automatic plans; Megatron keeps one copy per stage). */
+#define TIED_1_3B (50257.0 * 2048)
 
-/* gpt3-1.3b: 24 layers, h 2048, 16 heads, s 2048, V 50257 */
 static void test_megatron_collectives(void)
 {
-	struct report r;
+	struct whatif w;
 	const double L = 24, h = 2048, s = 2048, act = s * h * 2; /* one micro-batch of 1, bf16 */
-	int rc = run(model("gpt3-1.3b"), "1x8:a100-80g", "tp=8", 0, &r);
+	int rc = run(model("gpt3-1.3b"), "1x8:a100-80g", "tp=8", 0, &w);
 	TAP_OK(rc == 0, "gpt3-1.3b tp=8 evaluates: %s", rc ? ir_error() : "");
 	if (rc)
 		return;
-	/* forward: the vocabulary-parallel embedding's partial sums, then per
-	 * layer the attention out-projection and the second MLP dot
-	 * (row-parallel): 1 + 2L all-reduces of s x h */
-	TAP_OK(count_events(&r, 0, 1, COST_ALL_REDUCE, act) == 1 + 2 * L,
-	       "forward: 1 + 2 x 24 all-reduces of s x h (embedding + 2 per layer), got %d",
-	       count_events(&r, 0, 1, COST_ALL_REDUCE, act));
-	/* backward: the inputs of QKV and the first MLP dot (Megatron's f) per
-	 * layer, and the LM head's input */
-	TAP_OK(count_events(&r, 0, 0, COST_ALL_REDUCE, act) == 2 * L + 1,
-	       "backward: 2 x 24 + 1 all-reduces of s x h, got %d", count_events(&r, 0, 0, COST_ALL_REDUCE, act));
-	/* the one large all-gather: the position embedding, split on its hidden
-	 * dim (the lean layout's state) and gathered where it is added to the
-	 * token embedding, s x h once forward; Megatron keeps it whole */
-	int gathers = 0, pos = 0;
-	for (int i = 0; i < r.nevents; i++)
-		if (r.events[i].coll == COST_ALL_GATHER && r.events[i].bytes >= act) {
-			gathers++;
-			pos += r.events[i].fwd && fabs(r.events[i].bytes - act) < 0.5 &&
-			       strstr(r.events[i].node, "(add)");
-		}
-	TAP_OK(gathers == 1 && pos == 1, "one large all-gather, the position embedding's s x h forward (%d, %d)",
-	       gathers, pos);
-	/* parameters per device: every dot weight and the embedding split 8 ways,
-	 * position embedding, biases of row-parallel dots and layer norms whole */
-	TAP_OK(r.stages[0].params < r.params / 8 * 1.05 && r.stages[0].params > r.params / 8,
-	       "parameters per device about 1/8 of %.4g: %.4g", r.params, r.stages[0].params);
+	/* Megatron's collectives per micro-batch: forward, the vocabulary-
+	 * parallel embedding's partial sums, then per layer the attention
+	 * out-projection and the second MLP dot (row-parallel): 1 + 2L
+	 * all-reduces of s x h; backward, the inputs of QKV and of the first
+	 * MLP dot (Megatron's f) per layer and the LM head's input: 2L + 1;
+	 * and one all-gather of s x h, forward: the position embedding, split
+	 * on its hidden dim (the lean layout's state) and gathered where it
+	 * is added to the token embedding (Megatron keeps it whole). The
+	 * vocabulary-parallel loss adds all-reduces of s numbers (its max and
+	 * sum), microseconds: within 2%. */
+	double want = (4 * L + 2) * coll("1x8:a100-80g", 1, 8, COST_ALL_REDUCE, act) +
+		      coll("1x8:a100-80g", 1, 8, COST_ALL_GATHER, act);
+	double got = part(&w, "comm_axis1");
+	TAP_OK(fabs(got / want - 1) < 0.02,
+	       "tensor-parallel collectives %.4g ms per step: Megatron's 4L + 2 all-reduces and one all-gather of "
+	       "s x h take %.4g ms (x%.4f)",
+	       got * 1e3, want * 1e3, got / want);
+	TAP_OK(part(&w, "comm_axis0") == 0 && part(&w, "transfers") == 0 && part(&w, "bubble") < 1e-12 * w.t_step,
+	       "one stage, no data parallelism: no other communication, no bubble");
+	/* parameters per device: every dot weight and the embedding split 8
+	 * ways; position embedding, biases of row-parallel dots and layer
+	 * norms whole (or split: a lean layout); the tied embedding twice */
+	const struct wi_stage *st = &w.stages[0];
+	double charged = w.params + TIED_1_3B;
+	TAP_OK(stage_params(st) < charged / 8 * 1.05 && stage_params(st) >= charged / 8,
+	       "parameters per device about 1/8 of %.4g (the tied embedding twice): %.4g", charged, stage_params(st));
 	/* state: 2 + 2 + 12 bytes per local parameter (ZeRO paper, no ZeRO) */
-	const struct report_stage *st = &r.stages[0];
-	TAP_NEAR(st->mem_params + st->mem_grads + st->mem_optim, 16 * st->params, REL,
-		 "training state is 16 bytes per parameter");
-	TAP_NEAR(r.t_step, r.t_compute + r.t_tp + r.t_pp + r.t_bubble + r.t_dp + r.t_optim, 1e-12,
-		 "step time is the sum of its parts");
-	TAP_NEAR(r.model_flops, 3 * r.fwd_flops, REL, "model FLOPs per step: 3 x forward");
-	report_free(&r);
+	TAP_NEAR(stage_state(st), 16 * stage_params(st), REL, "training state is 16 bytes per parameter");
+	TAP_NEAR(parts_sum(&w), w.t_step, 1e-12, "step time is the sum of its parts");
+	TAP_NEAR(w.model_flops, 3 * fwd_flops_at(model("gpt3-1.3b"), 1), REL, "model FLOPs per step: 3 x forward");
+	wi_free(&w);
 
-	/* ZeRO-3 over dp=8: state / 8 */
-	rc = run(model("gpt3-1.3b"), "1x8:a100-80g", "dp=8,zero=3", 0, &r);
-	TAP_OK(rc == 0 && fabs(r.stages[0].mem_params + r.stages[0].mem_grads + r.stages[0].mem_optim -
-			       16 * r.params / 8) < 1,
-	       "ZeRO-3 over 8 replicas: 16 x params / 8 bytes of state");
-	report_free(&r);
+	/* ZeRO over dp=8: every parameter has 8 copies, one per replica;
+	 * ZeRO-3 splits all of its state over them (the ZeRO paper's P_os+g+p,
+	 * 16 bytes / N_d); ZeRO-1 the optimizer's alone (4 + 12 / N_d) */
+	struct whatif z1, z3;
+	rc = run(model("gpt3-1.3b"), "1x8:a100-80g", "dp=8,zero=1", 0, &z1);
+	int rc3 = run(model("gpt3-1.3b"), "1x8:a100-80g", "dp=8,zero=3", 0, &z3);
+	if (!TAP_OK(rc == 0 && rc3 == 0, "dp=8 with ZeRO-1 and ZeRO-3 evaluate: %s", rc || rc3 ? ir_error() : ""))
+		return;
+	double charged3 = z3.params + TIED_1_3B;
+	TAP_NEAR(stage_state(&z3.stages[0]), 16 * charged3 / 8, 1e-9,
+		 "ZeRO-3 over 8 replicas: 16 x params / 8 bytes of state");
+	TAP_NEAR(stage_state(&z1.stages[0]), (4 + 12.0 / 8) * charged3, 1e-9,
+		 "ZeRO-1 over 8 replicas: (4 + 12 / 8) x params bytes of state");
+	/* ZeRO-3 gathers each parameter over the replicas for the forward and
+	 * again for the backward of every micro-batch: at least two
+	 * all-gathers of all of its 16-bit parameters (one per tensor costs
+	 * more: each pays the latency; here under twice that) */
+	double ag = coll("1x8:a100-80g", 1, 8, COST_ALL_GATHER, 2 * charged3), dz = 0;
+	dz = part(&z3, "comm_axis0") - part(&z1, "comm_axis0");
+	TAP_OK(dz >= 2 * z3.micro * ag * (1 - 1e-9) && dz < 2 * z3.micro * ag * 2,
+	       "ZeRO-3's gathers: %.4g ms per step, two all-gathers of the parameters per micro-batch take %.4g ms",
+	       dz * 1e3, 2 * z3.micro * ag * 1e3);
+	wi_free(&z1);
+	wi_free(&z3);
 }
 
 /* The plan's tp is honoured: gpt3-1.3b's weights (dots, embeddings: all but
@@ -272,49 +350,59 @@ static void test_megatron_collectives(void)
 static void test_tp_shards(void)
 {
 	const int tps[3] = { 1, 2, 8 };
-	struct report r[3];
+	struct whatif w[3];
 	bool ok = true;
 	for (int i = 0; i < 3; i++) {
 		char plan[32];
 		snprintf(plan, sizeof plan, "tp=%d", tps[i]);
-		int rc = run(model("gpt3-1.3b"), "1x8:a100-80g", plan, 0, &r[i]);
+		int rc = run(model("gpt3-1.3b"), "1x8:a100-80g", plan, 0, &w[i]);
 		ok &= TAP_OK(rc == 0, "gpt3-1.3b %s evaluates: %s", plan, rc ? ir_error() : "");
 	}
 	if (!ok)
 		return;
 	for (int i = 0; i < 3; i++) {
-		const struct report_stage *st = &r[i].stages[0];
-		double want = r[i].params / tps[i];
-		TAP_OK(st->params >= want && st->params < want * 1.01,
-		       "tp=%d: %.4g parameters per device, 1/%d of %.4g", tps[i], st->params, tps[i], r[i].params);
-		TAP_NEAR(st->mem_grads, st->params * 2, REL, "tp=%d: bf16 gradients of the local parameters only",
-			 tps[i]);
+		const struct wi_stage *st = &w[i].stages[0];
+		double want = (w[i].params + TIED_1_3B) / tps[i];
+		TAP_OK(stage_params(st) >= want && stage_params(st) < want * 1.01,
+		       "tp=%d: %.4g parameters per device, 1/%d of %.4g (the tied embedding twice)", tps[i],
+		       stage_params(st), tps[i], w[i].params + TIED_1_3B);
+		TAP_NEAR(st->mem[WI_MEM_GRADS], stage_params(st) * 2, REL,
+			 "tp=%d: bf16 gradients of the local parameters only", tps[i]);
 	}
-	double ratio = r[0].stages[0].t_fwd / r[2].stages[0].t_fwd;
+	double ratio = part(&w[0], "compute") / part(&w[2], "compute");
 	TAP_OK(ratio > 4 && ratio <= 8,
-	       "tp=8 divides forward compute %.2f-fold (the dots 8-fold, layer norms and residual adds stay whole)",
-	       ratio);
-	TAP_OK(r[0].nevents == 0 && r[2].nevents > 0, "tp=1 communicates nothing (%d collectives), tp=8 does (%d)",
-	       r[0].nevents, r[2].nevents);
+	       "tp=8 divides compute %.2f-fold (the dots 8-fold, layer norms and residual adds stay whole)", ratio);
+	TAP_OK(part(&w[0], "comm_axis1") == 0 && part(&w[2], "comm_axis1") > 0,
+	       "tp=1 communicates nothing (%.3g s), tp=8 does (%.3g s)", part(&w[0], "comm_axis1"),
+	       part(&w[2], "comm_axis1"));
 	for (int i = 0; i < 3; i++)
-		report_free(&r[i]);
+		wi_free(&w[i]);
 }
 
-/* Attention and MLP halves of layers among nodes [a, b) of the model at
- * batch 1: one softmax per attention, one erf per MLP. */
-static void count_halves(const char *m, int a, int b, int *attn, int *mlp)
+/* Attention and MLP halves of the layers [first, last] of a manual plan
+ * of model m (the layers the pass cuts for one: inter_cluster_opts with
+ * manual_tp): one softmax per attention, one erf per MLP. */
+static void count_halves(const char *m, int first, int last, int *attn, int *mlp)
 {
 	struct onnx_import_opts o;
 	struct onnx_dim_binding d = { "batch", 1 };
+	struct inter_opts io;
+	struct cluster_opts co;
+	struct cluster_result cl = { 0 };
 	onnx_import_opts_init(&o);
 	o.dims = &d;
 	o.ndims = 1;
+	inter_opts_init(&io);
+	io.manual_tp = true;
+	inter_cluster_opts(&io, &co);
 	*attn = *mlp = 0;
 	struct ir_graph *g = onnx_import(m, &o, NULL);
-	for (int i = a; g && i < b; i++) {
-		*attn += ir_graph_node(g, i)->op == IR_OP_SOFTMAX;
-		*mlp += ir_graph_node(g, i)->op == IR_OP_ERF;
-	}
+	if (g && cluster_layers(g, &co, &cl) == 0 && last < cl.nlayers)
+		for (int i = cl.first[first]; i < cl.first[last + 1]; i++) {
+			*attn += ir_graph_node(g, i)->op == IR_OP_SOFTMAX;
+			*mlp += ir_graph_node(g, i)->op == IR_OP_ERF;
+		}
+	cluster_result_free(&cl);
 	ir_graph_free(g);
 }
 
@@ -330,37 +418,45 @@ static void test_activation_memory(void)
 {
 	const double s = 2048, h = 2048, a = 16, b = 1;
 	const int tps[2] = { 1, 4 };
+	const char *m = model("gpt3-1.3b");
 	for (int i = 0; i < 2; i++) {
-		struct report r;
+		struct whatif w;
 		char plan[64];
 		int t = tps[i], na, nm;
 		snprintf(plan, sizeof plan, "pp=4,tp=%d,mb=8", t);
-		int rc = run(model("gpt3-1.3b"), "1x16:a100-80g", plan, 0, &r);
+		int rc = run(m, "1x16:a100-80g", plan, 0, &w);
 		TAP_OK(rc == 0, "gpt3-1.3b %s evaluates: %s", plan, rc ? ir_error() : "");
 		if (rc)
 			continue;
-		const struct report_stage *st = &r.stages[1];
-		count_halves(model("gpt3-1.3b"), st->first, st->last, &na, &nm);
+		const struct wi_stage *st = &w.stages[1];
+		count_halves(m, st->first, st->last, &na, &nm);
 		double want = na * ((4 + 8.0 / t) * s * b * h + 2 * a * s * s * b / t) +
 			      nm * (4 + 16.0 / t) * s * b * h;
-		TAP_NEAR(st->act_mb, want, 1e-6,
-			 "stage 1 (%d attention, %d MLP halves) keeps (8 + 24/%d)sbh + 2as^2b/%d per layer", na, nm, t,
-			 t);
+		double got = st->mem[WI_MEM_ACT] / st->inflight;
+		TAP_OK(fabs(got / want - 1) < KORTHIKANTI_TOL,
+		       "stage 1 (%d attention, %d MLP halves) keeps %.4g GiB per micro-batch; (8 + 24/%d)sbh + "
+		       "2as^2b/%d per layer is %.4g GiB (x%.4f)",
+		       na, nm, got / (1 << 30), t, t, want / (1 << 30), got / want);
 		TAP_OK(na >= 5 && nm >= 5, "stage 1 holds whole layers (%d, %d)", na, nm);
 		/* 1F1B: stage 1 of 4 holds 3 micro-batches */
-		TAP_NEAR(st->mem_act, 3 * st->act_mb, REL, "stage 1 holds p - 1 = 3 micro-batches");
-		report_free(&r);
+		TAP_OK(st->inflight == 3, "stage 1 holds p - 1 = 3 micro-batches (%g)", st->inflight);
+		wi_free(&w);
 	}
-	struct report r;
-	int rc = run(model("gpt3-1.3b"), "1x16:a100-80g", "pp=4,mb=8,recompute=1", 0, &r);
+	struct whatif w;
+	int rc = run(m, "1x16:a100-80g", "pp=4,mb=8,recompute=1", 0, &w);
 	if (TAP_OK(rc == 0, "recompute=1 evaluates")) {
-		/* only each layer's input is kept: sbh x 2 bytes per layer boundary */
-		const struct report_stage *st = &r.stages[1];
-		TAP_NEAR(st->act_mb, st->layers * s * b * h * 2, 0.01, "recomputation keeps 2sbh per layer boundary");
-		TAP_NEAR(st->t_recompute, st->t_fwd + st->t_tp_fwd, REL, "recomputation costs one more forward");
-		TAP_NEAR(r.hw_flops, r.model_flops * 4 / 3, REL,
+		/* only each layer's input is kept: sbh x 2 bytes per layer */
+		const struct wi_stage *st = &w.stages[1];
+		double layers = st->last - st->first + 1, got = st->mem[WI_MEM_ACT] / st->inflight;
+		TAP_OK(fabs(got / (layers * s * b * h * 2) - 1) < 0.01,
+		       "recomputation keeps 2sbh per layer: %.4g MiB for %g layers (x%.4f)", got / (1 << 20), layers,
+		       got / (layers * s * b * h * 2));
+		TAP_OK(part(&w, "recompute") > 0, "recomputation takes time (%.4g ms)", part(&w, "recompute") * 1e3);
+		/* within 1e-5: hardware FLOPs add the forward of the layers as
+		 * solved (graph_extract), here 4e-6 more FLOPs than the graph's */
+		TAP_NEAR(w.hw_flops, w.model_flops * 4 / 3, 1e-5,
 			 "hardware FLOPs 4/3 of model FLOPs with recomputation");
-		report_free(&r);
+		wi_free(&w);
 	}
 }
 
@@ -373,56 +469,53 @@ static double now(void)
 
 static void test_gpt3_175b(void)
 {
-	struct report r;
+	struct whatif w;
 	const char *m = model("gpt3-175b");
 	double t0 = now();
-	int rc = run(m, "128x8:h100-80g", "dp=8,tp=8,pp=16", 1536, &r);
+	int rc = run(m, "128x8:h100-80g", "dp=8,tp=8,pp=16", 1536, &w);
 	double dt = now() - t0;
 	TAP_OK(rc == 0, "GPT-3 175B on 128x8 H100, dp=8 tp=8 pp=16: %s", rc ? ir_error() : "ok");
 	if (rc)
 		return;
-	TAP_DIAG("175B report in %.3f s: step %.3f s, MFU %.3f, peak %.1f GiB", dt, r.t_step, r.mfu,
-		 r.mem_peak / 1073741824.0);
-	TAP_OK(dt < tap_seconds(2.0), "answered in %.3f s", dt);
-	TAP_OK(r.batch == 1536 && r.micro_batch * r.mb * 8 == 1536, "global batch 1536 = 8 x %d x %lld", r.mb,
-	       (long long)r.micro_batch);
-	TAP_OK(r.fits, "fits in 80 GB (%.1f GiB)", r.mem_peak / 1073741824.0);
-	TAP_OK(r.mfu > 0.2 && r.mfu < 0.7, "MFU %.3f in a plausible range", r.mfu);
-	TAP_NEAR(r.params, 174.6e9, 0.001, "174.6 B parameters");
+	TAP_DIAG("175B report in %.3f s: step %.3f s, MFU %.3f, peak %.1f GiB", dt, w.t_step, w.mfu,
+		 w.mem_peak / 1073741824.0);
+	TAP_OK(dt < tap_seconds(GPT3_175B_S), "answered in %.3f s", dt);
+	TAP_OK(w.batch == 1536 && w.micro_batch * w.micro * 8 == 1536, "global batch 1536 = 8 x %d x %lld", w.micro,
+	       (long long)w.micro_batch);
+	TAP_OK(w.fits, "fits in 80 GB (%.1f GiB)", w.mem_peak / 1073741824.0);
+	TAP_OK(w.mfu > 0.2 && w.mfu < 0.7, "MFU %.3f in a plausible range", w.mfu);
+	TAP_NEAR(w.params, 174.6e9, 0.001, "174.6 B parameters");
 	/* stage 0 has 1/16 of the layers and 1/8 of each: about 175e9/128 params */
-	TAP_OK(r.stages[0].params > 175e9 / 128 * 0.9 && r.stages[0].params < 175e9 / 128 * 1.25,
-	       "stage 0 holds about 1/128 of the parameters: %.4g", r.stages[0].params);
-	report_free(&r);
+	TAP_OK(stage_params(&w.stages[0]) > 175e9 / 128 * 0.9 && stage_params(&w.stages[0]) < 175e9 / 128 * 1.25,
+	       "stage 0 holds about 1/128 of the parameters: %.4g", stage_params(&w.stages[0]));
+	wi_free(&w);
 
-	rc = run(m, "128x8:h100-80g", "dp=1024", 1024, &r);
-	TAP_OK(rc == 0 && !r.fits && r.mem_peak > 16 * 174e9, "pure data parallelism of 175B does not fit (%.0f GiB)",
-	       r.mem_peak / 1073741824.0);
+	rc = run(m, "128x8:h100-80g", "dp=1024", 1024, &w);
+	TAP_OK(rc == 0 && !w.fits && w.mem_peak > 16 * 174e9, "pure data parallelism of 175B does not fit (%.0f GiB)",
+	       w.mem_peak / 1073741824.0);
+	if (rc)
+		return;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	report_print(&r, false, f);
+	wi_print(&w, f);
 	fclose(f);
 	TAP_OK(buf && strstr(buf, "DOES NOT FIT"), "the text report says DOES NOT FIT");
 	free(buf);
-	f = open_memstream(&buf, &len);
-	report_print(&r, true, f);
-	fclose(f);
-	json_error_t je;
-	json_t *o = json_loads(buf, 0, &je);
+	json_t *o = wi_json(&w);
 	TAP_OK(o && json_is_number(json_object_get(o, "step_time_s")) &&
 		       json_is_number(json_object_get(o, "samples_per_s")) &&
 		       json_is_number(json_object_get(o, "mfu")) &&
 		       json_is_number(json_object_get(o, "peak_memory_bytes")) &&
-		       json_is_false(json_object_get(o, "fits")),
-	       "JSON has step_time_s, samples_per_s, mfu, peak_memory_bytes, fits=false");
+		       json_is_false(json_object_get(o, "fits")) && json_is_object(json_object_get(o, "plan")),
+	       "JSON has step_time_s, samples_per_s, mfu, peak_memory_bytes, fits=false and the plan");
 	json_decref(o);
-	free(buf);
-	report_free(&r);
+	wi_free(&w);
 }
 
 static void test_errors(void)
 {
-	struct report r;
+	struct whatif w;
 	struct report_plan p;
 	report_plan_init(&p);
 	TAP_OK(report_plan_parse("dp=2,tq=4", &p) == -EINVAL && has("\"tq\""), "unknown plan key: %s", ir_error());
@@ -431,52 +524,105 @@ static void test_errors(void)
 	TAP_OK(report_plan_parse("schedule=zigzag", &p) == -EINVAL && has("zigzag"), "bad schedule: %s", ir_error());
 	TAP_OK(report_plan_parse("dp8", &p) == -EINVAL && has("KEY=VALUE"), "not key=value: %s", ir_error());
 	const char *m = model("gpt3-125m");
-	TAP_OK(run(m, "2x8:a100-80g", "dp=4,tp=8", 0, &r) == -EINVAL && has("32") && has("16"),
+	TAP_OK(run(m, "2x8:a100-80g", "dp=4,tp=8", 0, &w) == -EINVAL && has("32") && has("16"),
 	       "plan larger than the cluster: %s", ir_error());
-	TAP_OK(run(m, "2x8:a100-80g", "dp=4", 6, &r) == -EINVAL && has("--batch 6") && has("dp=4"),
+	TAP_OK(run(m, "2x8:a100-80g", "dp=4", 6, &w) == -EINVAL && has("--batch 6") && has("dp=4"),
 	       "batch not a multiple of dp: %s", ir_error());
-	TAP_OK(run(m, "2x8:a100-80g", "dp=2,mb=4", 6, &r) == -EINVAL && has("mb=4"), "mb not dividing: %s", ir_error());
-	TAP_OK(run(m, "2x8:a100-80g", "schedule=interleaved", 0, &r) == -EINVAL && has("pp > 1"),
+	TAP_OK(run(m, "2x8:a100-80g", "dp=2,mb=4", 6, &w) == -EINVAL && has("mb=4"), "mb not dividing: %s", ir_error());
+	TAP_OK(run(m, "2x8:a100-80g", "schedule=interleaved", 0, &w) == -EINVAL && has("pp > 1"),
 	       "interleaved without pipeline: %s", ir_error());
-	TAP_OK(run(m, "2x8:a100-80g", "tp=3", 0, &r) == -EINVAL && has("tp=3"), "tp=3 on nodes of 8: %s", ir_error());
-	/* 12 decoder layers cut into 48 pieces: 64 stages would split pieces */
-	TAP_OK(run(m, "8x8:a100-80g", "pp=64", 0, &r) == -EINVAL && has("pp=64") && has("64 pipeline chunks") &&
-		       has("48 pieces"),
-	       "more stages than layers: %s", ir_error());
-	TAP_OK(run(m, "4x8:a100-80g", "pp=16,schedule=interleaved,v=4", 0, &r) == -EINVAL && has("interleaving") &&
-		       has("64 pipeline chunks"),
+	TAP_OK(run(m, "2x8:a100-80g", "tp=3", 0, &w) == -EINVAL && has("tp=3"), "tp=3 on nodes of 8: %s", ir_error());
+	TAP_OK(run(m, "2x8:a100-80g", "dp=3", 0, &w) == -EINVAL && has("3 devices") && has("nodes of 8"),
+	       "3 devices of 2 nodes of 8: %s", ir_error());
+	TAP_OK(run(m, "16x8:a100-80g", "pp=128", 0, &w) == -EINVAL && has("plan pp=128") && has("more than 64"),
+	       "more stages than the planner takes: %s", ir_error());
+	TAP_OK(run(m, "4x8:a100-80g", "pp=16,schedule=interleaved,v=4", 0, &w) == -EINVAL && has("interleaved") &&
+		       has("64 layers"),
 	       "more interleaved chunks than layers: %s", ir_error());
-	TAP_OK(run("/nonexistent.onnx", "2x8:a100-80g", "dp=2", 0, &r) < 0 && has("/nonexistent.onnx"),
+	TAP_OK(run("/nonexistent.onnx", "2x8:a100-80g", "dp=2", 0, &w) < 0 && has("/nonexistent.onnx"),
 	       "missing model: %s", ir_error());
 }
 
 static void test_batch_choice(void)
 {
-	struct report r;
+	struct whatif w;
 	const char *m = model("gpt3-125m");
 	/* symbolic batch, global 64 over dp=2, pp=2: the planner picks b with
 	 * 32 / b >= 2 micro-batches */
-	int rc = run(m, "1x8:a100-80g", "dp=2,tp=2,pp=2", 64, &r);
-	TAP_OK(rc == 0 && r.batch_chosen && r.batch == 64 && r.micro_batch * r.mb == 32 && r.mb >= 2,
-	       "micro-batch size chosen: %lld x %d per replica", (long long)r.micro_batch, r.mb);
-	report_free(&r);
-	rc = run(m, "1x8:a100-80g", "dp=2,tp=2,pp=2,mb=8", 64, &r);
-	TAP_OK(rc == 0 && !r.batch_chosen && r.micro_batch == 4 && r.mb == 8, "mb=8 fixes micro-batches of 4");
-	report_free(&r);
+	int rc = run(m, "1x8:a100-80g", "dp=2,tp=2,pp=2", 64, &w);
+	TAP_OK(rc == 0 && w.batch == 64 && w.micro_batch * w.micro == 32 && w.micro >= 2,
+	       "micro-batch size chosen: %lld x %d per replica", (long long)w.micro_batch, w.micro);
+	wi_free(&w);
+	rc = run(m, "1x8:a100-80g", "dp=2,tp=2,pp=2,mb=8", 64, &w);
+	TAP_OK(rc == 0 && w.micro_batch == 4 && w.micro == 8, "mb=8 fixes micro-batches of 4");
+	wi_free(&w);
 	/* interleaving shrinks the bubble */
-	struct report a, b;
+	struct whatif a, b;
 	int ra = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &a),
 	    rb = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=interleaved", 0, &b);
-	TAP_OK(ra == 0 && rb == 0 && b.t_bubble < a.t_bubble, "interleaved bubble %.4g < 1F1B bubble %.4g", b.t_bubble,
-	       a.t_bubble);
-	report_free(&a);
-	report_free(&b);
+	TAP_OK(ra == 0 && rb == 0 && part(&b, "bubble") < part(&a, "bubble"),
+	       "interleaved bubble %.4g < 1F1B bubble %.4g", part(&b, "bubble"), part(&a, "bubble"));
+	wi_free(&a);
+	wi_free(&b);
 	ra = run(m, "1x8:a100-80g", "pp=4,mb=8,schedule=gpipe", 0, &a);
 	rb = run(m, "1x8:a100-80g", "pp=4,mb=8", 0, &b);
 	TAP_OK(ra == 0 && rb == 0 && a.stages[0].inflight == 8 && b.stages[0].inflight == 4 && a.mem_peak > b.mem_peak,
 	       "GPipe holds 8 micro-batches, 1F1B 4: more memory");
-	report_free(&a);
-	report_free(&b);
+	wi_free(&a);
+	wi_free(&b);
+}
+
+/* One evaluator: a manual plan's report is the automatic planner's report
+ * (wi_auto, what `pcc report` without --plan prints) with the planner held
+ * to the plan's choices: stages, mesh dp x tp laid out as Megatron does,
+ * micro-batches, schedule, recomputation, ZeRO. Equal to the last bit. */
+static void test_one_evaluator(void)
+{
+	static const char *const plans[] = { "dp=4,tp=2,pp=2,mb=8", "dp=2,tp=4,pp=2,mb=8,recompute=1,zero=1",
+					     "dp=16,mb=4,zero=3", "dp=2,tp=2,pp=4,mb=8,schedule=interleaved,v=2" };
+	const char *m = model("gpt3-125m");
+	struct cost_cluster c;
+	struct cost_device dev;
+	static struct cost_calib cal;
+	cost_cluster_parse("2x8:a100-80g", &c);
+	cost_cluster_effective(&c, &dev, NULL, NULL, NULL);
+	cost_calib_init(&cal);
+	for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+		struct whatif man, aut;
+		struct wi_request q;
+		wi_request_init(&q);
+		q.model = m;
+		q.cal = &cal;
+		q.batch = 64;
+		report_plan_parse(plans[i], &q.plan);
+		int rm = run(m, "2x8:a100-80g", plans[i], 64, &man);
+		q.prec = cost_default_prec(&dev);
+		q.inter.train = true;
+		q.inter.stages = q.plan.pp;
+		q.inter.mesh0 = q.plan.dp;
+		q.inter.mesh1 = q.plan.tp;
+		q.inter.micro = q.plan.mb;
+		q.inter.sched = q.plan.sched;
+		q.inter.v = q.plan.sched == COST_SCHED_INTERLEAVED ? q.plan.v : 0;
+		q.inter.recompute = q.plan.recompute;
+		q.inter.zero = q.plan.zero;
+		q.inter.manual_tp = true;
+		q.inter.mem_limit = 1e30;
+		int ra = wi_auto(&q, &c, &aut);
+		if (!TAP_OK(rm == 0 && ra == 0, "%s: the manual and the held automatic report: %s", plans[i],
+			    rm || ra ? ir_error() : "ok"))
+			continue;
+		bool mem = man.nstages == aut.nstages;
+		for (int s = 0; mem && s < man.nstages; s++)
+			for (int k = 0; k < WI_MEM_COUNT; k++)
+				mem &= man.stages[s].mem[k] == aut.stages[s].mem[k];
+		TAP_OK(man.t_step == aut.t_step && man.mem_peak == aut.mem_peak && mem && man.micro == aut.micro &&
+			       man.hw_flops == aut.hw_flops,
+		       "%s: manual %.6f ms, %.4f GiB; automatic held to it %.6f ms, %.4f GiB", plans[i],
+		       man.t_step * 1e3, man.mem_peak / (1 << 30), aut.t_step * 1e3, aut.mem_peak / (1 << 30));
+		wi_free(&man);
+		wi_free(&aut);
+	}
 }
 
 /* ---- the automatic plan's report (report_auto.c, report_timeline.c) ------- */
@@ -586,21 +732,6 @@ static void check_explain(const char *m, const struct cost_cluster *c, int64_t b
 		TAP_OK(sum <= (st->t_fwd + st->t_bwd) * (1 + 1e-9), "explain: stage %d: they take %.4g of its %.4g s",
 		       s, sum, st->t_fwd + st->t_bwd);
 	}
-}
-
-static double fwd_flops_at(const char *m, int64_t b)
-{
-	struct onnx_import_opts o;
-	struct onnx_dim_binding d = { "batch", b };
-	onnx_import_opts_init(&o);
-	o.dims = &d;
-	o.ndims = 1;
-	struct ir_graph *g = onnx_import(m, &o, NULL);
-	double f = 0;
-	for (int i = 0; g && i < ir_graph_nnodes(g); i++)
-		f += ir_node_flops(ir_graph_node(g, i));
-	ir_graph_free(g);
-	return f;
 }
 
 static void check_auto(const char *m, const char *cluster, int64_t batch, int stages)
@@ -838,6 +969,7 @@ int main(int argc, char **argv)
 	test_gpt3_175b();
 	test_errors();
 	test_batch_choice();
+	test_one_evaluator();
 	test_auto();
 	cleanup();
 	return tap_done();

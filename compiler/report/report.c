@@ -1,8 +1,8 @@
 /*
- * report.c: `pcc report --plan ...`: parses a manual plan, resolves the
- * batch (global batch, micro-batch size, micro-batch count), maps the plan's
- * axes onto the cluster and evaluates it (report_eval.c), searching the
- * micro-batch size where the model's batch dimension is symbolic.
+ * report.c: `pcc report --plan ...`: parses a manual plan, resolves its
+ * batch (global batch, micro-batch size, micro-batch count) and the
+ * devices it runs on (its axes on the cluster), which the planner held to
+ * the plan (report_auto.c, wi_held) evaluates.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,21 +81,6 @@ int report_plan_parse(const char *s, struct report_plan *p)
 	return 0;
 }
 
-void report_free(struct report *r)
-{
-	ir_free(r->stages);
-	ir_free(r->events);
-	r->events = NULL;
-	r->nevents = 0;
-	r->stages = NULL;
-	r->nstages = 0;
-}
-
-static enum cost_prec pick_prec(const struct report_plan *p, const struct cost_device *d)
-{
-	return p->prec >= 0 ? (enum cost_prec)p->prec : cost_default_prec(d);
-}
-
 int report_resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch, struct report_batch *bp)
 {
 	int64_t per;
@@ -170,40 +155,6 @@ double report_tokens_per_sample(const struct ir_graph *g)
 	return 0;
 }
 
-static int eval_one(const struct onnx_model *m, const struct onnx_import_opts *imp, const char *bname, int64_t b,
-		    const struct cost_cluster *c, const struct cost_calib *cal, const struct cost_axis axes[3],
-		    struct report *r)
-{
-	const char *model = onnx_model_path(m);
-	struct ir_graph *g = onnx_model_import_batch(m, imp, bname, b), *g2 = NULL;
-	if (!g)
-		return ir_error_code() ? ir_error_code() : -EINVAL;
-	r->tokens_per_sample = report_tokens_per_sample(g);
-	/* data parallelism's batch statistics: which dims carry the batch is
-	 * what changes at another batch size (report_dp.c) */
-	int n = ir_graph_nnodes(g), rc = 0;
-	double *bs = r->plan.dp > 1 && bname[0] ? ir_calloc(2 * (size_t)n + 1, sizeof *bs) : NULL;
-	if (bs && !(g2 = onnx_model_import_batch(m, imp, bname, 2 * b)))
-		rc = ir_error_code() ? ir_error_code() : -EINVAL;
-	if (rc == 0 && bs)
-		rc = report_batch_stats(g, g2, r->mixed ? 2 : 0, bs, bs + n);
-	if (rc == 0)
-		rc = report_eval_graph(g, c, &r->plan, cal, axes, bs, bs ? bs + n : NULL, r);
-	ir_free(bs);
-	ir_graph_free(g2);
-	ir_graph_free(g);
-	if (rc < 0)
-		ir_error_prefix("%s", model);
-	return rc;
-}
-
-static bool better(const struct report *a, const struct report *b)
-{
-	if (a->fits != b->fits)
-		return a->fits;
-	return a->fits ? a->t_step < b->t_step : a->mem_peak < b->mem_peak;
-}
-
 int report_plan_axes(const struct report_plan *p, const struct cost_cluster *c, struct cost_axis axes[3])
 {
 	int rc;
@@ -250,68 +201,5 @@ int report_plan_cluster(const struct report_plan *p, const struct cost_cluster *
 	}
 	sub->nodes = g->count;
 	sub->ndevices = g->count * g->devices;
-	return 0;
-}
-
-int report_evaluate(const char *model, const struct onnx_import_opts *imp, int64_t batch, const struct cost_cluster *c,
-		    const struct report_plan *p, const struct cost_calib *cal, struct report *r)
-{
-	struct onnx_import_opts none;
-	struct cost_calib dflt;
-	struct cost_link intra, inter;
-	struct cost_axis axes[3];
-	int dpn, rc;
-	if (!imp) {
-		onnx_import_opts_init(&none);
-		imp = &none;
-	}
-	if (!cal) {
-		cost_calib_init(&dflt);
-		cal = &dflt;
-	}
-	memset(r, 0, sizeof *r);
-	snprintf(r->model, sizeof r->model, "%s", model);
-	snprintf(r->cluster, sizeof r->cluster, "%s", c->name);
-	r->plan = *p;
-	r->devices = p->dp * p->tp * p->pp;
-	if ((rc = report_plan_axes(p, c, axes)) < 0)
-		return rc;
-	cost_cluster_effective(c, &r->dev, &intra, &inter, &dpn);
-	r->prec = pick_prec(p, &r->dev);
-	r->mixed = r->prec == COST_PREC_BF16 || r->prec == COST_PREC_F16 || r->prec == COST_PREC_FP8;
-	r->fidelity = report_fidelity(&r->dev, cal);
-	char bname[128];
-	int64_t b0;
-	struct onnx_model *m = onnx_model_read(model); /* once: each candidate size is imported from it */
-	if (!m)
-		return ir_error_code();
-	struct report_batch bp;
-	if ((rc = onnx_model_batch_dim(m, imp, bname, sizeof bname, &b0)) < 0 ||
-	    (rc = report_resolve_batch(p, b0, batch, &bp)) < 0) {
-		onnx_model_free(m);
-		return rc;
-	}
-	struct report best = { 0 };
-	for (int i = 0; i < bp.n; i++) {
-		struct report t = *r;
-		t.batch = bp.batch;
-		t.micro_batch = bp.cand[i];
-		t.mb = bp.mb[i];
-		t.batch_chosen = bp.n > 1;
-		if ((rc = eval_one(m, imp, bname, bp.cand[i], c, cal, axes, &t)) < 0) {
-			report_free(&t); /* what it built before failing */
-			report_free(&best);
-			onnx_model_free(m);
-			return rc;
-		}
-		if (i == 0 || better(&t, &best)) {
-			report_free(&best);
-			best = t;
-		} else {
-			report_free(&t);
-		}
-	}
-	onnx_model_free(m);
-	*r = best;
 	return 0;
 }

@@ -580,6 +580,7 @@ static int held_plan(const struct wi_request *q, const struct cost_cluster *c, s
 static void as_manual(const struct report_plan *m, struct whatif *w)
 {
 	w->manual = true;
+	w->plan = *m;
 	w->micro_batch /= m->dp;
 	w->mem_limit = w->mem_capacity;
 	for (int s = 0; s < w->nstages; s++)

@@ -43,8 +43,6 @@ static void ops(const struct whatif *w, FILE *f)
 
 int wi_explain(const struct whatif *w, FILE *f)
 {
-	if (w->nodes) /* report_eval.c's plans have no notes */
-		return 0;
 	fputc('\n', f);
 	if (!w->manual) /* a manual plan is held to one micro-batch count: nothing was weighed against it */
 		inter_alts_print(w->alt, w->nalt, w->nweighed, w->t_step, w->train, f);

@@ -1,13 +1,11 @@
 /*
  * report_internal.h: what the report's files share.
  *
- * Manual plans: their tensor-parallel layout from the intra-op pass
- * (report_tp.c), the evaluation of a plan under the cost model (report.c,
- * report_eval.c) and its printers (report_print.c).
+ * Manual plans: parsed, their batch and devices resolved (report.c).
  *
  * What-if reports (`pcc report` as a whole, report_cli.c): a plan's
- * figures as one struct whatif (report_whatif.c), from a manual plan or
- * from the automatic planner (report_auto.c); text, JSON and comparisons
+ * figures as one struct whatif (report_whatif.c), filled from the
+ * planner's plan, automatic or held to a manual plan (report_auto.c); text, JSON and comparisons
  * (report_text.c); one step on the schedule simulator as a timeline
  * (report_timeline.c) and a Chrome trace (report_trace.c); sweeps
  * (report_sweep.c, report_sweep_print.c); pictures with cairo
@@ -22,61 +20,9 @@
 #include "compiler/report/report.h"
 #include "compiler/search/search.h"
 
-enum tp_phase {
-	TP_FWD,  /* in the forward of every micro-batch */
-	TP_BWD,  /* in the backward of every micro-batch */
-	TP_STEP, /* once per step: a weight's gradient, with the gradient sync */
-};
-
-/* One collective of the tensor-parallel layout. */
-struct tp_event {
-	int node; /* where it happens (a node id: decides the stage) */
-	enum cost_coll coll;
-	enum tp_phase phase;
-	double bytes;    /* per device, as cost_collective takes them */
-	double t;        /* s, on the tp ranks */
-	const char *why; /* "partial sums needed whole (row-parallel, ...)", ... (static) */
-};
-
-/* A manual plan's layout over the tp ranks of one stage (report_tp.c). */
-struct tp_result {
-	int tp;
-	double *share; /* [nvalues]: the part of a value one rank holds (1: whole) */
-	double *work;  /* [nnodes]: the part of a node's work one rank does */
-	bool *grad;    /* [nvalues]: carries a gradient (depends on a float parameter) */
-	struct tp_event *ev;
-	int nev;
-};
-
 /* What is known of the cost model's error on device d (report_fidelity.c):
  * one sentence quoting a measurement in benchmarks/results/. */
 const char *report_fidelity(const struct cost_device *d, const struct cost_calib *cal);
-
-/* What a manual plan's tensor parallelism is solved for. */
-struct tp_request {
-	int tp;                       /* ranks, the first tp devices of the cluster's order */
-	int micro;                    /* micro-batches per step (weighs once-per-step costs) */
-	enum cost_prec prec;          /* of the dots */
-	enum cost_optim optim;        /* the optimizer's state */
-	const struct cost_calib *cal; /* not NULL */
-};
-
-/* Lays g out over q->tp ranks of cluster c with the intra-op pass under
- * the manual plan's constraint (intra_opts.manual_tp), leaving its
- * shardings on g; tp == 1 keeps every value whole and records nothing. */
-int tp_layout(struct ir_graph *g, const struct cost_cluster *c, const struct tp_request *q, struct tp_result *r);
-void tp_result_free(struct tp_result *r);
-
-/* Bytes of v on one rank under r (float elements at elem_bytes when > 0). */
-double tp_local_bytes(const struct tp_result *r, const struct ir_value *v, int elem_bytes);
-
-/* Evaluates graph g, its batch dim bound to r->micro_batch, under plan p
- * with the axes tp, dp, pp mapped onto cluster c; fills the rest of r
- * (r->dev, prec, mixed, batch, mb set by the caller) and leaves the tp
- * layout's shardings on g. */
-int report_eval_graph(struct ir_graph *g, const struct cost_cluster *c, const struct report_plan *p,
-		      const struct cost_calib *cal, const struct cost_axis axes[3], const double *bs_fwd,
-		      const double *bs_bwd, struct report *r);
 
 /* Samples per micro-batch and micro-batches per step of a manual plan,
  * for a static batch dim of size b0 (the model's batch is a micro-batch,
@@ -101,21 +47,13 @@ int report_plan_axes(const struct report_plan *p, const struct cost_cluster *c, 
  * -EINVAL naming what does not fit. */
 int report_plan_cluster(const struct report_plan *p, const struct cost_cluster *c, struct cost_cluster *sub);
 
-/* Batch statistics data parallelism all-reduces (report_dp.c): per node of
- * g, the bytes of its forward and backward all-reduce over the replicas,
- * 0 for none; g2 is the same model imported at another batch size. */
-int report_batch_stats(const struct ir_graph *g, const struct ir_graph *g2, int elem_bytes, double *fwd, double *bwd);
-
-/* The manual plan's report as the JSON object `pcc report --json` prints. */
-json_t *report_json(const struct report *r);
-
 /* Tokens per sample: the second dim of the first integer rank-2 input
  * (token ids), 0 when there is none. */
 double report_tokens_per_sample(const struct ir_graph *g);
 
 /* ---- what-if reports (report_whatif.c, report_auto.c, report_cli.c) -----
- * Whatever made a plan (a manual Megatron-style one evaluated by
- * report_evaluate, or the automatic planner's), its figures come into one
+ * Whatever made a plan (the planner held to a manual Megatron-style one,
+ * or the automatic planner), its figures come into one
  * struct whatif, which the printers, comparisons, traces, sweeps, charts
  * and pages read. Every number is the cost model's: nothing is re-derived
  * here that the model does not compute. */
@@ -133,7 +71,7 @@ enum wi_mem { WI_MEM_PARAMS, WI_MEM_GRADS, WI_MEM_OPTIM, WI_MEM_ACT, WI_MEM_WORK
 extern const char *const wi_mem_key[WI_MEM_COUNT];   /* "params", ... "workspace" */
 extern const char *const wi_mem_label[WI_MEM_COUNT]; /* "parameters", ... */
 
-/* One op of a stage's plan (automatic): the intra-op pass's note on it and
+/* One op of a stage's plan: the intra-op pass's note on it and
  * how many such ops (equal in kind, sharding and cost: the same op of
  * repeated blocks) the stage runs per micro-batch. */
 #define WI_MAX_OPS 8
@@ -145,7 +83,7 @@ struct wi_op {
 struct wi_stage {
 	char mesh[48];   /* "4x4 on a 2x8 sub-mesh" or "dp 8 x tp 8" */
 	int devices;     /* devices running it */
-	int first, last; /* layers [first, last], or nodes [first, last) (whatif.nodes) */
+	int first, last; /* layers [first, last] */
 	bool recompute, zero;
 	double t_fwd, t_bwd;      /* s per micro-batch, all of the device's chunks */
 	double comm_frac;         /* the part of t_fwd and t_bwd that is collectives */
@@ -155,7 +93,7 @@ struct wi_stage {
 	double inflight;          /* micro-batches of activations held at the peak */
 	double mem[WI_MEM_COUNT]; /* bytes per device */
 	double mem_total;
-	struct wi_op ops[WI_MAX_OPS]; /* automatic: the costliest ops per micro-batch
+	struct wi_op ops[WI_MAX_OPS]; /* the costliest ops per micro-batch
 				       * (time x count), costliest first */
 	int nops, ops_total;          /* shown, and ops in the stage's distinct layers */
 };
@@ -164,7 +102,7 @@ struct whatif {
 	char label[96]; /* "auto", "dp=8,tp=8,pp=16" */
 	char model[256], cluster[64], device[80];
 	bool manual, train;
-	bool nodes; /* stages hold nodes, not layers: a plan report_eval.c evaluated */
+	struct report_plan plan; /* manual: the plan */
 	int devices;
 	enum cost_prec prec;
 	enum cost_optim optim;
@@ -216,8 +154,6 @@ extern const char *const wi_group_label[WI_GROUP_COUNT];
 double wi_group_time(const struct whatif *w, enum wi_group g);
 /* Fills throughput, FLOP/s, MFU, cost from t_step and the rest. */
 void wi_finish(struct whatif *w, double price);
-/* A manual plan's report as a what-if. */
-int wi_from_report(const struct report *r, const char *label, double price, struct whatif *w);
 
 /* What to evaluate: one plan of one model, on a cluster given apart. */
 struct wi_request {

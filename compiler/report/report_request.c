@@ -1,8 +1,7 @@
 /*
  * report_request.c: one what-if request evaluated, whichever plan it
- * names: a manual plan through its report (report_evaluate, report_eval.c)
- * converted by wi_from_report (report_whatif.c), the automatic planner's
- * through wi_auto (report_auto.c). `pcc report` (report_cli.c) and its
+ * names: the planner held to a manual plan (wi_held), or the automatic
+ * planner's (wi_auto), both in report_auto.c. `pcc report` (report_cli.c) and its
  * sweeps (report_sweep.c) ask here; the files that fill a struct whatif
  * never call back.
  */

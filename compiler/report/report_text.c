@@ -76,15 +76,11 @@ static void rates(const struct whatif *w, FILE *f)
 static void stage_table(const struct whatif *w, FILE *f)
 {
 	char b[32], rng[32], act[32];
-	fprintf(f, "\nstage  %-7s  devices  %-18s  %12s  %8s  %8s  %8s  %14s  %9s  %9s\n",
-		w->nodes ? "nodes" : "layers", "mesh", "per micro-b.", "params", "grads", "optim", "activations",
-		"workspace", "total GiB");
+	fprintf(f, "\nstage  %-7s  devices  %-18s  %12s  %8s  %8s  %8s  %14s  %9s  %9s\n", "layers", "mesh",
+		"per micro-b.", "params", "grads", "optim", "activations", "workspace", "total GiB");
 	for (int s = 0; s < w->nstages; s++) {
 		const struct wi_stage *st = &w->stages[s];
-		if (w->nodes)
-			snprintf(rng, sizeof rng, "%d-%d", st->first, st->last - 1);
-		else
-			snprintf(rng, sizeof rng, "%d-%d", st->first, st->last);
+		snprintf(rng, sizeof rng, "%d-%d", st->first, st->last);
 		snprintf(act, sizeof act, "%.3g x %.3g", st->inflight,
 			 st->inflight > 0 ? st->mem[WI_MEM_ACT] / st->inflight / GIB : 0);
 		fprintf(f, "%5d  %-7s  %7d  %-18s  %12s  %8.3f  %8.3f  %8.3f  %14s  %9.3f  %9.3f%s%s\n", s, rng,
@@ -148,6 +144,13 @@ json_t *wi_json(const struct whatif *w)
 	json_object_set_new(o, "optimizer", json_string(cost_optim_name(w->optim)));
 	json_object_set_new(o, "schedule", json_string(cost_sched_name(w->sched)));
 	json_object_set_new(o, "chunks_per_device", json_integer(w->v));
+	if (w->manual) {
+		const struct report_plan *p = &w->plan;
+		json_object_set_new(o, "plan",
+				    json_pack("{s:i, s:i, s:i, s:i, s:s, s:i, s:i, s:b}", "dp", p->dp, "tp", p->tp,
+					      "pp", p->pp, "mb", w->micro, "schedule", cost_sched_name(p->sched), "v",
+					      w->v, "zero", p->zero, "recompute", p->recompute > 0));
+	}
 	json_object_set_new(o, "micro_batches", json_integer(w->micro));
 	json_object_set_new(o, "micro_batch", json_integer(w->micro_batch));
 	json_object_set_new(o, "batch", json_integer(w->batch));
@@ -179,8 +182,7 @@ json_t *wi_json(const struct whatif *w)
 	}
 	for (int s = 0; s < w->nstages; s++) {
 		json_t *st = stage_json(&w->stages[s]);
-		if (!w->nodes)
-			json_object_set_new(st, "ops", wi_ops_json(&w->stages[s]));
+		json_object_set_new(st, "ops", wi_ops_json(&w->stages[s]));
 		json_array_append_new(stages, st);
 	}
 	json_object_set_new(o, "stages", stages);

@@ -1,14 +1,9 @@
 /*
  * report_whatif.c: one plan's figures as a struct whatif, whatever made
  * the plan: its parts, the figures every what-if derives the same way
- * (throughput, FLOP/s, MFU, price), a manual plan's report (report_eval.c)
- * converted part by part, and the checks on output files the report
- * commands share. The automatic planner's plan (report_auto.c) fills one
- * through the same calls; report_request.c chooses between the two.
- *
- * A manual plan's step-time parts are its report's, with recomputation
- * taken out of compute: compute, recompute, comm_tp, comm_stats, transfers, bubble,
- * comm_dp, optimizer. They add up to its step time exactly.
+ * (throughput, FLOP/s, MFU, price), and the checks on output files the
+ * report commands share. The planner's plans, automatic or held to a
+ * manual plan, fill one (report_auto.c).
  */
 #include <errno.h>
 #include <libgen.h>
@@ -53,12 +48,9 @@ static enum wi_group group_of(const char *key)
 		const char *key;
 		enum wi_group g;
 	} map[] = {
-		{ "compute", WI_GROUP_COMPUTE },     { "recompute", WI_GROUP_RECOMPUTE },
-		{ "comm_axis0", WI_GROUP_COLL },     { "comm_axis1", WI_GROUP_COLL },
-		{ "comm_tp", WI_GROUP_COLL },        { "comm_stats", WI_GROUP_COLL },
-		{ "transfers", WI_GROUP_TRANSFERS }, { "bubble", WI_GROUP_BUBBLE },
-		{ "sync_axis0", WI_GROUP_SYNC },     { "sync_axis1", WI_GROUP_SYNC },
-		{ "comm_dp", WI_GROUP_SYNC },        { "optimizer", WI_GROUP_OPTIM },
+		{ "compute", WI_GROUP_COMPUTE }, { "recompute", WI_GROUP_RECOMPUTE }, { "comm_axis0", WI_GROUP_COLL },
+		{ "comm_axis1", WI_GROUP_COLL }, { "transfers", WI_GROUP_TRANSFERS }, { "bubble", WI_GROUP_BUBBLE },
+		{ "sync_axis0", WI_GROUP_SYNC }, { "sync_axis1", WI_GROUP_SYNC },     { "optimizer", WI_GROUP_OPTIM },
 	};
 	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
 		if (!strcmp(map[i].key, key))
@@ -96,90 +88,6 @@ void wi_finish(struct whatif *w, double price)
 	}
 	w->mem_peak = w->nstages ? w->stages[w->peak_stage].mem_total : 0;
 	w->fits = w->mem_peak <= w->mem_limit;
-}
-
-/* The stage whose micro-batch takes longest: the one the report's
- * compute, communication and recomputation figures are taken from. */
-static int slowest(const struct report *r)
-{
-	int s = 0;
-	for (int i = 1; i < r->nstages; i++)
-		if (r->stages[i].t_mb > r->stages[s].t_mb)
-			s = i;
-	return s;
-}
-
-static void stage_from_report(const struct report *r, int s, double p2p, struct wi_stage *o)
-{
-	const struct report_plan *p = &r->plan;
-	const struct report_stage *st = &r->stages[s];
-	snprintf(o->mesh, sizeof o->mesh, "dp %d x tp %d", p->dp, p->tp);
-	o->devices = p->dp * p->tp;
-	o->first = st->first;
-	o->last = st->last;
-	o->recompute = p->recompute;
-	o->zero = p->zero > 0;
-	o->t_fwd = st->t_fwd + st->t_tp_fwd + st->t_bs_fwd;
-	o->t_bwd = st->t_mb - o->t_fwd;
-	o->comm_frac = st->t_mb > 0 ? (st->t_tp_fwd + st->t_tp_bwd + st->t_bs_fwd + st->t_bs_bwd) / st->t_mb : 0;
-	o->t_xfer = s + 1 < r->nstages ? p2p / 2 : 0;
-	o->t_sync = fmax(st->t_dp - st->t_bwd, 0);
-	o->t_optim = st->t_optim;
-	o->inflight = st->inflight;
-	o->mem[WI_MEM_PARAMS] = st->mem_params;
-	o->mem[WI_MEM_GRADS] = st->mem_grads;
-	o->mem[WI_MEM_OPTIM] = st->mem_optim;
-	o->mem[WI_MEM_ACT] = st->mem_act;
-	o->mem[WI_MEM_WORK] = st->mem_buffers;
-}
-
-int wi_from_report(const struct report *r, const char *label, double price, struct whatif *w)
-{
-	const struct report_plan *p = &r->plan;
-	memset(w, 0, sizeof *w);
-	w->stages = ir_calloc((size_t)r->nstages, sizeof *w->stages);
-	if (!w->stages)
-		return ir_errorf(-ENOMEM, "out of memory");
-	snprintf(w->label, sizeof w->label, "%s", label);
-	snprintf(w->model, sizeof w->model, "%s", r->model);
-	snprintf(w->cluster, sizeof w->cluster, "%s", r->cluster);
-	snprintf(w->device, sizeof w->device, "%s", r->dev.desc[0] ? r->dev.desc : r->dev.name);
-	w->manual = w->train = w->nodes = true;
-	w->devices = r->devices;
-	w->prec = r->prec;
-	w->optim = p->optim;
-	w->sched = p->sched;
-	w->v = p->sched == COST_SCHED_INTERLEAVED && p->pp > 1 ? p->v : 1;
-	w->micro = r->mb;
-	w->batch = r->batch;
-	w->micro_batch = r->micro_batch;
-	w->nstages = r->nstages;
-	/* the boundary transfer per micro-batch, both directions (report_eval.c) */
-	double p2p = p->pp > 1 && r->mb > 0 ? r->t_pp / ((double)r->mb * w->v) : 0;
-	for (int s = 0; s < r->nstages; s++)
-		stage_from_report(r, s, p2p, &w->stages[s]);
-	double rec = r->mb * r->stages[slowest(r)].t_recompute;
-	char tp[64], dp[64];
-	snprintf(tp, sizeof tp, "tensor-parallel comm (tp=%d)", p->tp);
-	snprintf(dp, sizeof dp, "data-parallel comm (dp=%d, exposed)", p->dp);
-	wi_add_part(w, "compute", "compute", r->t_compute - rec);
-	wi_add_part(w, "recompute", "recomputation", rec);
-	wi_add_part(w, "comm_tp", tp, r->t_tp);
-	wi_add_part(w, "comm_stats", "batch statistics over dp", r->t_bstat);
-	wi_add_part(w, "transfers", "pipeline transfers (pp)", r->t_pp);
-	wi_add_part(w, "bubble", "pipeline bubble", r->t_bubble);
-	wi_add_part(w, "comm_dp", dp, r->t_dp);
-	wi_add_part(w, "optimizer", "optimizer step", r->t_optim);
-	w->t_step = r->t_step;
-	w->fidelity = r->fidelity;
-	w->params = r->params;
-	w->tokens_per_sample = r->tokens_per_sample;
-	w->model_flops = r->model_flops;
-	w->hw_flops = r->hw_flops;
-	w->peak_flops = cost_device_peak(&r->dev, r->prec);
-	w->mem_capacity = w->mem_limit = r->dev.mem_bytes;
-	wi_finish(w, price);
-	return 0;
 }
 
 const char *wi_secs(double t, char *b, size_t n)
