@@ -22,9 +22,12 @@
 #include "tests/tap.h"
 
 #define REL 1e-9
-/* stated after measuring (see test_activation_memory and test_gpt3_175b) */
+/* Korthikanti's closed form holds to rounding for the held plan's stages */
 #define KORTHIKANTI_TOL 1e-6
-#define GPT3_175B_S 2.0
+/* GPT-3 175B's manual plan: the planner held to it solves its distinct
+ * layers and 7 micro-batch sizes, 1.5 s on a 2-core host under a load of
+ * 7 (0.5 s before, with an evaluator of its own) */
+#define GPT3_175B_S 4.0
 
 static const char *modelgen;
 static char tmpdir[] = "/tmp/pcc-test-report-XXXXXX";

@@ -133,15 +133,17 @@ int report_resolve_batch(const struct report_plan *p, int64_t b0, int64_t batch,
 		bp->n = 1;
 		return 0;
 	}
-	/* the planner chooses: every divisor keeping at least pp micro-batches */
+	/* the planner chooses: every divisor keeping at least pp micro-batches
+	 * (interleaved: a multiple of pp, as its schedule needs) */
+	bool inter = p->sched == COST_SCHED_INTERLEAVED;
 	for (int64_t b = 1; b <= per && bp->n < 64; b++)
-		if (per % b == 0 && (p->pp == 1 || per / b >= p->pp)) {
+		if (per % b == 0 && (p->pp == 1 || per / b >= p->pp) && (!inter || per / b % p->pp == 0)) {
 			bp->cand[bp->n] = b;
 			bp->mb[bp->n++] = (int)(per / b);
 		}
 	if (bp->n == 0)
-		return ir_errorf(-EINVAL, "--batch %lld gives %lld samples per replica, fewer than pp=%d micro-batches",
-				 (long long)batch, (long long)per, p->pp);
+		return ir_errorf(-EINVAL, "--batch %lld gives %lld samples per replica, not %s pp=%d micro-batches",
+				 (long long)batch, (long long)per, inter ? "a multiple of" : "at least", p->pp);
 	return 0;
 }
 

@@ -18,8 +18,8 @@ const char *report_fidelity(const struct cost_device *d, const struct cost_calib
 		       "24 cases on 1 and 2 ranks, median |error| 63%, max |error| 170% of the measured step time; "
 		       "ranks over-subscribing the cores are not modelled";
 	return "against published Megatron-LM runs on A100 (benchmarks/results/report_validation.md): "
-	       "predicted throughput 1.039 to 1.069 times the measured for tensor+pipeline+data plans "
-	       "(mean error 5.3%), 1.5 to 4.8 times for ZeRO-3 without model parallelism; "
+	       "predicted throughput 1.044 to 1.074 times the measured for tensor+pipeline+data plans "
+	       "(mean error 5.9%), 1.4 to 2.9 times for ZeRO-3 without model parallelism; "
 	       "against pcc-run on one H200 (benchmarks/results/gpu.md): GPT-2 small training steps took "
 	       "0.97 to 1.25 times the predicted in f32, 1.92 to 2.68 times in bf16";
 }

@@ -30,7 +30,8 @@ const char *report_fidelity(const struct cost_device *d, const struct cost_calib
  * (b0 == 0), global batch `batch` (0: mb micro-batches, of one sample per
  * replica where the batch is symbolic): one candidate, or where the
  * micro-batch size is left to choose, every divisor of the samples per
- * replica keeping at least pp micro-batches. */
+ * replica keeping at least pp micro-batches (interleaved: a multiple of
+ * pp). */
 struct report_batch {
 	int64_t batch;    /* global samples per step */
 	int n;            /* candidates */
