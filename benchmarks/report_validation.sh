@@ -145,8 +145,10 @@ def verdict(r):
 
 def dominant(r):
     t = r["time_s"]
-    names = {"compute": "compute", "tp": "tp comm", "pp": "pp transfers", "bubble": "bubble",
-             "dp": "dp comm", "optimizer": "optimizer"}
+    # a manual plan's mesh axis 0 is dp, axis 1 tp
+    names = {"compute": "compute", "recompute": "recompute", "comm_axis1": "tp comm",
+             "comm_axis0": "dp comm", "transfers": "pp transfers", "bubble": "bubble",
+             "sync_axis0": "dp sync", "sync_axis1": "tp sync", "optimizer": "optimizer"}
     parts = sorted(((v, k) for k, v in t.items()), reverse=True)
     out = []
     for v, k in parts[:3]:
@@ -195,6 +197,6 @@ print("pcc's hardware FLOPs per step / the paper's Eq. (3): " +
       ", ".join("%s %.4f" % (m, q) for m, q in seen.items()) + ".")
 walls = [u / 1000.0 for x in rows for u in x["us"]]
 print("`pcc report` wall clock over all %d calls: median %.0f ms, max %.0f ms "
-      "(whole process: ONNX import, tensor-parallel layout, stage search, micro-batch search)." % (
+      "(whole process: ONNX import, layer solves, stage search, micro-batch search)." % (
           len(walls), statistics.median(walls), max(walls)))
 EOF
