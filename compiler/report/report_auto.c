@@ -20,6 +20,14 @@
  * stage's micro-batches (compute, recomputation, collectives per axis);
  * the once-per-step gradient reduction left exposed and the optimizer
  * update of the stage that takes longest at the end.
+ *
+ * A manual plan (`--plan dp=..,tp=..,pp=..`, wi_held) is the same pass
+ * held to it: its stages, every stage's mesh dp x tp laid out as Megatron
+ * does (inter_opts.manual_tp), its micro-batches (each size the plan
+ * leaves open tried, the fastest that fits kept), schedule, recomputation
+ * and ZeRO stage, on the plan's own devices; its report is filled by the
+ * same breakdown, so a manual plan and the automatic planner held to the
+ * same choices report the same figures.
  */
 #include <errno.h>
 #include <math.h>
@@ -515,8 +523,8 @@ int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct wha
 /* The pass's options held to manual plan p on cluster c (the plan's own
  * devices): p's stages, every stage's mesh dp x tp with its layers solved
  * as Megatron lays them out (inter_opts.manual_tp), its schedule,
- * recomputation and ZeRO-1, no memory limit (a plan that does not fit is
- * reported as such, not refused). */
+ * recomputation and ZeRO stage, no memory limit (a plan that does not fit
+ * is reported as such, not refused). */
 static void held_opts(const struct report_plan *p, const struct cost_cluster *c, struct inter_opts *o)
 {
 	struct cost_device dev;
@@ -535,8 +543,8 @@ static void held_opts(const struct report_plan *p, const struct cost_cluster *c,
 	o->mem_limit = 1e30;
 }
 
-/* Of two plans of one request: the one that fits device memory cap, then
- * the faster, or the one needing less memory (report.c's rule). */
+/* Of two plans of one request: the one that fits device memory cap; of
+ * two that fit the faster, of two that do not the one needing less. */
 static bool better(const struct inter_plan *a, const struct inter_plan *b, double cap)
 {
 	bool fa = a->mem_peak <= cap, fb = b->mem_peak <= cap;
