@@ -173,8 +173,8 @@ struct wi_request {
 /* q's defaults (report_request.c): a manual plan's (report_plan_init),
  * the planner's (inter_opts_init), no precision given. */
 void wi_request_init(struct wi_request *q);
-/* q's plan on c as w: the manual plan's report converted, or the automatic
- * planner's (wi_auto); w zeroed first. */
+/* q's plan on c as w: the planner held to the manual plan (wi_held), or
+ * the automatic planner's (wi_auto); w zeroed first. */
 int wi_eval(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
 /* The automatic planner's plan of q on c, with its breakdown (report_auto.c). */
 int wi_auto(const struct wi_request *q, const struct cost_cluster *c, struct whatif *w);
