@@ -19,7 +19,8 @@ row() {
 	shift
 	out=$(python3 tests/plan_memory.py "$pcc" "$tmp" 0 0 "$@" 2>&1) || { echo "$name: FAILED ${out##*failed: }"; return; }
 	echo "$out" | awk -v n="$name" '{ s = $2; if (!(s in seen)) { seen[s] = 1; print n ": " $0 } }'
-	echo "$out" | sed -n 's/.*ratio \([0-9.]*\).*/\1/p' >>"$tmp/ratios"
+	echo "$out" | sed -n 's/.*, ratio \([0-9.]*\).*/\1/p' >>"$tmp/ratios"
+	echo "$out" | sed -n 's/.*search ratio \([0-9.]*\).*/\1/p' >>"$tmp/search"
 }
 topt() { # DIR: the step options test_runtime.sh gives a training fixture
 	loss=$(python3 -c "import json; print(json.load(open('$1/train.json')).get('loss', 'model'))")
@@ -50,3 +51,5 @@ row "gpt_loss_op17 train adamw 2x4:v100 b64 stages 2" $m/gpt_loss_op17/model.onn
 row "gpt_op17 infer 1x4:h100 b32" $m/gpt_op17/model.onnx --cluster 1x4:h100 --batch 32
 sort -n "$tmp/ratios" | awk 'NR == 1 { lo = $1 } { hi = $1; n++; out += ($1 < 0.9 || $1 > 1.1) }
 	END { printf "%d devices: predicted / arena from %.3f to %.3f, %d outside 0.9..1.1\n", n, lo, hi, out }'
+sort -n "$tmp/search" | awk 'NR == 1 { lo = $1 } { hi = $1; n++; out += ($1 < 0.9 || $1 > 1.1) }
+	END { printf "%d devices: the search'"'"'s own figure / arena from %.3f to %.3f, %d outside 0.9..1.1\n", n, lo, hi, out }'
