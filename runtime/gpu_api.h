@@ -49,9 +49,9 @@
  * maps cuGraphInstantiate to cuGraphInstantiateWithFlags since CUDA 12;
  * the CUDA 11 one took an error node and a log instead of flags, so the
  * table names the flags version, which both have. */
-#define GPU_CU_GRAPH(X)                                                                               \
-	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
-	X(cuGraphExecDestroy) X(cuGraphDestroy)
+#define GPU_CU_GRAPH(X)         \
+	X(cuStreamBeginCapture) \
+	X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 #define GPU_API_FIELD(f) __typeof__(&f) f;
 struct gpu_api {

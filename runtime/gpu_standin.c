@@ -461,14 +461,14 @@ static CUresult mem_alloc_host(void **pp, size_t n)
 	}
 	char *p = ir_malloc(n);
 	if (!p)
-		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocHost of %zu bytes: the host has no memory for it", n);
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocHost of %zu bytes: the host has no memory for it",
+			       n);
 	memset(p, 0xff, n);
 	S.hal[S.nhal].p = p;
 	S.hal[S.nhal++].n = n;
 	*pp = p;
 	return CUDA_SUCCESS;
 }
-
 
 /* ---- streams, events and the engine ---------------------------------------------- */
 
@@ -838,7 +838,8 @@ static CUresult not_capturing(CUstream s, const char *what)
 {
 	if (!si_capturing(s))
 		return CUDA_SUCCESS;
-	return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, (int)(stream_of(s) - S.st), what, "its work is recorded, not run, so the host cannot wait for it or ask about it");
+	return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, (int)(stream_of(s) - S.st), what,
+			  "its work is recorded, not run, so the host cannot wait for it or ask about it");
 }
 
 static CUresult stream_query(CUstream s)
@@ -933,9 +934,10 @@ static CUresult event_record(CUevent e, CUstream s)
 	if (S.cap.on && cs->cap) { /* a point in the capture, for the streams that wait on it */
 		int b = cs->cap - 1;
 		if (S.cap.invalid)
-			return si_fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-				       "cuEventRecord on stream %d, whose capture was invalidated by an earlier call: %s",
-				       (int)(cs - S.st), S.cap.why);
+			return si_fail(
+				CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+				"cuEventRecord on stream %d, whose capture was invalidated by an earlier call: %s",
+				(int)(cs - S.st), S.cap.why);
 		if (node_add(S.cap.b, NODE_RECORD, b, NULL, -1) < 0)
 			return cap_break(si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory recording a graph"));
 		e->recorded = false;
@@ -1122,10 +1124,11 @@ static CUresult mem_free_host(void *p)
 				const struct copy_op *c = (const struct copy_op *)o;
 				const char *h = c->hdst ? c->hdst : c->hsrc;
 				if (h && h < (char *)p + S.hal[i].n && (char *)p < h + c->n)
-					return si_fail(CUDA_ERROR_INVALID_VALUE,
-						       "cuMemFreeHost(%p) while queued work uses it (%s, call %llu, not yet "
-						       "waited for)",
-						       p, o->what, (unsigned long long)o->call);
+					return si_fail(
+						CUDA_ERROR_INVALID_VALUE,
+						"cuMemFreeHost(%p) while queued work uses it (%s, call %llu, not yet "
+						"waited for)",
+						p, o->what, (unsigned long long)o->call);
 			}
 	ir_free(S.hal[i].p);
 	S.hal[i] = S.hal[--S.nhal];
@@ -1513,8 +1516,8 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
 	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
 		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuStreamBeginCapture: capture mode %d", (int)mode);
 	if (S.cap.on && stream_of(s)->cap)
-		return si_fail(CUDA_ERROR_ILLEGAL_STATE, "cuStreamBeginCapture on stream %d, which is capturing already",
-			       s->idx);
+		return si_fail(CUDA_ERROR_ILLEGAL_STATE,
+			       "cuStreamBeginCapture on stream %d, which is capturing already", s->idx);
 	if (S.cap.on)
 		return si_fail(CUDA_ERROR_NOT_SUPPORTED,
 			       "cuStreamBeginCapture on stream %d while stream %d captures: the stand-in takes one "
@@ -1549,8 +1552,8 @@ static CUresult end_capture(CUstream s, CUgraph *out)
 	*out = NULL;
 	int idx = (int)(stream_of(s) - S.st);
 	if (!si_capturing(s))
-		return si_fail(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "cuStreamEndCapture on stream %d, which is not capturing",
-			       idx);
+		return si_fail(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+			       "cuStreamEndCapture on stream %d, which is not capturing", idx);
 	if (idx != S.cap.origin)
 		return cap_break(si_fail(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
 					 "cuStreamEndCapture on stream %d, which joined the capture stream %d began: "
@@ -1690,7 +1693,9 @@ static CUresult graph_launch(CUgraphExec x, CUstream s)
 			char d[1100];
 			snprintf(d, sizeof d, "%.1090s", S.why.text);
 			return si_fail(e, "cuGraphLaunch, node %d of %d (%s, recorded by call %llu): %s", i, b->n,
-				       n->op ? n->op->what : n->kind == NODE_WAIT ? "cuStreamWaitEvent" : "cuEventRecord",
+				       n->op                  ? n->op->what
+				       : n->kind == NODE_WAIT ? "cuStreamWaitEvent"
+							      : "cuEventRecord",
 				       (unsigned long long)(n->op ? n->op->call : b->begun), d);
 		}
 	}

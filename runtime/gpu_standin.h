@@ -66,7 +66,7 @@ struct si_op {
 	 * then returns 0, or -1 after si_fail (done() then frees the copy).
 	 * NULL: the op owns nothing but rg. */
 	int (*clone)(struct si_op *op);
-	size_t size; /* of the whole op (si_op_new's) */
+	size_t size;         /* of the whole op (si_op_new's) */
 	struct si_range *rg; /* [nrg], owned */
 	int nrg;
 	/* the engine's */
