@@ -191,6 +191,22 @@ static const char *cu_name(CUresult e)
 		return "pointer does not correspond to a registered memory region";
 	case CUDA_ERROR_LAUNCH_TIMEOUT:
 		return "the launch timed out and was terminated";
+	case CUDA_ERROR_ILLEGAL_STATE:
+		return "the operation cannot be done in the present state";
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return "operation not supported";
+	case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+		return "operation not permitted when stream is capturing";
+	case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+		return "operation failed due to a previous error during capture";
+	case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+		return "capture was not initiated in this stream";
+	case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+		return "capturing stream has unjoined work";
+	case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+		return "dependency created on uncaptured work in another stream";
+	case CUDA_ERROR_CAPTURED_EVENT:
+		return "operation not permitted on an event last recorded in a capturing stream";
 	default:
 		return NULL;
 	}
