@@ -5,7 +5,12 @@
  * each (GPT-2 small: over a thousand a step); a graph holds them all and
  * one launch runs them.
  *
- * The first step that can be recorded is: from its start to its sync the
+ * A training run's first step is issued as without a graph, a warm-up
+ * (NCCL's connections are made at a communicator's first calls, kernels
+ * and cuBLASLt's are loaded at their first launch, each dot's GEMM
+ * algorithms are timed then: better done live than inside a capture); an
+ * inference run's one step is recorded. The first step after that which
+ * can be recorded is: from its start to its sync the
  * compute stream captures (thread-local mode: pcc-run's own thread may
  * make no call that could wait for the GPU or change its memory), and the
  * lanes of collectives and transfers join the capture through the events
@@ -136,6 +141,10 @@ int gpu_step_begin(struct rt *r, bool *replay)
 	}
 	if (g->gstate == GPU_GRAPH_NEVER)
 		return 0;
+	if (r->p->train && !g->warm) { /* the warm-up */
+		g->warm = true;
+		return 0;
+	}
 	int rc = not_now(r);
 	if (rc == -1) {
 		g->gstate = GPU_GRAPH_NEVER;

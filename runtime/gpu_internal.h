@@ -107,6 +107,7 @@ struct rt_gpu {
 	bool *fell;     /* [nkernels]: kernel k ran on the host */
 	/* the step as a CUDA graph (gpu_graph.c) */
 	enum { GPU_GRAPH_UNTRIED, GPU_GRAPH_READY, GPU_GRAPH_NEVER } gstate;
+	bool warm;                 /* a training step ran (gpu_graph.c's warm-up) */
 	bool capturing, replaying; /* this step is being recorded, replayed */
 	CUgraphExec exec;
 	long captured_at, replays; /* the step recorded (1-based), the steps that replayed it */

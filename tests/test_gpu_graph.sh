@@ -7,8 +7,8 @@
 # 2-GPU pipeline's NCCL sends, 4 GPUs' pipelines and all-reduces) log, step by step, the very losses and gradient norms
 # (--log-json's, every digit) and end with the very parameters with the
 # step recorded as a CUDA graph and replayed (the default) as with
-# --cuda-graph=off and as on CPU ranks, and the run says that step 1 was
-# recorded and replayed by the others; an evaluation between steps runs
+# --cuda-graph=off and as on CPU ranks, and the run says that step 2 was
+# recorded (the first is a warm-up) and replayed by the third; an evaluation between steps runs
 # outside the graph and changes nothing. Inference fixtures' outputs with
 # the graph are --cuda-graph=off's byte for byte and PyTorch's. A plan
 # whose kernels partly run on the host, and --profile, run without a graph
@@ -57,7 +57,7 @@ same_training() {
 	cmp "$tmp/ga.onnx" "$tmp/go.onnx" >&2 && cmp "$tmp/ga.onnx" "$tmp/c.onnx" >&2 || return 1
 	g_who=rank\ 0
 	[ "$s_np" = 1 ] || g_who="every rank"
-	grep -q "^pcc-run: $g_who: CUDA graph: step 1 recorded, replayed as 2 later steps$" "$tmp/ga.log" ||
+	grep -q "^pcc-run: $g_who: CUDA graph: step 2 recorded, replayed as 1 later step$" "$tmp/ga.log" ||
 		{ grep 'CUDA graph' "$tmp/ga.log" >&2; echo "no line says the graph was replayed" >&2; return 1; }
 	! grep 'CUDA graph' "$tmp/go.log" "$tmp/c.log" >&2
 }
