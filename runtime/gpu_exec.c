@@ -57,6 +57,17 @@ static void drop_event(struct rt_gpu *g, CUevent ev)
 	g->free_ev[g->nfree++] = ev;
 }
 
+int gpu_events_ahead(struct rt_gpu *g, int n)
+{
+	int rc = 0;
+	while (g->nfree < n && rc == 0) {
+		CUevent ev;
+		if ((rc = gpu_check(g, g->a->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate")) == 0)
+			drop_event(g, ev);
+	}
+	return rc;
+}
+
 /* The compute stream waits for pending work k; k is no longer pending. */
 static int join(struct rt_gpu *g, int k)
 {

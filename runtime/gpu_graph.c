@@ -152,7 +152,11 @@ int gpu_step_begin(struct rt *r, bool *replay)
 	}
 	if (rc != 0) /* an error, or a dot to time at its first call */
 		return rc > 0 ? 0 : rc;
-	if ((rc = stage_alloc(r)) < 0)
+	bool lanes = false;
+	for (int i = 0; i < r->d->ninstr; i++)
+		lanes = lanes || plan_instr_is_collective(r->d->instr[i].kind) || r->d->instr[i].kind == PLAN_SEND ||
+			r->d->instr[i].kind == PLAN_RECV;
+	if ((rc = stage_alloc(r)) < 0 || (lanes && (rc = gpu_events_ahead(g, GPU_MAX_PENDING + 1)) < 0))
 		return rc;
 	CUresult e = g->a->cuStreamBeginCapture(g->compute, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 	if (e != CUDA_SUCCESS) { /* the step runs as without a graph */

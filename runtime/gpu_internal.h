@@ -168,6 +168,11 @@ int gpu_sync(struct rt *r);
  * (*later: timed at its first call, as without a graph). */
 int gpu_graph_kernel(struct rt *r, const struct plan_instr *x, bool *host, bool *later);
 
+/* At least n events to reuse for ordering the lanes (as many as can be in
+ * use at once: the pending ones and one forking), made before a capture
+ * so that none is made inside it. */
+int gpu_events_ahead(struct rt_gpu *g, int n);
+
 /* gpu_graph.c: the step as a CUDA graph */
 int gpu_step_begin(struct rt *r, bool *replay);
 /* The pinned slot of buffer b (micro-batch r->mb) in the staging, or NULL
