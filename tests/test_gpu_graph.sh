@@ -28,13 +28,13 @@ mpi="timeout 300 mpirun --oversubscribe"
 . "$(dirname "$0")/host_pin.sh"
 pin_host "$pcc" "$tmp/cache" || { echo "Bail out! cannot pin the host figures"; exit 1; }
 
-# run3 NP DEVICE GRAPH OUT PLAN DATA [ARGS]: 3 steps; OUT.log, OUT.json
+# run3 NP DEVICE GRAPH OUT PLAN ARGS...: 3 steps; OUT.log, OUT.json
 # (--log-json) and OUT.onnx (--save-onnx); OUT.steps: each step's loss
 # and gradient norm as --log-json wrote them.
 run3() {
-	r_np=$1 r_dev=$2 r_graph=$3 r_out=$4 r_plan=$5 r_data=$6
-	shift 6
-	$mpi -np "$r_np" "$run" "$r_plan" --device "$r_dev" --cuda-graph "$r_graph" --data "$r_data" --steps 3 \
+	r_np=$1 r_dev=$2 r_graph=$3 r_out=$4 r_plan=$5
+	shift 5
+	$mpi -np "$r_np" "$run" "$r_plan" --device "$r_dev" --cuda-graph "$r_graph" --steps 3 \
 		--log-json "$r_out.json" --save-onnx "$r_out.onnx" "$@" >"$r_out.log" 2>&1 || {
 		cat "$r_out.log" >&2
 		return 1
@@ -43,14 +43,14 @@ run3() {
 	grep -h 'eval_loss' "$r_out.json" | sed 's/.*\("eval_loss": *[^,}]*\).*/\1/' >>"$r_out.steps"
 }
 
-# same_training NP PLAN DATA [ARGS]: on GPUs with the graph, without, and
-# on CPU ranks: the same steps, bit for bit, the same parameters.
+# same_training NP PLAN ARGS...: on GPUs with the graph, without, and on
+# CPU ranks: the same steps, bit for bit, the same parameters.
 same_training() {
-	s_np=$1 s_plan=$2 s_data=$3
-	shift 3
-	run3 "$s_np" gpu auto "$tmp/ga" "$s_plan" "$s_data" "$@" &&
-		run3 "$s_np" gpu off "$tmp/go" "$s_plan" "$s_data" "$@" &&
-		run3 "$s_np" cpu off "$tmp/c" "$s_plan" "$s_data" "$@" || return 1
+	s_np=$1 s_plan=$2
+	shift 2
+	run3 "$s_np" gpu auto "$tmp/ga" "$s_plan" "$@" &&
+		run3 "$s_np" gpu off "$tmp/go" "$s_plan" "$@" &&
+		run3 "$s_np" cpu off "$tmp/c" "$s_plan" "$@" || return 1
 	cat "$tmp/ga.steps" >&2
 	[ "$(grep -c grad_norm "$tmp/ga.steps")" -eq 3 ] || { echo "not 3 steps logged" >&2; return 1; }
 	cmp "$tmp/ga.steps" "$tmp/go.steps" >&2 && cmp "$tmp/ga.steps" "$tmp/c.steps" >&2 || return 1
@@ -75,7 +75,7 @@ trained() {
 train_case() {
 	"$pcc" "$train/$t_name/model.onnx" --cluster "$t_cl" --train $t_lossopt --optimizer "$t_opt" --lr 0.01 \
 		--micro-batches "$t_mb" --codegen all "$@" -o "$tmp/t.bin" >/dev/null &&
-		same_training "$t_np" "$tmp/t.bin" "$train/$t_name/test_data_set_0"
+		same_training "$t_np" "$tmp/t.bin" --data "$train/$t_name/test_data_set_0"
 }
 
 trained gpt 1 1x1:h100 1 adamw
@@ -90,7 +90,24 @@ check "compiles gpt's training for 1x1:h100" sh -c "
   '$pcc' '$train/gpt/model.onnx' --cluster 1x1:h100 --train --loss cross_entropy:logits,labels --optimizer adamw \
     --lr 0.01 --codegen all -o '$tmp/e.bin' >/dev/null"
 check "an evaluation after each step (--eval-data) runs outside the graph: the same eval losses, the same training" \
-	same_training 1 "$tmp/e.bin" "$train/gpt/test_data_set_0" --eval-data "$train/gpt/test_data_set_0" --eval-every 1
+	same_training 1 "$tmp/e.bin" --data "$train/gpt/test_data_set_0" --eval-data "$train/gpt/test_data_set_0" --eval-every 1
+# a token file feeds each step other windows: a replay reads each step's
+# inputs, not the recorded step's
+python3 "$(dirname "$0")/gen_tokens.py" "$tmp/tok" "$tmp/unused" --tokens 400 --vocab 64 --batch 2 --seq 8
+# tokened NP CLUSTER MICRO OPTIMIZER [compile options]
+tokened() {
+	k_np=$1 k_cl=$2 k_mb=$3 k_opt=$4
+	shift 4
+	check "gpt from a token file (other ids and labels every step) on $k_np GPU$([ "$k_np" = 1 ] || echo s) ($k_cl $*, $k_mb micro-batches, $k_opt): the graph's steps are --cuda-graph=off's and the CPU ranks', bit for bit" \
+		tokens_case "$@"
+}
+tokens_case() {
+	"$pcc" "$train/gpt/model.onnx" --cluster "$k_cl" --train --loss cross_entropy:logits,labels --optimizer "$k_opt" \
+		--lr 0.01 --micro-batches "$k_mb" --codegen all "$@" -o "$tmp/k.bin" >/dev/null &&
+		same_training "$k_np" "$tmp/k.bin" --tokens "$tmp/tok"
+}
+tokened 1 1x1:h100 2 adamw
+tokened 4 1x4:h100 1 momentum --mesh 1x4
 
 # inferred NAME NP CLUSTER [compile options]: one step, recorded and
 # launched, its outputs --cuda-graph=off's byte for byte and PyTorch's
