@@ -4,15 +4,18 @@
 # runtime/gpu_standin.h), TAP.
 #
 # Training fixtures (AdamW and momentum, 1 and 2 micro-batches, 1 GPU, a
-# 2-GPU pipeline's NCCL sends, 4 GPUs' pipelines and all-reduces) log, step by step, the very losses and gradient norms
-# (--log-json's, every digit) and end with the very parameters with the
-# step recorded as a CUDA graph and replayed (the default) as with
-# --cuda-graph=off and as on CPU ranks, and the run says that step 2 was
-# recorded (the first is a warm-up) and replayed by the third; an evaluation between steps runs
-# outside the graph and changes nothing. Inference fixtures' outputs with
-# the graph are --cuda-graph=off's byte for byte and PyTorch's. A plan
-# whose kernels partly run on the host, and --profile, run without a graph
-# and say why; a bad --cuda-graph is refused.
+# 2-GPU pipeline's NCCL sends, 4 GPUs' pipelines and all-reduces) log,
+# step by step, the very losses and gradient norms (--log-json's, every
+# digit) and end with the very parameters with the step recorded as a
+# CUDA graph and replayed (the default) as with --cuda-graph=off and as on
+# CPU ranks, and the run says that step 2 was recorded (the first is a
+# warm-up) and replayed by the third. An evaluation between steps runs
+# outside the graph and changes nothing. A token file, which feeds each
+# step other ids and labels, shows that each replay reads its own step's
+# inputs. Inference fixtures' outputs with the graph are
+# --cuda-graph=off's byte for byte and PyTorch's. A plan whose kernels
+# partly run on the host, and --profile, run without a graph and say why;
+# a bad --cuda-graph is refused.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
 run=$(abspath "$2")
