@@ -12,10 +12,12 @@
 # warm-up) and replayed by the third. An evaluation between steps runs
 # outside the graph and changes nothing. A token file, which feeds each
 # step other ids and labels, shows that each replay reads its own step's
-# inputs. Inference fixtures' outputs with the graph are
-# --cuda-graph=off's byte for byte and PyTorch's. A plan whose kernels
-# partly run on the host, and --profile, run without a graph and say why;
-# a bad --cuda-graph is refused.
+# inputs; a run resumed from a checkpoint saved after a replayed step
+# records its own and logs the uninterrupted run's steps. Inference
+# fixtures' outputs with the graph are --cuda-graph=off's byte for byte
+# and PyTorch's. A plan whose kernels partly run on the host, --profile
+# and --trace run without a graph and say why; a bad --cuda-graph is
+# refused.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
 pcc=$(abspath "$1")
 run=$(abspath "$2")
@@ -111,6 +113,25 @@ tokens_case() {
 }
 tokened 1 1x1:h100 2 adamw
 tokened 4 1x4:h100 1 momentum --mesh 1x4
+# a checkpoint after a replayed step, resumed: the resumed run warms up
+# and records again, and logs the uninterrupted run's steps
+resumed() {
+	rm -rf "$tmp/ck"
+	"$pcc" "$train/gpt/model.onnx" --cluster 1x1:h100 --train --loss cross_entropy:logits,labels --optimizer adamw \
+		--lr 0.01 --codegen all -o "$tmp/k.bin" >/dev/null &&
+		$mpi -np 1 "$run" "$tmp/k.bin" --tokens "$tmp/tok" --steps 3 --checkpoint "$tmp/ck" >"$tmp/r1.log" 2>&1 &&
+		$mpi -np 1 "$run" "$tmp/k.bin" --tokens "$tmp/tok" --steps 6 --resume "$tmp/ck" --log-json "$tmp/r2.json" \
+			>"$tmp/r2.log" 2>&1 &&
+		$mpi -np 1 "$run" "$tmp/k.bin" --tokens "$tmp/tok" --steps 6 --cuda-graph off --log-json "$tmp/r3.json" \
+			>"$tmp/r3.log" 2>&1 || { cat "$tmp/r1.log" "$tmp/r2.log" >&2; return 1; }
+	cat "$tmp/r1.log" "$tmp/r2.log" >&2
+	grep -q "CUDA graph: step 2 recorded, replayed as 1 later step$" "$tmp/r1.log" &&
+		grep -q "CUDA graph: step 5 recorded, replayed as 1 later step$" "$tmp/r2.log" || return 1
+	sed 's/.*\("loss": *[^,]*\).*\("grad_norm": *[^,]*\).*/\1 \2/' "$tmp/r2.json" >"$tmp/r2.steps"
+	sed -n '4,$s/.*\("loss": *[^,]*\).*\("grad_norm": *[^,]*\).*/\1 \2/p' "$tmp/r3.json" >"$tmp/r3.steps"
+	[ "$(wc -l <"$tmp/r2.steps")" -eq 3 ] && cmp "$tmp/r2.steps" "$tmp/r3.steps" >&2
+}
+check "a run resumed from a checkpoint saved after a replayed step records its own graph and logs the uninterrupted run's steps, bit for bit" resumed
 
 # inferred NAME NP CLUSTER [compile options]: one step, recorded and
 # launched, its outputs --cuda-graph=off's byte for byte and PyTorch's
@@ -154,6 +175,11 @@ check "--profile times each kernel, so it runs without a graph, saying so, and s
   cat '$tmp/p.log' >&2 &&
   grep -q '^pcc-run: rank 0: no CUDA graph: --profile times each kernel by CUDA events' '$tmp/p.log' &&
   grep -q '^pcc-run: profile of rank 0 over 2 steps: .* (CUDA events' '$tmp/p.log'"
+check "--trace times each instruction, so it runs without a graph, saying so, and writes the timeline" sh -c "
+  $mpi -np 1 '$run' '$tmp/e.bin' --data '$train/gpt/test_data_set_0' --steps 2 --trace '$tmp/t.json' >'$tmp/t.log' 2>&1 &&
+  cat '$tmp/t.log' >&2 &&
+  grep -q '^pcc-run: rank 0: no CUDA graph: --trace times each instruction on the host' '$tmp/t.log' &&
+  grep -q '^pcc-run: wrote the measured timeline to' '$tmp/t.log'"
 check "--cuda-graph on is refused, naming what it takes" sh -c "
   $mpi -np 1 '$run' '$tmp/e.bin' --data '$train/gpt/test_data_set_0' --cuda-graph on >/dev/null 2>'$tmp/b.err'
   test \$? -eq 2 && grep -q -- '--cuda-graph on: expected auto or off' '$tmp/b.err'"
