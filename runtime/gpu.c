@@ -444,8 +444,6 @@ void gpu_close(struct rt *r)
 		return;
 	const struct gpu_api *a = g->a;
 	int nl = r->p && a ? r->p->ncomms : 0;
-	if (a) /* first: a graph holds the lanes' memory and NCCL's communicators */
-		gpu_graph_close(r);
 	for (int k = 0; g->lane && k < nl; k++)
 		if (g->lane[k].scratch)
 			a->cuMemFree(g->lane[k].scratch);

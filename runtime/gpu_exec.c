@@ -10,6 +10,7 @@
  * nothing waits for the GPU before the step's end.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -57,7 +58,10 @@ static void drop_event(struct rt_gpu *g, CUevent ev)
 	g->free_ev[g->nfree++] = ev;
 }
 
-int gpu_events_ahead(struct rt_gpu *g, int n)
+/* At least n events to reuse for ordering the lanes (as many as can be in
+ * use at once: the pending ones and one forking), made before a capture
+ * so that none is made inside it. */
+static int events_ahead(struct rt_gpu *g, int n)
 {
 	int rc = 0;
 	while (g->nfree < n && rc == 0) {
@@ -423,7 +427,7 @@ static int gemm(struct rt *r, const struct plan_instr *x)
 	bool f64 = k->dtype[0] == IR_F64;
 	CUdeviceptr lhs = gpu_dbuf(r, arg(r, x, 0)), rhs = gpu_dbuf(r, arg(r, x, 1)), out = gpu_dbuf(r, arg(r, x, 2));
 	int rc = 0;
-	if (e->ncand > 1 && g->capturing) /* gpu_graph_kernel timed every one first */
+	if (e->ncand > 1 && g->capturing) /* graph_kernel timed every one first */
 		return ir_errorf(-EINVAL, "a dot's GEMM algorithms are timed mid-way through recording a CUDA graph");
 	if (e->ncand > 1) {
 		rc = tune(r, e, f64, lhs, rhs, out);
@@ -438,7 +442,7 @@ static int on_host(struct rt *r, const struct plan_instr *x)
 {
 	struct rt_gpu *g = gpu_of(r);
 	int rc = 0;
-	if (g->capturing) /* gpu_step_begin found none */
+	if (g->capturing) /* step_begin found none */
 		return ir_errorf(-EINVAL, "a kernel runs on the host mid-way through recording a CUDA graph");
 	for (int j = 0; j < x->nin && rc == 0; j++) {
 		const struct plan_buffer *b = arg(r, x, j);
@@ -493,7 +497,12 @@ static bool touches_kept(const struct rt *r, const struct gpu_range *rg)
 	return false;
 }
 
-int gpu_graph_kernel(struct rt *r, const struct plan_instr *x, bool *host, bool *later)
+/* Before a step is recorded: whether kernel instruction x would run on
+ * the host (*host), and its dot's GEMM algorithms timed now (timing waits
+ * for the GPU, which a recording cannot), unless the dot's result shares
+ * bytes with a parameter or state that the timing's writes would spoil
+ * (*later: timed at its first call, as without a graph). */
+static int graph_kernel(struct rt *r, const struct plan_instr *x, bool *host, bool *later)
 {
 	struct rt_gpu *g = gpu_of(r);
 	struct gpu_gemm_plan *e = &g->gemm[x->kernel];
@@ -757,6 +766,104 @@ int gpu_collective(struct rt *r, const struct plan_instr *x, int pos)
 	return collective(r, x);
 }
 
+/* ---- when a step is recorded as a CUDA graph (gpu_graph.c records it) ---------- */
+
+/* -1, with why (printf) as the reason no step is recorded. */
+static int give_up(struct rt_gpu *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int give_up(struct rt_gpu *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(g->why_not, sizeof g->why_not, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Whether this step can be recorded: 0 yes; -1 no step can (g->why_not
+ * says why; "" for --cuda-graph=off); 1 not this one, the next perhaps; or
+ * an error. */
+static int not_now(struct rt *r)
+{
+	struct rt_gpu *g = gpu_of(r);
+	const struct plan_device *d = r->d;
+	int nhost = 0, first = -1, later = 0, rc = 0;
+	if (r->graph_off)
+		return give_up(g, "%s", "");
+	if (!g->a->cuStreamBeginCapture)
+		return give_up(g, "this NVIDIA driver lacks CUDA graphs (cuStreamBeginCapture_v2, "
+				  "cuGraphInstantiateWithFlags)");
+	if (r->prof_time)
+		return give_up(g, "--profile times each kernel by CUDA events around it, which a graph's launch "
+				  "cannot");
+	if (r->trace)
+		return give_up(g, "--trace times each instruction on the host");
+	if (r->fault.kind && r->fault.instr >= 0 && r->fault.rank == r->c->rank)
+		return give_up(g, "PCC_RUN_FAULT injects a fault at an instruction");
+	for (int i = 0; i < d->ninstr && rc == 0; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		bool host = false, l = false;
+		if (x->kind == PLAN_KERNEL)
+			rc = graph_kernel(r, x, &host, &l);
+		if (host && nhost++ == 0)
+			first = i;
+		later += l;
+	}
+	if (rc < 0)
+		return rc;
+	if (nhost) {
+		const struct plan_kernel *k = &r->p->kernels[d->instr[first].kernel];
+		return give_up(g,
+			       "%d kernel instruction%s run%s on the host (instruction %d, %s %s%s), between copies "
+			       "the host waits for",
+			       nhost, nhost == 1 ? "" : "s", nhost == 1 ? "s" : "", first,
+			       ir_op_name(k->nbody ? k->body[k->nbody - 1].op : k->op), ir_dtype_name(k->dtype[k->nin]),
+			       nhost > 1 ? ", ..." : "");
+	}
+	return later ? 1 : 0;
+}
+
+/* device.h's step_begin: a replay; a training run's warm-up; or the step
+ * recorded, when it can be. */
+static int step_begin(struct rt *r, bool *replay)
+{
+	struct rt_gpu *g = gpu_of(r);
+	*replay = false;
+	g->nsaves = 0;
+	if (g->gstate == GPU_GRAPH_READY) {
+		g->replaying = *replay = true;
+		return 0;
+	}
+	if (g->gstate == GPU_GRAPH_NEVER)
+		return 0;
+	if (r->p->train && !g->warm) { /* the warm-up */
+		g->warm = true;
+		return 0;
+	}
+	int rc = not_now(r);
+	if (rc == -1) {
+		g->gstate = GPU_GRAPH_NEVER;
+		return 0;
+	}
+	if (rc != 0) /* an error, or a dot to time at its first call */
+		return rc > 0 ? 0 : rc;
+	bool lanes = false;
+	for (int i = 0; i < r->d->ninstr; i++)
+		lanes = lanes || plan_instr_is_collective(r->d->instr[i].kind) || r->d->instr[i].kind == PLAN_SEND ||
+			r->d->instr[i].kind == PLAN_RECV;
+	if (lanes && (rc = events_ahead(g, GPU_MAX_PENDING + 1)) < 0)
+		return rc;
+	return gpu_graph_begin(r);
+}
+
+/* The device's close: the graph first (it holds the lanes' memory and
+ * NCCL's communicators). */
+static void cuda_close(struct rt *r)
+{
+	if (gpu_of(r) && gpu_of(r)->a)
+		gpu_graph_close(r);
+	gpu_close(r);
+}
+
 static const struct rt_device_ops cuda_ops = {
 	.name = "cuda",
 	.clock = "CUDA events",
@@ -764,7 +871,7 @@ static const struct rt_device_ops cuda_ops = {
 	.issues = true,
 	.open = gpu_open,
 	.connect = gpu_connect,
-	.close = gpu_close,
+	.close = cuda_close,
 	.alloc = gpu_alloc,
 	.free = gpu_free,
 	.put = gpu_put,
@@ -779,7 +886,7 @@ static const struct rt_device_ops cuda_ops = {
 	.at = NULL,
 	.traced = NULL,
 	.sync = gpu_sync,
-	.step_begin = gpu_step_begin,
+	.step_begin = step_begin,
 	.save = gpu_save,
 	.graph_report = gpu_graph_report,
 	.event_record = gpu_event_record,

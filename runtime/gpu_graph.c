@@ -23,8 +23,10 @@
  * copies and a wait), per-instruction timing (--profile's CUDA events,
  * --trace's host clock), a fault injected at an instruction; then every
  * step is issued as before, and the run's summary says why
- * (gpu_graph_report). A dot's GEMM algorithms are timed (gpu_exec.c's
- * tune, which waits for the GPU) before the capture begins.
+ * (gpu_graph_report). A dot's GEMM algorithms are timed (tune, which
+ * waits for the GPU) before the capture begins. gpu_exec.c decides when a
+ * step is recorded (its step_begin); this file records, launches and
+ * stages.
  *
  * Inputs go to the GPU and saved outputs come back through pinned staging
  * buffers (cuMemAllocHost) at fixed addresses, one slot per buffer and
@@ -32,65 +34,10 @@
  * step; the saves are copied out of the staging when the graph is done.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/gpu_internal.h"
-
-/* -1, with why (printf) as the reason no step is recorded. */
-static int give_up(struct rt_gpu *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int give_up(struct rt_gpu *g, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(g->why_not, sizeof g->why_not, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-/* Whether this step can be recorded: 0 yes; -1 no step can (g->why_not
- * says why; "" for --cuda-graph=off); 1 not this one, the next perhaps; or
- * an error. */
-static int not_now(struct rt *r)
-{
-	struct rt_gpu *g = gpu_of(r);
-	const struct plan_device *d = r->d;
-	int nhost = 0, first = -1, later = 0, rc = 0;
-	if (r->graph_off)
-		return give_up(g, "%s", "");
-	if (!g->a->cuStreamBeginCapture)
-		return give_up(g, "this NVIDIA driver lacks CUDA graphs (cuStreamBeginCapture_v2, "
-				  "cuGraphInstantiateWithFlags)");
-	if (r->prof_time)
-		return give_up(g, "--profile times each kernel by CUDA events around it, which a graph's launch "
-				  "cannot");
-	if (r->trace)
-		return give_up(g, "--trace times each instruction on the host");
-	if (r->fault.kind && r->fault.instr >= 0 && r->fault.rank == r->c->rank)
-		return give_up(g, "PCC_RUN_FAULT injects a fault at an instruction");
-	for (int i = 0; i < d->ninstr && rc == 0; i++) {
-		const struct plan_instr *x = &d->instr[i];
-		bool host = false, l = false;
-		if (x->kind == PLAN_KERNEL)
-			rc = gpu_graph_kernel(r, x, &host, &l);
-		if (host && nhost++ == 0)
-			first = i;
-		later += l;
-	}
-	if (rc < 0)
-		return rc;
-	if (nhost) {
-		const struct plan_kernel *k = &r->p->kernels[d->instr[first].kernel];
-		return give_up(g,
-			       "%d kernel instruction%s run%s on the host (instruction %d, %s %s%s), between copies "
-			       "the host waits for",
-			       nhost, nhost == 1 ? "" : "s", nhost == 1 ? "s" : "", first,
-			       ir_op_name(k->nbody ? k->body[k->nbody - 1].op : k->op), ir_dtype_name(k->dtype[k->nin]),
-			       nhost > 1 ? ", ..." : "");
-	}
-	return later ? 1 : 0;
-}
 
 /* The staging: a slot per micro-batch for every input and every output
  * this rank saves, 256-byte aligned. */
@@ -130,33 +77,11 @@ void *gpu_stage(struct rt *r, const struct plan_buffer *b)
 	return g->stage + g->stage_off[k] + (size_t)r->mb * (((size_t)b->bytes + 255) / 256 * 256);
 }
 
-int gpu_step_begin(struct rt *r, bool *replay)
+int gpu_graph_begin(struct rt *r)
 {
 	struct rt_gpu *g = gpu_of(r);
-	*replay = false;
-	g->nsaves = 0;
-	if (g->gstate == GPU_GRAPH_READY) {
-		g->replaying = *replay = true;
-		return 0;
-	}
-	if (g->gstate == GPU_GRAPH_NEVER)
-		return 0;
-	if (r->p->train && !g->warm) { /* the warm-up */
-		g->warm = true;
-		return 0;
-	}
-	int rc = not_now(r);
-	if (rc == -1) {
-		g->gstate = GPU_GRAPH_NEVER;
-		return 0;
-	}
-	if (rc != 0) /* an error, or a dot to time at its first call */
-		return rc > 0 ? 0 : rc;
-	bool lanes = false;
-	for (int i = 0; i < r->d->ninstr; i++)
-		lanes = lanes || plan_instr_is_collective(r->d->instr[i].kind) || r->d->instr[i].kind == PLAN_SEND ||
-			r->d->instr[i].kind == PLAN_RECV;
-	if ((rc = stage_alloc(r)) < 0 || (lanes && (rc = gpu_events_ahead(g, GPU_MAX_PENDING + 1)) < 0))
+	int rc = stage_alloc(r);
+	if (rc < 0)
 		return rc;
 	CUresult e = g->a->cuStreamBeginCapture(g->compute, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 	if (e != CUDA_SUCCESS) { /* the step runs as without a graph */

@@ -161,20 +161,10 @@ int gpu_launch(struct rt *r, const struct plan_instr *x, int i);
 int gpu_transfer(struct rt *r, const struct plan_instr *x, int pos);
 int gpu_collective(struct rt *r, const struct plan_instr *x, int pos);
 int gpu_sync(struct rt *r);
-/* Before a step is recorded: whether kernel instruction x would run on
- * the host (*host), and its dot's GEMM algorithms timed now (timing waits
- * for the GPU, which a recording cannot), unless the dot's result shares
- * bytes with a parameter or state that the timing's writes would spoil
- * (*later: timed at its first call, as without a graph). */
-int gpu_graph_kernel(struct rt *r, const struct plan_instr *x, bool *host, bool *later);
-
-/* At least n events to reuse for ordering the lanes (as many as can be in
- * use at once: the pending ones and one forking), made before a capture
- * so that none is made inside it. */
-int gpu_events_ahead(struct rt_gpu *g, int n);
-
-/* gpu_graph.c: the step as a CUDA graph */
-int gpu_step_begin(struct rt *r, bool *replay);
+/* gpu_graph.c: the step as a CUDA graph (gpu_exec.c decides when) */
+/* This step recorded from here: the staging made, the capture begun (or,
+ * where the driver refuses it, no graph from now on). */
+int gpu_graph_begin(struct rt *r);
 /* The pinned slot of buffer b (micro-batch r->mb) in the staging, or NULL
  * with an error naming b. */
 void *gpu_stage(struct rt *r, const struct plan_buffer *b);
