@@ -48,6 +48,7 @@ static int stage_alloc(struct rt *r)
 	size_t n = 0;
 	if (g->stage)
 		return 0;
+	ir_free(g->stage_off);
 	if (!(g->stage_off = ir_calloc((size_t)d->nbuf + 1, sizeof *g->stage_off)))
 		return ir_errorf(-ENOMEM, "out of memory for the CUDA graph's staging");
 	for (int b = 0; b < d->nbuf; b++) {
@@ -58,9 +59,12 @@ static int stage_alloc(struct rt *r)
 	void *p = NULL;
 	char sz[IR_BYTES_STRLEN];
 	CUresult e = g->a->cuMemAllocHost(&p, n ? n : 1);
-	if (e != CUDA_SUCCESS)
-		return ir_errorf(-ENOMEM, "cannot pin %s of host memory for the CUDA graph's inputs and outputs: %s",
-				 ir_bytes_str((double)n, sz), gpu_cu_error(g->a, e));
+	if (e != CUDA_SUCCESS) { /* the steps run as without a graph */
+		snprintf(g->why_not, sizeof g->why_not, "cannot pin %s of host memory for its inputs and outputs: %s",
+			 ir_bytes_str((double)n, sz), gpu_cu_error(g->a, e));
+		g->gstate = GPU_GRAPH_NEVER;
+		return 0;
+	}
 	g->stage = p;
 	return 0;
 }
@@ -81,7 +85,7 @@ int gpu_graph_begin(struct rt *r)
 {
 	struct rt_gpu *g = gpu_of(r);
 	int rc = stage_alloc(r);
-	if (rc < 0)
+	if (rc < 0 || g->gstate == GPU_GRAPH_NEVER)
 		return rc;
 	CUresult e = g->a->cuStreamBeginCapture(g->compute, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 	if (e != CUDA_SUCCESS) { /* the step runs as without a graph */
