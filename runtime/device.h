@@ -95,6 +95,24 @@ struct rt_device_ops {
 
 	/* Waits until every piece of work issued so far has finished. */
 	int (*sync)(struct rt *r);
+
+	/* A step's work as one unit, where the device can (a CUDA graph):
+	 * called first thing in a step (rt_step, not an evaluation's). The
+	 * device may record the step's work from here to the step's sync,
+	 * which runs it; or replay a recording: then *replay is set and the
+	 * step issues only its inputs (put) and saves (save), its
+	 * instructions being in the recording. NULL: every step issues its
+	 * instructions. */
+	int (*step_begin)(struct rt *r, bool *replay);
+	/* Buffer b's bytes (r->mb's slot) into dst, host memory the caller
+	 * keeps: done by the step's sync at the latest (at once outside a
+	 * recorded step). NULL: get, then a copy out of the host's arena. */
+	int (*save)(struct rt *r, const struct plan_buffer *b, void *dst);
+	/* For the run's summary: the step the recording was made at (1-based;
+	 * 0: none) and the steps that replayed it; where none was made, *why
+	 * says why (NULL: none was asked for). NULL: the device records
+	 * nothing. */
+	void (*graph_report)(const struct rt *r, long *captured, long *replays, const char **why);
 	/* Events: *ev marks the device's work issued so far; elapsed, once both
 	 * are past (sync), is the seconds between two. */
 	int (*event_record)(struct rt *r, struct rt_event **ev);

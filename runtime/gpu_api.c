@@ -60,6 +60,11 @@ static int resolve(void *h, const char *name, void **slot)
 	if (!api.f)                          \
 		*(void **)&api.f = dlsym(h, #f);
 
+/* A graph entry point by the header's name alone; *all false when absent. */
+#define GPU_API_GRAPH(f)                     \
+	*(void **)&api.f = dlsym(h, STR(f)); \
+	all = all && api.f;
+
 static int load_all(void)
 {
 	static const char *const cuda[] = { "libcuda.so.1", "libcuda.so", NULL };
@@ -71,7 +76,11 @@ static int load_all(void)
 		return -1;
 	GPU_CU_FUNCS(GPU_API_RESOLVE)
 	if (rc == 0) {
+		bool all = true;
 		GPU_CU_OPTIONAL(GPU_API_OPTIONAL)
+		GPU_CU_GRAPH(GPU_API_GRAPH)
+		if (!all) /* none, or a half that could capture but not launch */
+			api.cuStreamBeginCapture = NULL;
 	}
 	if (rc == 0 && !(h = open_lib(lt, "cuBLASLt (libcublasLt.so)", ": install the CUDA toolkit's libraries")))
 		return -1;

@@ -20,7 +20,7 @@
 	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)               \
 	X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
 	X(cuCtxSetCurrent) X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemHostRegister)                   \
-	X(cuMemHostUnregister) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)               \
+	X(cuMemHostUnregister) X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)               \
 	X(cuMemcpy2DAsync) X(cuMemsetD8Async) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)  \
 	X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamQuery)      \
 	X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery)            \
@@ -43,12 +43,23 @@
  * _v2 name CUDA 13's header asks for, else the first version's). */
 #define GPU_CU_OPTIONAL(X) X(cuEventElapsedTime)
 
+/* Stream capture and graphs (gpu_graph.c): NULL, all of them, where the
+ * driver lacks one (by the header's own names only: the unversioned
+ * cuStreamBeginCapture of CUDA 10.0 took no capture mode). The header
+ * maps cuGraphInstantiate to cuGraphInstantiateWithFlags since CUDA 12;
+ * the CUDA 11 one took an error node and a log instead of flags, so the
+ * table names the flags version, which both have. */
+#define GPU_CU_GRAPH(X)         \
+	X(cuStreamBeginCapture) \
+	X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+
 #define GPU_API_FIELD(f) __typeof__(&f) f;
 struct gpu_api {
 	GPU_CU_FUNCS(GPU_API_FIELD)
 	GPU_LT_FUNCS(GPU_API_FIELD)
 	GPU_NCCL_FUNCS(GPU_API_FIELD)
 	GPU_CU_OPTIONAL(GPU_API_FIELD)
+	GPU_CU_GRAPH(GPU_API_FIELD)
 };
 #undef GPU_API_FIELD
 

@@ -5,9 +5,12 @@
  * (its operands copied over and back), copies, collectives and transfers
  * through the NCCL communication table (comm_nccl.c); the host's own
  * transfers (inputs in, outputs out, parameters and state both ways);
- * events that time kernels.
+ * events that time kernels. In a step recorded as a CUDA graph
+ * (gpu_graph.c) the host's transfers go through the pinned staging and
+ * nothing waits for the GPU before the step's end.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -53,6 +56,20 @@ static void drop_event(struct rt_gpu *g, CUevent ev)
 		g->capfree = cap;
 	}
 	g->free_ev[g->nfree++] = ev;
+}
+
+/* At least n events to reuse for ordering the lanes (as many as can be in
+ * use at once: the pending ones and one forking), made before a capture
+ * so that none is made inside it. */
+static int events_ahead(struct rt_gpu *g, int n)
+{
+	int rc = 0;
+	while (g->nfree < n && rc == 0) {
+		CUevent ev;
+		if ((rc = gpu_check(g, g->a->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate")) == 0)
+			drop_event(g, ev);
+	}
+	return rc;
 }
 
 /* The compute stream waits for pending work k; k is no longer pending. */
@@ -114,9 +131,29 @@ static int lane_end(struct rt_gpu *g, CUstream s, const struct gpu_range *rg, in
 
 /* ---- the host's transfers ------------------------------------------------------ */
 
+/* In a recorded step: b's bytes into its staging slot, whence the
+ * recording's copy reads them (a replay only refills the slot). */
+static int put_staged(struct rt *r, const struct plan_buffer *b)
+{
+	struct rt_gpu *g = gpu_of(r);
+	struct gpu_range rg = range_of(r, b, true);
+	void *slot = gpu_stage(r, b);
+	if (!slot)
+		return -EINVAL;
+	memcpy(slot, rt_buf(r, b), (size_t)b->bytes);
+	if (g->replaying)
+		return 0;
+	int rc = order_after(g, &rg, 1);
+	return rc == 0 ? gpu_check(g, g->a->cuMemcpyHtoDAsync(gpu_dbuf(r, b), slot, (size_t)b->bytes, g->compute),
+				   "cuMemcpyHtoD")
+		       : rc;
+}
+
 int gpu_put(struct rt *r, const struct plan_buffer *b)
 {
 	struct rt_gpu *g = gpu_of(r);
+	if (g->capturing || g->replaying)
+		return put_staged(r, b);
 	struct gpu_range rg = range_of(r, b, true);
 	int rc = order_after(g, &rg, 1);
 	if (rc == 0)
@@ -129,6 +166,9 @@ int gpu_get(struct rt *r, const struct plan_buffer *b)
 {
 	struct rt_gpu *g = gpu_of(r);
 	struct gpu_range rg = range_of(r, b, false);
+	if (g->capturing || g->replaying) /* the host cannot wait in a recorded step */
+		return ir_errorf(-EINVAL, "buffer %d is read back mid-step, which a CUDA graph cannot hold",
+				 (int)(b - r->d->buf));
 	int rc = order_after(g, &rg, 1);
 	if (rc == 0)
 		rc = gpu_check(g, g->a->cuMemcpyDtoHAsync(rt_buf(r, b), gpu_dbuf(r, b), (size_t)b->bytes, g->compute),
@@ -136,10 +176,42 @@ int gpu_get(struct rt *r, const struct plan_buffer *b)
 	return rc == 0 ? gpu_wait(r, g->compute, "copying from the GPU") : rc;
 }
 
+/* Buffer b into dst: now, or in a recorded step by its staging slot once
+ * the step's graph is done (gpu_graph_done). */
+int gpu_save(struct rt *r, const struct plan_buffer *b, void *dst)
+{
+	struct rt_gpu *g = gpu_of(r);
+	if (!g->capturing && !g->replaying) {
+		int rc = gpu_get(r, b);
+		if (rc == 0)
+			memcpy(dst, rt_buf(r, b), (size_t)b->bytes);
+		return rc;
+	}
+	struct gpu_range rg = range_of(r, b, false);
+	void *slot = gpu_stage(r, b);
+	int rc = slot ? 0 : -EINVAL;
+	if (rc == 0 && g->capturing && (rc = order_after(g, &rg, 1)) == 0)
+		rc = gpu_check(g, g->a->cuMemcpyDtoHAsync(slot, gpu_dbuf(r, b), (size_t)b->bytes, g->compute),
+			       "cuMemcpyDtoH");
+	if (rc == 0 && g->nsaves == g->capsaves) {
+		int cap = g->capsaves ? 2 * g->capsaves : 64;
+		struct gpu_save *v = ir_realloc(g->saves, (size_t)cap * sizeof *v);
+		if (!v)
+			return ir_errorf(-ENOMEM, "out of memory saving an output");
+		g->saves = v;
+		g->capsaves = cap;
+	}
+	if (rc == 0)
+		g->saves[g->nsaves++] = (struct gpu_save){ dst, slot, (size_t)b->bytes };
+	return rc;
+}
+
 int gpu_fill(struct rt *r, const struct plan_buffer *b, uint8_t byte)
 {
 	struct rt_gpu *g = gpu_of(r);
 	struct gpu_range rg = range_of(r, b, true);
+	if (g->replaying) /* in the graph */
+		return 0;
 	int rc = order_after(g, &rg, 1);
 	return rc == 0 ? gpu_check(g, g->a->cuMemsetD8Async(gpu_dbuf(r, b), byte, (size_t)b->bytes, g->compute),
 				   "cuMemsetD8")
@@ -150,9 +222,16 @@ int gpu_sync(struct rt *r)
 {
 	struct rt_gpu *g = gpu_of(r);
 	int rc = 0;
+	bool graph = g->capturing || g->replaying;
 	while (g->npend && rc == 0)
 		rc = join(g, 0);
-	return rc == 0 ? gpu_wait(r, g->compute, "the step") : rc;
+	if (rc == 0 && graph)
+		rc = gpu_graph_launch(r);
+	if (rc == 0)
+		rc = gpu_wait(r, g->compute, graph ? "the step's CUDA graph" : "the step");
+	if (rc == 0 && graph)
+		gpu_graph_done(r);
+	return rc;
 }
 
 /* ---- kernels ------------------------------------------------------------------- */
@@ -348,6 +427,8 @@ static int gemm(struct rt *r, const struct plan_instr *x)
 	bool f64 = k->dtype[0] == IR_F64;
 	CUdeviceptr lhs = gpu_dbuf(r, arg(r, x, 0)), rhs = gpu_dbuf(r, arg(r, x, 1)), out = gpu_dbuf(r, arg(r, x, 2));
 	int rc = 0;
+	if (e->ncand > 1 && g->capturing) /* graph_kernel timed every one first */
+		return ir_errorf(-EINVAL, "a dot's GEMM algorithms are timed mid-way through recording a CUDA graph");
 	if (e->ncand > 1) {
 		rc = tune(r, e, f64, lhs, rhs, out);
 		e->ncand = 1; /* tuned */
@@ -361,6 +442,8 @@ static int on_host(struct rt *r, const struct plan_instr *x)
 {
 	struct rt_gpu *g = gpu_of(r);
 	int rc = 0;
+	if (g->capturing) /* step_begin found none */
+		return ir_errorf(-EINVAL, "a kernel runs on the host mid-way through recording a CUDA graph");
 	for (int j = 0; j < x->nin && rc == 0; j++) {
 		const struct plan_buffer *b = arg(r, x, j);
 		rc = gpu_check(g, g->a->cuMemcpyDtoHAsync(rt_buf(r, b), gpu_dbuf(r, b), (size_t)b->bytes, g->compute),
@@ -399,6 +482,48 @@ bool gpu_gemm(struct rt *r, const struct plan_instr *x, int *rc)
 	if ((*rc = order_after(gpu_of(r), rg, ranges(r, x, rg))) == 0)
 		*rc = gemm(r, x);
 	return true;
+}
+
+/* Whether buffer range rg shares bytes with a parameter or state. */
+static bool touches_kept(const struct rt *r, const struct gpu_range *rg)
+{
+	const struct plan_device *d = r->d;
+	for (int b = 0; b < d->nbuf; b++) {
+		const struct plan_buffer *p = &d->buf[b];
+		int64_t lo = p->offset, hi = lo + plan_slot_stride(p) * (plan_buffer_slots(p) - 1) + p->bytes;
+		if ((p->bind == PLAN_BIND_PARAM || p->bind == PLAN_BIND_STATE) && lo < rg->hi && rg->lo < hi)
+			return true;
+	}
+	return false;
+}
+
+/* Before a step is recorded: whether kernel instruction x would run on
+ * the host (*host), and its dot's GEMM algorithms timed now (timing waits
+ * for the GPU, which a recording cannot), unless the dot's result shares
+ * bytes with a parameter or state that the timing's writes would spoil
+ * (*later: timed at its first call, as without a graph). */
+static int graph_kernel(struct rt *r, const struct plan_instr *x, bool *host, bool *later)
+{
+	struct rt_gpu *g = gpu_of(r);
+	struct gpu_gemm_plan *e = &g->gemm[x->kernel];
+	*host = *later = false;
+	if (core_and_epilogue(r, x) || !gemm_ready(r, x)) {
+		*host = core_and_epilogue(r, x) || !g->fn[x->kernel];
+		return 0;
+	}
+	if (e->ncand <= 1)
+		return 0;
+	int mb = r->mb;
+	r->mb = 0;
+	struct gpu_range out = range_of(r, arg(r, x, 2), true);
+	int rc = 0;
+	if (touches_kept(r, &out))
+		*later = true;
+	else if ((rc = tune(r, e, r->p->kernels[x->kernel].dtype[0] == IR_F64, gpu_dbuf(r, arg(r, x, 0)),
+			    gpu_dbuf(r, arg(r, x, 1)), gpu_dbuf(r, arg(r, x, 2)))) == 0)
+		e->ncand = 1; /* tuned */
+	r->mb = mb;
+	return rc;
 }
 
 int gpu_launch(struct rt *r, const struct plan_instr *x, int i)
@@ -641,6 +766,104 @@ int gpu_collective(struct rt *r, const struct plan_instr *x, int pos)
 	return collective(r, x);
 }
 
+/* ---- when a step is recorded as a CUDA graph (gpu_graph.c records it) ---------- */
+
+/* -1, with why (printf) as the reason no step is recorded. */
+static int give_up(struct rt_gpu *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int give_up(struct rt_gpu *g, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(g->why_not, sizeof g->why_not, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Whether this step can be recorded: 0 yes; -1 no step can (g->why_not
+ * says why; "" for --cuda-graph=off); 1 not this one, the next perhaps; or
+ * an error. */
+static int not_now(struct rt *r)
+{
+	struct rt_gpu *g = gpu_of(r);
+	const struct plan_device *d = r->d;
+	int nhost = 0, first = -1, later = 0, rc = 0;
+	if (r->graph_off)
+		return give_up(g, "%s", "");
+	if (!g->a->cuStreamBeginCapture)
+		return give_up(g, "this NVIDIA driver lacks CUDA graphs (cuStreamBeginCapture_v2, "
+				  "cuGraphInstantiateWithFlags)");
+	if (r->prof_time)
+		return give_up(g, "--profile times each kernel by CUDA events around it, which a graph's launch "
+				  "cannot");
+	if (r->trace)
+		return give_up(g, "--trace times each instruction on the host");
+	if (r->fault.kind && r->fault.instr >= 0 && r->fault.rank == r->c->rank)
+		return give_up(g, "PCC_RUN_FAULT injects a fault at an instruction");
+	for (int i = 0; i < d->ninstr && rc == 0; i++) {
+		const struct plan_instr *x = &d->instr[i];
+		bool host = false, l = false;
+		if (x->kind == PLAN_KERNEL)
+			rc = graph_kernel(r, x, &host, &l);
+		if (host && nhost++ == 0)
+			first = i;
+		later += l;
+	}
+	if (rc < 0)
+		return rc;
+	if (nhost) {
+		const struct plan_kernel *k = &r->p->kernels[d->instr[first].kernel];
+		return give_up(g,
+			       "%d kernel instruction%s run%s on the host (instruction %d, %s %s%s), between copies "
+			       "the host waits for",
+			       nhost, nhost == 1 ? "" : "s", nhost == 1 ? "s" : "", first,
+			       ir_op_name(k->nbody ? k->body[k->nbody - 1].op : k->op), ir_dtype_name(k->dtype[k->nin]),
+			       nhost > 1 ? ", ..." : "");
+	}
+	return later ? 1 : 0;
+}
+
+/* device.h's step_begin: a replay; a training run's warm-up; or the step
+ * recorded, when it can be. */
+static int step_begin(struct rt *r, bool *replay)
+{
+	struct rt_gpu *g = gpu_of(r);
+	*replay = false;
+	g->nsaves = 0;
+	if (g->gstate == GPU_GRAPH_READY) {
+		g->replaying = *replay = true;
+		return 0;
+	}
+	if (g->gstate == GPU_GRAPH_NEVER)
+		return 0;
+	if (r->p->train && !g->warm) { /* the warm-up */
+		g->warm = true;
+		return 0;
+	}
+	int rc = not_now(r);
+	if (rc == -1) {
+		g->gstate = GPU_GRAPH_NEVER;
+		return 0;
+	}
+	if (rc != 0) /* an error, or a dot to time at its first call */
+		return rc > 0 ? 0 : rc;
+	bool lanes = false;
+	for (int i = 0; i < r->d->ninstr; i++)
+		lanes = lanes || plan_instr_is_collective(r->d->instr[i].kind) || r->d->instr[i].kind == PLAN_SEND ||
+			r->d->instr[i].kind == PLAN_RECV;
+	if (lanes && (rc = events_ahead(g, GPU_MAX_PENDING + 1)) < 0)
+		return rc;
+	return gpu_graph_begin(r);
+}
+
+/* The device's close: the graph first (it holds the lanes' memory and
+ * NCCL's communicators). */
+static void cuda_close(struct rt *r)
+{
+	if (gpu_of(r) && gpu_of(r)->a)
+		gpu_graph_close(r);
+	gpu_close(r);
+}
+
 static const struct rt_device_ops cuda_ops = {
 	.name = "cuda",
 	.clock = "CUDA events",
@@ -648,7 +871,7 @@ static const struct rt_device_ops cuda_ops = {
 	.issues = true,
 	.open = gpu_open,
 	.connect = gpu_connect,
-	.close = gpu_close,
+	.close = cuda_close,
 	.alloc = gpu_alloc,
 	.free = gpu_free,
 	.put = gpu_put,
@@ -663,6 +886,9 @@ static const struct rt_device_ops cuda_ops = {
 	.at = NULL,
 	.traced = NULL,
 	.sync = gpu_sync,
+	.step_begin = step_begin,
+	.save = gpu_save,
+	.graph_report = gpu_graph_report,
 	.event_record = gpu_event_record,
 	.event_elapsed = gpu_event_elapsed,
 	.event_free = gpu_event_free,

@@ -14,6 +14,12 @@
  * makes the compute stream wait for its event first. So a gradient's
  * all-reduce overlaps the backward kernels that follow it, and a send
  * never holds back the sender.
+ *
+ * A step as a CUDA graph (gpu_graph.c): the step's work, the lanes' too,
+ * recorded once from the compute stream and replayed by one launch a
+ * step; its inputs and saved outputs pass through pinned staging buffers
+ * at fixed addresses (stage), since a graph's copies name their host
+ * memory once.
  */
 #ifndef PCC_RUNTIME_GPU_INTERNAL_H
 #define PCC_RUNTIME_GPU_INTERNAL_H
@@ -99,6 +105,21 @@ struct rt_gpu {
 	double peak_bw; /* bytes/s of device memory: 2 x clock x bus width */
 	int fallbacks;  /* kernels run on the host so far */
 	bool *fell;     /* [nkernels]: kernel k ran on the host */
+	/* the step as a CUDA graph (gpu_graph.c) */
+	enum { GPU_GRAPH_UNTRIED, GPU_GRAPH_READY, GPU_GRAPH_NEVER } gstate;
+	bool warm;                 /* a training step ran (gpu_graph.c's warm-up) */
+	bool capturing, replaying; /* this step is being recorded, replayed */
+	CUgraphExec exec;
+	long captured_at, replays; /* the step recorded (1-based), the steps that replayed it */
+	char why_not[320];         /* GPU_GRAPH_NEVER: why ("": --cuda-graph=off) */
+	uint8_t *stage;            /* pinned staging of a step's inputs and saved outputs */
+	int64_t *stage_off;        /* [nbuf]: buffer b's micro-batch 0 slot there, or -1 */
+	struct gpu_save {          /* saves to finish when the step's graph is done */
+		void *dst;
+		const void *src;
+		size_t n;
+	} * saves;
+	int nsaves, capsaves;
 };
 
 static inline struct rt_gpu *gpu_of(const struct rt *r)
@@ -140,6 +161,21 @@ int gpu_launch(struct rt *r, const struct plan_instr *x, int i);
 int gpu_transfer(struct rt *r, const struct plan_instr *x, int pos);
 int gpu_collective(struct rt *r, const struct plan_instr *x, int pos);
 int gpu_sync(struct rt *r);
+/* gpu_graph.c: the step as a CUDA graph (gpu_exec.c decides when) */
+/* This step recorded from here: the staging made, the capture begun (or,
+ * where the driver refuses it, no graph from now on). */
+int gpu_graph_begin(struct rt *r);
+/* The pinned slot of buffer b (micro-batch r->mb) in the staging, or NULL
+ * with an error naming b. */
+void *gpu_stage(struct rt *r, const struct plan_buffer *b);
+/* At the step's sync, its pending lanes joined: the recording ended and
+ * instantiated, or the replay, launched on the compute stream. */
+int gpu_graph_launch(struct rt *r);
+/* After the launch's wait: the saved outputs copied out of the staging. */
+void gpu_graph_done(struct rt *r);
+void gpu_graph_close(struct rt *r);
+void gpu_graph_report(const struct rt *r, long *captured, long *replays, const char **why);
+int gpu_save(struct rt *r, const struct plan_buffer *b, void *dst);
 int gpu_event_record(struct rt *r, struct rt_event **ev);
 int gpu_event_elapsed(struct rt *r, struct rt_event *a, struct rt_event *b, double *seconds);
 void gpu_event_free(struct rt *r, struct rt_event *ev);

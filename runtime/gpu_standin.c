@@ -13,6 +13,23 @@
  * that compute capability or an older one. Kernels run
  * by the host code (or the reference kernels) of the plan kernel whose
  * name the PTX declares (gpu_standin_kernels), never by the PTX itself.
+ *
+ * Stream capture follows CUDA's rules (the CUDA programming guide's
+ * "prohibited and unhandled operations", cuStreamBeginCapture's and
+ * cuThreadExchangeStreamCaptureMode's documentation): while a stream
+ * captures, a query or synchronization of it, or of an event last
+ * recorded in the capture, a copy between it and pageable host memory, a
+ * wait from it on an event recorded outside the capture, and (unless the
+ * capture's mode is CU_STREAM_CAPTURE_MODE_RELAXED) the potentially
+ * unsafe calls (cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemFreeHost,
+ * cuMemHostRegister, cuMemHostUnregister) fail with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (CUDA_ERROR_CAPTURED_EVENT,
+ * CUDA_ERROR_STREAM_CAPTURE_ISOLATION) and invalidate the capture: its
+ * later calls fail with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and
+ * cuStreamEndCapture returns no graph, naming the call that broke it. A
+ * stream that joined the capture and was not joined back to the stream
+ * that began it fails cuStreamEndCapture with
+ * CUDA_ERROR_STREAM_CAPTURE_UNJOINED. One capture at a time.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +45,7 @@
 #define CUBIN_MAGIC "PCC-STANDIN-CUBIN\n"
 #define LIVE 0x6c697665u
 #define DEAD 0x64656164u
+#define MAX_BRANCH 32 /* streams in one capture */
 
 struct alloc {
 	CUdeviceptr lo;
@@ -39,6 +57,7 @@ struct alloc {
 
 struct stream {
 	bool used, live;
+	int cap; /* 1 + its branch in the capture; 0: not capturing */
 	struct si_op *head, *tail;
 	uint64_t done; /* clock of its last finished op */
 	uint64_t vc[MAX_STREAMS];
@@ -56,6 +75,11 @@ struct CUevent_st {
 	int stream;
 	uint64_t at;
 	uint64_t vc[MAX_STREAMS];
+	/* last recorded in capture cap_id (0: live), as its node cap_node,
+	 * having seen cap_vc of the capture's branches */
+	uint64_t cap_id;
+	int cap_node;
+	uint32_t cap_vc[MAX_BRANCH];
 };
 
 struct CUctx_st {
@@ -105,6 +129,24 @@ static struct {
 	int nh, caph;
 	void *reg[1024][2]; /* host ranges registered: base, end */
 	int nreg;
+	struct {
+		char *p;
+		size_t n;
+	} * hal; /* pinned host memory of cuMemAllocHost */
+	int nhal, caphal;
+	struct capture { /* the capture under way */
+		bool on, invalid;
+		int origin; /* the stream that began it */
+		CUstreamCaptureMode mode;
+		uint64_t id, begun; /* S.caps at its start; the call that began it */
+		struct body *b;
+		int nbranch;
+		int stream[MAX_BRANCH];
+		/* vc[b][c]: ops of branch c that branch b's next op follows */
+		uint32_t vc[MAX_BRANCH][MAX_BRANCH];
+		char why[1200]; /* what invalidated it */
+	} cap;
+	uint64_t caps;
 	uint64_t calls;
 	CUresult sticky;
 	struct si_why why;
@@ -149,6 +191,22 @@ static const char *cu_name(CUresult e)
 		return "pointer does not correspond to a registered memory region";
 	case CUDA_ERROR_LAUNCH_TIMEOUT:
 		return "the launch timed out and was terminated";
+	case CUDA_ERROR_ILLEGAL_STATE:
+		return "the operation cannot be done in the present state";
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return "operation not supported";
+	case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+		return "operation not permitted when stream is capturing";
+	case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+		return "operation failed due to a previous error during capture";
+	case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
+		return "capture was not initiated in this stream";
+	case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
+		return "capturing stream has unjoined work";
+	case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
+		return "dependency created on uncaptured work in another stream";
+	case CUDA_ERROR_CAPTURED_EVENT:
+		return "operation not permitted on an event last recorded in a capturing stream";
 	default:
 		return NULL;
 	}
@@ -216,6 +274,9 @@ static CUresult get_error_string(CUresult e, const char **s)
 		if (!S.ctx_current)                                                                                   \
 			return si_fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no current context (cuCtxSetCurrent)", what); \
 	} while (0)
+
+/* the capture's (below) */
+static CUresult cap_unsafe(const char *what);
 
 /* ---- memory ------------------------------------------------------------------------ */
 
@@ -285,6 +346,9 @@ static CUresult mem_alloc(CUdeviceptr *p, size_t n)
 	ENTER();
 	NEED_CTX("cuMemAlloc");
 	char b[IR_BYTES_STRLEN], c[IR_BYTES_STRLEN];
+	CUresult u = cap_unsafe("cuMemAlloc");
+	if (u != CUDA_SUCCESS)
+		return u;
 	if (!p || n == 0)
 		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc of %zu bytes", n);
 	if (n > S.total - S.used)
@@ -327,6 +391,9 @@ static CUresult mem_free(CUdeviceptr p)
 {
 	ENTER();
 	NEED_CTX("cuMemFree");
+	CUresult u = cap_unsafe("cuMemFree");
+	if (u != CUDA_SUCCESS)
+		return u;
 	struct alloc *a = find(p);
 	if (!a || a->lo != p || !a->live)
 		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemFree(0x%llx): %s", (unsigned long long)p,
@@ -356,6 +423,9 @@ static CUresult host_register(void *p, size_t n, unsigned int flags)
 {
 	ENTER();
 	char *lo = p, *hi = lo + n;
+	CUresult u = cap_unsafe("cuMemHostRegister");
+	if (u != CUDA_SUCCESS)
+		return u;
 	if (!p || n == 0)
 		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister(%p, %zu)", p, n);
 	for (int i = 0; i < S.nreg; i++)
@@ -375,6 +445,9 @@ static CUresult host_register(void *p, size_t n, unsigned int flags)
 static CUresult host_unregister(void *p)
 {
 	ENTER();
+	CUresult u = cap_unsafe("cuMemHostUnregister");
+	if (u != CUDA_SUCCESS)
+		return u;
 	for (int i = 0; i < S.nreg; i++)
 		if (S.reg[i][0] == p) {
 			S.reg[i][0] = S.reg[S.nreg - 1][0];
@@ -383,6 +456,34 @@ static CUresult host_unregister(void *p)
 			return CUDA_SUCCESS;
 		}
 	return si_fail(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "cuMemHostUnregister(%p): not registered", p);
+}
+
+static CUresult mem_alloc_host(void **pp, size_t n)
+{
+	ENTER();
+	NEED_CTX("cuMemAllocHost");
+	CUresult u = cap_unsafe("cuMemAllocHost");
+	if (u != CUDA_SUCCESS)
+		return u;
+	if (!pp || n == 0)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemAllocHost of %zu bytes", n);
+	if (S.nhal == S.caphal) {
+		int cap = S.caphal ? 2 * S.caphal : 16;
+		void *v = ir_realloc(S.hal, (size_t)cap * sizeof *S.hal);
+		if (!v)
+			return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory for the pinned allocations");
+		S.hal = v;
+		S.caphal = cap;
+	}
+	char *p = ir_malloc(n);
+	if (!p)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAllocHost of %zu bytes: the host has no memory for it",
+			       n);
+	memset(p, 0xff, n);
+	S.hal[S.nhal].p = p;
+	S.hal[S.nhal++].n = n;
+	*pp = p;
+	return CUDA_SUCCESS;
 }
 
 /* ---- streams, events and the engine ---------------------------------------------- */
@@ -413,6 +514,7 @@ void *si_op_new(size_t size, const char *what, int (*step)(struct si_op *, bool)
 	o->what = what;
 	o->step = step;
 	o->nrg = nrg;
+	o->size = size;
 	if (nrg && !(o->rg = ir_calloc((size_t)nrg, sizeof *o->rg))) {
 		ir_free(o);
 		return NULL;
@@ -448,6 +550,168 @@ static void host_saw(const uint64_t *vc)
 	S.nh = k;
 }
 
+/* ---- what a capture records -------------------------------------------------------- */
+
+enum { NODE_OP, NODE_RECORD, NODE_WAIT };
+
+/* One recorded call, on branch `branch` of the capture (0: the stream
+ * that began it; others joined it by waiting on its events). */
+struct node {
+	int kind, branch;
+	struct si_op *op; /* NODE_OP: the template each launch copies */
+	int rec;          /* NODE_WAIT: the NODE_RECORD of the event waited for */
+};
+
+/* What a capture recorded: its graph's, and the executable graphs made
+ * from it share it (a graph may be destroyed before them). */
+struct body {
+	struct node *node;
+	int n, cap, nbranch, refs;
+	uint64_t begun; /* the call that began the capture */
+};
+
+struct CUgraph_st {
+	uint32_t magic;
+	struct body *b;
+};
+
+struct CUgraphExec_st {
+	uint32_t magic;
+	struct body *b;
+	CUstream branch[MAX_BRANCH]; /* branch k > 0 runs on its own stream */
+	CUevent *ev;                 /* [n]: NODE_RECORD i's event */
+	CUevent end;                 /* the last launch's end */
+	long launches;
+};
+
+static void body_unref(struct body *b)
+{
+	if (!b || --b->refs > 0)
+		return;
+	for (int i = 0; i < b->n; i++)
+		if (b->node[i].op)
+			op_free(b->node[i].op);
+	ir_free(b->node);
+	ir_free(b);
+}
+
+static int node_add(struct body *b, int kind, int branch, struct si_op *op, int rec)
+{
+	if (b->n == b->cap) {
+		int cap = b->cap ? 2 * b->cap : 256;
+		struct node *v = ir_realloc(b->node, (size_t)cap * sizeof *v);
+		if (!v)
+			return -1;
+		b->node = v;
+		b->cap = cap;
+	}
+	b->node[b->n++] = (struct node){ kind, branch, op, rec };
+	return 0;
+}
+
+bool si_capturing(CUstream s)
+{
+	return S.cap.on && stream_of(s)->cap;
+}
+
+/* The call that failed (si_fail's text) breaks the capture under way, as
+ * CUDA invalidates it; returns e. */
+static CUresult cap_break(CUresult e)
+{
+	if (S.cap.on && !S.cap.invalid) {
+		S.cap.invalid = true;
+		snprintf(S.cap.why, sizeof S.cap.why, "%.1190s", S.why.text);
+	}
+	return e;
+}
+
+/* A potentially unsafe call (cuThreadExchangeStreamCaptureMode's term) is
+ * refused while a capture not begun in relaxed mode is under way. */
+static CUresult cap_unsafe(const char *what)
+{
+	if (!S.cap.on || S.cap.mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_SUCCESS;
+	return cap_break(si_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				 "%s while stream %d captures a graph (cuStreamBeginCapture, call %llu, in %s mode): a "
+				 "potentially unsafe call during a capture (CU_STREAM_CAPTURE_MODE_RELAXED allows it)",
+				 what, S.cap.origin, (unsigned long long)S.cap.begun,
+				 S.cap.mode == CU_STREAM_CAPTURE_MODE_GLOBAL ? "global" : "thread-local"));
+}
+
+/* Stream idx (capturing) refuses call `what` and its capture breaks. */
+static CUresult cap_refuse(CUresult e, int idx, const char *what, const char *why)
+{
+	return cap_break(si_fail(e, "%s on stream %d, which is capturing a graph (cuStreamBeginCapture, call %llu): %s",
+				 what, idx, (unsigned long long)S.cap.begun, why));
+}
+
+/* Whether host bytes [p, p + n) are pinned: all in one registered range
+ * or one cuMemAllocHost allocation. */
+static bool pinned(const void *p, size_t n)
+{
+	const char *lo = p, *hi = lo + n;
+	for (int i = 0; i < S.nreg; i++)
+		if (lo >= (const char *)S.reg[i][0] && hi <= (const char *)S.reg[i][1])
+			return true;
+	for (int i = 0; i < S.nhal; i++)
+		if (lo >= S.hal[i].p && hi <= S.hal[i].p + S.hal[i].n)
+			return true;
+	return false;
+}
+
+/* Records op on capturing stream idx: its ranges checked now (and again
+ * at each launch), kept as a template. */
+static CUresult cap_add(int idx, struct si_op *op)
+{
+	int b = S.st[idx].cap - 1;
+	if (S.cap.invalid) {
+		CUresult e = si_fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+				     "%s on stream %d, whose capture was invalidated by an earlier call: %s", op->what,
+				     idx, S.cap.why);
+		op_free(op);
+		return e;
+	}
+	for (int j = 0; j < op->nrg; j++)
+		if (op->rg[j].hi > op->rg[j].lo &&
+		    !si_host(op->rg[j].lo, (size_t)(op->rg[j].hi - op->rg[j].lo), op->what)) {
+			op_free(op);
+			return cap_break(CUDA_ERROR_INVALID_VALUE);
+		}
+	if (node_add(S.cap.b, NODE_OP, b, op, -1) < 0) {
+		op_free(op);
+		return cap_break(si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory recording a graph"));
+	}
+	S.cap.vc[b][b]++;
+	op->call = S.calls;
+	return CUDA_SUCCESS;
+}
+
+struct si_op *si_op_clone(const struct si_op *t)
+{
+	struct si_op *o = ir_malloc(t->size);
+	if (!o) {
+		si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory launching a graph");
+		return NULL;
+	}
+	memcpy(o, t, t->size);
+	o->next = NULL;
+	o->started = false;
+	o->wait = NULL;
+	o->rg = t->nrg ? ir_malloc((size_t)t->nrg * sizeof *o->rg) : NULL;
+	if (t->nrg && !o->rg) {
+		ir_free(o);
+		si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory launching a graph");
+		return NULL;
+	}
+	if (t->nrg)
+		memcpy(o->rg, t->rg, (size_t)t->nrg * sizeof *o->rg);
+	if (o->clone && o->clone(o) < 0) {
+		op_free(o);
+		return NULL;
+	}
+	return o;
+}
+
 CUresult si_enqueue(CUstream s, struct si_op *op)
 {
 	CUresult e = S.sticky ? S.sticky : si_stream_ok(s, op->what);
@@ -457,6 +721,8 @@ CUresult si_enqueue(CUstream s, struct si_op *op)
 	}
 	struct stream *st = stream_of(s);
 	int idx = (int)(st - S.st);
+	if (S.cap.on && st->cap)
+		return cap_add(idx, op);
 	for (int j = 0; j < op->nrg; j++) /* every range in one live allocation */
 		if (op->rg[j].hi > op->rg[j].lo &&
 		    !si_host(op->rg[j].lo, (size_t)(op->rg[j].hi - op->rg[j].lo), op->what)) {
@@ -575,15 +841,29 @@ static CUresult stream_destroy(CUstream s)
 	CUresult e = si_stream_ok(s, "cuStreamDestroy");
 	if (e != CUDA_SUCCESS || !s)
 		return e ? e : si_fail(CUDA_ERROR_INVALID_HANDLE, "cuStreamDestroy of the default stream");
+	if (si_capturing(s))
+		return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, s->idx, "cuStreamDestroy",
+				  "end the capture first");
 	S.st[s->idx].live = false; /* its queued work still runs; the slot is never reused */
 	s->magic = DEAD;
 	return CUDA_SUCCESS;
+}
+
+/* The host may not wait for a capturing stream: its work is recorded, not run. */
+static CUresult not_capturing(CUstream s, const char *what)
+{
+	if (!si_capturing(s))
+		return CUDA_SUCCESS;
+	return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, (int)(stream_of(s) - S.st), what,
+			  "its work is recorded, not run, so the host cannot wait for it or ask about it");
 }
 
 static CUresult stream_query(CUstream s)
 {
 	ENTER();
 	CUresult e = si_stream_ok(s, "cuStreamQuery");
+	if (e == CUDA_SUCCESS)
+		e = not_capturing(s, "cuStreamQuery");
 	if (e == CUDA_SUCCESS)
 		e = pump();
 	if (e != CUDA_SUCCESS)
@@ -598,6 +878,10 @@ static CUresult stream_query(CUstream s)
 static CUresult stream_synchronize(CUstream s)
 {
 	double t0 = ir_now();
+	if (si_capturing(s)) {
+		S.calls++;
+		return not_capturing(s, "cuStreamSynchronize");
+	}
 	for (;;) {
 		CUresult e = stream_query(s);
 		if (e != CUDA_ERROR_NOT_READY)
@@ -662,6 +946,23 @@ static CUresult event_record(CUevent e, CUstream s)
 		rc = si_stream_ok(s, "cuEventRecord");
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	struct stream *cs = stream_of(s);
+	if (S.cap.on && cs->cap) { /* a point in the capture, for the streams that wait on it */
+		int b = cs->cap - 1;
+		if (S.cap.invalid)
+			return si_fail(
+				CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+				"cuEventRecord on stream %d, whose capture was invalidated by an earlier call: %s",
+				(int)(cs - S.st), S.cap.why);
+		if (node_add(S.cap.b, NODE_RECORD, b, NULL, -1) < 0)
+			return cap_break(si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory recording a graph"));
+		e->recorded = false;
+		e->cap_id = S.cap.id;
+		e->cap_node = S.cap.b->n - 1;
+		memcpy(e->cap_vc, S.cap.vc[b], sizeof e->cap_vc);
+		return CUDA_SUCCESS;
+	}
+	e->cap_id = 0;
 	if (e->timing) { /* a marker that notes the time when the stream reaches it */
 		struct stamp_op *m = si_op_new(sizeof *m, "cuEventRecord", run_stamp, 0);
 		if (!m)
@@ -680,10 +981,24 @@ static CUresult event_record(CUevent e, CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* An event last recorded in a capture marks no point of any stream's work. */
+static CUresult not_captured(CUevent e, const char *what)
+{
+	if (!e->cap_id)
+		return CUDA_SUCCESS;
+	CUresult r = si_fail(CUDA_ERROR_CAPTURED_EVENT,
+			     "%s on an event last recorded in a stream capture (%s): it marks a point of a graph, "
+			     "not of any stream's work",
+			     what, S.cap.on && e->cap_id == S.cap.id ? "under way" : "ended since");
+	return S.cap.on && e->cap_id == S.cap.id ? cap_break(r) : r;
+}
+
 static CUresult event_query(CUevent e)
 {
 	ENTER();
 	CUresult rc = event_ok(e, "cuEventQuery");
+	if (rc == CUDA_SUCCESS)
+		rc = not_captured(e, "cuEventQuery");
 	if (rc == CUDA_SUCCESS)
 		rc = pump();
 	if (rc != CUDA_SUCCESS)
@@ -701,6 +1016,10 @@ static CUresult event_elapsed(float *ms, CUevent a, CUevent b)
 	CUresult rc = event_ok(a, "cuEventElapsedTime");
 	if (rc == CUDA_SUCCESS)
 		rc = event_ok(b, "cuEventElapsedTime");
+	if (rc == CUDA_SUCCESS)
+		rc = not_captured(a, "cuEventElapsedTime");
+	if (rc == CUDA_SUCCESS)
+		rc = not_captured(b, "cuEventElapsedTime");
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	if (!a->timing || !b->timing || !a->recorded || !b->recorded)
@@ -723,7 +1042,42 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
 {
 	ENTER();
 	CUresult rc = event_ok(e, "cuStreamWaitEvent");
-	if (rc != CUDA_SUCCESS || !e->recorded) /* CUDA: waiting on an unrecorded event is a no-op */
+	if (rc == CUDA_SUCCESS)
+		rc = si_stream_ok(s, "cuStreamWaitEvent");
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct stream *ws = stream_of(s);
+	int idx = (int)(ws - S.st);
+	if (S.cap.on && e->cap_id == S.cap.id) { /* s waits in the capture, joining it if it was not in it */
+		if (S.cap.invalid)
+			return si_fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+				       "cuStreamWaitEvent on an event of a capture invalidated by an earlier call: %s",
+				       S.cap.why);
+		if (!ws->cap && S.cap.nbranch == MAX_BRANCH)
+			return cap_break(si_fail(CUDA_ERROR_NOT_SUPPORTED,
+						 "cuStreamWaitEvent: stream %d would be the capture's stream %d; the "
+						 "stand-in takes %d",
+						 idx, MAX_BRANCH + 1, MAX_BRANCH));
+		if (!ws->cap) {
+			ws->cap = ++S.cap.nbranch;
+			S.cap.stream[ws->cap - 1] = idx;
+			memset(S.cap.vc[ws->cap - 1], 0, sizeof S.cap.vc[0]);
+		}
+		int b = ws->cap - 1;
+		if (node_add(S.cap.b, NODE_WAIT, b, NULL, e->cap_node) < 0)
+			return cap_break(si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory recording a graph"));
+		for (int k = 0; k < MAX_BRANCH; k++)
+			S.cap.vc[b][k] = e->cap_vc[k] > S.cap.vc[b][k] ? e->cap_vc[k] : S.cap.vc[b][k];
+		(void)flags;
+		return CUDA_SUCCESS;
+	}
+	if (e->cap_id)
+		return not_captured(e, "cuStreamWaitEvent");
+	if (S.cap.on && ws->cap && e->recorded)
+		return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, idx, "cuStreamWaitEvent",
+				  "the event was recorded outside the capture, and a graph cannot wait for work "
+				  "outside it");
+	if (!e->recorded) /* CUDA: waiting on an unrecorded event is a no-op */
 		return rc;
 	struct si_op *o = si_op_new(sizeof *o, "cuStreamWaitEvent", never, 0);
 	if (!o)
@@ -731,10 +1085,6 @@ static CUresult stream_wait_event(CUstream s, CUevent e, unsigned int flags)
 	o->wait = e;
 	o->wait_stream = e->stream;
 	o->wait_at = e->at;
-	if ((rc = si_stream_ok(s, "cuStreamWaitEvent")) != CUDA_SUCCESS) {
-		op_free(o);
-		return rc;
-	}
 	vc_max(stream_of(s)->vc, e->vc); /* what the event saw happens before what s does next */
 	(void)flags;
 	return si_enqueue(s, o);
@@ -773,6 +1123,48 @@ static int run_copy(struct si_op *o, bool first)
 	return 0;
 }
 
+static CUresult mem_free_host(void *p)
+{
+	ENTER();
+	CUresult u = cap_unsafe("cuMemFreeHost");
+	if (u != CUDA_SUCCESS)
+		return u;
+	int i = 0;
+	while (i < S.nhal && S.hal[i].p != p)
+		i++;
+	if (i == S.nhal)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuMemFreeHost(%p): not memory of cuMemAllocHost", p);
+	for (int k = 0; k < MAX_STREAMS; k++) /* a queued copy still reading or writing it */
+		for (const struct si_op *o = S.st[k].head; o; o = o->next)
+			if (o->step == run_copy) {
+				const struct copy_op *c = (const struct copy_op *)o;
+				const char *h = c->hdst ? c->hdst : c->hsrc;
+				if (h && h < (char *)p + S.hal[i].n && (char *)p < h + c->n)
+					return si_fail(
+						CUDA_ERROR_INVALID_VALUE,
+						"cuMemFreeHost(%p) while queued work uses it (%s, call %llu, not yet "
+						"waited for)",
+						p, o->what, (unsigned long long)o->call);
+			}
+	ir_free(S.hal[i].p);
+	S.hal[i] = S.hal[--S.nhal];
+	return CUDA_SUCCESS;
+}
+
+/* A graph launch's copy: its host memory still pinned. */
+static int copy_clone(struct si_op *o)
+{
+	const struct copy_op *c = (const struct copy_op *)o;
+	const void *h = c->hdst ? c->hdst : c->hsrc;
+	if (!h || !c->n || pinned(h, c->n))
+		return 0;
+	si_fail(CUDA_ERROR_INVALID_VALUE,
+		"cuGraphLaunch: the graph's %s (recorded by call %llu) names host bytes [%p, +%zu) that are no longer "
+		"pinned (freed or unregistered since the capture)",
+		o->what, (unsigned long long)o->call, h, c->n);
+	return -1;
+}
+
 static CUresult copy(const char *what, CUdeviceptr dst, void *hdst, CUdeviceptr src, const void *hsrc, size_t n,
 		     int fill, CUstream s)
 {
@@ -788,6 +1180,7 @@ static CUresult copy(const char *what, CUdeviceptr dst, void *hdst, CUdeviceptr 
 	c->hsrc = hsrc;
 	c->n = c->dspan = c->sspan = n;
 	c->fill = fill;
+	c->op.clone = copy_clone;
 	int k = 0;
 	if (ddst)
 		c->op.rg[k++] = (struct si_range){ dst, dst + n, true };
@@ -815,15 +1208,31 @@ static CUresult host_range_ok(const char *what, const void *p, size_t n)
 	return CUDA_SUCCESS;
 }
 
+/* A copy between a capturing stream and pageable host memory: CUDA
+ * refuses it (a graph's copy node needs pinned memory). */
+static CUresult host_capturable(const char *what, CUstream s, const void *p, size_t n)
+{
+	if (!si_capturing(s) || pinned(p, n))
+		return CUDA_SUCCESS;
+	char w[160];
+	snprintf(w, sizeof w, "%s of pageable host memory [%p, +%zu)", what, p, n);
+	return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, (int)(stream_of(s) - S.st), w,
+			  "a graph's copies need pinned host memory (cuMemAllocHost, cuMemHostRegister)");
+}
+
 static CUresult memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
 	CUresult e = S.sticky ? S.sticky : host_range_ok("cuMemcpyHtoDAsync", src, n);
+	if (e == CUDA_SUCCESS && si_stream_ok(s, "cuMemcpyHtoDAsync") == CUDA_SUCCESS)
+		e = host_capturable("cuMemcpyHtoDAsync", s, src, n);
 	return e != CUDA_SUCCESS ? e : copy("cuMemcpyHtoDAsync", dst, NULL, 0, src, n, -1, s);
 }
 
 static CUresult memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	CUresult e = S.sticky ? S.sticky : host_range_ok("cuMemcpyDtoHAsync", dst, n);
+	if (e == CUDA_SUCCESS && si_stream_ok(s, "cuMemcpyDtoHAsync") == CUDA_SUCCESS)
+		e = host_capturable("cuMemcpyDtoHAsync", s, dst, n);
 	return e != CUDA_SUCCESS ? e : copy("cuMemcpyDtoHAsync", 0, dst, src, NULL, n, -1, s);
 }
 
@@ -1108,6 +1517,210 @@ static CUresult launch_kernel(CUfunction f, unsigned gx, unsigned gy, unsigned g
 	return si_enqueue(s, &l->op);
 }
 
+/* ---- stream capture and graphs ------------------------------------------------------ */
+
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
+{
+	ENTER();
+	NEED_CTX("cuStreamBeginCapture");
+	CUresult e = si_stream_ok(s, "cuStreamBeginCapture");
+	if (e != CUDA_SUCCESS)
+		return e;
+	if (!s)
+		return si_fail(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuStreamBeginCapture on the legacy stream");
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuStreamBeginCapture: capture mode %d", (int)mode);
+	if (S.cap.on && stream_of(s)->cap)
+		return si_fail(CUDA_ERROR_ILLEGAL_STATE,
+			       "cuStreamBeginCapture on stream %d, which is capturing already", s->idx);
+	if (S.cap.on)
+		return si_fail(CUDA_ERROR_NOT_SUPPORTED,
+			       "cuStreamBeginCapture on stream %d while stream %d captures: the stand-in takes one "
+			       "capture at a time",
+			       s->idx, S.cap.origin);
+	struct body *b = ir_calloc(1, sizeof *b);
+	if (!b)
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	b->refs = 1;
+	b->begun = S.calls;
+	memset(&S.cap, 0, sizeof S.cap);
+	S.cap.on = true;
+	S.cap.origin = s->idx;
+	S.cap.mode = mode;
+	S.cap.id = ++S.caps;
+	S.cap.begun = S.calls;
+	S.cap.b = b;
+	S.cap.nbranch = 1;
+	S.cap.stream[0] = s->idx;
+	S.st[s->idx].cap = 1;
+	return CUDA_SUCCESS;
+}
+
+static CUresult end_capture(CUstream s, CUgraph *out)
+{
+	ENTER();
+	CUresult e = si_stream_ok(s, "cuStreamEndCapture");
+	if (e != CUDA_SUCCESS)
+		return e;
+	if (!out)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuStreamEndCapture with a NULL graph pointer");
+	*out = NULL;
+	int idx = (int)(stream_of(s) - S.st);
+	if (!si_capturing(s))
+		return si_fail(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+			       "cuStreamEndCapture on stream %d, which is not capturing", idx);
+	if (idx != S.cap.origin)
+		return cap_break(si_fail(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+					 "cuStreamEndCapture on stream %d, which joined the capture stream %d began: "
+					 "end it there",
+					 idx, S.cap.origin));
+	for (int k = 0; k < S.cap.nbranch; k++)
+		S.st[S.cap.stream[k]].cap = 0;
+	S.cap.on = false;
+	struct body *b = S.cap.b;
+	S.cap.b = NULL;
+	if (S.cap.invalid) {
+		body_unref(b);
+		return si_fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+			       "cuStreamEndCapture: the capture begun by call %llu was invalidated: %s",
+			       (unsigned long long)S.cap.begun, S.cap.why);
+	}
+	for (int k = 1; k < S.cap.nbranch; k++)
+		if (S.cap.vc[0][k] < S.cap.vc[k][k]) {
+			body_unref(b);
+			return si_fail(CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+				       "cuStreamEndCapture: stream %d joined the capture and its last %u recorded "
+				       "operations were never joined back to stream %d (an event recorded on it "
+				       "after them, waited for on stream %d)",
+				       S.cap.stream[k], S.cap.vc[k][k] - S.cap.vc[0][k], idx, idx);
+		}
+	b->nbranch = S.cap.nbranch;
+	struct CUgraph_st *g = ir_calloc(1, sizeof *g);
+	if (!g) {
+		body_unref(b);
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	}
+	g->magic = LIVE;
+	g->b = b;
+	si_keep(g);
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_destroy(CUgraph g)
+{
+	ENTER();
+	if (!g || g->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuGraphDestroy of a graph that is not live");
+	g->magic = DEAD;
+	body_unref(g->b);
+	g->b = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult exec_destroy(CUgraphExec x)
+{
+	ENTER();
+	if (!x || x->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuGraphExecDestroy of an executable graph that is not live");
+	x->magic = DEAD;
+	/* queued work of its launches still runs: it holds copies, not the graph */
+	for (int k = 1; k < MAX_BRANCH; k++)
+		if (x->branch[k])
+			stream_destroy(x->branch[k]);
+	for (int i = 0; x->b && i < x->b->n; i++)
+		if (x->ev[i])
+			event_destroy(x->ev[i]);
+	if (x->end)
+		event_destroy(x->end);
+	ir_free(x->ev);
+	x->ev = NULL;
+	body_unref(x->b);
+	x->b = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
+{
+	ENTER();
+	NEED_CTX("cuGraphInstantiate");
+	if (!out || !g || g->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuGraphInstantiate of a graph that is not live");
+	if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+		return si_fail(CUDA_ERROR_INVALID_VALUE,
+			       "cuGraphInstantiate flags %#llx: the stand-in takes AUTO_FREE_ON_LAUNCH and "
+			       "USE_NODE_PRIORITY only (a device launch or an upload needs more)",
+			       flags);
+	struct CUgraphExec_st *x = ir_calloc(1, sizeof *x);
+	if (!x || !(x->ev = ir_calloc((size_t)g->b->n + 1, sizeof *x->ev))) {
+		ir_free(x);
+		return si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	}
+	x->magic = LIVE;
+	x->b = g->b;
+	x->b->refs++;
+	si_keep(x);
+	CUresult e = event_create(&x->end, CU_EVENT_DISABLE_TIMING);
+	for (int k = 1; k < x->b->nbranch && e == CUDA_SUCCESS; k++)
+		e = stream_create(&x->branch[k], CU_STREAM_NON_BLOCKING);
+	for (int i = 0; i < x->b->n && e == CUDA_SUCCESS; i++)
+		if (x->b->node[i].kind == NODE_RECORD)
+			e = event_create(&x->ev[i], CU_EVENT_DISABLE_TIMING);
+	if (e != CUDA_SUCCESS) {
+		exec_destroy(x);
+		return e;
+	}
+	*out = x;
+	return CUDA_SUCCESS;
+}
+
+/* Queues a copy of every recorded call, in the order they were recorded:
+ * branch 0's on s, each other branch's on the executable graph's own
+ * stream, their events replayed between them. */
+static CUresult graph_launch(CUgraphExec x, CUstream s)
+{
+	ENTER();
+	NEED_CTX("cuGraphLaunch");
+	if (!x || x->magic != LIVE)
+		return si_fail(CUDA_ERROR_INVALID_VALUE, "cuGraphLaunch of an executable graph that is not live");
+	CUresult e = si_stream_ok(s, "cuGraphLaunch");
+	if (e != CUDA_SUCCESS)
+		return e;
+	if (si_capturing(s))
+		return cap_refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, (int)(stream_of(s) - S.st), "cuGraphLaunch",
+				  "the stand-in does not record a graph's launch in another graph");
+	if (x->launches && (e = stream_wait_event(s, x->end, 0)) != CUDA_SUCCESS) /* after the one before */
+		return e;
+	const struct body *b = x->b;
+	for (int i = 0; i < b->n && e == CUDA_SUCCESS; i++) {
+		const struct node *n = &b->node[i];
+		CUstream on = n->branch ? x->branch[n->branch] : s;
+		if (n->kind == NODE_RECORD) {
+			e = event_record(x->ev[i], on);
+		} else if (n->kind == NODE_WAIT) {
+			e = stream_wait_event(on, x->ev[n->rec], 0);
+		} else {
+			struct si_op *o = si_op_clone(n->op);
+			e = o ? si_enqueue(on, o) : S.why.code ? (CUresult)S.why.code : CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		if (e != CUDA_SUCCESS) {
+			char d[1100];
+			snprintf(d, sizeof d, "%.1090s", S.why.text);
+			return si_fail(e, "cuGraphLaunch, node %d of %d (%s, recorded by call %llu): %s", i, b->n,
+				       n->op                  ? n->op->what
+				       : n->kind == NODE_WAIT ? "cuStreamWaitEvent"
+							      : "cuEventRecord",
+				       (unsigned long long)(n->op ? n->op->call : b->begun), d);
+		}
+	}
+	if (e == CUDA_SUCCESS)
+		e = event_record(x->end, s);
+	x->launches++;
+	return e;
+}
+
 /* ---- devices and contexts ---------------------------------------------------------- */
 
 static CUresult init(unsigned int flags)
@@ -1229,6 +1842,14 @@ void si_fill_driver(struct gpu_api *a, int ndev, size_t mem, int sm)
 	a->cuMemGetInfo = mem_get_info;
 	a->cuMemHostRegister = host_register;
 	a->cuMemHostUnregister = host_unregister;
+	a->cuMemAllocHost = mem_alloc_host;
+	a->cuMemFreeHost = mem_free_host;
+	a->cuStreamBeginCapture = begin_capture;
+	a->cuStreamEndCapture = end_capture;
+	a->cuGraphInstantiateWithFlags = instantiate;
+	a->cuGraphLaunch = graph_launch;
+	a->cuGraphExecDestroy = exec_destroy;
+	a->cuGraphDestroy = graph_destroy;
 	a->cuMemcpyHtoDAsync = memcpy_htod;
 	a->cuMemcpyDtoHAsync = memcpy_dtoh;
 	a->cuMemcpyDtoDAsync = memcpy_dtod;

@@ -24,6 +24,18 @@
  * pieces of work on different streams that touch the same bytes (one of
  * them writing) are ordered by events: an unordered pair is a race, and
  * the call that queued the second one fails, naming both.
+ *
+ * Stream capture (cuStreamBeginCapture to cuStreamEndCapture) records
+ * the work queued on the capturing stream, and on the streams that join
+ * it by waiting on an event recorded in it, as a graph: each piece of
+ * work kept as a template (its pointers checked when recorded), and the
+ * events recorded and waited for between the streams. cuGraphLaunch
+ * queues a copy of every template, in the order they were recorded, on
+ * the launch's stream and on streams of the executable graph's own, the
+ * events replayed between them, so a launch's work is checked as live
+ * work is (pointers, races, NCCL's order). The calls CUDA refuses during
+ * a capture are refused with its codes (gpu_standin.c says which), and
+ * the capture is invalidated as CUDA does.
  */
 #ifndef PCC_RUNTIME_GPU_STANDIN_H
 #define PCC_RUNTIME_GPU_STANDIN_H
@@ -48,6 +60,13 @@ struct si_op {
 	const char *what; /* the call that queued it, for messages */
 	int (*step)(struct si_op *op, bool first);
 	void (*done)(struct si_op *op);
+	/* A graph launch's copy of a recorded op (si_op_clone): called on the
+	 * copy, which holds the template's bytes; it replaces the pointers
+	 * the template owns by its own (or NULL) before anything can fail,
+	 * then returns 0, or -1 after si_fail (done() then frees the copy).
+	 * NULL: the op owns nothing but rg. */
+	int (*clone)(struct si_op *op);
+	size_t size;         /* of the whole op (si_op_new's) */
 	struct si_range *rg; /* [nrg], owned */
 	int nrg;
 	/* the engine's */
@@ -88,6 +107,10 @@ CUresult si_stream_ok(CUstream s, const char *what);
 CUresult si_enqueue(CUstream s, struct si_op *op);
 /* A new op of size bytes (a struct whose first member is a si_op). */
 void *si_op_new(size_t size, const char *what, int (*step)(struct si_op *, bool), int nrg);
+/* Whether stream s is capturing a graph (its work is recorded, not queued). */
+bool si_capturing(CUstream s);
+/* A copy of recorded op t to queue (t->clone's), or NULL after si_fail. */
+struct si_op *si_op_clone(const struct si_op *t);
 /* The sticky error of a failed piece of work, or CUDA_SUCCESS. */
 CUresult si_sticky(void);
 /* Keeps handle h reachable until the process ends: the stand-in keeps the

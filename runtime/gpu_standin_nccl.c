@@ -15,6 +15,11 @@
  * types: every rank gets the same bits. A communicator neither destroyed
  * nor aborted when MPI_Finalize starts is named on stderr (a program that
  * leaves one behind holds MPI's too).
+ *
+ * A call recorded in a stream capture (NCCL's calls can be) is numbered
+ * when a launch of its graph queues it, not when recorded, so a rank that
+ * replays a graph and one that issues the same calls live agree; the
+ * recorded call holds its communicator until the graph is destroyed.
  */
 #include <mpi.h>
 #include <stdarg.h>
@@ -241,7 +246,10 @@ static ncclResult_t comm_free(ncclComm_t c, bool check)
 {
 	ncclResult_t r = comm_ok(c, check ? "ncclCommDestroy" : "ncclCommAbort");
 	if (r == ncclSuccess && check && c->inflight)
-		r = nc_fail(ncclInvalidUsage, "ncclCommDestroy with %d calls on it not done", c->inflight);
+		r = nc_fail(ncclInvalidUsage,
+			    "ncclCommDestroy with %d calls on it not done (queued, or recorded in a CUDA graph not "
+			    "destroyed yet)",
+			    c->inflight);
 	if (r != ncclSuccess)
 		return r;
 	c->magic = 0;
@@ -525,6 +533,41 @@ static int step(struct si_op *o, bool first)
 	return busy ? 1 : 0;
 }
 
+/* A graph launch's copy of a recorded call (gpu_standin.h): its own
+ * buffers, a hold on the communicator, its number there now. */
+static int nc_clone(struct si_op *o)
+{
+	struct nc_op *x = (struct nc_op *)o, **tsub = x->sub;
+	int n = x->nsub;
+	x->out = x->in = NULL;
+	x->sub = NULL;
+	x->nsub = 0;
+	x->running = false;
+	x->req = MPI_REQUEST_NULL;
+	if (x->c)
+		x->c->inflight++;
+	if (x->c && x->c->magic != NC_LIVE) {
+		si_fail(CUDA_ERROR_LAUNCH_FAILED,
+			"cuGraphLaunch: the graph's %s is on a NCCL communicator destroyed since its capture",
+			kind_name[x->kind]);
+		return -1;
+	}
+	if (x->c && x->kind != NC_SEND && x->kind != NC_RECV)
+		x->h.seq = ++x->c->seq;
+	if (n && !(x->sub = ir_calloc((size_t)n, sizeof *x->sub))) {
+		si_fail(CUDA_ERROR_OUT_OF_MEMORY, "out of host memory launching a graph");
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct si_op *c = si_op_clone(&tsub[i]->op);
+		if (!c)
+			return -1;
+		c->done = NULL; /* freed by the group's */
+		x->sub[x->nsub++] = (struct nc_op *)c;
+	}
+	return 0;
+}
+
 static CUresult queue(struct nc_op *x, CUstream s)
 {
 	x->c->inflight++;
@@ -553,6 +596,7 @@ static ncclResult_t call(enum nc_kind kind, const void *send, void *recv, size_t
 	if (!x)
 		return nc_fail(ncclSystemError, "out of host memory");
 	x->op.done = nc_done;
+	x->op.clone = nc_clone;
 	x->kind = kind;
 	x->c = c;
 	x->send = (CUdeviceptr)send;
@@ -563,7 +607,7 @@ static ncclResult_t call(enum nc_kind kind, const void *send, void *recv, size_t
 	x->peer = peer;
 	bool coll = kind != NC_SEND && kind != NC_RECV;
 	x->h = (struct hdr){ NC_MAGIC,      kind,
-			     count,         coll ? ++c->seq : 0,
+			     count,         coll && !si_capturing(s) ? ++c->seq : 0,
 			     (int32_t)type, coll && kind != NC_ALL_GATHER ? (int32_t)red : 0,
 			     c->rank,       0 };
 	size_t bytes = count * es, n = (size_t)c->n;
@@ -658,6 +702,7 @@ static ncclResult_t group_end(void)
 		return nc_fail(ncclSystemError, "out of host memory");
 	}
 	g->op.done = nc_done;
+	g->op.clone = nc_clone;
 	g->kind = NC_GROUP;
 	nrg = 0;
 	for (int i = 0; i < ngroup; i++) {

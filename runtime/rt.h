@@ -115,6 +115,9 @@ struct rt {
 				* are torn down as after an error (rt_release) */
 	bool no_overlap;       /* --no-overlap: every receive and collective
 				* waits at its instruction (the host's device) */
+	bool graph_off;        /* --cuda-graph=off: no step is recorded (device.h's step_begin) */
+	bool replay;           /* this step replays the device's recording: its
+				* instructions are not issued (step.c) */
 	struct rt_overlap *ov; /* overlap.c: which receives start early, which
 				* collectives finish late; NULL: none */
 	/* since the start: receives run, of them posted before their

@@ -48,6 +48,7 @@ struct opts {
 	const char *device;   /* --device auto|cpu|gpu */
 	bool tf32;            /* --tf32: f32 dots on tensor cores (GPU) */
 	bool no_overlap;      /* --no-overlap: receives and collectives wait at their instruction */
+	bool graph_off;       /* --cuda-graph=off: every GPU step issues its instructions */
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	long profile_rows;    /* --profile=N|all: the N slowest kernels (25), 0 all */
@@ -73,12 +74,18 @@ static void usage(FILE *f)
 		"                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
 		"                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
 		"                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
+		"                 [--cuda-graph auto|off] (GPU: auto, the default, records a step as a CUDA\n"
+		"                 graph, a training run's second (the first warms up) or an inference's one,\n"
+		"                 and replays it as each later step, one launch a step; not where a kernel\n"
+		"                 runs on the host, nor with --profile or --trace, which time each\n"
+		"                 instruction: the run's summary says why; off issues every instruction of\n"
+		"                 every step)\n"
 		"                 [--verify-key KEY] (refuse a plan not signed with KEY: pcc --sign-key KEY)\n"
 		"                 [--no-overlap] (CPU: every receive and collective waits at its\n"
 		"                 instruction instead of overlapping compute; the same results)\n"
 		"                 [--profile[=N|all]] (rank 0's N slowest kernels, 25 by default, or all:\n"
 		"                 time, bytes moved and FLOP/s; on GPUs timed by CUDA events, which\n"
-		"                 serializes nothing but adds two per kernel)\n"
+		"                 serializes nothing but adds two per kernel, and turns --cuda-graph off)\n"
 		"                 [--trace FILE.json] (the measured timeline of every rank: kernels,\n"
 		"                 collectives, sends and receives with arrows from each send to its\n"
 		"                 receive, a Chrome trace-event file as pcc report --trace writes)\n"
@@ -86,29 +93,29 @@ static void usage(FILE *f)
 		"                 absent: SPEC is PATTERN=KIND,... tried in order, KIND zeros, ones,\n"
 		"                 const:V, normal[:STD] or uniform:A, e.g. 'ln*.weight=ones,*=normal:0.02';\n"
 		"                 unmatched: a name holding bias or beta 0, a vector 1, else N(0, 0.02);\n"
-		"                 deterministic from --seed (default 0), the same on any mesh)\n"
-		"Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
-		"DIR/test_data_set_K/input_N.pb (or .npy); -i and --data also take FILE.npz or a DIR of\n"
-		"  .npz files (numpy.savez, an array per input by name or position), each one set; a set\n"
-		"holds one micro-batch or a whole step. Inputs\n"
-		"bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
-		"--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
-		"plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
-		"k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
-		"ids are its first T tokens, labels its last T.\n"
-		"--log-json FILE: rank 0 writes one JSON object per step and line (step, loss, grad_norm, lr,\n"
-		"skipped, step_ms, samples, tokens, their rates, the data sets fed, each rank's kernel_ms\n"
-		"and comm_ms). --shuffle SEED: the data sets in a random order, a new one each pass over\n"
-		"them, drawn from SEED and the pass alone (the same on every rank and after --resume).\n"
-		"--eval-data DIR: held-out data (as --data), its mean loss after every K steps (default:\n"
-		"after the last) as 'eval' lines and eval_loss in --log-json; forward only where the plan\n"
-		"splits forward from backward, never an update: the training is the same bit for bit.\n"
-		"--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
-		"A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
-		"unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
-		"--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
-		"--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
-		"on this plan's mesh whatever mesh wrote it.\n");
+		"                 deterministic from --seed (default 0), the same on any mesh)\n");
+	fprintf(f, "Inputs and data are in the ONNX backend-test layout: DIR/input_N.pb or\n"
+		   "DIR/test_data_set_K/input_N.pb (or .npy); -i and --data also take FILE.npz or a DIR of\n"
+		   "  .npz files (numpy.savez, an array per input by name or position), each one set; a set\n"
+		   "holds one micro-batch or a whole step. Inputs\n"
+		   "bound as constants by pcc --const are not read: N stays the input's place in the model.\n"
+		   "--tokens FILE: a flat file of token ids (u16 by default, as nanoGPT's train.bin) for a\n"
+		   "plan with a cross-entropy loss over ids [B,T]: step s, micro-batch m, row b reads window\n"
+		   "k = (s * micro + m) * B + b, the T + 1 tokens from (k mod W) * T (W: windows in the file);\n"
+		   "ids are its first T tokens, labels its last T.\n"
+		   "--log-json FILE: rank 0 writes one JSON object per step and line (step, loss, grad_norm, lr,\n"
+		   "skipped, step_ms, samples, tokens, their rates, the data sets fed, each rank's kernel_ms\n"
+		   "and comm_ms). --shuffle SEED: the data sets in a random order, a new one each pass over\n"
+		   "them, drawn from SEED and the pass alone (the same on every rank and after --resume).\n"
+		   "--eval-data DIR: held-out data (as --data), its mean loss after every K steps (default:\n"
+		   "after the last) as 'eval' lines and eval_loss in --log-json; forward only where the plan\n"
+		   "splits forward from backward, never an update: the training is the same bit for bit.\n"
+		   "--steps S is the run's total: a resumed run continues from the checkpoint's step to S.\n"
+		   "A step whose loss or gradient norm is not finite stops the run (exit 1, nothing saved)\n"
+		   "unless the plan skips such steps (pcc --train --skip-nonfinite, or f16 loss scaling).\n"
+		   "--checkpoint DIR saves every K steps (default: at the end) into DIR/step-N/;\n"
+		   "--resume DIR loads the one DIR/LATEST names (else the newest complete one that loads),\n"
+		   "on this plan's mesh whatever mesh wrote it.\n");
 }
 
 static int parse_num(const char *opt, const char *s, double lo, double *out)
@@ -163,6 +170,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		O_REFERENCE,
 		O_TF32,
 		O_NO_OVERLAP,
+		O_CUDA_GRAPH,
 		O_PROFILE,
 		O_SKIP_NONFINITE,
 		O_VERSION
@@ -194,6 +202,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "reference", no_argument, NULL, O_REFERENCE },
 		{ "tf32", no_argument, NULL, O_TF32 },
 		{ "no-overlap", no_argument, NULL, O_NO_OVERLAP },
+		{ "cuda-graph", required_argument, NULL, O_CUDA_GRAPH },
 		{ "profile", optional_argument, NULL, O_PROFILE },
 		{ "skip-nonfinite", no_argument, NULL, O_SKIP_NONFINITE },
 		{ 0 },
@@ -295,6 +304,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case O_NO_OVERLAP:
 			o->no_overlap = true;
+			break;
+		case O_CUDA_GRAPH:
+			if (strcmp(v, "auto") && strcmp(v, "off"))
+				rc = ir_errorf(-EINVAL, "--cuda-graph %s: expected auto or off", v);
+			o->graph_off = !strcmp(v, "off");
 			break;
 		case O_PROFILE:
 			o->profile = true;
@@ -590,6 +604,7 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	if (agree(c, rc) < 0)
 		return -1;
 	r->no_overlap = o->no_overlap;
+	r->graph_off = o->graph_off;
 	if (o->fill.on && c->rank == 0)
 		printf("pcc-run: --init: %d parameters on rank 0 filled (their weights are absent from %s), seed %llu%s%s\n",
 		       filled, model, (unsigned long long)o->fill.seed, o->fill.n ? ", rules " : ", default rules",
@@ -647,6 +662,45 @@ static void fallback_line(const struct rt *r)
 	char b[1024];
 	if (r->dev->fallback_report(r, b, sizeof b) > 0)
 		printf("pcc-run: rank 0: %s\n", b);
+}
+
+/* --cuda-graph: how each rank's steps ran, from rank 0: one line when
+ * every rank's are alike, else one a rank (none for --cuda-graph=off).
+ * Collective. */
+static int graph_lines(const struct rt *r)
+{
+	struct gl {
+		long captured, replays;
+		char why[320];
+	} mine = { 0 }, *all = NULL;
+	const char *why = NULL;
+	int size = r->c->size, rc = 0;
+	if (!r->dev->graph_report)
+		return 0;
+	r->dev->graph_report(r, &mine.captured, &mine.replays, &why);
+	snprintf(mine.why, sizeof mine.why, "%s", why ? why : "");
+	if (r->c->rank != 0)
+		return r->c->ops->ctl_send(r->c, &mine, sizeof mine, 0);
+	if (!(all = ir_calloc((size_t)size, sizeof *all)))
+		return ir_errorf(-ENOMEM, "out of memory");
+	all[0] = mine;
+	for (int q = 1; q < size && rc == 0; q++)
+		rc = r->c->ops->ctl_recv(r->c, &all[q], sizeof all[q], q);
+	bool alike = true;
+	for (int q = 1; q < size && rc == 0; q++)
+		alike = alike && all[q].captured == mine.captured && all[q].replays == mine.replays &&
+			!strcmp(all[q].why, mine.why);
+	for (int q = 0; q < (alike ? 1 : size) && rc == 0; q++) {
+		char who[32];
+		snprintf(who, sizeof who, alike && size > 1 ? "every rank" : "rank %d", q);
+		if (all[q].captured)
+			printf("pcc-run: %s: CUDA graph: step %ld recorded, replayed as %ld later step%s\n", who,
+			       all[q].captured, all[q].replays, all[q].replays == 1 ? "" : "s");
+		else if (all[q].why[0])
+			printf("pcc-run: %s: no CUDA graph: %s\n", who, all[q].why);
+	}
+	ir_free(all);
+	return rc;
 }
 
 static int overlap_stats(const struct rt *r, char *buf, size_t n)
@@ -721,9 +775,11 @@ static int infer(struct rt *r, const struct opts *o)
 			printf("pcc-run: %d ranks ran %s in %.3f s%s%s (%s)\n", r->c->size, o->plan, t,
 			       o->out_dir ? ", outputs in " : "", o->out_dir ? o->out_dir : "", ov + 2);
 		fallback_line(r);
-		if (o->profile)
-			rt_profile_print(r, 1, o->profile_rows, stdout);
 	}
+	if (graph_lines(r) < 0)
+		die(r->c, 0);
+	if (r->c->rank == 0 && o->profile)
+		rt_profile_print(r, 1, o->profile_rows, stdout);
 	rc = agree(r->c, rc);
 	if (rc == 0)
 		rc = trace_end(r, o);
@@ -1063,6 +1119,8 @@ static int train(struct rt *r, const struct opts *o, const char *model)
 		       r->dev->fallback_report(r, NULL, 0) ? ", some kernels on the host" : "", ov);
 	if (r->c->rank == 0)
 		fallback_line(r);
+	if (graph_lines(r) < 0)
+		die(r->c, o->steps - 1);
 	if (r->c->rank == 0 && o->profile)
 		rt_profile_print(r, o->steps - first, o->profile_rows, stdout);
 	if ((rc = trace_end(r, o)) < 0)

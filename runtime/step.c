@@ -7,7 +7,9 @@
  * later micro-batch can overwrite them. The step is a fixed list of
  * segments (rt.h), so the receives and collectives that overlap compute
  * (exec.c) are worked out once over it. An evaluation step (pcc-run
- * --eval-data) runs the same segments but the per-step one.
+ * --eval-data) runs the same segments but the per-step one. A device that
+ * records a step (a CUDA graph, device.h's step_begin) replays it: such a
+ * step feeds its inputs and saves its outputs but issues no instruction.
  */
 #include <errno.h>
 #include <string.h>
@@ -45,10 +47,11 @@ static int save(struct rt *r, int part)
 		void **slot = part == 2 ? &r->saved_step[b] : &r->saved[(size_t)r->mb * (size_t)d->nbuf + (size_t)b];
 		if (!*slot && !(*slot = ir_malloc((size_t)d->buf[b].bytes + 1)))
 			return ir_errorf(-ENOMEM, "out of memory saving an output");
-		int rc = r->dev->get(r, &d->buf[b]);
+		int rc = r->dev->save ? r->dev->save(r, &d->buf[b], *slot) : r->dev->get(r, &d->buf[b]);
 		if (rc < 0)
 			return rc;
-		memcpy(*slot, rt_buf(r, &d->buf[b]), (size_t)d->buf[b].bytes);
+		if (!r->dev->save)
+			memcpy(*slot, rt_buf(r, &d->buf[b]), (size_t)d->buf[b].bytes);
 	}
 	return 0;
 }
@@ -58,7 +61,7 @@ static int run_part(struct rt *r, const struct rt_seg *s)
 {
 	r->mb = s->mb;
 	double t0 = r->trace ? ir_now() : 0;
-	int rc = rt_run(r, s);
+	int rc = r->replay ? 0 : rt_run(r, s);
 	if (rc == 0)
 		rc = at(r, s->pos + 1 + s->hi - s->lo);
 	if (rc == 0)
@@ -102,7 +105,11 @@ int rt_step(struct rt *r, const struct ir_tensor *inputs)
 	const struct plan *p = r->p;
 	const struct plan_device *d = r->d;
 	int rc = r->seg ? 0 : segments(r);
+	bool replay = false;
 	r->mb = 0;
+	if (rc == 0 && r->dev->step_begin)
+		rc = r->dev->step_begin(r, &replay);
+	r->replay = replay;
 	for (int k = 0; k < d->nbuf && rc == 0; k++)
 		if (d->buf[k].bind == PLAN_BIND_ACCUM)
 			rc = r->dev->fill(r, &d->buf[k], 0);
@@ -121,6 +128,7 @@ int rt_step(struct rt *r, const struct ir_tensor *inputs)
 	}
 	if (rc == 0)
 		rc = rt_sync(r);
+	r->replay = false;
 	if (rc == 0)
 		rc = r->c->ops->flush(r->c);
 	return rc;
