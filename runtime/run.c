@@ -396,9 +396,9 @@ static int on_gpu(const struct opts *o, const struct plan *p, bool *gpu)
 				 o->plan);
 	if (*gpu && !rt_device_cuda())
 		return ir_errorf(-ENODEV,
-				 "%s is for GPUs, but this pcc-run was built without CUDA (run it with "
-				 "--device cpu, or rebuild with the CUDA toolkit)",
-				 o->plan);
+				 "%s is for GPUs (cluster %s), but this pcc-run was built without CUDA (run it "
+				 "with --device cpu, or rebuild with the CUDA toolkit)",
+				 o->plan, p->cluster ? p->cluster : "not named");
 	return 0;
 }
 
