@@ -823,7 +823,9 @@ static int not_now(struct rt *r)
 }
 
 /* device.h's step_begin: a replay; a training run's warm-up; or the step
- * recorded, when it can be. */
+ * recorded, when it can be. An inference's one step is recorded only with
+ * --cuda-graph=on: nothing replays it, so recording it would only add the
+ * capture's cost (and its risks) to the run. */
 static int step_begin(struct rt *r, bool *replay)
 {
 	struct rt_gpu *g = gpu_of(r);
@@ -835,6 +837,11 @@ static int step_begin(struct rt *r, bool *replay)
 	}
 	if (g->gstate == GPU_GRAPH_NEVER)
 		return 0;
+	if (!r->p->train && !r->graph_on) { /* one step: nothing would replay it */
+		g->gstate = GPU_GRAPH_NEVER;
+		g->why_not[0] = '\0';
+		return 0;
+	}
 	if (r->p->train && !g->warm) { /* the warm-up */
 		g->warm = true;
 		return 0;

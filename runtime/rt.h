@@ -116,6 +116,8 @@ struct rt {
 	bool no_overlap;       /* --no-overlap: every receive and collective
 				* waits at its instruction (the host's device) */
 	bool graph_off;        /* --cuda-graph=off: no step is recorded (device.h's step_begin) */
+	bool graph_on;         /* --cuda-graph=on: also an inference's one step, which no
+				* later step replays (auto records only what is replayed) */
 	bool replay;           /* this step replays the device's recording: its
 				* instructions are not issued (step.c) */
 	struct rt_overlap *ov; /* overlap.c: which receives start early, which

@@ -49,6 +49,7 @@ struct opts {
 	bool tf32;            /* --tf32: f32 dots on tensor cores (GPU) */
 	bool no_overlap;      /* --no-overlap: receives and collectives wait at their instruction */
 	bool graph_off;       /* --cuda-graph=off: every GPU step issues its instructions */
+	bool graph_on;        /* --cuda-graph=on: an inference's one step is recorded too */
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	long profile_rows;    /* --profile=N|all: the N slowest kernels (25), 0 all */
@@ -74,12 +75,12 @@ static void usage(FILE *f)
 		"                 [--threads N] (per rank) [--reference] (the reference kernels, not generated code)\n"
 		"                 [--device auto|cpu|gpu] (auto: GPUs for a plan compiled for a GPU cluster)\n"
 		"                 [--tf32] (GPU: f32 dots on tensor cores, TF32 precision)\n"
-		"                 [--cuda-graph auto|off] (GPU: auto, the default, records a step as a CUDA\n"
-		"                 graph, a training run's second (the first warms up) or an inference's one,\n"
-		"                 and replays it as each later step, one launch a step; not where a kernel\n"
-		"                 runs on the host, nor with --profile or --trace, which time each\n"
-		"                 instruction: the run's summary says why; off issues every instruction of\n"
-		"                 every step)\n"
+		"                 [--cuda-graph auto|on|off] (GPU: auto, the default, records a training\n"
+		"                 run's second step (the first warms up) as a CUDA graph and replays it as\n"
+		"                 each later step, one launch a step; on also records an inference's one\n"
+		"                 step, which nothing replays; not where a kernel runs on the host, nor\n"
+		"                 with --profile or --trace, which time each instruction: the run's\n"
+		"                 summary says why; off issues every instruction of every step)\n"
 		"                 [--verify-key KEY] (refuse a plan not signed with KEY: pcc --sign-key KEY)\n"
 		"                 [--no-overlap] (CPU: every receive and collective waits at its\n"
 		"                 instruction instead of overlapping compute; the same results)\n"
@@ -306,9 +307,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->no_overlap = true;
 			break;
 		case O_CUDA_GRAPH:
-			if (strcmp(v, "auto") && strcmp(v, "off"))
-				rc = ir_errorf(-EINVAL, "--cuda-graph %s: expected auto or off", v);
+			if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off"))
+				rc = ir_errorf(-EINVAL, "--cuda-graph %s: expected auto, on or off", v);
 			o->graph_off = !strcmp(v, "off");
+			o->graph_on = !strcmp(v, "on");
 			break;
 		case O_PROFILE:
 			o->profile = true;
@@ -605,6 +607,7 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 		return -1;
 	r->no_overlap = o->no_overlap;
 	r->graph_off = o->graph_off;
+	r->graph_on = o->graph_on;
 	if (o->fill.on && c->rank == 0)
 		printf("pcc-run: --init: %d parameters on rank 0 filled (their weights are absent from %s), seed %llu%s%s\n",
 		       filled, model, (unsigned long long)o->fill.seed, o->fill.n ? ", rules " : ", default rules",

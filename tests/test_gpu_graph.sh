@@ -14,8 +14,9 @@
 # step other ids and labels, shows that each replay reads its own step's
 # inputs; a run resumed from a checkpoint saved after a replayed step
 # records its own and logs the uninterrupted run's steps. Inference
-# fixtures' outputs with the graph are --cuda-graph=off's byte for byte
-# and PyTorch's. A plan whose kernels partly run on the host, --profile
+# fixtures' outputs with the graph (--cuda-graph on: auto records no
+# inference, whose one step nothing replays) are --cuda-graph=off's byte
+# for byte and PyTorch's. A plan whose kernels partly run on the host, --profile
 # and --trace run without a graph and say why; a bad --cuda-graph is
 # refused.
 abspath() { (cd "$(dirname "$1")" && printf '%s/%s\n' "$(pwd)" "$(basename "$1")"); }
@@ -133,8 +134,9 @@ resumed() {
 }
 check "a run resumed from a checkpoint saved after a replayed step records its own graph and logs the uninterrupted run's steps, bit for bit" resumed
 
-# inferred NAME NP CLUSTER [compile options]: one step, recorded and
-# launched, its outputs --cuda-graph=off's byte for byte and PyTorch's
+# inferred NAME NP CLUSTER [compile options]: one step, recorded
+# (--cuda-graph on) and launched, its outputs --cuda-graph=off's byte for
+# byte and PyTorch's
 inferred() {
 	i_name=$1 i_np=$2 i_cl=$3
 	shift 3
@@ -144,7 +146,7 @@ inferred() {
 infer_run() {
 	d=$models/$i_name/test_data_set_0
 	"$pcc" "$models/$i_name/model.onnx" --cluster "$i_cl" "$@" -o "$tmp/i.bin" >/dev/null &&
-		$mpi -np "$i_np" "$run" "$tmp/i.bin" --device gpu -i "$d" -o "$tmp/ia" >"$tmp/ia.log" 2>&1 &&
+		$mpi -np "$i_np" "$run" "$tmp/i.bin" --device gpu --cuda-graph on -i "$d" -o "$tmp/ia" >"$tmp/ia.log" 2>&1 &&
 		$mpi -np "$i_np" "$run" "$tmp/i.bin" --device gpu --cuda-graph off -i "$d" -o "$tmp/io" >"$tmp/io.log" 2>&1 || {
 		cat "$tmp/ia.log" "$tmp/io.log" >&2
 		return 1
@@ -161,12 +163,19 @@ inferred resnet_op17 1 1x1:h100
 inferred unet_op17 1 1x1:h100
 inferred gpt_op17 2 1x2:h100 --stages 2
 inferred gpt_op17 4 1x4:h100 --stages 2 --mesh 1x2
+# auto (the default) records no inference: nothing would replay its one
+# step; the summary says nothing of a graph and the outputs are the same
+check "an inference with --cuda-graph auto is not recorded (nothing replays it), and says nothing of a graph" sh -c "
+  '$pcc' '$models/gpt_op17/model.onnx' --cluster 1x1:h100 -o '$tmp/n.bin' >/dev/null &&
+  $mpi -np 1 '$run' '$tmp/n.bin' --device gpu -i '$models/gpt_op17/test_data_set_0' -o '$tmp/no' >'$tmp/n.log' 2>&1 &&
+  cat '$tmp/n.log' >&2 && ! grep -q 'CUDA graph' '$tmp/n.log' &&
+  '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/no' '$models/gpt_op17/test_data_set_0'"
 
 # a plan for CPU ranks with PTX (--codegen ptx): its library calls with
 # epilogues run on the host, so no step is recorded, and the run says why
 check "a plan whose kernels partly run on the host runs without a graph, saying why; its outputs as before" sh -c "
   '$pcc' '$models/gpt_op17/model.onnx' --cluster cpu:1 --codegen ptx -o '$tmp/h.bin' >/dev/null &&
-  $mpi -np 1 '$run' '$tmp/h.bin' --device gpu -i '$models/gpt_op17/test_data_set_0' -o '$tmp/ho' >'$tmp/h.log' 2>&1 &&
+  $mpi -np 1 '$run' '$tmp/h.bin' --device gpu --cuda-graph on -i '$models/gpt_op17/test_data_set_0' -o '$tmp/ho' >'$tmp/h.log' 2>&1 &&
   cat '$tmp/h.log' >&2 &&
   grep -q '^pcc-run: rank 0: no CUDA graph: 7 kernel instructions run on the host (instruction [0-9]*, add f32, ...)' '$tmp/h.log' &&
   '$cmp' --rtol 1e-3 --atol 1e-4 '$tmp/ho' '$models/gpt_op17/test_data_set_0'"
@@ -180,7 +189,7 @@ check "--trace times each instruction, so it runs without a graph, saying so, an
   cat '$tmp/t.log' >&2 &&
   grep -q '^pcc-run: rank 0: no CUDA graph: --trace times each instruction on the host' '$tmp/t.log' &&
   grep -q '^pcc-run: wrote the measured timeline to' '$tmp/t.log'"
-check "--cuda-graph on is refused, naming what it takes" sh -c "
-  $mpi -np 1 '$run' '$tmp/e.bin' --data '$train/gpt/test_data_set_0' --cuda-graph on >/dev/null 2>'$tmp/b.err'
-  test \$? -eq 2 && grep -q -- '--cuda-graph on: expected auto or off' '$tmp/b.err'"
+check "--cuda-graph always is refused, naming what it takes" sh -c "
+  $mpi -np 1 '$run' '$tmp/e.bin' --data '$train/gpt/test_data_set_0' --cuda-graph always >/dev/null 2>'$tmp/b.err'
+  test \$? -eq 2 && grep -q -- '--cuda-graph always: expected auto, on or off' '$tmp/b.err'"
 tap_done
