@@ -26,22 +26,8 @@
 #include "ir/ir.h"
 #include "runtime/gpu_internal.h"
 #include "runtime/gpu_standin.h"
+#include "tests/standin_check.h"
 #include "tests/tap.h"
-
-static const struct gpu_api *a;
-static int me;
-
-/* One case over both ranks: rank 0 prints it, ok only where both are. */
-static void both(bool ok, const char *what)
-{
-	bool peer = ok;
-	if (me == 1)
-		MPI_Send(&ok, 1, MPI_C_BOOL, 0, 7, MPI_COMM_WORLD);
-	else
-		MPI_Recv(&peer, 1, MPI_C_BOOL, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	if (me == 0)
-		TAP_OK(ok && peer, "%s (rank 0 %s, rank 1 %s)", what, ok ? "ok" : "failed", peer ? "ok" : "failed");
-}
 
 /* The table over boot for plan p, set up; false (with a diagnostic) if
  * it could not be. */

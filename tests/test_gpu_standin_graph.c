@@ -32,33 +32,8 @@
 
 #include "ir/ir.h"
 #include "runtime/gpu_api.h"
+#include "tests/standin_check.h"
 #include "tests/tap.h"
-
-static const struct gpu_api *a;
-static int me;
-
-static const char *err(CUresult e)
-{
-	const char *s = NULL;
-	a->cuGetErrorString(e, &s);
-	return s ? s : "?";
-}
-
-/* e is error want and its text has frag. */
-static bool fails(CUresult e, CUresult want, const char *frag)
-{
-	const char *s = err(e);
-	if (e != want || !strstr(s, frag))
-		TAP_DIAG("got %d (%s), want %d with \"%s\"", (int)e, s, (int)want, frag);
-	return e == want && strstr(s, frag);
-}
-
-static CUstream stream(void)
-{
-	CUstream s = NULL;
-	a->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
-	return s;
-}
 
 /* x[i] = 2 * y[i] + z[i]: the kernel the PTX below declares */
 static int fma_run(void *ctx, int kernel, void *const *args)
@@ -261,17 +236,6 @@ static void rules(void)
 }
 
 /* ---- NCCL ------------------------------------------------------------------------ */
-
-static void both(bool ok, const char *what)
-{
-	bool peer = ok;
-	if (me == 1)
-		MPI_Send(&ok, 1, MPI_C_BOOL, 0, 7, MPI_COMM_WORLD);
-	else
-		MPI_Recv(&peer, 1, MPI_C_BOOL, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-	if (me == 0)
-		TAP_OK(ok && peer, "%s (rank 0 %s, rank 1 %s)", what, ok ? "ok" : "failed", peer ? "ok" : "failed");
-}
 
 static void nccl(void)
 {
