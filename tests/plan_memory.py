@@ -10,6 +10,7 @@ live bytes: parameters, gradient accumulators, optimizer state, inputs and
 outputs, the in-flight stash, temporaries; the rest of the arena is
 fragmentation). Exit 1 when a device is out of bounds, 2 when pcc fails or
 prints no stage. LOW = 0 reports without checking."""
+import json
 import re
 import subprocess
 import sys
@@ -41,7 +42,6 @@ def main():
     # the inter-op search's own figure per stage (its DP's sums of layer
     # solves scaled by the measured train step: pcc --json's total_bytes),
     # reported beside the stage solve's; not checked
-    import json
     found = json.loads(run(pcc, *sys.argv[5:], '--json'))
     search = [st['total_bytes'] for st in found.get('stages', [])]
     stages = [(int(m.group(1)), int(m.group(2))) for m in
