@@ -787,7 +787,7 @@ static int not_now(struct rt *r)
 	struct rt_gpu *g = gpu_of(r);
 	const struct plan_device *d = r->d;
 	int nhost = 0, first = -1, later = 0, rc = 0;
-	if (r->graph_off)
+	if (r->graph == RT_GRAPH_OFF)
 		return give_up(g, "%s", "");
 	if (!g->a->cuStreamBeginCapture)
 		return give_up(g, "this NVIDIA driver lacks CUDA graphs (cuStreamBeginCapture_v2, "
@@ -837,7 +837,7 @@ static int step_begin(struct rt *r, bool *replay)
 	}
 	if (g->gstate == GPU_GRAPH_NEVER)
 		return 0;
-	if (!r->p->train && !r->graph_on) { /* one step: nothing would replay it */
+	if (!r->p->train && r->graph != RT_GRAPH_ON) { /* one step: nothing would replay it */
 		g->gstate = GPU_GRAPH_NEVER;
 		g->why_not[0] = '\0';
 		return 0;

@@ -110,14 +110,15 @@ struct rt {
 	int ntimed, captimed;
 	struct rt_seg *seg; /* a step's segments (step.c) */
 	int nseg;
-	bool poison;           /* tests: a freed buffer's bytes are set to 0xff */
-	bool failed;           /* the run failed: the device's communicators
-				* are torn down as after an error (rt_release) */
-	bool no_overlap;       /* --no-overlap: every receive and collective
-				* waits at its instruction (the host's device) */
-	bool graph_off;        /* --cuda-graph=off: no step is recorded (device.h's step_begin) */
-	bool graph_on;         /* --cuda-graph=on: also an inference's one step, which no
-				* later step replays (auto records only what is replayed) */
+	bool poison;     /* tests: a freed buffer's bytes are set to 0xff */
+	bool failed;     /* the run failed: the device's communicators
+			  * are torn down as after an error (rt_release) */
+	bool no_overlap; /* --no-overlap: every receive and collective
+			  * waits at its instruction (the host's device) */
+	/* --cuda-graph (device.h's step_begin): auto records a step that later
+	 * steps replay; on also an inference's one step, which none does;
+	 * off none */
+	enum rt_graph { RT_GRAPH_AUTO, RT_GRAPH_ON, RT_GRAPH_OFF } graph;
 	bool replay;           /* this step replays the device's recording: its
 				* instructions are not issued (step.c) */
 	struct rt_overlap *ov; /* overlap.c: which receives start early, which

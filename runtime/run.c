@@ -48,8 +48,7 @@ struct opts {
 	const char *device;   /* --device auto|cpu|gpu */
 	bool tf32;            /* --tf32: f32 dots on tensor cores (GPU) */
 	bool no_overlap;      /* --no-overlap: receives and collectives wait at their instruction */
-	bool graph_off;       /* --cuda-graph=off: every GPU step issues its instructions */
-	bool graph_on;        /* --cuda-graph=on: an inference's one step is recorded too */
+	enum rt_graph graph;  /* --cuda-graph auto|on|off (rt.h) */
 	struct rt_fill fill;  /* --init [SPEC] --seed N: parameters whose weights are absent */
 	bool profile;         /* --profile: per-kernel times (profile.c) */
 	long profile_rows;    /* --profile=N|all: the N slowest kernels (25), 0 all */
@@ -309,8 +308,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_CUDA_GRAPH:
 			if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off"))
 				rc = ir_errorf(-EINVAL, "--cuda-graph %s: expected auto, on or off", v);
-			o->graph_off = !strcmp(v, "off");
-			o->graph_on = !strcmp(v, "on");
+			o->graph = !strcmp(v, "on") ? RT_GRAPH_ON : !strcmp(v, "off") ? RT_GRAPH_OFF : RT_GRAPH_AUTO;
 			break;
 		case O_PROFILE:
 			o->profile = true;
@@ -606,8 +604,7 @@ static int load(struct rt *r, const struct opts *o, struct plan **pp, struct rt_
 	if (agree(c, rc) < 0)
 		return -1;
 	r->no_overlap = o->no_overlap;
-	r->graph_off = o->graph_off;
-	r->graph_on = o->graph_on;
+	r->graph = o->graph;
 	if (o->fill.on && c->rank == 0)
 		printf("pcc-run: --init: %d parameters on rank 0 filled (their weights are absent from %s), seed %llu%s%s\n",
 		       filled, model, (unsigned long long)o->fill.seed, o->fill.n ? ", rules " : ", default rules",
